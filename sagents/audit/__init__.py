@@ -1,0 +1,3 @@
+"""sagents.audit (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,36 @@
+"""Entry point of the ``sagents`` command, on Typer.
+
+Subcommands are added by the modules of this package; each prints through Rich to stdout only what
+its user asked for, and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from sagents import __version__
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="sagents",
+    help="Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents."""
+
+
+@app.command("version")
+def _version() -> None:
+    """Print the sagents version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Run the ``sagents`` command."""
+    app()

@@ -1,0 +1,3 @@
+"""sagents.config (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

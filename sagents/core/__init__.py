@@ -1,0 +1,43 @@
+"""Plain frozen values shared by several layers: tool specs, results, permissions, events."""
+
+from sagents.core.permissions import (
+    PERMISSION_CLASSES,
+    PERMISSION_MODES,
+    PermissionClass,
+    PermissionMode,
+    ToolAnnotations,
+    classify_annotations,
+    parse_permission_mode,
+)
+from sagents.core.result import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ErrorInfo,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+)
+from sagents.core.spec import ToolSource, ToolSourceKind, ToolSpec
+
+__all__ = [
+    "PERMISSION_CLASSES",
+    "PERMISSION_MODES",
+    "AudioContent",
+    "ContentBlock",
+    "EmbeddedResource",
+    "ErrorInfo",
+    "ImageContent",
+    "PermissionClass",
+    "PermissionMode",
+    "ResourceLink",
+    "TextContent",
+    "ToolAnnotations",
+    "ToolResult",
+    "ToolSource",
+    "ToolSourceKind",
+    "ToolSpec",
+    "classify_annotations",
+    "parse_permission_mode",
+]

@@ -1,0 +1,319 @@
+"""The one exception tree of sagents.
+
+Every error that sagents raises is a :class:`SagentsError`. Each class carries a stable ``code``
+(a short snake_case string) so that an error can cross a wire (a tool result, the run_script fd 3/4
+protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other side with
+:meth:`SagentsError.from_dict`. Codes never change once released; new errors get new codes.
+
+::
+
+    SagentsError                        internal_error
+    ├── ConfigError                     config_error         (file, key)
+    ├── ToolDefinitionError             invalid_tool_definition
+    │   └── ToolNameConflictError       name_conflict
+    ├── ToolCallError                   tool_error
+    │   ├── UnknownToolError            unknown_tool
+    │   ├── InvalidArgumentsError       invalid_arguments    (problems)
+    │   ├── NotAllowedError             not_allowed
+    │   ├── ToolTimeoutError            timeout
+    │   ├── ToolCancelledError          cancelled
+    │   ├── ToolExecutionError          execution_error
+    │   └── ResultSerializationError    unserializable_result
+    ├── UpstreamError                   upstream_error       (server)
+    │   ├── UpstreamUnavailableError    upstream_unavailable
+    │   ├── UpstreamProtocolError       upstream_protocol_error
+    │   └── UpstreamSchemaError         invalid_upstream_schema
+    ├── SandboxError                    sandbox_error
+    │   ├── SandboxUnavailableError     sandbox_unavailable
+    │   ├── PathNotAllowedError         path_not_allowed     (path)
+    │   ├── SandboxLimitError           limit_exceeded
+    │   └── TaskNotFoundError           task_not_found
+    ├── SkillError                      skill_error
+    │   ├── SkillNotFoundError          skill_not_found
+    │   └── SkillFormatError            invalid_skill        (file, field)
+    └── ScriptError                     script_error
+        ├── ScriptRejectedError         rejected
+        └── ApprovalDeniedError         approval_denied
+
+Catch the narrowest class you can act on; ``code`` is what crosses process boundaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ApprovalDeniedError",
+    "ConfigError",
+    "InvalidArgumentsError",
+    "NotAllowedError",
+    "PathNotAllowedError",
+    "ResultSerializationError",
+    "SagentsError",
+    "SandboxError",
+    "SandboxLimitError",
+    "SandboxUnavailableError",
+    "ScriptError",
+    "ScriptRejectedError",
+    "SkillError",
+    "SkillFormatError",
+    "SkillNotFoundError",
+    "TaskNotFoundError",
+    "ToolCallError",
+    "ToolCancelledError",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolNameConflictError",
+    "ToolTimeoutError",
+    "UnknownToolError",
+    "UpstreamError",
+    "UpstreamProtocolError",
+    "UpstreamSchemaError",
+    "UpstreamUnavailableError",
+    "error_class_for_code",
+]
+
+_BY_CODE: dict[str, type[SagentsError]] = {}
+
+
+class SagentsError(Exception):
+    """Base of every sagents error.
+
+    Attributes:
+        code: The stable code of the error's class (see the module docstring).
+        message: What went wrong, in English, naming the object concerned with ``!r``.
+        hint: Optional advice the caller (often a model) can act on.
+        details: JSON-serialisable extra fields (file, key, tool, problems, ...).
+    """
+
+    code: ClassVar[str] = "internal_error"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return
+        if code in _BY_CODE:
+            raise TypeError(f"error code {code!r} is already used by {_BY_CODE[code].__name__}")
+        _BY_CODE[code] = cls
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details: dict[str, Any] = dict(details or {})
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} ({self.hint})"
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise to ``{"code", "message", "hint", "details"}`` (JSON-safe if details are)."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+            "details": dict(self.details),
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> SagentsError:
+        """Rebuild an error serialised by :meth:`to_dict`.
+
+        An unknown code gives a plain :class:`SagentsError` that keeps the code in
+        ``details["code"]`` so that nothing is lost.
+        """
+        code = str(data.get("code", SagentsError.code))
+        cls = _BY_CODE.get(code, SagentsError)
+        details = dict(data.get("details") or {})
+        if cls is SagentsError and code != SagentsError.code:
+            details.setdefault("code", code)
+        error = cls.__new__(cls)
+        SagentsError.__init__(
+            error, str(data.get("message", "")), hint=data.get("hint"), details=details
+        )
+        return error
+
+
+_BY_CODE[SagentsError.code] = SagentsError
+
+
+def error_class_for_code(code: str) -> type[SagentsError] | None:
+    """Return the error class registered for ``code``, or None."""
+    return _BY_CODE.get(code)
+
+
+class ConfigError(SagentsError):
+    """A configuration file or value is invalid. ``details`` holds ``file`` and ``key``."""
+
+    code = "config_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ", ".join(
+            p for p in (f"file {file!r}" if file else "", f"key {key!r}" if key else "") if p
+        )
+        super().__init__(
+            f"{message} ({where})" if where else message,
+            hint=hint,
+            details={"file": file, "key": key},
+        )
+
+
+class ToolDefinitionError(SagentsError):
+    """A tool cannot be defined: bad signature (``*args``), unresolvable annotation, bad name."""
+
+    code = "invalid_tool_definition"
+
+
+class ToolNameConflictError(ToolDefinitionError):
+    """A tool name is already registered and replacing was not asked for."""
+
+    code = "name_conflict"
+
+
+class ToolCallError(SagentsError):
+    """A tool call failed. The ``code`` of each subclass becomes ``ToolResult.error.code``."""
+
+    code = "tool_error"
+
+
+class UnknownToolError(ToolCallError):
+    """No tool with that name is registered (or visible to this session)."""
+
+    code = "unknown_tool"
+
+
+class InvalidArgumentsError(ToolCallError):
+    """Arguments do not match the tool's input schema. ``details["problems"]`` lists each one."""
+
+    code = "invalid_arguments"
+
+
+class NotAllowedError(ToolCallError):
+    """The session's policy does not allow this call (whitelist, permission class, mode)."""
+
+    code = "not_allowed"
+
+
+class ToolTimeoutError(ToolCallError):
+    """The call did not finish within its timeout."""
+
+    code = "timeout"
+
+
+class ToolCancelledError(ToolCallError):
+    """The call was cancelled (by the caller, the client or a shutdown)."""
+
+    code = "cancelled"
+
+
+class ToolExecutionError(ToolCallError):
+    """The tool itself raised; the message is the exception's, without a traceback."""
+
+    code = "execution_error"
+
+
+class ResultSerializationError(ToolCallError):
+    """The tool returned a value that cannot be turned into JSON or content blocks."""
+
+    code = "unserializable_result"
+
+
+class UpstreamError(SagentsError):
+    """An upstream MCP server failed. ``details["server"]`` names it."""
+
+    code = "upstream_error"
+
+
+class UpstreamUnavailableError(UpstreamError):
+    """The server is not running, died, or could not be reached."""
+
+    code = "upstream_unavailable"
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The server answered with a JSON-RPC error or something that is not MCP."""
+
+    code = "upstream_protocol_error"
+
+
+class UpstreamSchemaError(UpstreamError):
+    """One upstream tool's schema cannot be used; the tool is withheld, the others are not."""
+
+    code = "invalid_upstream_schema"
+
+
+class SandboxError(SagentsError):
+    """The sandbox failed to start or to run something."""
+
+    code = "sandbox_error"
+
+
+class SandboxUnavailableError(SandboxError):
+    """The requested isolation is not available here (for example, bubblewrap is missing)."""
+
+    code = "sandbox_unavailable"
+
+
+class PathNotAllowedError(SandboxError):
+    """A path lies outside the sandbox's allowed roots (``..`` or a symlink out)."""
+
+    code = "path_not_allowed"
+
+
+class SandboxLimitError(SandboxError):
+    """A resource limit of the sandbox was reached (time, memory, output, disk, processes)."""
+
+    code = "limit_exceeded"
+
+
+class TaskNotFoundError(SandboxError):
+    """No background task with that id belongs to this session."""
+
+    code = "task_not_found"
+
+
+class SkillError(SagentsError):
+    """A skill could not be found or loaded."""
+
+    code = "skill_error"
+
+
+class SkillNotFoundError(SkillError):
+    """No skill with that name is available to this session."""
+
+    code = "skill_not_found"
+
+
+class SkillFormatError(SkillError):
+    """A skill directory breaks the format. ``details`` holds ``file`` and ``field``."""
+
+    code = "invalid_skill"
+
+
+class ScriptError(SagentsError):
+    """A run_script run could not start or was refused."""
+
+    code = "script_error"
+
+
+class ScriptRejectedError(ScriptError):
+    """The run was rejected by policy before it started (for example, a destructive tool)."""
+
+    code = "rejected"
+
+
+class ApprovalDeniedError(ScriptError):
+    """The user denied the approval that the run or call needed."""
+
+    code = "approval_denied"

@@ -1,0 +1,3 @@
+"""sagents.gateway (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.mcp (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.progress (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.sandbox (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.script (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.skill (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sagents.tool (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []

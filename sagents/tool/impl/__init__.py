@@ -1,0 +1,3 @@
+"""sagents.tool.impl (see DESIGN.md, "Layers")."""
+
+__all__: list[str] = []
