@@ -68,7 +68,9 @@ def list_command(dirs: _DirOption = None) -> None:
     """List the skills found in the roots, with their full descriptions."""
     manager = _manager(dirs)
     skills = manager.list_skills()
-    table = Table("name", "description", "form", "path", show_lines=True)
+    table = Table(show_lines=True)
+    for column in ("name", "description", "form", "path"):
+        table.add_column(column, overflow="fold")
     for skill in skills:
         table.add_row(skill.name, skill.description, skill.source_form, str(skill.path))
     Console(width=max(100, Console().width)).print(table)
