@@ -10,10 +10,11 @@ skill name wins (as with ``PATH``). The skill it shadows stays out of ``list_ski
 ``warning`` problem names both directories. Within one root, two directories declaring the same
 name is the same case (the first in sorted order wins).
 
-Freshness: every ``list_skills``/``get_skill``/``problems`` call compares cheap ``stat`` stamps
-(the root directory, each skill's ``SKILL.md``, ``skill.yaml`` and directories) with the last scan
-and re-reads only what changed, so an edited ``SKILL.md`` or a new skill directory is seen without
-a restart. ``reload()`` forces a full rescan. Nothing here writes to a skill directory.
+Freshness: every ``list_skills``/``problems`` call compares cheap ``stat`` stamps (the root
+directory, each skill's ``SKILL.md``, ``skill.yaml`` and directories) with the last scan and
+re-reads only what changed, so an edited ``SKILL.md`` or a new skill directory is seen without a
+restart; ``get_skill(name)`` re-checks only the directories that may hold ``name``.
+``reload()`` forces a full rescan. Nothing here writes to a skill directory.
 """
 
 from __future__ import annotations
@@ -88,8 +89,11 @@ class _Root:
         self.stamp: tuple[int, int] = (-2, -2)
         self.entries: dict[Path, _Entry] = {}
 
-    def refresh(self, force: bool) -> bool:
-        """Re-read what changed. Returns whether anything did."""
+    def refresh(self, force: bool, only: str | None = None) -> bool:
+        """Re-read what changed (with ``only``: just the directories that may hold that name).
+
+        Returns whether anything did.
+        """
         changed = False
         root_stamp = _stat(self.path)
         if force or root_stamp != self.stamp:
@@ -107,11 +111,18 @@ class _Root:
                     self.entries[directory] = _read(directory)
                     changed = True
         for directory, entry in list(self.entries.items()):
+            if only is not None and not _may_hold(entry, only):
+                continue
             stamp = _skill_stamp(directory)
             if stamp != entry.stamp:
                 self.entries[directory] = _read(directory, stamp)
                 changed = True
         return changed
+
+
+def _may_hold(entry: _Entry, name: str) -> bool:
+    skill = entry.load.skill
+    return entry.directory.name == name or (skill is not None and skill.name == name)
 
 
 def _read(directory: Path, stamp: _Stamp | None = None) -> _Entry:
@@ -173,8 +184,12 @@ class SkillManager:
         return [skill.name for skill in self.list_skills()]
 
     def get_skill(self, name: str) -> SkillSchema | None:
-        """The skill called ``name`` (re-read first if its files changed), or ``None``."""
-        self._refresh(force=False)
+        """The skill called ``name`` (re-read first if its files changed), or ``None``.
+
+        Only the directories that may hold ``name`` (same directory name, or that declared it)
+        and the roots' listings are re-checked, so this stays cheap with many skills.
+        """
+        self._refresh(force=False, only=name)
         return self._skills.get(name)
 
     def problems(self) -> list[SkillProblem]:
@@ -186,10 +201,10 @@ class SkillManager:
         """Re-read every root and every skill from disk."""
         self._refresh(force=True)
 
-    def _refresh(self, *, force: bool) -> None:
+    def _refresh(self, *, force: bool, only: str | None = None) -> None:
         changed = False
         for root in self._roots:
-            changed = root.refresh(force) or changed
+            changed = root.refresh(force, only) or changed
         if changed or force:
             self._rebuild()
 
