@@ -64,7 +64,7 @@ def _manager(dirs: list[Path] | None) -> SkillManager:
 
 
 @app.command("list")
-def list_command(dirs: _DirOption = None) -> None:
+def _list(dirs: _DirOption = None) -> None:
     """List the skills found in the roots, with their full descriptions."""
     manager = _manager(dirs)
     skills = manager.list_skills()
@@ -83,7 +83,7 @@ def list_command(dirs: _DirOption = None) -> None:
 
 
 @app.command("show")
-def show_command(
+def _show(
     name: Annotated[str, typer.Argument(help="The skill's name.")], dirs: _DirOption = None
 ) -> None:
     """Show one skill: its metadata, files and instructions."""
@@ -126,7 +126,7 @@ def _validate(path: Path) -> tuple[int, list[SkillProblem]]:
 
 
 @app.command("validate")
-def validate_command(
+def _validate_command(
     path: Annotated[Path, typer.Argument(help="One skill directory, or a root holding several.")],
     strict: Annotated[
         bool, typer.Option("--strict", help="Also fail on what is only non-portable.")
