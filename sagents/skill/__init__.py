@@ -29,6 +29,7 @@ from sagents.skill.sandbox_sync import (
     SyncOutcome,
 )
 from sagents.skill.schema import ProblemSeverity, SkillProblem, SkillSchema, SourceForm
+from sagents.skill.session import SkillSession
 
 __all__ = [
     "DEFAULT_SANDBOX_SKILLS_ROOT",
@@ -42,6 +43,7 @@ __all__ = [
     "SkillProjection",
     "SkillProxy",
     "SkillSchema",
+    "SkillSession",
     "SkillSource",
     "SourceForm",
     "SyncOutcome",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -42,3 +44,41 @@ def copy_fixture(name: str, destination: Path) -> Path:
     target = destination / name
     shutil.copytree(FIXTURES / name, target)
     return target
+
+
+class FakeToolProxy:
+    """The whitelist part of ToolProxy: restrict() only narrows."""
+
+    def __init__(self, allowed: Iterable[str]) -> None:
+        self.allowed = set(allowed)
+
+    def restrict(self, names: Iterable[str]) -> None:
+        self.allowed &= set(names)
+
+    def can_call(self, name: str) -> bool:
+        return name in self.allowed
+
+
+class MemoryFiles:
+    """A sandbox file API whose files live in a dict, not on the host."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.dirs: set[str] = {"/"}
+        self.writes: list[str] = []
+
+    async def read_file(self, path: str) -> bytes:
+        return self.files[path]
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
+        self.files[path] = data
+        self.writes.append(path)
+
+    async def exists(self, path: str) -> bool:
+        return path in self.files or path in self.dirs
+
+    async def mkdir(self, path: str) -> None:
+        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
+        assert path not in self.dirs
+        self.dirs.add(path)

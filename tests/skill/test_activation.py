@@ -1,21 +1,7 @@
-from collections.abc import Iterable
 from pathlib import Path
 
 from sagents.skill import SkillManager, activate_skill
-from tests.skill.helpers import copy_fixture, spec_md, write_skill
-
-
-class FakeToolProxy:
-    """The whitelist part of ToolProxy: restrict() only narrows."""
-
-    def __init__(self, allowed: Iterable[str]) -> None:
-        self.allowed = set(allowed)
-
-    def restrict(self, names: Iterable[str]) -> None:
-        self.allowed &= set(names)
-
-    def can_call(self, name: str) -> bool:
-        return name in self.allowed
+from tests.skill.helpers import FakeToolProxy, copy_fixture, spec_md, write_skill
 
 
 def test_an_active_skill_holds_the_session_to_its_allowed_tools(tmp_path: Path) -> None:

@@ -1,6 +1,10 @@
+import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sagents.skill.parser import parse_skill_dir
 from sagents.skill.schema import SkillProblem
@@ -301,3 +305,38 @@ def test_parsing_never_modifies_the_skill_directory(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
     parse_skill_dir(path)
     assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before
+
+
+_text = st.text(
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00\ufeff\x85"),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8}){0,3}", fullmatch=True),
+    description=_text,
+    extra=st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), _text, max_size=3),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    bom=st.booleans(),
+)
+def test_any_well_formed_skill_md_loads_exactly_or_reports_why(
+    name: str, description: str, extra: dict[str, str], newline: str, bom: bool
+) -> None:
+    front = {**extra, "name": name, "description": description}
+    text = "---\n" + yaml.safe_dump(front, allow_unicode=True) + "---\nBody\n"
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.replace("\n", newline).encode("utf-8")
+    with tempfile.TemporaryDirectory() as temp:
+        load = parse_skill_dir(write_skill(Path(temp), name, data))
+    errors = [p for p in load.problems if p.severity == "error"]
+    if not description.strip():
+        assert load.skill is None
+        assert [p.field for p in errors] == ["description"]
+        return
+    assert load.skill is not None
+    assert load.skill.description == description
+    assert load.skill.body == "Body\n"
+    assert errors == []
+    unknown = sorted(set(extra) - {"name", "description", "license", "compatibility", "metadata"})
+    assert [p.field for p in load.problems if p.severity == "non_portable"] == unknown

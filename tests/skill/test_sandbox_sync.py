@@ -1,5 +1,4 @@
 import json
-import posixpath
 from pathlib import Path
 
 import anyio
@@ -8,33 +7,7 @@ import pytest
 from sagents.errors import SkillNotFoundError
 from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy
 from sagents.skill.sandbox_sync import MANIFEST_NAME
-from tests.skill.helpers import copy_fixture, spec_md, write_skill
-
-
-class MemoryFiles:
-    """A sandbox file API whose files live in a dict, not on the host."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.dirs: set[str] = {"/"}
-        self.writes: list[str] = []
-
-    async def read_file(self, path: str) -> bytes:
-        return self.files[path]
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
-        self.files[path] = data
-        self.writes.append(path)
-
-    async def exists(self, path: str) -> bool:
-        return path in self.files or path in self.dirs
-
-    async def mkdir(self, path: str) -> None:
-        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
-        assert path not in self.dirs
-        self.dirs.add(path)
-
+from tests.skill.helpers import MemoryFiles, copy_fixture, spec_md, write_skill
 
 Setup = tuple[SkillManager, Path, MemoryFiles, SandboxSkillManager]
 
