@@ -48,7 +48,7 @@ __all__ = [
     "SyncOutcome",
 ]
 
-DEFAULT_SANDBOX_SKILLS_ROOT = "/workspace/.skills"  # a sandbox path, not a host path
+DEFAULT_SANDBOX_SKILLS_ROOT = ".skills"  # a sandbox path, relative to the sandbox workspace
 MANIFEST_NAME = ".sagents-manifest.json"
 CONFLICT_SUFFIX = ".from-host"
 
@@ -60,23 +60,25 @@ logger = logging.getLogger(__name__)
 class SandboxFiles(Protocol):
     """The part of the sandbox's file API that projection needs (sandbox paths, not host paths).
 
-    The sandbox branch's ``Sandbox`` protocol is expected to satisfy this structurally.
+    Paths are absolute sandbox paths or relative to the sandbox's workspace. The sandbox
+    package's ``Sandbox`` protocol satisfies this structurally (its ``write_file``/``mkdir``
+    return the resolved path, which is ignored here).
     """
 
     async def read_file(self, path: str) -> bytes:
         """Read a whole file."""
         ...
 
-    async def write_file(self, path: str, data: bytes) -> None:
-        """Write a whole file (atomically), creating or replacing it."""
+    async def write_file(self, path: str, data: bytes) -> object:
+        """Write a whole file (atomically), creating or replacing it; the result is ignored."""
         ...
 
     async def exists(self, path: str) -> bool:
         """Whether a file or directory exists at ``path``."""
         ...
 
-    async def mkdir(self, path: str) -> None:
-        """Create one directory whose parent exists."""
+    async def mkdir(self, path: str) -> object:
+        """Create a directory whose parent exists; the result is ignored."""
         ...
 
 

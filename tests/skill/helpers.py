@@ -60,25 +60,37 @@ class FakeToolProxy:
 
 
 class MemoryFiles:
-    """A sandbox file API whose files live in a dict, not on the host."""
+    """A sandbox file API whose files live in a dict, not on the host.
+
+    Relative paths resolve against ``/workspace``, as the sandbox package's providers do.
+    """
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
-        self.dirs: set[str] = {"/"}
+        self.dirs: set[str] = {"/", "/workspace"}
         self.writes: list[str] = []
 
-    async def read_file(self, path: str) -> bytes:
-        return self.files[path]
+    @staticmethod
+    def norm(path: str) -> str:
+        return posixpath.normpath(path if path.startswith("/") else f"/workspace/{path}")
 
-    async def write_file(self, path: str, data: bytes) -> None:
-        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
-        self.files[path] = data
-        self.writes.append(path)
+    async def read_file(self, path: str) -> bytes:
+        return self.files[self.norm(path)]
+
+    async def write_file(self, path: str, data: bytes) -> str:
+        full = self.norm(path)
+        assert posixpath.dirname(full) in self.dirs, f"parent of {path} missing"
+        self.files[full] = data
+        self.writes.append(full)
+        return full
 
     async def exists(self, path: str) -> bool:
-        return path in self.files or path in self.dirs
+        full = self.norm(path)
+        return full in self.files or full in self.dirs
 
-    async def mkdir(self, path: str) -> None:
-        assert posixpath.dirname(path) in self.dirs, f"parent of {path} missing"
-        assert path not in self.dirs
-        self.dirs.add(path)
+    async def mkdir(self, path: str) -> str:
+        full = self.norm(path)
+        assert posixpath.dirname(full) in self.dirs, f"parent of {path} missing"
+        assert full not in self.dirs
+        self.dirs.add(full)
+        return full

@@ -134,3 +134,12 @@ async def test_the_host_skill_directory_is_never_modified(setup: Setup) -> None:
     files.files["/ws/skills/my_skill/SKILL.md"] = b"edited in sandbox"
     await sandbox.project("my_skill")
     assert {p: p.read_bytes() for p in host.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.anyio
+async def test_the_default_root_is_inside_the_sandbox_workspace(setup: Setup) -> None:
+    manager, _, files, _ = setup
+    sandbox = SandboxSkillManager(manager, files)
+    loaded = await sandbox.load("other")
+    assert loaded.location == ".skills/other"
+    assert "/workspace/.skills/other/SKILL.md" in files.files
