@@ -116,6 +116,8 @@ def _show(
 
 
 def _validate(path: Path) -> tuple[int, list[SkillProblem]]:
+    if path.is_file() and path.name in ("SKILL.md", "skill.yaml"):
+        path = path.parent
     if is_skill_dir(path):
         load = parse_skill_dir(path)
         return 1, list(load.problems)
@@ -127,7 +129,10 @@ def _validate(path: Path) -> tuple[int, list[SkillProblem]]:
 
 @app.command("validate")
 def _validate_command(
-    path: Annotated[Path, typer.Argument(help="One skill directory, or a root holding several.")],
+    path: Annotated[
+        Path,
+        typer.Argument(help="One skill directory (or its SKILL.md), or a root holding several."),
+    ],
     strict: Annotated[
         bool, typer.Option("--strict", help="Also fail on what is only non-portable.")
     ] = False,

@@ -18,12 +18,13 @@ it loading. Nothing here writes to the skill directory.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sagents.skill.frontmatter import (
     FrontMatterError,
@@ -43,6 +44,7 @@ from sagents.skill.schema import ProblemSeverity, SkillProblem, SkillSchema, Sou
 
 __all__ = [
     "MAX_SKILL_FILES",
+    "MAX_SKILL_MD_BYTES",
     "SEED_FILE",
     "SKILL_FILE",
     "SkillLoad",
@@ -51,6 +53,7 @@ __all__ = [
     "parse_skill_dir",
 ]
 
+MAX_SKILL_MD_BYTES = 1024 * 1024  # SKILL.md and skill.yaml; the spec suggests < 500 lines
 SKILL_FILE = "SKILL.md"
 SEED_FILE = "skill.yaml"
 MAX_SKILL_FILES = 2000  # files listed per skill; more is reported, not silently cut
@@ -95,7 +98,13 @@ def is_skill_dir(path: Path) -> bool:
 
 def _read_text(file: Path) -> str:
     """Read and normalise a text file. Raises OSError or FrontMatterError."""
-    return decode_text(file.read_bytes())
+    with file.open("rb") as handle:
+        data = handle.read(MAX_SKILL_MD_BYTES + 1)
+    if len(data) > MAX_SKILL_MD_BYTES:
+        raise FrontMatterError(
+            f"is larger than {MAX_SKILL_MD_BYTES} bytes; move details into references/"
+        )
+    return decode_text(data)
 
 
 class _Collector:
@@ -315,9 +324,19 @@ def _display_name(seed: dict[str, Any], body: str) -> str | None:
 
 
 def _stringify(value: Any) -> str:
+    """A string for metadata: scalars as text, lists and maps as one line of YAML flow style.
+
+    YAML (not JSON) keeps aliases as aliases, so a front matter full of nested aliases cannot
+    blow up into gigabytes here.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(value, default=str, ensure_ascii=False)
+    if isinstance(value, (list, dict)):
+        dumped = yaml.safe_dump(value, default_flow_style=True, width=10**9, allow_unicode=True)
+        return str(dumped).strip()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def list_skill_files(

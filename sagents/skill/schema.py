@@ -72,8 +72,9 @@ class SkillSchema:
         body: The instructions: ``SKILL.md`` after the front matter (the whole file in the seed
             form), with line endings normalised to ``\\n``.
         path: The skill directory (host path, absolute).
-        metadata: String keys and values: the front matter's ``metadata`` map, ``license`` and
-            ``compatibility`` when given, and unknown keys (stringified) with a problem recorded.
+        metadata: String keys and values: the front matter's ``metadata`` map (over
+            ``skill.yaml``'s), and unknown keys, stringified (lists and maps as one line of YAML
+            flow style), each with a problem recorded.
         allowed_tools: Tool names from ``allowed-tools``, or ``None`` when the field is absent
             (no restriction).
         files: Relative POSIX paths of the regular files the skill ships (``SKILL.md`` included),

@@ -177,7 +177,7 @@ def test_unknown_front_matter_keys_are_kept_in_metadata_with_a_non_portable_prob
     md = "---\nname: extra\ndescription: d\nversion: 2\ntags: [a, b]\n---\nbody\n"
     load = parse_skill_dir(write_skill(tmp_path, "extra", md))
     assert load.skill is not None
-    assert load.skill.metadata == {"tags": '["a", "b"]', "version": "2"}
+    assert load.skill.metadata == {"tags": "[a, b]", "version": "2"}
     assert _fields(load.problems, "non_portable") == ["tags", "version"]
     assert _fields(load.problems, "error") == []
 
@@ -340,3 +340,21 @@ def test_any_well_formed_skill_md_loads_exactly_or_reports_why(
     assert errors == []
     unknown = sorted(set(extra) - {"name", "description", "license", "compatibility", "metadata"})
     assert [p.field for p in load.problems if p.severity == "non_portable"] == unknown
+
+
+def test_nested_yaml_aliases_do_not_blow_up_when_kept_in_metadata(tmp_path: Path) -> None:
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]" for i in range(8)
+    ]
+    md = "---\nname: bomb\ndescription: d\n" + "\n".join(levels) + "\n---\n"
+    load = parse_skill_dir(write_skill(tmp_path, "bomb", md))
+    assert load.skill is not None
+    assert sum(len(value) for value in load.skill.metadata.values()) < 10_000
+
+
+def test_an_oversized_skill_md_is_refused_with_a_reason(tmp_path: Path) -> None:
+    md = spec_md("huge") + "x" * (1024 * 1024)
+    load = parse_skill_dir(write_skill(tmp_path, "huge", md))
+    assert load.skill is None
+    assert "larger than 1048576 bytes" in load.problems[0].reason
