@@ -143,3 +143,26 @@ async def test_the_default_root_is_inside_the_sandbox_workspace(setup: Setup) ->
     loaded = await sandbox.load("other")
     assert loaded.location == ".skills/other"
     assert "/workspace/.skills/other/SKILL.md" in files.files
+
+
+@pytest.mark.anyio
+async def test_concurrent_loads_of_one_skill_project_it_once_consistently(setup: Setup) -> None:
+    _, _, files, sandbox = setup
+    results = []
+
+    async def load() -> None:
+        results.append(await sandbox.project("my_skill"))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(load)
+    kinds = [set(result.outcomes.values()) for result in results]
+    assert all(len(kind) == 1 for kind in kinds)
+    assert sorted(kind.pop() for kind in kinds) == [
+        "created",
+        "unchanged",
+        "unchanged",
+        "unchanged",
+    ]
+    assert files.writes.count("/ws/skills/my_skill/scripts/run.py") == 1
