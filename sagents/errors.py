@@ -30,7 +30,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   └── TaskNotFoundError           task_not_found
     ├── SkillError                      skill_error
     │   ├── SkillNotFoundError          skill_not_found
-    │   └── SkillFormatError            invalid_skill        (file, field)
+    │   ├── SkillFormatError            invalid_skill        (file, field)
+    │   ├── SkillRootError              skill_root_unavailable
+    │   └── SkillResourceNotFoundError  skill_resource_not_found
     └── ScriptError                     script_error
         ├── ScriptRejectedError         rejected
         └── ApprovalDeniedError         approval_denied
@@ -58,6 +60,8 @@ __all__ = [
     "SkillError",
     "SkillFormatError",
     "SkillNotFoundError",
+    "SkillResourceNotFoundError",
+    "SkillRootError",
     "TaskNotFoundError",
     "ToolCallError",
     "ToolCancelledError",
@@ -299,6 +303,18 @@ class SkillFormatError(SkillError):
     """A skill directory breaks the format. ``details`` holds ``file`` and ``field``."""
 
     code = "invalid_skill"
+
+
+class SkillRootError(SkillError):
+    """A skill root directory is missing, not a directory, or unreadable."""
+
+    code = "skill_root_unavailable"
+
+
+class SkillResourceNotFoundError(SkillError):
+    """A skill exists but the file asked for is not one it ships."""
+
+    code = "skill_resource_not_found"
 
 
 class ScriptError(SagentsError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from sagents import __version__
+from sagents.cli import skills as _skills
 
 __all__ = ["app", "main"]
 
@@ -18,6 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.add_typer(_skills.app, name="skills")
 
 
 @app.callback()

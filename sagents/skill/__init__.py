@@ -1,3 +1,57 @@
-"""sagents.skill (see DESIGN.md, "Layers")."""
+"""Agent Skills: parsing and validation, ``SkillManager``, ``SkillProxy``, progressive disclosure,
+``allowed-tools`` activation and ``SandboxSkillManager`` (see docs/skills.md and DESIGN.md).
 
-__all__: list[str] = []
+Seed design usage, unchanged::
+
+    from sagents.skill import SkillManager, SkillProxy
+
+    skill_manager = SkillManager()
+    skill_manager.add_skill_dir("/path/to/skills_root")
+    session_skills = SkillProxy(skill_manager, available_skills=["my_skill"])
+"""
+
+from sagents.skill.activation import ToolRestrictor, activate_skill
+from sagents.skill.disclosure import (
+    LoadedSkill,
+    count_tokens,
+    load_skill,
+    read_skill_resource,
+    render_skills_prompt,
+)
+from sagents.skill.manager import SkillManager
+from sagents.skill.parser import SkillLoad, parse_skill_dir
+from sagents.skill.proxy import SkillProxy, SkillSource
+from sagents.skill.sandbox_sync import (
+    DEFAULT_SANDBOX_SKILLS_ROOT,
+    SandboxFiles,
+    SandboxSkillManager,
+    SkillProjection,
+    SyncOutcome,
+)
+from sagents.skill.schema import ProblemSeverity, SkillProblem, SkillSchema, SourceForm
+from sagents.skill.session import SkillSession
+
+__all__ = [
+    "DEFAULT_SANDBOX_SKILLS_ROOT",
+    "LoadedSkill",
+    "ProblemSeverity",
+    "SandboxFiles",
+    "SandboxSkillManager",
+    "SkillLoad",
+    "SkillManager",
+    "SkillProblem",
+    "SkillProjection",
+    "SkillProxy",
+    "SkillSchema",
+    "SkillSession",
+    "SkillSource",
+    "SourceForm",
+    "SyncOutcome",
+    "ToolRestrictor",
+    "activate_skill",
+    "count_tokens",
+    "load_skill",
+    "parse_skill_dir",
+    "read_skill_resource",
+    "render_skills_prompt",
+]
