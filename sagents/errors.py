@@ -31,6 +31,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     ├── SkillError                      skill_error
     │   ├── SkillNotFoundError          skill_not_found
     │   └── SkillFormatError            invalid_skill        (file, field)
+    ├── ProgressError                   progress_error
+    │   ├── EventFormatError            invalid_event        (type, problems)
+    │   └── ConsumerLaggedError         consumer_lagged
     └── ScriptError                     script_error
         ├── ScriptRejectedError         rejected
         └── ApprovalDeniedError         approval_denied
@@ -45,9 +48,12 @@ from typing import Any, ClassVar
 __all__ = [
     "ApprovalDeniedError",
     "ConfigError",
+    "ConsumerLaggedError",
+    "EventFormatError",
     "InvalidArgumentsError",
     "NotAllowedError",
     "PathNotAllowedError",
+    "ProgressError",
     "ResultSerializationError",
     "SagentsError",
     "SandboxError",
@@ -299,6 +305,27 @@ class SkillFormatError(SkillError):
     """A skill directory breaks the format. ``details`` holds ``file`` and ``field``."""
 
     code = "invalid_skill"
+
+
+class ProgressError(SagentsError):
+    """The live progress channel failed (see :mod:`sagents.progress`)."""
+
+    code = "progress_error"
+
+
+class EventFormatError(ProgressError):
+    """An NDJSON object is not a valid event. ``details`` holds ``type`` and ``problems``."""
+
+    code = "invalid_event"
+
+
+class ConsumerLaggedError(ProgressError):
+    """A consumer fell so far behind that an event that is never dropped could not be queued.
+
+    The consumer's queue is closed instead of growing without bound; it should re-subscribe.
+    """
+
+    code = "consumer_lagged"
 
 
 class ScriptError(SagentsError):
