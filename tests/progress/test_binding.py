@@ -1,8 +1,11 @@
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from anyio import wait_all_tasks_blocked
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -241,10 +244,23 @@ pieces = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None)
+async def settle() -> None:
+    """Let woken tasks run (wait_all_tasks_blocked polls every 0.1 s: too slow for examples)."""
+    for _ in range(5):
+        await anyio.lowlevel.checkpoint()
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    """One event loop for every hypothesis example (starting a loop costs ~0.1 s here)."""
+    with start_blocking_portal(backend="asyncio") as running:
+        yield running
+
+
+@settings(max_examples=60, deadline=None)
 @given(pieces=pieces, flush_bytes=st.integers(min_value=1, max_value=64))
 def test_delivered_text_equals_emitted_text_in_order(
-    pieces: list[tuple[str, Any, float]], flush_bytes: int
+    portal: BlockingPortal, pieces: list[tuple[str, Any, float]], flush_bytes: int
 ) -> None:
     async def run() -> list[Event]:
         clock = ManualClock()
@@ -254,10 +270,10 @@ def test_delivered_text_equals_emitted_text_in_order(
                 for text, stream, pause in pieces:
                     await emit_tool_progress(text, stream=stream)
                     clock.advance(pause)
-                    await wait_all_tasks_blocked()
+                    await settle()
             return waiting(events)
 
-    delivered = anyio.run(run)
+    delivered = portal.call(run)
 
     def per_character(segments: list[tuple[str, str]]) -> list[str]:
         return [f"{stream}:{char}" for stream, text in segments for char in text]
