@@ -18,6 +18,7 @@ from sagents.progress.binding import (
     current_tool_call,
     emit_tool_progress,
     emit_tool_progress_closed,
+    emit_tool_progress_from_thread,
 )
 from sagents.progress.clock import Clock, ManualClock, SystemClock
 from sagents.progress.hub import (
@@ -47,6 +48,7 @@ __all__ = [
     "default_hub",
     "emit_tool_progress",
     "emit_tool_progress_closed",
+    "emit_tool_progress_from_thread",
     "event_to_ndjson",
     "interleave_message_and_progress",
     "register_progress_queue",

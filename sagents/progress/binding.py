@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import contextvars
 import math
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final, get_args
 
 import anyio
+import anyio.from_thread
 
 from sagents.core.events import ProgressStream, ToolProgressEvent
 from sagents.progress._scope import run_beside
@@ -43,6 +45,7 @@ __all__ = [
     "current_tool_call",
     "emit_tool_progress",
     "emit_tool_progress_closed",
+    "emit_tool_progress_from_thread",
 ]
 
 _STREAMS: Final[frozenset[str]] = frozenset(get_args(ProgressStream))
@@ -78,6 +81,12 @@ class ToolCallBinding:
         self._last_sent: dict[str, float] = {}
         self._closed = False
         self._wake = anyio.Event()
+        self._loop_thread = threading.get_ident()
+
+    @property
+    def loop_thread(self) -> int:
+        """The ident of the event loop thread the binding was created in."""
+        return self._loop_thread
 
     @property
     def closed(self) -> bool:
@@ -217,10 +226,7 @@ async def emit_tool_progress(text: str, stream: ProgressStream = "stdout") -> No
         TypeError: ``text`` is not a str.
         ValueError: ``stream`` is not one of the three streams.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"progress text must be a str, not {type(text).__name__}")
-    if stream not in _STREAMS:
-        raise ValueError(f"unknown progress stream {stream!r}; use 'stdout', 'stderr' or 'info'")
+    _check(text, stream)
     binding = _current.get()
     if binding is not None:
         binding.emit(text, stream)
@@ -234,3 +240,36 @@ async def emit_tool_progress_closed() -> None:
     binding = _current.get()
     if binding is not None:
         binding.close()
+
+
+def emit_tool_progress_from_thread(text: str, stream: ProgressStream = "stdout") -> None:
+    """:func:`emit_tool_progress` for sync tools running in a worker thread.
+
+    ``anyio.to_thread.run_sync`` copies the context into the worker, so the binding is found;
+    the text is handed to the event loop with ``anyio.from_thread.run_sync`` (it waits only
+    for the hand-over, never for a consumer). Called on the event loop thread itself, it emits
+    directly. A silent no-op outside a bound context.
+
+    Args:
+        text: The new text.
+        stream: ``stdout``, ``stderr`` or ``info``.
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: ``stream`` is not one of the three streams.
+    """
+    _check(text, stream)
+    binding = _current.get()
+    if binding is None:
+        return
+    if threading.get_ident() == binding.loop_thread:
+        binding.emit(text, stream)
+    else:
+        anyio.from_thread.run_sync(binding.emit, text, stream)
+
+
+def _check(text: object, stream: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"progress text must be a str, not {type(text).__name__}")
+    if stream not in _STREAMS:
+        raise ValueError(f"unknown progress stream {stream!r}; use 'stdout', 'stderr' or 'info'")

@@ -3,6 +3,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import pytest
 from anyio import wait_all_tasks_blocked
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -19,6 +20,7 @@ from sagents.progress import (
     current_tool_call,
     emit_tool_progress,
     emit_tool_progress_closed,
+    emit_tool_progress_from_thread,
 )
 
 
@@ -232,6 +234,34 @@ async def test_progress_never_reaches_a_session_without_consumers() -> None:
         await emit_tool_progress("into the void")
     async with hub.subscribe("s") as events:
         assert len(events) == 0
+
+
+@pytest.mark.anyio
+async def test_a_sync_tool_in_a_worker_thread_reports_progress() -> None:
+    clock = ManualClock()
+    hub = make_hub(clock, flush_interval_s=0)
+
+    def sync_tool() -> str:
+        emit_tool_progress_from_thread("from the worker\n")
+        emit_tool_progress_from_thread("warning\n", stream="stderr")
+        return "done"
+
+    async with hub.subscribe("s") as events, bind_tool_call(hub, "s", "c"):
+        with anyio.fail_after(5):
+            assert await anyio.to_thread.run_sync(sync_tool) == "done"
+        emit_tool_progress_from_thread("on the loop thread\n")
+        delivered = waiting(events)
+    assert texts(delivered) == [
+        ("stdout", "from the worker\n"),
+        ("stderr", "warning\n"),
+        ("stdout", "on the loop thread\n"),
+    ]
+
+
+def test_emitting_from_a_thread_outside_a_tool_call_is_a_no_op_but_checks_input() -> None:
+    emit_tool_progress_from_thread("nobody listens")
+    with pytest.raises(ValueError, match="unknown progress stream"):
+        emit_tool_progress_from_thread("x", stream="out")  # type: ignore[arg-type]
 
 
 pieces = st.lists(

@@ -1,3 +1,4 @@
+import functools
 import itertools
 from collections.abc import Iterator
 
@@ -9,8 +10,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagents.core.events import ScriptProgressEvent, ScriptStatus
-from sagents.progress import ManualClock, ScriptProgressThrottle
+from sagents.core.events import ScriptProgressEvent, ScriptStatus, ToolProgressEvent
+from sagents.progress import ManualClock, ProgressHub, ProgressSettings, ScriptProgressThrottle
 
 
 def snap(calls: int, status: ScriptStatus = "running") -> ScriptProgressEvent:
@@ -75,6 +76,21 @@ async def test_an_error_in_the_block_propagates_unchanged_after_delivery() -> No
     with pytest.raises(LookupError, match="script crashed"):
         await run()
     assert [s.calls for s in sent] == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_the_final_snapshot_reaches_a_consumer_whose_queue_is_full_of_progress() -> None:
+    clock = ManualClock()
+    hub = ProgressHub(settings=ProgressSettings(max_buffered=2), clock=clock)
+    async with hub.subscribe("s") as events:
+        for n in range(5):
+            hub.publish("s", ToolProgressEvent(tool_call_id=f"c{n}", text="x", ts=1.0))
+        async with ScriptProgressThrottle(functools.partial(hub.publish, "s"), clock=clock) as t:
+            t.update(snap(1))
+            t.update(snap(7, "ok"))
+        received = [events.receive_nowait() for _ in range(len(events))]
+    assert received[-1] == snap(7, "ok")
+    assert snap(1) not in received  # the queue was full: a running snapshot may be dropped
 
 
 def test_a_non_positive_interval_is_refused() -> None:
