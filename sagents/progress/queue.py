@@ -95,6 +95,7 @@ class EventQueue:
         self._max_buffered = max_buffered
         self._max_critical = max_critical
         self._items: collections.deque[Event] = collections.deque()
+        self._tail_bytes: int | None = None  # UTF-8 size of the tail's text once merged into
         self._droppable = 0
         self._critical = 0
         self._closed = False
@@ -155,6 +156,7 @@ class EventQueue:
                 return False
             self._critical += 1
         self._items.append(event)
+        self._tail_bytes = None
         self._queued += 1
         self._wake()
         return True
@@ -169,6 +171,8 @@ class EventQueue:
         """
         if self._items:
             event = self._items.popleft()
+            if not self._items:
+                self._tail_bytes = None
             if is_droppable(event):
                 self._droppable -= 1
             else:
@@ -251,9 +255,12 @@ class EventQueue:
             and tail.stream == event.stream
         ):
             return False
-        merged = tail.text + event.text
-        if len(merged.encode()) > MAX_MERGED_BYTES:
+        if self._tail_bytes is None:
+            self._tail_bytes = len(tail.text.encode())
+        size = self._tail_bytes + len(event.text.encode())
+        if size > MAX_MERGED_BYTES:
             return False
-        self._items[-1] = dataclasses.replace(tail, text=merged, ts=event.ts)
+        self._items[-1] = dataclasses.replace(tail, text=tail.text + event.text, ts=event.ts)
+        self._tail_bytes = size
         self._coalesced += 1
         return True

@@ -62,6 +62,15 @@ def test_progress_under_pressure_merges_into_the_same_calls_tail() -> None:
     assert (queue.stats.coalesced, queue.stats.dropped_events) == (1, 1)
 
 
+def test_merging_under_pressure_stops_at_64_kib_of_utf8() -> None:
+    queue = EventQueue(max_buffered=1)
+    queue.offer(text("a", "é" * 20_000))  # 40,000 bytes
+    assert queue.offer(text("a", "é" * 12_000))  # 64,000 bytes merged: fits
+    assert not queue.offer(text("a", "é" * 1_000))  # 66,000 bytes would not
+    assert [len(e.text) for e in drain(queue)] == [32_000]  # type: ignore[attr-defined]
+    assert queue.stats.dropped_bytes == 2_000
+
+
 def test_never_dropped_events_are_queued_under_pressure_in_order() -> None:
     queue = EventQueue(max_buffered=1)
     approval = ApprovalRequestEvent(request_id="r", message="ok?", ts=TS)
