@@ -57,7 +57,8 @@ async def interleave_message_and_progress(
 
     Yields:
         An async iterator of NDJSON lines. It raises what the message iterator raised,
-        ``TypeError`` for a message that is not a JSON object or not serialisable, and
+        ``TypeError`` for a message that is not a JSON object or not serialisable
+        (``ValueError`` for NaN or infinity, which JSON cannot carry), and
         :class:`~sagents.errors.ConsumerLaggedError` if the queue lagged.
     """
     send, receive = anyio.create_memory_object_stream[_Item](0)
@@ -123,4 +124,4 @@ def _message_to_ndjson(message: Mapping[str, Any]) -> str:
         raise TypeError(
             f"a message must be a mapping (a JSON object), not {type(message).__name__}"
         )
-    return json.dumps(dict(message), ensure_ascii=False) + "\n"
+    return json.dumps(dict(message), ensure_ascii=False, allow_nan=False) + "\n"

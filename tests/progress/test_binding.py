@@ -75,6 +75,19 @@ async def test_text_within_the_window_is_coalesced_and_sent_when_it_ends() -> No
 
 
 @pytest.mark.anyio
+async def test_with_the_system_clock_waiting_text_arrives_without_further_emits() -> None:
+    hub = ProgressHub(settings=ProgressSettings(flush_interval_s=0.01))
+    async with hub.subscribe("s") as events, bind_tool_call(hub, "s", "c"):
+        await emit_tool_progress("a")
+        await emit_tool_progress("b")
+        with anyio.fail_after(5):
+            assert texts([await events.receive(), await events.receive()]) == [
+                ("stdout", "a"),
+                ("stdout", "b"),
+            ]
+
+
+@pytest.mark.anyio
 async def test_text_after_a_quiet_window_goes_out_at_once() -> None:
     clock = ManualClock()
     hub = make_hub(clock)

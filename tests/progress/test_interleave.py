@@ -94,6 +94,18 @@ async def test_a_message_that_is_not_an_object_is_a_type_error() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_message_json_cannot_carry_is_refused() -> None:
+    async def consume(message: Any) -> list[str]:
+        async with interleave_message_and_progress(from_list([message]), EventQueue()) as lines:
+            return [line async for line in lines]
+
+    with anyio.fail_after(2), pytest.raises(ValueError, match="Out of range float"):
+        await consume({"score": float("nan")})
+    with anyio.fail_after(2), pytest.raises(TypeError, match="not JSON serializable"):
+        await consume({"when": object()})
+
+
+@pytest.mark.anyio
 async def test_a_lagged_event_queue_is_raised_to_the_reader() -> None:
     events = EventQueue(max_critical=1)
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](0)
