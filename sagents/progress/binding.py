@@ -81,6 +81,7 @@ class ToolCallBinding:
         self._last_sent: dict[str, float] = {}
         self._closed = False
         self._wake = anyio.Event()
+        self._sleep: tuple[float, anyio.CancelScope] | None = None  # the flusher's deadline
         self._loop_thread = threading.get_ident()
 
     @property
@@ -115,8 +116,11 @@ class ToolCallBinding:
         self._pending_stream = stream
         if self._pending_bytes >= self._flush_bytes:
             self.flush()
-        else:
-            self._wake.set()
+            return
+        self._wake.set()
+        due = self.next_deadline()
+        if self._sleep is not None and due is not None and due < self._sleep[0]:
+            self._sleep[1].cancel()  # another stream's window ends sooner: re-plan the wait
 
     def flush(self) -> None:
         """Send the waiting text now, as one event."""
@@ -159,7 +163,10 @@ class ToolCallBinding:
             await self._wake.wait()
             self._wake = anyio.Event()
             while (deadline := self.next_deadline()) is not None:
-                await self._clock.sleep_until(deadline)
+                with anyio.CancelScope() as scope:
+                    self._sleep = (deadline, scope)
+                    await self._clock.sleep_until(deadline)
+                self._sleep = None
                 due = self.next_deadline()
                 if due is not None and self._clock.monotonic() >= due:
                     self.flush()

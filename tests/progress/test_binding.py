@@ -143,6 +143,24 @@ async def test_stdout_and_stderr_keep_their_relative_order() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_stream_whose_window_ends_sooner_is_flushed_on_time() -> None:
+    clock = ManualClock()
+    hub = make_hub(clock, flush_interval_s=1.0)
+    async with hub.subscribe("s") as events, bind_tool_call(hub, "s", "c"):
+        await emit_tool_progress("e1", stream="stderr")  # stderr sent at t=0
+        clock.advance(0.5)
+        await emit_tool_progress("o1")  # stdout sent at t=0.5
+        await emit_tool_progress("o2")  # waits: due at t=1.5
+        await wait_all_tasks_blocked()
+        await emit_tool_progress("e2", stream="stderr")  # flushes o2; e2 due at t=1.0
+        await wait_all_tasks_blocked()
+        assert texts(waiting(events)) == [("stderr", "e1"), ("stdout", "o1"), ("stdout", "o2")]
+        clock.advance(0.5)
+        with anyio.fail_after(1):
+            assert texts([await events.receive()]) == [("stderr", "e2")]
+
+
+@pytest.mark.anyio
 async def test_closed_flushes_every_stream_then_sends_closed_once() -> None:
     clock = ManualClock()
     hub = make_hub(clock)
