@@ -33,6 +33,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   ├── SkillFormatError            invalid_skill        (file, field)
     │   ├── SkillRootError              skill_root_unavailable
     │   └── SkillResourceNotFoundError  skill_resource_not_found
+    ├── ProgressError                   progress_error
+    │   ├── EventFormatError            invalid_event        (type, problems)
+    │   └── ConsumerLaggedError         consumer_lagged
     └── ScriptError                     script_error
         ├── ScriptRejectedError         rejected
         └── ApprovalDeniedError         approval_denied
@@ -47,9 +50,12 @@ from typing import Any, ClassVar
 __all__ = [
     "ApprovalDeniedError",
     "ConfigError",
+    "ConsumerLaggedError",
+    "EventFormatError",
     "InvalidArgumentsError",
     "NotAllowedError",
     "PathNotAllowedError",
+    "ProgressError",
     "ResultSerializationError",
     "SagentsError",
     "SandboxError",
@@ -315,6 +321,27 @@ class SkillResourceNotFoundError(SkillError):
     """A skill exists but the file asked for is not one it ships."""
 
     code = "skill_resource_not_found"
+
+
+class ProgressError(SagentsError):
+    """The live progress channel failed (see :mod:`sagents.progress`)."""
+
+    code = "progress_error"
+
+
+class EventFormatError(ProgressError):
+    """An NDJSON object is not a valid event. ``details`` holds ``type`` and ``problems``."""
+
+    code = "invalid_event"
+
+
+class ConsumerLaggedError(ProgressError):
+    """A consumer fell so far behind that an event that is never dropped could not be queued.
+
+    The consumer's queue is closed instead of growing without bound; it should re-subscribe.
+    """
+
+    code = "consumer_lagged"
 
 
 class ScriptError(SagentsError):

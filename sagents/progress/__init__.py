@@ -1,3 +1,57 @@
-"""sagents.progress (see DESIGN.md, "Layers")."""
+"""The live progress channel: typed events, per-consumer bounded queues, coalescing, NDJSON.
 
-__all__: list[str] = []
+See docs/progress.md. The pieces:
+
+* :class:`ProgressHub` routes each session's events to its consumers' :class:`EventQueue`
+  (fan-out; overflow policy in :mod:`sagents.progress.queue`); :func:`default_hub` is the
+  process default behind :func:`register_progress_queue`, :func:`unregister_progress_queue` and
+  :func:`subscribe`.
+* :func:`bind_tool_call` binds :func:`emit_tool_progress` / :func:`emit_tool_progress_closed` to
+  a running tool call, with coalescing per (tool_call_id, stream).
+* :class:`ScriptProgressThrottle` keeps ``script.progress`` to one snapshot per second.
+* :func:`interleave_message_and_progress` merges messages and events into NDJSON lines.
+"""
+
+from sagents.progress.binding import (
+    ToolCallBinding,
+    bind_tool_call,
+    current_tool_call,
+    emit_tool_progress,
+    emit_tool_progress_closed,
+    emit_tool_progress_from_thread,
+)
+from sagents.progress.clock import Clock, ManualClock, SystemClock
+from sagents.progress.hub import (
+    ProgressHub,
+    default_hub,
+    register_progress_queue,
+    subscribe,
+    unregister_progress_queue,
+)
+from sagents.progress.interleave import event_to_ndjson, interleave_message_and_progress
+from sagents.progress.queue import EventQueue, QueueStats
+from sagents.progress.settings import ProgressSettings
+from sagents.progress.throttle import ScriptProgressThrottle
+
+__all__ = [
+    "Clock",
+    "EventQueue",
+    "ManualClock",
+    "ProgressHub",
+    "ProgressSettings",
+    "QueueStats",
+    "ScriptProgressThrottle",
+    "SystemClock",
+    "ToolCallBinding",
+    "bind_tool_call",
+    "current_tool_call",
+    "default_hub",
+    "emit_tool_progress",
+    "emit_tool_progress_closed",
+    "emit_tool_progress_from_thread",
+    "event_to_ndjson",
+    "interleave_message_and_progress",
+    "register_progress_queue",
+    "subscribe",
+    "unregister_progress_queue",
+]

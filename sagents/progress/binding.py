@@ -1,0 +1,282 @@
+"""``emit_tool_progress``: coalesced tool output bound to the running tool call (seed design §12).
+
+The ToolManager wraps each tool call in :func:`bind_tool_call`; inside it,
+:func:`emit_tool_progress` and :func:`emit_tool_progress_closed` find the session and the
+``tool_call_id`` through a context variable. Outside a bound context (the CLI, unit tests, old
+callers) both are silent no-ops. Tool signatures and results do not change, and progress never
+enters a tool result.
+
+Coalescing, per (tool_call_id, stream), with the hub's settings:
+
+* Text on a stream that has not sent for ``flush_interval_s`` goes out at once (leading edge);
+  further text within the window waits in a buffer and goes out as one event when the window
+  ends (a helper task of :func:`bind_tool_call` wakes at that deadline).
+* Once ``flush_bytes`` UTF-8 bytes wait, the buffer is flushed at once (bytes, not characters).
+* ``flush_interval_s == 0`` sends every piece at once.
+* Relative order across streams is kept: text for another stream of the same call first
+  flushes whatever waits for the previous one, so at most one stream of a call has text
+  waiting. (Rapidly alternating stdout/stderr therefore coalesces less.)
+* :func:`emit_tool_progress_closed` (or leaving :func:`bind_tool_call`, even by an exception or
+  a cancellation) flushes the call's text, then sends one ``closed: true`` event (``text`` empty,
+  ``stream`` ``info``); later emits of that call are ignored.
+* Unregistering a consumer flushes every bound call of the session first (see
+  :meth:`~sagents.progress.ProgressHub.unregister_progress_queue`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, get_args
+
+import anyio
+import anyio.from_thread
+
+from sagents.core.events import ProgressStream, ToolProgressEvent
+from sagents.progress._scope import run_beside
+from sagents.progress.hub import ProgressHub
+
+__all__ = [
+    "ToolCallBinding",
+    "bind_tool_call",
+    "current_tool_call",
+    "emit_tool_progress",
+    "emit_tool_progress_closed",
+    "emit_tool_progress_from_thread",
+]
+
+_STREAMS: Final[frozenset[str]] = frozenset(get_args(ProgressStream))
+
+_current: contextvars.ContextVar[ToolCallBinding | None] = contextvars.ContextVar(
+    "sagents_tool_call_binding", default=None
+)
+
+
+class ToolCallBinding:
+    """The progress state of one running tool call: its coalescing buffer.
+
+    Created by :func:`bind_tool_call`; tools use the module functions instead.
+
+    Args:
+        hub: The hub that routes the events.
+        session_id: The session the call belongs to.
+        tool_call_id: The call's id (the events' ``tool_call_id``).
+    """
+
+    def __init__(self, hub: ProgressHub, session_id: str, tool_call_id: str) -> None:
+        self.hub = hub
+        self.session_id = session_id
+        self.tool_call_id = tool_call_id
+        settings = hub.settings
+        self._enabled = settings.enabled
+        self._interval = settings.flush_interval_s
+        self._flush_bytes = settings.flush_bytes
+        self._clock = hub.clock
+        self._pending: list[str] = []
+        self._pending_bytes = 0
+        self._pending_stream: ProgressStream | None = None
+        self._last_sent: dict[str, float] = {}
+        self._closed = False
+        self._wake = anyio.Event()
+        self._sleep: tuple[float, anyio.CancelScope] | None = None  # the flusher's deadline
+        self._loop_thread = threading.get_ident()
+
+    @property
+    def loop_thread(self) -> int:
+        """The ident of the event loop thread the binding was created in."""
+        return self._loop_thread
+
+    @property
+    def closed(self) -> bool:
+        """True once the ``closed`` event was sent."""
+        return self._closed
+
+    @property
+    def pending_bytes(self) -> int:
+        """UTF-8 bytes waiting in the coalescing buffer."""
+        return self._pending_bytes
+
+    def emit(self, text: str, stream: ProgressStream = "stdout") -> None:
+        """Add text under the coalescing rules (see the module docstring); never blocks."""
+        if not self._enabled or self._closed or not text:
+            return
+        if self._pending_stream is not None and self._pending_stream != stream:
+            self.flush()
+        now = self._clock.monotonic()
+        if self._pending_stream is None and (
+            now - self._last_sent.get(stream, -math.inf) >= self._interval
+        ):
+            self._send(text, stream, now)
+            return
+        self._pending.append(text)
+        self._pending_bytes += len(text.encode())
+        self._pending_stream = stream
+        if self._pending_bytes >= self._flush_bytes:
+            self.flush()
+            return
+        self._wake.set()
+        due = self.next_deadline()
+        if self._sleep is not None and due is not None and due < self._sleep[0]:
+            self._sleep[1].cancel()  # another stream's window ends sooner: re-plan the wait
+
+    def flush(self) -> None:
+        """Send the waiting text now, as one event."""
+        stream = self._pending_stream
+        if stream is None:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._pending_stream = None
+        self._send(text, stream, self._clock.monotonic())
+
+    def close(self) -> None:
+        """Flush, then send the ``closed`` event once (no-op when progress is disabled)."""
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+        if self._enabled:
+            self.hub.publish(
+                self.session_id,
+                ToolProgressEvent(
+                    tool_call_id=self.tool_call_id,
+                    text="",
+                    stream="info",
+                    closed=True,
+                    ts=self._clock.time(),
+                ),
+            )
+
+    def next_deadline(self) -> float | None:
+        """When the waiting text is due (monotonic seconds), or None if nothing waits."""
+        if self._pending_stream is None:
+            return None
+        return self._last_sent.get(self._pending_stream, -math.inf) + self._interval
+
+    async def run_flusher(self) -> None:
+        """Flush waiting text when its window ends; runs beside the tool call until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while (deadline := self.next_deadline()) is not None:
+                with anyio.CancelScope() as scope:
+                    self._sleep = (deadline, scope)
+                    await self._clock.sleep_until(deadline)
+                self._sleep = None
+                due = self.next_deadline()
+                if due is not None and self._clock.monotonic() >= due:
+                    self.flush()
+
+    def _send(self, text: str, stream: ProgressStream, now: float) -> None:
+        self._last_sent[stream] = now
+        self.hub.publish(
+            self.session_id,
+            ToolProgressEvent(
+                tool_call_id=self.tool_call_id, text=text, stream=stream, ts=self._clock.time()
+            ),
+        )
+
+
+@asynccontextmanager
+async def bind_tool_call(
+    hub: ProgressHub, session_id: str, tool_call_id: str
+) -> AsyncIterator[ToolCallBinding]:
+    """Bind :func:`emit_tool_progress` to a tool call for the duration of the block.
+
+    The ToolManager calls this around each tool call. On exit (normal, exception or
+    cancellation) pending text is flushed and the ``closed`` event sent; the body's exception
+    propagates unchanged.
+
+    Args:
+        hub: The hub that routes the session's events.
+        session_id: The session the call belongs to.
+        tool_call_id: The assistant tool call's id.
+
+    Yields:
+        The call's :class:`ToolCallBinding`.
+    """
+    binding = ToolCallBinding(hub, session_id, tool_call_id)
+    helpers = (
+        [binding.run_flusher] if hub.settings.enabled and hub.settings.flush_interval_s else []
+    )
+    hub.attach(binding)
+    token = _current.set(binding)
+    try:
+        async with run_beside(*helpers):
+            yield binding
+    finally:
+        _current.reset(token)
+        binding.close()
+        hub.detach(binding)
+
+
+def current_tool_call() -> ToolCallBinding | None:
+    """The binding of the tool call running in this context, or None outside one."""
+    return _current.get()
+
+
+async def emit_tool_progress(text: str, stream: ProgressStream = "stdout") -> None:
+    """Send incremental output of the running tool to the live progress channel.
+
+    A silent no-op outside :func:`bind_tool_call`, after the call's ``closed`` event, or when
+    ``SAGE_TOOL_PROGRESS_ENABLED=false``. Never blocks on a slow consumer.
+
+    Args:
+        text: The new text (any length; coalesced, see the module docstring).
+        stream: ``stdout``, ``stderr`` or ``info``.
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: ``stream`` is not one of the three streams.
+    """
+    _check(text, stream)
+    binding = _current.get()
+    if binding is not None:
+        binding.emit(text, stream)
+
+
+async def emit_tool_progress_closed() -> None:
+    """Flush the running tool's pending text and send ``closed: true`` (once).
+
+    A silent no-op outside :func:`bind_tool_call`.
+    """
+    binding = _current.get()
+    if binding is not None:
+        binding.close()
+
+
+def emit_tool_progress_from_thread(text: str, stream: ProgressStream = "stdout") -> None:
+    """:func:`emit_tool_progress` for sync tools running in a worker thread.
+
+    ``anyio.to_thread.run_sync`` copies the context into the worker, so the binding is found;
+    the text is handed to the event loop with ``anyio.from_thread.run_sync`` (it waits only
+    for the hand-over, never for a consumer). Called on the event loop thread itself, it emits
+    directly. A silent no-op outside a bound context.
+
+    Args:
+        text: The new text.
+        stream: ``stdout``, ``stderr`` or ``info``.
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: ``stream`` is not one of the three streams.
+    """
+    _check(text, stream)
+    binding = _current.get()
+    if binding is None:
+        return
+    if threading.get_ident() == binding.loop_thread:
+        binding.emit(text, stream)
+    else:
+        anyio.from_thread.run_sync(binding.emit, text, stream)
+
+
+def _check(text: object, stream: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"progress text must be a str, not {type(text).__name__}")
+    if stream not in _STREAMS:
+        raise ValueError(f"unknown progress stream {stream!r}; use 'stdout', 'stderr' or 'info'")
