@@ -507,3 +507,71 @@ async def test_a_launch_failure_is_a_sandbox_error(
     result = await _run(make_runner, "print(1)\n", launcher=PlainLauncher(python="/nonexistent/py"))
     assert result.status == "sandbox_error"
     assert "the sandbox could not start" in result.output
+
+
+async def test_a_script_sending_garbage_and_exiting_mid_call_leaves_the_host_intact(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    tools.block = anyio.Event()
+    result = await _run(
+        make_runner,
+        """
+        import os
+        os.write(3, b"\\xff\\xfe garbage\\n" + b'{"id": 1, "op": "call", "args": {"x": NaN}}\\n')
+        os.write(3, b"y" * 5_000_000 + b"\\n" + b'{"id": 1, "op": "teleport"}\\n')
+        os.write(3, b'{"id": 2, "op": "call", "tool": "fleet__get", "args": {}}\\n')
+        os.write(3, b'{"id": 3, "op": "tools"}\\n')
+        replies = os.fdopen(4, "rb")
+        while b'"id":3' not in replies.readline():
+            pass
+        print("exiting mid-call", flush=True)
+        os._exit(0)
+        """,
+    )
+    assert result.status == "ok", result.output
+    assert "exiting mid-call" in result.output
+    assert result.calls == 1
+    assert tools.block is not None
+    assert not tools.block.is_set()
+
+
+async def test_a_script_that_closes_its_descriptors_gets_disconnected_errors(
+    make_runner: RunnerFactory,
+) -> None:
+    result = await _run(
+        make_runner,
+        """
+        import os
+        from agent_tools import call, ToolError
+        call("fleet__get", {})
+        os.close(3)
+        try:
+            call("fleet__get", {})
+        except ToolError as error:
+            print("after close:", error.code)
+        """,
+    )
+    assert result.status == "ok", result.output
+    assert "after close: disconnected" in result.output
+
+
+async def test_each_run_writes_exactly_one_audit_entry(
+    make_runner: RunnerFactory, tmp_path: Path
+) -> None:
+    from sagents.audit import SqliteAuditStore
+
+    store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
+    code = "from agent_tools import call_many\ncall_many('fleet__get', [{}] * 30)\n"
+    result = await _run(make_runner, code, audit=store, session_id="sess")
+    rejected = await _run(make_runner, "print(1)\n", audit=store, tools=["fleet__reboot"])
+    entries = await store.entries()
+    assert [e.status for e in entries] == ["rejected", "ok"]
+    entry = entries[1]
+    assert (entry.kind, entry.tool, entry.session_id) == ("gateway_call", "run_script", "sess")
+    assert entry.data["calls"] == 30
+    assert entry.data["calls_per_tool"] == {"fleet__get": 30}
+    assert entry.data["script"] == code
+    assert entry.data["description"] == "test"
+    assert entry.data["exit_code"] == 0
+    assert entry.data["records_dir"] == result.records_dir
+    assert rejected.records_dir is None
