@@ -30,6 +30,7 @@ __all__ = [
     "SUMMARY_CHARS",
     "CallRecord",
     "ScriptRecords",
+    "mark_interrupted_runs",
     "new_script_id",
     "summarize",
 ]
@@ -171,3 +172,42 @@ class ScriptRecords:
         fds, self._fds = self._fds, {}
         for fd in fds.values():
             os.close(fd)
+
+
+def mark_interrupted_runs(workspace: Path) -> list[str]:
+    """Mark runs left ``running`` by a previous process as ``aborted`` (issue 5 §4).
+
+    Call it at startup, before any run starts in ``workspace``: scripts are not resumed after
+    a restart, and their records must say so.
+
+    Returns:
+        The ids of the runs marked.
+    """
+    marked: list[str] = []
+    root = workspace.joinpath(*RECORDS_DIR)
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return marked
+    for entry in entries:
+        try:
+            fd = os.open(entry / "run.json", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
+                try:
+                    status = json.load(file)
+                except ValueError:
+                    continue
+                if not isinstance(status, dict) or status.get("status") != "running":
+                    continue
+                status["status"] = "aborted"
+                status["note"] = "the host restarted while the script ran; it was not resumed"
+                file.seek(0)
+                file.truncate()
+                json.dump(status, file)
+                marked.append(entry.name)
+        finally:
+            os.close(fd)
+    return marked

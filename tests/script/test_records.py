@@ -70,3 +70,21 @@ def test_script_ids_sort_by_time_and_summaries_are_short() -> None:
     assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{8}", new_script_id())
     assert summarize("a\n  b") == "a b"
     assert len(summarize("x" * 1000)) == 200
+
+
+def test_runs_left_running_are_marked_aborted_after_a_restart(tmp_path: Path) -> None:
+    from sagents.script.records import mark_interrupted_runs
+
+    left = ScriptRecords.create(tmp_path, "left-running", "")
+    left.close()
+    done = ScriptRecords.create(tmp_path, "finished", "")
+    done.write_status({"status": "ok"})
+    done.close()
+    broken = ScriptRecords.create(tmp_path, "broken", "")
+    broken.close()
+    (broken.path / "run.json").write_text("{not json")
+    assert mark_interrupted_runs(tmp_path) == ["left-running"]
+    status = json.loads((left.path / "run.json").read_text())
+    assert status["status"] == "aborted"
+    assert json.loads((done.path / "run.json").read_text()) == {"status": "ok"}
+    assert mark_interrupted_runs(tmp_path / "no-such-workspace") == []
