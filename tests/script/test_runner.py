@@ -575,3 +575,53 @@ async def test_each_run_writes_exactly_one_audit_entry(
     assert entry.data["exit_code"] == 0
     assert entry.data["records_dir"] == result.records_dir
     assert rejected.records_dir is None
+
+
+async def test_a_script_killed_by_a_signal_we_did_not_send_is_killed(
+    make_runner: RunnerFactory,
+) -> None:
+    result = await _run(make_runner, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert (result.status, result.exit_code) == ("killed", -9)
+
+
+async def test_a_started_run_hands_back_a_handle_to_await_later(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    tools.block = anyio.Event()
+    runner = make_runner()
+    async with runner:
+        handle = await runner.start(
+            ScriptRequest(
+                code="from agent_tools import call\nprint(call('fleet__get', {})['tool'])\n"
+            )
+        )
+        with anyio.fail_after(30):
+            await tools.started.wait()
+            assert not handle.done
+            tools.block.set()
+            result = await handle.wait()
+    assert handle.done
+    assert result.status == "ok"
+    assert result.script_id == handle.script_id
+    assert result.output.endswith("fleet__get")
+
+
+async def test_start_outside_the_runner_context_is_refused(make_runner: RunnerFactory) -> None:
+    with pytest.raises(RuntimeError, match="async with"):
+        await make_runner().start(ScriptRequest(code="pass"))
+
+
+async def test_the_json_shape_has_every_documented_field(make_runner: RunnerFactory) -> None:
+    result = await _run(make_runner, "print('x')\n")
+    data = result.to_dict()
+    assert set(data) >= {
+        "status",
+        "exit_code",
+        "calls",
+        "failed",
+        "duration_s",
+        "records_dir",
+        "output",
+        "truncated",
+    }
+    assert json.loads(json.dumps(data)) == data
