@@ -151,7 +151,8 @@ class ScriptHandle:
 
     script_id: str
     request: ScriptRequest
-    _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    _scope: anyio.CancelScope | None = None
+    _cancelled: bool = False
     _done: anyio.Event = field(default_factory=anyio.Event)
     _result: ScriptRunResult | None = None
 
@@ -161,8 +162,18 @@ class ScriptHandle:
         return self._done.is_set()
 
     def cancel(self) -> None:
-        """Cancel the run: its tree is killed, calls in flight cancelled; status ``cancelled``."""
-        self._scope.cancel()
+        """Cancel the run, whatever its phase (approval or running): its tree is killed and
+        calls in flight cancelled; status ``cancelled``. No effect once it has ended."""
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _phase(self) -> anyio.CancelScope:
+        """A cancel scope for the next phase, already cancelled if cancel() came first."""
+        self._scope = anyio.CancelScope()
+        if self._cancelled:
+            self._scope.cancel()
+        return self._scope
 
     async def wait(self) -> ScriptRunResult:
         """Wait for the end and return the result."""
@@ -297,16 +308,22 @@ class ScriptRunner:
                 self._specs, request.tools, self._mode, session_allowed=self._session_allowed
             )
         except ScriptRejectedError as error:
-            return await self._finish(handle, run, "rejected", note=str(error))
+            note = str(error).removeprefix("run_script rejected: ")
+            return await self._finish(handle, run, "rejected", note=note)
         if plan.needs_approval:
-            decision = await self._approver.approve(
-                ApprovalRequest(
-                    tools=plan.needs_approval,
-                    script=request.code,
-                    description=request.description,
-                    session_id=self._session_id,
+            decision = "deny"
+            with handle._phase() as scope:
+                decision = await self._approver.approve(
+                    ApprovalRequest(
+                        tools=plan.needs_approval,
+                        script=request.code,
+                        description=request.description,
+                        session_id=self._session_id,
+                    )
                 )
-            )
+            if scope.cancelled_caught:
+                note = "the run was cancelled while waiting for approval; nothing ran"
+                return await self._finish(handle, run, "cancelled", note=note)
             if decision != "allow_once":
                 note = (
                     "run_script rejected: the user denied the write tools "
@@ -420,7 +437,8 @@ class ScriptRunner:
             with scope:
                 await dispatcher.serve(transport)
 
-        with handle._scope, anyio.move_on_after(self._limits.timeout_s) as timeout_scope:
+        run_scope = handle._phase()
+        with run_scope, anyio.move_on_after(self._limits.timeout_s) as timeout_scope:
             async with anyio.create_task_group() as tg:
                 dispatch_scope = anyio.CancelScope()
                 out_done, err_done = anyio.Event(), anyio.Event()
@@ -434,7 +452,7 @@ class ScriptRunner:
                     await out_done.wait()
                     await err_done.wait()
                 tg.cancel_scope.cancel()
-        if handle._scope.cancelled_caught:
+        if run_scope.cancelled_caught:
             run.status, run.note = "cancelled", "the run was cancelled: its processes were killed"
         elif timeout_scope.cancelled_caught:
             run.status = "timeout"

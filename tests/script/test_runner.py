@@ -625,3 +625,29 @@ async def test_the_json_shape_has_every_documented_field(make_runner: RunnerFact
         "truncated",
     }
     assert json.loads(json.dumps(data)) == data
+
+
+async def test_cancelling_while_approval_is_pending_cancels_the_run(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    from sagents.script.policy import ApprovalDecision, ApprovalRequest
+
+    asked = anyio.Event()
+
+    class SlowApprover:
+        async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+            asked.set()
+            await anyio.sleep_forever()
+            return "allow_once"
+
+    runner = make_runner(mode="ask", approver=SlowApprover())
+    async with runner:
+        handle = await runner.start(ScriptRequest(code="print(1)", tools=["fleet__set"]))
+        with anyio.fail_after(30):
+            await asked.wait()
+            handle.cancel()
+            result = await handle.wait()
+    assert result.status == "cancelled"
+    assert "waiting for approval" in result.output
+    assert result.records_dir is None
+    assert tools.calls == []
