@@ -235,7 +235,9 @@ class TerminalApprover:
             self.console.print(f"description: {request.description}")
         self.console.print(Syntax(request.script, "python", line_numbers=True))
         try:
-            answer = await anyio.to_thread.run_sync(self.ask, "allow once / deny [a/d]: ")
+            answer = await anyio.to_thread.run_sync(
+                self.ask, "allow once / deny [a/d]: ", abandon_on_cancel=True
+            )
         except EOFError:
             return "deny"
         return "allow_once" if answer.strip().lower() in ("a", "allow", "allow once") else "deny"

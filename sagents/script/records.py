@@ -21,7 +21,7 @@ import os
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,16 @@ class ScriptRecords:
 
     def write_call(self, record: CallRecord) -> None:
         """Append one line to ``calls.jsonl``."""
-        line = json.dumps(asdict(record), ensure_ascii=False, default=str) + "\n"
+        data = {  # not dataclasses.asdict: it deep-copies the arguments on every call
+            "ts": record.ts,
+            "tool": record.tool,
+            "arguments": record.arguments,
+            "duration_s": record.duration_s,
+            "is_error": record.is_error,
+            "error_code": record.error_code,
+            "summary": record.summary,
+        }
+        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
         self._write_all("calls", line.encode("utf-8", "backslashreplace"))
 
     def write_output(self, data: bytes) -> None:
