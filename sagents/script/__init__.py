@@ -22,16 +22,16 @@ from sagents.script.policy import (
     plan_script,
 )
 from sagents.script.records import ScriptRecords, mark_interrupted_runs
-from sagents.script.runner import (
+from sagents.script.runner import ScriptRunner
+from sagents.script.runtime import ScriptRuntime, install_runtime
+from sagents.script.settings import ScriptLimits, ScriptsParams
+from sagents.script.values import (
     ScriptHandle,
     ScriptProgressUpdate,
     ScriptRequest,
-    ScriptRunner,
     ScriptRunResult,
     ScriptStatus,
 )
-from sagents.script.runtime import ScriptRuntime, install_runtime
-from sagents.script.settings import ScriptLimits, ScriptsParams
 
 __all__ = [
     "AllowAllApprover",

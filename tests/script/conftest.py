@@ -15,9 +15,10 @@ from sagents.core.permissions import PermissionClass
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
 from sagents.script.policy import AllowAllApprover, Approver
-from sagents.script.runner import ScriptProgressUpdate, ScriptRunner
+from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime, install_runtime
 from sagents.script.settings import ScriptLimits
+from sagents.script.values import ScriptProgressUpdate
 
 
 def _spec(name: str, permission: PermissionClass, description: str = "") -> ToolSpec:

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from sagents.script.policy import DenyAllApprover
-from sagents.script.runner import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from sagents.script.settings import ScriptLimits
+from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
