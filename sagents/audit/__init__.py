@@ -1,3 +1,19 @@
-"""sagents.audit (see DESIGN.md, "Layers")."""
+"""sagents.audit: the audit store (SQLite, embedded default under the data directory)."""
 
-__all__: list[str] = []
+from sagents.audit.store import (
+    AuditEntry,
+    AuditKind,
+    AuditStore,
+    SqliteAuditStore,
+    default_audit_path,
+    default_data_dir,
+)
+
+__all__ = [
+    "AuditEntry",
+    "AuditKind",
+    "AuditStore",
+    "SqliteAuditStore",
+    "default_audit_path",
+    "default_data_dir",
+]

@@ -1,3 +1,66 @@
-"""sagents.script (see DESIGN.md, "Layers")."""
+"""sagents.script: run_script, model-written scripts that call many tools in one turn.
 
-__all__: list[str] = []
+The host side lives here (policy, dispatcher, records, runner); the guest helper, stdlib only,
+is ``sagents/script/guest/agent_tools.py`` and the wire format is :mod:`sagents.script.protocol`.
+"""
+
+from sagents.script.description import (
+    run_script_description,
+    run_script_spec,
+    should_offer_run_script,
+)
+from sagents.script.dispatcher import CallTool, ScriptDispatcher
+from sagents.script.launcher import Launcher, LaunchSpec, PlainLauncher, ScriptProcess
+from sagents.script.policy import (
+    AllowAllApprover,
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    DenyAllApprover,
+    ScriptPlan,
+    TerminalApprover,
+    plan_script,
+)
+from sagents.script.records import ScriptRecords, mark_interrupted_runs
+from sagents.script.runner import ScriptRunner
+from sagents.script.runtime import ScriptRuntime, install_runtime
+from sagents.script.settings import ScriptLimits, ScriptsParams
+from sagents.script.values import (
+    ScriptHandle,
+    ScriptProgressUpdate,
+    ScriptRequest,
+    ScriptRunResult,
+    ScriptStatus,
+)
+
+__all__ = [
+    "AllowAllApprover",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "CallTool",
+    "DenyAllApprover",
+    "LaunchSpec",
+    "Launcher",
+    "PlainLauncher",
+    "ScriptDispatcher",
+    "ScriptHandle",
+    "ScriptLimits",
+    "ScriptPlan",
+    "ScriptProcess",
+    "ScriptProgressUpdate",
+    "ScriptRecords",
+    "ScriptRequest",
+    "ScriptRunResult",
+    "ScriptRunner",
+    "ScriptRuntime",
+    "ScriptStatus",
+    "ScriptsParams",
+    "TerminalApprover",
+    "install_runtime",
+    "mark_interrupted_runs",
+    "plan_script",
+    "run_script_description",
+    "run_script_spec",
+    "should_offer_run_script",
+]

@@ -1,0 +1,154 @@
+"""The audit store: one row per audited event, in SQLite (issue 5 §7).
+
+run_script writes one ``gateway_call`` entry per script (never one per inner call). The default
+store is an embedded SQLite file, ``<data dir>/audit.sqlite3``; the data directory is
+``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``.
+SQLite calls run in worker threads (``anyio.to_thread``), each on its own short connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+
+__all__ = [
+    "AuditEntry",
+    "AuditKind",
+    "AuditStore",
+    "SqliteAuditStore",
+    "default_audit_path",
+    "default_data_dir",
+]
+
+AuditKind = Literal["gateway_call"]
+"""``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    kind TEXT NOT NULL,
+    session_id TEXT,
+    tool TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_kind_ts ON audit (kind, ts);
+"""
+
+
+def default_data_dir() -> Path:
+    """``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``."""
+    explicit = os.environ.get("SAGENTS_DATA_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "sagents"
+
+
+def default_audit_path() -> Path:
+    """``<data dir>/audit.sqlite3`` (see :func:`default_data_dir`)."""
+    return default_data_dir() / "audit.sqlite3"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One audited event.
+
+    Attributes:
+        kind: What happened (``gateway_call``).
+        ts: When it ended, seconds since the Unix epoch.
+        tool: The tool called (``run_script``).
+        status: How it ended (``ok``, ``error``, ``timeout``, ...).
+        session_id: The calling session, if known.
+        data: JSON-serialisable details (for run_script: description, calls, failed,
+            calls_per_tool, duration_s, exit_code, records_dir, script).
+    """
+
+    kind: AuditKind
+    ts: float
+    tool: str
+    status: str
+    session_id: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class AuditStore(Protocol):
+    """Where audit entries go."""
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Store one entry.
+
+        Raises:
+            OSError or sqlite3.Error: when the store cannot be written.
+        """
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class SqliteAuditStore:
+    """An audit store in one SQLite file (created with its folder on first use).
+
+    Attributes:
+        path: The database file; :func:`default_audit_path` by default.
+    """
+
+    path: Path = field(default_factory=default_audit_path)
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=10.0)
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def _insert(self, entry: AuditEntry) -> None:
+        data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
+        connection = self._connect()
+        try:
+            with connection:
+                connection.execute(
+                    "INSERT INTO audit (ts, kind, session_id, tool, status, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
+                )
+        finally:
+            connection.close()
+
+    def _select(self, kind: str | None, limit: int) -> list[AuditEntry]:
+        connection = self._connect()
+        try:
+            query = "SELECT ts, kind, session_id, tool, status, data FROM audit"
+            params: tuple[Any, ...] = ()
+            if kind is not None:
+                query += " WHERE kind = ?"
+                params = (kind,)
+            rows = connection.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit))
+            return [
+                AuditEntry(
+                    ts=ts, kind=k, session_id=sid, tool=tool, status=status, data=json.loads(data)
+                )
+                for ts, k, sid, tool, status, data in rows.fetchall()
+            ]
+        finally:
+            connection.close()
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Insert one entry (in a worker thread)."""
+        await anyio.to_thread.run_sync(self._insert, entry)
+
+    async def entries(self, *, kind: AuditKind | None = None, limit: int = 100) -> list[AuditEntry]:
+        """The latest entries first, optionally of one kind.
+
+        Args:
+            kind: Only entries of this kind.
+            limit: At most this many.
+        """
+        return await anyio.to_thread.run_sync(self._select, kind, limit)

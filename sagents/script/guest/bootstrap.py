@@ -1,0 +1,78 @@
+"""run_script bootstrap, run as ``python -I <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
+
+Loads the protocol module and ``agent_tools`` from this file's own directory by exact path and
+registers them in ``sys.modules`` before the script runs, so that a workspace file named
+``agent_tools.py`` cannot shadow the helper. Moves the request/reply descriptors to fds 3 and 4
+when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``), then runs the script as
+``__main__`` with the workspace (the current directory) first on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import runpy
+import sys
+import traceback
+from types import ModuleType
+
+__all__: list[str] = []
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_FDS_ENV = "SAGENTS_SCRIPT_FDS"
+
+
+def _load(name: str, filename: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, filename))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {filename!r} from {_HERE!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _move_fds() -> None:
+    value = os.environ.get(_FDS_ENV)
+    if value is None:
+        return
+    request_fd, reply_fd = (int(part) for part in value.split(","))
+    if (request_fd, reply_fd) == (3, 4):
+        return
+    spare_request = fcntl.fcntl(request_fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    spare_reply = fcntl.fcntl(reply_fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(request_fd)
+    os.close(reply_fd)
+    os.dup2(spare_request, 3)
+    os.dup2(spare_reply, 4)
+    os.close(spare_request)
+    os.close(spare_reply)
+    os.environ[_FDS_ENV] = "3,4"
+
+
+def _main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
+    script = os.path.abspath(sys.argv[1])
+    _move_fds()
+    _load("_sagents_script_protocol", "agent_tools_protocol.py")
+    _load("agent_tools", "agent_tools.py")
+    sys.argv = sys.argv[1:]
+    sys.path.insert(0, os.getcwd())
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as error:  # noqa: BLE001  # the script's own failure, reported below
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb or error.__traceback__)
+        sys.stderr.flush()
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    _main()

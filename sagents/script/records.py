@@ -1,0 +1,222 @@
+"""A run's records: ``<workspace>/.agent/scripts/<id>/`` (issue 5 §7).
+
+``script.py`` (the script), ``calls.jsonl`` (one line per call: time, tool, arguments, duration,
+error or not, a result summary), ``output.txt`` (the full output, stdout and stderr in arrival
+order) and ``run.json`` (status, rewritten at the end), all written as the run goes.
+
+Every component is opened with ``O_NOFOLLOW`` relative to the descriptor of its parent, and the
+files are created (``O_EXCL``) and kept open before the script starts; the host only ever writes
+through those descriptors. A script that renames the folder or swaps a symlink in for
+``output.txt`` cannot redirect the host's writes; it only moves or hides its own copy. The
+sandbox also binds ``.agent/`` read-only.
+
+The records live on the host's filesystem. When workspaces become remote, they will need to be
+written through the sandbox's file API instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RECORDS_DIR",
+    "SUMMARY_CHARS",
+    "CallRecord",
+    "ScriptRecords",
+    "mark_interrupted_runs",
+    "new_script_id",
+    "summarize",
+]
+
+RECORDS_DIR = (".agent", "scripts")
+SUMMARY_CHARS = 200  # result summary in calls.jsonl, characters
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def new_script_id() -> str:
+    """A new run id that sorts by time: ``YYYYmmdd-HHMMSS-<8 hex>`` (UTC)."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(4)
+
+
+def summarize(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """Collapse whitespace and cut ``text`` to ``limit`` characters (with ``…``)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRecord:
+    """One line of ``calls.jsonl``.
+
+    Attributes:
+        ts: Start of the call, seconds since the Unix epoch.
+        tool: The tool's name.
+        arguments: The arguments the script sent.
+        duration_s: Seconds the call took (0 when refused before it ran).
+        is_error: Whether it failed (tool error, refusal, cancellation).
+        error_code: The layer's code when the layer refused or failed it, else None.
+        summary: The first characters of the result or error text.
+    """
+
+    ts: float
+    tool: str
+    arguments: Mapping[str, Any]
+    duration_s: float
+    is_error: bool
+    error_code: str | None
+    summary: str
+
+
+def _open_dir(parent: int, name: str, *, create: bool, exclusive: bool = False) -> int:
+    if create:
+        try:
+            os.mkdir(name, 0o755, dir_fd=parent)
+        except FileExistsError:
+            if exclusive:
+                raise
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+
+
+class ScriptRecords:
+    """The open records of one run. Use :meth:`create`; close with :meth:`close`.
+
+    Writes are synchronous ``os.write`` calls on descriptors opened at creation: a few
+    microseconds each, and never redirected by anything the script does to the tree.
+    """
+
+    def __init__(self, *, workspace: Path, script_id: str, fds: dict[str, int]) -> None:
+        self.workspace = workspace
+        self.script_id = script_id
+        self._fds = fds
+
+    @property
+    def relative_dir(self) -> str:
+        """The records folder relative to the workspace: ``.agent/scripts/<id>/``."""
+        return "/".join((*RECORDS_DIR, self.script_id)) + "/"
+
+    @property
+    def path(self) -> Path:
+        """The records folder on the host (where it was created)."""
+        return self.workspace.joinpath(*RECORDS_DIR, self.script_id)
+
+    @classmethod
+    def create(cls, workspace: Path, script_id: str, code: str) -> ScriptRecords:
+        """Create the folder and its files, write ``script.py`` and a ``running`` run.json.
+
+        Raises:
+            OSError: when a component is a symlink (``ELOOP``/``ENOTDIR``), the run folder
+                exists already, or the workspace is not writable.
+        """
+        fds: dict[str, int] = {}
+        opened: list[int] = []
+        try:
+            current = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            opened.append(current)
+            for name in RECORDS_DIR:
+                current = _open_dir(current, name, create=True)
+                opened.append(current)
+            run_dir = _open_dir(current, script_id, create=True, exclusive=True)
+            fds["dir"] = run_dir
+            for key, name in (
+                ("script", "script.py"),
+                ("calls", "calls.jsonl"),
+                ("output", "output.txt"),
+                ("run", "run.json"),
+            ):
+                fds[key] = os.open(name, _FILE_FLAGS, 0o644, dir_fd=run_dir)
+        except BaseException:
+            for fd in fds.values():
+                os.close(fd)
+            raise
+        finally:
+            for fd in opened:
+                os.close(fd)
+        records = cls(workspace=workspace, script_id=script_id, fds=fds)
+        records._write_all("script", code.encode("utf-8", "surrogatepass"))
+        os.close(fds.pop("script"))
+        records.write_status({"script_id": script_id, "status": "running", "started": time.time()})
+        return records
+
+    def _write_all(self, key: str, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fds[key], view) :]
+
+    def write_call(self, record: CallRecord) -> None:
+        """Append one line to ``calls.jsonl``."""
+        data = {  # not dataclasses.asdict: it deep-copies the arguments on every call
+            "ts": record.ts,
+            "tool": record.tool,
+            "arguments": record.arguments,
+            "duration_s": record.duration_s,
+            "is_error": record.is_error,
+            "error_code": record.error_code,
+            "summary": record.summary,
+        }
+        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
+        self._write_all("calls", line.encode("utf-8", "backslashreplace"))
+
+    def write_output(self, data: bytes) -> None:
+        """Append raw output bytes to ``output.txt``."""
+        self._write_all("output", data)
+
+    def write_status(self, status: Mapping[str, Any]) -> None:
+        """Replace the content of ``run.json`` (through its open descriptor)."""
+        fd = self._fds["run"]
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        self._write_all("run", (json.dumps(dict(status), default=str) + "\n").encode())
+
+    def close(self) -> None:
+        """Close every descriptor (idempotent)."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+
+def mark_interrupted_runs(workspace: Path) -> list[str]:
+    """Mark runs left ``running`` by a previous process as ``aborted`` (issue 5 §4).
+
+    Call it at startup, before any run starts in ``workspace``: scripts are not resumed after
+    a restart, and their records must say so.
+
+    Returns:
+        The ids of the runs marked.
+    """
+    marked: list[str] = []
+    root = workspace.joinpath(*RECORDS_DIR)
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return marked
+    for entry in entries:
+        try:
+            fd = os.open(entry / "run.json", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
+                try:
+                    status = json.load(file)
+                except ValueError:
+                    continue
+                if not isinstance(status, dict) or status.get("status") != "running":
+                    continue
+                status["status"] = "aborted"
+                status["note"] = "the host restarted while the script ran; it was not resumed"
+                file.seek(0)
+                file.truncate()
+                json.dump(status, file)
+                marked.append(entry.name)
+        finally:
+            os.close(fd)
+    return marked

@@ -1,0 +1,142 @@
+"""The values of one run_script run: request, status, progress snapshot, result, handle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+__all__ = [
+    "ScriptHandle",
+    "ScriptProgressUpdate",
+    "ScriptRequest",
+    "ScriptRunResult",
+    "ScriptStatus",
+]
+
+ScriptStatus = Literal[
+    "ok", "error", "timeout", "cancelled", "rejected", "output_limit", "killed", "sandbox_error"
+]
+"""``ok``: exit code 0. ``error``: another exit code (or an uncaught exception). ``timeout``:
+killed at ``scripts.timeoutSec``. ``cancelled``: cancelled by the caller. ``rejected``: refused
+before it started (policy or approval denied). ``output_limit``: killed past
+``scripts.maxOutputBytes``. ``killed``: ended by a signal we did not send (memory limit, OOM).
+``sandbox_error``: the sandbox (or the records folder) could not be set up."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptRequest:
+    """run_script's arguments (issue 5 §1).
+
+    Attributes:
+        code: The Python source of the script.
+        tools: Tools named by the model (write tools must be listed to be callable).
+        description: What the script does, in a few words (shown in approvals and the audit).
+        tool_call_id: The model's tool call id, carried into progress updates.
+    """
+
+    code: str
+    tools: Sequence[str] = ()
+    description: str = ""
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptProgressUpdate:
+    """A snapshot for the ``script.progress`` channel (the lead maps it to
+    ``sagents.core.events.ScriptProgressEvent``; the channel throttles to 1/s)."""
+
+    script_id: str
+    tool_call_id: str | None
+    calls: int
+    failures: int
+    done: float | None
+    total: float | None
+    message: str | None
+    elapsed_s: float
+    status: Literal["running"] | ScriptStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptRunResult:
+    """How a run ended, and what the model receives.
+
+    Attributes:
+        script_id: The run's id (its records folder name).
+        status: See :data:`ScriptStatus`.
+        exit_code: The process's exit code (negative: the signal that killed it), or None
+            when no process ran.
+        calls: Tool calls the script made (refused ones included).
+        failed: Calls that failed or were refused.
+        calls_per_tool: Calls per tool.
+        duration_s: Seconds from launch to end (0 when nothing ran).
+        records_dir: ``.agent/scripts/<id>/`` relative to the workspace, or None.
+        output: The model-facing text (summary line, output, error tail).
+        truncated: Whether the printed output was cut for the model.
+    """
+
+    script_id: str
+    status: ScriptStatus
+    exit_code: int | None
+    calls: int
+    failed: int
+    calls_per_tool: Mapping[str, int]
+    duration_s: float
+    records_dir: str | None
+    output: str
+    truncated: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object: ``status, exit_code, calls, failed, duration_s, records_dir,
+        output, truncated`` plus ``script_id`` and ``calls_per_tool``."""
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "calls": self.calls,
+            "failed": self.failed,
+            "duration_s": round(self.duration_s, 3),
+            "records_dir": self.records_dir,
+            "output": self.output,
+            "truncated": self.truncated,
+            "script_id": self.script_id,
+            "calls_per_tool": dict(self.calls_per_tool),
+        }
+
+
+@dataclass(kw_only=True)
+class ScriptHandle:
+    """A started run: await :meth:`wait`, or :meth:`cancel` it."""
+
+    script_id: str
+    request: ScriptRequest
+    _scope: anyio.CancelScope | None = None
+    _cancelled: bool = False
+    _done: anyio.Event = field(default_factory=anyio.Event)
+    _result: ScriptRunResult | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once the run has ended."""
+        return self._done.is_set()
+
+    def cancel(self) -> None:
+        """Cancel the run, whatever its phase (approval or running): its tree is killed and
+        calls in flight cancelled; status ``cancelled``. No effect once it has ended."""
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _phase(self) -> anyio.CancelScope:
+        """A cancel scope for the next phase, already cancelled if cancel() came first."""
+        self._scope = anyio.CancelScope()
+        if self._cancelled:
+            self._scope.cancel()
+        return self._scope
+
+    async def wait(self) -> ScriptRunResult:
+        """Wait for the end and return the result."""
+        await self._done.wait()
+        assert self._result is not None
+        return self._result

@@ -1,0 +1,44 @@
+"""run_script's generated description and the rule for offering it."""
+
+from __future__ import annotations
+
+from sagents.core.spec import ToolSource, ToolSpec
+from sagents.script.description import (
+    run_script_description,
+    run_script_spec,
+    should_offer_run_script,
+)
+from sagents.script.settings import ScriptLimits
+from tests.script.conftest import SPECS
+
+
+def test_run_script_is_offered_only_with_mcp_tools() -> None:
+    assert should_offer_run_script(SPECS)
+    local = [ToolSpec(name="add", permission="read_only", source=ToolSource(kind="local"))]
+    assert not should_offer_run_script(local)
+    assert not should_offer_run_script([])
+
+
+def test_the_description_lists_callable_tools_with_their_rules_and_the_limits() -> None:
+    text = run_script_description(SPECS, mode="ask", limits=ScriptLimits(max_calls=77))
+    assert "- fleet__get (read-only): Get one device's status." in text
+    assert "- fleet__set (write: list it in `tools`): Change a device's config." in text
+    assert "- fleet__reboot (destructive: NOT callable from scripts" in text
+    assert "fleet__off" not in text
+    assert "- shell" not in text
+    assert "77 tool calls per script" in text
+    assert "approves them once" in text
+    assert "call_many(tool, args_list, return_errors=False)" in text
+
+
+def test_read_only_mode_leaves_write_tools_out_of_the_description() -> None:
+    text = run_script_description(SPECS, mode="read_only")
+    assert "fleet__set" not in text
+    assert "approves" not in text
+
+
+def test_the_spec_requires_code_tools_and_description() -> None:
+    spec = run_script_spec(SPECS, mode="auto")
+    assert spec.name == "run_script"
+    assert spec.input_schema["required"] == ["code", "tools", "description"]
+    assert spec.source.kind == "builtin"

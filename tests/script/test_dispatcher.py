@@ -1,0 +1,188 @@
+"""The dispatcher against hostile input, through the in-memory transport."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from sagents.script import protocol as p
+from sagents.script.dispatcher import ScriptDispatcher
+from sagents.script.policy import plan_script
+from sagents.script.records import CallRecord
+from sagents.script.transport import LineSplitter, OverlongLine, memory_transport_pair
+from tests.script.conftest import SPECS, FakeTools
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Guest:
+    send: MemoryObjectSendStream[bytes]
+    receive: MemoryObjectReceiveStream[bytes]
+    dispatcher: ScriptDispatcher
+    records: list[CallRecord]
+
+    async def reply(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            line = await self.receive.receive()
+        parsed: dict[str, Any] = json.loads(line)
+        return parsed
+
+
+@asynccontextmanager
+async def serving(tools: FakeTools, *, max_calls: int = 2000) -> AsyncIterator[Guest]:
+    transport, send, receive = memory_transport_pair()
+    records: list[CallRecord] = []
+    dispatcher = ScriptDispatcher(
+        plan=plan_script(SPECS, [], "auto"),
+        call_tool=tools,
+        max_calls=max_calls,
+        record=records.append,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.serve, transport)
+        yield Guest(send=send, receive=receive, dispatcher=dispatcher, records=records)
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"{not json\n", "invalid_json"),
+        (b'{"id": 1, "op": "call", "tool": "fleet__get", "args": {"x": NaN}}\n', "invalid_json"),
+        (
+            b'{"id": 1, "op": "call", "tool": "fleet__get", "args": {"x": Infinity}}\n',
+            "invalid_json",
+        ),
+        (b'{"id": 1, "op": "call", "tool": "fleet__\xff"}\n', "invalid_json"),
+        (b'{"id": 1, "id": 2, "op": "tools"}\n', "invalid_json"),
+        (b"[" * 100_000 + b"\n", "invalid_json"),
+        (b"[1, 2]\n", "bad_request"),
+        (b'{"id": true, "op": "tools"}\n', "bad_request"),
+        (b'{"id": 1, "op": "call", "tool": 5}\n', "bad_request"),
+        (b'{"id": 1, "op": "call", "tool": "fleet__get", "args": []}\n', "bad_request"),
+        (b'{"op": "progress", "done": "lots"}\n', "bad_request"),
+        (b'{"id": 1, "op": "format_disk"}\n', "unknown_op"),
+        (b"x" * (p.MAX_REQUEST_BYTES + 10) + b"\n", "line_too_long"),
+    ],
+)
+async def test_hostile_lines_are_answered_with_an_error_and_the_host_keeps_serving(
+    tools: FakeTools, line: bytes, code: str
+) -> None:
+    async with serving(tools) as guest:
+        await guest.send.send(line)
+        error = await guest.reply()
+        assert error["ok"] is False
+        assert error["error"]["code"] == code
+        await guest.send.send(
+            b'{"id": 9, "op": "call", "tool": "fleet__get", "args": {"sn": "A"}}\n'
+        )
+        reply = await guest.reply()
+        assert reply["id"] == 9
+        assert reply["result"]["structured"] == {"sn": "A", "tool": "fleet__get"}
+    assert guest.dispatcher.protocol_errors == 1
+
+
+async def test_an_error_attributable_to_an_id_is_answered_to_that_id(tools: FakeTools) -> None:
+    async with serving(tools) as guest:
+        await guest.send.send(b'{"id": "abc", "op": "describe"}\n')
+        reply = await guest.reply()
+    assert (reply["id"], reply["error"]["code"]) == ("abc", "bad_request")
+
+
+async def test_a_duplicate_id_in_flight_is_refused_without_disturbing_the_first(
+    tools: FakeTools,
+) -> None:
+    tools.block = anyio.Event()
+    async with serving(tools) as guest:
+        request = b'{"id": 5, "op": "call", "tool": "fleet__get", "args": {"sn": "A"}}\n'
+        await guest.send.send(request)
+        with anyio.fail_after(5):
+            await tools.started.wait()
+        await guest.send.send(request)
+        refused = await guest.reply()
+        tools.block.set()
+        first = await guest.reply()
+    assert (refused["id"], refused["error"]["code"]) == (None, "duplicate_id")
+    assert (first["id"], first["ok"]) == (5, True)
+    assert len(tools.calls) == 1
+
+
+async def test_an_exception_from_call_tool_becomes_an_error_result(tools: FakeTools) -> None:
+    from sagents.core.spec import ToolSpec
+
+    transport, send, receive = memory_transport_pair()
+    boom = ToolSpec(name="fleet__boom", permission="read_only")
+    dispatcher = ScriptDispatcher(plan=plan_script([boom], [], "auto"), call_tool=tools)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.serve, transport)
+        await send.send(b'{"id": 1, "op": "call", "tool": "fleet__boom"}\n')
+        with anyio.fail_after(5):
+            reply = json.loads(await receive.receive())
+        tg.cancel_scope.cancel()
+    assert reply["ok"] is True
+    assert reply["result"]["is_error"] is True
+    assert reply["result"]["error"] == {"code": "execution_error", "message": "RuntimeError: boom"}
+
+
+async def test_serve_returns_at_end_of_stream_after_queued_calls_finish(tools: FakeTools) -> None:
+    transport, send, _receive = memory_transport_pair()
+    dispatcher = ScriptDispatcher(plan=plan_script(SPECS, [], "auto"), call_tool=tools)
+    lines = b"".join(
+        b'{"id": %d, "op": "call", "tool": "fleet__get", "args": {}}\n' % i for i in range(10)
+    )
+    await send.send(lines)
+    await send.aclose()
+    with anyio.fail_after(5):
+        await dispatcher.serve(transport)
+    assert len(tools.calls) == 10
+    assert dispatcher.counters().calls == 10
+    assert tools.peak <= 4
+
+
+async def test_a_guest_that_stopped_reading_does_not_break_the_host(tools: FakeTools) -> None:
+    transport, send, receive = memory_transport_pair()
+    receive.close()
+    dispatcher = ScriptDispatcher(plan=plan_script(SPECS, [], "auto"), call_tool=tools)
+    await send.send(
+        b'{"id": 1, "op": "call", "tool": "fleet__get", "args": {}}\n{"id": 2, "op": "tools"}\n'
+    )
+    await send.aclose()
+    with anyio.fail_after(5):
+        await dispatcher.serve(transport)
+    assert dispatcher.counters().calls == 1
+
+
+async def test_progress_notices_update_the_counters_without_a_reply(tools: FakeTools) -> None:
+    async with serving(tools) as guest:
+        await guest.send.send(b'{"op": "progress", "done": 3, "total": 10, "message": "m"}\n')
+        await guest.send.send(b'{"id": 1, "op": "tools"}\n')
+        reply = await guest.reply()
+        assert reply["id"] == 1
+        counters = guest.dispatcher.counters()
+    assert (counters.done, counters.total, counters.message) == (3, 10, "m")
+
+
+def test_the_line_splitter_drops_overlong_lines_across_chunks() -> None:
+    splitter = LineSplitter(max_bytes=10)
+    splitter.feed(b"short\n0123456")
+    splitter.feed(b"789abcdef")
+    splitter.feed(b"XYZ\nok\ntail")
+    splitter.finish()
+    assert splitter.pop() == b"short"
+    assert splitter.pop() == OverlongLine(size=19)
+    assert splitter.pop() == b"ok"
+    assert splitter.pop() == b"tail"
+    assert splitter.pop() is None
+
+
+def test_invalid_max_limits_are_refused(tools: FakeTools) -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        ScriptDispatcher(plan=plan_script(SPECS, [], "auto"), call_tool=tools, max_concurrency=0)

@@ -1,0 +1,101 @@
+"""The pre-run check and the approvers."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from sagents.errors import ScriptRejectedError
+from sagents.script.policy import (
+    AllowAllApprover,
+    ApprovalRequest,
+    DenyAllApprover,
+    TerminalApprover,
+    offered_specs,
+    plan_script,
+)
+from tests.script.conftest import SPECS
+
+
+def test_read_only_tools_are_callable_unlisted_and_writes_only_when_listed() -> None:
+    plan = plan_script(SPECS, ["fleet__set"], "auto")
+    assert set(plan.callable) == {"fleet__get", "fleet__text", "fleet__fail", "fleet__set"}
+    assert plan.needs_approval == ()
+    unlisted = plan_script(SPECS, [], "auto")
+    assert "fleet__set" not in unlisted.callable
+    assert "not listed" in unlisted.refusals["fleet__set"]
+
+
+def test_ask_mode_needs_one_approval_for_listed_writes_minus_session_allowed() -> None:
+    assert plan_script(SPECS, ["fleet__set", "fleet__get"], "ask").needs_approval == ("fleet__set",)
+    allowed = plan_script(SPECS, ["fleet__set"], "ask", session_allowed={"fleet__set"})
+    assert allowed.needs_approval == ()
+
+
+@pytest.mark.parametrize("tool", ["fleet__reboot", "fleet__long"])
+def test_listing_a_destructive_or_long_task_tool_rejects_naming_it(tool: str) -> None:
+    with pytest.raises(ScriptRejectedError, match=f"call '{tool}' directly") as caught:
+        plan_script(SPECS, ["fleet__get", tool], "auto")
+    assert caught.value.details["tools"] == [tool]
+
+
+@pytest.mark.parametrize("tool", ["fleet__off", "shell", "run_script", "missing"])
+def test_listing_a_tool_that_is_not_offered_rejects_the_run(tool: str) -> None:
+    with pytest.raises(ScriptRejectedError, match="not available to scripts"):
+        plan_script(SPECS, [tool], "auto")
+
+
+def test_read_only_mode_offers_no_write_tools() -> None:
+    names = [spec.name for spec in offered_specs(SPECS, "read_only")]
+    assert "fleet__set" not in names
+    assert "shell" not in names
+    with pytest.raises(ScriptRejectedError, match="read-only mode"):
+        plan_script(SPECS, ["fleet__set"], "read_only")
+
+
+REQUEST = ApprovalRequest(tools=("fleet__set",), script="print(1)", description="d")
+
+
+@pytest.mark.anyio
+async def test_allow_all_and_deny_all_approvers_answer_as_named() -> None:
+    assert await AllowAllApprover().approve(REQUEST) == "allow_once"
+    assert await DenyAllApprover().approve(REQUEST) == "deny"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        ("a", "allow_once"),
+        ("allow once", "allow_once"),
+        ("d", "deny"),
+        ("yes", "deny"),
+        ("", "deny"),
+    ],
+)
+async def test_the_terminal_approver_shows_tools_and_script_and_reads_the_answer(
+    answer: str, decision: str
+) -> None:
+    screen = io.StringIO()
+    prompts: list[str] = []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return answer
+
+    approver = TerminalApprover(console=Console(file=screen, width=100), ask=ask)
+    assert await approver.approve(REQUEST) == decision
+    assert "fleet__set" in screen.getvalue()
+    assert "print(1)" in screen.getvalue()
+    assert prompts == ["allow once / deny [a/d]: "]
+
+
+@pytest.mark.anyio
+async def test_the_terminal_approver_denies_at_end_of_input() -> None:
+    def ask(prompt: str) -> str:
+        raise EOFError
+
+    approver = TerminalApprover(console=Console(file=io.StringIO()), ask=ask)
+    assert await approver.approve(REQUEST) == "deny"

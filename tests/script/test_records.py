@@ -1,0 +1,90 @@
+"""Records folders: safe creation, descriptors that symlinks cannot redirect."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from sagents.script.records import CallRecord, ScriptRecords, new_script_id, summarize
+
+
+def test_records_are_created_with_the_script_and_a_running_status(tmp_path: Path) -> None:
+    records = ScriptRecords.create(tmp_path, "run1", "print('hi')\n")
+    try:
+        assert records.relative_dir == ".agent/scripts/run1/"
+        assert (records.path / "script.py").read_text() == "print('hi')\n"
+        assert json.loads((records.path / "run.json").read_text())["status"] == "running"
+        records.write_status({"status": "ok"})
+        assert json.loads((records.path / "run.json").read_text()) == {"status": "ok"}
+    finally:
+        records.close()
+
+
+def test_a_symlinked_agent_folder_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".agent").symlink_to(elsewhere)
+    with pytest.raises(OSError, match=r"Too many levels of symbolic links|Not a directory"):
+        ScriptRecords.create(workspace, "run1", "")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_existing_run_folder_is_refused(tmp_path: Path) -> None:
+    ScriptRecords.create(tmp_path, "run1", "").close()
+    with pytest.raises(FileExistsError):
+        ScriptRecords.create(tmp_path, "run1", "")
+
+
+def test_writes_follow_the_open_descriptors_after_a_swap(tmp_path: Path) -> None:
+    records = ScriptRecords.create(tmp_path, "run1", "")
+    outside = tmp_path / "outside.txt"
+    os.rename(records.path / "output.txt", records.path / "old.txt")
+    (records.path / "output.txt").symlink_to(outside)
+    records.write_output(b"secret")
+    records.write_call(
+        CallRecord(
+            ts=1.0,
+            tool="t",
+            arguments={"a": 1},
+            duration_s=0.5,
+            is_error=False,
+            error_code=None,
+            summary="ok",
+        )
+    )
+    records.close()
+    assert not outside.exists()
+    assert (records.path / "old.txt").read_bytes() == b"secret"
+    line = json.loads((records.path / "calls.jsonl").read_text())
+    assert line["tool"] == "t"
+    assert line["arguments"] == {"a": 1}
+
+
+def test_script_ids_sort_by_time_and_summaries_are_short() -> None:
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{8}", new_script_id())
+    assert summarize("a\n  b") == "a b"
+    assert len(summarize("x" * 1000)) == 200
+
+
+def test_runs_left_running_are_marked_aborted_after_a_restart(tmp_path: Path) -> None:
+    from sagents.script.records import mark_interrupted_runs
+
+    left = ScriptRecords.create(tmp_path, "left-running", "")
+    left.close()
+    done = ScriptRecords.create(tmp_path, "finished", "")
+    done.write_status({"status": "ok"})
+    done.close()
+    broken = ScriptRecords.create(tmp_path, "broken", "")
+    broken.close()
+    (broken.path / "run.json").write_text("{not json")
+    assert mark_interrupted_runs(tmp_path) == ["left-running"]
+    status = json.loads((left.path / "run.json").read_text())
+    assert status["status"] == "aborted"
+    assert json.loads((done.path / "run.json").read_text()) == {"status": "ok"}
+    assert mark_interrupted_runs(tmp_path / "no-such-workspace") == []
