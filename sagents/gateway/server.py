@@ -1,0 +1,562 @@
+"""The MCP server façade of ``sagents serve`` (issue 7, §1), on the ``mcp`` SDK's low-level server.
+
+One :class:`Gateway` serves one shared :class:`~sagents.gateway.seams.ToolProvider` to any number of
+client sessions, each with its own state (tools allowed for the session, background tasks):
+
+- ``tools/list``: the provider's tools that the session's mode and profile offer
+  (:mod:`sagents.gateway.policy`), plus ``script_status`` / ``script_cancel`` when background
+  calls are on;
+- ``tools/call``: policy, approval (MCP elicitation; on 2026-07-28 connections through
+  ``InputRequiredResult``; otherwise a refusal that says how to allow the call), then the
+  provider's ``run_tool``, with the call's progress forwarded as ``notifications/progress``
+  (values strictly increasing, nothing after the result) and cancellation from the client
+  cancelling the provider's call;
+- ``resources/list`` / ``resources/read``: the session's background tasks
+  (``sagents://tasks/<id>``), so that finished results can be listed and read.
+
+Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session.
+A 2026-07-28 connection is one request, so those requests share one session per profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import uuid
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import mcp_types as mt
+from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from sagents.core.permissions import PermissionMode
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import ApprovalDeniedError, NotAllowedError, TaskNotFoundError, UnknownToolError
+from sagents.gateway.approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    ElicitationApprover,
+    answer_from_elicitation,
+    approval_form,
+    refusal_text,
+)
+from sagents.gateway.background import BackgroundTasks, TaskInfo
+from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway.policy import Profile, call_requirement, is_offered
+from sagents.gateway.seams import ProgressSource, ScriptProgressLike, ToolProgressLike, ToolProvider
+from sagents.tool.context import SessionContext
+
+__all__ = ["APPROVAL_INPUT_KEY", "TASK_URI_PREFIX", "Gateway"]
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_INPUT_KEY = "sagents_approval"
+"""Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
+TASK_URI_PREFIX = "sagents://tasks/"
+_STATE_KEY = "sagents.gateway.session"
+_STATUS_TOOL = "script_status"
+_CANCEL_TOOL = "script_cancel"
+
+
+@dataclass(kw_only=True)
+class _ClientSession:
+    """Per-client-session state, kept apart from every other session."""
+
+    session_id: str
+    profile: Profile | None
+    mode: PermissionMode
+    granted: set[str] = field(default_factory=set)
+
+
+class Gateway:
+    """The MCP server façade over one tool provider; an async context manager.
+
+    Args:
+        provider: The tools served (shaped like ``ToolProxy``).
+        mode: Default permission mode of sessions (a profile's mode wins).
+        profile: Profile of sessions that carry no bearer token bound to another one.
+        token_profiles: Over HTTP, the profile bound to each bearer token.
+        progress: Where the progress events of each call come from; None forwards none.
+        approver: Decides approvals instead of asking the client (tests, a terminal); None asks
+            the client through MCP elicitation, and refuses when it cannot.
+        background_after_s: Seconds after which a call becomes a background call; None never.
+        workspace: Passed on in each call's ``SessionContext``.
+        name: Server name announced to clients.
+
+    Use::
+
+        async with Gateway(provider) as gateway:
+            await gateway.run_stdio()
+    """
+
+    def __init__(
+        self,
+        provider: ToolProvider,
+        *,
+        mode: PermissionMode = "ask",
+        profile: Profile | None = None,
+        token_profiles: Mapping[str, Profile] | None = None,
+        progress: ProgressSource | None = None,
+        approver: Approver | None = None,
+        background_after_s: float | None = None,
+        workspace: str | None = None,
+        name: str = "sagents",
+    ) -> None:
+        from sagents import __version__
+
+        self.provider = provider
+        self.mode: PermissionMode = mode
+        self.profile = profile
+        self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
+        self.progress = progress
+        self.approver = approver
+        self.background_after_s = background_after_s
+        self.workspace = workspace
+        self._shared_sessions: dict[str, _ClientSession] = {}
+        self._tasks = BackgroundTasks()
+        self._running = False
+        self.server: Server[Any] = Server(
+            name,
+            version=__version__,
+            instructions=(
+                "sagents gateway: the tools of the configured MCP servers, run_script and skills, "
+                "with permissions and live progress."
+            ),
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+            on_list_resources=self._on_list_resources,
+            on_read_resource=self._on_read_resource,
+        )
+
+    async def __aenter__(self) -> Self:
+        await self._tasks.__aenter__()
+        self._running = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self._running = False
+        return await self._tasks.__aexit__(exc_type, exc, tb)
+
+    def initialization_options(self) -> Any:
+        """The server's initialization options (it announces ``resources.listChanged``)."""
+        return self.server.create_initialization_options(
+            NotificationOptions(resources_changed=True)
+        )
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin/stdout until it closes them."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.initialization_options())
+
+    # Sessions -------------------------------------------------------------------------------
+
+    def _profile_for(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
+        headers = getattr(ctx.request, "headers", None)
+        if headers is not None and self.token_profiles:
+            scheme, _, token = str(headers.get("authorization", "")).partition(" ")
+            if scheme.lower() == "bearer" and token.strip() in self.token_profiles:
+                return self.token_profiles[token.strip()]
+        return self.profile
+
+    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
+        profile = self._profile_for(ctx)
+        mode = profile.mode if profile is not None and profile.mode is not None else self.mode
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            key = f"shared:{profile.name if profile else ''}"
+            session = self._shared_sessions.get(key)
+            if session is None:
+                session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+                self._shared_sessions[key] = session
+            return session
+        # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
+        # has none); Connection.state is the documented per-connection scratch space.
+        state: dict[str, Any] = ctx.session._connection.state
+        found = state.get(_STATE_KEY)
+        if isinstance(found, _ClientSession):
+            return found
+        session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+        state[_STATE_KEY] = session
+        return session
+
+    def _offered_specs(self, session: _ClientSession) -> dict[str, ToolSpec]:
+        specs: dict[str, ToolSpec] = {}
+        for spec in self.provider.list_specs():
+            if spec.name in (_STATUS_TOOL, _CANCEL_TOOL) and self.background_after_s is not None:
+                logger.warning(
+                    "the provider's tool %r is hidden by the gateway's own tool of that name",
+                    spec.name,
+                )
+                continue
+            if is_offered(spec, session.mode, session.profile):
+                specs[spec.name] = spec
+        return specs
+
+    # tools/list --------------------------------------------------------------------------------
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        session = self._session_for(ctx)
+        tools = [spec_to_mcp_tool(spec) for spec in self._offered_specs(session).values()]
+        if self.background_after_s is not None:
+            tools.extend(_task_tools())
+        return mt.ListToolsResult(tools=tools)
+
+    # tools/call --------------------------------------------------------------------------------
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        session = self._session_for(ctx)
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        if self.background_after_s is not None and params.name in (_STATUS_TOOL, _CANCEL_TOOL):
+            return to_call_tool_result(await self._task_tool(session, params.name, arguments))
+        spec = self._offered_specs(session).get(params.name)
+        if spec is None:
+            error = UnknownToolError(
+                f"no tool {params.name!r} is offered to this session",
+                hint="call tools/list for the tools this session may call",
+                details={"tool": params.name},
+            )
+            return to_call_tool_result(ToolResult.from_exception(error))
+        requirement = call_requirement(spec, session.mode, session.granted)
+        if requirement != "run":
+            request = ApprovalRequest(
+                tool=spec.name,
+                arguments=arguments,
+                permission=spec.permission,
+                session_id=session.session_id,
+                rememberable=requirement == "approve",
+            )
+            answer = await self._approval(ctx, params, request)
+            if isinstance(answer, mt.InputRequiredResult):
+                return answer
+            if answer is None:
+                return to_call_tool_result(_refused(request))
+            if answer == "deny":
+                return to_call_tool_result(_denied(request))
+            if answer == "allow_session":
+                session.granted.add(spec.name)
+        return to_call_tool_result(await self._run(ctx, session, spec.name, arguments))
+
+    async def _approval(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        request: ApprovalRequest,
+    ) -> ApprovalAnswer | mt.InputRequiredResult | None:
+        """The answer; an ``InputRequiredResult`` to ask a 2026-07-28 client; None to refuse."""
+        if self.approver is not None:
+            return await self.approver.approve(request)
+        can_elicit = ctx.session.check_client_capability(
+            mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
+        )
+        if not can_elicit:
+            return None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            state = _request_state(request)
+            response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
+            if isinstance(response, mt.ElicitResult) and params.request_state == state:
+                return answer_from_elicitation(response, request)
+            message, schema = approval_form(request)
+            elicit = mt.ElicitRequest(
+                params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
+            )
+            return mt.InputRequiredResult(
+                input_requests={APPROVAL_INPUT_KEY: elicit}, request_state=state
+            )
+        try:
+            return await ElicitationApprover(ctx.session, ctx.request_id).approve(request)
+        except MCPError as error:
+            logger.info("approval request for %r failed: %s", request.tool, error)
+            return "deny"
+
+    async def _run(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> ToolResult:
+        """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
+        tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
+        context = SessionContext(
+            session_id=session.session_id,
+            workspace=self.workspace,
+            permission_mode=session.mode,
+        )
+
+        async def call() -> ToolResult:
+            return await self.provider.run_tool(name, arguments, context, tool_call_id=tool_call_id)
+
+        forwarder = _ProgressForwarder(ctx)
+        async with anyio.create_task_group() as tg:
+            events: MemoryObjectReceiveStream[object] | None = None
+            if self.progress is not None:
+                events = await tg.start(self._subscribe, session.session_id, tool_call_id)
+                tg.start_soon(forwarder.forward, events)
+            try:
+                if self.background_after_s is None:
+                    result = await call()
+                else:
+                    task_id = await self._tasks.start(session.session_id, name, call)
+                    done = await self._tasks.wait(
+                        task_id,
+                        hand_off_after=self.background_after_s,
+                        on_done=self._notifier(ctx),
+                    )
+                    result = done if done is not None else _handed_off(name, task_id)
+            finally:
+                tg.cancel_scope.cancel()
+        if events is not None:
+            await forwarder.drain(events)
+        return result
+
+    async def _subscribe(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        *,
+        task_status: anyio.abc.TaskStatus[MemoryObjectReceiveStream[object]],
+    ) -> None:
+        assert self.progress is not None
+        async with self.progress.subscribe(session_id, tool_call_id) as events:
+            task_status.started(events.clone())
+            await anyio.sleep_forever()
+
+    def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
+        connection = ctx.session._connection  # see _session_for: the standalone channel
+
+        async def on_done(info: TaskInfo) -> None:
+            try:
+                await connection.send_resource_list_changed()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await connection.log(
+                        "info",
+                        {
+                            "event": "background.done",
+                            "task_id": info.task_id,
+                            "tool": info.tool,
+                            "status": info.status,
+                            "uri": TASK_URI_PREFIX + info.task_id,
+                        },
+                        logger="sagents.gateway",
+                    )
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not notify the client of task %s: %s", info.task_id, error)
+
+        return on_done
+
+    # Background tasks: tools and resources --------------------------------------------------
+
+    async def _task_tool(
+        self, session: _ClientSession, name: str, arguments: dict[str, Any]
+    ) -> ToolResult:
+        task_id = arguments.get("id")
+        if task_id is not None and not isinstance(task_id, str):
+            return ToolResult.from_error("invalid_arguments", "'id' must be a string")
+        try:
+            if name == _CANCEL_TOOL:
+                if task_id is None:
+                    return ToolResult.from_error("invalid_arguments", "'id' is required")
+                info = await self._tasks.cancel(session.session_id, task_id)
+                return ToolResult.from_structured(_task_json(info))
+            if task_id is None:
+                listing = [_task_json(i) for i in self._tasks.list(session.session_id)]
+                return ToolResult.from_structured({"tasks": listing})
+            return ToolResult.from_structured(
+                _task_json(self._tasks.get(session.session_id, task_id), full=True)
+            )
+        except TaskNotFoundError as error:
+            return ToolResult.from_exception(error)
+
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        session = self._session_for(ctx)
+        resources = [
+            mt.Resource(
+                uri=TASK_URI_PREFIX + info.task_id,
+                name=f"task {info.task_id}",
+                description=f"background call of {info.tool!r}: {info.status}",
+                mime_type="application/json",
+            )
+            for info in self._tasks.list(session.session_id)
+        ]
+        return mt.ListResourcesResult(resources=resources)
+
+    async def _on_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        session = self._session_for(ctx)
+        uri = str(params.uri)
+        if not uri.startswith(TASK_URI_PREFIX):
+            raise MCPError(mt.INVALID_PARAMS, f"unknown resource {uri!r}")
+        try:
+            info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
+        except TaskNotFoundError as error:
+            raise MCPError(mt.INVALID_PARAMS, error.message) from error
+        text = json.dumps(_task_json(info, full=True), ensure_ascii=False)
+        return mt.ReadResourceResult(
+            contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        )
+
+
+class _ProgressForwarder:
+    """Turns a call's events into ``notifications/progress`` for the request's token.
+
+    Values strictly increase: a script's ``done`` (with its ``total``) or call count when it
+    advances, otherwise the next representable value above the last; a ``tool_progress`` text
+    adds one and is the message. Without a progress token, ``tool_progress`` text also goes out
+    as a logging notification (``logger="tool_progress"``) on handshake-era connections (on
+    2026-07-28 ones only when the request opted in to logs, as the SDK enforces).
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+        meta: Mapping[str, Any] = ctx.meta or {}
+        self._has_token = meta.get("progress_token", meta.get("progressToken")) is not None
+        self._last = 0.0
+
+    async def forward(self, events: MemoryObjectReceiveStream[object]) -> None:
+        async for event in events:
+            await self.send(event)
+
+    async def drain(self, events: MemoryObjectReceiveStream[object]) -> None:
+        """Send what was emitted before the result, then close (nothing after the result)."""
+        with events:
+            while True:
+                try:
+                    event = events.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+                await self.send(event)
+
+    async def send(self, event: object) -> None:
+        if isinstance(event, ScriptProgressLike):
+            if event.done is not None and event.total:
+                candidate, total = float(event.done), float(event.total)
+            else:
+                candidate, total = float(event.calls), None
+            text = f"{event.calls} calls, {event.failures} failed"
+            if event.message:
+                text += f": {event.message}"
+            await self._progress(candidate, total, text)
+        elif isinstance(event, ToolProgressLike):
+            if not event.text:
+                return
+            await self._progress(self._last + 1, None, event.text)
+            if not self._has_token:
+                await self._log(event.text, event.stream)
+
+    async def _progress(self, candidate: float, total: float | None, message: str) -> None:
+        # A no-op unless the client asked for progress (a token on the wire, or an in-process
+        # client's callback, which carries no token).
+        if candidate > self._last:
+            value = candidate
+        else:
+            value, total = math.nextafter(self._last, math.inf), None
+        self._last = value
+        await self._ctx.session.report_progress(value, total, message)
+
+    async def _log(self, text: str, stream: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            level: mt.LoggingLevel = "warning" if stream == "stderr" else "info"
+            await self._ctx.session.send_log_message(
+                level, text, logger="tool_progress", related_request_id=self._ctx.request_id
+            )
+
+
+def _task_tools() -> list[mt.Tool]:
+    id_schema = {"type": "string", "description": "The task id a background call returned."}
+    return [
+        mt.Tool(
+            name=_STATUS_TOOL,
+            description=(
+                "Status of a background call (a long call handed off with a task id): running, "
+                "ok, error or cancelled, with its result once finished. Without 'id', lists this "
+                "session's background calls, finished ones included."
+            ),
+            input_schema={"type": "object", "properties": {"id": id_schema}},
+            annotations=mt.ToolAnnotations(read_only_hint=True),
+        ),
+        mt.Tool(
+            name=_CANCEL_TOOL,
+            description="Cancel a running background call of this session.",
+            input_schema={
+                "type": "object",
+                "properties": {"id": id_schema},
+                "required": ["id"],
+            },
+            annotations=mt.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+        ),
+    ]
+
+
+def _task_json(info: TaskInfo, *, full: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": info.task_id,
+        "tool": info.tool,
+        "status": info.status,
+        "started_at": info.started_at,
+        "finished_at": info.finished_at,
+    }
+    if info.result is not None:
+        data["result"] = info.result.to_tool_message() if full else info.result.text[:200]
+        data["is_error"] = info.result.is_error
+    return data
+
+
+def _handed_off(name: str, task_id: str) -> ToolResult:
+    text = (
+        f"The call of {name!r} is still running and continues in the background as task "
+        f"{task_id!r}. Its result will be announced when it finishes; check it with "
+        f"script_status(id={task_id!r}) or cancel it with script_cancel(id={task_id!r})."
+    )
+    return ToolResult(
+        content=ToolResult.from_text(text).content,
+        structured={"task_id": task_id, "status": "running"},
+    )
+
+
+def _denied(request: ApprovalRequest) -> ToolResult:
+    return ToolResult.from_exception(
+        ApprovalDeniedError(
+            f"the call of {request.tool!r} was not approved",
+            hint="the user denied it; do not retry the same call without asking the user",
+            details={"tool": request.tool},
+        )
+    )
+
+
+def _refused(request: ApprovalRequest) -> ToolResult:
+    return ToolResult.from_exception(
+        NotAllowedError(refusal_text(request), details={"tool": request.tool})
+    )
+
+
+def _request_state(request: ApprovalRequest) -> str:
+    """Binds an approval answer to the call it was asked for (tool and arguments)."""
+    payload = json.dumps([request.tool, dict(request.arguments)], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
