@@ -7,8 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import itertools
-
 import anyio
 import mcp_types as mt
 import pytest
