@@ -15,7 +15,10 @@ client sessions, each with its own state (tools allowed for the session, backgro
   (``sagents://tasks/<id>``), so that finished results can be listed and read.
 
 Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session.
-A 2026-07-28 connection is one request, so those requests share one session per profile.
+A 2026-07-28 connection is one request and carries no client identity, so those requests share
+one session per (bearer token, profile): "allow for this session" is not offered to them (a grant
+must not leak to another client), and their background tasks are shared by every client that
+holds the same token (over stdio there is only one client).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ import mcp_types as mt
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.server.models import InitializationOptions
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.permissions import PermissionMode
@@ -154,7 +158,7 @@ class Gateway:
         self._running = False
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
-    def initialization_options(self) -> Any:
+    def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces ``resources.listChanged``)."""
         return self.server.create_initialization_options(
             NotificationOptions(resources_changed=True)
@@ -170,18 +174,17 @@ class Gateway:
     # Sessions -------------------------------------------------------------------------------
 
     def _profile_for(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
-        headers = getattr(ctx.request, "headers", None)
-        if headers is not None and self.token_profiles:
-            scheme, _, token = str(headers.get("authorization", "")).partition(" ")
-            if scheme.lower() == "bearer" and token.strip() in self.token_profiles:
-                return self.token_profiles[token.strip()]
+        token = _bearer_token(ctx)
+        if token and token in self.token_profiles:
+            return self.token_profiles[token]
         return self.profile
 
     def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
         profile = self._profile_for(ctx)
         mode = profile.mode if profile is not None and profile.mode is not None else self.mode
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            key = f"shared:{profile.name if profile else ''}"
+            digest = hashlib.sha256(_bearer_token(ctx).encode()).hexdigest()[:16]
+            key = f"shared:{digest}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
                 session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
@@ -245,7 +248,8 @@ class Gateway:
                 arguments=arguments,
                 permission=spec.permission,
                 session_id=session.session_id,
-                rememberable=requirement == "approve",
+                rememberable=requirement == "approve"
+                and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS,
             )
             answer = await self._approval(ctx, params, request)
             if isinstance(answer, mt.InputRequiredResult):
@@ -286,6 +290,8 @@ class Gateway:
             )
         try:
             return await ElicitationApprover(ctx.session, ctx.request_id).approve(request)
+        except NoBackChannelError:
+            return None  # this connection cannot carry a server-to-client request
         except MCPError as error:
             logger.info("approval request for %r failed: %s", request.tool, error)
             return "deny"
@@ -554,6 +560,15 @@ def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         NotAllowedError(refusal_text(request), details={"tool": request.tool})
     )
+
+
+def _bearer_token(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The request's bearer token over HTTP; empty otherwise."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return ""
+    scheme, _, token = str(headers.get("authorization", "")).partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def _request_state(request: ApprovalRequest) -> str:

@@ -109,7 +109,10 @@ async def test_a_bad_host_header_is_refused_as_dns_rebinding() -> None:
     assert foreign_origin.status_code == 403
 
 
-async def test_a_configured_token_is_required_and_a_bound_token_selects_its_profile() -> None:
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_a_configured_token_is_required_and_a_bound_token_selects_its_profile(
+    era: str,
+) -> None:
     ops = Profile(name="ops", servers=frozenset({"other"}), mode="read_only")
     settings = GatewaySettings(
         transport="http", port=0, bearer_token="main-token", token_profiles={"ops-token": ops}
@@ -128,9 +131,9 @@ async def test_a_configured_token_is_required_and_a_bound_token_selects_its_prof
                     headers={"Content-Type": "application/json", "Authorization": "Bearer nope"},
                     content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
                 )
-            async with client(url, token="main-token", mode="legacy") as main:
+            async with client(url, token="main-token", mode=era) as main:
                 main_names = {tool.name for tool in (await main.list_tools()).tools}
-            async with client(url, token="ops-token", mode="legacy") as scoped:
+            async with client(url, token="ops-token", mode=era) as scoped:
                 ops_names = {tool.name for tool in (await scoped.list_tools()).tools}
     assert anonymous.status_code == 401
     assert anonymous.headers["www-authenticate"].startswith("Bearer")

@@ -345,3 +345,18 @@ async def test_each_session_gets_its_own_session_id_in_the_context() -> None:
 def mode_of(provider: FakeProvider) -> PermissionMode | None:
     context = provider.calls[-1][2]
     return context.permission_mode if context else None
+
+
+async def test_per_request_clients_are_not_offered_allow_for_this_session() -> None:
+    provider = FakeProvider()
+    asked: list[str] = []
+    async with (
+        running(provider) as gateway,
+        Client(
+            gateway.server, mode="auto", elicitation_callback=answering("allow_session", asked)
+        ) as client,
+    ):
+        result = await client.call_tool("fleet__configure", {})
+    assert error_code(result) == "approval_denied"
+    assert len(asked) == 1
+    assert provider.calls == []
