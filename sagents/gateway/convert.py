@@ -23,6 +23,7 @@ from sagents.core.result import (
     ToolResult,
 )
 from sagents.core.spec import ToolSpec
+from sagents.errors import UpstreamSchemaError
 
 __all__ = ["ERROR_META_KEY", "spec_to_mcp_tool", "to_call_tool_result", "to_mcp_content"]
 
@@ -34,8 +35,20 @@ def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
     """Describe ``spec`` as an MCP ``Tool``.
 
     Annotation hints that were not given stay absent, so the client applies the spec's defaults,
-    exactly as the upstream server meant. Schemas are deep-copied (specs are read-only).
+    exactly as the upstream server meant. Schemas are deep-copied (specs are read-only). The MCP
+    spec requires ``"type": "object"`` at the root of both schemas: a root without ``type`` gets
+    it (JSON Schema of an arguments object); a root of another type cannot be served.
+
+    Raises:
+        UpstreamSchemaError: a schema's root ``type`` is not ``object``; the caller withholds
+            this one tool and serves the others (LESSONS.md, "MCP upstreams").
     """
+    input_schema = _object_schema(spec.name, "inputSchema", dict(spec.input_schema))
+    output_schema = (
+        _object_schema(spec.name, "outputSchema", dict(spec.output_schema))
+        if spec.output_schema
+        else None
+    )
     ann = spec.annotations
     hints = {
         "title": ann.title,
@@ -48,8 +61,8 @@ def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
     return mt.Tool(
         name=spec.name,
         description=spec.description or None,
-        input_schema=_copy_json(dict(spec.input_schema)),
-        output_schema=_copy_json(dict(spec.output_schema)) if spec.output_schema else None,
+        input_schema=input_schema,
+        output_schema=output_schema,
         annotations=mt.ToolAnnotations(**given) if given else None,
         _meta=_copy_json(dict(spec.meta)) if spec.meta else None,
     )
@@ -107,6 +120,18 @@ def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
         is_error=result.is_error,
         _meta=meta or None,
     )
+
+
+def _object_schema(tool: str, field: str, schema: dict[str, Any]) -> dict[str, Any]:
+    copied = _copy_json(schema)
+    root = copied.setdefault("type", "object")
+    if root != "object":
+        raise UpstreamSchemaError(
+            f"the {field} of tool {tool!r} has root type {root!r}; MCP requires 'object'",
+            hint="fix the tool's schema; the gateway withholds this tool until then",
+            details={"tool": tool, "field": field},
+        )
+    return copied
 
 
 def _copy_json(value: dict[str, Any]) -> dict[str, Any]:

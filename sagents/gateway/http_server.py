@@ -32,6 +32,7 @@ __all__ = ["MCP_PATH", "BearerTokenMiddleware", "build_http_app", "check_bind", 
 
 MCP_PATH = "/mcp"
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_GRACE_S = 1  # seconds open streams get to end when the server stops
 
 
 def check_bind(settings: GatewaySettings) -> None:
@@ -143,10 +144,31 @@ async def serve_http(
     sock.listen(128)
     sock.setblocking(False)
     port = int(sock.getsockname()[1])
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=_GRACE_S
+    )
     server = uvicorn.Server(config)
-    task_status.started(port)
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        sock.close()
+    stopped = anyio.Event()
+
+    async def run_server() -> None:
+        # Shielded so that cancelling serve_http shuts uvicorn down through its own graceful
+        # path (should_exit) instead of cancelling it mid-lifespan.
+        try:
+            with anyio.CancelScope(shield=True):
+                await server.serve(sockets=[sock])
+        finally:
+            stopped.set()
+            sock.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_server)
+        task_status.started(port)
+        try:
+            await stopped.wait()
+        finally:
+            server.should_exit = True
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(_GRACE_S * 3):
+                    await stopped.wait()
+                server.force_exit = True
+                await stopped.wait()

@@ -46,7 +46,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.errors import ApprovalDeniedError, NotAllowedError, TaskNotFoundError, UnknownToolError
+from sagents.errors import (
+    ApprovalDeniedError,
+    NotAllowedError,
+    TaskNotFoundError,
+    UnknownToolError,
+    UpstreamSchemaError,
+)
 from sagents.gateway.approval import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -219,7 +225,12 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
-        tools = [spec_to_mcp_tool(spec) for spec in self._offered_specs(session).values()]
+        tools: list[mt.Tool] = []
+        for spec in self._offered_specs(session).values():
+            try:
+                tools.append(spec_to_mcp_tool(spec))
+            except UpstreamSchemaError as error:
+                logger.warning("withholding tool %r: %s", spec.name, error)
         if self.background_after_s is not None:
             tools.extend(_task_tools())
         return mt.ListToolsResult(tools=tools)
@@ -241,6 +252,10 @@ class Gateway:
                 details={"tool": params.name},
             )
             return to_call_tool_result(ToolResult.from_exception(error))
+        try:
+            spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
+        except UpstreamSchemaError as schema_error:
+            return to_call_tool_result(ToolResult.from_exception(schema_error))
         requirement = call_requirement(spec, session.mode, session.granted)
         if requirement != "run":
             request = ApprovalRequest(

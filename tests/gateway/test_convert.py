@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as mt
+import pytest
 
 from sagents.core.permissions import ToolAnnotations
 from sagents.core.result import (
@@ -16,7 +17,7 @@ from sagents.core.result import (
     ToolResult,
 )
 from sagents.core.spec import ToolSpec
-from sagents.errors import ToolTimeoutError
+from sagents.errors import ToolTimeoutError, UpstreamSchemaError
 from sagents.gateway.convert import ERROR_META_KEY, spec_to_mcp_tool, to_call_tool_result
 
 
@@ -114,3 +115,13 @@ def test_error_without_content_gets_a_text_block() -> None:
     assert [b.model_dump(exclude_none=True) for b in call.content] == [
         {"type": "text", "text": "the tool reported an error"}
     ]
+
+
+def test_a_root_without_type_gets_type_object() -> None:
+    tool = spec_to_mcp_tool(ToolSpec(name="t", input_schema={"properties": {}}))
+    assert tool.input_schema == {"properties": {}, "type": "object"}
+
+
+def test_a_non_object_root_is_an_upstream_schema_error() -> None:
+    with pytest.raises(UpstreamSchemaError, match="root type 'array'"):
+        spec_to_mcp_tool(ToolSpec(name="t", input_schema={"type": "array"}))

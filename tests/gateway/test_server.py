@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from sagents.core.permissions import PermissionMode
+from sagents.core.spec import ToolSpec
 from sagents.gateway import Gateway, Profile, StaticApprover
 from sagents.gateway.convert import ERROR_META_KEY
 from tests.gateway.fakes import FakeProvider, FakeScriptProgress, FakeToolProgress
@@ -359,4 +360,20 @@ async def test_per_request_clients_are_not_offered_allow_for_this_session() -> N
         result = await client.call_tool("fleet__configure", {})
     assert error_code(result) == "approval_denied"
     assert len(asked) == 1
+    assert provider.calls == []
+
+
+async def test_one_tool_with_a_bad_schema_is_withheld_and_the_others_stay() -> None:
+    class BadSchemaProvider(FakeProvider):
+        def list_specs(self) -> list[ToolSpec]:
+            bad = ToolSpec(name="bad__tool", permission="read_only", input_schema={"type": "array"})
+            return [*super().list_specs(), bad]
+
+    provider = BadSchemaProvider()
+    async with running(provider) as gateway, Client(gateway.server) as client:
+        names = await tool_names(client)
+        called = await client.call_tool("bad__tool", {})
+    assert "bad__tool" not in names
+    assert "fleet__status" in names
+    assert error_code(called) == "invalid_upstream_schema"
     assert provider.calls == []
