@@ -13,17 +13,34 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 import anyio
+import mcp_types as mt
 from anyio.abc import TaskGroup
 
 from sagents.core.result import ToolResult
 from sagents.errors import TaskNotFoundError, ToolCancelledError
 
-__all__ = ["BackgroundRegistry", "BackgroundTasks", "TaskInfo", "TaskStatus"]
+__all__ = [
+    "CANCEL_TOOL",
+    "STATUS_TOOL",
+    "TASK_URI_PREFIX",
+    "BackgroundRegistry",
+    "BackgroundTasks",
+    "TaskInfo",
+    "TaskStatus",
+    "handed_off_result",
+    "task_json",
+    "task_tools",
+]
 
 TaskStatus = Literal["running", "ok", "error", "cancelled"]
+
+STATUS_TOOL = "script_status"
+CANCEL_TOOL = "script_cancel"
+TASK_URI_PREFIX = "sagents://tasks/"
+"""URI prefix of the MCP resource of each background task."""
 
 _NOTIFY_TIMEOUT_S = 5.0  # seconds a completion notification may take before it is given up
 
@@ -231,3 +248,59 @@ class BackgroundTasks:
         task.scope.cancel()
         await task.done.wait()
         return task.info
+
+
+def task_tools() -> list[mt.Tool]:
+    """The MCP tools ``script_status(id?)`` and ``script_cancel(id)``."""
+    id_schema = {"type": "string", "description": "The task id a background call returned."}
+    return [
+        mt.Tool(
+            name=STATUS_TOOL,
+            description=(
+                "Status of a background call (a long call handed off with a task id): running, "
+                "ok, error or cancelled, with its result once finished. Without 'id', lists this "
+                "session's background calls, finished ones included."
+            ),
+            input_schema={"type": "object", "properties": {"id": id_schema}},
+            annotations=mt.ToolAnnotations(read_only_hint=True),
+        ),
+        mt.Tool(
+            name=CANCEL_TOOL,
+            description="Cancel a running background call of this session.",
+            input_schema={
+                "type": "object",
+                "properties": {"id": id_schema},
+                "required": ["id"],
+            },
+            annotations=mt.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+        ),
+    ]
+
+
+def task_json(info: TaskInfo, *, full: bool = False) -> dict[str, Any]:
+    """A task as JSON: id, tool, status, times; the result's text (first 200 characters unless
+    ``full``) and ``is_error`` once finished."""
+    data: dict[str, Any] = {
+        "id": info.task_id,
+        "tool": info.tool,
+        "status": info.status,
+        "started_at": info.started_at,
+        "finished_at": info.finished_at,
+    }
+    if info.result is not None:
+        data["result"] = info.result.to_tool_message() if full else info.result.text[:200]
+        data["is_error"] = info.result.is_error
+    return data
+
+
+def handed_off_result(name: str, task_id: str) -> ToolResult:
+    """The answer of a call handed off to the background: text plus ``{"task_id", "status"}``."""
+    text = (
+        f"The call of {name!r} is still running and continues in the background as task "
+        f"{task_id!r}. Its result will be announced when it finishes; check it with "
+        f"script_status(id={task_id!r}) or cancel it with script_cancel(id={task_id!r})."
+    )
+    return ToolResult(
+        content=ToolResult.from_text(text).content,
+        structured={"task_id": task_id, "status": "running"},
+    )

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sagents import __version__
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
@@ -62,22 +62,29 @@ from sagents.gateway.approval import (
     approval_form,
     refusal_text,
 )
-from sagents.gateway.background import BackgroundTasks, TaskInfo
+from sagents.gateway.background import (
+    CANCEL_TOOL,
+    STATUS_TOOL,
+    TASK_URI_PREFIX,
+    BackgroundTasks,
+    TaskInfo,
+    handed_off_result,
+    task_json,
+    task_tools,
+)
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
 from sagents.gateway.policy import Profile, call_requirement, is_offered
-from sagents.gateway.seams import ProgressSource, ScriptProgressLike, ToolProgressLike, ToolProvider
+from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.seams import ProgressSource, ToolProvider
 from sagents.tool.context import SessionContext
 
-__all__ = ["APPROVAL_INPUT_KEY", "TASK_URI_PREFIX", "Gateway"]
+__all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
-TASK_URI_PREFIX = "sagents://tasks/"
 _STATE_KEY = "sagents.gateway.session"
-_STATUS_TOOL = "script_status"
-_CANCEL_TOOL = "script_cancel"
 
 
 @dataclass(kw_only=True)
@@ -124,8 +131,6 @@ class Gateway:
         workspace: str | None = None,
         name: str = "sagents",
     ) -> None:
-        from sagents import __version__
-
         self.provider = provider
         self.mode: PermissionMode = mode
         self.profile = profile
@@ -209,7 +214,7 @@ class Gateway:
     def _offered_specs(self, session: _ClientSession) -> dict[str, ToolSpec]:
         specs: dict[str, ToolSpec] = {}
         for spec in self.provider.list_specs():
-            if spec.name in (_STATUS_TOOL, _CANCEL_TOOL) and self.background_after_s is not None:
+            if spec.name in (STATUS_TOOL, CANCEL_TOOL) and self.background_after_s is not None:
                 logger.warning(
                     "the provider's tool %r is hidden by the gateway's own tool of that name",
                     spec.name,
@@ -232,7 +237,7 @@ class Gateway:
             except UpstreamSchemaError as error:
                 logger.warning("withholding tool %r: %s", spec.name, error)
         if self.background_after_s is not None:
-            tools.extend(_task_tools())
+            tools.extend(task_tools())
         return mt.ListToolsResult(tools=tools)
 
     # tools/call --------------------------------------------------------------------------------
@@ -242,7 +247,7 @@ class Gateway:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         session = self._session_for(ctx)
         arguments: dict[str, Any] = dict(params.arguments or {})
-        if self.background_after_s is not None and params.name in (_STATUS_TOOL, _CANCEL_TOOL):
+        if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
             return to_call_tool_result(await self._task_tool(session, params.name, arguments))
         spec = self._offered_specs(session).get(params.name)
         if spec is None:
@@ -329,27 +334,31 @@ class Gateway:
         async def call() -> ToolResult:
             return await self.provider.run_tool(name, arguments, context, tool_call_id=tool_call_id)
 
-        forwarder = _ProgressForwarder(ctx)
-        async with anyio.create_task_group() as tg:
-            events: MemoryObjectReceiveStream[object] | None = None
-            if self.progress is not None:
-                events = await tg.start(self._subscribe, session.session_id, tool_call_id)
-                tg.start_soon(forwarder.forward, events)
-            try:
-                if self.background_after_s is None:
-                    result = await call()
-                else:
-                    task_id = await self._tasks.start(session.session_id, name, call)
-                    done = await self._tasks.wait(
-                        task_id,
-                        hand_off_after=self.background_after_s,
-                        on_done=self._notifier(ctx),
-                    )
-                    result = done if done is not None else _handed_off(name, task_id)
-            finally:
-                tg.cancel_scope.cancel()
-        if events is not None:
-            await forwarder.drain(events)
+        forwarder = ProgressForwarder(ctx)
+        events: MemoryObjectReceiveStream[object] | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.progress is not None:
+                    events = await tg.start(self._subscribe, session.session_id, tool_call_id)
+                    tg.start_soon(forwarder.forward, events)
+                try:
+                    if self.background_after_s is None:
+                        result = await call()
+                    else:
+                        task_id = await self._tasks.start(session.session_id, name, call)
+                        done = await self._tasks.wait(
+                            task_id,
+                            hand_off_after=self.background_after_s,
+                            on_done=self._notifier(ctx),
+                        )
+                        result = done if done is not None else handed_off_result(name, task_id)
+                finally:
+                    tg.cancel_scope.cancel()
+            if events is not None:
+                await forwarder.drain(events)  # before the result: nothing is sent after it
+        finally:
+            if events is not None:
+                events.close()
         return result
 
     async def _subscribe(
@@ -397,16 +406,16 @@ class Gateway:
         if task_id is not None and not isinstance(task_id, str):
             return ToolResult.from_error("invalid_arguments", "'id' must be a string")
         try:
-            if name == _CANCEL_TOOL:
+            if name == CANCEL_TOOL:
                 if task_id is None:
                     return ToolResult.from_error("invalid_arguments", "'id' is required")
                 info = await self._tasks.cancel(session.session_id, task_id)
-                return ToolResult.from_structured(_task_json(info))
+                return ToolResult.from_structured(task_json(info))
             if task_id is None:
-                listing = [_task_json(i) for i in self._tasks.list(session.session_id)]
+                listing = [task_json(i) for i in self._tasks.list(session.session_id)]
                 return ToolResult.from_structured({"tasks": listing})
             return ToolResult.from_structured(
-                _task_json(self._tasks.get(session.session_id, task_id), full=True)
+                task_json(self._tasks.get(session.session_id, task_id), full=True)
             )
         except TaskNotFoundError as error:
             return ToolResult.from_exception(error)
@@ -437,128 +446,10 @@ class Gateway:
             info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
         except TaskNotFoundError as error:
             raise MCPError(mt.INVALID_PARAMS, error.message) from error
-        text = json.dumps(_task_json(info, full=True), ensure_ascii=False)
+        text = json.dumps(task_json(info, full=True), ensure_ascii=False)
         return mt.ReadResourceResult(
             contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
-
-
-class _ProgressForwarder:
-    """Turns a call's events into ``notifications/progress`` for the request's token.
-
-    Values strictly increase: a script's ``done`` (with its ``total``) or call count when it
-    advances, otherwise the next representable value above the last; a ``tool_progress`` text
-    adds one and is the message. Without a progress token, ``tool_progress`` text also goes out
-    as a logging notification (``logger="tool_progress"``) on handshake-era connections (on
-    2026-07-28 ones only when the request opted in to logs, as the SDK enforces).
-    """
-
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        self._ctx = ctx
-        meta: Mapping[str, Any] = ctx.meta or {}
-        self._has_token = meta.get("progress_token", meta.get("progressToken")) is not None
-        self._last = 0.0
-
-    async def forward(self, events: MemoryObjectReceiveStream[object]) -> None:
-        async for event in events:
-            await self.send(event)
-
-    async def drain(self, events: MemoryObjectReceiveStream[object]) -> None:
-        """Send what was emitted before the result, then close (nothing after the result)."""
-        with events:
-            while True:
-                try:
-                    event = events.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    return
-                await self.send(event)
-
-    async def send(self, event: object) -> None:
-        if isinstance(event, ScriptProgressLike):
-            if event.done is not None and event.total:
-                candidate, total = float(event.done), float(event.total)
-            else:
-                candidate, total = float(event.calls), None
-            text = f"{event.calls} calls, {event.failures} failed"
-            if event.message:
-                text += f": {event.message}"
-            await self._progress(candidate, total, text)
-        elif isinstance(event, ToolProgressLike):
-            if not event.text:
-                return
-            await self._progress(self._last + 1, None, event.text)
-            if not self._has_token:
-                await self._log(event.text, event.stream)
-
-    async def _progress(self, candidate: float, total: float | None, message: str) -> None:
-        # A no-op unless the client asked for progress (a token on the wire, or an in-process
-        # client's callback, which carries no token).
-        if candidate > self._last:
-            value = candidate
-        else:
-            value, total = math.nextafter(self._last, math.inf), None
-        self._last = value
-        await self._ctx.session.report_progress(value, total, message)
-
-    async def _log(self, text: str, stream: str) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            level: mt.LoggingLevel = "warning" if stream == "stderr" else "info"
-            await self._ctx.session.send_log_message(
-                level, text, logger="tool_progress", related_request_id=self._ctx.request_id
-            )
-
-
-def _task_tools() -> list[mt.Tool]:
-    id_schema = {"type": "string", "description": "The task id a background call returned."}
-    return [
-        mt.Tool(
-            name=_STATUS_TOOL,
-            description=(
-                "Status of a background call (a long call handed off with a task id): running, "
-                "ok, error or cancelled, with its result once finished. Without 'id', lists this "
-                "session's background calls, finished ones included."
-            ),
-            input_schema={"type": "object", "properties": {"id": id_schema}},
-            annotations=mt.ToolAnnotations(read_only_hint=True),
-        ),
-        mt.Tool(
-            name=_CANCEL_TOOL,
-            description="Cancel a running background call of this session.",
-            input_schema={
-                "type": "object",
-                "properties": {"id": id_schema},
-                "required": ["id"],
-            },
-            annotations=mt.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-        ),
-    ]
-
-
-def _task_json(info: TaskInfo, *, full: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": info.task_id,
-        "tool": info.tool,
-        "status": info.status,
-        "started_at": info.started_at,
-        "finished_at": info.finished_at,
-    }
-    if info.result is not None:
-        data["result"] = info.result.to_tool_message() if full else info.result.text[:200]
-        data["is_error"] = info.result.is_error
-    return data
-
-
-def _handed_off(name: str, task_id: str) -> ToolResult:
-    text = (
-        f"The call of {name!r} is still running and continues in the background as task "
-        f"{task_id!r}. Its result will be announced when it finishes; check it with "
-        f"script_status(id={task_id!r}) or cancel it with script_cancel(id={task_id!r})."
-    )
-    return ToolResult(
-        content=ToolResult.from_text(text).content,
-        structured={"task_id": task_id, "status": "running"},
-    )
 
 
 def _denied(request: ApprovalRequest) -> ToolResult:
