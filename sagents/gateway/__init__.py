@@ -4,15 +4,17 @@ from sagents.gateway.approval import (
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
+    ClientScriptApprover,
     ElicitationApprover,
     StaticApprover,
+    current_client_asker,
 )
 from sagents.gateway.background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
 from sagents.gateway.factory import build_gateway
 from sagents.gateway.http_server import build_http_app, check_bind, serve_http
 from sagents.gateway.policy import Profile, call_requirement, is_offered
-from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ToolProvider
+from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider, ToolProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 
@@ -22,12 +24,14 @@ __all__ = [
     "Approver",
     "BackgroundRegistry",
     "BackgroundTasks",
+    "ClientScriptApprover",
     "ElicitationApprover",
     "Gateway",
     "GatewaySettings",
     "MemoryProgressSource",
     "Profile",
     "ProgressSource",
+    "ProxyProvider",
     "StaticApprover",
     "TaskInfo",
     "TaskStatus",
@@ -36,6 +40,7 @@ __all__ = [
     "build_http_app",
     "call_requirement",
     "check_bind",
+    "current_client_asker",
     "is_offered",
     "load_profiles",
     "serve_http",

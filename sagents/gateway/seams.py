@@ -27,9 +27,11 @@ __all__ = [
     "PROGRESS_BUFFER",
     "MemoryProgressSource",
     "ProgressSource",
+    "ProxyProvider",
     "ScriptProgressLike",
     "ToolProgressLike",
     "ToolProvider",
+    "ToolProxyLike",
 ]
 
 PROGRESS_BUFFER = 256
@@ -49,11 +51,15 @@ class ToolProvider(Protocol):
         name: str,
         arguments: Mapping[str, Any],
         session_context: SessionContext | None,
+        /,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
     ) -> ToolResult:
         """Run one call; failures come back as error results, never as exceptions.
+
+        The first three parameters are positional-only here so that ``ToolProxy.run_tool(name,
+        args, session_context, ...)`` matches whatever it names them.
 
         Args:
             name: The registered tool name.
@@ -63,6 +69,57 @@ class ToolProvider(Protocol):
             timeout: Seconds, or None for the tool's default.
         """
         ...
+
+
+class ToolProxyLike(Protocol):
+    """The seed API's ``ToolProxy`` / ``ToolManager``: names, specs and ``run_tool``."""
+
+    def list_all_tools_name(self) -> list[str]:
+        """The names of the tools this session may call."""
+        ...
+
+    def get_tool_spec(self, name: str) -> ToolSpec:
+        """The spec of one of those tools."""
+        ...
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        session_context: SessionContext | None,
+        /,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+    ) -> ToolResult:
+        """Run one call (see :meth:`ToolProvider.run_tool`)."""
+        ...
+
+
+class ProxyProvider:
+    """Serves a ``ToolProxy`` (or ``ToolManager``) as a :class:`ToolProvider`."""
+
+    def __init__(self, proxy: ToolProxyLike) -> None:
+        self.proxy = proxy
+
+    def list_specs(self) -> list[ToolSpec]:
+        """The proxy's tools, in its order."""
+        return [self.proxy.get_tool_spec(name) for name in self.proxy.list_all_tools_name()]
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        session_context: SessionContext | None,
+        /,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+    ) -> ToolResult:
+        """Forward to the proxy's ``run_tool``."""
+        return await self.proxy.run_tool(
+            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
+        )
 
 
 @runtime_checkable

@@ -49,14 +49,17 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
+    SagentsError,
     TaskNotFoundError,
     UnknownToolError,
     UpstreamSchemaError,
 )
 from sagents.gateway.approval import (
+    CLIENT_ASKER,
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
+    ClientAsker,
     ElicitationApprover,
     answer_from_elicitation,
     approval_form,
@@ -309,12 +312,9 @@ class Gateway:
                 input_requests={APPROVAL_INPUT_KEY: elicit}, request_state=state
             )
         try:
-            return await ElicitationApprover(ctx.session, ctx.request_id).approve(request)
+            return await ElicitationApprover(ClientAsker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
-        except MCPError as error:
-            logger.info("approval request for %r failed: %s", request.tool, error)
-            return "deny"
 
     async def _run(
         self,
@@ -332,7 +332,15 @@ class Gateway:
         )
 
         async def call() -> ToolResult:
-            return await self.provider.run_tool(name, arguments, context, tool_call_id=tool_call_id)
+            token = CLIENT_ASKER.set(ClientAsker(ctx))
+            try:
+                return await self.provider.run_tool(
+                    name, arguments, context, tool_call_id=tool_call_id
+                )
+            except SagentsError as error:  # the provider should return it; never end the session
+                return ToolResult.from_exception(error)
+            finally:
+                CLIENT_ASKER.reset(token)
 
         forwarder = ProgressForwarder(ctx)
         events: MemoryObjectReceiveStream[object] | None = None
