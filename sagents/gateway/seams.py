@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from sagents.core.result import ToolResult
+from sagents.core.result import EmbeddedResource, ResourceLink, ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.tool.context import SessionContext
 
@@ -28,6 +28,7 @@ __all__ = [
     "MemoryProgressSource",
     "ProgressSource",
     "ProxyProvider",
+    "ResourceSource",
     "ScriptProgressLike",
     "ToolProgressLike",
     "ToolProvider",
@@ -120,6 +121,27 @@ class ProxyProvider:
         return await self.proxy.run_tool(
             name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
         )
+
+
+class ResourceSource(Protocol):
+    """Resources served beside the gateway's own: skill files (``SKILL.md``, scripts, assets).
+
+    ``skills`` is the session's profile filter (None: every skill); a source must apply it to
+    listing and reading alike.
+    """
+
+    def list_resources(self, skills: frozenset[str] | None) -> list[ResourceLink]:
+        """The resources the session may read."""
+        ...
+
+    async def read_resource(self, uri: str, skills: frozenset[str] | None) -> EmbeddedResource:
+        """Read one resource (``text`` or base64 ``blob``).
+
+        Raises:
+            SagentsError: the resource does not exist or is not offered to the session (for
+                example ``SkillNotFoundError``); the gateway answers "resource not found".
+        """
+        ...
 
 
 @runtime_checkable

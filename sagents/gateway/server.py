@@ -75,10 +75,10 @@ from sagents.gateway.background import (
     task_json,
     task_tools,
 )
-from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
 from sagents.gateway.policy import Profile, call_requirement, is_offered
 from sagents.gateway.progress import ProgressForwarder
-from sagents.gateway.seams import ProgressSource, ToolProvider
+from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
@@ -88,6 +88,7 @@ logger = logging.getLogger(__name__)
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
 _STATE_KEY = "sagents.gateway.session"
+_RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
 
 
 @dataclass(kw_only=True)
@@ -109,6 +110,8 @@ class Gateway:
         profile: Profile of sessions that carry no bearer token bound to another one.
         token_profiles: Over HTTP, the profile bound to each bearer token.
         progress: Where the progress events of each call come from; None forwards none.
+        resources: Resources served beside the background tasks (skill files), filtered by the
+            session profile's skills; None serves only the tasks.
         approver: Decides approvals instead of asking the client (tests, a terminal); None asks
             the client through MCP elicitation, and refuses when it cannot.
         background_after_s: Seconds after which a call becomes a background call; None never.
@@ -129,6 +132,7 @@ class Gateway:
         profile: Profile | None = None,
         token_profiles: Mapping[str, Profile] | None = None,
         progress: ProgressSource | None = None,
+        resources: ResourceSource | None = None,
         approver: Approver | None = None,
         background_after_s: float | None = None,
         workspace: str | None = None,
@@ -139,6 +143,7 @@ class Gateway:
         self.profile = profile
         self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
         self.progress = progress
+        self.resources = resources
         self.approver = approver
         self.background_after_s = background_after_s
         self.workspace = workspace
@@ -441,6 +446,18 @@ class Gateway:
             )
             for info in self._tasks.list(session.session_id)
         ]
+        if self.resources is not None:
+            resources.extend(
+                mt.Resource(
+                    uri=link.uri,
+                    name=link.name,
+                    title=link.title,
+                    description=link.description,
+                    mime_type=link.mime_type,
+                    size=link.size,
+                )
+                for link in self.resources.list_resources(_skills_of(session))
+            )
         return mt.ListResourcesResult(resources=resources)
 
     async def _on_read_resource(
@@ -448,16 +465,27 @@ class Gateway:
     ) -> mt.ReadResourceResult:
         session = self._session_for(ctx)
         uri = str(params.uri)
-        if not uri.startswith(TASK_URI_PREFIX):
-            raise MCPError(mt.INVALID_PARAMS, f"unknown resource {uri!r}")
         try:
-            info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
-        except TaskNotFoundError as error:
-            raise MCPError(mt.INVALID_PARAMS, error.message) from error
-        text = json.dumps(task_json(info, full=True), ensure_ascii=False)
-        return mt.ReadResourceResult(
-            contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
-        )
+            if uri.startswith(TASK_URI_PREFIX):
+                info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
+                text = json.dumps(task_json(info, full=True), ensure_ascii=False)
+                return mt.ReadResourceResult(
+                    contents=[
+                        mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+                    ]
+                )
+            if self.resources is None:
+                raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
+            found = await self.resources.read_resource(uri, _skills_of(session))
+        except SagentsError as error:
+            raise MCPError(_RESOURCE_NOT_FOUND, error.message) from error
+        block = to_mcp_content(found)
+        assert isinstance(block, mt.EmbeddedResource)
+        return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _skills_of(session: _ClientSession) -> frozenset[str] | None:
+    return session.profile.skills if session.profile is not None else None
 
 
 def _denied(request: ApprovalRequest) -> ToolResult:

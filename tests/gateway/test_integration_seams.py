@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import mcp_types as mt
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
 
-from sagents.core.result import ToolResult
+from sagents.core.result import EmbeddedResource, ResourceLink, ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.errors import UpstreamUnavailableError
-from sagents.gateway import ClientScriptApprover, Gateway, ProxyProvider
+from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
+from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
 from sagents.gateway import approval as approval_module
 from sagents.tool.context import SessionContext
 from tests.gateway.fakes import FakeProvider
@@ -169,3 +170,44 @@ async def test_an_unanswered_approval_times_out_as_a_denial(
     assert result.is_error
     assert "approval_denied" in text_of(result)
     assert provider.calls == []
+
+
+class SkillFiles:
+    """Two skills' files as resources, filtered by the allowed skills."""
+
+    FILES: ClassVar[dict[str, tuple[str, str]]] = {
+        "skill://triage/SKILL.md": ("triage", "---\nname: triage\n---\nTriage."),
+        "skill://deploy/SKILL.md": ("deploy", "---\nname: deploy\n---\nDeploy."),
+    }
+
+    def list_resources(self, skills: frozenset[str] | None) -> list[ResourceLink]:
+        return [
+            ResourceLink(uri=uri, name=f"{skill}/SKILL.md", mime_type="text/markdown")
+            for uri, (skill, _) in self.FILES.items()
+            if skills is None or skill in skills
+        ]
+
+    async def read_resource(self, uri: str, skills: frozenset[str] | None) -> EmbeddedResource:
+        if uri not in self.FILES or (skills is not None and self.FILES[uri][0] not in skills):
+            raise SkillNotFoundError(f"no skill file {uri!r}")
+        return EmbeddedResource(uri=uri, mime_type="text/markdown", text=self.FILES[uri][1])
+
+
+async def test_skill_files_are_resources_filtered_by_the_profiles_skills() -> None:
+    profile = Profile(name="p", skills=frozenset({"triage"}))
+    async with (
+        Gateway(FakeProvider(), resources=SkillFiles(), profile=profile) as gateway,
+        Client(gateway.server) as client,
+    ):
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        read = await client.read_resource("skill://triage/SKILL.md")
+        with pytest.raises(MCPError) as hidden:
+            await client.read_resource("skill://deploy/SKILL.md")
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("file:///etc/passwd")
+    assert listed == ["skill://triage/SKILL.md"]
+    content = read.contents[0]
+    assert isinstance(content, mt.TextResourceContents)
+    assert content.text.endswith("Triage.")
+    assert hidden.value.error.code == -32002
+    assert unknown.value.error.code == -32002
