@@ -33,6 +33,11 @@ def _version() -> None:
     typer.echo(__version__)
 
 
+from sagents.cli import serve as _serve_module  # noqa: E402  (registers after the app exists)
+
+app.command("serve")(_serve_module.serve)
+
+
 def main() -> None:
     """Run the ``sagents`` command."""
     app()

@@ -1,3 +1,49 @@
-"""sagents.gateway (see DESIGN.md, "Layers")."""
+"""sagents.gateway: session policy, profiles and the MCP server façade (``sagents serve``)."""
 
-__all__: list[str] = []
+from sagents.gateway.approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    ClientScriptApprover,
+    ElicitationApprover,
+    StaticApprover,
+    current_client_asker,
+)
+from sagents.gateway.background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
+from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway.factory import build_gateway
+from sagents.gateway.http_server import build_http_app, check_bind, serve_http
+from sagents.gateway.policy import Profile, call_requirement, is_offered
+from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider, ToolProvider
+from sagents.gateway.server import Gateway
+from sagents.gateway.settings import GatewaySettings, load_profiles
+
+__all__ = [
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "Approver",
+    "BackgroundRegistry",
+    "BackgroundTasks",
+    "ClientScriptApprover",
+    "ElicitationApprover",
+    "Gateway",
+    "GatewaySettings",
+    "MemoryProgressSource",
+    "Profile",
+    "ProgressSource",
+    "ProxyProvider",
+    "StaticApprover",
+    "TaskInfo",
+    "TaskStatus",
+    "ToolProvider",
+    "build_gateway",
+    "build_http_app",
+    "call_requirement",
+    "check_bind",
+    "current_client_asker",
+    "is_offered",
+    "load_profiles",
+    "serve_http",
+    "spec_to_mcp_tool",
+    "to_call_tool_result",
+]

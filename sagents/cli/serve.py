@@ -1,0 +1,143 @@
+"""``sagents serve``: run the MCP gateway over stdio (default) or streamable HTTP (issue 7, §1)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from sagents.core.permissions import PermissionMode, parse_permission_mode
+from sagents.errors import ConfigError
+from sagents.gateway.factory import build_gateway
+from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
+from sagents.gateway.settings import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    TOKEN_ENV,
+    GatewaySettings,
+    TransportName,
+    load_profiles,
+    token_profiles,
+)
+
+__all__ = ["resolve_settings", "serve"]
+
+
+def resolve_settings(
+    *,
+    config: Path | None,
+    profile: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    mode: str | None,
+    workspace: Path | None,
+    background_after: float | None,
+    allowed_hosts: list[str],
+) -> GatewaySettings:
+    """Turn the command line (and the environment's bearer token) into settings.
+
+    Raises:
+        ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
+            HTTP bind without a bearer token.
+    """
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown transport {transport!r}; use stdio or http", key="--transport")
+    chosen_transport: TransportName = "http" if transport == "http" else "stdio"
+    try:
+        chosen_mode: PermissionMode = parse_permission_mode(mode) if mode else "ask"
+    except ValueError as error:
+        raise ConfigError(str(error), key="--mode") from error
+    profiles = load_profiles(config) if config is not None else {}
+    chosen = None
+    if profile is not None:
+        if profile not in profiles:
+            known = ", ".join(sorted(profiles)) or "none defined"
+            raise ConfigError(
+                f"unknown profile {profile!r} (profiles: {known})",
+                file=str(config) if config else None,
+                key="--profile",
+            )
+        chosen = profiles[profile]
+        if chosen.mode is not None and mode is None:
+            chosen_mode = chosen.mode
+    if background_after is not None and background_after < 0:
+        raise ConfigError("must be 0 or more seconds", key="--background-after")
+    settings = GatewaySettings(
+        config=config,
+        profile=chosen,
+        transport=chosen_transport,
+        host=host,
+        port=port,
+        mode=chosen_mode,
+        workspace=workspace,
+        bearer_token=os.environ.get(TOKEN_ENV) or None,
+        token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
+        background_after_s=background_after,
+        allowed_hosts=tuple(allowed_hosts),
+    )
+    if chosen_transport == "http":
+        check_bind(settings)
+    return settings
+
+
+async def _run(settings: GatewaySettings) -> None:
+    async with build_gateway(settings) as gateway:
+        if settings.transport == "stdio":
+            await gateway.run_stdio()
+            return
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(serve_http, gateway, settings)
+            print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+
+
+def serve(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="mcpServers JSON file with sagents settings.")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Named profile from the config.")
+    ] = None,
+    transport: Annotated[str, typer.Option("--transport", help="stdio or http.")] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="HTTP bind address (non-loopback needs a token).")
+    ] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option("--port", help="HTTP port (0: a free one).")] = DEFAULT_PORT,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="ask, auto or read-only (default ask).")
+    ] = None,
+    workspace: Annotated[
+        Path | None, typer.Option("--workspace", help="Workspace directory of sessions.")
+    ] = None,
+    background_after: Annotated[
+        float | None,
+        typer.Option("--background-after", help="Seconds before a call becomes a background call."),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
+    ] = None,
+) -> None:
+    """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
+    try:
+        settings = resolve_settings(
+            config=config,
+            profile=profile,
+            transport=transport,
+            host=host,
+            port=port,
+            mode=mode,
+            workspace=workspace,
+            background_after=background_after,
+            allowed_hosts=list(allowed_host or []),
+        )
+        anyio.run(_run, settings)
+    except ConfigError as error:
+        print(f"sagents serve: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None

@@ -1,0 +1,85 @@
+"""Session policy of the gateway: which tools a session is offered, which calls need approval.
+
+Rules (DESIGN.md, "Permission classes"; issue 7, §1):
+
+- ``disabled`` tools are never offered;
+- in ``read_only`` mode only ``read_only`` tools are offered;
+- a profile narrows what is offered to its servers and tools;
+- ``read_only`` calls run; ``write`` and ``long_task_only`` calls run in ``auto`` mode and need an
+  approval in ``ask`` mode unless the session already allowed the tool;
+- ``destructive`` calls are offered in ``ask`` and ``auto`` mode but every call is approved one
+  by one (an approval is never remembered for them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sagents.core.permissions import PermissionMode
+from sagents.core.spec import ToolSpec
+
+__all__ = ["CallRequirement", "Profile", "call_requirement", "is_offered"]
+
+CallRequirement = Literal["run", "approve", "approve_each"]
+"""``run``: no approval; ``approve``: ask, and an "allow for this session" answer is remembered;
+``approve_each``: ask for this call only (destructive tools)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """A named set of what a client may use (issue 7, §1, "Profiles").
+
+    Attributes:
+        name: The profile's name (``--profile NAME``).
+        servers: Upstream server names whose tools are offered; None offers every server.
+        tools: Tool names offered (``<server>__<tool>`` or local names); None offers all that
+            the servers filter lets through.
+        skills: Skill names offered; None offers every skill (passed on to the skills layer).
+        mode: The permission mode of sessions under this profile; None keeps the gateway's.
+        bearer_token_env: Over HTTP, the environment variable holding the bearer token that
+            selects this profile; None binds no token.
+    """
+
+    name: str
+    servers: frozenset[str] | None = None
+    tools: frozenset[str] | None = None
+    skills: frozenset[str] | None = None
+    mode: PermissionMode | None = None
+    bearer_token_env: str | None = field(default=None, repr=False)
+
+
+def is_offered(spec: ToolSpec, mode: PermissionMode, profile: Profile | None = None) -> bool:
+    """Whether a session in ``mode`` under ``profile`` sees ``spec`` in ``tools/list``."""
+    if spec.permission == "disabled":
+        return False
+    if mode == "read_only" and spec.permission != "read_only":
+        return False
+    if profile is None:
+        return True
+    if (
+        profile.servers is not None
+        and spec.source.kind == "mcp"
+        and spec.source.server not in profile.servers
+    ):
+        return False
+    return profile.tools is None or spec.name in profile.tools
+
+
+def call_requirement(
+    spec: ToolSpec, mode: PermissionMode, granted: frozenset[str] | set[str]
+) -> CallRequirement:
+    """What a call of an offered tool needs before it runs.
+
+    Args:
+        spec: The tool.
+        mode: The session's permission mode.
+        granted: Tool names the session already allowed ("allow for this session").
+    """
+    if spec.permission == "read_only":
+        return "run"
+    if spec.permission == "destructive":
+        return "approve_each"
+    if mode == "auto" or spec.name in granted:
+        return "run"
+    return "approve"

@@ -1,0 +1,177 @@
+"""Settings of ``sagents serve`` and the factory that builds the gateway from them.
+
+``GatewaySettings`` holds what the command line and the config file choose (issue 7, §1).
+:func:`load_profiles` reads the ``profiles`` section of the config file; :func:`build_gateway`
+turns settings into a :class:`~sagents.gateway.server.Gateway` (the integration connects the real
+tool provider here: upstream servers, run_script, skills).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sagents.core.permissions import PermissionMode, parse_permission_mode
+from sagents.errors import ConfigError
+from sagents.gateway.policy import Profile
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "GatewaySettings",
+    "TransportName",
+    "is_loopback",
+    "load_profiles",
+    "token_profiles",
+]
+
+TransportName = Literal["stdio", "http"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+TOKEN_ENV = "SAGENTS_GATEWAY_TOKEN"
+"""Environment variable holding the gateway's bearer token for HTTP (never a command-line flag,
+so it does not show in ``ps``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewaySettings:
+    """What ``sagents serve`` runs with.
+
+    Attributes:
+        config: The config file (``mcpServers`` format plus sagents settings), or None.
+        profile: The profile chosen with ``--profile``, or None.
+        transport: ``stdio`` (default) or ``http`` (streamable HTTP).
+        host: HTTP bind address; 127.0.0.1 by default.
+        port: HTTP port; 0 picks a free one.
+        mode: The default permission mode of sessions (a profile may set its own).
+        workspace: The sessions' workspace directory, or None.
+        bearer_token: Over HTTP, the token every request must carry (``Authorization: Bearer``);
+            required to bind anything but loopback.
+        token_profiles: Over HTTP, profile bound to each bearer token (token -> profile).
+        background_after_s: Seconds after which a running call becomes a background call;
+            None never hands off.
+        allowed_hosts: Extra ``Host`` header values accepted by the DNS-rebinding protection
+            (``host:port``, ``host:*``).
+        name: The MCP server name announced to clients.
+    """
+
+    config: Path | None = None
+    profile: Profile | None = None
+    transport: TransportName = "stdio"
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    mode: PermissionMode = "ask"
+    workspace: Path | None = None
+    bearer_token: str | None = field(default=None, repr=False)
+    token_profiles: Mapping[str, Profile] = field(default_factory=dict, repr=False)
+    background_after_s: float | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    name: str = "sagents"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) only accepts local connections."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _ProfileParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    servers: list[str] | None = None
+    tools: list[str] | None = None
+    skills: list[str] | None = None
+    mode: str | None = None
+    bearer_token_env: str | None = Field(default=None, alias="bearerTokenEnv")
+
+
+def load_profiles(config: Path) -> dict[str, Profile]:
+    """Read the ``profiles`` section of a config file.
+
+    Shape::
+
+        {"mcpServers": {...},
+         "profiles": {"ops": {"servers": ["fleet"], "tools": ["fleet__list_devices"],
+                              "skills": ["triage"], "mode": "read-only",
+                              "bearerTokenEnv": "OPS_TOKEN"}}}
+
+    Returns:
+        Profiles by name (empty when the file has none).
+
+    Raises:
+        ConfigError: unreadable file, invalid JSON, or a bad profile (naming file and key).
+    """
+    try:
+        data: Any = json.loads(config.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"cannot read the config: {error.strerror}", file=str(config)) from error
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"invalid JSON: {error.msg} at line {error.lineno}", file=str(config)
+        ) from error
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a JSON object", file=str(config))
+    raw = data.get("profiles", {})
+    if not isinstance(raw, dict):
+        raise ConfigError("'profiles' must be an object", file=str(config), key="profiles")
+    profiles: dict[str, Profile] = {}
+    for name, value in raw.items():
+        key = f"profiles.{name}"
+        try:
+            params = _ProfileParams.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(
+                f"invalid profile: {first['msg']}",
+                file=str(config),
+                key=f"{key}.{where}" if where else key,
+            ) from error
+        try:
+            mode = parse_permission_mode(params.mode) if params.mode is not None else None
+        except ValueError as error:
+            raise ConfigError(str(error), file=str(config), key=f"{key}.mode") from error
+        profiles[name] = Profile(
+            name=name,
+            servers=frozenset(params.servers) if params.servers is not None else None,
+            tools=frozenset(params.tools) if params.tools is not None else None,
+            skills=frozenset(params.skills) if params.skills is not None else None,
+            mode=mode,
+            bearer_token_env=params.bearer_token_env,
+        )
+    return profiles
+
+
+def token_profiles(profiles: Mapping[str, Profile]) -> dict[str, Profile]:
+    """The profiles bound to a bearer token whose environment variable is set (token -> profile).
+
+    Raises:
+        ConfigError: two profiles resolve to the same token.
+    """
+    bound: dict[str, Profile] = {}
+    for profile in profiles.values():
+        if not profile.bearer_token_env:
+            continue
+        token = os.environ.get(profile.bearer_token_env, "")
+        if not token:
+            continue
+        if token in bound:
+            raise ConfigError(
+                f"profiles {bound[token].name!r} and {profile.name!r} use the same bearer token",
+                key=f"profiles.{profile.name}.bearerTokenEnv",
+            )
+        bound[token] = profile
+    return bound

@@ -1,0 +1,65 @@
+"""Which tools a session is offered, and which calls need an approval."""
+
+from __future__ import annotations
+
+import pytest
+
+from sagents.core.permissions import PermissionClass, PermissionMode
+from sagents.core.spec import ToolSource, ToolSpec
+from sagents.gateway.policy import CallRequirement, Profile, call_requirement, is_offered
+
+
+def spec(
+    permission: PermissionClass, name: str = "srv__tool", server: str | None = "srv"
+) -> ToolSpec:
+    source = ToolSource(kind="mcp", server=server) if server else ToolSource(kind="local")
+    return ToolSpec(name=name, permission=permission, source=source)
+
+
+@pytest.mark.parametrize(
+    ("permission", "mode", "offered"),
+    [
+        ("read_only", "read_only", True),
+        ("write", "read_only", False),
+        ("destructive", "read_only", False),
+        ("long_task_only", "read_only", False),
+        ("disabled", "auto", False),
+        ("disabled", "ask", False),
+        ("write", "ask", True),
+        ("destructive", "ask", True),
+        ("destructive", "auto", True),
+        ("long_task_only", "auto", True),
+    ],
+)
+def test_mode_decides_what_is_offered(
+    permission: PermissionClass, mode: PermissionMode, offered: bool
+) -> None:
+    assert is_offered(spec(permission), mode) is offered
+
+
+def test_profile_filters_servers_and_tool_names() -> None:
+    by_server = Profile(name="p", servers=frozenset({"a"}))
+    by_tool = Profile(name="q", tools=frozenset({"a__x"}))
+    assert is_offered(spec("read_only", "a__x", "a"), "ask", by_server)
+    assert not is_offered(spec("read_only", "b__x", "b"), "ask", by_server)
+    assert is_offered(spec("read_only", "local", None), "ask", by_server)  # local tools stay
+    assert is_offered(spec("read_only", "a__x", "a"), "ask", by_tool)
+    assert not is_offered(spec("read_only", "a__y", "a"), "ask", by_tool)
+
+
+@pytest.mark.parametrize(
+    ("permission", "mode", "granted", "needed"),
+    [
+        ("read_only", "ask", set(), "run"),
+        ("write", "ask", set(), "approve"),
+        ("write", "ask", {"srv__tool"}, "run"),
+        ("write", "auto", set(), "run"),
+        ("long_task_only", "ask", set(), "approve"),
+        ("destructive", "auto", set(), "approve_each"),
+        ("destructive", "ask", {"srv__tool"}, "approve_each"),
+    ],
+)
+def test_call_requirement(
+    permission: PermissionClass, mode: PermissionMode, granted: set[str], needed: CallRequirement
+) -> None:
+    assert call_requirement(spec(permission), mode, granted) == needed
