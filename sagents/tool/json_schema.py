@@ -19,10 +19,10 @@ __all__ = [
     "SCHEMA_KEYWORDS",
     "SCHEMA_LIST_KEYWORDS",
     "SCHEMA_MAP_KEYWORDS",
+    "clean_schema",
     "deep_copy_schema",
     "map_subschemas",
     "resolve_local_ref",
-    "clean_schema",
     "strip_titles",
 ]
 

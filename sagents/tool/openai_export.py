@@ -376,7 +376,10 @@ class _StrictRewriter:
     def _object(self, node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
         properties = out.get("properties") or {}
         extra = node.get("additionalProperties")
-        if not properties and (extra is not False or node.get("patternProperties")):
+        # The root holds the tool's arguments: no properties there means "no arguments", and an
+        # explicit empty ``properties`` is read the same way. Elsewhere it is an open map.
+        is_map = extra is not False and not (path == "" or "properties" in node)
+        if not properties and (is_map or node.get("patternProperties")):
             raise SchemaExportError(
                 f"the object at {path or '/'!r} is an open map (no fixed properties), "
                 "which OpenAI strict mode cannot express",

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from sagents.errors import ToolDefinitionError
 from sagents.tool.context import InjectedArg, SessionContext
-from sagents.tool.json_schema import resolve_local_ref, clean_schema
+from sagents.tool.json_schema import clean_schema, resolve_local_ref
 
 __all__ = [
     "CallableInfo",
