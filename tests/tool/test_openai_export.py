@@ -101,7 +101,7 @@ def test_strict_export_handles_recursive_refs_without_recursing_forever() -> Non
     assert node["required"] == ["label", "children"]
     assert node["additionalProperties"] is False
     assert node["properties"]["children"]["type"] == ["array", "null"]
-    sent = {"root": {"label": "a", "children": [{"label": "b", "children": None}]}}
+    sent: dict[str, Any] = {"root": {"label": "a", "children": [{"label": "b", "children": None}]}}
     assert strict.validator.is_valid(sent)
     assert strict_nulls_to_absent(strict, sent) == {
         "root": {"label": "a", "children": [{"label": "b"}]}
@@ -230,7 +230,11 @@ def test_nulls_map_back_to_absent_only_for_originally_optional_properties() -> N
         "required": ["must"],
     }
     strict = strict_schema(schema)
-    sent = {"must": None, "may": None, "items": [{"a/b": None, "c": 1}, {"a/b": 2, "c": 3}]}
+    sent: dict[str, Any] = {
+        "must": None,
+        "may": None,
+        "items": [{"a/b": None, "c": 1}, {"a/b": 2, "c": 3}],
+    }
     assert strict.validator.is_valid(sent)
     received = strict_nulls_to_absent(strict, sent)
     assert received == {"must": None, "items": [{"c": 1}, {"a/b": 2, "c": 3}]}
