@@ -21,6 +21,8 @@ __all__ = [
     "SCHEMA_MAP_KEYWORDS",
     "clean_schema",
     "deep_copy_schema",
+    "escape_pointer",
+    "iter_subschemas",
     "map_subschemas",
     "resolve_local_ref",
     "strip_titles",
@@ -148,3 +150,34 @@ def clean_schema(schema: Any) -> Any:
     if cleaned.get("additionalProperties") is True:
         del cleaned["additionalProperties"]
     return cleaned
+
+
+def escape_pointer(name: str) -> str:
+    """Escape one JSON Pointer reference token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def iter_subschemas(node: Mapping[str, Any], path: str) -> list[tuple[str, str, Any]]:
+    """Each direct subschema (dict) of ``node`` as ``(keyword, JSON Pointer, subschema)``.
+
+    Args:
+        node: A schema node.
+        path: The JSON Pointer of ``node`` ("" for the document's root).
+    """
+    found: list[tuple[str, str, Any]] = []
+    for key, value in node.items():
+        base = f"{path}/{escape_pointer(key)}"
+        is_list = key in SCHEMA_LIST_KEYWORDS or key in ("items", "additionalItems")
+        if isinstance(value, list) and is_list:
+            found.extend((key, f"{base}/{i}", v) for i, v in enumerate(value) if _is_node(v))
+        elif isinstance(value, Mapping) and (key in SCHEMA_MAP_KEYWORDS or key == "dependencies"):
+            found.extend(
+                (key, f"{base}/{escape_pointer(n)}", v) for n, v in value.items() if _is_node(v)
+            )
+        elif isinstance(value, Mapping) and key in SCHEMA_KEYWORDS:
+            found.append((key, base, value))
+    return found
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, Mapping)
