@@ -17,7 +17,6 @@ from sagents.errors import SchemaExportError
 from sagents.tool.json_schema import (
     deep_copy_schema,
     iter_subschemas,
-    map_subschemas,
     resolve_local_ref,
 )
 
@@ -48,7 +47,7 @@ def faithful_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
                 f"a tool's input schema must have type 'object' at its root, not {root_type!r}",
                 details={"path": ""},
             )
-    document = _add_missing_items(document)
+    _add_missing_items(document, "")
     _check_refs(document, document, "")
     return dict(document)
 
@@ -69,15 +68,16 @@ def _inline_root_ref(document: dict[str, Any]) -> dict[str, Any]:
     raise SchemaExportError("the root $ref chain is circular", details={"path": ""})
 
 
-def _add_missing_items(node: Any) -> Any:
+def _add_missing_items(node: Any, path: str) -> None:
+    """Add ``items: {}`` to item-less arrays, in place (``node`` is already a private copy)."""
     if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = map_subschemas(node, _add_missing_items)
-    types_ = out.get("type")
+        return
+    types_ = node.get("type")
     is_array = types_ == "array" or (isinstance(types_, list) and "array" in types_)
-    if is_array and "items" not in out and "prefixItems" not in out:
-        out["items"] = {}
-    return out
+    if is_array and "items" not in node and "prefixItems" not in node:
+        node["items"] = {}
+    for _, child_path, child in iter_subschemas(node, path):
+        _add_missing_items(child, child_path)
 
 
 def _check_refs(document: dict[str, Any], node: Any, path: str) -> None:

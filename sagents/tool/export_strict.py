@@ -342,9 +342,38 @@ def _walk(strict: StrictSchema, value: Any, node: Any, path: str, *, to_absent: 
         ]
     branches = node.get("anyOf")
     if isinstance(branches, list):
-        for i, branch in enumerate(branches):
+        # Branches whose type cannot hold the value are skipped; one left needs no validation.
+        fitting = [(i, b) for i, b in enumerate(branches) if _may_hold(strict.schema, b, value)]
+        for i, branch in fitting:
             candidate = _walk(strict, value, branch, f"{path}/anyOf/{i}", to_absent=to_absent)
             checked = value if to_absent else candidate
-            if strict.validator.evolve(schema=branch).is_valid(checked):
+            if len(fitting) == 1 or strict.validator.evolve(schema=branch).is_valid(checked):
                 return candidate
     return value
+
+
+_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    type(None): ("null",),
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number", "integer"),
+    str: ("string",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _may_hold(document: Mapping[str, Any], branch: Any, value: Any) -> bool:
+    """False only when ``branch`` (after ``$ref`` hops) surely rejects ``value`` by its type."""
+    for _ in range(_MAX_REF_HOPS):
+        if not (isinstance(branch, Mapping) and isinstance(branch.get("$ref"), str)):
+            break
+        try:
+            branch = resolve_local_ref(document, branch["$ref"])
+        except KeyError:
+            return True
+    if not isinstance(branch, Mapping) or "type" not in branch:
+        return True
+    declared = branch["type"]
+    declared = declared if isinstance(declared, list) else [declared]
+    return any(t in declared for t in _JSON_TYPES.get(type(value), (t for t in declared)))

@@ -37,7 +37,7 @@ from sagents.tool.signature import (
 __all__ = ["LocalTool", "build_local_tool"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: defaults may be unhashable
 class LocalTool:
     """A Python function (or bound method) registered as a tool.
 
