@@ -165,7 +165,7 @@ def inspect_callable(func: Callable[..., Any]) -> CallableInfo:
     description = "\n\n".join(
         part.strip() for part in (docs.short_description, docs.long_description) if part
     )
-    target = getattr(func, "__func__", func)
+    target = _function_of(func)
     return CallableInfo(
         qualname=qualname,
         parameters=tuple(parameters),
@@ -230,7 +230,7 @@ def resolve_signature(func: Callable[..., Any], info: CallableInfo) -> ResolvedS
 
 
 def _type_hints(func: Callable[..., Any], qualname: str) -> dict[str, Any]:
-    target = getattr(func, "__func__", func)
+    target = _function_of(func)
     try:
         return typing.get_type_hints(target, include_extras=True)
     except NameError as error:
@@ -245,6 +245,16 @@ def _type_hints(func: Callable[..., Any], qualname: str) -> dict[str, Any]:
             f"tool {qualname!r}: cannot resolve its annotations: {error}",
             details={"tool": qualname},
         ) from error
+
+
+def _function_of(func: Callable[..., Any]) -> Any:
+    """The plain function behind a function, bound method or callable instance."""
+    target = getattr(func, "__func__", func)
+    if not inspect.isfunction(target) and callable(target):
+        call = type(target).__call__
+        if inspect.isfunction(call):
+            return call
+    return target
 
 
 def _injection(annotation: Any) -> Injection | None:
@@ -263,8 +273,8 @@ def _injection(annotation: Any) -> Injection | None:
     return None
 
 
-def _field(annotation: Any, param: ParameterInfo) -> tuple[Any, Any]:
-    """``(annotation, default)`` for ``create_model``, with the parameter's description."""
+def _field(annotation: Any, param: ParameterInfo) -> Any:
+    """A ``create_model`` field definition with the parameter's alias and description."""
     description = param.description
     base: Any = annotation
     metadata: tuple[Any, ...] = ()
@@ -277,8 +287,9 @@ def _field(annotation: Any, param: ParameterInfo) -> tuple[Any, Any]:
     # The docstring's description goes first, so that an explicit Field(description=...) wins.
     first = Field(alias=param.name, description=description)
     typed = Annotated[(base, first, *kept, Field(alias=param.name))]
-    default = ... if param.default is inspect.Parameter.empty else param.default
-    return (typed, default)
+    if param.default is inspect.Parameter.empty:
+        return typed  # required, unless an Annotated Field(default=...) says otherwise
+    return (typed, param.default)
 
 
 def _output_schema(annotation: Any, info: CallableInfo) -> tuple[dict[str, Any] | None, bool]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from sagents.core.permissions import ToolAnnotations
@@ -359,3 +359,44 @@ def test_name_and_description_overrides_win_over_the_function() -> None:
     assert (local.spec.name, local.spec.description) == ("plus", "Sum.")
     with pytest.raises(ToolDefinitionError, match="non-empty name"):
         build_local_tool(add, name="")
+
+
+def test_field_defaults_in_annotated_or_as_the_default_value_make_a_parameter_optional() -> None:
+    def f(
+        a: Annotated[int, Field(default=3)],
+        b: int = Field(default=4, ge=1, description="A b."),
+    ) -> None: ...
+
+    local = build_local_tool(f)
+    assert "required" not in local.spec.input_schema
+    assert local.spec.input_schema["properties"]["b"] == {
+        "type": "integer",
+        "default": 4,
+        "minimum": 1,
+        "description": "A b.",
+    }
+    assert local.bind({}, CONTEXT) == {"a": 3, "b": 4}
+
+
+class Doubler:
+    """Doubles numbers."""
+
+    def __call__(self, x: int) -> int:
+        return 2 * x
+
+
+class AsyncDoubler:
+    async def __call__(self, x: int) -> int:
+        return 2 * x
+
+
+@pytest.mark.anyio
+async def test_callable_instances_are_tools_too() -> None:
+    sync_tool = build_local_tool(Doubler(), name="double")
+    async_tool = build_local_tool(AsyncDoubler(), name="adouble")
+    assert sync_tool.spec.input_schema["properties"] == {"x": {"type": "integer"}}
+    assert sync_tool.spec.description == "Doubles numbers."
+    assert async_tool.is_async
+    with anyio.fail_after(10):
+        assert await sync_tool.invoke({"x": 2}, CONTEXT) == 4
+        assert await async_tool.invoke({"x": "3"}, CONTEXT) == 6
