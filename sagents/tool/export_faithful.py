@@ -34,6 +34,15 @@ def faithful_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(schema, Mapping):
         raise SchemaExportError("a tool's input schema must be a JSON object", details={"path": ""})
+    try:
+        return _faithful(schema)
+    except RecursionError:
+        raise SchemaExportError(
+            "the schema is nested too deeply to export", details={"path": ""}
+        ) from None
+
+
+def _faithful(schema: Mapping[str, Any]) -> dict[str, Any]:
     document = deep_copy_schema(schema)
     document = _inline_root_ref(document)
     root_type = document.get("type")

@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
-from sagents.errors import SchemaExportError
+from sagents.errors import InvalidArgumentsError, SchemaExportError
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.json_schema import escape_pointer, iter_subschemas, resolve_local_ref
 
@@ -94,9 +94,14 @@ def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
             ``details["path"]`` is the JSON Pointer of the node. The input is unchanged.
     """
     rewriter = _StrictRewriter()
-    document = rewriter.rewrite(faithful_schema(schema), "")
     optional: dict[str, frozenset[str]] = {}
-    _collect_pointers(document, "", rewriter.optional, optional)
+    try:
+        document = rewriter.rewrite(faithful_schema(schema), "")
+        _collect_pointers(document, "", rewriter.optional, optional)
+    except RecursionError:
+        raise SchemaExportError(
+            "the schema is nested too deeply to export", details={"path": ""}
+        ) from None
     return StrictSchema(schema=document, optional=optional)
 
 
@@ -293,8 +298,17 @@ def strict_nulls_to_absent(strict: StrictSchema, args: Mapping[str, Any]) -> dic
 
     Returns:
         New arguments, to validate against the original schema and pass to the call.
+
+    Raises:
+        InvalidArgumentsError: when the arguments are nested deeper than Python can walk.
     """
-    result = _walk(strict, dict(args), strict.schema, "", to_absent=True)
+    try:
+        result = _walk(strict, dict(args), strict.schema, "", to_absent=True)
+    except RecursionError:
+        raise InvalidArgumentsError(
+            "the arguments are nested too deeply",
+            details={"problems": ["(arguments): nested too deeply"]},
+        ) from None
     return result if isinstance(result, dict) else dict(args)
 
 
@@ -304,7 +318,13 @@ def strict_absent_to_nulls(strict: StrictSchema, args: Mapping[str, Any]) -> dic
     Each absent optional property is sent as ``null`` (for replaying history in strict mode and
     for checking the rewrite). ``args`` is not changed.
     """
-    result = _walk(strict, dict(args), strict.schema, "", to_absent=False)
+    try:
+        result = _walk(strict, dict(args), strict.schema, "", to_absent=False)
+    except RecursionError:
+        raise InvalidArgumentsError(
+            "the arguments are nested too deeply",
+            details={"problems": ["(arguments): nested too deeply"]},
+        ) from None
     return result if isinstance(result, dict) else dict(args)
 
 

@@ -7,7 +7,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from sagents.core.spec import ToolSpec
-from sagents.errors import SchemaExportError
+from sagents.errors import InvalidArgumentsError, SchemaExportError
 from sagents.tool.json_schema import clean_schema, strip_titles
 from sagents.tool.openai_export import (
     faithful_schema,
@@ -292,3 +292,19 @@ def test_draft_07_definitions_and_tuple_items_are_handled() -> None:
         "anyOf": [{"type": "integer"}, {"type": "string"}]
     }
     assert strict["definitions"]["P"]["additionalProperties"] is False
+
+
+def test_absurdly_deep_schemas_and_arguments_fail_clearly() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(5000):
+        deep = {"type": "object", "properties": {"x": deep}, "required": ["x"]}
+    with pytest.raises(SchemaExportError, match="nested too deeply"):
+        faithful_schema(deep)
+    with pytest.raises(SchemaExportError, match="nested too deeply"):
+        strict_schema(deep)
+    strict = strict_schema(RECURSIVE)
+    args: dict[str, Any] = {"label": "leaf", "children": []}
+    for _ in range(5000):
+        args = {"label": "n", "children": [args]}
+    with pytest.raises(InvalidArgumentsError):
+        strict_nulls_to_absent(strict, {"root": args})
