@@ -67,10 +67,18 @@ def _inline_root_ref(document: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(ref, str):
             return document
         target = resolve_ref(document, ref, "")
+        if not isinstance(target, Mapping):
+            raise SchemaExportError(
+                f"the root $ref {ref!r} does not point to an object schema", details={"path": ""}
+            )
         merged = {k: v for k, v in document.items() if k != "$ref"}
-        for key, value in deep_copy_schema({"t": target})["t"].items():
+        for key, value in deep_copy_schema(target).items():
             if key in ("$defs", "definitions") and key in merged:
                 merged[key] = {**value, **merged[key]}
+            elif key in merged and merged[key] != value and key not in ("description", "title"):
+                raise SchemaExportError(  # both apply in JSON Schema 2020-12: no silent choice
+                    f"the root $ref {ref!r} and the root both set {key!r}", details={"path": ""}
+                )
             else:
                 merged.setdefault(key, value)
         document = merged

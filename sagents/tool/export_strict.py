@@ -121,6 +121,12 @@ class _StrictRewriter:
         node = self._merge_all_of(dict(node), path)
         if "oneOf" in node:
             node["anyOf"] = [*node.pop("oneOf"), *node.get("anyOf", [])]
+        if path == "" and "anyOf" in node:
+            raise SchemaExportError(
+                "the arguments schema is an anyOf at its root, which OpenAI strict mode refuses",
+                hint="export this tool with strict=False",
+                details={"path": path},
+            )
         notes: dict[str, Any] = {}
         out: dict[str, Any] = {}
         for key, value in node.items():

@@ -71,6 +71,11 @@ def test_faithful_export_inlines_a_root_ref_and_keeps_defs() -> None:
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}, "does not resolve"),
         ({"type": "array"}, "type 'object'"),
         ({"$ref": "#", "type": "object"}, "circular"),
+        ({"$ref": "#/$defs/A", "$defs": {"A": True}}, "object schema"),
+        (
+            {"$ref": "#/$defs/A", "required": ["x"], "$defs": {"A": {"required": ["y"]}}},
+            "both set 'required'",
+        ),
     ],
 )
 def test_faithful_export_fails_clearly_on_unusable_schemas(
@@ -183,6 +188,7 @@ def test_strict_export_turns_one_of_into_any_of_and_merges_a_single_all_of() -> 
             "/properties/a",
         ),
         ({"type": "object", "properties": {"xs": {"type": "array"}}}, "/properties/xs/items"),
+        ({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, ""),
     ],
 )
 def test_strict_export_refuses_what_it_cannot_express_and_names_the_place(
