@@ -209,11 +209,13 @@ def resolve_signature(func: Callable[..., Any], info: CallableInfo) -> ResolvedS
             **fields,
         )
         raw_schema = model.model_json_schema(by_alias=True)
-    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as error:
+    except _SCHEMA_ERRORS as error:
+        culprit = _failing_parameter(fields, field_names)
+        where = f" (parameter {culprit!r})" if culprit else ""
         raise ToolDefinitionError(
-            f"tool {info.qualname!r}: cannot build the argument schema: {error}",
+            f"tool {info.qualname!r}: cannot build the argument schema{where}: {error}",
             hint="use JSON-friendly types (str, int, list[...], dataclasses, pydantic models)",
-            details={"tool": info.qualname},
+            details={"tool": info.qualname, "parameter": culprit},
         ) from error
     input_schema = clean_schema(raw_schema)
     input_schema.setdefault("properties", {})
@@ -229,8 +231,23 @@ def resolve_signature(func: Callable[..., Any], info: CallableInfo) -> ResolvedS
     )
 
 
+_SCHEMA_ERRORS = (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError)
+
+
+def _failing_parameter(fields: Mapping[str, Any], field_names: Mapping[str, str]) -> str | None:
+    """The first parameter whose type alone has no JSON Schema (for the error message)."""
+    for name, field_name in field_names.items():
+        definition = fields[field_name]
+        annotation = definition[0] if isinstance(definition, tuple) else definition
+        try:
+            TypeAdapter(annotation).json_schema()
+        except _SCHEMA_ERRORS:
+            return name
+    return None
+
+
 def _type_hints(func: Callable[..., Any], qualname: str) -> dict[str, Any]:
-    target = _function_of(func)
+    target = inspect.unwrap(_function_of(func))  # a wraps() wrapper: the original's globals
     try:
         return typing.get_type_hints(target, include_extras=True)
     except NameError as error:

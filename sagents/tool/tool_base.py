@@ -138,23 +138,23 @@ def get_local_tool(obj: Any) -> LocalTool | None:
     """The :class:`LocalTool` of a ``@tool`` function or bound method, or None if undecorated.
 
     Args:
-        obj: A decorated function, or a bound method whose function was decorated (the tool is
-            bound to that instance; ``self`` is not in the schema).
+        obj: A decorated function; a bound method whose function was decorated (the tool is
+            bound to that instance; ``self`` is not in the schema); or a wrapper made with
+            ``functools.wraps`` around a decorated function (the wrapper is called).
     """
     options = getattr(obj, _ATTRIBUTE, None)
     if not isinstance(options, ToolOptions):
         return None
     if options.local_tool is not None and options.local_tool.func is obj:
         return options.local_tool
-    if inspect.ismethod(obj):
-        return build_local_tool(
-            obj,
-            name=options.name,
-            description=options.description,
-            annotations=options.annotations,
-            permission=options.permission,
-        )
-    return None
+    # A bound method, or a wrapper that copied the function's attributes (functools.wraps).
+    return build_local_tool(
+        obj,
+        name=options.name,
+        description=options.description,
+        annotations=options.annotations,
+        permission=options.permission,
+    )
 
 
 def discovered_tools() -> list[LocalTool]:

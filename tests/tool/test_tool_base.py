@@ -2,6 +2,7 @@
 
 import dataclasses
 import enum
+import functools
 import threading
 from typing import Annotated, Any
 
@@ -334,6 +335,8 @@ def test_a_type_without_a_json_schema_fails_clearly() -> None:
     with pytest.raises(ToolDefinitionError, match="argument schema") as caught:
         _ = build_local_tool(f).spec
     assert caught.value.details["tool"].endswith("f")
+    assert caught.value.details["parameter"] == "x"
+    assert "parameter 'x'" in caught.value.message
 
 
 def test_output_schema_wraps_non_object_returns_and_omits_text_returns() -> None:
@@ -400,3 +403,28 @@ async def test_callable_instances_are_tools_too() -> None:
     with anyio.fail_after(10):
         assert await sync_tool.invoke({"x": 2}, CONTEXT) == 4
         assert await async_tool.invoke({"x": "3"}, CONTEXT) == 6
+
+
+@pytest.mark.anyio
+async def test_a_functools_wraps_wrapper_keeps_the_tool_options() -> None:
+    calls: list[int] = []
+
+    def logged(func: Any) -> Any:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    @logged
+    @tool(name="plus_one", permission="read_only")
+    def plus_one(x: int) -> int:
+        return x + 1
+
+    local = _local(plus_one)
+    assert (local.spec.name, local.spec.permission) == ("plus_one", "read_only")
+    assert list(local.spec.input_schema["properties"]) == ["x"]
+    with anyio.fail_after(10):
+        assert await local.invoke({"x": 1}, CONTEXT) == 2
+    assert calls == [1]
