@@ -93,10 +93,11 @@ def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
             type, an open map, a multi-member ``allOf``) or fails :func:`faithful_schema`;
             ``details["path"]`` is the JSON Pointer of the node. The input is unchanged.
     """
-    rewriter = _StrictRewriter()
     optional: dict[str, frozenset[str]] = {}
     try:
-        document = rewriter.rewrite(faithful_schema(schema), "")
+        faithful = faithful_schema(schema)
+        rewriter = _StrictRewriter(faithful)
+        document = rewriter.rewrite(faithful, "")
         _collect_pointers(document, "", rewriter.optional, optional)
     except RecursionError:
         raise SchemaExportError(
@@ -106,9 +107,11 @@ def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
 
 
 class _StrictRewriter:
-    def __init__(self) -> None:
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self.document = document  # the faithful copy being rewritten (for $ref targets)
         self.optional: dict[int, frozenset[str]] = {}  # id(output object node) -> names
         self._keep: list[Any] = []  # keeps recorded nodes alive, so ids stay unique
+        self._recursion: dict[str, bool] = {}
 
     def rewrite(self, node: Any, path: str) -> dict[str, Any]:
         if not isinstance(node, Mapping) or not _constrains_type(node):
@@ -153,11 +156,49 @@ class _StrictRewriter:
             self._array(node, out, path)
         if _has_type(out, "object") or "properties" in out:
             self._object(node, out, path)
-        elif "$ref" in out:
-            out = {k: v for k, v in out.items() if k in ("$ref", "description", "$defs")}
+        elif isinstance(out.get("$ref"), str):
+            if notes:
+                _fold(out, notes)
+            return self._ref(out, path)
         if notes:
             _fold(out, notes)
         return out
+
+    def _ref(self, out: dict[str, Any], path: str) -> dict[str, Any]:
+        """A ``$ref`` site. Strict mode accepts no keyword beside ``$ref`` (the ``openai``
+        SDK's own strict helper inlines such refs), so a described ref is inlined with its
+        description; a ref into a recursive definition cannot be inlined and is wrapped as a
+        one-member ``anyOf`` carrying the description instead."""
+        ref, description = out["$ref"], out.get("description")
+        if description is None:
+            return {"$ref": ref}
+        if self._recursive(ref):
+            return {"anyOf": [{"$ref": ref}], "description": description}
+        target = resolve_local_ref(self.document, ref)
+        inlined = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
+        inlined["description"] = description  # the site's words win over the definition's
+        return self.rewrite(inlined, path)
+
+    def _recursive(self, ref: str) -> bool:
+        """True when the definition ``ref`` points to can reach itself through ``$ref``s."""
+        if ref not in self._recursion:
+            seen: set[str] = set()
+            pending = [ref]
+            reaches_itself = False
+            while pending and not reaches_itself:
+                current = pending.pop()
+                try:
+                    target = resolve_local_ref(self.document, current)
+                except KeyError:
+                    continue
+                for found in _refs_in(target):
+                    if found == ref:
+                        reaches_itself = True
+                    elif found not in seen:
+                        seen.add(found)
+                        pending.append(found)
+            self._recursion[ref] = reaches_itself
+        return self._recursion[ref]
 
     def _merge_all_of(self, node: dict[str, Any], path: str) -> dict[str, Any]:
         all_of = node.pop("allOf", None)
@@ -224,6 +265,17 @@ class _StrictRewriter:
         if optional:
             self.optional[id(out)] = frozenset(optional)
             self._keep.append(out)
+
+
+def _refs_in(node: Any) -> list[str]:
+    """Every ``$ref`` value inside ``node`` (any depth)."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        if isinstance(node.get("$ref"), str):
+            found.append(node["$ref"])
+        for _, _, child in iter_subschemas(node, ""):
+            found.extend(_refs_in(child))
+    return found
 
 
 def _constrains_type(node: Mapping[str, Any]) -> bool:

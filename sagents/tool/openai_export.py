@@ -20,7 +20,10 @@ half-way:
   ``description``; ``oneOf`` becomes ``anyOf``; a single-member ``allOf`` is merged; tuples
   (``prefixItems``) become arrays of the union of their item types with fixed length. ``$ref``
   and ``$defs`` are kept (the subset allows them, recursion included), and ``$defs`` are
-  rewritten once each, so recursive schemas never recurse forever.
+  rewritten once each, so recursive schemas never recurse forever. Nothing may stand beside a
+  ``$ref`` in strict mode (the ``openai`` SDK's own helper inlines such refs): a described
+  ``$ref`` is inlined, or, when its definition is recursive, wrapped as a one-member ``anyOf``
+  that carries the description.
 
   A strict schema may accept more than the original (dropped keywords, closed objects aside):
   arguments must still be validated against the original schema after

@@ -170,7 +170,34 @@ def test_strict_export_turns_one_of_into_any_of_and_merges_a_single_all_of() -> 
     }
     strict = strict_schema(schema).schema
     assert strict["properties"]["v"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-    assert strict["properties"]["w"] == {"$ref": "#/$defs/W", "description": "A w."}
+    assert strict["properties"]["w"] == {  # strict mode allows nothing beside a $ref
+        "type": "object",
+        "properties": {"k": {"type": ["string", "null"]}},
+        "required": ["k"],
+        "additionalProperties": False,
+        "description": "A w.",
+    }
+
+
+def test_a_described_ref_into_a_recursive_definition_becomes_a_one_member_any_of() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"head": {"$ref": "#/$defs/Node", "description": "The first node."}},
+        "required": ["head"],
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"next": {"$ref": "#/$defs/Node", "description": "Then."}},
+                "required": ["next"],
+            }
+        },
+    }
+    strict = strict_schema(schema).schema
+    assert strict["properties"]["head"] == {
+        "anyOf": [{"$ref": "#/$defs/Node"}],
+        "description": "The first node.",
+    }
+    assert strict["$defs"]["Node"]["properties"]["next"]["anyOf"] == [{"$ref": "#/$defs/Node"}]
 
 
 @pytest.mark.parametrize(

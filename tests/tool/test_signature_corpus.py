@@ -8,6 +8,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sagents.errors import SchemaExportError
+from sagents.tool.json_schema import iter_subschemas
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.openai_export import (
     faithful_schema,
@@ -31,6 +32,14 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 
 def _tool(case: Case) -> LocalTool:
     return build_local_tool(case.func)
+
+
+def _nodes(schema: Any, path: str = "") -> list[dict[str, Any]]:
+    found = [schema] if isinstance(schema, dict) else []
+    if isinstance(schema, dict):
+        for _, child_path, child in iter_subschemas(schema, path):
+            found.extend(_nodes(child, child_path))
+    return found
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -93,6 +102,7 @@ def test_strict_export_accepts_and_rejects_samples_as_the_original(case: Case) -
     original = Draft202012Validator(schema)
     strict = strict_schema(schema)
     Draft202012Validator.check_schema(dict(strict.schema))
+    assert all(list(n) == ["$ref"] for n in _nodes(strict.schema) if "$ref" in n)
     for sample in case.valid:
         sent = strict_absent_to_nulls(strict, sample)  # what a strict model sends
         assert strict.validator.is_valid(sent), (sample, sent)

@@ -102,6 +102,14 @@ def _objects(schema: Any, path: str = "") -> list[dict[str, Any]]:
     return found
 
 
+def _nodes(schema: Any, path: str = "") -> list[dict[str, Any]]:
+    found = [schema] if isinstance(schema, dict) else []
+    if isinstance(schema, dict):
+        for _, child_path, child in iter_subschemas(schema, path):
+            found.extend(_nodes(child, child_path))
+    return found
+
+
 def _drop_nulls(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
@@ -134,4 +142,6 @@ def test_every_strict_object_is_closed_and_requires_all_its_properties(pair: Pai
     for found in _objects(strict):
         assert found["additionalProperties"] is False
         assert found["required"] == list(found["properties"])
+    for ref_site in _nodes(strict):
+        assert "$ref" not in ref_site or list(ref_site) == ["$ref"]
     assert "minLength" not in str(strict) or "(minLength" in str(strict)
