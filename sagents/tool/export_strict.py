@@ -133,8 +133,8 @@ class _StrictRewriter:
         notes: dict[str, Any] = {}
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in _SILENTLY_DROPPED:
-                continue
+            if key in _SILENTLY_DROPPED or (key == "default" and value is None):
+                continue  # a null default says nothing a nullable, "null means absent" type doesn't
             if key == "format" and value not in STRICT_FORMATS:
                 notes[key] = value
             elif key not in STRICT_KEYWORDS:
