@@ -140,7 +140,12 @@ def inspect_callable(func: Callable[..., Any]) -> CallableInfo:
         signature = inspect.signature(func, eval_str=False)
     except (TypeError, ValueError) as error:
         raise ToolDefinitionError(f"cannot read the signature of {qualname!r}: {error}") from error
-    docs = docstring_parser.parse(inspect.getdoc(func) or "")
+    text = inspect.getdoc(func) or ""
+    try:
+        docs = docstring_parser.parse(text)
+    except docstring_parser.ParseError:  # a docstring never stops a tool: keep it as prose
+        docs = docstring_parser.Docstring()
+        docs.short_description = text
     param_docs = {p.arg_name: p.description for p in docs.params if p.description}
     parameters: list[ParameterInfo] = []
     for param in signature.parameters.values():

@@ -428,3 +428,19 @@ async def test_a_functools_wraps_wrapper_keeps_the_tool_options() -> None:
     with anyio.fail_after(10):
         assert await local.invoke({"x": 1}, CONTEXT) == 2
     assert calls == [1]
+
+
+def test_an_unparsable_docstring_becomes_the_description_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import docstring_parser
+
+    def refuse(text: str) -> Any:
+        raise docstring_parser.ParseError("bad")
+
+    monkeypatch.setattr(docstring_parser, "parse", refuse)
+
+    def f(x: int) -> None:
+        """Does f.  Args: x: weird."""
+
+    assert build_local_tool(f).spec.description == "Does f.  Args: x: weird."
