@@ -10,7 +10,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     SagentsError                        internal_error
     ├── ConfigError                     config_error         (file, key)
     ├── ToolDefinitionError             invalid_tool_definition
-    │   └── ToolNameConflictError       name_conflict
+    │   ├── ToolNameConflictError       name_conflict
+    │   └── SchemaExportError           unexportable_schema  (path)
     ├── ToolCallError                   tool_error
     │   ├── UnknownToolError            unknown_tool
     │   ├── InvalidArgumentsError       invalid_arguments    (problems)
@@ -61,6 +62,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimitError",
     "SandboxUnavailableError",
+    "SchemaExportError",
     "ScriptError",
     "ScriptRejectedError",
     "SkillError",
@@ -189,6 +191,13 @@ class ToolNameConflictError(ToolDefinitionError):
     """A tool name is already registered and replacing was not asked for."""
 
     code = "name_conflict"
+
+
+class SchemaExportError(ToolDefinitionError):
+    """A JSON Schema cannot be exported as asked (an external ``$ref``; strict mode and a value
+    of any type or an open map). ``details["path"]`` is the JSON Pointer of the offending node."""
+
+    code = "unexportable_schema"
 
 
 class ToolCallError(SagentsError):

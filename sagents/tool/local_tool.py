@@ -1,0 +1,225 @@
+"""``LocalTool``: a Python function as a tool, with its spec, argument binding and invocation.
+
+The spec is computed lazily, the first time it is needed (:attr:`LocalTool.spec`), so that a
+tool may name a type defined later in its module; see :mod:`sagents.tool.signature` for how
+signatures become schemas.
+
+Injected parameters (issue 2, §5): a parameter annotated ``SessionContext`` (or
+``SessionContext | None``) receives the call's context; ``Annotated[T, InjectedArg(key)]`` receives
+``context.lookup(key or name)``. Neither appears in the schema, and because the schema refuses
+unknown properties, an argument the model sends under an injected parameter's name is rejected as
+unknown: a model can never set an injected value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+import pydantic
+
+from sagents.core.permissions import PermissionClass, ToolAnnotations, classify_annotations
+from sagents.core.spec import ToolSource, ToolSpec
+from sagents.errors import InvalidArgumentsError, ToolDefinitionError, ToolExecutionError
+from sagents.tool.context import InjectedArg, SessionContext
+from sagents.tool.signature import (
+    CallableInfo,
+    Injection,
+    ResolvedSignature,
+    inspect_callable,
+    resolve_signature,
+)
+
+__all__ = ["LocalTool", "build_local_tool"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: defaults may be unhashable
+class LocalTool:
+    """A Python function (or bound method) registered as a tool.
+
+    Build one with :func:`build_local_tool` or ``@tool`` + ``get_local_tool``.
+
+    Attributes:
+        func: The original function or bound method, called with keyword arguments.
+        is_async: True for ``async def`` functions.
+        name: The tool's name (the function's ``__name__`` unless given).
+        description: The description given to ``@tool``; None means "from the docstring".
+        annotations: MCP-style annotations given to ``@tool``, or None.
+        permission: The permission class given to ``@tool``, or None.
+        info: The signature as read when the tool was defined.
+    """
+
+    func: Callable[..., Any]
+    is_async: bool
+    name: str
+    description: str | None = None
+    annotations: ToolAnnotations | None = None
+    permission: PermissionClass | None = None
+    info: CallableInfo = field(repr=False)
+
+    @functools.cached_property
+    def resolved(self) -> ResolvedSignature:
+        """The resolved signature (computed once, on first use).
+
+        Raises:
+            ToolDefinitionError: when an annotation cannot be resolved (naming the missing name)
+                or has no JSON Schema. Nothing is cached then, so a later access retries.
+        """
+        return resolve_signature(self.func, self.info)
+
+    @functools.cached_property
+    def spec(self) -> ToolSpec:
+        """The tool's spec: ``source.kind == "local"``, input schema without injected parameters.
+
+        The permission class is the one given to ``@tool``; else classified from the annotations
+        when any were given (:func:`sagents.core.permissions.classify_annotations`); else
+        ``write``.
+
+        Raises:
+            ToolDefinitionError: as :attr:`resolved`.
+        """
+        resolved = self.resolved
+        if self.permission is not None:
+            permission: PermissionClass = self.permission
+        elif self.annotations is not None:
+            permission = classify_annotations(self.annotations)
+        else:
+            permission = "write"
+        return ToolSpec(
+            name=self.name,
+            description=self.description if self.description is not None else self.info.description,
+            input_schema=resolved.input_schema,
+            output_schema=resolved.output_schema,
+            annotations=self.annotations or ToolAnnotations(),
+            permission=permission,
+            source=ToolSource(kind="local"),
+        )
+
+    @property
+    def injected(self) -> Mapping[str, Injection]:
+        """Parameter name -> what the host injects (``SessionContext`` or an ``InjectedArg``)."""
+        return self.resolved.injected
+
+    @property
+    def output_wrapped(self) -> bool:
+        """True when the output schema wraps a non-object return as ``{"result": value}``."""
+        return self.resolved.output_wrapped
+
+    def bind(self, arguments: Mapping[str, Any], context: SessionContext) -> dict[str, Any]:
+        """Validate JSON-like arguments and return the keyword arguments for :attr:`func`.
+
+        Validation is pydantic's lax mode (``"5"`` becomes ``5``); values are converted to what
+        the annotations say (Enum members, dataclass / model / TypedDict values, tuples, sets).
+        Injected parameters get their values from ``context``; an injected parameter with a
+        default keeps the default when the context lacks the value.
+
+        Args:
+            arguments: The model's arguments (a JSON object).
+            context: The calling session.
+
+        Returns:
+            Parameter name -> value, for ``func(**kwargs)``.
+
+        Raises:
+            InvalidArgumentsError: with ``details["problems"]`` listing every problem as
+                ``"<path>: <message>"``.
+            ToolExecutionError: when an injected value is missing from the context (naming the
+                key).
+            ToolDefinitionError: as :attr:`resolved`.
+        """
+        resolved = self.resolved
+        try:
+            validated = resolved.model.model_validate(dict(arguments))
+        except pydantic.ValidationError as error:
+            problems = [_problem(e) for e in error.errors(include_url=False)]
+            raise InvalidArgumentsError(
+                f"invalid arguments for tool {self.name!r}: " + "; ".join(problems),
+                hint="fix the listed arguments and call again",
+                details={"tool": self.name, "problems": problems},
+            ) from None
+        kwargs: dict[str, Any] = {}
+        for param in self.info.parameters:
+            name = param.name
+            if name in resolved.field_names:
+                kwargs[name] = getattr(validated, resolved.field_names[name])
+                continue
+            injection = resolved.injected[name]
+            if injection is SessionContext:
+                kwargs[name] = context
+                continue
+            assert isinstance(injection, InjectedArg)
+            key = injection.key or name
+            try:
+                kwargs[name] = context.lookup(key)
+            except KeyError:
+                if param.default is not inspect.Parameter.empty:
+                    continue
+                raise ToolExecutionError(
+                    f"tool {self.name!r} needs the trusted value {key!r}, "
+                    "which the session context does not hold",
+                    hint=f"put {key!r} into SessionContext.trusted when creating the session",
+                    details={"tool": self.name, "key": key},
+                ) from None
+        return kwargs
+
+    async def invoke(self, arguments: Mapping[str, Any], context: SessionContext) -> Any:
+        """:meth:`bind`, then call: ``await`` async functions, run sync ones in a worker thread.
+
+        Returns:
+            The function's raw return value.
+
+        Raises:
+            InvalidArgumentsError, ToolExecutionError, ToolDefinitionError: as :meth:`bind`;
+            whatever the function raises propagates unchanged.
+        """
+        kwargs = self.bind(arguments, context)
+        if self.is_async:
+            return await self.func(**kwargs)
+        return await anyio.to_thread.run_sync(functools.partial(self.func, **kwargs))
+
+
+def _problem(error: Any) -> str:
+    path = ".".join(str(part) for part in error.get("loc", ())) or "(arguments)"
+    return f"{path}: {error.get('msg', 'invalid')}"
+
+
+def build_local_tool(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    permission: PermissionClass | None = None,
+) -> LocalTool:
+    """Wrap a function or bound method as a :class:`LocalTool` (nothing is resolved yet).
+
+    Args:
+        func: A sync or async function, or a bound method (``self`` is not an argument).
+        name: The tool name; the function's ``__name__`` by default.
+        description: The tool description; the docstring's summary and description by default.
+        annotations: MCP-style behaviour hints.
+        permission: The permission class; see :attr:`LocalTool.spec` for the default.
+
+    Raises:
+        ToolDefinitionError: for ``*args``/``**kwargs``/positional-only parameters, an empty
+            name, or something that is not callable.
+    """
+    if not callable(func):
+        raise ToolDefinitionError(f"a tool must be a function, not {type(func).__name__!r}")
+    info = inspect_callable(func)
+    tool_name = name if name is not None else getattr(func, "__name__", None)
+    if not tool_name:
+        raise ToolDefinitionError(f"tool {info.qualname!r} needs a non-empty name")
+    return LocalTool(
+        func=func,
+        is_async=info.is_async,
+        name=tool_name,
+        description=description,
+        annotations=annotations,
+        permission=permission,
+        info=info,
+    )

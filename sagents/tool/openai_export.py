@@ -1,0 +1,94 @@
+"""Export tools as OpenAI function-calling tools (Chat Completions shape; issue 2, §3).
+
+Two modes, both working on ANY JSON Schema dict (local tools' schemas and MCP upstream schemas)
+and both computed on a deep copy, so the input is never changed, not even by a rewrite that fails
+half-way:
+
+* **Faithful** (:func:`faithful_schema`, the default): accepts exactly the inputs the original
+  accepts. The root is ``type: object`` (a root ``$ref`` is inlined); every ``$ref`` must resolve
+  inside the exported document (``$defs``/``definitions`` are kept where they are); an external
+  or dangling ``$ref`` fails with :class:`~sagents.errors.SchemaExportError` rather than being
+  guessed. An array without ``items`` gets ``items: {}`` (same meaning; some providers reject the
+  bare form).
+* **Strict** (:func:`strict_schema`): OpenAI's strict subset ("Structured Outputs", section
+  "Supported schemas", https://platform.openai.com/docs/guides/structured-outputs). Every
+  property is required; a property that was optional is made nullable and remembered, so that
+  :func:`strict_nulls_to_absent` turns the ``null`` a model sends back into "absent" before
+  validation and the call (recursively, in nested objects, arrays, ``anyOf`` branches and
+  ``$defs``). Every object gets ``additionalProperties: false``. Keywords outside the subset
+  (``default``, ``minLength``, ``uniqueItems``, ``not``, ...) are removed and folded into the
+  ``description``; ``oneOf`` becomes ``anyOf``; a single-member ``allOf`` is merged; tuples
+  (``prefixItems``) become arrays of the union of their item types with fixed length. ``$ref``
+  and ``$defs`` are kept (the subset allows them, recursion included), and ``$defs`` are
+  rewritten once each, so recursive schemas never recurse forever. Nothing may stand beside a
+  ``$ref`` in strict mode (the ``openai`` SDK's own helper inlines such refs): a described
+  ``$ref`` is inlined, or, when its definition is recursive, wrapped as a one-member ``anyOf``
+  that carries the description.
+
+  A strict schema may accept more than the original (dropped keywords, closed objects aside):
+  arguments must still be validated against the original schema after
+  :func:`strict_nulls_to_absent` (``ToolManager.run_tool`` does). Inputs the original accepts
+  are accepted by the strict schema in their strict form (absent optional properties sent as
+  ``null``). What strict mode cannot express fails with :class:`~sagents.errors.SchemaExportError`:
+  a value of any type (``{}``, ``true``), an open map (``dict[str, int]``: an object with no
+  fixed properties), ``allOf`` with several members; export such a tool with ``strict=False``.
+  One case is lossy by design (the issue's rule): an optional property whose own schema accepts
+  ``null`` cannot be sent as an explicit ``null`` in strict mode, it becomes absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sagents.core.spec import ToolSpec
+from sagents.tool.export_faithful import faithful_schema
+from sagents.tool.export_strict import (
+    STRICT_FORMATS,
+    STRICT_KEYWORDS,
+    StrictSchema,
+    strict_absent_to_nulls,
+    strict_nulls_to_absent,
+    strict_schema,
+)
+from sagents.tool.naming import to_exported_name
+
+__all__ = [
+    "STRICT_FORMATS",
+    "STRICT_KEYWORDS",
+    "StrictSchema",
+    "faithful_schema",
+    "strict_absent_to_nulls",
+    "strict_nulls_to_absent",
+    "strict_schema",
+    "to_openai_tool",
+]
+
+
+def to_openai_tool(
+    spec: ToolSpec, *, strict: bool = False, name: str | None = None
+) -> dict[str, Any]:
+    """The Chat Completions tool ``{"type": "function", "function": {...}}`` for ``spec``.
+
+    Args:
+        spec: The tool (its input schema already excludes what the host injects).
+        strict: Export OpenAI's strict subset and add ``"strict": true``.
+        name: The exported name; :func:`~sagents.tool.naming.to_exported_name` of
+            ``spec.name`` by default (pass a :class:`~sagents.tool.naming.NameMap`'s name to
+            have collisions checked).
+
+    Returns:
+        ``{"type": "function", "function": {"name", "description", "parameters"[, "strict"]}}``.
+
+    Raises:
+        SchemaExportError: when the schema cannot be exported in the asked mode.
+    """
+    function: dict[str, Any] = {
+        "name": name if name is not None else to_exported_name(spec.name),
+        "description": spec.description,
+    }
+    if strict:
+        function["parameters"] = strict_schema(spec.input_schema).schema
+        function["strict"] = True
+    else:
+        function["parameters"] = faithful_schema(spec.input_schema)
+    return {"type": "function", "function": function}

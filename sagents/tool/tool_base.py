@@ -1,0 +1,178 @@
+"""The ``@tool`` decorator (the seed design's path; issue 2, §2).
+
+Three forms, all returning the function itself, still callable exactly as before::
+
+    @tool
+    def add(a: int, b: int) -> int: ...
+
+    @tool()
+    async def ping() -> str: ...
+
+    @tool(name="get_weather", description="按城市名查询天气")
+    async def get_weather(city: str) -> dict: ...
+
+The decorator checks the signature at once (``*args``/``**kwargs`` are refused) and records the
+tool; its schema is built later, when first needed, so annotations may name types defined further
+down the module.
+
+Collection: the seed design collects a module's tools once the module is imported. That stays
+an explicit step: decorated functions are appended to a process-wide list,
+:func:`discovered_tools`, which the process-default ``ToolManager`` reads through
+``collect_discovered()``; a ``ToolManager()`` built anywhere else holds only what it is given.
+
+Methods: ``@tool`` on a method (first parameter ``self`` or ``cls``) is not collected, since it
+needs an instance; ``get_local_tool(instance.method)`` gives a tool bound to that instance.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from sagents.core.permissions import PermissionClass, ToolAnnotations
+from sagents.tool.local_tool import LocalTool, build_local_tool
+
+__all__ = ["ToolOptions", "discovered_tools", "get_local_tool", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ATTRIBUTE = "__sagents_tool__"
+_DISCOVERED_TOOLS: list[LocalTool] = []  # the seed design's list; the process default reads it
+_DISCOVERED_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOptions:
+    """What ``@tool(...)`` was given, kept on the decorated function.
+
+    Attributes:
+        name: The tool name, or None for the function's name.
+        description: The description, or None for the docstring's.
+        annotations: MCP-style behaviour hints, or None.
+        permission: The permission class, or None for the default.
+        local_tool: The tool built for a plain function; None for a method (it needs an
+            instance: see :func:`get_local_tool`).
+    """
+
+    name: str | None = None
+    description: str | None = None
+    annotations: ToolAnnotations | None = None
+    permission: PermissionClass | None = None
+    local_tool: LocalTool | None = None
+
+
+@overload
+def tool(func: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    permission: PermissionClass | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    func: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    permission: PermissionClass | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a function (sync or async) or a method as a tool.
+
+    Args:
+        func: The function, in the bare ``@tool`` form.
+        name: The tool name; the function's ``__name__`` by default.
+        description: The description; the docstring's summary and description by default.
+        annotations: MCP-style behaviour hints (:class:`~sagents.core.ToolAnnotations`).
+        permission: The permission class; by default classified from ``annotations`` when they
+            are given, else ``write``.
+
+    Returns:
+        The function itself (bare form), or a decorator that returns it.
+
+    Raises:
+        ToolDefinitionError: at decoration time, for ``*args``/``**kwargs`` or positional-only
+            parameters.
+    """
+
+    def decorate(target: F) -> F:
+        local: LocalTool | None = None
+        if _is_method(target):
+            build_local_tool(_skip_first(target), name=name or target.__name__)  # checks only
+        else:
+            local = build_local_tool(
+                target,
+                name=name,
+                description=description,
+                annotations=annotations,
+                permission=permission,
+            )
+            with _DISCOVERED_LOCK:
+                _DISCOVERED_TOOLS.append(local)
+        options = ToolOptions(
+            name=name,
+            description=description,
+            annotations=annotations,
+            permission=permission,
+            local_tool=local,
+        )
+        setattr(target, _ATTRIBUTE, options)
+        return target
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def get_local_tool(obj: Any) -> LocalTool | None:
+    """The :class:`LocalTool` of a ``@tool`` function or bound method, or None if undecorated.
+
+    Args:
+        obj: A decorated function; a bound method whose function was decorated (the tool is
+            bound to that instance; ``self`` is not in the schema); or a wrapper made with
+            ``functools.wraps`` around a decorated function (the wrapper is called).
+    """
+    options = getattr(obj, _ATTRIBUTE, None)
+    if not isinstance(options, ToolOptions):
+        return None
+    if options.local_tool is not None and options.local_tool.func is obj:
+        return options.local_tool
+    # A bound method, or a wrapper that copied the function's attributes (functools.wraps).
+    return build_local_tool(
+        obj,
+        name=options.name,
+        description=options.description,
+        annotations=options.annotations,
+        permission=options.permission,
+    )
+
+
+def discovered_tools() -> list[LocalTool]:
+    """The tools that ``@tool`` has collected in this process so far (a copy, in order)."""
+    with _DISCOVERED_LOCK:
+        return list(_DISCOVERED_TOOLS)
+
+
+def _is_method(func: Callable[..., Any]) -> bool:
+    if inspect.ismethod(func):
+        return False
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0] in ("self", "cls") and "." in func.__qualname__
+
+
+def _skip_first(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in bound to a placeholder, so the signature check sees the method's arguments."""
+    return func.__get__(object())  # type: ignore[no-any-return]
