@@ -122,12 +122,16 @@ def truncate_json(value: Any, max_tokens: int, *, counter: TokenCounter | None =
         if items <= 1 and chars <= _MIN_STRING:
             break
         items, chars = max(1, items // 2), max(_MIN_STRING, chars // 2)
-    while depth > 0:
-        depth -= 1
-        text = _dumps(_shrink(value, 1, _MIN_STRING, depth))
-        if not counter.exceeds(text, max_tokens):
-            return text
-    return text
+    best = _dumps(_shrink(value, 1, _MIN_STRING, 0))  # the whole document as one summary
+    low, high = 1, depth - 1  # the deepest level that still fits, by bisection
+    while low <= high:
+        middle = (low + high) // 2
+        text = _dumps(_shrink(value, 1, _MIN_STRING, middle))
+        if counter.exceeds(text, max_tokens):
+            high = middle - 1
+        else:
+            best, low = text, middle + 1
+    return best
 
 
 def _marker(omitted: int, total: int, max_tokens: int) -> str:
