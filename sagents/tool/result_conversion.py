@@ -76,7 +76,7 @@ def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
         return ToolResult(content=tuple(value))
     try:
         jsonable = pydantic_core.to_jsonable_python(value, bytes_mode="base64", fallback=_fallback)
-        json.dumps(jsonable, allow_nan=False)
+        text = json.dumps(jsonable, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as error:
         kind = f"{type(value).__module__}.{type(value).__qualname__}"
         raise ResultSerializationError(
@@ -87,7 +87,8 @@ def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
         ) from None
     if isinstance(jsonable, str):
         return ToolResult.from_text(jsonable)
-    return ToolResult.from_structured(jsonable)
+    # The JSON text block, as ToolResult.from_structured makes it (serialised once here).
+    return ToolResult(content=(TextContent(text=text),), structured=jsonable)
 
 
 def _fallback(value: Any) -> Any:

@@ -279,9 +279,10 @@ class ToolManager:
             return ToolResult.from_exception(error)
         except Exception as error:  # the one exception->result boundary of a tool call
             logger.error("tool %r raised", registered, exc_info=error)
+            reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             return ToolResult.from_error(
                 "execution_error",
-                f"tool {registered!r} failed: {type(error).__name__}: {error}",
+                f"tool {registered!r} failed: {reason}",
                 details={"exception": type(error).__name__},
             )
 
