@@ -124,8 +124,11 @@ class ArgumentValidator:
 
     Args:
         schema: The tool's input schema (root ``type: object``); local ``$ref``s are followed.
-        check: Check ``schema`` against its metaschema first (a few milliseconds per schema;
-            skip it for schemas a trusted generator made, such as pydantic's).
+        check: Check ``schema`` against a metaschema first; skip it for schemas a trusted
+            generator made (pydantic's). A schema without ``$schema`` is checked against the
+            Draft 7 metaschema, which catches malformed keywords (``"type": 5``,
+            ``"required": "x"``) in about 1 ms, where the 2020-12 metaschema takes over 10 ms
+            (its ``$dynamicRef``s); a schema that names its draft is checked against that one.
 
     Raises:
         ToolDefinitionError: when ``check`` is true and ``schema`` is not a valid JSON Schema.
@@ -134,8 +137,9 @@ class ArgumentValidator:
     def __init__(self, schema: Mapping[str, Any], *, check: bool = True) -> None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         if check:
+            checker = cls if "$schema" in schema else jsonschema.Draft7Validator
             try:
-                cls.check_schema(dict(schema))
+                checker.check_schema(dict(schema))
             except jsonschema.exceptions.SchemaError as error:
                 raise ToolDefinitionError(f"invalid input schema: {error.message}") from None
         self._validator: Validator = cls(schema)
@@ -159,7 +163,12 @@ class ArgumentValidator:
             InvalidArgumentsError: listing every problem (``details["problems"]`` holds
                 ``{"path", "expected", "got"}`` dicts).
         """
-        coerced = self._coerce(self._schema, dict(arguments), strict=strict, depth=0)
+        coerced: Any = dict(arguments)
+        # Valid arguments are the common case: one validation pass, nothing coerced. Strict
+        # calls always go through coercion (a valid null may still mean "absent" there).
+        if not strict and self._validator.is_valid(coerced):
+            return coerced
+        coerced = self._coerce(self._schema, coerced, strict=strict, depth=0)
         problems = [_problem(e) for e in self._validator.iter_errors(coerced)]
         if problems:
             raise _invalid(tool_name, problems)
@@ -220,9 +229,9 @@ class ArgumentValidator:
         strict: bool,
         depth: int,
     ) -> Any:
-        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
-        if any(self._is_valid(b, value) for b in branches) and not isinstance(value, dict | list):
-            return self._coerce(rest, value, strict=strict, depth=depth + 1) if rest else value
+        valid = next((b for b in branches if self._is_valid(b, value)), None)
+        if valid is not None:  # only a strict null may still change, inside that branch
+            return self._coerce(valid, value, strict=strict, depth=depth + 1)
         for branch in branches:
             candidate = self._coerce(branch, value, strict=strict, depth=depth + 1)
             if self._is_valid(branch, candidate):

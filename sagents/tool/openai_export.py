@@ -11,15 +11,18 @@ import copy
 from typing import Any
 
 from sagents.core.spec import ToolSpec
+from sagents.tool.naming import to_exported_name
 
 __all__ = ["to_openai_tool"]
 
 
-def to_openai_tool(spec: ToolSpec, *, strict: bool = False) -> dict[str, Any]:
+def to_openai_tool(
+    spec: ToolSpec, *, strict: bool = False, name: str | None = None
+) -> dict[str, Any]:
     """``{"type": "function", "function": {"name", "description", "parameters"}}``."""
     parameters = copy.deepcopy(dict(spec.input_schema))
     function: dict[str, Any] = {
-        "name": spec.name,
+        "name": name if name is not None else to_exported_name(spec.name),
         "description": spec.description,
         "parameters": parameters,
     }

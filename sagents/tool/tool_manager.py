@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import json
 import logging
 import math
@@ -26,6 +27,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
@@ -41,7 +43,7 @@ from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.naming import NameMap
+from sagents.tool.naming import to_exported_name
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
@@ -72,7 +74,14 @@ class _LocalHandler:
     local: LocalTool
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
-        value = await self.local.invoke(arguments, call.session_context)
+        if self.local.is_async:
+            value = await self.local.invoke(arguments, call.session_context)
+        else:
+            # A worker thread cannot be interrupted: on timeout or cancellation the call
+            # returns at once and the thread is abandoned (it finishes in the background).
+            kwargs = self.local.bind(arguments, call.session_context)
+            function = functools.partial(self.local.func, **kwargs)
+            value = await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
         return to_tool_result(value, tool_name=call.tool_name)
 
 
@@ -86,8 +95,9 @@ class ToolManager:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
-        self._names: NameMap | None = None
-        self._exports: dict[tuple[str, bool], str] = {}  # (name, strict) -> JSON text
+        self._exported: dict[str, str] = {}  # registered -> exported name
+        self._by_exported: dict[str, str] = {}  # exported -> registered name
+        self._exports: dict[tuple[str, bool], str | None] = {}  # (name, strict) -> JSON text
         self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
         self._collected_refs: list[LocalTool] = []  # keeps those ids valid
         self._exit_stack = contextlib.AsyncExitStack()
@@ -124,8 +134,18 @@ class ToolManager:
                 hint="Pick another name, unregister the old tool, or pass replace=True.",
                 details={"name": name},
             )
+        exported = to_exported_name(name)
+        holder = self._by_exported.get(exported, name)
+        if holder != name:
+            raise ToolNameConflictError(
+                f"tools {holder!r} and {name!r} would both be exported as {exported!r}",
+                hint="Rename one of them.",
+                details={"names": [holder, name], "exported": exported},
+            )
         self._entries[name] = entry
-        self._invalidate(name)
+        self._exported[name] = exported
+        self._by_exported[exported] = name
+        self._forget_exports(name)
         return entry.spec
 
     def unregister_tool(self, name: str) -> ToolSpec:
@@ -137,35 +157,46 @@ class ToolManager:
         entry = self._entries.pop(name, None)
         if entry is None:
             raise self._unknown(name)
-        self._invalidate(name)
+        del self._by_exported[self._exported.pop(name)]
+        self._forget_exports(name)
         return entry.spec
 
     def collect_discovered(self) -> list[str]:
         """Register every ``@tool`` imported so far that this manager has not collected yet.
 
+        A discovered tool whose name is already taken by another tool here is not registered:
+        the conflict is logged as an error naming the tool, and the first tool keeps the name
+        (register explicitly with ``replace=True`` to choose the other one). So that one
+        duplicate name in some imported module cannot make the process default unusable, this
+        step does not raise for it.
+
         Returns:
             The names registered by this call.
-
-        Raises:
-            ToolNameConflictError: a newly discovered tool has the name of another tool here.
         """
         added = []
         for local in discovered_tools():
             if id(local) in self._collected:
                 continue
-            existing = self._entries.get(local.spec.name)
-            if existing is None or existing.local is not local:
-                self.register_tool(local)
-                added.append(local.spec.name)
             self._collected.add(id(local))
             self._collected_refs.append(local)
+            try:
+                self.register_tool(local)
+            except ToolNameConflictError as error:
+                logger.error(
+                    "discovered tool %r (%s) was not collected: %s",
+                    local.spec.name,
+                    getattr(local.func, "__module__", "?"),
+                    error.message,
+                )
+                continue
+            added.append(local.spec.name)
         return added
 
     # -- lookup and export --------------------------------------------------------------------
 
     def has_tool(self, name: str) -> bool:
         """True when ``name`` is a registered or an exported name here."""
-        return name in self._entries or self._name_map().registered(name) is not None
+        return name in self._entries or name in self._by_exported
 
     def list_all_tools_name(self) -> list[str]:
         """The registered names, sorted."""
@@ -194,22 +225,40 @@ class ToolManager:
         name (``^[a-zA-Z0-9_-]{1,64}$``, see :mod:`sagents.tool.naming`). Exports are cached
         per tool; each call returns fresh objects the caller may modify.
 
+        One tool's schema never takes the others down: a tool that strict mode cannot express
+        is exported in the faithful mode (without ``"strict": true``), and a tool that cannot
+        be exported at all is left out; both are logged as warnings.
+
         Args:
             strict: OpenAI's strict mode (see :mod:`sagents.tool.openai_export`). Pass
                 ``strict=True`` to :meth:`run_tool` for calls the model makes with it.
         """
-        names = self._name_map()
         tools = []
         for name in sorted(self._entries):
             key = (name, strict)
-            text = self._exports.get(key)
-            if text is None:
-                exported = to_openai_tool(self._entries[name].spec, strict=strict)
-                exported["function"]["name"] = names.exported(name)
-                text = json.dumps(exported, ensure_ascii=False)
-                self._exports[key] = text
-            tools.append(json.loads(text))
+            if key not in self._exports:
+                self._exports[key] = self._export(name, strict=strict)
+            text = self._exports[key]
+            if text is not None:
+                tools.append(json.loads(text))
         return tools
+
+    def _export(self, name: str, *, strict: bool) -> str | None:
+        spec, exported = self._entries[name].spec, self._exported[name]
+        modes = (True, False) if strict else (False,)
+        for mode in modes:
+            try:
+                tool = to_openai_tool(spec, strict=mode, name=exported)
+            except SagentsError as error:  # SchemaExportError: this tool only
+                logger.warning(
+                    "tool %r cannot be exported%s: %s",
+                    name,
+                    " in strict mode" if mode else "",
+                    error.message,
+                )
+                continue
+            return json.dumps(tool, ensure_ascii=False)
+        return None
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -347,7 +396,7 @@ class ToolManager:
     def _find(self, name: str) -> _Entry:
         entry = self._entries.get(name)
         if entry is None:
-            registered = self._name_map().registered(name)
+            registered = self._by_exported.get(name)
             entry = self._entries.get(registered) if registered is not None else None
         if entry is None:
             raise self._unknown(name)
@@ -362,15 +411,9 @@ class ToolManager:
         )
         return UnknownToolError(f"no tool named {name!r}", hint=hint, details={"name": name})
 
-    def _name_map(self) -> NameMap:
-        if self._names is None:
-            self._names = NameMap(self._entries)
-        return self._names
-
-    def _invalidate(self, name: str) -> None:
-        self._names = None
-        # Exported names of other tools may change when the set of names changes.
-        self._exports.clear()
+    def _forget_exports(self, name: str) -> None:
+        self._exports.pop((name, False), None)
+        self._exports.pop((name, True), None)
 
 
 def _make_entry(tool: Registrable) -> _Entry:
@@ -413,7 +456,7 @@ def get_tool_manager() -> ToolManager:
     tools are available once it is imported). A closed default is replaced by a new one.
 
     Raises:
-        ToolNameConflictError: two discovered tools share a name.
+        ToolDefinitionError: a discovered tool's signature cannot become a schema.
     """
     global _default_manager
     if _default_manager is None or _default_manager.closed:

@@ -20,7 +20,6 @@ from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.tool.context import SessionContext
-from sagents.tool.naming import NameMap
 from sagents.tool.provider import ToolProvider
 
 __all__ = ["ToolProxy"]
@@ -114,21 +113,29 @@ class ToolProxy:
         return self._locate(name)[0]
 
     def get_openai_tools(self, strict: bool = False) -> list[dict[str, Any]]:
-        """The visible tools as OpenAI function tools, sorted by registered name."""
-        visible = self._visible()
-        names = NameMap(visible)
-        by_provider: dict[int, list[str]] = {}
-        for name in visible:
-            by_provider.setdefault(self._owner_index(name), []).append(name)
+        """The visible tools as OpenAI function tools, sorted by registered name.
+
+        Each tool keeps the exported name of the provider that holds it. Should a lower-priority
+        provider export another tool under an exported name already taken, that tool is left
+        out with a warning (it could not be called by that name anyway).
+        """
         tools: dict[str, dict[str, Any]] = {}
-        for index, wanted in by_provider.items():
-            provider = self._providers[index]
-            wanted_set = set(wanted)
+        taken: set[str] = set()
+        for provider in self._providers:
             for exported in provider.get_openai_tools(strict=strict):
-                registered = provider.resolve_exported_name(exported["function"]["name"])
-                if registered in wanted_set:
-                    exported["function"]["name"] = names.exported(registered)
-                    tools[registered] = exported
+                exported_name = exported["function"]["name"]
+                registered = provider.resolve_exported_name(exported_name)
+                if registered in tools or not self._is_allowed(registered):
+                    continue  # shadowed by a higher-priority provider, or hidden
+                if exported_name in taken:
+                    logger.warning(
+                        "tool %r is left out: its exported name %r is already taken",
+                        registered,
+                        exported_name,
+                    )
+                    continue
+                taken.add(exported_name)
+                tools[registered] = exported
         return [tools[name] for name in sorted(tools)]
 
     async def run_tool(
@@ -173,12 +180,6 @@ class ToolProxy:
 
     def _is_allowed(self, registered: str) -> bool:
         return self._allowed is None or registered in self._allowed
-
-    def _owner_index(self, registered: str) -> int:
-        for index, provider in enumerate(self._providers):
-            if provider.has_tool(registered):
-                return index
-        raise UnknownToolError(f"no tool named {registered!r}")
 
     def _resolve(self, name: str) -> str | None:
         """The registered name of ``name`` in the first provider that knows it."""

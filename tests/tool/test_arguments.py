@@ -178,3 +178,59 @@ def test_a_string_the_schema_accepts_is_never_changed(text: str) -> None:
 @given(st.integers())
 def test_integers_sent_as_text_come_back_as_the_same_integer(number: int) -> None:
     assert _validate({"count": str(number)}) == {"count": number}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": 5}}},
+        {"type": "object", "properties": {"a": {"minimum": "low"}}},
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "required": 1,
+        },
+    ],
+)
+def test_malformed_keywords_are_caught_with_or_without_a_declared_draft(
+    schema: dict[str, Any],
+) -> None:
+    with pytest.raises(ToolDefinitionError):
+        ArgumentValidator(schema)
+
+
+def test_draft_2020_keywords_pass_the_check_and_are_enforced() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"pair": {"type": "array", "prefixItems": [{"type": "integer"}]}},
+        "dependentRequired": {"a": ["b"]},
+    }
+    validator = ArgumentValidator(schema)
+    assert validator.validate("t", {"pair": ["1", "x"]}) == {"pair": [1, "x"]}
+    with pytest.raises(InvalidArgumentsError):
+        validator.validate("t", {"pair": ["x"]})
+
+
+def test_a_valid_value_is_not_coerced_into_another_union_branch() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "filter": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {"id": {"type": "integer"}},
+                        "required": ["id"],
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"id": {"type": "string"}},
+                        "required": ["id"],
+                    },
+                ]
+            }
+        },
+    }
+    validator = ArgumentValidator(schema)
+    assert validator.validate("t", {"filter": {"id": "5"}}) == {"filter": {"id": "5"}}
+    assert validator.validate("t", {"filter": {"id": "5"}}, strict=True) == {"filter": {"id": "5"}}

@@ -18,6 +18,7 @@ import pytest
 from sagents.core.result import ImageContent, TextContent, ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import (
+    SagentsError,
     ToolDefinitionError,
     ToolManagerClosedError,
     ToolNameConflictError,
@@ -26,6 +27,7 @@ from sagents.errors import (
 from sagents.tool import SessionContext, ToolManager, ToolProvider, get_tool_manager
 from sagents.tool.arguments import MAX_ARGUMENTS_BYTES
 from sagents.tool.handler import ToolCall
+from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.tool_base import tool
 
 
@@ -64,8 +66,8 @@ def _text(result: ToolResult) -> str:
 
 @pytest.mark.anyio
 async def test_seed_example_registers_exports_and_runs() -> None:
-    tm = get_tool_manager()
-    assert "get_weather" in tm.list_all_tools_name()
+    tm = ToolManager()
+    tm.register_tool(get_weather)
     exported = {t["function"]["name"]: t for t in tm.get_openai_tools()}
     assert exported["get_weather"]["type"] == "function"
     assert exported["get_weather"]["function"]["description"] == "按城市名查询天气"
@@ -74,6 +76,34 @@ async def test_seed_example_registers_exports_and_runs() -> None:
     assert not result.is_error
     assert result.structured == {"city": "北京", "temp_c": 23, "condition": "sunny"}
     assert json.loads(result.to_tool_message())["city"] == "北京"
+
+
+@pytest.mark.anyio
+async def test_the_process_default_manager_collects_imported_tools() -> None:
+    tm = get_tool_manager()
+    assert tm is get_tool_manager()
+    assert "get_weather" in tm.list_all_tools_name()
+    result = await tm.run_tool("get_weather", '{"city": "Paris"}')
+    assert result.structured is not None
+    assert result.structured["city"] == "Paris"
+
+
+def test_a_discovered_duplicate_name_is_logged_and_not_collected(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool(name="duplicate_tool_name")
+    def first() -> str:
+        return "first"
+
+    @tool(name="duplicate_tool_name")
+    def second() -> str:
+        return "second"
+
+    tm = ToolManager()
+    with caplog.at_level(logging.ERROR, logger="sagents.tool.tool_manager"):
+        added = tm.collect_discovered()
+    assert added.count("duplicate_tool_name") == 1
+    assert any("'duplicate_tool_name'" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.anyio
@@ -452,9 +482,44 @@ def test_the_manager_is_a_tool_provider() -> None:
     assert isinstance(ToolManager(), ToolProvider)
 
 
+class SchemaExportError(SagentsError):
+    """Stands for the export error of ``sagents.tool.openai_export`` (any SagentsError)."""
+
+
 class _StaticHandler:
     def __init__(self, text: str) -> None:
         self._text = text
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         return ToolResult(content=(TextContent(text=self._text),))
+
+
+def test_two_names_exported_alike_are_refused_at_registration() -> None:
+    tm = ToolManager()
+    tm.register_tool((ToolSpec(name="a.b"), _StaticHandler("x")))
+    exported = tm.get_openai_tools()[0]["function"]["name"]
+    with pytest.raises(ToolNameConflictError, match="exported"):
+        tm.register_tool((ToolSpec(name=exported), _StaticHandler("y")))
+    tm.unregister_tool("a.b")
+    tm.register_tool((ToolSpec(name=exported), _StaticHandler("y")))  # free again
+    assert tm.list_all_tools_name() == [exported]
+
+
+def test_a_tool_that_cannot_be_exported_does_not_take_the_others_down(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def fussy(spec: ToolSpec, *, strict: bool = False, name: str | None = None) -> Any:
+        if spec.name == "broken" or (spec.name == "loose" and strict):
+            raise SchemaExportError(f"cannot export {spec.name!r}")
+        return to_openai_tool(spec, strict=strict, name=name)
+
+    monkeypatch.setattr("sagents.tool.tool_manager.to_openai_tool", fussy)
+    tm = ToolManager()
+    for name in ("broken", "fine", "loose"):
+        tm.register_tool((ToolSpec(name=name), _StaticHandler(name)))
+    with caplog.at_level(logging.WARNING, logger="sagents.tool.tool_manager"):
+        faithful = tm.get_openai_tools()
+        strict = tm.get_openai_tools(strict=True)
+    assert [t["function"]["name"] for t in faithful] == ["fine", "loose"]
+    assert [t["function"].get("strict", False) for t in strict] == [True, False]
+    assert any("'broken'" in r.getMessage() for r in caplog.records)
