@@ -163,12 +163,12 @@ class ArgumentValidator:
             InvalidArgumentsError: listing every problem (``details["problems"]`` holds
                 ``{"path", "expected", "got"}`` dicts).
         """
-        coerced: Any = dict(arguments)
+        copied = dict(arguments)
         # Valid arguments are the common case: one validation pass, nothing coerced. Strict
         # calls always go through coercion (a valid null may still mean "absent" there).
-        if not strict and self._validator.is_valid(coerced):
-            return coerced
-        coerced = self._coerce(self._schema, coerced, strict=strict, depth=0)
+        if not strict and self._validator.is_valid(copied):
+            return copied
+        coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
         problems = [_problem(e) for e in self._validator.iter_errors(coerced)]
         if problems:
             raise _invalid(tool_name, problems)
