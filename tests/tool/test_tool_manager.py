@@ -523,3 +523,30 @@ def test_a_tool_that_cannot_be_exported_does_not_take_the_others_down(
     assert [t["function"]["name"] for t in faithful] == ["fine", "loose"]
     assert [t["function"].get("strict", False) for t in strict] == [True, False]
     assert any("'broken'" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.anyio
+async def test_strict_calls_turn_null_optional_arguments_into_defaults() -> None:
+    def page(query: str, cursor: str | None = None, limit: int = 10) -> dict[str, Any]:
+        return {"query": query, "cursor": cursor, "limit": limit}
+
+    tm = ToolManager()
+    tm.register_tool(page)
+    strict_tool = tm.get_openai_tools(strict=True)[0]
+    assert strict_tool["function"]["strict"] is True
+    sent = {"query": "q", "cursor": None, "limit": None}  # what a strict-mode model sends
+    result = await tm.run_tool("page", sent, strict=True)
+    assert result.structured == {"query": "q", "cursor": None, "limit": 10}
+    kept = await tm.run_tool("page", {"query": "q", "cursor": None})  # explicit null kept
+    assert kept.structured == {"query": "q", "cursor": None, "limit": 10}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("args", [[1, 2], 7, "[1, 2]"])
+async def test_arguments_that_are_not_an_object_give_a_clear_error(args: Any) -> None:
+    tm = ToolManager()
+    tm.register_tool(add)
+    result = await tm.run_tool("add", args)
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    assert "a JSON object" in result.error.message
