@@ -328,10 +328,9 @@ class ToolManager:
             return ToolResult.from_exception(error)
         except Exception as error:  # the one exception->result boundary of a tool call
             logger.error("tool %r raised", registered, exc_info=error)
-            reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             return ToolResult.from_error(
                 "execution_error",
-                f"tool {registered!r} failed: {reason}",
+                f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
 
@@ -414,6 +413,13 @@ class ToolManager:
     def _forget_exports(self, name: str) -> None:
         self._exports.pop((name, False), None)
         self._exports.pop((name, True), None)
+
+
+def _describe(error: Exception) -> str:
+    """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
+    if isinstance(error, ExceptionGroup):
+        return "; ".join(_describe(leaf) for leaf in error.exceptions)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def _make_entry(tool: Registrable) -> _Entry:

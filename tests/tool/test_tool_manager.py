@@ -550,3 +550,21 @@ async def test_arguments_that_are_not_an_object_give_a_clear_error(args: Any) ->
     assert result.error is not None
     assert result.error.code == "invalid_arguments"
     assert "a JSON object" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_a_tool_whose_task_group_fails_reports_the_real_errors() -> None:
+    async def fan_out() -> str:
+        async def fail(message: str) -> None:
+            raise KeyError(message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fail, "first")
+        return "never"
+
+    tm = ToolManager()
+    tm.register_tool(fan_out)
+    result = await tm.run_tool("fan_out", {})
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "KeyError: 'first'" in result.error.message
