@@ -11,11 +11,17 @@ from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.provider import ToolProvider
 from sagents.tool.tool_base import tool
-from sagents.tool.tool_manager import DEFAULT_TOOL_TIMEOUT, ToolManager, get_tool_manager
+from sagents.tool.tool_manager import (
+    DEFAULT_TOOL_TIMEOUT,
+    CallContextFactory,
+    ToolManager,
+    get_tool_manager,
+)
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
+    "CallContextFactory",
     "InjectedArg",
     "LocalTool",
     "SessionContext",

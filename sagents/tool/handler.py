@@ -25,14 +25,14 @@ class ToolCall:
         tool_name: The registered name (not the exported one).
         session_context: The calling session.
         tool_call_id: The model's id for this call, if any (progress events carry it).
-        timeout: The call's timeout in seconds; the manager enforces it, and a handler may pass
-            it on (for example to an MCP request).
+        timeout: The call's timeout in seconds (None: not given); the manager enforces it, and
+            a handler may pass it on (for example to an MCP request).
     """
 
     tool_name: str
     session_context: SessionContext
     tool_call_id: str | None = None
-    timeout: float
+    timeout: float | None = None
 
 
 class ToolHandler(Protocol):

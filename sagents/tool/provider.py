@@ -28,6 +28,10 @@ class ToolProvider(Protocol):
         """The registered names, sorted."""
         ...
 
+    def list_specs(self) -> list[ToolSpec]:
+        """The specs of the tools, sorted by registered name."""
+        ...
+
     def get_tool_spec(self, name: str) -> ToolSpec:
         """The spec of a tool, by registered or exported name.
 

@@ -48,7 +48,7 @@ from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "ToolManager", "get_tool_manager"]
+__all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
 
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
+CallContextFactory = Callable[[ToolCall], AbstractAsyncContextManager[object]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +102,7 @@ class ToolManager:
         self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
         self._collected_refs: list[LocalTool] = []  # keeps those ids valid
         self._exit_stack = contextlib.AsyncExitStack()
+        self._call_contexts: list[CallContextFactory] = []
         self._closed = False
 
     # -- registration -------------------------------------------------------------------------
@@ -201,6 +203,10 @@ class ToolManager:
     def list_all_tools_name(self) -> list[str]:
         """The registered names, sorted."""
         return sorted(self._entries)
+
+    def list_specs(self) -> list[ToolSpec]:
+        """The specs of every tool, sorted by registered name."""
+        return [self._entries[name].spec for name in sorted(self._entries)]
 
     def get_tool_spec(self, name: str) -> ToolSpec:
         """The spec of a tool, by registered or exported name.
@@ -311,13 +317,16 @@ class ToolManager:
                 tool_call_id=tool_call_id,
                 timeout=limit,
             )
-            with anyio.move_on_after(limit):
-                result = await entry.handler(arguments, call)
-                return (
-                    result
-                    if isinstance(result, ToolResult)
-                    else to_tool_result(result, tool_name=registered)
-                )
+            async with contextlib.AsyncExitStack() as around:
+                for factory in self._call_contexts:
+                    await around.enter_async_context(factory(call))
+                with anyio.move_on_after(limit):
+                    result = await entry.handler(arguments, call)
+                    return (
+                        result
+                        if isinstance(result, ToolResult)
+                        else to_tool_result(result, tool_name=registered)
+                    )
             raise ToolTimeoutError(
                 f"tool {registered!r} did not finish within {limit:g} seconds",
                 hint="Try again with a smaller request, or ask for a longer timeout.",
@@ -333,6 +342,17 @@ class ToolManager:
                 f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
+
+    def add_call_context(self, factory: CallContextFactory) -> None:
+        """Run every later call inside ``factory(call)``, an async context manager.
+
+        The seam for cross-cutting work around each call, such as binding progress events to
+        the call's ``tool_call_id`` (``lambda call: bind_tool_call(hub, ...)``). Contexts are
+        entered in the order added, after the arguments are validated, and exited after the
+        handler returns, fails or times out (the timeout applies to the handler only).
+        Cancellation of the caller passes through them.
+        """
+        self._call_contexts.append(factory)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -93,6 +93,10 @@ class ToolProxy:
         """The visible registered names, sorted."""
         return sorted(self._visible())
 
+    def list_specs(self) -> list[ToolSpec]:
+        """The specs of the visible tools, sorted by registered name."""
+        return [self.get_tool_spec(name) for name in self.list_all_tools_name()]
+
     def get_tool_spec(self, name: str) -> ToolSpec:
         """The spec of a visible tool.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import enum
@@ -9,6 +10,7 @@ import json
 import logging
 import pathlib
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -568,3 +570,39 @@ async def test_a_tool_whose_task_group_fails_reports_the_real_errors() -> None:
     assert result.error is not None
     assert result.error.code == "execution_error"
     assert "KeyError: 'first'" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_call_contexts_wrap_each_call_and_exit_on_timeout() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def around(call: ToolCall) -> AsyncIterator[None]:
+        events.append(f"enter {call.tool_name} {call.tool_call_id}")
+        try:
+            yield
+        finally:
+            events.append(f"exit {call.tool_name}")
+
+    async def hang() -> str:
+        await anyio.sleep_forever()
+        return "never"
+
+    tm = ToolManager()
+    tm.register_tool(add)
+    tm.register_tool(hang)
+    tm.add_call_context(around)
+    assert (await tm.run_tool("add", {"a": 1}, tool_call_id="c1")).structured == 2.0
+    with anyio.fail_after(10):
+        timed_out = await tm.run_tool("hang", {}, tool_call_id="c2", timeout=0.05)
+    assert timed_out.error is not None
+    assert timed_out.error.code == "timeout"
+    await tm.run_tool("add", {"a": "bad"})  # invalid: the tool never runs, no context either
+    assert events == ["enter add c1", "exit add", "enter hang c2", "exit hang"]
+
+
+def test_list_specs_gives_every_spec_sorted() -> None:
+    tm = ToolManager()
+    tm.register_tool(echo)
+    tm.register_tool(add)
+    assert [spec.name for spec in tm.list_specs()] == ["add", "echo"]

@@ -147,3 +147,11 @@ def test_a_proxy_is_a_tool_provider_and_can_wrap_another_proxy(
     assert isinstance(outer, ToolProvider)
     assert outer.list_all_tools_name() == ["write"]
     assert not outer.has_tool("search")
+
+
+def test_list_specs_shows_only_visible_tools_with_priority(
+    managers: tuple[ToolManager, ToolManager],
+) -> None:
+    proxy = ToolProxy(list(managers), available_tools=["search", "write"])
+    specs = proxy.list_specs()
+    assert [(s.name, s.description) for s in specs] == [("search", "first"), ("write", "second")]
