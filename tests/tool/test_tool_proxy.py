@@ -155,3 +155,12 @@ def test_list_specs_shows_only_visible_tools_with_priority(
     proxy = ToolProxy(list(managers), available_tools=["search", "write"])
     specs = proxy.list_specs()
     assert [(s.name, s.description) for s in specs] == [("search", "first"), ("write", "second")]
+
+
+def test_restricting_to_unknown_names_leaves_nothing_visible(
+    managers: tuple[ToolManager, ToolManager],
+) -> None:
+    proxy = ToolProxy(list(managers))
+    assert proxy.restrict(["Bash(git:*)"]) == []
+    assert proxy.list_all_tools_name() == []
+    assert proxy.get_openai_tools() == []
