@@ -19,7 +19,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   ├── ToolTimeoutError            timeout
     │   ├── ToolCancelledError          cancelled
     │   ├── ToolExecutionError          execution_error
-    │   └── ResultSerializationError    unserializable_result
+    │   ├── ResultSerializationError    unserializable_result
+    │   └── ToolManagerClosedError      manager_closed
     ├── UpstreamError                   upstream_error       (server)
     │   ├── UpstreamUnavailableError    upstream_unavailable
     │   ├── UpstreamProtocolError       upstream_protocol_error
@@ -75,6 +76,7 @@ __all__ = [
     "ToolCancelledError",
     "ToolDefinitionError",
     "ToolExecutionError",
+    "ToolManagerClosedError",
     "ToolNameConflictError",
     "ToolTimeoutError",
     "UnknownToolError",
@@ -246,6 +248,12 @@ class ResultSerializationError(ToolCallError):
     """The tool returned a value that cannot be turned into JSON or content blocks."""
 
     code = "unserializable_result"
+
+
+class ToolManagerClosedError(ToolCallError):
+    """The ``ToolManager`` was closed (``aclose``); it takes no more registrations or calls."""
+
+    code = "manager_closed"
 
 
 class UpstreamError(SagentsError):

@@ -1,3 +1,38 @@
-"""sagents.tool (see DESIGN.md, "Layers")."""
+"""sagents.tool: ``@tool``, the registry, the session whitelist and the call path.
 
-__all__: list[str] = []
+``from sagents.tool import ToolManager, ToolProxy`` is the seed design's import path (DESIGN.md,
+"Public API").
+"""
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.tool.context import InjectedArg, SessionContext
+from sagents.tool.handler import ToolCall, ToolHandler
+from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool.provider import ToolProvider
+from sagents.tool.tool_base import tool
+from sagents.tool.tool_manager import (
+    DEFAULT_TOOL_TIMEOUT,
+    CallContextFactory,
+    ToolManager,
+    get_tool_manager,
+)
+from sagents.tool.tool_proxy import ToolProxy
+
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "CallContextFactory",
+    "InjectedArg",
+    "LocalTool",
+    "SessionContext",
+    "ToolCall",
+    "ToolHandler",
+    "ToolManager",
+    "ToolProvider",
+    "ToolProxy",
+    "ToolResult",
+    "ToolSpec",
+    "build_local_tool",
+    "get_tool_manager",
+    "tool",
+]

@@ -1,0 +1,385 @@
+"""Tool arguments: parse, leniently coerce, and validate against a JSON Schema.
+
+Models make a few mistakes often enough that rejecting them wastes a turn: numbers and booleans
+sent as strings (``"5"``, ``"2.5"``, ``"true"``), an object or array sent as a JSON string, and
+``null`` for an optional parameter. :class:`ArgumentValidator` fixes exactly those, guided by the
+schema (never where the schema accepts the value as it came), then validates with ``jsonschema``
+and reports every remaining problem at once.
+
+It works on any JSON Schema document (local tools' and MCP tools' alike), following local
+``$ref`` pointers (``#/$defs/...``) through the validator's own resolver.
+
+Rules (issue 2, §4):
+
+- ``"5"`` -> ``5`` where the schema wants an integer (and not a string); ``"2.5"`` -> ``2.5``
+  for a number; ``"true"``/``"false"`` (any case) -> bool for a boolean;
+- a JSON string -> object or array where the schema wants one (and not a string);
+- ``null`` for a property that is optional (not in ``required``) is removed ("absent") when the
+  call came through the strict export (``strict=True``), or when the property's schema does not
+  accept ``null`` anyway; any other explicit ``null`` is kept;
+- inside ``anyOf``/``oneOf`` the first branch that the coerced value satisfies wins.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+from jsonschema.protocols import Validator
+
+from sagents.errors import InvalidArgumentsError, ToolDefinitionError
+
+__all__ = [
+    "MAX_ARGUMENTS_BYTES",
+    "MAX_REPORTED_PROBLEMS",
+    "ArgumentProblem",
+    "ArgumentValidator",
+    "parse_arguments",
+]
+
+MAX_ARGUMENTS_BYTES = 4 * 1024 * 1024
+"""Largest accepted arguments document, in bytes of UTF-8 JSON (4 MiB). Larger ones are refused
+with ``invalid_arguments`` before they are parsed or validated, so that a runaway model output
+fails fast instead of stalling the call path."""
+
+MAX_REPORTED_PROBLEMS = 20
+"""At most this many problems are listed in one error (the count of the rest is given)."""
+
+_INTEGER = re.compile(r"^\s*[-+]?\d+(\.0*)?\s*$")
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgumentProblem:
+    """One reason the arguments were refused.
+
+    Attributes:
+        path: JSON Pointer of the offending value (``""`` is the whole arguments object).
+        expected: What the schema wanted, in a few words.
+        got: What came: a short repr and its JSON type (``"'abc' (string)"``), or ``"nothing"``.
+    """
+
+    path: str
+    expected: str
+    got: str
+
+    def to_dict(self) -> dict[str, str]:
+        """``{"path", "expected", "got"}``."""
+        return {"path": self.path, "expected": self.expected, "got": self.got}
+
+    def __str__(self) -> str:
+        return f"{self.path or '/'}: expected {self.expected}, got {self.got}"
+
+
+def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Turn what the model sent into an arguments object.
+
+    Args:
+        tool_name: For error messages.
+        args: A mapping, a JSON text of an object, or None / ``""`` (no arguments).
+
+    Returns:
+        A new dict (the caller's mapping is not mutated).
+
+    Raises:
+        InvalidArgumentsError: for text that is not JSON, JSON that is not an object, or a
+            document larger than :data:`MAX_ARGUMENTS_BYTES`.
+    """
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        # len() counts characters; a character is 1 to 4 UTF-8 bytes, so check cheaply first.
+        if len(args) > MAX_ARGUMENTS_BYTES or len(args.encode()) > MAX_ARGUMENTS_BYTES:
+            raise _too_large(tool_name, len(args.encode()))
+        if not args.strip():
+            return {}
+        try:
+            parsed = json.loads(args)
+        except json.JSONDecodeError as error:
+            raise InvalidArgumentsError(
+                f"arguments for tool {tool_name!r} are not valid JSON: {error}",
+                hint="Send the arguments as one JSON object.",
+                details={"problems": [{"path": "", "expected": "a JSON object", "got": "text"}]},
+            ) from None
+        if not isinstance(parsed, dict):
+            raise _not_an_object(tool_name, parsed)
+        return parsed
+    if not isinstance(args, Mapping):
+        raise _not_an_object(tool_name, args)
+    size = _json_size(args)
+    if size > MAX_ARGUMENTS_BYTES:
+        raise _too_large(tool_name, size)
+    return dict(args)
+
+
+class ArgumentValidator:
+    """Coerce and validate arguments for one input schema (compiled once, reused per call).
+
+    Args:
+        schema: The tool's input schema (root ``type: object``); local ``$ref``s are followed.
+        check: Check ``schema`` against a metaschema first; skip it for schemas a trusted
+            generator made (pydantic's). A schema without ``$schema`` is checked against the
+            Draft 7 metaschema, which catches malformed keywords (``"type": 5``,
+            ``"required": "x"``) in about 1 ms, where the 2020-12 metaschema takes over 10 ms
+            (its ``$dynamicRef``s); a schema that names its draft is checked against that one.
+
+    Raises:
+        ToolDefinitionError: when ``check`` is true and ``schema`` is not a valid JSON Schema.
+    """
+
+    def __init__(self, schema: Mapping[str, Any], *, check: bool = True) -> None:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        if check:
+            checker = cls if "$schema" in schema else jsonschema.Draft7Validator
+            try:
+                checker.check_schema(dict(schema))
+            except jsonschema.exceptions.SchemaError as error:
+                raise ToolDefinitionError(f"invalid input schema: {error.message}") from None
+        self._validator: Validator = cls(schema)
+        self._schema = schema
+
+    def validate(
+        self, tool_name: str, arguments: Mapping[str, Any], *, strict: bool = False
+    ) -> dict[str, Any]:
+        """Coerce ``arguments`` (see the module docstring) and validate them.
+
+        Args:
+            tool_name: For error messages.
+            arguments: The parsed arguments object (not mutated).
+            strict: True when the model saw the strict export: ``null`` for an optional
+                property then means "absent".
+
+        Returns:
+            The coerced arguments (a new dict).
+
+        Raises:
+            InvalidArgumentsError: listing every problem (``details["problems"]`` holds
+                ``{"path", "expected", "got"}`` dicts).
+        """
+        copied = dict(arguments)
+        # Valid arguments are the common case: one validation pass, nothing coerced. Strict
+        # calls always go through coercion (a valid null may still mean "absent" there).
+        if not strict and self._validator.is_valid(copied):
+            return copied
+        coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
+        problems = [_problem(e) for e in self._validator.iter_errors(coerced)]
+        if problems:
+            raise _invalid(tool_name, problems)
+        assert isinstance(coerced, dict)  # a non-object would have been a problem above
+        return coerced
+
+    def coerce(self, arguments: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any]:
+        """Only the coercion step of :meth:`validate` (for inspection and tests)."""
+        result = self._coerce(self._schema, dict(arguments), strict=strict, depth=0)
+        return result if isinstance(result, dict) else dict(arguments)
+
+    def _is_valid(self, schema: Any, value: Any) -> bool:
+        return bool(self._validator.evolve(schema=schema).is_valid(value))
+
+    def _resolve(self, schema: Any) -> Any:
+        """Follow ``$ref`` chains (local pointers only) to the schema they name."""
+        seen = 0
+        while isinstance(schema, Mapping) and "$ref" in schema and seen < 32:
+            ref = schema["$ref"]
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                return schema
+            target: Any = self._schema
+            for part in ref[1:].split("/")[1:] if ref != "#" else []:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if not isinstance(target, Mapping) or part not in target:
+                    return schema
+                target = target[part]
+            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            schema = {**target, **siblings} if isinstance(target, Mapping) else target
+            seen += 1
+        return schema
+
+    def _coerce(self, schema: Any, value: Any, *, strict: bool, depth: int) -> Any:
+        if depth > 64 or not isinstance(schema, Mapping):
+            return value
+        schema = self._resolve(schema)
+        if not isinstance(schema, Mapping):
+            return value
+        for part in schema.get("allOf", ()):
+            value = self._coerce(part, value, strict=strict, depth=depth + 1)
+        branches = [*schema.get("anyOf", ()), *schema.get("oneOf", ())]
+        if branches:
+            return self._coerce_branches(schema, branches, value, strict=strict, depth=depth)
+        types = _types(schema)
+        value = _coerce_scalar(types, value)
+        if isinstance(value, dict) and ("object" in types or "properties" in schema):
+            return self._coerce_object(schema, value, strict=strict, depth=depth)
+        if isinstance(value, list) and ("array" in types or "items" in schema):
+            return self._coerce_array(schema, value, strict=strict, depth=depth)
+        return value
+
+    def _coerce_branches(
+        self,
+        schema: Mapping[str, Any],
+        branches: list[Any],
+        value: Any,
+        *,
+        strict: bool,
+        depth: int,
+    ) -> Any:
+        valid = next((b for b in branches if self._is_valid(b, value)), None)
+        if valid is not None:  # only a strict null may still change, inside that branch
+            return self._coerce(valid, value, strict=strict, depth=depth + 1)
+        for branch in branches:
+            candidate = self._coerce(branch, value, strict=strict, depth=depth + 1)
+            if self._is_valid(branch, candidate):
+                return candidate
+        return value
+
+    def _coerce_object(
+        self, schema: Mapping[str, Any], value: dict[str, Any], *, strict: bool, depth: int
+    ) -> dict[str, Any]:
+        properties = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        extra = schema.get("additionalProperties")
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
+            optional = key in properties and key not in required
+            if item is None and optional and (strict or not self._is_valid(properties[key], None)):
+                continue  # null for an optional parameter means "absent"
+            result[key] = self._coerce(sub, item, strict=strict, depth=depth + 1)
+        return result
+
+    def _coerce_array(
+        self, schema: Mapping[str, Any], value: list[Any], *, strict: bool, depth: int
+    ) -> list[Any]:
+        prefix = schema.get("prefixItems", ())
+        items = schema.get("items")
+        result = []
+        for index, item in enumerate(value):
+            sub = prefix[index] if index < len(prefix) else items
+            result.append(self._coerce(sub, item, strict=strict, depth=depth + 1))
+        return result
+
+
+def _types(schema: Mapping[str, Any]) -> set[str]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else list(schema.get("enum") or ())
+        return {_json_type(v) for v in values}
+    return set()
+
+
+def _coerce_scalar(types: set[str], value: Any) -> Any:
+    """Fix a string that should have been a number, boolean, object or array."""
+    if not isinstance(value, str) or not types or "string" in types:
+        return value
+    if "integer" in types and _INTEGER.match(value):
+        return int(float(value)) if "." in value else int(value)
+    if "number" in types and _NUMBER.match(value):
+        number = float(value)
+        if math.isfinite(number):
+            return int(number) if number.is_integer() and "." not in value else number
+    if "boolean" in types and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if types & {"object", "array"} and value.lstrip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if ("object" in types and isinstance(parsed, dict)) or (
+            "array" in types and isinstance(parsed, list)
+        ):
+            return parsed
+    return value
+
+
+def _problem(error: jsonschema.exceptions.ValidationError) -> ArgumentProblem:
+    path = "".join(f"/{p}" for p in error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if error.message.count("'") >= 2 else "?"
+        return ArgumentProblem(
+            path=f"{path}/{missing}", expected="a value (required)", got="nothing"
+        )
+    if error.validator == "additionalProperties":
+        return ArgumentProblem(
+            path=path, expected="only the declared properties", got=error.message
+        )
+    return ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))
+
+
+def _expected(error: jsonschema.exceptions.ValidationError) -> str:
+    keyword = str(error.validator)
+    wanted = error.validator_value
+    if keyword == "type":
+        return " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
+    if keyword == "enum" and isinstance(wanted, list):
+        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in wanted)
+    if keyword in ("anyOf", "oneOf"):
+        return f"a value matching {keyword} of the schema"
+    return f"{keyword} {json.dumps(wanted, ensure_ascii=False, default=str)[:80]}"
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({_json_type(value)})"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _json_size(args: Mapping[str, Any]) -> int:
+    try:
+        return len(json.dumps(args, ensure_ascii=False, default=str).encode())
+    except (TypeError, ValueError):
+        return 0  # not JSON (a cycle, ...): validation reports it
+
+
+def _invalid(tool_name: str, problems: list[ArgumentProblem]) -> InvalidArgumentsError:
+    shown = problems[:MAX_REPORTED_PROBLEMS]
+    more = len(problems) - len(shown)
+    listing = "; ".join(str(p) for p in shown) + (f"; and {more} more" if more else "")
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    return InvalidArgumentsError(
+        f"invalid arguments for tool {tool_name!r} ({count}): {listing}",
+        hint="Fix the listed arguments to match the tool's parameters and call it again.",
+        details={"problems": [p.to_dict() for p in shown]},
+    )
+
+
+def _not_an_object(tool_name: str, value: Any) -> InvalidArgumentsError:
+    problem = ArgumentProblem(path="", expected="a JSON object", got=_describe(value))
+    return _invalid(tool_name, [problem])
+
+
+def _too_large(tool_name: str, size: int) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"arguments for tool {tool_name!r} are too large: {size:,} bytes "
+        f"(the limit is {MAX_ARGUMENTS_BYTES:,} bytes)",
+        hint="Pass large data by reference (a file path or URL) instead of inline.",
+        details={"problems": [{"path": "", "expected": "a smaller document", "got": f"{size}"}]},
+    )

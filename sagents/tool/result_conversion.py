@@ -1,0 +1,129 @@
+"""Turn what a local tool returned into a :class:`~sagents.core.result.ToolResult`.
+
+Rules (issue 2, §4):
+
+- a ``ToolResult`` passes through; a content block (or a list of only content blocks) becomes
+  the result's content;
+- ``None`` -> an empty text result; ``str`` -> one text block;
+- ``bytes``: an image the header identifies (PNG, JPEG, GIF, WebP) -> an image block; UTF-8
+  text -> a text block; anything else -> an embedded resource with a base64 ``blob``
+  (``application/octet-stream``), rendered to the model as a short placeholder;
+- ``dict``/``list``/numbers/bools, and values pydantic can serialise (dataclasses, pydantic
+  models, ``TypedDict``s, paths, datetimes, UUIDs, decimals, enums, sets, tuples) -> structured
+  content plus its JSON text (nested ``bytes`` become base64 strings); a value that serialises
+  to a bare string becomes text;
+- anything else (and NaN/infinite floats) -> :class:`~sagents.errors.ResultSerializationError`
+  naming the type.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+import pydantic_core
+
+from sagents.core.result import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+)
+from sagents.errors import ResultSerializationError
+
+__all__ = ["to_tool_result"]
+
+_BLOCK_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
+    """Convert a tool's return value (see the module docstring).
+
+    Args:
+        value: What the tool returned.
+        tool_name: For the error message.
+
+    Returns:
+        The result; never an error result.
+
+    Raises:
+        ResultSerializationError: for a value that has no JSON form, naming its type.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult.from_text("")
+    if isinstance(value, str):
+        return ToolResult.from_text(value)
+    if isinstance(value, _BLOCK_TYPES):
+        return ToolResult(content=(value,))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return ToolResult(content=(_bytes_block(bytes(value)),))
+    if _is_block_list(value):
+        return ToolResult(content=tuple(value))
+    try:
+        jsonable = pydantic_core.to_jsonable_python(value, bytes_mode="base64", fallback=_fallback)
+        text = json.dumps(jsonable, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as error:
+        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        raise ResultSerializationError(
+            f"tool {tool_name!r} returned a value of type {kind!r} that cannot be converted "
+            f"to JSON: {error}",
+            hint="Return str, dict, list, a dataclass or a pydantic model.",
+            details={"type": kind},
+        ) from None
+    if isinstance(jsonable, str):
+        return ToolResult.from_text(jsonable)
+    # The JSON text block, as ToolResult.from_structured makes it (serialised once here).
+    return ToolResult(content=(TextContent(text=text),), structured=jsonable)
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, PurePath):  # pydantic serialises Path but not the pure classes
+        return str(value)
+    raise TypeError(f"no JSON form for {type(value).__name__!r}")
+
+
+def _is_block_list(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) > 0
+        and all(isinstance(item, _BLOCK_TYPES) for item in value)
+    )
+
+
+def _bytes_block(data: bytes) -> ContentBlock:
+    mime = _image_mime(data)
+    if mime is not None:
+        return ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+    try:
+        return TextContent(text=data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return EmbeddedResource(
+            uri="data:application/octet-stream",
+            mime_type="application/octet-stream",
+            blob=base64.b64encode(data).decode("ascii"),
+        )
+
+
+def _image_mime(data: bytes) -> str | None:
+    for signature, mime in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None

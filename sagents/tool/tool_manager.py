@@ -1,0 +1,491 @@
+"""``ToolManager``: the registry of tools and the one call path (issue 2, §4; DESIGN.md).
+
+One tool call: find the spec (registered or exported name) -> parse, coerce and validate the
+arguments (:mod:`sagents.tool.arguments`) -> the handler (a local function through
+``LocalTool.invoke``, or a registered :class:`~sagents.tool.handler.ToolHandler`) under a timeout
+-> :func:`~sagents.tool.result_conversion.to_tool_result`. ``run_tool`` is the one
+exception->result boundary: every failure becomes a ``ToolResult`` with ``is_error=True`` and an
+``error`` code; cancellation of the caller always propagates.
+
+``ToolManager()`` holds exactly what it is given. :func:`get_tool_manager` returns the process
+default, which also collects every ``@tool`` imported so far
+(:meth:`ToolManager.collect_discovered`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import (
+    SagentsError,
+    ToolDefinitionError,
+    ToolManagerClosedError,
+    ToolNameConflictError,
+    ToolTimeoutError,
+    UnknownToolError,
+)
+from sagents.tool.arguments import ArgumentValidator, parse_arguments
+from sagents.tool.context import SessionContext
+from sagents.tool.handler import ToolCall, ToolHandler
+from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool.naming import to_exported_name
+from sagents.tool.openai_export import to_openai_tool
+from sagents.tool.result_conversion import to_tool_result
+from sagents.tool.tool_base import discovered_tools, get_local_tool
+
+__all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
+
+DEFAULT_TOOL_TIMEOUT = 300.0
+"""Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
+CallContextFactory = Callable[[ToolCall], AbstractAsyncContextManager[object]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Entry:
+    spec: ToolSpec
+    handler: ToolHandler
+    validator: ArgumentValidator
+    local: LocalTool | None = None
+
+
+@dataclass(frozen=True)
+class _LocalHandler:
+    """Runs a local function and converts what it returns."""
+
+    local: LocalTool
+
+    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        if self.local.is_async:
+            value = await self.local.invoke(arguments, call.session_context)
+        else:
+            # A worker thread cannot be interrupted: on timeout or cancellation the call
+            # returns at once and the thread is abandoned (it finishes in the background).
+            kwargs = self.local.bind(arguments, call.session_context)
+            function = functools.partial(self.local.func, **kwargs)
+            value = await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
+        return to_tool_result(value, tool_name=call.tool_name)
+
+
+class ToolManager:
+    """A registry of tools and the call path to run them.
+
+    Use as ``async with ToolManager() as tm: ...`` or call :meth:`aclose` when done: it releases
+    the resources the manager owns (:meth:`push_async_callback`, :meth:`enter_async_context`);
+    afterwards registrations raise and calls give ``manager_closed`` error results.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._exported: dict[str, str] = {}  # registered -> exported name
+        self._by_exported: dict[str, str] = {}  # exported -> registered name
+        self._exports: dict[tuple[str, bool], str | None] = {}  # (name, strict) -> JSON text
+        self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
+        self._collected_refs: list[LocalTool] = []  # keeps those ids valid
+        self._exit_stack = contextlib.AsyncExitStack()
+        self._call_contexts: list[CallContextFactory] = []
+        self._closed = False
+
+    # -- registration -------------------------------------------------------------------------
+
+    def register_tool(self, tool: Registrable, *, replace: bool = False) -> ToolSpec:
+        """Register a tool.
+
+        Args:
+            tool: A function decorated with ``@tool``; a plain function (its signature and
+                docstring make the spec); a ``LocalTool``; or a ``(ToolSpec, handler)`` pair
+                for a tool executed elsewhere (MCP, built-ins; see :class:`ToolHandler`).
+            replace: Replace a tool already registered under the same name. Without it, a
+                collision is an error: nothing is ever shadowed silently.
+
+        Returns:
+            The registered tool's spec.
+
+        Raises:
+            ToolNameConflictError: the name is taken and ``replace`` is false.
+            ToolDefinitionError: ``tool`` is none of the above, or its schema is invalid.
+            ToolManagerClosedError: after :meth:`aclose`.
+        """
+        self._check_open()
+        entry = _make_entry(tool)
+        name = entry.spec.name
+        if not name:
+            raise ToolDefinitionError("a tool needs a non-empty name")
+        if name in self._entries and not replace:
+            raise ToolNameConflictError(
+                f"a tool named {name!r} is already registered",
+                hint="Pick another name, unregister the old tool, or pass replace=True.",
+                details={"name": name},
+            )
+        exported = to_exported_name(name)
+        holder = self._by_exported.get(exported, name)
+        if holder != name:
+            raise ToolNameConflictError(
+                f"tools {holder!r} and {name!r} would both be exported as {exported!r}",
+                hint="Rename one of them.",
+                details={"names": [holder, name], "exported": exported},
+            )
+        self._entries[name] = entry
+        self._exported[name] = exported
+        self._by_exported[exported] = name
+        self._forget_exports(name)
+        return entry.spec
+
+    def unregister_tool(self, name: str) -> ToolSpec:
+        """Remove a tool by its registered name and return its spec.
+
+        Raises:
+            UnknownToolError: when no tool has that name.
+        """
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            raise self._unknown(name)
+        del self._by_exported[self._exported.pop(name)]
+        self._forget_exports(name)
+        return entry.spec
+
+    def collect_discovered(self) -> list[str]:
+        """Register every ``@tool`` imported so far that this manager has not collected yet.
+
+        A discovered tool whose name is already taken by another tool here is not registered:
+        the conflict is logged as an error naming the tool, and the first tool keeps the name
+        (register explicitly with ``replace=True`` to choose the other one). So that one
+        duplicate name in some imported module cannot make the process default unusable, this
+        step does not raise for it.
+
+        Returns:
+            The names registered by this call.
+        """
+        added = []
+        for local in discovered_tools():
+            if id(local) in self._collected:
+                continue
+            self._collected.add(id(local))
+            self._collected_refs.append(local)
+            try:
+                self.register_tool(local)
+            except ToolNameConflictError as error:
+                logger.error(
+                    "discovered tool %r (%s) was not collected: %s",
+                    local.spec.name,
+                    getattr(local.func, "__module__", "?"),
+                    error.message,
+                )
+                continue
+            added.append(local.spec.name)
+        return added
+
+    # -- lookup and export --------------------------------------------------------------------
+
+    def has_tool(self, name: str) -> bool:
+        """True when ``name`` is a registered or an exported name here."""
+        return name in self._entries or name in self._by_exported
+
+    def list_all_tools_name(self) -> list[str]:
+        """The registered names, sorted."""
+        return sorted(self._entries)
+
+    def list_specs(self) -> list[ToolSpec]:
+        """The specs of every tool, sorted by registered name."""
+        return [self._entries[name].spec for name in sorted(self._entries)]
+
+    def get_tool_spec(self, name: str) -> ToolSpec:
+        """The spec of a tool, by registered or exported name.
+
+        Raises:
+            UnknownToolError: when there is no such tool.
+        """
+        return self._find(name).spec
+
+    def resolve_exported_name(self, name: str) -> str:
+        """The registered name behind an exported (or registered) name.
+
+        Raises:
+            UnknownToolError: when no tool has that name.
+        """
+        return self._find(name).spec.name
+
+    def get_openai_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as an OpenAI Chat Completions function tool, sorted by registered name.
+
+        The sort gives a stable prefix for prompt caching; ``function.name`` is the exported
+        name (``^[a-zA-Z0-9_-]{1,64}$``, see :mod:`sagents.tool.naming`). Exports are cached
+        per tool; each call returns fresh objects the caller may modify.
+
+        One tool's schema never takes the others down: a tool that strict mode cannot express
+        is exported in the faithful mode (without ``"strict": true``), and a tool that cannot
+        be exported at all is left out; both are logged as warnings.
+
+        Args:
+            strict: OpenAI's strict mode (see :mod:`sagents.tool.openai_export`). Pass
+                ``strict=True`` to :meth:`run_tool` for calls the model makes with it.
+        """
+        tools = []
+        for name in sorted(self._entries):
+            key = (name, strict)
+            if key not in self._exports:
+                self._exports[key] = self._export(name, strict=strict)
+            text = self._exports[key]
+            if text is not None:
+                tools.append(json.loads(text))
+        return tools
+
+    def _export(self, name: str, *, strict: bool) -> str | None:
+        spec, exported = self._entries[name].spec, self._exported[name]
+        modes = (True, False) if strict else (False,)
+        for mode in modes:
+            try:
+                tool = to_openai_tool(spec, strict=mode, name=exported)
+            except SagentsError as error:  # SchemaExportError: this tool only
+                logger.warning(
+                    "tool %r cannot be exported%s: %s",
+                    name,
+                    " in strict mode" if mode else "",
+                    error.message,
+                )
+                continue
+            return json.dumps(tool, ensure_ascii=False)
+        return None
+
+    # -- calls --------------------------------------------------------------------------------
+
+    async def run_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        strict: bool = False,
+    ) -> ToolResult:
+        """Run one tool call; never raises for a failure of the call (issue 2, §4).
+
+        Args:
+            name: The registered or the exported name.
+            args: The arguments: a mapping, a JSON text of an object, or None.
+            session_context: The calling session; a fresh default ``SessionContext`` if None.
+            tool_call_id: The model's id of this call (handed to the handler).
+            timeout: Seconds before the call gives a ``timeout`` error result;
+                :data:`DEFAULT_TOOL_TIMEOUT` if None. A sync tool's worker thread cannot be
+                stopped: it is abandoned and finishes in the background.
+            strict: The model saw the strict export: ``null`` for an optional parameter means
+                "absent" (see :mod:`sagents.tool.arguments`).
+
+        Returns:
+            The tool's result, or an error result whose ``error.code`` is one of
+            ``unknown_tool``, ``invalid_arguments``, ``timeout``, ``execution_error``,
+            ``unserializable_result``, ``manager_closed``, or a handler's own code.
+
+        Raises:
+            ValueError: for a ``timeout`` that is not a positive number (a programming error).
+            The caller's cancellation exception: cancellation is never turned into a result.
+        """
+        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
+        if math.isnan(limit) or limit <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        context = session_context if session_context is not None else SessionContext()
+        registered = name
+        try:
+            self._check_open()
+            entry = self._find(name)
+            registered = entry.spec.name
+            arguments = parse_arguments(registered, args)
+            arguments = entry.validator.validate(registered, arguments, strict=strict)
+            call = ToolCall(
+                tool_name=registered,
+                session_context=context,
+                tool_call_id=tool_call_id,
+                timeout=limit,
+            )
+            async with contextlib.AsyncExitStack() as around:
+                for factory in self._call_contexts:
+                    await around.enter_async_context(factory(call))
+                with anyio.move_on_after(limit):
+                    result = await entry.handler(arguments, call)
+                    return (
+                        result
+                        if isinstance(result, ToolResult)
+                        else to_tool_result(result, tool_name=registered)
+                    )
+            raise ToolTimeoutError(
+                f"tool {registered!r} did not finish within {limit:g} seconds",
+                hint="Try again with a smaller request, or ask for a longer timeout.",
+                details={"timeout": limit},
+            )
+        except SagentsError as error:
+            logger.info("tool %r failed: [%s] %s", registered, error.code, error.message)
+            return ToolResult.from_exception(error)
+        except Exception as error:  # the one exception->result boundary of a tool call
+            logger.error("tool %r raised", registered, exc_info=error)
+            return ToolResult.from_error(
+                "execution_error",
+                f"tool {registered!r} failed: {_describe(error)}",
+                details={"exception": type(error).__name__},
+            )
+
+    def add_call_context(self, factory: CallContextFactory) -> None:
+        """Run every later call inside ``factory(call)``, an async context manager.
+
+        The seam for cross-cutting work around each call, such as binding progress events to
+        the call's ``tool_call_id`` (``lambda call: bind_tool_call(hub, ...)``). Contexts are
+        entered in the order added, after the arguments are validated, and exited after the
+        handler returns, fails or times out (the timeout applies to the handler only).
+        Cancellation of the caller passes through them.
+        """
+        self._call_contexts.append(factory)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`aclose`."""
+        return self._closed
+
+    def push_async_callback(self, callback: Callable[[], Awaitable[object]]) -> None:
+        """Have :meth:`aclose` await ``callback()`` (last pushed, first called).
+
+        Raises:
+            ToolManagerClosedError: after :meth:`aclose`.
+        """
+        self._check_open()
+        self._exit_stack.push_async_callback(callback)
+
+    async def enter_async_context(self, manager: AbstractAsyncContextManager[T]) -> T:
+        """Enter an async context manager now and exit it in :meth:`aclose`.
+
+        Used by the MCP layer for its supervisor. Returns what ``__aenter__`` returned.
+
+        Raises:
+            ToolManagerClosedError: after :meth:`aclose`.
+        """
+        self._check_open()
+        return await self._exit_stack.enter_async_context(manager)
+
+    async def aclose(self) -> None:
+        """Release every owned resource, in reverse order; idempotent.
+
+        Runs shielded from cancellation so that a cancelled caller still releases everything.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._exit_stack.aclose()
+
+    async def __aenter__(self) -> ToolManager:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ToolManagerClosedError(
+                "this ToolManager is closed", hint="Create a new ToolManager."
+            )
+
+    def _find(self, name: str) -> _Entry:
+        entry = self._entries.get(name)
+        if entry is None:
+            registered = self._by_exported.get(name)
+            entry = self._entries.get(registered) if registered is not None else None
+        if entry is None:
+            raise self._unknown(name)
+        return entry
+
+    def _unknown(self, name: str) -> UnknownToolError:
+        close = difflib.get_close_matches(name, list(self._entries), n=3)
+        hint = (
+            f"Did you mean {', '.join(repr(c) for c in close)}?"
+            if close
+            else "Call one of the tools you were given."
+        )
+        return UnknownToolError(f"no tool named {name!r}", hint=hint, details={"name": name})
+
+    def _forget_exports(self, name: str) -> None:
+        self._exports.pop((name, False), None)
+        self._exports.pop((name, True), None)
+
+
+def _describe(error: Exception) -> str:
+    """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
+    if isinstance(error, ExceptionGroup):
+        return "; ".join(_describe(leaf) for leaf in error.exceptions)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _make_entry(tool: Registrable) -> _Entry:
+    if isinstance(tool, tuple):
+        if len(tool) != 2 or not isinstance(tool[0], ToolSpec) or not callable(tool[1]):
+            raise ToolDefinitionError("register a (ToolSpec, handler) pair as a 2-tuple")
+        spec, handler = tool
+        return _Entry(spec=spec, handler=handler, validator=_validator(spec, check=True))
+    if isinstance(tool, LocalTool):
+        local = tool
+    elif callable(tool):
+        local = get_local_tool(tool) or build_local_tool(tool)
+    else:
+        raise ToolDefinitionError(
+            f"cannot register {type(tool).__name__!r} as a tool",
+            hint="Register a function, a LocalTool or a (ToolSpec, handler) pair.",
+        )
+    return _Entry(
+        spec=local.spec,
+        handler=_LocalHandler(local),
+        validator=_validator(local.spec, check=False),  # pydantic made it: valid by construction
+        local=local,
+    )
+
+
+def _validator(spec: ToolSpec, *, check: bool) -> ArgumentValidator:
+    try:
+        return ArgumentValidator(spec.input_schema, check=check)
+    except ToolDefinitionError as error:
+        raise ToolDefinitionError(f"tool {spec.name!r}: {error.message}") from None
+
+
+_default_manager: ToolManager | None = None  # the documented process default
+
+
+def get_tool_manager() -> ToolManager:
+    """The process-default ``ToolManager``, with every ``@tool`` imported so far collected.
+
+    Each call collects tools imported since the previous call (the seed design: a module's
+    tools are available once it is imported). A closed default is replaced by a new one.
+
+    Raises:
+        ToolDefinitionError: a discovered tool's signature cannot become a schema.
+    """
+    global _default_manager
+    if _default_manager is None or _default_manager.closed:
+        _default_manager = ToolManager()
+    _default_manager.collect_discovered()
+    return _default_manager

@@ -1,0 +1,222 @@
+"""``ToolProxy``: a session's whitelisted view of one or more tool registries (issue 2, §5).
+
+The seed design's session whitelist: several providers in priority order (index 0 wins a name
+that more than one holds), filtered by ``available_tools``. It has the same interface as
+``ToolManager`` (:class:`~sagents.tool.provider.ToolProvider`) so an agent need not tell them
+apart. It is read-only: register tools on the underlying managers.
+
+The whitelist changes only through :meth:`ToolProxy.allow` (widen, within what the providers
+hold) and :meth:`ToolProxy.restrict` (narrow; the skills layer enforces a skill's
+``allowed-tools`` with it). Names that no provider holds are logged as a warning and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
+
+__all__ = ["ToolProxy"]
+
+logger = logging.getLogger(__name__)
+
+
+class ToolProxy:
+    """A whitelisted, prioritised view of several tool providers.
+
+    Args:
+        tool_managers: Providers in priority order (index 0 first), or a single provider.
+        available_tools: The registered names this session may see and call; None means every
+            tool the providers hold (now and later). Unknown names are logged and ignored.
+    """
+
+    def __init__(
+        self,
+        tool_managers: Sequence[ToolProvider] | ToolProvider,
+        available_tools: Iterable[str] | None = None,
+    ) -> None:
+        if isinstance(tool_managers, ToolProvider):
+            tool_managers = [tool_managers]
+        self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
+        self._allowed: set[str] | None = None
+        if available_tools is not None:
+            self._allowed = self._known(available_tools, "available_tools")
+
+    @property
+    def tool_managers(self) -> tuple[ToolProvider, ...]:
+        """The providers, in priority order."""
+        return self._providers
+
+    @property
+    def available_tools(self) -> frozenset[str] | None:
+        """The whitelist (registered names), or None when everything is visible."""
+        return None if self._allowed is None else frozenset(self._allowed)
+
+    # -- the whitelist ------------------------------------------------------------------------
+
+    def allow(self, names: Iterable[str]) -> list[str]:
+        """Widen the whitelist by ``names`` that some provider holds.
+
+        Returns:
+            The names added (already visible ones and unknown ones are not listed).
+        """
+        if self._allowed is None:
+            return []
+        added = sorted(self._known(names, "allow()") - self._allowed)
+        self._allowed.update(added)
+        return added
+
+    def restrict(self, names: Iterable[str]) -> list[str]:
+        """Narrow the whitelist to the visible tools among ``names``.
+
+        Returns:
+            The names still visible, sorted.
+        """
+        wanted = self._known(names, "restrict()")
+        self._allowed = {n for n in wanted if self._is_allowed(n)}
+        return sorted(self._allowed)
+
+    # -- the ToolProvider interface -----------------------------------------------------------
+
+    def has_tool(self, name: str) -> bool:
+        """True when ``name`` (registered or exported) is visible to this session."""
+        registered = self._resolve(name)
+        return registered is not None and self._is_allowed(registered)
+
+    def list_all_tools_name(self) -> list[str]:
+        """The visible registered names, sorted."""
+        return sorted(self._visible())
+
+    def list_specs(self) -> list[ToolSpec]:
+        """The specs of the visible tools, sorted by registered name."""
+        return [self.get_tool_spec(name) for name in self.list_all_tools_name()]
+
+    def get_tool_spec(self, name: str) -> ToolSpec:
+        """The spec of a visible tool.
+
+        Raises:
+            UnknownToolError: no provider holds the tool.
+            NotAllowedError: the tool exists but is outside the whitelist.
+        """
+        registered, provider = self._locate(name)
+        return provider.get_tool_spec(registered)
+
+    def resolve_exported_name(self, name: str) -> str:
+        """The registered name behind an exported (or registered) name of a visible tool.
+
+        Raises:
+            UnknownToolError: no provider holds the tool.
+            NotAllowedError: the tool exists but is outside the whitelist.
+        """
+        return self._locate(name)[0]
+
+    def get_openai_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """The visible tools as OpenAI function tools, sorted by registered name.
+
+        Each tool keeps the exported name of the provider that holds it. Should a lower-priority
+        provider export another tool under an exported name already taken, that tool is left
+        out with a warning (it could not be called by that name anyway).
+        """
+        tools: dict[str, dict[str, Any]] = {}
+        taken: set[str] = set()
+        for provider in self._providers:
+            for exported in provider.get_openai_tools(strict=strict):
+                exported_name = exported["function"]["name"]
+                registered = provider.resolve_exported_name(exported_name)
+                if registered in tools or not self._is_allowed(registered):
+                    continue  # shadowed by a higher-priority provider, or hidden
+                if exported_name in taken:
+                    logger.warning(
+                        "tool %r is left out: its exported name %r is already taken",
+                        registered,
+                        exported_name,
+                    )
+                    continue
+                taken.add(exported_name)
+                tools[registered] = exported
+        return [tools[name] for name in sorted(tools)]
+
+    async def run_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        strict: bool = False,
+    ) -> ToolResult:
+        """Run a visible tool on the provider that holds it (see ``ToolManager.run_tool``).
+
+        A tool no provider holds gives an ``unknown_tool`` result; one outside the whitelist a
+        ``not_allowed`` result. Cancellation propagates.
+        """
+        try:
+            registered, provider = self._locate(name)
+        except (UnknownToolError, NotAllowedError) as error:
+            return ToolResult.from_exception(error)
+        return await provider.run_tool(
+            registered,
+            args,
+            session_context,
+            tool_call_id=tool_call_id,
+            timeout=timeout,
+            strict=strict,
+        )
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _held(self) -> set[str]:
+        held: set[str] = set()
+        for provider in self._providers:
+            held.update(provider.list_all_tools_name())
+        return held
+
+    def _visible(self) -> set[str]:
+        held = self._held()
+        return held if self._allowed is None else held & self._allowed
+
+    def _is_allowed(self, registered: str) -> bool:
+        return self._allowed is None or registered in self._allowed
+
+    def _resolve(self, name: str) -> str | None:
+        """The registered name of ``name`` in the first provider that knows it."""
+        for provider in self._providers:
+            if provider.has_tool(name):
+                return provider.resolve_exported_name(name)
+        return None
+
+    def _locate(self, name: str) -> tuple[str, ToolProvider]:
+        for provider in self._providers:
+            if provider.has_tool(name):
+                registered = provider.resolve_exported_name(name)
+                if not self._is_allowed(registered):
+                    raise NotAllowedError(
+                        f"tool {registered!r} is not available in this session",
+                        hint="Call one of the tools you were given.",
+                        details={"name": registered},
+                    )
+                return registered, provider
+        raise UnknownToolError(
+            f"no tool named {name!r}",
+            hint="Call one of the tools you were given.",
+            details={"name": name},
+        )
+
+    def _known(self, names: Iterable[str], where: str) -> set[str]:
+        if isinstance(names, str):
+            names = [names]
+        known: set[str] = set()
+        for name in names:
+            registered = self._resolve(name)
+            if registered is None:
+                logger.warning("%s names an unknown tool %r; ignoring it", where, name)
+            else:
+                known.add(registered)
+        return known
