@@ -17,6 +17,11 @@ from sagents.tool.tool_manager import (
     ToolManager,
     get_tool_manager,
 )
+from sagents.tool.tool_progress import (
+    emit_tool_progress,
+    emit_tool_progress_closed,
+    emit_tool_progress_from_thread,
+)
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
@@ -33,6 +38,9 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "build_local_tool",
+    "emit_tool_progress",
+    "emit_tool_progress_closed",
+    "emit_tool_progress_from_thread",
     "get_tool_manager",
     "tool",
 ]

@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import math
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
+from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
@@ -94,7 +96,15 @@ class ToolManager:
     afterwards registrations raise and calls give ``manager_closed`` error results.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, progress_hub: ProgressHub | None = None) -> None:
+        """Create an empty registry.
+
+        Args:
+            progress_hub: Where :func:`~sagents.progress.emit_tool_progress` calls of the tools
+                run here are delivered; the process default hub
+                (:func:`sagents.progress.default_hub`) when None.
+        """
+        self._progress_hub = progress_hub
         self._entries: dict[str, _Entry] = {}
         self._exported: dict[str, str] = {}  # registered -> exported name
         self._by_exported: dict[str, str] = {}  # exported -> registered name
@@ -284,7 +294,8 @@ class ToolManager:
             name: The registered or the exported name.
             args: The arguments: a mapping, a JSON text of an object, or None.
             session_context: The calling session; a fresh default ``SessionContext`` if None.
-            tool_call_id: The model's id of this call (handed to the handler).
+            tool_call_id: The model's id of this call (handed to the handler, and the id of
+                its progress events); a fresh ``call_<hex>`` id when None.
             timeout: Seconds before the call gives a ``timeout`` error result;
                 :data:`DEFAULT_TOOL_TIMEOUT` if None. A sync tool's worker thread cannot be
                 stopped: it is abandoned and finishes in the background.
@@ -314,10 +325,14 @@ class ToolManager:
             call = ToolCall(
                 tool_name=registered,
                 session_context=context,
-                tool_call_id=tool_call_id,
+                tool_call_id=tool_call_id if tool_call_id else f"call_{uuid.uuid4().hex}",
                 timeout=limit,
             )
+            progress_id = call.tool_call_id or ""
             async with contextlib.AsyncExitStack() as around:
+                await around.enter_async_context(
+                    bind_tool_call(self.progress_hub, context.session_id, progress_id)
+                )
                 for factory in self._call_contexts:
                     await around.enter_async_context(factory(call))
                 with anyio.move_on_after(limit):
@@ -355,6 +370,11 @@ class ToolManager:
         self._call_contexts.append(factory)
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def progress_hub(self) -> ProgressHub:
+        """The hub that receives the progress events of this manager's tool calls."""
+        return self._progress_hub if self._progress_hub is not None else default_hub()
 
     @property
     def closed(self) -> bool:
