@@ -1,0 +1,358 @@
+"""Starting, watching and killing one sandboxed process tree (a leaf that touches the OS).
+
+:func:`open_process` forks the launcher (bubblewrap, or the program itself for
+``passthrough``). Before it execs, the forked child — and only it, so there is no race —
+enters the tree's cgroup, sets its rlimits, maps the descriptors it was given on purpose to
+their fixed numbers (run_script's fds 3 and 4) and closes every other descriptor. The parent
+drains the pipes without threads (``anyio.wait_readable``), learns of the exit through a
+pidfd, and ends the whole tree — PID namespace, cgroup, process group — on timeout, on a
+write-budget overrun, on request, or when the owning context exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import resource
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+
+from sagents.errors import SandboxError
+from sagents.sandbox.cgroup import Cgroup
+from sagents.sandbox.types import KillReason, SandboxLimits
+
+__all__ = ["LocalProcess", "ProcessSpec", "open_process"]
+
+WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured
+READ_CHUNK_BYTES = 64 * 1024
+KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL
+_PR_SET_PDEATHSIG = 1
+MAX_FD = 2**31 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessSpec:
+    """Everything :func:`open_process` needs; built by a provider, not by callers.
+
+    Attributes:
+        argv: What to exec on the host (``bwrap ... -- cmd`` or the command itself).
+        env: The exec'd program's complete environment.
+        cwd: Host working directory of the exec'd program.
+        fd_map: ``{number in child: descriptor in parent}``; numbers must be >= 3 and dense
+            from 3 (run_script's ``{3: req_w, 4: rep_r}``, then bwrap's bind descriptors).
+        stdin: ``"pipe"``, ``"devnull"``, or a descriptor.
+        stdout: ``"pipe"`` or a descriptor (a log file).
+        stderr: ``"pipe"``, ``"stdout"`` (same as stdout) or a descriptor.
+        limits: rlimits to set; the cgroup carries the tree-wide ones.
+        cgroup: The tree's cgroup, or None.
+        new_session: Start a new session (process group) for the tree.
+        budget_probe: Returns the workspace's current usage in bytes (for the write budget).
+    """
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    cwd: str
+    fd_map: Mapping[int, int] = field(default_factory=dict)
+    stdin: str | int = "devnull"
+    stdout: str | int = "pipe"
+    stderr: str | int = "pipe"
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    cgroup: Cgroup | None = None
+    new_session: bool = True
+    budget_probe: Callable[[], int] | None = None
+
+
+class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
+    """A non-blocking pipe read end, drained with ``anyio.wait_readable``."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._closed = False
+
+    async def receive(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
+
+
+class _PipeSendStream(anyio.abc.ByteSendStream):
+    """A non-blocking pipe write end."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._closed = False
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                written = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except BrokenPipeError:
+                raise anyio.BrokenResourceError from None
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
+
+
+def _rlimits(limits: SandboxLimits) -> list[tuple[int, int]]:
+    pairs = [
+        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_NPROC, limits.processes),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    return [(which, value) for which, value in pairs if value is not None]
+
+
+def _make_preexec(
+    fd_map: Mapping[int, int], cgroup_fds: Sequence[int], rlimits: Sequence[tuple[int, int]]
+) -> Callable[[], None]:
+    """Build the function the forked child runs before exec: only os calls, no allocation-heavy
+    work, because other threads of the parent may hold locks."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    targets = sorted(fd_map)
+    top = (targets[-1] + 1) if targets else 3
+    sources = [fd_map[t] for t in targets]
+
+    def preexec() -> None:
+        pid = str(os.getpid()).encode()
+        for fd in cgroup_fds:
+            os.write(fd, pid)  # enter the cgroup before anything else can fork
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        temps = [fcntl.fcntl(src, fcntl.F_DUPFD_CLOEXEC, top) for src in sources]
+        for target, temp in zip(targets, temps, strict=True):
+            os.dup2(temp, target, inheritable=True)
+        os.closerange(top, MAX_FD)  # close_range(2): whatever the parent had open is gone
+        for which, value in rlimits:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (value, value))
+
+    return preexec
+
+
+class LocalProcess:
+    """A running sandboxed process tree on this host.
+
+    Attributes:
+        pid: The launcher's pid (bwrap's, or the program's for ``passthrough``).
+        stdin: Write end of the child's stdin, when ``stdin="pipe"``.
+        stdout: Read end of the child's stdout, when ``stdout="pipe"``.
+        stderr: Read end of the child's stderr, when ``stderr="pipe"``.
+        returncode: Exit status once reaped (``-N`` for signal N), else None.
+        killed_reason: Why the sandbox ended it, if it did.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], spec: ProcessSpec) -> None:
+        self._popen = popen
+        self._spec = spec
+        self.pid = popen.pid
+        self.stdin: anyio.abc.ByteSendStream | None = None
+        self.stdout: anyio.abc.ByteReceiveStream | None = None
+        self.stderr: anyio.abc.ByteReceiveStream | None = None
+        self.returncode: int | None = None
+        self.killed_reason: KillReason | None = None
+        self._exited = anyio.Event()
+        self._pidfd: int | None = None
+        with contextlib.suppress(OSError, AttributeError):
+            self._pidfd = os.pidfd_open(popen.pid)
+
+    async def _reap(self) -> None:
+        if self._pidfd is not None:
+            try:
+                await anyio.wait_readable(self._pidfd)
+            finally:
+                os.close(self._pidfd)
+                self._pidfd = None
+            self.returncode = self._popen.wait()
+        else:
+            self.returncode = await anyio.to_thread.run_sync(
+                self._popen.wait, abandon_on_cancel=True
+            )
+        self._exited.set()
+
+    async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
+        probe = self._spec.budget_probe
+        budget = self._spec.limits.write_budget_bytes
+        baseline = await anyio.to_thread.run_sync(probe) if probe and budget else 0
+        deadline = anyio.current_time() + timeout if timeout is not None else None
+        while not self._exited.is_set():
+            wait_for = WATCHDOG_POLL_SECONDS if probe and budget else None
+            if deadline is not None:
+                left = deadline - anyio.current_time()
+                wait_for = left if wait_for is None else min(wait_for, left)
+            with anyio.move_on_after(wait_for):
+                await self._exited.wait()
+            if self._exited.is_set():
+                return
+            if deadline is not None and anyio.current_time() >= deadline:
+                await self.kill("timeout")
+                return
+            if probe and budget:
+                used = await anyio.to_thread.run_sync(probe)
+                if used - baseline > budget:
+                    await self.kill("write_budget")
+                    return
+
+    async def wait(self) -> int:
+        """Wait until the launcher exits; return its status (``-N`` for signal N)."""
+        await self._exited.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill_tree_now(self) -> None:
+        """SIGKILL the whole tree at once: launcher, process group and cgroup."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)  # bwrap: its pid-1 child dies with it
+        if self._spec.new_session:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        if self._spec.cgroup is not None:
+            self._spec.cgroup.kill_all()
+
+    async def kill(self, reason: KillReason = "killed") -> None:
+        """End the whole process tree and reap the launcher (bounded, shielded)."""
+        if self.killed_reason is None and self.returncode is None:
+            self.killed_reason = reason
+        with anyio.CancelScope(shield=True):
+            self.kill_tree_now()
+            with anyio.move_on_after(KILL_REAP_SECONDS):
+                await self._exited.wait()
+
+
+def _stdio(value: str | int, *, child_reads: bool) -> tuple[int, int | None, bool]:
+    """Return ``(child fd, our fd or None, whether we must close the child fd after fork)``."""
+    if value == "pipe":
+        r, w = os.pipe()
+        return (r, w, True) if child_reads else (w, r, True)
+    if value == "devnull":
+        return os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC), None, True
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, None, False
+    raise ValueError(f"unsupported stdio value {value!r}")
+
+
+@asynccontextmanager
+async def open_process(
+    spec: ProcessSpec,
+    *,
+    timeout: float | None,  # noqa: ASYNC109
+    cgroup_owned: Cgroup | None = None,
+) -> AsyncIterator[LocalProcess]:
+    """Start ``spec`` and yield the running :class:`LocalProcess`.
+
+    The process tree is watched (wall ``timeout`` in seconds, write budget) while the context is
+    open; on exit, whatever is left of the tree is killed and reaped, the cgroup removed, and
+    the pipes closed. Leaving the context by cancellation records ``killed_reason="cancelled"``.
+
+    Args:
+        spec: What to start.
+        timeout: Wall-clock seconds before the tree is killed, or None.
+        cgroup_owned: ``spec.cgroup`` when this function should remove it at the end (also
+            when starting fails).
+
+    Raises:
+        SandboxError: when the launcher cannot be started.
+    """
+    streams: list[tuple[int, int | None, bool]] = [_stdio(spec.stdin, child_reads=True)]
+    streams.append(_stdio(spec.stdout, child_reads=False))
+    if spec.stderr == "stdout":
+        streams.append((streams[1][0], None, False))
+    else:
+        streams.append(_stdio(spec.stderr, child_reads=False))
+    cgroup_fds = spec.cgroup.open_procs_fds() if spec.cgroup else []
+    preexec = _make_preexec(spec.fd_map, cgroup_fds, _rlimits(spec.limits))
+    try:
+        # Forked in the event-loop thread on purpose: PDEATHSIG follows the forking thread.
+        popen = subprocess.Popen(  # noqa: ASYNC220
+            list(spec.argv),
+            stdin=streams[0][0],
+            stdout=streams[1][0],
+            stderr=streams[2][0],
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            close_fds=False,  # the preexec function closes everything but the mapped fds
+            preexec_fn=preexec,
+            start_new_session=spec.new_session,
+        )
+    except BaseException as exc:
+        for _, ours, _ in streams:
+            if ours is not None:
+                os.close(ours)
+        if cgroup_owned is not None:
+            cgroup_owned.remove()
+        if isinstance(exc, OSError):
+            raise SandboxError(f"cannot start {spec.argv[0]!r}: {exc.strerror or exc}") from exc
+        raise
+    finally:
+        for fd in cgroup_fds:
+            os.close(fd)
+        for child, _, close in streams:
+            if close:
+                os.close(child)
+    proc = LocalProcess(popen, spec)
+    if streams[0][1] is not None:
+        proc.stdin = _PipeSendStream(streams[0][1])
+    if streams[1][1] is not None:
+        proc.stdout = _PipeReceiveStream(streams[1][1])
+    if streams[2][1] is not None:
+        proc.stderr = _PipeReceiveStream(streams[2][1])
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(proc._reap)
+            tg.start_soon(proc._watch, timeout)
+            try:
+                yield proc
+            except BaseException as exc:
+                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                await proc.kill("cancelled" if cancelled else "killed")
+                raise
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if proc.returncode is None:
+                        await proc.kill("killed")
+                    proc.kill_tree_now()  # leftovers of a tree whose launcher exited
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    await stream.aclose()
+            if spec.cgroup is not None:
+                spec.cgroup.kill_all()
+            if cgroup_owned is not None:
+                cgroup_owned.remove()
