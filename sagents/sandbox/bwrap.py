@@ -158,6 +158,7 @@ def build_bwrap_argv(
         args += ["--ro-bind-fd", str(fd), dest]
     for extra in extra_ro_binds:
         args += ["--ro-bind", extra.host_path, extra.sandbox_path]
+    args += ["--remount-ro", "/"]  # the sandbox's own root tmpfs: nothing to write there
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]

@@ -277,6 +277,7 @@ class HostFiles:
 
     def write_file(self, path: str, data: bytes) -> str:
         """Write ``data`` atomically (temp file + rename); return the sandbox path."""
+        self._check_writable(path, self._relative_parts(path))
         pfd, name, parts = self._resolve(path, follow_final=True)
         try:
             self._check_writable(path, parts)
@@ -349,8 +350,9 @@ class HostFiles:
         self._check_writable(path, parts)
         for depth in range(1 if parents else len(parts), len(parts) + 1):
             sub = self._sandbox_path(parts[:depth])
-            pfd, name, _ = self._resolve(sub, follow_final=True)
+            pfd, name, resolved = self._resolve(sub, follow_final=True)
             try:
+                self._check_writable(path, resolved)
                 if name is not None:
                     try:
                         os.mkdir(name, 0o755, dir_fd=pfd)
@@ -365,6 +367,7 @@ class HostFiles:
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Remove a file, a symlink (not its target) or, with ``recursive``, a directory tree."""
+        self._check_writable(path, self._relative_parts(path))
         pfd, name, parts = self._resolve(path, follow_final=False)
         try:
             self._check_writable(path, parts)
