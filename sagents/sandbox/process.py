@@ -35,7 +35,6 @@ WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured
 READ_CHUNK_BYTES = 64 * 1024
 KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL
 _PR_SET_PDEATHSIG = 1
-MAX_FD = 2**31 - 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +155,13 @@ def _make_preexec(
         temps = [fcntl.fcntl(src, fcntl.F_DUPFD_CLOEXEC, top) for src in sources]
         for target, temp in zip(targets, temps, strict=True):
             os.dup2(temp, target, inheritable=True)
-        os.closerange(top, MAX_FD)  # close_range(2): whatever the parent had open is gone
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            # Close-on-exec descriptors vanish at exec; keeping them open until then keeps
+            # subprocess's error pipe, so a failed exec is still reported as an OSError.
+            with contextlib.suppress(OSError):  # the listing's own fd is already closed
+                if fd >= top and os.get_inheritable(fd):
+                    os.close(fd)
         for which, value in rlimits:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
@@ -251,7 +256,10 @@ class LocalProcess:
         with anyio.CancelScope(shield=True):
             self.kill_tree_now()
             with anyio.move_on_after(KILL_REAP_SECONDS):
-                await self._exited.wait()
+                # Reap here too: the reaper task may already be cancelled with its owner.
+                code = await anyio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
+                self.returncode = code
+                self._exited.set()
 
 
 def _stdio(value: str | int, *, child_reads: bool) -> tuple[int, int | None, bool]:
@@ -315,8 +323,9 @@ async def open_process(
                 os.close(ours)
         if cgroup_owned is not None:
             cgroup_owned.remove()
-        if isinstance(exc, OSError):
-            raise SandboxError(f"cannot start {spec.argv[0]!r}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError | subprocess.SubprocessError):
+            reason = getattr(exc, "strerror", None) or exc
+            raise SandboxError(f"cannot start {spec.argv[0]!r}: {reason}") from exc
         raise
     finally:
         for fd in cgroup_fds:
