@@ -33,9 +33,7 @@ async def any_sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
 
 
 @pytest.fixture(params=["local", "passthrough"])
-async def process_sandbox(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Sandbox]:
+async def process_sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Sandbox]:
     """Providers that run real programs."""
     async for sandbox in _open(request.param, tmp_path / "ws"):
         yield sandbox

@@ -30,6 +30,23 @@ def _host_is_healthy() -> bool:
     return subprocess.run(["true"], check=False, timeout=30).returncode == 0
 
 
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(pid)
+    return found
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
 async def _py(sandbox: Sandbox, code: str, **kwargs: object) -> tuple[int | None, str]:
     python = sandbox.describe().python
     assert python is not None
@@ -50,7 +67,7 @@ async def test_writes_outside_the_workspace_fail(bwrap_sandbox: Sandbox, tmp_pat
     )
     assert b"WROTE" not in done.stdout
     assert outside.read_text() == "original"
-    assert not Path("/usr/x").exists()
+    assert not _exists("/usr/x")
 
 
 async def test_host_secrets_are_not_readable(
@@ -86,7 +103,7 @@ async def test_the_hosts_loopback_is_unreachable(bwrap_sandbox: Sandbox) -> None
         listener.listen()
         listener.setblocking(False)
         port = listener.getsockname()[1]
-        code, out = await _py(
+        _code, out = await _py(
             bwrap_sandbox,
             "import socket\n"
             "try:\n"
@@ -112,6 +129,27 @@ async def test_a_fork_bomb_is_contained(bwrap_sandbox: Sandbox) -> None:
     assert _host_is_healthy()
 
 
+async def test_the_process_limit_binds_even_as_root(bwrap_sandbox: Sandbox) -> None:
+    code, out = await _py(
+        bwrap_sandbox,
+        "import os, time\n"
+        "started = 0\n"
+        "try:\n"
+        "    for _ in range(200):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        started += 1\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+        "print(started)\n",
+        timeout=30,
+    )
+    assert code == 0, out
+    assert "refused 11" in out  # EAGAIN from the pids cgroup
+    assert int(out.split()[-1]) < 64  # TEST_LIMITS.processes
+
+
 async def test_a_memory_bomb_is_contained(tmp_path: Path) -> None:
     limits = SandboxLimits(memory_bytes=256 * 1024**2, wall_timeout_seconds=60)
     async with create_sandbox(
@@ -122,7 +160,7 @@ async def test_a_memory_bomb_is_contained(tmp_path: Path) -> None:
             "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n",
         )
     assert code != 0
-    assert "MemoryError" in out or code is not None and code < 0
+    assert "MemoryError" in out or (code is not None and code < 0)
     assert _host_is_healthy()
 
 
@@ -199,16 +237,7 @@ async def test_no_process_outlives_the_sandbox(bwrap_sandbox: Sandbox) -> None:
         ]
     )
     assert done.stdout == b"started\n"
-    survivors = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                survivors.append(pid)
-    assert survivors == []
+    assert _processes_with(marker) == []
 
 
 async def test_no_host_descriptor_is_inherited(bwrap_sandbox: Sandbox, tmp_path: Path) -> None:

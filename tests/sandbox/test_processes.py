@@ -30,9 +30,7 @@ async def test_run_timeout_is_not_stalled_by_a_grandchild_holding_the_pipes(
     process_sandbox: Sandbox,
 ) -> None:
     with anyio.fail_after(30):
-        done = await process_sandbox.run(
-            ["sh", "-c", "setsid sleep 600 & sleep 600"], timeout=0.5
-        )
+        done = await process_sandbox.run(["sh", "-c", "setsid sleep 600 & sleep 600"], timeout=0.5)
     assert done.timed_out
 
 
