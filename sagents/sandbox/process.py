@@ -93,6 +93,7 @@ class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            anyio.notify_closing(self._fd)  # wake a task still waiting on it
             os.close(self._fd)
 
 
@@ -121,16 +122,33 @@ class _PipeSendStream(anyio.abc.ByteSendStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            anyio.notify_closing(self._fd)  # wake a task still waiting on it
             os.close(self._fd)
 
 
+def _user_process_count() -> int:
+    """Processes of our real uid (RLIMIT_NPROC counts them all, not just the sandbox's)."""
+    uid = os.getuid()
+    count = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(f"/proc/{name}").st_uid == uid
+    return count
+
+
 def _rlimits(limits: SandboxLimits) -> list[tuple[int, int]]:
+    nproc = limits.processes
+    if nproc is not None:
+        # Root ignores RLIMIT_NPROC (the pids cgroup binds instead); for other users the limit
+        # counts every process of the uid, so it is set above what already runs.
+        nproc = None if os.geteuid() == 0 else nproc + _user_process_count()
     pairs = [
         (resource.RLIMIT_AS, limits.memory_bytes),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_FSIZE, limits.file_size_bytes),
         (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_NPROC, limits.processes),
+        (resource.RLIMIT_NPROC, nproc),
         (resource.RLIMIT_CORE, 0),
     ]
     return [(which, value) for which, value in pairs if value is not None]

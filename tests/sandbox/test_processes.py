@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from pathlib import Path
+
 import anyio
 import pytest
 
-from sagents.sandbox import Sandbox
+from sagents.errors import SandboxError
+from sagents.sandbox import Sandbox, create_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -140,3 +144,25 @@ async def test_background_task_that_forks_away_is_killed_with_its_tree(
         final = await process_sandbox.kill(task)
     assert final.state == "killed"
     assert final.exit_code is not None
+
+
+async def test_fifty_megabytes_of_output_do_not_grow_our_memory(process_sandbox: Sandbox) -> None:
+    tracemalloc.start()
+    try:
+        done = await process_sandbox.run(
+            ["head", "-c", "50000000", "/dev/zero"], max_output_bytes=4096
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done.stdout_truncated
+    assert peak < 8 * 1024 * 1024
+
+
+async def test_a_background_start_that_cannot_launch_is_a_clear_error(tmp_path: Path) -> None:
+    async with create_sandbox("passthrough", workspace=str(tmp_path / "ws")) as sandbox:
+        with pytest.raises(SandboxError, match="no-such-program"):
+            await sandbox.start(["no-such-program-xyz"])
+        task = await sandbox.start(["echo", "still works"])
+        with anyio.fail_after(30):
+            assert (await sandbox.wait(task)).exit_code == 0
