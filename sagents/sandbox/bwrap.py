@@ -145,7 +145,9 @@ def build_bwrap_argv(
         cwd: The working directory inside.
     """
     prefix, _ = python_runtime()
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+    # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability of the
+    # new user namespace, enough to remount the read-only binds read-write.
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += _system_args()
     args += ["--ro-bind", prefix, prefix]
     args += ["--proc", "/proc", "--dev", "/dev"]

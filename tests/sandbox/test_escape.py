@@ -309,3 +309,21 @@ async def test_read_only_mode_makes_the_workspace_read_only_inside(tmp_path: Pat
     assert b"Read-only file system" in done.stderr
     assert (tmp_path / "ws" / "keep.txt").read_text() == "keep"
     assert not (tmp_path / "ws" / "new.txt").exists()
+
+
+async def test_read_only_binds_cannot_be_remounted_or_unmounted(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    probe = f"sagents-escape-{uuid.uuid4().hex}"
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            "mount -o remount,rw,bind /usr; mount -o remount,rw,bind .agent; umount .agent;"
+            "unshare -Urm sh -c 'mount -o remount,rw,bind /usr';"
+            f"touch /usr/{probe} .agent/{probe}; grep CapEff /proc/self/status",
+        ]
+    )
+    assert b"CapEff:\t0000000000000000" in done.stdout
+    assert not _exists(f"/usr/{probe}")
+    assert not _exists(str(tmp_path / "ws" / ".agent" / probe))
