@@ -31,7 +31,8 @@ from sagents.sandbox.types import KillReason, SandboxLimits
 
 __all__ = ["LocalProcess", "ProcessSpec", "open_process"]
 
-WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured
+WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured, at most
+WATCHDOG_SCAN_SHARE = 10  # wait >= 10x the last scan's duration: a huge workspace costs <10% CPU
 READ_CHUNK_BYTES = 64 * 1024
 KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL
 _PR_SET_PDEATHSIG = 1
@@ -230,10 +231,15 @@ class LocalProcess:
     async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
         probe = self._spec.budget_probe
         budget = self._spec.limits.write_budget_bytes
-        baseline = await anyio.to_thread.run_sync(probe) if probe and budget else 0
+        interval = WATCHDOG_POLL_SECONDS
         deadline = anyio.current_time() + timeout if timeout is not None else None
+        baseline = 0
+        if probe and budget:
+            started = anyio.current_time()
+            baseline = await anyio.to_thread.run_sync(probe)
+            interval = max(interval, WATCHDOG_SCAN_SHARE * (anyio.current_time() - started))
         while not self._exited.is_set():
-            wait_for = WATCHDOG_POLL_SECONDS if probe and budget else None
+            wait_for = interval if probe and budget else None
             if deadline is not None:
                 left = deadline - anyio.current_time()
                 wait_for = left if wait_for is None else min(wait_for, left)
@@ -245,7 +251,10 @@ class LocalProcess:
                 await self.kill("timeout")
                 return
             if probe and budget:
+                started = anyio.current_time()
                 used = await anyio.to_thread.run_sync(probe)
+                took = anyio.current_time() - started
+                interval = max(WATCHDOG_POLL_SECONDS, WATCHDOG_SCAN_SHARE * took)
                 if used - baseline > budget:
                     await self.kill("write_budget")
                     return
