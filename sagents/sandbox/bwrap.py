@@ -24,6 +24,8 @@ from sagents.sandbox.types import ReadOnlyBind
 __all__ = [
     "ETC_FILES",
     "INSTALL_HINT",
+    "LAUNCHER_PROBE_ENV",
+    "REQUIRED_OPTIONS",
     "BindFd",
     "build_bwrap_argv",
     "find_bwrap",
@@ -52,6 +54,9 @@ ETC_FILES = (
     "services",
     "ssl",
 )
+# Options this module relies on; --size and --ro-bind-fd arrived in bubblewrap 0.8.
+REQUIRED_OPTIONS = ("--size", "--ro-bind-fd", "--bind-fd", "--cap-drop", "--remount-ro")
+LAUNCHER_PROBE_ENV = {"PATH": "/usr/bin:/bin"}
 BindFd = tuple[int, str]
 """A directory descriptor (opened ``O_NOFOLLOW``) and where it appears inside."""
 
@@ -69,10 +74,20 @@ def find_bwrap() -> str:
             "the 'local' sandbox needs bubblewrap ('bwrap'), which is not installed",
             hint=INSTALL_HINT,
         )
+    usage = subprocess.run(
+        [path, "--help"], capture_output=True, env=LAUNCHER_PROBE_ENV, check=False, timeout=30
+    ).stdout.decode(errors="replace")
+    missing = [option for option in REQUIRED_OPTIONS if option not in usage]
+    if missing:
+        raise SandboxUnavailableError(
+            f"bubblewrap at {path!r} is too old: it lacks {', '.join(missing)} "
+            "(bubblewrap >= 0.8 is required)",
+            hint="upgrade bubblewrap: apt-get install --only-upgrade bubblewrap",
+        )
     probe = subprocess.run(
         [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
         capture_output=True,
-        env={"PATH": "/usr/bin:/bin"},
+        env=LAUNCHER_PROBE_ENV,
         check=False,
         timeout=30,
     )

@@ -84,6 +84,13 @@ class LocalSandbox:
                 self._host_workspace,
             )
 
+    @property
+    def host_workspace(self) -> str:
+        """The workspace's real path on this host (for host-side writers such as run_script's
+        records, which must open it with :func:`~sagents.sandbox.open_dir_fd` and write through
+        :func:`~sagents.sandbox.safe_open_in`). Only local providers have one."""
+        return self._host_workspace
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> LocalSandbox:

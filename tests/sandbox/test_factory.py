@@ -31,6 +31,20 @@ def test_local_without_bubblewrap_says_how_to_install_it(
     assert caught.value.code == "sandbox_unavailable"
 
 
+def test_an_old_bubblewrap_is_refused_with_the_version_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'usage: bwrap [OPTIONS...] COMMAND'\necho '  --bind SRC DEST'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: str(fake))
+    with pytest.raises(SandboxUnavailableError, match=r"bubblewrap >= 0\.8") as caught:
+        create_sandbox("local", workspace=str(tmp_path / "ws"))
+    assert "--size" in caught.value.message
+
+
 def test_passthrough_is_explicit_and_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
