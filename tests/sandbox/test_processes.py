@@ -27,7 +27,7 @@ async def test_run_timeout_kills_the_program_and_says_so(process_sandbox: Sandbo
     assert done.timed_out
     assert done.killed_reason == "timeout"
     assert done.exit_code is None
-    assert done.stdout == b"started\n"
+    assert b"started\n".startswith(done.stdout)  # on a loaded machine it may not have started
 
 
 async def test_run_timeout_is_not_stalled_by_a_grandchild_holding_the_pipes(
