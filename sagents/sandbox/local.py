@@ -203,6 +203,8 @@ class LocalSandbox:
         fd_map = dict(extra_fds or {})
         if sorted(fd_map) != list(range(3, 3 + len(fd_map))):
             raise ValueError(f"extra_fds numbers must be dense from 3, got {sorted(fd_map)}")
+        if cwd is not None and not cwd.startswith("/"):
+            cwd = f"{self._workspace}/{cwd}"  # relative to the workspace, like the file API
         limits = self.params.limits
         binds = (*self.params.extra_ro_binds, *extra_ro_binds)
         to_close: list[int] = []

@@ -61,6 +61,12 @@ async def test_cwd_defaults_to_the_workspace(process_sandbox: Sandbox) -> None:
     assert done.stdout.decode().strip() == process_sandbox.describe().workspace
 
 
+async def test_a_relative_cwd_is_relative_to_the_workspace(process_sandbox: Sandbox) -> None:
+    await process_sandbox.mkdir("sub/dir")
+    done = await process_sandbox.run(["pwd"], cwd="sub/dir")
+    assert done.stdout.decode().strip() == process_sandbox.describe().workspace + "/sub/dir"
+
+
 async def test_python_runs_inside(process_sandbox: Sandbox) -> None:
     python = process_sandbox.describe().python
     assert python is not None
