@@ -151,3 +151,18 @@ async def test_bad_read_ranges_are_clear_errors(any_sandbox: Sandbox) -> None:
         await any_sandbox.read_background_output_range(task_id, -1, 10)
     with pytest.raises(ValueError, match="max_bytes"):
         await any_sandbox.read_background_output_range(task_id, 0, 0)
+
+
+async def test_multibyte_output_survives_tiny_read_windows(any_sandbox: Sandbox) -> None:
+    task_id = await any_sandbox.start(["echo", "a€b😀c"])
+    with anyio.fail_after(30):
+        await any_sandbox.wait(task_id, timeout=30)
+    pieces: list[str] = []
+    offset = 0
+    for _ in range(32):
+        text, offset = await any_sandbox.read_background_output_range(task_id, offset, 2)
+        if not text:
+            break
+        pieces.append(text)
+    assert "".join(pieces) == "a€b😀c\n"
+    assert not any("\ufffd" in piece for piece in pieces)
