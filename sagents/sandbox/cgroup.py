@@ -98,15 +98,6 @@ class Cgroup:
     version: str
     dirs: tuple[str, ...]
 
-    def open_procs_fds(self) -> list[int]:
-        """Open every ``cgroup.procs`` for writing; the forked child writes its pid to each.
-
-        The descriptors are close-on-exec; the caller closes them in the parent after spawning.
-        """
-        return [
-            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs
-        ]
-
     def pids(self) -> list[int]:
         """Processes currently in the cgroup (empty when it is gone)."""
         found: set[int] = set()

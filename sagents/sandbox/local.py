@@ -24,6 +24,7 @@ from sagents.sandbox.background import BackgroundTask, drain_capped, read_log_ra
 from sagents.sandbox.bwrap import build_bwrap_argv, find_bwrap, python_runtime
 from sagents.sandbox.cgroup import Cgroup, cgroup_support, create_cgroup
 from sagents.sandbox.hostfs import HostFiles, open_dir_fd, safe_open_in
+from sagents.sandbox.launcher import find_helpers
 from sagents.sandbox.process import LocalProcess, ProcessSpec, open_process
 from sagents.sandbox.types import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -73,6 +74,7 @@ class LocalSandbox:
         )
         self._cgroups = cgroup_support()
         self._python = python_runtime()[1]
+        self._helpers = find_helpers()
         self._tasks: dict[str, BackgroundTask] = {}
         self._logs_dir: str | None = None
         self._stack: AsyncExitStack | None = None
@@ -246,6 +248,11 @@ class LocalSandbox:
                 host_argv = list(argv)
                 launch_env = self._env(env)
                 host_cwd = cwd or self._host_workspace
+                if shutil.which(argv[0], path=launch_env["PATH"]) is None:
+                    raise SandboxError(
+                        f"cannot start {argv[0]!r}: no such program",
+                        hint=f"PATH inside is {launch_env['PATH']!r}",
+                    )
             if self._cgroups.available:
                 try:
                     cgroup = create_cgroup(
@@ -264,6 +271,7 @@ class LocalSandbox:
                 limits=limits,
                 cgroup=cgroup,
                 budget_probe=self._files.usage_bytes if limits.write_budget_bytes else None,
+                helpers=self._helpers,
             )
             wall = timeout if timeout is not None else limits.wall_timeout_seconds
             owned, cgroup = cgroup, None  # open_process removes it from here on

@@ -12,10 +12,7 @@ write-budget overrun, on request, or when the owning context exits.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import fcntl
 import os
-import resource
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -27,6 +24,7 @@ import anyio.abc
 
 from sagents.errors import SandboxError
 from sagents.sandbox.cgroup import Cgroup
+from sagents.sandbox.launcher import Child, start_child
 from sagents.sandbox.types import KillReason, SandboxLimits
 
 __all__ = ["LocalProcess", "ProcessSpec", "open_process"]
@@ -55,6 +53,8 @@ class ProcessSpec:
         cgroup: The tree's cgroup, or None.
         new_session: Start a new session (process group) for the tree.
         budget_probe: Returns the workspace's current usage in bytes (for the write budget).
+        helpers: ``prlimit`` and ``setpriv`` for the spawn way (see
+            :mod:`sagents.sandbox.launcher`); None forks with a ``preexec_fn``.
     """
 
     argv: Sequence[str]
@@ -68,6 +68,7 @@ class ProcessSpec:
     cgroup: Cgroup | None = None
     new_session: bool = True
     budget_probe: Callable[[], int] | None = None
+    helpers: tuple[str, str | None] | None = None
 
 
 class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
@@ -127,67 +128,6 @@ class _PipeSendStream(anyio.abc.ByteSendStream):
             os.close(self._fd)
 
 
-def _user_process_count() -> int:
-    """Processes of our real uid (RLIMIT_NPROC counts them all, not just the sandbox's)."""
-    uid = os.getuid()
-    count = 0
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                count += os.stat(f"/proc/{name}").st_uid == uid
-    return count
-
-
-def _rlimits(limits: SandboxLimits) -> list[tuple[int, int]]:
-    nproc = limits.processes
-    if nproc is not None:
-        # Root ignores RLIMIT_NPROC (the pids cgroup binds instead); for other users the limit
-        # counts every process of the uid, so it is set above what already runs.
-        nproc = None if os.geteuid() == 0 else nproc + _user_process_count()
-    pairs = [
-        (resource.RLIMIT_AS, limits.memory_bytes),
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-        (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_NPROC, nproc),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    return [(which, value) for which, value in pairs if value is not None]
-
-
-def _make_preexec(
-    fd_map: Mapping[int, int], cgroup_fds: Sequence[int], rlimits: Sequence[tuple[int, int]]
-) -> Callable[[], None]:
-    """Build the function the forked child runs before exec: only os calls, no allocation-heavy
-    work, because other threads of the parent may hold locks."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    prctl = libc.prctl
-    targets = sorted(fd_map)
-    top = (targets[-1] + 1) if targets else 3
-    sources = [fd_map[t] for t in targets]
-
-    def preexec() -> None:
-        pid = str(os.getpid()).encode()
-        for fd in cgroup_fds:
-            os.write(fd, pid)  # enter the cgroup before anything else can fork
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        temps = [fcntl.fcntl(src, fcntl.F_DUPFD_CLOEXEC, top) for src in sources]
-        for target, temp in zip(targets, temps, strict=True):
-            os.dup2(temp, target, inheritable=True)
-        for name in os.listdir("/proc/self/fd"):
-            fd = int(name)
-            # Close-on-exec descriptors vanish at exec; keeping them open until then keeps
-            # subprocess's error pipe, so a failed exec is still reported as an OSError.
-            with contextlib.suppress(OSError):  # the listing's own fd is already closed
-                if fd >= top and os.get_inheritable(fd):
-                    os.close(fd)
-        for which, value in rlimits:
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(which, (value, value))
-
-    return preexec
-
-
 class LocalProcess:
     """A running sandboxed process tree on this host.
 
@@ -200,10 +140,10 @@ class LocalProcess:
         killed_reason: Why the sandbox ended it, if it did.
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes], spec: ProcessSpec) -> None:
-        self._popen = popen
+    def __init__(self, child: Child, spec: ProcessSpec) -> None:
+        self._child = child
         self._spec = spec
-        self.pid = popen.pid
+        self.pid = child.pid
         self.stdin: anyio.abc.ByteSendStream | None = None
         self.stdout: anyio.abc.ByteReceiveStream | None = None
         self.stderr: anyio.abc.ByteReceiveStream | None = None
@@ -212,7 +152,7 @@ class LocalProcess:
         self._exited = anyio.Event()
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
-            self._pidfd = os.pidfd_open(popen.pid)
+            self._pidfd = os.pidfd_open(child.pid)
 
     async def _reap(self) -> None:
         if self._pidfd is not None:
@@ -221,10 +161,10 @@ class LocalProcess:
             finally:
                 os.close(self._pidfd)
                 self._pidfd = None
-            self.returncode = self._popen.wait()
+            self.returncode = self._child.reap()  # exited: does not block
         else:
             self.returncode = await anyio.to_thread.run_sync(
-                self._popen.wait, abandon_on_cancel=True
+                self._child.reap, abandon_on_cancel=True
             )
         self._exited.set()
 
@@ -284,7 +224,7 @@ class LocalProcess:
             self.kill_tree_now()
             with anyio.move_on_after(KILL_REAP_SECONDS):
                 # Reap here too: the reaper task may already be cancelled with its owner.
-                code = await anyio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
+                code = await anyio.to_thread.run_sync(self._child.reap, abandon_on_cancel=True)
                 self.returncode = code
                 self._exited.set()
 
@@ -329,20 +269,18 @@ async def open_process(
         streams.append((streams[1][0], None, False))
     else:
         streams.append(_stdio(spec.stderr, child_reads=False))
-    cgroup_fds = spec.cgroup.open_procs_fds() if spec.cgroup else []
-    preexec = _make_preexec(spec.fd_map, cgroup_fds, _rlimits(spec.limits))
+    procs_files = [f"{d}/cgroup.procs" for d in spec.cgroup.dirs] if spec.cgroup else []
     try:
-        # Forked in the event-loop thread on purpose: PDEATHSIG follows the forking thread.
-        popen = subprocess.Popen(  # noqa: ASYNC220
-            list(spec.argv),
-            stdin=streams[0][0],
-            stdout=streams[1][0],
-            stderr=streams[2][0],
+        # Started from the event-loop thread on purpose: PDEATHSIG follows the starting thread.
+        child = start_child(
+            spec.argv,
+            env=spec.env,
             cwd=spec.cwd,
-            env=dict(spec.env),
-            close_fds=False,  # the preexec function closes everything but the mapped fds
-            preexec_fn=preexec,
-            start_new_session=spec.new_session,
+            fds={0: streams[0][0], 1: streams[1][0], 2: streams[2][0], **spec.fd_map},
+            procs_files=procs_files,
+            limits=spec.limits,
+            new_session=spec.new_session,
+            helpers=spec.helpers,
         )
     except BaseException as exc:
         for _, ours, _ in streams:
@@ -355,12 +293,10 @@ async def open_process(
             raise SandboxError(f"cannot start {spec.argv[0]!r}: {reason}") from exc
         raise
     finally:
-        for fd in cgroup_fds:
-            os.close(fd)
-        for child, _, close in streams:
+        for fd, _, close in streams:
             if close:
-                os.close(child)
-    proc = LocalProcess(popen, spec)
+                os.close(fd)
+    proc = LocalProcess(child, spec)
     if streams[0][1] is not None:
         proc.stdin = _PipeSendStream(streams[0][1])
     if streams[1][1] is not None:

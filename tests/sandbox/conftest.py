@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox
+from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox, local
 from sagents.sandbox.types import SandboxKind
 
 TEST_LIMITS = SandboxLimits(
@@ -32,10 +32,17 @@ async def any_sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
         yield sandbox
 
 
-@pytest.fixture(params=["local", "passthrough"])
-async def process_sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Sandbox]:
-    """Providers that run real programs."""
-    async for sandbox in _open(request.param, tmp_path / "ws"):
+@pytest.fixture(params=["local", "passthrough", "local-fork"])
+async def process_sandbox(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Sandbox]:
+    """Providers that run real programs; ``local-fork`` starts them the fallback way (a
+    ``preexec_fn`` instead of ``posix_spawn`` + ``prlimit``)."""
+    kind = request.param
+    if kind == "local-fork":
+        monkeypatch.setattr(local, "find_helpers", lambda: None)
+        kind = "local"
+    async for sandbox in _open(kind, tmp_path / "ws"):
         yield sandbox
 
 
