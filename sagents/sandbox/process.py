@@ -1,9 +1,8 @@
-"""Starting, watching and killing one sandboxed process tree (a leaf that touches the OS).
+"""Running, watching and killing one sandboxed process tree (a leaf that touches the OS).
 
-:func:`open_process` forks the launcher (bubblewrap, or the program itself for
-``passthrough``). Before it execs, the forked child — and only it, so there is no race —
-enters the tree's cgroup, sets its rlimits, maps the descriptors it was given on purpose to
-their fixed numbers (run_script's fds 3 and 4) and closes every other descriptor. The parent
+:func:`open_process` starts the launcher (bubblewrap, or the program itself for
+``passthrough``) through :mod:`sagents.sandbox.launcher`, which puts it in its cgroup, under its
+rlimits and with exactly the descriptors it was given before anything of it runs. The parent
 drains the pipes without threads (``anyio.wait_readable``), learns of the exit through a
 pidfd, and ends the whole tree — PID namespace, cgroup, process group — on timeout, on a
 write-budget overrun, on request, or when the owning context exits.
