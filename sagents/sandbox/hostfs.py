@@ -83,9 +83,7 @@ def safe_open_in(dir_fd: int, relpath: str, flags: int, mode: int = 0o644) -> in
         for part in parts[:-1]:
             current = _open_component(current, part, _DIR_FLAGS, 0, relpath)
             opened.append(current)
-        return _open_component(
-            current, parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, relpath
-        )
+        return _open_regular(current, parts[-1], flags, mode, relpath)
     finally:
         for fd in opened:
             os.close(fd)
@@ -101,6 +99,31 @@ def _open_component(dir_fd: int, name: str, flags: int, mode: int, whole: str) -
                 details={"path": whole},
             ) from exc
         raise
+
+
+def _open_regular(dir_fd: int, name: str, flags: int, mode: int, whole: str) -> int:
+    """Open the last component: never a symlink, and never a FIFO or device, which could block
+    the host in ``open`` or feed it endless data (``O_NONBLOCK`` until checked)."""
+    nonblock = flags & os.O_NONBLOCK
+    try:
+        fd = _open_component(
+            dir_fd, name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode, whole
+        )
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # a FIFO without a reader, opened for writing
+            raise
+        raise PathNotAllowedError(
+            f"{whole!r} is not a regular file or directory", details={"path": whole}
+        ) from exc
+    st_mode = os.fstat(fd).st_mode
+    if not (stat_mod.S_ISREG(st_mode) or stat_mod.S_ISDIR(st_mode)):
+        os.close(fd)
+        raise PathNotAllowedError(
+            f"{whole!r} is not a regular file or directory", details={"path": whole}
+        )
+    if not nonblock and not flags & os.O_PATH:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def _is_symlink(dir_fd: int, name: str) -> bool:
@@ -267,7 +290,7 @@ class HostFiles:
         try:
             if name is None:
                 raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+            fd = _open_regular(pfd, name, os.O_RDONLY, 0, path)
         finally:
             os.close(pfd)
         with os.fdopen(fd, "rb") as f:

@@ -105,3 +105,20 @@ def test_usage_counts_allocated_bytes(root: Path) -> None:
     before = files.usage_bytes()
     (root / "big.bin").write_bytes(b"x" * 100_000)
     assert files.usage_bytes() - before >= 100_000
+
+
+def test_a_planted_fifo_neither_blocks_nor_is_opened(root: Path, dir_fd: int) -> None:
+    os.mkfifo(root / "output.txt")
+    with pytest.raises(PathNotAllowedError, match="not a regular file"):
+        safe_open_in(dir_fd, "output.txt", os.O_WRONLY)
+    with pytest.raises(PathNotAllowedError, match="not a regular file"):
+        HostFiles(str(root), "/workspace").read_file("output.txt")
+
+
+def test_safe_open_in_returns_a_blocking_descriptor(dir_fd: int) -> None:
+    fd = safe_open_in(dir_fd, "sub/f.txt", os.O_RDONLY)
+    try:
+        assert os.get_blocking(fd)
+        assert os.read(fd, 100) == b"inside"
+    finally:
+        os.close(fd)
