@@ -22,6 +22,7 @@ from sagents.sandbox import (
     open_dir_fd,
     safe_open_in,
 )
+from sagents.sandbox.process import LocalProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -162,6 +163,75 @@ async def test_a_memory_bomb_is_contained(tmp_path: Path) -> None:
     assert code != 0
     assert "MemoryError" in out or (code is not None and code < 0)
     assert _host_is_healthy()
+
+
+def _memory_cgroup_of(pid: int) -> tuple[str, str]:
+    """The memory cgroup directory of ``pid`` and its limit file (v1 or v2)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return f"/sys/fs/cgroup/memory{path}", "memory.limit_in_bytes"
+    path = next(
+        line.split(":", 2)[2]
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        if line.startswith("0::")
+    )
+    return f"/sys/fs/cgroup{path}", "memory.max"
+
+
+async def test_every_process_of_the_tree_is_in_the_memory_limited_cgroup(
+    tmp_path: Path,
+) -> None:
+    limits = SandboxLimits(memory_bytes=200 * 1024**2, wall_timeout_seconds=60)
+    async with create_sandbox(
+        "local", SandboxParams(workspace=str(tmp_path / "ws"), limits=limits)
+    ) as sandbox:
+        assert sandbox.describe().cgroups
+        python = sandbox.describe().python
+        hog = f"{python} -c \"b = b'x' * (50 * 2**20); print('held', flush=True); input()\""
+        script = f"for i in 1 2; do {hog} & done; echo started; wait"
+        async with sandbox.spawn(["sh", "-c", script], stdin=True) as proc:
+            assert proc.stdout is not None
+            assert isinstance(proc, LocalProcess)
+            seen = b""
+            with anyio.fail_after(60):
+                while seen.count(b"held") < 2:
+                    seen += await proc.stdout.receive()
+            directory, limit_file = _memory_cgroup_of(proc.pid)
+            limit = _read(f"{directory}/{limit_file}")
+            members = set(_read(f"{directory}/cgroup.procs").split())
+            tree = _descendants(proc.pid)
+            usage_file = (
+                "memory.usage_in_bytes" if limit_file.endswith("bytes") else "memory.current"
+            )
+            usage = int(_read(f"{directory}/{usage_file}"))
+            await proc.kill()
+    assert int(limit) == 200 * 1024**2
+    assert len(tree) >= 4  # bwrap, its pid 1, sh, two hogs
+    assert tree <= members
+    assert usage >= 50 * 1024**2  # the hogs' memory is charged to the sandbox's cgroup
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as f:
+        return f.read().strip()
+
+
+def _descendants(pid: int) -> set[str]:
+    children: dict[str, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = _read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(entry)
+    found, todo = {str(pid)}, [str(pid)]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
 
 
 async def test_exceeding_the_write_budget_ends_the_run(bwrap_sandbox: Sandbox) -> None:
