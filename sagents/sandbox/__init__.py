@@ -1,3 +1,56 @@
-"""sagents.sandbox (see DESIGN.md, "Layers")."""
+"""The sandbox layer: the ``Sandbox`` protocol and its providers (DESIGN.md, "Layers").
 
-__all__: list[str] = []
+``create_sandbox("local" | "passthrough" | "memory", workspace=...)`` builds a provider; see
+docs/sandbox.md for the security model.
+"""
+
+from sagents.sandbox.factory import create_sandbox
+from sagents.sandbox.hostfs import HostFiles, open_dir_fd, safe_open_in
+from sagents.sandbox.local import LocalSandbox
+from sagents.sandbox.memory import MemorySandbox
+from sagents.sandbox.protocol import Sandbox, SandboxProcess
+from sagents.sandbox.types import (
+    DEFAULT_ENV_ALLOWLIST,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    CompletedRun,
+    DirEntry,
+    FileStat,
+    IsolationLevel,
+    KillReason,
+    ReadOnlyBind,
+    SandboxInfo,
+    SandboxKind,
+    SandboxLimits,
+    SandboxMode,
+    SandboxParams,
+    TaskState,
+    TaskStatus,
+)
+from sagents.sandbox.utf8 import decode_utf8_window
+
+__all__ = [
+    "DEFAULT_ENV_ALLOWLIST",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "CompletedRun",
+    "DirEntry",
+    "FileStat",
+    "HostFiles",
+    "IsolationLevel",
+    "KillReason",
+    "LocalSandbox",
+    "MemorySandbox",
+    "ReadOnlyBind",
+    "Sandbox",
+    "SandboxInfo",
+    "SandboxKind",
+    "SandboxLimits",
+    "SandboxMode",
+    "SandboxParams",
+    "SandboxProcess",
+    "TaskState",
+    "TaskStatus",
+    "create_sandbox",
+    "decode_utf8_window",
+    "open_dir_fd",
+    "safe_open_in",
+]

@@ -1,0 +1,399 @@
+"""The escape suite: every way out of the bubblewrap sandbox that issue 4 §1 lists must fail,
+and the host must stay healthy afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.errors import PathNotAllowedError
+from sagents.sandbox import (
+    Sandbox,
+    SandboxLimits,
+    SandboxParams,
+    create_sandbox,
+    open_dir_fd,
+    safe_open_in,
+)
+from sagents.sandbox.process import LocalProcess
+
+pytestmark = pytest.mark.anyio
+
+
+def _host_is_healthy() -> bool:
+    return subprocess.run(["true"], check=False, timeout=30).returncode == 0
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(pid)
+    return found
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+async def _py(sandbox: Sandbox, code: str, **kwargs: object) -> tuple[int | None, str]:
+    python = sandbox.describe().python
+    assert python is not None
+    done = await sandbox.run([python, "-c", code], **kwargs)  # type: ignore[arg-type]
+    return done.exit_code, (done.stdout + done.stderr).decode(errors="replace")
+
+
+async def test_writes_outside_the_workspace_fail(bwrap_sandbox: Sandbox, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("original")
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            f"for p in /etc/x /usr/x /x {outside} /root/x; do "
+            f"(echo pwned > $p) 2>/dev/null && echo WROTE $p; done; true",
+        ]
+    )
+    assert b"WROTE" not in done.stdout
+    assert outside.read_text() == "original"
+    assert not _exists("/usr/x")
+
+
+async def test_host_secrets_are_not_readable(
+    bwrap_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = f"sk-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SAGENTS_API_KEY", secret)
+    home_file = Path.home() / f".sagents-escape-{uuid.uuid4().hex}"
+    home_file.write_text(secret)
+    try:
+        done = await bwrap_sandbox.run(
+            [
+                "sh",
+                "-c",
+                f"cat {home_file}; env; cat /proc/1/environ; cat /proc/self/environ;"
+                "for f in /proc/[0-9]*/environ; do cat $f; done; ls -a ~ /root; true",
+            ]
+        )
+    finally:
+        home_file.unlink()
+    assert secret.encode() not in done.stdout + done.stderr
+    assert b"PATH=" in done.stdout  # the commands did run
+
+
+async def test_bwrap_itself_starts_with_a_minimal_environment(bwrap_sandbox: Sandbox) -> None:
+    done = await bwrap_sandbox.run(["cat", "/proc/1/environ"])
+    assert sorted(done.stdout.split(b"\0")[:-1]) == [b"PATH=/usr/bin:/bin"]
+
+
+async def test_the_hosts_loopback_is_unreachable(bwrap_sandbox: Sandbox) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        _code, out = await _py(
+            bwrap_sandbox,
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    print('CONNECTED')\n"
+            "except OSError as exc:\n"
+            "    print('refused', exc)\n",
+        )
+        assert "refused" in out
+        assert "CONNECTED" not in out
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+
+
+async def test_a_fork_bomb_is_contained(bwrap_sandbox: Sandbox) -> None:
+    info = bwrap_sandbox.describe()
+    assert info.cgroups, "CI runs as root with writable cgroups"
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run(
+            ["sh", "-c", "b() { b | b & }; b; sleep 600"], timeout=3, max_output_bytes=1000
+        )
+    assert done.killed_reason == "timeout"
+    assert _host_is_healthy()
+
+
+async def test_the_process_limit_binds_even_as_root(bwrap_sandbox: Sandbox) -> None:
+    code, out = await _py(
+        bwrap_sandbox,
+        "import os, time\n"
+        "started = 0\n"
+        "try:\n"
+        "    for _ in range(200):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        started += 1\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+        "print(started)\n",
+        timeout=30,
+    )
+    assert code == 0, out
+    assert "refused 11" in out  # EAGAIN from the pids cgroup
+    assert int(out.split()[-1]) < 64  # TEST_LIMITS.processes
+
+
+async def test_a_memory_bomb_is_contained(tmp_path: Path) -> None:
+    limits = SandboxLimits(memory_bytes=256 * 1024**2, wall_timeout_seconds=60)
+    async with create_sandbox(
+        "local", SandboxParams(workspace=str(tmp_path / "ws"), limits=limits)
+    ) as sandbox:
+        code, out = await _py(
+            sandbox,
+            "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n",
+        )
+    assert code != 0
+    assert "MemoryError" in out or (code is not None and code < 0)
+    assert _host_is_healthy()
+
+
+def _memory_cgroup_of(pid: int) -> tuple[str, str]:
+    """The memory cgroup directory of ``pid`` and its limit file (v1 or v2)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return f"/sys/fs/cgroup/memory{path}", "memory.limit_in_bytes"
+    path = next(
+        line.split(":", 2)[2]
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        if line.startswith("0::")
+    )
+    return f"/sys/fs/cgroup{path}", "memory.max"
+
+
+async def test_every_process_of_the_tree_is_in_the_memory_limited_cgroup(
+    tmp_path: Path,
+) -> None:
+    limits = SandboxLimits(memory_bytes=200 * 1024**2, wall_timeout_seconds=60)
+    async with create_sandbox(
+        "local", SandboxParams(workspace=str(tmp_path / "ws"), limits=limits)
+    ) as sandbox:
+        assert sandbox.describe().cgroups
+        python = sandbox.describe().python
+        hog = f"{python} -c \"b = b'x' * (50 * 2**20); print('held', flush=True); input()\""
+        script = f"for i in 1 2; do {hog} & done; echo started; wait"
+        async with sandbox.spawn(["sh", "-c", script], stdin=True) as proc:
+            assert proc.stdout is not None
+            assert isinstance(proc, LocalProcess)
+            seen = b""
+            with anyio.fail_after(60):
+                while seen.count(b"held") < 2:
+                    seen += await proc.stdout.receive()
+            directory, limit_file = _memory_cgroup_of(proc.pid)
+            limit = _read(f"{directory}/{limit_file}")
+            members = set(_read(f"{directory}/cgroup.procs").split())
+            tree = _descendants(proc.pid)
+            usage_file = (
+                "memory.usage_in_bytes" if limit_file.endswith("bytes") else "memory.current"
+            )
+            usage = int(_read(f"{directory}/{usage_file}"))
+            await proc.kill()
+    assert int(limit) == 200 * 1024**2
+    assert len(tree) >= 4  # bwrap, its pid 1, sh, two hogs
+    assert tree <= members
+    assert usage >= 50 * 1024**2  # the hogs' memory is charged to the sandbox's cgroup
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as f:
+        return f.read().strip()
+
+
+def _descendants(pid: int) -> set[str]:
+    children: dict[str, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = _read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(entry)
+    found, todo = {str(pid)}, [str(pid)]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+async def test_exceeding_the_write_budget_ends_the_run(bwrap_sandbox: Sandbox) -> None:
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run(
+            [
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; "
+                "i=$((i+1)); sleep 0.02; done",
+            ]
+        )
+    assert done.killed_reason == "write_budget"
+    assert len(await bwrap_sandbox.glob("f*")) < 200
+
+
+async def test_private_tmp_is_size_bounded(bwrap_sandbox: Sandbox) -> None:
+    done = await bwrap_sandbox.run(["sh", "-c", "head -c 33554432 /dev/zero > /tmp/big"])
+    assert done.exit_code != 0
+    assert b"No space left" in done.stderr
+
+
+async def test_proc_shows_only_the_sandbox(bwrap_sandbox: Sandbox) -> None:
+    host_pid = os.getpid()
+    code, out = await _py(
+        bwrap_sandbox,
+        "import json, os\n"
+        "print(max(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+        f"print(os.path.exists('/proc/{host_pid}/root'))\n"
+        "print(json.dumps(sorted(os.listdir('/proc/1/root/root'))"
+        " if os.path.isdir('/root') else []))\n",
+    )
+    assert code == 0, out
+    highest_pid, host_pid_visible, root_home = out.splitlines()
+    assert int(highest_pid) < 10  # only the sandbox's own few processes
+    assert host_pid_visible == "False"
+    # The sandbox's own /root holds at most the Python runtime's mount point (pyenv).
+    assert set(json.loads(root_home)) <= {".pyenv"}
+
+
+async def test_symlinks_out_of_the_workspace_lead_nowhere(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("safe")
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            f"ln -s /etc/passwd passwd && ln -s {victim} victim && "
+            "(echo pwned > victim) 2>/dev/null; cat victim; true",
+        ]
+    )
+    assert b"safe" not in done.stdout
+    assert victim.read_text() == "safe"
+    with pytest.raises(PathNotAllowedError):
+        await bwrap_sandbox.read_file("passwd")
+    with pytest.raises(PathNotAllowedError):
+        await bwrap_sandbox.write_file("victim", b"pwned")
+    assert victim.read_text() == "safe"
+
+
+async def test_no_process_outlives_the_sandbox(bwrap_sandbox: Sandbox) -> None:
+    marker = f"sagents-escape-{uuid.uuid4().hex}"
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            f"setsid nohup {python} -c 'import time; time.sleep(600)' {marker} "
+            "> /dev/null 2>&1 < /dev/null & echo started",
+        ]
+    )
+    assert done.stdout == b"started\n"
+    assert _processes_with(marker) == []
+
+
+async def test_no_host_descriptor_is_inherited(bwrap_sandbox: Sandbox, tmp_path: Path) -> None:
+    leaked = os.open(tmp_path, os.O_RDONLY)
+    os.set_inheritable(leaked, True)
+    try:
+        code, out = await _py(
+            bwrap_sandbox,
+            "import os\n"
+            "open_fds = []\n"
+            "for fd in range(3, 4096):\n"
+            "    try:\n"
+            "        os.fstat(fd)\n"
+            "        open_fds.append(fd)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "print(open_fds)\n",
+        )
+    finally:
+        os.close(leaked)
+    assert (code, out) == (0, "[]\n")
+
+
+async def test_a_host_writer_is_not_tricked_by_a_planted_symlink(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    dir_fd = open_dir_fd(str(workspace))  # opened before the sandbox plants anything
+    victim = tmp_path / "victim.txt"
+    victim.write_text("safe")
+    (tmp_path / "victim_dir").mkdir()
+    try:
+        await bwrap_sandbox.run(
+            ["sh", "-c", f"ln -s {victim} output.txt; ln -s {tmp_path}/victim_dir records"]
+        )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        with pytest.raises(PathNotAllowedError):
+            safe_open_in(dir_fd, "output.txt", flags)
+        with pytest.raises(PathNotAllowedError):
+            safe_open_in(dir_fd, "records/calls.jsonl", flags)
+    finally:
+        os.close(dir_fd)
+    assert victim.read_text() == "safe"
+    assert list((tmp_path / "victim_dir").iterdir()) == []
+
+
+async def test_agent_dir_is_read_only_inside(bwrap_sandbox: Sandbox, tmp_path: Path) -> None:
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            "(touch .agent/forged) 2>/dev/null && echo TOUCHED; "
+            "(mv .agent moved) 2>/dev/null && echo MOVED; "
+            "(rm -rf .agent) 2>/dev/null; test -d .agent && echo STILL_THERE",
+        ]
+    )
+    assert done.stdout == b"STILL_THERE\n"
+    assert not (tmp_path / "ws" / ".agent" / "forged").exists()
+
+
+async def test_read_only_mode_makes_the_workspace_read_only_inside(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "keep.txt").write_text("keep")
+    async with create_sandbox("local", workspace=str(tmp_path / "ws"), mode="read_only") as sb:
+        done = await sb.run(["sh", "-c", "cat keep.txt; echo x > keep.txt; echo y > new.txt"])
+        with pytest.raises(PathNotAllowedError):
+            await sb.write_file("new.txt", b"y")
+    assert done.stdout == b"keep"
+    assert b"Read-only file system" in done.stderr
+    assert (tmp_path / "ws" / "keep.txt").read_text() == "keep"
+    assert not (tmp_path / "ws" / "new.txt").exists()
+
+
+async def test_read_only_binds_cannot_be_remounted_or_unmounted(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    probe = f"sagents-escape-{uuid.uuid4().hex}"
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            "mount -o remount,rw,bind /usr; mount -o remount,rw,bind .agent; umount .agent;"
+            "unshare -Urm sh -c 'mount -o remount,rw,bind /usr';"
+            f"touch /usr/{probe} .agent/{probe}; grep CapEff /proc/self/status",
+        ]
+    )
+    assert b"CapEff:\t0000000000000000" in done.stdout
+    assert not _exists(f"/usr/{probe}")
+    assert not _exists(str(tmp_path / "ws" / ".agent" / probe))
