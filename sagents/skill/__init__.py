@@ -30,9 +30,12 @@ from sagents.skill.sandbox_sync import (
 )
 from sagents.skill.schema import ProblemSeverity, SkillProblem, SkillSchema, SourceForm
 from sagents.skill.session import SkillSession
+from sagents.skill.skill_tool import LOAD_SKILL_SPEC, READ_SKILL_FILE_SPEC, SkillTools
 
 __all__ = [
     "DEFAULT_SANDBOX_SKILLS_ROOT",
+    "LOAD_SKILL_SPEC",
+    "READ_SKILL_FILE_SPEC",
     "LoadedSkill",
     "ProblemSeverity",
     "SandboxFiles",
@@ -45,6 +48,7 @@ __all__ = [
     "SkillSchema",
     "SkillSession",
     "SkillSource",
+    "SkillTools",
     "SourceForm",
     "SyncOutcome",
     "ToolRestrictor",
