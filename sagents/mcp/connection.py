@@ -32,7 +32,7 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
 from sagents.mcp.convert import mcp_tool_name, tool_to_spec
 from sagents.mcp.params import ServerParams, describe_params
-from sagents.mcp.session import open_session
+from sagents.mcp.session import ToolListFilter, open_session
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
 
@@ -95,6 +95,7 @@ class ServerConnection:
         self._specs: tuple[ToolSpec, ...] = ()
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
+        self._tool_filter: ToolListFilter | None = None
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
 
     # ---- what callers see -------------------------------------------------------------------
@@ -119,7 +120,7 @@ class ServerConnection:
         info = session.server_info if session is not None else None
         return ServerStatus(
             name=self.name,
-            state=self._state,
+            state="failed" if (self._dead and self._state == "ready") else self._state,
             transport=describe_params(self.params),
             protocol_version=session.protocol_version if session is not None else None,
             server_name=info.name if info is not None else None,
@@ -239,6 +240,7 @@ class ServerConnection:
                     )
                     connect_scope.deadline = math.inf
                     session = opened.session
+                    self._tool_filter = opened.tool_filter
                     await self._list_tools(session)
                     self._session, self._pid = session, opened.pid
                     self._consecutive_failures = 0
@@ -321,6 +323,11 @@ class ServerConnection:
         by_name: dict[str, types.Tool] = {}
         specs: list[ToolSpec] = []
         withheld: list[WithheldTool] = []
+        if self._tool_filter is not None:
+            for name, reason in self._tool_filter.rejected.items():
+                logger.warning("MCP server %r: withholding tool %r: %s", self.name, name, reason)
+                withheld.append(WithheldTool(name=name, reason=reason))
+            self._tool_filter.rejected.clear()
         for tool in tools:
             if tool.name in by_name:
                 withheld.append(WithheldTool(name=tool.name, reason="listed twice by the server"))

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self
 
 import anyio
 import httpx2
@@ -33,6 +33,7 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.methods import validate_server_result
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     LATEST_MODERN_VERSION,
@@ -48,14 +49,13 @@ __all__ = [
     "CLIENT_INFO",
     "OpenedSession",
     "SendMark",
+    "ToolListFilter",
     "negotiate",
     "open_session",
     "track_send",
 ]
 
 CLIENT_INFO = types.Implementation(name="sagents", version="0.1.0")
-
-T = TypeVar("T")
 
 
 class SendMark:
@@ -68,23 +68,81 @@ class SendMark:
 _CURRENT_MARK: ContextVar[SendMark | None] = ContextVar("sagents_mcp_send_mark", default=None)
 
 
-class _WatchedRead(Generic[T]):
+class ToolListFilter:
+    """Drops, from ``tools/list`` answers, each tool that fails the SDK's validation alone.
+
+    The SDK validates a listing as a whole, so one tool with, say, a non-object root schema
+    would cost every other tool of the server (LESSONS.md, "MCP upstreams"). The filter checks
+    each tool separately against the negotiated version's ``ListToolsResult`` and keeps the
+    rejected ones, with reasons, in :attr:`rejected` for the server's status.
+    """
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.rejected: dict[str, str] = {}
+        self._pending: set[types.RequestId] = set()
+
+    def note_request(self, message: types.JSONRPCMessage) -> None:
+        """Remember the id of an outgoing ``tools/list`` request."""
+        if isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+            self._pending.add(message.id)
+
+    def filter(self, item: SessionMessage) -> SessionMessage:
+        """Return ``item``, without the invalid tools when it answers ``tools/list``."""
+        message = item.message
+        if not isinstance(message, types.JSONRPCResponse) or message.id not in self._pending:
+            return item
+        self._pending.discard(message.id)
+        tools = message.result.get("tools")
+        if not isinstance(tools, list):
+            return item
+        version = self.version or "2025-11-25"
+        kept: list[Any] = []
+        for tool in tools:
+            try:
+                validate_server_result("tools/list", version, {**message.result, "tools": [tool]})
+            except ValidationError as error:
+                name = tool.get("name") if isinstance(tool, dict) else None
+                first = error.errors()[0]
+                where = ".".join(str(p) for p in first["loc"][2:]) or "tool"
+                self.rejected[str(name)] = f"invalid tool definition at {where}: {first['msg']}"
+                continue
+            except (KeyError, ValueError):
+                return item  # a version without a tools/list surface: leave it to the SDK
+            kept.append(tool)
+        if len(kept) == len(tools):
+            return item
+        result = {**message.result, "tools": kept}
+        response = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+        return SessionMessage(response, metadata=item.metadata)
+
+
+class _WatchedRead:
     """A read stream that calls ``on_end`` once when the transport's side ends."""
 
-    def __init__(self, inner: ReadStream[T], on_end: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        inner: ReadStream[SessionMessage | Exception],
+        on_end: Callable[[], None],
+        tools: ToolListFilter,
+    ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._tools = tools
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
-    async def receive(self) -> T:
+    async def receive(self) -> SessionMessage | Exception:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if isinstance(item, SessionMessage):
+            return self._tools.filter(item)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -92,7 +150,7 @@ class _WatchedRead(Generic[T]):
     def __aiter__(self) -> Self:
         return self
 
-    async def __anext__(self) -> T:
+    async def __anext__(self) -> SessionMessage | Exception:
         try:
             return await self.receive()
         except anyio.EndOfStream:
@@ -111,10 +169,12 @@ class _WatchedRead(Generic[T]):
 class _MarkedWrite:
     """A write stream that marks the calling task's :class:`SendMark` when a request goes out."""
 
-    def __init__(self, inner: WriteStream[SessionMessage]) -> None:
+    def __init__(self, inner: WriteStream[SessionMessage], tools: ToolListFilter) -> None:
         self._inner = inner
+        self._tools = tools
 
     async def send(self, item: SessionMessage, /) -> None:
+        self._tools.note_request(item.message)
         mark = _CURRENT_MARK.get()
         if mark is not None and isinstance(item.message, types.JSONRPCRequest):
             mark.sent = True
@@ -213,6 +273,7 @@ class OpenedSession:
 
     session: ClientSession
     pid: int | None = None
+    tool_filter: ToolListFilter | None = None
 
 
 async def open_session(
@@ -273,13 +334,15 @@ async def open_session(
         read, write = await stack.enter_async_context(
             streamable_http_client(params.url, http_client=http)
         )
+    tool_filter = ToolListFilter()
     session = await stack.enter_async_context(
         ClientSession(
-            _WatchedRead(read, on_end),
-            _MarkedWrite(write),
+            _WatchedRead(read, on_end, tool_filter),
+            _MarkedWrite(write, tool_filter),
             message_handler=message_handler,
             client_info=CLIENT_INFO,
         )
     )
     await negotiate(session, discover_timeout=settings.discover_timeout)
-    return OpenedSession(session=session, pid=pid)
+    tool_filter.version = session.protocol_version
+    return OpenedSession(session=session, pid=pid, tool_filter=tool_filter)
