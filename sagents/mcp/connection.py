@@ -95,6 +95,7 @@ class ServerConnection:
         self._specs: tuple[ToolSpec, ...] = ()
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
+        self._closing = False
         self._tool_filter: ToolListFilter | None = None
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
 
@@ -163,8 +164,14 @@ class ServerConnection:
             self._last_error = reason
             self._wake.set()
 
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closing
+
     async def close(self) -> None:
         """End the worker (and with it the session and any process) and wait for it."""
+        self._closing = True
         if self._scope is not None:
             self._scope.cancel()
         else:
@@ -242,13 +249,14 @@ class ServerConnection:
                     session = opened.session
                     self._tool_filter = opened.tool_filter
                     await self._list_tools(session)
-                    self._session, self._pid = session, opened.pid
-                    self._consecutive_failures = 0
-                    self._last_error = None
-                    self._set_state("ready")
                     async with anyio.create_task_group() as tg:
                         if self._wants_listen(session):
-                            tg.start_soon(self._listen, session)
+                            # Subscribed before `ready`: events have no replay.
+                            await tg.start(self._listen, session)
+                        self._session, self._pid = session, opened.pid
+                        self._consecutive_failures = 0
+                        self._last_error = None
+                        self._set_state("ready")
                         await self._serve(session)
                         tg.cancel_scope.cancel()
             except Exception as error:  # noqa: BLE001 - the supervision boundary of one connection
@@ -273,9 +281,24 @@ class ServerConnection:
             and bool(caps.tools.list_changed)
         )
 
-    async def _listen(self, session: ClientSession) -> None:
+    async def _listen(
+        self,
+        session: ClientSession,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         try:
-            async with listen(session, tools_list_changed=True) as subscription:
+            with anyio.fail_after(self.settings.list_timeout):
+                subscribing = listen(session, tools_list_changed=True)
+                subscription = await subscribing.__aenter__()
+        except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
+            logger.info("MCP server %r: no tools subscription: %s", self.name, _describe(error))
+            task_status.started()
+            return
+        task_status.started()
+        try:
+            async with AsyncExitStack() as stack:
+                stack.push_async_exit(subscribing)
                 async for _event in subscription:
                     self._relist = True
                     self._wake.set()

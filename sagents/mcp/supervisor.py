@@ -338,8 +338,15 @@ class MCPSupervisor:
                 )
             limit = timeout if timeout is not None else connection.settings.call_timeout
             result: ToolResult | None = None
+            started = anyio.current_time()
             with anyio.move_on_after(limit):
                 result = await self._call(connection, tool, arguments or {}, progress_callback)
+            if result is None and (limit is None or anyio.current_time() - started < limit):
+                # An in-process server's handler runs under our await; closing it lands here.
+                raise UpstreamUnavailableError(
+                    f"MCP server {server!r} closed during the call",
+                    details={"server": server, "tool": tool},
+                )
             if result is None:
                 raise ToolTimeoutError(
                     f"tool {tool!r} of MCP server {server!r} did not answer within {limit} s",
@@ -368,9 +375,9 @@ class MCPSupervisor:
                             tool, arguments, progress_callback=progress_callback
                         )
                     except MCPError as error:
-                        if error.code != CONNECTION_CLOSED:
+                        if error.code != CONNECTION_CLOSED and not connection.closing:
                             raise _jsonrpc_error(name, tool, error) from None
-                        reason = "the server closed the connection during the call"
+                        reason = "the connection closed during the call"
                     except _TRANSPORT_ERRORS as error:
                         reason = f"the transport failed during the call: {error}"
                     except (RuntimeError, ValidationError) as error:
@@ -382,7 +389,8 @@ class MCPSupervisor:
                     else:
                         return convert_result(raw)
             connection.mark_dead(reason)
-            if attempt == 0 and (not mark.sent or _retry_safe(connection, tool)):
+            retry = not mark.sent or _retry_safe(connection, tool)
+            if attempt == 0 and retry and not connection.closing:
                 logger.info("MCP server %r: retrying %r on a new connection", name, tool)
                 continue
             raise UpstreamUnavailableError(

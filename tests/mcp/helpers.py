@@ -33,7 +33,9 @@ def tiny_legacy() -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=[str(SERVERS / "tiny_legacy.py")])
 
 
-def node_server(package: str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+def node_server(
+    package: str, *args: str, env: dict[str, str] | None = None
+) -> StdioServerParameters:
     """stdio params of an npm reference server installed by scripts/setup-peers.sh."""
     script = NODE_MODULES / package / "dist" / "index.js"
     return StdioServerParameters(command="node", args=[str(script), *args], env=env)

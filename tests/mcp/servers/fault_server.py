@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -45,8 +46,11 @@ def _tool(name: str, schema: dict[str, Any] | None = None, **kw: Any) -> types.T
     return types.Tool(name=name, description=f"The {name} tool.", input_schema=schema or OBJ, **kw)
 
 
-def build_server(modes: set[str]) -> Server[Any]:
-    """Build the server for ``modes`` (see the module docstring)."""
+def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> Server[Any]:
+    """Build the server for ``modes`` (see the module docstring).
+
+    ``on_hang`` is called when a ``hang`` call starts (in-process tests wait on it).
+    """
     bus = InMemorySubscriptionBus()
     cancelled = anyio.Event()
     extra: list[types.Tool] = []
@@ -119,6 +123,8 @@ def build_server(modes: set[str]) -> Server[Any]:
         if name == "die":
             os._exit(3)
         if name == "hang":
+            if on_hang is not None:
+                on_hang()
             try:
                 await anyio.sleep_forever()
             finally:
@@ -185,7 +191,7 @@ async def _serve(modes: set[str]) -> None:
 def main() -> None:
     modes = set(sys.argv[1:])
     if "garbage" in modes:
-        sys.stdout.buffer.write(b"this is not JSON-RPC\n{\"jsonrpc\": broken\n\xff\xfe junk\n")
+        sys.stdout.buffer.write(b'this is not JSON-RPC\n{"jsonrpc": broken\n\xff\xfe junk\n')
         sys.stdout.flush()
     if "slow_start" in modes:
         time.sleep(5)
