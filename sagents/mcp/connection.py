@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 
 import anyio
@@ -96,6 +96,7 @@ class ServerConnection:
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
         self._closing = False
+        self._call_scopes: set[anyio.CancelScope] = set()
         self._tool_filter: ToolListFilter | None = None
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
 
@@ -158,11 +159,29 @@ class ServerConnection:
             await self._changed.wait()
 
     def mark_dead(self, reason: str) -> None:
-        """Record that the connection is lost (seen by a caller); the worker tears it down."""
+        """Record that the connection is lost; in-flight calls end, the worker tears it down."""
         if not self._dead:
             self._dead = True
             self._last_error = reason
             self._wake.set()
+        self._abort_calls()
+
+    @contextmanager
+    def call_scope(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope around one call, cancelled when the connection dies or closes.
+
+        So no call outlives its connection, whatever the transport does with pending requests.
+        """
+        with anyio.CancelScope() as scope:
+            self._call_scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                self._call_scopes.discard(scope)
+
+    def _abort_calls(self) -> None:
+        for scope in list(self._call_scopes):
+            scope.cancel()
 
     @property
     def closing(self) -> bool:
@@ -172,6 +191,7 @@ class ServerConnection:
     async def close(self) -> None:
         """End the worker (and with it the session and any process) and wait for it."""
         self._closing = True
+        self._abort_calls()
         if self._scope is not None:
             self._scope.cancel()
         else:
@@ -267,6 +287,7 @@ class ServerConnection:
             )
         if self._last_error:
             logger.warning("MCP server %r failed: %s", self.name, self._last_error)
+        self._abort_calls()
         self._session = None
         self._pid = None
         self._consecutive_failures += 1

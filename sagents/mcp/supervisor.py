@@ -368,8 +368,9 @@ class MCPSupervisor:
         details = {"server": name, "tool": tool}
         for attempt in range(2):
             session = await connection.ready_session()
+            reason = "the connection closed during the call"
             async with connection.limiter:
-                with track_send() as mark:
+                with track_send() as mark, connection.call_scope() as scope:
                     try:
                         raw = await session.call_tool(
                             tool, arguments, progress_callback=progress_callback
@@ -377,7 +378,6 @@ class MCPSupervisor:
                     except MCPError as error:
                         if error.code != CONNECTION_CLOSED and not connection.closing:
                             raise _jsonrpc_error(name, tool, error) from None
-                        reason = "the connection closed during the call"
                     except _TRANSPORT_ERRORS as error:
                         reason = f"the transport failed during the call: {error}"
                     except (RuntimeError, ValidationError) as error:
@@ -388,6 +388,8 @@ class MCPSupervisor:
                         ) from None
                     else:
                         return convert_result(raw)
+                if scope.cancelled_caught:
+                    reason = "the connection ended during the call"
             connection.mark_dead(reason)
             retry = not mark.sent or _retry_safe(connection, tool)
             if attempt == 0 and retry and not connection.closing:
