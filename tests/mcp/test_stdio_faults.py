@@ -41,6 +41,17 @@ async def test_a_server_dying_mid_call_fails_the_call_and_restarts_on_the_next(
     assert "not JSON-RPC" in (tmp_path / "f.log").read_text()
 
 
+async def test_an_idempotent_call_is_retried_once_on_a_restarted_server(tmp_path: Path) -> None:
+    params = fault_server(env={"DIE_ONCE_FILE": str(tmp_path / "died")})
+    async with MCPSupervisor(log_dir=tmp_path) as sup:
+        await sup.add_server("f", params, FAST)
+        with anyio.fail_after(30):
+            result = await sup.call_tool("f", "die_once")
+        restarts = sup.status("f").restarts
+    assert result.text == "survived"
+    assert restarts == 1
+
+
 async def test_close_ends_a_server_that_ignores_sigterm_and_its_grandchild(
     tmp_path: Path,
 ) -> None:

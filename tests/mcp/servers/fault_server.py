@@ -12,7 +12,8 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
 
 Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang``, ``was_cancelled``,
 ``progress``, ``content``, ``structured_only``, ``error_empty``, ``jsonrpc_error``, ``big``
-(5 MB), ``add_tool`` (adds ``extra`` and publishes a tools-changed event), ``pid``.
+(5 MB), ``add_tool`` (adds ``extra`` and publishes a tools-changed event), ``pid``, ``die_once`` (idempotent; exits
+on its first call, marked by the file ``$DIE_ONCE_FILE``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
         _tool("big"),
         _tool("add_tool"),
         _tool("pid"),
+        _tool("die_once", annotations=types.ToolAnnotations(idempotent_hint=True)),
         _tool("long_task", execution=types.ToolExecution(task_support="required")),
     ]
     if "bad_schemas" in modes:
@@ -169,6 +171,13 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
             extra.append(_tool(f"extra{len(extra)}"))
             await bus.publish(ToolsListChanged())
             return types.CallToolResult(content=[types.TextContent(text="added")])
+        if name == "die_once":
+            marker = os.environ["DIE_ONCE_FILE"]
+            if not os.path.exists(marker):
+                with open(marker, "w") as f:
+                    f.write("died")
+                os._exit(4)
+            return types.CallToolResult(content=[types.TextContent(text="survived")])
         if name == "pid":
             return types.CallToolResult(content=[types.TextContent(text=str(os.getpid()))])
         raise MCPError(code=-32602, message=f"unknown tool {name!r}")
