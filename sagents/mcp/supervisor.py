@@ -26,7 +26,13 @@ import anyio.abc
 import httpx2
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    REQUEST_TIMEOUT,
+)
 from pydantic import ValidationError
 
 from sagents.core.result import ToolResult
@@ -43,7 +49,7 @@ from sagents.errors import (
 )
 from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
 from sagents.mcp.convert import check_server_name, convert_result
-from sagents.mcp.params import ServerParams
+from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
 from sagents.mcp.session import track_send
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerStatus
@@ -376,7 +382,14 @@ class MCPSupervisor:
                             tool, arguments, progress_callback=progress_callback
                         )
                     except MCPError as error:
-                        if error.code != CONNECTION_CLOSED and not connection.closing:
+                        if _session_expired(error) and isinstance(
+                            connection.params, StreamableHttpServerParameters
+                        ):
+                            # HTTP 404 for our session id: the server never ran the request,
+                            # so a new session (re-initialisation) may safely send it again.
+                            reason = "the server no longer knows our HTTP session"
+                            mark.sent = False
+                        elif error.code != CONNECTION_CLOSED and not connection.closing:
                             raise _jsonrpc_error(name, tool, error) from None
                     except _TRANSPORT_ERRORS as error:
                         reason = f"the transport failed during the call: {error}"
@@ -401,6 +414,15 @@ class MCPSupervisor:
                 details={**details, "log": str(connection.log_path)},
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _session_expired(error: MCPError) -> bool:
+    # How the SDK's Streamable HTTP transport spells an HTTP-level rejection without a JSON-RPC
+    # body: 404 on a known session, or another 4xx/5xx (servers answer an unknown session id
+    # with 400 too). The server did not run the request either way.
+    return (error.code == INVALID_REQUEST and error.message == "Session terminated") or (
+        error.code == INTERNAL_ERROR and error.message == "Server returned an error response"
+    )
 
 
 def _retry_safe(connection: ServerConnection, tool: str) -> bool:

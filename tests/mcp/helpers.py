@@ -76,12 +76,12 @@ def process_state(pid: int) -> str | None:
 
 
 @asynccontextmanager
-async def http_peer(transport: str) -> AsyncIterator[int]:
+async def http_peer(transport: str, port: int | None = None) -> AsyncIterator[int]:
     """Run server-everything on ``transport`` (``sse`` or ``streamableHttp``); yield its port.
 
     Readiness is its "listening" line on stderr (a pipe), never a sleep.
     """
-    port = free_port()
+    port = port or free_port()
     script = NODE_MODULES / "server-everything" / "dist" / "index.js"
     env = {**os.environ, "PORT": str(port)}
     process = await anyio.open_process(

@@ -12,7 +12,7 @@ from sagents.mcp import (
     SseServerParameters,
     StreamableHttpServerParameters,
 )
-from tests.mcp.helpers import PEER_BIN, http_peer, node_server
+from tests.mcp.helpers import PEER_BIN, free_port, http_peer, node_server
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +55,20 @@ async def test_server_everything_over_streamable_http(tmp_path: Path) -> None:
         await sup.add_server("everything", params, SETTINGS)
         await _check_everything(sup, "everything")
         await sup.remove_server("everything")
+
+
+async def test_an_expired_http_session_is_reinitialised(tmp_path: Path) -> None:
+    port = free_port()
+    params = StreamableHttpServerParameters(url=f"http://127.0.0.1:{port}/mcp")
+    async with MCPSupervisor(log_dir=tmp_path) as sup:
+        async with http_peer("streamableHttp", port):
+            await sup.add_server("everything", params, SETTINGS)
+            assert (await sup.call_tool("everything", "echo", {"message": "1"})).text == "Echo: 1"
+        async with http_peer("streamableHttp", port):
+            again = await sup.call_tool("everything", "echo", {"message": "2"})
+            assert again.text == "Echo: 2"
+            assert sup.status("everything").restarts == 1
+            await sup.remove_server("everything")
 
 
 async def test_server_filesystem_reads_inside_its_root(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
 
 Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang``, ``was_cancelled``,
 ``progress``, ``content``, ``structured_only``, ``error_empty``, ``jsonrpc_error``, ``big``
-(5 MB), ``add_tool`` (adds ``extra`` and publishes a tools-changed event), ``pid``, ``die_once`` (idempotent; exits
-on its first call, marked by the file ``$DIE_ONCE_FILE``).
+(5 MB), ``add_tool`` (adds ``extra`` and publishes a tools-changed event), ``pid``, ``die_once``
+(idempotent; exits on its first call, marked by the file ``$DIE_ONCE_FILE``).
 """
 
 from __future__ import annotations
@@ -172,10 +172,9 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
             await bus.publish(ToolsListChanged())
             return types.CallToolResult(content=[types.TextContent(text="added")])
         if name == "die_once":
-            marker = os.environ["DIE_ONCE_FILE"]
-            if not os.path.exists(marker):
-                with open(marker, "w") as f:
-                    f.write("died")
+            marker = anyio.Path(os.environ["DIE_ONCE_FILE"])
+            if not await marker.exists():
+                await marker.write_text("died")
                 os._exit(4)
             return types.CallToolResult(content=[types.TextContent(text="survived")])
         if name == "pid":
