@@ -38,7 +38,9 @@ async def test_a_server_dying_mid_call_fails_the_call_and_restarts_on_the_next(
     assert second_pid != first_pid
     assert status.restarts == 1
     assert len(big.text) == 5_000_000
-    assert "not JSON-RPC" in (tmp_path / "f.log").read_text()
+    log = (tmp_path / "f.log").read_text()
+    assert "not JSON-RPC" in log
+    assert log.count("fault server starting") == 2
 
 
 async def test_an_idempotent_call_is_retried_once_on_a_restarted_server(tmp_path: Path) -> None:

@@ -141,6 +141,12 @@ async def test_a_repeating_cursor_ends_the_walk(log_dir: Path) -> None:
     assert 21 <= len(specs) < 300
 
 
+async def test_an_empty_cursor_ends_the_walk(log_dir: Path) -> None:
+    async with MCPSupervisor(log_dir=log_dir) as sup:
+        specs = await sup.add_server("empty", build_server({"paged_empty"}))
+    assert len(specs) == 21
+
+
 async def test_bad_schemas_are_withheld_without_costing_other_tools(log_dir: Path) -> None:
     async with MCPSupervisor(log_dir=log_dir) as sup:
         specs = await sup.add_server("fault", build_server({"bad_schemas"}))

@@ -8,6 +8,7 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
 - ``ignore_sigterm``: ignore SIGTERM and keep running after stdin closes;
 - ``grandchild``: start a ``sleep`` grandchild and write its pid to ``$GRANDCHILD_PID_FILE``;
 - ``paged``: list 300 tools 7 per page; ``paged_loop``: the cursor repeats after page 3;
+  ``paged_empty``: page 3 answers with an empty-string cursor;
 - ``bad_schemas``: also list tools with unusable input schemas.
 
 Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang``, ``was_cancelled``,
@@ -93,19 +94,22 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
                 },
             ),
         ]
-    if "paged" in modes or "paged_loop" in modes:
+    paged = {"paged", "paged_loop", "paged_empty"} & modes
+    if paged:
         base = [_tool(f"t{i:03d}") for i in range(300)]
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         tools = base + extra
-        if "paged" not in modes and "paged_loop" not in modes:
+        if not paged:
             return types.ListToolsResult(tools=tools)
         start = int(params.cursor) if params is not None and params.cursor else 0
         if "paged_loop" in modes and start >= 3 * PAGE:
             return types.ListToolsResult(tools=tools[start : start + PAGE], next_cursor=str(start))
         end = start + PAGE
+        if "paged_empty" in modes and start >= 2 * PAGE:
+            return types.ListToolsResult(tools=tools[start:end], next_cursor="")
         return types.ListToolsResult(
             tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None
         )
@@ -198,6 +202,7 @@ async def _serve(modes: set[str]) -> None:
 
 def main() -> None:
     modes = set(sys.argv[1:])
+    print(f"fault server starting in modes {sorted(modes)}", file=sys.stderr, flush=True)
     if "garbage" in modes:
         sys.stdout.buffer.write(b'this is not JSON-RPC\n{"jsonrpc": broken\n\xff\xfe junk\n')
         sys.stdout.flush()
