@@ -1,3 +1,22 @@
-"""sagents.config (see DESIGN.md, "Layers")."""
+"""Configuration: the ``mcpServers`` file and sagents' settings, as plain typed values.
 
-__all__: list[str] = []
+Floor 3 (DESIGN.md, "Layers"): shared by the CLI, run_script and the gateway.
+"""
+
+from sagents.config.loader import (
+    BackgroundCallsSettings,
+    MCPServerConfig,
+    SagentsConfig,
+    ScriptsSettings,
+    load_config,
+    parse_config,
+)
+
+__all__ = [
+    "BackgroundCallsSettings",
+    "MCPServerConfig",
+    "SagentsConfig",
+    "ScriptsSettings",
+    "load_config",
+    "parse_config",
+]

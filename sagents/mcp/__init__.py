@@ -1,3 +1,51 @@
-"""sagents.mcp (see DESIGN.md, "Layers")."""
+"""Upstream MCP servers on the official ``mcp`` SDK (DESIGN.md, "Layers": floor 2).
 
-__all__: list[str] = []
+:class:`MCPSupervisor` owns the connections; :mod:`sagents.mcp.params` says where servers are;
+:mod:`sagents.mcp.convert` turns MCP tools and results into sagents values.
+"""
+
+from sagents.mcp.connection import ToolsChangedCallback
+from sagents.mcp.convert import (
+    TOOL_NAME_SEPARATOR,
+    check_input_schema,
+    check_server_name,
+    convert_result,
+    mcp_tool_name,
+    split_tool_name,
+    tool_to_spec,
+)
+from sagents.mcp.params import (
+    InProcessServer,
+    ServerParams,
+    SseServerParameters,
+    StdioServerParameters,
+    StreamableHttpServerParameters,
+    describe_params,
+)
+from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSettings
+from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
+from sagents.mcp.supervisor import MCPSupervisor, default_log_dir
+
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "TOOL_NAME_SEPARATOR",
+    "InProcessServer",
+    "MCPSupervisor",
+    "ServerParams",
+    "ServerSettings",
+    "ServerState",
+    "ServerStatus",
+    "SseServerParameters",
+    "StdioServerParameters",
+    "StreamableHttpServerParameters",
+    "ToolsChangedCallback",
+    "WithheldTool",
+    "check_input_schema",
+    "check_server_name",
+    "convert_result",
+    "default_log_dir",
+    "describe_params",
+    "mcp_tool_name",
+    "split_tool_name",
+    "tool_to_spec",
+]

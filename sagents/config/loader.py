@@ -1,0 +1,228 @@
+"""Load the configuration file into plain frozen values (DESIGN.md, "Configuration").
+
+``${VAR}`` (and VS Code's ``${env:VAR}``) in ``env`` values, ``headers`` values and ``apiKey`` is
+replaced by the environment variable; a missing variable is an error naming file and key. Every
+error is a :class:`~sagents.errors.ConfigError` naming the file and the key (``mcpServers.x.url``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp import StdioServerParameters
+from pydantic import ValidationError
+
+from sagents.config.models import ConfigFileParams, ServerEntryParams
+from sagents.errors import ConfigError
+from sagents.mcp.convert import check_server_name
+from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
+from sagents.mcp.settings import ServerSettings
+
+__all__ = [
+    "BackgroundCallsSettings",
+    "MCPServerConfig",
+    "SagentsConfig",
+    "ScriptsSettings",
+    "load_config",
+    "parse_config",
+]
+
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPServerConfig:
+    """One enabled server: its name, where it is, and how sagents treats it."""
+
+    name: str
+    params: ServerParams
+    settings: ServerSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptsSettings:
+    """run_script limits: calls per script, calls at once, seconds per script."""
+
+    max_calls: int = 2000
+    max_parallel: int = 4
+    timeout_sec: float = 1800.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackgroundCallsSettings:
+    """Seconds after which a long call becomes a background call (None: never)."""
+
+    auto_after_sec: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SagentsConfig:
+    """The loaded configuration.
+
+    Attributes:
+        servers: Enabled servers, in file order.
+        disabled: Names of servers switched off in the file.
+        scripts: run_script limits.
+        background_calls: Background-call settings.
+        sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
+        source: The file it came from, if any.
+    """
+
+    servers: tuple[MCPServerConfig, ...] = ()
+    disabled: tuple[str, ...] = ()
+    scripts: ScriptsSettings = field(default_factory=ScriptsSettings)
+    background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+    def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
+        """``{name: (params, settings)}`` for :meth:`sagents.mcp.MCPSupervisor.add_servers`."""
+        return {s.name: (s.params, s.settings) for s in self.servers}
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> SagentsConfig:
+    """Read and parse a configuration file.
+
+    Args:
+        path: The JSON file.
+        environ: Variables for ``${VAR}`` expansion; default ``os.environ``.
+
+    Raises:
+        ConfigError: unreadable file, invalid JSON (with line and column), or a bad key.
+    """
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the configuration: {error.strerror}", file=file) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}", file=file
+        ) from None
+    return parse_config(data, file=file, environ=environ, source=Path(path))
+
+
+def parse_config(
+    data: Any,
+    *,
+    file: str = "<config>",
+    environ: Mapping[str, str] | None = None,
+    source: Path | None = None,
+) -> SagentsConfig:
+    """Parse an already-decoded configuration document (see :func:`load_config`).
+
+    Raises:
+        ConfigError: naming ``file`` and the key at fault.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration must be a JSON object", file=file)
+    try:
+        model = ConfigFileParams.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(first["msg"], file=file, key=key) from None
+    env = os.environ if environ is None else environ
+    section = "mcpServers" if model.mcp_servers is not None else "servers"
+    servers: list[MCPServerConfig] = []
+    disabled: list[str] = []
+    for name, entry in model.entries().items():
+        key = f"{section}.{name}"
+        try:
+            check_server_name(name)
+        except ValueError as error:
+            raise ConfigError(str(error), file=file, key=key) from None
+        if entry.disabled or not entry.enabled:
+            disabled.append(name)
+            continue
+        params = _params(entry, key=key, file=file, env=env)
+        servers.append(MCPServerConfig(name=name, params=params, settings=_settings(entry)))
+    sandbox = model.sandbox.model_dump(exclude_none=True)
+    return SagentsConfig(
+        servers=tuple(servers),
+        disabled=tuple(disabled),
+        scripts=ScriptsSettings(
+            max_calls=model.scripts.max_calls,
+            max_parallel=model.scripts.max_parallel,
+            timeout_sec=model.scripts.timeout_sec,
+        ),
+        background_calls=BackgroundCallsSettings(
+            auto_after_sec=model.background_calls.auto_after_sec
+        ),
+        sandbox=sandbox,
+        source=source,
+    )
+
+
+def _expand(value: str, *, key: str, file: str, env: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise ConfigError(
+                f"environment variable {name!r} is not set",
+                file=file,
+                key=key,
+                hint=f"export {name}=... or write the value into the file",
+            )
+        return env[name]
+
+    return _VAR.sub(replace, value)
+
+
+def _expand_map(
+    values: Mapping[str, str], *, key: str, file: str, env: Mapping[str, str]
+) -> dict[str, str]:
+    return {k: _expand(v, key=f"{key}.{k}", file=file, env=env) for k, v in values.items()}
+
+
+def _params(
+    entry: ServerEntryParams, *, key: str, file: str, env: Mapping[str, str]
+) -> ServerParams:
+    kind = entry.type or entry.transport
+    if entry.command is not None and entry.url is not None:
+        raise ConfigError("give either 'command' or 'url', not both", file=file, key=key)
+    if entry.command is not None:
+        if kind not in (None, "stdio"):
+            raise ConfigError(f"'command' needs type 'stdio', not {kind!r}", file=file, key=key)
+        return StdioServerParameters(
+            command=entry.command,
+            args=list(entry.args),
+            env=_expand_map(entry.env, key=f"{key}.env", file=file, env=env) or None,
+            cwd=entry.cwd,
+        )
+    if entry.url is None:
+        raise ConfigError("a server needs 'command' (stdio) or 'url'", file=file, key=key)
+    if kind == "stdio":
+        raise ConfigError("type 'stdio' needs 'command', not 'url'", file=file, key=key)
+    headers = _expand_map(entry.headers, key=f"{key}.headers", file=file, env=env) or None
+    api_key = (
+        _expand(entry.api_key, key=f"{key}.apiKey", file=file, env=env)
+        if entry.api_key is not None
+        else None
+    )
+    if kind == "sse" or (kind is None and entry.url.rstrip("/").endswith("/sse")):
+        return SseServerParameters(url=entry.url, headers=headers, api_key=api_key)
+    return StreamableHttpServerParameters(url=entry.url, headers=headers, api_key=api_key)
+
+
+def _settings(entry: ServerEntryParams) -> ServerSettings:
+    given: dict[str, Any] = {
+        "connect_timeout": entry.connect_timeout,
+        "discover_timeout": entry.discover_timeout,
+        "list_timeout": entry.list_timeout,
+        "call_timeout": entry.call_timeout,
+        "max_concurrency": entry.max_concurrency,
+    }
+    return ServerSettings(
+        permission=entry.permission,
+        tool_permissions=dict(entry.tool_permissions),
+        **{k: v for k, v in given.items() if v is not None},
+    )

@@ -1,0 +1,95 @@
+"""Pydantic models of the configuration file: the trust boundary (DESIGN.md, "Configuration").
+
+The file is the standard ``mcpServers`` JSON of Claude Desktop and Cursor (VS Code's ``servers``
+also loads), with sagents' own per-server keys beside the standard ones and global sections
+(``scripts``, ``backgroundCalls``, ``sandbox``). Unknown per-server keys are refused, so that a
+typo does not silently do nothing; unknown top-level keys of other clients are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sagents.core.permissions import PermissionClass
+
+__all__ = [
+    "BackgroundCallsParams",
+    "ConfigFileParams",
+    "SandboxParams",
+    "ScriptsParams",
+    "ServerEntryParams",
+]
+
+TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ServerEntryParams(_Strict):
+    """One entry of ``mcpServers``: standard keys, then sagents' own (camelCase, all optional)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    type: TransportName | None = None
+    transport: TransportName | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    # Claude Desktop / Cursor spell "off" as disabled; sagents also reads enabled.
+    disabled: bool = False
+    enabled: bool = True
+    connect_timeout: float | None = Field(default=None, alias="connectTimeout", gt=0)
+    discover_timeout: float | None = Field(default=None, alias="discoverTimeout", gt=0)
+    list_timeout: float | None = Field(default=None, alias="listTimeout", gt=0)
+    call_timeout: float | None = Field(default=None, alias="callTimeout", gt=0)
+    max_concurrency: int | None = Field(default=None, alias="maxConcurrency", ge=1)
+    permission: PermissionClass | None = None
+    tool_permissions: dict[str, PermissionClass] = Field(
+        default_factory=dict, alias="toolPermissions"
+    )
+    api_key: str | None = Field(default=None, alias="apiKey")
+
+
+class ScriptsParams(_Strict):
+    """``scripts``: run_script limits (seed design: 2000 calls, 4 at once, 30 minutes)."""
+
+    max_calls: int = Field(default=2000, alias="maxCalls", ge=1)
+    max_parallel: int = Field(default=4, alias="maxParallel", ge=1)
+    timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
+
+
+class BackgroundCallsParams(_Strict):
+    """``backgroundCalls``: when a long call becomes a background call."""
+
+    auto_after_sec: float | None = Field(default=None, alias="autoAfterSec", gt=0)
+
+
+class SandboxParams(BaseModel):
+    """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    provider: str | None = None
+
+
+class ConfigFileParams(BaseModel):
+    """The whole file. Other clients' top-level keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    mcp_servers: dict[str, ServerEntryParams] | None = Field(default=None, alias="mcpServers")
+    servers: dict[str, ServerEntryParams] | None = None
+    scripts: ScriptsParams = Field(default_factory=ScriptsParams)
+    background_calls: BackgroundCallsParams = Field(
+        default_factory=BackgroundCallsParams, alias="backgroundCalls"
+    )
+    sandbox: SandboxParams = Field(default_factory=SandboxParams)
+
+    def entries(self) -> dict[str, Any]:
+        """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""
+        return dict(self.mcp_servers or self.servers or {})

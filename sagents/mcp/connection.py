@@ -1,0 +1,400 @@
+"""One supervised upstream server: a long-lived session in its own task.
+
+The session (transport, ``ClientSession``, for stdio the process) is entered and exited only by
+the connection's worker task, which runs in the supervisor's task group; callers in any other
+task send requests through the SDK session object, whose dispatcher correlates the answers. So
+registering in one task, calling from another and closing from a third never exits a cancel
+scope in a task that did not enter it.
+
+Life of a connection: ``connecting`` → ``ready`` (tools listed) → on death ``failed`` → the next
+call asks for a restart → ``restarting`` (after a backoff that doubles per consecutive failure)
+→ ``ready`` or ``failed``. ``notifications/tools/list_changed`` (and, on 2026-07-28, a
+``subscriptions/listen`` stream) makes the worker list the tools again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client.session import IncomingMessage
+from mcp.client.subscriptions import listen
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from sagents.core.spec import ToolSpec
+from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
+from sagents.mcp.convert import mcp_tool_name, tool_to_spec
+from sagents.mcp.params import ServerParams, describe_params
+from sagents.mcp.session import ToolListFilter, open_session
+from sagents.mcp.settings import ServerSettings
+from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
+
+__all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
+
+logger = logging.getLogger(__name__)
+
+MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
+
+ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
+"""``(server, specs)``, awaited by a connection's worker after a listing changed the tools."""
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup) and error.exceptions:
+        return _describe(error.exceptions[0])
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}" if type(error).__name__ not in text else text
+
+
+class ServerConnection:
+    """The supervised connection to one server (used through :class:`MCPSupervisor`).
+
+    Args:
+        name: The registered server name (already checked).
+        params: Where the server is.
+        settings: Timeouts, concurrency, permission overrides.
+        log_path: The stdio server's stderr log file.
+        on_tools_changed: Awaited after a re-listing changed the server's specs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        params: ServerParams,
+        settings: ServerSettings,
+        *,
+        log_path: Path,
+        on_tools_changed: ToolsChangedCallback | None = None,
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.settings = settings
+        self.log_path = log_path
+        self._on_tools_changed = on_tools_changed
+        self._state: ServerState = "connecting"
+        self._changed = anyio.Event()
+        self._demand = anyio.Event()
+        self._wake = anyio.Event()
+        self._dead = False
+        self._relist = False
+        self._finished = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._session: ClientSession | None = None
+        self._pid: int | None = None
+        self._attempts = 0
+        self._consecutive_failures = 0
+        self._last_error: str | None = None
+        self._tools: dict[str, types.Tool] = {}
+        self._specs: tuple[ToolSpec, ...] = ()
+        self._withheld: tuple[WithheldTool, ...] = ()
+        self._listed_once = False
+        self._closing = False
+        self._call_scopes: set[anyio.CancelScope] = set()
+        self._tool_filter: ToolListFilter | None = None
+        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
+
+    # ---- what callers see -------------------------------------------------------------------
+
+    @property
+    def state(self) -> ServerState:
+        """The current :data:`ServerState`."""
+        return self._state
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """Specs of the offered tools, from the last listing."""
+        return self._specs
+
+    def tool(self, original_name: str) -> types.Tool | None:
+        """The last listed MCP ``Tool`` of that name, or None."""
+        return self._tools.get(original_name)
+
+    def status(self) -> ServerStatus:
+        """A snapshot of the connection's state."""
+        session = self._session
+        info = session.server_info if session is not None else None
+        return ServerStatus(
+            name=self.name,
+            state="failed" if (self._dead and self._state == "ready") else self._state,
+            transport=describe_params(self.params),
+            protocol_version=session.protocol_version if session is not None else None,
+            server_name=info.name if info is not None else None,
+            server_version=info.version if info is not None else None,
+            last_error=self._last_error,
+            tools=tuple(s.name for s in self._specs),
+            withheld=self._withheld,
+            restarts=max(0, self._attempts - 1),
+            pid=self._pid if self._state == "ready" else None,
+        )
+
+    async def wait_started(self) -> ServerState:
+        """Wait until the first start attempt ended; returns ``ready`` or ``failed``/``closed``."""
+        while self._state in ("connecting", "restarting"):
+            await self._changed.wait()
+        return self._state
+
+    async def ready_session(self) -> ClientSession:
+        """Return the live session, restarting a failed server first (once, with backoff).
+
+        Raises:
+            UpstreamUnavailableError: the server is closed, or its restart failed.
+        """
+        attempts_at_start = self._attempts
+        while True:
+            if self._state == "ready" and self._session is not None and not self._dead:
+                return self._session
+            if self._state == "closed":
+                raise self._unavailable("the server was closed")
+            if self._state == "failed":
+                if self._attempts > attempts_at_start:
+                    raise self._unavailable(f"restart failed: {self._last_error}")
+                self._demand.set()
+            await self._changed.wait()
+
+    def mark_dead(self, reason: str) -> None:
+        """Record that the connection is lost; in-flight calls end, the worker tears it down."""
+        if not self._dead:
+            self._dead = True
+            self._last_error = reason
+            self._wake.set()
+        self._abort_calls()
+
+    @contextmanager
+    def call_scope(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope around one call, cancelled when the connection dies or closes.
+
+        So no call outlives its connection, whatever the transport does with pending requests.
+        """
+        with anyio.CancelScope() as scope:
+            self._call_scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                self._call_scopes.discard(scope)
+
+    def _abort_calls(self) -> None:
+        for scope in list(self._call_scopes):
+            scope.cancel()
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closing
+
+    async def close(self) -> None:
+        """End the worker (and with it the session and any process) and wait for it."""
+        self._closing = True
+        self._abort_calls()
+        if self._scope is not None:
+            self._scope.cancel()
+        else:
+            self._set_state("closed")
+            self._finished.set()
+        await self._finished.wait()
+
+    # ---- the worker -------------------------------------------------------------------------
+
+    def _set_state(self, state: ServerState) -> None:
+        self._state = state
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _unavailable(self, why: str) -> UpstreamUnavailableError:
+        return UpstreamUnavailableError(
+            f"MCP server {self.name!r} is unavailable: {why}",
+            hint="try again later; the server's log may say why",
+            details={"server": self.name, "log": str(self.log_path)},
+        )
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The worker: start, serve, and restart on demand until cancelled by :meth:`close`."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                task_status.started()
+                while True:
+                    if self._attempts > 0:
+                        await self._demand.wait()
+                        self._demand = anyio.Event()
+                        self._set_state("restarting")
+                        delay = min(
+                            self.settings.restart_backoff
+                            * 2 ** max(0, self._consecutive_failures - 1),
+                            self.settings.max_restart_backoff,
+                        )
+                        await anyio.sleep(delay)
+                    self._attempts += 1
+                    await self._connect_and_serve()
+        finally:
+            self._session = None
+            self._set_state("closed")
+            self._finished.set()
+
+    async def _message_handler(self, message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._relist = True
+            self._wake.set()
+
+    def _on_end(self) -> None:
+        self.mark_dead("the connection to the server ended (the server exited or hung up)")
+
+    async def _connect_and_serve(self) -> None:
+        self._dead = False
+        self._relist = False
+        self._wake = anyio.Event()
+        # One scope around the whole connection: the deadline covers only the start, and the
+        # transports' task groups are entered and exited inside it, as anyio requires.
+        with anyio.CancelScope() as connect_scope:
+            connect_scope.deadline = anyio.current_time() + self.settings.connect_timeout
+            try:
+                async with AsyncExitStack() as stack:
+                    opened = await open_session(
+                        stack,
+                        self.params,
+                        self.settings,
+                        log_path=self.log_path,
+                        message_handler=self._message_handler,
+                        on_end=self._on_end,
+                    )
+                    connect_scope.deadline = math.inf
+                    session = opened.session
+                    self._tool_filter = opened.tool_filter
+                    await self._list_tools(session)
+                    async with anyio.create_task_group() as tg:
+                        if self._wants_listen(session):
+                            # Subscribed before `ready`: events have no replay.
+                            await tg.start(self._listen, session)
+                        self._session, self._pid = session, opened.pid
+                        self._consecutive_failures = 0
+                        self._last_error = None
+                        self._set_state("ready")
+                        await self._serve(session)
+                        tg.cancel_scope.cancel()
+            except Exception as error:  # noqa: BLE001 - the supervision boundary of one connection
+                self._last_error = _describe(error)
+        if connect_scope.cancelled_caught:
+            self._last_error = (
+                f"no answer to the handshake within {self.settings.connect_timeout} s"
+            )
+        if self._last_error:
+            logger.warning("MCP server %r failed: %s", self.name, self._last_error)
+        self._abort_calls()
+        self._session = None
+        self._pid = None
+        self._consecutive_failures += 1
+        self._set_state("failed")
+
+    def _wants_listen(self, session: ClientSession) -> bool:
+        caps = session.server_capabilities
+        return (
+            session.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and caps is not None
+            and caps.tools is not None
+            and bool(caps.tools.list_changed)
+        )
+
+    async def _listen(
+        self,
+        session: ClientSession,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            with anyio.fail_after(self.settings.list_timeout):
+                subscribing = listen(session, tools_list_changed=True)
+                subscription = await subscribing.__aenter__()
+        except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
+            logger.info("MCP server %r: no tools subscription: %s", self.name, _describe(error))
+            task_status.started()
+            return
+        task_status.started()
+        try:
+            async with AsyncExitStack() as stack:
+                stack.push_async_exit(subscribing)
+                async for _event in subscription:
+                    self._relist = True
+                    self._wake.set()
+        except Exception as error:  # noqa: BLE001 - a lost subscription only costs refreshes
+            logger.info("MCP server %r: tools subscription ended: %s", self.name, _describe(error))
+
+    async def _serve(self, session: ClientSession) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if self._dead:
+                return
+            if self._relist:
+                self._relist = False
+                try:
+                    await self._list_tools(session)
+                except Exception as error:  # noqa: BLE001 - keep the old list on a failed refresh
+                    logger.warning(
+                        "MCP server %r: refreshing tools failed: %s", self.name, _describe(error)
+                    )
+
+    async def _list_tools(self, session: ClientSession) -> None:
+        """List every page (a cursor that repeats or is empty ends the walk) and rebuild specs."""
+        tools: list[types.Tool] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        with anyio.fail_after(self.settings.list_timeout):
+            for _ in range(MAX_TOOL_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+                if cursor in seen:
+                    logger.warning("MCP server %r repeated tools/list cursor %r", self.name, cursor)
+                    break
+                seen.add(cursor)
+        changed = self._apply_listing(tools, session.protocol_version)
+        if changed and self._listed_once and self._on_tools_changed is not None:
+            await self._on_tools_changed(self.name, self._specs)
+        self._listed_once = True
+
+    def _apply_listing(self, tools: list[types.Tool], protocol_version: str | None) -> bool:
+        by_name: dict[str, types.Tool] = {}
+        specs: list[ToolSpec] = []
+        withheld: list[WithheldTool] = []
+        if self._tool_filter is not None:
+            for name, reason in self._tool_filter.rejected.items():
+                logger.warning("MCP server %r: withholding tool %r: %s", self.name, name, reason)
+                withheld.append(WithheldTool(name=name, reason=reason))
+            self._tool_filter.rejected.clear()
+        for tool in tools:
+            if tool.name in by_name:
+                withheld.append(WithheldTool(name=tool.name, reason="listed twice by the server"))
+                continue
+            try:
+                spec = tool_to_spec(
+                    self.name, tool, self.settings, protocol_version=protocol_version
+                )
+            except UpstreamSchemaError as error:
+                reason = str(error.details.get("reason", error.message))
+                logger.warning(
+                    "MCP server %r: withholding tool %r (%s): %s",
+                    self.name,
+                    tool.name,
+                    mcp_tool_name(self.name, tool.name),
+                    reason,
+                )
+                withheld.append(WithheldTool(name=tool.name, reason=reason))
+                continue
+            by_name[tool.name] = tool
+            specs.append(spec)
+        changed = self._specs != tuple(specs)
+        self._tools = by_name
+        self._specs = tuple(specs)
+        self._withheld = tuple(withheld)
+        return changed

@@ -1,0 +1,208 @@
+"""stdio transport for upstream servers, on the template of the SDK's ``mcp.client.stdio``.
+
+Why not ``stdio_client`` itself: it does not expose the process, so nothing could end a server's
+process group when our interpreter exits, and after a clean exit of the wrapper (``npx``,
+``uvx``) it leaves the wrapper's children running. This transport:
+
+- starts the server in its own session (process group), stderr appended to a log file;
+- frames stdout lines with the SDK's ``jsonrpc_message_adapter`` (never hand-written JSON-RPC),
+  decoding with ``errors="replace"`` so one invalid UTF-8 byte cannot kill the transport, and
+  skipping lines that are not JSON-RPC (logged to the server's log);
+- on close: closes stdin, waits a grace period, then SIGTERM → SIGKILL to the whole process group
+  whether or not the leader already exited, every wait bounded and shielded (MCP spec
+  2025-11-25, "Lifecycle / Shutdown");
+- keeps the process groups of live servers in a process-wide set that an ``atexit`` hook kills,
+  so that no server outlives the interpreter even when nobody closed it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.text import TextReceiveStream
+from mcp import StdioServerParameters
+from mcp.client.stdio import get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+__all__ = ["StdioProcess", "open_stdio_transport"]
+
+logger = logging.getLogger(__name__)
+
+STDIN_CLOSE_GRACE = 1.0  # seconds a server gets to exit after its stdin closes
+TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL to the process group
+_REAP_TIMEOUT = 2.0  # seconds for the event loop to observe the leader's death after SIGKILL
+_POLL = 0.01  # seconds between returncode checks
+
+# The one process-wide mutable state of this module, on purpose: process groups of servers that
+# are running now, killed by the atexit hook below if the interpreter exits before they close.
+_LIVE_GROUPS: set[int] = set()
+
+
+@atexit.register
+def _kill_live_groups() -> None:  # pragma: no cover - runs at interpreter exit
+    for pgid in list(_LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+class StdioProcess:
+    """What a caller may know about a running stdio server: its pid (also its process group)."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._process = process
+
+    @property
+    def pid(self) -> int:
+        """The server's pid, which is also its process group id."""
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status, or None while the leader runs."""
+        return self._process.returncode
+
+
+def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
+    if not line.strip():
+        return None
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except (ValidationError, ValueError):
+        log.write(f"[sagents] ignored a stdout line that is not JSON-RPC: {line[:200]!r}\n")
+        log.flush()
+        return None
+
+
+@asynccontextmanager
+async def open_stdio_transport(
+    params: StdioServerParameters, *, log_path: Path
+) -> AsyncIterator[
+    tuple[
+        anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
+        anyio.abc.ObjectSendStream[SessionMessage],
+        StdioProcess,
+    ]
+]:
+    """Start a stdio server and yield ``(read_stream, write_stream, process)``.
+
+    The read stream ends (EOF) when the server's stdout closes, that is when it dies.
+
+    Args:
+        params: Command, arguments, environment (merged over the SDK's safe default
+            environment) and working directory.
+        log_path: File the server's stderr is appended to (created with its parents).
+
+    Raises:
+        OSError: the command cannot be started (not found, not executable).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("a", encoding="utf-8", errors="replace")
+    try:
+        process = await anyio.open_process(
+            [params.command, *params.args],
+            env=get_default_environment() | (params.env or {}),
+            stderr=log,
+            cwd=params.cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        log.close()
+        raise
+    _LIVE_GROUPS.add(process.pid)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        stdout = TextReceiveStream(process.stdout, encoding=params.encoding, errors="replace")
+        async with read_send:
+            buffer = ""
+            with contextlib.suppress(
+                anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
+            ):
+                async for chunk in stdout:
+                    lines = (buffer + chunk).split("\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        message = _parse_line(line, log)
+                        if message is not None:
+                            await read_send.send(message)
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((data + "\n").encode(params.encoding))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_send.aclose()  # the server cannot read: let pending requests fail now
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdout)
+            tg.start_soon(write_stdin)
+            try:
+                yield read_recv, write_send, StdioProcess(process)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await write_send.aclose()
+                    await _stop(process)
+                tg.cancel_scope.cancel()
+    finally:
+        _LIVE_GROUPS.discard(process.pid)
+        read_recv.close()
+        log.close()
+
+
+async def _wait_exit(process: anyio.abc.Process, limit: float) -> bool:
+    # Polling, as the SDK does: process.wait() also waits for pipe EOF, which a grandchild
+    # holding the pipes would delay.
+    with anyio.move_on_after(limit):
+        while process.returncode is None:  # noqa: ASYNC110 - no event exists for a child's exit
+            await anyio.sleep(_POLL)
+        return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close stdin, wait, then end the whole process group (even after the leader exited)."""
+    assert process.stdin is not None
+    assert process.stdout is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    await _wait_exit(process, STDIN_CLOSE_GRACE)
+    if process.returncode is None or _group_alive(process.pid):
+        await terminate_posix_process_tree(process, TERM_GRACE)
+        if not await _wait_exit(process, _REAP_TIMEOUT):
+            logger.warning("MCP server process %d survived SIGKILL; abandoning it", process.pid)
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdout.aclose()
+    with (
+        anyio.move_on_after(_REAP_TIMEOUT),
+        contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError),
+    ):
+        await process.aclose()

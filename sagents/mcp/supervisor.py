@@ -1,0 +1,446 @@
+"""``MCPSupervisor``: owns every upstream MCP connection of a process (issue 3).
+
+One long-lived session per server, shared by every caller; each lives in its own worker task in
+the supervisor's task group (see :mod:`sagents.mcp.connection`). The supervisor is an async
+context manager, and also works without one (the seed design's
+``await tm.register_mcp_server(...)``): then its task group lives in a host task of its own,
+ended by :meth:`MCPSupervisor.aclose` or, at the latest, when the event loop shuts down; an
+``atexit`` hook kills any stdio server still running when the interpreter exits.
+
+:meth:`MCPSupervisor.call_tool` is the one exception→result boundary of an upstream call: it
+never raises for a failure of the call (typed errors from :mod:`sagents.errors` become error
+results with their codes); only cancellation of the caller propagates, after
+``notifications/cancelled`` went upstream.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    REQUEST_TIMEOUT,
+)
+from pydantic import ValidationError
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import (
+    InvalidArgumentsError,
+    SagentsError,
+    ToolDefinitionError,
+    ToolNameConflictError,
+    ToolTimeoutError,
+    UnknownToolError,
+    UpstreamProtocolError,
+    UpstreamUnavailableError,
+)
+from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
+from sagents.mcp.convert import check_server_name, convert_result
+from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
+from sagents.mcp.session import track_send
+from sagents.mcp.settings import ServerSettings
+from sagents.mcp.status import ServerStatus
+
+__all__ = ["MCPSupervisor", "default_log_dir"]
+
+logger = logging.getLogger(__name__)
+
+_TRANSPORT_ERRORS = (
+    httpx2.HTTPError,
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+
+def default_log_dir() -> Path:
+    """``$XDG_STATE_HOME/sagents/mcp`` (``~/.local/state/sagents/mcp``): stdio servers' stderr."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sagents" / "mcp"
+
+
+class MCPSupervisor:
+    """Owns the upstream MCP servers of a process: connections, restarts, calls, statuses.
+
+    Args:
+        log_dir: Where stdio servers' stderr goes (``<log_dir>/<server>.log``); a server's
+            ``ServerSettings.log_dir`` wins. Default: :func:`default_log_dir`.
+        on_tools_changed: Awaited with ``(server, specs)`` when a server's tools change after
+            its first listing (``notifications/tools/list_changed``, or a restart that lists
+            other tools), so that a registry can refresh.
+
+    Use ``async with MCPSupervisor() as sup:``, or call methods directly and end with
+    ``await sup.aclose()`` (asyncio only in that case).
+    """
+
+    def __init__(
+        self, *, log_dir: Path | None = None, on_tools_changed: ToolsChangedCallback | None = None
+    ) -> None:
+        self._log_dir = log_dir
+        self._on_tools_changed = on_tools_changed
+        self._connections: dict[str, ServerConnection] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._entered = False
+        self._closed = False
+        self._host_stop: anyio.Event | None = None
+        self._host_done: anyio.Event | None = None
+        self._host_task: Any = None
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> MCPSupervisor:
+        if self._tg is not None or self._closed:
+            raise RuntimeError("an MCPSupervisor can be entered once, before any other use")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg, self._entered = tg, True
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._tg is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._close_all()
+        finally:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(et, ev, tb)
+        return None
+
+    async def aclose(self) -> None:
+        """Close every connection (stdio servers' process groups end); idempotent.
+
+        Safe from any task. Without ``async with``, this also ends the host task.
+        """
+        with anyio.CancelScope(shield=True):
+            await self._close_all()
+            if self._host_stop is not None and self._host_done is not None:
+                self._host_stop.set()
+                await self._host_done.wait()
+
+    async def _close_all(self) -> None:
+        self._closed = True
+        connections = list(self._connections.values())
+        self._connections.clear()
+        async with anyio.create_task_group() as tg:
+            for connection in connections:
+                tg.start_soon(connection.close)
+
+    async def _task_group(self) -> anyio.abc.TaskGroup:
+        if self._closed:
+            raise RuntimeError("this MCPSupervisor is closed")
+        if self._tg is None:
+            await self._start_host()
+        assert self._tg is not None
+        return self._tg
+
+    async def _start_host(self) -> None:
+        # anyio has no API for a task outside every task group, and the seed's usage without
+        # `async with` needs one: the host task owns the task group, entered and exited in it.
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "without an asyncio event loop, use `async with MCPSupervisor()`"
+            ) from None
+        started, stop, done = anyio.Event(), anyio.Event(), anyio.Event()
+        self._host_stop, self._host_done = stop, done
+
+        async def host() -> None:
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    started.set()
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
+            finally:
+                done.set()
+
+        self._host_task = loop.create_task(host())
+        await started.wait()
+
+    # ---- servers ----------------------------------------------------------------------------
+
+    async def add_server(
+        self,
+        name: str,
+        params: ServerParams,
+        settings: ServerSettings | None = None,
+        *,
+        wait: bool = True,
+    ) -> list[ToolSpec]:
+        """Connect to a server and list its tools.
+
+        Args:
+            name: The server's name; its tools are registered as ``<name>__<tool>``.
+            params: :class:`mcp.StdioServerParameters`, :class:`SseServerParameters`,
+                :class:`StreamableHttpServerParameters`, or an in-process ``MCPServer`` /
+                low-level ``Server``.
+            settings: Timeouts, concurrency, permission overrides; defaults when None.
+            wait: True waits for the first start (bounded by the connect and list timeouts)
+                and returns the specs; False returns ``[]`` at once, and the server's status
+                and ``on_tools_changed`` tell the rest (a slow server then blocks nobody).
+
+        Returns:
+            The specs of the tools offered (withheld tools are in :meth:`status`).
+
+        Raises:
+            ToolDefinitionError: the name would make tool names ambiguous.
+            ToolNameConflictError: a server of that name is already registered.
+            UpstreamUnavailableError: with ``wait``, the server could not be started; it is
+                not kept.
+        """
+        try:
+            check_server_name(name)
+        except ValueError as error:
+            raise ToolDefinitionError(str(error)) from None
+        if name in self._connections:
+            raise ToolNameConflictError(f"MCP server {name!r} is already registered")
+        settings = settings or ServerSettings()
+        log_dir = settings.log_dir or self._log_dir or default_log_dir()
+        connection = ServerConnection(
+            name,
+            params,
+            settings,
+            log_path=log_dir / f"{name}.log",
+            on_tools_changed=self._on_tools_changed,
+        )
+        self._connections[name] = connection
+        try:
+            tg = await self._task_group()
+            await tg.start(connection.run)
+        except BaseException:
+            self._connections.pop(name, None)
+            raise
+        if not wait:
+            return []
+        if await connection.wait_started() != "ready":
+            last_error = connection.status().last_error
+            await self.remove_server(name)
+            raise UpstreamUnavailableError(
+                f"MCP server {name!r} could not be started: {last_error}",
+                hint=f"see its log {str(connection.log_path)!r}",
+                details={"server": name, "log": str(connection.log_path)},
+            )
+        return list(connection.specs)
+
+    async def add_servers(
+        self, servers: dict[str, tuple[ServerParams, ServerSettings]]
+    ) -> dict[str, ServerStatus]:
+        """Start several servers at once and wait for each one's first start, side by side.
+
+        A server that fails stays registered with status ``failed`` (the next call retries);
+        one slow server delays only itself.
+
+        Returns:
+            Each server's status after its first start attempt.
+
+        Raises:
+            ToolDefinitionError, ToolNameConflictError: as :meth:`add_server`, before any
+                server starts.
+        """
+        for name in servers:
+            try:
+                check_server_name(name)
+            except ValueError as bad_name:
+                raise ToolDefinitionError(str(bad_name)) from None
+            if name in self._connections:
+                raise ToolNameConflictError(f"MCP server {name!r} is already registered")
+        for name, (params, settings) in servers.items():
+            await self.add_server(name, params, settings, wait=False)
+        async with anyio.create_task_group() as tg:
+            for name in servers:
+                tg.start_soon(self._connections[name].wait_started)
+        return {name: self._connections[name].status() for name in servers}
+
+    async def remove_server(self, name: str) -> None:
+        """Close a server's connection (its process group ends) and forget it; no-op if unknown."""
+        connection = self._connections.pop(name, None)
+        if connection is not None:
+            with anyio.CancelScope(shield=True):
+                await connection.close()
+
+    @property
+    def server_names(self) -> list[str]:
+        """Registered server names, in registration order."""
+        return list(self._connections)
+
+    def status(self, name: str) -> ServerStatus:
+        """The status of one server.
+
+        Raises:
+            KeyError: no server of that name.
+        """
+        try:
+            return self._connections[name].status()
+        except KeyError:
+            raise KeyError(f"no MCP server {name!r}") from None
+
+    def statuses(self) -> list[ServerStatus]:
+        """Every server's status, in registration order."""
+        return [c.status() for c in self._connections.values()]
+
+    def tools(self, server: str | None = None) -> list[ToolSpec]:
+        """Specs of the offered tools of one server, or of all servers."""
+        if server is not None:
+            return list(self._connections[server].specs) if server in self._connections else []
+        return [spec for c in self._connections.values() for spec in c.specs]
+
+    # ---- calls ------------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        progress_callback: ProgressFnT | None = None,
+    ) -> ToolResult:
+        """Call ``tool`` (its original name) on ``server``; never raises for a failed call.
+
+        Waits for a free slot (``max_concurrency``) and, for a failed server, for its restart.
+        A server that dies during the call fails it at once with ``upstream_unavailable``; the
+        call is retried once on a fresh connection only when the request provably never
+        reached the server, or the tool is annotated read-only or idempotent. Cancelling the
+        caller sends ``notifications/cancelled`` upstream and re-raises the cancellation.
+
+        Args:
+            server: The registered server name.
+            tool: The tool's name on the server.
+            arguments: The arguments object (validated upstream; the registry validates first).
+            timeout: Seconds for the whole call (waiting included); None uses the server's
+                ``call_timeout``.
+            progress_callback: Awaited with ``(progress, total, message)`` for each
+                ``notifications/progress`` of this call.
+
+        Returns:
+            The converted result; failures carry ``error.code``: ``unknown_tool``,
+            ``timeout``, ``upstream_unavailable``, ``upstream_protocol_error`` (a JSON-RPC
+            error, its code in ``details["jsonrpc_code"]``) or ``invalid_arguments``.
+        """
+        try:
+            connection = self._connections.get(server)
+            if connection is None:
+                raise UnknownToolError(
+                    f"no MCP server {server!r}", details={"server": server, "tool": tool}
+                )
+            limit = timeout if timeout is not None else connection.settings.call_timeout
+            result: ToolResult | None = None
+            started = anyio.current_time()
+            with anyio.move_on_after(limit):
+                result = await self._call(connection, tool, arguments or {}, progress_callback)
+            if result is None and (limit is None or anyio.current_time() - started < limit):
+                # An in-process server's handler runs under our await; closing it lands here.
+                raise UpstreamUnavailableError(
+                    f"MCP server {server!r} closed during the call",
+                    details={"server": server, "tool": tool},
+                )
+            if result is None:
+                raise ToolTimeoutError(
+                    f"tool {tool!r} of MCP server {server!r} did not answer within {limit} s",
+                    hint="the request was cancelled upstream; retry with a longer timeout",
+                    details={"server": server, "tool": tool, "timeout": limit},
+                )
+            return result
+        except SagentsError as error:
+            return ToolResult.from_exception(error)
+
+    async def _call(
+        self,
+        connection: ServerConnection,
+        tool: str,
+        arguments: dict[str, Any],
+        progress_callback: ProgressFnT | None,
+    ) -> ToolResult:
+        name = connection.name
+        details = {"server": name, "tool": tool}
+        for attempt in range(2):
+            session = await connection.ready_session()
+            reason = "the connection closed during the call"
+            async with connection.limiter:
+                with track_send() as mark, connection.call_scope() as scope:
+                    try:
+                        raw = await session.call_tool(
+                            tool, arguments, progress_callback=progress_callback
+                        )
+                    except MCPError as error:
+                        if _session_expired(error) and isinstance(
+                            connection.params, StreamableHttpServerParameters
+                        ):
+                            # HTTP 404 for our session id: the server never ran the request,
+                            # so a new session (re-initialisation) may safely send it again.
+                            reason = "the server no longer knows our HTTP session"
+                            mark.sent = False
+                        elif error.code != CONNECTION_CLOSED and not connection.closing:
+                            raise _jsonrpc_error(name, tool, error) from None
+                    except _TRANSPORT_ERRORS as error:
+                        reason = f"the transport failed during the call: {error}"
+                    except (RuntimeError, ValidationError) as error:
+                        raise UpstreamProtocolError(
+                            f"MCP server {name!r} answered tools/call {tool!r} with an invalid "
+                            f"result: {error}",
+                            details=details,
+                        ) from None
+                    else:
+                        return convert_result(raw)
+                if scope.cancelled_caught:
+                    reason = "the connection ended during the call"
+            connection.mark_dead(reason)
+            retry = not mark.sent or _retry_safe(connection, tool)
+            if attempt == 0 and retry and not connection.closing:
+                logger.info("MCP server %r: retrying %r on a new connection", name, tool)
+                continue
+            raise UpstreamUnavailableError(
+                f"MCP server {name!r} is unavailable: {reason}",
+                hint="the server will be restarted on the next call",
+                details={**details, "log": str(connection.log_path)},
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _session_expired(error: MCPError) -> bool:
+    # How the SDK's Streamable HTTP transport spells an HTTP-level rejection without a JSON-RPC
+    # body: 404 on a known session, or another 4xx/5xx (servers answer an unknown session id
+    # with 400 too). The server did not run the request either way.
+    return (error.code == INVALID_REQUEST and error.message == "Session terminated") or (
+        error.code == INTERNAL_ERROR and error.message == "Server returned an error response"
+    )
+
+
+def _retry_safe(connection: ServerConnection, tool: str) -> bool:
+    listed = connection.tool(tool)
+    hints = listed.annotations if listed is not None else None
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+
+
+def _jsonrpc_error(server: str, tool: str, error: MCPError) -> SagentsError:
+    details = {"server": server, "tool": tool, "jsonrpc_code": error.code}
+    if error.error.data is not None:
+        details["data"] = error.error.data
+    text = (
+        f"MCP server {server!r} answered tools/call {tool!r} with error {error.code}: "
+        f"{error.message}"
+    )
+    if error.code == INVALID_PARAMS:
+        return InvalidArgumentsError(text, details=details)
+    if error.code == REQUEST_TIMEOUT:
+        return ToolTimeoutError(text, details=details)
+    return UpstreamProtocolError(text, details=details)
