@@ -204,7 +204,7 @@ def resolve_resource(skill: SkillSchema, relative: str) -> Path:
 
     Raises:
         PathNotAllowedError: An absolute path, a ``..`` component, or a symlink out.
-        SkillResourceNotFoundError: No such regular file in the skill.
+        SkillResourceNotFoundError: No such regular file in the skill (or a symlink loop).
     """
     pure = PurePosixPath(relative.replace("\\", "/"))
     if not relative or pure.is_absolute() or ".." in pure.parts or Path(relative).is_absolute():
@@ -214,7 +214,14 @@ def resolve_resource(skill: SkillSchema, relative: str) -> Path:
             details={"path": relative, "skill": skill.name},
         )
     root = skill.path.resolve()
-    target = (skill.path / pure).resolve()
+    try:
+        target = (skill.path / pure).resolve()
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop (Python 3.11)
+        raise SkillResourceNotFoundError(
+            f"skill {skill.name!r} has no readable file {relative!r} (a symbolic link loop)",
+            hint=f"its files: {', '.join(skill.files)}",
+            details={"path": relative, "skill": skill.name},
+        ) from error
     if not target.is_relative_to(root):
         raise PathNotAllowedError(
             f"{relative!r} leads out of skill {skill.name!r} (a symbolic link)",

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,9 @@ import yaml
 
 from sagents.skill.frontmatter import (
     FrontMatterError,
+    YamlMapping,
     decode_text,
-    load_yaml_mapping,
+    load_yaml_document,
     split_front_matter,
 )
 from sagents.skill.rules import (
@@ -96,9 +99,37 @@ def is_skill_dir(path: Path) -> bool:
     return path.is_dir() and ((path / SKILL_FILE).exists() or (path / SEED_FILE).exists())
 
 
+def _absent_reason(file: Path) -> str:
+    """Why ``file``, which is not a regular file, cannot be read (for a problem's reason)."""
+    if file.is_symlink() and not file.exists():
+        return "is a broken symbolic link (its target is missing, or it loops)"
+    if file.exists():
+        return "is not a regular file (a directory, FIFO or device)"
+    return "is missing"
+
+
+def _read_yaml(file: Path, text: str, out: _Collector, first_line: int = 1) -> dict[str, Any]:
+    """Parse a YAML mapping and report its duplicated keys. Raises FrontMatterError."""
+    parsed: YamlMapping = load_yaml_document(text, first_line=first_line)
+    for duplicate in parsed.duplicate_keys:
+        reason = (
+            f"is given more than once (lines {duplicate.first_line} and {duplicate.line}); "
+            "YAML forbids it and the last value is used: keep one"
+        )
+        out.add(file, duplicate.key, reason, "error")
+    return parsed.data
+
+
 def _read_text(file: Path) -> str:
-    """Read and normalise a text file. Raises OSError or FrontMatterError."""
-    with file.open("rb") as handle:
+    """Read and normalise a regular text file. Raises OSError or FrontMatterError.
+
+    The file is opened non-blocking and checked to be a regular file before reading, so that a
+    FIFO or a device in a skill directory is refused instead of blocking the scan forever.
+    """
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FrontMatterError("is not a regular file (a directory, FIFO or device)")
         data = handle.read(MAX_SKILL_MD_BYTES + 1)
     if len(data) > MAX_SKILL_MD_BYTES:
         raise FrontMatterError(
@@ -140,7 +171,12 @@ def parse_skill_dir(path: Path) -> SkillLoad:
     skill_md = directory / SKILL_FILE
     seed_file = directory / SEED_FILE
     if not skill_md.is_file():
-        reason = "missing SKILL.md: every skill needs one (instructions, with front matter)"
+        absent = _absent_reason(skill_md)
+        reason = (
+            "missing SKILL.md: every skill needs one (instructions, with front matter)"
+            if absent == "is missing"
+            else f"SKILL.md {absent}; every skill needs one as a regular file"
+        )
         out.add(skill_md, None, reason, "error")
         return out.result(None)
     try:
@@ -148,15 +184,15 @@ def parse_skill_dir(path: Path) -> SkillLoad:
         front = (
             None
             if split.front_matter is None
-            else load_yaml_mapping(split.front_matter, first_line=2)
+            else _read_yaml(skill_md, split.front_matter, out, first_line=2)
         )
     except (OSError, FrontMatterError) as error:
         out.add(skill_md, None, f"cannot be read: {error}", "error")
         return out.result(None)
     seed: dict[str, Any] | None = None
-    if seed_file.exists():
+    if seed_file.exists() or seed_file.is_symlink():
         try:
-            seed = load_yaml_mapping(_read_text(seed_file))
+            seed = _read_yaml(seed_file, _read_text(seed_file), out)
         except (OSError, FrontMatterError) as error:
             out.add(seed_file, None, f"cannot be read: {error}", "error")
             if front is None:
@@ -187,6 +223,14 @@ def _combine(
     has_front = form != "seed"
 
     name = _resolve_name(directory, out, front, seed, has_front)
+    if not _usable_name(name):
+        reason = (
+            f"{name!r} cannot be used as a skill name (it must be a single path component "
+            "without control characters: the name becomes a sandbox directory and a line of "
+            "the system prompt); the skill is not loaded"
+        )
+        out.add(skill_md if has_front else seed_file, "name", reason, "error")
+        return out.result(None)
     out.name = name
     description = _pick_text(out, front, seed, "description", skill_md, seed_file)
     if description is None:
@@ -281,6 +325,18 @@ def _resolve_name(
     return name
 
 
+def _usable_name(name: str) -> bool:
+    """Whether ``name`` can name a skill at all: one path component, no control characters.
+
+    Names outside the specification (capitals, underscores, unicode) still load with an error;
+    these cannot, because ``SandboxSkillManager`` turns the name into a sandbox path and the
+    system prompt lists it on one line.
+    """
+    if name in ("", ".", "..") or "/" in name or "\\" in name:
+        return False
+    return not any(unicodedata.category(char)[0] in ("C", "Z") and char != " " for char in name)
+
+
 def _pick_text(
     out: _Collector,
     front: dict[str, Any],
@@ -339,6 +395,19 @@ def _stringify(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _symlink_problem(link: Path, root: Path) -> str | None:
+    """Why the symbolic link ``link`` is not shipped, or ``None`` when it stays inside ``root``."""
+    try:
+        target = link.resolve(strict=True)
+    except FileNotFoundError:
+        return None  # dangling: not a file, so not listed; nothing leaks
+    except (OSError, RuntimeError):
+        return "is a symbolic link loop; it is not shipped"
+    if not target.is_relative_to(root):
+        return "is a symbolic link out of the skill directory; it is not shipped"
+    return None
+
+
 def list_skill_files(
     directory: Path, *, skill: str | None = None
 ) -> tuple[tuple[str, ...], list[SkillProblem]]:
@@ -354,22 +423,22 @@ def list_skill_files(
     for current, dirs, names in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         base = Path(current)
+        refused: set[str] = set()
         for entry in [*dirs, *names]:
             full = base / entry
-            if full.is_symlink() and not full.resolve().is_relative_to(root):
-                reason = "is a symbolic link out of the skill directory; it is not shipped"
-                problems.append(
-                    SkillProblem(
-                        file=full, field=None, reason=reason, severity="warning", skill=skill
-                    )
-                )
-                if entry in dirs:
-                    dirs.remove(entry)
+            if not full.is_symlink():
+                continue
+            reason = _symlink_problem(full, root)
+            if reason is None:
+                continue
+            refused.add(entry)
+            problems.append(
+                SkillProblem(file=full, field=None, reason=reason, severity="warning", skill=skill)
+            )
+        dirs[:] = [d for d in dirs if d not in refused]
         for entry in names:
             full = base / entry
-            if entry.startswith(".") or not full.is_file():
-                continue
-            if full.is_symlink() and not full.resolve().is_relative_to(root):
+            if entry.startswith(".") or entry in refused or not full.is_file():
                 continue
             found.append(full.relative_to(directory).as_posix())
     found.sort()

@@ -1,0 +1,155 @@
+"""Hostile and careless input, found by using the skills feature as a new user (issue 6)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sagents.errors import PathNotAllowedError, SkillResourceNotFoundError
+from sagents.skill import SkillManager
+from sagents.skill.disclosure import read_skill_resource
+from sagents.skill.frontmatter import FrontMatterError, load_yaml_mapping
+from sagents.skill.parser import parse_skill_dir
+from tests.skill.helpers import spec_md, write_skill
+
+
+def _bomb(levels: int, indent: str = "") -> str:
+    """A YAML 'billion laughs': ``levels`` anchors, each a list of ten aliases of the last."""
+    lines = [f"{indent}l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        refs = ", ".join([f"*l{level - 1}"] * 10)
+        lines.append(f"{indent}l{level}: &l{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("field", ["name", "license", "allowed-tools", "metadata", "compatibility"])
+def test_an_alias_bomb_in_any_field_is_refused_quickly_with_a_clear_reason(
+    tmp_path: Path, field: str
+) -> None:
+    value = "{k: *l8}" if field == "metadata" else "*l8"
+    text = f"---\nbombs:\n{_bomb(9, '  ')}name: b\ndescription: d\n{field}: {value}\n---\n"
+    write_skill(tmp_path, "b", text)
+    load = parse_skill_dir(tmp_path / "b")
+    assert load.skill is None
+    assert any("alias" in p.reason and p.severity == "error" for p in load.problems)
+
+
+def test_a_recursive_alias_is_refused() -> None:
+    with pytest.raises(FrontMatterError, match="refers to itself"):
+        load_yaml_mapping("a: &a [x, *a]\n")
+
+
+def test_modest_use_of_anchors_and_merge_keys_still_loads(tmp_path: Path) -> None:
+    text = (
+        "---\nname: m\ndescription: &d Does m. Use when m.\nbase: &b {k: v}\n"
+        "other:\n  <<: *b\n  k2: *d\n---\n"
+    )
+    write_skill(tmp_path, "m", text)
+    load = parse_skill_dir(tmp_path / "m")
+    assert load.skill is not None
+    assert load.skill.metadata["other"] == "{k: v, k2: Does m. Use when m.}"
+
+
+def test_a_duplicated_key_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+    text = "---\nname: d\ndescription: first\nlicense: MIT\ndescription: second\n---\n"
+    write_skill(tmp_path, "d", text)
+    load = parse_skill_dir(tmp_path / "d")
+    errors = [p for p in load.problems if p.severity == "error"]
+    assert [p.field for p in errors] == ["description"]
+    assert "lines 3 and 5" in errors[0].reason
+    assert load.skill is not None
+    assert load.skill.description == "second"
+
+
+def test_a_duplicated_key_in_skill_yaml_is_reported_too(tmp_path: Path) -> None:
+    write_skill(tmp_path, "s", "# Skill: S\n", skill_yaml="id: s\ndescription: a\nid: s\n")
+    load = parse_skill_dir(tmp_path / "s")
+    assert any(p.field == "id" and "more than once" in p.reason for p in load.problems)
+
+
+def test_a_merge_key_overridden_by_an_explicit_key_is_not_a_duplicate(tmp_path: Path) -> None:
+    text = "---\nname: m\ndescription: d\nx: &x {a: 1}\ny:\n  <<: *x\n  a: 2\n---\n"
+    write_skill(tmp_path, "m", text)
+    load = parse_skill_dir(tmp_path / "m")
+    assert not any("more than once" in p.reason for p in load.problems)
+
+
+def test_a_symlink_loop_inside_a_skill_is_reported_and_never_costs_the_root(
+    tmp_path: Path,
+) -> None:
+    write_skill(tmp_path, "good", spec_md("good"))
+    looped = write_skill(tmp_path, "looped", spec_md("looped"), files={"ok.md": "x"})
+    os.symlink("self", looped / "self")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    assert manager.list_skill_names() == ["good", "looped"]
+    skill = manager.get_skill("looped")
+    assert skill is not None
+    assert skill.files == ("SKILL.md", "ok.md")
+    assert any(p.file == looped / "self" and "loop" in p.reason for p in manager.problems())
+
+
+def test_reading_a_symlink_loop_as_a_resource_is_a_clear_error(tmp_path: Path) -> None:
+    looped = write_skill(tmp_path, "looped", spec_md("looped"))
+    os.symlink("self", looped / "self")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    with pytest.raises((SkillResourceNotFoundError, PathNotAllowedError)):
+        read_skill_resource(manager, "looped", "self")
+
+
+def test_a_fifo_as_skill_yaml_is_refused_without_blocking(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "f", spec_md("f"))
+    os.mkfifo(skill / "skill.yaml")
+    load = parse_skill_dir(skill)  # opening a FIFO for reading would block forever
+    assert load.skill is not None
+    assert any("not a regular file" in p.reason for p in load.problems)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "dangling", "loop"])
+def test_a_skill_md_that_is_not_a_readable_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
+    skill = tmp_path / "odd"
+    skill.mkdir()
+    target = skill / "SKILL.md"
+    if kind == "directory":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dangling":
+        os.symlink("nowhere.md", target)
+    else:
+        os.symlink("SKILL.md", target)
+    load = parse_skill_dir(skill)
+    assert load.skill is None
+    (problem,) = load.problems
+    assert "missing SKILL.md" not in problem.reason
+    expected = "broken symbolic link" if kind in ("dangling", "loop") else "not a regular file"
+    assert expected in problem.reason
+
+
+def test_a_dangling_skill_yaml_is_reported_not_ignored(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "s", spec_md("s"))
+    os.symlink("gone.yaml", skill / "skill.yaml")
+    load = parse_skill_dir(skill)
+    assert load.skill is not None
+    assert any(p.file == skill / "skill.yaml" and p.severity == "error" for p in load.problems)
+
+
+@pytest.mark.parametrize("name", ["../../escape", "/abs", "..", ".", "", "two\nlines", "a\\b"])
+def test_a_name_that_cannot_be_a_path_component_does_not_load(tmp_path: Path, name: str) -> None:
+    quoted = name.replace("\\", "\\\\").replace("\n", "\\n")
+    write_skill(tmp_path, "x", f'---\nname: "{quoted}"\ndescription: d\n---\n')
+    load = parse_skill_dir(tmp_path / "x")
+    assert load.skill is None
+    assert any(p.field == "name" and "cannot be used" in p.reason for p in load.problems)
+
+
+def test_a_skill_directory_that_is_a_symlink_loads(tmp_path: Path) -> None:
+    elsewhere = write_skill(tmp_path / "elsewhere", "linked", spec_md("linked"))
+    root = tmp_path / "root"
+    root.mkdir()
+    os.symlink(elsewhere, root / "linked")
+    manager = SkillManager()
+    manager.add_skill_dir(root)
+    assert manager.list_skill_names() == ["linked"]
+    assert manager.problems() == []
