@@ -144,6 +144,30 @@ def test_a_name_that_cannot_be_a_path_component_does_not_load(tmp_path: Path, na
     assert any(p.field == "name" and "cannot be used" in p.reason for p in load.problems)
 
 
+def test_a_root_that_is_itself_a_skill_says_to_pass_its_parent(tmp_path: Path) -> None:
+    skill = write_skill(
+        tmp_path,
+        "pdf-tools",
+        spec_md("pdf-tools"),
+        files={"scripts/x.py": "", "references/r.md": ""},
+    )
+    manager = SkillManager()
+    manager.add_skill_dir(skill)
+    problems = manager.problems()
+    assert len(problems) == 1
+    assert "pass its parent" in problems[0].reason
+    assert str(tmp_path) in problems[0].reason
+
+
+def test_a_broken_symlink_in_a_root_is_reported_not_skipped(tmp_path: Path) -> None:
+    write_skill(tmp_path, "good", spec_md("good"))
+    os.symlink(tmp_path / "unmounted" / "skill", tmp_path / "linked")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    assert manager.list_skill_names() == ["good"]
+    assert any(p.file == tmp_path / "linked" and p.severity == "error" for p in manager.problems())
+
+
 def test_a_skill_directory_that_is_a_symlink_loads(tmp_path: Path) -> None:
     elsewhere = write_skill(tmp_path / "elsewhere", "linked", spec_md("linked"))
     root = tmp_path / "root"
