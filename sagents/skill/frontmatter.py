@@ -25,6 +25,7 @@ __all__ = [
     "MAX_YAML_VALUES",
     "DuplicateKey",
     "FrontMatterError",
+    "NonStringKey",
     "SplitMarkdown",
     "YamlMapping",
     "decode_text",
@@ -38,6 +39,7 @@ MAX_YAML_VALUES = 100_000  # values in a document once aliases are expanded
 # libyaml's safe loader when PyYAML was built with it (same YAML 1.1 rules, several times faster)
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 _OPEN = re.compile(r"---[ \t]*")
 _CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 
@@ -81,24 +83,45 @@ class DuplicateKey:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NonStringKey:
+    """A mapping key that YAML reads as a non-string (``on`` is ``true`` in YAML 1.1).
+
+    Attributes:
+        key: The key as written (and as kept).
+        line: 1-based file line.
+    """
+
+    key: str
+    line: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class YamlMapping:
     """A YAML mapping and what was suspicious in it.
 
     Attributes:
         data: The mapping (string keys).
         duplicate_keys: Keys given more than once in one mapping, at any depth, in file order.
+        non_string_keys: Keys that YAML 1.1 reads as something other than a string (``on``,
+            ``yes``, ``1``, ``2024-01-01``), at any depth; they are kept as written, as strings.
     """
 
     data: dict[str, Any]
     duplicate_keys: tuple[DuplicateKey, ...] = ()
+    non_string_keys: tuple[NonStringKey, ...] = ()
 
 
 class _Loader(_LOADER):  # type: ignore[misc,valid-type]
-    """The safe loader, recording duplicated keys (merge keys ``<<`` excluded) as it constructs."""
+    """The safe loader, recording duplicated keys (merge keys ``<<`` excluded) as it constructs.
+
+    Scalar keys are always read as the string written (``on`` stays ``"on"``, not ``True``), and
+    those YAML would have read otherwise are recorded.
+    """
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[str, int, int]] = []
+        self.non_string: list[tuple[str, int]] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[str, int] = {}
@@ -106,6 +129,9 @@ class _Loader(_LOADER):  # type: ignore[misc,valid-type]
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue
             line = key_node.start_mark.line
+            if key_node.tag != _STR_TAG:
+                self.non_string.append((key_node.value, line))
+                key_node.tag = _STR_TAG
             if key_node.value in seen:
                 self.duplicates.append((key_node.value, seen[key_node.value], line))
             else:
@@ -179,17 +205,19 @@ def split_front_matter(text: str) -> SplitMarkdown:
 
 
 def load_yaml_document(source: str, *, first_line: int = 1) -> YamlMapping:
-    """Parse YAML that must be a mapping with string keys (PyYAML's safe loader).
+    """Parse YAML that must be a mapping (PyYAML's safe loader).
 
-    An empty document is an empty mapping. Duplicated keys are returned, not refused.
+    An empty document is an empty mapping. Scalar keys are kept as the strings written, and
+    those YAML 1.1 reads as something else (``on``, ``1``) are returned in ``non_string_keys``;
+    duplicated keys are returned, not refused.
 
     Args:
         source: The YAML text.
         first_line: The file line the text starts on, so that reported lines match the file.
 
     Raises:
-        FrontMatterError: Invalid YAML, a document that is not a mapping, a key that is not a
-            string, or aliases that expand past :data:`MAX_YAML_VALUES` values or refer to
+        FrontMatterError: Invalid YAML (a sequence or mapping as a key, too), a document that
+            is not a mapping, or aliases that expand past :data:`MAX_YAML_VALUES` values or refer to
             themselves.
     """
     loader = _Loader(source)
@@ -216,7 +244,10 @@ def load_yaml_document(source: str, *, first_line: int = 1) -> YamlMapping:
         DuplicateKey(key=key, first_line=first + first_line, line=line + first_line)
         for key, first, line in loader.duplicates
     )
-    return YamlMapping(data=data, duplicate_keys=duplicates)
+    non_string = tuple(
+        NonStringKey(key=key, line=line + first_line) for key, line in loader.non_string
+    )
+    return YamlMapping(data=data, duplicate_keys=duplicates, non_string_keys=non_string)
 
 
 def load_yaml_mapping(source: str, *, first_line: int = 1) -> dict[str, Any]:

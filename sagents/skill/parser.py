@@ -117,6 +117,12 @@ def _read_yaml(file: Path, text: str, out: _Collector, first_line: int = 1) -> d
             "YAML forbids it and the last value is used: keep one"
         )
         out.add(file, duplicate.key, reason, "error")
+    for key in parsed.non_string_keys:
+        reason = (
+            f"key {key.key!r} (line {key.line}) is not a string to YAML 1.1 readers, which "
+            "read on/off/yes/no as booleans and digits as numbers: quote it"
+        )
+        out.add(file, key.key, reason, "non_portable")
     return parsed.data
 
 

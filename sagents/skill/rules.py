@@ -8,6 +8,7 @@ others.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -93,15 +94,13 @@ def check_name(name: str, *, directory: str, file: Path, seed_form: bool) -> lis
                 )
             )
     if name != directory:
-        problems.append(
-            _problem(
-                file,
-                field,
-                f"{name!r} must equal the directory's name {directory!r}: rename one of them",
-                "error",
-                name,
+        reason = f"{name!r} must equal the directory's name {directory!r}: rename one of them"
+        if unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", directory):
+            reason += (
+                " (they differ only in Unicode normalisation, NFC against NFD, as some "
+                "filesystems store names)"
             )
-        )
+        problems.append(_problem(file, field, reason, "error", name))
     return problems
 
 

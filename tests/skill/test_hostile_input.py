@@ -177,3 +177,20 @@ def test_a_skill_directory_that_is_a_symlink_loads(tmp_path: Path) -> None:
     manager.add_skill_dir(root)
     assert manager.list_skill_names() == ["linked"]
     assert manager.problems() == []
+
+
+def test_a_key_yaml_reads_as_a_boolean_is_an_unknown_key_not_a_lost_skill(tmp_path: Path) -> None:
+    write_skill(tmp_path, "k", "---\nname: k\ndescription: d\non: push\n---\n")
+    load = parse_skill_dir(tmp_path / "k")
+    assert load.skill is not None
+    assert load.skill.metadata == {"on": "push"}
+    assert {p.severity for p in load.problems if p.field == "on"} == {"non_portable"}
+    assert any("quote it" in p.reason for p in load.problems if p.field == "on")
+
+
+def test_a_name_and_directory_that_differ_only_in_unicode_normalisation_say_so(
+    tmp_path: Path,
+) -> None:
+    write_skill(tmp_path, "cafe\u0301", "---\nname: caf\u00e9\ndescription: d\n---\n")
+    load = parse_skill_dir(tmp_path / "cafe\u0301")
+    assert any("Unicode normalisation" in p.reason for p in load.problems if p.field == "name")
