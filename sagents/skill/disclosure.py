@@ -32,6 +32,7 @@ __all__ = [
     "load_skill",
     "read_skill_resource",
     "render_skills_prompt",
+    "require_skill",
     "resolve_resource",
 ]
 
@@ -165,7 +166,12 @@ class LoadedSkill:
         return "\n".join(lines) + "\n"
 
 
-def _get(skills: SkillSource, name: str) -> SkillSchema:
+def require_skill(skills: SkillSource, name: str) -> SkillSchema:
+    """The session's skill ``name``.
+
+    Raises:
+        SkillNotFoundError: The session has no skill of that name (the hint lists the names).
+    """
     skill = skills.get_skill(name)
     if skill is None:
         names = [s.name for s in skills.list_skills()]
@@ -188,7 +194,7 @@ def load_skill(skills: SkillSource, name: str, *, location: str | None = None) -
     Raises:
         SkillNotFoundError: The session has no skill of that name (the hint lists the names).
     """
-    skill = _get(skills, name)
+    skill = require_skill(skills, name)
     return LoadedSkill(
         name=skill.name,
         description=skill.description,
@@ -260,7 +266,7 @@ def read_skill_resource(
         SkillResourceNotFoundError: The skill has no such file.
         SkillError: The file is larger than ``max_bytes``.
     """
-    skill = _get(skills, name)
+    skill = require_skill(skills, name)
     target = resolve_resource(skill, relative)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(target, flags)

@@ -33,8 +33,7 @@ from typing import Literal, Protocol
 
 import anyio
 
-from sagents.errors import SkillNotFoundError
-from sagents.skill.disclosure import LoadedSkill, load_skill, resolve_resource
+from sagents.skill.disclosure import LoadedSkill, load_skill, require_skill, resolve_resource
 from sagents.skill.proxy import SkillSource
 from sagents.skill.schema import SkillSchema
 
@@ -150,11 +149,9 @@ class SandboxSkillManager:
         """Copy skill ``name`` into the sandbox by the module's sync rule.
 
         Raises:
-            SkillNotFoundError: The session has no such skill.
+            SkillNotFoundError: The session has no such skill (the hint lists the names).
         """
-        skill = self._skills.get_skill(name)
-        if skill is None:
-            raise SkillNotFoundError(f"no skill {name!r} is available", details={"skill": name})
+        skill = require_skill(self._skills, name)
         async with self._lock:
             return await self._project(skill)
 

@@ -3,14 +3,15 @@
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
-from sagents.errors import PathNotAllowedError, SkillResourceNotFoundError
-from sagents.skill import SkillManager
+from sagents.errors import PathNotAllowedError, SkillNotFoundError, SkillResourceNotFoundError
+from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy, SkillSession
 from sagents.skill.disclosure import read_skill_resource
 from sagents.skill.frontmatter import FrontMatterError, load_yaml_mapping
 from sagents.skill.parser import parse_skill_dir
-from tests.skill.helpers import spec_md, write_skill
+from tests.skill.helpers import MemoryFiles, spec_md, write_skill
 
 
 def _bomb(levels: int, indent: str = "") -> str:
@@ -194,3 +195,32 @@ def test_a_name_and_directory_that_differ_only_in_unicode_normalisation_say_so(
     write_skill(tmp_path, "cafe\u0301", "---\nname: caf\u00e9\ndescription: d\n---\n")
     load = parse_skill_dir(tmp_path / "cafe\u0301")
     assert any("Unicode normalisation" in p.reason for p in load.problems if p.field == "name")
+
+
+@pytest.mark.parametrize("source", ["/path/to/skills_root", ["/path/to/skills_root"], None, 42])
+def test_a_skill_proxy_over_something_that_is_not_a_skill_source_says_so_at_once(
+    source: object,
+) -> None:
+    with pytest.raises(TypeError, match="SkillManager"):
+        SkillProxy(source, available_skills=["a"])  # type: ignore[arg-type]
+
+
+def test_a_skill_proxy_over_a_mixed_list_names_the_bad_item(tmp_path: Path) -> None:
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    with pytest.raises(TypeError, match="item 1"):
+        SkillProxy([manager, "x"])  # type: ignore[list-item]
+
+
+@pytest.mark.anyio
+async def test_loading_an_unknown_skill_through_the_sandbox_lists_the_session_skills(
+    tmp_path: Path,
+) -> None:
+    write_skill(tmp_path, "a", spec_md("a"))
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    session = SkillSession(manager, sandbox=SandboxSkillManager(manager, MemoryFiles()))
+    with pytest.raises(SkillNotFoundError) as caught:
+        with anyio.fail_after(5):
+            await session.load_skill("ghost")
+    assert caught.value.hint == "available skills: a"
