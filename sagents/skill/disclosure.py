@@ -60,9 +60,16 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
+def _indented(text: str, indent: str) -> str:
+    """``text`` stripped, with its continuation lines indented to stay in a Markdown list item."""
+    return ("\n" + indent).join(line.rstrip() for line in text.strip().split("\n"))
+
+
 def _entry(skill: SkillSchema) -> str:
-    lines = [f"- {skill.name}: {skill.description.strip()}"]
-    lines.extend(f"  - Use when: {scenario.strip()}" for scenario in skill.activation_scenarios)
+    lines = [f"- {skill.name}: {_indented(skill.description, '  ')}"]
+    lines.extend(
+        f"  - Use when: {_indented(scenario, '    ')}" for scenario in skill.activation_scenarios
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -210,8 +210,10 @@ def split_allowed_tools(
     items: list[str]
     if isinstance(value, str):
         items = _tokenise(value)
+        texts = [value]
     elif isinstance(value, list) and all(isinstance(item, str) for item in value):
         items = [token for item in value for token in _tokenise(item)]
+        texts = list(value)
         problems.append(
             _problem(
                 file,
@@ -224,6 +226,13 @@ def split_allowed_tools(
     else:
         reason = f"must be a space-separated string of tool names, not {value!r}"
         return None, [_problem(file, "allowed-tools", reason, "error", skill)]
+    for text in texts:
+        if text.count("(") > text.count(")"):
+            reason = (
+                f"{text!r} has an unclosed '(': everything after it is read as one tool name, "
+                "which matches no tool; close it"
+            )
+            problems.append(_problem(file, "allowed-tools", reason, "error", skill))
     names = tuple(dict.fromkeys(items))
     if not names:
         reason = "is empty, so it restricts nothing; remove it or list the tools"

@@ -8,7 +8,7 @@ import pytest
 
 from sagents.errors import PathNotAllowedError, SkillNotFoundError, SkillResourceNotFoundError
 from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy, SkillSession
-from sagents.skill.disclosure import read_skill_resource
+from sagents.skill.disclosure import read_skill_resource, render_skills_prompt
 from sagents.skill.frontmatter import FrontMatterError, load_yaml_mapping
 from sagents.skill.parser import parse_skill_dir
 from tests.skill.helpers import MemoryFiles, spec_md, write_skill
@@ -224,3 +224,27 @@ async def test_loading_an_unknown_skill_through_the_sandbox_lists_the_session_sk
         with anyio.fail_after(5):
             await session.load_skill("ghost")
     assert caught.value.hint == "available skills: a"
+
+
+def test_an_unclosed_parenthesis_in_allowed_tools_is_an_error_not_one_long_tool_name(
+    tmp_path: Path,
+) -> None:
+    write_skill(
+        tmp_path, "t", "---\nname: t\ndescription: d\nallowed-tools: Bash(git status:* Read\n---\n"
+    )
+    load = parse_skill_dir(tmp_path / "t")
+    errors = [p for p in load.problems if p.field == "allowed-tools"]
+    assert [p.severity for p in errors] == ["error"]
+    assert "'('" in errors[0].reason
+
+
+def test_a_multi_line_description_stays_inside_its_list_item_in_the_prompt(
+    tmp_path: Path,
+) -> None:
+    text = "---\nname: m\ndescription: |\n  Line one.\n  Line two.\n---\n"
+    write_skill(tmp_path, "m", text)
+    write_skill(tmp_path, "n", spec_md("n"))
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    prompt = render_skills_prompt(manager, max_tokens=1000)
+    assert "- m: Line one.\n  Line two.\n- n: " in prompt
