@@ -11,7 +11,8 @@ When both front matter and ``skill.yaml`` are present they combine by one rule:
 * a value set in both and different is a problem (an ``error`` for the name, a ``warning``
   otherwise) saying which one won.
 
-A skill loads when ``SKILL.md`` is readable, its front matter (if any) is a YAML mapping, and it has
+A skill loads when ``SKILL.md`` is a readable regular file, its front matter (if any) is a YAML
+mapping, its name can name a skill at all (one path component, no control characters) and it has
 a non-empty description; everything else that is wrong is reported as a problem but does not stop
 it loading. Nothing here writes to the skill directory.
 """
