@@ -421,13 +421,22 @@ def list_skill_files(
     """List the regular files a skill ships, as sorted relative POSIX paths.
 
     Hidden files and directories (``.git``, ``.DS_Store``) are left out. A symlink is listed only
-    when it resolves inside the skill directory; one that points out is reported and left out.
+    when it resolves inside the skill directory; one that points out, or loops, is reported and
+    left out. A directory that cannot be listed (permissions) is reported, not silently empty.
     At most :data:`MAX_SKILL_FILES` are listed; more is reported.
     """
     root = directory.resolve()
     found: list[str] = []
     problems: list[SkillProblem] = []
-    for current, dirs, names in os.walk(directory):
+
+    def unlisted(error: OSError) -> None:
+        reason = f"cannot be listed ({error.strerror}); its files are not shipped"
+        where = Path(error.filename) if error.filename else directory
+        problems.append(
+            SkillProblem(file=where, field=None, reason=reason, severity="warning", skill=skill)
+        )
+
+    for current, dirs, names in os.walk(directory, onerror=unlisted):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         base = Path(current)
         refused: set[str] = set()

@@ -248,3 +248,23 @@ def test_a_multi_line_description_stays_inside_its_list_item_in_the_prompt(
     manager.add_skill_dir(tmp_path)
     prompt = render_skills_prompt(manager, max_tokens=1000)
     assert "- m: Line one.\n  Line two.\n- n: " in prompt
+
+
+def test_a_subdirectory_that_cannot_be_listed_is_reported_not_silently_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = write_skill(tmp_path, "s", spec_md("s"), files={"references/r.md": "r"})
+    real_scandir = os.scandir
+
+    def scandir(path: str | os.PathLike[str] = ".") -> object:
+        if Path(path).name == "references":  # root bypasses permissions, so fake a denial
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    load = parse_skill_dir(skill)
+    assert load.skill is not None
+    assert load.skill.files == ("SKILL.md",)
+    assert any(
+        p.file == skill / "references" and "cannot be listed" in p.reason for p in load.problems
+    )
