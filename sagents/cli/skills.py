@@ -106,7 +106,8 @@ def _show(
     if skill.compatibility:
         lines.append(f"compatibility: {skill.compatibility}")
     if skill.allowed_tools is not None:
-        lines.append(f"allowed-tools: {' '.join(skill.allowed_tools)}")
+        allowed = " ".join(skill.allowed_tools) or "(none: the field is invalid, see validate)"
+        lines.append(f"allowed-tools: {allowed}")
     lines.extend(f"metadata.{key}: {value}" for key, value in skill.metadata.items())
     lines.extend(f"use when: {scenario}" for scenario in skill.activation_scenarios)
     lines.append("files:")

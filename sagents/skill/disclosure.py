@@ -168,7 +168,11 @@ class LoadedSkill:
         if self.allowed_tools is not None:
             lines.append("")
             lines.append(
-                "While this skill is active you may call only: " + ", ".join(self.allowed_tools)
+                "While this skill is active you may call only: "
+                + (
+                    ", ".join(self.allowed_tools)
+                    or "the skill tools (its allowed-tools is invalid)"
+                )
             )
         return "\n".join(lines) + "\n"
 

@@ -198,11 +198,13 @@ def split_allowed_tools(
 
     Commas also separate names (some hosts write ``Read, Grep``), except inside parentheses,
     so that patterns such as ``Bash(git status:*)`` stay one entry. A YAML list is accepted
-    with a ``non_portable`` problem. An empty value means "no restriction" and is reported.
+    with a ``non_portable`` problem. An empty value means "no restriction" and is reported. Any
+    other value (a map, a number, a list holding a non-string) is an error and fails closed:
+    ``()``, no tool allowed, rather than dropping the restriction its author meant.
 
     Returns:
-        The tool names in order, without duplicates (``None`` when absent or empty), and the
-        problems.
+        The tool names in order, without duplicates (``None`` when absent or empty, ``()`` when
+        malformed), and the problems.
     """
     if value is None:
         return None, []
@@ -224,8 +226,11 @@ def split_allowed_tools(
             )
         )
     else:
-        reason = f"must be a space-separated string of tool names, not {value!r}"
-        return None, [_problem(file, "allowed-tools", reason, "error", skill)]
+        reason = (
+            f"must be a space-separated string of tool names, not {value!r}; until it is "
+            "fixed the skill may call no tool but the skill tools (fail closed)"
+        )
+        return (), [_problem(file, "allowed-tools", reason, "error", skill)]
     for text in texts:
         if text.count("(") > text.count(")"):
             reason = (

@@ -113,6 +113,9 @@ class SandboxSkillManager:
         skills: The session's ``SkillProxy`` (or a ``SkillManager``).
         files: The sandbox's file API (see :class:`SandboxFiles`).
         root: The sandbox directory under which each skill gets ``<root>/<name>/``.
+
+    Raises:
+        ValueError: ``root`` is empty.
     """
 
     def __init__(
@@ -122,6 +125,11 @@ class SandboxSkillManager:
         *,
         root: str = DEFAULT_SANDBOX_SKILLS_ROOT,
     ) -> None:
+        if not root.strip():
+            raise ValueError(
+                "root must name a sandbox directory (default '.skills'); an empty root would "
+                "put skills at the sandbox's filesystem root"
+            )
         self._skills = skills
         self._files = files
         self._root = root.rstrip("/") or "/"

@@ -8,10 +8,11 @@ import pytest
 
 from sagents.errors import PathNotAllowedError, SkillNotFoundError, SkillResourceNotFoundError
 from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy, SkillSession
-from sagents.skill.disclosure import read_skill_resource, render_skills_prompt
+from sagents.skill.activation import activate_skill
+from sagents.skill.disclosure import load_skill, read_skill_resource, render_skills_prompt
 from sagents.skill.frontmatter import FrontMatterError, load_yaml_mapping
 from sagents.skill.parser import parse_skill_dir
-from tests.skill.helpers import MemoryFiles, spec_md, write_skill
+from tests.skill.helpers import FakeToolProxy, MemoryFiles, spec_md, write_skill
 
 
 def _bomb(levels: int, indent: str = "") -> str:
@@ -268,3 +269,34 @@ def test_a_subdirectory_that_cannot_be_listed_is_reported_not_silently_empty(
     assert any(
         p.file == skill / "references" and "cannot be listed" in p.reason for p in load.problems
     )
+
+
+@pytest.mark.parametrize("value", ["{Read: yes}", "[Read, 42]", "42"])
+def test_a_malformed_allowed_tools_fails_closed_not_open(tmp_path: Path, value: str) -> None:
+    write_skill(tmp_path, "t", f"---\nname: t\ndescription: d\nallowed-tools: {value}\n---\n")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    skill = manager.get_skill("t")
+    assert skill is not None
+    assert skill.allowed_tools == ()
+    assert any(p.field == "allowed-tools" and p.severity == "error" for p in manager.problems())
+    tools = FakeToolProxy(["file_read", "shell", "load_skill"])
+    activate_skill(tools, skill, always_allowed=["load_skill"])
+    assert tools.allowed == {"load_skill"}
+
+
+def test_an_empty_sandbox_root_is_refused_rather_than_the_sandbox_filesystem_root(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValueError, match="root"):
+        SandboxSkillManager(SkillManager(), MemoryFiles(), root="")
+
+
+def test_a_skill_whose_allowed_tools_is_invalid_tells_the_model_what_it_may_call(
+    tmp_path: Path,
+) -> None:
+    write_skill(tmp_path, "t", "---\nname: t\ndescription: d\nallowed-tools: 42\n---\nbody\n")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    text = load_skill(manager, "t").to_text()
+    assert "you may call only: the skill tools (its allowed-tools is invalid)" in text

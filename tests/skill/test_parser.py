@@ -213,7 +213,7 @@ def test_compatibility_over_500_characters_is_an_error(tmp_path: Path) -> None:
         ("[file_read, run_script]", ("file_read", "run_script"), ["non_portable"]),
         ("a a b", ("a", "b"), []),
         ("''", None, ["error"]),
-        ("{x: 1}", None, ["error"]),
+        ("{x: 1}", (), ["error"]),  # malformed: fails closed
     ],
 )
 def test_allowed_tools_accepts_the_spec_string_and_a_yaml_list(
