@@ -402,6 +402,15 @@ def _stringify(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _is_utf8(name: str) -> bool:
+    """Whether a file name decoded by the OS is real UTF-8 (no surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _symlink_problem(link: Path, root: Path) -> str | None:
     """Why the symbolic link ``link`` is not shipped, or ``None`` when it stays inside ``root``."""
     try:
@@ -422,7 +431,8 @@ def list_skill_files(
 
     Hidden files and directories (``.git``, ``.DS_Store``) are left out. A symlink is listed only
     when it resolves inside the skill directory; one that points out, or loops, is reported and
-    left out. A directory that cannot be listed (permissions) is reported, not silently empty.
+    left out. A directory that cannot be listed (permissions) is reported, not silently empty,
+    and so is a name that is not UTF-8 (it could not reach a model or a remote sandbox).
     At most :data:`MAX_SKILL_FILES` are listed; more is reported.
     """
     root = directory.resolve()
@@ -442,9 +452,13 @@ def list_skill_files(
         refused: set[str] = set()
         for entry in [*dirs, *names]:
             full = base / entry
-            if not full.is_symlink():
+            reason: str | None
+            if not _is_utf8(entry):
+                reason = "has a name that is not valid UTF-8; it is not shipped (rename it)"
+            elif full.is_symlink():
+                reason = _symlink_problem(full, root)
+            else:
                 continue
-            reason = _symlink_problem(full, root)
             if reason is None:
                 continue
             refused.add(entry)

@@ -300,3 +300,15 @@ def test_a_skill_whose_allowed_tools_is_invalid_tells_the_model_what_it_may_call
     manager.add_skill_dir(tmp_path)
     text = load_skill(manager, "t").to_text()
     assert "you may call only: the skill tools (its allowed-tools is invalid)" in text
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_not_shipped(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "e", spec_md("e"))
+    with open(os.fsencode(skill) + b"/bad\xff.txt", "wb") as handle:
+        handle.write(b"x")
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    loaded = load_skill(manager, "e")
+    assert loaded.files == ("SKILL.md",)
+    loaded.to_text().encode("utf-8")  # what a model API needs
+    assert any("not valid UTF-8" in p.reason for p in manager.problems())
