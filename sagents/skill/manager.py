@@ -173,9 +173,8 @@ def _may_hold(entry: _Entry, name: str) -> bool:
 def _read(directory: Path, stamp: _Stamp | None = None) -> _Entry:
     stamp = stamp if stamp is not None else _skill_stamp(directory)
     load = parse_skill_dir(directory)
-    for problem in load.problems:
-        if problem.severity == "error" or load.skill is None:
-            logger.warning("skill %s", problem)
+    for problem in load.problems:  # every problem, once per change: loud, never silent
+        logger.warning("skill %s", problem)
     if load.skill is None:
         logger.warning("skill directory %s was not loaded (see the problems above)", directory)
     return _Entry(directory=directory, stamp=stamp, load=load)

@@ -312,3 +312,14 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_not_shipped(tmp_path: Path
     assert loaded.files == ("SKILL.md",)
     loaded.to_text().encode("utf-8")  # what a model API needs
     assert any("not valid UTF-8" in p.reason for p in manager.problems())
+
+
+def test_an_unknown_front_matter_key_is_logged_as_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_skill(tmp_path, "u", "---\nname: u\ndescription: d\nversion: 2\n---\n")
+    manager = SkillManager()
+    with caplog.at_level("WARNING"):
+        manager.add_skill_dir(tmp_path)
+    assert manager.get_skill("u") is not None
+    assert any("version" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
