@@ -231,9 +231,14 @@ class SkillManager:
         """The skill called ``name`` (re-read first if its files changed), or ``None``.
 
         Only the directories that may hold ``name`` (same directory name, or that declared it)
-        and the roots' listings are re-checked, so this stays cheap with many skills.
+        and the roots' listings are re-checked, so this stays cheap with many skills; on a miss
+        everything is re-checked (a skill may have been renamed), as ``list_skills`` does.
         """
         self._refresh(force=False, only=name)
+        if name not in self._skills:
+            # a miss may be a skill renamed in its front matter: check everything, as
+            # list_skills would, so the two never disagree
+            self._refresh(force=False)
         return self._skills.get(name)
 
     def problems(self) -> list[SkillProblem]:

@@ -206,6 +206,11 @@ def parse_skill_dir(path: Path) -> SkillLoad:
                 return out.result(None)
     if front is None and seed is None:
         reason = "has no YAML front matter (a '---' line, name and description, '---')"
+        if split.body.lstrip().startswith("---"):
+            reason = (
+                "has its front matter after blank lines or text: it must start on line 1 "
+                "(remove what comes before the first '---')"
+            )
         out.add(skill_md, None, reason, "error")
         return out.result(None)
     form: SourceForm = "spec+seed" if front is not None and seed is not None else "spec"

@@ -323,3 +323,21 @@ def test_an_unknown_front_matter_key_is_logged_as_a_warning(
         manager.add_skill_dir(tmp_path)
     assert manager.get_skill("u") is not None
     assert any("version" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_front_matter_after_a_blank_line_is_named_as_the_problem(tmp_path: Path) -> None:
+    write_skill(tmp_path, "late", "\n---\nname: late\ndescription: d\n---\nbody\n")
+    load = parse_skill_dir(tmp_path / "late")
+    assert load.skill is None
+    assert "must start on line 1" in load.problems[0].reason
+
+
+def test_get_skill_sees_a_skill_renamed_in_its_front_matter_as_list_skills_does(
+    tmp_path: Path,
+) -> None:
+    skill = write_skill(tmp_path, "foo", spec_md("foo"))
+    manager = SkillManager()
+    manager.add_skill_dir(tmp_path)
+    (skill / "SKILL.md").write_text(spec_md("bar") + "\n")  # another size: a visible change
+    assert manager.get_skill("bar") is not None
+    assert manager.list_skill_names() == ["bar"]
