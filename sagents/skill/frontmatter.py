@@ -166,8 +166,8 @@ def _check_expansion(document: Any) -> None:
         total = 1 + sum(sizes.get(id(child), 1) for child in children)
         if total > MAX_YAML_VALUES:
             raise FrontMatterError(
-                f"invalid YAML: aliases expand to more than {MAX_YAML_VALUES} values "
-                "(an alias bomb?); write the values out"
+                f"invalid YAML: more than {MAX_YAML_VALUES} values once aliases are expanded "
+                "(an alias bomb?); a skill's metadata needs far fewer"
             )
         sizes[id(item)] = total
         open_ids.discard(id(item))

@@ -350,7 +350,7 @@ def test_nested_yaml_aliases_that_expand_past_the_limit_are_refused(tmp_path: Pa
     md = "---\nname: bomb\ndescription: d\n" + "\n".join(levels) + "\n---\n"
     load = parse_skill_dir(write_skill(tmp_path, "bomb", md))
     assert load.skill is None
-    assert "aliases expand to more than" in load.problems[0].reason
+    assert "values once aliases are expanded" in load.problems[0].reason
 
 
 def test_an_oversized_skill_md_is_refused_with_a_reason(tmp_path: Path) -> None:
