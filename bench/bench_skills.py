@@ -5,6 +5,8 @@ Run: .venv/bin/python bench/bench_skills.py
 Each figure is a ratio against a baseline measured in the same run, so machines compare:
 - ``get_skill`` and ``list_skills`` (freshness checks) vs a full ``reload()``;
 - ``parse_skill_dir`` vs a bare YAML load (same loader) of the same front matter;
+- ``load_yaml_document`` (duplicate-key and alias-expansion checks) vs that bare YAML load, and
+  refusing an alias bomb vs the bare YAML load of the same bomb (which only builds references);
 - ``render_skills_prompt`` under a tight budget vs one ``count_tokens`` of the full listing;
 - an unchanged re-projection vs the first projection into an in-memory sandbox.
 """
@@ -21,6 +23,7 @@ import anyio
 import yaml
 
 from sagents.skill import SandboxSkillManager, SkillManager, count_tokens, render_skills_prompt
+from sagents.skill.frontmatter import FrontMatterError, load_yaml_document
 from sagents.skill.parser import parse_skill_dir
 
 SKILLS = 200  # skills in the benchmark root
@@ -97,6 +100,28 @@ def main() -> None:
         parse_time = _best(lambda: [parse_skill_dir(one) for _ in range(100)])
         print(
             f"parse_skill_dir / a bare YAML load of its front matter = {parse_time / yaml_time:.2f}"
+        )
+        checked_time = _best(lambda: [load_yaml_document(front) for _ in range(100)])
+        print(
+            "load_yaml_document / a bare YAML load of the same front matter = "
+            f"{checked_time / yaml_time:.2f}"
+        )
+        bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]\n" for n in range(1, 9)
+        )
+
+        def refuse_bomb() -> None:
+            try:
+                load_yaml_document(bomb)
+            except FrontMatterError:
+                return
+            raise AssertionError("the alias bomb was not refused")
+
+        bare_bomb = _best(lambda: yaml.load(bomb, Loader=loader))
+        refuse_time = _best(refuse_bomb)
+        print(
+            "refusing a 10**9-value alias bomb / a bare YAML load of it = "
+            f"{refuse_time / bare_bomb:.2f}"
         )
 
         skills = manager.list_skills()

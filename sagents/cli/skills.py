@@ -7,7 +7,10 @@ gateway's config file will become a third source once it lands.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -48,6 +51,18 @@ def skill_roots(dirs: list[Path] | None) -> list[Path]:
     return [Path(part) for part in raw.split(os.pathsep) if part.strip()]
 
 
+@contextmanager
+def _quiet_skill_log() -> Iterator[None]:
+    """Hold back the library's per-problem log warnings: the commands report problems themselves."""
+    skill_logger = logging.getLogger("sagents.skill")
+    level = skill_logger.level
+    skill_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        skill_logger.setLevel(level)
+
+
 def _manager(dirs: list[Path] | None) -> SkillManager:
     roots = skill_roots(dirs)
     if not roots:
@@ -56,7 +71,8 @@ def _manager(dirs: list[Path] | None) -> SkillManager:
     manager = SkillManager()
     for root in roots:
         try:
-            manager.add_skill_dir(root)
+            with _quiet_skill_log():
+                manager.add_skill_dir(root)
         except SkillRootError as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from error
@@ -106,7 +122,8 @@ def _show(
     if skill.compatibility:
         lines.append(f"compatibility: {skill.compatibility}")
     if skill.allowed_tools is not None:
-        lines.append(f"allowed-tools: {' '.join(skill.allowed_tools)}")
+        allowed = " ".join(skill.allowed_tools) or "(none: the field is invalid, see validate)"
+        lines.append(f"allowed-tools: {allowed}")
     lines.extend(f"metadata.{key}: {value}" for key, value in skill.metadata.items())
     lines.extend(f"use when: {scenario}" for scenario in skill.activation_scenarios)
     lines.append("files:")
@@ -123,8 +140,9 @@ def _validate(path: Path) -> tuple[int, list[SkillProblem]]:
         return 1, list(load.problems)
     directories = scan_root(path)
     manager = SkillManager()
-    manager.add_skill_dir(path)
-    return len(directories), manager.problems()
+    with _quiet_skill_log():
+        manager.add_skill_dir(path)
+        return len(directories), manager.problems()
 
 
 @app.command("validate")

@@ -32,6 +32,7 @@ __all__ = [
     "load_skill",
     "read_skill_resource",
     "render_skills_prompt",
+    "require_skill",
     "resolve_resource",
 ]
 
@@ -59,9 +60,16 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
+def _indented(text: str, indent: str) -> str:
+    """``text`` stripped, with its continuation lines indented to stay in a Markdown list item."""
+    return ("\n" + indent).join(line.rstrip() for line in text.strip().split("\n"))
+
+
 def _entry(skill: SkillSchema) -> str:
-    lines = [f"- {skill.name}: {skill.description.strip()}"]
-    lines.extend(f"  - Use when: {scenario.strip()}" for scenario in skill.activation_scenarios)
+    lines = [f"- {skill.name}: {_indented(skill.description, '  ')}"]
+    lines.extend(
+        f"  - Use when: {_indented(scenario, '    ')}" for scenario in skill.activation_scenarios
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -160,12 +168,21 @@ class LoadedSkill:
         if self.allowed_tools is not None:
             lines.append("")
             lines.append(
-                "While this skill is active you may call only: " + ", ".join(self.allowed_tools)
+                "While this skill is active you may call only: "
+                + (
+                    ", ".join(self.allowed_tools)
+                    or "the skill tools (its allowed-tools is invalid)"
+                )
             )
         return "\n".join(lines) + "\n"
 
 
-def _get(skills: SkillSource, name: str) -> SkillSchema:
+def require_skill(skills: SkillSource, name: str) -> SkillSchema:
+    """The session's skill ``name``.
+
+    Raises:
+        SkillNotFoundError: The session has no skill of that name (the hint lists the names).
+    """
     skill = skills.get_skill(name)
     if skill is None:
         names = [s.name for s in skills.list_skills()]
@@ -188,7 +205,7 @@ def load_skill(skills: SkillSource, name: str, *, location: str | None = None) -
     Raises:
         SkillNotFoundError: The session has no skill of that name (the hint lists the names).
     """
-    skill = _get(skills, name)
+    skill = require_skill(skills, name)
     return LoadedSkill(
         name=skill.name,
         description=skill.description,
@@ -204,7 +221,7 @@ def resolve_resource(skill: SkillSchema, relative: str) -> Path:
 
     Raises:
         PathNotAllowedError: An absolute path, a ``..`` component, or a symlink out.
-        SkillResourceNotFoundError: No such regular file in the skill.
+        SkillResourceNotFoundError: No such regular file in the skill (or a symlink loop).
     """
     pure = PurePosixPath(relative.replace("\\", "/"))
     if not relative or pure.is_absolute() or ".." in pure.parts or Path(relative).is_absolute():
@@ -214,7 +231,14 @@ def resolve_resource(skill: SkillSchema, relative: str) -> Path:
             details={"path": relative, "skill": skill.name},
         )
     root = skill.path.resolve()
-    target = (skill.path / pure).resolve()
+    try:
+        target = (skill.path / pure).resolve()
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop (Python 3.11)
+        raise SkillResourceNotFoundError(
+            f"skill {skill.name!r} has no readable file {relative!r} (a symbolic link loop)",
+            hint=f"its files: {', '.join(skill.files)}",
+            details={"path": relative, "skill": skill.name},
+        ) from error
     if not target.is_relative_to(root):
         raise PathNotAllowedError(
             f"{relative!r} leads out of skill {skill.name!r} (a symbolic link)",
@@ -253,7 +277,7 @@ def read_skill_resource(
         SkillResourceNotFoundError: The skill has no such file.
         SkillError: The file is larger than ``max_bytes``.
     """
-    skill = _get(skills, name)
+    skill = require_skill(skills, name)
     target = resolve_resource(skill, relative)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(target, flags)

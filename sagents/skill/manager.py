@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sagents.errors import SkillRootError
-from sagents.skill.parser import SEED_FILE, SKILL_FILE, SkillLoad, parse_skill_dir
+from sagents.skill.parser import SEED_FILE, SKILL_FILE, SkillLoad, is_skill_dir, parse_skill_dir
 from sagents.skill.schema import SkillProblem, SkillSchema
 
 __all__ = ["SkillManager", "scan_root"]
@@ -65,6 +65,46 @@ def scan_root(root: Path) -> list[Path]:
     Raises:
         SkillRootError: The root is missing, not a directory, or unreadable.
     """
+    return [child for child in _children(root) if child.is_dir()]
+
+
+def _scan(root: Path) -> tuple[list[Path], list[SkillProblem]]:
+    """A root's skill directories, and what is wrong with the root itself.
+
+    A root that is itself a skill directory (a common slip: ``--dir skills/pdf-tools``) yields no
+    skills and one problem saying to pass its parent, rather than a ``missing SKILL.md`` for each
+    of its ``scripts/`` and ``references/``. An entry that is a symbolic link leading nowhere
+    (broken, or a loop) is reported, not skipped silently.
+
+    Raises:
+        SkillRootError: The root is missing, not a directory, or unreadable.
+    """
+    children = _children(root)
+    if is_skill_dir(root):
+        reason = (
+            f"{str(root)!r} is a skill directory, not a root of skills: pass its parent "
+            f"{str(root.parent)!r} instead"
+        )
+        problem = SkillProblem(
+            file=root / SKILL_FILE, field=None, reason=reason, severity="error", skill=root.name
+        )
+        return [], [problem]
+    problems = [
+        SkillProblem(
+            file=child,
+            field=None,
+            reason="is a symbolic link that leads nowhere (broken, or a loop); not loaded",
+            severity="error",
+            skill=child.name,
+        )
+        for child in children
+        if child.is_symlink() and not child.exists()
+    ]
+    return [child for child in children if child.is_dir()], problems
+
+
+def _children(root: Path) -> list[Path]:
+    """A root's non-hidden entries, sorted. Raises SkillRootError."""
     try:
         children = sorted(root.iterdir())
     except FileNotFoundError as error:
@@ -80,7 +120,7 @@ def scan_root(root: Path) -> list[Path]:
         raise SkillRootError(
             f"skill root {str(root)!r} cannot be read: {error.strerror}"
         ) from error
-    return [child for child in children if child.is_dir() and not child.name.startswith(".")]
+    return [child for child in children if not child.name.startswith(".")]
 
 
 class _Root:
@@ -88,6 +128,7 @@ class _Root:
         self.path = path
         self.stamp: tuple[int, int] = (-2, -2)
         self.entries: dict[Path, _Entry] = {}
+        self.problems: list[SkillProblem] = []
 
     def refresh(self, force: bool, only: str | None = None) -> bool:
         """Re-read what changed (with ``only``: just the directories that may hold that name).
@@ -98,10 +139,14 @@ class _Root:
         root_stamp = _stat(self.path)
         if force or root_stamp != self.stamp:
             try:
-                directories = scan_root(self.path)
+                directories, problems = _scan(self.path)
             except SkillRootError as error:
                 logger.warning("%s", error)
-                directories = []
+                directories, problems = [], []
+            for problem in problems:
+                logger.warning("skill root %s", problem)
+            changed = changed or problems != self.problems
+            self.problems = problems
             self.stamp = root_stamp
             kept = {d: self.entries[d] for d in directories if d in self.entries and not force}
             changed = changed or kept.keys() != self.entries.keys()
@@ -128,9 +173,8 @@ def _may_hold(entry: _Entry, name: str) -> bool:
 def _read(directory: Path, stamp: _Stamp | None = None) -> _Entry:
     stamp = stamp if stamp is not None else _skill_stamp(directory)
     load = parse_skill_dir(directory)
-    for problem in load.problems:
-        if problem.severity == "error" or load.skill is None:
-            logger.warning("skill %s", problem)
+    for problem in load.problems:  # every problem, once per change: loud, never silent
+        logger.warning("skill %s", problem)
     if load.skill is None:
         logger.warning("skill directory %s was not loaded (see the problems above)", directory)
     return _Entry(directory=directory, stamp=stamp, load=load)
@@ -187,9 +231,14 @@ class SkillManager:
         """The skill called ``name`` (re-read first if its files changed), or ``None``.
 
         Only the directories that may hold ``name`` (same directory name, or that declared it)
-        and the roots' listings are re-checked, so this stays cheap with many skills.
+        and the roots' listings are re-checked, so this stays cheap with many skills; on a miss
+        everything is re-checked (a skill may have been renamed), as ``list_skills`` does.
         """
         self._refresh(force=False, only=name)
+        if name not in self._skills:
+            # a miss may be a skill renamed in its front matter: check everything, as
+            # list_skills would, so the two never disagree
+            self._refresh(force=False)
         return self._skills.get(name)
 
     def problems(self) -> list[SkillProblem]:
@@ -212,6 +261,7 @@ class SkillManager:
         skills: dict[str, SkillSchema] = {}
         problems: list[SkillProblem] = []
         for root in self._roots:
+            problems.extend(root.problems)
             for entry in root.entries.values():
                 problems.extend(entry.load.problems)
                 skill = entry.load.skill

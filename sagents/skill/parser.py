@@ -11,7 +11,8 @@ When both front matter and ``skill.yaml`` are present they combine by one rule:
 * a value set in both and different is a problem (an ``error`` for the name, a ``warning``
   otherwise) saying which one won.
 
-A skill loads when ``SKILL.md`` is readable, its front matter (if any) is a YAML mapping, and it has
+A skill loads when ``SKILL.md`` is a readable regular file, its front matter (if any) is a YAML
+mapping, its name can name a skill at all (one path component, no control characters) and it has
 a non-empty description; everything else that is wrong is reported as a problem but does not stop
 it loading. Nothing here writes to the skill directory.
 """
@@ -20,16 +21,20 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sagents.skill.files import MAX_SKILL_FILES, list_skill_files
 from sagents.skill.frontmatter import (
     FrontMatterError,
+    YamlMapping,
     decode_text,
-    load_yaml_mapping,
+    load_yaml_document,
     split_front_matter,
 )
 from sagents.skill.rules import (
@@ -56,7 +61,6 @@ __all__ = [
 MAX_SKILL_MD_BYTES = 1024 * 1024  # SKILL.md and skill.yaml; the spec suggests < 500 lines
 SKILL_FILE = "SKILL.md"
 SEED_FILE = "skill.yaml"
-MAX_SKILL_FILES = 2000  # files listed per skill; more is reported, not silently cut
 
 _FRONT_MATTER_KEYS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
@@ -96,9 +100,43 @@ def is_skill_dir(path: Path) -> bool:
     return path.is_dir() and ((path / SKILL_FILE).exists() or (path / SEED_FILE).exists())
 
 
+def _absent_reason(file: Path) -> str:
+    """Why ``file``, which is not a regular file, cannot be read (for a problem's reason)."""
+    if file.is_symlink() and not file.exists():
+        return "is a broken symbolic link (its target is missing, or it loops)"
+    if file.exists():
+        return "is not a regular file (a directory, FIFO or device)"
+    return "is missing"
+
+
+def _read_yaml(file: Path, text: str, out: _Collector, first_line: int = 1) -> dict[str, Any]:
+    """Parse a YAML mapping and report its duplicated keys. Raises FrontMatterError."""
+    parsed: YamlMapping = load_yaml_document(text, first_line=first_line)
+    for duplicate in parsed.duplicate_keys:
+        reason = (
+            f"is given more than once (lines {duplicate.first_line} and {duplicate.line}); "
+            "YAML forbids it and the last value is used: keep one"
+        )
+        out.add(file, duplicate.key, reason, "error")
+    for key in parsed.non_string_keys:
+        reason = (
+            f"key {key.key!r} (line {key.line}) is not a string to YAML 1.1 readers, which "
+            "read on/off/yes/no as booleans and digits as numbers: quote it"
+        )
+        out.add(file, key.key, reason, "non_portable")
+    return parsed.data
+
+
 def _read_text(file: Path) -> str:
-    """Read and normalise a text file. Raises OSError or FrontMatterError."""
-    with file.open("rb") as handle:
+    """Read and normalise a regular text file. Raises OSError or FrontMatterError.
+
+    The file is opened non-blocking and checked to be a regular file before reading, so that a
+    FIFO or a device in a skill directory is refused instead of blocking the scan forever.
+    """
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FrontMatterError("is not a regular file (a directory, FIFO or device)")
         data = handle.read(MAX_SKILL_MD_BYTES + 1)
     if len(data) > MAX_SKILL_MD_BYTES:
         raise FrontMatterError(
@@ -140,7 +178,12 @@ def parse_skill_dir(path: Path) -> SkillLoad:
     skill_md = directory / SKILL_FILE
     seed_file = directory / SEED_FILE
     if not skill_md.is_file():
-        reason = "missing SKILL.md: every skill needs one (instructions, with front matter)"
+        absent = _absent_reason(skill_md)
+        reason = (
+            "missing SKILL.md: every skill needs one (instructions, with front matter)"
+            if absent == "is missing"
+            else f"SKILL.md {absent}; every skill needs one as a regular file"
+        )
         out.add(skill_md, None, reason, "error")
         return out.result(None)
     try:
@@ -148,21 +191,26 @@ def parse_skill_dir(path: Path) -> SkillLoad:
         front = (
             None
             if split.front_matter is None
-            else load_yaml_mapping(split.front_matter, first_line=2)
+            else _read_yaml(skill_md, split.front_matter, out, first_line=2)
         )
     except (OSError, FrontMatterError) as error:
         out.add(skill_md, None, f"cannot be read: {error}", "error")
         return out.result(None)
     seed: dict[str, Any] | None = None
-    if seed_file.exists():
+    if seed_file.exists() or seed_file.is_symlink():
         try:
-            seed = load_yaml_mapping(_read_text(seed_file))
+            seed = _read_yaml(seed_file, _read_text(seed_file), out)
         except (OSError, FrontMatterError) as error:
             out.add(seed_file, None, f"cannot be read: {error}", "error")
             if front is None:
                 return out.result(None)
     if front is None and seed is None:
         reason = "has no YAML front matter (a '---' line, name and description, '---')"
+        if split.body.lstrip().startswith("---"):
+            reason = (
+                "has its front matter after blank lines or text: it must start on line 1 "
+                "(remove what comes before the first '---')"
+            )
         out.add(skill_md, None, reason, "error")
         return out.result(None)
     form: SourceForm = "spec+seed" if front is not None and seed is not None else "spec"
@@ -187,6 +235,14 @@ def _combine(
     has_front = form != "seed"
 
     name = _resolve_name(directory, out, front, seed, has_front)
+    if not _usable_name(name):
+        reason = (
+            f"{name!r} cannot be used as a skill name (it must be a single path component "
+            "without control characters: the name becomes a sandbox directory and a line of "
+            "the system prompt); the skill is not loaded"
+        )
+        out.add(skill_md if has_front else seed_file, "name", reason, "error")
+        return out.result(None)
     out.name = name
     description = _pick_text(out, front, seed, "description", skill_md, seed_file)
     if description is None:
@@ -281,6 +337,18 @@ def _resolve_name(
     return name
 
 
+def _usable_name(name: str) -> bool:
+    """Whether ``name`` can name a skill at all: one path component, no control characters.
+
+    Names outside the specification (capitals, underscores, unicode) still load with an error;
+    these cannot, because ``SandboxSkillManager`` turns the name into a sandbox path and the
+    system prompt lists it on one line.
+    """
+    if name in ("", ".", "..") or "/" in name or "\\" in name:
+        return False
+    return not any(unicodedata.category(char)[0] in ("C", "Z") and char != " " for char in name)
+
+
 def _pick_text(
     out: _Collector,
     front: dict[str, Any],
@@ -337,46 +405,3 @@ def _stringify(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
-
-
-def list_skill_files(
-    directory: Path, *, skill: str | None = None
-) -> tuple[tuple[str, ...], list[SkillProblem]]:
-    """List the regular files a skill ships, as sorted relative POSIX paths.
-
-    Hidden files and directories (``.git``, ``.DS_Store``) are left out. A symlink is listed only
-    when it resolves inside the skill directory; one that points out is reported and left out.
-    At most :data:`MAX_SKILL_FILES` are listed; more is reported.
-    """
-    root = directory.resolve()
-    found: list[str] = []
-    problems: list[SkillProblem] = []
-    for current, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        base = Path(current)
-        for entry in [*dirs, *names]:
-            full = base / entry
-            if full.is_symlink() and not full.resolve().is_relative_to(root):
-                reason = "is a symbolic link out of the skill directory; it is not shipped"
-                problems.append(
-                    SkillProblem(
-                        file=full, field=None, reason=reason, severity="warning", skill=skill
-                    )
-                )
-                if entry in dirs:
-                    dirs.remove(entry)
-        for entry in names:
-            full = base / entry
-            if entry.startswith(".") or not full.is_file():
-                continue
-            if full.is_symlink() and not full.resolve().is_relative_to(root):
-                continue
-            found.append(full.relative_to(directory).as_posix())
-    found.sort()
-    if len(found) > MAX_SKILL_FILES:
-        reason = f"ships {len(found)} files; only the first {MAX_SKILL_FILES} are listed"
-        problems.append(
-            SkillProblem(file=directory, field=None, reason=reason, severity="warning", skill=skill)
-        )
-        found = found[:MAX_SKILL_FILES]
-    return tuple(found), problems

@@ -44,6 +44,14 @@ class SkillSource(Protocol):
         ...
 
 
+def _not_a_source(value: object) -> str:
+    return (
+        f"a skill source must be a SkillManager or a SkillProxy (or a list of them), not "
+        f"{type(value).__name__} {value!r}; for a directory, build a SkillManager and call "
+        "add_skill_dir(path)"
+    )
+
+
 class SkillProxy:
     """A session's view of one or more skill sources.
 
@@ -56,7 +64,8 @@ class SkillProxy:
             the skill is added on disk, and is then served).
 
     Raises:
-        TypeError: ``available_skills`` is a single string (a common slip for a one-name list).
+        TypeError: A source is not a ``SkillManager``/``SkillProxy`` (a path, say), or
+            ``available_skills`` is a single string (a common slip for a one-name list).
     """
 
     def __init__(
@@ -66,8 +75,13 @@ class SkillProxy:
     ) -> None:
         if isinstance(skill_manager_or_list, SkillSource):
             self._sources: tuple[SkillSource, ...] = (skill_manager_or_list,)
-        else:
+        elif isinstance(skill_manager_or_list, (list, tuple)):
             self._sources = tuple(skill_manager_or_list)
+        else:
+            raise TypeError(_not_a_source(skill_manager_or_list))
+        for index, source in enumerate(self._sources):
+            if not isinstance(source, SkillSource):
+                raise TypeError(f"item {index}: {_not_a_source(source)}")
         if isinstance(available_skills, str):
             raise TypeError(
                 f"available_skills must be a list of names, not the string {available_skills!r}"

@@ -8,6 +8,7 @@ others.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -93,15 +94,13 @@ def check_name(name: str, *, directory: str, file: Path, seed_form: bool) -> lis
                 )
             )
     if name != directory:
-        problems.append(
-            _problem(
-                file,
-                field,
-                f"{name!r} must equal the directory's name {directory!r}: rename one of them",
-                "error",
-                name,
+        reason = f"{name!r} must equal the directory's name {directory!r}: rename one of them"
+        if unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", directory):
+            reason += (
+                " (they differ only in Unicode normalisation, NFC against NFD, as some "
+                "filesystems store names)"
             )
-        )
+        problems.append(_problem(file, field, reason, "error", name))
     return problems
 
 
@@ -199,11 +198,13 @@ def split_allowed_tools(
 
     Commas also separate names (some hosts write ``Read, Grep``), except inside parentheses,
     so that patterns such as ``Bash(git status:*)`` stay one entry. A YAML list is accepted
-    with a ``non_portable`` problem. An empty value means "no restriction" and is reported.
+    with a ``non_portable`` problem. An empty value means "no restriction" and is reported. Any
+    other value (a map, a number, a list holding a non-string) is an error and fails closed:
+    ``()``, no tool allowed, rather than dropping the restriction its author meant.
 
     Returns:
-        The tool names in order, without duplicates (``None`` when absent or empty), and the
-        problems.
+        The tool names in order, without duplicates (``None`` when absent or empty, ``()`` when
+        malformed), and the problems.
     """
     if value is None:
         return None, []
@@ -211,8 +212,10 @@ def split_allowed_tools(
     items: list[str]
     if isinstance(value, str):
         items = _tokenise(value)
+        texts = [value]
     elif isinstance(value, list) and all(isinstance(item, str) for item in value):
         items = [token for item in value for token in _tokenise(item)]
+        texts = list(value)
         problems.append(
             _problem(
                 file,
@@ -223,8 +226,18 @@ def split_allowed_tools(
             )
         )
     else:
-        reason = f"must be a space-separated string of tool names, not {value!r}"
-        return None, [_problem(file, "allowed-tools", reason, "error", skill)]
+        reason = (
+            f"must be a space-separated string of tool names, not {value!r}; until it is "
+            "fixed the skill may call no tool but the skill tools (fail closed)"
+        )
+        return (), [_problem(file, "allowed-tools", reason, "error", skill)]
+    for text in texts:
+        if text.count("(") > text.count(")"):
+            reason = (
+                f"{text!r} has an unclosed '(': everything after it is read as one tool name, "
+                "which matches no tool; close it"
+            )
+            problems.append(_problem(file, "allowed-tools", reason, "error", skill))
     names = tuple(dict.fromkeys(items))
     if not names:
         reason = "is empty, so it restricts nothing; remove it or list the tools"

@@ -33,8 +33,7 @@ from typing import Literal, Protocol
 
 import anyio
 
-from sagents.errors import SkillNotFoundError
-from sagents.skill.disclosure import LoadedSkill, load_skill, resolve_resource
+from sagents.skill.disclosure import LoadedSkill, load_skill, require_skill, resolve_resource
 from sagents.skill.proxy import SkillSource
 from sagents.skill.schema import SkillSchema
 
@@ -114,6 +113,9 @@ class SandboxSkillManager:
         skills: The session's ``SkillProxy`` (or a ``SkillManager``).
         files: The sandbox's file API (see :class:`SandboxFiles`).
         root: The sandbox directory under which each skill gets ``<root>/<name>/``.
+
+    Raises:
+        ValueError: ``root`` is empty.
     """
 
     def __init__(
@@ -123,6 +125,11 @@ class SandboxSkillManager:
         *,
         root: str = DEFAULT_SANDBOX_SKILLS_ROOT,
     ) -> None:
+        if not root.strip():
+            raise ValueError(
+                "root must name a sandbox directory (default '.skills'); an empty root would "
+                "put skills at the sandbox's filesystem root"
+            )
         self._skills = skills
         self._files = files
         self._root = root.rstrip("/") or "/"
@@ -150,11 +157,9 @@ class SandboxSkillManager:
         """Copy skill ``name`` into the sandbox by the module's sync rule.
 
         Raises:
-            SkillNotFoundError: The session has no such skill.
+            SkillNotFoundError: The session has no such skill (the hint lists the names).
         """
-        skill = self._skills.get_skill(name)
-        if skill is None:
-            raise SkillNotFoundError(f"no skill {name!r} is available", details={"skill": name})
+        skill = require_skill(self._skills, name)
         async with self._lock:
             return await self._project(skill)
 

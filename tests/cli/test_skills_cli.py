@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,17 @@ def test_help_lists_the_skills_commands() -> None:
     assert result.exit_code == 0
     for command in ("list", "show", "validate"):
         assert command in result.stdout
+
+
+def test_validate_of_a_root_prints_each_problem_once() -> None:
+    # a real process: the library's log warnings reach stderr there, as a user sees them
+    command = [sys.executable, "-c", "from sagents.cli.main import app; app()"]
+    result = subprocess.run(
+        [*command, "skills", "validate", str(FIXTURES / "seed_root")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout + result.stderr).count("has no front matter") == 1

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from sagents.skill.frontmatter import (
     FrontMatterError,
     decode_text,
+    load_yaml_document,
     load_yaml_mapping,
     split_front_matter,
 )
@@ -59,9 +60,19 @@ def test_invalid_yaml_reports_the_file_line() -> None:
     assert caught.value.line >= 3
 
 
-def test_non_string_keys_are_refused() -> None:
-    with pytest.raises(FrontMatterError, match="keys must be strings"):
-        load_yaml_mapping("1: one\n")
+def test_keys_that_yaml_reads_as_non_strings_are_kept_as_written_and_recorded() -> None:
+    parsed = load_yaml_document("1: one\non: push\nmetadata: {2024: x}\n", first_line=2)
+    assert parsed.data == {"1": "one", "on": "push", "metadata": {"2024": "x"}}
+    assert [(key.key, key.line) for key in parsed.non_string_keys] == [
+        ("1", 2),
+        ("on", 3),
+        ("2024", 4),
+    ]
+
+
+def test_a_key_that_is_a_sequence_is_still_refused() -> None:
+    with pytest.raises(FrontMatterError, match="invalid YAML"):
+        load_yaml_mapping("? [a, b]\n: x\n")
 
 
 # NEL (U+0085) is left out: PyYAML's own dump/load does not round-trip it, with or without us.

@@ -213,7 +213,7 @@ def test_compatibility_over_500_characters_is_an_error(tmp_path: Path) -> None:
         ("[file_read, run_script]", ("file_read", "run_script"), ["non_portable"]),
         ("a a b", ("a", "b"), []),
         ("''", None, ["error"]),
-        ("{x: 1}", None, ["error"]),
+        ("{x: 1}", (), ["error"]),  # malformed: fails closed
     ],
 )
 def test_allowed_tools_accepts_the_spec_string_and_a_yaml_list(
@@ -342,15 +342,15 @@ def test_any_well_formed_skill_md_loads_exactly_or_reports_why(
     assert [p.field for p in load.problems if p.severity == "non_portable"] == unknown
 
 
-def test_nested_yaml_aliases_do_not_blow_up_when_kept_in_metadata(tmp_path: Path) -> None:
+def test_nested_yaml_aliases_that_expand_past_the_limit_are_refused(tmp_path: Path) -> None:
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     levels += [
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]" for i in range(8)
     ]
     md = "---\nname: bomb\ndescription: d\n" + "\n".join(levels) + "\n---\n"
     load = parse_skill_dir(write_skill(tmp_path, "bomb", md))
-    assert load.skill is not None
-    assert sum(len(value) for value in load.skill.metadata.values()) < 10_000
+    assert load.skill is None
+    assert "values once aliases are expanded" in load.problems[0].reason
 
 
 def test_an_oversized_skill_md_is_refused_with_a_reason(tmp_path: Path) -> None:
