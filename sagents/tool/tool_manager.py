@@ -40,11 +40,13 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
+from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool.mcp_registry import MCPRegistry
 from sagents.tool.naming import to_exported_name
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
@@ -105,6 +107,7 @@ class ToolManager:
                 (:func:`sagents.progress.default_hub`) when None.
         """
         self._progress_hub = progress_hub
+        self._mcp: MCPRegistry | None = None
         self._entries: dict[str, _Entry] = {}
         self._exported: dict[str, str] = {}  # registered -> exported name
         self._by_exported: dict[str, str] = {}  # exported -> registered name
@@ -357,6 +360,83 @@ class ToolManager:
                 f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
+
+    # -- MCP servers --------------------------------------------------------------------------
+
+    async def register_mcp_server(
+        self,
+        name: str,
+        params: ServerParams,
+        settings: ServerSettings | None = None,
+        *,
+        wait: bool = True,
+    ) -> list[str]:
+        """Connect to an MCP server and register its tools as ``<name>__<tool>``.
+
+        The connection is long-lived, supervised (restarts with backoff) and shared by every
+        session; it is closed by :meth:`aclose` (or ``async with``), or when the process ends.
+
+        Args:
+            name: The server's name: letters, digits, ``-`` and single ``_`` (no ``__``).
+            params: ``mcp.StdioServerParameters``, ``SseServerParameters``,
+                ``StreamableHttpServerParameters`` (``sagents.tool.tool_schema``), or an
+                in-process ``MCPServer`` / low-level ``Server``.
+            settings: Timeouts (seconds), concurrency, permission classes; defaults when None.
+            wait: Wait for the first connection and listing (bounded by the connect and list
+                timeouts). With False, returns ``[]`` at once and the tools are registered
+                when the server is ready.
+
+        Returns:
+            The registered tool names.
+
+        Raises:
+            ToolDefinitionError: the server name would make tool names ambiguous.
+            ToolNameConflictError: a server of that name, or a tool of one of its names, is
+                already registered (nothing of the server is kept).
+            UpstreamUnavailableError: with ``wait``, the server could not be started.
+            ToolManagerClosedError: after :meth:`aclose`.
+        """
+        self._check_open()
+        return await self._mcp_registry().register(name, params, settings, wait=wait)
+
+    async def unregister_mcp_server(self, name: str) -> list[str]:
+        """Close an MCP server's connection and remove its tools; returns the removed names.
+
+        Raises:
+            UnknownToolError: no MCP server of that name is registered.
+        """
+        if self._mcp is None:
+            raise UnknownToolError(f"no MCP server named {name!r} is registered")
+        return await self._mcp.unregister(name)
+
+    def mcp_server_status(self, name: str) -> ServerStatus:
+        """An MCP server's state (connecting, ready, failed, restarting), last error and
+        withheld tools.
+
+        Raises:
+            KeyError: no MCP server of that name is registered.
+        """
+        if self._mcp is None:
+            raise KeyError(name)
+        return self._mcp.status(name)
+
+    def mcp_server_statuses(self) -> list[ServerStatus]:
+        """The status of every registered MCP server."""
+        return [] if self._mcp is None else self._mcp.statuses()
+
+    def on_mcp_tools_changed(self, listener: Callable[[str, list[str]], Awaitable[None]]) -> None:
+        """Await ``listener(server, tool_names)`` after a server's changed tool list
+        (``notifications/tools/list_changed``) was applied to the registry.
+
+        The gateway uses it to tell its own clients that the tool list changed.
+        """
+        self._mcp_registry().listeners.append(listener)
+
+    def _mcp_registry(self) -> MCPRegistry:
+        if self._mcp is None:
+            self._mcp = MCPRegistry(self)
+            self.push_async_callback(self._mcp.supervisor.aclose)
+        return self._mcp
 
     def add_call_context(self, factory: CallContextFactory) -> None:
         """Run every later call inside ``factory(call)``, an async context manager.

@@ -1,7 +1,8 @@
 """The seed design's import path for tool value types (they live in :mod:`sagents.core`).
 
-``from sagents.tool.tool_schema import ToolSpec`` works as the seed design wrote it; the MCP layer
-adds ``SseServerParameters`` and ``StreamableHttpServerParameters`` here.
+``from sagents.tool.tool_schema import ToolSpec, SseServerParameters,
+StreamableHttpServerParameters`` works as the seed design wrote it; the remote MCP parameters live
+in :mod:`sagents.mcp.params`.
 """
 
 from sagents.core.permissions import (
@@ -23,6 +24,7 @@ from sagents.core.result import (
     ToolResult,
 )
 from sagents.core.spec import ToolSource, ToolSourceKind, ToolSpec
+from sagents.mcp.params import SseServerParameters, StreamableHttpServerParameters
 
 __all__ = [
     "PERMISSION_CLASSES",
@@ -35,6 +37,8 @@ __all__ = [
     "PermissionClass",
     "PermissionMode",
     "ResourceLink",
+    "SseServerParameters",
+    "StreamableHttpServerParameters",
     "TextContent",
     "ToolAnnotations",
     "ToolResult",

@@ -1,0 +1,174 @@
+"""The ToolManager's MCP servers: one supervisor, each server's tools as registry entries.
+
+``ToolManager.register_mcp_server`` (seed design, "MCP 集成") delegates here. The supervisor
+(:class:`sagents.mcp.MCPSupervisor`) owns the connections and is closed with the manager; each
+upstream tool becomes a ``(ToolSpec, handler)`` entry named ``<server>__<tool>`` whose handler
+calls the supervisor, so an MCP call takes the same path as a local one (validation, timeout,
+the one exception→result boundary, progress binding). When a server's tool list changes
+(``notifications/tools/list_changed``), its entries are replaced.
+
+Upstream progress notifications (MCP spec, "Progress") become ``tool_progress`` text on the
+``info`` stream of the calling tool call, e.g. ``"progress 3/10: copying"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.shared.dispatcher import ProgressFnT
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import ToolNameConflictError, UnknownToolError
+from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
+from sagents.progress.binding import ToolCallBinding, current_tool_call
+from sagents.tool.handler import ToolCall, ToolHandler
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sagents.tool.tool_manager import ToolManager
+
+__all__ = ["MCPRegistry", "format_upstream_progress"]
+
+logger = logging.getLogger(__name__)
+
+
+def format_upstream_progress(progress: float, total: float | None, message: str | None) -> str:
+    """Render an upstream ``notifications/progress`` as one line of ``info`` text."""
+    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    return f"progress {amount}: {message}\n" if message else f"progress {amount}\n"
+
+
+class MCPRegistry:
+    """The MCP servers of one :class:`ToolManager` (created by it on first use).
+
+    Args:
+        manager: The registry that receives the servers' tools.
+        log_dir: Where stdio servers' stderr goes; the supervisor's default when None.
+    """
+
+    def __init__(self, manager: ToolManager, *, log_dir: Path | None = None) -> None:
+        self._manager = manager
+        self._tools: dict[str, list[str]] = {}
+        self.listeners: list[Callable[[str, list[str]], Awaitable[None]]] = []
+        self.supervisor = MCPSupervisor(log_dir=log_dir, on_tools_changed=self._tools_changed)
+
+    async def register(
+        self,
+        name: str,
+        params: ServerParams,
+        settings: ServerSettings | None = None,
+        *,
+        wait: bool = True,
+    ) -> list[str]:
+        """Connect to a server and register its tools; see ``ToolManager.register_mcp_server``."""
+        specs = await self.supervisor.add_server(name, params, settings, wait=wait)
+        try:
+            return self._install(name, specs, strict=True)
+        except ToolNameConflictError:
+            await self.supervisor.remove_server(name)
+            self._tools.pop(name, None)
+            raise
+
+    async def unregister(self, name: str) -> list[str]:
+        """Close a server's connection and remove its tools; returns the removed names.
+
+        Raises:
+            UnknownToolError: no MCP server of that name is registered.
+        """
+        if name not in self.supervisor.server_names:
+            raise UnknownToolError(
+                f"no MCP server named {name!r} is registered",
+                details={"server": name},
+            )
+        removed = self._uninstall(name)
+        await self.supervisor.remove_server(name)
+        return removed
+
+    def status(self, name: str) -> ServerStatus:
+        """The server's state, last error and withheld tools.
+
+        Raises:
+            KeyError: no MCP server of that name is registered.
+        """
+        return self.supervisor.status(name)
+
+    def statuses(self) -> list[ServerStatus]:
+        """Every registered server's status."""
+        return self.supervisor.statuses()
+
+    def server_of(self, tool_name: str) -> str | None:
+        """The server a registered tool comes from, or None for a tool of no MCP server."""
+        for server, names in self._tools.items():
+            if tool_name in names:
+                return server
+        return None
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _install(self, server: str, specs: list[ToolSpec], *, strict: bool) -> list[str]:
+        installed: list[str] = []
+        try:
+            for spec in specs:
+                try:
+                    self._manager.register_tool((spec, self._handler(spec)))
+                except ToolNameConflictError:
+                    if strict:
+                        raise
+                    logger.warning(
+                        "MCP server %r: tool %r is not registered, the name is already taken",
+                        server,
+                        spec.name,
+                    )
+                    continue
+                installed.append(spec.name)
+        except ToolNameConflictError:
+            for name in installed:
+                self._manager.unregister_tool(name)
+            raise
+        self._tools[server] = installed
+        return list(installed)
+
+    def _uninstall(self, server: str) -> list[str]:
+        removed = self._tools.pop(server, [])
+        for name in removed:
+            if self._manager.has_tool(name):
+                self._manager.unregister_tool(name)
+        return removed
+
+    async def _tools_changed(self, server: str, specs: tuple[ToolSpec, ...]) -> None:
+        if self._manager.closed or server not in self._tools:
+            return  # the first listing is installed by register(); later ones land here
+        self._uninstall(server)
+        names = self._install(server, list(specs), strict=False)
+        logger.info("MCP server %r changed its tools; now %d registered", server, len(names))
+        for listener in list(self.listeners):
+            await listener(server, names)
+
+    def _handler(self, spec: ToolSpec) -> ToolHandler:
+        server = spec.source.server or ""
+        original = spec.source.original_name or spec.name
+        supervisor = self.supervisor
+
+        async def call_upstream(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+            binding = current_tool_call()
+            return await supervisor.call_tool(
+                server,
+                original,
+                arguments,
+                timeout=call.timeout,
+                progress_callback=_progress_to(binding) if binding is not None else None,
+            )
+
+        return call_upstream
+
+
+def _progress_to(binding: ToolCallBinding) -> ProgressFnT:
+    # The SDK calls this from its receive loop (another task), so the binding is captured here.
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        binding.emit(format_upstream_progress(progress, total, message), "info")
+
+    return forward
