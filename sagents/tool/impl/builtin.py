@@ -65,7 +65,10 @@ def single_sandbox(sandbox: Sandbox) -> SandboxResolver:
 
 
 def _path_of(arguments: dict[str, Any]) -> str:
-    return str(arguments.get("path", arguments.get("pattern", ".")))
+    for key in ("path", "cwd"):
+        if key in arguments:
+            return str(arguments[key])
+    return "."
 
 
 @dataclass(frozen=True, kw_only=True)

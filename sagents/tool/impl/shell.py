@@ -193,10 +193,18 @@ class ShellTasks:
 
         Raises:
             ValueError: for an empty command.
+            PathNotAllowedError: for a ``cwd`` outside the workspace.
             SandboxError: when the sandbox cannot start it.
         """
         if not command.strip():
             raise ValueError("command must not be empty")
+        if cwd is not None:
+            # Confine the working directory to the workspace with the sandbox's own path rules
+            # (PathNotAllowedError for ``..`` or a symlink out; FileNotFoundError if missing).
+            where = await sandbox.stat(cwd)
+            if where.kind != "dir":
+                raise NotADirectoryError(20, "not a directory", cwd)
+            cwd = where.path
         task_id = await sandbox.start(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout_seconds)
         task = _Task(
             session_id=call.session_context.session_id,

@@ -142,7 +142,8 @@ async def test_file_update_with_ambiguous_text_lists_the_matches_and_writes_noth
     )
     assert _code(result) == "edit_ambiguous"
     assert "3 times" in result.text
-    assert result.error is not None and result.error.details["matches"] == 3
+    assert result.error is not None
+    assert result.error.details["matches"] == 3
     assert await env.sandbox.read_file("c.py") == b"v = 0\nv = 0\nv = 0\n"
 
 
