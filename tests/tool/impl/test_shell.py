@@ -251,3 +251,16 @@ async def test_a_working_directory_inside_the_workspace_is_used(env: Env) -> Non
     await env.sandbox.mkdir("sub")
     result = await env.call("execute_shell_command", command="pwd", cwd="sub")
     assert result.structured["output"] == "/workspace/sub\n"
+
+
+async def test_a_wait_longer_than_the_call_timeout_is_cut_to_fit_inside_it(env: Env) -> None:
+    with anyio.fail_after(30):
+        result = await env.manager.run_tool(
+            "execute_shell_command",
+            {"command": "sleep 600", "wait_seconds": 500},
+            SessionContext(session_id="s1"),
+            timeout=2,
+        )
+        assert not result.is_error, result.text
+        assert result.structured["state"] == "running"
+        await env.call("kill_shell", task_id=result.structured["task_id"])
