@@ -137,6 +137,8 @@ class FileTools:
             used += len(row) + 1
             shown_last = number
         note = f"[{path}: lines {start_line}-{shown_last} of {total}]"
+        if total == 0:
+            note = f"[{path}: empty file]"
         if shown_last < total:
             note += f" [more: call file_read with start_line={shown_last + 1}]"
         text = note + "\n" + "\n".join(out)
@@ -183,7 +185,15 @@ class FileTools:
         if not parsed:
             raise ValueError("edits must hold at least one edit")
         _, data = await self._load(sandbox, path)
-        text = decode_text(data, path)
+        decode_text(data, path)  # BinaryFileError for binary content
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as error:
+            raise BinaryFileError(
+                f"{path!r} is not valid UTF-8; file_update would change the bytes it cannot decode",
+                hint="use execute_shell_command (sed, iconv) for this file",
+                details={"path": path},
+            ) from error
         replaced = 0
         for index, edit in enumerate(parsed):
             if not edit.old_text:

@@ -234,3 +234,21 @@ async def test_grep_with_an_invalid_regex_says_why(env: Env) -> None:
 
 async def test_grep_in_a_missing_path_is_file_not_found(env: Env) -> None:
     assert _code(await env.call("grep", pattern="x", path="ghost")) == "file_not_found"
+
+
+async def test_file_update_of_a_file_with_invalid_utf8_is_refused_to_keep_its_bytes(
+    env: Env,
+) -> None:
+    await env.sandbox.write_file("latin1.txt", "café au lait\n".encode("latin-1"))
+    edits = [{"old_text": "au", "new_text": "with"}]
+    result = await env.call("file_update", path="latin1.txt", edits=edits)
+    assert _code(result) == "binary_file"
+    assert "not valid UTF-8" in result.text
+    assert await env.sandbox.read_file("latin1.txt") == "café au lait\n".encode("latin-1")
+
+
+async def test_file_read_of_an_empty_file_says_it_is_empty(env: Env) -> None:
+    await env.sandbox.write_file("empty.txt", b"")
+    result = await env.call("file_read", path="empty.txt")
+    assert not result.is_error
+    assert "empty file" in result.text
