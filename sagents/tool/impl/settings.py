@@ -21,6 +21,8 @@ class BuiltinSettings:
             when the call does not say.
         shell_max_wait_seconds: The longest blocking wait a call may ask for.
         shell_poll_seconds: How often a blocking wait reads new output for live progress.
+        shell_max_tasks_per_session: Tasks remembered per session; beyond it the oldest
+            finished ones are forgotten (their ids become ``task_not_found``).
         read_chunk_bytes: Bytes per log read while following output.
         file_max_bytes: Largest file ``file_read``/``file_update``/``grep`` load (bytes).
         file_default_lines: Lines ``file_read`` returns when no range is given.
@@ -36,6 +38,7 @@ class BuiltinSettings:
     shell_default_wait_seconds: float = 30.0
     shell_max_wait_seconds: float = 600.0
     shell_poll_seconds: float = 0.1
+    shell_max_tasks_per_session: int = 100
     read_chunk_bytes: int = 256 * 1024
     file_max_bytes: int = 10 * 1024 * 1024
     file_default_lines: int = 2000

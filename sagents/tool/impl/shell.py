@@ -38,6 +38,7 @@ class _Task:
     command: str
     follower: OutputFollower
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    finished: bool = False
 
 
 async def read_output_tail(sandbox: Sandbox, task_id: str, total: int, tail_bytes: int) -> str:
@@ -125,7 +126,20 @@ class ShellTasks:
                     task.task_id, timeout=min(self._settings.shell_poll_seconds, remaining)
                 )
             await self._drain(task)
-            return await task.sandbox.status(task.task_id)
+            final = await task.sandbox.status(task.task_id)
+            task.finished = final.state != "running"
+            return final
+
+    def _prune(self, session_id: str) -> None:
+        """Forget the session's oldest finished tasks beyond ``shell_max_tasks_per_session``."""
+        mine = [t for t in self._tasks.values() if t.session_id == session_id]
+        excess = len(mine) - self._settings.shell_max_tasks_per_session
+        for old in mine:
+            if excess <= 0:
+                break
+            if old.finished and not old.lock.locked():
+                del self._tasks[old.task_id]
+                excess -= 1
 
     async def _result(self, task: _Task, status: TaskStatus, waited: float) -> ToolResult:
         tail_bytes = self._settings.shell_tail_bytes
@@ -214,6 +228,7 @@ class ShellTasks:
             follower=OutputFollower(sandbox, task_id, chunk_bytes=self._settings.read_chunk_bytes),
         )
         self._tasks[task_id] = task
+        self._prune(task.session_id)
         wait = self._wait_bound(wait_seconds, call)
         return await self._result(task, await self._follow(task, wait), wait)
 

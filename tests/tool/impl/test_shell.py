@@ -264,3 +264,20 @@ async def test_a_wait_longer_than_the_call_timeout_is_cut_to_fit_inside_it(env: 
         assert not result.is_error, result.text
         assert result.structured["state"] == "running"
         await env.call("kill_shell", task_id=result.structured["task_id"])
+
+
+async def test_the_oldest_finished_tasks_are_forgotten_beyond_the_cap(sandbox: Sandbox) -> None:
+    env = Env(sandbox, BuiltinSettings(shell_max_tasks_per_session=2))
+    with anyio.fail_after(60):
+        running = await env.call("execute_shell_command", command="sleep 600", wait_seconds=0)
+        ids = [running.structured["task_id"]]
+        for n in range(3):
+            done = await env.call("execute_shell_command", command=f"echo {n}")
+            ids.append(done.structured["task_id"])
+        results = [await env.call("await_shell", task_id=i, wait_seconds=0) for i in ids]
+    assert results[0].structured["state"] == "running"
+    assert [r.error.code if r.error else None for r in results[1:]] == [
+        "task_not_found",
+        "task_not_found",
+        None,
+    ]
