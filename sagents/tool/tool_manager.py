@@ -399,6 +399,30 @@ class ToolManager:
         self._check_open()
         return await self._mcp_registry().register(name, params, settings, wait=wait)
 
+    async def register_mcp_servers(
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+    ) -> dict[str, ServerStatus]:
+        """Connect to several MCP servers side by side and register the tools of each.
+
+        Unlike :meth:`register_mcp_server`, a server that cannot start does not raise: it stays
+        registered with state ``failed`` and its ``last_error`` (see :meth:`mcp_server_status`),
+        and a slow server delays nobody but itself. A tool whose name is already taken is
+        skipped with a warning.
+
+        Args:
+            servers: ``{name: (params, settings)}``, e.g. ``SagentsConfig.as_supervisor_input()``.
+
+        Returns:
+            Each server's status after its first start attempt.
+
+        Raises:
+            ToolDefinitionError: a server name would make tool names ambiguous.
+            ToolNameConflictError: a server of that name is already registered.
+            ToolManagerClosedError: after :meth:`aclose`.
+        """
+        self._check_open()
+        return await self._mcp_registry().register_many(servers)
+
     async def unregister_mcp_server(self, name: str) -> list[str]:
         """Close an MCP server's connection and remove its tools; returns the removed names.
 
