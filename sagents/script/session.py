@@ -41,7 +41,7 @@ from sagents.audit.store import AuditStore
 from sagents.core.events import BackgroundDoneEvent, BackgroundStatus, ScriptProgressEvent
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.errors import SandboxError
+from sagents.errors import NotAllowedError, SandboxError
 from sagents.gateway.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.progress.hub import ProgressHub, default_hub
 from sagents.progress.throttle import ScriptProgressThrottle
@@ -107,6 +107,8 @@ class RunScriptTool:
         hub: Where ``script.progress`` and ``background.done`` go; the default hub when None.
         audit: Where each run's one ``gateway_call`` entry goes; none when None.
         launcher: Overrides the sandbox launcher (tests; ``PlainLauncher`` has no isolation).
+        background: A registry shared with its owner (entered and closed by the owner);
+            a private one, entered with this tool, when None.
 
     Raises:
         SandboxError: the sandbox has no host workspace or cannot run scripts.
@@ -124,6 +126,7 @@ class RunScriptTool:
         hub: ProgressHub | None = None,
         audit: AuditStore | None = None,
         launcher: Launcher | None = None,
+        background: BackgroundTasks | None = None,
     ) -> None:
         if not isinstance(sandbox, LocalSandbox):
             raise SandboxError(
@@ -142,8 +145,10 @@ class RunScriptTool:
         self._launcher: Launcher = launcher or SandboxLauncher(
             sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S
         )
-        self._tasks = BackgroundTasks()
+        self._owns_tasks = background is None
+        self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._live: dict[str, ScriptHandle] = {}
         self.interrupted: tuple[str, ...] = ()
         """Runs found ``running`` at start-up and marked ``aborted``."""
 
@@ -166,7 +171,8 @@ class RunScriptTool:
             )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        await self._tasks.__aenter__()
+        if self._owns_tasks:
+            await self._tasks.__aenter__()
         return self
 
     async def __aexit__(
@@ -177,8 +183,15 @@ class RunScriptTool:
     ) -> None:
         assert self._tg is not None, "RunScriptTool was not entered"
         try:
-            await self._tasks.__aexit__(exc_type, exc, tb)
+            if self._owns_tasks:
+                await self._tasks.__aexit__(exc_type, exc, tb)
         finally:
+            with anyio.CancelScope(shield=True):
+                for handle in list(self._live.values()):  # stop what is left cleanly: audit, records
+                    handle.cancel()
+                for handle in list(self._live.values()):
+                    with anyio.move_on_after(CLEANUP_TIMEOUT_S):
+                        await handle.wait()
             self._tg.cancel_scope.cancel()
             tg, self._tg = self._tg, None
             await tg.__aexit__(None, None, None)
@@ -312,13 +325,19 @@ class RunScriptTool:
             )
             async with runner:
                 handle = await runner.start(request)
-                task_status.started(handle)
-                await handle.wait()
+                self._live[handle.script_id] = handle
+                try:
+                    task_status.started(handle)
+                    await handle.wait()
+                finally:
+                    self._live.pop(handle.script_id, None)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """One call from a script: the same path as a direct call."""
         if name in NOT_FROM_SCRIPTS:  # the policy refuses these first; never reach them
-            raise SandboxError(f"{name!r} cannot be called from a script")
+            return ToolResult.from_exception(
+                NotAllowedError(f"{name!r} cannot be called from a script")
+            )
         return await self._tools.run_tool(name, arguments, self._session)
 
 

@@ -16,6 +16,7 @@ from sagents.core.events import BackgroundDoneEvent, Event, ScriptProgressEvent
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
 from sagents.errors import SandboxError
+from sagents.gateway.background import BackgroundTasks
 from sagents.progress.clock import ManualClock
 from sagents.progress.hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
@@ -131,7 +132,7 @@ class Setup:
         *,
         mode: str = "auto",
         background_after_s: float | None = None,
-        with_mcp: bool = True,
+        background: BackgroundTasks | None = None,
     ) -> RunScriptTool:
         session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
         return RunScriptTool(
@@ -145,6 +146,7 @@ class Setup:
             ),
             hub=self.hub,
             audit=self.audit,
+            background=background,
         )
 
 
@@ -341,3 +343,20 @@ async def test_a_sandbox_without_a_host_workspace_is_refused(
                 sandbox=sandbox,
                 runtime=runtime,
             )
+
+
+async def test_closing_the_tool_stops_a_run_of_a_shared_registry_cleanly(setup: Setup) -> None:
+    code = "from agent_tools import call\ncall('fleet__block', {})\n"
+    async with BackgroundTasks() as shared:
+        async with setup.tool(background_after_s=0.0, background=shared) as run_script:
+            with anyio.fail_after(60):
+                handed = await run_script.run(code, [], "left running")
+                await setup.fleet.blocked.wait()
+        task_id = handed.structured["task_id"]
+        with anyio.fail_after(60):
+            while shared.get(SESSION, task_id).status == "running":
+                await anyio.lowlevel.checkpoint()  # the task ends right after the run
+        info = shared.get(SESSION, task_id)
+    assert info.result is not None
+    assert info.result.structured["status"] == "cancelled"
+    assert [entry.status for entry in setup.audit.entries] == ["cancelled"]
