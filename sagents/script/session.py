@@ -57,7 +57,7 @@ from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
 from sagents.tool.context import SessionContext
-from sagents.tool.handler import ToolCall
+from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.provider import ToolProvider
 
 __all__ = ["NOT_FROM_SCRIPTS", "RunScriptSettings", "RunScriptTool"]
@@ -187,7 +187,8 @@ class RunScriptTool:
                 await self._tasks.__aexit__(exc_type, exc, tb)
         finally:
             with anyio.CancelScope(shield=True):
-                for handle in list(self._live.values()):  # stop what is left cleanly: audit, records
+                # Stop what is left cleanly: status 'cancelled', records closed, audit written.
+                for handle in list(self._live.values()):
                     handle.cancel()
                 for handle in list(self._live.values()):
                     with anyio.move_on_after(CLEANUP_TIMEOUT_S):
@@ -229,7 +230,7 @@ class RunScriptTool:
             limits=self._settings.limits,
         )
 
-    def as_tool(self) -> tuple[ToolSpec, _Handler]:
+    def as_tool(self) -> tuple[ToolSpec, ToolHandler]:
         """A ``(spec, handler)`` pair for ``ToolManager.register_tool`` (give the call a timeout
         above ``scripts.timeoutSec``, or hand it off)."""
         return self.spec(), _Handler(self)
