@@ -89,8 +89,9 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         A new dict (the caller's mapping is not mutated).
 
     Raises:
-        InvalidArgumentsError: for text that is not JSON, JSON that is not an object, or a
-            document larger than :data:`MAX_ARGUMENTS_BYTES`.
+        InvalidArgumentsError: for text that is not JSON, JSON that is not an object, a
+            document larger than :data:`MAX_ARGUMENTS_BYTES`, or one nested too deeply for
+            Python's parser (about a thousand levels).
     """
     if args is None:
         return {}
@@ -102,6 +103,8 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
             return {}
         try:
             parsed = json.loads(args)
+        except RecursionError:
+            raise _too_deep(tool_name) from None
         except json.JSONDecodeError as error:
             raise InvalidArgumentsError(
                 f"arguments for tool {tool_name!r} are not valid JSON: {error}",
@@ -113,7 +116,10 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         return parsed
     if not isinstance(args, Mapping):
         raise _not_an_object(tool_name, args)
-    size = _json_size(args)
+    try:
+        size = _json_size(args)
+    except RecursionError:
+        raise _too_deep(tool_name) from None
     if size > MAX_ARGUMENTS_BYTES:
         raise _too_large(tool_name, size)
     return dict(args)
@@ -374,6 +380,14 @@ def _invalid(tool_name: str, problems: list[ArgumentProblem]) -> InvalidArgument
 def _not_an_object(tool_name: str, value: Any) -> InvalidArgumentsError:
     problem = ArgumentProblem(path="", expected="a JSON object", got=_describe(value))
     return _invalid(tool_name, [problem])
+
+
+def _too_deep(tool_name: str) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"arguments for tool {tool_name!r} are nested too deeply to be parsed",
+        hint="Send flatter arguments, or pass deep data by reference (a file path or URL).",
+        details={"problems": [{"path": "", "expected": "less nesting", "got": "too deep"}]},
+    )
 
 
 def _too_large(tool_name: str, size: int) -> InvalidArgumentsError:

@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -85,7 +86,9 @@ class _LocalHandler:
             kwargs = self.local.bind(arguments, call.session_context)
             function = functools.partial(self.local.func, **kwargs)
             value = await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
-        return to_tool_result(value, tool_name=call.tool_name)
+        return to_tool_result(
+            value, tool_name=call.tool_name, wrap_result=self.local.output_wrapped
+        )
 
 
 class ToolManager:
@@ -350,7 +353,9 @@ class ToolManager:
         except SagentsError as error:
             logger.info("tool %r failed: [%s] %s", registered, error.code, error.message)
             return ToolResult.from_exception(error)
-        except Exception as error:  # the one exception->result boundary of a tool call
+        except (Exception, SystemExit) as error:  # the one exception->result boundary
+            # SystemExit too: a tool calling sys.exit() must not end the host (issue 2, §4,
+            # "the caller never crashes"). KeyboardInterrupt and cancellation propagate.
             logger.error("tool %r raised", registered, exc_info=error)
             return ToolResult.from_error(
                 "execution_error",
@@ -455,7 +460,7 @@ class ToolManager:
         self._exports.pop((name, True), None)
 
 
-def _describe(error: Exception) -> str:
+def _describe(error: BaseException) -> str:
     """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
     if isinstance(error, ExceptionGroup):
         return "; ".join(_describe(leaf) for leaf in error.exceptions)
@@ -493,6 +498,7 @@ def _validator(spec: ToolSpec, *, check: bool) -> ArgumentValidator:
 
 
 _default_manager: ToolManager | None = None  # the documented process default
+_default_lock = threading.Lock()  # get_tool_manager() may be called from several threads
 
 
 def get_tool_manager() -> ToolManager:
@@ -500,12 +506,14 @@ def get_tool_manager() -> ToolManager:
 
     Each call collects tools imported since the previous call (the seed design: a module's
     tools are available once it is imported). A closed default is replaced by a new one.
+    Thread-safe: threads calling at once get the same manager, and each tool is collected once.
 
     Raises:
         ToolDefinitionError: a discovered tool's signature cannot become a schema.
     """
     global _default_manager
-    if _default_manager is None or _default_manager.closed:
-        _default_manager = ToolManager()
-    _default_manager.collect_discovered()
-    return _default_manager
+    with _default_lock:
+        if _default_manager is None or _default_manager.closed:
+            _default_manager = ToolManager()
+        _default_manager.collect_discovered()
+        return _default_manager

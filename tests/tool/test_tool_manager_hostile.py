@@ -1,0 +1,141 @@
+"""ToolManager under hostile use: what a new user or a misbehaving tool does (issue 2, §4).
+
+Each test here started as a failing reproduction of a defect found by reviewing the tool core.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+
+import sagents.tool.tool_manager as tool_manager_module
+from sagents.tool import ToolManager, get_tool_manager
+
+
+def exits() -> str:
+    sys.exit(3)
+
+
+async def exits_async() -> str:
+    raise SystemExit("bye")
+
+
+def numbers() -> list[int]:
+    return [1, 2]
+
+
+def count() -> int:
+    return 3
+
+
+def pair() -> tuple[int, str] | None:
+    return (1, "a")
+
+
+def maybe_number() -> int | None:
+    return None
+
+
+def add(a: int) -> int:
+    return a
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("function", [exits, exits_async])
+async def test_a_tool_calling_sys_exit_gives_an_execution_error_instead_of_ending_the_caller(
+    function: Any,
+) -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(function)
+        with anyio.fail_after(5):
+            result = await tm.run_tool(function.__name__)
+    assert result.is_error
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "SystemExit" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_arguments_nested_too_deeply_for_the_parser_are_invalid_arguments() -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(add)
+        result = await tm.run_tool("add", "[" * 100_000)
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    assert "nested too deeply" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_a_deeply_nested_mapping_of_arguments_is_invalid_arguments() -> None:
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(5_000):
+        inner["x"] = {}
+        inner = inner["x"]
+    async with ToolManager() as tm:
+        tm.register_tool(add)
+        result = await tm.run_tool("add", {"a": 1, "deep": nested})
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("function", "wrapped"),
+    [(numbers, [1, 2]), (count, 3), (pair, [1, "a"])],
+)
+async def test_a_non_object_return_is_sent_wrapped_as_its_output_schema_says(
+    function: Any, wrapped: Any
+) -> None:
+    async with ToolManager() as tm:
+        spec = tm.register_tool(function)
+        result = await tm.run_tool(function.__name__)
+    assert spec.output_schema is not None
+    assert result.structured == {"result": wrapped}
+    jsonschema.validate(result.structured, spec.output_schema)
+    assert result.to_tool_message() == result.text  # the model still sees the bare value
+
+
+@pytest.mark.anyio
+async def test_a_wrapped_return_of_none_still_matches_the_output_schema() -> None:
+    async with ToolManager() as tm:
+        spec = tm.register_tool(maybe_number)
+        result = await tm.run_tool("maybe_number")
+    assert spec.output_schema is not None
+    assert result.structured == {"result": None}
+    jsonschema.validate(result.structured, spec.output_schema)
+
+
+def test_threads_asking_for_the_default_manager_at_once_all_get_the_same_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tool_manager_module, "_default_manager", None)
+    created: list[object] = []
+    original = ToolManager.__init__
+
+    def slow_init(self: ToolManager, **kwargs: Any) -> None:
+        created.append(self)
+        threading.Event().wait(0.05)  # widens the race window; nothing waits on it
+        original(self, **kwargs)
+
+    monkeypatch.setattr(ToolManager, "__init__", slow_init)
+    start = threading.Barrier(4, timeout=10)
+    got: list[ToolManager] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(get_tool_manager())
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(got) == 4
+    assert len({id(manager) for manager in got}) == 1
+    assert len(created) == 1
