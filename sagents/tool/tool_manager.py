@@ -14,6 +14,7 @@ default, which also collects every ``@tool`` imported so far
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import functools
@@ -353,6 +354,19 @@ class ToolManager:
         except SagentsError as error:
             logger.info("tool %r failed: [%s] %s", registered, error.code, error.message)
             return ToolResult.from_exception(error)
+        except anyio.get_cancelled_exc_class() as error:
+            if _cancellation_requested():
+                raise  # the caller (or an enclosing scope) is being cancelled: propagate
+            # A stray cancellation exception (the tool awaited a future someone else
+            # cancelled, or raised CancelledError itself) while nobody cancels this task:
+            # letting it out would look like a cancellation to the caller and unwind it.
+            logger.error("tool %r raised a stray cancellation", registered, exc_info=error)
+            return ToolResult.from_error(
+                "execution_error",
+                f"tool {registered!r} failed: it raised {type(error).__name__} "
+                "although the call was not cancelled",
+                details={"exception": type(error).__name__},
+            )
         except (Exception, SystemExit) as error:  # the one exception->result boundary
             # SystemExit too: a tool calling sys.exit() must not end the host (issue 2, §4,
             # "the caller never crashes"). KeyboardInterrupt and cancellation propagate.
@@ -458,6 +472,21 @@ class ToolManager:
     def _forget_exports(self, name: str) -> None:
         self._exports.pop((name, False), None)
         self._exports.pop((name, True), None)
+
+
+def _cancellation_requested() -> bool:
+    """True when this task is really being cancelled (not a stray cancellation exception).
+
+    On asyncio a ``CancelledError`` can be raised without anyone cancelling the task (awaiting
+    a future cancelled elsewhere); ``Task.cancelling()`` (Python 3.11) counts the real
+    requests, which anyio's cancel scopes also make. On trio a ``Cancelled`` always comes from
+    a scope, so it is always real.
+    """
+    try:
+        task = asyncio.current_task()  # only asks; no asyncio API drives anything here
+    except RuntimeError:  # no asyncio loop: trio
+        return True
+    return task is None or task.cancelling() > 0
 
 
 def _describe(error: BaseException) -> str:

@@ -5,6 +5,7 @@ Each test here started as a failing reproduction of a defect found by reviewing 
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from typing import Any
@@ -139,3 +140,58 @@ def test_threads_asking_for_the_default_manager_at_once_all_get_the_same_one(
     assert len(got) == 4
     assert len({id(manager) for manager in got}) == 1
     assert len(created) == 1
+
+
+async def stray_cancellation() -> str:
+    # A future that some other code cancelled: awaiting it raises CancelledError although
+    # nobody cancels the calling task.
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+    future.cancel()
+    return await future
+
+
+async def hang() -> str:
+    await anyio.sleep_forever()
+    return "never"
+
+
+@pytest.mark.anyio
+async def test_a_stray_cancellation_from_a_tool_is_an_execution_error_not_a_crash() -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(stray_cancellation)
+        with anyio.fail_after(5):
+            result = await tm.run_tool("stray_cancellation")
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "not cancelled" in result.error.message
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_caller_through_a_scope_still_propagates() -> None:
+    reached: list[str] = []
+    async with ToolManager() as tm:
+        tm.register_tool(hang)
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    await tm.run_tool("hang")
+                    reached.append("returned")  # must not happen: cancellation propagates
+
+                tg.start_soon(call)
+                await anyio.wait_all_tasks_blocked()
+                tg.cancel_scope.cancel()
+    assert reached == []
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_caller_task_with_asyncio_still_propagates() -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(hang)
+        task = asyncio.ensure_future(tm.run_tool("hang"))
+        with anyio.fail_after(5):
+            await anyio.wait_all_tasks_blocked()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
