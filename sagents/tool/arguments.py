@@ -175,7 +175,7 @@ class ArgumentValidator:
         if not strict and self._validator.is_valid(copied):
             return copied
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
-        problems = [_problem(e) for e in self._validator.iter_errors(coerced)]
+        problems = [p for e in self._validator.iter_errors(coerced) for p in _problems(e)]
         if problems:
             raise _invalid(tool_name, problems)
         assert isinstance(coerced, dict)  # a non-object would have been a problem above
@@ -307,18 +307,41 @@ def _coerce_scalar(types: set[str], value: Any) -> Any:
     return value
 
 
-def _problem(error: jsonschema.exceptions.ValidationError) -> ArgumentProblem:
+def _problems(error: jsonschema.exceptions.ValidationError) -> list[ArgumentProblem]:
     path = "".join(f"/{p}" for p in error.absolute_path)
     if error.validator == "required":
         missing = error.message.split("'")[1] if error.message.count("'") >= 2 else "?"
-        return ArgumentProblem(
-            path=f"{path}/{missing}", expected="a value (required)", got="nothing"
+        return [
+            ArgumentProblem(path=f"{path}/{missing}", expected="a value (required)", got="nothing")
+        ]
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        # One problem per unexpected property, at its own path, naming what is declared.
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        declared = list(schema.get("properties", {}))
+        patterns = list(schema.get("patternProperties", {}))
+        expected = (
+            "no such property (declared: " + ", ".join(declared) + ")"
+            if declared
+            else "no properties"
         )
-    if error.validator == "additionalProperties":
-        return ArgumentProblem(
-            path=path, expected="only the declared properties", got=error.message
-        )
-    return ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))
+        extras = [
+            key
+            for key in error.instance
+            if key not in declared and not any(re.search(p, key) for p in patterns)
+        ]
+        return [
+            ArgumentProblem(
+                path=f"{path}/{_pointer_part(key)}",
+                expected=expected,
+                got=_describe(error.instance[key]),
+            )
+            for key in extras
+        ] or [ArgumentProblem(path=path, expected=expected, got=error.message)]
+    return [ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))]
+
+
+def _pointer_part(key: str) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def _expected(error: jsonschema.exceptions.ValidationError) -> str:

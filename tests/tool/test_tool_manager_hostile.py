@@ -195,3 +195,18 @@ async def test_cancelling_the_caller_task_with_asyncio_still_propagates() -> Non
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
+
+
+@pytest.mark.anyio
+async def test_an_unexpected_argument_is_named_at_its_own_path_with_the_declared_ones() -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(add)
+        result = await tm.run_tool("add", {"a": 1, "b": 2, "c/d": "x"})
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    problems = result.error.details["problems"]
+    assert problems == [
+        {"path": "/b", "expected": "no such property (declared: a)", "got": "2 (integer)"},
+        {"path": "/c~1d", "expected": "no such property (declared: a)", "got": '"x" (string)'},
+    ]
+    assert "Additional properties" not in result.error.message
