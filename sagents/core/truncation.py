@@ -66,7 +66,13 @@ def max_tool_result_tokens() -> int:
     return value
 
 
-def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = None) -> str:
+def truncate_text(
+    text: str,
+    max_tokens: int,
+    *,
+    counter: TokenCounter | None = None,
+    limit_label: int | None = None,
+) -> str:
     """Keep the head and the tail of ``text`` within ``max_tokens``, with a marker between.
 
     Args:
@@ -74,6 +80,8 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
         max_tokens: The budget in tokens (at least 1). Below about 40 tokens the marker alone
             may exceed it; the marker is kept anyway, so that a cut is always visible.
         counter: The token counter (default: :func:`default_token_counter`).
+        limit_label: The limit the marker names (default ``max_tokens``): the whole result's
+            limit when ``text`` is only a part of the result, given a share of it.
 
     Returns:
         ``text`` itself when it fits; else head + marker + tail.
@@ -81,7 +89,8 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
     counter = counter or default_token_counter()
     if not counter.exceeds(text, max_tokens):
         return text
-    budget = max_tokens - counter.count(_marker(len(text), len(text), max_tokens))
+    label = max_tokens if limit_label is None else limit_label
+    budget = max_tokens - counter.count(_marker(len(text), len(text), label))
     result = ""
     for _ in range(_ATTEMPTS):
         budget = max(budget, 2)
@@ -89,7 +98,7 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
         head = _snap_head(counter.head(text, head_tokens))
         tail = _snap_tail(counter.tail(text[len(head) :], budget - head_tokens))
         omitted = len(text) - len(head) - len(tail)
-        result = head + _marker(omitted, len(text), max_tokens) + tail
+        result = head + _marker(omitted, len(text), label) + tail
         if not counter.exceeds(result, max_tokens) or budget == 2:
             break
         budget = int(budget * 0.85)
