@@ -182,9 +182,10 @@ class ToolManager:
 
         A discovered tool whose name is already taken by another tool here is not registered:
         the conflict is logged as an error naming the tool, and the first tool keeps the name
-        (register explicitly with ``replace=True`` to choose the other one). So that one
-        duplicate name in some imported module cannot make the process default unusable, this
-        step does not raise for it.
+        (register explicitly with ``replace=True`` to choose the other one). A discovered tool
+        whose schema cannot be built (an annotation naming something not defined yet) is
+        logged as an error and tried again at the next collection. So that one bad tool in some
+        imported module cannot make the process default unusable, this step never raises.
 
         Returns:
             The names registered by this call.
@@ -193,11 +194,21 @@ class ToolManager:
         for local in discovered_tools():
             if id(local) in self._collected:
                 continue
-            self._collected.add(id(local))
-            self._collected_refs.append(local)
             try:
                 self.register_tool(local)
+            except ToolDefinitionError as error:
+                # Not marked as collected: a name defined later in its module may resolve at
+                # the next collection. One broken tool never makes the others unavailable.
+                logger.error(
+                    "discovered tool %r (%s) was not collected (will retry): %s",
+                    local.name,
+                    getattr(local.func, "__module__", "?"),
+                    error.message,
+                )
+                continue
             except ToolNameConflictError as error:
+                self._collected.add(id(local))
+                self._collected_refs.append(local)
                 logger.error(
                     "discovered tool %r (%s) was not collected: %s",
                     local.spec.name,
@@ -205,6 +216,8 @@ class ToolManager:
                     error.message,
                 )
                 continue
+            self._collected.add(id(local))
+            self._collected_refs.append(local)
             added.append(local.spec.name)
         return added
 
@@ -536,9 +549,8 @@ def get_tool_manager() -> ToolManager:
     Each call collects tools imported since the previous call (the seed design: a module's
     tools are available once it is imported). A closed default is replaced by a new one.
     Thread-safe: threads calling at once get the same manager, and each tool is collected once.
-
-    Raises:
-        ToolDefinitionError: a discovered tool's signature cannot become a schema.
+    A discovered tool that cannot be collected is logged, not raised (see
+    :meth:`ToolManager.collect_discovered`).
     """
     global _default_manager
     with _default_lock:

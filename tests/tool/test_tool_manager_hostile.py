@@ -6,6 +6,7 @@ Each test here started as a failing reproduction of a defect found by reviewing 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import threading
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 import sagents.tool.tool_manager as tool_manager_module
 from sagents.tool import ToolManager, get_tool_manager
+from sagents.tool.tool_base import tool
 
 
 def exits() -> str:
@@ -210,3 +212,27 @@ async def test_an_unexpected_argument_is_named_at_its_own_path_with_the_declared
         {"path": "/c~1d", "expected": "no such property (declared: a)", "got": '"x" (string)'},
     ]
     assert "Additional properties" not in result.error.message
+
+
+def test_a_discovered_tool_naming_a_later_alias_is_logged_then_collected_once_defined(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # CorefixLaterAlias does not exist yet: the test defines it after the first collection.
+    @tool
+    def later(value: CorefixLaterAlias) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return str(value)
+
+    tm = ToolManager()
+    with caplog.at_level(logging.ERROR, logger="sagents.tool.tool_manager"):
+        added = tm.collect_discovered()  # must not raise: one bad tool, the others still come
+    assert "later" not in added
+    assert "get_weather_hostile" in added
+    assert any("CorefixLaterAlias" in r.getMessage() for r in caplog.records)
+    globals()["CorefixLaterAlias"] = int  # the alias, defined after the first collection
+    assert tm.collect_discovered() == ["later"]
+    assert tm.get_tool_spec("later").input_schema["properties"]["value"]["type"] == "integer"
+
+
+@tool
+def get_weather_hostile(city: str) -> str:
+    return city
