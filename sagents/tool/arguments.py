@@ -89,7 +89,8 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         A new dict (the caller's mapping is not mutated).
 
     Raises:
-        InvalidArgumentsError: for text that is not JSON, JSON that is not an object, a
+        InvalidArgumentsError: for text that is not JSON (``NaN`` and ``Infinity`` included,
+            which Python's parser would accept), JSON that is not an object, a
             document larger than :data:`MAX_ARGUMENTS_BYTES`, or one nested too deeply for
             Python's parser (about a thousand levels).
     """
@@ -102,7 +103,7 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         if not args.strip():
             return {}
         try:
-            parsed = json.loads(args)
+            parsed = json.loads(args, parse_constant=_refuse_constant)
         except RecursionError:
             raise _too_deep(tool_name) from None
         except json.JSONDecodeError as error:
@@ -403,6 +404,11 @@ def _invalid(tool_name: str, problems: list[ArgumentProblem]) -> InvalidArgument
 def _not_an_object(tool_name: str, value: Any) -> InvalidArgumentsError:
     problem = ArgumentProblem(path="", expected="a JSON object", got=_describe(value))
     return _invalid(tool_name, [problem])
+
+
+def _refuse_constant(name: str) -> Any:
+    """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them by default."""
+    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
 
 
 def _too_deep(tool_name: str) -> InvalidArgumentsError:
