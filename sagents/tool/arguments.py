@@ -106,7 +106,7 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
             parsed = json.loads(args, parse_constant=_refuse_constant)
         except RecursionError:
             raise _too_deep(tool_name) from None
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, _NotJsonConstantError) as error:
             raise InvalidArgumentsError(
                 f"arguments for tool {tool_name!r} are not valid JSON: {error}",
                 hint="Send the arguments as one JSON object.",
@@ -408,7 +408,11 @@ def _not_an_object(tool_name: str, value: Any) -> InvalidArgumentsError:
 
 def _refuse_constant(name: str) -> Any:
     """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them by default."""
-    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
+    raise _NotJsonConstantError(f"{name} is not a JSON value")
+
+
+class _NotJsonConstantError(ValueError):
+    """Raised by :func:`_refuse_constant` inside ``json.loads``."""
 
 
 def _too_deep(tool_name: str) -> InvalidArgumentsError:
