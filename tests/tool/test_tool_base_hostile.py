@@ -57,3 +57,14 @@ def test_tool_above_classmethod_or_staticmethod_says_which_order_works(wrapper: 
         tool(wrapper(f))
     assert caught.value.hint is not None
     assert f"@{wrapper.__name__} above @tool" in caught.value.hint
+
+
+def test_refusing_kwargs_names_kwargs_in_the_hint() -> None:
+    def f(**options: int) -> int:
+        return len(options)
+
+    with pytest.raises(ToolDefinitionError, match=r"\*\*options") as caught:
+        tool(f)
+    assert caught.value.hint is not None
+    assert "**options" in caught.value.hint
+    assert "*args" not in caught.value.hint
