@@ -118,6 +118,7 @@ class ToolManager:
         self._exit_stack = contextlib.AsyncExitStack()
         self._call_contexts: list[CallContextFactory] = []
         self._closed = False
+        self._owner_task: int | None = None  # the task that entered the first context
 
     # -- registration -------------------------------------------------------------------------
 
@@ -414,35 +415,57 @@ class ToolManager:
         return self._closed
 
     def push_async_callback(self, callback: Callable[[], Awaitable[object]]) -> None:
-        """Have :meth:`aclose` await ``callback()`` (last pushed, first called).
+        """Have :meth:`aclose` await ``callback()`` (last pushed, first called), shielded.
 
         Raises:
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        self._exit_stack.push_async_callback(callback)
+
+        async def shielded() -> None:
+            with anyio.CancelScope(shield=True):
+                await callback()
+
+        self._exit_stack.push_async_callback(shielded)
 
     async def enter_async_context(self, manager: AbstractAsyncContextManager[T]) -> T:
         """Enter an async context manager now and exit it in :meth:`aclose`.
 
         Used by the MCP layer for its supervisor. Returns what ``__aenter__`` returned.
 
+        Every context must be entered in one task, the one that later calls :meth:`aclose`
+        (or leaves ``async with``): a context holding a task group or cancel scope cannot be
+        exited from another task (anyio: "cancel scope in a different task").
+
         Raises:
             ToolManagerClosedError: after :meth:`aclose`.
+            RuntimeError: when called from another task than the first context's.
         """
         self._check_open()
-        return await self._exit_stack.enter_async_context(manager)
+        self._check_owner_task("enter_async_context()")
+        entered = await self._exit_stack.enter_async_context(manager)
+        if self._owner_task is None:
+            self._owner_task = anyio.get_current_task().id
+        return entered
 
     async def aclose(self) -> None:
         """Release every owned resource, in reverse order; idempotent.
 
-        Runs shielded from cancellation so that a cancelled caller still releases everything.
+        Callbacks (:meth:`push_async_callback`) run shielded from cancellation, so that a
+        cancelled caller still releases them. Entered contexts are exited as they are: one that
+        holds a task group or cancel scope cannot be exited inside a new (shielding) scope, and
+        anyio's task groups finish their own cleanup under cancellation.
+
+        Raises:
+            RuntimeError: when contexts were entered (:meth:`enter_async_context`) in another
+                task; nothing is released then, and the manager stays open, so that the owner
+                task can still close it.
         """
         if self._closed:
             return
+        self._check_owner_task("aclose()")
         self._closed = True
-        with anyio.CancelScope(shield=True):
-            await self._exit_stack.aclose()
+        await self._exit_stack.aclose()
 
     async def __aenter__(self) -> ToolManager:
         self._check_open()
@@ -457,6 +480,14 @@ class ToolManager:
         await self.aclose()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _check_owner_task(self, what: str) -> None:
+        if self._owner_task is None or self._owner_task == anyio.get_current_task().id:
+            return
+        raise RuntimeError(
+            f"{what} must run in the task that entered this ToolManager's first context "
+            "(enter_async_context): the contexts it holds cannot be exited from another task"
+        )
 
     def _check_open(self) -> None:
         if self._closed:

@@ -6,12 +6,15 @@ Each test here started as a failing reproduction of a defect found by reviewing 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import jsonschema
 import pytest
 
@@ -236,3 +239,62 @@ def test_a_discovered_tool_naming_a_later_alias_is_logged_then_collected_once_de
 @tool
 def get_weather_hostile(city: str) -> str:
     return city
+
+
+@contextlib.asynccontextmanager
+async def _with_task_group() -> AsyncIterator[str]:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.sleep_forever)
+        yield "resource"
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_closing_from_another_task_than_the_contexts_owner_is_a_clear_error() -> None:
+    tm = ToolManager()
+    owner_may_close = anyio.Event()
+    closed_by_owner = anyio.Event()
+
+    async def owner() -> None:
+        await tm.enter_async_context(_with_task_group())
+        await owner_may_close.wait()
+        await tm.aclose()
+        closed_by_owner.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(owner)
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(RuntimeError, match="must run in the task that entered"):
+                await tm.aclose()
+            with pytest.raises(RuntimeError, match="must run in the task that entered"):
+                await tm.enter_async_context(_with_task_group())
+            assert not tm.closed  # the owner can still close it
+            owner_may_close.set()
+            await closed_by_owner.wait()
+    assert tm.closed
+
+
+@pytest.mark.anyio
+async def test_contexts_entered_and_closed_in_one_task_close_normally() -> None:
+    async with ToolManager() as tm:
+        assert await tm.enter_async_context(_with_task_group()) == "resource"
+    assert tm.closed
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_caller_still_runs_every_close_callback_to_the_end() -> None:
+    finished: list[str] = []
+
+    async def release(label: str) -> None:
+        await anyio.lowlevel.checkpoint()  # would raise if not shielded
+        finished.append(label)
+
+    tm = ToolManager()
+    tm.push_async_callback(lambda: release("first"))
+    tm.push_async_callback(lambda: release("second"))
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await tm.aclose()
+    assert finished == ["second", "first"]
+    assert tm.closed
