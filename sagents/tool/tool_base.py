@@ -190,7 +190,11 @@ def _is_method(func: Callable[..., Any]) -> bool:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return False
-    return bool(params) and params[0] in ("self", "cls") and "." in func.__qualname__
+    owner = func.__qualname__.rpartition(".")[0]
+    # Defined in a class body: "C.m" or "f.<locals>.C.m"; not a function nested in a function
+    # ("f.<locals>.g"), whose first parameter may well be called ``cls``.
+    in_class = bool(owner) and not owner.endswith("<locals>")
+    return bool(params) and params[0] in ("self", "cls") and in_class
 
 
 def _skip_first(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -68,3 +68,15 @@ def test_refusing_kwargs_names_kwargs_in_the_hint() -> None:
     assert caught.value.hint is not None
     assert "**options" in caught.value.hint
     assert "*args" not in caught.value.hint
+
+
+@pytest.mark.anyio
+async def test_a_nested_function_whose_first_parameter_is_cls_is_a_plain_tool() -> None:
+    @tool
+    def classify(cls: str) -> str:
+        return cls.upper()
+
+    tm = ToolManager()
+    spec = tm.register_tool(classify)
+    assert list(spec.input_schema["properties"]) == ["cls"]
+    assert (await tm.run_tool("classify", {"cls": "spam"})).text == "SPAM"
