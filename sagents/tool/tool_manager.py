@@ -537,7 +537,11 @@ def _describe(error: BaseException) -> str:
     """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
     if isinstance(error, ExceptionGroup):
         return "; ".join(_describe(leaf) for leaf in error.exceptions)
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    try:
+        message = str(error)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not escape run_tool
+        message = "(the exception's message could not be rendered)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _make_entry(tool: Registrable) -> _Entry:

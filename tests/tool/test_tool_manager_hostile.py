@@ -298,3 +298,22 @@ async def test_a_cancelled_caller_still_runs_every_close_callback_to_the_end() -
         await tm.aclose()
     assert finished == ["second", "first"]
     assert tm.closed
+
+
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise AttributeError("no message attribute")
+
+
+def raises_unprintable() -> str:
+    raise _UnprintableError
+
+
+@pytest.mark.anyio
+async def test_an_exception_whose_str_fails_still_becomes_an_execution_error() -> None:
+    async with ToolManager() as tm:
+        tm.register_tool(raises_unprintable)
+        result = await tm.run_tool("raises_unprintable")
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "_UnprintableError" in result.error.message
