@@ -9,7 +9,9 @@ result still parses with ``json.loads``: long arrays keep their first and last i
 string element ``"[... N more items ...]"`` between them; objects with many keys keep the first
 ones and add a ``"..."`` key saying how many were left out; long strings keep their start and end
 ``"[... N more characters ...]"``; and, if that is still too long, containers below some depth
-become a string saying what was left out. The limits are halved until the document fits.
+become a string saying what was left out (always below 64 levels, which also keeps a very deep
+document from exhausting Python's recursion limit). The limits are halved until the document
+fits.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _HEAD_SHARE = 0.6  # of the budget, for the head of a cut text
 _LINE_SNAP = 0.2  # move a cut to a line break within this share of the kept part
 _MIN_STRING = 16  # characters of a string kept at the smallest structural limit
 _ATTEMPTS = 6  # re-cuts when head + marker + tail came out over the budget
+_MAX_DEPTH = 64  # containers nested deeper than this become summary strings when shrinking
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +125,7 @@ def truncate_json(value: Any, max_tokens: int, *, counter: TokenCounter | None =
     if not counter.exceeds(text, max_tokens):
         return text
     items, chars, depth = _extent(value)
+    depth = min(depth, _MAX_DEPTH)  # _shrink recurses once per level
     items = min(items, max_tokens)
     chars = min(chars, max_tokens * 4)
     while True:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from sagents.core.result import ToolResult
 from sagents.core.tokens import default_token_counter
 
@@ -24,3 +27,14 @@ def test_an_error_line_beside_a_body_is_cut_to_its_share_but_names_the_real_limi
     assert message.startswith("Error [execution_error]: boom")
     assert "400-token limit" in message
     assert "100-token limit" not in message
+
+
+def test_a_very_deep_structured_result_over_budget_renders_as_valid_json() -> None:
+    value: dict[str, Any] = {"pad": "y" * 100_000}
+    inner = value
+    for _ in range(900):  # close to Python's recursion limit, as a remote server may send
+        inner["x"] = {"pad": "z"}
+        inner = inner["x"]
+    message = ToolResult.from_structured(value).to_tool_message(max_tokens=500)
+    assert isinstance(json.loads(message), dict)
+    assert "left out" in message
