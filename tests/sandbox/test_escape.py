@@ -397,3 +397,36 @@ async def test_read_only_binds_cannot_be_remounted_or_unmounted(
     assert b"CapEff:\t0000000000000000" in done.stdout
     assert not _exists(f"/usr/{probe}")
     assert not _exists(str(tmp_path / "ws" / ".agent" / probe))
+
+
+async def test_host_sysctls_cannot_be_opened_for_writing(bwrap_sandbox: Sandbox) -> None:
+    # Without a user namespace the program is uid 0 of the host (with no capability); sysctl
+    # writes check only the uid, so a writable /proc/sys would let it set kernel.core_pattern
+    # to "|/workspace-on-the-host/x" and have the host kernel run x as root.
+    code, out = await _py(
+        bwrap_sandbox,
+        "import os\n"
+        "for path in ('/proc/sys/kernel/core_pattern', '/proc/sys/vm/overcommit_memory'):\n"
+        "    try:\n"
+        "        os.close(os.open(path, os.O_WRONLY))\n"
+        "        print('OPENED', path)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', exc.errno)\n",
+    )
+    assert code == 0, out
+    assert "OPENED" not in out
+    assert out.count("refused 30") == 2  # EROFS
+
+
+async def test_dev_and_dev_shm_do_not_bypass_the_tmp_size(bwrap_sandbox: Sandbox) -> None:
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            "head -c 33554432 /dev/zero > /dev/shm/big; echo shm $?; "
+            "head -c 1048576 /dev/zero > /dev/big; echo dev $?",
+        ]
+    )
+    assert b"shm 1" in done.stdout, done.stderr
+    assert b"dev 2" in done.stdout, done.stderr  # the shell cannot create it: read-only
+    assert b"No space left" in done.stderr
