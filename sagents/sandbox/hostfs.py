@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 
 from sagents.errors import PathNotAllowedError
+from sagents.sandbox.diskuse import directory_usage_bytes
 from sagents.sandbox.types import DirEntry, FileStat
 
 __all__ = ["HostFiles", "glob_regex", "open_dir_fd", "safe_open_in"]
@@ -444,21 +445,7 @@ class HostFiles:
                 os.close(dfd)
 
     def usage_bytes(self) -> int:
-        """Bytes allocated under the root (st_blocks), for the write-budget watchdog."""
-        total = 0
-        stack = [self.host_root]
-        while stack:
-            current = stack.pop()
-            try:
-                with os.scandir(current) as it:
-                    for entry in it:
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        total += st.st_blocks * 512
-                        if stat_mod.S_ISDIR(st.st_mode):
-                            stack.append(entry.path)
-            except OSError:
-                continue
-        return total
+        """Bytes used under the root, for the write-budget watchdog (see
+        :func:`~sagents.sandbox.diskuse.directory_usage_bytes`: allocated blocks, and at least
+        one block per entry; the walk never follows a symlink out of the root)."""
+        return directory_usage_bytes(self.host_root)

@@ -271,6 +271,7 @@ class LocalSandbox:
                 limits=limits,
                 cgroup=cgroup,
                 budget_probe=self._files.usage_bytes if limits.write_budget_bytes else None,
+                budget_device=os.stat(self._host_workspace).st_dev,
                 helpers=self._helpers,
             )
             wall = timeout if timeout is not None else limits.wall_timeout_seconds

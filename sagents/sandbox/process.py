@@ -23,6 +23,7 @@ import anyio.abc
 
 from sagents.errors import SandboxError
 from sagents.sandbox.cgroup import Cgroup
+from sagents.sandbox.diskuse import held_unlinked_bytes, tree_pids
 from sagents.sandbox.launcher import Child, start_child
 from sagents.sandbox.types import KillReason, SandboxLimits
 
@@ -52,6 +53,8 @@ class ProcessSpec:
         cgroup: The tree's cgroup, or None.
         new_session: Start a new session (process group) for the tree.
         budget_probe: Returns the workspace's current usage in bytes (for the write budget).
+        budget_device: ``st_dev`` of the workspace: files on it that the tree unlinked but still
+            holds open or mapped count against the write budget too.
         helpers: ``prlimit`` and ``setpriv`` for the spawn way (see
             :mod:`sagents.sandbox.launcher`); None forks with a ``preexec_fn``.
     """
@@ -67,6 +70,7 @@ class ProcessSpec:
     cgroup: Cgroup | None = None
     new_session: bool = True
     budget_probe: Callable[[], int] | None = None
+    budget_device: int | None = None
     helpers: tuple[str, str | None] | None = None
 
 
@@ -167,6 +171,17 @@ class LocalProcess:
             )
         self._exited.set()
 
+    def _disk_usage(self) -> int:
+        """The workspace's usage plus the unlinked files the tree still holds (blocking)."""
+        probe = self._spec.budget_probe
+        used = probe() if probe is not None else 0
+        device = self._spec.budget_device
+        if device is not None:
+            cgroup = self._spec.cgroup
+            pids = cgroup.pids() if cgroup is not None else tree_pids(self.pid)
+            used += held_unlinked_bytes(pids, device)
+        return used
+
     async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
         probe = self._spec.budget_probe
         budget = self._spec.limits.write_budget_bytes
@@ -175,7 +190,7 @@ class LocalProcess:
         baseline = 0
         if probe and budget:
             started = anyio.current_time()
-            baseline = await anyio.to_thread.run_sync(probe)
+            baseline = await anyio.to_thread.run_sync(self._disk_usage)
             interval = max(interval, WATCHDOG_SCAN_SHARE * (anyio.current_time() - started))
         while not self._exited.is_set():
             wait_for = interval if probe and budget else None
@@ -191,7 +206,7 @@ class LocalProcess:
                 return
             if probe and budget:
                 started = anyio.current_time()
-                used = await anyio.to_thread.run_sync(probe)
+                used = await anyio.to_thread.run_sync(self._disk_usage)
                 took = anyio.current_time() - started
                 interval = max(WATCHDOG_POLL_SECONDS, WATCHDOG_SCAN_SHARE * took)
                 if used - baseline > budget:

@@ -430,3 +430,67 @@ async def test_dev_and_dev_shm_do_not_bypass_the_tmp_size(bwrap_sandbox: Sandbox
     assert b"shm 1" in done.stdout, done.stderr
     assert b"dev 2" in done.stdout, done.stderr  # the shell cannot create it: read-only
     assert b"No space left" in done.stderr
+
+
+async def test_unlinked_files_held_open_count_against_the_write_budget(
+    bwrap_sandbox: Sandbox,
+) -> None:
+    # 24 MiB in files deleted right after creation, kept open: invisible to a directory scan,
+    # but on the host's disk all the same (TEST_LIMITS.write_budget_bytes is 8 MiB).
+    code = (
+        "import os, time\n"
+        "held = []\n"
+        "for i in range(6):\n"
+        "    fd = os.open(f'hidden{i}', os.O_CREAT | os.O_RDWR)\n"
+        "    os.unlink(f'hidden{i}')\n"
+        "    os.write(fd, b'x' * (4 * 1024 * 1024))\n"
+        "    held.append(fd)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert b"Error" not in done.stderr, done.stderr
+    assert done.killed_reason == "write_budget"
+
+
+async def test_unlinked_files_held_by_a_mapping_count_against_the_write_budget(
+    bwrap_sandbox: Sandbox,
+) -> None:
+    code = (
+        "import mmap, os, time\n"
+        "maps = []\n"
+        "for i in range(6):\n"
+        "    fd = os.open(f'mapped{i}', os.O_CREAT | os.O_RDWR)\n"
+        "    os.unlink(f'mapped{i}')\n"
+        "    os.write(fd, b'x' * (4 * 1024 * 1024))\n"
+        "    maps.append(mmap.mmap(fd, 4 * 1024 * 1024))\n"
+        "    os.close(fd)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert b"Error" not in done.stderr, done.stderr
+    assert done.killed_reason == "write_budget"
+
+
+async def test_many_empty_files_count_against_the_write_budget(bwrap_sandbox: Sandbox) -> None:
+    # Empty files take no data block but an inode each: a loop of them exhausts the host
+    # filesystem's inodes without growing the byte count.
+    code = (
+        "import os, time\n"
+        "for i in range(5000):\n"
+        "    os.close(os.open(f'empty{i}', os.O_CREAT | os.O_WRONLY))\n"
+        "print('created', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert done.killed_reason == "write_budget"
