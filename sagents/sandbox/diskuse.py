@@ -19,14 +19,25 @@ import os
 import stat as stat_mod
 from collections.abc import Iterable
 
-__all__ = ["ENTRY_COST_BYTES", "directory_usage_bytes", "held_unlinked_bytes", "tree_pids"]
+__all__ = [
+    "ENTRY_COST_BYTES",
+    "directory_usage_bytes",
+    "held_unlinked_bytes",
+    "open_dir_below",
+    "tree_pids",
+]
 
 ENTRY_COST_BYTES = 4096  # what an entry costs at least: an inode and a directory slot
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _open_below(root_fd: int, parts: list[str]) -> int:
-    """Open ``parts`` below ``root_fd``, one ``O_NOFOLLOW`` component at a time."""
+def open_dir_below(root_fd: int, parts: list[str]) -> int:
+    """Open the directory ``parts`` below ``root_fd``, one ``O_NOFOLLOW`` component at a time,
+    holding at most two descriptors; the caller closes the one returned.
+
+    Raises:
+        OSError: when a component is missing, a symlink or not a directory.
+    """
     current = os.dup(root_fd)
     try:
         for part in parts:
@@ -54,7 +65,7 @@ def directory_usage_bytes(root: str) -> int:
         while todo:
             parts = todo.pop()
             try:
-                dfd = _open_below(root_fd, parts)
+                dfd = open_dir_below(root_fd, parts)
             except OSError:
                 continue  # vanished, or replaced by a symlink or a file meanwhile
             try:
