@@ -142,6 +142,7 @@ def build_bwrap_argv(
     tmp_size_bytes: int | None,
     env: Mapping[str, str],
     cwd: str,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """Return the full ``bwrap ... -- argv`` command line.
 
@@ -159,6 +160,8 @@ def build_bwrap_argv(
             None for the kernel default.
         env: The complete environment of the program (after ``--clearenv``).
         cwd: The working directory inside.
+        seccomp_fd: A descriptor (passed to bwrap) to read the seccomp filter from, see
+            :mod:`sagents.sandbox.seccomp`; None installs none.
     """
     prefix, _ = python_runtime()
     # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability of the
@@ -183,6 +186,8 @@ def build_bwrap_argv(
     for extra in extra_ro_binds:
         args += ["--ro-bind", extra.host_path, extra.sandbox_path]
     args += ["--remount-ro", "/"]  # the sandbox's own root tmpfs: nothing to write there
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]

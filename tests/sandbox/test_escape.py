@@ -495,3 +495,28 @@ async def test_many_empty_files_count_against_the_write_budget(bwrap_sandbox: Sa
     with anyio.fail_after(60):
         done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
     assert done.killed_reason == "write_budget"
+
+
+async def test_no_set_user_id_file_can_be_planted_in_the_workspace(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # The sandbox's uid 0 is the host's root: a set-user-ID copy of a shell in the workspace
+    # (nosuid only inside) would give root to any local user who can reach the workspace.
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    script = (
+        "cp /bin/sh suid-sh; chmod 4755 suid-sh; chmod g+s suid-sh; "
+        f'{python} -c "import os\n'
+        "for call in (lambda: os.open('by-open', os.O_CREAT | os.O_WRONLY, 0o4755),\n"
+        "             lambda: os.mknod('by-mknod', 0o104755),\n"
+        "             lambda: os.chmod('suid-sh', 0o2755)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except OSError as exc:\n"
+        "        print('refused', exc.errno)\n"
+        '"; chmod 700 suid-sh && echo plain-chmod-ok'
+    )
+    done = await bwrap_sandbox.run(["sh", "-c", script])
+    assert done.stdout == b"refused 1\nrefused 1\nrefused 1\nplain-chmod-ok\n", done.stderr
+    for path in (tmp_path / "ws").rglob("*"):
+        assert not path.lstat().st_mode & 0o6000, path
