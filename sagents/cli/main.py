@@ -37,6 +37,11 @@ from sagents.cli import serve as _serve_module  # noqa: E402  (registers after t
 
 app.command("serve")(_serve_module.serve)
 
+from sagents.cli import tools as _tools_module  # noqa: E402
+
+app.command("tools")(_tools_module.tools_command)
+app.command("call")(_tools_module.call_command)
+
 
 def main() -> None:
     """Run the ``sagents`` command."""

@@ -7,7 +7,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from sagents.core.events import ToolProgressEvent
-from sagents.errors import ToolNameConflictError, UnknownToolError
+from sagents.errors import ToolDefinitionError, ToolNameConflictError, UnknownToolError
 from sagents.mcp import ServerSettings
 from sagents.progress import ProgressHub
 from sagents.tool import SessionContext, ToolManager
@@ -163,3 +163,33 @@ async def test_an_in_process_mcpserver_object_is_a_builtin_server(
     async with ToolManager() as manager:
         assert await manager.register_mcp_server("calc", server, settings) == ["calc__double"]
         assert (await manager.run_tool("calc__double", {"x": 21})).structured == {"result": 42}
+
+
+async def test_register_mcp_servers_skips_a_taken_tool_name_and_keeps_the_rest(
+    settings: ServerSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with ToolManager() as manager:
+
+        def fault__add(a: int, b: int) -> int:
+            return a - b
+
+        manager.register_tool(fault__add)
+        statuses = await manager.register_mcp_servers({"fault": (build_server(set()), settings)})
+        assert statuses["fault"].state == "ready"
+        assert "fault__echo" in manager.list_all_tools_name()
+        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == 2
+        assert "'fault__add' is not registered" in caplog.text
+
+
+async def test_register_mcp_servers_refuses_an_ambiguous_name_before_starting_any(
+    settings: ServerSettings,
+) -> None:
+    async with ToolManager() as manager:
+        with pytest.raises(ToolDefinitionError):
+            await manager.register_mcp_servers(
+                {
+                    "good": (build_server(set()), settings),
+                    "bad__name": (build_server(set()), settings),
+                }
+            )
+        assert manager.mcp_server_statuses() == []
