@@ -177,7 +177,7 @@ async def test_register_mcp_servers_skips_a_taken_tool_name_and_keeps_the_rest(
         statuses = await manager.register_mcp_servers({"fault": (build_server(set()), settings)})
         assert statuses["fault"].state == "ready"
         assert "fault__echo" in manager.list_all_tools_name()
-        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == 2
+        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == {"result": 2}
         assert "'fault__add' is not registered" in caplog.text
 
 
@@ -193,3 +193,23 @@ async def test_register_mcp_servers_refuses_an_ambiguous_name_before_starting_an
                 }
             )
         assert manager.mcp_server_statuses() == []
+
+
+async def test_without_waiting_the_tools_arrive_when_the_server_is_ready(
+    settings: ServerSettings,
+) -> None:
+    arrived = anyio.Event()
+
+    async def on_change(server: str, names: list[str]) -> None:
+        if "fault__add" in names:
+            arrived.set()
+
+    async with ToolManager() as manager:
+        manager.on_mcp_tools_changed(on_change)
+        assert (
+            await manager.register_mcp_server("fault", build_server(set()), settings, wait=False)
+            == []
+        )
+        with anyio.fail_after(10):
+            await arrived.wait()
+        assert (await manager.run_tool("fault__add", {"a": 1, "b": 2})).structured == {"sum": 3}
