@@ -20,6 +20,7 @@ __all__ = [
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
+    "SkillsParams",
 ]
 
 TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
@@ -69,6 +70,13 @@ class BackgroundCallsParams(_Strict):
     auto_after_sec: float | None = Field(default=None, alias="autoAfterSec", gt=0)
 
 
+class SkillsParams(_Strict):
+    """``skills``: directories holding skills (each a folder with ``SKILL.md``), served by the
+    gateway as the ``load_skill`` / ``read_skill_file`` tools and as ``skill://`` resources."""
+
+    directories: list[str] = Field(default_factory=list)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -89,6 +97,7 @@ class ConfigFileParams(BaseModel):
         default_factory=BackgroundCallsParams, alias="backgroundCalls"
     )
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    skills: SkillsParams = Field(default_factory=SkillsParams)
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""
