@@ -81,6 +81,7 @@ class SagentsConfig:
         background_calls: Background-call settings.
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
         skills: The skill directories.
+        local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
         source: The file it came from, if any.
     """
 
@@ -90,6 +91,7 @@ class SagentsConfig:
     background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
     sandbox: Mapping[str, Any] = field(default_factory=dict)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
+    local_tools: tuple[str, ...] = ()
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -172,6 +174,7 @@ def parse_config(
         skills=SkillsSettings(
             directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories)
         ),
+        local_tools=tuple(model.local_tools.modules),
         source=source,
     )
 

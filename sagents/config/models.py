@@ -17,6 +17,7 @@ from sagents.core.permissions import PermissionClass
 __all__ = [
     "BackgroundCallsParams",
     "ConfigFileParams",
+    "LocalToolsParams",
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
@@ -77,6 +78,12 @@ class SkillsParams(_Strict):
     directories: list[str] = Field(default_factory=list)
 
 
+class LocalToolsParams(_Strict):
+    """``localTools``: Python modules whose ``TOOLS`` list is registered under plain names."""
+
+    modules: list[str] = Field(default_factory=list)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -98,6 +105,7 @@ class ConfigFileParams(BaseModel):
     )
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
     skills: SkillsParams = Field(default_factory=SkillsParams)
+    local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

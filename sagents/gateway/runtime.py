@@ -4,8 +4,9 @@
 :func:`~sagents.gateway.factory.build_gateway` returns (issue 7, §1):
 
 - one :class:`~sagents.tool.tool_manager.ToolManager` holds every configured MCP server's tools
-  (``<server>__<tool>``, with their annotations and permission classes) and, when the config
-  has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
+  (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
+  ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
+  config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
 - the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`; each session's
   mode and profile filter what is offered (:mod:`sagents.gateway.policy`);
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
@@ -22,6 +23,7 @@ server does not keep the others from being served.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from types import TracebackType
 from typing import Self
@@ -29,7 +31,7 @@ from typing import Self
 import anyio
 
 from sagents.config.loader import MCPServerConfig, SagentsConfig, load_config
-from sagents.errors import ConfigError, SkillRootError, UpstreamUnavailableError
+from sagents.errors import ConfigError, SagentsError, SkillRootError, UpstreamUnavailableError
 from sagents.gateway.approval import Approver
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -66,6 +68,7 @@ class ConfiguredGateway(Gateway):
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
         self.manager = ToolManager(progress_hub=self.hub)
+        _register_local_tools(self.manager, self.config)
         self.skills = _skills(self.config, settings)
         if self.skills is not None:
             source: SkillSource = self.skills
@@ -131,6 +134,32 @@ class ConfiguredGateway(Gateway):
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
+
+
+def _register_local_tools(manager: ToolManager, config: SagentsConfig) -> None:
+    """Register the ``TOOLS`` of each ``localTools`` module under their plain names.
+
+    Raises:
+        ConfigError: a module cannot be imported, has no ``TOOLS`` list, or a tool cannot be
+            registered (a bad definition, or a name registered twice).
+    """
+    file = str(config.source) if config.source else None
+    for index, module_name in enumerate(config.local_tools):
+        key = f"localTools.modules.{index}"
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise ConfigError(
+                f"cannot import {module_name!r}: {error}", file=file, key=key
+            ) from error
+        tools = getattr(module, "TOOLS", None)
+        if not isinstance(tools, list | tuple):
+            raise ConfigError(f"module {module_name!r} has no TOOLS list", file=file, key=key)
+        for tool in tools:
+            try:
+                manager.register_tool(tool)
+            except SagentsError as error:
+                raise ConfigError(f"{module_name}: {error.message}", file=file, key=key) from error
 
 
 def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | None:

@@ -304,3 +304,35 @@ async def test_sagents_serve_with_a_config_speaks_mcp_over_stdio(tmp_path: Path)
     assert "spare__add" in names
     assert "fault__add" not in names
     assert added.structured_content == {"sum": 9}
+
+
+def test_a_local_tools_module_that_cannot_be_imported_is_a_config_error(tmp_path: Path) -> None:
+    config = write_config(tmp_path, localTools={"modules": ["tests.gateway.fixtures.nowhere"]})
+    with pytest.raises(ConfigError, match=r"localTools\.modules\.0"):
+        build_gateway(settings_for(config))
+
+
+def test_a_module_without_a_tools_list_is_a_config_error(tmp_path: Path) -> None:
+    config = write_config(tmp_path, localTools={"modules": ["json"]})
+    with pytest.raises(ConfigError, match="no TOOLS list"):
+        build_gateway(settings_for(config))
+
+
+def test_a_local_tool_registered_twice_is_refused(tmp_path: Path) -> None:
+    module = "tests.gateway.fixtures.conformance_tools"
+    config = write_config(tmp_path, localTools={"modules": [module, module]})
+    with pytest.raises(ConfigError, match=r"localTools\.modules\.1"):
+        build_gateway(settings_for(config))
+
+
+async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) -> None:
+    module = "tests.gateway.fixtures.conformance_tools"
+    config = write_config(tmp_path, localTools={"modules": [module]}, mcpServers={})
+    async with ConfiguredGateway(settings_for(config)) as served:
+        with anyio.fail_after(30):
+            async with Client(served.server, mode="legacy") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                failed = await client.call_tool("test_error_handling", {})
+    assert "test_simple_text" in names
+    assert failed.is_error is True
+    assert "intentionally" in text_of(failed)
