@@ -31,7 +31,13 @@ from typing import Self
 import anyio
 
 from sagents.config.loader import MCPServerConfig, SagentsConfig, load_config
-from sagents.errors import ConfigError, SagentsError, SkillRootError, UpstreamUnavailableError
+from sagents.errors import (
+    ConfigError,
+    SagentsError,
+    SkillRootError,
+    ToolNameConflictError,
+    UpstreamUnavailableError,
+)
 from sagents.gateway.approval import Approver
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -94,9 +100,12 @@ class ConfiguredGateway(Gateway):
         try:
             if self.config.servers:
                 self.manager.on_mcp_tools_changed(self._upstream_tools_changed)
+                refused: list[ConfigError] = []
                 async with anyio.create_task_group() as tg:
                     for server in self.config.servers:
-                        tg.start_soon(self._start_server, server)
+                        tg.start_soon(self._start_server, server, refused)
+                if refused:
+                    raise refused[0]
             await super().__aenter__()
         except BaseException:
             await self.manager.aclose()
@@ -115,11 +124,20 @@ class ConfiguredGateway(Gateway):
             with anyio.CancelScope(shield=True):
                 await self.manager.aclose()
 
-    async def _start_server(self, server: MCPServerConfig) -> None:
+    async def _start_server(self, server: MCPServerConfig, refused: list[ConfigError]) -> None:
         try:
             names = await self.manager.register_mcp_server(
                 server.name, server.params, server.settings
             )
+        except ToolNameConflictError as error:
+            refused.append(
+                ConfigError(
+                    f"MCP server {server.name!r}: {error.message}",
+                    file=str(self.config.source) if self.config.source else None,
+                    key=f"mcpServers.{server.name}",
+                )
+            )
+            return
         except UpstreamUnavailableError as error:
             logger.warning(
                 "MCP server %r is not available (%s); retrying in the background",

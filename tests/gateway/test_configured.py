@@ -336,3 +336,12 @@ async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) ->
     assert "test_simple_text" in names
     assert failed.is_error is True
     assert "intentionally" in text_of(failed)
+
+
+async def test_a_local_tool_that_clashes_with_an_upstream_tool_stops_serve(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path, localTools={"modules": ["tests.gateway.fixtures.clashing_tools"]}
+    )
+    with anyio.fail_after(30), pytest.raises(ConfigError, match=r"mcpServers\.fault"):
+        async with ConfiguredGateway(settings_for(config)):
+            pass
