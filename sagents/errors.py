@@ -20,7 +20,13 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   ├── ToolCancelledError          cancelled
     │   ├── ToolExecutionError          execution_error
     │   ├── ResultSerializationError    unserializable_result
-    │   └── ToolManagerClosedError      manager_closed
+    │   ├── ToolManagerClosedError      manager_closed
+    │   └── FileToolError               file_error           (path)
+    │       ├── FileMissingError        file_not_found
+    │       ├── BinaryFileError         binary_file
+    │       ├── FileTooLargeError       file_too_large
+    │       ├── EditNotFoundError       edit_not_found       (edit)
+    │       └── EditAmbiguousError      edit_ambiguous       (edit, matches)
     ├── UpstreamError                   upstream_error       (server)
     │   ├── UpstreamUnavailableError    upstream_unavailable
     │   ├── UpstreamProtocolError       upstream_protocol_error
@@ -51,9 +57,15 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ApprovalDeniedError",
+    "BinaryFileError",
     "ConfigError",
     "ConsumerLaggedError",
+    "EditAmbiguousError",
+    "EditNotFoundError",
     "EventFormatError",
+    "FileMissingError",
+    "FileTooLargeError",
+    "FileToolError",
     "InvalidArgumentsError",
     "NotAllowedError",
     "PathNotAllowedError",
@@ -254,6 +266,43 @@ class ToolManagerClosedError(ToolCallError):
     """The ``ToolManager`` was closed (``aclose``); it takes no more registrations or calls."""
 
     code = "manager_closed"
+
+
+class FileToolError(ToolCallError):
+    """A built-in file tool cannot do what was asked. ``details["path"]`` names the file."""
+
+    code = "file_error"
+
+
+class FileMissingError(FileToolError):
+    """The file or directory a built-in file tool was given does not exist."""
+
+    code = "file_not_found"
+
+
+class BinaryFileError(FileToolError):
+    """A text tool (``file_read``, ``file_update``) was given a binary file."""
+
+    code = "binary_file"
+
+
+class FileTooLargeError(FileToolError):
+    """The file is larger than the tool's size cap."""
+
+    code = "file_too_large"
+
+
+class EditNotFoundError(FileToolError):
+    """``file_update``: an edit's old text does not occur in the file (``details["edit"]``)."""
+
+    code = "edit_not_found"
+
+
+class EditAmbiguousError(FileToolError):
+    """``file_update``: an edit's old text occurs more than once and ``replace_all`` was not
+    set. ``details["matches"]`` says how many times."""
+
+    code = "edit_ambiguous"
 
 
 class UpstreamError(SagentsError):

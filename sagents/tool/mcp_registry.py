@@ -14,7 +14,7 @@ Upstream progress notifications (MCP spec, "Progress") become ``tool_progress`` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp.shared.dispatcher import ProgressFnT
@@ -72,6 +72,28 @@ class MCPRegistry:
             await self.supervisor.remove_server(name)
             self._tools.pop(name, None)
             raise
+
+    async def register_many(
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+    ) -> dict[str, ServerStatus]:
+        """Start several servers side by side and register the tools of those that came up.
+
+        Every server waits only for itself (bounded by its connect and list timeouts); one that
+        fails stays registered with status ``failed`` and its last error, and no tools. A tool
+        name taken already (by a local tool or an earlier server) is skipped with a warning.
+
+        Returns:
+            Each server's status after its first start attempt, in the given order.
+
+        Raises:
+            ToolDefinitionError, ToolNameConflictError: a bad or taken server name, before any
+                server starts.
+        """
+        statuses = await self.supervisor.add_servers(dict(servers))
+        for name in servers:
+            # No await from here on: later listings reach _tools_changed once _tools knows them.
+            self._install(name, self.supervisor.tools(name), strict=False)
+        return {name: self.supervisor.status(name) for name in statuses}
 
     async def unregister(self, name: str) -> list[str]:
         """Close a server's connection and remove its tools; returns the removed names.

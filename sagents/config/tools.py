@@ -1,0 +1,49 @@
+"""Build a :class:`~sagents.tool.ToolManager` from a loaded configuration.
+
+The one place where the CLI (``sagents tools``, ``sagents call``), run_script's CLI and the
+gateway turn a :class:`~sagents.config.SagentsConfig` into a registry with every enabled MCP
+server connected (issue 3, §5).
+"""
+
+from __future__ import annotations
+
+from sagents.config.loader import SagentsConfig
+from sagents.progress import ProgressHub
+from sagents.tool.tool_manager import ToolManager
+
+__all__ = ["build_tool_manager"]
+
+
+async def build_tool_manager(
+    config: SagentsConfig, *, progress_hub: ProgressHub | None = None
+) -> ToolManager:
+    """Open a ToolManager with every enabled server of ``config`` registered.
+
+    The servers start side by side (:meth:`ToolManager.register_mcp_servers`): each waits only
+    for its own first start, bounded by its ``connectTimeout`` and ``listTimeout``. A server
+    that fails or times out never blocks the others and does not raise: it stays registered
+    with state ``failed``, its ``last_error`` and no tools
+    (``manager.mcp_server_status(name)``). Disabled servers are not started.
+
+    The caller owns the result: ``async with await build_tool_manager(cfg) as tm:`` or
+    ``await tm.aclose()``, which ends every server's process.
+
+    Args:
+        config: From :func:`sagents.config.load_config`.
+        progress_hub: The hub of the tools' progress events; the process default when None.
+
+    Returns:
+        The open manager.
+
+    Raises:
+        ToolDefinitionError, ToolNameConflictError: a server name the registry refuses (the
+            loader already checks names, so only for hand-built configs); nothing stays open.
+    """
+    manager = ToolManager(progress_hub=progress_hub)
+    try:
+        if config.servers:
+            await manager.register_mcp_servers(config.as_supervisor_input())
+    except BaseException:
+        await manager.aclose()
+        raise
+    return manager

@@ -1,0 +1,256 @@
+"""``BuiltinTools`` / ``register_builtin_tools``: the built-in tools as ``(ToolSpec, handler)``
+pairs for a :class:`~sagents.tool.ToolManager` (issue 4 §3; docs/builtin_tools.md).
+
+Each call finds its sandbox through ``sandbox_for_session(session_context)``, an async callable
+the host supplies (one sandbox per ``SessionContext.session_id``, typically); the tools never
+touch the host filesystem themselves. Permission classes: ``file_read``, ``list_dir``, ``glob``,
+``grep`` and ``await_shell`` are ``read_only``; ``file_write``, ``file_update``,
+``execute_shell_command`` and ``kill_shell`` are ``write`` (the shell runs inside the sandbox,
+where it can change nothing that ``file_write`` could not; see the docs for the reasoning and
+for ``shell_permission`` with an unisolated sandbox).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sagents.core.permissions import PermissionClass, ToolAnnotations
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSource, ToolSpec
+from sagents.errors import FileMissingError, FileToolError, InvalidArgumentsError
+from sagents.sandbox import Sandbox
+from sagents.tool.context import SessionContext
+from sagents.tool.handler import ToolCall, ToolHandler
+from sagents.tool.impl.files import FileTools
+from sagents.tool.impl.settings import BuiltinSettings
+from sagents.tool.impl.shell import ShellTasks
+from sagents.tool.impl.specs import SCHEMAS, describe_tool
+from sagents.tool.tool_manager import ToolManager
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "BuiltinTools",
+    "SandboxResolver",
+    "register_builtin_tools",
+    "single_sandbox",
+]
+
+SandboxResolver = Callable[[SessionContext], Awaitable[Sandbox]]
+"""Returns the sandbox of the calling session (the host decides how sessions map to them)."""
+
+BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+    "execute_shell_command",
+    "await_shell",
+    "kill_shell",
+    "file_read",
+    "file_write",
+    "file_update",
+    "list_dir",
+    "glob",
+    "grep",
+)
+
+_READ_ONLY = frozenset({"file_read", "list_dir", "glob", "grep", "await_shell"})
+
+
+def single_sandbox(sandbox: Sandbox) -> SandboxResolver:
+    """A resolver that gives every session the same sandbox (a CLI, a single-user host)."""
+
+    async def resolve(context: SessionContext) -> Sandbox:
+        return sandbox
+
+    return resolve
+
+
+def _path_of(arguments: dict[str, Any]) -> str:
+    for key in ("path", "cwd"):
+        if key in arguments:
+            return str(arguments[key])
+    return "."
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Handler:
+    name: str
+    tools: BuiltinTools
+
+    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        try:
+            return await self.tools.dispatch(self.name, arguments, call)
+        except FileNotFoundError as error:
+            raise FileMissingError(
+                f"{_path_of(arguments)!r} does not exist",
+                hint="paths are relative to the workspace; use list_dir or glob to find files",
+                details={"path": _path_of(arguments)},
+            ) from error
+        except NotADirectoryError as error:
+            raise FileToolError(
+                f"{_path_of(arguments)!r}: a component of the path is not a directory",
+                details={"path": _path_of(arguments)},
+            ) from error
+        except IsADirectoryError as error:
+            raise FileToolError(
+                f"{_path_of(arguments)!r} is a directory, not a file",
+                hint="use list_dir to see what it holds",
+                details={"path": _path_of(arguments)},
+            ) from error
+        except ValueError as error:
+            raise InvalidArgumentsError(str(error)) from error
+
+
+class BuiltinTools:
+    """The built-in shell and file tools, bound to a way of finding each session's sandbox.
+
+    Args:
+        sandbox_for_session: Async callable returning the calling session's sandbox.
+        settings: Caps and defaults (:class:`BuiltinSettings`).
+        shell_permission: Permission class of ``execute_shell_command`` and ``kill_shell``;
+            ``write`` by default, ``destructive`` is advised for a ``passthrough`` sandbox.
+    """
+
+    def __init__(
+        self,
+        sandbox_for_session: SandboxResolver,
+        *,
+        settings: BuiltinSettings | None = None,
+        shell_permission: PermissionClass = "write",
+    ) -> None:
+        self.settings = settings or BuiltinSettings()
+        self._resolve = sandbox_for_session
+        self._shell_permission: PermissionClass = shell_permission
+        self.shell = ShellTasks(self.settings)
+        self.files = FileTools(self.settings)
+
+    def spec(self, name: str) -> ToolSpec:
+        """The :class:`ToolSpec` of built-in tool ``name``.
+
+        Raises:
+            KeyError: for a name that is not a built-in tool.
+        """
+        if name not in BUILTIN_TOOL_NAMES:
+            raise KeyError(f"no built-in tool {name!r}; known: {', '.join(BUILTIN_TOOL_NAMES)}")
+        read_only = name in _READ_ONLY
+        if read_only:
+            permission: PermissionClass = "read_only"
+        elif name in ("execute_shell_command", "kill_shell"):
+            permission = self._shell_permission
+        else:
+            permission = "write"
+        return ToolSpec(
+            name=name,
+            description=describe_tool(name),
+            input_schema=SCHEMAS[name],
+            annotations=ToolAnnotations(
+                read_only_hint=read_only,
+                destructive_hint=permission == "destructive",
+                idempotent_hint=name in _READ_ONLY or name == "file_write",
+                open_world_hint=False,
+            ),
+            permission=permission,
+            source=ToolSource(kind="builtin"),
+        )
+
+    def tools(self, names: Iterable[str] | None = None) -> list[tuple[ToolSpec, ToolHandler]]:
+        """``(ToolSpec, handler)`` pairs for ``names`` (all built-in tools by default).
+
+        Raises:
+            KeyError: for a name that is not a built-in tool.
+        """
+        chosen = BUILTIN_TOOL_NAMES if names is None else tuple(names)
+        return [(self.spec(name), _Handler(name=name, tools=self)) for name in chosen]
+
+    def register(
+        self, manager: ToolManager, *, names: Iterable[str] | None = None, replace: bool = False
+    ) -> list[str]:
+        """Register the tools on ``manager``; return their names.
+
+        Raises:
+            KeyError: for a name that is not a built-in tool.
+            ToolNameConflictError: when a name is taken and ``replace`` is False.
+        """
+        registered = []
+        for spec, handler in self.tools(names):
+            manager.register_tool((spec, handler), replace=replace)
+            registered.append(spec.name)
+        return registered
+
+    async def dispatch(self, name: str, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        """Execute built-in tool ``name`` with validated ``arguments`` for ``call``."""
+        a = arguments
+        if name == "await_shell":
+            return await self.shell.await_task(
+                call, task_id=a["task_id"], wait_seconds=a.get("wait_seconds")
+            )
+        if name == "kill_shell":
+            return await self.shell.kill_task(call, task_id=a["task_id"])
+        sandbox = await self._resolve(call.session_context)
+        if name == "execute_shell_command":
+            return await self.shell.execute(
+                sandbox,
+                call,
+                command=a["command"],
+                wait_seconds=a.get("wait_seconds"),
+                cwd=a.get("cwd"),
+                timeout_seconds=a.get("timeout_seconds"),
+            )
+        if name == "file_read":
+            return await self.files.read(
+                sandbox,
+                path=a["path"],
+                start_line=a.get("start_line", 1),
+                end_line=a.get("end_line"),
+            )
+        if name == "file_write":
+            return await self.files.write(
+                sandbox,
+                path=a["path"],
+                content=a["content"],
+                create_dirs=a.get("create_dirs", True),
+            )
+        if name == "file_update":
+            return await self.files.update(sandbox, path=a["path"], edits=list(a["edits"]))
+        if name == "list_dir":
+            return await self.files.list_dir(sandbox, path=a.get("path", "."))
+        if name == "glob":
+            return await self.files.glob(sandbox, pattern=a["pattern"])
+        if name == "grep":
+            return await self.files.grep(
+                sandbox,
+                pattern=a["pattern"],
+                path=a.get("path", "."),
+                include=a.get("include"),
+                ignore_case=a.get("ignore_case", False),
+            )
+        raise KeyError(f"no built-in tool {name!r}")
+
+
+def register_builtin_tools(
+    manager: ToolManager,
+    sandbox_for_session: SandboxResolver,
+    *,
+    names: Iterable[str] | None = None,
+    settings: BuiltinSettings | None = None,
+    shell_permission: PermissionClass = "write",
+) -> BuiltinTools:
+    """Register the built-in tools on ``manager``, each session finding its own sandbox.
+
+    Args:
+        manager: Where to register.
+        sandbox_for_session: Async callable ``(SessionContext) -> Sandbox``.
+        names: A subset of :data:`BUILTIN_TOOL_NAMES` (all by default).
+        settings: Caps and defaults.
+        shell_permission: Permission class of the shell tools that act (see
+            :class:`BuiltinTools`).
+
+    Returns:
+        The :class:`BuiltinTools` (it holds the sessions' shell tasks).
+
+    Raises:
+        KeyError: for a name that is not a built-in tool.
+        ToolNameConflictError: when a name is already registered.
+    """
+    tools = BuiltinTools(sandbox_for_session, settings=settings, shell_permission=shell_permission)
+    tools.register(manager, names=names)
+    return tools
