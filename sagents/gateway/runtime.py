@@ -16,28 +16,28 @@
 - an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
   then passed on to every connected client.
 
-Servers are started side by side when the gateway is entered; one that cannot start is logged
-and kept supervised (its tools appear, with a ``list_changed``, when it comes up), so one broken
-server does not keep the others from being served.
+Servers are started side by side when the gateway is entered
+(:func:`sagents.config.tools.build_tool_manager`); one that cannot start is logged and stays
+registered as ``failed`` with no tools, so one broken server does not keep the others from
+being served. Local tools are registered after the servers: a local tool whose name an upstream
+tool already took is refused with a ``ConfigError``.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 
-from sagents.config.loader import MCPServerConfig, SagentsConfig, load_config
-from sagents.errors import (
-    ConfigError,
-    SagentsError,
-    SkillRootError,
-    ToolNameConflictError,
-    UpstreamUnavailableError,
-)
+from sagents.config.loader import SagentsConfig, load_config
+from sagents.config.tools import build_tool_manager
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import ConfigError, SkillRootError, ToolNameConflictError, UnknownToolError
 from sagents.gateway.approval import Approver
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -48,12 +48,39 @@ from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
-from sagents.tool.tool_manager import ToolManager
+from sagents.tool.context import SessionContext
+from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = ["ConfiguredGateway"]
 
 logger = logging.getLogger(__name__)
+
+
+class _LateProvider:
+    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
+
+    def __init__(self) -> None:
+        self.inner: ProxyProvider | None = None
+
+    def list_specs(self) -> list[ToolSpec]:
+        return [] if self.inner is None else self.inner.list_specs()
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        session_context: SessionContext | None,
+        /,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+    ) -> ToolResult:
+        if self.inner is None:
+            return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
+        return await self.inner.run_tool(
+            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
+        )
 
 
 class ConfiguredGateway(Gateway):
@@ -65,25 +92,24 @@ class ConfiguredGateway(Gateway):
         approver: Decides approvals instead of asking the client (tests); None asks the client.
 
     Raises:
-        ConfigError: the config file is unreadable or invalid (raised here, before anything
-            starts).
+        ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
+            a ``localTools`` module cannot be imported or has no ``TOOLS`` (raised here, before
+            anything starts); on entering, a local tool whose name is already taken.
     """
 
     def __init__(self, settings: GatewaySettings, *, approver: Approver | None = None) -> None:
         self.settings = settings
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
-        self.manager = ToolManager(progress_hub=self.hub)
-        _register_local_tools(self.manager, self.config)
+        self._manager: ToolManager | None = None
+        self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        if self.skills is not None:
-            source: SkillSource = self.skills
-            SkillTools(lambda _context: SkillSession(source)).register(self.manager)
+        self._provider = _LateProvider()
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
         super().__init__(
-            ProxyProvider(ToolProxy(self.manager)),
+            self._provider,
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
@@ -95,20 +121,38 @@ class ConfiguredGateway(Gateway):
             name=settings.name,
         )
 
+    @property
+    def manager(self) -> ToolManager:
+        """The tool registry (upstream, local and skill tools), once the gateway is entered.
+
+        Raises:
+            RuntimeError: the gateway has not been entered.
+        """
+        if self._manager is None:
+            raise RuntimeError("enter the gateway (async with) before using its manager")
+        return self._manager
+
     async def __aenter__(self) -> Self:
-        await self.manager.__aenter__()
+        manager = await build_tool_manager(self.config, progress_hub=self.hub)
+        self._manager = manager
         try:
-            if self.config.servers:
-                self.manager.on_mcp_tools_changed(self._upstream_tools_changed)
-                refused: list[ConfigError] = []
-                async with anyio.create_task_group() as tg:
-                    for server in self.config.servers:
-                        tg.start_soon(self._start_server, server, refused)
-                if refused:
-                    raise refused[0]
+            for key, tool in self._local_tools:
+                try:
+                    manager.register_tool(tool)
+                except ToolNameConflictError as error:
+                    raise ConfigError(error.message, file=_file(self.config), key=key) from error
+            if self.skills is not None:
+                source: SkillSource = self.skills
+                SkillTools(lambda _context: SkillSession(source)).register(manager)
+            for status in manager.mcp_server_statuses():
+                if status.state == "failed":
+                    logger.warning("MCP server %r failed: %s", status.name, status.last_error)
+            manager.on_mcp_tools_changed(self._upstream_tools_changed)
+            self._provider.inner = ProxyProvider(ToolProxy(manager))
             await super().__aenter__()
         except BaseException:
-            await self.manager.aclose()
+            with anyio.CancelScope(shield=True):
+                await manager.aclose()
             raise
         return self
 
@@ -121,63 +165,40 @@ class ConfiguredGateway(Gateway):
         try:
             return await super().__aexit__(exc_type, exc, tb)
         finally:
+            self._provider.inner = None
             with anyio.CancelScope(shield=True):
                 await self.manager.aclose()
-
-    async def _start_server(self, server: MCPServerConfig, refused: list[ConfigError]) -> None:
-        try:
-            names = await self.manager.register_mcp_server(
-                server.name, server.params, server.settings
-            )
-        except ToolNameConflictError as error:
-            refused.append(
-                ConfigError(
-                    f"MCP server {server.name!r}: {error.message}",
-                    file=str(self.config.source) if self.config.source else None,
-                    key=f"mcpServers.{server.name}",
-                )
-            )
-            return
-        except UpstreamUnavailableError as error:
-            logger.warning(
-                "MCP server %r is not available (%s); retrying in the background",
-                server.name,
-                error.message,
-            )
-            await self.manager.register_mcp_server(
-                server.name, server.params, server.settings, wait=False
-            )
-            return
-        logger.info("MCP server %r: %d tools", server.name, len(names))
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
 
 
-def _register_local_tools(manager: ToolManager, config: SagentsConfig) -> None:
-    """Register the ``TOOLS`` of each ``localTools`` module under their plain names.
+def _file(config: SagentsConfig) -> str | None:
+    return str(config.source) if config.source else None
+
+
+def _local_tools(config: SagentsConfig) -> list[tuple[str, Registrable]]:
+    """The ``TOOLS`` of each ``localTools`` module, with the config key each came from.
 
     Raises:
-        ConfigError: a module cannot be imported, has no ``TOOLS`` list, or a tool cannot be
-            registered (a bad definition, or a name registered twice).
+        ConfigError: a module cannot be imported or has no ``TOOLS`` list.
     """
-    file = str(config.source) if config.source else None
+    found: list[tuple[str, Registrable]] = []
     for index, module_name in enumerate(config.local_tools):
         key = f"localTools.modules.{index}"
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
             raise ConfigError(
-                f"cannot import {module_name!r}: {error}", file=file, key=key
+                f"cannot import {module_name!r}: {error}", file=_file(config), key=key
             ) from error
         tools = getattr(module, "TOOLS", None)
         if not isinstance(tools, list | tuple):
-            raise ConfigError(f"module {module_name!r} has no TOOLS list", file=file, key=key)
-        for tool in tools:
-            try:
-                manager.register_tool(tool)
-            except SagentsError as error:
-                raise ConfigError(f"{module_name}: {error.message}", file=file, key=key) from error
+            raise ConfigError(
+                f"module {module_name!r} has no TOOLS list", file=_file(config), key=key
+            )
+        found.extend((key, tool) for tool in tools)
+    return found
 
 
 def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | None:

@@ -318,11 +318,12 @@ def test_a_module_without_a_tools_list_is_a_config_error(tmp_path: Path) -> None
         build_gateway(settings_for(config))
 
 
-def test_a_local_tool_registered_twice_is_refused(tmp_path: Path) -> None:
+async def test_a_local_tool_registered_twice_is_refused(tmp_path: Path) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
-    config = write_config(tmp_path, localTools={"modules": [module, module]})
-    with pytest.raises(ConfigError, match=r"localTools\.modules\.1"):
-        build_gateway(settings_for(config))
+    config = write_config(tmp_path, localTools={"modules": [module, module]}, mcpServers={})
+    with anyio.fail_after(30), pytest.raises(ConfigError, match=r"localTools\.modules\.1"):
+        async with ConfiguredGateway(settings_for(config)):
+            pass
 
 
 async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) -> None:
@@ -338,10 +339,10 @@ async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) ->
     assert "intentionally" in text_of(failed)
 
 
-async def test_a_local_tool_that_clashes_with_an_upstream_tool_stops_serve(tmp_path: Path) -> None:
+async def test_a_local_tool_that_clashes_with_an_upstream_tool_is_refused(tmp_path: Path) -> None:
     config = write_config(
         tmp_path, localTools={"modules": ["tests.gateway.fixtures.clashing_tools"]}
     )
-    with anyio.fail_after(30), pytest.raises(ConfigError, match=r"mcpServers\.fault"):
+    with anyio.fail_after(30), pytest.raises(ConfigError, match=r"localTools\.modules\.0"):
         async with ConfiguredGateway(settings_for(config)):
             pass
