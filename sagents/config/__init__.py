@@ -8,6 +8,7 @@ from sagents.config.loader import (
     MCPServerConfig,
     SagentsConfig,
     ScriptsSettings,
+    SkillsSettings,
     load_config,
     parse_config,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "MCPServerConfig",
     "SagentsConfig",
     "ScriptsSettings",
+    "SkillsSettings",
     "load_config",
     "parse_config",
 ]

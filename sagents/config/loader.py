@@ -29,6 +29,7 @@ __all__ = [
     "MCPServerConfig",
     "SagentsConfig",
     "ScriptsSettings",
+    "SkillsSettings",
     "load_config",
     "parse_config",
 ]
@@ -62,6 +63,14 @@ class BackgroundCallsSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SkillsSettings:
+    """Skill directories (roots holding one folder per skill); relative ones are resolved
+    against the config file's directory."""
+
+    directories: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class SagentsConfig:
     """The loaded configuration.
 
@@ -71,6 +80,8 @@ class SagentsConfig:
         scripts: run_script limits.
         background_calls: Background-call settings.
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
+        skills: The skill directories.
+        local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
         source: The file it came from, if any.
     """
 
@@ -79,6 +90,8 @@ class SagentsConfig:
     scripts: ScriptsSettings = field(default_factory=ScriptsSettings)
     background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
     sandbox: Mapping[str, Any] = field(default_factory=dict)
+    skills: SkillsSettings = field(default_factory=SkillsSettings)
+    local_tools: tuple[str, ...] = ()
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -158,8 +171,19 @@ def parse_config(
             auto_after_sec=model.background_calls.auto_after_sec
         ),
         sandbox=sandbox,
+        skills=SkillsSettings(
+            directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories)
+        ),
+        local_tools=tuple(model.local_tools.modules),
         source=source,
     )
+
+
+def _skill_dir(entry: str, source: Path | None) -> Path:
+    path = Path(entry).expanduser()
+    if not path.is_absolute() and source is not None:
+        path = source.parent / path
+    return path
 
 
 def _expand(value: str, *, key: str, file: str, env: Mapping[str, str]) -> str:

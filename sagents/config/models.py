@@ -17,9 +17,11 @@ from sagents.core.permissions import PermissionClass
 __all__ = [
     "BackgroundCallsParams",
     "ConfigFileParams",
+    "LocalToolsParams",
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
+    "SkillsParams",
 ]
 
 TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
@@ -69,6 +71,19 @@ class BackgroundCallsParams(_Strict):
     auto_after_sec: float | None = Field(default=None, alias="autoAfterSec", gt=0)
 
 
+class SkillsParams(_Strict):
+    """``skills``: directories holding skills (each a folder with ``SKILL.md``), served by the
+    gateway as the ``load_skill`` / ``read_skill_file`` tools and as ``skill://`` resources."""
+
+    directories: list[str] = Field(default_factory=list)
+
+
+class LocalToolsParams(_Strict):
+    """``localTools``: Python modules whose ``TOOLS`` list is registered under plain names."""
+
+    modules: list[str] = Field(default_factory=list)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -89,6 +104,8 @@ class ConfigFileParams(BaseModel):
         default_factory=BackgroundCallsParams, alias="backgroundCalls"
     )
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    skills: SkillsParams = Field(default_factory=SkillsParams)
+    local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

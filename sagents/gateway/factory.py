@@ -1,8 +1,8 @@
-"""``build_gateway(settings)``: where ``sagents serve`` gets its tools.
+"""``build_gateway(settings)``: the gateway ``sagents serve`` runs.
 
-Until the integration connects the real provider (the config's upstream MCP servers through the
-tool core, run_script and skills), the gateway serves :class:`EmptyProvider`, which offers no
-tools; the lead replaces the body of :func:`build_provider`.
+It is a :class:`~sagents.gateway.runtime.ConfiguredGateway`: the config's MCP servers through the
+tool core, the skills of its ``skills`` section, progress from the tool core's hub.
+:class:`EmptyProvider` remains for embedding the gateway with no tools at all.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import UnknownToolError
-from sagents.gateway.server import Gateway
+from sagents.gateway.approval import Approver
+from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.tool.context import SessionContext
 
-__all__ = ["EmptyProvider", "build_gateway", "build_provider"]
+__all__ = ["EmptyProvider", "build_gateway"]
 
 
 class EmptyProvider:
@@ -40,19 +41,12 @@ class EmptyProvider:
         return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
 
 
-def build_provider(settings: GatewaySettings) -> EmptyProvider:
-    """The tool provider for ``settings`` (integration point: connect ToolManager/ToolProxy)."""
-    return EmptyProvider()
+def build_gateway(
+    settings: GatewaySettings, *, approver: Approver | None = None
+) -> ConfiguredGateway:
+    """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving).
 
-
-def build_gateway(settings: GatewaySettings) -> Gateway:
-    """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving)."""
-    return Gateway(
-        build_provider(settings),
-        mode=settings.mode,
-        profile=settings.profile,
-        token_profiles=settings.token_profiles,
-        background_after_s=settings.background_after_s,
-        workspace=str(settings.workspace) if settings.workspace else None,
-        name=settings.name,
-    )
+    Raises:
+        ConfigError: the config file is unreadable or invalid, or a skill directory is missing.
+    """
+    return ConfiguredGateway(settings, approver=approver)

@@ -28,6 +28,7 @@ import json
 import logging
 import uuid
 import warnings
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -150,6 +151,7 @@ class Gateway:
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._tasks = BackgroundTasks()
         self._running = False
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.server: Server[Any] = Server(
             name,
             version=__version__,
@@ -178,10 +180,30 @@ class Gateway:
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
-        """The server's initialization options (it announces ``resources.listChanged``)."""
+        """The server's initialization options (it announces both list-changed kinds)."""
         return self.server.create_initialization_options(
-            NotificationOptions(resources_changed=True)
+            NotificationOptions(resources_changed=True, tools_changed=True)
         )
+
+    async def notify_tools_changed(self) -> int:
+        """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
+
+        Called when the provider's tools change (an upstream server's list changed). Clients
+        on 2026-07-28 connections have no standing channel and see the change on their next
+        ``tools/list``.
+
+        Returns:
+            How many clients were notified.
+        """
+        sent = 0
+        for connection in list(self._connections):
+            try:
+                await connection.send_tool_list_changed()
+                sent += 1
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not notify a client of changed tools: %s", error)
+                self._connections.discard(connection)
+        return sent
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin/stdout until it closes them."""
@@ -211,6 +233,7 @@ class Gateway:
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
         # has none); Connection.state is the documented per-connection scratch space.
+        self._connections.add(ctx.session._connection)
         state: dict[str, Any] = ctx.session._connection.state
         found = state.get(_STATE_KEY)
         if isinstance(found, _ClientSession):
@@ -349,10 +372,11 @@ class Gateway:
 
         forwarder = ProgressForwarder(ctx)
         events: MemoryObjectReceiveStream[object] | None = None
+        stop = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
                 if self.progress is not None:
-                    events = await tg.start(self._subscribe, session.session_id, tool_call_id)
+                    events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
                     tg.start_soon(forwarder.forward, events)
                 try:
                     if self.background_after_s is None:
@@ -366,7 +390,9 @@ class Gateway:
                         )
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
-                    tg.cancel_scope.cancel()
+                    # Ending the subscription ends the forwarder once it has sent what was
+                    # emitted (cancelling it could lose an event it is in the middle of sending).
+                    stop.set()
             if events is not None:
                 await forwarder.drain(events)  # before the result: nothing is sent after it
         finally:
@@ -378,13 +404,14 @@ class Gateway:
         self,
         session_id: str,
         tool_call_id: str,
+        stop: anyio.Event,
         *,
         task_status: anyio.abc.TaskStatus[MemoryObjectReceiveStream[object]],
     ) -> None:
         assert self.progress is not None
         async with self.progress.subscribe(session_id, tool_call_id) as events:
             task_status.started(events.clone())
-            await anyio.sleep_forever()
+            await stop.wait()
 
     def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
         connection = ctx.session._connection  # see _session_for: the standalone channel

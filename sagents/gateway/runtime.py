@@ -1,0 +1,221 @@
+"""``sagents serve`` on the real layers: the config's MCP servers, skills and progress.
+
+:class:`ConfiguredGateway` is the :class:`~sagents.gateway.server.Gateway` that
+:func:`~sagents.gateway.factory.build_gateway` returns (issue 7, §1):
+
+- one :class:`~sagents.tool.tool_manager.ToolManager` holds every configured MCP server's tools
+  (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
+  ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
+  config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
+- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`; each session's
+  mode and profile filter what is offered (:mod:`sagents.gateway.policy`);
+- the manager's progress hub feeds each call's ``tool_progress`` (upstream
+  ``notifications/progress`` arrive as ``info`` text) to the client as
+  ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
+- skill files are resources (``skill://<skill>/<path>``);
+- an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
+  then passed on to every connected client.
+
+Servers are started side by side when the gateway is entered
+(:func:`sagents.config.tools.build_tool_manager`); one that cannot start is logged and stays
+registered as ``failed`` with no tools, so one broken server does not keep the others from
+being served. Local tools are registered after the servers: a local tool whose name an upstream
+tool already took is refused with a ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from sagents.config.loader import SagentsConfig, load_config
+from sagents.config.tools import build_tool_manager
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import ConfigError, SkillRootError, ToolNameConflictError, UnknownToolError
+from sagents.gateway.approval import Approver
+from sagents.gateway.seams import ProxyProvider
+from sagents.gateway.server import Gateway
+from sagents.gateway.settings import GatewaySettings
+from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.progress.hub import ProgressHub
+from sagents.skill.manager import SkillManager
+from sagents.skill.proxy import SkillProxy, SkillSource
+from sagents.skill.session import SkillSession
+from sagents.skill.skill_tool import SkillTools
+from sagents.tool.context import SessionContext
+from sagents.tool.tool_manager import Registrable, ToolManager
+from sagents.tool.tool_proxy import ToolProxy
+
+__all__ = ["ConfiguredGateway"]
+
+logger = logging.getLogger(__name__)
+
+
+class _LateProvider:
+    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
+
+    def __init__(self) -> None:
+        self.inner: ProxyProvider | None = None
+
+    def list_specs(self) -> list[ToolSpec]:
+        return [] if self.inner is None else self.inner.list_specs()
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        session_context: SessionContext | None,
+        /,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+    ) -> ToolResult:
+        if self.inner is None:
+            return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
+        return await self.inner.run_tool(
+            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
+        )
+
+
+class ConfiguredGateway(Gateway):
+    """The gateway of a config file; ``async with`` starts its servers and closes them.
+
+    Args:
+        settings: What ``sagents serve`` was given (``settings.config`` may be None: then only
+            the gateway's own tools are served).
+        approver: Decides approvals instead of asking the client (tests); None asks the client.
+
+    Raises:
+        ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
+            a ``localTools`` module cannot be imported or has no ``TOOLS`` (raised here, before
+            anything starts); on entering, a local tool whose name is already taken.
+    """
+
+    def __init__(self, settings: GatewaySettings, *, approver: Approver | None = None) -> None:
+        self.settings = settings
+        self.config = load_config(settings.config) if settings.config else SagentsConfig()
+        self.hub = ProgressHub()
+        self._manager: ToolManager | None = None
+        self._local_tools = _local_tools(self.config)
+        self.skills = _skills(self.config, settings)
+        self._provider = _LateProvider()
+        background = settings.background_after_s
+        if background is None:
+            background = self.config.background_calls.auto_after_sec
+        super().__init__(
+            self._provider,
+            mode=settings.mode,
+            profile=settings.profile,
+            token_profiles=settings.token_profiles,
+            progress=HubProgressSource(self.hub),
+            resources=SkillResources(self.skills) if self.skills is not None else None,
+            approver=approver,
+            background_after_s=background,
+            workspace=str(settings.workspace) if settings.workspace else None,
+            name=settings.name,
+        )
+
+    @property
+    def manager(self) -> ToolManager:
+        """The tool registry (upstream, local and skill tools), once the gateway is entered.
+
+        Raises:
+            RuntimeError: the gateway has not been entered.
+        """
+        if self._manager is None:
+            raise RuntimeError("enter the gateway (async with) before using its manager")
+        return self._manager
+
+    async def __aenter__(self) -> Self:
+        manager = await build_tool_manager(self.config, progress_hub=self.hub)
+        self._manager = manager
+        try:
+            for key, tool in self._local_tools:
+                try:
+                    manager.register_tool(tool)
+                except ToolNameConflictError as error:
+                    raise ConfigError(error.message, file=_file(self.config), key=key) from error
+            if self.skills is not None:
+                source: SkillSource = self.skills
+                SkillTools(lambda _context: SkillSession(source)).register(manager)
+            for status in manager.mcp_server_statuses():
+                if status.state == "failed":
+                    logger.warning("MCP server %r failed: %s", status.name, status.last_error)
+            manager.on_mcp_tools_changed(self._upstream_tools_changed)
+            self._provider.inner = ProxyProvider(ToolProxy(manager))
+            await super().__aenter__()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await manager.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            return await super().__aexit__(exc_type, exc, tb)
+        finally:
+            self._provider.inner = None
+            with anyio.CancelScope(shield=True):
+                await self.manager.aclose()
+
+    async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
+        await self.notify_tools_changed()
+
+
+def _file(config: SagentsConfig) -> str | None:
+    return str(config.source) if config.source else None
+
+
+def _local_tools(config: SagentsConfig) -> list[tuple[str, Registrable]]:
+    """The ``TOOLS`` of each ``localTools`` module, with the config key each came from.
+
+    Raises:
+        ConfigError: a module cannot be imported or has no ``TOOLS`` list.
+    """
+    found: list[tuple[str, Registrable]] = []
+    for index, module_name in enumerate(config.local_tools):
+        key = f"localTools.modules.{index}"
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise ConfigError(
+                f"cannot import {module_name!r}: {error}", file=_file(config), key=key
+            ) from error
+        tools = getattr(module, "TOOLS", None)
+        if not isinstance(tools, list | tuple):
+            raise ConfigError(
+                f"module {module_name!r} has no TOOLS list", file=_file(config), key=key
+            )
+        found.extend((key, tool) for tool in tools)
+    return found
+
+
+def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | None:
+    """The skills of the config's directories (the profile's only), or None without any."""
+    if not config.skills.directories:
+        return None
+    manager = SkillManager()
+    for index, directory in enumerate(config.skills.directories):
+        try:
+            manager.add_skill_dir(directory)  # each bad skill is logged by the manager
+        except SkillRootError as error:
+            raise ConfigError(
+                error.message,
+                file=str(config.source) if config.source else None,
+                key=f"skills.directories.{index}",
+            ) from error
+    profile = settings.profile
+    if profile is not None and profile.skills is not None:
+        return SkillProxy(manager, available_skills=sorted(profile.skills))
+    return manager

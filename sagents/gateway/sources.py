@@ -1,0 +1,153 @@
+"""The gateway's seams on the real layers: progress from the hub, skill files as resources.
+
+- :class:`HubProgressSource` adapts a :class:`~sagents.progress.ProgressHub` to the gateway's
+  :class:`~sagents.gateway.seams.ProgressSource`: a subscription registers a queue for the
+  session that keeps only the events whose ``tool_call_id`` is the call's, and hands them on
+  synchronously as the hub publishes them (no pump task, so nothing published before the call
+  returns can be missed by the gateway's final drain).
+- :class:`SkillResources` serves the files of the configured skills as MCP resources
+  (``skill://<skill>/<path>``; issue 7, §1), filtered by the session profile's skills.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import quote, unquote
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from sagents.core.events import Event
+from sagents.core.result import EmbeddedResource, ResourceLink
+from sagents.errors import SkillNotFoundError, SkillResourceNotFoundError
+from sagents.gateway.seams import PROGRESS_BUFFER
+from sagents.progress.hub import ProgressHub
+from sagents.progress.queue import EventQueue
+from sagents.skill.disclosure import read_skill_resource
+from sagents.skill.proxy import SkillSource
+from sagents.skill.schema import SkillSchema
+
+__all__ = ["SKILL_URI_PREFIX", "HubProgressSource", "SkillResources", "skill_uri"]
+
+SKILL_URI_PREFIX = "skill://"
+"""Skill files are ``skill://<skill name>/<path inside the skill>`` (path segments URL-quoted)."""
+
+
+class _CallQueue(EventQueue):
+    """A hub queue that forwards one tool call's events into a memory stream as they arrive."""
+
+    def __init__(self, tool_call_id: str, send: MemoryObjectSendStream[object]) -> None:
+        super().__init__(max_buffered=PROGRESS_BUFFER)
+        self._tool_call_id = tool_call_id
+        self._send = send
+
+    def offer(self, event: Event) -> bool:
+        if self.closed or getattr(event, "tool_call_id", None) != self._tool_call_id:
+            return False
+        try:
+            self._send.send_nowait(event)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False  # progress is droppable; the client is behind or gone
+        return True
+
+    def close(self) -> None:
+        super().close()
+        self._send.close()
+
+
+class HubProgressSource:
+    """The progress hub as the gateway's ``ProgressSource``.
+
+    Args:
+        hub: The hub the tool core publishes to (``ToolManager(progress_hub=hub)``).
+    """
+
+    def __init__(self, hub: ProgressHub) -> None:
+        self.hub = hub
+
+    @asynccontextmanager
+    async def subscribe(
+        self, session_id: str, tool_call_id: str
+    ) -> AsyncIterator[MemoryObjectReceiveStream[object]]:
+        """Receive the session's events of ``tool_call_id`` while the context is open."""
+        send, receive = anyio.create_memory_object_stream[object](PROGRESS_BUFFER)
+        queue = _CallQueue(tool_call_id, send)
+        self.hub.register_progress_queue(session_id, queue)
+        try:
+            yield receive
+        finally:
+            self.hub.unregister_progress_queue(session_id, queue)
+            receive.close()
+
+
+class SkillResources:
+    """The files of the skills as resources (``skill://<skill>/<path>``).
+
+    Args:
+        skills: The skills (a ``SkillManager`` or ``SkillProxy``).
+        max_bytes: Largest file served, in bytes.
+    """
+
+    def __init__(self, skills: SkillSource, *, max_bytes: int = 1024 * 1024) -> None:
+        self.skills = skills
+        self.max_bytes = max_bytes
+
+    def _offered(self, skills: frozenset[str] | None) -> list[SkillSchema]:
+        return [s for s in self.skills.list_skills() if skills is None or s.name in skills]
+
+    def list_resources(self, skills: frozenset[str] | None) -> list[ResourceLink]:
+        """Every file of every skill offered to the session, ``SKILL.md`` first per skill."""
+        links: list[ResourceLink] = []
+        for skill in self._offered(skills):
+            files = sorted(skill.files, key=lambda path: (path != "SKILL.md", path))
+            for path in files:
+                links.append(
+                    ResourceLink(
+                        uri=skill_uri(skill.name, path),
+                        name=f"{skill.name}/{path}",
+                        description=skill.description if path == "SKILL.md" else None,
+                        mime_type=_mime(path),
+                    )
+                )
+        return links
+
+    async def read_resource(self, uri: str, skills: frozenset[str] | None) -> EmbeddedResource:
+        """Read one skill file: UTF-8 text as ``text``, anything else as base64 ``blob``.
+
+        Raises:
+            SkillNotFoundError: not a skill URI, or the skill is not offered to the session.
+            SkillResourceNotFoundError: the skill has no such file.
+            PathNotAllowedError: the path leaves the skill's directory.
+        """
+        if not uri.startswith(SKILL_URI_PREFIX):
+            raise SkillNotFoundError(f"{uri!r} is not a skill resource")
+        name, _, path = uri.removeprefix(SKILL_URI_PREFIX).partition("/")
+        name, path = unquote(name), unquote(path)
+        if (skills is not None and name not in skills) or self.skills.get_skill(name) is None:
+            raise SkillNotFoundError(f"no skill {name!r} is offered to this session")
+        if not path:
+            raise SkillResourceNotFoundError(f"{uri!r} names no file of skill {name!r}")
+        data = await anyio.to_thread.run_sync(
+            lambda: read_skill_resource(self.skills, name, path, max_bytes=self.max_bytes)
+        )
+        mime = _mime(path)
+        try:
+            return EmbeddedResource(uri=uri, mime_type=mime, text=data.decode("utf-8"))
+        except UnicodeDecodeError:
+            blob = base64.b64encode(data).decode("ascii")
+            return EmbeddedResource(uri=uri, mime_type=mime, blob=blob)
+
+
+def skill_uri(name: str, path: str) -> str:
+    """The resource URI of file ``path`` (relative POSIX path) of skill ``name``."""
+    return f"{SKILL_URI_PREFIX}{quote(name, safe='')}/{quote(path, safe='/')}"
+
+
+def _mime(path: str) -> str:
+    if path.endswith(".md"):
+        return "text/markdown"
+    guessed, _ = mimetypes.guess_type(path)
+    return guessed or "application/octet-stream"
