@@ -12,6 +12,10 @@
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
   ``notifications/progress`` arrive as ``info`` text) to the client as
   ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
+- ``run_script`` is offered when upstream MCP tools exist, one
+  :class:`~sagents.script.session.RunScriptTool` per client session, in the bubblewrap sandbox
+  of the gateway's workspace (:mod:`sagents.gateway.scripts`); where bubblewrap is unavailable
+  it is not offered, with a warning, and everything else is still served;
 - skill files are resources (``skill://<skill>/<path>``);
 - an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
   then passed on to every connected client.
@@ -35,15 +39,24 @@ import anyio
 
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
+from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.errors import ConfigError, SkillRootError, ToolNameConflictError, UnknownToolError
+from sagents.errors import (
+    ConfigError,
+    SandboxUnavailableError,
+    SkillRootError,
+    ToolNameConflictError,
+    UnknownToolError,
+)
 from sagents.gateway.approval import Approver
+from sagents.gateway.scripts import GatewayScripts, script_limits
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.progress.hub import ProgressHub
+from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
@@ -58,13 +71,23 @@ logger = logging.getLogger(__name__)
 
 
 class _LateProvider:
-    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
+    """The gateway's provider before the manager exists (no tools), then the manager's proxy,
+    plus ``run_script`` when the gateway runs scripts."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: PermissionMode) -> None:
         self.inner: ProxyProvider | None = None
+        self.scripts: GatewayScripts | None = None
+        self._mode: PermissionMode = mode
 
     def list_specs(self) -> list[ToolSpec]:
-        return [] if self.inner is None else self.inner.list_specs()
+        if self.inner is None:
+            return []
+        specs = self.inner.list_specs()
+        if self.scripts is not None:
+            run_script = self.scripts.spec(specs, self._mode)
+            if run_script is not None:
+                specs.append(run_script)
+        return specs
 
     async def run_tool(
         self,
@@ -78,6 +101,10 @@ class _LateProvider:
     ) -> ToolResult:
         if self.inner is None:
             return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
+        if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
+            return await self.scripts.run(
+                dict(arguments), session_context or SessionContext(), tool_call_id=tool_call_id
+            )
         return await self.inner.run_tool(
             name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
         )
@@ -104,7 +131,8 @@ class ConfiguredGateway(Gateway):
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        self._provider = _LateProvider()
+        self._provider = _LateProvider(settings.mode)
+        self._scripts: GatewayScripts | None = None
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
@@ -148,13 +176,34 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            self._provider.inner = ProxyProvider(ToolProxy(manager))
+            proxy = ToolProxy(manager)
+            self._provider.inner = ProxyProvider(proxy)
+            self._scripts = await self._start_scripts(proxy)
+            self._provider.scripts = self._scripts
             await super().__aenter__()
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await manager.aclose()
+            try:
+                if self._scripts is not None:
+                    await self._scripts.__aexit__(None, None, None)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await manager.aclose()
             raise
         return self
+
+    async def _start_scripts(self, proxy: ToolProxy) -> GatewayScripts | None:
+        """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
+        scripts = GatewayScripts(
+            tools=proxy,
+            hub=self.hub,
+            workspace=self.settings.workspace,
+            limits=script_limits(self.config),
+        )
+        try:
+            return await scripts.__aenter__()
+        except SandboxUnavailableError as error:
+            logger.warning("run_script is not offered: %s", error)
+            return None
 
     async def __aexit__(
         self,
@@ -166,8 +215,14 @@ class ConfiguredGateway(Gateway):
             return await super().__aexit__(exc_type, exc, tb)
         finally:
             self._provider.inner = None
-            with anyio.CancelScope(shield=True):
-                await self.manager.aclose()
+            self._provider.scripts = None
+            try:
+                if self._scripts is not None:
+                    # Not shielded: it exits task groups entered in this task's own scope.
+                    await self._scripts.__aexit__(None, None, None)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.manager.aclose()
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()

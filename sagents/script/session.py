@@ -60,7 +60,7 @@ from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.provider import ToolProvider
 
-__all__ = ["NOT_FROM_SCRIPTS", "RunScriptSettings", "RunScriptTool"]
+__all__ = ["NOT_FROM_SCRIPTS", "RunScriptSettings", "RunScriptTool", "script_callable_specs"]
 
 NOT_FROM_SCRIPTS = frozenset({RUN_SCRIPT_TOOL_NAME, "script_status", "script_cancel"})
 """Tool names a script can never call, whatever their source."""
@@ -70,6 +70,18 @@ _BACKGROUND_STATUS: dict[str, BackgroundStatus] = {
     "timeout": "timeout",
     "cancelled": "cancelled",
 }
+
+
+def script_callable_specs(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The tools a script may be offered (issue 5 §1): the session's MCP tools and the local
+    tools the application registered; never built-ins (the shell and file tools, the skill
+    tools), run_script itself or the background tools. The policy then filters by permission
+    class (:func:`sagents.script.policy.plan_script`)."""
+    return [
+        spec
+        for spec in specs
+        if spec.source.kind in ("mcp", "local") and spec.name not in NOT_FROM_SCRIPTS
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,13 +222,8 @@ class RunScriptTool:
         return self._tasks
 
     def callable_specs(self) -> list[ToolSpec]:
-        """The session's tools a script may be offered: MCP tools, minus run_script and the
-        background tools (built-ins and local tools never)."""
-        return [
-            spec
-            for spec in self._tools.list_specs()
-            if spec.source.kind == "mcp" and spec.name not in NOT_FROM_SCRIPTS
-        ]
+        """The session's tools a script may be offered (see :func:`script_callable_specs`)."""
+        return script_callable_specs(self._tools.list_specs())
 
     def should_offer(self) -> bool:
         """True when the session has third-party (MCP) tools, so run_script is worth offering."""
