@@ -4,7 +4,8 @@
    fleet server, versus the same 500 calls made directly with the SDK client at the same
    concurrency (4), on the same client session. Aim: ratio >= 0.9.
 2. Fixed cost of an empty run_script (interpreter start, bootstrap, records, teardown) versus
-   ``python -c pass``. Plain launcher: the sandbox's own start-up cost is not included yet.
+   ``python -c pass``: through the default launcher (bubblewrap, ``SandboxLauncher``) and
+   through ``PlainLauncher`` (no isolation), to show the sandbox's share.
 3. Tokens the model receives for the fleet job through run_script versus the sum of the 500
    results it would receive through direct calls (cl100k_base). Aim: under 2%.
 
@@ -27,7 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "fleet
 
 from bridge import HERE, fleet_client, make_call_tool, result_from_mcp, spec_from_mcp
 
-from sagents.script import ScriptLimits, ScriptRequest, ScriptRunner, install_runtime
+from sagents.script import (
+    PlainLauncher,
+    ScriptLimits,
+    ScriptRequest,
+    ScriptRunner,
+    install_runtime,
+)
 
 CALLS = 500
 CONCURRENCY = 4
@@ -62,6 +69,14 @@ async def main() -> None:
             runtime=runtime,
             mode="auto",
             limits=ScriptLimits(max_concurrency=CONCURRENCY),
+        )  # the default launcher: bubblewrap
+        plain = ScriptRunner(
+            specs=specs,
+            call_tool=make_call_tool(client, "fleet"),
+            workspace=workspace,
+            runtime=runtime,
+            mode="auto",
+            launcher=PlainLauncher(),
         )
 
         async def direct() -> tuple[float, list[str]]:
@@ -97,23 +112,31 @@ async def main() -> None:
         print(f"    run_script call_many: {t_script:.3f} s ({CALLS / t_script:.0f} calls/s)")
         print(f"    throughput ratio run_script/direct: {t_direct / t_script:.2f} (aim >= 0.9)")
 
-        empty, bare = [], []
+        empty, empty_plain, bare = [], [], []
         for _ in range(EMPTY_ROUNDS):
             started = time.perf_counter()
             result = await runner.run(ScriptRequest(code="pass\n"))
             assert result.status == "ok"
             empty.append(time.perf_counter() - started)
             started = time.perf_counter()
+            result = await plain.run(ScriptRequest(code="pass\n"))
+            assert result.status == "ok"
+            empty_plain.append(time.perf_counter() - started)
+            started = time.perf_counter()
             await anyio.run_process([sys.executable, "-c", "pass"], stdout=subprocess.DEVNULL)
             bare.append(time.perf_counter() - started)
         t_empty, t_bare = statistics.median(empty), statistics.median(bare)
+        t_plain = statistics.median(empty_plain)
         print(f"[2] empty run, median of {EMPTY_ROUNDS}:")
         print(
-            f"    run_script 'pass': {t_empty * 1000:.1f} ms;"
+            f"    run_script 'pass' in bubblewrap: {t_empty * 1000:.1f} ms;"
+            f" with PlainLauncher: {t_plain * 1000:.1f} ms;"
             f" python -c pass: {t_bare * 1000:.1f} ms"
         )
         print(
-            f"    ratio: {t_empty / t_bare:.2f}x; fixed overhead {1000 * (t_empty - t_bare):.1f} ms"
+            f"    ratio bubblewrap: {t_empty / t_bare:.2f}x; plain: {t_plain / t_bare:.2f}x;"
+            f" fixed overhead {1000 * (t_empty - t_bare):.1f} ms"
+            f" (the sandbox's share {1000 * (t_empty - t_plain):.1f} ms)"
         )
 
         steady = t_direct / max(t_script - (t_empty - t_bare), 1e-9)

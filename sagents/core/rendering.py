@@ -58,7 +58,11 @@ def render_tool_message(
         parts[0] = parts[0][len(header) :].lstrip("\n")  # from_error's own text block
         parts = [p for p in parts if p]
     if header:
-        header = truncate_text(header, max(1, int(limit * _HEADER_SHARE)), counter=counter)
+        # The error line gets a share of the budget when a body follows, else all of it; the
+        # marker names the result's limit either way.
+        has_body = any(parts) or (not parts and result.structured is not None)
+        share = max(1, int(limit * _HEADER_SHARE)) if has_body else limit
+        header = truncate_text(header, share, counter=counter, limit_label=limit)
     budget = max(1, limit - (counter.count(header) + 1 if header else 0))
     if parts or result.structured is None:
         body = "\n".join(parts)

@@ -9,7 +9,9 @@ result still parses with ``json.loads``: long arrays keep their first and last i
 string element ``"[... N more items ...]"`` between them; objects with many keys keep the first
 ones and add a ``"..."`` key saying how many were left out; long strings keep their start and end
 ``"[... N more characters ...]"``; and, if that is still too long, containers below some depth
-become a string saying what was left out. The limits are halved until the document fits.
+become a string saying what was left out (always below 64 levels, which also keeps a very deep
+document from exhausting Python's recursion limit). The limits are halved until the document
+fits.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _HEAD_SHARE = 0.6  # of the budget, for the head of a cut text
 _LINE_SNAP = 0.2  # move a cut to a line break within this share of the kept part
 _MIN_STRING = 16  # characters of a string kept at the smallest structural limit
 _ATTEMPTS = 6  # re-cuts when head + marker + tail came out over the budget
+_MAX_DEPTH = 64  # containers nested deeper than this become summary strings when shrinking
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +69,13 @@ def max_tool_result_tokens() -> int:
     return value
 
 
-def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = None) -> str:
+def truncate_text(
+    text: str,
+    max_tokens: int,
+    *,
+    counter: TokenCounter | None = None,
+    limit_label: int | None = None,
+) -> str:
     """Keep the head and the tail of ``text`` within ``max_tokens``, with a marker between.
 
     Args:
@@ -74,6 +83,8 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
         max_tokens: The budget in tokens (at least 1). Below about 40 tokens the marker alone
             may exceed it; the marker is kept anyway, so that a cut is always visible.
         counter: The token counter (default: :func:`default_token_counter`).
+        limit_label: The limit the marker names (default ``max_tokens``): the whole result's
+            limit when ``text`` is only a part of the result, given a share of it.
 
     Returns:
         ``text`` itself when it fits; else head + marker + tail.
@@ -81,7 +92,8 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
     counter = counter or default_token_counter()
     if not counter.exceeds(text, max_tokens):
         return text
-    budget = max_tokens - counter.count(_marker(len(text), len(text), max_tokens))
+    label = max_tokens if limit_label is None else limit_label
+    budget = max_tokens - counter.count(_marker(len(text), len(text), label))
     result = ""
     for _ in range(_ATTEMPTS):
         budget = max(budget, 2)
@@ -89,7 +101,7 @@ def truncate_text(text: str, max_tokens: int, *, counter: TokenCounter | None = 
         head = _snap_head(counter.head(text, head_tokens))
         tail = _snap_tail(counter.tail(text[len(head) :], budget - head_tokens))
         omitted = len(text) - len(head) - len(tail)
-        result = head + _marker(omitted, len(text), max_tokens) + tail
+        result = head + _marker(omitted, len(text), label) + tail
         if not counter.exceeds(result, max_tokens) or budget == 2:
             break
         budget = int(budget * 0.85)
@@ -113,6 +125,7 @@ def truncate_json(value: Any, max_tokens: int, *, counter: TokenCounter | None =
     if not counter.exceeds(text, max_tokens):
         return text
     items, chars, depth = _extent(value)
+    depth = min(depth, _MAX_DEPTH)  # _shrink recurses once per level
     items = min(items, max_tokens)
     chars = min(chars, max_tokens * 4)
     while True:

@@ -4,10 +4,10 @@ What the sandbox sees (issue 4 §1): ``/usr`` and the merged-usr symlinks, a sho
 harmless ``/etc`` files, the Python runtime at its own path (pyenv's lives under ``/root``,
 mode 700, so it is bound by itself, nothing else of ``/root``), the workspace (read-write, or
 read-only in ``read_only`` mode) with ``.agent`` and the other read-only sub-paths bound
-read-only over it, a size-bounded private ``/tmp`` (``--size``, bubblewrap >= 0.8), a new
-``/proc`` and a minimal ``/dev``. Every namespace is unshared (no network), the child gets a
-new session and dies with its parent, and the environment is cleared and rebuilt from an
-allowlist.
+read-only over it, a size-bounded private ``/tmp`` and ``/dev/shm`` (``--size``, bubblewrap
+>= 0.8), a new ``/proc`` with ``/proc/sys`` read-only, and a minimal read-only ``/dev``.
+Every namespace is unshared (no network), the child gets a new session and dies with its
+parent, and the environment is cleared and rebuilt from an allowlist.
 """
 
 from __future__ import annotations
@@ -142,6 +142,7 @@ def build_bwrap_argv(
     tmp_size_bytes: int | None,
     env: Mapping[str, str],
     cwd: str,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """Return the full ``bwrap ... -- argv`` command line.
 
@@ -155,9 +156,12 @@ def build_bwrap_argv(
         read_only_fds: Directories bound read-only over parts of the workspace (``.agent``);
             their descriptors must be passed to bwrap as well.
         extra_ro_binds: Host paths bound read-only.
-        tmp_size_bytes: Size of the private ``/tmp`` tmpfs, or None for the kernel default.
+        tmp_size_bytes: Size of each of the private ``/tmp`` and ``/dev/shm`` tmpfs, or
+            None for the kernel default.
         env: The complete environment of the program (after ``--clearenv``).
         cwd: The working directory inside.
+        seccomp_fd: A descriptor (passed to bwrap) to read the seccomp filter from, see
+            :mod:`sagents.sandbox.seccomp`; None installs none.
     """
     prefix, _ = python_runtime()
     # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability of the
@@ -165,10 +169,16 @@ def build_bwrap_argv(
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += _system_args()
     args += ["--ro-bind", prefix, prefix]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    if tmp_size_bytes is not None:
-        args += ["--size", str(tmp_size_bytes)]
-    args += ["--tmpfs", "/tmp"]
+    # Without a user namespace (bubblewrap started by root) the program is the host's uid 0,
+    # and sysctl writes check only the uid: /proc/sys must be read-only, or it could set
+    # kernel.core_pattern and have the host kernel run a workspace file as root.
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+    # /tmp and /dev/shm are size-bounded tmpfs; /dev itself (a tmpfs) is made read-only.
+    for tmpfs in ("/tmp", "/dev/shm"):
+        if tmp_size_bytes is not None:
+            args += ["--size", str(tmp_size_bytes)]
+        args += ["--tmpfs", tmpfs]
+    args += ["--remount-ro", "/dev"]
     bind = "--bind-fd" if workspace_writable else "--ro-bind-fd"
     args += [bind, str(workspace_fd), workspace_path]
     for fd, dest in read_only_fds:
@@ -176,6 +186,8 @@ def build_bwrap_argv(
     for extra in extra_ro_binds:
         args += ["--ro-bind", extra.host_path, extra.sandbox_path]
     args += ["--remount-ro", "/"]  # the sandbox's own root tmpfs: nothing to write there
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]

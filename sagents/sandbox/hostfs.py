@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 
 from sagents.errors import PathNotAllowedError
+from sagents.sandbox.diskuse import directory_usage_bytes, open_dir_below
 from sagents.sandbox.types import DirEntry, FileStat
 
 __all__ = ["HostFiles", "glob_regex", "open_dir_fd", "safe_open_in"]
@@ -426,39 +427,32 @@ class HostFiles:
         return sorted(found)
 
     def _walk(self) -> Iterator[str]:
-        stack: list[tuple[int, str]] = [(os.open(self.host_root, _DIR_FLAGS), "")]
-        while stack:
-            dfd, prefix = stack.pop()
-            try:
-                with os.scandir(dfd) as it:
-                    entries = list(it)
-                for entry in entries:
-                    rel = f"{prefix}{entry.name}"
-                    yield rel
-                    if entry.is_dir(follow_symlinks=False):
-                        try:
-                            stack.append((os.open(entry.name, _DIR_FLAGS, dir_fd=dfd), rel + "/"))
-                        except OSError:
-                            continue  # vanished or replaced meanwhile: skip it
-            finally:
-                os.close(dfd)
+        """Relative paths under the root, depth first; directories are reopened from the root
+        when their turn comes (at most three descriptors at a time, however wide the tree)."""
+        root_fd = os.open(self.host_root, _DIR_FLAGS)
+        try:
+            todo: list[list[str]] = [[]]
+            while todo:
+                parts = todo.pop()
+                try:
+                    dfd = open_dir_below(root_fd, parts)
+                except OSError:
+                    continue  # vanished or replaced meanwhile: skip it
+                try:
+                    with os.scandir(dfd) as it:
+                        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+                finally:
+                    os.close(dfd)
+                prefix = "".join(f"{p}/" for p in parts)
+                for name, is_dir in entries:
+                    yield f"{prefix}{name}"
+                    if is_dir:
+                        todo.append([*parts, name])
+        finally:
+            os.close(root_fd)
 
     def usage_bytes(self) -> int:
-        """Bytes allocated under the root (st_blocks), for the write-budget watchdog."""
-        total = 0
-        stack = [self.host_root]
-        while stack:
-            current = stack.pop()
-            try:
-                with os.scandir(current) as it:
-                    for entry in it:
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        total += st.st_blocks * 512
-                        if stat_mod.S_ISDIR(st.st_mode):
-                            stack.append(entry.path)
-            except OSError:
-                continue
-        return total
+        """Bytes used under the root, for the write-budget watchdog (see
+        :func:`~sagents.sandbox.diskuse.directory_usage_bytes`: allocated blocks, and at least
+        one block per entry; the walk never follows a symlink out of the root)."""
+        return directory_usage_bytes(self.host_root)

@@ -26,6 +26,7 @@ from sagents.sandbox.cgroup import Cgroup, cgroup_support, create_cgroup
 from sagents.sandbox.hostfs import HostFiles, open_dir_fd, safe_open_in
 from sagents.sandbox.launcher import find_helpers
 from sagents.sandbox.process import LocalProcess, ProcessSpec, open_process
+from sagents.sandbox.seccomp import seccomp_filter
 from sagents.sandbox.types import (
     DEFAULT_MAX_OUTPUT_BYTES,
     CompletedRun,
@@ -75,6 +76,7 @@ class LocalSandbox:
         self._cgroups = cgroup_support()
         self._python = python_runtime()[1]
         self._helpers = find_helpers()
+        self._seccomp = seccomp_filter() if isolated else None
         self._tasks: dict[str, BackgroundTask] = {}
         self._logs_dir: str | None = None
         self._stack: AsyncExitStack | None = None
@@ -125,6 +127,11 @@ class LocalSandbox:
             warnings.append(
                 "passthrough: no isolation at all; programs see the host's files, network and "
                 "processes, and read-only sub-paths are enforced only by the file API"
+            )
+        if self.isolated and self._seccomp is None:
+            warnings.append(
+                "no seccomp filter for this architecture: programs can create set-user-ID "
+                "files in the workspace, owned by this host's user"
             )
         if not self._cgroups.available:
             warnings.append(
@@ -224,6 +231,13 @@ class LocalSandbox:
                     next_fd += 1
                     fd_map[next_fd] = fd
                     ro_fds.append((next_fd, dest))
+                seccomp_fd: int | None = None
+                if self._seccomp is not None:
+                    filter_fd = _memfd_with(self._seccomp)
+                    to_close.append(filter_fd)
+                    next_fd += 1
+                    fd_map[next_fd] = filter_fd
+                    seccomp_fd = next_fd
                 host_argv = build_bwrap_argv(
                     bwrap=self._bwrap,
                     argv=argv,
@@ -235,6 +249,7 @@ class LocalSandbox:
                     tmp_size_bytes=limits.tmp_size_bytes,
                     env=self._env(env),
                     cwd=cwd or self._workspace,
+                    seccomp_fd=seccomp_fd,
                 )
                 launch_env: dict[str, str] = dict(LAUNCHER_ENV)
                 host_cwd = "/"
@@ -271,6 +286,7 @@ class LocalSandbox:
                 limits=limits,
                 cgroup=cgroup,
                 budget_probe=self._files.usage_bytes if limits.write_budget_bytes else None,
+                budget_device=os.stat(self._host_workspace).st_dev,
                 helpers=self._helpers,
             )
             wall = timeout if timeout is not None else limits.wall_timeout_seconds
@@ -489,6 +505,18 @@ class LocalSandbox:
     async def glob(self, pattern: str) -> list[str]:
         """Match a glob pattern under the workspace (see :meth:`Sandbox.glob`)."""
         return await anyio.to_thread.run_sync(self._files.glob, pattern)
+
+
+def _memfd_with(data: bytes) -> int:
+    """A close-on-exec memory file holding ``data``, positioned at its start."""
+    fd = os.memfd_create("sagents-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 async def _feed(stream: anyio.abc.ByteSendStream, data: bytes) -> None:

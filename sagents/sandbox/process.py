@@ -23,13 +23,17 @@ import anyio.abc
 
 from sagents.errors import SandboxError
 from sagents.sandbox.cgroup import Cgroup
+from sagents.sandbox.diskuse import held_unlinked_bytes, tree_pids
 from sagents.sandbox.launcher import Child, start_child
 from sagents.sandbox.types import KillReason, SandboxLimits
 
-__all__ = ["LocalProcess", "ProcessSpec", "open_process"]
+__all__ = ["LocalProcess", "ProcessSpec", "open_process", "watchdog_interval"]
 
 WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured, at most
 WATCHDOG_SCAN_SHARE = 10  # wait >= 10x the last scan's duration: a huge workspace costs <10% CPU
+# ...but never longer than this: a tree that first creates many files (each scan slower) would
+# otherwise stretch the interval and write unmeasured meanwhile (issue 4 §1, fill the disk).
+WATCHDOG_MAX_INTERVAL_SECONDS = 2.0
 READ_CHUNK_BYTES = 64 * 1024
 KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL
 _PR_SET_PDEATHSIG = 1
@@ -52,6 +56,8 @@ class ProcessSpec:
         cgroup: The tree's cgroup, or None.
         new_session: Start a new session (process group) for the tree.
         budget_probe: Returns the workspace's current usage in bytes (for the write budget).
+        budget_device: ``st_dev`` of the workspace: files on it that the tree unlinked but still
+            holds open or mapped count against the write budget too.
         helpers: ``prlimit`` and ``setpriv`` for the spawn way (see
             :mod:`sagents.sandbox.launcher`); None forks with a ``preexec_fn``.
     """
@@ -67,6 +73,7 @@ class ProcessSpec:
     cgroup: Cgroup | None = None
     new_session: bool = True
     budget_probe: Callable[[], int] | None = None
+    budget_device: int | None = None
     helpers: tuple[str, str | None] | None = None
 
 
@@ -167,6 +174,17 @@ class LocalProcess:
             )
         self._exited.set()
 
+    def _disk_usage(self) -> int:
+        """The workspace's usage plus the unlinked files the tree still holds (blocking)."""
+        probe = self._spec.budget_probe
+        used = probe() if probe is not None else 0
+        device = self._spec.budget_device
+        if device is not None:
+            cgroup = self._spec.cgroup
+            pids = cgroup.pids() if cgroup is not None else tree_pids(self.pid)
+            used += held_unlinked_bytes(pids, device)
+        return used
+
     async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
         probe = self._spec.budget_probe
         budget = self._spec.limits.write_budget_bytes
@@ -175,8 +193,8 @@ class LocalProcess:
         baseline = 0
         if probe and budget:
             started = anyio.current_time()
-            baseline = await anyio.to_thread.run_sync(probe)
-            interval = max(interval, WATCHDOG_SCAN_SHARE * (anyio.current_time() - started))
+            baseline = await anyio.to_thread.run_sync(self._disk_usage)
+            interval = watchdog_interval(anyio.current_time() - started)
         while not self._exited.is_set():
             wait_for = interval if probe and budget else None
             if deadline is not None:
@@ -191,9 +209,9 @@ class LocalProcess:
                 return
             if probe and budget:
                 started = anyio.current_time()
-                used = await anyio.to_thread.run_sync(probe)
+                used = await anyio.to_thread.run_sync(self._disk_usage)
                 took = anyio.current_time() - started
-                interval = max(WATCHDOG_POLL_SECONDS, WATCHDOG_SCAN_SHARE * took)
+                interval = watchdog_interval(took)
                 if used - baseline > budget:
                     await self.kill("write_budget")
                     return
@@ -226,6 +244,22 @@ class LocalProcess:
                 code = await anyio.to_thread.run_sync(self._child.reap, abandon_on_cancel=True)
                 self.returncode = code
                 self._exited.set()
+
+
+def watchdog_interval(scan_seconds: float) -> float:
+    """Seconds to wait before the next write-budget scan, given the last scan's duration:
+    ``WATCHDOG_SCAN_SHARE`` times it (scanning a huge workspace costs under 10% of a core),
+    at least ``WATCHDOG_POLL_SECONDS`` and at most ``WATCHDOG_MAX_INTERVAL_SECONDS`` (so
+    what a tree can write unmeasured is bounded by its write rate times this interval plus
+    one scan).
+
+    Raises:
+        ValueError: for a negative duration.
+    """
+    if scan_seconds < 0:
+        raise ValueError(f"scan_seconds must be >= 0, got {scan_seconds!r}")
+    share = WATCHDOG_SCAN_SHARE * scan_seconds
+    return min(WATCHDOG_MAX_INTERVAL_SECONDS, max(WATCHDOG_POLL_SECONDS, share))
 
 
 def _stdio(value: str | int, *, child_reads: bool) -> tuple[int, int | None, bool]:

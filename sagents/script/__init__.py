@@ -24,6 +24,8 @@ from sagents.script.policy import (
 from sagents.script.records import ScriptRecords, mark_interrupted_runs
 from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime, install_runtime
+from sagents.script.sandbox_launcher import SandboxLauncher, SandboxScriptProcess
+from sagents.script.session import RunScriptSettings, RunScriptTool
 from sagents.script.settings import ScriptLimits, ScriptsParams
 from sagents.script.values import (
     ScriptHandle,
@@ -43,6 +45,10 @@ __all__ = [
     "LaunchSpec",
     "Launcher",
     "PlainLauncher",
+    "RunScriptSettings",
+    "RunScriptTool",
+    "SandboxLauncher",
+    "SandboxScriptProcess",
     "ScriptDispatcher",
     "ScriptHandle",
     "ScriptLimits",

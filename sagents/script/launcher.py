@@ -67,6 +67,11 @@ class ScriptProcess(Protocol):
         """Kill the process and every process it started (grandchildren included)."""
         ...
 
+    async def aclose(self) -> None:
+        """Release what the launch holds (called once, after :meth:`kill_tree` and
+        :meth:`wait`, in the task that launched)."""
+        ...
+
 
 class Launcher(Protocol):
     """Starts scripts; the sandbox's implementation isolates them."""
@@ -155,6 +160,9 @@ class PlainProcess:
                     os.kill(target, signal.SIGKILL)
             if not targets:
                 break
+
+    async def aclose(self) -> None:
+        """Nothing to release: the subprocess was reaped by :meth:`wait`."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,8 +28,10 @@ from sagents.audit.store import AuditEntry, AuditStore
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
 from sagents.errors import SandboxError, ScriptRejectedError
+from sagents.sandbox.local import LocalSandbox
+from sagents.sandbox.types import SandboxParams
 from sagents.script.dispatcher import CallTool, ScriptDispatcher
-from sagents.script.launcher import Launcher, LaunchSpec, PlainLauncher, ScriptProcess
+from sagents.script.launcher import Launcher, LaunchSpec, ScriptProcess
 from sagents.script.output import OutputCapture, RunSummary, format_model_text
 from sagents.script.policy import (
     ApprovalRequest,
@@ -40,6 +42,7 @@ from sagents.script.policy import (
 )
 from sagents.script.records import ScriptRecords, new_script_id
 from sagents.script.runtime import ScriptRuntime
+from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
 from sagents.script.transport import PipeTransport
 from sagents.script.values import (
@@ -55,6 +58,13 @@ __all__ = ["CLEANUP_TIMEOUT_S", "ScriptRunner"]
 logger = logging.getLogger(__name__)
 
 CLEANUP_TIMEOUT_S = 10.0  # bound on killing and reaping the tree after the run
+
+
+def _default_launcher(workspace: Path, limits: ScriptLimits) -> Launcher:
+    """A bubblewrap launcher over a ``local`` sandbox of ``workspace`` (no silent fallback:
+    raises ``SandboxUnavailableError`` where bubblewrap is missing)."""
+    sandbox = LocalSandbox(SandboxParams(workspace=str(workspace)))
+    return SandboxLauncher(sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S)
 
 
 @dataclass(kw_only=True)
@@ -73,7 +83,10 @@ class ScriptRunner:
         call_tool: The seam that runs one tool call, as a direct call would.
         workspace: The session workspace on the host (records go to ``.agent/scripts/``).
         runtime: The installed ``script-runtime`` directory.
-        launcher: Starts the script (the sandbox; :class:`PlainLauncher` has no isolation).
+        launcher: Starts the script. None: a
+            :class:`~sagents.script.sandbox_launcher.SandboxLauncher` over a ``local``
+            (bubblewrap) sandbox of ``workspace``; :class:`PlainLauncher` (no isolation) only
+            when passed explicitly.
         mode: The session's permission mode.
         approver: Asked once before a run that lists write tools, in ``ask`` mode.
         session_allowed: Tools the user already allowed for this session.
@@ -103,11 +116,11 @@ class ScriptRunner:
         self._call_tool = call_tool
         self._workspace = workspace
         self._runtime = runtime
-        self._launcher: Launcher = launcher or PlainLauncher()
+        self._limits = limits or ScriptLimits()
+        self._launcher: Launcher = launcher or _default_launcher(workspace, self._limits)
         self._mode: PermissionMode = mode
         self._approver: Approver = approver or DenyAllApprover()
         self._session_allowed = frozenset(session_allowed)
-        self._limits = limits or ScriptLimits()
         self._audit = audit
         self._on_progress = on_progress
         self._session_id = session_id
@@ -278,6 +291,7 @@ class ScriptRunner:
                 code = await process.wait()
                 if run.exit_code is None:
                     run.exit_code = code
+            await process.aclose()  # no scope around it: it may leave the launch's own scopes
             transport.close()
         if run.status is None:
             run.status = (

@@ -89,8 +89,10 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         A new dict (the caller's mapping is not mutated).
 
     Raises:
-        InvalidArgumentsError: for text that is not JSON, JSON that is not an object, or a
-            document larger than :data:`MAX_ARGUMENTS_BYTES`.
+        InvalidArgumentsError: for text that is not JSON (``NaN`` and ``Infinity`` included,
+            which Python's parser would accept), JSON that is not an object, a
+            document larger than :data:`MAX_ARGUMENTS_BYTES`, or one nested too deeply for
+            Python's parser (about a thousand levels).
     """
     if args is None:
         return {}
@@ -101,8 +103,10 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         if not args.strip():
             return {}
         try:
-            parsed = json.loads(args)
-        except json.JSONDecodeError as error:
+            parsed = json.loads(args, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise _too_deep(tool_name) from None
+        except (json.JSONDecodeError, _NotJsonConstantError) as error:
             raise InvalidArgumentsError(
                 f"arguments for tool {tool_name!r} are not valid JSON: {error}",
                 hint="Send the arguments as one JSON object.",
@@ -113,7 +117,10 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         return parsed
     if not isinstance(args, Mapping):
         raise _not_an_object(tool_name, args)
-    size = _json_size(args)
+    try:
+        size = _json_size(args)
+    except RecursionError:
+        raise _too_deep(tool_name) from None
     if size > MAX_ARGUMENTS_BYTES:
         raise _too_large(tool_name, size)
     return dict(args)
@@ -169,7 +176,7 @@ class ArgumentValidator:
         if not strict and self._validator.is_valid(copied):
             return copied
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
-        problems = [_problem(e) for e in self._validator.iter_errors(coerced)]
+        problems = [p for e in self._validator.iter_errors(coerced) for p in _problems(e)]
         if problems:
             raise _invalid(tool_name, problems)
         assert isinstance(coerced, dict)  # a non-object would have been a problem above
@@ -301,18 +308,41 @@ def _coerce_scalar(types: set[str], value: Any) -> Any:
     return value
 
 
-def _problem(error: jsonschema.exceptions.ValidationError) -> ArgumentProblem:
+def _problems(error: jsonschema.exceptions.ValidationError) -> list[ArgumentProblem]:
     path = "".join(f"/{p}" for p in error.absolute_path)
     if error.validator == "required":
         missing = error.message.split("'")[1] if error.message.count("'") >= 2 else "?"
-        return ArgumentProblem(
-            path=f"{path}/{missing}", expected="a value (required)", got="nothing"
+        return [
+            ArgumentProblem(path=f"{path}/{missing}", expected="a value (required)", got="nothing")
+        ]
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        # One problem per unexpected property, at its own path, naming what is declared.
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        declared = list(schema.get("properties", {}))
+        patterns = list(schema.get("patternProperties", {}))
+        expected = (
+            "no such property (declared: " + ", ".join(declared) + ")"
+            if declared
+            else "no properties"
         )
-    if error.validator == "additionalProperties":
-        return ArgumentProblem(
-            path=path, expected="only the declared properties", got=error.message
-        )
-    return ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))
+        extras = [
+            key
+            for key in error.instance
+            if key not in declared and not any(re.search(p, key) for p in patterns)
+        ]
+        return [
+            ArgumentProblem(
+                path=f"{path}/{_pointer_part(key)}",
+                expected=expected,
+                got=_describe(error.instance[key]),
+            )
+            for key in extras
+        ] or [ArgumentProblem(path=path, expected=expected, got=error.message)]
+    return [ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))]
+
+
+def _pointer_part(key: str) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def _expected(error: jsonschema.exceptions.ValidationError) -> str:
@@ -374,6 +404,23 @@ def _invalid(tool_name: str, problems: list[ArgumentProblem]) -> InvalidArgument
 def _not_an_object(tool_name: str, value: Any) -> InvalidArgumentsError:
     problem = ArgumentProblem(path="", expected="a JSON object", got=_describe(value))
     return _invalid(tool_name, [problem])
+
+
+def _refuse_constant(name: str) -> Any:
+    """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them by default."""
+    raise _NotJsonConstantError(f"{name} is not a JSON value")
+
+
+class _NotJsonConstantError(ValueError):
+    """Raised by :func:`_refuse_constant` inside ``json.loads``."""
+
+
+def _too_deep(tool_name: str) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"arguments for tool {tool_name!r} are nested too deeply to be parsed",
+        hint="Send flatter arguments, or pass deep data by reference (a file path or URL).",
+        details={"problems": [{"path": "", "expected": "less nesting", "got": "too deep"}]},
+    )
 
 
 def _too_large(tool_name: str, size: int) -> InvalidArgumentsError:

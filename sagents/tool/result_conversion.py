@@ -12,6 +12,9 @@ Rules (issue 2, §4):
   models, ``TypedDict``s, paths, datetimes, UUIDs, decimals, enums, sets, tuples) -> structured
   content plus its JSON text (nested ``bytes`` become base64 strings); a value that serialises
   to a bare string becomes text;
+- a tool whose output schema wraps its return value (``-> int``, ``-> list[str]``, ...) gets
+  ``{"result": value}`` as its structured content (MCP: ``structuredContent`` is an object that
+  matches ``outputSchema``); its text is the bare value;
 - anything else (and NaN/infinite floats) -> :class:`~sagents.errors.ResultSerializationError`
   naming the type.
 """
@@ -49,12 +52,17 @@ _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
 )
 
 
-def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
+def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> ToolResult:
     """Convert a tool's return value (see the module docstring).
 
     Args:
         value: What the tool returned.
         tool_name: For the error message.
+        wrap_result: The tool's output schema wraps its return value as ``{"result": value}``
+            (:attr:`~sagents.tool.signature.ResolvedSignature.output_wrapped`): the structured
+            content is then ``{"result": <JSON of value>}`` (``None`` and strings included), so
+            that it matches the schema as MCP requires; the text blocks stay the bare value.
+            A ``ToolResult``, content blocks and ``bytes`` are not wrapped.
 
     Returns:
         The result; never an error result.
@@ -65,9 +73,9 @@ def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if value is None:
-        return ToolResult.from_text("")
+        return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
     if isinstance(value, str):
-        return ToolResult.from_text(value)
+        return ToolResult(content=(TextContent(text=value),), structured=_wrap(value, wrap_result))
     if isinstance(value, _BLOCK_TYPES):
         return ToolResult(content=(value,))
     if isinstance(value, bytes | bytearray | memoryview):
@@ -86,9 +94,17 @@ def to_tool_result(value: Any, *, tool_name: str) -> ToolResult:
             details={"type": kind},
         ) from None
     if isinstance(jsonable, str):
-        return ToolResult.from_text(jsonable)
+        return ToolResult(
+            content=(TextContent(text=jsonable),), structured=_wrap(jsonable, wrap_result)
+        )
     # The JSON text block, as ToolResult.from_structured makes it (serialised once here).
-    return ToolResult(content=(TextContent(text=text),), structured=jsonable)
+    structured = {"result": jsonable} if wrap_result else jsonable
+    return ToolResult(content=(TextContent(text=text),), structured=structured)
+
+
+def _wrap(value: Any, wrap_result: bool) -> dict[str, Any] | None:
+    """``{"result": value}`` for a wrapped output schema; None (no structured content) else."""
+    return {"result": value} if wrap_result else None
 
 
 def _fallback(value: Any) -> Any:

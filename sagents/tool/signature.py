@@ -153,7 +153,10 @@ def inspect_callable(func: Callable[..., Any]) -> CallableInfo:
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise ToolDefinitionError(
                 f"tool {qualname!r} takes {star}{param.name}: a tool needs named parameters",
-                hint="declare each argument as a named parameter (a model cannot send *args)",
+                hint=(
+                    "declare each argument as a named parameter "
+                    f"(a model sends named arguments, which {star}{param.name} does not declare)"
+                ),
                 details={"tool": qualname, "parameter": param.name},
             )
         if param.kind is param.POSITIONAL_ONLY:

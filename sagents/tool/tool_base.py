@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from sagents.core.permissions import PermissionClass, ToolAnnotations
+from sagents.errors import ToolDefinitionError
 from sagents.tool.local_tool import LocalTool, build_local_tool
 
 __all__ = ["ToolOptions", "discovered_tools", "get_local_tool", "tool"]
@@ -102,10 +103,16 @@ def tool(
 
     Raises:
         ToolDefinitionError: at decoration time, for ``*args``/``**kwargs`` or positional-only
-            parameters.
+            parameters, or when applied above ``@classmethod``/``@staticmethod``.
     """
 
     def decorate(target: F) -> F:
+        if isinstance(target, classmethod | staticmethod):
+            kind = type(target).__name__
+            raise ToolDefinitionError(
+                f"@tool was applied to a {kind} object, not to a function",
+                hint=f"Put @{kind} above @tool (so @tool sees the function).",
+            )
         local: LocalTool | None = None
         if _is_method(target):
             build_local_tool(_skip_first(target), name=name or target.__name__)  # checks only
@@ -141,12 +148,25 @@ def get_local_tool(obj: Any) -> LocalTool | None:
         obj: A decorated function; a bound method whose function was decorated (the tool is
             bound to that instance; ``self`` is not in the schema); or a wrapper made with
             ``functools.wraps`` around a decorated function (the wrapper is called).
+
+    Raises:
+        ToolDefinitionError: for a decorated method taken from its class (``C.method``), which
+            has no instance to run on.
     """
     options = getattr(obj, _ATTRIBUTE, None)
     if not isinstance(options, ToolOptions):
         return None
     if options.local_tool is not None and options.local_tool.func is obj:
         return options.local_tool
+    if options.local_tool is None and _is_method(obj):
+        # The method taken from its class (``C.method``): ``self`` would become an argument
+        # the model must send, and the method would run on whatever the model sent.
+        owner = obj.__qualname__.rsplit(".", 1)[0]
+        raise ToolDefinitionError(
+            f"{obj.__qualname__!r} is a method: register it bound to an instance",
+            hint=f"Register {owner}(...).{obj.__name__}, not {obj.__qualname__}.",
+            details={"function": obj.__qualname__},
+        )
     # A bound method, or a wrapper that copied the function's attributes (functools.wraps).
     return build_local_tool(
         obj,
@@ -170,7 +190,11 @@ def _is_method(func: Callable[..., Any]) -> bool:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return False
-    return bool(params) and params[0] in ("self", "cls") and "." in func.__qualname__
+    owner = func.__qualname__.rpartition(".")[0]
+    # Defined in a class body: "C.m" or "f.<locals>.C.m"; not a function nested in a function
+    # ("f.<locals>.g"), whose first parameter may well be called ``cls``.
+    in_class = bool(owner) and not owner.endswith("<locals>")
+    return bool(params) and params[0] in ("self", "cls") and in_class
 
 
 def _skip_first(func: Callable[..., Any]) -> Callable[..., Any]:

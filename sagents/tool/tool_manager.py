@@ -14,12 +14,14 @@ default, which also collects every ``@tool`` imported so far
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import functools
 import json
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -87,7 +89,9 @@ class _LocalHandler:
             kwargs = self.local.bind(arguments, call.session_context)
             function = functools.partial(self.local.func, **kwargs)
             value = await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
-        return to_tool_result(value, tool_name=call.tool_name)
+        return to_tool_result(
+            value, tool_name=call.tool_name, wrap_result=self.local.output_wrapped
+        )
 
 
 class ToolManager:
@@ -117,6 +121,7 @@ class ToolManager:
         self._exit_stack = contextlib.AsyncExitStack()
         self._call_contexts: list[CallContextFactory] = []
         self._closed = False
+        self._owner_task: int | None = None  # the task that entered the first context
 
     # -- registration -------------------------------------------------------------------------
 
@@ -181,9 +186,10 @@ class ToolManager:
 
         A discovered tool whose name is already taken by another tool here is not registered:
         the conflict is logged as an error naming the tool, and the first tool keeps the name
-        (register explicitly with ``replace=True`` to choose the other one). So that one
-        duplicate name in some imported module cannot make the process default unusable, this
-        step does not raise for it.
+        (register explicitly with ``replace=True`` to choose the other one). A discovered tool
+        whose schema cannot be built (an annotation naming something not defined yet) is
+        logged as an error and tried again at the next collection. So that one bad tool in some
+        imported module cannot make the process default unusable, this step never raises.
 
         Returns:
             The names registered by this call.
@@ -192,11 +198,21 @@ class ToolManager:
         for local in discovered_tools():
             if id(local) in self._collected:
                 continue
-            self._collected.add(id(local))
-            self._collected_refs.append(local)
             try:
                 self.register_tool(local)
+            except ToolDefinitionError as error:
+                # Not marked as collected: a name defined later in its module may resolve at
+                # the next collection. One broken tool never makes the others unavailable.
+                logger.error(
+                    "discovered tool %r (%s) was not collected (will retry): %s",
+                    local.name,
+                    getattr(local.func, "__module__", "?"),
+                    error.message,
+                )
+                continue
             except ToolNameConflictError as error:
+                self._collected.add(id(local))
+                self._collected_refs.append(local)
                 logger.error(
                     "discovered tool %r (%s) was not collected: %s",
                     local.spec.name,
@@ -204,6 +220,8 @@ class ToolManager:
                     error.message,
                 )
                 continue
+            self._collected.add(id(local))
+            self._collected_refs.append(local)
             added.append(local.spec.name)
         return added
 
@@ -353,7 +371,22 @@ class ToolManager:
         except SagentsError as error:
             logger.info("tool %r failed: [%s] %s", registered, error.code, error.message)
             return ToolResult.from_exception(error)
-        except Exception as error:  # the one exception->result boundary of a tool call
+        except anyio.get_cancelled_exc_class() as error:
+            if _cancellation_requested():
+                raise  # the caller (or an enclosing scope) is being cancelled: propagate
+            # A stray cancellation exception (the tool awaited a future someone else
+            # cancelled, or raised CancelledError itself) while nobody cancels this task:
+            # letting it out would look like a cancellation to the caller and unwind it.
+            logger.error("tool %r raised a stray cancellation", registered, exc_info=error)
+            return ToolResult.from_error(
+                "execution_error",
+                f"tool {registered!r} failed: it raised {type(error).__name__} "
+                "although the call was not cancelled",
+                details={"exception": type(error).__name__},
+            )
+        except (Exception, SystemExit) as error:  # the one exception->result boundary
+            # SystemExit too: a tool calling sys.exit() must not end the host (issue 2, §4,
+            # "the caller never crashes"). KeyboardInterrupt and cancellation propagate.
             logger.error("tool %r raised", registered, exc_info=error)
             return ToolResult.from_error(
                 "execution_error",
@@ -486,35 +519,57 @@ class ToolManager:
         return self._closed
 
     def push_async_callback(self, callback: Callable[[], Awaitable[object]]) -> None:
-        """Have :meth:`aclose` await ``callback()`` (last pushed, first called).
+        """Have :meth:`aclose` await ``callback()`` (last pushed, first called), shielded.
 
         Raises:
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        self._exit_stack.push_async_callback(callback)
+
+        async def shielded() -> None:
+            with anyio.CancelScope(shield=True):
+                await callback()
+
+        self._exit_stack.push_async_callback(shielded)
 
     async def enter_async_context(self, manager: AbstractAsyncContextManager[T]) -> T:
         """Enter an async context manager now and exit it in :meth:`aclose`.
 
         Used by the MCP layer for its supervisor. Returns what ``__aenter__`` returned.
 
+        Every context must be entered in one task, the one that later calls :meth:`aclose`
+        (or leaves ``async with``): a context holding a task group or cancel scope cannot be
+        exited from another task (anyio: "cancel scope in a different task").
+
         Raises:
             ToolManagerClosedError: after :meth:`aclose`.
+            RuntimeError: when called from another task than the first context's.
         """
         self._check_open()
-        return await self._exit_stack.enter_async_context(manager)
+        self._check_owner_task("enter_async_context()")
+        entered = await self._exit_stack.enter_async_context(manager)
+        if self._owner_task is None:
+            self._owner_task = anyio.get_current_task().id
+        return entered
 
     async def aclose(self) -> None:
         """Release every owned resource, in reverse order; idempotent.
 
-        Runs shielded from cancellation so that a cancelled caller still releases everything.
+        Callbacks (:meth:`push_async_callback`) run shielded from cancellation, so that a
+        cancelled caller still releases them. Entered contexts are exited as they are: one that
+        holds a task group or cancel scope cannot be exited inside a new (shielding) scope, and
+        anyio's task groups finish their own cleanup under cancellation.
+
+        Raises:
+            RuntimeError: when contexts were entered (:meth:`enter_async_context`) in another
+                task; nothing is released then, and the manager stays open, so that the owner
+                task can still close it.
         """
         if self._closed:
             return
+        self._check_owner_task("aclose()")
         self._closed = True
-        with anyio.CancelScope(shield=True):
-            await self._exit_stack.aclose()
+        await self._exit_stack.aclose()
 
     async def __aenter__(self) -> ToolManager:
         self._check_open()
@@ -529,6 +584,14 @@ class ToolManager:
         await self.aclose()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _check_owner_task(self, what: str) -> None:
+        if self._owner_task is None or self._owner_task == anyio.get_current_task().id:
+            return
+        raise RuntimeError(
+            f"{what} must run in the task that entered this ToolManager's first context "
+            "(enter_async_context): the contexts it holds cannot be exited from another task"
+        )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -559,11 +622,30 @@ class ToolManager:
         self._exports.pop((name, True), None)
 
 
-def _describe(error: Exception) -> str:
+def _cancellation_requested() -> bool:
+    """True when this task is really being cancelled (not a stray cancellation exception).
+
+    On asyncio a ``CancelledError`` can be raised without anyone cancelling the task (awaiting
+    a future cancelled elsewhere); ``Task.cancelling()`` (Python 3.11) counts the real
+    requests, which anyio's cancel scopes also make. On trio a ``Cancelled`` always comes from
+    a scope, so it is always real.
+    """
+    try:
+        task = asyncio.current_task()  # only asks; no asyncio API drives anything here
+    except RuntimeError:  # no asyncio loop: trio
+        return True
+    return task is None or task.cancelling() > 0
+
+
+def _describe(error: BaseException) -> str:
     """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
     if isinstance(error, ExceptionGroup):
         return "; ".join(_describe(leaf) for leaf in error.exceptions)
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    try:
+        message = str(error)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not escape run_tool
+        message = "(the exception's message could not be rendered)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _make_entry(tool: Registrable) -> _Entry:
@@ -597,6 +679,7 @@ def _validator(spec: ToolSpec, *, check: bool) -> ArgumentValidator:
 
 
 _default_manager: ToolManager | None = None  # the documented process default
+_default_lock = threading.Lock()  # get_tool_manager() may be called from several threads
 
 
 def get_tool_manager() -> ToolManager:
@@ -604,12 +687,13 @@ def get_tool_manager() -> ToolManager:
 
     Each call collects tools imported since the previous call (the seed design: a module's
     tools are available once it is imported). A closed default is replaced by a new one.
-
-    Raises:
-        ToolDefinitionError: a discovered tool's signature cannot become a schema.
+    Thread-safe: threads calling at once get the same manager, and each tool is collected once.
+    A discovered tool that cannot be collected is logged, not raised (see
+    :meth:`ToolManager.collect_discovered`).
     """
     global _default_manager
-    if _default_manager is None or _default_manager.closed:
-        _default_manager = ToolManager()
-    _default_manager.collect_discovered()
-    return _default_manager
+    with _default_lock:
+        if _default_manager is None or _default_manager.closed:
+            _default_manager = ToolManager()
+        _default_manager.collect_discovered()
+        return _default_manager

@@ -122,9 +122,10 @@ async def test_the_hosts_loopback_is_unreachable(bwrap_sandbox: Sandbox) -> None
 async def test_a_fork_bomb_is_contained(bwrap_sandbox: Sandbox) -> None:
     info = bwrap_sandbox.describe()
     assert info.cgroups, "CI runs as root with writable cgroups"
+    # "exec": the outer shell needs no fork of its own, which the full pids cgroup may refuse.
     with anyio.fail_after(60):
         done = await bwrap_sandbox.run(
-            ["sh", "-c", "b() { b | b & }; b; sleep 600"], timeout=3, max_output_bytes=1000
+            ["sh", "-c", "b() { b | b & }; b; exec sleep 600"], timeout=3, max_output_bytes=1000
         )
     assert done.killed_reason == "timeout"
     assert _host_is_healthy()
@@ -397,3 +398,125 @@ async def test_read_only_binds_cannot_be_remounted_or_unmounted(
     assert b"CapEff:\t0000000000000000" in done.stdout
     assert not _exists(f"/usr/{probe}")
     assert not _exists(str(tmp_path / "ws" / ".agent" / probe))
+
+
+async def test_host_sysctls_cannot_be_opened_for_writing(bwrap_sandbox: Sandbox) -> None:
+    # Without a user namespace the program is uid 0 of the host (with no capability); sysctl
+    # writes check only the uid, so a writable /proc/sys would let it set kernel.core_pattern
+    # to "|/workspace-on-the-host/x" and have the host kernel run x as root.
+    code, out = await _py(
+        bwrap_sandbox,
+        "import os\n"
+        "for path in ('/proc/sys/kernel/core_pattern', '/proc/sys/vm/overcommit_memory'):\n"
+        "    try:\n"
+        "        os.close(os.open(path, os.O_WRONLY))\n"
+        "        print('OPENED', path)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', exc.errno)\n",
+    )
+    assert code == 0, out
+    assert "OPENED" not in out
+    assert out.count("refused 30") == 2  # EROFS
+
+
+async def test_dev_and_dev_shm_do_not_bypass_the_tmp_size(bwrap_sandbox: Sandbox) -> None:
+    done = await bwrap_sandbox.run(
+        [
+            "sh",
+            "-c",
+            "head -c 33554432 /dev/zero > /dev/shm/big; echo shm $?; "
+            "head -c 1048576 /dev/zero > /dev/big; echo dev $?",
+        ]
+    )
+    assert b"shm 1" in done.stdout, done.stderr
+    assert b"dev 2" in done.stdout, done.stderr  # the shell cannot create it: read-only
+    assert b"No space left" in done.stderr
+
+
+async def test_unlinked_files_held_open_count_against_the_write_budget(
+    bwrap_sandbox: Sandbox,
+) -> None:
+    # 24 MiB in files deleted right after creation, kept open: invisible to a directory scan,
+    # but on the host's disk all the same (TEST_LIMITS.write_budget_bytes is 8 MiB).
+    code = (
+        "import os, time\n"
+        "held = []\n"
+        "for i in range(6):\n"
+        "    fd = os.open(f'hidden{i}', os.O_CREAT | os.O_RDWR)\n"
+        "    os.unlink(f'hidden{i}')\n"
+        "    os.write(fd, b'x' * (4 * 1024 * 1024))\n"
+        "    held.append(fd)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert b"Error" not in done.stderr, done.stderr
+    assert done.killed_reason == "write_budget"
+
+
+async def test_unlinked_files_held_by_a_mapping_count_against_the_write_budget(
+    bwrap_sandbox: Sandbox,
+) -> None:
+    code = (
+        "import mmap, os, time\n"
+        "maps = []\n"
+        "for i in range(6):\n"
+        "    fd = os.open(f'mapped{i}', os.O_CREAT | os.O_RDWR)\n"
+        "    os.unlink(f'mapped{i}')\n"
+        "    os.write(fd, b'x' * (4 * 1024 * 1024))\n"
+        "    maps.append(mmap.mmap(fd, 4 * 1024 * 1024))\n"
+        "    os.close(fd)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert b"Error" not in done.stderr, done.stderr
+    assert done.killed_reason == "write_budget"
+
+
+async def test_many_empty_files_count_against_the_write_budget(bwrap_sandbox: Sandbox) -> None:
+    # Empty files take no data block but an inode each: a loop of them exhausts the host
+    # filesystem's inodes without growing the byte count.
+    code = (
+        "import os, time\n"
+        "for i in range(5000):\n"
+        "    os.close(os.open(f'empty{i}', os.O_CREAT | os.O_WRONLY))\n"
+        "print('created', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    with anyio.fail_after(60):
+        done = await bwrap_sandbox.run([python, "-c", code], timeout=30)
+    assert done.killed_reason == "write_budget"
+
+
+async def test_no_set_user_id_file_can_be_planted_in_the_workspace(
+    bwrap_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # The sandbox's uid 0 is the host's root: a set-user-ID copy of a shell in the workspace
+    # (nosuid only inside) would give root to any local user who can reach the workspace.
+    python = bwrap_sandbox.describe().python
+    assert python is not None
+    script = (
+        "cp /bin/sh suid-sh; chmod 4755 suid-sh; chmod g+s suid-sh; "
+        f'{python} -c "import os\n'
+        "for call in (lambda: os.open('by-open', os.O_CREAT | os.O_WRONLY, 0o4755),\n"
+        "             lambda: os.mknod('by-mknod', 0o104755),\n"
+        "             lambda: os.chmod('suid-sh', 0o2755)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except OSError as exc:\n"
+        "        print('refused', exc.errno)\n"
+        '"; chmod 700 suid-sh && echo plain-chmod-ok'
+    )
+    done = await bwrap_sandbox.run(["sh", "-c", script])
+    assert done.stdout == b"refused 1\nrefused 1\nrefused 1\nplain-chmod-ok\n", done.stderr
+    for path in (tmp_path / "ws").rglob("*"):
+        assert not path.lstat().st_mode & 0o6000, path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,3 +123,20 @@ def test_safe_open_in_returns_a_blocking_descriptor(dir_fd: int) -> None:
         assert os.read(fd, 100) == b"inside"
     finally:
         os.close(fd)
+
+
+def test_glob_over_many_directories_holds_few_descriptors(tmp_path: Path) -> None:
+    # A sandboxed program can create thousands of directories; a walk that keeps one open
+    # descriptor per pending directory would exhaust the host process's descriptors (every
+    # other session served by the process would fail meanwhile) and silently skip the rest.
+    for i in range(400):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "x.txt").write_text("x")
+    files = HostFiles(str(tmp_path), "/workspace")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 50, hard))
+    try:
+        found = files.glob("**/x.txt")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(found) == 400

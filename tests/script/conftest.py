@@ -14,6 +14,7 @@ import pytest
 from sagents.core.permissions import PermissionClass
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
+from sagents.script.launcher import PlainLauncher
 from sagents.script.policy import AllowAllApprover, Approver
 from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime, install_runtime
@@ -108,6 +109,7 @@ def make_runner(runtime: ScriptRuntime, workspace: Path, tools: FakeTools) -> Ru
         progress: list[ScriptProgressUpdate] | None = None,
         **kwargs: Any,
     ) -> ScriptRunner:
+        kwargs.setdefault("launcher", PlainLauncher())  # the runner core; sandbox: test_sandboxed_*
         return ScriptRunner(
             specs=SPECS,
             call_tool=tools,

@@ -74,7 +74,7 @@ async def test_a_name_taken_by_a_local_tool_keeps_nothing_of_the_server(
             await manager.register_mcp_server("fault", build_server(set()), settings)
         assert manager.list_all_tools_name() == ["fault__add"]
         assert manager.mcp_server_statuses() == []
-        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == 2
+        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == {"result": 2}
 
 
 async def test_upstream_progress_becomes_tool_progress_of_the_call(

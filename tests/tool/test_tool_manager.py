@@ -188,7 +188,7 @@ async def test_run_tool_accepts_json_text_and_coerces_common_mistakes() -> None:
     tm = ToolManager()
     tm.register_tool(add)
     result = await tm.run_tool("add", '{"a": "5", "b": "2.5"}')
-    assert result.structured == 7.5
+    assert result.structured == {"result": 7.5}  # "-> float": wrapped
 
 
 @pytest.mark.anyio
@@ -592,7 +592,7 @@ async def test_call_contexts_wrap_each_call_and_exit_on_timeout() -> None:
     tm.register_tool(add)
     tm.register_tool(hang)
     tm.add_call_context(around)
-    assert (await tm.run_tool("add", {"a": 1}, tool_call_id="c1")).structured == 2.0
+    assert (await tm.run_tool("add", {"a": 1}, tool_call_id="c1")).structured == {"result": 2.0}
     with anyio.fail_after(10):
         timed_out = await tm.run_tool("hang", {}, tool_call_id="c2", timeout=0.05)
     assert timed_out.error is not None

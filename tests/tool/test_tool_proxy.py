@@ -133,7 +133,7 @@ async def test_arguments_are_still_validated_behind_the_proxy() -> None:
 
     tm.register_tool(double)
     proxy = ToolProxy([tm])
-    assert (await proxy.run_tool("double", {"n": "21"})).structured == 42
+    assert (await proxy.run_tool("double", {"n": "21"})).structured == {"result": 42}
     bad = await proxy.run_tool("double", {"n": "many"})
     assert bad.error is not None
     assert bad.error.code == "invalid_arguments"

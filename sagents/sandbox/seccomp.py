@@ -1,0 +1,85 @@
+"""A small seccomp filter for the ``local`` sandbox (issue 4 §1: no harm to the host).
+
+bubblewrap started by root maps the sandbox's uid 0 to the host's uid 0, so a file the program
+creates in the workspace belongs to root on the host. The workspace is mounted ``nosuid``
+inside, but not on the host: a program that sets the set-user-ID bit on a copy of a shell
+would hand root to every local user who can reach the workspace. The filter therefore refuses
+(``EPERM``) every system call that would set ``S_ISUID`` or ``S_ISGID`` through a mode
+argument (``chmod`` family, ``open``/``openat``/``creat`` and ``mknod``/``mknodat`` with such
+a mode), and answers ``ENOSYS`` to the calls whose mode it cannot inspect (``openat2``, whose
+mode is behind a pointer, and ``io_uring``, whose operations bypass seccomp). System calls of
+another architecture (i386 or x32 on x86-64) are refused, since their numbers differ.
+
+It is classic BPF, assembled here (no libseccomp needed); bubblewrap installs it with
+``--seccomp FD`` right before it execs the program.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+
+__all__ = ["SETID_BITS", "seccomp_filter"]
+
+SETID_BITS = 0o6000  # S_ISUID | S_ISGID
+
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+_ALLOW = 0x7FFF0000
+_ERRNO = 0x00050000
+_X32_BIT = 0x40000000
+
+# (audit arch, {syscall: index of its mode argument}, syscalls refused outright)
+_ARCHES: dict[str, tuple[int, dict[int, int], tuple[int, ...]]] = {
+    "x86_64": (
+        0xC000003E,
+        {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2, 452: 2},
+        (425, 426, 427, 437),
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {52: 1, 53: 2, 33: 2, 56: 3, 452: 2},
+        (425, 426, 427, 437),
+    ),
+}
+
+
+def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def seccomp_filter(machine: str | None = None) -> bytes | None:
+    """Return the filter as raw ``struct sock_filter`` bytes, or None on an architecture this
+    module has no system call table for (``describe().warnings`` then says so).
+
+    Args:
+        machine: ``platform.machine()`` by default.
+    """
+    arch = _ARCHES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, mode_calls, refused = arch
+    prog = [
+        _op(_LD_ABS, 4),  # seccomp_data.arch
+        _op(_JEQ, audit_arch, 1, 0),
+        _op(_RET, _ERRNO | errno.ENOSYS),
+        _op(_LD_ABS, 0),  # seccomp_data.nr
+    ]
+    if audit_arch == 0xC000003E:
+        prog += [_op(_JGE, _X32_BIT, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
+    for nr, arg in mode_calls.items():
+        prog += [
+            _op(_JEQ, nr, 0, 4),
+            _op(_LD_ABS, 16 + 8 * arg),  # low 32 bits of seccomp_data.args[arg]
+            _op(_JSET, SETID_BITS, 0, 1),
+            _op(_RET, _ERRNO | errno.EPERM),
+            _op(_RET, _ALLOW),
+        ]
+    for nr in refused:
+        prog += [_op(_JEQ, nr, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
+    prog.append(_op(_RET, _ALLOW))
+    return b"".join(prog)

@@ -1,0 +1,362 @@
+"""RunScriptTool: run_script for a session, through a ToolManager, the sandbox and the hub."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.audit.store import AuditEntry
+from sagents.core.events import BackgroundDoneEvent, Event, ScriptProgressEvent
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSource, ToolSpec
+from sagents.errors import SandboxError
+from sagents.gateway.background import BackgroundTasks
+from sagents.progress.clock import ManualClock
+from sagents.progress.hub import ProgressHub
+from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
+from sagents.script.policy import ApprovalDecision, ApprovalRequest
+from sagents.script.records import ScriptRecords
+from sagents.script.runtime import ScriptRuntime
+from sagents.script.session import RunScriptSettings, RunScriptTool
+from sagents.script.settings import ScriptLimits
+from sagents.tool.context import SessionContext
+from sagents.tool.handler import ToolCall
+from sagents.tool.tool_base import tool
+from sagents.tool.tool_manager import ToolManager
+from sagents.tool.tool_proxy import ToolProxy
+
+pytestmark = pytest.mark.anyio
+
+SESSION = "s-1"
+
+
+class RecordingHub(ProgressHub):
+    """A hub that also keeps every event it was given (the queues coalesce snapshots)."""
+
+    def __init__(self, clock: ManualClock | None = None) -> None:
+        super().__init__(clock=clock)
+        self.events: list[tuple[str, Event]] = []
+        self.changed = anyio.Event()
+
+    def publish(self, session_id: str, event: Event) -> None:
+        self.events.append((session_id, event))
+        self.changed.set()
+        self.changed = anyio.Event()
+        super().publish(session_id, event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for sid, event in self.events if isinstance(event, kind) and sid == SESSION]
+
+    async def wait_for(self, kind: type[Any], count: int = 1) -> list[Any]:
+        with anyio.fail_after(60):
+            while len(self.of(kind)) < count:
+                await self.changed.wait()
+        return self.of(kind)
+
+
+@dataclass
+class ListAudit:
+    entries: list[AuditEntry] = field(default_factory=list)
+
+    async def record(self, entry: AuditEntry) -> None:
+        self.entries.append(entry)
+
+
+@dataclass
+class RecordingApprover:
+    requests: list[ApprovalRequest] = field(default_factory=list)
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.requests.append(request)
+        return "allow_once"
+
+
+@dataclass
+class Fleet:
+    """MCP-sourced tools as ``(ToolSpec, handler)`` pairs; ``fleet__block`` waits for ``gate``."""
+
+    calls: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    gate: anyio.Event = field(default_factory=anyio.Event)
+    blocked: anyio.Event = field(default_factory=anyio.Event)
+
+    def register(self, manager: ToolManager) -> None:
+        for name, permission in (
+            ("fleet__get", "read_only"),
+            ("fleet__set", "write"),
+            ("fleet__block", "read_only"),
+        ):
+            spec = ToolSpec(
+                name=name,
+                description=f"{name} of the fleet.",
+                input_schema={"type": "object", "properties": {"sn": {"type": "string"}}},
+                permission=permission,  # type: ignore[arg-type]  # valid literals
+                source=ToolSource(kind="mcp", server="fleet", original_name=name[7:]),
+            )
+            manager.register_tool((spec, self._handler(name)))
+
+    def _handler(self, name: str) -> Any:
+        async def handle(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+            self.calls.append((name, arguments, call.session_context.session_id))
+            if name == "fleet__block":
+                self.blocked.set()
+                await self.gate.wait()
+            return ToolResult.from_structured({"sn": arguments.get("sn"), "tool": name})
+
+        return handle
+
+
+@tool
+def local_echo(text: str) -> str:
+    """Echo a text (a local tool: never callable from scripts)."""
+    return text
+
+
+@dataclass
+class Setup:
+    manager: ToolManager
+    fleet: Fleet
+    hub: RecordingHub
+    audit: ListAudit
+    approver: RecordingApprover
+    workspace: Path
+    runtime: ScriptRuntime
+
+    def tool(
+        self,
+        *,
+        mode: str = "auto",
+        background_after_s: float | None = None,
+        background: BackgroundTasks | None = None,
+    ) -> RunScriptTool:
+        session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
+        return RunScriptTool(
+            tools=ToolProxy(self.manager),
+            session=session,
+            sandbox=LocalSandbox(SandboxParams(workspace=str(self.workspace))),
+            runtime=self.runtime,
+            approver=self.approver,
+            settings=RunScriptSettings(
+                limits=ScriptLimits(timeout_s=60.0), background_after_s=background_after_s
+            ),
+            hub=self.hub,
+            audit=self.audit,
+            background=background,
+        )
+
+
+@pytest.fixture
+async def setup(runtime: ScriptRuntime, workspace: Path) -> AsyncIterator[Setup]:
+    async with ToolManager() as manager:
+        fleet = Fleet()
+        fleet.register(manager)
+        manager.register_tool(local_echo)
+        yield Setup(
+            manager=manager,
+            fleet=fleet,
+            hub=RecordingHub(),
+            audit=ListAudit(),
+            approver=RecordingApprover(),
+            workspace=workspace,
+            runtime=runtime,
+        )
+
+
+async def test_run_script_is_offered_only_with_mcp_tools(setup: Setup) -> None:
+    run_script = setup.tool()
+    assert run_script.should_offer()
+    names = sorted(spec.name for spec in run_script.callable_specs())
+    assert names == ["fleet__block", "fleet__get", "fleet__set"]
+    assert "fleet__get" in run_script.spec().description
+    assert "local_echo" not in run_script.spec().description
+    async with ToolManager() as only_local:
+        only_local.register_tool(local_echo)
+        bare = RunScriptTool(
+            tools=only_local,
+            session=SessionContext(session_id=SESSION),
+            sandbox=LocalSandbox(SandboxParams(workspace=str(setup.workspace))),
+            runtime=setup.runtime,
+        )
+        assert not bare.should_offer()
+
+
+async def test_a_script_calls_tools_through_the_session_path_and_writes_one_audit_entry(
+    setup: Setup,
+) -> None:
+    code = (
+        "from agent_tools import call, ToolError\n"
+        "print(call('fleet__get', {'sn': 'A1'})['tool'])\n"
+        "for name in ('local_echo', 'run_script', 'fleet__set'):\n"
+        "    try:\n"
+        "        call(name, {'text': 'x'})\n"
+        "        print(name, 'called')\n"
+        "    except ToolError as exc:\n"
+        "        print(name, 'refused', exc.code)\n"
+    )
+    async with setup.tool() as run_script:
+        with anyio.fail_after(60):
+            result = await run_script.run(code, [], "calls", tool_call_id="tc-1")
+    assert not result.is_error, result.text
+    lines = result.text.splitlines()[1:]
+    assert lines[0] == "fleet__get"
+    assert all("refused" in line for line in lines[1:]), result.text
+    assert setup.fleet.calls == [("fleet__get", {"sn": "A1"}, SESSION)]
+    assert len(setup.audit.entries) == 1
+    entry = setup.audit.entries[0]
+    assert entry.tool == "run_script"
+    assert entry.session_id == SESSION
+    assert entry.data["calls"] == 4
+    assert result.structured["status"] == "ok"
+
+
+async def test_the_registered_tool_runs_through_the_tool_manager(setup: Setup) -> None:
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'Z'}))"
+    async with setup.tool() as run_script:
+        setup.manager.register_tool(run_script.as_tool())
+        with anyio.fail_after(60):
+            result = await setup.manager.run_tool(
+                "run_script",
+                {"code": code, "tools": [], "description": "one call"},
+                SessionContext(session_id="other"),
+            )
+            missing = await setup.manager.run_tool("run_script", {"code": code})
+    assert missing.is_error
+    assert missing.error is not None
+    assert missing.error.code == "invalid_arguments"
+    assert not result.is_error, result.text
+    assert "'sn': 'Z'" in result.text
+    assert setup.fleet.calls[0][2] == SESSION  # the tool's own session, not the caller's
+
+
+async def test_write_tools_are_approved_through_the_approver_in_ask_mode(setup: Setup) -> None:
+    code = "from agent_tools import call\nprint(call('fleet__set', {'sn': 'A'})['tool'])\n"
+    async with setup.tool(mode="ask") as run_script:
+        with anyio.fail_after(60):
+            result = await run_script.run(code, ["fleet__set"], "reconfigure")
+    assert not result.is_error, result.text
+    assert [request.tools for request in setup.approver.requests] == [("fleet__set",)]
+    assert setup.approver.requests[0].session_id == SESSION
+
+
+async def test_progress_is_throttled_and_the_last_value_is_delivered(
+    runtime: ScriptRuntime, workspace: Path, setup: Setup
+) -> None:
+    setup.hub = RecordingHub(clock=ManualClock())  # never advanced: one window for the run
+    code = (
+        "from agent_tools import progress\n"
+        "for i in range(1, 51):\n"
+        "    progress(i, 50, f'step {i}')\n"
+        "print('done')\n"
+    )
+    async with setup.tool() as run_script:
+        with anyio.fail_after(60):
+            result = await run_script.run(code, [], "progress")
+    assert not result.is_error, result.text
+    events: list[ScriptProgressEvent] = setup.hub.of(ScriptProgressEvent)
+    running = [event for event in events if event.status == "running"]
+    assert len(running) == 1  # the first at once; the others wait for a (manual) second
+    assert events[-1].status == "ok"
+    assert (events[-1].done, events[-1].total, events[-1].message) == (50, 50, "step 50")
+
+
+async def test_a_long_run_is_handed_off_and_announced_when_done(setup: Setup) -> None:
+    code = "from agent_tools import call\nprint('got', call('fleet__block', {'sn': 'L'})['sn'])\n"
+    async with setup.tool(background_after_s=0.0) as run_script:
+        with anyio.fail_after(60):
+            handed = await run_script.run(code, [], "long", tool_call_id="tc-9")
+        task_id = handed.structured["task_id"]
+        assert handed.structured["status"] == "running"
+        assert task_id in handed.text
+        listed = run_script.background.list(SESSION)
+        assert [(info.task_id, info.status) for info in listed] == [(task_id, "running")]
+        with anyio.fail_after(60):
+            await setup.fleet.blocked.wait()
+        setup.fleet.gate.set()
+        done: list[BackgroundDoneEvent] = await setup.hub.wait_for(BackgroundDoneEvent)
+        info = run_script.background.get(SESSION, task_id)
+    assert (done[0].handle, done[0].status, done[0].tool_call_id) == (task_id, "ok", "tc-9")
+    assert "got L" in done[0].text
+    assert info.status == "ok"
+    assert len(setup.audit.entries) == 1
+
+
+async def test_a_background_run_can_be_cancelled_cleanly(setup: Setup) -> None:
+    code = "from agent_tools import call\ncall('fleet__block', {})\nprint('never')\n"
+    async with setup.tool(background_after_s=0.0) as run_script:
+        with anyio.fail_after(60):
+            handed = await run_script.run(code, [], "to cancel")
+            await setup.fleet.blocked.wait()
+            info = await run_script.background.cancel(SESSION, handed.structured["task_id"])
+        done = await setup.hub.wait_for(BackgroundDoneEvent)
+    assert info.status == "cancelled"
+    assert done[0].status == "cancelled"
+    assert len(setup.audit.entries) == 1
+    assert setup.audit.entries[0].status == "cancelled"
+    records = setup.workspace / setup.audit.entries[0].data["records_dir"]
+    assert json.loads((records / "run.json").read_text())["status"] == "cancelled"
+    assert "never" not in (records / "output.txt").read_text()
+
+
+async def test_cancelling_an_unknown_background_run_is_a_clear_error(setup: Setup) -> None:
+    from sagents.errors import TaskNotFoundError
+
+    async with setup.tool() as run_script:
+        with pytest.raises(TaskNotFoundError, match="no background task"):
+            await run_script.background.cancel(SESSION, "nope")
+
+
+async def test_a_run_left_running_by_a_restart_is_marked_aborted_and_reported(
+    setup: Setup,
+) -> None:
+    records = ScriptRecords.create(setup.workspace, "20260101-000000-deadbeef", "print(1)\n")
+    records.close()
+    async with setup.tool() as run_script:
+        assert run_script.interrupted == ("20260101-000000-deadbeef",)
+    status = json.loads((records.path / "run.json").read_text())
+    assert status["status"] == "aborted"
+    done = setup.hub.of(BackgroundDoneEvent)
+    assert [(event.handle, event.status) for event in done] == [
+        ("20260101-000000-deadbeef", "error")
+    ]
+    assert "not resumed" in done[0].text
+
+
+async def test_running_outside_the_context_is_a_clear_error(setup: Setup) -> None:
+    run_script = setup.tool()
+    with pytest.raises(RuntimeError, match="not running"):
+        await run_script.run("print(1)\n")
+
+
+async def test_a_sandbox_without_a_host_workspace_is_refused(
+    runtime: ScriptRuntime, tmp_path: Path
+) -> None:
+    async with create_sandbox("memory", workspace=str(tmp_path)) as sandbox:
+        with pytest.raises(SandboxError, match="host workspace"):
+            RunScriptTool(
+                tools=ToolManager(),
+                session=SessionContext(),
+                sandbox=sandbox,
+                runtime=runtime,
+            )
+
+
+async def test_closing_the_tool_stops_a_run_of_a_shared_registry_cleanly(setup: Setup) -> None:
+    code = "from agent_tools import call\ncall('fleet__block', {})\n"
+    async with BackgroundTasks() as shared:
+        async with setup.tool(background_after_s=0.0, background=shared) as run_script:
+            with anyio.fail_after(60):
+                handed = await run_script.run(code, [], "left running")
+                await setup.fleet.blocked.wait()
+        task_id = handed.structured["task_id"]
+        with anyio.fail_after(60):
+            while shared.get(SESSION, task_id).status == "running":
+                await anyio.lowlevel.checkpoint()  # the task ends right after the run
+        info = shared.get(SESSION, task_id)
+    assert info.result is not None
+    assert info.result.structured["status"] == "cancelled"
+    assert [entry.status for entry in setup.audit.entries] == ["cancelled"]
