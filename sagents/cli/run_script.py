@@ -149,7 +149,9 @@ def run_script(
     try:
         out = anyio.run(main)
     except KeyboardInterrupt:
-        out = failure_object("cancelled", "interrupted (Ctrl-C): the script's processes were killed")
+        out = failure_object(
+            "cancelled", "interrupted (Ctrl-C): the script's processes were killed"
+        )
     except SagentsError as error:  # a server name the registry refuses, and the like
         out = failure_object("config_error", str(error), hint=error.hint)
     _emit(out, as_json=as_json)

@@ -4,15 +4,15 @@
 The session is built from a configuration: every enabled MCP server of the config is connected
 through :func:`~sagents.config.tools.build_tool_manager`; the script may call their tools (MCP
 tools only, as in a gateway session); each call goes through ``ToolManager.run_tool``, the same
-path as a direct call. The script runs in the ``local`` sandbox (bubblewrap) with the workspace
-read-write (read-only in ``read_only`` mode). The CLI waits for the script: there is no
+path as a direct call. The script runs in the ``local`` sandbox (bubblewrap, through
+:class:`~sagents.script.sandbox_launcher.SandboxLauncher`) with the workspace read-write
+(read-only in ``read_only`` mode). The CLI waits for the script: there is no
 background hand-off here.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -37,7 +38,8 @@ from sagents.config.tools import build_tool_manager
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.errors import SandboxError
-from sagents.script.launcher import Launcher, PlainLauncher
+from sagents.sandbox.factory import create_sandbox
+from sagents.script.launcher import Launcher
 from sagents.script.policy import (
     AllowAllApprover,
     ApprovalDecision,
@@ -45,8 +47,10 @@ from sagents.script.policy import (
     Approver,
     TerminalApprover,
 )
-from sagents.script.runner import ScriptRunner
+from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import install_runtime
+from sagents.script.sandbox_launcher import SandboxLauncher
+from sagents.script.session import NOT_FROM_SCRIPTS
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from sagents.tool.context import SessionContext
@@ -193,13 +197,26 @@ class LiveProgress:
 
 
 @asynccontextmanager
-async def script_launcher(workspace: Path) -> AsyncIterator[Launcher]:
-    """The launcher scripts run with: the ``local`` sandbox (bubblewrap).
+async def script_launcher(
+    workspace: Path, *, limits: ScriptLimits, read_only: bool = False
+) -> AsyncIterator[Launcher]:
+    """The launcher scripts run with: the ``local`` sandbox (bubblewrap) on ``workspace``,
+    read-only in ``read_only`` mode; ``.agent/`` (the records) is read-only inside.
+
+    Args:
+        workspace: The host workspace.
+        limits: The run limits (the sandbox's own wall-clock bound is set a little above
+            ``limits.timeout_s``, so the runner's timeout fires first).
+        read_only: The permission mode is ``read_only``.
 
     Raises:
         SandboxError: bubblewrap is missing or unusable.
     """
-    yield PlainLauncher()
+    sandbox = create_sandbox(
+        "local", workspace=str(workspace), mode="read_only" if read_only else "read_write"
+    )
+    async with sandbox:
+        yield SandboxLauncher(sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S)
 
 
 async def run_script_code(
@@ -231,7 +248,7 @@ async def run_script_code(
     Returns:
         The run's result; a sandbox that cannot start gives status ``sandbox_error``.
     """
-    workspace.mkdir(parents=True, exist_ok=True)
+    await anyio.Path(workspace).mkdir(parents=True, exist_ok=True)
     runtime = install_runtime(default_data_dir())
     session = SessionContext(
         session_id=CLI_SESSION_ID, workspace=str(workspace), permission_mode=mode
@@ -241,13 +258,20 @@ async def run_script_code(
         for status in manager.mcp_server_statuses():
             if status.last_error:
                 logger.warning("MCP server %r: %s", status.name, status.last_error)
-        specs = [spec for spec in manager.list_specs() if spec.source.kind == "mcp"]
+        specs = [  # as RunScriptTool.callable_specs: MCP tools only
+            spec
+            for spec in manager.list_specs()
+            if spec.source.kind == "mcp" and spec.name not in NOT_FROM_SCRIPTS
+        ]
 
         async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
             return await manager.run_tool(name, arguments, session)
 
+        limits = limits_of(config)
         try:
-            async with script_launcher(workspace) as launcher:
+            async with script_launcher(
+                workspace, limits=limits, read_only=mode == "read_only"
+            ) as launcher:
                 runner = ScriptRunner(
                     specs=specs,
                     call_tool=call_tool,
@@ -256,7 +280,7 @@ async def run_script_code(
                     launcher=launcher,
                     mode=mode,
                     approver=approver,
-                    limits=limits_of(config),
+                    limits=limits,
                     audit=audit,
                     on_progress=on_progress,
                     session_id=CLI_SESSION_ID,
@@ -266,7 +290,7 @@ async def run_script_code(
                 )
         except SandboxError as error:
             note = f"the sandbox could not start: {error}"
-            print(note, file=sys.stderr)
+            logger.error("%s", note)
             return ScriptRunResult(
                 script_id="",
                 status="sandbox_error",
