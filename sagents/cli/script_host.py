@@ -54,6 +54,7 @@ from sagents.script.session import NOT_FROM_SCRIPTS
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from sagents.tool.context import SessionContext
+from sagents.tool.tool_manager import ToolManager
 
 __all__ = [
     "CLI_SESSION_ID",
@@ -64,6 +65,7 @@ __all__ = [
     "failure_object",
     "limits_of",
     "run_script_code",
+    "run_with_manager",
     "script_launcher",
 ]
 
@@ -248,58 +250,86 @@ async def run_script_code(
     Returns:
         The run's result; a sandbox that cannot start gives status ``sandbox_error``.
     """
+    async with await build_tool_manager(config) as manager:
+        for status in manager.mcp_server_statuses():
+            if status.last_error:
+                logger.warning("MCP server %r: %s", status.name, status.last_error)
+        return await run_with_manager(
+            manager,
+            ScriptRequest(code=code, tools=tuple(tools), description=description),
+            workspace=workspace,
+            limits=limits_of(config),
+            mode=mode,
+            approver=approver,
+            audit=audit,
+            on_progress=on_progress,
+        )
+
+
+async def run_with_manager(
+    manager: ToolManager,
+    request: ScriptRequest,
+    *,
+    workspace: Path,
+    limits: ScriptLimits,
+    mode: PermissionMode = "ask",
+    approver: Approver | None = None,
+    audit: AuditStore | None = None,
+    on_progress: Callable[[ScriptProgressUpdate], None] | None = None,
+) -> ScriptRunResult:
+    """Run one script in the ``local`` sandbox against an open manager's MCP tools; each call
+    goes through ``manager.run_tool`` with the command line's session context.
+
+    Args: as :func:`run_script_code`, with the open ``manager`` and the run ``limits``.
+
+    Returns:
+        The run's result; a sandbox that cannot start gives status ``sandbox_error``.
+    """
     await anyio.Path(workspace).mkdir(parents=True, exist_ok=True)
     runtime = install_runtime(default_data_dir())
     session = SessionContext(
         session_id=CLI_SESSION_ID, workspace=str(workspace), permission_mode=mode
     )
+    specs = [  # as RunScriptTool.callable_specs: MCP tools only
+        spec
+        for spec in manager.list_specs()
+        if spec.source.kind == "mcp" and spec.name not in NOT_FROM_SCRIPTS
+    ]
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+        return await manager.run_tool(name, arguments, session)
+
     started = time.monotonic()
-    async with await build_tool_manager(config) as manager:
-        for status in manager.mcp_server_statuses():
-            if status.last_error:
-                logger.warning("MCP server %r: %s", status.name, status.last_error)
-        specs = [  # as RunScriptTool.callable_specs: MCP tools only
-            spec
-            for spec in manager.list_specs()
-            if spec.source.kind == "mcp" and spec.name not in NOT_FROM_SCRIPTS
-        ]
-
-        async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
-            return await manager.run_tool(name, arguments, session)
-
-        limits = limits_of(config)
-        try:
-            async with script_launcher(
-                workspace, limits=limits, read_only=mode == "read_only"
-            ) as launcher:
-                runner = ScriptRunner(
-                    specs=specs,
-                    call_tool=call_tool,
-                    workspace=workspace,
-                    runtime=runtime,
-                    launcher=launcher,
-                    mode=mode,
-                    approver=approver,
-                    limits=limits,
-                    audit=audit,
-                    on_progress=on_progress,
-                    session_id=CLI_SESSION_ID,
-                )
-                return await runner.run(
-                    ScriptRequest(code=code, tools=tuple(tools), description=description)
-                )
-        except SandboxError as error:
-            note = f"the sandbox could not start: {error}"
-            logger.error("%s", note)
-            return ScriptRunResult(
-                script_id="",
-                status="sandbox_error",
-                exit_code=None,
-                calls=0,
-                failed=0,
-                calls_per_tool={},
-                duration_s=time.monotonic() - started,
-                records_dir=None,
-                output=f"run_script sandbox_error: {note}",
-                truncated=False,
+    try:
+        async with script_launcher(
+            workspace, limits=limits, read_only=mode == "read_only"
+        ) as launcher:
+            runner = ScriptRunner(
+                specs=specs,
+                call_tool=call_tool,
+                workspace=workspace,
+                runtime=runtime,
+                launcher=launcher,
+                mode=mode,
+                approver=approver,
+                limits=limits,
+                audit=audit,
+                on_progress=on_progress,
+                session_id=CLI_SESSION_ID,
             )
+            return await runner.run(request)
+    except SandboxError as error:
+        note = f"the sandbox could not start: {error}"
+        logger.error("%s", note)
+        return ScriptRunResult(
+            script_id="",
+            status="sandbox_error",
+            exit_code=None,
+            calls=0,
+            failed=0,
+            calls_per_tool={},
+            duration_s=time.monotonic() - started,
+            records_dir=None,
+            output=f"run_script sandbox_error: {note}",
+            truncated=False,
+        )
