@@ -13,6 +13,7 @@ background hand-off here.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -64,6 +65,7 @@ __all__ = [
     "choose_approver",
     "failure_object",
     "limits_of",
+    "read_answer",
     "run_script_code",
     "run_with_manager",
     "script_launcher",
@@ -142,11 +144,27 @@ class NoTerminalApprover:
         return "deny"
 
 
+def read_answer(prompt: str) -> str:
+    """Show ``prompt`` on stderr and read one line from stdin (``input()`` would write the
+    prompt to stdout, which belongs to the result).
+
+    Raises:
+        EOFError: at the end of input (the approver then denies).
+    """
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
 def choose_approver(mode: PermissionMode, *, interactive: bool) -> Approver:
-    """The approver of a command-line run: the terminal prompt in ``ask`` mode on a terminal,
-    a denial with a hint without one, allow-all otherwise (``auto`` never asks)."""
+    """The approver of a command-line run: the terminal prompt in ``ask`` mode on a terminal
+    (request and prompt on stderr), a denial with a hint without one, allow-all otherwise
+    (``auto`` never asks)."""
     if mode == "ask":
-        return TerminalApprover() if interactive else NoTerminalApprover()
+        return TerminalApprover(ask=read_answer) if interactive else NoTerminalApprover()
     return AllowAllApprover()
 
 
@@ -164,7 +182,11 @@ class LiveProgress:
     _task: TaskID | None = None
 
     def __enter__(self) -> LiveProgress:
-        if self.console.is_terminal:
+        return self
+
+    def _start(self) -> None:
+        # Started at the first snapshot, so an approval prompt before the run is not drawn over.
+        if self.console.is_terminal and self._progress is None:
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("[bold]{task.description}"),
@@ -177,7 +199,6 @@ class LiveProgress:
             )
             self._progress.start()
             self._task = self._progress.add_task("starting", total=None, calls=0, failures=0)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
@@ -185,6 +206,7 @@ class LiveProgress:
 
     def update(self, update: ScriptProgressUpdate) -> None:
         """Show a snapshot (called by the runner; never blocks)."""
+        self._start()
         if self._progress is None or self._task is None:
             return
         description = update.message or ("running" if update.status == "running" else "")
