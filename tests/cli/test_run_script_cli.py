@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.cli.cli_helpers import Ran, fleet_config, run_cli
+from tests.cli.cli_helpers import REPO, SAGENTS, Ran, fleet_config, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +199,16 @@ def test_a_usage_error_without_json_prints_the_message(tmp_path: Path, data_dir:
     ran = run_cli("run-script", "absent.py", cwd=tmp_path, data_dir=data_dir)
     assert ran.returncode == 2
     assert ran.stdout.startswith("run_script usage_error: cannot read the script 'absent.py'")
+
+
+def test_the_fleet_example_runs_with_its_own_config(tmp_path: Path, data_dir: Path) -> None:
+    venv_bin = str(SAGENTS.parent)  # an active virtual environment: `python` has sagents
+    ran = run_cli(
+        "run-script", "examples/fleet/fleet_report.py", "--config",
+        "examples/fleet/mcp_servers.json", "--mode", "auto", "--workspace", str(tmp_path),
+        cwd=REPO, data_dir=data_dir, env={"PATH": f"{venv_bin}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    first, second, *_ = ran.stdout.splitlines()
+    assert first.startswith("run_script ok: 501 calls, 0 failed, ")
+    assert second.startswith("500 devices: ")
