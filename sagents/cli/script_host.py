@@ -13,6 +13,7 @@ background hand-off here.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -53,7 +54,12 @@ from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.session import NOT_FROM_SCRIPTS
 from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
+from sagents.script.values import (
+    ScriptHandle,
+    ScriptProgressUpdate,
+    ScriptRequest,
+    ScriptRunResult,
+)
 from sagents.tool.context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 
@@ -243,6 +249,15 @@ async def script_launcher(
         yield SandboxLauncher(sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S)
 
 
+async def _cancel_on_signal(handle: ScriptHandle, scope: anyio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM cancels the run cleanly (its tree killed, status ``cancelled``)."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            logger.warning("%s: cancelling the run", signal.Signals(signum).name)
+            handle.cancel()
+            return
+
+
 async def run_script_code(
     *,
     code: str,
@@ -339,7 +354,12 @@ async def run_with_manager(
                 on_progress=on_progress,
                 session_id=CLI_SESSION_ID,
             )
-            return await runner.run(request)
+            async with runner, anyio.create_task_group() as tg:
+                handle = await runner.start(request)
+                tg.start_soon(_cancel_on_signal, handle, tg.cancel_scope)
+                result = await handle.wait()
+                tg.cancel_scope.cancel()
+            return result
     except SandboxError as error:
         note = f"the sandbox could not start: {error}"
         logger.error("%s", note)

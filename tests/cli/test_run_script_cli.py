@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.cli.cli_helpers import REPO, Ran, fleet_config, run_cli
+from tests.cli.cli_helpers import CLI_TIMEOUT_S, REPO, SAGENTS, Ran, fleet_config, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +214,31 @@ def test_the_fleet_example_runs_with_its_own_config(tmp_path: Path, data_dir: Pa
     first, second, *_ = ran.stdout.splitlines()
     assert first.startswith("run_script ok: 501 calls, 0 failed, ")
     assert second.startswith("500 devices: ")
+
+
+def test_json_ctrl_c_cancels_the_run_and_kills_the_script(tmp_path: Path, data_dir: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / "ready")
+    script = _script(tmp_path, "open('ready', 'w').write('x')\nimport time\ntime.sleep(600)\n")
+    argv = [str(SAGENTS), "run-script", str(script), "--workspace", str(ws), "--json"]
+    env = {**os.environ, "SAGENTS_DATA_DIR": str(data_dir)}
+    pipe = subprocess.PIPE
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, env=env, cwd=tmp_path, text=True
+    )
+    try:
+        ready = threading.Thread(target=lambda: (ws / "ready").read_text(), daemon=True)
+        ready.start()
+        ready.join(timeout=CLI_TIMEOUT_S)  # the script is running once it wrote to the FIFO
+        assert not ready.is_alive(), "the script never started"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    out = Ran(returncode=process.returncode, stdout=stdout, stderr=stderr).json()
+    assert (out["status"], process.returncode) == ("cancelled", 1)
+    assert "its processes were killed" in out["output"]
+    assert "SIGINT" in stderr
