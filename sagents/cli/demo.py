@@ -40,6 +40,7 @@ async def run_demo(workspace: Path, audit: SqliteAuditStore) -> dict[str, Any]:
             on_progress=live.update,
         )
     out = result.to_dict()
+    out["script_id"] = out["script_id"] or None  # no run (sandbox_error)
     out["records_path"] = str(workspace / result.records_dir) if result.records_dir else None
     out["audit"] = None
     for entry in await audit.entries(kind="gateway_call", limit=20):

@@ -139,6 +139,7 @@ def run_script(
                 on_progress=live.update,
             )
         out = result.to_dict()
+        out["script_id"] = out["script_id"] or None  # no run (sandbox_error)
         if isinstance(approver, NoTerminalApprover) and approver.asked:
             out["hint"] = (
                 f"--mode ask needs a terminal to approve {', '.join(approver.asked)}; "

@@ -154,6 +154,7 @@ def test_json_a_missing_bubblewrap_is_a_sandbox_error(tmp_path: Path, data_dir: 
     out = ran.json()
     assert (out["status"], ran.returncode) == ("sandbox_error", 1)
     assert "bubblewrap" in out["output"]
+    assert out["script_id"] is None
 
 
 def test_json_a_bad_config_names_file_and_key(tmp_path: Path, data_dir: Path) -> None:
