@@ -1,8 +1,11 @@
-"""Benchmark: MCPSupervisor.call_tool against the SDK's own client, same server, same run.
+"""Benchmark: ToolManager.run_tool and MCPSupervisor.call_tool against the SDK's own client.
 
 Prints calls/s and p50/p99 latency (ms) of ``echo`` over stdio (tests/mcp/servers/fault_server.py)
 and over Streamable HTTP (npm server-everything, installed by scripts/setup-peers.sh), at
-concurrency 1 and 8, and the ratio sagents/SDK (1.0 = as fast as the bare SDK client).
+concurrency 1 and 8, for three paths to the same server in the same run: the bare SDK client
+(the baseline), ``MCPSupervisor.call_tool`` and ``ToolManager.run_tool`` (argument validation,
+timeout, progress binding and the result boundary on top), with each path's ratio to the SDK
+(1.0 = as fast as the bare SDK client).
 
 Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 400]
 """
@@ -23,6 +26,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters
 
 from sagents.mcp import MCPSupervisor, ServerSettings, StreamableHttpServerParameters
+from sagents.tool import ToolManager
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULT = ROOT / "tests" / "mcp" / "servers" / "fault_server.py"
@@ -56,43 +60,51 @@ async def measure(call: Call, total: int, concurrency: int) -> tuple[float, floa
     return total / elapsed, statistics.median(latencies) * 1000, p99 * 1000
 
 
-def report(
-    transport: str,
-    concurrency: int,
-    ours: tuple[float, float, float],
-    sdk: tuple[float, float, float],
-) -> None:
-    print(
-        f"{transport:<6} c={concurrency}  "
-        f"sagents {ours[0]:7.0f}/s p50 {ours[1]:6.2f} ms p99 {ours[2]:6.2f} ms"
-        f" | sdk {sdk[0]:7.0f}/s p50 {sdk[1]:6.2f} ms p99 {sdk[2]:6.2f} ms"
-        f" | ratio {ours[0] / sdk[0]:.2f}"
-    )
+Figures = tuple[float, float, float]
+
+
+def report(transport: str, concurrency: int, sdk: Figures, **paths: Figures) -> None:
+    """Print one line per path: calls/s, p50 and p99 ms, and the ratio of calls/s to the SDK's."""
+    rows = {"sdk": sdk, **paths}
+    for name, (rate, p50, p99) in rows.items():
+        print(
+            f"{transport:<6} c={concurrency}  {name:<11} {rate:7.0f} calls/s"
+            f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {rate / sdk[0]:.2f}"
+        )
 
 
 async def bench_case(transport: str, sdk_target: object, params: object, total: int) -> None:
-    settings = ServerSettings(connect_timeout=60.0, max_concurrency=8)
+    args = {"text": "x"} if transport == "stdio" else {"message": "x"}
     with tempfile.TemporaryDirectory() as logs:
-        async with MCPSupervisor(log_dir=Path(logs)) as sup, Client(sdk_target) as client:  # type: ignore[arg-type]
+        settings = ServerSettings(connect_timeout=60.0, max_concurrency=8, log_dir=Path(logs))
+        async with (
+            MCPSupervisor(log_dir=Path(logs)) as sup,
+            ToolManager() as manager,
+            Client(sdk_target) as client,  # type: ignore[arg-type]
+        ):
             await sup.add_server("bench", params, settings)  # type: ignore[arg-type]
+            await manager.register_mcp_server("bench", params, settings)  # type: ignore[arg-type]
 
-            async def ours() -> object:
-                result = await sup.call_tool(
-                    "bench", "echo", {"text": "x"} if transport == "stdio" else {"message": "x"}
-                )
+            async def supervisor() -> object:
+                result = await sup.call_tool("bench", "echo", args)
+                assert not result.is_error, result
+                return result
+
+            async def run_tool() -> object:
+                result = await manager.run_tool("bench__echo", args)
                 assert not result.is_error, result
                 return result
 
             async def sdk() -> object:
-                args = {"text": "x"} if transport == "stdio" else {"message": "x"}
                 return await client.call_tool("echo", args)
 
             for concurrency in (1, 8):
                 report(
                     transport,
                     concurrency,
-                    await measure(ours, total, concurrency),
                     await measure(sdk, total, concurrency),
+                    supervisor=await measure(supervisor, total, concurrency),
+                    run_tool=await measure(run_tool, total, concurrency),
                 )
 
 

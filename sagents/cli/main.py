@@ -43,6 +43,11 @@ from sagents.cli import run_script as _run_script_module  # noqa: E402
 app.command("run-script")(_run_script_module.run_script)
 app.command("demo")(_demo_module.demo)
 
+from sagents.cli import tools as _tools_module  # noqa: E402
+
+app.command("tools")(_tools_module.tools_command)
+app.command("call")(_tools_module.call_command)
+
 
 def main() -> None:
     """Run the ``sagents`` command."""

@@ -61,7 +61,8 @@ class ServerConnection:
         params: Where the server is.
         settings: Timeouts, concurrency, permission overrides.
         log_path: The stdio server's stderr log file.
-        on_tools_changed: Awaited after a re-listing changed the server's specs.
+        on_tools_changed: Awaited after a listing changed the server's specs (the first
+            listing included).
     """
 
     def __init__(
@@ -359,7 +360,7 @@ class ServerConnection:
                     break
                 seen.add(cursor)
         changed = self._apply_listing(tools, session.protocol_version)
-        if changed and self._listed_once and self._on_tools_changed is not None:
+        if changed and self._on_tools_changed is not None:
             await self._on_tools_changed(self.name, self._specs)
         self._listed_once = True
 

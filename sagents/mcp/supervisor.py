@@ -79,9 +79,9 @@ class MCPSupervisor:
     Args:
         log_dir: Where stdio servers' stderr goes (``<log_dir>/<server>.log``); a server's
             ``ServerSettings.log_dir`` wins. Default: :func:`default_log_dir`.
-        on_tools_changed: Awaited with ``(server, specs)`` when a server's tools change after
-            its first listing (``notifications/tools/list_changed``, or a restart that lists
-            other tools), so that a registry can refresh.
+        on_tools_changed: Awaited with ``(server, specs)`` whenever a listing changes a
+            server's tools: the first listing, ``notifications/tools/list_changed``, or a
+            restart that lists other tools; so that a registry can refresh.
 
     Use ``async with MCPSupervisor() as sup:``, or call methods directly and end with
     ``await sup.aclose()`` (asyncio only in that case).

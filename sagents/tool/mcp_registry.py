@@ -65,7 +65,17 @@ class MCPRegistry:
         wait: bool = True,
     ) -> list[str]:
         """Connect to a server and register its tools; see ``ToolManager.register_mcp_server``."""
-        specs = await self.supervisor.add_server(name, params, settings, wait=wait)
+        if not wait:
+            # The first listing arrives later, through _tools_changed, which needs the name.
+            self._tools.setdefault(name, [])
+        try:
+            specs = await self.supervisor.add_server(name, params, settings, wait=wait)
+        except BaseException:
+            if not wait:
+                self._tools.pop(name, None)
+            raise
+        if not wait:
+            return []
         try:
             return self._install(name, specs, strict=True)
         except ToolNameConflictError:

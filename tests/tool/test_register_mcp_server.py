@@ -7,7 +7,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from sagents.core.events import ToolProgressEvent
-from sagents.errors import ToolNameConflictError, UnknownToolError
+from sagents.errors import ToolDefinitionError, ToolNameConflictError, UnknownToolError
 from sagents.mcp import ServerSettings
 from sagents.progress import ProgressHub
 from sagents.tool import SessionContext, ToolManager
@@ -163,3 +163,53 @@ async def test_an_in_process_mcpserver_object_is_a_builtin_server(
     async with ToolManager() as manager:
         assert await manager.register_mcp_server("calc", server, settings) == ["calc__double"]
         assert (await manager.run_tool("calc__double", {"x": 21})).structured == {"result": 42}
+
+
+async def test_register_mcp_servers_skips_a_taken_tool_name_and_keeps_the_rest(
+    settings: ServerSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with ToolManager() as manager:
+
+        def fault__add(a: int, b: int) -> int:
+            return a - b
+
+        manager.register_tool(fault__add)
+        statuses = await manager.register_mcp_servers({"fault": (build_server(set()), settings)})
+        assert statuses["fault"].state == "ready"
+        assert "fault__echo" in manager.list_all_tools_name()
+        assert (await manager.run_tool("fault__add", {"a": 5, "b": 3})).structured == {"result": 2}
+        assert "'fault__add' is not registered" in caplog.text
+
+
+async def test_register_mcp_servers_refuses_an_ambiguous_name_before_starting_any(
+    settings: ServerSettings,
+) -> None:
+    async with ToolManager() as manager:
+        with pytest.raises(ToolDefinitionError):
+            await manager.register_mcp_servers(
+                {
+                    "good": (build_server(set()), settings),
+                    "bad__name": (build_server(set()), settings),
+                }
+            )
+        assert manager.mcp_server_statuses() == []
+
+
+async def test_without_waiting_the_tools_arrive_when_the_server_is_ready(
+    settings: ServerSettings,
+) -> None:
+    arrived = anyio.Event()
+
+    async def on_change(server: str, names: list[str]) -> None:
+        if "fault__add" in names:
+            arrived.set()
+
+    async with ToolManager() as manager:
+        manager.on_mcp_tools_changed(on_change)
+        assert (
+            await manager.register_mcp_server("fault", build_server(set()), settings, wait=False)
+            == []
+        )
+        with anyio.fail_after(10):
+            await arrived.wait()
+        assert (await manager.run_tool("fault__add", {"a": 1, "b": 2})).structured == {"sum": 3}

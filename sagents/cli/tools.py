@@ -1,0 +1,267 @@
+"""``sagents tools`` and ``sagents call``: list the configured tools, call one (issue 3, §5).
+
+Both read the configuration file (docs/configuration.md) given by ``--config``, else the
+environment variable ``SAGENTS_CONFIG``, else ``./sagents.json``; start every enabled server
+side by side (:func:`sagents.config.tools.build_tool_manager`), do their work and close the
+servers again.
+
+Exit codes: 0 success; 1 the called tool returned an error result; 2 a usage error (a bad or
+missing configuration file, ``--args`` that is not a JSON object, an unknown tool). Errors go to
+stderr; stdout carries only what was asked for (Rich tables on a terminal, plain tab-separated
+lines when piped, JSON with ``--json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sagents.config import SagentsConfig, load_config
+from sagents.config.tools import build_tool_manager
+from sagents.core.result import ToolResult
+from sagents.errors import ConfigError, UnknownToolError
+from sagents.mcp import ServerStatus
+from sagents.tool.tool_manager import ToolManager
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_CONFIG",
+    "call_command",
+    "config_path",
+    "result_to_json",
+    "tools_command",
+    "tools_listing",
+]
+
+CONFIG_ENV = "SAGENTS_CONFIG"
+DEFAULT_CONFIG = Path("sagents.json")
+
+T = TypeVar("T")
+
+_ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help=f"The configuration file. Default: ${CONFIG_ENV}, else ./{DEFAULT_CONFIG}.",
+    ),
+]
+_JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def config_path(given: Path | None) -> Path:
+    """The file to read: ``given``, else ``$SAGENTS_CONFIG``, else ``./sagents.json``."""
+    if given is not None:
+        return given
+    from_env = os.environ.get(CONFIG_ENV, "").strip()
+    return Path(from_env) if from_env else DEFAULT_CONFIG
+
+
+def _load(given: Path | None) -> SagentsConfig:
+    path = config_path(given)
+    try:
+        return load_config(path)
+    except ConfigError as error:
+        typer.echo(f"error: {error.message}", err=True)
+        if given is None and not path.exists():
+            typer.echo(f"hint: pass --config FILE or set ${CONFIG_ENV}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _with_manager(config: SagentsConfig, work: Callable[[ToolManager], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with await build_tool_manager(config) as manager:
+            return await work(manager)
+
+    return anyio.run(main)
+
+
+# -- sagents tools -------------------------------------------------------------------------------
+
+
+def tools_listing(manager: ToolManager) -> dict[str, Any]:
+    """The JSON of ``sagents tools --json``.
+
+    Returns:
+        ``{"tools": [{"name", "exported_name", "server", "permission", "status",
+        "description"}], "servers": [{"name", "state", "transport", "protocol_version",
+        "last_error", "tools", "withheld": [{"name", "reason"}]}]}``; ``server`` and
+        ``status`` are None for a tool of no MCP server.
+    """
+    states = {s.name: s.state for s in manager.mcp_server_statuses()}
+    exported = {t["function"]["name"]: t["function"] for t in manager.get_openai_tools()}
+    by_registered = {manager.resolve_exported_name(n): n for n in exported}
+    tools = []
+    for spec in manager.list_specs():
+        server = spec.source.server
+        tools.append(
+            {
+                "name": spec.name,
+                "exported_name": by_registered.get(spec.name),
+                "server": server,
+                "permission": spec.permission,
+                "status": states.get(server) if server else None,
+                "description": spec.summary,
+            }
+        )
+    return {"tools": tools, "servers": [_server_json(s) for s in manager.mcp_server_statuses()]}
+
+
+def _server_json(status: ServerStatus) -> dict[str, Any]:
+    return {
+        "name": status.name,
+        "state": status.state,
+        "transport": status.transport,
+        "protocol_version": status.protocol_version,
+        "last_error": status.last_error,
+        "tools": list(status.tools),
+        "withheld": [{"name": w.name, "reason": w.reason} for w in status.withheld],
+    }
+
+
+def tools_command(config: _ConfigOption = None, as_json: _JsonOption = False) -> None:
+    """List every tool with its server, permission class and the server's status."""
+    loaded = _load(config)
+
+    async def work(manager: ToolManager) -> dict[str, Any]:
+        return tools_listing(manager)
+
+    listing = _with_manager(loaded, work)
+    if as_json:
+        typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        return
+    console = Console()
+    if console.is_terminal:
+        _print_rich(console, listing)
+    else:
+        _print_plain(listing)
+
+
+def _print_rich(console: Console, listing: dict[str, Any]) -> None:
+    table = Table(title="Tools")
+    for column in ("tool", "server", "permission", "status", "description"):
+        table.add_column(column)
+    for tool in listing["tools"]:
+        table.add_row(
+            tool["name"],
+            tool["server"] or "-",
+            tool["permission"],
+            tool["status"] or "-",
+            tool["description"],
+        )
+    console.print(table)
+    servers = Table(title="Servers")
+    for column in ("server", "state", "transport", "tools", "problems"):
+        servers.add_column(column)
+    for server in listing["servers"]:
+        servers.add_row(
+            server["name"],
+            server["state"],
+            server["transport"],
+            str(len(server["tools"])),
+            "\n".join(_problems(server)),
+        )
+    console.print(servers)
+
+
+def _print_plain(listing: dict[str, Any]) -> None:
+    for tool in listing["tools"]:
+        fields = (tool["name"], tool["server"] or "-", tool["permission"], tool["status"] or "-")
+        typer.echo("\t".join(fields))
+    for server in listing["servers"]:
+        for problem in _problems(server):
+            typer.echo(f"# {server['name']}: {problem}")
+
+
+def _problems(server: dict[str, Any]) -> list[str]:
+    problems = []
+    if server["state"] != "ready":
+        problems.append(f"{server['state']}: {server['last_error'] or 'no error recorded'}")
+    problems.extend(f"withheld {w['name']}: {w['reason']}" for w in server["withheld"])
+    return problems
+
+
+# -- sagents call --------------------------------------------------------------------------------
+
+
+def result_to_json(result: ToolResult) -> dict[str, Any]:
+    """A ToolResult as JSON: ``{"content": [...], "structured", "is_error", "error", "meta"}``.
+
+    Content blocks keep their dataclass fields (``type``, ``text``, ``data``, ``mime_type``...).
+    """
+    value: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(result), default=dict))
+    return value
+
+
+def _parse_args(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        typer.echo(
+            f"error: --args is not valid JSON (line {error.lineno}, column {error.colno}: "
+            f"{error.msg})",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    if not isinstance(value, dict):
+        typer.echo(
+            f"error: --args must be a JSON object, not {type(value).__name__}: {text}", err=True
+        )
+        raise typer.Exit(2)
+    return value
+
+
+def _unknown(manager: ToolManager, name: str) -> str:
+    message = f"unknown tool {name!r}"
+    server = name.split("__", 1)[0] if "__" in name else None
+    for status in manager.mcp_server_statuses():
+        if status.name == server and status.state != "ready":
+            return f"{message}: server {server!r} is {status.state}: {status.last_error}"
+    names = manager.list_all_tools_name()
+    return f"{message}; known tools: {', '.join(names) if names else 'none'}"
+
+
+def call_command(
+    name: Annotated[str, typer.Argument(help="The tool's registered or exported name.")],
+    args: Annotated[
+        str | None, typer.Option("--args", "-a", help="The arguments, a JSON object.")
+    ] = None,
+    config: _ConfigOption = None,
+    as_json: _JsonOption = False,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Seconds for the call.")
+    ] = None,
+) -> None:
+    """Call one tool and print its result (exit code 1 when the result is an error)."""
+    arguments = _parse_args(args)
+    loaded = _load(config)
+
+    async def work(manager: ToolManager) -> ToolResult | str:
+        if not manager.has_tool(name):
+            try:
+                manager.resolve_exported_name(name)
+            except UnknownToolError:
+                return _unknown(manager, name)
+        return await manager.run_tool(name, arguments, timeout=timeout)
+
+    outcome = _with_manager(loaded, work)
+    if isinstance(outcome, str):
+        typer.echo(f"error: {outcome}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(result_to_json(outcome), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(outcome.to_tool_message())
+    if outcome.is_error:
+        raise typer.Exit(1)
