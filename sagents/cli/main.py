@@ -37,6 +37,12 @@ from sagents.cli import serve as _serve_module  # noqa: E402  (registers after t
 
 app.command("serve")(_serve_module.serve)
 
+from sagents.cli import demo as _demo_module  # noqa: E402
+from sagents.cli import run_script as _run_script_module  # noqa: E402
+
+app.command("run-script")(_run_script_module.run_script)
+app.command("demo")(_demo_module.demo)
+
 from sagents.cli import tools as _tools_module  # noqa: E402
 
 app.command("tools")(_tools_module.tools_command)

@@ -48,11 +48,12 @@ class MCPServerConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ScriptsSettings:
-    """run_script limits: calls per script, calls at once, seconds per script."""
+    """run_script limits: calls per script, calls at once, seconds per script, output bytes."""
 
     max_calls: int = 2000
     max_parallel: int = 4
     timeout_sec: float = 1800.0
+    max_output_bytes: int = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +167,7 @@ def parse_config(
             max_calls=model.scripts.max_calls,
             max_parallel=model.scripts.max_parallel,
             timeout_sec=model.scripts.timeout_sec,
+            max_output_bytes=model.scripts.max_output_bytes,
         ),
         background_calls=BackgroundCallsSettings(
             auto_after_sec=model.background_calls.auto_after_sec

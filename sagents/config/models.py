@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from sagents.core.permissions import PermissionClass
 
@@ -58,11 +58,21 @@ class ServerEntryParams(_Strict):
 
 
 class ScriptsParams(_Strict):
-    """``scripts``: run_script limits (seed design: 2000 calls, 4 at once, 30 minutes)."""
+    """``scripts``: run_script limits (seed design: 2000 calls, 4 at once, 30 minutes).
+
+    ``maxConcurrency`` (the run_script spelling, docs/run_script.md) and ``maxParallel`` are the
+    same setting.
+    """
 
     max_calls: int = Field(default=2000, alias="maxCalls", ge=1)
-    max_parallel: int = Field(default=4, alias="maxParallel", ge=1)
+    max_parallel: int = Field(
+        default=4,
+        alias="maxParallel",
+        validation_alias=AliasChoices("maxParallel", "maxConcurrency", "max_parallel"),
+        ge=1,
+    )
     timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
+    max_output_bytes: int = Field(default=32 * 1024 * 1024, alias="maxOutputBytes", gt=0)
 
 
 class BackgroundCallsParams(_Strict):

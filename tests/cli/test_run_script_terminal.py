@@ -1,0 +1,93 @@
+"""``sagents run-script`` on a terminal (a pseudo-terminal): the approval prompt and the live
+progress bar go to the terminal, the model-facing text to stdout."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import time
+from pathlib import Path
+
+from tests.cli.cli_helpers import CLI_TIMEOUT_S, SAGENTS, fleet_config
+
+SCRIPT = """\
+from agent_tools import call, call_many, progress
+rows = call_many("fleet__get_device_status", [{"sn": f"SN{i:04d}"} for i in range(20)])
+progress(len(rows), 20, "queried")
+print(call("fleet__set_device_config", {"sn": "SN0001", "key": "k", "value": "v"}))
+"""
+PROMPT = b"allow once / deny [a/d]: "
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float) -> None:
+    """Read the terminal until ``needle`` appears (bounded by ``deadline``)."""
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {needle!r} on the terminal:\n{seen.decode(errors='replace')}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the other side closed
+                chunk = b""
+            assert chunk, f"terminal closed before {needle!r}:\n{seen.decode(errors='replace')}"
+            seen += chunk
+
+
+def _drain(fd: int, seen: bytearray) -> None:
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        seen += chunk
+
+
+def _run_on_terminal(tmp_path: Path, answer: bytes) -> tuple[int, str, str]:
+    config = fleet_config(tmp_path / "fleet.json")
+    script = tmp_path / "s.py"
+    script.write_text(SCRIPT)
+    leader, follower = pty.openpty()
+    env = {**os.environ, "SAGENTS_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "120"}
+    argv = [str(SAGENTS), "run-script", str(script), "--config", str(config), "--mode", "ask",
+            "--tools", "fleet__set_device_config", "--workspace", str(tmp_path / "ws")]  # fmt: skip
+    process = subprocess.Popen(
+        argv, stdin=follower, stderr=follower, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    )
+    os.close(follower)
+    seen = bytearray()
+    try:
+        deadline = time.monotonic() + CLI_TIMEOUT_S
+        _read_until(leader, PROMPT, seen, deadline)
+        assert b"fleet__set_device_config" in seen
+        os.write(leader, answer)
+        stdout, _ = process.communicate(timeout=CLI_TIMEOUT_S)
+        _drain(leader, seen)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(leader)
+    return process.returncode, stdout.decode(), seen.decode(errors="replace")
+
+
+def test_ask_mode_on_a_terminal_prompts_and_allow_once_runs_the_script(tmp_path: Path) -> None:
+    code, text, terminal = _run_on_terminal(tmp_path, b"a\n")
+    assert code == 0, text + terminal
+    assert text.startswith("run_script ok: 21 calls, 0 failed, ")
+    assert "SN0001: k set to 'v'" in text
+    assert PROMPT.decode() not in text  # the prompt is on the terminal, not in the result
+    assert "21 calls, 0 failed" in terminal  # the live bar's last state
+    assert "20/20" in terminal
+
+
+def test_ask_mode_on_a_terminal_deny_rejects_the_run(tmp_path: Path) -> None:
+    code, text, terminal = _run_on_terminal(tmp_path, b"d\n")
+    assert code == 1, text + terminal
+    assert text.startswith("run_script rejected: ")
+    assert "denied" in text
+    assert not list((tmp_path / "ws").glob(".agent/scripts/*"))  # nothing ran

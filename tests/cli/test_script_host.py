@@ -1,0 +1,96 @@
+"""The command line's run_script host, in process: approvers, the progress bar, limits."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from sagents.cli.run_script import exit_code_of
+from sagents.cli.script_host import (
+    LiveProgress,
+    NoTerminalApprover,
+    choose_approver,
+    failure_object,
+    limits_of,
+)
+from sagents.config import parse_config
+from sagents.script import AllowAllApprover, ApprovalRequest, TerminalApprover
+from sagents.script.values import ScriptProgressUpdate
+
+
+def _update(**changes: object) -> ScriptProgressUpdate:
+    values: dict[str, object] = {
+        "script_id": "s", "tool_call_id": None, "calls": 0, "failures": 0, "done": None,
+        "total": None, "message": None, "elapsed_s": 0.0, "status": "running",
+    }  # fmt: skip
+    values.update(changes)
+    return ScriptProgressUpdate(**values)  # type: ignore[arg-type]
+
+
+def test_ask_mode_on_a_terminal_asks_on_the_terminal() -> None:
+    assert isinstance(choose_approver("ask", interactive=True), TerminalApprover)
+
+
+def test_ask_mode_without_a_terminal_denies() -> None:
+    assert isinstance(choose_approver("ask", interactive=False), NoTerminalApprover)
+
+
+def test_auto_mode_allows() -> None:
+    assert isinstance(choose_approver("auto", interactive=False), AllowAllApprover)
+
+
+@pytest.mark.anyio
+async def test_the_no_terminal_approver_denies_and_remembers_the_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    approver = NoTerminalApprover()
+    request = ApprovalRequest(tools=("fleet__set_device_config",), script="pass", description="")
+    assert await approver.approve(request) == "deny"
+    assert approver.asked == ("fleet__set_device_config",)
+    assert "--mode auto" in caplog.text
+
+
+def test_the_progress_bar_shows_calls_failures_and_the_scripts_total() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    with LiveProgress(console=console) as live:
+        live.update(_update(calls=42, failures=3, done=40, total=500, message="querying"))
+    text = out.getvalue()
+    assert "42 calls, 3 failed" in text
+    assert "40/500" in text
+    assert "querying" in text
+
+
+def test_the_progress_bar_is_silent_off_a_terminal() -> None:
+    out = io.StringIO()
+    with LiveProgress(console=Console(file=out, force_terminal=False)) as live:
+        live.update(_update(calls=1))
+    assert out.getvalue() == ""
+
+
+def test_limits_come_from_the_scripts_section_in_either_concurrency_spelling() -> None:
+    config = parse_config(
+        {"scripts": {"maxCalls": 10, "maxConcurrency": 2, "timeoutSec": 5, "maxOutputBytes": 99}}
+    )
+    limits = limits_of(config)
+    assert (limits.max_calls, limits.max_concurrency) == (10, 2)
+    assert (limits.timeout_s, limits.max_output_bytes) == (5.0, 99)
+    assert limits_of(parse_config({"scripts": {"maxParallel": 3}})).max_concurrency == 3
+
+
+def test_a_failure_object_has_the_keys_of_a_run() -> None:
+    out = failure_object("usage_error", "no file", hint="give one")
+    assert out["status"] == "usage_error"
+    assert out["output"] == "run_script usage_error: no file"
+    assert (out["calls"], out["failed"], out["exit_code"], out["hint"]) == (0, 0, None, "give one")
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [("ok", 0), ("error", 1), ("timeout", 1), ("rejected", 1), ("config_error", 2),
+     ("usage_error", 2)],
+)  # fmt: skip
+def test_only_ok_exits_0(status: str, code: int) -> None:
+    assert exit_code_of(status) == code
