@@ -52,8 +52,8 @@ from sagents.script.policy import (
 from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
-from sagents.script.session import NOT_FROM_SCRIPTS
-from sagents.script.settings import ScriptLimits
+from sagents.script.session import script_callable_specs
+from sagents.script.settings import ScriptLimits, script_limits
 from sagents.script.values import (
     ScriptHandle,
     ScriptProgressUpdate,
@@ -120,13 +120,7 @@ def failure_object(status: CliStatus, message: str, *, hint: str | None = None) 
 
 def limits_of(config: SagentsConfig) -> ScriptLimits:
     """The run limits of a config's ``scripts`` section."""
-    scripts = config.scripts
-    return ScriptLimits(
-        max_calls=scripts.max_calls,
-        max_concurrency=scripts.max_parallel,
-        timeout_s=scripts.timeout_sec,
-        max_output_bytes=scripts.max_output_bytes,
-    )
+    return script_limits(config)
 
 
 @dataclass(kw_only=True)
@@ -327,11 +321,7 @@ async def run_with_manager(
     session = SessionContext(
         session_id=CLI_SESSION_ID, workspace=str(workspace), permission_mode=mode
     )
-    specs = [  # as RunScriptTool.callable_specs: MCP tools only
-        spec
-        for spec in manager.list_specs()
-        if spec.source.kind == "mcp" and spec.name not in NOT_FROM_SCRIPTS
-    ]
+    specs = script_callable_specs(manager.list_specs())
 
     async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
         return await manager.run_tool(name, arguments, session)

@@ -50,13 +50,14 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
-from sagents.gateway.scripts import GatewayScripts, script_limits
+from sagents.gateway.scripts import GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.progress.hub import ProgressHub
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession

@@ -26,7 +26,6 @@ import anyio
 import anyio.abc
 
 from sagents.audit.store import SqliteAuditStore, default_data_dir
-from sagents.config.loader import SagentsConfig
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
@@ -41,18 +40,7 @@ from sagents.script.settings import ScriptLimits
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 
-__all__ = ["GatewayScripts", "script_limits"]
-
-
-def script_limits(config: SagentsConfig) -> ScriptLimits:
-    """The run limits of a config's ``scripts`` section."""
-    scripts = config.scripts
-    return ScriptLimits(
-        max_calls=scripts.max_calls,
-        max_concurrency=scripts.max_parallel,
-        timeout_s=scripts.timeout_sec,
-        max_output_bytes=getattr(scripts, "max_output_bytes", 32 * 1024 * 1024),  # TEMP
-    )
+__all__ = ["GatewayScripts"]
 
 
 class GatewayScripts:

@@ -12,7 +12,7 @@ delivered) to the hub as ``script.progress`` events.
 A run still going after ``background_after_s`` (``backgroundCalls.autoAfterSec``) is handed off:
 the caller gets a handle text at once; when it ends, a ``background.done`` event carries the
 model-facing text to the session. :attr:`RunScriptTool.background` is the gateway's
-:class:`~sagents.gateway.background.BackgroundRegistry` (``script_status``/``script_cancel``).
+:class:`~sagents.tool.background.BackgroundRegistry` (``script_status``/``script_cancel``).
 Cancelling a run (the caller's cancellation, or ``cancel``) stops it cleanly: status
 ``cancelled``, records closed, one audit entry. At start-up (``async with``), runs a previous
 process left ``running`` in the workspace are marked ``aborted`` and reported failed with a
@@ -42,7 +42,6 @@ from sagents.core.events import BackgroundDoneEvent, BackgroundStatus, ScriptPro
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SandboxError
-from sagents.gateway.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.progress.hub import ProgressHub, default_hub
 from sagents.progress.throttle import ScriptProgressThrottle
 from sagents.sandbox.local import LocalSandbox
@@ -56,6 +55,7 @@ from sagents.script.runtime import ScriptRuntime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
+from sagents.tool.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.provider import ToolProvider

@@ -14,9 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sagents.config.loader import SagentsConfig
 from sagents.errors import ConfigError
 
-__all__ = ["ScriptLimits", "ScriptsParams"]
+__all__ = ["ScriptLimits", "ScriptsParams", "script_limits"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,3 +80,14 @@ class ScriptsParams(BaseModel):
             first = error.errors()[0]
             key = ".".join(str(part) for part in ("scripts", *first["loc"]))
             raise ConfigError(first["msg"], file=file, key=key) from None
+
+
+def script_limits(config: SagentsConfig) -> ScriptLimits:
+    """The run limits of a loaded config's ``scripts`` section."""
+    scripts = config.scripts
+    return ScriptLimits(
+        max_calls=scripts.max_calls,
+        max_concurrency=scripts.max_parallel,
+        timeout_s=scripts.timeout_sec,
+        max_output_bytes=scripts.max_output_bytes,
+    )

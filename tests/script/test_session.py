@@ -113,7 +113,7 @@ class Fleet:
 
 @tool
 def local_echo(text: str) -> str:
-    """Echo a text (a local tool: never callable from scripts)."""
+    """Echo a text (a local write tool: callable from scripts only when listed)."""
     return text
 
 
@@ -171,9 +171,8 @@ async def test_run_script_is_offered_only_with_mcp_tools(setup: Setup) -> None:
     run_script = setup.tool()
     assert run_script.should_offer()
     names = sorted(spec.name for spec in run_script.callable_specs())
-    assert names == ["fleet__block", "fleet__get", "fleet__set"]
+    assert names == ["fleet__block", "fleet__get", "fleet__set", "local_echo"]  # issue 5 §1
     assert "fleet__get" in run_script.spec().description
-    assert "local_echo" not in run_script.spec().description
     async with ToolManager() as only_local:
         only_local.register_tool(local_echo)
         bare = RunScriptTool(
