@@ -22,6 +22,18 @@ from sagents.gateway.seams import ScriptProgressLike, ToolProgressLike
 
 __all__ = ["ProgressForwarder"]
 
+# MCP spec 2025-06-18, "Logging": the RFC 5424 levels, least severe first.
+_LOG_LEVELS: tuple[mt.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
 
 class ProgressForwarder:
     """Turns a call's events into ``notifications/progress`` for the request's token.
@@ -33,8 +45,11 @@ class ProgressForwarder:
     2026-07-28 ones only when the request opted in to logs, as the SDK enforces).
     """
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+    def __init__(
+        self, ctx: ServerRequestContext[Any, Any], *, log_level: mt.LoggingLevel = "debug"
+    ) -> None:
         self._ctx = ctx
+        self._min_log = _LOG_LEVELS.index(log_level)
         meta: Mapping[str, Any] = ctx.meta or {}
         self._has_token = meta.get("progress_token", meta.get("progressToken")) is not None
         self._last = 0.0
@@ -86,6 +101,8 @@ class ProgressForwarder:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             level: mt.LoggingLevel = "warning" if stream == "stderr" else "info"
+            if _LOG_LEVELS.index(level) < self._min_log:
+                return  # below the level the client set with logging/setLevel
             await self._ctx.session.send_log_message(
                 level, text, logger="tool_progress", related_request_id=self._ctx.request_id
             )

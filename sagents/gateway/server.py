@@ -100,6 +100,7 @@ class _ClientSession:
     profile: Profile | None
     mode: PermissionMode
     granted: set[str] = field(default_factory=set)
+    log_level: mt.LoggingLevel = "debug"
 
 
 class Gateway:
@@ -152,18 +153,23 @@ class Gateway:
         self._tasks = BackgroundTasks()
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.server: Server[Any] = Server(
-            name,
-            version=__version__,
-            instructions=(
-                "sagents gateway: the tools of the configured MCP servers, run_script and skills, "
-                "with permissions and live progress."
-            ),
-            on_list_tools=self._on_list_tools,
-            on_call_tool=self._on_call_tool,
-            on_list_resources=self._on_list_resources,
-            on_read_resource=self._on_read_resource,
-        )
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
+            # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = Server(
+                name,
+                version=__version__,
+                instructions=(
+                    "sagents gateway: the tools of the configured MCP servers, run_script and "
+                    "skills, with permissions and live progress."
+                ),
+                on_list_tools=self._on_list_tools,
+                on_call_tool=self._on_call_tool,
+                on_list_resources=self._on_list_resources,
+                on_read_resource=self._on_read_resource,
+                on_set_logging_level=self._on_set_logging_level,
+            )
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -254,6 +260,13 @@ class Gateway:
             if is_offered(spec, session.mode, session.profile):
                 specs[spec.name] = spec
         return specs
+
+    async def _on_set_logging_level(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
+    ) -> mt.EmptyResult:
+        """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
+        self._session_for(ctx).log_level = params.level
+        return mt.EmptyResult()
 
     # tools/list --------------------------------------------------------------------------------
 
@@ -370,7 +383,7 @@ class Gateway:
             finally:
                 CLIENT_ASKER.reset(token)
 
-        forwarder = ProgressForwarder(ctx)
+        forwarder = ProgressForwarder(ctx, log_level=session.log_level)
         events: MemoryObjectReceiveStream[object] | None = None
         stop = anyio.Event()
         try:

@@ -39,6 +39,7 @@ SERVE = [sys.executable, "-c", "from sagents.cli.main import main; main()", "ser
 # Scenarios that pass today and must keep passing (see docs/gateway.md for the others).
 PASSING = {
     "server-initialize",
+    "logging-set-level",
     "ping",
     "tools-list",
     "tools-call-simple-text",
@@ -48,6 +49,7 @@ PASSING = {
     "tools-call-mixed-content",
     "tools-call-error",
     "tools-call-with-progress",
+    "tools-call-with-logging",
     "server-sse-multiple-streams",
     "resources-list",
     "dns-rebinding-protection",

@@ -12,6 +12,7 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
@@ -183,6 +184,27 @@ async def test_tool_progress_without_a_token_goes_out_as_log_messages() -> None:
     assert [(log.level, log.data, log.logger) for log in logs] == [
         ("warning", "oops", "tool_progress")
     ]
+
+
+async def test_log_messages_below_the_level_set_by_the_client_are_not_sent() -> None:
+    provider = FakeProvider(
+        script_events=[FakeToolProgress(tool_call_id="x", text="oops", stream="stderr")]
+    )
+    logs: list[mt.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: mt.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async with (
+        running(provider) as gateway,
+        Client(gateway.server, mode="legacy", logging_callback=on_log) as client,
+    ):
+        with anyio.fail_after(10):
+            with pytest.warns(MCPDeprecationWarning):  # deprecated from 2026-07-28
+                await client.session.set_logging_level("error")
+            await client.call_tool("fleet__progress", {})
+            await client.list_tools()
+    assert logs == []  # the text is a "warning", below "error"
 
 
 @pytest.mark.parametrize("era", ERAS)
