@@ -83,6 +83,7 @@ class SagentsConfig:
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
         skills: The skill directories.
         local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
+        builtin_tools: Names of the built-in shell and file tools to offer (gateway).
         source: The file it came from, if any.
     """
 
@@ -93,6 +94,7 @@ class SagentsConfig:
     sandbox: Mapping[str, Any] = field(default_factory=dict)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     local_tools: tuple[str, ...] = ()
+    builtin_tools: tuple[str, ...] = ()
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -177,6 +179,7 @@ def parse_config(
             directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories)
         ),
         local_tools=tuple(model.local_tools.modules),
+        builtin_tools=tuple(model.builtin_tools.enabled),
         source=source,
     )
 

@@ -94,6 +94,12 @@ class LocalToolsParams(_Strict):
     modules: list[str] = Field(default_factory=list)
 
 
+class BuiltinToolsParams(_Strict):
+    """``builtinTools``: the built-in shell and file tools the gateway offers (none by default)."""
+
+    enabled: list[str] = Field(default_factory=list)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -116,6 +122,9 @@ class ConfigFileParams(BaseModel):
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
     skills: SkillsParams = Field(default_factory=SkillsParams)
     local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")
+    builtin_tools: BuiltinToolsParams = Field(
+        default_factory=BuiltinToolsParams, alias="builtinTools"
+    )
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

@@ -63,6 +63,7 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
+from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools, single_sandbox
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -181,6 +182,7 @@ class ConfiguredGateway(Gateway):
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts(proxy)
             self._provider.scripts = self._scripts
+            self._register_builtins(manager)
             await super().__aenter__()
         except BaseException:
             try:
@@ -191,6 +193,30 @@ class ConfiguredGateway(Gateway):
                     await manager.aclose()
             raise
         return self
+
+    def _register_builtins(self, manager: ToolManager) -> None:
+        """The built-in shell and file tools the config enables (``builtinTools.enabled``), on
+        the sessions' sandbox; none where bubblewrap is unavailable (with a warning)."""
+        names = self.config.builtin_tools
+        if not names:
+            return
+        if self._scripts is None:
+            logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
+            return
+        unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
+        if unknown:
+            raise ConfigError(
+                f"unknown built-in tool {unknown[0]!r}",
+                file=_file(self.config),
+                key="builtinTools.enabled",
+                hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
+            )
+        try:
+            register_builtin_tools(manager, single_sandbox(self._scripts.sandbox), names=names)
+        except ToolNameConflictError as error:
+            raise ConfigError(
+                error.message, file=_file(self.config), key="builtinTools.enabled"
+            ) from error
 
     async def _start_scripts(self, proxy: ToolProxy) -> GatewayScripts | None:
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""

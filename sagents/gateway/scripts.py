@@ -108,6 +108,17 @@ class GatewayScripts:
             self._tg = None
             self._sandbox = None
 
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sessions' sandbox (the gateway's built-in tools run there too).
+
+        Raises:
+            RuntimeError: before entering.
+        """
+        if self._sandbox is None:
+            raise RuntimeError("enter GatewayScripts (async with) first")
+        return self._sandbox
+
     def spec(self, specs: list[ToolSpec], mode: PermissionMode) -> ToolSpec | None:
         """run_script's spec for tools ``specs``, or None when no MCP tool makes it worth it.
 

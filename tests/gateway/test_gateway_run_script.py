@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
+from sagents.errors import ConfigError
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from tests.gateway.test_configured import text_of, write_config
@@ -100,3 +101,38 @@ async def test_a_destructive_tool_named_in_tools_rejects_the_run(
     assert result.is_error is True
     assert "fault__die" in text
     assert "never" not in text
+
+
+async def test_the_built_in_tools_the_config_enables_run_in_the_sandbox(tmp_path: Path) -> None:
+    enabled = ["file_write", "file_read", "execute_shell_command"]
+    config = write_config(tmp_path, builtinTools={"enabled": enabled})
+    workspace = tmp_path / "ws"
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=workspace
+    )
+    async with ConfiguredGateway(settings) as gateway:
+        with anyio.fail_after(60):
+            async with Client(gateway.server, mode="legacy") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                wrote = await client.call_tool("file_write", {"path": "n.txt", "content": "hi\n"})
+                read = await client.call_tool("file_read", {"path": "n.txt"})
+                shell = await client.call_tool(
+                    "execute_shell_command", {"command": "cat n.txt"}
+                )
+    assert set(enabled) <= names
+    assert "file_update" not in names
+    assert wrote.is_error is False, text_of(wrote)
+    assert (workspace / "n.txt").read_text() == "hi\n"
+    assert "hi" in text_of(read)
+    assert "hi" in text_of(shell)
+    assert shell.is_error is False
+
+
+async def test_an_unknown_built_in_tool_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path, builtinTools={"enabled": ["rm_rf"]})
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    with pytest.raises(ConfigError, match=r"builtinTools\.enabled"):
+        async with ConfiguredGateway(settings):
+            pass
