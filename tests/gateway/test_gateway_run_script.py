@@ -116,9 +116,7 @@ async def test_the_built_in_tools_the_config_enables_run_in_the_sandbox(tmp_path
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 wrote = await client.call_tool("file_write", {"path": "n.txt", "content": "hi\n"})
                 read = await client.call_tool("file_read", {"path": "n.txt"})
-                shell = await client.call_tool(
-                    "execute_shell_command", {"command": "cat n.txt"}
-                )
+                shell = await client.call_tool("execute_shell_command", {"command": "cat n.txt"})
     assert set(enabled) <= names
     assert "file_update" not in names
     assert wrote.is_error is False, text_of(wrote)
