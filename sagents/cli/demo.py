@@ -73,8 +73,10 @@ def demo(
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     else:
         lines = [str(out["output"]).rstrip("\n"), ""]
-        lines.append(f"records: {out.get('records_path')}")
-        lines.append(f"audit:   {json.dumps(out.get('audit'), ensure_ascii=False)}")
+        if out.get("records_path"):  # none when the run never started (e.g. no bubblewrap)
+            lines.append(f"records: {out['records_path']}")
+        if out.get("audit"):
+            lines.append(f"audit:   {json.dumps(out['audit'], ensure_ascii=False)}")
         sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     raise typer.Exit(exit_code_of(out["status"]))

@@ -8,7 +8,8 @@ servers again.
 Exit codes: 0 success; 1 the called tool returned an error result; 2 a usage error (a bad or
 missing configuration file, ``--args`` that is not a JSON object, an unknown tool). Errors go to
 stderr; stdout carries only what was asked for (Rich tables on a terminal, plain tab-separated
-lines when piped, JSON with ``--json``).
+lines when piped, JSON with ``--json``). With ``--json`` an exit-2 error is also printed on stdout
+as one object, ``{"is_error": true, "error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
@@ -66,15 +67,29 @@ def config_path(given: Path | None) -> Path:
     return Path(from_env) if from_env else DEFAULT_CONFIG
 
 
-def _load(given: Path | None) -> SagentsConfig:
+def _fail(message: str, code: str, as_json: bool) -> typer.Exit:
+    """Print a usage/config error (stderr; with ``--json`` also one JSON object on stdout).
+
+    The JSON has the shape of a failed result: ``{"is_error": true, "error": {"code",
+    "message"}}``, ``code`` one of ``usage_error``, ``config_error``, ``unknown_tool``.
+    Returns the exit (code 2) for the caller to raise.
+    """
+    typer.echo(f"error: {message}", err=True)
+    if as_json:
+        error = {"code": code, "message": message}
+        typer.echo(json.dumps({"is_error": True, "error": error}, ensure_ascii=False))
+    return typer.Exit(2)
+
+
+def _load(given: Path | None, as_json: bool = False) -> SagentsConfig:
     path = config_path(given)
     try:
         return load_config(path)
     except ConfigError as error:
-        typer.echo(f"error: {error.message}", err=True)
+        exit_ = _fail(error.message, "config_error", as_json)
         if given is None and not path.exists():
             typer.echo(f"hint: pass --config FILE or set ${CONFIG_ENV}", err=True)
-        raise typer.Exit(2) from None
+        raise exit_ from None
 
 
 def _with_manager(config: SagentsConfig, work: Callable[[ToolManager], Awaitable[T]]) -> T:
@@ -130,7 +145,7 @@ def _server_json(status: ServerStatus) -> dict[str, Any]:
 
 def tools_command(config: _ConfigOption = None, as_json: _JsonOption = False) -> None:
     """List every tool with its server, permission class and the server's status."""
-    loaded = _load(config)
+    loaded = _load(config, as_json)
 
     async def work(manager: ToolManager) -> dict[str, Any]:
         return tools_listing(manager)
@@ -202,23 +217,19 @@ def result_to_json(result: ToolResult) -> dict[str, Any]:
     return value
 
 
-def _parse_args(text: str | None) -> dict[str, Any]:
+def _parse_args(text: str | None, as_json: bool) -> dict[str, Any]:
     if text is None:
         return {}
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        typer.echo(
-            f"error: --args is not valid JSON (line {error.lineno}, column {error.colno}: "
-            f"{error.msg})",
-            err=True,
+        message = (
+            f"--args is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
         )
-        raise typer.Exit(2) from None
+        raise _fail(message, "usage_error", as_json) from None
     if not isinstance(value, dict):
-        typer.echo(
-            f"error: --args must be a JSON object, not {type(value).__name__}: {text}", err=True
-        )
-        raise typer.Exit(2)
+        message = f"--args must be a JSON object, not {type(value).__name__}: {text}"
+        raise _fail(message, "usage_error", as_json)
     return value
 
 
@@ -244,8 +255,8 @@ def call_command(
     ] = None,
 ) -> None:
     """Call one tool and print its result (exit code 1 when the result is an error)."""
-    arguments = _parse_args(args)
-    loaded = _load(config)
+    arguments = _parse_args(args, as_json)
+    loaded = _load(config, as_json)
 
     async def work(manager: ToolManager) -> ToolResult | str:
         if not manager.has_tool(name):
@@ -257,8 +268,7 @@ def call_command(
 
     outcome = _with_manager(loaded, work)
     if isinstance(outcome, str):
-        typer.echo(f"error: {outcome}", err=True)
-        raise typer.Exit(2)
+        raise _fail(outcome, "unknown_tool", as_json)
     if as_json:
         typer.echo(json.dumps(result_to_json(outcome), indent=2, ensure_ascii=False))
     else:

@@ -26,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import anyio
 import mcp_types as mt
@@ -215,7 +216,10 @@ class Gateway:
         """Serve one client over this process's stdin/stdout until it closes them."""
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
+        from sagents.gateway.stdin_lines import BoundedLines
+
+        stdin = cast("anyio.AsyncFile[str]", BoundedLines(sys.stdin.buffer))  # one line is capped
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.initialization_options())
 
     # Sessions -------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def plan_script(
     if problems:
         raise ScriptRejectedError(
             "run_script rejected: " + "; ".join(problems),
-            hint="remove these tools from 'tools' and call them directly, outside the script",
+            hint="remove these tools from 'tools'",
             details={
                 "tools": [
                     n

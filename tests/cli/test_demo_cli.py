@@ -63,3 +63,17 @@ def test_the_fleet_example_uses_the_bundled_script_and_server() -> None:
     assert (fleet / "fleet_report.py").read_text() == FLEET_SCRIPT.read_text()
     config = json.loads((fleet / "mcp_servers.json").read_text())
     assert config["mcpServers"]["fleet"]["args"] == ["-m", "sagents.demo.fleet_server"]
+
+
+def test_the_demo_without_bubblewrap_says_so_and_prints_no_empty_records(tmp_path: Path) -> None:
+    no_bwrap = tmp_path / "bin"
+    no_bwrap.mkdir()
+    ran = run_cli(
+        "demo", "--workspace", str(tmp_path / "ws"), cwd=tmp_path, data_dir=tmp_path / "data",
+        env={"PATH": str(no_bwrap)},
+    )  # fmt: skip
+    assert ran.returncode == 1
+    assert ran.stdout.startswith("run_script sandbox_error: ")
+    assert "apt-get install bubblewrap" in ran.stdout
+    assert "None" not in ran.stdout
+    assert "null" not in ran.stdout

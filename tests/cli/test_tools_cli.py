@@ -177,3 +177,31 @@ def test_the_installed_command_exits_1_for_an_error_result(fault_config: Path) -
     )
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("Error (reported by the tool)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["call", "x__y", "--args", "{not json", "--json"], "usage_error"),
+        (["call", "x__y", "--args", "[1]", "--json"], "usage_error"),
+        (["call", "x__y", "--json"], "config_error"),
+        (["tools", "--json"], "config_error"),
+    ],
+)
+def test_json_mode_prints_one_json_error_object_for_usage_and_config_errors(
+    tmp_path: Path, argv: list[str], code: str
+) -> None:
+    result = runner.invoke(app, [*argv, "--config", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2
+    value = json.loads(result.stdout)
+    assert value["is_error"] is True
+    assert value["error"]["code"] == code
+    assert value["error"]["message"] in result.stderr
+
+
+def test_json_mode_prints_a_json_error_for_an_unknown_tool(fault_config: Path) -> None:
+    result = runner.invoke(app, ["call", "fault__nope", "-c", str(fault_config), "--json"])
+    assert result.exit_code == 2
+    value = json.loads(result.stdout)
+    assert value["error"]["code"] == "unknown_tool"
+    assert "fault__add" in value["error"]["message"]

@@ -99,3 +99,17 @@ async def test_the_terminal_approver_denies_at_end_of_input() -> None:
 
     approver = TerminalApprover(console=Console(file=io.StringIO()), ask=ask)
     assert await approver.approve(REQUEST) == "deny"
+
+
+def test_rejecting_an_unknown_tool_does_not_tell_the_model_to_call_it_directly() -> None:
+    with pytest.raises(ScriptRejectedError) as caught:
+        plan_script(SPECS, ["missing"], "auto")
+    assert "directly" not in f"{caught.value.message} {caught.value.hint}"
+    assert caught.value.hint == "remove these tools from 'tools'"
+
+
+def test_rejecting_a_destructive_tool_says_call_it_directly_once() -> None:
+    with pytest.raises(ScriptRejectedError) as caught:
+        plan_script(SPECS, ["fleet__reboot"], "auto")
+    text = f"{caught.value.message} {caught.value.hint}"
+    assert text.count("directly") == 1
