@@ -16,6 +16,7 @@ from sagents.core.permissions import PermissionClass
 
 __all__ = [
     "BackgroundCallsParams",
+    "BuiltinToolsParams",
     "ConfigFileParams",
     "LocalToolsParams",
     "SandboxParams",
