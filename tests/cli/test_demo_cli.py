@@ -60,6 +60,7 @@ def test_the_demo_needs_no_configuration_file() -> None:
 
 def test_the_fleet_example_uses_the_bundled_script_and_server() -> None:
     fleet = REPO / "examples" / "fleet"
+    assert (fleet / "fleet_report.py").resolve() == FLEET_SCRIPT.resolve()  # one copy, linked
     assert (fleet / "fleet_report.py").read_text() == FLEET_SCRIPT.read_text()
     config = json.loads((fleet / "mcp_servers.json").read_text())
     assert config["mcpServers"]["fleet"]["args"] == ["-m", "sagents.demo.fleet_server"]
