@@ -54,12 +54,34 @@ from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "CallContextFactory",
+    "ToolManager",
+    "call_timeout",
+    "get_tool_manager",
+]
 
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
 
 logger = logging.getLogger(__name__)
+
+
+def call_timeout(timeout: float | None, spec: ToolSpec) -> float:
+    """The timeout of one call, in seconds: decided here and nowhere else.
+
+    The per-call ``timeout`` if given, else the tool's own setting (``spec.timeout``; for an MCP
+    tool its server's ``call_timeout``, ``math.inf`` for none), else
+    :data:`DEFAULT_TOOL_TIMEOUT`. Layers below ``run_tool`` receive the result in
+    ``ToolCall.timeout`` and apply no default of their own.
+    """
+    if timeout is not None:
+        return timeout
+    if spec.timeout is not None:
+        return spec.timeout
+    return DEFAULT_TOOL_TIMEOUT
+
 
 T = TypeVar("T")
 Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
@@ -317,9 +339,11 @@ class ToolManager:
             session_context: The calling session; a fresh default ``SessionContext`` if None.
             tool_call_id: The model's id of this call (handed to the handler, and the id of
                 its progress events); a fresh ``call_<hex>`` id when None.
-            timeout: Seconds before the call gives a ``timeout`` error result;
-                :data:`DEFAULT_TOOL_TIMEOUT` if None. A sync tool's worker thread cannot be
-                stopped: it is abandoned and finishes in the background.
+            timeout: Seconds before the call gives a ``timeout`` error result; if None, the
+                tool's own ``ToolSpec.timeout`` (an MCP tool: its server's ``call_timeout``),
+                else :data:`DEFAULT_TOOL_TIMEOUT` (see :func:`call_timeout`). A sync tool's
+                worker thread cannot be stopped: it is abandoned and finishes in the
+                background.
             strict: The model saw the strict export: ``null`` for an optional parameter means
                 "absent" (see :mod:`sagents.tool.arguments`).
 
@@ -332,15 +356,16 @@ class ToolManager:
             ValueError: for a ``timeout`` that is not a positive number (a programming error).
             The caller's cancellation exception: cancellation is never turned into a result.
         """
-        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
-        if math.isnan(limit) or limit <= 0:
+        if timeout is not None and (math.isnan(timeout) or timeout <= 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         context = session_context if session_context is not None else SessionContext()
         registered = name
+        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
         try:
             self._check_open()
             entry = self._find(name)
             registered = entry.spec.name
+            limit = call_timeout(timeout, entry.spec)
             arguments = parse_arguments(registered, args)
             arguments = entry.validator.validate(registered, arguments, strict=strict)
             call = ToolCall(
