@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import listen
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -35,6 +35,7 @@ from sagents.mcp.params import ServerParams, describe_params
 from sagents.mcp.session import ToolListFilter, open_session
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
+from sagents.mcp.stdio import StdioProcess
 
 __all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
 
@@ -89,6 +90,8 @@ class ServerConnection:
         self._scope: anyio.CancelScope | None = None
         self._session: ClientSession | None = None
         self._pid: int | None = None
+        self._process: StdioProcess | None = None
+        self._exit_code: int | None = None
         self._attempts = 0
         self._consecutive_failures = 0
         self._last_error: str | None = None
@@ -133,6 +136,8 @@ class ServerConnection:
             withheld=self._withheld,
             restarts=max(0, self._attempts - 1),
             pid=self._pid if self._state == "ready" else None,
+            exit_code=self._exit_code,
+            log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
         )
 
     async def wait_started(self) -> ServerState:
@@ -265,6 +270,7 @@ class ServerConnection:
                         log_path=self.log_path,
                         message_handler=self._message_handler,
                         on_end=self._on_end,
+                        on_process=self._on_process,
                     )
                     connect_scope.deadline = math.inf
                     session = opened.session
@@ -286,6 +292,7 @@ class ServerConnection:
             self._last_error = (
                 f"no answer to the handshake within {self.settings.connect_timeout} s"
             )
+        self._explain_exit()
         if self._last_error:
             logger.warning("MCP server %r failed: %s", self.name, self._last_error)
         self._abort_calls()
@@ -293,6 +300,30 @@ class ServerConnection:
         self._pid = None
         self._consecutive_failures += 1
         self._set_state("failed")
+
+    def _on_process(self, process: StdioProcess) -> None:
+        self._process = process
+        self._exit_code = None
+
+    def _explain_exit(self) -> None:
+        """Add a stdio server's own exit (status, last stderr lines, log) to the last error."""
+        process, self._process = self._process, None
+        if process is None or not process.hung_up or self._closing:
+            return
+        code = process.returncode
+        self._exit_code = code
+        if code is None:
+            how = "closed its stdout"
+        elif code < 0:
+            how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        tail = process.stderr_tail()
+        stderr = (" | ".join(tail)) if tail else "(nothing)"
+        self._last_error = (
+            f"the server {how}: {self._last_error or 'the connection ended'}; "
+            f"last stderr lines: {stderr}; log: {str(process.log_path)!r}"
+        )
 
     def _wants_listen(self, session: ClientSession) -> bool:
         caps = session.server_capabilities

@@ -37,6 +37,9 @@ class ServerStatus:
         withheld: Tools not offered, with reasons.
         restarts: How many times the server was (re)started after the first start.
         pid: The stdio server's process id while it runs.
+        exit_code: How the stdio server's last run ended, once it ended by itself: its exit
+            status, or minus the signal that ended it (as :attr:`subprocess.Popen.returncode`).
+        log_path: The stdio server's stderr log, or None for other transports.
     """
 
     name: str
@@ -50,3 +53,5 @@ class ServerStatus:
     withheld: tuple[WithheldTool, ...] = ()
     restarts: int = 0
     pid: int | None = None
+    exit_code: int | None = None
+    log_path: str | None = None

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
@@ -45,6 +45,8 @@ STDIN_CLOSE_GRACE = 1.0  # seconds a server gets to exit after its stdin closes
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL to the process group
 _REAP_TIMEOUT = 2.0  # seconds for the event loop to observe the leader's death after SIGKILL
 _POLL = 0.01  # seconds between returncode checks
+STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
+STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
 
 # The one process-wide mutable state of this module, on purpose: process groups of servers that
 # are running now, killed by the atexit hook below if the interpreter exits before they close.
@@ -59,10 +61,21 @@ def _kill_live_groups() -> None:  # pragma: no cover - runs at interpreter exit
 
 
 class StdioProcess:
-    """What a caller may know about a running stdio server: its pid (also its process group)."""
+    """What a caller may know about a stdio server: its pid (also its process group), whether
+    it hung up by itself, its exit status once reaped, and where its stderr went.
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    Attributes:
+        log_path: The file its stderr is appended to.
+        log_offset: Where this run's stderr starts in that file (bytes).
+        hung_up: True when the server closed its stdout before the transport was closed (it
+            exited or crashed by itself).
+    """
+
+    def __init__(self, process: anyio.abc.Process, *, log_path: Path, log_offset: int) -> None:
         self._process = process
+        self.log_path = log_path
+        self.log_offset = log_offset
+        self.hung_up = False
 
     @property
     def pid(self) -> int:
@@ -73,6 +86,18 @@ class StdioProcess:
     def returncode(self) -> int | None:
         """The exit status, or None while the leader runs."""
         return self._process.returncode
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
+        """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self.log_offset)
+                data = log.read()[-STDERR_TAIL_BYTES:]
+        except OSError:
+            return []
+        text = data.decode("utf-8", errors="replace")
+        kept = [line for line in text.splitlines() if line and not line.startswith("[sagents]")]
+        return kept[-lines:]
 
 
 def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
@@ -88,7 +113,10 @@ def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
 
 @asynccontextmanager
 async def open_stdio_transport(
-    params: StdioServerParameters, *, log_path: Path
+    params: StdioServerParameters,
+    *,
+    log_path: Path,
+    on_start: Callable[[StdioProcess], None] | None = None,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -104,12 +132,15 @@ async def open_stdio_transport(
         params: Command, arguments, environment (merged over the SDK's safe default
             environment) and working directory.
         log_path: File the server's stderr is appended to (created with its parents).
+        on_start: Called with the process as soon as it runs, so that a caller can report its
+            exit status and stderr even when the handshake fails.
 
     Raises:
         OSError: the command cannot be started (not found, not executable).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")
+    log_offset = log.tell()
     try:
         process = await anyio.open_process(
             [params.command, *params.args],
@@ -122,6 +153,10 @@ async def open_stdio_transport(
         log.close()
         raise
     _LIVE_GROUPS.add(process.pid)
+    handle = StdioProcess(process, log_path=log_path, log_offset=log_offset)
+    closing = False
+    if on_start is not None:
+        on_start(handle)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -140,6 +175,8 @@ async def open_stdio_transport(
                         message = _parse_line(line, log)
                         if message is not None:
                             await read_send.send(message)
+            if not closing:
+                handle.hung_up = True
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -156,8 +193,9 @@ async def open_stdio_transport(
             tg.start_soon(read_stdout)
             tg.start_soon(write_stdin)
             try:
-                yield read_recv, write_send, StdioProcess(process)
+                yield read_recv, write_send, handle
             finally:
+                closing = True
                 with anyio.CancelScope(shield=True):
                     await write_send.aclose()
                     await _stop(process)

@@ -68,7 +68,15 @@ _TRANSPORT_ERRORS = (
 
 
 def default_log_dir() -> Path:
-    """``$XDG_STATE_HOME/sagents/mcp`` (``~/.local/state/sagents/mcp``): stdio servers' stderr."""
+    """Where stdio servers' stderr logs go by default (``<server>.log`` in it).
+
+    ``$SAGENTS_DATA_DIR/logs/mcp`` when ``SAGENTS_DATA_DIR`` is set (the directory of the audit
+    store and run records), else ``$XDG_STATE_HOME/sagents/mcp``, else
+    ``~/.local/state/sagents/mcp`` (XDG Base Directory Specification, "state" data).
+    """
+    data = os.environ.get("SAGENTS_DATA_DIR")
+    if data:
+        return Path(data).expanduser() / "logs" / "mcp"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "sagents" / "mcp"
 
