@@ -26,6 +26,7 @@ import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import listen
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.spec import ToolSpec
@@ -85,7 +86,10 @@ class ServerConnection:
         self._demand = anyio.Event()
         self._wake = anyio.Event()
         self._dead = False
+        self._suspect = False  # a call timed out: a ping decides whether the server is frozen
         self._relist = False
+        self._liveness_restarts = 0
+        self._restart_reason: str | None = None
         self._finished = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._session: ClientSession | None = None
@@ -137,6 +141,8 @@ class ServerConnection:
             restarts=max(0, self._attempts - 1),
             pid=self._pid if self._state == "ready" else None,
             exit_code=self._exit_code,
+            liveness_restarts=self._liveness_restarts,
+            last_restart_reason=self._restart_reason,
             log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
         )
 
@@ -154,7 +160,12 @@ class ServerConnection:
         """
         attempts_at_start = self._attempts
         while True:
-            if self._state == "ready" and self._session is not None and not self._dead:
+            if (
+                self._state == "ready"
+                and self._session is not None
+                and not self._dead
+                and not self._suspect
+            ):
                 return self._session
             if self._state == "closed":
                 raise self._unavailable("the server was closed")
@@ -169,8 +180,20 @@ class ServerConnection:
         if not self._dead:
             self._dead = True
             self._last_error = reason
+            self._restart_reason = reason
             self._wake.set()
         self._abort_calls()
+
+    def check_liveness(self) -> None:
+        """Ask the worker to ``ping`` the server now (a call timed out or was cancelled).
+
+        Until the server answers, new calls wait (at most ``ping_timeout``) instead of joining
+        a server that may be frozen; one that does not answer is restarted.
+        """
+        if self._dead or self._closing or self._state != "ready":
+            return
+        self._suspect = True
+        self._wake.set()
 
     @contextmanager
     def call_scope(self) -> Iterator[anyio.CancelScope]:
@@ -255,6 +278,7 @@ class ServerConnection:
 
     async def _connect_and_serve(self) -> None:
         self._dead = False
+        self._suspect = False
         self._relist = False
         self._wake = anyio.Event()
         # One scope around the whole connection: the deadline covers only the start, and the
@@ -359,11 +383,29 @@ class ServerConnection:
             logger.info("MCP server %r: tools subscription ended: %s", self.name, _describe(error))
 
     async def _serve(self, session: ClientSession) -> None:
+        interval = self.settings.ping_interval
         while True:
-            await self._wake.wait()
+            with anyio.move_on_after(math.inf if interval is None else interval):
+                await self._wake.wait()
+            woke = self._wake.is_set()
             self._wake = anyio.Event()
             if self._dead:
                 return
+            if self._suspect or (not woke and not self._call_scopes):
+                if not await self._answers_ping(session):
+                    self._liveness_restarts += 1
+                    self.mark_dead(
+                        f"no answer to ping within {self.settings.ping_timeout:g} s "
+                        "(the server is frozen); restarting it"
+                    )
+                    self._suspect = False
+                    self._demand.set()
+                    if self._process is not None:
+                        self._process.kill()  # frozen: a grace period would only be waited out
+                    return
+                if self._suspect:
+                    self._suspect = False
+                    self._set_state(self._state)  # wake the calls that waited for the verdict
             if self._relist:
                 self._relist = False
                 try:
@@ -372,6 +414,21 @@ class ServerConnection:
                     logger.warning(
                         "MCP server %r: refreshing tools failed: %s", self.name, _describe(error)
                     )
+
+    async def _answers_ping(self, session: ClientSession) -> bool:
+        """True when the server answers ``ping`` in time (an error answer counts: it lives)."""
+        with anyio.move_on_after(self.settings.ping_timeout):
+            try:
+                await session.send_ping()
+            except MCPError as error:
+                return error.code != types.CONNECTION_CLOSED
+            return True
+        logger.warning(
+            "MCP server %r did not answer ping within %g s",
+            self.name,
+            self.settings.ping_timeout,
+        )
+        return False
 
     async def _list_tools(self, session: ClientSession) -> None:
         """List every page (a cursor that repeats or is empty ends the walk) and rebuild specs."""

@@ -40,6 +40,9 @@ class ServerStatus:
         exit_code: How the stdio server's last run ended, once it ended by itself: its exit
             status, or minus the signal that ended it (as :attr:`subprocess.Popen.returncode`).
         log_path: The stdio server's stderr log, or None for other transports.
+        liveness_restarts: How many times the server was restarted because it did not answer
+            a liveness ``ping`` (frozen, deadlocked).
+        last_restart_reason: Why the connection was last lost (kept after the restart).
     """
 
     name: str
@@ -55,3 +58,5 @@ class ServerStatus:
     pid: int | None = None
     exit_code: int | None = None
     log_path: str | None = None
+    liveness_restarts: int = 0
+    last_restart_reason: str | None = None

@@ -87,6 +87,11 @@ class StdioProcess:
         """The exit status, or None while the leader runs."""
         return self._process.returncode
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group now (a frozen server gets no grace period)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
         try:

@@ -389,6 +389,10 @@ class MCPSupervisor:
                         raw = await session.call_tool(
                             tool, arguments, progress_callback=progress_callback
                         )
+                    except anyio.get_cancelled_exc_class():
+                        # Timed out or cancelled by the caller: is the server still there?
+                        connection.check_liveness()
+                        raise
                     except MCPError as error:
                         if _session_expired(error) and isinstance(
                             connection.params, StreamableHttpServerParameters
