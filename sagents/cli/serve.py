@@ -86,7 +86,9 @@ def resolve_settings(
 
 
 async def _run(settings: GatewaySettings) -> None:
-    async with build_gateway(settings) as gateway:
+    # Upstreams start in the background: initialize is answered at once, and each server's
+    # tools are announced (notifications/tools/list_changed) as it becomes ready.
+    async with build_gateway(settings, wait_for_servers=False) as gateway:
         if settings.transport == "stdio":
             await gateway.run_stdio()
             return

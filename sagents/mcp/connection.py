@@ -6,10 +6,11 @@ task send requests through the SDK session object, whose dispatcher correlates t
 registering in one task, calling from another and closing from a third never exits a cancel
 scope in a task that did not enter it.
 
-Life of a connection: ``connecting`` → ``ready`` (tools listed) → on death ``failed`` → the next
-call asks for a restart → ``restarting`` (after a backoff that doubles per consecutive failure)
-→ ``ready`` or ``failed``. ``notifications/tools/list_changed`` (and, on 2026-07-28, a
-``subscriptions/listen`` stream) makes the worker list the tools again.
+Life of a connection: ``connecting`` → ``ready`` (tools listed) → on death, or when it does not
+answer a liveness ``ping``, ``failed`` → after a backoff that doubles per consecutive failure,
+in the background → ``restarting`` → ``ready`` or ``failed``.
+``notifications/tools/list_changed`` (and, on 2026-07-28, a ``subscriptions/listen`` stream)
+makes the worker list the tools again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
+MIN_RETRY_DELAY = 0.1  # seconds: the floor of repeated retries, so a backoff of 0 cannot spin
 
 ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
 """``(server, specs)``, awaited by a connection's worker after a listing changed the tools."""
@@ -83,7 +85,6 @@ class ServerConnection:
         self._on_tools_changed = on_tools_changed
         self._state: ServerState = "connecting"
         self._changed = anyio.Event()
-        self._demand = anyio.Event()
         self._wake = anyio.Event()
         self._dead = False
         self._suspect = False  # a call timed out: a ping decides whether the server is frozen
@@ -152,6 +153,11 @@ class ServerConnection:
             await self._changed.wait()
         return self._state
 
+    async def wait_first_start(self) -> None:
+        """Wait until the first start attempt ended (however it ended)."""
+        while self._attempts == 0 or (self._attempts == 1 and self._state == "connecting"):
+            await self._changed.wait()
+
     async def ready_session(self) -> ClientSession:
         """Return the live session, restarting a failed server first (once, with backoff).
 
@@ -169,10 +175,8 @@ class ServerConnection:
                 return self._session
             if self._state == "closed":
                 raise self._unavailable("the server was closed")
-            if self._state == "failed":
-                if self._attempts > attempts_at_start:
-                    raise self._unavailable(f"restart failed: {self._last_error}")
-                self._demand.set()
+            if self._state == "failed" and self._attempts > attempts_at_start:
+                raise self._unavailable(f"restart failed: {self._last_error}")
             await self._changed.wait()
 
     def mark_dead(self, reason: str) -> None:
@@ -252,21 +256,26 @@ class ServerConnection:
                 task_status.started()
                 while True:
                     if self._attempts > 0:
-                        await self._demand.wait()
-                        self._demand = anyio.Event()
+                        # Retried in the background (not only when a call asks): a server
+                        # that failed its first start comes up by itself once it can.
+                        await anyio.sleep(self._backoff())
                         self._set_state("restarting")
-                        delay = min(
-                            self.settings.restart_backoff
-                            * 2 ** max(0, self._consecutive_failures - 1),
-                            self.settings.max_restart_backoff,
-                        )
-                        await anyio.sleep(delay)
                     self._attempts += 1
                     await self._connect_and_serve()
         finally:
             self._session = None
             self._set_state("closed")
             self._finished.set()
+
+    def _backoff(self) -> float:
+        """Seconds before the next start: ``restart_backoff`` doubled per consecutive failure
+        after the first (never below :data:`MIN_RETRY_DELAY` then), at most
+        ``max_restart_backoff``."""
+        failures = self._consecutive_failures
+        base = self.settings.restart_backoff
+        if failures > 1:
+            base = max(base, MIN_RETRY_DELAY) * 2 ** (failures - 1)
+        return min(base, self.settings.max_restart_backoff)
 
     async def _message_handler(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -399,7 +408,6 @@ class ServerConnection:
                         "(the server is frozen); restarting it"
                     )
                     self._suspect = False
-                    self._demand.set()
                     if self._process is not None:
                         self._process.kill()  # frozen: a grace period would only be waited out
                     return

@@ -9,7 +9,8 @@ __all__ = ["ServerState", "ServerStatus", "WithheldTool"]
 
 ServerState = Literal["connecting", "ready", "failed", "restarting", "closed"]
 """``connecting``: first start and handshake. ``ready``: tools listed, calls go through.
-``failed``: the last start failed or the server died; the next call restarts it (with backoff).
+``failed``: the last start failed, the server died or it did not answer a liveness ping; it is
+restarted in the background after a backoff (calls meanwhile wait for that restart).
 ``restarting``: a restart is under way. ``closed``: removed or the supervisor closed."""
 
 

@@ -458,7 +458,7 @@ class ToolManager:
         return await self._mcp_registry().register(name, params, settings, wait=wait)
 
     async def register_mcp_servers(
-        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:
         """Connect to several MCP servers side by side and register the tools of each.
 
@@ -469,6 +469,9 @@ class ToolManager:
 
         Args:
             servers: ``{name: (params, settings)}``, e.g. ``SagentsConfig.as_supervisor_input()``.
+            wait: False returns at once (every status ``connecting``); each server's tools are
+                registered as it becomes ready, and :meth:`on_mcp_tools_changed` listeners are
+                told. A server that fails is retried in the background with backoff.
 
         Returns:
             Each server's status after its first start attempt.
@@ -479,7 +482,7 @@ class ToolManager:
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        return await self._mcp_registry().register_many(servers)
+        return await self._mcp_registry().register_many(servers, wait=wait)
 
     async def unregister_mcp_server(self, name: str) -> list[str]:
         """Close an MCP server's connection and remove its tools; returns the removed names.
@@ -490,6 +493,15 @@ class ToolManager:
         if self._mcp is None:
             raise UnknownToolError(f"no MCP server named {name!r} is registered")
         return await self._mcp.unregister(name)
+
+    async def wait_mcp_servers(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound
+        """Wait until every registered MCP server's first start attempt ended (ready or
+        failed), at most ``timeout`` seconds.
+
+        Returns:
+            True when every server's first attempt ended in time (also with no servers).
+        """
+        return True if self._mcp is None else await self._mcp.supervisor.wait_started(timeout)
 
     def mcp_server_status(self, name: str) -> ServerStatus:
         """An MCP server's state (connecting, ready, failed, restarting), last error and
