@@ -12,7 +12,9 @@ process group when our interpreter exits, and after a clean exit of the wrapper 
   whether or not the leader already exited, every wait bounded and shielded (MCP spec
   2025-11-25, "Lifecycle / Shutdown");
 - keeps the process groups of live servers in a process-wide set that an ``atexit`` hook kills,
-  so that no server outlives the interpreter even when nobody closed it.
+  so that no server outlives the interpreter even when nobody closed it;
+- and tells them to a watchdog process (:mod:`sagents.mcp.watchdog`) that ends them when our
+  process dies without running any hook (``SIGKILL``, the OOM killer).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,7 +42,7 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-__all__ = ["StdioProcess", "open_stdio_transport"]
+__all__ = ["StdioProcess", "open_stdio_transport", "watchdog_pid"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +53,72 @@ _POLL = 0.01  # seconds between returncode checks
 STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
 STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
 
-# The one process-wide mutable state of this module, on purpose: process groups of servers that
-# are running now, killed by the atexit hook below if the interpreter exits before they close.
+# The process-wide mutable state of this module, on purpose: process groups of servers that
+# are running now, killed by the atexit hook below if the interpreter exits before they close,
+# and the pipe to the watchdog that kills them if the interpreter dies without exiting.
 _LIVE_GROUPS: set[int] = set()
+_WATCHDOG_SCRIPT = Path(__file__).with_name("watchdog.py")
+
+
+class _Watchdog:
+    """The pipe to this process's watchdog (started on first use, restarted if it died)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            for _ in range(2):
+                if self._process is None or self._process.poll() is not None:
+                    self._process = self._start()
+                    if self._process is None:
+                        return
+                    line = "".join(f"+ {pgid}\n" for pgid in _LIVE_GROUPS) + line
+                stdin = self._process.stdin
+                assert stdin is not None
+                try:
+                    stdin.write(line.encode())
+                    stdin.flush()
+                    return
+                except OSError:  # it died: start another one and tell it everything
+                    self._process = None
+
+    @staticmethod
+    def _start() -> subprocess.Popen[bytes] | None:
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_WATCHDOG_SCRIPT)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # not in our group: a signal to it does not reach it
+            )
+        except OSError as error:
+            logger.warning("no watchdog for stdio servers (%s): a SIGKILL may leak them", error)
+            return None
+
+    @property
+    def pid(self) -> int | None:
+        """The watchdog's pid while it runs."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def watch(self, pgid: int) -> None:
+        """Have the watchdog end group ``pgid`` if this process dies."""
+        self._send(f"+ {pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        """The group ended: the watchdog must not signal that number again."""
+        self._send(f"- {pgid}\n")
+
+
+_WATCHDOG = _Watchdog()
+
+
+def watchdog_pid() -> int | None:
+    """The pid of this process's stdio-server watchdog (:mod:`sagents.mcp.watchdog`), if any."""
+    return _WATCHDOG.pid
 
 
 @atexit.register
@@ -158,6 +226,7 @@ async def open_stdio_transport(
         log.close()
         raise
     _LIVE_GROUPS.add(process.pid)
+    _WATCHDOG.watch(process.pid)
     handle = StdioProcess(process, log_path=log_path, log_offset=log_offset)
     closing = False
     if on_start is not None:
@@ -207,6 +276,7 @@ async def open_stdio_transport(
                 tg.cancel_scope.cancel()
     finally:
         _LIVE_GROUPS.discard(process.pid)
+        _WATCHDOG.forget(process.pid)
         read_recv.close()
         log.close()
 

@@ -219,6 +219,7 @@ def main() -> None:
     if "ignore_sigterm" in modes:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     anyio.run(_serve, modes)
+    print("fault server stopped: its stdin closed", file=sys.stderr, flush=True)
     if "ignore_sigterm" in modes:
         while True:
             time.sleep(1000)
