@@ -42,6 +42,8 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from sagents.mcp.watchdog import group_alive
+
 __all__ = ["StdioProcess", "open_stdio_transport", "watchdog_pid"]
 
 logger = logging.getLogger(__name__)
@@ -291,16 +293,6 @@ async def _wait_exit(process: anyio.abc.Process, limit: float) -> bool:
     return False
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 async def _stop(process: anyio.abc.Process) -> None:
     """Close stdin, wait, then end the whole process group (even after the leader exited)."""
     assert process.stdin is not None
@@ -308,7 +300,7 @@ async def _stop(process: anyio.abc.Process) -> None:
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
     await _wait_exit(process, STDIN_CLOSE_GRACE)
-    if process.returncode is None or _group_alive(process.pid):
+    if process.returncode is None or group_alive(process.pid):
         await terminate_posix_process_tree(process, TERM_GRACE)
         if not await _wait_exit(process, _REAP_TIMEOUT):
             logger.warning("MCP server process %d survived SIGKILL; abandoning it", process.pid)

@@ -18,13 +18,14 @@ import os
 import signal
 import time
 
-__all__ = ["TERM_GRACE", "main"]
+__all__ = ["TERM_GRACE", "group_alive", "main"]
 
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL to the orphaned process groups
 _POLL = 0.02  # seconds between checks whether the groups are gone
 
 
-def _alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """True while process group ``pgid`` has a member (or one we may not signal)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -68,12 +69,12 @@ def main() -> None:
         *lines, pending = (pending + data).split(b"\n")
         for line in lines:
             _apply(line, groups)
-    groups = {pgid for pgid in groups if _alive(pgid)}
+    groups = {pgid for pgid in groups if group_alive(pgid)}
     _signal_all(groups, signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE
     while groups and time.monotonic() < deadline:
         time.sleep(_POLL)
-        groups = {pgid for pgid in groups if _alive(pgid)}
+        groups = {pgid for pgid in groups if group_alive(pgid)}
     _signal_all(groups, signal.SIGKILL)
 
 
