@@ -121,3 +121,33 @@ async def test_sagents_serve_closes_its_upstreams_in_order_on_a_signal(
     assert code == 0
     log = (data / "logs" / "mcp" / "f.log").read_text()
     assert "fault server stopped: its stdin closed" in log  # closed in order, not killed
+
+
+async def test_sagents_serve_answers_initialize_while_four_upstreams_are_still_starting(
+    tmp_path: Path,
+) -> None:
+    servers: dict[str, Any] = {}
+    for index in range(4):
+        gate = tmp_path / f"gate{index}"
+        os.mkfifo(gate)  # never opened for writing: these servers never get past their start
+        script = f'read line < "{gate}"; exec "{sys.executable}" "{FAULT}"'
+        servers[f"s{index}"] = {"command": "sh", "args": ["-c", script], "connectTimeout": 600}
+    config = tmp_path / "sagents.json"
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-c", CLI, "serve", "--config", str(config)]
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as serve:
+            assert serve.stdin is not None
+            assert serve.stdout is not None
+            await serve.stdin.send(_request("initialize", 1, init))
+            answer = json.loads(await read_line(BufferedByteReceiveStream(serve.stdout)))
+            serve.send_signal(signal.SIGTERM)
+            code = await serve.wait()
+    assert answer["result"]["serverInfo"]["name"] == "sagents"
+    assert code == 0
