@@ -126,6 +126,7 @@ class _StrictRewriter:
         self._keep: list[Any] = []  # keeps recorded nodes alive, so ids stay unique
         self._recursion: dict[str, bool] = {}
         self._ref_edges: dict[str, frozenset[str]] = {}
+        self._smallness: dict[str, bool] = {}  # ref -> its definition is cheap to copy
         self._nodes = 0  # rewrite() calls so far, against MAX_STRICT_NODES
         # Up to draft-07, keywords beside a $ref are ignored; from 2019-09 on they apply too.
         dialect = document.get("$schema")
@@ -193,19 +194,24 @@ class _StrictRewriter:
     def _ref(self, out: dict[str, Any], path: str) -> dict[str, Any]:
         """A ``$ref`` site. Strict mode accepts no keyword beside ``$ref`` (the ``openai``
         SDK's own strict helper inlines such refs), so a described ref to a small definition
-        without references of its own is inlined with its description; any other described
-        ref is wrapped as a one-member ``anyOf`` carrying the description, so that the
-        definition stays in ``$defs`` once (inlining definitions that hold described refs
-        themselves would grow exponentially)."""
+        (counting what its own refs point to) is inlined with its description; any other
+        described ref is wrapped as a one-member ``anyOf`` carrying the description, so that
+        the definition stays in ``$defs`` once (inlining definitions that hold described refs
+        themselves without a bound grows exponentially)."""
         ref, description = out["$ref"], out.get("description")
         if description is None:
             return {"$ref": ref}
         target = resolve_local_ref(self.document, ref)
-        if self._recursive(ref) or not _small_leaf(target):
+        if self._recursive(ref) or not self._small(ref, target):
             return {"anyOf": [{"$ref": ref}], "description": description}
         inlined = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
         inlined["description"] = description  # the site's words win over the definition's
         return self.rewrite(inlined, path)
+
+    def _small(self, ref: str, target: Any) -> bool:
+        if ref not in self._smallness:
+            self._smallness[ref] = _small(self.document, target)
+        return self._smallness[ref]
 
     def _recursive(self, ref: str) -> bool:
         """True when the definition ``ref`` points to can reach itself through ``$ref``s."""
@@ -374,16 +380,23 @@ def _on_cycles(
     return result
 
 
-def _small_leaf(target: Any) -> bool:
-    """A definition cheap to copy: no ``$ref`` inside, at most a few dozen nodes."""
+def _small(document: Mapping[str, Any], target: Any) -> bool:
+    """A definition cheap to copy: at most :data:`_MAX_INLINED_NODES` nodes, counting what its
+    own ``$ref``s point to each time (so a copy never holds more than that many nodes)."""
     count, pending = 0, [target]
     while pending:
         current = pending.pop()
         if not isinstance(current, Mapping):
             continue
         count += 1
-        if "$ref" in current or count > _MAX_INLINED_NODES:
+        if count > _MAX_INLINED_NODES:
             return False
+        ref = current.get("$ref")
+        if isinstance(ref, str):
+            try:
+                pending.append(resolve_local_ref(document, ref))
+            except KeyError:
+                return False
         pending.extend(child for _, _, child in iter_subschemas(current, ""))
     return True
 

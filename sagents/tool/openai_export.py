@@ -24,8 +24,9 @@ half-way:
   ``$ref`` beside other keywords are merged into one schema with the same meaning
   (:mod:`sagents.tool.schema_merge`), or refused. Nothing may stand beside a ``$ref`` in strict
   mode (the ``openai`` SDK's own helper inlines such refs): a described ``$ref`` to a small
-  definition without refs is inlined; any other becomes a one-member ``anyOf`` that carries
-  the description, so output stays linear in the input, and an export writing more than
+  definition (at most 64 nodes, counting what its refs point to) is inlined; any other becomes
+  a one-member ``anyOf`` that carries the description, so output stays linear in the input,
+  and an export writing more than
   :data:`MAX_STRICT_NODES` nodes is refused. An object node without ``type`` gets
   ``type: "object"`` (a documented narrowing: JSON Schema lets it accept non-objects).
 
