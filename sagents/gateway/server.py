@@ -78,6 +78,7 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.policy import Profile, call_requirement, is_offered
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
@@ -90,6 +91,7 @@ logger = logging.getLogger(__name__)
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
 _STATE_KEY = "sagents.gateway.session"
+_INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
 
 
@@ -100,6 +102,7 @@ class _ClientSession:
     session_id: str
     profile: Profile | None
     mode: PermissionMode
+    identity: str = ""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
 
@@ -224,21 +227,25 @@ class Gateway:
 
     # Sessions -------------------------------------------------------------------------------
 
-    def _profile_for(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
-        token = _bearer_token(ctx)
-        if token and token in self.token_profiles:
-            return self.token_profiles[token]
+    def _profile_for(self, credential: Credential) -> Profile | None:
+        if credential.token is not None and credential.token in self.token_profiles:
+            return self.token_profiles[credential.token]
         return self.profile
 
     def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
-        profile = self._profile_for(ctx)
+        credential = request_credential(ctx.request)
+        profile = self._profile_for(credential)
         mode = profile.mode if profile is not None and profile.mode is not None else self.mode
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            digest = hashlib.sha256(_bearer_token(ctx).encode()).hexdigest()[:16]
-            key = f"shared:{digest}:{profile.name if profile else ''}"
+            key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+                session = _ClientSession(
+                    session_id=uuid.uuid4().hex,
+                    profile=profile,
+                    mode=mode,
+                    identity=credential.identity,
+                )
                 self._shared_sessions[key] = session
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
@@ -247,8 +254,14 @@ class Gateway:
         state: dict[str, Any] = ctx.session._connection.state
         found = state.get(_STATE_KEY)
         if isinstance(found, _ClientSession):
+            if found.identity != credential.identity:
+                # An Mcp-Session-Id is not a credential: a request of another token (or none)
+                # must not reach a session, its profile and grants, by knowing its id.
+                raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
             return found
-        session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+        session = _ClientSession(
+            session_id=uuid.uuid4().hex, profile=profile, mode=mode, identity=credential.identity
+        )
         state[_STATE_KEY] = session
         return session
 
@@ -546,15 +559,6 @@ def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         NotAllowedError(refusal_text(request), details={"tool": request.tool})
     )
-
-
-def _bearer_token(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The request's bearer token over HTTP; empty otherwise."""
-    headers = getattr(ctx.request, "headers", None)
-    if headers is None:
-        return ""
-    scheme, _, token = str(headers.get("authorization", "")).partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def _request_state(request: ApprovalRequest) -> str:
