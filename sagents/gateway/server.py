@@ -23,7 +23,6 @@ holds the same token (over stdio there is only one client).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sys
@@ -81,6 +80,7 @@ from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mc
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.policy import Profile, call_requirement, is_offered
 from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.tool.context import SessionContext
 
@@ -155,6 +155,7 @@ class Gateway:
         self.workspace = workspace
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._tasks = BackgroundTasks()
+        self._approval_states = ApprovalStates()
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         with warnings.catch_warnings():
@@ -174,6 +175,7 @@ class Gateway:
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
             )
+        self.server.middleware.append(request_state_boundary(name))
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -358,10 +360,12 @@ class Gateway:
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            state = _request_state(request)
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            if isinstance(response, mt.ElicitResult) and params.request_state == state:
+            if isinstance(response, mt.ElicitResult) and self._approval_states.redeem(
+                params.request_state, request.session_id, request.tool, request.arguments
+            ):
                 return answer_from_elicitation(response, request)
+            state = self._approval_states.issue(request.session_id, request.tool, request.arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -559,9 +563,3 @@ def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         NotAllowedError(refusal_text(request), details={"tool": request.tool})
     )
-
-
-def _request_state(request: ApprovalRequest) -> str:
-    """Binds an approval answer to the call it was asked for (tool and arguments)."""
-    payload = json.dumps([request.tool, dict(request.arguments)], sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()
