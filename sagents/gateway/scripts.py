@@ -35,10 +35,14 @@ from sagents.sandbox.factory import create_sandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
 from sagents.script.runtime import install_runtime
-from sagents.script.session import RunScriptSettings, RunScriptTool, script_callable_specs
+from sagents.script.session import (
+    RunScriptSettings,
+    RunScriptTool,
+    ScriptToolSource,
+    script_callable_specs,
+)
 from sagents.script.settings import ScriptLimits
 from sagents.tool.context import SessionContext
-from sagents.tool.provider import ToolProvider
 
 __all__ = ["GatewayScripts"]
 
@@ -47,8 +51,6 @@ class GatewayScripts:
     """run_script for every client session of one gateway; an async context manager.
 
     Args:
-        tools: The tools scripts call (the gateway's ``ToolProxy``), the same path as a direct
-            call.
         hub: Where ``script.progress`` events go (the gateway forwards them to the client).
         workspace: The sessions' workspace on the host (records under ``.agent/scripts/``);
             ``<data dir>/workspace`` when None.
@@ -63,13 +65,11 @@ class GatewayScripts:
     def __init__(
         self,
         *,
-        tools: ToolProvider,
         hub: ProgressHub,
         workspace: Path | None,
         limits: ScriptLimits,
         data_dir: Path | None = None,
     ) -> None:
-        self._tools = tools
         self._hub = hub
         self._data_dir = data_dir or default_data_dir()
         self._workspace = workspace or self._data_dir / "workspace"
@@ -132,10 +132,24 @@ class GatewayScripts:
         return dataclasses.replace(spec, permission="read_only")
 
     async def run(
-        self, arguments: dict[str, Any], context: SessionContext, *, tool_call_id: str | None
+        self,
+        arguments: dict[str, Any],
+        context: SessionContext,
+        *,
+        tools: ScriptToolSource,
+        tool_call_id: str | None,
     ) -> ToolResult:
-        """Run one ``run_script`` call for the calling session."""
-        tool = await self._session_tool(context)
+        """Run one ``run_script`` call for the calling session.
+
+        Args:
+            arguments: run_script's arguments (``code``, ``tools``, ``description``).
+            context: The calling session.
+            tools: What the session's scripts may call (the session's offer for scripts,
+                :meth:`sagents.gateway.offer.SessionOffer.for_scripts`); the first call of a
+                session fixes it for the session's run_script.
+            tool_call_id: The call's id (progress events carry it).
+        """
+        tool = await self._session_tool(context, tools)
         code = arguments.get("code")
         listed = arguments.get("tools") or []
         description = arguments.get("description") or ""
@@ -148,22 +162,28 @@ class GatewayScripts:
             code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
         )
 
-    async def _session_tool(self, context: SessionContext) -> RunScriptTool:
+    async def _session_tool(
+        self, context: SessionContext, tools: ScriptToolSource
+    ) -> RunScriptTool:
         async with self._lock:
             found = self._sessions.get(context.session_id)
             if found is None:
                 if self._tg is None or self._sandbox is None:
                     raise RuntimeError("enter GatewayScripts (async with) before running scripts")
-                found = await self._tg.start(self._host, context)
+                found = await self._tg.start(self._host, context, tools)
                 self._sessions[context.session_id] = found
             return found
 
     async def _host(
-        self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[RunScriptTool]
+        self,
+        context: SessionContext,
+        tools: ScriptToolSource,
+        *,
+        task_status: anyio.abc.TaskStatus[RunScriptTool],
     ) -> None:
         assert self._sandbox is not None
         async with RunScriptTool(
-            tools=self._tools,
+            tools=tools,
             session=context,
             sandbox=self._sandbox,
             runtime=self._runtime,

@@ -46,7 +46,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from sagents import __version__
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
@@ -78,7 +77,8 @@ from sagents.gateway.background import (
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
 from sagents.gateway.http_security import Credential, request_credential
-from sagents.gateway.policy import Profile, call_requirement, is_offered
+from sagents.gateway.offer import ScriptHost, SessionOffer
+from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
@@ -102,6 +102,7 @@ class _ClientSession:
     session_id: str
     profile: Profile | None
     mode: PermissionMode
+    offer: SessionOffer
     identity: str = ""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
@@ -122,6 +123,9 @@ class Gateway:
             the client through MCP elicitation, and refuses when it cannot.
         background_after_s: Seconds after which a call becomes a background call; None never.
         workspace: Passed on in each call's ``SessionContext``.
+        scripts: Runs ``run_script`` for the sessions (offered per session, see
+            :class:`~sagents.gateway.offer.SessionOffer`); None offers no ``run_script``
+            beyond what the provider itself holds.
         name: Server name announced to clients.
 
     Use::
@@ -142,6 +146,7 @@ class Gateway:
         approver: Approver | None = None,
         background_after_s: float | None = None,
         workspace: str | None = None,
+        scripts: ScriptHost | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -153,7 +158,9 @@ class Gateway:
         self.approver = approver
         self.background_after_s = background_after_s
         self.workspace = workspace
+        self.scripts = scripts
         self._shared_sessions: dict[str, _ClientSession] = {}
+        self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = BackgroundTasks()
         self._approval_states = ApprovalStates()
         self._running = False
@@ -242,12 +249,7 @@ class Gateway:
             key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = _ClientSession(
-                    session_id=uuid.uuid4().hex,
-                    profile=profile,
-                    mode=mode,
-                    identity=credential.identity,
-                )
+                session = self._new_session(profile, mode, credential.identity)
                 self._shared_sessions[key] = session
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
@@ -261,24 +263,33 @@ class Gateway:
                 # must not reach a session, its profile and grants, by knowing its id.
                 raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
             return found
-        session = _ClientSession(
-            session_id=uuid.uuid4().hex, profile=profile, mode=mode, identity=credential.identity
-        )
+        session = self._new_session(profile, mode, credential.identity)
         state[_STATE_KEY] = session
         return session
 
-    def _offered_specs(self, session: _ClientSession) -> dict[str, ToolSpec]:
-        specs: dict[str, ToolSpec] = {}
-        for spec in self.provider.list_specs():
-            if spec.name in (STATUS_TOOL, CANCEL_TOOL) and self.background_after_s is not None:
-                logger.warning(
-                    "the provider's tool %r is hidden by the gateway's own tool of that name",
-                    spec.name,
-                )
-                continue
-            if is_offered(spec, session.mode, session.profile):
-                specs[spec.name] = spec
-        return specs
+    def _new_session(
+        self, profile: Profile | None, mode: PermissionMode, identity: str
+    ) -> _ClientSession:
+        hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
+        offer = SessionOffer(
+            self.provider, mode=mode, profile=profile, scripts=self.scripts, hidden=hidden
+        )
+        session = _ClientSession(
+            session_id=uuid.uuid4().hex,
+            profile=profile,
+            mode=mode,
+            identity=identity,
+            offer=offer,
+        )
+        self._offers[session.session_id] = offer
+        return session
+
+    def session_offer(self, session_id: str) -> SessionOffer | None:
+        """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
+
+        The skills layer narrows it to a loaded skill's ``allowed-tools``.
+        """
+        return self._offers.get(session_id)
 
     async def _on_set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
@@ -294,7 +305,7 @@ class Gateway:
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
         tools: list[mt.Tool] = []
-        for spec in self._offered_specs(session).values():
+        for spec in session.offer.list_specs():
             try:
                 tools.append(spec_to_mcp_tool(spec))
             except UpstreamSchemaError as error:
@@ -312,7 +323,7 @@ class Gateway:
         arguments: dict[str, Any] = dict(params.arguments or {})
         if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
             return to_call_tool_result(await self._task_tool(session, params.name, arguments))
-        spec = self._offered_specs(session).get(params.name)
+        spec = session.offer.get(params.name)
         if spec is None:
             error = UnknownToolError(
                 f"no tool {params.name!r} is offered to this session",
@@ -396,7 +407,7 @@ class Gateway:
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(ClientAsker(ctx))
             try:
-                return await self.provider.run_tool(
+                return await session.offer.run_tool(
                     name, arguments, context, tool_call_id=tool_call_id
                 )
             except SagentsError as error:  # the provider should return it; never end the session
