@@ -37,6 +37,7 @@ from typing import Any, Self
 
 import anyio
 
+from sagents.audit.store import default_data_dir
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
 from sagents.core.result import ToolResult
@@ -49,11 +50,12 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
-from sagents.gateway.scripts import GatewayScripts
+from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
@@ -61,7 +63,7 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools, single_sandbox
+from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -131,7 +133,10 @@ class ConfiguredGateway(Gateway):
             resources=SkillResources(self.skills) if self.skills is not None else None,
             approver=approver,
             background_after_s=background,
-            workspace=str(settings.workspace) if settings.workspace else None,
+            workspace=Workspaces(
+                settings.workspace or default_data_dir() / WORKSPACES_DIR,
+                shared=settings.shared_workspace,
+            ),
             name=settings.name,
         )
 
@@ -206,7 +211,7 @@ class ConfiguredGateway(Gateway):
                 hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
             )
         try:
-            register_builtin_tools(manager, single_sandbox(self._scripts.sandbox), names=names)
+            register_builtin_tools(manager, self._scripts.sandbox_for, names=names)
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
@@ -218,6 +223,7 @@ class ConfiguredGateway(Gateway):
             hub=self.hub,
             workspace=self.settings.workspace,
             limits=script_limits(self.config),
+            shared_workspace=self.settings.shared_workspace,
         )
         try:
             return await scripts.__aenter__()

@@ -82,6 +82,7 @@ from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.workspaces import Workspaces
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
@@ -122,7 +123,8 @@ class Gateway:
         approver: Decides approvals instead of asking the client (tests, a terminal); None asks
             the client through MCP elicitation, and refuses when it cannot.
         background_after_s: Seconds after which a call becomes a background call; None never.
-        workspace: Passed on in each call's ``SessionContext``.
+        workspace: Passed on in each call's ``SessionContext``: one directory, or the layout of
+            per-session workspaces (each call gets its session's).
         scripts: Runs ``run_script`` for the sessions (offered per session, see
             :class:`~sagents.gateway.offer.SessionOffer`); None offers no ``run_script``
             beyond what the provider itself holds.
@@ -145,7 +147,7 @@ class Gateway:
         resources: ResourceSource | None = None,
         approver: Approver | None = None,
         background_after_s: float | None = None,
-        workspace: str | None = None,
+        workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
         name: str = "sagents",
     ) -> None:
@@ -398,9 +400,12 @@ class Gateway:
     ) -> ToolResult:
         """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
         tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
+        workspace = self.workspace
+        if isinstance(workspace, Workspaces):
+            workspace = str(workspace.for_session(session.session_id))
         context = SessionContext(
             session_id=session.session_id,
-            workspace=self.workspace,
+            workspace=workspace,
             permission_mode=session.mode,
         )
 
