@@ -14,11 +14,15 @@ client sessions, each with its own state (tools allowed for the session, backgro
 - ``resources/list`` / ``resources/read``: the session's background tasks
   (``sagents://tasks/<id>``), so that finished results can be listed and read.
 
-Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session.
-A 2026-07-28 connection is one request and carries no client identity, so those requests share
-one session per (bearer token, profile): "allow for this session" is not offered to them (a grant
-must not leak to another client), and their background tasks are shared by every client that
-holds the same token (over stdio there is only one client).
+Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session,
+bound to the credential it was opened with (a request of another token is refused). A 2026-07-28
+connection is one request and carries no client identity, so those requests share one session
+per (bearer token, profile): "allow for this session" is not offered to them (a grant must not
+leak to another client), and their background calls are scoped to the token. Without a token
+(HTTP on loopback) nothing tells clients apart: their background calls are never listed, each is
+reached only through its unguessable handle, which only its starter received. What each client
+is offered is that session's :class:`~sagents.gateway.offer.SessionOffer`; docs/gateway.md
+("Threat model") says what a session can see of another.
 """
 
 from __future__ import annotations
@@ -105,6 +109,9 @@ class _ClientSession:
     mode: PermissionMode
     offer: SessionOffer
     identity: str = ""
+    anonymous: bool = False
+    """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
+    calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
 
@@ -252,6 +259,9 @@ class Gateway:
             session = self._shared_sessions.get(key)
             if session is None:
                 session = self._new_session(profile, mode, credential.identity)
+                # Over HTTP without a token nothing tells clients apart (over stdio and in
+                # memory there is one client).
+                session.anonymous = ctx.request is not None and credential.token is None
                 self._shared_sessions[key] = session
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
@@ -502,6 +512,13 @@ class Gateway:
                 info = await self._tasks.cancel(session.session_id, task_id)
                 return ToolResult.from_structured(task_json(info))
             if task_id is None:
+                if session.anonymous:
+                    return ToolResult.from_error(
+                        "invalid_arguments",
+                        "background calls are not listed on a connection without a bearer "
+                        "token (other clients may share it); pass the id the call returned",
+                        hint="call script_status(id=...) with the task id of the handed-off call",
+                    )
                 listing = [task_json(i) for i in self._tasks.list(session.session_id)]
                 return ToolResult.from_structured({"tasks": listing})
             return ToolResult.from_structured(
@@ -521,7 +538,7 @@ class Gateway:
                 description=f"background call of {info.tool!r}: {info.status}",
                 mime_type="application/json",
             )
-            for info in self._tasks.list(session.session_id)
+            for info in ([] if session.anonymous else self._tasks.list(session.session_id))
         ]
         if self.resources is not None:
             resources.extend(

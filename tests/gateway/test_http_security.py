@@ -210,3 +210,49 @@ async def test_a_junk_header_before_a_viewer_token_does_not_get_the_default_prof
     assert doubled.status_code == 401
     assert rebound.status_code == 421
     assert names == {"fleet__status"}
+
+
+async def test_a_session_id_does_not_carry_its_session_to_another_token() -> None:
+    viewer = Profile(name="viewer", tools=frozenset({"fleet__status"}), mode="read_only")
+    settings = GatewaySettings(
+        transport="http", port=0, bearer_token="main-token", token_profiles={"viewer-token": viewer}
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    with anyio.fail_after(20):
+        async with (
+            http_gateway(FakeProvider(), settings, token_profiles={"viewer-token": viewer}) as url,
+            httpx2.AsyncClient() as http,
+        ):
+            opened = await http.post(
+                url, json=initialize, headers={**headers, "Authorization": "Bearer main-token"}
+            )
+            session = {
+                **headers,
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "Mcp-Protocol-Version": "2025-11-25",
+            }
+            await http.post(
+                url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={**session, "Authorization": "Bearer main-token"},
+            )
+            listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            own = await http.post(
+                url, json=listing, headers={**session, "Authorization": "Bearer main-token"}
+            )
+            hijacked = await http.post(
+                url, json=listing, headers={**session, "Authorization": "Bearer viewer-token"}
+            )
+    assert "fleet__configure" in own.text
+    assert "another credential" in hijacked.text
+    assert "fleet__configure" not in hijacked.text
