@@ -38,6 +38,7 @@ from typing import Any, Self
 import anyio
 
 from sagents.audit.store import default_data_dir
+from sagents.audit.tasks import SqliteTaskStore
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
 from sagents.core.result import ToolResult
@@ -70,6 +71,8 @@ from sagents.tool.tool_proxy import ToolProxy
 __all__ = ["ConfiguredGateway"]
 
 logger = logging.getLogger(__name__)
+
+TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
 
 
 class _LateProvider:
@@ -133,6 +136,7 @@ class ConfiguredGateway(Gateway):
             resources=SkillResources(self.skills) if self.skills is not None else None,
             approver=approver,
             background_after_s=background,
+            task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=Workspaces(
                 settings.workspace or default_data_dir() / WORKSPACES_DIR,
                 shared=settings.shared_workspace,

@@ -20,6 +20,7 @@ run_script for their read-only tools.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.gateway.approval import ClientScriptApprover
+from sagents.gateway.restart import StartupLock, sweep_runs
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.sandbox.factory import create_sandbox
@@ -51,6 +53,8 @@ from sagents.script.settings import ScriptLimits
 from sagents.tool.context import SessionContext
 
 __all__ = ["GatewayScripts"]
+
+logger = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"  # the default root under the data dir
 
@@ -92,6 +96,8 @@ class GatewayScripts:
         self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
+        self.aborted: list[str] = []
+        """Records directories of runs a previous process left running, marked at start."""
 
     async def __aenter__(self) -> Self:
         root = self.workspaces.root
@@ -101,6 +107,12 @@ class GatewayScripts:
         self._audit = SqliteAuditStore(path=self._data_dir / "audit.sqlite3")
         self._stack = AsyncExitStack()
         try:
+            lock = StartupLock(root)
+            self._stack.callback(lock.release)
+            if lock.acquire():
+                self.aborted = await sweep_runs(self.workspaces, self._audit)
+            else:
+                logger.info("another gateway uses %s: interrupted runs are left to it", root)
             self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         except BaseException:
             await self._stack.aclose()
@@ -192,6 +204,7 @@ class GatewayScripts:
                 settings=self._settings,
                 hub=self._hub,
                 audit=self._audit,
+                mark_interrupted=False,  # swept once at start, see __aenter__
             ) as tool,
         ):
             task_status.started(_Session(sandbox=sandbox, tool=tool, tools=tools))

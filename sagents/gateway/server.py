@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 import uuid
 import warnings
 import weakref
@@ -48,6 +49,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents import __version__
+from sagents.audit.tasks import SqliteTaskStore, StoredTask
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.errors import (
@@ -85,6 +87,7 @@ from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
+from sagents.gateway.restart import StartupLock, sweep_tasks
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.workspaces import Workspaces
 from sagents.tool.context import SessionContext
@@ -109,6 +112,10 @@ class _ClientSession:
     mode: PermissionMode
     offer: SessionOffer
     identity: str = ""
+    owner: str = ""
+    """Who the session's background calls belong to across restarts ("" when nothing
+    identifies the client: a tokenless HTTP client)."""
+    announced: bool = False
     anonymous: bool = False
     """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
     calls are never listed, only reached by the handle their starter received."""
@@ -135,6 +142,8 @@ class Gateway:
         scripts: Runs ``run_script`` for the sessions (offered per session, see
             :class:`~sagents.gateway.offer.SessionOffer`); None offers no ``run_script``
             beyond what the provider itself holds.
+        task_store: Where handed-off calls are kept, so that ``script_status`` answers for
+            them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
         name: Server name announced to clients.
 
     Use::
@@ -156,6 +165,7 @@ class Gateway:
         background_after_s: float | None = None,
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
+        task_store: SqliteTaskStore | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -172,6 +182,9 @@ class Gateway:
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = BackgroundTasks()
         self._approval_states = ApprovalStates()
+        self.task_store = task_store
+        self._own_task_ids: set[str] = set()
+        self._store_lock: StartupLock | None = None
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         with warnings.catch_warnings():
@@ -194,6 +207,10 @@ class Gateway:
         self.server.middleware.append(request_state_boundary(name))
 
     async def __aenter__(self) -> Self:
+        if self.task_store is not None:
+            self._store_lock = StartupLock(self.task_store.path.parent)
+            if self._store_lock.acquire():
+                sweep_tasks(self.task_store)
         await self._tasks.__aenter__()
         self._running = True
         return self
@@ -205,7 +222,11 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         self._running = False
-        return await self._tasks.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._tasks.__aexit__(exc_type, exc, tb)
+        finally:
+            if self._store_lock is not None:
+                self._store_lock.release()
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
@@ -258,7 +279,7 @@ class Gateway:
             key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = self._new_session(profile, mode, credential.identity)
+                session = self._new_session(ctx, profile, mode, credential)
                 # Over HTTP without a token nothing tells clients apart (over stdio and in
                 # memory there is one client).
                 session.anonymous = ctx.request is not None and credential.token is None
@@ -275,23 +296,35 @@ class Gateway:
                 # must not reach a session, its profile and grants, by knowing its id.
                 raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
             return found
-        session = self._new_session(profile, mode, credential.identity)
+        session = self._new_session(ctx, profile, mode, credential)
         state[_STATE_KEY] = session
         return session
 
     def _new_session(
-        self, profile: Profile | None, mode: PermissionMode, identity: str
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        profile: Profile | None,
+        mode: PermissionMode,
+        credential: Credential,
     ) -> _ClientSession:
         hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
         offer = SessionOffer(
             self.provider, mode=mode, profile=profile, scripts=self.scripts, hidden=hidden
         )
+        profile_name = profile.name if profile is not None else ""
+        if credential.token is not None:
+            owner = f"token:{credential.identity}:{profile_name}"
+        elif ctx.request is None:
+            owner = f"local:{profile_name}"  # stdio (or in memory): the one client
+        else:
+            owner = ""
         session = _ClientSession(
             session_id=uuid.uuid4().hex,
             profile=profile,
             mode=mode,
-            identity=identity,
+            identity=credential.identity,
             offer=offer,
+            owner=owner,
         )
         self._offers[session.session_id] = offer
         return session
@@ -316,6 +349,7 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
         tools: list[mt.Tool] = []
         for spec in session.offer.list_specs():
             try:
@@ -332,6 +366,7 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
         arguments: dict[str, Any] = dict(params.arguments or {})
         if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
             return to_call_tool_result(await self._task_tool(session, params.name, arguments))
@@ -448,6 +483,8 @@ class Gateway:
                             hand_off_after=self.background_after_s,
                             on_done=self._notifier(ctx),
                         )
+                        if done is None:
+                            self._handed_off(session, task_id, name)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -473,10 +510,23 @@ class Gateway:
             task_status.started(events.clone())
             await stop.wait()
 
+    def _handed_off(self, session: _ClientSession, task_id: str, tool: str) -> None:
+        """Keep a handed-off call in the store (synchronously: before it can finish)."""
+        self._own_task_ids.add(task_id)
+        if self.task_store is not None:
+            self.task_store.started(task_id, owner=session.owner, tool=tool, started_at=time.time())
+
     def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
         connection = ctx.session._connection  # see _session_for: the standalone channel
 
         async def on_done(info: TaskInfo) -> None:
+            if self.task_store is not None and info.result is not None:
+                self.task_store.finished(
+                    info.task_id,
+                    status=info.status,
+                    result=info.result.text,
+                    is_error=info.result.is_error,
+                )
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -509,7 +559,12 @@ class Gateway:
             if name == CANCEL_TOOL:
                 if task_id is None:
                     return ToolResult.from_error("invalid_arguments", "'id' is required")
-                info = await self._tasks.cancel(session.session_id, task_id)
+                try:
+                    info = await self._tasks.cancel(session.session_id, task_id)
+                except TaskNotFoundError:
+                    if task_id in self._own_task_ids:  # another live session's: not this one's
+                        raise
+                    return ToolResult.from_structured(self._stored_json(session, task_id))
                 return ToolResult.from_structured(task_json(info))
             if task_id is None:
                 if session.anonymous:
@@ -520,12 +575,78 @@ class Gateway:
                         hint="call script_status(id=...) with the task id of the handed-off call",
                     )
                 listing = [task_json(i) for i in self._tasks.list(session.session_id)]
-                return ToolResult.from_structured({"tasks": listing})
-            return ToolResult.from_structured(
-                task_json(self._tasks.get(session.session_id, task_id), full=True)
-            )
+                return ToolResult.from_structured({"tasks": self._earlier(session) + listing})
+            return ToolResult.from_structured(self._task_view(session, task_id))
         except TaskNotFoundError as error:
             return ToolResult.from_exception(error)
+
+    def _task_view(self, session: _ClientSession, task_id: str) -> dict[str, Any]:
+        """One task as JSON: a live one of the session, else one the store holds for it.
+
+        Raises:
+            TaskNotFoundError: neither.
+        """
+        try:
+            return task_json(self._tasks.get(session.session_id, task_id), full=True)
+        except TaskNotFoundError:
+            return self._stored_json(session, task_id)
+
+    def _stored_json(self, session: _ClientSession, task_id: str) -> dict[str, Any]:
+        """A task of an earlier process (or one of this process's, once it ended).
+
+        Its owner sees it; a task without owner is reached by its handle alone.
+
+        Raises:
+            TaskNotFoundError: the store has no such task for this session.
+        """
+        stored = self.task_store.get(task_id) if self.task_store is not None else None
+        if stored is None or (stored.owner and stored.owner != session.owner):
+            raise TaskNotFoundError(
+                f"no background task {task_id!r} in this session",
+                hint="call script_status without an id to list this session's tasks",
+                details={"task_id": task_id},
+            )
+        return _stored_task_json(stored)
+
+    def _earlier(self, session: _ClientSession) -> list[dict[str, Any]]:
+        """The owner's tasks of earlier processes (this process's live ones are listed apart)."""
+        if self.task_store is None or not session.owner:
+            return []
+        live = {info.task_id for info in self._tasks.list(session.session_id)}
+        return [
+            _stored_task_json(stored, full=False)
+            for stored in self.task_store.owned(session.owner)
+            if stored.task_id not in live and stored.task_id not in self._own_task_ids
+        ]
+
+    async def _announce_restart(
+        self, ctx: ServerRequestContext[Any, Any], session: _ClientSession
+    ) -> None:
+        """Tell a reconnecting owner, once, of its calls a restart ended (handshake sessions)."""
+        if session.announced or self.task_store is None or not session.owner:
+            return
+        session.announced = True
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # no standing channel: script_status lists them
+        for stored in self.task_store.take_unannounced(session.owner):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await ctx.session.send_log_message(
+                        "warning",
+                        {
+                            "event": "background.done",
+                            "task_id": stored.task_id,
+                            "tool": stored.tool,
+                            "status": "failed",
+                            "reason": stored.reason,
+                            "uri": TASK_URI_PREFIX + stored.task_id,
+                        },
+                        logger="sagents.gateway",
+                        related_request_id=ctx.request_id,  # on this request's own stream
+                    )
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client of task %s: %s", stored.task_id, error)
 
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -561,8 +682,8 @@ class Gateway:
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
-                info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
-                text = json.dumps(task_json(info, full=True), ensure_ascii=False)
+                view = self._task_view(session, uri.removeprefix(TASK_URI_PREFIX))
+                text = json.dumps(view, ensure_ascii=False)
                 return mt.ReadResourceResult(
                     contents=[
                         mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
@@ -576,6 +697,24 @@ class Gateway:
         block = to_mcp_content(found)
         assert isinstance(block, mt.EmbeddedResource)
         return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _stored_task_json(stored: StoredTask, *, full: bool = True) -> dict[str, Any]:
+    """A stored task in the shape of :func:`~sagents.tool.background.task_json`."""
+    data: dict[str, Any] = {
+        "id": stored.task_id,
+        "tool": stored.tool,
+        "status": stored.status,
+        "started_at": stored.started_at,
+        "finished_at": stored.finished_at,
+    }
+    if stored.reason is not None:
+        data["reason"] = stored.reason
+    if stored.result is not None:
+        data["result"] = stored.result if full else stored.result[:200]
+    if stored.is_error is not None:
+        data["is_error"] = stored.is_error
+    return data
 
 
 def _skills_of(session: _ClientSession) -> frozenset[str] | None:

@@ -143,6 +143,10 @@ class RunScriptTool:
         launcher: Overrides the sandbox launcher (tests; ``PlainLauncher`` has no isolation).
         background: A registry shared with its owner (entered and closed by the owner);
             a private one, entered with this tool, when None.
+        mark_interrupted: On entering, mark runs left ``running`` in the workspace
+            ``aborted``; False when the owner sweeps every workspace once at its own start
+            (the gateway, :mod:`sagents.gateway.restart`), so that one session starting never
+            touches the runs of another live process sharing the folder.
 
     Raises:
         SandboxError: the sandbox has no host workspace or cannot run scripts.
@@ -161,6 +165,7 @@ class RunScriptTool:
         audit: AuditStore | None = None,
         launcher: Launcher | None = None,
         background: BackgroundTasks | None = None,
+        mark_interrupted: bool = True,
     ) -> None:
         if not isinstance(sandbox, LocalSandbox):
             raise SandboxError(
@@ -183,13 +188,15 @@ class RunScriptTool:
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
         self._live: dict[str, ScriptHandle] = {}
+        self._mark_interrupted = mark_interrupted
         self.interrupted: tuple[str, ...] = ()
         """Runs found ``running`` at start-up and marked ``aborted``."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        self.interrupted = tuple(mark_interrupted_runs(self._workspace))
+        if self._mark_interrupted:
+            self.interrupted = tuple(mark_interrupted_runs(self._workspace))
         for script_id in self.interrupted:
             self._hub.publish(
                 self._session.session_id,

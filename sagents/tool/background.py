@@ -36,7 +36,8 @@ __all__ = [
     "task_tools",
 ]
 
-TaskStatus = Literal["running", "ok", "error", "cancelled"]
+TaskStatus = Literal["running", "ok", "error", "cancelled", "failed"]
+"""``failed``: ended without a result, by a restart of the process that ran it."""
 
 STATUS_TOOL = "script_status"
 CANCEL_TOOL = "script_cancel"
