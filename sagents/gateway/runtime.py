@@ -123,6 +123,10 @@ class ConfiguredGateway(Gateway):
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
         self._provider = _LateProvider()
+        self.workspaces = Workspaces(
+            settings.workspace or default_data_dir() / WORKSPACES_DIR,
+            shared=settings.shared_workspace,
+        )
         self._scripts: GatewayScripts | None = None
         background = settings.background_after_s
         if background is None:
@@ -137,10 +141,7 @@ class ConfiguredGateway(Gateway):
             approver=approver,
             background_after_s=background,
             task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
-            workspace=Workspaces(
-                settings.workspace or default_data_dir() / WORKSPACES_DIR,
-                shared=settings.shared_workspace,
-            ),
+            workspace=self.workspaces,
             name=settings.name,
         )
 
@@ -225,9 +226,8 @@ class ConfiguredGateway(Gateway):
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
         scripts = GatewayScripts(
             hub=self.hub,
-            workspace=self.settings.workspace,
+            workspaces=self.workspaces,
             limits=script_limits(self.config),
-            shared_workspace=self.settings.shared_workspace,
         )
         try:
             return await scripts.__aenter__()

@@ -65,12 +65,12 @@ class GatewayScripts:
 
     Args:
         hub: Where ``script.progress`` events go (the gateway forwards them to the client).
-        workspace: The root of the sessions' workspaces; ``<data dir>/workspaces`` when None.
+        workspaces: The layout of the sessions' workspaces (the same object the gateway puts
+            in each call's ``SessionContext``); ``<data dir>/workspaces``, one per session,
+            when None.
         limits: ``scripts`` limits of the config.
         data_dir: Where the script runtime and the audit store live; the default data dir
             (``$SAGENTS_DATA_DIR``) when None.
-        shared_workspace: Every session uses ``workspace`` itself, one folder for all
-            (trusted users only, see :mod:`sagents.gateway.workspaces`).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -80,16 +80,13 @@ class GatewayScripts:
         self,
         *,
         hub: ProgressHub,
-        workspace: Path | None,
+        workspaces: Workspaces | None,
         limits: ScriptLimits,
         data_dir: Path | None = None,
-        shared_workspace: bool = False,
     ) -> None:
         self._hub = hub
         self._data_dir = data_dir or default_data_dir()
-        self.workspaces = Workspaces(
-            workspace or self._data_dir / WORKSPACES_DIR, shared=shared_workspace
-        )
+        self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
         self._settings = RunScriptSettings(limits=limits)
         self._sessions: dict[str, _Session] = {}
         self._lock = anyio.Lock()
