@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 import uuid
 import warnings
 import weakref
@@ -49,14 +48,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents import __version__
-from sagents.audit.tasks import SqliteTaskStore, StoredTask
+from sagents.audit.tasks import SqliteTaskStore
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
     SagentsError,
-    TaskNotFoundError,
     UnknownToolError,
     UpstreamSchemaError,
 )
@@ -75,10 +73,8 @@ from sagents.gateway.background import (
     CANCEL_TOOL,
     STATUS_TOOL,
     TASK_URI_PREFIX,
-    BackgroundTasks,
     TaskInfo,
     handed_off_result,
-    task_json,
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
@@ -87,8 +83,8 @@ from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
-from sagents.gateway.restart import StartupLock, sweep_tasks
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.workspaces import Workspaces
 from sagents.tool.context import SessionContext
 
@@ -121,6 +117,11 @@ class _ClientSession:
     calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+
+    @property
+    def scope(self) -> TaskScope:
+        """What the session's background calls are scoped to."""
+        return TaskScope(session_id=self.session_id, owner=self.owner, anonymous=self.anonymous)
 
 
 class Gateway:
@@ -180,11 +181,9 @@ class Gateway:
         self.scripts = scripts
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
-        self._tasks = BackgroundTasks()
+        self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
         self.task_store = task_store
-        self._own_task_ids: set[str] = set()
-        self._store_lock: StartupLock | None = None
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         with warnings.catch_warnings():
@@ -207,10 +206,6 @@ class Gateway:
         self.server.middleware.append(request_state_boundary(name))
 
     async def __aenter__(self) -> Self:
-        if self.task_store is not None:
-            self._store_lock = StartupLock(self.task_store.path.parent)
-            if self._store_lock.acquire():
-                sweep_tasks(self.task_store)
         await self._tasks.__aenter__()
         self._running = True
         return self
@@ -222,11 +217,7 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         self._running = False
-        try:
-            return await self._tasks.__aexit__(exc_type, exc, tb)
-        finally:
-            if self._store_lock is not None:
-                self._store_lock.release()
+        return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
@@ -369,7 +360,9 @@ class Gateway:
         await self._announce_restart(ctx, session)
         arguments: dict[str, Any] = dict(params.arguments or {})
         if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
-            return to_call_tool_result(await self._task_tool(session, params.name, arguments))
+            return to_call_tool_result(
+                await self._tasks.tool(session.scope, params.name, arguments)
+            )
         spec = session.offer.get(params.name)
         if spec is None:
             error = UnknownToolError(
@@ -484,7 +477,7 @@ class Gateway:
                             on_done=self._notifier(ctx),
                         )
                         if done is None:
-                            self._handed_off(session, task_id, name)
+                            self._tasks.handed_off(session.scope, task_id, name)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -510,23 +503,11 @@ class Gateway:
             task_status.started(events.clone())
             await stop.wait()
 
-    def _handed_off(self, session: _ClientSession, task_id: str, tool: str) -> None:
-        """Keep a handed-off call in the store (synchronously: before it can finish)."""
-        self._own_task_ids.add(task_id)
-        if self.task_store is not None:
-            self.task_store.started(task_id, owner=session.owner, tool=tool, started_at=time.time())
-
     def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
         connection = ctx.session._connection  # see _session_for: the standalone channel
 
         async def on_done(info: TaskInfo) -> None:
-            if self.task_store is not None and info.result is not None:
-                self.task_store.finished(
-                    info.task_id,
-                    status=info.status,
-                    result=info.result.text,
-                    is_error=info.result.is_error,
-                )
+            self._tasks.finished(info)
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -547,88 +528,18 @@ class Gateway:
 
         return on_done
 
-    # Background tasks: tools and resources --------------------------------------------------
-
-    async def _task_tool(
-        self, session: _ClientSession, name: str, arguments: dict[str, Any]
-    ) -> ToolResult:
-        task_id = arguments.get("id")
-        if task_id is not None and not isinstance(task_id, str):
-            return ToolResult.from_error("invalid_arguments", "'id' must be a string")
-        try:
-            if name == CANCEL_TOOL:
-                if task_id is None:
-                    return ToolResult.from_error("invalid_arguments", "'id' is required")
-                try:
-                    info = await self._tasks.cancel(session.session_id, task_id)
-                except TaskNotFoundError:
-                    if task_id in self._own_task_ids:  # another live session's: not this one's
-                        raise
-                    return ToolResult.from_structured(self._stored_json(session, task_id))
-                return ToolResult.from_structured(task_json(info))
-            if task_id is None:
-                if session.anonymous:
-                    return ToolResult.from_error(
-                        "invalid_arguments",
-                        "background calls are not listed on a connection without a bearer "
-                        "token (other clients may share it); pass the id the call returned",
-                        hint="call script_status(id=...) with the task id of the handed-off call",
-                    )
-                listing = [task_json(i) for i in self._tasks.list(session.session_id)]
-                return ToolResult.from_structured({"tasks": self._earlier(session) + listing})
-            return ToolResult.from_structured(self._task_view(session, task_id))
-        except TaskNotFoundError as error:
-            return ToolResult.from_exception(error)
-
-    def _task_view(self, session: _ClientSession, task_id: str) -> dict[str, Any]:
-        """One task as JSON: a live one of the session, else one the store holds for it.
-
-        Raises:
-            TaskNotFoundError: neither.
-        """
-        try:
-            return task_json(self._tasks.get(session.session_id, task_id), full=True)
-        except TaskNotFoundError:
-            return self._stored_json(session, task_id)
-
-    def _stored_json(self, session: _ClientSession, task_id: str) -> dict[str, Any]:
-        """A task of an earlier process (or one of this process's, once it ended).
-
-        Its owner sees it; a task without owner is reached by its handle alone.
-
-        Raises:
-            TaskNotFoundError: the store has no such task for this session.
-        """
-        stored = self.task_store.get(task_id) if self.task_store is not None else None
-        if stored is None or (stored.owner and stored.owner != session.owner):
-            raise TaskNotFoundError(
-                f"no background task {task_id!r} in this session",
-                hint="call script_status without an id to list this session's tasks",
-                details={"task_id": task_id},
-            )
-        return _stored_task_json(stored)
-
-    def _earlier(self, session: _ClientSession) -> list[dict[str, Any]]:
-        """The owner's tasks of earlier processes (this process's live ones are listed apart)."""
-        if self.task_store is None or not session.owner:
-            return []
-        live = {info.task_id for info in self._tasks.list(session.session_id)}
-        return [
-            _stored_task_json(stored, full=False)
-            for stored in self.task_store.owned(session.owner)
-            if stored.task_id not in live and stored.task_id not in self._own_task_ids
-        ]
+    # Background tasks: announcements and resources ------------------------------------------
 
     async def _announce_restart(
         self, ctx: ServerRequestContext[Any, Any], session: _ClientSession
     ) -> None:
         """Tell a reconnecting owner, once, of its calls a restart ended (handshake sessions)."""
-        if session.announced or self.task_store is None or not session.owner:
+        if session.announced:
             return
         session.announced = True
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return  # no standing channel: script_status lists them
-        for stored in self.task_store.take_unannounced(session.owner):
+        for stored in self._tasks.unannounced(session.owner):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -659,7 +570,7 @@ class Gateway:
                 description=f"background call of {info.tool!r}: {info.status}",
                 mime_type="application/json",
             )
-            for info in ([] if session.anonymous else self._tasks.list(session.session_id))
+            for info in self._tasks.listed(session.scope)
         ]
         if self.resources is not None:
             resources.extend(
@@ -682,7 +593,7 @@ class Gateway:
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
-                view = self._task_view(session, uri.removeprefix(TASK_URI_PREFIX))
+                view = self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
                 text = json.dumps(view, ensure_ascii=False)
                 return mt.ReadResourceResult(
                     contents=[
@@ -697,24 +608,6 @@ class Gateway:
         block = to_mcp_content(found)
         assert isinstance(block, mt.EmbeddedResource)
         return mt.ReadResourceResult(contents=[block.resource])
-
-
-def _stored_task_json(stored: StoredTask, *, full: bool = True) -> dict[str, Any]:
-    """A stored task in the shape of :func:`~sagents.tool.background.task_json`."""
-    data: dict[str, Any] = {
-        "id": stored.task_id,
-        "tool": stored.tool,
-        "status": stored.status,
-        "started_at": stored.started_at,
-        "finished_at": stored.finished_at,
-    }
-    if stored.reason is not None:
-        data["reason"] = stored.reason
-    if stored.result is not None:
-        data["result"] = stored.result if full else stored.result[:200]
-    if stored.is_error is not None:
-        data["is_error"] = stored.is_error
-    return data
 
 
 def _skills_of(session: _ClientSession) -> frozenset[str] | None:
