@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.errors import UnknownToolError
+from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.gateway.policy import Profile, is_offered
 from sagents.gateway.seams import ToolProvider
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
@@ -177,8 +177,17 @@ class ScriptOffer:
         timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
     ) -> ToolResult:
         """Run a script-callable tool of the session; refuse any other."""
-        if all(spec.name != name for spec in self.list_specs()):
+        spec = next((s for s in self.list_specs() if s.name == name), None)
+        if spec is None:
             return _not_offered(name)
+        if spec.permission in ("destructive", "long_task_only"):  # the policy refuses first
+            return ToolResult.from_exception(
+                NotAllowedError(
+                    f"{spec.permission} tool {name!r} cannot be called from a script",
+                    hint=f"call {name!r} directly (each call is approved on its own)",
+                    details={"tool": name},
+                )
+            )
         return await self.offer.provider.run_tool(
             name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
         )

@@ -135,7 +135,11 @@ async def test_scripts_are_never_offered_builtins_background_tools_or_tool_expan
     scripts = offer.for_scripts()
     names = [spec.name for spec in scripts.list_specs()]
     refused = await scripts.run_tool("execute_shell_command", {"command": "id"}, None)
+    destructive = await scripts.run_tool("s__drop", {}, None)
     assert names == ["s__read", "s__drop", "local_tool"]  # s__drop: known, refused by policy
     assert refused.is_error is True
     assert refused.error is not None
     assert refused.error.code == "unknown_tool"
+    assert destructive.error is not None
+    assert destructive.error.code == "not_allowed"
+    assert provider.calls == []
