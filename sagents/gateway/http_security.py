@@ -6,9 +6,10 @@
   the allowed names and the port the bound one (or the one an ``--allowed-host`` names); else
   421, as the MCP spec's DNS-rebinding guidance asks (2025-11-25, "Transports", "Security
   Warning").
-- ``Origin`` (RFC 6454 §7): absent, or exactly ``http[s]://host[:port]`` with an allowed host
-  (any port on a loopback host: a page served from this machine); ``null`` and anything else
-  get 403.
+- ``Origin`` (RFC 6454 §7): absent, or exactly ``http[s]://host[:port]`` naming a served host
+  (any port on a loopback host: a page served from this machine) or matching an
+  ``--allowed-host``; ``null`` and anything else get 403. A missing port is the scheme's default
+  (80, 443), for ``Host`` too (80: the gateway serves plain HTTP).
 - ``Authorization`` (RFC 9110 §11.6.2, RFC 6750 §2.1): at most one header, of the form
   ``Bearer <b64token>`` (scheme case-insensitive, one or more spaces, the token of RFC 6750's
   ``b64token`` characters). Two headers, comma-joined values, another scheme or a scheme
@@ -172,8 +173,9 @@ class GatewaySecurityMiddleware:
         tokens: Iterable[str] = (),
     ) -> None:
         self.app = app
-        self.rules = [HostRule(h.lower(), port) for h in hosts] + list(allowed)
-        self.origin_hosts = {h.lower() for h in hosts} | {r.host for r in allowed}
+        self.served = {h.lower() for h in hosts}
+        self.allowed = list(allowed)
+        self.rules = [HostRule(h, port) for h in sorted(self.served)] + self.allowed
         self.port = port
         self.origin_any_port = origin_any_port
         self.tokens = [t.encode() for t in tokens if t]
@@ -212,6 +214,7 @@ class GatewaySecurityMiddleware:
             host, port = parse_host(values[0].decode("latin-1"))
         except ValueError:
             return False
+        port = 80 if port is None else port  # the gateway serves plain HTTP (RFC 9110 §4.2.1)
         return any(rule.accepts(host, port) for rule in self.rules)
 
     def _origin_ok(self, headers: list[tuple[bytes, bytes]]) -> bool:
@@ -221,12 +224,13 @@ class GatewaySecurityMiddleware:
         if len(values) > 1:
             return False
         try:
-            _, host, port = parse_origin(values[0].decode("latin-1"))
+            scheme, host, port = parse_origin(values[0].decode("latin-1"))
         except ValueError:
             return False
-        if host not in self.origin_hosts:
-            return False
-        return self.origin_any_port or self.port is None or port == self.port
+        port = port if port is not None else (443 if scheme == "https" else 80)
+        if host in self.served and (self.origin_any_port or self.port in (None, port)):
+            return True
+        return any(rule.accepts(host, port) for rule in self.allowed)
 
 
 def request_credential(request: Any) -> Credential:

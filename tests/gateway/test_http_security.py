@@ -256,3 +256,30 @@ async def test_a_session_id_does_not_carry_its_session_to_another_token() -> Non
     assert "fleet__configure" in own.text
     assert "another credential" in hijacked.text
     assert "fleet__configure" not in hijacked.text
+
+
+async def test_an_allowed_host_is_matched_with_default_ports_for_host_and_origin() -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    middleware = GatewaySecurityMiddleware(
+        app,
+        hosts=["0.0.0.0"],
+        port=8765,
+        allowed=[parse_host_rule("gw.example:443"), parse_host_rule("gw.internal:*")],
+        origin_any_port=False,
+    )
+    proxied = [_host("gw.example:443"), (b"origin", b"https://gw.example")]
+    assert await _answer(middleware, proxied) == 200
+    assert (
+        await _answer(middleware, [_host("gw.internal"), (b"origin", b"http://gw.internal")]) == 200
+    )
+    assert await _answer(middleware, [_host("gw.example")]) == 421  # port 80, not 443
+    assert (
+        await _answer(middleware, [_host("gw.example:443"), (b"origin", b"http://gw.example")])
+        == 403
+    )
+    assert (
+        await _answer(middleware, [_host("0.0.0.0:8765"), (b"origin", b"http://0.0.0.0:1")]) == 403
+    )
