@@ -52,7 +52,11 @@ class StartupLock:
     def acquire(self) -> bool:
         """Take the lock; True when no other gateway holds it (this one may sweep)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as error:  # e.g. replaced by a symlink: never follow it, never sweep
+            logger.warning("cannot open %s (%s): interrupted work is not swept", self.path, error)
+            return False
         alone = True
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sagents.audit.tasks import SqliteTaskStore
-from sagents.gateway.restart import RESTART_REASON, StartupLock, sweep_tasks
+from sagents.gateway.restart import LOCK_NAME, RESTART_REASON, StartupLock, sweep_tasks
 from tests.gateway.test_configured import write_config
 
 pytestmark = pytest.mark.anyio
@@ -133,3 +133,13 @@ def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(tmp_pat
     assert [t.task_id for t in store.take_unannounced("token:x:")] == ["t1"]
     assert store.take_unannounced("token:x:") == []
     assert store.owned("") == []
+
+
+def test_a_lock_file_replaced_by_a_symlink_is_not_followed_and_nothing_is_swept(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("x")
+    (tmp_path / LOCK_NAME).symlink_to(target)
+    assert StartupLock(tmp_path).acquire() is False
+    assert target.read_text() == "x"
