@@ -125,7 +125,9 @@ class SessionOffer:
 
     def get(self, name: str) -> ToolSpec | None:
         """The offered tool ``name``, or None."""
-        return next((spec for spec in self.list_specs() if spec.name == name), None)
+        # run_script's spec (its description lists the callable tools) is built only for it.
+        specs = self.list_specs() if name == RUN_SCRIPT_TOOL_NAME else self.provider_specs()
+        return next((spec for spec in specs if spec.name == name), None)
 
     def for_scripts(self) -> ScriptOffer:
         """What this session's scripts may be offered (see the module docstring)."""
