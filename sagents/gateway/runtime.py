@@ -279,14 +279,24 @@ class ConfiguredGateway(Gateway):
                 with anyio.CancelScope(shield=True):
                     await self.manager.aclose()
 
+    async def _first_start(self) -> None:
+        if self._manager is not None and not self._wait_for_servers:
+            # Servers still on their first start get a short while, so that a client that
+            # lists (or calls) once right after initialize finds their tools; later ones are
+            # announced. Once every server made its first attempt, this returns at once.
+            await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
-        if self._manager is not None and not self._wait_for_servers:
-            # Servers still on their first start get a short while, so that a client that
-            # lists once right after initialize sees them; later ones are announced.
-            await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+        await self._first_start()
         return await super()._on_list_tools(ctx, params)
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        await self._first_start()
+        return await super()._on_call_tool(ctx, params)
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()

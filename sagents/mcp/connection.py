@@ -153,9 +153,14 @@ class ServerConnection:
             await self._changed.wait()
         return self._state
 
+    @property
+    def first_start_done(self) -> bool:
+        """True once the first start attempt ended (however it ended)."""
+        return not (self._attempts == 0 or (self._attempts == 1 and self._state == "connecting"))
+
     async def wait_first_start(self) -> None:
         """Wait until the first start attempt ended (however it ended)."""
-        while self._attempts == 0 or (self._attempts == 1 and self._state == "connecting"):
+        while not self.first_start_done:
             await self._changed.wait()
 
     async def ready_session(self) -> ClientSession:

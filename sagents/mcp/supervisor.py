@@ -289,9 +289,12 @@ class MCPSupervisor:
     async def wait_started(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a call
         """Wait until every server's first start attempt ended (ready or failed), at most
         ``timeout`` seconds; True when all did."""
+        pending = [c for c in self._connections.values() if not c.first_start_done]
+        if not pending:
+            return True  # the common case, on every call once the servers started: no tasks
         with anyio.move_on_after(timeout):
             async with anyio.create_task_group() as tg:
-                for connection in list(self._connections.values()):
+                for connection in pending:
                     tg.start_soon(connection.wait_first_start)
             return True
         return False
