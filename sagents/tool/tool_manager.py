@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -42,17 +42,20 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.mcp_registry import MCPRegistry
 from sagents.tool.naming import to_exported_name
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
+
+if TYPE_CHECKING:
+    # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
+    from sagents.mcp import ServerParams, ServerSettings, ServerStatus
+    from sagents.tool.mcp_registry import MCPRegistry
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
 
@@ -491,6 +494,10 @@ class ToolManager:
 
     def _mcp_registry(self) -> MCPRegistry:
         if self._mcp is None:
+            # Imported here: the MCP SDK costs about a second of start-up, which a manager
+            # of local tools never pays.
+            from sagents.tool.mcp_registry import MCPRegistry
+
             self._mcp = MCPRegistry(self)
             self.push_async_callback(self._mcp.supervisor.aclose)
         return self._mcp
