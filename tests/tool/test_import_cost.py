@@ -18,12 +18,17 @@ HEAVY = ("mcp", "mcp_types", "openai", "starlette", "uvicorn", "httpx", "httpx2"
 HEAVY_SAGENTS = ("sagents.mcp", "sagents.gateway", "sagents.script", "sagents.sandbox")
 
 
-def _imported_heavy(snippet: str) -> list[str]:
-    """Run ``snippet`` in a new interpreter; the heavy modules it left in ``sys.modules``."""
+def _imported_heavy(snippet: str, *, also: tuple[str, ...] = ()) -> list[str]:
+    """Run ``snippet`` in a new interpreter; the heavy modules it left in ``sys.modules``.
+
+    Args:
+        snippet: The program.
+        also: More top-level packages that count as heavy.
+    """
     program = textwrap.dedent(snippet) + textwrap.dedent(
         f"""
         import json, sys
-        heavy = {HEAVY!r}
+        heavy = {HEAVY + also!r}
         heavy_sagents = {HEAVY_SAGENTS!r}
         found = sorted(
             m for m in sys.modules
@@ -43,7 +48,27 @@ def _imported_heavy(snippet: str) -> list[str]:
 
 
 def test_importing_tool_base_does_not_import_mcp() -> None:
-    assert _imported_heavy("from sagents.tool.tool_base import tool\n") == []
+    snippet = "from sagents.tool.tool_base import tool\n"
+    assert _imported_heavy(snippet, also=("jsonschema",)) == []
+
+
+def test_a_valid_local_call_does_not_import_the_jsonschema_package() -> None:
+    # Valid arguments pass the compiled check; ``jsonschema`` only reports refusals.
+    snippet = """
+    import anyio
+    from sagents.tool import ToolManager
+
+    async def add(a: int, b: int = 1) -> int:
+        return a + b
+
+    async def main() -> None:
+        tm = ToolManager()
+        tm.register_tool(add)
+        assert (await tm.run_tool("add", {"a": 1})).structured == {"result": 2}
+
+    anyio.run(main)
+    """
+    assert _imported_heavy(snippet, also=("jsonschema",)) == []
 
 
 def test_defining_and_calling_a_local_tool_does_not_import_mcp() -> None:
