@@ -85,7 +85,8 @@ class _LocalHandler:
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         if self.local.is_async:
-            value = await self.local.invoke(arguments, call.session_context)
+            # LocalTool.invoke, inlined: one coroutine less per call.
+            value = await self.local.func(**self.local.bind(arguments, call.session_context))
         else:
             # A worker thread cannot be interrupted: on timeout or cancellation the call
             # returns at once and the thread is abandoned (it finishes in the background).
