@@ -46,6 +46,8 @@ __all__ = ["to_tool_result"]
 # One encoder for every result (json.dumps with options builds a new encoder per call).
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
+_PLAIN_NUMBERS = frozenset({int, float, bool})  # exact types; see _scalar_text
+
 _BLOCK_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -76,16 +78,19 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
     """
     if isinstance(value, ToolResult):
         return value
-    if value is None:
-        return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
-    if isinstance(value, str):
-        return ToolResult(content=(TextContent(text=value),), structured=_wrap(value, wrap_result))
-    if isinstance(value, _BLOCK_TYPES):
-        return ToolResult(content=(value,))
-    if isinstance(value, bytes | bytearray | memoryview):
-        return ToolResult(content=(_bytes_block(bytes(value)),))
-    if _is_block_list(value):
-        return ToolResult(content=tuple(value))
+    if type(value) not in _PLAIN_NUMBERS:  # numbers are none of these: skip the checks
+        if value is None:
+            return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
+        if isinstance(value, str):
+            return ToolResult(
+                content=(TextContent(text=value),), structured=_wrap(value, wrap_result)
+            )
+        if isinstance(value, _BLOCK_TYPES):
+            return ToolResult(content=(value,))
+        if isinstance(value, bytes | bytearray | memoryview):
+            return ToolResult(content=(_bytes_block(bytes(value)),))
+        if _is_block_list(value):
+            return ToolResult(content=tuple(value))
     try:
         text = _scalar_text(value)
         if text is not None:
