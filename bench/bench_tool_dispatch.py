@@ -1,6 +1,7 @@
 """Dispatch overhead of ``ToolManager.run_tool``, against the peers, and ``get_openai_tools()``.
 
-Run: ``.venv/bin/python bench/bench_tool_dispatch.py [--rounds N] [--json]``.
+Run: ``.venv/bin/python bench/bench_tool_dispatch.py [--rounds N] [--peers-only] [--json]``;
+``--breakdown`` times each piece of ``run_tool``'s path alone instead.
 
 1. **Peers**: the same trivial async tool (``add(a: int, b: int = 1) -> int``) through
    ``ToolManager.run_tool`` here and, in a child process of ``bench/.venv-peers`` (made by
@@ -32,11 +33,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.progress import ProgressHub
-from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy
+from sagents.progress.binding import bind_quiet_tool_call
+from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy, build_local_tool
+from sagents.tool.arguments import ArgumentValidator, parse_arguments
+from sagents.tool.result_conversion import to_tool_result
 
 CALLS = 2000
 WARMUP = 200
@@ -130,14 +135,81 @@ async def paths() -> dict[str, float]:
     figures["ToolProxy.run_tool"] = await _per_call_us(
         lambda: proxy.run_tool("add", {"a": 1, "b": 2})
     )
-    async with hub.subscribe("listened", max_buffered=1_000_000):
-        figures["run_tool, a progress consumer listening"] = await _per_call_us(
-            lambda: listened.run_tool("add", {"a": 1, "b": 2}, session)
+    async with hub.subscribe("listened") as events, anyio.create_task_group() as tg:
+
+        async def drain() -> None:  # a consumer that keeps up (its `closed` events)
+            async for _ in events:
+                pass
+
+        tg.start_soon(drain)
+        figures["run_tool, listened to (+ a checkpoint per call)"] = await _per_call_us(
+            lambda: _yielding(listened.run_tool("add", {"a": 1, "b": 2}, session))
         )
+        tg.cancel_scope.cancel()
     figures["run_tool, sync tool (worker thread)"] = await _per_call_us(
         lambda: tm.run_tool("add_sync", {"a": 1, "b": 2})
     )
     return figures
+
+
+async def _yielding(call: Awaitable[Any]) -> Any:
+    """Await ``call``, then let the loop run once (so that a consumer task keeps up)."""
+    result = await call
+    await anyio.lowlevel.checkpoint()
+    return result
+
+
+async def breakdown(rounds: int) -> dict[str, float]:
+    """Each piece of ``run_tool``'s path on the trivial tool, timed alone (min over rounds)."""
+    tm = ToolManager()
+    tm.register_tool(add)
+    local = build_local_tool(add)
+    validator = ArgumentValidator(local.spec.input_schema, check=False)
+    context = SessionContext()
+    arguments = {"a": 1, "b": 2}
+    hub = ProgressHub()
+
+    async def whole() -> None:
+        await tm.run_tool("add", arguments, context)
+
+    async def timeout_scope() -> None:
+        with anyio.move_on_after(300):  # noqa: ASYNC100 - the scope's own cost is measured
+            pass
+
+    async def quiet_binding() -> None:
+        async with bind_quiet_tool_call(hub, "s", "c"):
+            pass
+
+    async def parse_and_check() -> None:
+        validator.validate("add", parse_arguments("add", arguments))
+
+    async def pydantic_binding() -> None:
+        local.bind(arguments, context)
+
+    async def function() -> None:
+        await add(a=1, b=2)
+
+    async def result() -> None:
+        to_tool_result(3, tool_name="add", wrap_result=True)
+
+    async def call_value() -> None:
+        ToolCall(tool_name="add", session_context=context, tool_call_id="c", timeout=300.0)
+
+    pieces: dict[str, Callable[[], Awaitable[None]]] = {
+        "run_tool, whole": whole,
+        "the per-call timeout (anyio.move_on_after)": timeout_scope,
+        "to_tool_result (ToolResult and its text block)": result,
+        "pydantic binding (LocalTool.bind)": pydantic_binding,
+        "progress binding when nobody listens": quiet_binding,
+        "parse + compiled schema check": parse_and_check,
+        "the ToolCall value": call_value,
+        "the function itself": function,
+    }
+    runs: dict[str, list[float]] = {label: [] for label in pieces}
+    for _ in range(rounds):
+        for label, piece in pieces.items():
+            runs[label].append(await _mean_us(piece))
+    return {label: min(values) for label, values in runs.items()}
 
 
 class _Answer:
@@ -230,7 +302,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="sagents/peer rounds (default 3)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--peers-only", action="store_true", help="only the peer comparison")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="only the pieces of run_tool, each timed alone"
+    )
     options = parser.parse_args()
+    if options.breakdown:
+        pieces = anyio.run(breakdown, 6)
+        if options.json:
+            print(json.dumps(pieces))
+        for label, value in pieces.items():
+            print(f"{label + ':':50} {value:7.2f} us/call CPU (min of 6 rounds)")
+        return
     report: dict[str, Any] = {"peers": anyio.run(peers, options.rounds)}
     if not options.peers_only:
         report["paths"] = anyio.run(paths)

@@ -214,6 +214,8 @@ class ArgumentValidator:
         if not strict and self.is_valid(copied):
             return copied
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
+        if isinstance(coerced, dict) and self.is_valid(coerced):
+            return coerced  # the coercion fixed everything (the common strict or "5" case)
         problems = [p for e in self._validator.iter_errors(coerced) for p in _problems(e)]
         if problems:
             raise _invalid(tool_name, problems)
