@@ -10,7 +10,8 @@ Coalescing, per (tool_call_id, stream), with the hub's settings:
 
 * Text on a stream that has not sent for ``flush_interval_s`` goes out at once (leading edge);
   further text within the window waits in a buffer and goes out as one event when the window
-  ends (a helper task of :func:`bind_tool_call` wakes at that deadline).
+  ends (a helper task of :func:`bind_tool_call` wakes at that deadline; it is started by the
+  first text that has to wait, so a call that never coalesces never starts it).
 * Once ``flush_bytes`` UTF-8 bytes wait, the buffer is flushed at once (bytes, not characters).
 * ``flush_interval_s == 0`` sends every piece at once.
 * Relative order across streams is kept: text for another stream of the same call first
@@ -32,9 +33,10 @@ event), and its ``closed`` event too; with nobody listening, ``closed`` is not e
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Final, get_args
@@ -96,6 +98,7 @@ class ToolCallBinding:
         self._last_sent: dict[str, float] = {}
         self._closed = False
         self._wake: anyio.Event | None = None  # created by the flusher, when there is one
+        self._start_flusher: Callable[[], object] | None = None  # see bind_tool_call
         self._sleep: tuple[float, anyio.CancelScope] | None = None  # the flusher's deadline
         self._loop_thread = threading.get_ident()
 
@@ -134,6 +137,9 @@ class ToolCallBinding:
             return
         if self._wake is not None:
             self._wake.set()
+        elif self._start_flusher is not None:  # the first text that waits: start the flusher
+            start, self._start_flusher = self._start_flusher, None
+            start()
         due = self.next_deadline()
         if self._sleep is not None and due is not None and due < self._sleep[0]:
             self._sleep[1].cancel()  # another stream's window ends sooner: re-plan the wait
@@ -222,13 +228,14 @@ async def bind_tool_call(
         The call's :class:`ToolCallBinding`.
     """
     binding = ToolCallBinding(hub, session_id, tool_call_id)
-    helpers = (
-        [binding.run_flusher] if hub.settings.enabled and hub.settings.flush_interval_s else []
-    )
     hub.attach(binding)
     token = _current.set(binding)
     try:
-        async with run_beside(*helpers):
+        async with run_beside() as helpers:
+            if hub.settings.enabled and hub.settings.flush_interval_s:
+                # Started by the first text that has to wait for its window: a call that
+                # sends nothing, or only text that goes out at once, never starts a task.
+                binding._start_flusher = functools.partial(helpers.start_soon, binding.run_flusher)
             yield binding
     finally:
         _current.reset(token)

@@ -202,3 +202,23 @@ async def test_a_nested_quiet_call_restores_the_outer_calls_binding() -> None:
     await manager.run_tool("outer", {}, tool_call_id="call_outer")
     assert seen == ["call_inner", "call_outer"]
     assert current_tool_call() is None
+
+
+@pytest.mark.anyio
+async def test_a_listened_call_whose_text_never_waits_starts_no_helper_task() -> None:
+    hub = ProgressHub(settings=ProgressSettings(flush_interval_s=10.0))
+    manager = ToolManager(progress_hub=hub)
+    counts: list[int] = []
+
+    async def once() -> str:
+        await emit_tool_progress("sent at once\n")  # the leading edge: nothing waits
+        counts.append(len(anyio.get_running_tasks()))
+        return "done"
+
+    manager.register_tool(once)
+    async with hub.subscribe("s") as queue:
+        before = len(anyio.get_running_tasks())
+        await manager.run_tool("once", {}, SessionContext(session_id="s"))
+        events = _drain(queue)
+    assert counts == [before]
+    assert [e.text for e in events] == ["sent at once\n", ""]
