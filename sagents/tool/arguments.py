@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
+from sagents.core.spec import MAX_SCHEMA_NESTING, schema_nesting
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -151,6 +152,12 @@ class ArgumentValidator:
     """
 
     def __init__(self, schema: Mapping[str, Any], *, check: bool = True) -> None:
+        if schema_nesting(schema) > MAX_SCHEMA_NESTING:
+            raise ToolDefinitionError(
+                f"the input schema nests objects and arrays more than {MAX_SCHEMA_NESTING} "
+                "levels deep",
+                hint="move nested object schemas to $defs and refer to them with $ref",
+            )
         if check:
             import jsonschema.exceptions
             import jsonschema.validators
@@ -163,6 +170,8 @@ class ArgumentValidator:
                 checker.check_schema(dict(schema))
             except jsonschema.exceptions.SchemaError as error:
                 raise ToolDefinitionError(f"invalid input schema: {error.message}") from None
+            except RecursionError:  # below the nesting limit, but deep under a deep stack
+                raise ToolDefinitionError("the input schema is nested too deeply") from None
         self._schema = schema
 
     @functools.cached_property
