@@ -345,23 +345,31 @@ class SAgent:
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
         async with send, AsyncExitStack() as stack:
-            await stack.enter_async_context(run.extras)
-            for hub in hubs:
-                run.queues.append(await stack.enter_async_context(hub.subscribe(state.session_id)))
-            with anyio.CancelScope() as scope, bind_agent_session(state):
-                self._scopes.add(scope)
-                try:
-                    async with anyio.create_task_group() as tg:
-                        for queue in run.queues:
-                            tg.start_soon(_forward, run, queue)
-                        try:
-                            reason = await self._turns(run, stack)
-                        except SagentsError as failure:  # the model endpoint failed
-                            reason, error = "error", failure.to_dict()
-                        finally:
-                            tg.cancel_scope.cancel()
-                finally:
-                    self._scopes.discard(scope)
+            scope = anyio.CancelScope()
+            try:
+                # Opened here, outside the run's scopes, so that the stack closes them in order.
+                await stack.enter_async_context(run.extras)
+                for hub in hubs:
+                    queue = await stack.enter_async_context(hub.subscribe(state.session_id))
+                    run.queues.append(queue)
+                await self._prepare(run, stack)
+            except SagentsError as failure:  # a sandbox or skill projection failed
+                reason, error = "error", failure.to_dict()
+            else:
+                with scope, bind_agent_session(state):
+                    self._scopes.add(scope)
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            for queue in run.queues:
+                                tg.start_soon(_forward, run, queue)
+                            try:
+                                reason = await self._turns(run)
+                            except SagentsError as failure:  # the model endpoint failed
+                                reason, error = "error", failure.to_dict()
+                            finally:
+                                tg.cancel_scope.cancel()
+                    finally:
+                        self._scopes.discard(scope)
             if scope.cancelled_caught:
                 reason = "cancelled"
             await run.emit(
@@ -374,9 +382,8 @@ class SAgent:
                 )
             )
 
-    async def _turns(self, run: _Run, stack: AsyncExitStack) -> DoneReason:
+    async def _turns(self, run: _Run) -> DoneReason:
         state = run.session
-        await self._prepare(run, stack)
         while True:
             if run.turns >= self.max_turns:
                 return "max_turns"
