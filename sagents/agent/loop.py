@@ -13,6 +13,7 @@ breaking: an assistant message enters the history only once it is complete).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -235,22 +236,29 @@ class SAgent:
             session: The state to use (agents as tools pass a fresh one); the agent's state of
                 ``session_context.session_id`` when None.
 
-        A consumer that stops iterating early should close the iterator
-        (``contextlib.aclosing``), so that the run's tasks end in its own task.
+        The run executes in a task this iterator owns. A consumer that stops iterating early
+        should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
+        it stops when the iterator is garbage-collected. Runs on asyncio.
         """
         context = session_context or SessionContext()
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
         state.messages = [dict(m) for m in messages]
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._drive, state, send)
-            try:
-                async with receive:
-                    async for event in receive:
-                        yield event
-            finally:
-                tg.cancel_scope.cancel()
+        # The run lives in a task this generator owns (started here, cancelled and awaited in
+        # its finally), not in a task group entered here: a task group spanning a ``yield``
+        # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
+        driver = _running_loop().create_task(self._drive(state, send))
+        try:
+            async with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            driver.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([driver])
+        if not driver.cancelled() and driver.exception() is not None:
+            raise driver.exception()  # type: ignore[misc]  # a bug in the loop: never hide it
 
     def as_tool(
         self,
@@ -535,6 +543,16 @@ class SAgent:
             "tool_call_id": tool_call_id,
             "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
         }
+
+
+def _running_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "SAgent.run_stream runs on asyncio (anyio's asyncio backend); no asyncio event loop "
+            "is running here"
+        ) from None
 
 
 async def _forward(run: _Run, queue: EventQueue) -> None:

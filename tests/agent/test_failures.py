@@ -213,3 +213,16 @@ def test_a_model_without_an_endpoint_says_which_variables_to_set(
     monkeypatch.delenv("SAGENTS_MODEL")
     with pytest.raises(ModelConfigError, match="SAGENTS_MODEL"):
         OpenAIChatModel(base_url="http://127.0.0.1:9/v1")
+
+
+async def test_leaving_the_loop_with_break_does_not_disturb_the_consumers_cancel_scopes() -> None:
+    async with ScriptedModel([reply("a long answer " * 20), reply("second")]) as model:
+        agent = SAgent(model=model.chat_model())
+        with anyio.fail_after(RUN_TIMEOUT_S):  # exiting this scope would fail if corrupted
+            async for event in agent.run_stream(USER, tool_manager=ToolManager()):
+                assert isinstance(event, MessageDeltaEvent)
+                break
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            done = done_of(await collect(agent, USER, tool_manager=ToolManager()))
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "second"
