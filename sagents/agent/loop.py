@@ -304,16 +304,15 @@ class SAgent:
                 )
             parent = caller.tool_manager
             allowed = [n for n in wanted if parent.has_tool(n)]
-            sub_proxy = ToolProxy(
-                list(parent.tool_managers), available_tools=allowed, approver=caller.approver
-            )
-            sub_session = AgentSession(caller.context, sub_proxy, approver=caller.approver)
+            approver = caller.run_approver or caller.approver  # asks through the caller's run
+            sub_proxy = ToolProxy(list(parent.tool_managers), available_tools=allowed)
+            sub_session = AgentSession(caller.context, sub_proxy, approver=approver)
             done: DoneEvent | None = None
             async for event in self.run_stream(
                 [{"role": "user", "content": str(arguments.get("task", ""))}],
                 tool_manager=sub_proxy,
                 session_context=caller.context,
-                approver=caller.approver,
+                approver=approver,
                 session=sub_session,
             ):
                 if isinstance(event, DoneEvent):
@@ -366,6 +365,7 @@ class SAgent:
             else:
                 with scope, bind_agent_session(state):
                     self._scopes.add(scope)
+                    state.run_approver = _EventApprover(run) if approver is not None else None
                     try:
                         async with anyio.create_task_group() as tg:
                             for queue in run.queues:
@@ -378,6 +378,7 @@ class SAgent:
                                 tg.cancel_scope.cancel()
                     finally:
                         self._scopes.discard(scope)
+                        state.run_approver = None
             if scope.cancelled_caught:
                 reason = "cancelled"
             await run.emit(

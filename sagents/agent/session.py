@@ -85,6 +85,9 @@ class AgentSession:
         self.skills: SkillSession | None = None
         """The skill tools' state (active skills), built by :meth:`init_more`."""
         self.approver = approver
+        self.run_approver: Approver | None = None
+        """While a run is in progress, the approver that asks through it (so that its
+        ``approval.request``/``approval.result`` events show); None otherwise."""
         self.messages: list[dict[str, Any]] = []
         """The history: the last run's input messages, then every message it added."""
         self.audit_status = AuditStatus()

@@ -12,7 +12,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from sagents.agent import AgentSession, SAgent, current_agent_session
-from sagents.core.events import ScriptProgressEvent
+from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import (
@@ -245,3 +245,29 @@ async def test_tools_reach_the_session_state_and_its_audit_status() -> None:
     state = agent.session("x")
     assert state is not None
     assert state.initialized
+
+
+async def test_an_agent_tools_approvals_are_asked_through_the_callers_run() -> None:
+    def sub_step(body: dict[str, Any]) -> Any:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return tool_call("delete", {"path": "a.txt"}, id="sub_del")
+        return reply("sub: " + body["messages"][-1]["content"])
+
+    approvals = Approvals("deny")
+    async with ScriptedModel(sub_step) as sub_model:
+        helper = SAgent(model=sub_model.chat_model(), run_script=False)
+        manager = _manager()
+        manager.register_tool(helper.as_tool("cleaner", "Cleans.", tools=["delete"]))
+        async with ScriptedModel([tool_call("cleaner", {"task": "t"}), reply("ok")]) as model:
+            agent = SAgent(model=model.chat_model(), run_script=False)
+            events = await collect(
+                agent,
+                USER,
+                tool_manager=manager,
+                session_context=SessionContext(permission_mode="ask"),
+                approver=approvals,
+            )
+    asked = [e for e in events if isinstance(e, ApprovalRequestEvent)]
+    assert [e.tool_call_id for e in asked] == ["sub_del"]
+    assert [r.tools for r in approvals.requests] == [("delete",)]
+    assert "denied by the user" in tool_messages(done_of(events).messages)[0]["content"]
