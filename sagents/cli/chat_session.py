@@ -141,10 +141,10 @@ class ChatRenderer:
                     overflow="fold",
                 )
         elif message.get("role") == "tool":
-            content = str(message.get("content") or "")
-            first = content.splitlines()[0] if content else ""
-            if len(first) > _RESULT_PREVIEW_CHARS or "\n" in content:
-                first = first[:_RESULT_PREVIEW_CHARS] + " …"
+            content = " ".join(str(message.get("content") or "").split())  # one line
+            first = content[:_RESULT_PREVIEW_CHARS]
+            if len(content) > _RESULT_PREVIEW_CHARS:
+                first += " …"
             self.err.print(Text(f"  ← {first}", style="dim"), overflow="fold")
 
 
