@@ -336,7 +336,11 @@ class SAgent:
         approver: Approver | None,
     ) -> AgentSession:
         found = self._sessions.get(context.session_id)
-        if found is not None and (tool_manager is None or found.tool_manager is tool_manager):
+        if found is not None and (
+            tool_manager is None
+            or tool_manager is found.tool_manager
+            or any(tool_manager is held for held in found.tool_manager.tool_managers)
+        ):
             found.context = context
             return found
         proxy = _as_proxy(tool_manager)

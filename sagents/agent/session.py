@@ -28,6 +28,7 @@ __all__ = [
     "AGENT_SESSION_KEY",
     "AgentSession",
     "AuditStatus",
+    "SandboxRelay",
     "bind_agent_session",
     "current_agent_session",
 ]
@@ -59,6 +60,31 @@ class AuditStatus(dict[str, Any]):
     def tools_expanded(self) -> bool:
         """Whether the session's tool list was expanded."""
         return bool(self["tools_expanded"])
+
+
+class SandboxRelay:
+    """The session's sandbox files as the skills layer holds them: each run opens its own
+    sandbox and points the relay at it, so a skill loaded in a later run is projected into that
+    run's sandbox."""
+
+    def __init__(self, target: SandboxFiles) -> None:
+        self.target = target
+
+    async def read_file(self, path: str) -> bytes:
+        """Read a whole file of the current sandbox."""
+        return await self.target.read_file(path)
+
+    async def write_file(self, path: str, data: bytes) -> object:
+        """Write a whole file into the current sandbox."""
+        return await self.target.write_file(path, data)
+
+    async def exists(self, path: str) -> bool:
+        """Whether ``path`` exists in the current sandbox."""
+        return await self.target.exists(path)
+
+    async def mkdir(self, path: str) -> object:
+        """Create a directory in the current sandbox."""
+        return await self.target.mkdir(path)
 
 
 class AgentSession:
@@ -94,6 +120,7 @@ class AgentSession:
         self.skill_sandbox: SandboxSkillManager | None = None
         """Where the skills were projected by :meth:`init_more`, if anywhere."""
         self._initialized = False
+        self._relay: SandboxRelay | None = None
 
     @property
     def session_id(self) -> str:
@@ -109,7 +136,8 @@ class AgentSession:
         """Run once before the session's first turn: set up its skills and project them into
         its sandbox (the skills layer's ``SandboxSkillManager``).
 
-        Later calls do nothing. Without skills or a sandbox there is nothing to project.
+        Later calls only point the projection at ``sandbox`` (the run's own), so that a skill
+        loaded later lands there. Without skills or a sandbox there is nothing to project.
 
         Args:
             sandbox: The session's sandbox file API (the run_script sandbox), if it has one.
@@ -118,13 +146,16 @@ class AgentSession:
             The names of the skills projected (empty on later calls).
         """
         if self._initialized:
+            if sandbox is not None and self._relay is not None:
+                self._relay.target = sandbox  # this run's sandbox
             return []
         self._initialized = True
         source = self.skill_source
         if source is None:
             return []
         if sandbox is not None:
-            self.skill_sandbox = SandboxSkillManager(source, sandbox)
+            self._relay = SandboxRelay(sandbox)
+            self.skill_sandbox = SandboxSkillManager(source, self._relay)
         self.skills = SkillSession(source, sandbox=self.skill_sandbox, tools=self.tool_manager)
         if self.skill_sandbox is None:
             return []

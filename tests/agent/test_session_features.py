@@ -144,7 +144,26 @@ async def test_a_run_script_turn_calls_a_real_mcp_server_and_projects_the_skills
     (result,) = tool_messages(done.messages)
     assert "status of SN0001" in result["content"]
     assert any(isinstance(e, ScriptProgressEvent) and e.is_final for e in events)
-    assert (workspace / ".skills" / "research" / "SKILL.md").is_file()  # init_more projected it
+    projected = workspace / ".skills" / "research" / "SKILL.md"
+    assert projected.is_file()  # init_more projected it
+    projected.unlink()
+    async with ScriptedModel([tool_call("load_skill", {"name": "research"}), reply("ok")]) as model:
+        agent.model = model.chat_model()
+        again = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=fleet,
+                skill_manager=skills,
+                session_context=SessionContext(session_id="rs", workspace=str(workspace)),
+            )
+        )
+    assert "Search before answering." in tool_messages(again.messages)[0]["content"]
+    assert projected.is_file()  # a later run's load_skill projects into that run's sandbox
+    state = agent.session("rs")
+    assert state is not None
+    assert state.skills is not None
+    assert state.skills.active_skills == ("research",)  # the same session state, both runs
 
 
 async def test_a_script_listing_a_write_tool_asks_once_offering_only_allow_once_and_deny(
