@@ -87,8 +87,8 @@ class ScriptedReply:
         prompt_tokens: The reported ``usage.prompt_tokens``.
         completion_tokens: The reported ``usage.completion_tokens``.
         hang_after_chunks: When streaming, stop after this many chunks and wait until the client
-            goes away (to test cancellation mid-stream); when not streaming, wait before
-            answering at all.
+            goes away or the server closes (to test cancellation mid-stream); when not
+            streaming, answer nothing until the server closes (then HTTP 503).
         break_after_chunks: When streaming, break the connection after this many chunks.
     """
 
@@ -160,6 +160,7 @@ class ScriptedModel:
         self._server: uvicorn.Server | None = None
         self._tg: TaskGroup | None = None
         self._stopped = anyio.Event()
+        self._closing = anyio.Event()  # set on exit: hanging replies end then
         self._clients: list[OpenAIChatModel] = []  # closed on exit
 
     @property
@@ -228,6 +229,7 @@ class ScriptedModel:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._closing.set()
         with anyio.CancelScope(shield=True):
             for client in self._clients:
                 await client.aclose()
@@ -277,12 +279,13 @@ class ScriptedModel:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
-                _sse(scripted, ids, include_usage=include_usage),
+                _sse(scripted, ids, include_usage=include_usage, closing=self._closing),
                 media_type="text/event-stream",
                 headers=dict(scripted.headers),
             )
         if scripted.hang_after_chunks is not None:
-            await anyio.sleep_forever()
+            await self._closing.wait()
+            return JSONResponse({"error": {"message": "the scripted model is closing"}}, 503)
         return JSONResponse(_completion(scripted, ids), headers=dict(scripted.headers))
 
 
@@ -347,7 +350,7 @@ def _deltas(scripted: ScriptedReply, ids: list[str]) -> list[dict[str, Any]]:
 
 
 async def _sse(
-    scripted: ScriptedReply, ids: list[str], *, include_usage: bool
+    scripted: ScriptedReply, ids: list[str], *, include_usage: bool, closing: anyio.Event
 ) -> AsyncIterator[str]:
     common = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -358,7 +361,8 @@ async def _sse(
     deltas = _deltas(scripted, ids)
     for sent, delta in enumerate(deltas):
         if scripted.hang_after_chunks is not None and sent >= scripted.hang_after_chunks:
-            await anyio.sleep_forever()
+            await closing.wait()  # until the client goes away (Starlette cancels) or we close
+            return
         if scripted.break_after_chunks is not None and sent >= scripted.break_after_chunks:
             raise ConnectionAbortedError("the scripted model breaks the stream here")
         chunk = {**common, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}

@@ -226,3 +226,24 @@ async def test_leaving_the_loop_with_break_does_not_disturb_the_consumers_cancel
             done = done_of(await collect(agent, USER, tool_manager=ToolManager()))
     assert done.reason == "stop"
     assert done.messages[-1]["content"] == "second"
+
+
+async def test_agent_cancel_while_a_whole_answer_is_awaited_ends_cancelled() -> None:
+    asked = anyio.Event()
+
+    def hang(body: dict[str, object]) -> ScriptedReply:
+        asked.set()
+        return ScriptedReply(content="never sent", hang_after_chunks=0)
+
+    async with ScriptedModel(hang) as model:
+        agent = SAgent(model=model.chat_model(stream=False))
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_when_asked() -> None:
+                await asked.wait()
+                agent.cancel()
+
+            tg.start_soon(cancel_when_asked)
+            done = done_of(await collect(agent, USER, tool_manager=ToolManager()))
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
