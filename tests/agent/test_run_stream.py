@@ -152,14 +152,15 @@ async def test_tool_progress_carries_the_call_id_and_never_reaches_the_model() -
     assert "step" not in json.dumps(model.requests[1]["messages"])
 
 
-async def test_a_denied_call_settles_only_that_call_and_the_batch_runs() -> None:
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_denied_call_settles_only_that_call_and_the_batch_runs(stream: bool) -> None:
     calls = (
         ScriptedToolCall(name="save", arguments={"path": "a.txt"}, id="c_save"),
         ScriptedToolCall(name="get_weather", arguments={"city": "Oslo"}, id="c_weather"),
     )
     approvals = Approvals("deny")
     async with ScriptedModel([ScriptedReply(tool_calls=calls), reply("ok")]) as model:
-        agent = SAgent(model=model.chat_model())
+        agent = SAgent(model=model.chat_model(stream=stream))
         events = await collect(
             agent,
             USER,
