@@ -137,7 +137,11 @@ async def open_run_script(
         return None
     data_dir = default_data_dir()
     root = workspace or (Path(context.workspace) if context.workspace else data_dir / "workspace")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        logger.warning("run_script is not offered: cannot create its workspace %s: %s", root, error)
+        return None
     try:
         sandbox = await stack.enter_async_context(create_sandbox("local", workspace=str(root)))
         tool = RunScriptTool(

@@ -290,3 +290,22 @@ async def test_an_agent_tools_approvals_are_asked_through_the_callers_run() -> N
     assert [e.tool_call_id for e in asked] == ["sub_del"]
     assert [r.tools for r in approvals.requests] == [("delete",)]
     assert "denied by the user" in tool_messages(done_of(events).messages)[0]["content"]
+
+
+async def test_a_workspace_that_cannot_be_created_leaves_run_script_out_not_the_run(
+    fleet: ToolManager, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    async with ScriptedModel([reply("fine")]) as model:
+        agent = SAgent(model=model.chat_model())
+        done = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=fleet,
+                session_context=SessionContext(workspace=str(blocker / "ws")),
+            )
+        )
+    assert done.reason == "stop"
+    assert "run_script" not in {t["function"]["name"] for t in model.requests[0]["tools"]}
