@@ -27,13 +27,15 @@ from typing import Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
-from sagents.tool.approval import ApprovalRequest, Approver, settle_answer
+from sagents.tool.approval import AllowAllApprover, ApprovalRequest, Approver, settle_answer
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 
 __all__ = ["ToolProxy"]
 
 logger = logging.getLogger(__name__)
+
+_DECIDED = AllowAllApprover()  # what an inner proxy is told once the outer one has decided
 
 
 class ToolProxy:
@@ -183,15 +185,26 @@ class ToolProxy:
         Args:
             approver: Asked instead of the proxy's own approver for this call.
         """
+        enforced = session_context is not None and self.enforce_mode
         try:
             registered, provider = self._locate(name)
-            if session_context is not None and self.enforce_mode:
+            if session_context is not None and enforced:
                 spec = provider.get_tool_spec(registered)
                 await self._check_mode(
                     spec, args, session_context, tool_call_id, approver or self.approver
                 )
         except (UnknownToolError, NotAllowedError) as error:
             return ToolResult.from_exception(error)
+        if isinstance(provider, ToolProxy):  # a proxy over a proxy: decide once, not twice
+            return await provider.run_tool(
+                registered,
+                args,
+                session_context,
+                tool_call_id=tool_call_id,
+                timeout=timeout,
+                strict=strict,
+                approver=_DECIDED if enforced else approver,
+            )
         return await provider.run_tool(
             registered,
             args,

@@ -172,3 +172,13 @@ def test_a_script_request_offers_only_allow_once_and_deny() -> None:
     assert settle_answer(request, "allow_once") == "allow_once"
     assert settle_answer(request, "yes") == "deny"
     assert request.to_dict()["kind"] == "script"
+
+
+async def test_a_proxy_over_a_proxy_asks_once() -> None:
+    recorder = Recorder()
+    approver = ScriptedApprover("allow_once")
+    inner = _proxy(recorder)
+    outer = ToolProxy([inner], available_tools=["save", "lookup"], approver=approver)
+    assert (await outer.run_tool("save", {}, _context("ask"))).text == "ran save"
+    assert len(approver.requests) == 1
+    assert (await outer.run_tool("save", {}, _context("read_only"))).is_error
