@@ -14,18 +14,25 @@ breaking: an assistant message enters the history only once it is complete).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing, suppress
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack, aclosing
 from typing import Any, Final
 
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
+from sagents.agent._run import (
+    EventApprover,
+    RunState,
+    as_proxy,
+    final_text,
+    forward_events,
+    normalise_assistant,
+    progress_hubs,
+    running_loop,
+)
 from sagents.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -37,20 +44,16 @@ from sagents.agent.events import (
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
 from sagents.agent.scripts import open_run_script
 from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
-from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SagentsError
-from sagents.progress.hub import ProgressHub, default_hub
-from sagents.progress.queue import EventQueue
 from sagents.script.session import RunScriptSettings
 from sagents.skill.proxy import SkillSource
 from sagents.skill.skill_tool import SkillTools
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
-from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
@@ -66,89 +69,6 @@ DEFAULT_MAX_PARALLEL_TOOLS = 8
 _EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
 _CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
-
-
-@dataclass(kw_only=True)
-class _Run:
-    """The state of one ``run_stream`` call."""
-
-    session: AgentSession
-    send: MemoryObjectSendStream[AgentEvent]
-    approver: Approver | None
-    hubs: list[ProgressHub]
-    extras: ToolManager = field(default_factory=ToolManager)
-    extra_names: set[str] = field(default_factory=set)
-    queues: list[EventQueue] = field(default_factory=list)
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    turns: int = 0
-
-    async def emit(self, event: AgentEvent) -> None:
-        async with self.lock:
-            try:
-                await self._drain_unlocked()
-                await self.send.send(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the consumer has gone: the history is still settled
-
-    async def drain(self) -> None:
-        async with self.lock:
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._drain_unlocked()
-
-    async def _drain_unlocked(self) -> None:
-        for queue in self.queues:
-            while True:
-                try:
-                    event = queue.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-                await self.send.send(event)
-
-    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around."""
-        request_id = f"approval_{uuid.uuid4().hex[:12]}"
-        clock = self.hubs[0].clock
-        await self.emit(
-            ApprovalRequestEvent(
-                request_id=request_id,
-                tool_call_id=request.tool_call_id,
-                tools=request.tools,
-                message=_approval_message(request),
-                ts=clock.time(),
-            )
-        )
-        if self.approver is None:
-            answer: ApprovalAnswer = "deny"
-            reason = "nobody could be asked (no approver was given)"
-        else:
-            answer = settle_answer(request, await self.approver.approve(request))
-            reason = answer
-        await self.emit(
-            ApprovalResultEvent(
-                request_id=request_id, approved=answer != "deny", reason=reason, ts=clock.time()
-            )
-        )
-        return answer
-
-
-class _EventApprover:
-    """The approver handed to the session's proxy: asks through the run (events around)."""
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self._run.ask(request)
-
-
-def _approval_message(request: ApprovalRequest) -> str:
-    classes = ", ".join(f"{name} ({request.permissions.get(name, '?')})" for name in request.tools)
-    if request.kind == "script":
-        head = f"run_script wants to call the write tools {classes}"
-        if request.description:
-            head += f": {request.description}"
-        return f"{head}\n{request.shown_text()}"
-    return f"Allow {classes} with arguments:\n{request.shown_text()}"
 
 
 class SAgent:
@@ -248,7 +168,7 @@ class SAgent:
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``
         # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
-        driver = _running_loop().create_task(self._drive(state, send))
+        driver = running_loop().create_task(self._drive(state, send))
         try:
             async with receive:
                 async for event in receive:
@@ -322,7 +242,7 @@ class SAgent:
                 return ToolResult.from_error(
                     "execution_error", f"agent {name!r} did not finish: {reason}"
                 )
-            return ToolResult.from_text(_final_text(done.messages))
+            return ToolResult.from_text(final_text(done.messages))
 
         return spec, handle
 
@@ -343,16 +263,16 @@ class SAgent:
         ):
             found.context = context
             return found
-        proxy = _as_proxy(tool_manager)
+        proxy = as_proxy(tool_manager)
         state = AgentSession(context, proxy, skill_source=skills, approver=approver)
         self._sessions[context.session_id] = state
         return state
 
     async def _drive(self, state: AgentSession, send: MemoryObjectSendStream[AgentEvent]) -> None:
         """Run the loop; always ends with one ``done`` event (unless the consumer is gone)."""
-        hubs = _hubs(state.tool_manager)
+        hubs = progress_hubs(state.tool_manager)
         approver = state.approver or state.tool_manager.approver
-        run = _Run(session=state, send=send, approver=approver, hubs=hubs)
+        run = RunState(session=state, send=send, approver=approver, hubs=hubs)
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
         async with send, AsyncExitStack() as stack:
@@ -369,11 +289,11 @@ class SAgent:
             else:
                 with scope, bind_agent_session(state):
                     self._scopes.add(scope)
-                    state.run_approver = _EventApprover(run) if approver is not None else None
+                    state.run_approver = EventApprover(run) if approver is not None else None
                     try:
                         async with anyio.create_task_group() as tg:
                             for queue in run.queues:
-                                tg.start_soon(_forward, run, queue)
+                                tg.start_soon(forward_events, run, queue)
                             try:
                                 reason = await self._turns(run)
                             except SagentsError as failure:  # the model endpoint failed
@@ -395,7 +315,7 @@ class SAgent:
                 )
             )
 
-    async def _turns(self, run: _Run) -> DoneReason:
+    async def _turns(self, run: RunState) -> DoneReason:
         state = run.session
         while True:
             if run.turns >= self.max_turns:
@@ -411,7 +331,7 @@ class SAgent:
                     else:
                         turn = item
             assert turn is not None  # stream_turn always ends with a ModelTurn or raises
-            message = _normalise_assistant(turn.message)
+            message = normalise_assistant(turn.message)
             state.messages.append(message)
             await run.emit(MessageEvent(message=message))
             if turn.usage is not None:
@@ -428,7 +348,7 @@ class SAgent:
             offered = {t["function"]["name"] for t in tools}
             await self._run_calls(run, calls, offered)
 
-    async def _prepare(self, run: _Run, stack: AsyncExitStack) -> None:
+    async def _prepare(self, run: RunState, stack: AsyncExitStack) -> None:
         """Session set-up before the first turn: run_script, skills (``init_more``)."""
         state = run.session
         sandbox = None
@@ -459,7 +379,7 @@ class SAgent:
                 parts.append(fragment)
         return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
 
-    def _offered_tools(self, run: _Run) -> list[dict[str, Any]]:
+    def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
         """The session's tools for this turn: a read-only session is offered only read-only
         tools; disabled tools never; then the loop's own (skills, run_script)."""
         proxy = run.session.tool_manager
@@ -477,7 +397,9 @@ class SAgent:
         ]
         return tools
 
-    async def _run_calls(self, run: _Run, calls: list[dict[str, Any]], offered: set[str]) -> None:
+    async def _run_calls(
+        self, run: RunState, calls: list[dict[str, Any]], offered: set[str]
+    ) -> None:
         """Run one answer's tool calls and settle each exactly once, in call order."""
         state = run.session
         results: dict[str, dict[str, Any]] = {}
@@ -509,7 +431,7 @@ class SAgent:
                 for message in settled:
                     await run.emit(MessageEvent(message=message))
 
-    async def _run_call(self, run: _Run, call: dict[str, Any], offered: set[str]) -> ToolResult:
+    async def _run_call(self, run: RunState, call: dict[str, Any], offered: set[str]) -> ToolResult:
         state = run.session
         function = call.get("function") or {}
         name = str(function.get("name") or "")
@@ -537,7 +459,7 @@ class SAgent:
                 context,
                 tool_call_id=call["id"],
                 timeout=self.tool_timeout,
-                approver=_EventApprover(run) if run.approver is not None else None,
+                approver=EventApprover(run) if run.approver is not None else None,
             )
         except SagentsError as failure:  # providers return errors; never end the run for one
             return ToolResult.from_exception(failure)
@@ -548,76 +470,3 @@ class SAgent:
             "tool_call_id": tool_call_id,
             "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
         }
-
-
-def _running_loop() -> asyncio.AbstractEventLoop:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        raise RuntimeError(
-            "SAgent.run_stream runs on asyncio (anyio's asyncio backend); no asyncio event loop "
-            "is running here"
-        ) from None
-
-
-async def _forward(run: _Run, queue: EventQueue) -> None:
-    """Forward a hub subscription's events as they come."""
-    while True:
-        await queue.wait_ready()
-        if queue.closed and not len(queue):
-            return
-        await run.drain()
-
-
-def _as_proxy(tool_manager: ToolProvider | None) -> ToolProxy:
-    if isinstance(tool_manager, ToolProxy):
-        return tool_manager
-    if tool_manager is None:
-        return ToolProxy([ToolManager()])
-    return ToolProxy([tool_manager])
-
-
-def _hubs(provider: ToolProvider) -> list[ProgressHub]:
-    """The progress hubs the session's tools publish on (the default hub first)."""
-    found: dict[int, ProgressHub] = {id(default_hub()): default_hub()}
-    stack: list[Any] = [provider]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ToolProxy):
-            stack.extend(current.tool_managers)
-        elif isinstance(current, ToolManager):
-            found.setdefault(id(current.progress_hub), current.progress_hub)
-    return list(found.values())
-
-
-def _normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The assistant message as the history keeps it: every tool call with a unique, non-empty
-    id (some servers send none, or repeat one), so that each can be settled."""
-    normalised = dict(message)
-    calls = []
-    seen: set[str] = set()
-    for call in message.get("tool_calls") or []:
-        call = {**call, "function": dict(call.get("function") or {})}
-        call_id = str(call.get("id") or "")
-        if not call_id or call_id in seen:
-            call_id = f"call_{uuid.uuid4().hex[:16]}"
-        seen.add(call_id)
-        call["id"] = call_id
-        call.setdefault("type", "function")
-        call["function"].setdefault("arguments", "")
-        calls.append(call)
-    if calls:
-        normalised["tool_calls"] = calls
-    else:
-        normalised.pop("tool_calls", None)
-    return normalised
-
-
-def _final_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "assistant" and not message.get("tool_calls"):
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            return json.dumps(content, ensure_ascii=False)
-    return ""
