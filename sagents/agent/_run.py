@@ -34,6 +34,7 @@ __all__ = [
     "normalise_assistant",
     "progress_hubs",
     "running_loop",
+    "settle_history",
 ]
 
 
@@ -191,3 +192,34 @@ def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
                 return content
             return json.dumps(content, ensure_ascii=False)
     return ""
+
+
+def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the input history in which every tool call has its result: a call left
+    unanswered by an earlier run (a crash, an abort elsewhere) gets one that says so, placed
+    after the results it does have, so that the next request to the model is valid."""
+    settled: list[dict[str, Any]] = []
+    index = 0
+    while index < len(messages):
+        message = dict(messages[index])
+        settled.append(message)
+        index += 1
+        ids = [str(c.get("id")) for c in message.get("tool_calls") or [] if c.get("id")]
+        if message.get("role") != "assistant" or not ids:
+            continue
+        answered: set[str] = set()
+        while index < len(messages) and messages[index].get("role") == "tool":
+            answered.add(str(messages[index].get("tool_call_id")))
+            settled.append(dict(messages[index]))
+            index += 1
+        for call_id in ids:
+            if call_id not in answered:
+                settled.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": "Error [cancelled]: this call was never answered (the run "
+                        "that made it ended before it finished)",
+                    }
+                )
+    return settled

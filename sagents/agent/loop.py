@@ -32,6 +32,7 @@ from sagents.agent._run import (
     normalise_assistant,
     progress_hubs,
     running_loop,
+    settle_history,
 )
 from sagents.agent.events import (
     AgentEvent,
@@ -163,7 +164,7 @@ class SAgent:
         context = session_context or SessionContext()
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
-        state.messages = [dict(m) for m in messages]
+        state.messages = settle_history(messages)
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``

@@ -299,3 +299,35 @@ async def test_done_carries_the_session_state_audit_status() -> None:
     assert state is not None
     assert state.messages == list(done.messages)
     assert isinstance(done, DoneEvent)
+
+
+async def test_an_unanswered_call_in_the_input_history_is_settled_before_the_request() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "earlier"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "old_1",
+                    "type": "function",
+                    "function": {"name": "count", "arguments": "{}"},
+                },
+                {
+                    "id": "old_2",
+                    "type": "function",
+                    "function": {"name": "count", "arguments": "{}"},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "old_1", "content": "done"},
+        {"role": "user", "content": "again"},
+    ]
+    async with ScriptedModel([reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model())
+        done = done_of(await collect(agent, history, tool_manager=_manager()))
+    sent = model.requests[0]["messages"]
+    assert_settled_once(sent)
+    assert [m.get("tool_call_id") for m in sent if m["role"] == "tool"] == ["old_1", "old_2"]
+    assert "never answered" in sent[3]["content"]
+    assert_settled_once(done.messages)
