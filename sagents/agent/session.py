@@ -3,8 +3,8 @@
 The frozen :class:`~sagents.tool.context.SessionContext` says who calls and under which mode;
 it travels with every tool call. The :class:`AgentSession` is what the loop owns for that
 session across turns and runs: the history, the ``ToolProxy`` it runs with
-(:attr:`AgentSession.tool_manager`, the seed design's ``session_context.tool_manager``), the
-session's skills, and :attr:`AgentSession.audit_status`. A tool reaches it through
+(:attr:`AgentSession.tool_manager`), the session's skills, and
+:attr:`AgentSession.audit_status`. A tool reaches it through
 :func:`current_agent_session` or by declaring a parameter
 ``Annotated[AgentSession, InjectedArg("agent_session")]``. See ``docs/agent.md``,
 "Session state".
