@@ -1,0 +1,201 @@
+"""Inline every ``$ref`` and merge every ``allOf`` of a schema, exactly, within a bound.
+
+Model APIs whose schema language has no references (Gemini's OpenAPI subset) or no recursion
+(Anthropic's strict mode) get a document without ``$ref``, ``$defs`` or ``allOf`` that accepts
+exactly what the original accepts. What cannot be rewritten so is refused with
+:class:`~sagents.errors.SchemaExportError` naming the node, never guessed:
+
+* a recursive ``$ref`` (a definition that reaches itself);
+* an ``allOf`` (or a ``$ref`` with sibling keywords, which JSON Schema 2020-12 applies together,
+  section 10.2.1) whose members conflict on a keyword that has no exact merge, or where one
+  member closes an object (``additionalProperties``, ``patternProperties``) that another member
+  adds properties to;
+* a nested ``$id`` (it would change the base that ``$ref`` resolves against);
+* an output past :data:`MAX_INLINED_NODES` schema nodes: a ladder of described ``$ref`` doubles
+  with each rung, and a hostile upstream schema must not stall an export.
+
+Exact merges: ``properties`` (a property both sides declare is merged recursively),
+``required`` (union), ``type`` (intersection; ``integer`` inside ``number``), ``enum``
+(intersection); equal values; ``description``/``title`` of the first side (a ``$ref`` site's own
+words win over its definition's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sagents.errors import SchemaExportError
+from sagents.tool.export_faithful import resolve_ref
+from sagents.tool.json_schema import (
+    SCHEMA_KEYWORDS,
+    SCHEMA_LIST_KEYWORDS,
+    SCHEMA_MAP_KEYWORDS,
+    escape_pointer,
+)
+
+__all__ = ["MAX_INLINED_NODES", "inline_schema", "merge_schemas"]
+
+MAX_INLINED_NODES = 20_000
+"""Schema nodes one inlined document may hold (a real tool's schema has tens to hundreds)."""
+
+_WORDS = ("description", "title")
+
+
+def inline_schema(document: Mapping[str, Any], *, target: str) -> dict[str, Any]:
+    """The ``$ref``-free, ``allOf``-free equivalent of a self-contained ``document``.
+
+    Args:
+        document: A schema whose ``$ref`` all resolve inside it (the output of
+            :func:`~sagents.tool.export_faithful.faithful_schema` or of a strict export).
+        target: What the document is for, to name in errors ("Gemini", "Anthropic strict mode").
+
+    Returns:
+        A new document; ``document`` is not changed.
+
+    Raises:
+        SchemaExportError: for the cases in the module docstring (``details["path"]`` is the
+            JSON Pointer of the node).
+    """
+    inliner = _Inliner(document, target)
+    try:
+        result = inliner.node(document, "", ())
+    except RecursionError:
+        raise SchemaExportError(
+            "the schema is nested too deeply to export", details={"path": ""}
+        ) from None
+    if not isinstance(result, dict):
+        raise SchemaExportError("a tool's input schema must be an object", details={"path": ""})
+    return result
+
+
+def merge_schemas(first: Any, second: Any, *, path: str, target: str) -> Any:
+    """The conjunction of two ``$ref``-free schemas as one schema (exact merges only).
+
+    Raises:
+        SchemaExportError: when no exact merge exists (see the module docstring).
+    """
+    return _Inliner({}, target).merge(first, second, path)
+
+
+class _Inliner:
+    def __init__(self, document: Mapping[str, Any], target: str) -> None:
+        self.document = document
+        self.target = target
+        self.count = 0
+
+    def refuse(self, message: str, path: str, **details: Any) -> SchemaExportError:
+        return SchemaExportError(
+            f"{message}, which {self.target} cannot express",
+            hint=f"simplify the schema at {path or '/'!r}, or export this tool another way",
+            details={"path": path, **details},
+        )
+
+    def node(self, node: Any, path: str, stack: tuple[str, ...]) -> Any:
+        if not isinstance(node, Mapping):
+            return node  # a boolean schema
+        self.count += 1
+        if self.count > MAX_INLINED_NODES:
+            raise SchemaExportError(
+                f"inlining the schema's $ref gives more than {MAX_INLINED_NODES} schema nodes",
+                hint="the schema repeats large definitions many times; export with another mode",
+                details={"path": path, "limit": MAX_INLINED_NODES},
+            )
+        if path and "$id" in node:
+            raise self.refuse("a nested $id (it changes how $ref resolve)", path)
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            if ref in stack:
+                raise self.refuse(f"a recursive $ref {ref!r}", path, ref=ref)
+            definition = self.node(resolve_ref(self.document, ref, path), path, (*stack, ref))
+            siblings = {k: v for k, v in node.items() if k not in ("$ref", "$defs", "definitions")}
+            site = self.node(siblings, path, stack) if siblings else {}
+            return self.merge(site, definition, path)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions", "allOf", "$id"):
+                continue
+            out[key] = self.child(key, value, f"{path}/{escape_pointer(key)}", stack)
+        all_of = node.get("allOf")
+        if all_of is not None:
+            if not isinstance(all_of, list):
+                raise self.refuse("an allOf that is not a list", path)
+            for i, member in enumerate(all_of):
+                out = self.merge(out, self.node(member, f"{path}/allOf/{i}", stack), path)
+        return out
+
+    def child(self, key: str, value: Any, path: str, stack: tuple[str, ...]) -> Any:
+        if key in SCHEMA_KEYWORDS:
+            if isinstance(value, list):  # draft-07 tuple ``items``
+                return [self.node(v, f"{path}/{i}", stack) for i, v in enumerate(value)]
+            return self.node(value, path, stack)
+        if key in SCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            return [self.node(v, f"{path}/{i}", stack) for i, v in enumerate(value)]
+        if key in SCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+            return {n: self.node(s, f"{path}/{escape_pointer(n)}", stack) for n, s in value.items()}
+        if key == "dependencies" and isinstance(value, Mapping):
+            return {
+                n: self.node(s, f"{path}/{escape_pointer(n)}", stack)
+                if isinstance(s, Mapping)
+                else s
+                for n, s in value.items()
+            }
+        return value
+
+    def merge(self, first: Any, second: Any, path: str) -> Any:
+        """The conjunction of two ref-free schemas as one schema, or a refusal."""
+        if second is True or second == {}:
+            return first
+        if first is True or first == {}:
+            return second
+        if first is False or second is False:
+            raise self.refuse("a schema that accepts nothing", path)
+        for one, other in ((first, second), (second, first)):
+            # ``additionalProperties`` depends on its siblings ``properties`` and
+            # ``patternProperties``: merged, it would stop applying to the other's names.
+            closes = one.get("additionalProperties", True) is not True
+            added = set(other.get("properties") or ()) - set(one.get("properties") or ())
+            patterns = other.get("patternProperties", {}) != one.get("patternProperties", {})
+            if closes and (added or patterns):
+                raise self.refuse(
+                    "allOf members where one closes the object another adds properties to",
+                    path,
+                )
+        out = dict(first)
+        for key, value in second.items():
+            if key not in out or out[key] == value:
+                out[key] = value
+            elif key in _WORDS:
+                continue
+            elif key == "properties" and isinstance(value, Mapping):
+                properties = dict(out[key])
+                for name, sub in value.items():
+                    at = f"{path}/properties/{escape_pointer(name)}"
+                    properties[name] = (
+                        self.merge(properties[name], sub, at) if (name in properties) else sub
+                    )
+                out[key] = properties
+            elif key == "required" and isinstance(value, list):
+                out[key] = list(dict.fromkeys([*out[key], *value]))
+            elif key == "type":
+                out[key] = self._types(out[key], value, path)
+            elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
+                both = [v for v in out[key] if v in value]
+                if not both:
+                    raise self.refuse("allOf members whose enums share no value", path)
+                out[key] = both
+            else:
+                raise self.refuse(f"allOf members that both set {key!r} differently", path)
+        return out
+
+    def _types(self, first: Any, second: Any, path: str) -> Any:
+        a = set(first if isinstance(first, list) else [first])
+        b = set(second if isinstance(second, list) else [second])
+        both = a & b
+        if ("integer" in a and "number" in b) or ("number" in a and "integer" in b):
+            both.add("integer")
+        if not both:
+            raise self.refuse("allOf members whose types share no type", path)
+        ordered = [t for t in (first if isinstance(first, list) else [first]) if t in both]
+        ordered += sorted(both - set(ordered))
+        return ordered[0] if len(ordered) == 1 else ordered

@@ -1,0 +1,366 @@
+"""Corpus and property tests: the Anthropic and Gemini exports accept what the original accepts.
+
+For every schema of the export corpus (the hand-written hard cases, more cases for inlining,
+and the five reference MCP servers' tools) and its edge samples (``_mutations``):
+
+* the Anthropic strict schema accepts every sample the original accepts (unknown properties
+  aside: strict objects are closed), and the path "strict schema, then the original" decides
+  like the original;
+* the Gemini declaration, read back as JSON Schema (``TYPE`` -> ``type``, ``nullable`` ->
+  ``null``), accepts every sample the original accepts, in its strict form for
+  ``strict=True``;
+* a schema either export cannot express raises ``SchemaExportError``; no other outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from sagents.errors import SchemaExportError
+from sagents.tool.export_anthropic import anthropic_strict_schema
+from sagents.tool.export_gemini import gemini_schema
+from sagents.tool.export_inline import inline_schema
+from sagents.tool.export_strict import strict_absent_to_nulls, strict_schema
+from sagents.tool.openai_export import faithful_schema
+from tests.tool.test_export_corpus import (
+    HARD_CASES,
+    _has_unknown_keys,
+    _mutations,
+    _validator,
+    real_schemas,
+)
+from tests.tool.test_strict_properties import leaf
+
+__all__ = ["real_schemas"]  # the module-scoped fixture of the reference servers' schemas
+
+Schema = dict[str, Any]
+
+INLINE_CASES: list[tuple[str, Schema, list[Any], list[Any]]] = [
+    (
+        "all_of_ref",
+        {
+            "type": "object",
+            "properties": {"p": {"allOf": [{"$ref": "#/$defs/P"}], "description": "a point"}},
+            "required": ["p"],
+            "$defs": {
+                "P": {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                    "required": ["x"],
+                }
+            },
+        },
+        [{"p": {"x": 1}}, {"p": {"x": 1, "y": 2}}],
+        [{"p": {"y": 2}}, {"p": {"x": "1"}}, {}],
+    ),
+    (
+        "ref_with_siblings",
+        {
+            "type": "object",
+            "properties": {
+                "code": {"$ref": "#/$defs/Code", "pattern": "^[A-Z]+$", "description": "a code"}
+            },
+            "required": ["code"],
+            "$defs": {"Code": {"type": "string", "minLength": 2}},
+        },
+        [{"code": "AB"}],
+        [{"code": "A"}, {"code": "ab"}, {"code": 1}, {}],
+    ),
+    (
+        "ref_with_sibling_properties",
+        {
+            "type": "object",
+            "properties": {
+                "o": {
+                    "$ref": "#/$defs/Base",
+                    "properties": {"extra": {"type": "boolean"}},
+                }
+            },
+            "$defs": {"Base": {"type": "object", "properties": {"id": {"type": "string"}}}},
+        },
+        [{}, {"o": {"id": "a"}}, {"o": {"id": "a", "extra": True}}],
+        [{"o": {"id": 1}}, {"o": {"extra": "yes"}}],
+    ),
+    (
+        "shared_definition",
+        {
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/T"}, "b": {"$ref": "#/$defs/T"}},
+            "required": ["a"],
+            "$defs": {"T": {"type": "string", "enum": ["x", "y"]}},
+        },
+        [{"a": "x"}, {"a": "x", "b": "y"}],
+        [{"a": "z"}, {"b": "x"}],
+    ),
+    (
+        "nullable_enum_and_const",
+        {
+            "type": "object",
+            "properties": {
+                "mode": {"enum": ["fast", "slow", None]},
+                "kind": {"const": "fixed"},
+                "level": {"enum": [1, 2, 3]},
+            },
+            "required": ["mode"],
+        },
+        [{"mode": None}, {"mode": "fast", "kind": "fixed", "level": 2}],
+        [{"mode": "medium"}, {"mode": None, "kind": "other"}, {"mode": None, "level": 4}, {}],
+    ),
+    (
+        "exclusive_bounds_and_union_types",
+        {
+            "type": "object",
+            "properties": {
+                "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "id": {"type": ["integer", "string", "null"]},
+            },
+            "required": ["ratio"],
+        },
+        [{"ratio": 0.5}, {"ratio": 1, "id": 3}, {"ratio": 1, "id": "a"}, {"ratio": 1, "id": None}],
+        [{"ratio": 0}, {"ratio": 2}, {"ratio": 0.5, "id": 1.5}, {}],
+    ),
+    (
+        "tuple",
+        {
+            "type": "object",
+            "properties": {
+                "pair": {
+                    "type": "array",
+                    "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                    "items": False,
+                }
+            },
+            "required": ["pair"],
+        },
+        [{"pair": ["a", 1]}, {"pair": ["a"]}],
+        [{"pair": [1, "a"]}, {"pair": ["a", 1, 2]}, {}],
+    ),
+]
+
+CASES = HARD_CASES + INLINE_CASES
+INLINE_REFUSES = {"recursive_ref"}
+GEMINI_REFUSES = INLINE_REFUSES | {"array_without_items", "keyword_named_properties"}
+ANTHROPIC_REFUSES = INLINE_REFUSES | {"array_without_items"}
+
+
+# -- Gemini's Schema read back as JSON Schema ------------------------------------------------
+
+GEMINI_FIELDS = {
+    "type",
+    "nullable",
+    "description",
+    "enum",
+    "format",
+    "properties",
+    "required",
+    "items",
+    "anyOf",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minProperties",
+    "maxProperties",
+    "default",
+}
+
+
+def gemini_to_json_schema(node: Schema) -> Schema:
+    """Gemini's ``Schema`` as the JSON Schema it stands for (``nullable`` adds ``null``)."""
+    unknown = set(node) - GEMINI_FIELDS
+    assert not unknown, unknown
+    out: Schema = {}
+    nullable = node.get("nullable") is True
+    for key, value in node.items():
+        if key == "type":
+            out["type"] = [value.lower(), "null"] if nullable else value.lower()
+        elif key == "enum":
+            out["enum"] = [*value, None] if nullable else value
+        elif key == "properties":
+            out["properties"] = {k: gemini_to_json_schema(v) for k, v in value.items()}
+        elif key == "items":
+            out["items"] = gemini_to_json_schema(value)
+        elif key == "anyOf":
+            out["anyOf"] = [gemini_to_json_schema(b) for b in value]
+        elif key not in ("nullable", "description", "format", "default"):
+            out[key] = value
+    return out
+
+
+def _gemini_validator(schema: Schema, *, strict: bool) -> Any:
+    parameters = gemini_schema(schema, strict=strict)
+    if parameters is None:
+        return Draft202012Validator({"type": "object"})
+    assert parameters["type"] == "OBJECT"
+    return Draft202012Validator(gemini_to_json_schema(parameters))
+
+
+def check_gemini(schema: Schema, samples: list[Any]) -> None:
+    original = _validator(schema)
+    for strict in (False, True):
+        exported = _gemini_validator(schema, strict=strict)
+        inlined = inline_schema(faithful_schema(schema), target="a test")
+        form = strict_schema(inlined) if strict else None
+        for sample in samples:
+            if not original.is_valid(sample):
+                continue
+            sent = strict_absent_to_nulls(form, sample) if form is not None else sample
+            if strict and _has_unknown_keys(inlined, sample):
+                continue  # strict mode closes objects: the strict form has no unknown keys
+            assert exported.is_valid(sent), (strict, sample, sent)
+
+
+def check_anthropic(schema: Schema, samples: list[Any]) -> None:
+    original = _validator(schema)
+    exported = Draft202012Validator(anthropic_strict_schema(schema))
+    Draft202012Validator.check_schema(exported.schema)
+    inlined = inline_schema(faithful_schema(schema), target="a test")
+    for sample in samples:
+        accepted = original.is_valid(sample)
+        if _has_unknown_keys(inlined, sample):
+            assert not exported.is_valid(sample), sample  # closed objects, as documented
+            continue
+        if accepted:
+            assert exported.is_valid(sample), (sample, exported.schema)
+        assert (exported.is_valid(sample) and accepted) == accepted
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+IDS = [c[0] for c in CASES]
+
+
+@pytest.mark.parametrize(("name", "schema", "accepted", "rejected"), CASES, ids=IDS)
+def test_inlining_decides_every_case_like_the_original(
+    name: str, schema: Schema, accepted: list[Any], rejected: list[Any]
+) -> None:
+    try:
+        inlined = inline_schema(faithful_schema(schema), target="a test")
+    except SchemaExportError:
+        assert name in INLINE_REFUSES
+        return
+    assert "$ref" not in str(inlined) or name == "keyword_named_properties"
+    original, exported = _validator(schema), Draft202012Validator(inlined)
+    for sample in accepted + rejected + _mutations(schema):
+        assert exported.is_valid(sample) == original.is_valid(sample), sample
+
+
+@pytest.mark.parametrize(("name", "schema", "accepted", "rejected"), CASES, ids=IDS)
+def test_gemini_accepts_what_the_original_accepts(
+    name: str, schema: Schema, accepted: list[Any], rejected: list[Any]
+) -> None:
+    if name in GEMINI_REFUSES:
+        for strict in (False, True):
+            with pytest.raises(SchemaExportError):
+                gemini_schema(schema, strict=strict)
+        return
+    check_gemini(schema, accepted + rejected + _mutations(schema))
+
+
+@pytest.mark.parametrize(("name", "schema", "accepted", "rejected"), CASES, ids=IDS)
+def test_anthropic_strict_accepts_what_the_original_accepts(
+    name: str, schema: Schema, accepted: list[Any], rejected: list[Any]
+) -> None:
+    if name in ANTHROPIC_REFUSES:
+        with pytest.raises(SchemaExportError):
+            anthropic_strict_schema(schema)
+        return
+    check_anthropic(schema, accepted + rejected + _mutations(schema))
+
+
+def test_the_reference_servers_schemas_export_for_gemini_and_anthropic_or_say_why(
+    real_schemas: dict[str, Schema],
+) -> None:
+    refused: dict[str, dict[str, str]] = {"gemini": {}, "anthropic": {}}
+    for name, schema in real_schemas.items():
+        samples = _mutations(schema)
+        try:
+            check_gemini(schema, samples)
+        except SchemaExportError as error:
+            refused["gemini"][name] = error.message
+        try:
+            check_anthropic(schema, samples)
+        except SchemaExportError as error:
+            refused["anthropic"][name] = error.message
+    assert refused == {"gemini": {}, "anthropic": {}}  # all 50 tools of the pinned servers
+
+
+# -- properties ------------------------------------------------------------------------------
+
+NAMES = st.sampled_from(["a", "b", "title", "type", "default", "x_y", "_z"])
+Pair = tuple[Schema, Any]
+
+
+def node(depth: int) -> st.SearchStrategy[Pair]:
+    if depth == 0:
+        return leaf()
+    return st.one_of(leaf(), obj(depth - 1), array(depth - 1), described_ref(depth - 1))
+
+
+@st.composite
+def array(draw: st.DrawFn, depth: int) -> Pair:
+    items, value = draw(node(depth))
+    return {"type": "array", "items": items}, draw(st.sampled_from([[], [value], [value] * 2]))
+
+
+@st.composite
+def described_ref(draw: st.DrawFn, depth: int) -> Pair:
+    """A ``$ref`` with a description beside it (pydantic's ``Field(description=)``)."""
+    target, value = draw(node(depth))
+    return {"$ref": "#/$defs/T", "description": "see T", "__def__": target}, value
+
+
+@st.composite
+def obj(draw: st.DrawFn, depth: int) -> Pair:
+    names = draw(st.lists(NAMES, unique=True, min_size=1, max_size=4))
+    properties: Schema = {}
+    instance: dict[str, Any] = {}
+    required: list[str] = []
+    for name in names:
+        schema, value = draw(node(depth))
+        properties[name] = schema
+        if draw(st.booleans()):
+            required.append(name)
+            instance[name] = value
+        elif draw(st.booleans()):
+            instance[name] = value
+    return {"type": "object", "properties": properties, "required": required}, instance
+
+
+def _hoist_defs(schema: Schema) -> Schema:
+    """Give each ``described_ref`` its own definition under the root's ``$defs``."""
+    defs: Schema = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            if "__def__" in value:
+                name = f"T{len(defs)}"
+                defs[name] = None  # reserve the name before the target's own refs
+                defs[name] = walk(value["__def__"])
+                return {"$ref": f"#/$defs/{name}", "description": value["description"]}
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    hoisted = walk(schema)
+    if defs:
+        hoisted["$defs"] = defs
+    return dict(hoisted)
+
+
+@settings(max_examples=100, deadline=None)
+@given(obj(2))
+def test_every_valid_input_stays_valid_for_gemini_and_anthropic(pair: Pair) -> None:
+    schema, instance = _hoist_defs(pair[0]), pair[1]
+    assert Draft202012Validator(schema).is_valid(instance)
+    check_gemini(schema, [instance])
+    check_anthropic(schema, [instance])
