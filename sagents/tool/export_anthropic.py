@@ -37,7 +37,7 @@ from typing import Any
 from sagents.core.result import ImageContent, ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import SchemaExportError
-from sagents.tool.export_calls import ModelToolCall, field_of, resolve_call_name
+from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import inline_schema
 from sagents.tool.json_schema import escape_pointer
@@ -146,7 +146,7 @@ def parse_anthropic_tool_use(block: Any, provider: ToolProvider | None = None) -
     arguments = field_of(block, "input")
     return ModelToolCall(
         name=resolve_call_name(name, provider, to_exported_name),
-        arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+        arguments=call_arguments(arguments),
         tool_call_id=block_id,
         sent_name=name,
     )

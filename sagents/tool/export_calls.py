@@ -10,13 +10,14 @@ failure into an error result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sagents.tool.provider import ToolProvider
 
-__all__ = ["ModelToolCall", "field_of", "resolve_call_name"]
+__all__ = ["ModelToolCall", "call_arguments", "field_of", "resolve_call_name"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +49,21 @@ def field_of(value: Any, *names: str) -> Any:
         elif getattr(value, name, None) is not None:
             return getattr(value, name)
     return None
+
+
+def call_arguments(value: Any) -> Mapping[str, Any] | str:
+    """The arguments as sent: an object as a dict, JSON text as it is, absent as ``{}``.
+
+    Anything else (a list, a number) is passed on as its JSON text, so that ``run_tool``
+    answers ``invalid_arguments`` instead of running the tool with no arguments.
+    """
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=repr)
 
 
 def resolve_call_name(

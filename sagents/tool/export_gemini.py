@@ -42,7 +42,7 @@ from typing import Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import SchemaExportError
-from sagents.tool.export_calls import ModelToolCall, field_of, resolve_call_name
+from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import inline_schema, merge_schemas
 from sagents.tool.export_strict import strict_schema
@@ -251,7 +251,7 @@ def parse_gemini_function_call(part: Any, provider: ToolProvider | None = None) 
     call_id = field_of(call, "id")
     return ModelToolCall(
         name=resolve_call_name(name, provider, gemini_function_name),
-        arguments=dict(args) if isinstance(args, Mapping) else {},
+        arguments=call_arguments(args),
         tool_call_id=call_id if isinstance(call_id, str) and call_id else None,
         sent_name=name,
     )

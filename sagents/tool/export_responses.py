@@ -19,7 +19,7 @@ from typing import Any
 
 from sagents.core.result import ImageContent, ToolResult
 from sagents.core.spec import ToolSpec
-from sagents.tool.export_calls import ModelToolCall, field_of, resolve_call_name
+from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_strict import strict_schema
 from sagents.tool.naming import to_exported_name
@@ -82,7 +82,7 @@ def parse_responses_function_call(item: Any, provider: ToolProvider | None = Non
     arguments = field_of(item, "arguments")
     return ModelToolCall(
         name=resolve_call_name(name, provider, to_exported_name),
-        arguments=arguments if isinstance(arguments, str | dict) else {},
+        arguments=call_arguments(arguments),
         tool_call_id=call_id,
         sent_name=name,
     )

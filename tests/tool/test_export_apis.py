@@ -427,3 +427,28 @@ def test_an_answer_needs_the_call_id_where_the_api_needs_it() -> None:
     with pytest.raises(ValueError, match="call_id"):
         responses_function_call_output(call, result)
     assert gemini_function_response(call, result)["functionResponse"]["name"] == "page"
+
+
+@pytest.mark.anyio
+async def test_arguments_that_are_not_an_object_are_refused_not_dropped() -> None:
+    tm = _manager("ping")  # "ping" has no required parameter: {} would run it
+    block = {"type": "tool_use", "id": "t1", "name": "ping", "input": [1, 2]}
+    call = parse_anthropic_tool_use(block, tm)
+    result = await tm.run_tool(call.name, call.arguments)
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    gemini = parse_gemini_function_call({"functionCall": {"name": "ping"}}, tm)
+    assert gemini.arguments == {}  # Gemini leaves out the args of a call without any
+
+
+def test_exports_follow_a_replaced_tool_and_callers_get_fresh_copies() -> None:
+    tm = _manager("ping")
+    for export in (tm.get_responses_tools, tm.get_anthropic_tools, tm.get_gemini_tools):
+        export()[0]["name"] = "changed"
+        assert export()[0]["name"] == "page"
+    schema = {"type": "object", "properties": {"y": {"type": "string"}}}
+    tm.register_tool((ToolSpec(name="ping", input_schema=schema), _Echo()), replace=True)
+    assert tm.get_gemini_tools()[1]["parameters"]["properties"] == {"y": {"type": "STRING"}}
+    assert "y" in tm.get_anthropic_tools(strict=True)[1]["input_schema"]["properties"]
+    tm.unregister_tool("ping")
+    assert [t["name"] for t in tm.get_responses_tools()] == ["page"]
