@@ -188,10 +188,11 @@ def gemini_schema(schema: Mapping[str, Any], *, strict: bool = False) -> dict[st
         SchemaExportError: when the tool cannot be declared without changing its meaning.
     """
     document = inline_schema(faithful_schema(schema), target="Gemini")
-    if strict:
-        document = dict(strict_schema(document).schema)
     try:
-        return _Writer().root(document)
+        # The faithful declaration first, also in strict mode: what Gemini cannot declare is
+        # refused whatever the strict rewrite would make of it (it may close an open map).
+        declared = _Writer().root(document)
+        return _Writer().root(strict_schema(document).schema) if strict else declared
     except RecursionError:
         raise SchemaExportError(
             "the schema is nested too deeply to export", details={"path": ""}

@@ -14,6 +14,7 @@ and the five reference MCP servers' tools) and its edge samples (``_mutations``)
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from sagents.tool.export_anthropic import anthropic_strict_schema
 from sagents.tool.export_gemini import gemini_schema
 from sagents.tool.export_inline import inline_schema
 from sagents.tool.export_strict import strict_absent_to_nulls, strict_schema
+from sagents.tool.json_schema import iter_subschemas, map_subschemas
 from sagents.tool.openai_export import faithful_schema
 from tests.tool.test_export_corpus import (
     HARD_CASES,
@@ -140,12 +142,56 @@ INLINE_CASES: list[tuple[str, Schema, list[Any], list[Any]]] = [
         [{"pair": ["a", 1]}, {"pair": ["a"]}],
         [{"pair": [1, "a"]}, {"pair": ["a", 1, 2]}, {}],
     ),
+    (
+        "nested_open_map",
+        {
+            "type": "object",
+            "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            },
+            "required": ["labels"],
+        },
+        [{"labels": {}}, {"labels": {"a": "x"}}],
+        [{"labels": {"a": 1}}, {}],
+    ),
+    (
+        "root_open_map",
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        [{}, {"a": 1}],
+        [{"a": "x"}],
+    ),
+    (
+        "properties_and_extra_schema",
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "additionalProperties": {"type": "integer"},
+        },
+        [{}, {"name": "a"}, {"name": "a", "n": 1}],
+        [{"name": 1}, {"n": "x"}],
+    ),
+    (
+        "typeless_nested_object",
+        {
+            "type": "object",
+            "properties": {
+                "point": {"properties": {"x": {"type": "number"}}, "required": ["x"]},
+                "points": {"type": "array", "items": {"properties": {"y": {"type": "number"}}}},
+            },
+            "required": ["point"],
+        },
+        [{"point": {"x": 1}}, {"point": {"x": 1}, "points": [{"y": 2}, {}]}],
+        [{"point": {}}, {"point": {"x": "1"}}, {"point": {"x": 1}, "points": [{"y": "a"}]}],
+    ),
 ]
 
 CASES = HARD_CASES + INLINE_CASES
 INLINE_REFUSES = {"recursive_ref"}
-GEMINI_REFUSES = INLINE_REFUSES | {"array_without_items", "keyword_named_properties"}
-ANTHROPIC_REFUSES = INLINE_REFUSES | {"array_without_items"}
+OPEN_MAPS = {"nested_open_map", "root_open_map"}
+GEMINI_REFUSES = INLINE_REFUSES | OPEN_MAPS | {"array_without_items", "keyword_named_properties"}
+ANTHROPIC_REFUSES = (
+    INLINE_REFUSES | OPEN_MAPS | {"array_without_items", "properties_and_extra_schema"}
+)
 
 
 # -- Gemini's Schema read back as JSON Schema ------------------------------------------------
@@ -200,11 +246,34 @@ def _gemini_validator(schema: Schema, *, strict: bool) -> Any:
     if parameters is None:
         return Draft202012Validator({"type": "object"})
     assert parameters["type"] == "OBJECT"
+    assert_no_refs(parameters)
     return Draft202012Validator(gemini_to_json_schema(parameters))
 
 
+def assert_no_refs(schema: Any, path: str = "") -> None:
+    """No schema node holds ``$ref``, ``$defs`` or ``allOf`` (a property may be named so)."""
+    if isinstance(schema, dict):
+        assert not {"$ref", "$defs", "definitions", "allOf"} & set(schema), path
+        for _, child_path, child in iter_subschemas(schema, path):
+            assert_no_refs(child, child_path)
+
+
+def as_read(schema: Any) -> Any:
+    """The schema as the exports read it: object (array) keywords without a ``type`` mean an
+    object (an array), as in strict mode; a documented difference from JSON Schema."""
+    if not isinstance(schema, dict):
+        return schema
+    out: Schema = map_subschemas(schema, as_read)
+    if "type" not in out and not {"$ref", "anyOf", "oneOf", "allOf"} & set(out):
+        if {"properties", "required", "additionalProperties"} & set(out):
+            out["type"] = "object"
+        elif {"items", "prefixItems"} & set(out):
+            out["type"] = "array"
+    return out
+
+
 def check_gemini(schema: Schema, samples: list[Any]) -> None:
-    original = _validator(schema)
+    original = _validator(as_read(schema))
     for strict in (False, True):
         exported = _gemini_validator(schema, strict=strict)
         inlined = inline_schema(faithful_schema(schema), target="a test")
@@ -219,9 +288,10 @@ def check_gemini(schema: Schema, samples: list[Any]) -> None:
 
 
 def check_anthropic(schema: Schema, samples: list[Any]) -> None:
-    original = _validator(schema)
+    original = _validator(as_read(schema))
     exported = Draft202012Validator(anthropic_strict_schema(schema))
     Draft202012Validator.check_schema(exported.schema)
+    assert_no_refs(exported.schema)
     inlined = inline_schema(faithful_schema(schema), target="a test")
     for sample in samples:
         accepted = original.is_valid(sample)
@@ -291,6 +361,32 @@ def test_the_reference_servers_schemas_export_for_gemini_and_anthropic_or_say_wh
         except SchemaExportError as error:
             refused["anthropic"][name] = error.message
     assert refused == {"gemini": {}, "anthropic": {}}  # all 50 tools of the pinned servers
+
+
+@pytest.mark.parametrize(("name", "schema", "accepted", "rejected"), CASES, ids=IDS)
+def test_where_the_anthropic_sdk_strict_transform_loses_inputs_ours_keeps_them(
+    name: str, schema: Schema, accepted: list[Any], rejected: list[Any]
+) -> None:
+    """The ``anthropic`` SDK's own ``transform_schema`` (what its ``parse`` helpers send) as a
+    peer: on the corpus it raises on some cases (several ``allOf`` members, no root type,
+    draft-07 ``definitions``, type lists, tuples) and closes objects with sibling properties
+    beside a ``$ref``; our export never rejects an input the original accepts."""
+    transform = pytest.importorskip("anthropic.lib._parse._transform").transform_schema
+    samples = accepted + rejected + _mutations(schema)
+    original = _validator(as_read(schema))
+    try:
+        peer = Draft202012Validator(transform(copy.deepcopy(schema)))
+        peer_lost = [s for s in samples if original.is_valid(s) and not peer.is_valid(s)]
+    except Exception:  # noqa: BLE001 - the peer's failure is what this test records
+        peer_lost = []
+    try:
+        ours = Draft202012Validator(anthropic_strict_schema(schema))
+    except SchemaExportError:
+        return  # exported faithfully instead: nothing lost
+    inlined = inline_schema(faithful_schema(schema), target="a test")
+    for sample in peer_lost:
+        if not _has_unknown_keys(inlined, sample):
+            assert ours.is_valid(sample), sample
 
 
 # -- properties ------------------------------------------------------------------------------
