@@ -14,6 +14,7 @@ and the five reference MCP servers' tools) and its edge samples (``_mutations``)
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -21,12 +22,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
-from sagents.errors import SchemaExportError
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.errors import SchemaExportError, ToolNameConflictError
+from sagents.tool import ToolManager
 from sagents.tool.export_anthropic import anthropic_strict_schema
-from sagents.tool.export_gemini import gemini_schema
+from sagents.tool.export_gemini import (
+    GEMINI_NAME_PATTERN,
+    gemini_schema,
+    parse_gemini_function_call,
+)
 from sagents.tool.export_inline import inline_schema
 from sagents.tool.export_strict import strict_absent_to_nulls, strict_schema
+from sagents.tool.handler import ToolCall
 from sagents.tool.json_schema import iter_subschemas, map_subschemas
 from sagents.tool.openai_export import faithful_schema
 from tests.tool.test_export_corpus import (
@@ -460,3 +470,97 @@ def test_every_valid_input_stays_valid_for_gemini_and_anthropic(pair: Pair) -> N
     assert Draft202012Validator(schema).is_valid(instance)
     check_gemini(schema, [instance])
     check_anthropic(schema, [instance])
+
+
+# -- hostile schemas: an export or a SchemaExportError, nothing else ------------------------
+
+_TYPES = st.sampled_from(["string", "integer", "number", "boolean", "array", "object", "null"])
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2), st.text(max_size=3)
+)
+_LEAVES = st.one_of(
+    st.booleans(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.one_of(_TYPES, st.lists(_TYPES, min_size=1, max_size=3, unique=True)),
+            "enum": st.lists(_SCALARS, min_size=1, max_size=3),
+            "const": _SCALARS,
+            "format": st.sampled_from(["email", "date-time", "int32", "uri"]),
+            "exclusiveMaximum": st.integers(-2, 2),
+            "minItems": st.integers(0, 3),
+            "default": _SCALARS,
+        },
+    ),
+)
+
+
+def _hostile() -> st.SearchStrategy[Any]:
+    return st.recursive(
+        _LEAVES,
+        lambda inner: st.fixed_dictionaries(
+            {},
+            optional={
+                "type": st.one_of(_TYPES, st.lists(_TYPES, min_size=1, max_size=3, unique=True)),
+                "properties": st.dictionaries(
+                    st.sampled_from(["a", "b", "c-d"]), inner, max_size=3
+                ),
+                "required": st.lists(st.sampled_from(["a", "b", "z"]), unique=True, max_size=3),
+                "additionalProperties": inner,
+                "items": inner,
+                "prefixItems": st.lists(inner, min_size=1, max_size=2),
+                "anyOf": st.lists(inner, min_size=1, max_size=3),
+                "oneOf": st.lists(inner, min_size=1, max_size=2),
+                "allOf": st.lists(inner, min_size=1, max_size=2),
+                "not": inner,
+                "$ref": st.just("#/$defs/D"),
+            },
+        ),
+        max_leaves=12,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_hostile(), _hostile())
+def test_any_valid_schema_exports_or_is_refused_with_a_schema_export_error(
+    root: Any, definition: Any
+) -> None:
+    schema = {**(root if isinstance(root, dict) else {}), "$defs": {"D": definition}}
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        return  # registration refuses it before any export
+    for export in (
+        gemini_schema,
+        lambda s: gemini_schema(s, strict=True),
+        anthropic_strict_schema,
+    ):
+        refusal: SchemaExportError | None = None
+        try:
+            export(schema)
+        except SchemaExportError as error:
+            refusal = error
+        assert refusal is None or (refusal.message and "path" in refusal.details)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=6, unique=True))
+def test_every_gemini_name_leads_back_to_its_tool(names: list[str]) -> None:
+    tm = ToolManager()
+    for name in names:
+        with contextlib.suppress(ToolNameConflictError):  # two names one OpenAI export
+            tm.register_tool((ToolSpec(name=name, input_schema={"type": "object"}), _Noop()))
+    declared = [t["name"] for t in tm.get_gemini_tools()]
+    assert len(set(declared)) == len(declared)
+    registered = set()
+    for name in declared:
+        assert GEMINI_NAME_PATTERN.match(name)
+        call = parse_gemini_function_call({"name": name, "args": {}}, tm)
+        assert tm.has_tool(call.name)
+        registered.add(call.name)
+    assert len(registered) == len(declared)
+
+
+class _Noop:
+    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        return ToolResult.from_text("ok")
