@@ -254,7 +254,7 @@ def _array(node: Mapping[str, Any], out: dict[str, Any], path: str, notes: dict[
             raise _refuse("is a tuple whose extra items may be of any type", path)
         if tail is False:
             notes["maxItems"] = len(prefix)
-        notes["prefixItems"] = "an array whose items are, in order, of the types given"
+        notes["prefixItems"] = prefix  # the item types in their order
         items = members[0] if len(members) == 1 else {"anyOf": members}
         out["items"] = _strict(items, f"{path}/prefixItems")
         out.setdefault("type", "array")

@@ -299,8 +299,10 @@ class _Writer:
         )
 
     def node(self, node: Any, path: str, *, root: bool = False) -> dict[str, Any]:
+        if node is False:
+            raise self.refuse("accepts no value at all", path)
         if not isinstance(node, Mapping) or not node:
-            raise self.refuse("accepts a value of any type" if node is not False else "", path)
+            raise self.refuse("accepts a value of any type", path)
         node = dict(node)
         nullable = False
         if "oneOf" in node or "anyOf" in node:
@@ -314,7 +316,8 @@ class _Writer:
         if not types:
             raise self.refuse("accepts only null", path)
         if len(types) > 1:
-            branches = [{**node, "type": t} for t in types]
+            rest = {k: v for k, v in node.items() if k not in ("description", "title")}
+            branches = [{**rest, "type": t} for t in types]
             return self.union({"anyOf": branches, **_words(node)}, path, nullable=nullable)
         return self.typed(node, types[0], path, nullable=nullable, root=root)
 
@@ -348,8 +351,9 @@ class _Writer:
         out = written[0] if len(written) == 1 else {"anyOf": written}
         if len(written) > 1 and "description" in words:
             out["description"] = words["description"]
-        if "default" in node and node["default"] is not None:
-            out["default"] = node["default"]
+        default = node.get("default")
+        if default is not None and len(written) == 1 and _fits(default, _kind_of(out)):
+            out["default"] = default
         return out
 
     def typed(
@@ -374,8 +378,8 @@ class _Writer:
             if key in ("type", "enum", "const", "description", "nullable") or key in _SILENT:
                 continue
             if key == "default":
-                if value is not None:
-                    out["default"] = value
+                if value is not None and _fits(value, kind):
+                    out["default"] = value  # a default of another type says nothing here
             elif key in _EMITTED[kind] or (key == "format" and value in _FORMATS.get(kind, ())):
                 out[key] = value
             elif key in own and key in _HANDLED_APART:
@@ -417,7 +421,7 @@ class _Writer:
                 raise self.refuse("is a tuple whose extra items may be of any type", path)
             else:
                 out["maxItems"] = min(len(prefix), out.get("maxItems", len(prefix)))
-            notes["prefixItems"] = "an array whose items are, in order, of the types given"
+            notes["prefixItems"] = prefix  # the item types in their order
             items: Any = members[0] if len(members) == 1 else {"anyOf": members}
             out["items"] = self.node(items, f"{path}/prefixItems")
             return
@@ -516,6 +520,11 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+def _kind_of(declared: Mapping[str, Any]) -> str:
+    """The JSON Schema type name of a written Gemini node ("" for an ``anyOf``)."""
+    return str(declared.get("type", "")).lower()
 
 
 def _fits(value: Any, kind: str) -> bool:

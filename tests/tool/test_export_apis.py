@@ -452,3 +452,88 @@ def test_exports_follow_a_replaced_tool_and_callers_get_fresh_copies() -> None:
     assert "y" in tm.get_anthropic_tools(strict=True)[1]["input_schema"]["properties"]
     tm.unregister_tool("ping")
     assert [t["name"] for t in tm.get_responses_tools()] == ["page"]
+
+
+def test_gemini_rewrites_what_its_subset_lacks_and_notes_what_it_drops() -> None:
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "email": {
+                "anyOf": [{"type": "string", "format": "email"}, {"type": "null"}],
+                "description": "Where to write.",
+            },
+            "kind": {"const": "fixed"},
+            "mode": {"enum": ["fast", "slow", None]},
+            "level": {"type": "integer", "enum": [1, 2, 3]},
+            "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "id": {"type": ["integer", "string"], "description": "An id."},
+            "pair": {
+                "type": "array",
+                "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "items": False,
+            },
+        },
+        "required": ["kind"],
+    }
+    assert gemini_schema(schema) == {
+        "type": "OBJECT",
+        "properties": {
+            "email": {
+                "type": "STRING",
+                "description": 'Where to write. (format: "email")',
+                "nullable": True,
+            },
+            "kind": {"type": "STRING", "enum": ["fixed"]},
+            "mode": {"type": "STRING", "nullable": True, "enum": ["fast", "slow"]},
+            "level": {"type": "INTEGER", "description": "(enum: [1, 2, 3])"},
+            "ratio": {
+                "type": "NUMBER",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "(exclusiveMinimum: 0)",
+            },
+            "id": {"anyOf": [{"type": "INTEGER"}, {"type": "STRING"}], "description": "An id."},
+            "pair": {
+                "type": "ARRAY",
+                "maxItems": 2,
+                "items": {"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}]},
+                "description": '(prefixItems: [{"type": "string"}, {"type": "integer"}])',
+            },
+        },
+        "required": ["kind"],
+    }
+
+
+def test_anthropic_strict_keeps_its_subset_and_notes_the_rest() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "minLength": 2, "format": "email"},
+            "n": {"type": "integer", "minimum": 1, "default": 5},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+            "v": {"oneOf": [{"type": "integer"}, {"type": "string", "format": "color"}]},
+        },
+        "required": ["q"],
+    }
+    assert anthropic_strict_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "format": "email", "description": "(minLength: 2)"},
+            "n": {"type": "integer", "default": 5, "description": "(minimum: 1)"},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "(maxItems: 3)",
+            },
+            "v": {
+                "anyOf": [
+                    {"type": "integer"},
+                    {"type": "string", "description": '(format: "color")'},
+                ]
+            },
+        },
+        "required": ["q"],
+        "additionalProperties": False,
+    }
