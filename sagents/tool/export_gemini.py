@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sagents.core.result import ToolResult
@@ -56,6 +56,7 @@ __all__ = [
     "gemini_function_response",
     "gemini_schema",
     "parse_gemini_function_call",
+    "parse_gemini_function_calls",
     "to_gemini_function_declaration",
 ]
 
@@ -256,6 +257,21 @@ def parse_gemini_function_call(part: Any, provider: ToolProvider | None = None) 
         tool_call_id=call_id if isinstance(call_id, str) and call_id else None,
         sent_name=name,
     )
+
+
+def parse_gemini_function_calls(
+    parts: Iterable[Any], provider: ToolProvider | None = None
+) -> list[ModelToolCall]:
+    """Every function call among ``parts``, in order (parts without one are skipped).
+
+    ``parts`` may be a candidate's ``content.parts`` or the SDK's ``response.function_calls``.
+    """
+    calls = []
+    for part in parts:
+        inner = field_of(part, "functionCall", "function_call")
+        if inner is not None or isinstance(field_of(part, "name"), str):
+            calls.append(parse_gemini_function_call(part, provider))
+    return calls
 
 
 def gemini_function_response(

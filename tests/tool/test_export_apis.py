@@ -30,6 +30,7 @@ from sagents.tool.export_gemini import (
     gemini_function_response,
     gemini_schema,
     parse_gemini_function_call,
+    parse_gemini_function_calls,
 )
 from sagents.tool.export_inline import MAX_INLINED_NODES
 from sagents.tool.export_responses import (
@@ -537,3 +538,19 @@ def test_anthropic_strict_keeps_its_subset_and_notes_the_rest() -> None:
         "required": ["q"],
         "additionalProperties": False,
     }
+
+
+def test_gemini_parts_and_sdk_function_calls_parse_in_order() -> None:
+    parts = [
+        {"text": "two calls"},
+        {"functionCall": {"id": "a", "name": "page", "args": {"query": "x"}}},
+        {"functionCall": {"id": "b", "name": "page", "args": {"query": "y"}}},
+    ]
+    calls = parse_gemini_function_calls(parts)
+    assert [(c.tool_call_id, c.arguments) for c in calls] == [
+        ("a", {"query": "x"}),
+        ("b", {"query": "y"}),
+    ]
+    genai_types = pytest.importorskip("google.genai.types")
+    sdk_calls = [genai_types.FunctionCall(name="page", args={"query": "z"})]
+    assert parse_gemini_function_calls(sdk_calls)[0].arguments == {"query": "z"}
