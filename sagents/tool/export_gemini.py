@@ -22,10 +22,13 @@ validated against the original schema in ``ToolManager.run_tool``). A tool that 
 declared so is refused with :class:`~sagents.errors.SchemaExportError` (``get_gemini_tools``
 leaves it out with a warning), never changed in meaning: a value of any type (``{}``, an array
 without ``items``), an object with no fixed properties below the root (the API answers
-"properties: should be non-empty for OBJECT type"), a recursive ``$ref``, a parameter name
-outside ``^[a-zA-Z_][a-zA-Z0-9_]{0,63}$`` (the ``FunctionDeclaration.parameters`` rule), or an
-``allOf`` without an exact merge. A tool without parameters gets no ``parameters`` at all (the
-API refuses an ``OBJECT`` without properties).
+"properties: should be non-empty for OBJECT type"), a recursive ``$ref``, or an ``allOf``
+without an exact merge. A parameter name outside ``^[a-zA-Z_][a-zA-Z0-9_]{0,63}$`` (the
+``FunctionDeclaration.parameters`` rule) is declared under another name
+(:func:`gemini_parameter_name`; its description names the real one), and
+:func:`parse_gemini_function_call` puts the arguments back under their own names. A tool
+without parameters gets no ``parameters`` at all (the API refuses an ``OBJECT`` without
+properties).
 
 Function names follow the stricter of the Gemini API's and Vertex AI's rules: a letter or ``_``
 first, then ``[a-zA-Z0-9_-]``, at most 64 characters (:func:`gemini_function_name`).
@@ -46,17 +49,21 @@ from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, r
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import inline_schema, merge_schemas
 from sagents.tool.export_strict import strict_schema
+from sagents.tool.json_schema import escape_pointer
 from sagents.tool.naming import to_exported_name
 from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "GEMINI_NAME_PATTERN",
     "GEMINI_PARAMETER_NAME_PATTERN",
+    "declare_gemini_arguments",
     "gemini_function_name",
     "gemini_function_response",
+    "gemini_parameter_name",
     "gemini_schema",
     "parse_gemini_function_call",
     "parse_gemini_function_calls",
+    "restore_gemini_arguments",
     "to_gemini_function_declaration",
 ]
 
@@ -65,6 +72,8 @@ GEMINI_NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
 
 GEMINI_PARAMETER_NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 """Parameter (property) names of ``FunctionDeclaration.parameters``."""
+
+_INVALID_PARAMETER = re.compile(r"[^a-zA-Z0-9_]")
 
 _TYPES = {
     "string": "STRING",
@@ -234,8 +243,9 @@ def parse_gemini_function_call(part: Any, provider: ToolProvider | None = None) 
     Args:
         part: A response ``Part`` holding ``functionCall`` (or ``function_call``), or the
             ``FunctionCall`` itself: a JSON dict or a ``google.genai.types`` object.
-        provider: Maps a Gemini function name back to the registered name; without it the
-            name is kept as the model sent it.
+        provider: Maps a Gemini function name back to the registered name, and renamed
+            parameters back to their own names (:func:`restore_gemini_arguments`); without
+            it both are kept as the model sent them.
 
     Returns:
         The call; ``tool_call_id`` is the call's ``id`` (None when the model gave none:
@@ -251,8 +261,11 @@ def parse_gemini_function_call(part: Any, provider: ToolProvider | None = None) 
         raise ValueError("the part holds no Gemini functionCall with a name")
     args = field_of(call, "args")
     call_id = field_of(call, "id")
+    registered = resolve_call_name(name, provider, gemini_function_name)
+    if provider is not None and isinstance(args, Mapping) and provider.has_tool(registered):
+        args = restore_gemini_arguments(provider.get_tool_spec(registered).input_schema, args)
     return ModelToolCall(
-        name=resolve_call_name(name, provider, gemini_function_name),
+        name=registered,
         arguments=call_arguments(args),
         tool_call_id=call_id if isinstance(call_id, str) and call_id else None,
         sent_name=name,
@@ -299,6 +312,10 @@ def gemini_function_response(
 
 class _Writer:
     """Rewrites a ref-free, allOf-free document into Gemini's subset."""
+
+    def __init__(self) -> None:
+        self.renames: dict[int, dict[str, str]] = {}  # id(OBJECT node) -> declared -> original
+        self._keep: list[Any] = []  # keeps the recorded nodes alive, so their ids stay unique
 
     def root(self, document: Mapping[str, Any]) -> dict[str, Any] | None:
         properties = document.get("properties") or {}
@@ -462,22 +479,122 @@ class _Writer:
             raise self.refuse("is an object with no fixed properties", path)
         if extra is not None and extra is not False:
             notes["additionalProperties"] = extra
+        taken = {n for n in properties if GEMINI_PARAMETER_NAME_PATTERN.match(n)}
+        declared_as: dict[str, str] = {}
         written: dict[str, Any] = {}
         for name, sub in properties.items():
-            at = f"{path}/properties/{name}"
-            if not GEMINI_PARAMETER_NAME_PATTERN.match(name):
-                raise self.refuse(
-                    f"has the property {name!r}, a name outside [a-zA-Z_][a-zA-Z0-9_]{{0,63}}",
-                    at,
-                )
-            written[name] = self.node(sub, at)
+            at = f"{path}/properties/{escape_pointer(name)}"
+            declared = name
+            if name not in taken:
+                declared = gemini_parameter_name(name, taken)
+                if declared in taken:
+                    raise self.refuse(f"has the property {name!r}, whose Gemini name is taken", at)
+                taken.add(declared)
+            child = self.node(sub, at)
+            if declared != name:  # the model still learns the parameter's real name
+                note = f"(parameter {json.dumps(name, ensure_ascii=False)})"
+                words = child.get("description")
+                child["description"] = f"{words} {note}" if words else note
+            declared_as[name] = declared
+            written[declared] = child
         out["properties"] = written
-        required = [r for r in node.get("required") or () if r in written]
+        required = [declared_as[r] for r in node.get("required") or () if r in declared_as]
         if required:
             out["required"] = required
-        missing = [r for r in node.get("required") or () if r not in written]
+        missing = [r for r in node.get("required") or () if r not in declared_as]
         if missing:
             notes["required"] = missing
+        renamed = {d: n for n, d in declared_as.items() if d != n}
+        if renamed:
+            self.renames[id(out)] = renamed
+            self._keep.append(out)
+
+
+def gemini_parameter_name(name: str, taken: Iterable[str] = ()) -> str:
+    """The declared name of a property whose own name Gemini refuses.
+
+    Invalid characters become ``_`` (``max-results`` -> ``max_results``), a leading digit gets
+    a ``_`` before it, a name with no ASCII letter or digit becomes ``p``; when that name is
+    in ``taken`` (another property of the same object) or too long, 8 hex digits of the
+    original name's SHA-256 are appended. Deterministic for a given object, so
+    :func:`parse_gemini_function_call` maps the arguments back.
+    """
+    stem = _INVALID_PARAMETER.sub("_", name)
+    if not re.search(r"[a-zA-Z0-9]", stem):
+        stem = "p"
+    if stem[0].isdigit():
+        stem = f"_{stem}"
+    if stem not in set(taken) and len(stem) <= 64:
+        return stem
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{stem[:55]}_{digest}"
+
+
+def restore_gemini_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments a Gemini model sent, with renamed parameters under their own names again.
+
+    Args:
+        schema: The tool's input schema (as registered).
+        args: The ``functionCall.args``.
+
+    Returns:
+        A new dict (unchanged when no parameter was renamed, or the schema cannot be declared).
+    """
+    return _rename(schema, args, back=True)
+
+
+def declare_gemini_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`restore_gemini_arguments`: arguments under their declared names
+    (to replay a call in a Gemini history)."""
+    return _rename(schema, args, back=False)
+
+
+def _rename(schema: Mapping[str, Any], args: Mapping[str, Any], *, back: bool) -> dict[str, Any]:
+    writer = _Writer()
+    try:
+        declared = writer.root(inline_schema(faithful_schema(schema), target="Gemini"))
+    except (SchemaExportError, RecursionError):
+        return dict(args)
+    if declared is None or not writer.renames:
+        return dict(args)
+    maps = writer.renames
+    if not back:
+        maps = {key: {o: d for d, o in names.items()} for key, names in maps.items()}
+    renamed = _walk(dict(args), declared, maps, back=back)
+    return renamed if isinstance(renamed, dict) else dict(args)
+
+
+def _walk(value: Any, declared: Any, maps: Mapping[int, Mapping[str, str]], *, back: bool) -> Any:
+    """Rename the keys of ``value`` along the declared schema (``maps``: id(node) -> old -> new)."""
+    if not isinstance(declared, Mapping):
+        return value
+    if isinstance(declared.get("anyOf"), list):
+        for branch in declared["anyOf"]:
+            if _holds(branch, value, maps.get(id(branch), {}), back=back):
+                return _walk(value, branch, maps, back=back)
+        return value
+    if isinstance(value, dict) and declared.get("type") == "OBJECT":
+        names = maps.get(id(declared), {})
+        properties = declared.get("properties") or {}
+        out = {}
+        for key, item in value.items():
+            new = names.get(key, key)
+            sub = properties.get(key if back else new)
+            out[new] = _walk(item, sub, maps, back=back)
+        return out
+    if isinstance(value, list) and declared.get("type") == "ARRAY":
+        return [_walk(v, declared.get("items"), maps, back=back) for v in value]
+    return value
+
+
+def _holds(branch: Any, value: Any, names: Mapping[str, str], *, back: bool) -> bool:
+    """True when ``value`` can be an instance of the declared object or array ``branch``."""
+    if not isinstance(branch, Mapping):
+        return False
+    if isinstance(value, dict):
+        keys = set(value) if back else {names.get(k, k) for k in value}
+        return branch.get("type") == "OBJECT" and keys <= set(branch.get("properties") or ())
+    return isinstance(value, list) and branch.get("type") == "ARRAY"
 
 
 def _bounds(node: Mapping[str, Any], out: dict[str, Any], notes: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from sagents.tool.export_anthropic import (
 from sagents.tool.export_calls import ModelToolCall
 from sagents.tool.export_gemini import (
     GEMINI_NAME_PATTERN,
+    GEMINI_PARAMETER_NAME_PATTERN,
     gemini_function_name,
     gemini_function_response,
     gemini_schema,
@@ -171,7 +172,6 @@ def test_a_gemini_name_taken_by_a_tool_of_that_name_leaves_the_mapped_one_out(
             "no fixed properties",
         ),
         ({"type": "object", "additionalProperties": {"type": "string"}}, "open map"),
-        ({"type": "object", "properties": {"max-results": {"type": "integer"}}}, "max-results"),
         (
             {
                 "type": "object",
@@ -554,3 +554,40 @@ def test_gemini_parts_and_sdk_function_calls_parse_in_order() -> None:
     genai_types = pytest.importorskip("google.genai.types")
     sdk_calls = [genai_types.FunctionCall(name="page", args={"query": "z"})]
     assert parse_gemini_function_calls(sdk_calls)[0].arguments == {"query": "z"}
+
+
+@pytest.mark.anyio
+async def test_parameter_names_gemini_refuses_travel_renamed_and_come_back() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "max-results": {"type": "integer"},
+            "max_results": {"type": "string"},
+            "城市": {"type": "string", "description": "City."},
+            "rows": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"a.b": {"type": "string"}}},
+            },
+        },
+        "required": ["城市"],
+    }
+    tm = ToolManager()
+    tm.register_tool((ToolSpec(name="find", input_schema=schema), _Echo()))
+    [declared] = tm.get_gemini_tools()
+    properties = declared["parameters"]["properties"]
+    assert all(GEMINI_PARAMETER_NAME_PATTERN.match(n) for n in properties)
+    assert properties["max_results"] == {"type": "STRING"}  # a valid name keeps its own
+    assert properties["p"]["description"] == 'City. (parameter "城市")'
+    assert declared["parameters"]["required"] == ["p"]
+    renamed = next(n for n in properties if n.startswith("max_results_"))
+    part = {
+        "functionCall": {
+            "name": "find",
+            "args": {renamed: 3, "p": "Paris", "rows": [{"a_b": "x"}]},
+        }
+    }
+    call = parse_gemini_function_call(part, tm)
+    assert call.arguments == {"max-results": 3, "城市": "Paris", "rows": [{"a.b": "x"}]}
+    result = await tm.run_tool(call.name, call.arguments)
+    assert result.structured == {"tool": "find", "args": call.arguments}
+    assert parse_gemini_function_call(part).arguments == part["functionCall"]["args"]
