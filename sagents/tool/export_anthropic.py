@@ -39,7 +39,7 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import SchemaExportError
 from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.export_inline import inline_schema
+from sagents.tool.export_inline import distribute_unions, inline_schema
 from sagents.tool.json_schema import escape_pointer
 from sagents.tool.naming import to_exported_name
 from sagents.tool.provider import ToolProvider
@@ -91,7 +91,10 @@ def anthropic_strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         SchemaExportError: when strict mode cannot express the schema (``details["path"]``).
     """
-    document = inline_schema(faithful_schema(schema), target="Anthropic strict mode")
+    target = "Anthropic strict mode"
+    document = distribute_unions(
+        inline_schema(faithful_schema(schema), target=target), target=target
+    )
     try:
         return _strict(document, "")
     except RecursionError:
@@ -214,6 +217,8 @@ def _strict(node: Any, path: str) -> dict[str, Any]:
     node = dict(node)
     if "oneOf" in node:
         node["anyOf"] = [*node.pop("oneOf"), *node.get("anyOf", [])]
+    if isinstance(node.get("anyOf"), list) and not path:
+        raise _refuse("is an anyOf of argument objects at its root", path)
     out: dict[str, Any] = {}
     notes: dict[str, Any] = {}
     for key, value in node.items():

@@ -47,7 +47,7 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import SchemaExportError
 from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.export_inline import inline_schema, merge_schemas
+from sagents.tool.export_inline import distribute_unions, inline_schema, merge_schemas
 from sagents.tool.export_strict import strict_schema
 from sagents.tool.json_schema import escape_pointer
 from sagents.tool.naming import to_exported_name
@@ -197,7 +197,7 @@ def gemini_schema(schema: Mapping[str, Any], *, strict: bool = False) -> dict[st
     Raises:
         SchemaExportError: when the tool cannot be declared without changing its meaning.
     """
-    document = inline_schema(faithful_schema(schema), target="Gemini")
+    document = _document(schema)
     try:
         # The faithful declaration first, also in strict mode: what Gemini cannot declare is
         # refused whatever the strict rewrite would make of it (it may close an open map).
@@ -318,11 +318,14 @@ class _Writer:
         self._keep: list[Any] = []  # keeps the recorded nodes alive, so their ids stay unique
 
     def root(self, document: Mapping[str, Any]) -> dict[str, Any] | None:
-        properties = document.get("properties") or {}
+        shaping = ("properties", "patternProperties", "anyOf", "oneOf", "required")
         extra = document.get("additionalProperties", False)
-        if not properties and extra is False and not document.get("patternProperties"):
+        if extra is False and not any(document.get(k) for k in shaping):
             return None  # no parameters: the API refuses an OBJECT without properties
-        return self.node(document, "", root=True)
+        declared = self.node(document, "", root=True)
+        if declared.get("type") != "OBJECT":  # a union of argument shapes
+            raise self.refuse("is an anyOf of argument objects at its root", "")
+        return declared
 
     def refuse(self, message: str, path: str) -> SchemaExportError:
         return SchemaExportError(
@@ -552,7 +555,7 @@ def declare_gemini_arguments(schema: Mapping[str, Any], args: Mapping[str, Any])
 def _rename(schema: Mapping[str, Any], args: Mapping[str, Any], *, back: bool) -> dict[str, Any]:
     writer = _Writer()
     try:
-        declared = writer.root(inline_schema(faithful_schema(schema), target="Gemini"))
+        declared = writer.root(_document(schema))
     except (SchemaExportError, RecursionError):
         return dict(args)
     if declared is None or not writer.renames:
@@ -595,6 +598,13 @@ def _holds(branch: Any, value: Any, names: Mapping[str, str], *, back: bool) -> 
         keys = set(value) if back else {names.get(k, k) for k in value}
         return branch.get("type") == "OBJECT" and keys <= set(branch.get("properties") or ())
     return isinstance(value, list) and branch.get("type") == "ARRAY"
+
+
+def _document(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The faithful document, ``$ref`` inlined and unions distributed (both exact)."""
+    inlined = inline_schema(faithful_schema(schema), target="Gemini")
+    distributed: dict[str, Any] = distribute_unions(inlined, target="Gemini")
+    return distributed
 
 
 def _bounds(node: Mapping[str, Any], out: dict[str, Any], notes: dict[str, Any]) -> None:

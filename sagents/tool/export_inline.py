@@ -34,7 +34,7 @@ from sagents.tool.json_schema import (
     escape_pointer,
 )
 
-__all__ = ["MAX_INLINED_NODES", "inline_schema", "merge_schemas"]
+__all__ = ["MAX_INLINED_NODES", "distribute_unions", "inline_schema", "merge_schemas"]
 
 MAX_INLINED_NODES = 20_000
 """Schema nodes one inlined document may hold (a real tool's schema has tens to hundreds)."""
@@ -76,6 +76,54 @@ def merge_schemas(first: Any, second: Any, *, path: str, target: str) -> Any:
         SchemaExportError: when no exact merge exists (see the module docstring).
     """
     return _Inliner({}, target).merge(first, second, path)
+
+
+def distribute_unions(document: Any, *, target: str, path: str = "") -> Any:
+    """Move the keywords beside an ``anyOf``/``oneOf`` into each of its branches, exactly.
+
+    ``A and anyOf(B, C)`` is ``anyOf(A and B, A and C)`` (and the same for ``oneOf``), so each
+    branch becomes a whole schema: closing an object in a strict export can then no longer
+    reject the properties that a branch adds. Works on a ``$ref``-free document (the output of
+    :func:`inline_schema`); a node with both keywords is left as it is.
+
+    Raises:
+        SchemaExportError: when a sibling keyword and a branch have no exact merge.
+    """
+    if not isinstance(document, Mapping):
+        return document
+    node = {
+        key: _distribute_child(key, value, f"{path}/{escape_pointer(key)}", target)
+        for key, value in document.items()
+    }
+    unions = [k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+    if len(unions) != 1:
+        return node
+    key = unions[0]
+    words = {k: node[k] for k in (*_WORDS, "default", "$comment") if k in node}
+    siblings = {k: v for k, v in node.items() if k not in words and k != key}
+    if not siblings:
+        return node
+    merger = _Inliner({}, target)
+    branches = [
+        merger.merge(dict(siblings), branch, f"{path}/{key}/{i}")
+        for i, branch in enumerate(node[key])
+    ]
+    return {key: branches, **words}
+
+
+def _distribute_child(key: str, value: Any, path: str, target: str) -> Any:
+    if key in SCHEMA_KEYWORDS and isinstance(value, Mapping):
+        return distribute_unions(value, target=target, path=path)
+    if key in SCHEMA_KEYWORDS | SCHEMA_LIST_KEYWORDS and isinstance(value, list):
+        return [
+            distribute_unions(v, target=target, path=f"{path}/{i}") for i, v in enumerate(value)
+        ]
+    if key in SCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+        return {
+            n: distribute_unions(v, target=target, path=f"{path}/{escape_pointer(n)}")
+            for n, v in value.items()
+        }
+    return value
 
 
 class _Inliner:

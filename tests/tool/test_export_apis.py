@@ -180,6 +180,16 @@ def test_a_gemini_name_taken_by_a_tool_of_that_name_leaves_the_mapped_one_out(
             },
             "recursive",
         ),
+        (
+            {
+                "type": "object",
+                "anyOf": [
+                    {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+                    {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+                ],
+            },
+            "at its root",
+        ),
     ],
 )
 def test_gemini_refuses_what_it_cannot_declare(schema: dict[str, Any], words: str) -> None:
