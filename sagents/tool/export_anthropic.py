@@ -16,10 +16,11 @@ Names follow ``^[a-zA-Z0-9_-]{1,64}$``, the same rule and mapping as the OpenAI 
   into the ``description``. Optional properties stay optional (the subset allows them), so
   ``run_tool`` needs no ``strict=True`` for these calls. Refused with
   :class:`~sagents.errors.SchemaExportError` (``get_anthropic_tools(strict=True)`` falls back
-  to the faithful export for that tool, with a warning): a value of any type, an open map, an
-  object that allows other properties beside its own, ``patternProperties``, an ``enum`` of
-  arrays or objects, a recursive ``$ref``. The API's own limits per request (20 strict
-  tools, 24 optional parameters, 16 union-typed parameters) are left to the caller.
+  to the faithful export for that tool, with a warning): a value of any type, an open map, a
+  union of argument objects at the root, an object that allows other properties beside its
+  own, ``patternProperties``, an ``enum`` of arrays or objects, a recursive ``$ref``. The
+  API's own limits per request (20 strict tools, 24 optional parameters, 16 union-typed
+  parameters) are left to the caller.
 
 The strict schema accepts every input the original accepts, unknown properties aside (strict
 objects are closed); arguments are validated against the original in ``run_tool``.
