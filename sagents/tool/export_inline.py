@@ -9,19 +9,21 @@ exactly what the original accepts. What cannot be rewritten so is refused with
 * an ``allOf`` (or a ``$ref`` with sibling keywords, which JSON Schema 2020-12 applies together,
   section 10.2.1) whose members conflict on a keyword that has no exact merge, or where one
   member closes an object (``additionalProperties``, ``patternProperties``) that another member
-  adds properties to;
+  adds properties to (up to draft-07 the siblings of a ``$ref`` are ignored: only their
+  ``description``/``title`` are kept);
 * a nested ``$id`` (it would change the base that ``$ref`` resolves against);
 * an output past :data:`MAX_INLINED_NODES` schema nodes: a ladder of described ``$ref`` doubles
   with each rung, and a hostile upstream schema must not stall an export.
 
 Exact merges: ``properties`` (a property both sides declare is merged recursively),
 ``required`` (union), ``type`` (intersection; ``integer`` inside ``number``), ``enum``
-(intersection); equal values; ``description``/``title`` of the first side (a ``$ref`` site's own
-words win over its definition's).
+(intersection), numeric bounds (the tighter one); equal values; ``description``/``title`` of
+the first side (a ``$ref`` site's own words win over its definition's).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +42,13 @@ MAX_INLINED_NODES = 20_000
 """Schema nodes one inlined document may hold (a real tool's schema has tens to hundreds)."""
 
 _WORDS = ("description", "title")
+_LOWER_BOUNDS = frozenset(
+    {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"}
+)
+_UPPER_BOUNDS = frozenset(
+    {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
+)
+_OLD_DRAFT = re.compile(r"json-schema\.org/(draft-0[0-7]|schema)\b")  # "schema": draft-04 era
 
 
 def inline_schema(document: Mapping[str, Any], *, target: str) -> dict[str, Any]:
@@ -144,6 +153,9 @@ class _Inliner:
         self.document = document
         self.target = target
         self.count = 0
+        # Up to draft-07, keywords beside a $ref are ignored; from 2019-09 on they apply too.
+        dialect = document.get("$schema")
+        self.siblings_apply = not (isinstance(dialect, str) and _OLD_DRAFT.search(dialect))
 
     def refuse(self, message: str, path: str, **details: Any) -> SchemaExportError:
         return SchemaExportError(
@@ -169,7 +181,12 @@ class _Inliner:
             if ref in stack:
                 raise self.refuse(f"a recursive $ref {ref!r}", path, ref=ref)
             definition = self.node(resolve_ref(self.document, ref, path), path, (*stack, ref))
-            siblings = {k: v for k, v in node.items() if k not in ("$ref", "$defs", "definitions")}
+            siblings = {
+                k: v
+                for k, v in node.items()
+                if k not in ("$ref", "$defs", "definitions")
+                and (self.siblings_apply or k in _WORDS)  # words still help a model
+            }
             site = self.node(siblings, path, stack) if siblings else {}
             return self.merge(site, definition, path)
         out: dict[str, Any] = {}
@@ -240,6 +257,10 @@ class _Inliner:
                 out[key] = list(dict.fromkeys([*out[key], *value]))
             elif key == "type":
                 out[key] = self._types(out[key], value, path)
+            elif key in _LOWER_BOUNDS and _is_number(value) and _is_number(out[key]):
+                out[key] = max(out[key], value)  # both bounds hold: the tighter one
+            elif key in _UPPER_BOUNDS and _is_number(value) and _is_number(out[key]):
+                out[key] = min(out[key], value)
             elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
                 both = [v for v in out[key] if v in value]
                 if not both:
@@ -260,3 +281,7 @@ class _Inliner:
         ordered = [t for t in (first if isinstance(first, list) else [first]) if t in both]
         ordered += sorted(both - set(ordered))
         return ordered[0] if len(ordered) == 1 else ordered
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
