@@ -15,10 +15,10 @@ exactly what the original accepts. What cannot be rewritten so is refused with
 * an output past :data:`MAX_INLINED_NODES` schema nodes: a ladder of described ``$ref`` doubles
   with each rung, and a hostile upstream schema must not stall an export.
 
-Exact merges: ``properties`` (a property both sides declare is merged recursively),
-``required`` (union), ``type`` (intersection; ``integer`` inside ``number``), ``enum``
-(intersection), numeric bounds (the tighter one); equal values; ``description``/``title`` of
-the first side (a ``$ref`` site's own words win over its definition's).
+Merges are those of :mod:`sagents.tool.schema_merge` (the strict export's): ``properties``
+merged recursively, ``required`` united, ``type`` and ``enum`` intersected, numeric bounds the
+tighter one, equal values kept, the first side's annotations (a ``$ref`` site's own words win
+over its definition's); anything else that both sides set differently is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from sagents.tool.json_schema import (
     SCHEMA_MAP_KEYWORDS,
     escape_pointer,
 )
+from sagents.tool.schema_merge import MergeConflict, merge_conjunction
 
 __all__ = ["MAX_INLINED_NODES", "distribute_unions", "inline_schema", "merge_schemas"]
 
@@ -42,12 +43,6 @@ MAX_INLINED_NODES = 20_000
 """Schema nodes one inlined document may hold (a real tool's schema has tens to hundreds)."""
 
 _WORDS = ("description", "title")
-_LOWER_BOUNDS = frozenset(
-    {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"}
-)
-_UPPER_BOUNDS = frozenset(
-    {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
-)
 _OLD_DRAFT = re.compile(r"json-schema\.org/(draft-0[0-7]|schema)\b")  # "schema": draft-04 era
 
 
@@ -221,67 +216,21 @@ class _Inliner:
         return value
 
     def merge(self, first: Any, second: Any, path: str) -> Any:
-        """The conjunction of two ref-free schemas as one schema, or a refusal."""
+        """The conjunction of two ref-free schemas as one schema
+        (:func:`~sagents.tool.schema_merge.merge_conjunction`), or a refusal."""
         if second is True or second == {}:
             return first
         if first is True or first == {}:
             return second
         if first is False or second is False:
             raise self.refuse("a schema that accepts nothing", path)
-        for one, other in ((first, second), (second, first)):
-            # ``additionalProperties`` depends on its siblings ``properties`` and
-            # ``patternProperties``: merged, it would stop applying to the other's names.
-            closes = one.get("additionalProperties", True) is not True
-            added = set(other.get("properties") or ()) - set(one.get("properties") or ())
-            patterns = other.get("patternProperties", {}) != one.get("patternProperties", {})
-            if closes and (added or patterns):
-                raise self.refuse(
-                    "allOf members where one closes the object another adds properties to",
-                    path,
-                )
-        out = dict(first)
-        for key, value in second.items():
-            if key not in out or out[key] == value:
-                out[key] = value
-            elif key in _WORDS:
-                continue
-            elif key == "properties" and isinstance(value, Mapping):
-                properties = dict(out[key])
-                for name, sub in value.items():
-                    at = f"{path}/properties/{escape_pointer(name)}"
-                    properties[name] = (
-                        self.merge(properties[name], sub, at) if (name in properties) else sub
-                    )
-                out[key] = properties
-            elif key == "required" and isinstance(value, list):
-                out[key] = list(dict.fromkeys([*out[key], *value]))
-            elif key == "type":
-                out[key] = self._types(out[key], value, path)
-            elif key in _LOWER_BOUNDS and _is_number(value) and _is_number(out[key]):
-                out[key] = max(out[key], value)  # both bounds hold: the tighter one
-            elif key in _UPPER_BOUNDS and _is_number(value) and _is_number(out[key]):
-                out[key] = min(out[key], value)
-            elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
-                both = [v for v in out[key] if v in value]
-                if not both:
-                    raise self.refuse("allOf members whose enums share no value", path)
-                out[key] = both
-            else:
-                raise self.refuse(f"allOf members that both set {key!r} differently", path)
-        return out
-
-    def _types(self, first: Any, second: Any, path: str) -> Any:
-        a = set(first if isinstance(first, list) else [first])
-        b = set(second if isinstance(second, list) else [second])
-        both = a & b
-        if ("integer" in a and "number" in b) or ("number" in a and "integer" in b):
-            both.add("integer")
-        if not both:
-            raise self.refuse("allOf members whose types share no type", path)
-        ordered = [t for t in (first if isinstance(first, list) else [first]) if t in both]
-        ordered += sorted(both - set(ordered))
-        return ordered[0] if len(ordered) == 1 else ordered
+        try:
+            return merge_conjunction(first, second, _no_refs)
+        except MergeConflict as conflict:
+            raise self.refuse(
+                f"allOf members that cannot merge ({conflict.reason})", path
+            ) from None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _no_refs(ref: str) -> Mapping[str, Any]:
+    raise MergeConflict(f"a $ref {ref!r} left after inlining")  # inlined documents have none
