@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -44,7 +44,6 @@ from sagents.errors import (
 )
 from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
-from sagents.tool.api_export import ModelApi, export_tool_json, unique_names
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
@@ -54,6 +53,9 @@ from sagents.tool.naming import to_exported_name
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
+
+if TYPE_CHECKING:
+    from sagents.tool.api_export import ModelApi
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
 
@@ -326,6 +328,9 @@ class ToolManager:
         return self._api_tools("gemini", strict)
 
     def _api_tools(self, api: ModelApi, strict: bool) -> list[dict[str, Any]]:
+        # Imported here: the other APIs' exporters cost nothing to a caller that never asks.
+        from sagents.tool.api_export import export_tool_json, unique_names
+
         tools = []
         for name, exported in sorted(unique_names(api, self._entries).items()):
             key = (api, name, strict)

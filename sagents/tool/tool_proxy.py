@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
-from sagents.tool.api_export import ModelApi, api_tool_name
 from sagents.tool.context import SessionContext
-from sagents.tool.export_calls import resolve_call_name
 from sagents.tool.provider import ToolProvider
+
+if TYPE_CHECKING:
+    from sagents.tool.api_export import ModelApi
 
 __all__ = ["ToolProxy"]
 
@@ -259,6 +260,9 @@ class ToolProxy:
 
 def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:
     """The registered name behind an ``api`` tool name of a provider's tool."""
+    from sagents.tool.api_export import api_tool_name  # the exporters load on first use
+    from sagents.tool.export_calls import resolve_call_name
+
     return lambda provider, name: resolve_call_name(
         name, provider, lambda registered: api_tool_name(api, registered)
     )
