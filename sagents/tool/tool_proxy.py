@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
@@ -30,6 +30,9 @@ from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.tool.approval import AllowAllApprover, ApprovalRequest, Approver, settle_answer
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
+
+if TYPE_CHECKING:
+    from sagents.tool.api_export import ModelApi
 
 __all__ = ["ToolProxy"]
 
@@ -145,12 +148,45 @@ class ToolProxy:
         provider export another tool under an exported name already taken, that tool is left
         out with a warning (it could not be called by that name anyway).
         """
+        return self._merged(
+            lambda p: p.get_openai_tools(strict=strict),
+            name_of=lambda tool: tool["function"]["name"],
+            resolve=lambda p, name: p.resolve_exported_name(name),
+        )
+
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """The visible tools as OpenAI Responses function tools (see ``get_openai_tools``)."""
+        return self._merged(lambda p: p.get_responses_tools(strict=strict))
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """The visible tools as Anthropic Messages tools (see ``get_openai_tools``)."""
+        return self._merged(lambda p: p.get_anthropic_tools(strict=strict))
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """The visible tools as Gemini function declarations (see ``get_openai_tools``)."""
+        return self._merged(
+            lambda p: p.get_gemini_tools(strict=strict), resolve=_resolver("gemini")
+        )
+
+    def _merged(
+        self,
+        fetch: Callable[[ToolProvider], list[dict[str, Any]]],
+        *,
+        name_of: Callable[[dict[str, Any]], str] = lambda tool: str(tool["name"]),
+        resolve: Callable[[ToolProvider, str], str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Each provider's export, the first provider winning a name, hidden tools left out.
+
+        Should a lower-priority provider export another tool under an exported name already
+        taken, that tool is left out with a warning (it could not be called by that name).
+        """
+        resolve = resolve or _resolver("responses")
         tools: dict[str, dict[str, Any]] = {}
         taken: set[str] = set()
         for provider in self._providers:
-            for exported in provider.get_openai_tools(strict=strict):
-                exported_name = exported["function"]["name"]
-                registered = provider.resolve_exported_name(exported_name)
+            for exported in fetch(provider):
+                exported_name = name_of(exported)
+                registered = resolve(provider, exported_name)
                 if registered in tools or not self._is_allowed(registered):
                     continue  # shadowed by a higher-priority provider, or hidden
                 if exported_name in taken:
@@ -335,3 +371,13 @@ def _arguments_shown(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
             return {"arguments": args}
         return parsed if isinstance(parsed, dict) else {"arguments": parsed}
     return args
+
+
+def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:
+    """The registered name behind an ``api`` tool name of a provider's tool."""
+    from sagents.tool.api_export import api_tool_name  # the exporters load on first use
+    from sagents.tool.export_calls import resolve_call_name
+
+    return lambda provider, name: resolve_call_name(
+        name, provider, lambda registered: api_tool_name(api, registered)
+    )
