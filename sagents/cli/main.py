@@ -72,6 +72,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
             "Call one tool and print its result (exit code 1 when the result is an error)."
         ),
     ),
+    "chat": LazyCommand(
+        module="sagents.cli.chat",
+        attribute="chat",
+        short_help="Chat with an agent that uses the configured tools and skills.",
+    ),
     "skills": LazyCommand(
         module="sagents.cli.skills",
         attribute="app",
