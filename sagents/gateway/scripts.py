@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from sagents.audit.store import SqliteAuditStore, default_data_dir
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
+from sagents.errors import ConfigError
 from sagents.gateway.approval import ClientScriptApprover
 from sagents.gateway.restart import StartupLock, sweep_runs
 from sagents.gateway.workspaces import Workspaces
@@ -97,6 +99,7 @@ class GatewayScripts:
         """Records directories of runs a previous process left running, marked at start."""
 
     async def __aenter__(self) -> Self:
+        self._check_data_dir_not_bound()
         root = self.workspaces.root
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
@@ -127,6 +130,25 @@ class GatewayScripts:
             await self._stack.aclose()  # the sessions' task group
         finally:
             self._tg = None
+
+    def _check_data_dir_not_bound(self) -> None:
+        """Refuse a workspace root whose sandboxes would bind the data dir (the audit store,
+        the background-task store, the script runtime: a script could rewrite them).
+
+        Raises:
+            ConfigError: the data dir is inside (or is) what sandboxes bind.
+        """
+        area = Path(os.path.realpath(self.workspaces.bound_area()))
+        data = Path(os.path.realpath(self._data_dir))
+        if data == area or area in data.parents:
+            shown = "the workspace" if self.workspaces.shared else "the sessions' workspaces"
+            raise ConfigError(
+                f"the gateway's data dir {str(data)!r} is inside {shown} ({str(area)!r}): "
+                "scripts could rewrite its audit and task stores and the script runtime",
+                key="--workspace",
+                hint="give --workspace a directory that does not contain the data dir, or set "
+                "SAGENTS_DATA_DIR outside it",
+            )
 
     async def sandbox_for(self, context: SessionContext) -> Sandbox:
         """The calling session's sandbox (the built-in tools' resolver)."""
