@@ -110,3 +110,17 @@ async def test_serve_refuses_a_workspace_whose_sandboxes_would_bind_the_gateways
             pass
     assert "data dir" in raised.value.message
     assert raised.value.details["key"] == "--workspace"
+
+
+async def test_serve_refuses_a_shared_workspace_that_holds_its_config_file(tmp_path: Path) -> None:
+    # A script could rewrite the config's mcpServers commands, which the next start runs on
+    # the host, outside any sandbox.
+    config = write_config(tmp_path)
+    settings = GatewaySettings(
+        config=config, mode="auto", workspace=config.parent, shared_workspace=True
+    )
+    with pytest.raises(ConfigError) as raised:
+        async with ConfiguredGateway(settings):
+            pass
+    assert "config file" in raised.value.message
+    assert raised.value.details["key"] == "--workspace"
