@@ -57,6 +57,19 @@ def _middleware(tokens: tuple[str, ...] = ()) -> tuple[GatewaySecurityMiddleware
     return middleware, seen
 
 
+def _initialize(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+
+
 def _host(value: str) -> tuple[bytes, bytes]:
     return (b"host", value.encode())
 
@@ -217,16 +230,7 @@ async def test_a_session_id_does_not_carry_its_session_to_another_token() -> Non
     settings = GatewaySettings(
         transport="http", port=0, bearer_token="main-token", token_profiles={"viewer-token": viewer}
     )
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = _initialize({})
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with anyio.fail_after(20):
         async with (
@@ -292,16 +296,7 @@ async def test_another_token_cannot_delete_stream_or_answer_on_a_session_it_did_
     settings = GatewaySettings(
         transport="http", port=0, bearer_token="main-token", token_profiles={"viewer-token": viewer}
     )
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = _initialize({"elicitation": {}})
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     main = {"Authorization": "Bearer main-token"}
     other = {"Authorization": "Bearer viewer-token"}
