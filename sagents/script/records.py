@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -193,30 +194,60 @@ def mark_interrupted_runs(workspace: Path) -> list[str]:
         The ids of the runs marked.
     """
     marked: list[str] = []
-    root = workspace.joinpath(*RECORDS_DIR)
+    # Every component below the workspace is opened with O_NOFOLLOW from its parent's
+    # descriptor: a symlinked .agent, scripts/ or run folder never sends the rewrite elsewhere.
     try:
-        entries = sorted(root.iterdir())
+        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return marked
-    for entry in entries:
-        try:
-            fd = os.open(entry / "run.json", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
-                try:
-                    status = json.load(file)
-                except ValueError:
-                    continue
-                if not isinstance(status, dict) or status.get("status") != "running":
-                    continue
-                status["status"] = "aborted"
-                status["note"] = "the host restarted while the script ran; it was not resumed"
-                file.seek(0)
-                file.truncate()
-                json.dump(status, file)
-                marked.append(entry.name)
-        finally:
-            os.close(fd)
+    try:
+        for name in RECORDS_DIR:
+            parent, root = root, _open_dir(root, name, create=False)
+            os.close(parent)
+        names = sorted(os.listdir(root))
+        for name in names:
+            try:
+                run_dir = _open_dir(root, name, create=False)
+            except OSError:
+                continue
+            try:
+                if _mark_aborted(run_dir):
+                    marked.append(name)
+            finally:
+                os.close(run_dir)
+    except OSError:
+        pass
+    finally:
+        os.close(root)
     return marked
+
+
+_MAX_STATUS_BYTES = 1 << 20  # a run.json larger than this was not written by a host
+
+
+def _mark_aborted(run_dir: int) -> bool:
+    """Rewrite the regular file ``run.json`` of ``run_dir`` when it says ``running``."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open("run.json", flags, dir_fd=run_dir)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_STATUS_BYTES:
+            return False
+        with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
+            try:
+                status = json.load(file)
+            except ValueError:
+                return False
+            if not isinstance(status, dict) or status.get("status") != "running":
+                return False
+            status["status"] = "aborted"
+            status["note"] = "the host restarted while the script ran; it was not resumed"
+            file.seek(0)
+            file.truncate()
+            json.dump(status, file)
+            return True
+    finally:
+        os.close(fd)
