@@ -258,3 +258,21 @@ async def test_the_default_launcher_of_a_runner_is_the_sandbox(
     result = await _run(runner, "import os\nprint(os.getcwd())\n")
     assert result.status == "ok", result.output
     assert _printed(result) == ["/workspace"]
+
+
+async def test_workspace_modules_come_after_the_standard_library_and_installed_packages(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    for name in ("statistics", "json", "_sagents_script_protocol"):
+        (workspace / f"{name}.py").write_text("raise SystemExit('shadowed')\n")
+    code = (
+        "import json, statistics, sys\n"
+        "print(statistics.mean([1, 3]))\n"
+        "print(sys.path[-1])\n"
+        "print(sys.flags.no_site, sys.flags.isolated)\n"
+        "print(any(p.endswith('site-packages') for p in sys.path))\n"
+        "print(sorted(m for m in sys.modules if m in ('site', 'certifi', '_distutils_hack')))\n"
+    )
+    result = await _run(_runner(runtime, workspace), code)
+    assert result.status == "ok", result.output
+    assert _printed(result) == ["2", "/workspace", "1 1", "True", "[]"]

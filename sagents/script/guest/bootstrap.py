@@ -1,10 +1,16 @@
-"""run_script bootstrap, run as ``python -I <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
+"""run_script bootstrap, run as ``python -I -S <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
 
 Loads the protocol module and ``agent_tools`` from this file's own directory by exact path and
 registers them in ``sys.modules`` before the script runs, so that a workspace file named
 ``agent_tools.py`` cannot shadow the helper. Moves the request/reply descriptors to fds 3 and 4
 when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``), then runs the script as
-``__main__`` with the workspace (the current directory) first on ``sys.path``.
+``__main__``.
+
+What a script may import, in this order (docs/run_script.md): the standard library, then
+``agent_tools``, then the packages of the interpreter's own ``site-packages`` (``-S``: no ``.pth``
+file runs, so no package starts code at start-up), then the modules of the workspace (the
+current directory), last: a workspace ``statistics.py`` or ``json.py`` cannot shadow the
+standard library, an installed package or the helper.
 """
 
 from __future__ import annotations
@@ -33,6 +39,20 @@ def _load(name: str, filename: str) -> ModuleType:
     return module
 
 
+def _site_packages() -> list[str]:
+    """The interpreter's own ``site-packages`` directories (``site`` did not run: ``-S``)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    found: list[str] = []
+    for prefix in dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)):
+        for lib in ("lib", "lib64"):
+            path = os.path.join(prefix, lib, version, "site-packages")
+            if os.path.isdir(path) and path not in found:
+                found.append(path)
+    if not found and os.path.isdir("/usr/lib/python3/dist-packages"):
+        found.append("/usr/lib/python3/dist-packages")  # Debian's system Python
+    return found
+
+
 def _move_fds() -> None:
     value = os.environ.get(_FDS_ENV)
     if value is None:
@@ -59,7 +79,8 @@ def _main() -> None:
     _load("_sagents_script_protocol", "agent_tools_protocol.py")
     _load("agent_tools", "agent_tools.py")
     sys.argv = sys.argv[1:]
-    sys.path.insert(0, os.getcwd())
+    sys.path.extend(_site_packages())
+    sys.path.append(os.getcwd())
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
     try:
         runpy.run_path(script, run_name="__main__")
