@@ -60,6 +60,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
+    "MAX_TOOL_NAME_CHARS",
     "CallRequest",
     "DescribeRequest",
     "ProgressNotice",
@@ -80,6 +81,7 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one request line, newline excluded: 4 MiB
 MAX_REPLY_BYTES = 64 * 1024 * 1024  # one reply line (a tool result): 64 MiB
 MAX_ID_CHARS = 64  # a string request id
 MAX_MESSAGE_CHARS = 2000  # a progress message; longer ones are cut, not refused
+MAX_TOOL_NAME_CHARS = 128  # a tool name: the MCP spec's limit (2025-11-25, "Tool names")
 CALL_MANY_BATCH = 50  # call requests written at once by call_many
 FDS_ENV = "SAGENTS_SCRIPT_FDS"  # "<request fd>,<reply fd>" as the script sees them
 
@@ -231,6 +233,13 @@ def _tool_name(message: dict[str, Any], request_id: RequestId | None) -> str:
     if not isinstance(tool, str) or not tool:
         raise ProtocolError(
             ERROR_BAD_REQUEST, "'tool' must be a non-empty string", request_id=request_id
+        )
+    if len(tool) > MAX_TOOL_NAME_CHARS:  # no tool has such a name; never echo or record it
+        raise ProtocolError(
+            ERROR_BAD_REQUEST,
+            f"a tool name of {len(tool)} characters is over the {MAX_TOOL_NAME_CHARS}-character "
+            "limit of MCP tool names",
+            request_id=request_id,
         )
     return tool
 
