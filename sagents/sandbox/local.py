@@ -166,6 +166,11 @@ class LocalSandbox:
                 "process only (RLIMIT_AS, RLIMIT_NPROC, which does not bind root), so a fork "
                 "bomb or a many-process memory bomb is NOT contained"
             )
+        if self.params.limits.cpu_cores is not None and not self._cgroups.cpu:
+            warnings.append(
+                "no writable cpu cgroup controller: the CPU limit is not a quota; programs run "
+                "under SCHED_IDLE instead (CPU only when nothing else wants it)"
+            )
         return SandboxInfo(
             kind="local" if self.isolated else "passthrough",
             isolation="bubblewrap" if self.isolated else "none",
@@ -312,7 +317,9 @@ class LocalSandbox:
             if self._cgroups.available:
                 try:
                     cgroup = create_cgroup(
-                        memory_bytes=limits.memory_bytes, processes=limits.processes
+                        memory_bytes=limits.memory_bytes,
+                        processes=limits.processes,
+                        cpu_cores=limits.cpu_cores,
                     )
                 except OSError as exc:
                     raise SandboxError(f"cannot create the sandbox's cgroup: {exc}") from exc

@@ -73,8 +73,8 @@ class SandboxLimits:
         wall_timeout_seconds: Default wall-clock timeout of ``run``/``start``/``spawn``.
             Default 600 s.
         cpu_cores: CPU time of the whole tree per wall-clock second, in cores (cgroup ``cpu``
-            quota where that controller is writable; elsewhere the tree runs at the lowest
-            priority, ``nice`` 19, instead). Default 1 core.
+            quota where that controller is writable; elsewhere the tree runs under
+            ``SCHED_IDLE`` instead: it gets CPU only when nothing else wants it). Default 1 core.
     """
 
     memory_bytes: int | None = 2 * 1024**3
