@@ -16,6 +16,10 @@ gain every capability inside it: the filter refuses (``EPERM``) ``unshare`` and 
 ``CLONE_NEWUSER``, and answers ``ENOSYS`` to ``clone3``, whose flags are behind a pointer (the C
 library then falls back to ``clone``).
 
+Keyrings are not namespaced: the program inherits the host's session keyring and, possessing
+it, could read the keys in it whatever its uid. ``add_key``, ``request_key`` and ``keyctl``
+answer ``ENOSYS``, as in the default seccomp profiles of container runtimes.
+
 It is classic BPF, assembled here (no libseccomp needed); bubblewrap installs it with
 ``--seccomp FD`` right before it execs the program.
 """
@@ -41,19 +45,20 @@ _ERRNO = 0x00050000
 _X32_BIT = 0x40000000
 
 # (audit arch, {syscall: index of its mode argument}, {syscall: index of its clone flags},
-#  syscalls refused outright: io_uring_setup/enter/register, openat2, clone3)
+#  syscalls refused outright: io_uring_setup/enter/register, openat2, clone3, and the key
+#  management calls add_key/request_key/keyctl)
 _ARCHES: dict[str, tuple[int, dict[int, int], dict[int, int], tuple[int, ...]]] = {
     "x86_64": (
         0xC000003E,
         {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2, 452: 2},
         {56: 0, 272: 0},
-        (425, 426, 427, 437, 435),
+        (425, 426, 427, 437, 435, 248, 249, 250),
     ),
     "aarch64": (
         0xC00000B7,
         {52: 1, 53: 2, 33: 2, 56: 3, 452: 2},
         {220: 0, 97: 0},
-        (425, 426, 427, 437, 435),
+        (425, 426, 427, 437, 435, 217, 218, 219),
     ),
 }
 
