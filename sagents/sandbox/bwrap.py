@@ -285,9 +285,9 @@ def build_bwrap_argv(
     for dest in (prefix, *(extra.sandbox_path for extra in extra_ro_binds)):
         args += _parent_dirs(dest, mounted, made)
     args += ["--ro-bind", prefix, prefix]
-    # Without a user namespace (bubblewrap started by root) the program is the host's uid 0,
-    # and sysctl writes check only the uid: /proc/sys must be read-only, or it could set
-    # kernel.core_pattern and have the host kernel run a workspace file as root.
+    # With sandbox_uid=0 the program is the host's uid 0 (no capability), and sysctl writes
+    # check only the uid: /proc/sys must be read-only, or it could set kernel.core_pattern and
+    # have the host kernel run a workspace file as root.
     args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     # /tmp and /dev/shm are size-bounded tmpfs; /dev itself (a tmpfs) is made read-only.
     for tmpfs in ("/tmp", "/dev/shm"):

@@ -1,9 +1,10 @@
 """A small seccomp filter for the ``local`` sandbox (issue 4 §1: no harm to the host).
 
-bubblewrap started by root maps the sandbox's uid 0 to the host's uid 0, so a file the program
-creates in the workspace belongs to root on the host. The workspace is mounted ``nosuid``
-inside, but not on the host: a program that sets the set-user-ID bit on a copy of a shell
-would hand root to every local user who can reach the workspace. The filter therefore refuses
+A program may run as the host's uid 0 (``sandbox_uid=0``, or where ``setpriv`` is missing), so
+a file it creates in the workspace may belong to root on the host; in any case it belongs to a
+host uid. The workspace is mounted ``nosuid`` inside, but not on the host: a program that sets
+the set-user-ID bit on a copy of a shell would hand that uid to every local user who can reach
+the workspace. The filter therefore refuses
 (``EPERM``) every system call that would set ``S_ISUID`` or ``S_ISGID`` through a mode
 argument (``chmod`` family, ``open``/``openat``/``creat`` and ``mknod``/``mknodat`` with such
 a mode), and answers ``ENOSYS`` to the calls whose mode it cannot inspect (``openat2``, whose
