@@ -5,8 +5,8 @@ An empty script (``pass``) runs through the whole run_script path (``ScriptRunne
 interleaved in one run: ``-I`` only (``site`` runs, and with it every ``.pth`` file of the
 interpreter) and the current options (``-I -S``: no ``site``; the bootstrap adds
 ``site-packages`` itself). The baseline is a bare ``python -c pass`` of the same interpreter,
-measured in the same rounds. Prints medians in milliseconds and ratios to the baseline. Not a
-test.
+measured in the same rounds (and, for reference, a bare ``python -I -S -c pass``). Prints
+medians in milliseconds and ratios to the baseline. Not a test.
 
 Usage: ``.venv/bin/python bench/bench_script_start.py [ROUNDS]``
 """
@@ -63,17 +63,18 @@ async def main(rounds: int) -> None:
                 raise SystemExit(f"the empty run failed: {result.output}")
             return took
 
-        def bare() -> float:
+        def bare(*flags: str) -> float:
             started = time.perf_counter()
-            subprocess.run([python, "-c", "pass"], check=True)
+            subprocess.run([python, *flags, "-c", "pass"], check=True)
             return time.perf_counter() - started
 
         for flags in OPTIONS.values():
             await empty_run(flags)  # warm up
-        times: dict[str, list[float]] = {"python -c pass (bare)": []}
+        times: dict[str, list[float]] = {"python -c pass (bare)": [], "python -I -S -c pass": []}
         times.update({label: [] for label in OPTIONS})
         for _ in range(rounds):
             times["python -c pass (bare)"].append(bare())
+            times["python -I -S -c pass"].append(bare("-I", "-S"))
             for label, flags in OPTIONS.items():
                 times[label].append(await empty_run(flags))
     base = statistics.median(times["python -c pass (bare)"])
