@@ -276,3 +276,23 @@ async def test_workspace_modules_come_after_the_standard_library_and_installed_p
     result = await _run(_runner(runtime, workspace), code)
     assert result.status == "ok", result.output
     assert _printed(result) == ["2", "/workspace", "1 1", "True", "[]"]
+
+
+async def test_what_the_host_records_for_a_run_counts_against_its_write_budget(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    # The script writes nothing itself; the host's calls.jsonl (in the workspace) grows by
+    # ~4 KiB per call until the sandbox's write budget ends the run.
+    code = (
+        "import time\n"
+        "from agent_tools import call\n"
+        "for i in range(2000):\n"
+        "    call('fleet__get', {'sn': str(i), 'pad': 'x' * 4000})\n"
+        "print('all calls made')\n"
+        "time.sleep(120)\n"
+    )
+    limits = SandboxLimits(write_budget_bytes=1024**2)
+    result = await _run(_runner(runtime, workspace, sandbox_limits=limits), code)
+    assert result.status == "killed", result.output
+    records = workspace / str(result.records_dir)
+    assert (records / "calls.jsonl").stat().st_size > 1024**2  # what went over the budget
