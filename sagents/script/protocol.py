@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "CALL_MANY_BATCH",
@@ -117,8 +116,7 @@ class ProtocolError(ValueError):
         self.request_id = request_id
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallRequest:
+class CallRequest(NamedTuple):
     """``call``: run ``tool`` with ``args`` (a JSON object)."""
 
     id: RequestId
@@ -127,16 +125,14 @@ class CallRequest:
     op: Literal["call"] = "call"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToolsRequest:
+class ToolsRequest(NamedTuple):
     """``tools``: list the tools this script may call."""
 
     id: RequestId
     op: Literal["tools"] = "tools"
 
 
-@dataclass(frozen=True, kw_only=True)
-class DescribeRequest:
+class DescribeRequest(NamedTuple):
     """``describe``: one callable tool's description and input schema."""
 
     id: RequestId
@@ -144,8 +140,7 @@ class DescribeRequest:
     op: Literal["describe"] = "describe"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProgressNotice:
+class ProgressNotice(NamedTuple):
     """``progress``: the script's own progress. Replied to only when it carries an id."""
 
     done: float | None
@@ -156,6 +151,9 @@ class ProgressNotice:
 
 
 Request = CallRequest | ToolsRequest | DescribeRequest | ProgressNotice
+"""A parsed request. Immutable named tuples, not dataclasses: ``dataclasses`` (with ``inspect``
+and ``ast``) would cost every script tens of milliseconds at start-up, since the guest imports
+this module too."""
 
 
 def _refuse_constant(name: str) -> Any:

@@ -687,3 +687,29 @@ async def test_huge_names_and_arguments_make_the_host_write_and_hold_only_a_boun
     assert len(json.dumps(result.to_dict())) < 8 * 1024  # the --json object
     (entry,) = await store.entries()
     assert len(json.dumps(entry.data)) < len(code) + 8 * 1024
+
+
+async def test_the_script_runs_as_main_like_python_script_py_would(
+    make_runner: RunnerFactory,
+) -> None:
+    code = """
+        import pickle, sys
+
+        class Point:
+            pass
+
+        def f(x: int) -> None:
+            pass
+
+        if __name__ == "__main__":
+            print(sys.modules["__main__"].Point is Point, type(pickle.loads(pickle.dumps(Point()))))
+            print(f.__annotations__["x"] is int)  # no __future__ of the bootstrap leaks in
+            print(__file__.endswith("script.py"), sys.argv[0] == __file__)
+        """
+    result = await _run(make_runner, code)
+    assert result.status == "ok", result.output
+    assert result.output.splitlines()[1:] == [
+        "True <class '__main__.Point'>",
+        "True",
+        "True True",
+    ]

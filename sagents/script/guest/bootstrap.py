@@ -16,12 +16,13 @@ standard library, an installed package or the helper.
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import os
-import runpy
 import sys
-import traceback
+from importlib.machinery import ModuleSpec, SourceFileLoader
 from types import ModuleType
+
+# Start-up cost matters here (every run pays it): no runpy, importlib.util or traceback at
+# import time; traceback is imported only when the script fails.
 
 __all__: list[str] = []
 
@@ -30,13 +31,27 @@ _FDS_ENV = "SAGENTS_SCRIPT_FDS"
 
 
 def _load(name: str, filename: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, filename))
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {filename!r} from {_HERE!r}")
-    module = importlib.util.module_from_spec(spec)
+    path = os.path.join(_HERE, filename)
+    loader = SourceFileLoader(name, path)
+    module = ModuleType(name)
+    module.__spec__ = ModuleSpec(name, loader, origin=path)
+    module.__spec__.has_location = True
+    module.__loader__ = loader
+    module.__file__ = path
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    loader.exec_module(module)
     return module
+
+
+def _run_main(script: str) -> None:
+    """Run ``script`` as ``__main__``, as ``python script.py`` would (``runpy.run_path``'s
+    behaviour for a file, without importing runpy)."""
+    with open(script, "rb") as file:
+        code = compile(file.read(), script, "exec", dont_inherit=True)
+    main = ModuleType("__main__")
+    main.__file__ = script
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)  # running the user's script is the purpose; exec adds builtins
 
 
 def _site_packages() -> list[str]:
@@ -83,10 +98,12 @@ def _main() -> None:
     sys.path.append(os.getcwd())
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_main(script)
     except SystemExit:
         raise
     except BaseException as error:  # noqa: BLE001  # the script's own failure, reported below
+        import traceback
+
         tb = error.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next
