@@ -196,7 +196,7 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            proxy = ToolProxy(manager)
+            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
             self.scripts = self._scripts
@@ -253,6 +253,7 @@ class ConfiguredGateway(Gateway):
             hub=self.hub,
             workspaces=self.workspaces,
             limits=script_limits(self.config),
+            protected={"config file": self.settings.config} if self.settings.config else None,
         )
         try:
             return await scripts.__aenter__()

@@ -21,13 +21,13 @@ import functools
 import json
 import logging
 import math
+import os
 import threading
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -42,17 +42,21 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
+from sagents.progress.binding import bind_quiet_tool_call
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.mcp_registry import MCPRegistry
 from sagents.tool.naming import to_exported_name
-from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
+
+if TYPE_CHECKING:
+    # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
+    from sagents.mcp import ServerParams, ServerSettings, ServerStatus
+    from sagents.tool.api_export import ModelApi
+    from sagents.tool.mcp_registry import MCPRegistry
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
@@ -104,7 +108,8 @@ class _LocalHandler:
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         if self.local.is_async:
-            value = await self.local.invoke(arguments, call.session_context)
+            # LocalTool.invoke, inlined: one coroutine less per call.
+            value = await self.local.func(**self.local.bind(arguments, call.session_context))
         else:
             # A worker thread cannot be interrupted: on timeout or cancellation the call
             # returns at once and the thread is abandoned (it finishes in the background).
@@ -138,6 +143,7 @@ class ToolManager:
         self._exported: dict[str, str] = {}  # registered -> exported name
         self._by_exported: dict[str, str] = {}  # exported -> registered name
         self._exports: dict[tuple[str, bool], str | None] = {}  # (name, strict) -> JSON text
+        self._api_exports: dict[tuple[str, str, bool], str | None] = {}  # (api, name, strict)
         self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
         self._collected_refs: list[LocalTool] = []  # keeps those ids valid
         self._exit_stack = contextlib.AsyncExitStack()
@@ -302,7 +308,69 @@ class ToolManager:
                 tools.append(json.loads(text))
         return tools
 
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as an OpenAI Responses function tool, sorted by registered name.
+
+        The flat shape ``{"type": "function", "name", "description", "parameters",
+        "strict"}`` (:mod:`sagents.tool.export_responses`), with the same names, schemas and
+        fallback as :meth:`get_openai_tools`. Read the model's ``function_call`` items with
+        :func:`~sagents.tool.export_responses.parse_responses_function_call`.
+
+        Args:
+            strict: OpenAI's strict mode; pass ``strict=True`` to :meth:`run_tool` too.
+        """
+        return self._api_tools("responses", strict)
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as an Anthropic Messages tool, sorted by registered name.
+
+        ``{"name", "description", "input_schema"[, "strict"]}``
+        (:mod:`sagents.tool.export_anthropic`); a tool that strict mode cannot express is
+        exported faithfully, one that cannot be exported is left out, both with a warning.
+        Read the model's ``tool_use`` blocks with
+        :func:`~sagents.tool.export_anthropic.parse_anthropic_tool_use`.
+
+        Args:
+            strict: Anthropic's strict tool use (optional properties stay optional, so
+                :meth:`run_tool` needs no ``strict=True``).
+        """
+        return self._api_tools("anthropic", strict)
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as a Gemini function declaration, sorted by registered name.
+
+        ``{"name", "description"[, "parameters"]}`` in Gemini's OpenAPI subset
+        (:mod:`sagents.tool.export_gemini`); send them as ``{"functionDeclarations": [...]}``.
+        A tool Gemini cannot declare without changing its meaning is left out with a warning.
+        Read the model's ``functionCall`` parts with
+        :func:`~sagents.tool.export_gemini.parse_gemini_function_call`, passing this manager.
+
+        Args:
+            strict: Declare the strict form (optional properties required and nullable); pass
+                ``strict=True`` to :meth:`run_tool` too.
+        """
+        return self._api_tools("gemini", strict)
+
+    def _api_tools(self, api: ModelApi, strict: bool) -> list[dict[str, Any]]:
+        # Imported here: the other APIs' exporters cost nothing to a caller that never asks.
+        from sagents.tool.api_export import export_tool_json, unique_names
+
+        tools = []
+        for name, exported in sorted(unique_names(api, self._entries).items()):
+            key = (api, name, strict)
+            if key not in self._api_exports:
+                spec = self._entries[name].spec
+                self._api_exports[key] = export_tool_json(api, spec, strict=strict, name=exported)
+            text = self._api_exports[key]
+            if text is not None:
+                tools.append(json.loads(text))
+        return tools
+
     def _export(self, name: str, *, strict: bool) -> str | None:
+        # Imported on first export: the exporters load ``jsonschema``, which a manager that
+        # only runs tools does not need.
+        from sagents.tool.openai_export import to_openai_tool
+
         spec, exported = self._entries[name].spec, self._exported[name]
         modes = (True, False) if strict else (False,)
         for mode in modes:
@@ -371,16 +439,10 @@ class ToolManager:
             call = ToolCall(
                 tool_name=registered,
                 session_context=context,
-                tool_call_id=tool_call_id if tool_call_id else f"call_{uuid.uuid4().hex}",
+                tool_call_id=tool_call_id if tool_call_id else f"call_{os.urandom(16).hex()}",
                 timeout=limit,
             )
-            progress_id = call.tool_call_id or ""
-            async with contextlib.AsyncExitStack() as around:
-                await around.enter_async_context(
-                    bind_tool_call(self.progress_hub, context.session_id, progress_id)
-                )
-                for factory in self._call_contexts:
-                    await around.enter_async_context(factory(call))
+            async with self._around(call):
                 with anyio.move_on_after(limit):
                     result = await entry.handler(arguments, call)
                     return (
@@ -418,6 +480,31 @@ class ToolManager:
                 f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
+
+    def _around(self, call: ToolCall) -> AbstractAsyncContextManager[object]:
+        """What a call runs inside: its progress binding, then the added call contexts.
+
+        Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
+        a context variable (:func:`~sagents.progress.bind_quiet_tool_call`) instead of a task
+        group, hub tracking and a ``closed`` event.
+        """
+        hub = self.progress_hub
+        session_id = call.session_context.session_id
+        if not self._call_contexts and not hub.listening(session_id):
+            return bind_quiet_tool_call(hub, session_id, call.tool_call_id or "")
+        return self._bound(hub, call)
+
+    @contextlib.asynccontextmanager
+    async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:
+        session_id, progress_id = call.session_context.session_id, call.tool_call_id or ""
+        async with contextlib.AsyncExitStack() as around:
+            if hub.listening(session_id):
+                await around.enter_async_context(bind_tool_call(hub, session_id, progress_id))
+            else:
+                around.enter_context(bind_quiet_tool_call(hub, session_id, progress_id))
+            for factory in self._call_contexts:
+                await around.enter_async_context(factory(call))
+            yield
 
     # -- MCP servers --------------------------------------------------------------------------
 
@@ -528,6 +615,10 @@ class ToolManager:
 
     def _mcp_registry(self) -> MCPRegistry:
         if self._mcp is None:
+            # Imported here: the MCP SDK costs about a second of start-up, which a manager
+            # of local tools never pays.
+            from sagents.tool.mcp_registry import MCPRegistry
+
             self._mcp = MCPRegistry(self)
             self.push_async_callback(self._mcp.supervisor.aclose)
         return self._mcp
@@ -657,6 +748,8 @@ class ToolManager:
     def _forget_exports(self, name: str) -> None:
         self._exports.pop((name, False), None)
         self._exports.pop((name, True), None)
+        for key in [k for k in self._api_exports if k[1] == name]:
+            del self._api_exports[key]
 
 
 def _cancellation_requested() -> bool:
