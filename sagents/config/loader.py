@@ -249,9 +249,13 @@ def _settings(entry: ServerEntryParams) -> ServerSettings:
         "list_timeout": entry.list_timeout,
         "call_timeout": entry.call_timeout,
         "max_concurrency": entry.max_concurrency,
+        "ping_timeout": entry.ping_timeout,
     }
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if entry.ping_interval is not None:
+        chosen["ping_interval"] = entry.ping_interval or None  # 0: no idle pings
     return ServerSettings(
         permission=entry.permission,
         tool_permissions=dict(entry.tool_permissions),
-        **{k: v for k, v in given.items() if v is not None},
+        **chosen,
     )

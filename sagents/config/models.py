@@ -51,6 +51,9 @@ class ServerEntryParams(_Strict):
     list_timeout: float | None = Field(default=None, alias="listTimeout", gt=0)
     call_timeout: float | None = Field(default=None, alias="callTimeout", gt=0)
     max_concurrency: int | None = Field(default=None, alias="maxConcurrency", ge=1)
+    # Seconds between liveness pings of an idle server; 0 turns the idle pings off.
+    ping_interval: float | None = Field(default=None, alias="pingInterval", ge=0)
+    ping_timeout: float | None = Field(default=None, alias="pingTimeout", gt=0)
     permission: PermissionClass | None = None
     tool_permissions: dict[str, PermissionClass] = Field(
         default_factory=dict, alias="toolPermissions"

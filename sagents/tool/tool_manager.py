@@ -58,12 +58,34 @@ if TYPE_CHECKING:
     from sagents.tool.api_export import ModelApi
     from sagents.tool.mcp_registry import MCPRegistry
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "CallContextFactory",
+    "ToolManager",
+    "call_timeout",
+    "get_tool_manager",
+]
 
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
 
 logger = logging.getLogger(__name__)
+
+
+def call_timeout(timeout: float | None, spec: ToolSpec) -> float:
+    """The timeout of one call, in seconds: decided here and nowhere else.
+
+    The per-call ``timeout`` if given, else the tool's own setting (``spec.timeout``; for an MCP
+    tool its server's ``call_timeout``, ``math.inf`` for none), else
+    :data:`DEFAULT_TOOL_TIMEOUT`. Layers below ``run_tool`` receive the result in
+    ``ToolCall.timeout`` and apply no default of their own.
+    """
+    if timeout is not None:
+        return timeout
+    if spec.timeout is not None:
+        return spec.timeout
+    return DEFAULT_TOOL_TIMEOUT
+
 
 T = TypeVar("T")
 Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
@@ -385,9 +407,11 @@ class ToolManager:
             session_context: The calling session; a fresh default ``SessionContext`` if None.
             tool_call_id: The model's id of this call (handed to the handler, and the id of
                 its progress events); a fresh ``call_<hex>`` id when None.
-            timeout: Seconds before the call gives a ``timeout`` error result;
-                :data:`DEFAULT_TOOL_TIMEOUT` if None. A sync tool's worker thread cannot be
-                stopped: it is abandoned and finishes in the background.
+            timeout: Seconds before the call gives a ``timeout`` error result; if None, the
+                tool's own ``ToolSpec.timeout`` (an MCP tool: its server's ``call_timeout``),
+                else :data:`DEFAULT_TOOL_TIMEOUT` (see :func:`call_timeout`). A sync tool's
+                worker thread cannot be stopped: it is abandoned and finishes in the
+                background.
             strict: The model saw the strict export: ``null`` for an optional parameter means
                 "absent" (see :mod:`sagents.tool.arguments`).
 
@@ -400,15 +424,16 @@ class ToolManager:
             ValueError: for a ``timeout`` that is not a positive number (a programming error).
             The caller's cancellation exception: cancellation is never turned into a result.
         """
-        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
-        if math.isnan(limit) or limit <= 0:
+        if timeout is not None and (math.isnan(timeout) or timeout <= 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         context = session_context if session_context is not None else SessionContext()
         registered = name
+        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
         try:
             self._check_open()
             entry = self._find(name)
             registered = entry.spec.name
+            limit = call_timeout(timeout, entry.spec)
             arguments = parse_arguments(registered, args)
             arguments = entry.validator.validate(registered, arguments, strict=strict)
             call = ToolCall(
@@ -520,7 +545,7 @@ class ToolManager:
         return await self._mcp_registry().register(name, params, settings, wait=wait)
 
     async def register_mcp_servers(
-        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:
         """Connect to several MCP servers side by side and register the tools of each.
 
@@ -531,6 +556,9 @@ class ToolManager:
 
         Args:
             servers: ``{name: (params, settings)}``, e.g. ``SagentsConfig.as_supervisor_input()``.
+            wait: False returns at once (every status ``connecting``); each server's tools are
+                registered as it becomes ready, and :meth:`on_mcp_tools_changed` listeners are
+                told. A server that fails is retried in the background with backoff.
 
         Returns:
             Each server's status after its first start attempt.
@@ -541,7 +569,7 @@ class ToolManager:
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        return await self._mcp_registry().register_many(servers)
+        return await self._mcp_registry().register_many(servers, wait=wait)
 
     async def unregister_mcp_server(self, name: str) -> list[str]:
         """Close an MCP server's connection and remove its tools; returns the removed names.
@@ -552,6 +580,15 @@ class ToolManager:
         if self._mcp is None:
             raise UnknownToolError(f"no MCP server named {name!r} is registered")
         return await self._mcp.unregister(name)
+
+    async def wait_mcp_servers(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound
+        """Wait until every registered MCP server's first start attempt ended (ready or
+        failed), at most ``timeout`` seconds.
+
+        Returns:
+            True when every server's first attempt ended in time (also with no servers).
+        """
+        return True if self._mcp is None else await self._mcp.supervisor.wait_started(timeout)
 
     def mcp_server_status(self, name: str) -> ServerStatus:
         """An MCP server's state (connecting, ready, failed, restarting), last error and
