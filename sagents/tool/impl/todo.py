@@ -30,7 +30,7 @@ from sagents.progress import emit_tool_progress
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 
-__all__ = ["STATUSES", "TodoItem", "TodoStore", "todo_tool"]
+__all__ = ["STATUSES", "TodoItem", "TodoStore", "todo_tool", "validate"]
 
 Status = Literal["pending", "in_progress", "done", "cancelled"]
 STATUSES: tuple[Status, ...] = ("pending", "in_progress", "done", "cancelled")

@@ -34,7 +34,7 @@ from sagents.tool.impl.netguard import (
     system_resolver,
 )
 
-__all__ = ["FetchedPage", "WebFetchSettings", "WebFetcher", "html_to_markdown"]
+__all__ = ["FetchedPage", "WebFetchSettings", "WebFetcher", "html_to_markdown", "html_to_text"]
 
 Format = Literal["markdown", "text", "html"]
 
