@@ -83,7 +83,9 @@ class SagentsConfig:
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
         skills: The skill directories.
         local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
-        builtin_tools: Names of the built-in shell and file tools to offer (gateway).
+        builtin_tools: Names of the built-in tools to offer (gateway).
+        web_fetch: ``builtinTools.webFetch`` as keyword arguments of
+            ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
         source: The file it came from, if any.
     """
 
@@ -95,6 +97,7 @@ class SagentsConfig:
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     local_tools: tuple[str, ...] = ()
     builtin_tools: tuple[str, ...] = ()
+    web_fetch: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -180,6 +183,11 @@ def parse_config(
         ),
         local_tools=tuple(model.local_tools.modules),
         builtin_tools=tuple(model.builtin_tools.enabled),
+        web_fetch={
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in model.builtin_tools.web_fetch.model_dump(exclude_unset=True).items()
+            if value is not None
+        },
         source=source,
     )
 

@@ -63,7 +63,12 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools, single_sandbox
+from sagents.tool.impl import (
+    BUILTIN_TOOL_NAMES,
+    WebFetchSettings,
+    register_builtin_tools,
+    single_sandbox,
+)
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -212,7 +217,12 @@ class ConfiguredGateway(Gateway):
                 hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
             )
         try:
-            register_builtin_tools(manager, single_sandbox(self._scripts.sandbox), names=names)
+            register_builtin_tools(
+                manager,
+                single_sandbox(self._scripts.sandbox),
+                names=names,
+                web_fetch=WebFetchSettings(**self.config.web_fetch),
+            )
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
