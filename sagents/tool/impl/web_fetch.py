@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import posixpath
 import re
+import ssl
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,8 @@ class WebFetchSettings:
             and the most a call may ask for.
         user_agent: The ``User-Agent`` header.
         resolver: ``(host, port) -> addresses`` (the system's; tests pass their own).
+        ssl_context: Verifies servers' certificates (default: the certifi bundle); an intranet
+            with its own CA, or a test, passes its own.
     """
 
     allow_networks: tuple[str, ...] = ()
@@ -75,6 +78,7 @@ class WebFetchSettings:
     max_chars_limit: int = 200_000
     user_agent: str = "sagents-web-fetch/1 (+https://github.com/sagents)"
     resolver: Resolver = field(default=system_resolver, compare=False)
+    ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("max_bytes", "timeout_seconds", "connect_timeout_seconds"):
@@ -230,7 +234,7 @@ class WebFetcher:
         )
         transport = httpx2.AsyncHTTPTransport(trust_env=False)
         transport._pool = httpcore2.AsyncConnectionPool(  # the pinned backend; no proxies
-            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            ssl_context=settings.ssl_context or httpx2.create_ssl_context(trust_env=False),
             network_backend=PinnedBackend(guard),
         )
         timeout = httpx2.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)

@@ -4,6 +4,7 @@ every refused address form, redirect hop and rebinding answer is refused by defa
 from __future__ import annotations
 
 import gzip
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import trustme
 
 from sagents.sandbox import create_sandbox
 from sagents.tool import SessionContext, ToolManager
@@ -35,7 +37,7 @@ class Server:
     routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
 
 
-def _serve(host: str) -> Iterator[Server]:
+def _serve(host: str, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
     state: Server
 
     class Handler(BaseHTTPRequestHandler):
@@ -55,6 +57,8 @@ def _serve(host: str) -> Iterator[Server]:
 
     httpd = ThreadingHTTPServer((host, 0), Handler)
     httpd.daemon_threads = True
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     state = Server(port=httpd.server_address[1])
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -475,3 +479,54 @@ def test_web_fetch_is_read_only_and_open_world() -> None:
     spec = BuiltinTools(None).spec("web_fetch")
     assert spec.permission == "read_only"
     assert spec.annotations.open_world_hint is True
+
+
+def _serve_tls(cert_name: str) -> Iterator[tuple[Server, ssl.SSLContext, list[str | None]]]:
+    """An HTTPS server on 127.0.0.2 with a certificate for ``cert_name``; yields the state, a
+    client context trusting its CA, and the server names (SNI) clients sent."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(cert_name).configure_cert(server_context)
+    names: list[str | None] = []
+
+    def remember(sock: object, name: str | None, context: object) -> None:
+        names.append(name)
+
+    server_context.sni_callback = remember
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    for state in _serve("127.0.0.2", server_context):
+        yield state, client_context, names
+
+
+async def _resolve_to_127_0_0_2(host: str, port: int) -> Sequence[str]:
+    return ["127.0.0.2"]
+
+
+async def test_tls_goes_to_the_pinned_address_with_the_name_as_sni_and_certificate() -> None:
+    for state, trust, names in _serve_tls("secure.example.test"):
+        state.routes["/"] = lambda h: _send(h, b"over tls", "text/plain")
+        settings = WebFetchSettings(
+            allow_networks=("127.0.0.2/32",), resolver=_resolve_to_127_0_0_2, ssl_context=trust
+        )
+        url = f"https://secure.example.test:{state.port}/"
+        data, text, is_error, _ = await _fetch(settings, url=url)
+        assert not is_error, text
+        assert data["content"] == "over tls"
+        assert names == ["secure.example.test"]
+        assert state.seen[0][1]["host"] == f"secure.example.test:{state.port}"
+
+
+async def test_tls_certificate_is_checked_against_the_name_not_the_address() -> None:
+    for state, trust, _names in _serve_tls("other.example.test"):
+        state.routes["/"] = lambda h: _send(h, b"wrong", "text/plain")
+        settings = WebFetchSettings(
+            allow_networks=("127.0.0.2/32",), resolver=_resolve_to_127_0_0_2, ssl_context=trust
+        )
+        _, text, is_error, code = await _fetch(
+            settings, url=f"https://secure.example.test:{state.port}/"
+        )
+        assert is_error
+        assert code == "fetch_error"
+        assert "certificate" in text.lower() or "hostname" in text.lower(), text
+        assert state.seen == []
