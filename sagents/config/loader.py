@@ -86,6 +86,8 @@ class SagentsConfig:
         builtin_tools: Names of the built-in tools to offer (gateway).
         web_fetch: ``builtinTools.webFetch`` as keyword arguments of
             ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
+        memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
+            sessions without one (None: they are refused the memory tools).
         source: The file it came from, if any.
     """
 
@@ -98,6 +100,7 @@ class SagentsConfig:
     local_tools: tuple[str, ...] = ()
     builtin_tools: tuple[str, ...] = ()
     web_fetch: Mapping[str, Any] = field(default_factory=dict)
+    memory_anonymous_user: str | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -188,6 +191,7 @@ def parse_config(
             for key, value in model.builtin_tools.web_fetch.model_dump(exclude_unset=True).items()
             if value is not None
         },
+        memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
         source=source,
     )
 

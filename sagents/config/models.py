@@ -20,6 +20,7 @@ __all__ = [
     "BuiltinToolsParams",
     "ConfigFileParams",
     "LocalToolsParams",
+    "MemoryParams",
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
@@ -120,11 +121,19 @@ class WebFetchParams(_Strict):
         return value
 
 
+class MemoryParams(_Strict):
+    """``builtinTools.memory``: ``anonymousUser`` is the user of sessions that have none (all
+    such sessions then share its memories); unset, they are refused the memory tools."""
+
+    anonymous_user: str | None = Field(default=None, alias="anonymousUser", min_length=1)
+
+
 class BuiltinToolsParams(_Strict):
     """``builtinTools``: the built-in tools the gateway offers (none by default)."""
 
     enabled: list[str] = Field(default_factory=list)
     web_fetch: WebFetchParams = Field(default_factory=WebFetchParams, alias="webFetch")
+    memory: MemoryParams = Field(default_factory=MemoryParams)
 
 
 class SandboxParams(BaseModel):

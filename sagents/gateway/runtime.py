@@ -64,7 +64,12 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, WebFetchSettings, register_builtin_tools
+from sagents.tool.impl import (
+    BUILTIN_TOOL_NAMES,
+    MemoryStore,
+    WebFetchSettings,
+    register_builtin_tools,
+)
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -221,6 +226,7 @@ class ConfiguredGateway(Gateway):
                 self._scripts.sandbox_for,
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
+                memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
             )
         except ToolNameConflictError as error:
             raise ConfigError(

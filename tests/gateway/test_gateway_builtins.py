@@ -79,3 +79,21 @@ async def test_todo_tools_from_the_config(tmp_path: Path, monkeypatch: pytest.Mo
     assert is_error is False, text
     assert "[ ] a: from the gateway" in text
     assert (tmp_path / "data" / "todo.sqlite3").exists()
+
+
+async def test_memory_through_the_gateway_needs_a_configured_anonymous_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    enabled = ["memory_store", "memory_search"]
+    is_error, text = await _call(
+        tmp_path, {"enabled": enabled}, "memory_store", {"content": "likes tea"}
+    )
+    assert is_error is True
+    assert "needs a user" in text
+    section = {"enabled": enabled, "memory": {"anonymousUser": "operator"}}
+    is_error, text = await _call(tmp_path, section, "memory_store", {"content": "likes tea"})
+    assert is_error is False, text
+    is_error, text = await _call(tmp_path, section, "memory_search", {"query": "tea"})
+    assert is_error is False, text
+    assert "likes tea" in text
