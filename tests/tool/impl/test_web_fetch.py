@@ -37,7 +37,7 @@ class Server:
     routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
 
 
-def _serve(host: str, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
+def _serve(host: str, tls: ssl.SSLContext | None = None, port: int = 0) -> Iterator[Server]:
     state: Server
 
     class Handler(BaseHTTPRequestHandler):
@@ -55,7 +55,7 @@ def _serve(host: str, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
                 return
             route(self)
 
-    httpd = ThreadingHTTPServer((host, 0), Handler)
+    httpd = ThreadingHTTPServer((host, port), Handler)
     httpd.daemon_threads = True
     if tls is not None:
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
@@ -234,9 +234,10 @@ async def test_a_name_with_one_refused_address_among_public_ones_is_refused() ->
 
 
 async def test_dns_rebinding_never_reaches_the_second_answer(server: Server) -> None:
-    # 127.0.0.2 stands for a public address (allowed here); the second answer is loopback
-    # 127.0.0.1, where the victim listens. The name is resolved once, and the socket goes to
-    # the checked address, while the Host header keeps the name.
+    # 127.0.0.2 stands for a public address (allowed here); the later answers are loopback
+    # 127.0.0.1, where the victim listens on the same port. The name is resolved once and the
+    # socket goes to the checked address, so the public server answers and the victim sees
+    # nothing.
     answers = iter([["127.0.0.2"], ["127.0.0.1"], ["127.0.0.1"]])
     calls: list[str] = []
 
@@ -247,17 +248,16 @@ async def test_dns_rebinding_never_reaches_the_second_answer(server: Server) -> 
     victim = server
     victim.routes["/"] = lambda h: _send(h, b"secret", "text/plain")
     settings = WebFetchSettings(allow_networks=("127.0.0.2/32",), resolver=resolver)
-    for public in _serve("127.0.0.2"):
+    for public in _serve("127.0.0.2", port=victim.port):
         public.routes["/"] = lambda h: _send(h, b"public", "text/plain")
-        # The public server must listen on the victim's port for the test to mean anything:
-        # it does not, so aim the URL at the victim's port and rely on the pinned address.
-        _, text, is_error, _ = await _fetch(
+        data, text, is_error, _ = await _fetch(
             settings, url=f"http://rebind.example.test:{victim.port}/"
         )
+        assert not is_error, text
+        assert data["content"] == "public"
         assert calls == ["rebind.example.test"]
-        assert victim.seen == []  # the loopback answer was never used
-        assert is_error  # 127.0.0.2 has nothing on the victim's port: connection refused
-        assert "secret" not in text
+        assert victim.seen == []
+        assert public.seen[0][1]["host"] == f"rebind.example.test:{victim.port}"
 
 
 async def test_pinned_connection_keeps_the_host_header() -> None:
