@@ -149,6 +149,7 @@ class _BoundedDecoder:
 
     def __init__(self, encoding: str, url: str) -> None:
         encoding = encoding.strip().lower()
+        self._raw_fallback = encoding == "deflate"  # some servers send raw deflate (RFC 1951)
         if encoding in ("", "identity"):
             self._zlib = None
         elif encoding in ("gzip", "x-gzip"):
@@ -168,7 +169,12 @@ class _BoundedDecoder:
         try:
             out = self._zlib.decompress(chunk, wanted)
         except zlib.error as error:
-            raise WebFetchError(f"corrupt compressed body: {error}") from error
+            if not self._raw_fallback:
+                raise WebFetchError(f"corrupt compressed body: {error}") from error
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+            self._raw_fallback = False
+            return self.feed(chunk, wanted)
+        self._raw_fallback = False
         return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import ssl
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -530,3 +531,12 @@ async def test_tls_certificate_is_checked_against_the_name_not_the_address() -> 
         assert code == "fetch_error"
         assert "certificate" in text.lower() or "hostname" in text.lower(), text
         assert state.seen == []
+
+
+@pytest.mark.parametrize("raw", [False, True])
+async def test_deflate_bodies_are_decoded_wrapped_or_raw(server: Server, raw: bool) -> None:
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+    body = packer.compress(PAGE) + packer.flush()
+    server.routes["/d"] = lambda h: _send(h, body, "text/html", Content_Encoding="deflate")
+    data, text, _, _ = await _fetch(LOOPBACK_OK, url=f"http://127.0.0.1:{server.port}/d")
+    assert data["title"] == "Loopback page", text
