@@ -42,6 +42,7 @@ Format = Literal["markdown", "text", "html"]
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
+_PARSER = "lxml"  # BeautifulSoup's libxml2 parser: several times faster than html.parser
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9._-]+)""", re.IGNORECASE)
 
 
@@ -118,7 +119,7 @@ def html_to_markdown(html: str) -> tuple[str | None, str]:
     from bs4 import BeautifulSoup
     from markdownify import MarkdownConverter
 
-    soup = BeautifulSoup(html, "html.parser")
+    soup = BeautifulSoup(html, _PARSER)
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for tag in soup(["script", "style", "noscript", "template", "head"]):
         tag.decompose()
@@ -130,7 +131,7 @@ def html_to_text(html: str) -> tuple[str | None, str]:
     """``(title, text)`` of an HTML document."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(html, "html.parser")
+    soup = BeautifulSoup(html, _PARSER)
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for tag in soup(["script", "style", "noscript", "template", "head"]):
         tag.decompose()
@@ -363,7 +364,7 @@ class WebFetcher:
                 raise NotAllowedError("save_to needs a sandbox, and this host has none")
         page = await self.fetch(url, context)
         limit = min(max_chars or self.settings.default_max_chars, self.settings.max_chars_limit)
-        title, content = _convert(page, format)
+        title, content = await anyio.to_thread.run_sync(_convert, page, format)  # CPU-bound
         total = len(content)
         shown = content[:limit]
         saved_path = None
@@ -430,7 +431,7 @@ def _convert(page: FetchedPage, format: Format) -> tuple[str | None, str]:
         if is_html:
             from bs4 import BeautifulSoup
 
-            soup = BeautifulSoup(text, "html.parser")
+            soup = BeautifulSoup(text, _PARSER)
             title = soup.title.get_text(" ", strip=True) if soup.title else None
             return title or None, text
         return None, text
