@@ -212,3 +212,22 @@ async def test_a_todo_change_is_a_tool_progress_event(tmp_path: Path) -> None:
     assert payload["type"] == "todo.changed"
     assert payload["agent"] == "lead"
     assert payload["items"][0]["content"] == "show me"
+
+
+async def test_concurrent_updates_of_two_agents_lose_nothing(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    agents = [SessionContext(session_id="s1", agent=name) for name in ("lead", "helper")]
+
+    async def add(number: int) -> None:
+        item = {"id": f"i{number}", "content": f"task {number}"}
+        _, code = await call("todo_write", {"items": [item]}, agents[number % 2])
+        assert code is None
+
+    async with anyio.create_task_group() as tg:
+        for number in range(20):
+            tg.start_soon(add, number)
+    listed, _ = await call("todo_read", {}, agents[0])
+    assert sorted(i["id"] for i in listed["items"]) == sorted(f"i{n}" for n in range(20))
+    owners = {i["id"]: i["owner"] for i in listed["items"]}
+    assert owners["i0"] == "lead"
+    assert owners["i1"] == "helper"
