@@ -172,6 +172,7 @@ class MemoryStore:
         connection = self._connect()
         try:
             with connection:
+                connection.execute("BEGIN IMMEDIATE")  # check-then-insert under the write lock
                 row = connection.execute(
                     "SELECT id, tags, created FROM memories "
                     "WHERE user_id = ? AND agent = ? AND digest = ?",

@@ -231,3 +231,19 @@ async def test_concurrent_updates_of_two_agents_lose_nothing(tmp_path: Path) -> 
     owners = {i["id"]: i["owner"] for i in listed["items"]}
     assert owners["i0"] == "lead"
     assert owners["i1"] == "helper"
+
+
+async def test_concurrent_stores_of_one_text_make_one_memory(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    ids: list[str] = []
+
+    async def store() -> None:
+        stored, code = await call("memory_store", {"content": "same fact"}, _user("alice"))
+        assert code is None
+        ids.append(stored["memory"]["id"])
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(12):
+            tg.start_soon(store)
+    assert len(ids) == 12
+    assert len(set(ids)) == 1
