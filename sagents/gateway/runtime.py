@@ -239,6 +239,7 @@ class ConfiguredGateway(Gateway):
             hub=self.hub,
             workspaces=self.workspaces,
             limits=script_limits(self.config),
+            protected={"config file": self.settings.config} if self.settings.config else None,
         )
         try:
             return await scripts.__aenter__()
