@@ -28,8 +28,10 @@ __all__ = [
     "default_data_dir",
 ]
 
-AuditKind = Literal["gateway_call"]
-"""``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script)."""
+AuditKind = Literal["gateway_call", "memory_write", "memory_delete"]
+"""``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script);
+``memory_write`` / ``memory_delete``: a long-term memory stored or removed
+(docs/builtin_tools.md)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (

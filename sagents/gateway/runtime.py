@@ -71,7 +71,12 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools
+from sagents.tool.impl import (
+    BUILTIN_TOOL_NAMES,
+    MemoryStore,
+    WebFetchSettings,
+    register_builtin_tools,
+)
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -241,7 +246,13 @@ class ConfiguredGateway(Gateway):
                 hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
             )
         try:
-            register_builtin_tools(manager, self._scripts.sandbox_for, names=names)
+            register_builtin_tools(
+                manager,
+                self._scripts.sandbox_for,
+                names=names,
+                web_fetch=WebFetchSettings(**self.config.web_fetch),
+                memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
+            )
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
