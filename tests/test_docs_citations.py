@@ -51,7 +51,6 @@ STILL_CITING = frozenset(
         "sagents/progress/binding.py",
         "sagents/progress/hub.py",
         "sagents/sandbox/__init__.py",
-        "sagents/sandbox/bwrap.py",
         "sagents/sandbox/cgroup.py",
         "sagents/sandbox/hostfs.py",
         "sagents/sandbox/local.py",

@@ -4,6 +4,13 @@
 error or not, a result summary), ``output.txt`` (the full output, stdout and stderr in arrival
 order) and ``run.json`` (status, rewritten at the end), all written as the run goes.
 
+What a script controls is bounded here (docs/run_script.md, "Records"): a call's arguments are
+kept whole up to :data:`MAX_RECORDED_ARGUMENTS_CHARS` characters of JSON, else replaced by
+``{"_truncated": "<their first characters>…", "chars": <their length>}``; ``calls.jsonl`` stops
+at :data:`MAX_CALLS_LOG_BYTES` with one last line saying so (the counters in ``run.json`` still
+count every call); tool names are at most 128 characters (longer ones are refused by the
+protocol) and summaries :data:`SUMMARY_CHARS`.
+
 Every component is opened with ``O_NOFOLLOW`` relative to the descriptor of its parent, and the
 files are created (``O_EXCL``) and kept open before the script starts; the host only ever writes
 through those descriptors. A script that renames the folder or swaps a symlink in for
@@ -27,8 +34,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_CALLS_LOG_BYTES",
+    "MAX_RECORDED_ARGUMENTS_CHARS",
     "RECORDS_DIR",
     "SUMMARY_CHARS",
+    "TRUNCATED_KEY",
     "CallRecord",
     "ScriptRecords",
     "mark_interrupted_runs",
@@ -38,6 +48,9 @@ __all__ = [
 
 RECORDS_DIR = (".agent", "scripts")
 SUMMARY_CHARS = 200  # result summary in calls.jsonl, characters
+MAX_RECORDED_ARGUMENTS_CHARS = 4096  # a call's arguments in calls.jsonl, as JSON characters
+MAX_CALLS_LOG_BYTES = 16 * 1024 * 1024  # calls.jsonl of one run; later calls are not recorded
+TRUNCATED_KEY = "_truncated"  # marks arguments cut for calls.jsonl
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -98,6 +111,7 @@ class ScriptRecords:
         self.workspace = workspace
         self.script_id = script_id
         self._fds = fds
+        self._calls_bytes = 0
 
     @property
     def relative_dir(self) -> str:
@@ -153,18 +167,29 @@ class ScriptRecords:
             view = view[os.write(self._fds[key], view) :]
 
     def write_call(self, record: CallRecord) -> None:
-        """Append one line to ``calls.jsonl``."""
-        data = {  # not dataclasses.asdict: it deep-copies the arguments on every call
-            "ts": record.ts,
-            "tool": record.tool,
-            "arguments": record.arguments,
-            "duration_s": record.duration_s,
-            "is_error": record.is_error,
-            "error_code": record.error_code,
-            "summary": record.summary,
-        }
-        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
-        self._write_all("calls", line.encode("utf-8", "backslashreplace"))
+        """Append one line to ``calls.jsonl`` (arguments capped, the file bounded: see the
+        module docstring)."""
+        if self._calls_bytes >= MAX_CALLS_LOG_BYTES:
+            return
+        arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
+        if len(arguments) > MAX_RECORDED_ARGUMENTS_CHARS:
+            preview = arguments[:MAX_RECORDED_ARGUMENTS_CHARS] + "…"
+            arguments = json.dumps({TRUNCATED_KEY: preview, "chars": len(arguments)})
+        line = (  # not json.dumps of a dict: the arguments are serialised once, above
+            f'{{"ts": {record.ts!r}, "tool": {json.dumps(record.tool, ensure_ascii=False)}, '
+            f'"arguments": {arguments}, "duration_s": {record.duration_s!r}, '
+            f'"is_error": {json.dumps(record.is_error)}, '
+            f'"error_code": {json.dumps(record.error_code, ensure_ascii=False)}, '
+            f'"summary": {json.dumps(record.summary, ensure_ascii=False)}}}\n'
+        ).encode("utf-8", "backslashreplace")
+        if self._calls_bytes + len(line) > MAX_CALLS_LOG_BYTES:
+            note = {"truncated": True, "note": f"calls.jsonl reached {MAX_CALLS_LOG_BYTES} "
+                    "bytes: later calls are counted in run.json but not recorded"}  # fmt: skip
+            line = (json.dumps(note) + "\n").encode()
+            self._calls_bytes = MAX_CALLS_LOG_BYTES
+        else:
+            self._calls_bytes += len(line)
+        self._write_all("calls", line)
 
     def write_output(self, data: bytes) -> None:
         """Append raw output bytes to ``output.txt``."""

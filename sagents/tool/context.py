@@ -8,7 +8,7 @@ model sent by matching its name, and injected parameters never appear in the mod
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +33,7 @@ class SessionContext:
             parameters declared with :class:`InjectedArg`.
     """
 
-    session_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
     user_id: str | None = None
     workspace: str | None = None
     permission_mode: PermissionMode = "ask"

@@ -21,9 +21,9 @@ import functools
 import json
 import logging
 import math
+import os
 import threading
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -42,20 +42,21 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
+from sagents.progress.binding import bind_quiet_tool_call
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.mcp_registry import MCPRegistry
 from sagents.tool.naming import to_exported_name
-from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
 
 if TYPE_CHECKING:
+    # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
+    from sagents.mcp import ServerParams, ServerSettings, ServerStatus
     from sagents.tool.api_export import ModelApi
+    from sagents.tool.mcp_registry import MCPRegistry
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
 
@@ -85,7 +86,8 @@ class _LocalHandler:
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         if self.local.is_async:
-            value = await self.local.invoke(arguments, call.session_context)
+            # LocalTool.invoke, inlined: one coroutine less per call.
+            value = await self.local.func(**self.local.bind(arguments, call.session_context))
         else:
             # A worker thread cannot be interrupted: on timeout or cancellation the call
             # returns at once and the thread is abandoned (it finishes in the background).
@@ -343,6 +345,10 @@ class ToolManager:
         return tools
 
     def _export(self, name: str, *, strict: bool) -> str | None:
+        # Imported on first export: the exporters load ``jsonschema``, which a manager that
+        # only runs tools does not need.
+        from sagents.tool.openai_export import to_openai_tool
+
         spec, exported = self._entries[name].spec, self._exported[name]
         modes = (True, False) if strict else (False,)
         for mode in modes:
@@ -408,16 +414,10 @@ class ToolManager:
             call = ToolCall(
                 tool_name=registered,
                 session_context=context,
-                tool_call_id=tool_call_id if tool_call_id else f"call_{uuid.uuid4().hex}",
+                tool_call_id=tool_call_id if tool_call_id else f"call_{os.urandom(16).hex()}",
                 timeout=limit,
             )
-            progress_id = call.tool_call_id or ""
-            async with contextlib.AsyncExitStack() as around:
-                await around.enter_async_context(
-                    bind_tool_call(self.progress_hub, context.session_id, progress_id)
-                )
-                for factory in self._call_contexts:
-                    await around.enter_async_context(factory(call))
+            async with self._around(call):
                 with anyio.move_on_after(limit):
                     result = await entry.handler(arguments, call)
                     return (
@@ -455,6 +455,31 @@ class ToolManager:
                 f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
+
+    def _around(self, call: ToolCall) -> AbstractAsyncContextManager[object]:
+        """What a call runs inside: its progress binding, then the added call contexts.
+
+        Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
+        a context variable (:func:`~sagents.progress.bind_quiet_tool_call`) instead of a task
+        group, hub tracking and a ``closed`` event.
+        """
+        hub = self.progress_hub
+        session_id = call.session_context.session_id
+        if not self._call_contexts and not hub.listening(session_id):
+            return bind_quiet_tool_call(hub, session_id, call.tool_call_id or "")
+        return self._bound(hub, call)
+
+    @contextlib.asynccontextmanager
+    async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:
+        session_id, progress_id = call.session_context.session_id, call.tool_call_id or ""
+        async with contextlib.AsyncExitStack() as around:
+            if hub.listening(session_id):
+                await around.enter_async_context(bind_tool_call(hub, session_id, progress_id))
+            else:
+                around.enter_context(bind_quiet_tool_call(hub, session_id, progress_id))
+            for factory in self._call_contexts:
+                await around.enter_async_context(factory(call))
+            yield
 
     # -- MCP servers --------------------------------------------------------------------------
 
@@ -553,6 +578,10 @@ class ToolManager:
 
     def _mcp_registry(self) -> MCPRegistry:
         if self._mcp is None:
+            # Imported here: the MCP SDK costs about a second of start-up, which a manager
+            # of local tools never pays.
+            from sagents.tool.mcp_registry import MCPRegistry
+
             self._mcp = MCPRegistry(self)
             self.push_async_callback(self._mcp.supervisor.aclose)
         return self._mcp
