@@ -6,6 +6,8 @@ its user asked for, and logs go to stderr.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from sagents import __version__
@@ -22,8 +24,25 @@ app = typer.Typer(
 app.add_typer(_skills.app, name="skills")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the sagents version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents."""
 
 
