@@ -32,6 +32,7 @@ from sagents.cli.script_host import (
     run_script_code,
 )
 from sagents.config.loader import SagentsConfig, load_config
+from sagents.core.literal import LiteralFormatter
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, SagentsError
 
@@ -41,9 +42,10 @@ _USAGE_EXIT = 2
 
 
 def setup_logging() -> None:
-    """Send sagents' logs (warnings and up) to stderr, never stdout."""
+    """Send sagents' logs (warnings and up) to stderr, never stdout; tool names, errors and
+    other text from models and tools are shown literally (:mod:`sagents.core.literal`)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("sagents: %(message)s"))
+    handler.setFormatter(LiteralFormatter("sagents: %(message)s"))
     root = logging.getLogger("sagents")
     if not root.handlers:
         root.addHandler(handler)

@@ -22,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sagents.core.literal import printable
 from sagents.core.permissions import PermissionClass
 
 __all__ = [
@@ -98,7 +99,7 @@ def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSche
     arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
     if len(arguments) > _ARGUMENTS_PREVIEW_CHARS:
         arguments = arguments[:_ARGUMENTS_PREVIEW_CHARS] + " …"
-    message = (
+    message = printable(  # the arguments are the model's: no control characters to the user
         f"Allow the {request.permission} tool {request.tool!r} to run with arguments {arguments}?"
     )
     choices = (
@@ -227,7 +228,7 @@ class ClientScriptApprover:
         script = request.script
         if len(script) > _ARGUMENTS_PREVIEW_CHARS:
             script = script[:_ARGUMENTS_PREVIEW_CHARS] + "\n…"
-        message = (
+        message = printable(  # the model's description and script, shown literally
             f"run_script wants to call the write tools {', '.join(request.tools)} "
             f"({request.description}). Script:\n{script}"
         )
@@ -237,6 +238,20 @@ class ClientScriptApprover:
         except NoBackChannelError:
             return "deny"
         return "allow_once" if answer_from_elicitation(result, generic) == "allow_once" else "deny"
+
+    def denial_reason(self, request: ScriptApprovalLike) -> str:
+        """Whether the client was asked (the user declined or did not answer) or could not be."""
+        tools = ", ".join(request.tools)
+        asker = CLIENT_ASKER.get()
+        if asker is None or not asker.can_ask:
+            return (
+                f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
+                "show approval requests (it did not declare the elicitation capability)"
+            )
+        return (
+            f"the user did not approve the write tools {tools} "
+            "(declined, cancelled or no answer in time)"
+        )
 
 
 def current_client_asker() -> ClientAsker | None:
