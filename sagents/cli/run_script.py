@@ -31,6 +31,7 @@ from sagents.cli.script_host import (
     failure_object,
     run_script_code,
 )
+from sagents.cli.workspace import prepare_workspace
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.core.literal import LiteralFormatter
 from sagents.core.permissions import PermissionMode, parse_permission_mode
@@ -83,13 +84,14 @@ def _prepare(
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return failure_object(status, f"cannot read the script {str(file)!r}: {error}")
-    ws = (workspace or Path.cwd()).resolve()
-    if ws.exists() and not ws.is_dir():
-        return failure_object(status, f"the workspace {str(ws)!r} is not a directory")
     try:
         loaded = load_config(config) if config is not None else SagentsConfig()
     except ConfigError as error:
         return failure_object("config_error", str(error), hint=error.hint)
+    try:
+        ws = prepare_workspace(workspace or Path.cwd(), command="sagents run-script")
+    except ConfigError as error:
+        return failure_object(status, str(error), hint=error.hint)
     return code, loaded, chosen_mode, ws
 
 

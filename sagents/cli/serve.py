@@ -10,6 +10,7 @@ from typing import Annotated
 import anyio
 import typer
 
+from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway.factory import build_gateway
@@ -124,6 +125,8 @@ def serve(
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     try:
+        if workspace is not None:
+            workspace = prepare_workspace(workspace, command="sagents serve")
         settings = resolve_settings(
             config=config,
             profile=profile,
