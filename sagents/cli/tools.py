@@ -32,7 +32,7 @@ from rich.table import Table
 from sagents.cli.call_approval import approve_call, read_answer
 from sagents.config import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
-from sagents.core.literal import printable
+from sagents.core.literal import literal_text, printable
 from sagents.core.permissions import parse_permission_mode
 from sagents.core.result import ToolResult
 from sagents.errors import ConfigError, UnknownToolError
@@ -198,13 +198,13 @@ def _print_rich(console: Console, listing: dict[str, Any]) -> None:
     table = Table(title="Tools")
     for column in ("tool", "server", "permission", "status", "description"):
         table.add_column(column)
-    for tool in listing["tools"]:
+    for tool in listing["tools"]:  # servers' text: shown literally, never as markup
         table.add_row(
-            tool["name"],
-            tool["server"] or "-",
+            literal_text(tool["name"]),
+            literal_text(tool["server"] or "-"),
             tool["permission"],
             tool["status"] or "-",
-            tool["description"],
+            literal_text(tool["description"]),
         )
     console.print(table)
     servers = Table(title="Servers")
@@ -212,11 +212,11 @@ def _print_rich(console: Console, listing: dict[str, Any]) -> None:
         servers.add_column(column)
     for server in listing["servers"]:
         servers.add_row(
-            server["name"],
+            literal_text(server["name"]),
             server["state"],
-            server["transport"],
+            literal_text(server["transport"]),
             str(len(server["tools"])),
-            "\n".join(_problems(server)),
+            literal_text("\n".join(_problems(server))),
         )
     console.print(servers)
 
@@ -226,8 +226,8 @@ def _print_plain(listing: dict[str, Any]) -> None:
         fields = (tool["name"], tool["server"] or "-", tool["permission"], tool["status"] or "-")
         typer.echo("\t".join(fields))
     for server in listing["servers"]:
-        for problem in _problems(server):
-            typer.echo(f"# {server['name']}: {problem}")
+        for problem in _problems(server):  # one line each: a server's error text is literal
+            typer.echo(printable(f"# {server['name']}: {problem}", newlines=False))
 
 
 def _problems(server: dict[str, Any]) -> list[str]:

@@ -122,3 +122,24 @@ def test_denials_say_whether_anybody_was_asked() -> None:
             return "deny"
 
     assert denial_reason(Silent(), request) == "the write tools fleet__set were not approved"
+
+
+def test_sagents_tools_tables_show_server_text_literally() -> None:
+    from sagents.cli.tools import _print_rich
+
+    screen = io.StringIO()
+    listing = {
+        "tools": [
+            {"name": "s__t", "server": "s", "permission": "read_only", "status": "ready",
+             "description": MARKUP + "\x1b[2J"},
+        ],
+        "servers": [
+            {"name": "s", "state": "failed", "transport": "stdio", "tools": [],
+             "last_error": "[red]boom[/red]", "withheld": []},
+        ],
+    }  # fmt: skip
+    _print_rich(Console(file=screen, force_terminal=True, width=200), listing)
+    shown = screen.getvalue()
+    assert MARKUP in shown
+    assert "[red]boom[/red]" in shown
+    assert "\x1b[2J" not in shown
