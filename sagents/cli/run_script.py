@@ -13,7 +13,6 @@ stderr only.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ import typer
 from rich.console import Console
 
 from sagents.audit.store import SqliteAuditStore
+from sagents.cli.logs import setup_logging
 from sagents.cli.script_host import (
     CliStatus,
     LiveProgress,
@@ -33,24 +33,12 @@ from sagents.cli.script_host import (
 )
 from sagents.cli.workspace import prepare_workspace
 from sagents.config.loader import SagentsConfig, load_config
-from sagents.core.literal import LiteralFormatter
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, SagentsError
 
 __all__ = ["exit_code_of", "run_script", "setup_logging"]
 
 _USAGE_EXIT = 2
-
-
-def setup_logging() -> None:
-    """Send sagents' logs (warnings and up) to stderr, never stdout; tool names, errors and
-    other text from models and tools are shown literally (:mod:`sagents.core.literal`)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LiteralFormatter("sagents: %(message)s"))
-    root = logging.getLogger("sagents")
-    if not root.handlers:
-        root.addHandler(handler)
-    root.setLevel(logging.WARNING)
 
 
 def exit_code_of(status: str) -> int:

@@ -10,6 +10,7 @@ from typing import Annotated
 import anyio
 import typer
 
+from sagents.cli.logs import setup_logging
 from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
@@ -124,6 +125,7 @@ def serve(
     ] = None,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
+    setup_logging()
     try:
         if workspace is not None:
             workspace = prepare_workspace(workspace, command="sagents serve")
