@@ -28,6 +28,7 @@ def test_printable_escapes_controls_and_keeps_markup_newlines_and_tabs() -> None
     assert printable(f"{MARKUP}\t{CONTROLS}\nnext") == f"{MARKUP}\t{ESCAPED}\nnext"
     assert printable("a\nb", newlines=False) == "a\\x0ab"
     assert printable("plain ünïcode ✓") == "plain ünïcode ✓"
+    assert printable("bad\udcff.txt") == "bad\\udcff.txt"  # an undecodable file name
 
 
 def _approve_on(console: Console, request: ApprovalRequest) -> str:
