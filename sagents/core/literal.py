@@ -23,8 +23,7 @@ __all__ = ["LiteralFormatter", "literal_text", "printable"]
 # (embeddings, overrides, isolates, marks) that can make a line read differently than it runs,
 # and lone surrogates (undecodable file names), which no UTF-8 output can carry.
 _UNPRINTABLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 
 
