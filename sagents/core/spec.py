@@ -12,7 +12,32 @@ from typing import Any, Literal
 
 from sagents.core.permissions import PermissionClass, ToolAnnotations
 
-__all__ = ["ToolSource", "ToolSourceKind", "ToolSpec"]
+__all__ = ["MAX_SCHEMA_NESTING", "ToolSource", "ToolSourceKind", "ToolSpec", "schema_nesting"]
+
+MAX_SCHEMA_NESTING = 128
+"""Deepest nesting of JSON objects and arrays a tool's input schema may have. Python's JSON
+Schema tools recurse per level and fail near 300; real schemas stay under 20 (pydantic moves
+nested models to ``$defs``), so a deeper one is refused before anything recurses into it."""
+
+
+def schema_nesting(value: Any, limit: int = MAX_SCHEMA_NESTING) -> int:
+    """How deeply JSON objects and arrays nest in ``value`` (``{}`` is 1), counted without
+    recursion and up to ``limit + 1`` (deeper is not explored)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= limit:
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
+
 
 ToolSourceKind = Literal["local", "builtin", "mcp"]
 

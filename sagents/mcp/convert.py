@@ -34,7 +34,7 @@ from sagents.core.result import (
     TextContent,
     ToolResult,
 )
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core.spec import MAX_SCHEMA_NESTING, ToolSource, ToolSpec, schema_nesting
 from sagents.errors import UpstreamSchemaError
 from sagents.mcp.settings import ServerSettings
 
@@ -116,12 +116,18 @@ def check_input_schema(schema: Any) -> None:
     """
     if not isinstance(schema, dict):
         raise UpstreamSchemaError(f"inputSchema is a {type(schema).__name__}, not an object")
+    if schema_nesting(schema) > MAX_SCHEMA_NESTING:
+        raise UpstreamSchemaError(
+            f"inputSchema nests objects and arrays more than {MAX_SCHEMA_NESTING} levels deep"
+        )
     try:
         validator_for(schema, default=validator_for({})).check_schema(schema)
     except SchemaError as error:
         raise UpstreamSchemaError(
             f"inputSchema is not a valid JSON Schema: {error.message}"
         ) from None
+    except RecursionError:
+        raise UpstreamSchemaError("inputSchema is nested too deeply") from None
     resource = Resource.from_contents(schema, default_specification=DRAFT202012)
     resolver = Registry().with_resource("urn:sagents:input", resource).resolver("urn:sagents:input")
     root: Any = schema

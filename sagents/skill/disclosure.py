@@ -7,6 +7,7 @@ skill's directory.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from collections.abc import Iterable
@@ -22,6 +23,7 @@ from sagents.errors import (
     SkillNotFoundError,
     SkillResourceNotFoundError,
 )
+from sagents.skill.files import SkillFileEscape, open_skill_file
 from sagents.skill.proxy import SkillSource
 from sagents.skill.schema import SkillSchema
 
@@ -30,6 +32,7 @@ __all__ = [
     "LoadedSkill",
     "count_tokens",
     "load_skill",
+    "read_skill_file_bytes",
     "read_skill_resource",
     "render_skills_prompt",
     "require_skill",
@@ -219,38 +222,67 @@ def load_skill(skills: SkillSource, name: str, *, location: str | None = None) -
 def resolve_resource(skill: SkillSchema, relative: str) -> Path:
     """The host path of ``relative`` inside the skill, refusing anything that leaves it.
 
+    For showing where a file is; to read one, use :func:`read_skill_file_bytes` (a path
+    checked here may be swapped for a link before someone opens it).
+
     Raises:
         PathNotAllowedError: An absolute path, a ``..`` component, or a symlink out.
         SkillResourceNotFoundError: No such regular file in the skill (or a symlink loop).
     """
-    pure = PurePosixPath(relative.replace("\\", "/"))
-    if not relative or pure.is_absolute() or ".." in pure.parts or Path(relative).is_absolute():
-        raise PathNotAllowedError(
-            f"{relative!r} is not a path inside skill {skill.name!r}",
-            hint="use a relative path from the skill's file list",
-            details={"path": relative, "skill": skill.name},
-        )
+    pure = _relative_path(skill, relative)
     root = skill.path.resolve()
     try:
         target = (skill.path / pure).resolve()
     except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop (Python 3.11)
-        raise SkillResourceNotFoundError(
-            f"skill {skill.name!r} has no readable file {relative!r} (a symbolic link loop)",
-            hint=f"its files: {', '.join(skill.files)}",
-            details={"path": relative, "skill": skill.name},
-        ) from error
+        raise _not_found(skill, relative, " (a symbolic link loop)") from error
     if not target.is_relative_to(root):
-        raise PathNotAllowedError(
-            f"{relative!r} leads out of skill {skill.name!r} (a symbolic link)",
-            details={"path": relative, "skill": skill.name},
-        )
+        raise _leads_out(skill, relative)
     if not target.is_file():
-        raise SkillResourceNotFoundError(
-            f"skill {skill.name!r} has no file {relative!r}",
-            hint=f"its files: {', '.join(skill.files)}",
+        raise _not_found(skill, relative)
+    return target
+
+
+def read_skill_file_bytes(
+    skill: SkillSchema, relative: str, *, max_bytes: int | None = DEFAULT_MAX_RESOURCE_BYTES
+) -> bytes:
+    """Read one file of the skill's file list, confined to the skill's directory.
+
+    Only the files in :attr:`SkillSchema.files` are served: hidden files (``.env``,
+    ``.git/config``) and links out of the skill are not listed, so they are not served either.
+    The file is opened by walking its path from a descriptor of the skill directory
+    (:func:`~sagents.skill.files.open_skill_file`), so a file or directory swapped for a
+    symbolic link after the listing cannot lead out of the skill.
+
+    Args:
+        skill: The skill.
+        relative: A path from the skill's file list (``references/api.md``).
+        max_bytes: Refuse files larger than this many bytes (None: no limit).
+
+    Raises:
+        PathNotAllowedError: The path leaves the skill directory (``..``, absolute, symlink out).
+        SkillResourceNotFoundError: The skill's file list has no such file, or it is no longer
+            a regular file.
+        SkillError: The file is larger than ``max_bytes``.
+    """
+    pure = _relative_path(skill, relative)
+    try:
+        fd = open_skill_file(skill.path, pure.as_posix())
+    except SkillFileEscape:
+        raise _leads_out(skill, relative) from None
+    except OSError as error:
+        loop = " (a symbolic link loop)" if error.errno == errno.ELOOP else ""
+        raise _not_found(skill, relative, loop) from None
+    with os.fdopen(fd, "rb") as handle:
+        if pure.as_posix() not in skill.files:  # hidden, or not shipped: never read
+            raise _not_found(skill, relative)
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise SkillError(
+            f"{relative!r} of skill {skill.name!r} is larger than {max_bytes} bytes",
+            hint="run a script in the sandbox to process it instead of reading it whole",
             details={"path": relative, "skill": skill.name},
         )
-    return target
+    return data
 
 
 def read_skill_resource(
@@ -260,12 +292,12 @@ def read_skill_resource(
     *,
     max_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
 ) -> bytes:
-    """Read one file of a skill on demand, confined to the skill's directory.
+    """Read one file of a skill on demand (:func:`read_skill_file_bytes`).
 
     Args:
         skills: The session's ``SkillProxy`` (or a ``SkillManager``).
         name: The skill's name.
-        relative: A path relative to the skill directory (``references/api.md``).
+        relative: A path from the skill's file list (``references/api.md``).
         max_bytes: Refuse files larger than this many bytes.
 
     Returns:
@@ -274,19 +306,34 @@ def read_skill_resource(
     Raises:
         SkillNotFoundError: No such skill in this session.
         PathNotAllowedError: The path leaves the skill directory (``..``, absolute, symlink out).
-        SkillResourceNotFoundError: The skill has no such file.
+        SkillResourceNotFoundError: The skill has no such file in its file list (hidden files
+            are not listed).
         SkillError: The file is larger than ``max_bytes``.
     """
-    skill = require_skill(skills, name)
-    target = resolve_resource(skill, relative)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(target, flags)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise SkillError(
-            f"{relative!r} of skill {skill.name!r} is larger than {max_bytes} bytes",
-            hint="run a script in the sandbox to process it instead of reading it whole",
+    return read_skill_file_bytes(require_skill(skills, name), relative, max_bytes=max_bytes)
+
+
+def _relative_path(skill: SkillSchema, relative: str) -> PurePosixPath:
+    pure = PurePosixPath(relative.replace("\\", "/"))
+    if not relative or pure.is_absolute() or ".." in pure.parts or Path(relative).is_absolute():
+        raise PathNotAllowedError(
+            f"{relative!r} is not a path inside skill {skill.name!r}",
+            hint="use a relative path from the skill's file list",
             details={"path": relative, "skill": skill.name},
         )
-    return data
+    return pure
+
+
+def _leads_out(skill: SkillSchema, relative: str) -> PathNotAllowedError:
+    return PathNotAllowedError(
+        f"{relative!r} leads out of skill {skill.name!r} (a symbolic link)",
+        details={"path": relative, "skill": skill.name},
+    )
+
+
+def _not_found(skill: SkillSchema, relative: str, why: str = "") -> SkillResourceNotFoundError:
+    return SkillResourceNotFoundError(
+        f"skill {skill.name!r} has no file {relative!r}{why}",
+        hint=f"its files: {', '.join(skill.files)}",
+        details={"path": relative, "skill": skill.name},
+    )

@@ -1,20 +1,109 @@
-"""Listing the files a skill ships, safely (used by the parser and the sandbox projection).
+"""Listing the files a skill ships, and opening one of them, safely.
 
-Hidden files and directories are left out; a symbolic link is listed only when it resolves inside
-the skill; a link that loops or leads out, a directory that cannot be listed and a name that is
-not UTF-8 are each reported as a ``warning`` problem instead of crashing or vanishing silently.
+Listing (used by the parser and the sandbox projection): hidden files and directories are left
+out; a symbolic link is listed only when it resolves inside the skill; a link that loops or leads
+out, a directory that cannot be listed and a name that is not UTF-8 are each reported as a
+``warning`` problem instead of crashing or vanishing silently.
+
+Opening (:func:`open_skill_file`, used by ``read_skill_file``, ``skill://`` resources and the
+sandbox projection): the path is walked one component at a time from a descriptor of the skill
+directory, each component opened with ``O_NOFOLLOW`` relative to its parent's descriptor
+(``openat``); a symbolic link met on the way is read (``readlinkat``) and followed by the walk
+itself, only while it stays inside the skill. Nothing is checked by path and opened later, so
+swapping a file or a directory for a link between a check and the open cannot lead out.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from pathlib import Path
+import stat
+from collections import deque
+from pathlib import Path, PurePosixPath
 
 from sagents.skill.schema import SkillProblem
 
-__all__ = ["MAX_SKILL_FILES", "list_skill_files"]
+__all__ = ["MAX_SKILL_FILES", "SkillFileEscape", "list_skill_files", "open_skill_file"]
 
 MAX_SKILL_FILES = 2000  # files listed per skill; more is reported, not silently cut
+_MAX_LINK_HOPS = 40  # as the kernel's own limit (MAXSYMLINKS): more is a loop
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO never blocks
+
+
+class SkillFileEscape(Exception):
+    """The path leads out of the skill directory (``..`` above it, or a symbolic link out)."""
+
+
+def open_skill_file(directory: Path, relative: str) -> int:
+    """Open the regular file ``relative`` inside ``directory`` without ever leaving it.
+
+    Args:
+        directory: The skill directory (itself may be a symbolic link: it is trusted).
+        relative: A relative POSIX path inside it.
+
+    Returns:
+        A read-only file descriptor (close-on-exec) of a regular file; the caller closes it.
+
+    Raises:
+        SkillFileEscape: ``..`` above the skill, an absolute path, or a symbolic link whose
+            target is outside the skill.
+        FileNotFoundError: no such regular file (missing, a directory, a FIFO, a device, or a
+            symbolic link loop).
+    """
+    if relative.startswith("/"):
+        raise SkillFileEscape(relative)
+    real_root = os.path.realpath(directory)
+    stack = [os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    pending = deque(relative.split("/"))
+    hops = 0
+    try:
+        while pending:
+            part = pending.popleft()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if len(stack) == 1:
+                    raise SkillFileEscape(relative)
+                os.close(stack.pop())
+                continue
+            last = not any(p not in ("", ".") for p in pending)
+            try:
+                fd = os.open(part, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=stack[-1])
+            except OSError as error:
+                if error.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise FileNotFoundError(errno.ENOENT, error.strerror, relative) from None
+                target = _link_target(part, stack[-1], relative)
+                hops += 1
+                if hops > _MAX_LINK_HOPS:
+                    raise FileNotFoundError(errno.ELOOP, "symbolic link loop", relative) from None
+                if target.startswith("/"):
+                    inside = PurePosixPath(os.path.normpath(target))
+                    if not inside.is_relative_to(real_root):
+                        raise SkillFileEscape(relative) from None
+                    while len(stack) > 1:  # restart from the skill directory
+                        os.close(stack.pop())
+                    target = inside.relative_to(real_root).as_posix()
+                pending.extendleft(reversed(target.split("/")))
+                continue
+            if last:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    raise FileNotFoundError(errno.ENOENT, "not a regular file", relative)
+                return fd
+            stack.append(fd)
+        raise FileNotFoundError(errno.ENOENT, "not a regular file", relative)
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def _link_target(name: str, dir_fd: int, relative: str) -> str:
+    """The target of symbolic link ``name`` in ``dir_fd``; not a link: not found."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:  # EINVAL: not a link (a file used as a directory); ENOENT: gone meanwhile
+        raise FileNotFoundError(errno.ENOENT, "no such file", relative) from None
 
 
 def _is_utf8(name: str) -> bool:

@@ -48,9 +48,12 @@ def check_name(name: str, *, directory: str, file: Path, seed_form: bool) -> lis
     """Check a skill's name against the specification.
 
     Spec-form names (from front matter) must be 1-64 characters of ``[a-z0-9]`` joined by
-    single hyphens and equal the directory's name; each breach is an ``error``. A seed-form id
-    (from ``skill.yaml`` or the directory) may also hold ``_`` and capitals: that is only
-    ``non_portable``, but a mismatch with the directory or other characters stay errors.
+    single hyphens and equal the directory's name (compared in NFC: an NFD directory name is
+    the same name); each breach is an ``error``. Lowercase letters outside ASCII (``мой-навык``,
+    ``技能``) are only ``non_portable``: the reference validator accepts them, while the
+    specification's wording (``a-z``) reads as ASCII. A seed-form id (from ``skill.yaml`` or
+    the directory) may also hold ``_`` and capitals: that is only ``non_portable``, but a
+    mismatch with the directory or other characters stay errors.
 
     Args:
         name: The name to check.
@@ -71,7 +74,19 @@ def check_name(name: str, *, directory: str, file: Path, seed_form: bool) -> lis
             )
         )
     if not SPEC_NAME_PATTERN.fullmatch(name):
-        if seed_form and SEED_ID_PATTERN.fullmatch(name):
+        if _is_unicode_spec_name(name):
+            problems.append(
+                _problem(
+                    file,
+                    field,
+                    f"{name!r} holds letters outside ASCII: the Agent Skills reference "
+                    "validator accepts Unicode lowercase letters, but hosts that read the "
+                    "specification's 'a-z' literally will refuse it",
+                    "non_portable",
+                    name,
+                )
+            )
+        elif seed_form and SEED_ID_PATTERN.fullmatch(name):
             problems.append(
                 _problem(
                     file,
@@ -93,15 +108,26 @@ def check_name(name: str, *, directory: str, file: Path, seed_form: bool) -> lis
                     name,
                 )
             )
-    if name != directory:
+    # Some filesystems (macOS's) store names decomposed (NFD) while editors write NFC: the
+    # same name either way.
+    if unicodedata.normalize("NFC", name) != unicodedata.normalize("NFC", directory):
         reason = f"{name!r} must equal the directory's name {directory!r}: rename one of them"
-        if unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", directory):
-            reason += (
-                " (they differ only in Unicode normalisation, NFC against NFD, as some "
-                "filesystems store names)"
-            )
         problems.append(_problem(file, field, reason, "error", name))
     return problems
+
+
+def _is_unicode_spec_name(name: str) -> bool:
+    """The reference validator's rule (``skills-ref``): lowercase Unicode letters and digits
+    joined by single hyphens, compared in NFC."""
+    name = unicodedata.normalize("NFC", name)
+    return (
+        bool(name)
+        and name == name.lower()
+        and not name.startswith("-")
+        and not name.endswith("-")
+        and "--" not in name
+        and all(c.isalnum() or c == "-" for c in name)
+    )
 
 
 def check_description(description: str, *, file: Path, skill: str | None) -> list[SkillProblem]:

@@ -24,6 +24,7 @@ the user added in the sandbox are left alone; files removed on the host are left
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -33,7 +34,7 @@ from typing import Literal, Protocol
 
 import anyio
 
-from sagents.skill.disclosure import LoadedSkill, load_skill, require_skill, resolve_resource
+from sagents.skill.disclosure import LoadedSkill, load_skill, read_skill_file_bytes, require_skill
 from sagents.skill.proxy import SkillSource
 from sagents.skill.schema import SkillSchema
 
@@ -194,7 +195,8 @@ class SandboxSkillManager:
         manifest, reset = await self._read_manifest(manifest_path)
         outcomes: dict[str, SyncOutcome] = {}
         for relative in skill.files:
-            host = await anyio.Path(resolve_resource(skill, relative)).read_bytes()
+            read = functools.partial(read_skill_file_bytes, skill, relative, max_bytes=None)
+            host = await anyio.to_thread.run_sync(read)
             target = posixpath.join(base_dir, relative)
             await self._ensure_dir(posixpath.dirname(target), made)
             outcome = await self._sync_file(target, host, manifest.get(relative))

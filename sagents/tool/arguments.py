@@ -34,6 +34,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 from jsonschema.protocols import Validator
 
+from sagents.core.spec import MAX_SCHEMA_NESTING, schema_nesting
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError
 
 __all__ = [
@@ -142,6 +143,12 @@ class ArgumentValidator:
     """
 
     def __init__(self, schema: Mapping[str, Any], *, check: bool = True) -> None:
+        if schema_nesting(schema) > MAX_SCHEMA_NESTING:
+            raise ToolDefinitionError(
+                f"the input schema nests objects and arrays more than {MAX_SCHEMA_NESTING} "
+                "levels deep",
+                hint="move nested object schemas to $defs and refer to them with $ref",
+            )
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         if check:
             checker = cls if "$schema" in schema else jsonschema.Draft7Validator
@@ -149,6 +156,8 @@ class ArgumentValidator:
                 checker.check_schema(dict(schema))
             except jsonschema.exceptions.SchemaError as error:
                 raise ToolDefinitionError(f"invalid input schema: {error.message}") from None
+            except RecursionError:  # below the nesting limit, but deep under a deep stack
+                raise ToolDefinitionError("the input schema is nested too deeply") from None
         self._validator: Validator = cls(schema)
         self._schema = schema
 

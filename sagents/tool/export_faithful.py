@@ -1,4 +1,4 @@
-"""Faithful export of a JSON Schema: self-contained, same accepted inputs (issue 2, §3).
+"""Faithful export of a JSON Schema: self-contained, same accepted inputs.
 
 Works on any JSON Schema dict (local tools' and MCP upstream tools' schemas), on a deep copy.
 The root becomes ``type: object`` (a root ``$ref`` is inlined; a missing root type is added);
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sagents.core.spec import MAX_SCHEMA_NESTING, schema_nesting
 from sagents.errors import SchemaExportError
 from sagents.tool.json_schema import (
     deep_copy_schema,
@@ -34,6 +35,12 @@ def faithful_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(schema, Mapping):
         raise SchemaExportError("a tool's input schema must be a JSON object", details={"path": ""})
+    if schema_nesting(schema) > MAX_SCHEMA_NESTING:
+        raise SchemaExportError(
+            f"the schema is nested too deeply to export (over {MAX_SCHEMA_NESTING} levels of "
+            "objects and arrays)",
+            details={"path": ""},
+        )
     try:
         return _faithful(schema)
     except RecursionError:
@@ -57,6 +64,7 @@ def _faithful(schema: Mapping[str, Any]) -> dict[str, Any]:
                 details={"path": ""},
             )
     _add_missing_items(document, "")
+    _rebase_nested_ids(document, "", "")
     _check_refs(document, document, "")
     return dict(document)
 
@@ -95,6 +103,28 @@ def _add_missing_items(node: Any, path: str) -> None:
         node["items"] = {}
     for _, child_path, child in iter_subschemas(node, path):
         _add_missing_items(child, child_path)
+
+
+def _rebase_nested_ids(node: Any, path: str, base: str) -> None:
+    """Make local ``$ref``s inside a nested ``$id`` resource point from the document's root.
+
+    A subschema with its own ``$id`` starts a new resource (JSON Schema 2020-12 Core section
+    8.2.1): a ``#/$defs/T`` inside it means that resource's ``$defs``, not the root's. Its
+    local refs are rewritten to pointers from the root (``base`` is the resource's pointer)
+    and the nested ``$id`` is dropped, in place; nothing else refers to it, since refs to
+    other URIs are refused as external.
+    """
+    if not isinstance(node, dict):
+        return
+    nested_id = node.get("$id")
+    if path and isinstance(nested_id, str) and not nested_id.startswith("#"):
+        del node["$id"]
+        base = path
+    ref = node.get("$ref")
+    if base and isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
+        node["$ref"] = "#" + base + ref[1:]
+    for _, child_path, child in iter_subschemas(node, path):
+        _rebase_nested_ids(child, child_path, base)
 
 
 def _check_refs(document: dict[str, Any], node: Any, path: str) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +21,10 @@ from jsonschema.protocols import Validator
 from sagents.errors import InvalidArgumentsError, SchemaExportError
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.json_schema import escape_pointer, iter_subschemas, resolve_local_ref
+from sagents.tool.schema_merge import MergeConflict, inline_ref, merge_conjunction
 
 __all__ = [
+    "MAX_STRICT_NODES",
     "STRICT_FORMATS",
     "STRICT_KEYWORDS",
     "StrictSchema",
@@ -62,8 +65,16 @@ STRICT_FORMATS = frozenset(
 )
 """String formats strict mode supports; other formats are folded into the description."""
 
+MAX_STRICT_NODES = 10_000
+"""Schema nodes one strict export may write. Inlining described ``$ref``s copies definitions;
+past this budget (a hostile schema's ladder of references) the export is refused, so that it
+never stalls; pydantic's schemas for real tools stay under a few hundred nodes."""
+
 _SILENTLY_DROPPED = frozenset({"title", "$schema", "$id", "$comment", "readOnly", "writeOnly"})
+_REF_ANNOTATIONS = _SILENTLY_DROPPED | {"description", "default", "examples", "deprecated"}
 _MAX_REF_HOPS = 64  # a chain of $ref to $ref longer than this is a cycle
+_OLD_DRAFT = re.compile(r"json-schema\.org/(draft-0[0-7]|schema)\b")  # "schema": draft-04 era
+_MAX_INLINED_NODES = 64  # a described $ref to a definition larger than this is not copied
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,8 +101,10 @@ def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
 
     Raises:
         SchemaExportError: when the schema uses what strict mode cannot express (a value of any
-            type, an open map, a multi-member ``allOf``) or fails :func:`faithful_schema`;
-            ``details["path"]`` is the JSON Pointer of the node. The input is unchanged.
+            type, an open map or ``additionalProperties`` beside ``properties``, a conjunction
+            that cannot be merged, more than :data:`MAX_STRICT_NODES` nodes written) or fails
+            :func:`faithful_schema`; ``details["path"]`` is the JSON Pointer of the node. The
+            input is unchanged.
     """
     optional: dict[str, frozenset[str]] = {}
     try:
@@ -112,8 +125,22 @@ class _StrictRewriter:
         self.optional: dict[int, frozenset[str]] = {}  # id(output object node) -> names
         self._keep: list[Any] = []  # keeps recorded nodes alive, so ids stay unique
         self._recursion: dict[str, bool] = {}
+        self._ref_edges: dict[str, frozenset[str]] = {}
+        self._smallness: dict[str, bool] = {}  # ref -> its definition is cheap to copy
+        self._nodes = 0  # rewrite() calls so far, against MAX_STRICT_NODES
+        # Up to draft-07, keywords beside a $ref are ignored; from 2019-09 on they apply too.
+        dialect = document.get("$schema")
+        self._siblings_apply = not (isinstance(dialect, str) and _OLD_DRAFT.search(dialect))
 
     def rewrite(self, node: Any, path: str) -> dict[str, Any]:
+        self._nodes += 1
+        if self._nodes > MAX_STRICT_NODES:
+            raise SchemaExportError(
+                f"the strict export would write more than {MAX_STRICT_NODES} schema nodes "
+                f"(at {path or '/'!r}: references copied into each other)",
+                hint="export this tool with strict=False",
+                details={"path": path},
+            )
         if not isinstance(node, Mapping) or not _constrains_type(node):
             raise SchemaExportError(
                 f"the schema at {path or '/'!r} accepts a value of any type; "
@@ -121,7 +148,7 @@ class _StrictRewriter:
                 hint="give the parameter a concrete type, or export this tool with strict=False",
                 details={"path": path},
             )
-        node = self._merge_all_of(dict(node), path)
+        node = self._merge_conjunctions(dict(node), path)
         if "oneOf" in node:
             node["anyOf"] = [*node.pop("oneOf"), *node.get("anyOf", [])]
         if path == "" and "anyOf" in node:
@@ -166,59 +193,86 @@ class _StrictRewriter:
 
     def _ref(self, out: dict[str, Any], path: str) -> dict[str, Any]:
         """A ``$ref`` site. Strict mode accepts no keyword beside ``$ref`` (the ``openai``
-        SDK's own strict helper inlines such refs), so a described ref is inlined with its
-        description; a ref into a recursive definition cannot be inlined and is wrapped as a
-        one-member ``anyOf`` carrying the description instead."""
+        SDK's own strict helper inlines such refs), so a described ref to a small definition
+        (counting what its own refs point to) is inlined with its description; any other
+        described ref is wrapped as a one-member ``anyOf`` carrying the description, so that
+        the definition stays in ``$defs`` once (inlining definitions that hold described refs
+        themselves without a bound grows exponentially)."""
         ref, description = out["$ref"], out.get("description")
         if description is None:
             return {"$ref": ref}
-        if self._recursive(ref):
-            return {"anyOf": [{"$ref": ref}], "description": description}
         target = resolve_local_ref(self.document, ref)
+        if self._recursive(ref) or not self._small(ref, target):
+            return {"anyOf": [{"$ref": ref}], "description": description}
         inlined = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
         inlined["description"] = description  # the site's words win over the definition's
         return self.rewrite(inlined, path)
 
+    def _small(self, ref: str, target: Any) -> bool:
+        if ref not in self._smallness:
+            self._smallness[ref] = _small(self.document, target)
+        return self._smallness[ref]
+
     def _recursive(self, ref: str) -> bool:
         """True when the definition ``ref`` points to can reach itself through ``$ref``s."""
         if ref not in self._recursion:
-            seen: set[str] = set()
-            pending = [ref]
-            reaches_itself = False
-            while pending and not reaches_itself:
-                current = pending.pop()
-                try:
-                    target = resolve_local_ref(self.document, current)
-                except KeyError:
-                    continue
-                for found in _refs_in(target):
-                    if found == ref:
-                        reaches_itself = True
-                    elif found not in seen:
-                        seen.add(found)
-                        pending.append(found)
-            self._recursion[ref] = reaches_itself
+            self._recursion.update(_on_cycles(ref, self._edges, self._recursion))
         return self._recursion[ref]
 
-    def _merge_all_of(self, node: dict[str, Any], path: str) -> dict[str, Any]:
-        all_of = node.pop("allOf", None)
-        if all_of is None:
-            return node
-        if not isinstance(all_of, list) or len(all_of) != 1 or not isinstance(all_of[0], Mapping):
-            raise SchemaExportError(
-                f"the schema at {path or '/'!r} uses allOf with several members, "
-                "which OpenAI strict mode cannot express",
-                hint="export this tool with strict=False",
-                details={"path": path},
+    def _edges(self, ref: str) -> frozenset[str]:
+        """The ``$ref``s inside the definition ``ref`` points to (each definition walked once)."""
+        if ref not in self._ref_edges:
+            try:
+                target = resolve_local_ref(self.document, ref)
+            except KeyError:
+                target = None
+            self._ref_edges[ref] = frozenset(_refs_in(target))
+        return self._ref_edges[ref]
+
+    def _merge_conjunctions(self, node: dict[str, Any], path: str) -> dict[str, Any]:
+        """Merge ``allOf`` members, and a ``$ref``'s target with the keywords beside it, into
+        one schema with the same meaning (:mod:`sagents.tool.schema_merge`); refuse where
+        that is not sure."""
+        for _ in range(_MAX_REF_HOPS):
+            ref = node.get("$ref")
+            beside = isinstance(ref, str) and any(
+                k not in _REF_ANNOTATIONS and k != "$ref" for k in node
             )
-        for key, value in all_of[0].items():
-            if key in node and node[key] != value and key not in ("description", "title"):
+            if "allOf" not in node and not beside:
+                return node
+            if beside and not self._siblings_apply:
+                node = {k: v for k, v in node.items() if k in _REF_ANNOTATIONS or k == "$ref"}
+                continue
+            try:
+                if beside:
+                    node = inline_ref(node, self._resolve)
+                all_of = node.pop("allOf", [])
+                if not isinstance(all_of, list):
+                    raise MergeConflict("'allOf' is not a list")
+                for member in all_of:
+                    if member is True or member == {}:
+                        continue
+                    if not isinstance(member, Mapping):
+                        raise MergeConflict("a member is the schema 'false', which accepts nothing")
+                    node = merge_conjunction(node, inline_ref(member, self._resolve), self._resolve)
+            except MergeConflict as conflict:
                 raise SchemaExportError(
-                    f"the schema at {path or '/'!r} has allOf conflicting on {key!r}",
+                    f"the schema at {path or '/'!r} combines schemas (allOf, or $ref beside "
+                    f"other keywords) that OpenAI strict mode cannot express as one: "
+                    f"{conflict.reason}",
+                    hint="export this tool with strict=False",
                     details={"path": path},
-                )
-            node.setdefault(key, value)
-        return node
+                ) from None
+        raise SchemaExportError(
+            f"the schema at {path or '/'!r} nests allOf and $ref too deeply",
+            details={"path": path},
+        )
+
+    def _resolve(self, ref: str) -> Mapping[str, Any]:
+        target = resolve_local_ref(self.document, ref)
+        if not isinstance(target, Mapping):
+            raise MergeConflict(f"$ref {ref!r} points to a boolean schema")
+        return target
 
     def _array(self, node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
         prefix, tail = node.get("prefixItems"), node.get("items")
@@ -240,16 +294,27 @@ class _StrictRewriter:
     def _object(self, node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
         properties = out.get("properties") or {}
         extra = node.get("additionalProperties")
+        if extra is True or isinstance(extra, Mapping) or node.get("patternProperties"):
+            # Closing the object would refuse the extra properties the original accepts.
+            raise SchemaExportError(
+                f"the object at {path or '/'!r} accepts properties beyond its named ones "
+                "(additionalProperties or patternProperties), which OpenAI strict mode "
+                "cannot express",
+                hint="use a model or TypedDict with named fields, or export with strict=False",
+                details={"path": path},
+            )
         # The root holds the tool's arguments: no properties there means "no arguments", and an
         # explicit empty ``properties`` is read the same way. Elsewhere it is an open map.
         is_map = extra is not False and not (path == "" or "properties" in node)
-        if not properties and (is_map or node.get("patternProperties")):
+        if not properties and is_map:
             raise SchemaExportError(
                 f"the object at {path or '/'!r} is an open map (no fixed properties), "
                 "which OpenAI strict mode cannot express",
                 hint="use a model or TypedDict with named fields, or export with strict=False",
                 details={"path": path},
             )
+        if "type" not in out:
+            out["type"] = "object"  # strict mode wants a type on every object node
         required = set(node.get("required") or ())
         new_properties: dict[str, Any] = {}
         optional: set[str] = set()
@@ -265,6 +330,75 @@ class _StrictRewriter:
         if optional:
             self.optional[id(out)] = frozenset(optional)
             self._keep.append(out)
+
+
+def _on_cycles(
+    start: str, edges: Callable[[str], frozenset[str]], known: Mapping[str, bool]
+) -> dict[str, bool]:
+    """For every ref reachable from ``start`` and not in ``known``: whether it lies on a cycle.
+
+    Tarjan's strongly connected components, iteratively, so each definition is visited once
+    over all calls (a ref in ``known`` belongs to a finished component: no new cycle meets it).
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: dict[str, bool] = {}
+    work: list[tuple[str, list[str]]] = [(start, sorted(edges(start)))]
+    index[start] = low[start] = 0
+    stack.append(start)
+    on_stack.add(start)
+    while work:
+        node, children = work[-1]
+        if children:
+            child = children.pop()
+            if child in known:
+                continue
+            if child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, sorted(edges(child))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+            continue
+        work.pop()
+        if work:
+            parent = work[-1][0]
+            low[parent] = min(low[parent], low[node])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            cyclic = len(component) > 1 or node in edges(node)
+            result.update(dict.fromkeys(component, cyclic))
+    return result
+
+
+def _small(document: Mapping[str, Any], target: Any) -> bool:
+    """A definition cheap to copy: at most :data:`_MAX_INLINED_NODES` nodes, counting what its
+    own ``$ref``s point to each time (so a copy never holds more than that many nodes)."""
+    count, pending = 0, [target]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, Mapping):
+            continue
+        count += 1
+        if count > _MAX_INLINED_NODES:
+            return False
+        ref = current.get("$ref")
+        if isinstance(ref, str):
+            try:
+                pending.append(resolve_local_ref(document, ref))
+            except KeyError:
+                return False
+        pending.extend(child for _, _, child in iter_subschemas(current, ""))
+    return True
 
 
 def _refs_in(node: Any) -> list[str]:

@@ -211,9 +211,12 @@ def build_local_tool(
     if not callable(func):
         raise ToolDefinitionError(f"a tool must be a function, not {type(func).__name__!r}")
     info = inspect_callable(func)
-    tool_name = name if name is not None else getattr(func, "__name__", None)
+    tool_name = name if name is not None else _default_name(func)
     if not tool_name:
-        raise ToolDefinitionError(f"tool {info.qualname!r} needs a non-empty name")
+        raise ToolDefinitionError(
+            f"tool {info.qualname!r} needs a non-empty name",
+            hint="pass name= (a callable instance has no name of its own)",
+        )
     return LocalTool(
         func=func,
         is_async=info.is_async,
@@ -223,3 +226,11 @@ def build_local_tool(
         permission=permission,
         info=info,
     )
+
+
+def _default_name(func: Callable[..., Any]) -> str | None:
+    """``__name__``; for a ``functools.partial``, its function's; a callable instance has none."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__name__", None)
+    return name if isinstance(name, str) else None

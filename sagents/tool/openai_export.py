@@ -1,4 +1,4 @@
-"""Export tools as OpenAI function-calling tools (Chat Completions shape; issue 2, §3).
+"""Export tools as OpenAI function-calling tools (Chat Completions shape).
 
 Two modes, both working on ANY JSON Schema dict (local tools' schemas and MCP upstream schemas)
 and both computed on a deep copy, so the input is never changed, not even by a rewrite that fails
@@ -17,23 +17,31 @@ half-way:
   validation and the call (recursively, in nested objects, arrays, ``anyOf`` branches and
   ``$defs``). Every object gets ``additionalProperties: false``. Keywords outside the subset
   (``default``, ``minLength``, ``uniqueItems``, ``not``, ...) are removed and folded into the
-  ``description``; ``oneOf`` becomes ``anyOf``; a single-member ``allOf`` is merged; tuples
+  ``description``; ``oneOf`` becomes ``anyOf``; tuples
   (``prefixItems``) become arrays of the union of their item types with fixed length. ``$ref``
   and ``$defs`` are kept (the subset allows them, recursion included), and ``$defs`` are
-  rewritten once each, so recursive schemas never recurse forever. Nothing may stand beside a
-  ``$ref`` in strict mode (the ``openai`` SDK's own helper inlines such refs): a described
-  ``$ref`` is inlined, or, when its definition is recursive, wrapped as a one-member ``anyOf``
-  that carries the description.
+  rewritten once each, so recursive schemas never recurse forever. ``allOf`` members and a
+  ``$ref`` beside other keywords are merged into one schema with the same meaning
+  (:mod:`sagents.tool.schema_merge`), or refused. Nothing may stand beside a ``$ref`` in strict
+  mode (the ``openai`` SDK's own helper inlines such refs): a described ``$ref`` to a small
+  definition (at most 64 nodes, counting what its refs point to) is inlined; any other becomes
+  a one-member ``anyOf`` that carries the description, so output stays linear in the input,
+  and an export writing more than
+  :data:`MAX_STRICT_NODES` nodes is refused. An object node without ``type`` gets
+  ``type: "object"`` (a documented narrowing: JSON Schema lets it accept non-objects).
 
   A strict schema may accept more than the original (dropped keywords, closed objects aside):
   arguments must still be validated against the original schema after
   :func:`strict_nulls_to_absent` (``ToolManager.run_tool`` does). Inputs the original accepts
   are accepted by the strict schema in their strict form (absent optional properties sent as
-  ``null``). What strict mode cannot express fails with :class:`~sagents.errors.SchemaExportError`:
-  a value of any type (``{}``, ``true``), an open map (``dict[str, int]``: an object with no
-  fixed properties), ``allOf`` with several members; export such a tool with ``strict=False``.
-  One case is lossy by design (the issue's rule): an optional property whose own schema accepts
+  ``null``), except unknown keys of objects without ``additionalProperties`` and non-objects
+  where an untyped object node stands. What strict mode cannot express fails with
+  :class:`~sagents.errors.SchemaExportError`: a value of any type (``{}``, ``true``), an open
+  map (``dict[str, int]``, or ``additionalProperties: true`` or a schema beside
+  ``properties``), a conjunction that cannot be merged; export such a tool with
+  ``strict=False``. One case is lossy by design: an optional property whose own schema accepts
   ``null`` cannot be sent as an explicit ``null`` in strict mode, it becomes absent.
+  Details and examples: ``docs/tool-schema.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from typing import Any
 from sagents.core.spec import ToolSpec
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_strict import (
+    MAX_STRICT_NODES,
     STRICT_FORMATS,
     STRICT_KEYWORDS,
     StrictSchema,
@@ -53,6 +62,7 @@ from sagents.tool.export_strict import (
 from sagents.tool.naming import to_exported_name
 
 __all__ = [
+    "MAX_STRICT_NODES",
     "STRICT_FORMATS",
     "STRICT_KEYWORDS",
     "StrictSchema",

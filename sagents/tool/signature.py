@@ -1,4 +1,4 @@
-"""From a Python signature and docstring to a pydantic model and JSON Schemas (issue 2, §2).
+"""From a Python signature and docstring to a pydantic model and JSON Schemas.
 
 Every type goes through pydantic (``create_model`` for the arguments, ``TypeAdapter`` for the
 return value); there is no hand-written type switch, so unions keep every member, ``Literal`` and
@@ -30,7 +30,9 @@ must then be sent as ``{"result": value}`` (:attr:`ResolvedSignature.output_wrap
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -50,6 +52,7 @@ __all__ = [
     "Injection",
     "ParameterInfo",
     "ResolvedSignature",
+    "callable_qualname",
     "inspect_callable",
     "resolve_signature",
 ]
@@ -135,20 +138,24 @@ def inspect_callable(func: Callable[..., Any]) -> CallableInfo:
         ToolDefinitionError: for ``*args``, ``**kwargs`` or positional-only parameters (a model
             sends named arguments only), or when ``func`` has no readable signature.
     """
-    qualname = getattr(func, "__qualname__", repr(func))
+    qualname = callable_qualname(func)
     try:
         signature = inspect.signature(func, eval_str=False)
     except (TypeError, ValueError) as error:
         raise ToolDefinitionError(f"cannot read the signature of {qualname!r}: {error}") from error
-    text = inspect.getdoc(func) or ""
+    text = _docstring_text(func)
     try:
         docs = docstring_parser.parse(text)
     except docstring_parser.ParseError:  # a docstring never stops a tool: keep it as prose
         docs = docstring_parser.Docstring()
         docs.short_description = text
     param_docs = {p.arg_name: p.description for p in docs.params if p.description}
+    # Keywords a functools.partial fixed are the host's, not the model's (like injections).
+    fixed = set(func.keywords) if isinstance(func, functools.partial) else set()
     parameters: list[ParameterInfo] = []
     for param in signature.parameters.values():
+        if param.name in fixed:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise ToolDefinitionError(
@@ -170,8 +177,15 @@ def inspect_callable(func: Callable[..., Any]) -> CallableInfo:
                 name=param.name, default=param.default, description=param_docs.get(param.name)
             )
         )
+    returns = docs.returns.description if docs.returns and docs.returns.description else None
     description = "\n\n".join(
-        part.strip() for part in (docs.short_description, docs.long_description) if part
+        part.strip()
+        for part in (
+            docs.short_description,
+            docs.long_description,
+            f"Returns: {returns.strip()}" if returns else None,
+        )
+        if part
     )
     target = _function_of(func)
     return CallableInfo(
@@ -213,7 +227,11 @@ def resolve_signature(func: Callable[..., Any], info: CallableInfo) -> ResolvedS
     try:
         model = pydantic.create_model(
             f"{info.qualname.replace('.', '_').replace('<', '').replace('>', '')}_arguments",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            # Attribute docstrings of TypedDicts and dataclasses become property descriptions
+            # (models keep their own config).
+            __config__=ConfigDict(
+                extra="forbid", arbitrary_types_allowed=False, use_attribute_docstrings=True
+            ),
             **fields,
         )
         raw_schema = model.model_json_schema(by_alias=True)
@@ -272,8 +290,53 @@ def _type_hints(func: Callable[..., Any], qualname: str) -> dict[str, Any]:
         ) from error
 
 
+def callable_qualname(func: Callable[..., Any]) -> str:
+    """A name for ``func`` in messages: its ``__qualname__``, or that of what it wraps (a
+    ``functools.partial``) or of its class (a callable instance)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__qualname__", None)
+    if isinstance(name, str):
+        return name
+    return f"{type(func).__qualname__}()"
+
+
+_SECTION_TITLE = re.compile(
+    r"(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Returns|Raises|Yields):"
+)
+
+
+def _docstring_text(func: Callable[..., Any]) -> str:
+    """The docstring to parse: a partial's function's; a callable instance's ``__call__``'s,
+    else its class's.
+
+    ``inspect.getdoc`` dedents by the lines after the first, so a docstring that opens with a
+    section title (a docstring of only ``Args:``) loses the indentation that makes its
+    entries part of the section; it is put back.
+    """
+    while isinstance(func, functools.partial):
+        func = func.func
+    target: Any = func
+    if not (inspect.isfunction(func) or inspect.ismethod(func)) and callable(func):
+        call = vars(type(func)).get("__call__")  # the class's own, not an inherited one
+        own = inspect.isfunction(call) and bool(call.__doc__)  # getdoc would inherit type's
+        target = call if own else type(func)
+    text = inspect.getdoc(target) or ""
+    first, _, rest = text.partition("\n")
+    if not _SECTION_TITLE.fullmatch(first.strip()):
+        return text
+    lines = rest.split("\n")
+    if all(not line[:1].isspace() for line in lines):
+        rest = "\n".join(f"    {line}" if line else line for line in lines)
+    # docstring-parser finds no section in a text that opens with the only section's title
+    # (its Google parser then fails and the style falls back to reST): start on a new line.
+    return f"\n{first}\n{rest}"
+
+
 def _function_of(func: Callable[..., Any]) -> Any:
-    """The plain function behind a function, bound method or callable instance."""
+    """The plain function behind a function, bound method, partial or callable instance."""
+    while isinstance(func, functools.partial):
+        func = func.func
     target = getattr(func, "__func__", func)
     if not inspect.isfunction(target) and callable(target):
         call = type(target).__call__

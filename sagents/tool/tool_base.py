@@ -190,7 +190,10 @@ def _is_method(func: Callable[..., Any]) -> bool:
         params = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return False
-    owner = func.__qualname__.rpartition(".")[0]
+    qualname = getattr(func, "__qualname__", None)
+    if not inspect.isfunction(func) or not isinstance(qualname, str):
+        return False  # a partial or a callable instance is never an unbound method
+    owner = qualname.rpartition(".")[0]
     # Defined in a class body: "C.m" or "f.<locals>.C.m"; not a function nested in a function
     # ("f.<locals>.g"), whose first parameter may well be called ``cls``.
     in_class = bool(owner) and not owner.endswith("<locals>")

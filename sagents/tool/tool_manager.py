@@ -675,7 +675,7 @@ def _validator(spec: ToolSpec, *, check: bool) -> ArgumentValidator:
     try:
         return ArgumentValidator(spec.input_schema, check=check)
     except ToolDefinitionError as error:
-        raise ToolDefinitionError(f"tool {spec.name!r}: {error.message}") from None
+        raise ToolDefinitionError(f"tool {spec.name!r}: {error.message}", hint=error.hint) from None
 
 
 _default_manager: ToolManager | None = None  # the documented process default

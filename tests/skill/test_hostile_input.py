@@ -190,12 +190,32 @@ def test_a_key_yaml_reads_as_a_boolean_is_an_unknown_key_not_a_lost_skill(tmp_pa
     assert any("quote it" in p.reason for p in load.problems if p.field == "on")
 
 
-def test_a_name_and_directory_that_differ_only_in_unicode_normalisation_say_so(
+def test_a_name_and_directory_that_differ_only_in_unicode_normalisation_are_the_same_name(
     tmp_path: Path,
 ) -> None:
+    # macOS stores "café" decomposed (NFD); the front matter holds it composed (NFC).
     write_skill(tmp_path, "cafe\u0301", "---\nname: caf\u00e9\ndescription: d\n---\n")
     load = parse_skill_dir(tmp_path / "cafe\u0301")
-    assert any("Unicode normalisation" in p.reason for p in load.problems if p.field == "name")
+    assert load.skill is not None
+    assert not [p for p in load.problems if p.severity == "error"]
+
+
+@pytest.mark.parametrize("name", ["技能", "мой-навык", "caf\u00e9-2"])
+def test_non_ascii_lowercase_names_are_non_portable_not_errors(tmp_path: Path, name: str) -> None:
+    # The reference validator (agentskills/agentskills skills-ref, validator.py _validate_name)
+    # accepts Unicode lowercase letters; the specification's "a-z" reads as ASCII.
+    write_skill(tmp_path, name, f"---\nname: {name}\ndescription: d\n---\n")
+    load = parse_skill_dir(tmp_path / name)
+    assert load.skill is not None
+    assert load.skill.name == name
+    assert [p.severity for p in load.problems if p.field == "name"] == ["non_portable"]
+
+
+@pytest.mark.parametrize("name", ["Мой-навык", "мой--навык", "-技能", "技能!"])
+def test_non_ascii_names_breaking_the_other_rules_stay_errors(tmp_path: Path, name: str) -> None:
+    write_skill(tmp_path, name, f"---\nname: {name}\ndescription: d\n---\n")
+    load = parse_skill_dir(tmp_path / name)
+    assert "error" in {p.severity for p in load.problems if p.field == "name"}
 
 
 @pytest.mark.parametrize("source", ["/path/to/skills_root", ["/path/to/skills_root"], None, 42])

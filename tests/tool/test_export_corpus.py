@@ -1,4 +1,4 @@
-"""Corpus test of the OpenAI export (issue 3, §2): real servers' schemas and hand-written cases.
+"""Corpus test of the OpenAI export: real servers' schemas and hand-written cases.
 
 For every schema and sample input, the faithful export accepts exactly what the original
 accepts, and the strict path (the strict schema, then the original after
@@ -196,7 +196,162 @@ HARD_CASES: list[tuple[str, Schema, list[Any], list[Any]]] = [
     ),
 ]
 
-UNEXPRESSIBLE_IN_STRICT = {"all_of_two_members", "array_without_items"}
+
+# Hand-written (MCP-style) schemas that strict mode once got wrong: conjunctions, typeless
+# object nodes, open maps beside fixed properties, nested $id resources.
+BASE: Schema = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+HARD_CASES += [
+    (
+        "all_of_ref_on_an_object",
+        {
+            "type": "object",
+            "properties": {"cfg": {"allOf": [{"$ref": "#/$defs/Base"}], "description": "cfg"}},
+            "required": ["cfg"],
+            "$defs": {"Base": BASE},
+        },
+        [{"cfg": {"id": "a"}}],
+        [{"cfg": {}}, {"cfg": {"id": 1}}, {}],
+    ),
+    (
+        "ref_beside_properties",
+        {
+            "type": "object",
+            "properties": {
+                "p": {
+                    "$ref": "#/$defs/Base",
+                    "type": "object",
+                    "properties": {"extra": {"type": "integer"}},
+                    "required": ["extra"],
+                }
+            },
+            "required": ["p"],
+            "$defs": {"Base": BASE},
+        },
+        [{"p": {"id": "a", "extra": 1}}],
+        [{"p": {"id": "a"}}, {"p": {"extra": 1}}, {"p": {"id": "a", "extra": "x"}}],
+    ),
+    (
+        "ref_beside_pattern",
+        {
+            "type": "object",
+            "properties": {"s": {"$ref": "#/$defs/Short", "pattern": "^a"}},
+            "required": ["s"],
+            "$defs": {"Short": {"type": "string", "maxLength": 5}},
+        },
+        [{"s": "abc"}],
+        [{"s": "bcd"}, {"s": 3}, {}],
+    ),
+    (
+        "draft7_ref_ignores_its_siblings",
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"s": {"$ref": "#/definitions/S", "pattern": "^a"}},
+            "required": ["s"],
+            "definitions": {"S": {"type": "string"}},
+        },
+        [{"s": "abc"}, {"s": "bcd"}],
+        [{"s": 3}, {}],
+    ),
+    (
+        "all_of_merging_types_and_bounds",
+        {
+            "type": "object",
+            "properties": {
+                "n": {
+                    "allOf": [
+                        {"type": ["number", "string"], "minimum": 1},
+                        {"type": "integer", "minimum": 3, "maximum": 9},
+                    ]
+                }
+            },
+            "required": ["n"],
+        },
+        [{"n": 3}, {"n": 9}],
+        [{"n": 2}, {"n": 10}, {"n": 3.5}, {"n": "4"}, {}],
+    ),
+    (
+        "nested_id_with_its_own_defs",
+        {
+            "type": "object",
+            "properties": {
+                "x": {
+                    "$id": "https://example.com/inner",
+                    "$defs": {"T": {"type": "integer"}},
+                    "$ref": "#/$defs/T",
+                }
+            },
+            "required": ["x"],
+            "$defs": {"T": {"type": "string"}},
+        },
+        [{"x": 1}],
+        [{"x": "a"}, {}],
+    ),
+    (
+        "root_open_map",
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        [{}, {"a": "x", "b": "y"}],
+        [{"a": 1}],
+    ),
+    (
+        "additional_properties_true_beside_properties",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "additionalProperties": True,
+        },
+        [{}, {"a": "x", "b": 1}],
+        [{"a": 1}],
+    ),
+    (
+        "additional_properties_schema_beside_properties",
+        {
+            "type": "object",
+            "properties": {
+                "o": {
+                    "properties": {"a": {"type": "string"}},
+                    "type": "object",
+                    "additionalProperties": {"type": "integer"},
+                }
+            },
+        },
+        [{}, {"o": {"a": "x", "b": 1}}],
+        [{"o": {"a": 1}}, {"o": {"b": "x"}}],
+    ),
+    (
+        "all_of_two_patterns",
+        {
+            "type": "object",
+            "properties": {
+                "s": {"allOf": [{"pattern": "^a"}, {"pattern": "b$"}], "type": "string"}
+            },
+            "required": ["s"],
+        },
+        [{"s": "ab"}],
+        [{"s": "a"}, {"s": "b"}],
+    ),
+    (
+        "all_of_closed_member_meets_another_property",
+        {
+            "type": "object",
+            "allOf": [
+                {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+                {"properties": {"b": {"type": "integer"}}},
+            ],
+        },
+        [{}, {"a": "x"}],
+        [{"b": 1}, {"a": 1}],
+    ),
+]
+
+UNEXPRESSIBLE_IN_STRICT = {
+    "array_without_items",
+    "root_open_map",
+    "additional_properties_true_beside_properties",
+    "additional_properties_schema_beside_properties",
+    "all_of_two_patterns",
+    "all_of_closed_member_meets_another_property",
+}
 
 # -- checking ------------------------------------------------------------------------------
 
@@ -209,8 +364,9 @@ def _validator(schema: Schema) -> Validator:
 
 def _has_unknown_keys(original: Schema, sample: Any) -> bool:
     root = _resolve(original, original)
-    props = root.get("properties", {}) if isinstance(root, dict) else {}
-    return isinstance(sample, dict) and bool(set(sample) - set(props))
+    members = [root, *(_resolve(m, original) for m in root.get("allOf", []))]
+    props = {name for m in members if isinstance(m, dict) for name in m.get("properties", {})}
+    return isinstance(sample, dict) and bool(set(sample) - props)
 
 
 def _check_faithful(original: Schema, samples: list[Any]) -> None:

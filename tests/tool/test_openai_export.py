@@ -211,7 +211,10 @@ def test_a_described_ref_into_a_recursive_definition_becomes_a_one_member_any_of
         ),
         ({"type": "object", "properties": {"m": {"type": "object"}}}, "/properties/m"),
         (
-            {"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {}]}}},
+            {
+                "type": "object",
+                "properties": {"a": {"allOf": [{"pattern": "^a"}, {"pattern": "b"}]}},
+            },
             "/properties/a",
         ),
         ({"type": "object", "properties": {"xs": {"type": "array"}}}, "/properties/xs/items"),
