@@ -213,6 +213,10 @@ class ScriptApprovalLike(Protocol):
     def description(self) -> str: ...
 
 
+_NOT_ASKED: ContextVar[bool] = ContextVar("sagents_script_approval_not_asked", default=False)
+"""Set when the last script approval of this context could not reach the client."""
+
+
 class ClientScriptApprover:
     """run_script's approver inside the gateway: asks the client of the current call.
 
@@ -222,6 +226,7 @@ class ClientScriptApprover:
 
     async def approve(self, request: ScriptApprovalLike) -> Literal["allow_once", "deny"]:
         """Ask "allow once" / "deny" for the script's write tools."""
+        _NOT_ASKED.set(False)
         asker = CLIENT_ASKER.get()
         if asker is None or not asker.can_ask:
             return "deny"
@@ -236,6 +241,7 @@ class ClientScriptApprover:
         try:
             result = await asker.choose(message, approval_form(generic)[1])
         except NoBackChannelError:
+            _NOT_ASKED.set(True)  # read back by denial_reason in this same task
             return "deny"
         return "allow_once" if answer_from_elicitation(result, generic) == "allow_once" else "deny"
 
@@ -243,7 +249,7 @@ class ClientScriptApprover:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
         tools = ", ".join(request.tools)
         asker = CLIENT_ASKER.get()
-        if asker is None or not asker.can_ask:
+        if asker is None or not asker.can_ask or _NOT_ASKED.get():
             return (
                 f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
                 "show approval requests (it did not declare the elicitation capability)"

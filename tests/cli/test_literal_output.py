@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import logging
 
+import mcp_types as mt
 import pytest
 from rich.console import Console
 
@@ -144,3 +145,35 @@ def test_sagents_tools_tables_show_server_text_literally() -> None:
     assert MARKUP in shown
     assert "[red]boom[/red]" in shown
     assert "\x1b[2J" not in shown
+
+
+def test_a_client_that_cannot_carry_the_request_was_not_asked() -> None:
+    import anyio
+    from mcp.shared.exceptions import NoBackChannelError
+
+    from sagents.gateway.approval import CLIENT_ASKER, ClientAsker
+
+    class Unreachable(ClientAsker):
+        def __init__(self) -> None:
+            pass
+
+        @property
+        def can_ask(self) -> bool:
+            return True
+
+        async def choose(self, message: str, schema: mt.ElicitRequestedSchema) -> mt.ElicitResult:
+            raise NoBackChannelError("no back channel")
+
+    request = ApprovalRequest(tools=("fleet__set",), script="", description="")
+
+    async def main() -> tuple[str, str]:
+        token = CLIENT_ASKER.set(Unreachable())
+        try:
+            approver = ClientScriptApprover()
+            return await approver.approve(request), approver.denial_reason(request)
+        finally:
+            CLIENT_ASKER.reset(token)
+
+    decision, reason = anyio.run(main)
+    assert decision == "deny"
+    assert reason.startswith("nobody was asked")
