@@ -6,10 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +17,7 @@ from typer.testing import CliRunner
 from sagents.cli.call_approval import approve_call
 from sagents.cli.main import app
 from sagents.core.spec import ToolSource, ToolSpec
-from tests.cli.cli_helpers import CLI_TIMEOUT_S, SAGENTS
-from tests.cli.test_run_script_terminal import _drain, _read_until
+from tests.cli.cli_helpers import SAGENTS, run_on_terminal
 from tests.mcp.helpers import SERVERS
 
 runner = CliRunner()
@@ -230,24 +226,11 @@ async def test_the_prompt_prints_model_text_literally() -> None:
 
 def test_on_a_terminal_the_call_is_asked_and_runs_when_allowed(tmp_path: Path) -> None:
     config = _config(tmp_path, tmp_path / "m")
-    leader, follower = pty.openpty()
     env = {**os.environ, "SAGENTS_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "120"}
     argv = [str(SAGENTS), "call", "fault__echo", "-a", '{"text": "ran"}', "-c", str(config)]
-    process = subprocess.Popen(
-        argv, stdin=follower, stderr=follower, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    code, stdout, terminal = run_on_terminal(
+        argv, cwd=tmp_path, env=env, prompt=b"allow this call? [y/N]: ", answer=b"y\n"
     )
-    os.close(follower)
-    seen = bytearray()
-    try:
-        _read_until(leader, b"allow this call? [y/N]: ", seen, time.monotonic() + CLI_TIMEOUT_S)
-        assert b"destructive tool 'fault__echo'" in seen
-        os.write(leader, b"y\n")
-        stdout, _ = process.communicate(timeout=CLI_TIMEOUT_S)
-        _drain(leader, seen)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(leader)
-    assert process.returncode == 0, seen.decode(errors="replace")
-    assert stdout.decode().strip() == "ran"
+    assert "destructive tool 'fault__echo'" in terminal
+    assert code == 0, terminal
+    assert stdout.strip() == "ran"
