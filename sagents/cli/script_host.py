@@ -186,13 +186,13 @@ class LiveProgress:
                 TextColumn("{task.description}", style="bold", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("{task.fields[calls]} calls, {task.fields[failures]} failed"),
+                TextColumn("{task.fields[counts]}"),
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=False,
             )
             self._progress.start()
-            self._task = self._progress.add_task("starting", total=None, calls=0, failures=0)
+            self._task = self._progress.add_task("starting", total=None, counts=_counts(0, 0))
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
@@ -211,9 +211,12 @@ class LiveProgress:
             description=description if update.status == "running" else update.status,
             total=update.total,
             completed=update.done or 0,
-            calls=update.calls,
-            failures=update.failures,
+            counts=_counts(update.calls, update.failures),
         )
+
+
+def _counts(calls: int, failures: int) -> str:
+    return f"{calls} call{'' if calls == 1 else 's'}, {failures} failed"
 
 
 @asynccontextmanager

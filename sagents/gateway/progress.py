@@ -78,7 +78,7 @@ class ProgressForwarder:
                 candidate, total = float(event.done), float(event.total)
             else:
                 candidate, total = float(event.calls), None
-            text = f"{event.calls} calls, {event.failures} failed"
+            text = f"{event.calls} call{'' if event.calls == 1 else 's'}, {event.failures} failed"
             if event.message:
                 text += f": {event.message}"
             await self._progress(candidate, total, text)

@@ -52,3 +52,21 @@ async def test_repeated_values_stay_below_the_next_whole_count() -> None:
     assert all(b > a for a, b in itertools.pairwise(values))
     assert all(2.0 < v < 3.0 for v in values[1:41])
     assert values[-1] == 9.0
+
+
+async def test_the_progress_message_says_1_call_not_1_calls() -> None:
+    messages: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    provider = FakeProvider(
+        script_events=[FakeScriptProgress(calls=1), FakeScriptProgress(calls=2)]
+    )
+    async with (
+        Gateway(provider, progress=provider.progress) as gateway,
+        Client(gateway.server) as client,
+    ):
+        with anyio.fail_after(10):
+            await client.call_tool("fleet__progress", {}, progress_callback=on_progress)
+    assert messages == ["1 call, 0 failed", "2 calls, 0 failed"]
