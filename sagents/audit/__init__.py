@@ -1,4 +1,5 @@
-"""sagents.audit: the audit store (SQLite, embedded default under the data directory)."""
+"""sagents.audit: the audit store and the background-task store (SQLite, under the data
+directory)."""
 
 from sagents.audit.store import (
     AuditEntry,
@@ -8,12 +9,15 @@ from sagents.audit.store import (
     default_audit_path,
     default_data_dir,
 )
+from sagents.audit.tasks import SqliteTaskStore, StoredTask
 
 __all__ = [
     "AuditEntry",
     "AuditKind",
     "AuditStore",
     "SqliteAuditStore",
+    "SqliteTaskStore",
+    "StoredTask",
     "default_audit_path",
     "default_data_dir",
 ]

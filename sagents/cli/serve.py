@@ -40,6 +40,7 @@ def resolve_settings(
     workspace: Path | None,
     background_after: float | None,
     allowed_hosts: list[str],
+    shared_workspace: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
@@ -77,6 +78,7 @@ def resolve_settings(
         port=port,
         mode=chosen_mode,
         workspace=workspace,
+        shared_workspace=shared_workspace,
         bearer_token=os.environ.get(TOKEN_ENV) or None,
         token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
         background_after_s=background_after,
@@ -113,8 +115,19 @@ def serve(
         str | None, typer.Option("--mode", help="ask, auto or read-only (default ask).")
     ] = None,
     workspace: Annotated[
-        Path | None, typer.Option("--workspace", help="Workspace directory of sessions.")
+        Path | None,
+        typer.Option(
+            "--workspace", help="Root of the sessions' workspaces (one directory per session)."
+        ),
     ] = None,
+    shared_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--shared-workspace",
+            help="Every session uses --workspace itself (trusted users only: sessions see "
+            "each other's files and records).",
+        ),
+    ] = False,
     background_after: Annotated[
         float | None,
         typer.Option("--background-after", help="Seconds before a call becomes a background call."),
@@ -139,6 +152,7 @@ def serve(
             workspace=workspace,
             background_after=background_after,
             allowed_hosts=list(allowed_host or []),
+            shared_workspace=shared_workspace,
         )
         anyio.run(_run, settings)
     except ConfigError as error:

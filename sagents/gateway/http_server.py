@@ -1,34 +1,34 @@
 """Serving the gateway over streamable HTTP (the ``mcp`` SDK's transport, on uvicorn/starlette).
 
-Security (issue 7, §1):
+Security (docs/gateway.md, "HTTP security"):
 
 - binds 127.0.0.1 by default; binding anything but loopback requires a bearer token, otherwise
   :func:`check_bind` refuses to start with a :class:`~sagents.errors.ConfigError`;
-- DNS-rebinding protection is always on (the SDK's ``TransportSecuritySettings``): the ``Host``
-  header must name the bound host (loopback names for a loopback bind) or an allowed host,
-  otherwise the request gets 421; a foreign ``Origin`` gets 403;
-- when any token is configured, every request must carry ``Authorization: Bearer <token>``
-  (compared in constant time), otherwise 401; a token bound to a profile selects that profile.
+- DNS-rebinding protection is always on: the ``Host`` header must name the bound host (loopback
+  names for a loopback bind) and port, or an allowed host, otherwise the request gets 421; a
+  foreign ``Origin`` gets 403 (parsed exactly, :mod:`sagents.gateway.http_security`);
+- credentials are parsed once, there: two ``Authorization`` headers or a malformed one get
+  401; when any token is configured every request must carry ``Authorization: Bearer <token>``
+  (compared in constant time); a token bound to a profile selects that profile.
 """
 
 from __future__ import annotations
 
-import hmac
 import socket
-from collections.abc import Iterable
 
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from sagents.errors import ConfigError
+from sagents.gateway.http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, is_loopback
 
-__all__ = ["MCP_PATH", "BearerTokenMiddleware", "build_http_app", "check_bind", "serve_http"]
+__all__ = ["MCP_PATH", "build_http_app", "check_bind", "serve_http"]
 
 MCP_PATH = "/mcp"
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -54,66 +54,51 @@ def check_bind(settings: GatewaySettings) -> None:
     )
 
 
-def _security(settings: GatewaySettings) -> TransportSecuritySettings:
+def _security_middleware(
+    app: ASGIApp, settings: GatewaySettings, port: int | None
+) -> GatewaySecurityMiddleware:
     hosts = list(_LOOPBACK_HOSTS) if is_loopback(settings.host) else [settings.host]
-    allowed_hosts = [f"{h}:*" for h in hosts] + list(settings.allowed_hosts)
-    allowed_origins = [f"http://{h}:*" for h in hosts] + [f"https://{h}:*" for h in hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
+    allowed: list[HostRule] = []
+    for value in settings.allowed_hosts:
+        try:
+            allowed.append(parse_host_rule(value))
+        except ValueError as error:
+            raise ConfigError(
+                str(error), key="--allowed-host", hint="give 'host:port' or 'host:*'"
+            ) from error
+    return GatewaySecurityMiddleware(
+        app,
+        hosts=hosts,
+        port=port if port else None,
+        allowed=allowed,
+        origin_any_port=is_loopback(settings.host),
+        tokens=[settings.bearer_token or "", *settings.token_profiles],
     )
 
 
-class BearerTokenMiddleware:
-    """ASGI middleware: HTTP requests must carry one of ``tokens`` as a bearer token (else 401)."""
-
-    def __init__(self, app: ASGIApp, tokens: Iterable[str]) -> None:
-        self.app = app
-        self.tokens = [t.encode() for t in tokens if t]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.tokens:
-            await self.app(scope, receive, send)
-            return
-        given = b""
-        for key, value in scope.get("headers", []):
-            if key == b"authorization":
-                scheme, _, token = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    given = token.strip()
-        if given and any(hmac.compare_digest(given, token) for token in self.tokens):
-            await self.app(scope, receive, send)
-            return
-        body = b'{"error":"invalid_token","error_description":"a valid bearer token is required"}'
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer error="invalid_token"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-
-def build_http_app(gateway: Gateway, settings: GatewaySettings) -> ASGIApp:
+def build_http_app(
+    gateway: Gateway, settings: GatewaySettings, *, port: int | None = None
+) -> ASGIApp:
     """The ASGI app serving ``gateway`` at ``/mcp`` with the protections above.
 
+    Args:
+        gateway: The gateway to serve.
+        settings: Bind address, tokens, allowed hosts.
+        port: The bound port a ``Host`` header must name; None uses ``settings.port`` (0: any
+            port, for an app built before its socket is bound).
+
     Raises:
-        ConfigError: see :func:`check_bind`.
+        ConfigError: see :func:`check_bind`; or a malformed ``--allowed-host``.
     """
     check_bind(settings)
     app: Starlette = gateway.server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=settings.host,
-        transport_security=_security(settings),
+        # Host/Origin are checked, exactly, by GatewaySecurityMiddleware (the SDK's check
+        # matches "host:*" as a prefix and accepts "127.0.0.1:1@evil.com").
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    tokens = [settings.bearer_token or "", *settings.token_profiles]
-    return BearerTokenMiddleware(app, tokens)
+    return _security_middleware(app, settings, settings.port if port is None else port)
 
 
 async def serve_http(
@@ -130,7 +115,7 @@ async def serve_http(
     Raises:
         ConfigError: see :func:`check_bind`; or the address cannot be bound.
     """
-    app = build_http_app(gateway, settings)
+    check_bind(settings)
     family = socket.AF_INET6 if ":" in settings.host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -144,6 +129,11 @@ async def serve_http(
     sock.listen(128)
     sock.setblocking(False)
     port = int(sock.getsockname()[1])
+    try:
+        app = build_http_app(gateway, settings, port=port)
+    except ConfigError:
+        sock.close()
+        raise
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", timeout_graceful_shutdown=_GRACE_S
     )

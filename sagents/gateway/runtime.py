@@ -37,9 +37,10 @@ from typing import Any, Self
 
 import anyio
 
+from sagents.audit.store import default_data_dir
+from sagents.audit.tasks import SqliteTaskStore
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
-from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import (
@@ -50,20 +51,20 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
-from sagents.gateway.scripts import GatewayScripts
+from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools, single_sandbox
+from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -71,25 +72,17 @@ __all__ = ["ConfiguredGateway"]
 
 logger = logging.getLogger(__name__)
 
+TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
+
 
 class _LateProvider:
-    """The gateway's provider before the manager exists (no tools), then the manager's proxy,
-    plus ``run_script`` when the gateway runs scripts."""
+    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
 
-    def __init__(self, mode: PermissionMode) -> None:
+    def __init__(self) -> None:
         self.inner: ProxyProvider | None = None
-        self.scripts: GatewayScripts | None = None
-        self._mode: PermissionMode = mode
 
     def list_specs(self) -> list[ToolSpec]:
-        if self.inner is None:
-            return []
-        specs = self.inner.list_specs()
-        if self.scripts is not None:
-            run_script = self.scripts.spec(specs, self._mode)
-            if run_script is not None:
-                specs.append(run_script)
-        return specs
+        return [] if self.inner is None else self.inner.list_specs()
 
     async def run_tool(
         self,
@@ -103,10 +96,6 @@ class _LateProvider:
     ) -> ToolResult:
         if self.inner is None:
             return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
-        if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
-            return await self.scripts.run(
-                dict(arguments), session_context or SessionContext(), tool_call_id=tool_call_id
-            )
         return await self.inner.run_tool(
             name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
         )
@@ -133,7 +122,11 @@ class ConfiguredGateway(Gateway):
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        self._provider = _LateProvider(settings.mode)
+        self._provider = _LateProvider()
+        self.workspaces = Workspaces(
+            settings.workspace or default_data_dir() / WORKSPACES_DIR,
+            shared=settings.shared_workspace,
+        )
         self._scripts: GatewayScripts | None = None
         background = settings.background_after_s
         if background is None:
@@ -147,7 +140,8 @@ class ConfiguredGateway(Gateway):
             resources=SkillResources(self.skills) if self.skills is not None else None,
             approver=approver,
             background_after_s=background,
-            workspace=str(settings.workspace) if settings.workspace else None,
+            task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
+            workspace=self.workspaces,
             name=settings.name,
         )
 
@@ -172,16 +166,15 @@ class ConfiguredGateway(Gateway):
                 except ToolNameConflictError as error:
                     raise ConfigError(error.message, file=_file(self.config), key=key) from error
             if self.skills is not None:
-                source: SkillSource = self.skills
-                SkillTools(lambda _context: SkillSession(source)).register(manager)
+                SkillTools(self._skill_session).register(manager)
             for status in manager.mcp_server_statuses():
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
             proxy = ToolProxy(manager)
             self._provider.inner = ProxyProvider(proxy)
-            self._scripts = await self._start_scripts(proxy)
-            self._provider.scripts = self._scripts
+            self._scripts = await self._start_scripts()
+            self.scripts = self._scripts
             self._register_builtins(manager)
             await super().__aenter__()
         except BaseException:
@@ -193,6 +186,17 @@ class ConfiguredGateway(Gateway):
                     await manager.aclose()
             raise
         return self
+
+    def _skill_session(self, context: SessionContext) -> SkillSession:
+        """A session's skills: its profile's, held to loaded skills' ``allowed-tools`` through
+        the session's offer (the same filter as ``tools/list`` and run_script)."""
+        assert self.skills is not None
+        offer = self.session_offer(context.session_id)
+        profile = offer.profile if offer is not None else self.profile
+        source: SkillSource = self.skills
+        if profile is not None and profile.skills is not None and isinstance(source, SkillManager):
+            source = SkillProxy(source, available_skills=sorted(profile.skills))
+        return SkillSession(source, tools=offer)
 
     def _register_builtins(self, manager: ToolManager) -> None:
         """The built-in shell and file tools the config enables (``builtinTools.enabled``), on
@@ -212,18 +216,17 @@ class ConfiguredGateway(Gateway):
                 hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
             )
         try:
-            register_builtin_tools(manager, single_sandbox(self._scripts.sandbox), names=names)
+            register_builtin_tools(manager, self._scripts.sandbox_for, names=names)
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
             ) from error
 
-    async def _start_scripts(self, proxy: ToolProxy) -> GatewayScripts | None:
+    async def _start_scripts(self) -> GatewayScripts | None:
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
         scripts = GatewayScripts(
-            tools=proxy,
             hub=self.hub,
-            workspace=self.settings.workspace,
+            workspaces=self.workspaces,
             limits=script_limits(self.config),
         )
         try:
@@ -242,7 +245,7 @@ class ConfiguredGateway(Gateway):
             return await super().__aexit__(exc_type, exc, tb)
         finally:
             self._provider.inner = None
-            self._provider.scripts = None
+            self.scripts = None
             try:
                 if self._scripts is not None:
                     # Not shielded: it exits task groups entered in this task's own scope.
@@ -297,7 +300,4 @@ def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | N
                 file=str(config.source) if config.source else None,
                 key=f"skills.directories.{index}",
             ) from error
-    profile = settings.profile
-    if profile is not None and profile.skills is not None:
-        return SkillProxy(manager, available_skills=sorted(profile.skills))
-    return manager
+    return manager  # each session's profile filters it (ConfiguredGateway._skill_session)

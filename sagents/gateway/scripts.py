@@ -1,10 +1,13 @@
-"""run_script inside ``sagents serve``: one :class:`RunScriptTool` per client session.
+"""run_script inside ``sagents serve``: one sandbox and :class:`RunScriptTool` per client session.
 
-The gateway offers ``run_script`` when upstream MCP tools exist (issue 7 §1, issue 5 §1). Each
-client session gets its own :class:`~sagents.script.session.RunScriptTool` on its first call
-(its session id scopes progress, approvals and records), all sharing the gateway's sandbox
-workspace, script runtime, audit store and progress hub. Each tool lives in a task of this
-object's task group, so it is entered and left in one task whatever task the call came from.
+The gateway offers ``run_script`` when upstream MCP tools exist (docs/gateway.md). Each client
+session gets, on its first script or built-in tool call, its own sandbox over its own workspace
+(:class:`~sagents.gateway.workspaces.Workspaces`: records, files, modules are the session's
+only) and its own :class:`~sagents.script.session.RunScriptTool` (its session id scopes
+progress, approvals and records), calling only what the session's offer lets scripts call
+(:meth:`sagents.gateway.offer.SessionOffer.for_scripts`). The script runtime, the audit store
+and the progress hub are shared. Each session lives in a task of this object's task group, so
+its sandbox and tool are entered and left in one task whatever task the call came from.
 
 The gateway's own approval gate treats ``run_script`` as read-only: what a script may do is
 decided by run_script's pre-run check (listed write tools need one approval in ``ask`` mode,
@@ -17,7 +20,10 @@ run_script for their read-only tools.
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -30,28 +36,38 @@ from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.gateway.approval import ClientScriptApprover
+from sagents.gateway.restart import StartupLock, sweep_runs
+from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.sandbox.factory import create_sandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
 from sagents.script.runtime import install_runtime
-from sagents.script.session import RunScriptSettings, RunScriptTool, script_callable_specs
+from sagents.script.session import (
+    RunScriptSettings,
+    RunScriptTool,
+    ScriptToolSource,
+    script_callable_specs,
+)
 from sagents.script.settings import ScriptLimits
 from sagents.tool.context import SessionContext
-from sagents.tool.provider import ToolProvider
 
 __all__ = ["GatewayScripts"]
 
+logger = logging.getLogger(__name__)
+
+WORKSPACES_DIR = "workspaces"  # the default root under the data dir
+
 
 class GatewayScripts:
-    """run_script for every client session of one gateway; an async context manager.
+    """run_script (and the built-in tools' sandboxes) for every client session of one gateway;
+    an async context manager.
 
     Args:
-        tools: The tools scripts call (the gateway's ``ToolProxy``), the same path as a direct
-            call.
         hub: Where ``script.progress`` events go (the gateway forwards them to the client).
-        workspace: The sessions' workspace on the host (records under ``.agent/scripts/``);
-            ``<data dir>/workspace`` when None.
+        workspaces: The layout of the sessions' workspaces (the same object the gateway puts
+            in each call's ``SessionContext``); ``<data dir>/workspaces``, one per session,
+            when None.
         limits: ``scripts`` limits of the config.
         data_dir: Where the script runtime and the audit store live; the default data dir
             (``$SAGENTS_DATA_DIR``) when None.
@@ -63,32 +79,37 @@ class GatewayScripts:
     def __init__(
         self,
         *,
-        tools: ToolProvider,
         hub: ProgressHub,
-        workspace: Path | None,
+        workspaces: Workspaces | None,
         limits: ScriptLimits,
         data_dir: Path | None = None,
     ) -> None:
-        self._tools = tools
         self._hub = hub
         self._data_dir = data_dir or default_data_dir()
-        self._workspace = workspace or self._data_dir / "workspace"
+        self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
         self._settings = RunScriptSettings(limits=limits)
-        self._sessions: dict[str, RunScriptTool] = {}
+        self._sessions: dict[str, _Session] = {}
         self._lock = anyio.Lock()
         self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
-        self._sandbox: Sandbox | None = None
         self._stack = AsyncExitStack()
+        self.aborted: list[str] = []
+        """Records directories of runs a previous process left running, marked at start."""
 
     async def __aenter__(self) -> Self:
-        self._workspace.mkdir(parents=True, exist_ok=True)
+        root = self.workspaces.root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
         self._runtime = install_runtime(self._data_dir)
         self._audit = SqliteAuditStore(path=self._data_dir / "audit.sqlite3")
         self._stack = AsyncExitStack()
         try:
-            sandbox = create_sandbox("local", workspace=str(self._workspace))
-            self._sandbox = await self._stack.enter_async_context(sandbox)
+            lock = StartupLock(root)
+            self._stack.callback(lock.release)
+            if lock.acquire():
+                self.aborted = await sweep_runs(self.workspaces, self._audit)
+            else:
+                logger.info("another gateway uses %s: interrupted runs are left to it", root)
             self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         except BaseException:
             await self._stack.aclose()
@@ -103,21 +124,13 @@ class GatewayScripts:
     ) -> None:
         self._stop.set()  # each session's task leaves its RunScriptTool (runs end 'cancelled')
         try:
-            await self._stack.aclose()  # the sessions' task group, then the sandbox
+            await self._stack.aclose()  # the sessions' task group
         finally:
             self._tg = None
-            self._sandbox = None
 
-    @property
-    def sandbox(self) -> Sandbox:
-        """The sessions' sandbox (the gateway's built-in tools run there too).
-
-        Raises:
-            RuntimeError: before entering.
-        """
-        if self._sandbox is None:
-            raise RuntimeError("enter GatewayScripts (async with) first")
-        return self._sandbox
+    async def sandbox_for(self, context: SessionContext) -> Sandbox:
+        """The calling session's sandbox (the built-in tools' resolver)."""
+        return (await self._session(context)).sandbox
 
     def spec(self, specs: list[ToolSpec], mode: PermissionMode) -> ToolSpec | None:
         """run_script's spec for tools ``specs``, or None when no MCP tool makes it worth it.
@@ -132,10 +145,24 @@ class GatewayScripts:
         return dataclasses.replace(spec, permission="read_only")
 
     async def run(
-        self, arguments: dict[str, Any], context: SessionContext, *, tool_call_id: str | None
+        self,
+        arguments: dict[str, Any],
+        context: SessionContext,
+        *,
+        tools: ScriptToolSource,
+        tool_call_id: str | None,
     ) -> ToolResult:
-        """Run one ``run_script`` call for the calling session."""
-        tool = await self._session_tool(context)
+        """Run one ``run_script`` call for the calling session.
+
+        Args:
+            arguments: run_script's arguments (``code``, ``tools``, ``description``).
+            context: The calling session.
+            tools: What the session's scripts may call (the session's offer for scripts,
+                :meth:`sagents.gateway.offer.SessionOffer.for_scripts`).
+            tool_call_id: The call's id (progress events carry it).
+        """
+        session = await self._session(context)
+        session.tools.target = tools
         code = arguments.get("code")
         listed = arguments.get("tools") or []
         description = arguments.get("description") or ""
@@ -144,33 +171,63 @@ class GatewayScripts:
                 "invalid_arguments",
                 "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
             )
-        return await tool.run(
+        return await session.tool.run(
             code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
         )
 
-    async def _session_tool(self, context: SessionContext) -> RunScriptTool:
+    async def _session(self, context: SessionContext) -> _Session:
         async with self._lock:
             found = self._sessions.get(context.session_id)
             if found is None:
-                if self._tg is None or self._sandbox is None:
+                if self._tg is None:
                     raise RuntimeError("enter GatewayScripts (async with) before running scripts")
                 found = await self._tg.start(self._host, context)
                 self._sessions[context.session_id] = found
             return found
 
     async def _host(
-        self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[RunScriptTool]
+        self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[_Session]
     ) -> None:
-        assert self._sandbox is not None
-        async with RunScriptTool(
-            tools=self._tools,
-            session=context,
-            sandbox=self._sandbox,
-            runtime=self._runtime,
-            approver=ClientScriptApprover(),
-            settings=self._settings,
-            hub=self._hub,
-            audit=self._audit,
-        ) as tool:
-            task_status.started(tool)
+        workspace = self.workspaces.for_session(context.session_id)
+        tools = _SessionTools()
+        async with (
+            create_sandbox("local", workspace=str(workspace)) as sandbox,
+            RunScriptTool(
+                tools=tools,
+                session=context,
+                sandbox=sandbox,
+                runtime=self._runtime,
+                approver=ClientScriptApprover(),
+                settings=self._settings,
+                hub=self._hub,
+                audit=self._audit,
+                mark_interrupted=False,  # swept once at start, see __aenter__
+            ) as tool,
+        ):
+            task_status.started(_Session(sandbox=sandbox, tool=tool, tools=tools))
             await self._stop.wait()
+
+
+@dataclass
+class _SessionTools:
+    """What a session's scripts call: its offer for scripts, once a run_script call gave it
+    (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
+
+    target: ScriptToolSource | None = None
+
+    def list_specs(self) -> list[ToolSpec]:
+        return [] if self.target is None else self.target.list_specs()
+
+    async def run_tool(
+        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
+    ) -> ToolResult:
+        if self.target is None:
+            return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
+        return await self.target.run_tool(name, args, session_context)
+
+
+@dataclass(frozen=True)
+class _Session:
+    sandbox: Sandbox
+    tool: RunScriptTool
+    tools: _SessionTools = field(default_factory=_SessionTools)

@@ -14,16 +14,19 @@ client sessions, each with its own state (tools allowed for the session, backgro
 - ``resources/list`` / ``resources/read``: the session's background tasks
   (``sagents://tasks/<id>``), so that finished results can be listed and read.
 
-Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session.
-A 2026-07-28 connection is one request and carries no client identity, so those requests share
-one session per (bearer token, profile): "allow for this session" is not offered to them (a grant
-must not leak to another client), and their background tasks are shared by every client that
-holds the same token (over stdio there is only one client).
+Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session,
+bound to the credential it was opened with (a request of another token is refused). A 2026-07-28
+connection is one request and carries no client identity, so those requests share one session
+per (bearer token, profile): "allow for this session" is not offered to them (a grant must not
+leak to another client), and their background calls are scoped to the token. Without a token
+(HTTP on loopback) nothing tells clients apart: their background calls are never listed, each is
+reached only through its unguessable handle, which only its starter received. What each client
+is offered is that session's :class:`~sagents.gateway.offer.SessionOffer`; docs/gateway.md
+("Threat model") says what a session can see of another.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sys
@@ -45,14 +48,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents import __version__
+from sagents.audit.tasks import SqliteTaskStore
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
     SagentsError,
-    TaskNotFoundError,
     UnknownToolError,
     UpstreamSchemaError,
 )
@@ -71,16 +73,19 @@ from sagents.gateway.background import (
     CANCEL_TOOL,
     STATUS_TOOL,
     TASK_URI_PREFIX,
-    BackgroundTasks,
     TaskInfo,
     handed_off_result,
-    task_json,
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
-from sagents.gateway.policy import Profile, call_requirement, is_offered
+from sagents.gateway.http_security import Credential, request_credential
+from sagents.gateway.offer import ScriptHost, SessionOffer
+from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.tasks import GatewayTasks, TaskScope
+from sagents.gateway.workspaces import Workspaces
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
@@ -90,6 +95,7 @@ logger = logging.getLogger(__name__)
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
 _STATE_KEY = "sagents.gateway.session"
+_INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
 
 
@@ -100,8 +106,22 @@ class _ClientSession:
     session_id: str
     profile: Profile | None
     mode: PermissionMode
+    offer: SessionOffer
+    identity: str = ""
+    owner: str = ""
+    """Who the session's background calls belong to across restarts ("" when nothing
+    identifies the client: a tokenless HTTP client)."""
+    announced: bool = False
+    anonymous: bool = False
+    """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
+    calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+
+    @property
+    def scope(self) -> TaskScope:
+        """What the session's background calls are scoped to."""
+        return TaskScope(session_id=self.session_id, owner=self.owner, anonymous=self.anonymous)
 
 
 class Gateway:
@@ -118,7 +138,13 @@ class Gateway:
         approver: Decides approvals instead of asking the client (tests, a terminal); None asks
             the client through MCP elicitation, and refuses when it cannot.
         background_after_s: Seconds after which a call becomes a background call; None never.
-        workspace: Passed on in each call's ``SessionContext``.
+        workspace: Passed on in each call's ``SessionContext``: one directory, or the layout of
+            per-session workspaces (each call gets its session's).
+        scripts: Runs ``run_script`` for the sessions (offered per session, see
+            :class:`~sagents.gateway.offer.SessionOffer`); None offers no ``run_script``
+            beyond what the provider itself holds.
+        task_store: Where handed-off calls are kept, so that ``script_status`` answers for
+            them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
         name: Server name announced to clients.
 
     Use::
@@ -138,7 +164,9 @@ class Gateway:
         resources: ResourceSource | None = None,
         approver: Approver | None = None,
         background_after_s: float | None = None,
-        workspace: str | None = None,
+        workspace: str | Workspaces | None = None,
+        scripts: ScriptHost | None = None,
+        task_store: SqliteTaskStore | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -150,8 +178,12 @@ class Gateway:
         self.approver = approver
         self.background_after_s = background_after_s
         self.workspace = workspace
+        self.scripts = scripts
         self._shared_sessions: dict[str, _ClientSession] = {}
-        self._tasks = BackgroundTasks()
+        self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
+        self._tasks = GatewayTasks(task_store)
+        self._approval_states = ApprovalStates()
+        self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         with warnings.catch_warnings():
@@ -171,6 +203,7 @@ class Gateway:
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
             )
+        self.server.middleware.append(request_state_boundary(name))
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -224,21 +257,23 @@ class Gateway:
 
     # Sessions -------------------------------------------------------------------------------
 
-    def _profile_for(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
-        token = _bearer_token(ctx)
-        if token and token in self.token_profiles:
-            return self.token_profiles[token]
+    def _profile_for(self, credential: Credential) -> Profile | None:
+        if credential.token is not None and credential.token in self.token_profiles:
+            return self.token_profiles[credential.token]
         return self.profile
 
     def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
-        profile = self._profile_for(ctx)
+        credential = request_credential(ctx.request)
+        profile = self._profile_for(credential)
         mode = profile.mode if profile is not None and profile.mode is not None else self.mode
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            digest = hashlib.sha256(_bearer_token(ctx).encode()).hexdigest()[:16]
-            key = f"shared:{digest}:{profile.name if profile else ''}"
+            key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+                session = self._new_session(ctx, profile, mode, credential)
+                # Over HTTP without a token nothing tells clients apart (over stdio and in
+                # memory there is one client).
+                session.anonymous = ctx.request is not None and credential.token is None
                 self._shared_sessions[key] = session
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
@@ -247,23 +282,50 @@ class Gateway:
         state: dict[str, Any] = ctx.session._connection.state
         found = state.get(_STATE_KEY)
         if isinstance(found, _ClientSession):
+            if found.identity != credential.identity:
+                # An Mcp-Session-Id is not a credential: a request of another token (or none)
+                # must not reach a session, its profile and grants, by knowing its id.
+                raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
             return found
-        session = _ClientSession(session_id=uuid.uuid4().hex, profile=profile, mode=mode)
+        session = self._new_session(ctx, profile, mode, credential)
         state[_STATE_KEY] = session
         return session
 
-    def _offered_specs(self, session: _ClientSession) -> dict[str, ToolSpec]:
-        specs: dict[str, ToolSpec] = {}
-        for spec in self.provider.list_specs():
-            if spec.name in (STATUS_TOOL, CANCEL_TOOL) and self.background_after_s is not None:
-                logger.warning(
-                    "the provider's tool %r is hidden by the gateway's own tool of that name",
-                    spec.name,
-                )
-                continue
-            if is_offered(spec, session.mode, session.profile):
-                specs[spec.name] = spec
-        return specs
+    def _new_session(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        profile: Profile | None,
+        mode: PermissionMode,
+        credential: Credential,
+    ) -> _ClientSession:
+        hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
+        offer = SessionOffer(
+            self.provider, mode=mode, profile=profile, scripts=self.scripts, hidden=hidden
+        )
+        profile_name = profile.name if profile is not None else ""
+        if credential.token is not None:
+            owner = f"token:{credential.identity}:{profile_name}"
+        elif ctx.request is None:
+            owner = f"local:{profile_name}"  # stdio (or in memory): the one client
+        else:
+            owner = ""
+        session = _ClientSession(
+            session_id=uuid.uuid4().hex,
+            profile=profile,
+            mode=mode,
+            identity=credential.identity,
+            offer=offer,
+            owner=owner,
+        )
+        self._offers[session.session_id] = offer
+        return session
+
+    def session_offer(self, session_id: str) -> SessionOffer | None:
+        """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
+
+        The skills layer narrows it to a loaded skill's ``allowed-tools``.
+        """
+        return self._offers.get(session_id)
 
     async def _on_set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
@@ -278,8 +340,9 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
         tools: list[mt.Tool] = []
-        for spec in self._offered_specs(session).values():
+        for spec in session.offer.list_specs():
             try:
                 tools.append(spec_to_mcp_tool(spec))
             except UpstreamSchemaError as error:
@@ -294,10 +357,13 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
         arguments: dict[str, Any] = dict(params.arguments or {})
         if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
-            return to_call_tool_result(await self._task_tool(session, params.name, arguments))
-        spec = self._offered_specs(session).get(params.name)
+            return to_call_tool_result(
+                await self._tasks.tool(session.scope, params.name, arguments)
+            )
+        spec = session.offer.get(params.name)
         if spec is None:
             error = UnknownToolError(
                 f"no tool {params.name!r} is offered to this session",
@@ -345,10 +411,12 @@ class Gateway:
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            state = _request_state(request)
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            if isinstance(response, mt.ElicitResult) and params.request_state == state:
+            if isinstance(response, mt.ElicitResult) and self._approval_states.redeem(
+                params.request_state, request.session_id, request.tool, request.arguments
+            ):
                 return answer_from_elicitation(response, request)
+            state = self._approval_states.issue(request.session_id, request.tool, request.arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -370,16 +438,19 @@ class Gateway:
     ) -> ToolResult:
         """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
         tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
+        workspace = self.workspace
+        if isinstance(workspace, Workspaces):
+            workspace = str(workspace.for_session(session.session_id))
         context = SessionContext(
             session_id=session.session_id,
-            workspace=self.workspace,
+            workspace=workspace,
             permission_mode=session.mode,
         )
 
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(ClientAsker(ctx))
             try:
-                return await self.provider.run_tool(
+                return await session.offer.run_tool(
                     name, arguments, context, tool_call_id=tool_call_id
                 )
             except SagentsError as error:  # the provider should return it; never end the session
@@ -405,6 +476,8 @@ class Gateway:
                             hand_off_after=self.background_after_s,
                             on_done=self._notifier(ctx),
                         )
+                        if done is None:
+                            self._tasks.handed_off(session.scope, task_id, name)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -434,6 +507,7 @@ class Gateway:
         connection = ctx.session._connection  # see _session_for: the standalone channel
 
         async def on_done(info: TaskInfo) -> None:
+            self._tasks.finished(info)
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -454,28 +528,36 @@ class Gateway:
 
         return on_done
 
-    # Background tasks: tools and resources --------------------------------------------------
+    # Background tasks: announcements and resources ------------------------------------------
 
-    async def _task_tool(
-        self, session: _ClientSession, name: str, arguments: dict[str, Any]
-    ) -> ToolResult:
-        task_id = arguments.get("id")
-        if task_id is not None and not isinstance(task_id, str):
-            return ToolResult.from_error("invalid_arguments", "'id' must be a string")
-        try:
-            if name == CANCEL_TOOL:
-                if task_id is None:
-                    return ToolResult.from_error("invalid_arguments", "'id' is required")
-                info = await self._tasks.cancel(session.session_id, task_id)
-                return ToolResult.from_structured(task_json(info))
-            if task_id is None:
-                listing = [task_json(i) for i in self._tasks.list(session.session_id)]
-                return ToolResult.from_structured({"tasks": listing})
-            return ToolResult.from_structured(
-                task_json(self._tasks.get(session.session_id, task_id), full=True)
-            )
-        except TaskNotFoundError as error:
-            return ToolResult.from_exception(error)
+    async def _announce_restart(
+        self, ctx: ServerRequestContext[Any, Any], session: _ClientSession
+    ) -> None:
+        """Tell a reconnecting owner, once, of its calls a restart ended (handshake sessions)."""
+        if session.announced:
+            return
+        session.announced = True
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # no standing channel: script_status lists them
+        for stored in self._tasks.unannounced(session.owner):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await ctx.session.send_log_message(
+                        "warning",
+                        {
+                            "event": "background.done",
+                            "task_id": stored.task_id,
+                            "tool": stored.tool,
+                            "status": "failed",
+                            "reason": stored.reason,
+                            "uri": TASK_URI_PREFIX + stored.task_id,
+                        },
+                        logger="sagents.gateway",
+                        related_request_id=ctx.request_id,  # on this request's own stream
+                    )
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client of task %s: %s", stored.task_id, error)
 
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -488,7 +570,7 @@ class Gateway:
                 description=f"background call of {info.tool!r}: {info.status}",
                 mime_type="application/json",
             )
-            for info in self._tasks.list(session.session_id)
+            for info in self._tasks.listed(session.scope)
         ]
         if self.resources is not None:
             resources.extend(
@@ -511,8 +593,8 @@ class Gateway:
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
-                info = self._tasks.get(session.session_id, uri.removeprefix(TASK_URI_PREFIX))
-                text = json.dumps(task_json(info, full=True), ensure_ascii=False)
+                view = self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
+                text = json.dumps(view, ensure_ascii=False)
                 return mt.ReadResourceResult(
                     contents=[
                         mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
@@ -549,18 +631,3 @@ def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         NotAllowedError(refusal_text(request), details={"tool": request.tool})
     )
-
-
-def _bearer_token(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The request's bearer token over HTTP; empty otherwise."""
-    headers = getattr(ctx.request, "headers", None)
-    if headers is None:
-        return ""
-    scheme, _, token = str(headers.get("authorization", "")).partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def _request_state(request: ApprovalRequest) -> str:
-    """Binds an approval answer to the call it was asked for (tool and arguments)."""
-    payload = json.dumps([request.tool, dict(request.arguments)], sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()

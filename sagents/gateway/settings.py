@@ -53,7 +53,10 @@ class GatewaySettings:
         host: HTTP bind address; 127.0.0.1 by default.
         port: HTTP port; 0 picks a free one.
         mode: The default permission mode of sessions (a profile may set its own).
-        workspace: The sessions' workspace directory, or None.
+        workspace: The root of the sessions' workspaces (each session gets its own directory
+            under it, see :mod:`sagents.gateway.workspaces`), or None for the data dir's.
+        shared_workspace: Every session uses ``workspace`` itself, one folder for all
+            (``--shared-workspace``; trusted users only).
         bearer_token: Over HTTP, the token every request must carry (``Authorization: Bearer``);
             required to bind anything but loopback.
         token_profiles: Over HTTP, profile bound to each bearer token (token -> profile).
@@ -71,6 +74,7 @@ class GatewaySettings:
     port: int = DEFAULT_PORT
     mode: PermissionMode = "ask"
     workspace: Path | None = None
+    shared_workspace: bool = False
     bearer_token: str | None = field(default=None, repr=False)
     token_profiles: Mapping[str, Profile] = field(default_factory=dict, repr=False)
     background_after_s: float | None = None

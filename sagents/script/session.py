@@ -28,11 +28,11 @@ Use::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import anyio
 import anyio.abc
@@ -58,11 +58,18 @@ from sagents.script.values import ScriptHandle, ScriptProgressUpdate, ScriptRequ
 from sagents.tool.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
-from sagents.tool.provider import ToolProvider
 
-__all__ = ["NOT_FROM_SCRIPTS", "RunScriptSettings", "RunScriptTool", "script_callable_specs"]
+__all__ = [
+    "NOT_FROM_SCRIPTS",
+    "RunScriptSettings",
+    "RunScriptTool",
+    "ScriptToolSource",
+    "script_callable_specs",
+]
 
-NOT_FROM_SCRIPTS = frozenset({RUN_SCRIPT_TOOL_NAME, "script_status", "script_cancel"})
+NOT_FROM_SCRIPTS = frozenset(
+    {RUN_SCRIPT_TOOL_NAME, "script_status", "script_cancel", "tool_expand_tools"}
+)
 """Tool names a script can never call, whatever their source."""
 
 _BACKGROUND_STATUS: dict[str, BackgroundStatus] = {
@@ -75,13 +82,28 @@ _BACKGROUND_STATUS: dict[str, BackgroundStatus] = {
 def script_callable_specs(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The tools a script may be offered (issue 5 §1): the session's MCP tools and the local
     tools the application registered; never built-ins (the shell and file tools, the skill
-    tools), run_script itself or the background tools. The policy then filters by permission
-    class (:func:`sagents.script.policy.plan_script`)."""
+    tools), run_script itself, the background tools or ``tool_expand_tools``. The policy then
+    filters by permission class (:func:`sagents.script.policy.plan_script`)."""
     return [
         spec
         for spec in specs
         if spec.source.kind in ("mcp", "local") and spec.name not in NOT_FROM_SCRIPTS
     ]
+
+
+class ScriptToolSource(Protocol):
+    """What a session's scripts may call: a ``ToolProxy``, a ``ToolManager``, or the gateway's
+    per-session offer (``sagents.gateway.offer.ScriptOffer``)."""
+
+    def list_specs(self) -> list[ToolSpec]:
+        """The tools (scripts are offered the eligible ones, see script_callable_specs)."""
+        ...
+
+    async def run_tool(
+        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
+    ) -> ToolResult:
+        """Run one call; failures come back as error results."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +143,10 @@ class RunScriptTool:
         launcher: Overrides the sandbox launcher (tests; ``PlainLauncher`` has no isolation).
         background: A registry shared with its owner (entered and closed by the owner);
             a private one, entered with this tool, when None.
+        mark_interrupted: On entering, mark runs left ``running`` in the workspace
+            ``aborted``; False when the owner sweeps every workspace once at its own start
+            (the gateway, :mod:`sagents.gateway.restart`), so that one session starting never
+            touches the runs of another live process sharing the folder.
 
     Raises:
         SandboxError: the sandbox has no host workspace or cannot run scripts.
@@ -129,7 +155,7 @@ class RunScriptTool:
     def __init__(
         self,
         *,
-        tools: ToolProvider,
+        tools: ScriptToolSource,
         session: SessionContext,
         sandbox: Sandbox,
         runtime: ScriptRuntime,
@@ -139,6 +165,7 @@ class RunScriptTool:
         audit: AuditStore | None = None,
         launcher: Launcher | None = None,
         background: BackgroundTasks | None = None,
+        mark_interrupted: bool = True,
     ) -> None:
         if not isinstance(sandbox, LocalSandbox):
             raise SandboxError(
@@ -161,13 +188,15 @@ class RunScriptTool:
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
         self._live: dict[str, ScriptHandle] = {}
+        self._mark_interrupted = mark_interrupted
         self.interrupted: tuple[str, ...] = ()
         """Runs found ``running`` at start-up and marked ``aborted``."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        self.interrupted = tuple(mark_interrupted_runs(self._workspace))
+        if self._mark_interrupted:
+            self.interrupted = tuple(mark_interrupted_runs(self._workspace))
         for script_id in self.interrupted:
             self._hub.publish(
                 self._session.session_id,

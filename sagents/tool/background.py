@@ -8,8 +8,8 @@ its result is kept for the session and ``on_done`` is called (the gateway pushes
 
 from __future__ import annotations
 
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -25,6 +25,7 @@ from sagents.errors import TaskNotFoundError, ToolCancelledError
 __all__ = [
     "CANCEL_TOOL",
     "STATUS_TOOL",
+    "TASK_ID_BYTES",
     "TASK_URI_PREFIX",
     "BackgroundRegistry",
     "BackgroundTasks",
@@ -35,12 +36,17 @@ __all__ = [
     "task_tools",
 ]
 
-TaskStatus = Literal["running", "ok", "error", "cancelled"]
+TaskStatus = Literal["running", "ok", "error", "cancelled", "failed"]
+"""``failed``: ended without a result, by a restart of the process that ran it."""
 
 STATUS_TOOL = "script_status"
 CANCEL_TOOL = "script_cancel"
 TASK_URI_PREFIX = "sagents://tasks/"
 """URI prefix of the MCP resource of each background task."""
+
+TASK_ID_BYTES = 16
+"""Random bytes of a task id (128 bits, URL-safe base64): a client that did not receive a handle
+cannot guess it, which is what keeps a run of a client without identity to its starter."""
 
 _NOTIFY_TIMEOUT_S = 5.0  # seconds a completion notification may take before it is given up
 
@@ -135,7 +141,7 @@ class BackgroundTasks:
         """
         if self._tg is None:
             raise RuntimeError("BackgroundTasks is not running; use 'async with BackgroundTasks()'")
-        task_id = uuid.uuid4().hex[:12]
+        task_id = secrets.token_urlsafe(TASK_ID_BYTES)  # the handle is the capability
         task = _Task(
             info=TaskInfo(
                 task_id=task_id,

@@ -70,8 +70,8 @@ async def test_run_script_is_offered_and_runs_many_calls_in_one_turn(
     assert text.startswith("run_script ok: 20 calls, 0 failed")
     assert "total 210" in text
     assert updates == sorted(updates)
-    records = Path(gateway.settings.workspace or "") / ".agent" / "scripts"
-    assert any(records.iterdir())
+    sessions = Path(gateway.settings.workspace or "") / "sessions"
+    assert any((session / ".agent" / "scripts").is_dir() for session in sessions.iterdir())
 
 
 async def test_a_listed_write_tool_is_approved_once_through_elicitation(
@@ -122,7 +122,8 @@ async def test_the_built_in_tools_the_config_enables_run_in_the_sandbox(tmp_path
     assert set(enabled) <= names
     assert "file_update" not in names
     assert wrote.is_error is False, text_of(wrote)
-    assert (workspace / "n.txt").read_text() == "hi\n"
+    (written,) = (workspace / "sessions").glob("*/n.txt")  # the session's own workspace
+    assert written.read_text() == "hi\n"
     assert "hi" in text_of(read)
     assert "hi" in text_of(shell)
     assert shell.is_error is False

@@ -1,0 +1,207 @@
+"""The gateway's background calls: the live registry, the store behind it, and their tools.
+
+:class:`GatewayTasks` answers ``script_status`` / ``script_cancel`` and the task resources
+(``sagents://tasks/<id>``) for one session's :class:`TaskScope`, from the live registry
+(:class:`~sagents.tool.background.BackgroundTasks`) first and then from the task store
+(:class:`~sagents.audit.tasks.SqliteTaskStore`), which keeps handed-off calls across restarts
+(docs/gateway.md, "Background calls"):
+
+- a session sees its own live calls; its owner (a token and profile, or the one local client)
+  also sees the calls of earlier processes, those a restart ended as ``failed`` included;
+- a session without identity (2026-07-28 over HTTP without a token) lists nothing: each call
+  is reached only through its handle, 128 random bits that only its starter received;
+- entering sweeps what a previous process left ``running`` (:mod:`sagents.gateway.restart`),
+  when no other gateway shares the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from sagents.audit.tasks import SqliteTaskStore, StoredTask
+from sagents.core.result import ToolResult
+from sagents.errors import TaskNotFoundError
+from sagents.gateway.restart import StartupLock, sweep_tasks
+from sagents.tool.background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
+
+__all__ = ["GatewayTasks", "TaskScope", "stored_task_json"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskScope:
+    """Whose background calls a request may see.
+
+    Attributes:
+        session_id: The gateway session (its live calls).
+        owner: The owner key of the session's calls in the store ("" when nothing identifies
+            the client).
+        anonymous: The session may be shared by clients without identity: list nothing.
+    """
+
+    session_id: str
+    owner: str = ""
+    anonymous: bool = False
+
+
+class GatewayTasks:
+    """Live background calls and their store; an async context manager.
+
+    Args:
+        store: Where handed-off calls are kept across restarts; None keeps them in memory.
+    """
+
+    def __init__(self, store: SqliteTaskStore | None = None) -> None:
+        self.live = BackgroundTasks()
+        self.store = store
+        self._own: set[str] = set()  # ids this process handed off
+        self._lock: StartupLock | None = None
+
+    async def __aenter__(self) -> Self:
+        if self.store is not None:
+            self._lock = StartupLock(self.store.path.parent)
+            if self._lock.acquire():
+                sweep_tasks(self.store)
+        await self.live.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            return await self.live.__aexit__(exc_type, exc, tb)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    async def start(
+        self, session_id: str, tool: str, call: Callable[[], Awaitable[ToolResult]]
+    ) -> str:
+        """Start a call in the live registry (see ``BackgroundTasks.start``)."""
+        return await self.live.start(session_id, tool, call)
+
+    async def wait(
+        self,
+        task_id: str,
+        *,
+        hand_off_after: float | None,
+        on_done: Callable[[TaskInfo], Awaitable[None]] | None = None,
+    ) -> ToolResult | None:
+        """Wait for a call or hand it off (see ``BackgroundTasks.wait``)."""
+        return await self.live.wait(task_id, hand_off_after=hand_off_after, on_done=on_done)
+
+    def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
+        """Keep a handed-off call in the store (synchronously: before it can finish)."""
+        self._own.add(task_id)
+        if self.store is not None:
+            self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
+
+    def finished(self, info: TaskInfo) -> None:
+        """Record how a handed-off call ended."""
+        if self.store is not None and info.result is not None:
+            self.store.finished(
+                info.task_id,
+                status=info.status,
+                result=info.result.text,
+                is_error=info.result.is_error,
+            )
+
+    def unannounced(self, owner: str) -> list[StoredTask]:
+        """The owner's calls a restart ended that it was not told of yet (then told)."""
+        return self.store.take_unannounced(owner) if self.store is not None else []
+
+    def listed(self, scope: TaskScope) -> list[TaskInfo]:
+        """The session's live background calls, as listed (none for an anonymous session)."""
+        return [] if scope.anonymous else self.live.list(scope.session_id)
+
+    async def tool(self, scope: TaskScope, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """``script_status(id?)`` or ``script_cancel(id)`` for the session."""
+        task_id = arguments.get("id")
+        if task_id is not None and not isinstance(task_id, str):
+            return ToolResult.from_error("invalid_arguments", "'id' must be a string")
+        try:
+            if name == CANCEL_TOOL:
+                if task_id is None:
+                    return ToolResult.from_error("invalid_arguments", "'id' is required")
+                try:
+                    info = await self.live.cancel(scope.session_id, task_id)
+                except TaskNotFoundError:
+                    if task_id in self._own:  # another live session's: not this one's
+                        raise
+                    return ToolResult.from_structured(self._stored(scope, task_id))
+                return ToolResult.from_structured(task_json(info))
+            if task_id is None:
+                if scope.anonymous:
+                    return ToolResult.from_error(
+                        "invalid_arguments",
+                        "background calls are not listed on a connection without a bearer "
+                        "token (other clients may share it); pass the id the call returned",
+                        hint="call script_status(id=...) with the task id of the handed-off call",
+                    )
+                listing = [task_json(i) for i in self.live.list(scope.session_id)]
+                return ToolResult.from_structured({"tasks": self._earlier(scope) + listing})
+            return ToolResult.from_structured(self.view(scope, task_id))
+        except TaskNotFoundError as error:
+            return ToolResult.from_exception(error)
+
+    def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """One call as JSON: a live one of the session, else one the store holds for it.
+
+        Raises:
+            TaskNotFoundError: neither.
+        """
+        try:
+            return task_json(self.live.get(scope.session_id, task_id), full=True)
+        except TaskNotFoundError:
+            return self._stored(scope, task_id)
+
+    def _stored(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """A call of an earlier process (or of this one, once it ended): its owner sees it; a
+        call without owner is reached by its handle alone.
+
+        Raises:
+            TaskNotFoundError: the store has no such call for this session.
+        """
+        stored = self.store.get(task_id) if self.store is not None else None
+        if stored is None or (stored.owner and stored.owner != scope.owner):
+            raise TaskNotFoundError(
+                f"no background task {task_id!r} in this session",
+                hint="call script_status without an id to list this session's tasks",
+                details={"task_id": task_id},
+            )
+        return stored_task_json(stored)
+
+    def _earlier(self, scope: TaskScope) -> list[dict[str, Any]]:
+        """The owner's calls of earlier processes (this process's are listed live)."""
+        if self.store is None or not scope.owner:
+            return []
+        return [
+            stored_task_json(stored, full=False)
+            for stored in self.store.owned(scope.owner)
+            if stored.task_id not in self._own
+        ]
+
+
+def stored_task_json(stored: StoredTask, *, full: bool = True) -> dict[str, Any]:
+    """A stored call in the shape of :func:`~sagents.tool.background.task_json` (plus
+    ``reason`` when a restart ended it)."""
+    data: dict[str, Any] = {
+        "id": stored.task_id,
+        "tool": stored.tool,
+        "status": stored.status,
+        "started_at": stored.started_at,
+        "finished_at": stored.finished_at,
+    }
+    if stored.reason is not None:
+        data["reason"] = stored.reason
+    if stored.result is not None:
+        data["result"] = stored.result if full else stored.result[:200]
+    if stored.is_error is not None:
+        data["is_error"] = stored.is_error
+    return data

@@ -1,0 +1,145 @@
+"""2026-07-28 approvals: ``requestState`` is sealed, bound to the session and call, single use,
+and expires (sagents.gateway.request_state)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as mt
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from sagents.gateway import Gateway, Profile
+from sagents.gateway.request_state import REQUEST_STATE_TTL_S, ApprovalStates
+from sagents.gateway.server import APPROVAL_INPUT_KEY
+from sagents.gateway.settings import GatewaySettings
+from tests.gateway.fakes import FakeProvider
+from tests.gateway.test_http import http_gateway
+
+pytestmark = pytest.mark.anyio
+
+ALLOW: mt.InputResponses = {
+    APPROVAL_INPUT_KEY: mt.ElicitResult(action="accept", content={"decision": "allow_once"})
+}
+
+
+async def _no_elicitation(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+    raise AssertionError("driven by hand")
+
+
+async def _ask(client: Client, arguments: dict[str, Any]) -> str:
+    """Call the write tool once; the ``requestState`` of the approval it asks for."""
+    first = await client.session.call_tool("fleet__configure", arguments, allow_input_required=True)
+    assert isinstance(first, mt.InputRequiredResult)
+    assert first.request_state is not None
+    return first.request_state
+
+
+async def _answer(client: Client, arguments: dict[str, Any], state: str) -> object:
+    return await client.session.call_tool(
+        "fleet__configure",
+        arguments,
+        input_responses=ALLOW,
+        request_state=state,
+        allow_input_required=True,
+    )
+
+
+async def test_a_forged_state_is_refused_and_the_call_does_not_run() -> None:
+    provider = FakeProvider()
+    old_style = hashlib.sha256(
+        json.dumps(["fleet__configure", {"sn": "A"}], sort_keys=True).encode()
+    ).hexdigest()
+    async with (
+        Gateway(provider) as gateway,
+        Client(gateway.server, mode="auto", elicitation_callback=_no_elicitation) as client,
+    ):
+        with anyio.fail_after(10):
+            state = await _ask(client, {"sn": "A"})
+            for forged in (old_style, state[:-2] + "AA", "v1.AAAA"):
+                with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                    await _answer(client, {"sn": "A"}, forged)
+            # A genuine state of another call (other arguments) is refused too.
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await _answer(client, {"sn": "B"}, state)
+    assert state != old_style
+    assert provider.calls == []
+
+
+async def test_an_answered_state_cannot_be_replayed() -> None:
+    provider = FakeProvider()
+    async with (
+        Gateway(provider) as gateway,
+        Client(gateway.server, mode="auto", elicitation_callback=_no_elicitation) as client,
+    ):
+        with anyio.fail_after(10):
+            state = await _ask(client, {"sn": "A"})
+            ran = await _answer(client, {"sn": "A"}, state)
+            replayed = await _answer(client, {"sn": "A"}, state)
+    assert isinstance(ran, mt.CallToolResult)
+    assert ran.is_error is False
+    assert isinstance(replayed, mt.InputRequiredResult)  # asked again, not run again
+    assert [call[0] for call in provider.calls] == ["fleet__configure"]
+
+
+async def test_an_expired_state_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = FakeProvider()
+    async with (
+        Gateway(provider) as gateway,
+        Client(gateway.server, mode="auto", elicitation_callback=_no_elicitation) as client,
+    ):
+        with anyio.fail_after(10):
+            state = await _ask(client, {"sn": "A"})
+            real = time.time  # the SDK's boundary checks expiry against time.time()
+            monkeypatch.setattr(time, "time", lambda: real() + REQUEST_STATE_TTL_S + 1)
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await _answer(client, {"sn": "A"}, state)
+    assert provider.calls == []
+
+
+def test_pending_approvals_expire_are_bound_to_their_session_and_are_spent_once() -> None:
+    now = [0.0]
+    states = ApprovalStates(clock=lambda: now[0], ttl_s=10)
+    state = states.issue("s1", "t", {"a": 1})
+    assert not states.redeem(state, "s2", "t", {"a": 1})
+    assert not states.redeem(state, "s1", "t", {"a": 2})
+    assert states.redeem(state, "s1", "t", {"a": 1})
+    assert not states.redeem(state, "s1", "t", {"a": 1})
+    late = states.issue("s1", "t", {})
+    now[0] = 10.0
+    assert not states.redeem(late, "s1", "t", {})
+    assert not states.redeem("not json", "s1", "t", {})
+
+
+async def test_a_state_minted_for_one_token_is_refused_for_another() -> None:
+    ops = Profile(name="ops", mode="ask")
+    settings = GatewaySettings(
+        transport="http", port=0, bearer_token="main-token", token_profiles={"ops-token": ops}
+    )
+    provider = FakeProvider()
+
+    def client(url: str, token: str) -> Client:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        return Client(
+            streamable_http_client(url, http_client=http),
+            mode="auto",
+            elicitation_callback=_no_elicitation,
+        )
+
+    with anyio.fail_after(20):
+        async with (
+            http_gateway(provider, settings, token_profiles={"ops-token": ops}) as url,
+            client(url, "main-token") as main,
+            client(url, "ops-token") as other,
+        ):
+            state = await _ask(main, {"sn": "A"})
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await _answer(other, {"sn": "A"}, state)
+    assert provider.calls == []

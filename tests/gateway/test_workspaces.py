@@ -1,0 +1,92 @@
+"""Each client session of ``sagents serve`` has its own workspace and records
+(sagents.gateway.workspaces); one shared folder only with ``shared_workspace``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.settings import GatewaySettings
+from sagents.gateway.workspaces import Workspaces
+from tests.gateway.test_configured import text_of, write_config
+
+pytestmark = pytest.mark.anyio
+
+PLANT = """
+import os
+open("statistics.py", "w").write("print('PLANTED')\\n")
+open("secret.txt", "w").write("mine")
+print("listing", sorted(os.listdir(".")))
+"""
+PROBE = """
+import glob, os, statistics
+print("mean", statistics.mean([1, 2, 3]))
+print("secret", os.path.exists("secret.txt"))
+print("records", sorted(glob.glob(".agent/scripts/*/output.txt")))
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _run(gateway: ConfiguredGateway, code: str) -> str:
+    async with Client(gateway.server, mode="legacy") as client:
+        result = await client.call_tool(
+            "run_script", {"code": code, "tools": [], "description": "probe"}
+        )
+    text = text_of(result)
+    assert result.is_error is False, text
+    return text
+
+
+async def test_a_session_sees_neither_the_files_nor_the_records_of_another(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    settings = GatewaySettings(config=write_config(tmp_path), mode="auto", workspace=root)
+    async with ConfiguredGateway(settings) as gateway:
+        with anyio.fail_after(120):
+            planted = await _run(gateway, PLANT)
+            probed = await _run(gateway, PROBE)
+    assert "statistics.py" in planted
+    assert "PLANTED" not in probed  # the other session's module is not on this one's path
+    assert "mean 2" in probed
+    assert "secret False" in probed
+    (records,) = [line for line in probed.splitlines() if line.startswith("records")]
+    assert records.count("output.txt") == 1  # its own run's only
+    sessions = sorted((root / "sessions").iterdir())
+    assert len(sessions) == 2
+    assert all((s / ".agent" / "scripts").is_dir() for s in sessions)
+    assert not (root / ".agent").exists()
+
+
+async def test_a_shared_workspace_is_one_folder_for_every_session(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    settings = GatewaySettings(
+        config=write_config(tmp_path), mode="auto", workspace=root, shared_workspace=True
+    )
+    async with ConfiguredGateway(settings) as gateway:
+        with anyio.fail_after(120):
+            await _run(gateway, PLANT.replace("statistics.py", "planted.py"))
+            probed = await _run(gateway, PROBE.replace("statistics.mean([1, 2, 3])", "0"))
+    assert "secret True" in probed
+    assert (root / "secret.txt").is_file()
+    assert not (root / "sessions").exists()
+
+
+def test_workspace_paths_come_only_from_gateway_session_ids(tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path)
+    session = "0123456789abcdef0123456789abcdef"
+    assert workspaces.for_session(session) == tmp_path / "sessions" / session
+    assert (tmp_path / "sessions" / session).stat().st_mode & 0o777 == 0o700
+    assert workspaces.existing() == [tmp_path / "sessions" / session]
+    for bad in ("../x", "", "0123456789abcdef0123456789abcdeF", "a" * 31):
+        with pytest.raises(ValueError, match="not a gateway session id"):
+            workspaces.path_for(bad)
+    assert Workspaces(tmp_path, shared=True).path_for("anything") == tmp_path
