@@ -44,9 +44,16 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     ├── ProgressError                   progress_error
     │   ├── EventFormatError            invalid_event        (type, problems)
     │   └── ConsumerLaggedError         consumer_lagged
-    └── ScriptError                     script_error
-        ├── ScriptRejectedError         rejected
-        └── ApprovalDeniedError         approval_denied
+    ├── ScriptError                     script_error
+    │   ├── ScriptRejectedError         rejected
+    │   └── ApprovalDeniedError         approval_denied
+    └── ModelError                      model_error          (status)
+        ├── ModelConfigError            model_not_configured
+        ├── ModelAuthError              model_auth_failed
+        ├── ModelNotFoundError          model_not_found
+        ├── ContextLengthError          context_length_exceeded
+        ├── ModelUnavailableError       model_unavailable
+        └── ModelStreamError            model_stream_broken
 
 Catch the narrowest class you can act on; ``code`` is what crosses process boundaries.
 """
@@ -60,6 +67,7 @@ __all__ = [
     "BinaryFileError",
     "ConfigError",
     "ConsumerLaggedError",
+    "ContextLengthError",
     "EditAmbiguousError",
     "EditNotFoundError",
     "EventFormatError",
@@ -67,6 +75,12 @@ __all__ = [
     "FileTooLargeError",
     "FileToolError",
     "InvalidArgumentsError",
+    "ModelAuthError",
+    "ModelConfigError",
+    "ModelError",
+    "ModelNotFoundError",
+    "ModelStreamError",
+    "ModelUnavailableError",
     "NotAllowedError",
     "PathNotAllowedError",
     "ProgressError",
@@ -426,3 +440,45 @@ class ApprovalDeniedError(ScriptError):
     """The user denied the approval that the run or call needed."""
 
     code = "approval_denied"
+
+
+class ModelError(SagentsError):
+    """The model endpoint of an agent failed (``details["status"]``: the HTTP status, if any)."""
+
+    code = "model_error"
+
+
+class ModelConfigError(ModelError):
+    """No model endpoint or model name is configured; the message names what to set."""
+
+    code = "model_not_configured"
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused the API key (HTTP 401 or 403)."""
+
+    code = "model_auth_failed"
+
+
+class ModelNotFoundError(ModelError):
+    """The endpoint or the model does not exist there (HTTP 404)."""
+
+    code = "model_not_found"
+
+
+class ContextLengthError(ModelError):
+    """The request is longer than the model's context window."""
+
+    code = "context_length_exceeded"
+
+
+class ModelUnavailableError(ModelError):
+    """The endpoint kept failing (429, 5xx, connection errors) after every retry."""
+
+    code = "model_unavailable"
+
+
+class ModelStreamError(ModelError):
+    """The model's streamed answer broke off before it was complete."""
+
+    code = "model_stream_broken"

@@ -67,6 +67,10 @@ from sagents.cli import tools as _tools_module  # noqa: E402
 app.command("tools")(_tools_module.tools_command)
 app.command("call")(_tools_module.call_command)
 
+from sagents.cli import chat as _chat_module  # noqa: E402  (imports the agent loop only when run)
+
+app.command("chat")(_chat_module.chat)
+
 
 def main() -> None:
     """Run the ``sagents`` command."""

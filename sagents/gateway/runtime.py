@@ -171,7 +171,7 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            proxy = ToolProxy(manager)
+            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
             self.scripts = self._scripts

@@ -45,6 +45,18 @@ class ToolProvider(Protocol):
         """OpenAI function-calling tools, sorted by registered name, with exported names."""
         ...
 
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """OpenAI Responses function tools, sorted by registered name."""
+        ...
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Anthropic Messages tools, sorted by registered name."""
+        ...
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Gemini function declarations, sorted by registered name."""
+        ...
+
     def resolve_exported_name(self, name: str) -> str:
         """The registered name behind an exported (or registered) name.
 

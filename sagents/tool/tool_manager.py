@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -53,6 +53,9 @@ from sagents.tool.naming import to_exported_name
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
+
+if TYPE_CHECKING:
+    from sagents.tool.api_export import ModelApi
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
 
@@ -116,6 +119,7 @@ class ToolManager:
         self._exported: dict[str, str] = {}  # registered -> exported name
         self._by_exported: dict[str, str] = {}  # exported -> registered name
         self._exports: dict[tuple[str, bool], str | None] = {}  # (name, strict) -> JSON text
+        self._api_exports: dict[tuple[str, str, bool], str | None] = {}  # (api, name, strict)
         self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
         self._collected_refs: list[LocalTool] = []  # keeps those ids valid
         self._exit_stack = contextlib.AsyncExitStack()
@@ -276,6 +280,64 @@ class ToolManager:
             if key not in self._exports:
                 self._exports[key] = self._export(name, strict=strict)
             text = self._exports[key]
+            if text is not None:
+                tools.append(json.loads(text))
+        return tools
+
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as an OpenAI Responses function tool, sorted by registered name.
+
+        The flat shape ``{"type": "function", "name", "description", "parameters",
+        "strict"}`` (:mod:`sagents.tool.export_responses`), with the same names, schemas and
+        fallback as :meth:`get_openai_tools`. Read the model's ``function_call`` items with
+        :func:`~sagents.tool.export_responses.parse_responses_function_call`.
+
+        Args:
+            strict: OpenAI's strict mode; pass ``strict=True`` to :meth:`run_tool` too.
+        """
+        return self._api_tools("responses", strict)
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as an Anthropic Messages tool, sorted by registered name.
+
+        ``{"name", "description", "input_schema"[, "strict"]}``
+        (:mod:`sagents.tool.export_anthropic`); a tool that strict mode cannot express is
+        exported faithfully, one that cannot be exported is left out, both with a warning.
+        Read the model's ``tool_use`` blocks with
+        :func:`~sagents.tool.export_anthropic.parse_anthropic_tool_use`.
+
+        Args:
+            strict: Anthropic's strict tool use (optional properties stay optional, so
+                :meth:`run_tool` needs no ``strict=True``).
+        """
+        return self._api_tools("anthropic", strict)
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Every tool as a Gemini function declaration, sorted by registered name.
+
+        ``{"name", "description"[, "parameters"]}`` in Gemini's OpenAPI subset
+        (:mod:`sagents.tool.export_gemini`); send them as ``{"functionDeclarations": [...]}``.
+        A tool Gemini cannot declare without changing its meaning is left out with a warning.
+        Read the model's ``functionCall`` parts with
+        :func:`~sagents.tool.export_gemini.parse_gemini_function_call`, passing this manager.
+
+        Args:
+            strict: Declare the strict form (optional properties required and nullable); pass
+                ``strict=True`` to :meth:`run_tool` too.
+        """
+        return self._api_tools("gemini", strict)
+
+    def _api_tools(self, api: ModelApi, strict: bool) -> list[dict[str, Any]]:
+        # Imported here: the other APIs' exporters cost nothing to a caller that never asks.
+        from sagents.tool.api_export import export_tool_json, unique_names
+
+        tools = []
+        for name, exported in sorted(unique_names(api, self._entries).items()):
+            key = (api, name, strict)
+            if key not in self._api_exports:
+                spec = self._entries[name].spec
+                self._api_exports[key] = export_tool_json(api, spec, strict=strict, name=exported)
+            text = self._api_exports[key]
             if text is not None:
                 tools.append(json.loads(text))
         return tools
@@ -620,6 +682,8 @@ class ToolManager:
     def _forget_exports(self, name: str) -> None:
         self._exports.pop((name, False), None)
         self._exports.pop((name, True), None)
+        for key in [k for k in self._api_exports if k[1] == name]:
+            del self._api_exports[key]
 
 
 def _cancellation_requested() -> bool:
