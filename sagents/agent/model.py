@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import httpx
+import httpx2 as httpx
 import openai
 from openai import AsyncOpenAI
 
