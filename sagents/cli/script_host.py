@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -35,8 +34,10 @@ from rich.progress import (
 )
 
 from sagents.audit.store import AuditStore, default_data_dir
+from sagents.cli.call_approval import read_answer
 from sagents.config.loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
+from sagents.core.literal import printable
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.errors import SandboxError
@@ -143,20 +144,13 @@ class NoTerminalApprover:
         )
         return "deny"
 
-
-def read_answer(prompt: str) -> str:
-    """Show ``prompt`` on stderr and read one line from stdin (``input()`` would write the
-    prompt to stdout, which belongs to the result).
-
-    Raises:
-        EOFError: at the end of input (the approver then denies).
-    """
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """Nobody was asked: there is no terminal."""
+        return (
+            f"nobody was asked to approve the write tools {', '.join(request.tools)}: --mode ask "
+            "needs a terminal to ask, and there is none (use --mode auto to allow the listed "
+            "write tools without asking)"
+        )
 
 
 def choose_approver(mode: PermissionMode, *, interactive: bool) -> Approver:
@@ -189,16 +183,16 @@ class LiveProgress:
         if self.console.is_terminal and self._progress is None:
             self._progress = Progress(
                 SpinnerColumn(),
-                TextColumn("[bold]{task.description}"),
+                TextColumn("{task.description}", style="bold", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("{task.fields[calls]} calls, {task.fields[failures]} failed"),
+                TextColumn("{task.fields[counts]}"),
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=False,
             )
             self._progress.start()
-            self._task = self._progress.add_task("starting", total=None, calls=0, failures=0)
+            self._task = self._progress.add_task("starting", total=None, counts=_counts(0, 0))
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
@@ -209,15 +203,20 @@ class LiveProgress:
         self._start()
         if self._progress is None or self._task is None:
             return
-        description = update.message or ("running" if update.status == "running" else "")
+        description = printable(update.message or "", newlines=False) or (
+            "running" if update.status == "running" else ""
+        )
         self._progress.update(
             self._task,
             description=description if update.status == "running" else update.status,
             total=update.total,
             completed=update.done or 0,
-            calls=update.calls,
-            failures=update.failures,
+            counts=_counts(update.calls, update.failures),
         )
+
+
+def _counts(calls: int, failures: int) -> str:
+    return f"{calls} call{'' if calls == 1 else 's'}, {failures} failed"
 
 
 @asynccontextmanager

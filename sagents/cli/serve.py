@@ -11,6 +11,8 @@ from typing import Annotated
 import anyio
 import typer
 
+from sagents.cli.logs import setup_logging
+from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway.factory import build_gateway
@@ -164,7 +166,10 @@ def serve(
     ] = None,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
+    setup_logging()
     try:
+        if workspace is not None:
+            workspace = prepare_workspace(workspace, command="sagents serve")
         settings = resolve_settings(
             config=config,
             profile=profile,

@@ -168,11 +168,17 @@ def _validate_command(
         for severity in ("error", "non_portable", "warning")
     }
     typer.echo(
-        f"checked {checked} skill directories: {counts['error']} errors, "
-        f"{counts['non_portable']} non-portable, {counts['warning']} warnings"
+        f"checked {_count(checked, 'skill directory', 'skill directories')}: "
+        f"{_count(counts['error'], 'error')}, {counts['non_portable']} non-portable, "
+        f"{_count(counts['warning'], 'warning')}"
     )
     if checked == 0:
         typer.echo(f"error: no skill directory in {str(path)!r}", err=True)
         raise typer.Exit(1)
     if counts["error"] or (strict and counts["non_portable"]):
         raise typer.Exit(1)
+
+
+def _count(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 error``, ``2 errors``."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"

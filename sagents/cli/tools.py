@@ -1,15 +1,17 @@
-"""``sagents tools`` and ``sagents call``: list the configured tools, call one (issue 3, §5).
+"""``sagents tools`` and ``sagents call``: list the configured tools, call one (docs/cli-tools.md).
 
 Both read the configuration file (docs/configuration.md) given by ``--config``, else the
-environment variable ``SAGENTS_CONFIG``, else ``./sagents.json``; start every enabled server
-side by side (:func:`sagents.config.tools.build_tool_manager`), do their work and close the
-servers again.
+environment variable ``SAGENTS_CONFIG``, else ``./sagents.json``; start the enabled servers they
+need side by side (:func:`sagents.config.tools.build_tool_manager`): ``tools`` every server (or
+the one of ``--server``), ``call`` only the server that owns the tool (the ``<server>__``
+prefix of its name); do their work and close the servers again.
 
-Exit codes: 0 success; 1 the called tool returned an error result; 2 a usage error (a bad or
-missing configuration file, ``--args`` that is not a JSON object, an unknown tool). Errors go to
-stderr; stdout carries only what was asked for (Rich tables on a terminal, plain tab-separated
-lines when piped, JSON with ``--json``). With ``--json`` an exit-2 error is also printed on stdout
-as one object, ``{"is_error": true, "error": {"code", "message"}}``.
+Exit codes: 0 success; 1 the called tool returned an error result, or the call was refused by
+``--mode``; 2 a usage error (a bad or missing configuration file, ``--args`` that is not a JSON
+object, an unknown tool or server). Errors go to stderr; stdout carries only what was asked for
+(Rich tables on a terminal, plain tab-separated lines when piped, JSON with ``--json``). With
+``--json`` an exit-2 error is also printed on stdout as one object, ``{"is_error": true,
+"error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -26,8 +29,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from sagents.cli.call_approval import approve_call, read_answer
 from sagents.config import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
+from sagents.core.literal import literal_text, printable
+from sagents.core.permissions import parse_permission_mode
 from sagents.core.result import ToolResult
 from sagents.errors import ConfigError, UnknownToolError
 from sagents.mcp import ServerStatus
@@ -38,6 +44,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "call_command",
     "config_path",
+    "only_server",
     "result_to_json",
     "tools_command",
     "tools_listing",
@@ -92,6 +99,20 @@ def _load(given: Path | None, as_json: bool = False) -> SagentsConfig:
         raise exit_ from None
 
 
+def only_server(config: SagentsConfig, server: str) -> SagentsConfig | None:
+    """``config`` with its one enabled server ``server``, or None when it has no such server."""
+    chosen = tuple(s for s in config.servers if s.name == server)
+    return dataclasses.replace(config, servers=chosen) if chosen else None
+
+
+def _unknown_server(config: SagentsConfig, server: str) -> str:
+    names = ", ".join(s.name for s in config.servers) or "none"
+    message = f"no enabled server {server!r} in the configuration (enabled servers: {names})"
+    if server in config.disabled:
+        message = f"server {server!r} is disabled in the configuration"
+    return message
+
+
 def _with_manager(config: SagentsConfig, work: Callable[[ToolManager], Awaitable[T]]) -> T:
     async def main() -> T:
         async with await build_tool_manager(config) as manager:
@@ -143,9 +164,21 @@ def _server_json(status: ServerStatus) -> dict[str, Any]:
     }
 
 
-def tools_command(config: _ConfigOption = None, as_json: _JsonOption = False) -> None:
+def tools_command(
+    config: _ConfigOption = None,
+    as_json: _JsonOption = False,
+    server: Annotated[
+        str | None,
+        typer.Option("--server", "-s", help="Start and list only this server's tools."),
+    ] = None,
+) -> None:
     """List every tool with its server, permission class and the server's status."""
     loaded = _load(config, as_json)
+    if server is not None:
+        narrowed = only_server(loaded, server)
+        if narrowed is None:
+            raise _fail(_unknown_server(loaded, server), "usage_error", as_json)
+        loaded = narrowed
 
     async def work(manager: ToolManager) -> dict[str, Any]:
         return tools_listing(manager)
@@ -165,13 +198,13 @@ def _print_rich(console: Console, listing: dict[str, Any]) -> None:
     table = Table(title="Tools")
     for column in ("tool", "server", "permission", "status", "description"):
         table.add_column(column)
-    for tool in listing["tools"]:
+    for tool in listing["tools"]:  # servers' text: shown literally, never as markup
         table.add_row(
-            tool["name"],
-            tool["server"] or "-",
+            literal_text(tool["name"]),
+            literal_text(tool["server"] or "-"),
             tool["permission"],
             tool["status"] or "-",
-            tool["description"],
+            literal_text(tool["description"]),
         )
     console.print(table)
     servers = Table(title="Servers")
@@ -179,11 +212,11 @@ def _print_rich(console: Console, listing: dict[str, Any]) -> None:
         servers.add_column(column)
     for server in listing["servers"]:
         servers.add_row(
-            server["name"],
+            literal_text(server["name"]),
             server["state"],
-            server["transport"],
+            literal_text(server["transport"]),
             str(len(server["tools"])),
-            "\n".join(_problems(server)),
+            literal_text("\n".join(_problems(server))),
         )
     console.print(servers)
 
@@ -193,8 +226,8 @@ def _print_plain(listing: dict[str, Any]) -> None:
         fields = (tool["name"], tool["server"] or "-", tool["permission"], tool["status"] or "-")
         typer.echo("\t".join(fields))
     for server in listing["servers"]:
-        for problem in _problems(server):
-            typer.echo(f"# {server['name']}: {problem}")
+        for problem in _problems(server):  # one line each: a server's error text is literal
+            typer.echo(printable(f"# {server['name']}: {problem}", newlines=False))
 
 
 def _problems(server: dict[str, Any]) -> list[str]:
@@ -217,18 +250,40 @@ def result_to_json(result: ToolResult) -> dict[str, Any]:
     return value
 
 
+_ARGS_SHOWN_CHARS = 200  # characters of bad --args quoted back in the error
+
+
+def _read_args(text: str, as_json: bool) -> tuple[str, str]:
+    """The JSON text of ``--args`` and where it came from (``--args``, a file, stdin)."""
+    if text == "-":
+        return sys.stdin.read(), "--args - (stdin)"
+    if text.startswith("@"):
+        path = Path(text[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8"), f"--args file {str(path)!r}"
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            message = f"cannot read the --args file {str(path)!r}: {reason}"
+            raise _fail(message, "usage_error", as_json) from None
+    return text, "--args"
+
+
 def _parse_args(text: str | None, as_json: bool) -> dict[str, Any]:
     if text is None:
         return {}
+    document, source = _read_args(text, as_json)
     try:
-        value = json.loads(text)
+        value = json.loads(document)
     except json.JSONDecodeError as error:
         message = (
-            f"--args is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+            f"{source} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
         )
         raise _fail(message, "usage_error", as_json) from None
     if not isinstance(value, dict):
-        message = f"--args must be a JSON object, not {type(value).__name__}: {text}"
+        shown = document.strip()
+        if len(shown) > _ARGS_SHOWN_CHARS:
+            shown = shown[:_ARGS_SHOWN_CHARS] + " …"
+        message = f"{source} must be a JSON object, not {type(value).__name__}: {shown}"
         raise _fail(message, "usage_error", as_json)
     return value
 
@@ -243,27 +298,62 @@ def _unknown(manager: ToolManager, name: str) -> str:
     return f"{message}; known tools: {', '.join(names) if names else 'none'}"
 
 
+def _owner(config: SagentsConfig, name: str) -> SagentsConfig:
+    """The config narrowed to the server that owns ``name`` (its ``<server>__`` prefix); the
+    whole config when the prefix names no enabled server (an exported or local name)."""
+    server, separator, _ = name.partition("__")
+    narrowed = only_server(config, server) if separator else None
+    return narrowed or config
+
+
 def call_command(
     name: Annotated[str, typer.Argument(help="The tool's registered or exported name.")],
     args: Annotated[
-        str | None, typer.Option("--args", "-a", help="The arguments, a JSON object.")
+        str | None,
+        typer.Option(
+            "--args",
+            "-a",
+            help="The arguments: a JSON object, @FILE to read it from a file, - for stdin.",
+        ),
     ] = None,
     config: _ConfigOption = None,
     as_json: _JsonOption = False,
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=0.001, help="Seconds for the call.")
     ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="ask (a terminal prompt for write and destructive tools), auto or read-only.",
+        ),
+    ] = "ask",
 ) -> None:
     """Call one tool and print its result (exit code 1 when the result is an error)."""
+    try:
+        chosen_mode = parse_permission_mode(mode)
+    except ValueError as error:
+        raise _fail(str(error), "usage_error", as_json) from None
     arguments = _parse_args(args, as_json)
-    loaded = _load(config, as_json)
+    loaded = _owner(_load(config, as_json), name)
+    interactive = sys.stdin.isatty() and Console(stderr=True).is_terminal
 
     async def work(manager: ToolManager) -> ToolResult | str:
+        registered = name
         if not manager.has_tool(name):
             try:
-                manager.resolve_exported_name(name)
+                registered = manager.resolve_exported_name(name)
             except UnknownToolError:
                 return _unknown(manager, name)
+        refusal = await approve_call(
+            manager.get_tool_spec(registered),
+            arguments,
+            chosen_mode,
+            interactive=interactive,
+            ask=read_answer,
+        )
+        if refusal is not None:
+            return refusal
         return await manager.run_tool(name, arguments, timeout=timeout)
 
     outcome = _with_manager(loaded, work)
@@ -272,6 +362,7 @@ def call_command(
     if as_json:
         typer.echo(json.dumps(result_to_json(outcome), indent=2, ensure_ascii=False))
     else:
-        typer.echo(outcome.to_tool_message())
+        message = outcome.to_tool_message()
+        typer.echo(printable(message) if sys.stdout.isatty() else message)  # literal on a tty
     if outcome.is_error:
         raise typer.Exit(1)

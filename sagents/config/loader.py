@@ -7,16 +7,19 @@ error is a :class:`~sagents.errors.ConfigError` naming the file and the key (``m
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp import StdioServerParameters
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sagents.config.models import ConfigFileParams, ServerEntryParams
 from sagents.errors import ConfigError
@@ -151,6 +154,9 @@ def parse_config(
     except ValidationError as error:
         first = error.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden":
+            message, hint = _unknown_key(first["loc"])
+            raise ConfigError(message, file=file, key=key, hint=hint) from None
         raise ConfigError(first["msg"], file=file, key=key) from None
     env = os.environ if environ is None else environ
     section = "mcpServers" if model.mcp_servers is not None else "servers"
@@ -194,6 +200,58 @@ def parse_config(
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
         source=source,
     )
+
+
+def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
+    """The message and hint of an unknown key at ``loc``: the closest known key, if any."""
+    name = str(loc[-1])
+    known = _known_keys(ConfigFileParams, loc[:-1])
+    if not known:
+        return f"unknown key {name!r}", None
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    message = f"unknown key {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    return message, "known keys here: " + ", ".join(known)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys (their JSON spelling) of the model found at ``loc`` below ``model``."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    target = _model_in(annotation)
+    if target is None:
+        return []
+    return [info.alias or name for name, info in target.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    """The annotation one step down ``part`` (a field's key, or a dict key or list index)."""
+    model = _model_in(annotation)
+    if model is not None:
+        for name, info in model.model_fields.items():
+            if part in (name, info.alias):
+                return info.annotation
+        return None
+    for arg in (annotation, *typing.get_args(annotation)):
+        origin = typing.get_origin(arg)
+        if origin in (dict, Mapping):
+            return typing.get_args(arg)[1]
+        if origin in (list, tuple, Sequence):
+            return typing.get_args(arg)[0]
+    return None
 
 
 def _skill_dir(entry: str, source: Path | None) -> Path:

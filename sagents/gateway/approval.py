@@ -22,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sagents.core.literal import printable
 from sagents.core.permissions import PermissionClass
 
 __all__ = [
@@ -98,7 +99,7 @@ def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSche
     arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
     if len(arguments) > _ARGUMENTS_PREVIEW_CHARS:
         arguments = arguments[:_ARGUMENTS_PREVIEW_CHARS] + " …"
-    message = (
+    message = printable(  # the arguments are the model's: no control characters to the user
         f"Allow the {request.permission} tool {request.tool!r} to run with arguments {arguments}?"
     )
     choices = (
@@ -212,6 +213,10 @@ class ScriptApprovalLike(Protocol):
     def description(self) -> str: ...
 
 
+_NOT_ASKED: ContextVar[bool] = ContextVar("sagents_script_approval_not_asked", default=False)
+"""Set when the last script approval of this context could not reach the client."""
+
+
 class ClientScriptApprover:
     """run_script's approver inside the gateway: asks the client of the current call.
 
@@ -221,13 +226,14 @@ class ClientScriptApprover:
 
     async def approve(self, request: ScriptApprovalLike) -> Literal["allow_once", "deny"]:
         """Ask "allow once" / "deny" for the script's write tools."""
+        _NOT_ASKED.set(False)
         asker = CLIENT_ASKER.get()
         if asker is None or not asker.can_ask:
             return "deny"
         script = request.script
         if len(script) > _ARGUMENTS_PREVIEW_CHARS:
             script = script[:_ARGUMENTS_PREVIEW_CHARS] + "\n…"
-        message = (
+        message = printable(  # the model's description and script, shown literally
             f"run_script wants to call the write tools {', '.join(request.tools)} "
             f"({request.description}). Script:\n{script}"
         )
@@ -235,8 +241,23 @@ class ClientScriptApprover:
         try:
             result = await asker.choose(message, approval_form(generic)[1])
         except NoBackChannelError:
+            _NOT_ASKED.set(True)  # read back by denial_reason in this same task
             return "deny"
         return "allow_once" if answer_from_elicitation(result, generic) == "allow_once" else "deny"
+
+    def denial_reason(self, request: ScriptApprovalLike) -> str:
+        """Whether the client was asked (the user declined or did not answer) or could not be."""
+        tools = ", ".join(request.tools)
+        asker = CLIENT_ASKER.get()
+        if asker is None or not asker.can_ask or _NOT_ASKED.get():
+            return (
+                f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
+                "show approval requests (it did not declare the elicitation capability)"
+            )
+        return (
+            f"the user did not approve the write tools {tools} "
+            "(declined, cancelled or no answer in time)"
+        )
 
 
 def current_client_asker() -> ClientAsker | None:

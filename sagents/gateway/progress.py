@@ -39,10 +39,12 @@ class ProgressForwarder:
     """Turns a call's events into ``notifications/progress`` for the request's token.
 
     Values strictly increase: a script's ``done`` (with its ``total``) or call count when it
-    advances, otherwise the next representable value above the last; a ``tool_progress`` text
-    adds one and is the message. Without a progress token, ``tool_progress`` text also goes out
-    as a logging notification (``logger="tool_progress"``) on handshake-era connections (on
-    2026-07-28 ones only when the request opted in to logs, as the SDK enforces).
+    advances (the first value is sent as it is, 0 included), otherwise halfway from the last
+    value to the next whole number (0.5, 0.75, ...), so whole counts still advance after it; a
+    ``tool_progress`` text adds one and is the message. Without a progress token,
+    ``tool_progress`` text also goes out as a logging notification (``logger="tool_progress"``)
+    on handshake-era connections (on 2026-07-28 ones only when the request opted in to logs, as
+    the SDK enforces).
     """
 
     def __init__(
@@ -52,7 +54,7 @@ class ProgressForwarder:
         self._min_log = _LOG_LEVELS.index(log_level)
         meta: Mapping[str, Any] = ctx.meta or {}
         self._has_token = meta.get("progress_token", meta.get("progressToken")) is not None
-        self._last = 0.0
+        self._last: float | None = None  # nothing sent yet
 
     async def forward(self, events: MemoryObjectReceiveStream[object]) -> None:
         """Send every event of ``events`` until it ends or the caller cancels."""
@@ -76,24 +78,27 @@ class ProgressForwarder:
                 candidate, total = float(event.done), float(event.total)
             else:
                 candidate, total = float(event.calls), None
-            text = f"{event.calls} calls, {event.failures} failed"
+            text = f"{event.calls} call{'' if event.calls == 1 else 's'}, {event.failures} failed"
             if event.message:
                 text += f": {event.message}"
             await self._progress(candidate, total, text)
         elif isinstance(event, ToolProgressLike):
             if not event.text:
                 return
-            await self._progress(self._last + 1, None, event.text)
+            await self._progress((self._last or 0.0) + 1, None, event.text)
             if not self._has_token:
                 await self._log(event.text, event.stream)
 
     async def _progress(self, candidate: float, total: float | None, message: str) -> None:
         # A no-op unless the client asked for progress (a token on the wire, or an in-process
         # client's callback, which carries no token).
-        if candidate > self._last:
+        last = self._last
+        if last is None or candidate > last:
             value = candidate
         else:
-            value, total = math.nextafter(self._last, math.inf), None
+            value, total = (last + math.floor(last) + 1) / 2, None
+            if value <= last:  # past float precision
+                value = math.nextafter(last, math.inf)
         self._last = value
         await self._ctx.session.report_progress(value, total, message)
 

@@ -618,7 +618,10 @@ def _denied(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         ApprovalDeniedError(
             f"the call of {request.tool!r} was not approved",
-            hint="the user denied it; do not retry the same call without asking the user",
+            hint=(
+                "the user did not approve it (declined, cancelled or no answer in time); "
+                "do not retry the same call without asking the user"
+            ),
             details={"tool": request.tool},
         )
     )

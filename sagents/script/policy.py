@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import anyio
 from rich.console import Console
 from rich.syntax import Syntax
 
+from sagents.core.literal import literal_text, printable
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
 from sagents.errors import ScriptRejectedError
@@ -38,8 +39,10 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "DenyAllApprover",
+    "ExplainsDenial",
     "ScriptPlan",
     "TerminalApprover",
+    "denial_reason",
     "offered_specs",
     "plan_script",
 ]
@@ -191,6 +194,24 @@ class Approver(Protocol):
         ...
 
 
+@runtime_checkable
+class ExplainsDenial(Protocol):
+    """An approver that can say why it denied: whether a person was asked at all."""
+
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """What happened, for the model and the records, after ``approve`` answered ``deny``
+        (for example "the user denied ...", or "nobody was asked ...: no terminal")."""
+        ...
+
+
+def denial_reason(approver: object, request: ApprovalRequest) -> str:
+    """Why ``approver`` denied ``request``: its own words when it can say
+    (:class:`ExplainsDenial`), else a neutral "were not approved" that claims no user decision."""
+    if isinstance(approver, ExplainsDenial):
+        return approver.denial_reason(request)
+    return f"the write tools {', '.join(request.tools)} were not approved"
+
+
 @dataclass(frozen=True)
 class AllowAllApprover:
     """Allows every request (``auto`` mode, or a trusted caller)."""
@@ -208,6 +229,13 @@ class DenyAllApprover:
         """Always ``deny``."""
         return "deny"
 
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """Nobody was asked: this session denies every approval."""
+        return (
+            f"nobody was asked to approve the write tools {', '.join(request.tools)}: "
+            "this session cannot ask for approvals, so they are denied without asking"
+        )
+
 
 def _read_line(prompt: str) -> str:
     return input(prompt)
@@ -216,6 +244,10 @@ def _read_line(prompt: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class TerminalApprover:
     """Asks on the terminal: shows the tools and the script, accepts "allow once" or "deny".
+
+    Everything shown is the model's text printed literally (no Rich markup, control characters
+    escaped, see :mod:`sagents.core.literal`), and every line of the script is shown whole,
+    wrapped at the terminal's width rather than cut.
 
     Attributes:
         console: Where to show the request (stderr by default, so ``--json`` stdout stays clean).
@@ -228,12 +260,13 @@ class TerminalApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Show the request and read the answer in a worker thread."""
-        self.console.print(
-            f"[bold]run_script wants to call write tools:[/] {', '.join(request.tools)}"
-        )
+        heading = literal_text("run_script wants to call write tools: ", style="bold")
+        heading.append_text(literal_text(", ".join(request.tools)))
+        self.console.print(heading)
         if request.description:
-            self.console.print(f"description: {request.description}")
-        self.console.print(Syntax(request.script, "python", line_numbers=True))
+            self.console.print(literal_text(f"description: {request.description}"))
+        script = Syntax(printable(request.script), "python", line_numbers=True, word_wrap=True)
+        self.console.print(script)
         try:
             answer = await anyio.to_thread.run_sync(
                 self.ask, "allow once / deny [a/d]: ", abandon_on_cancel=True
@@ -241,3 +274,7 @@ class TerminalApprover:
         except EOFError:
             return "deny"
         return "allow_once" if answer.strip().lower() in ("a", "allow", "allow once") else "deny"
+
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """The user was asked at the terminal and did not allow."""
+        return f"the user denied the write tools {', '.join(request.tools)} at the terminal prompt"

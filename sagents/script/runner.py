@@ -38,6 +38,7 @@ from sagents.script.policy import (
     Approver,
     DenyAllApprover,
     ScriptPlan,
+    denial_reason,
     plan_script,
 )
 from sagents.script.records import ScriptRecords, new_script_id
@@ -200,23 +201,19 @@ class ScriptRunner:
             return await self._finish(handle, run, "rejected", note=note)
         if plan.needs_approval:
             decision = "deny"
+            asked = ApprovalRequest(
+                tools=plan.needs_approval,
+                script=request.code,
+                description=request.description,
+                session_id=self._session_id,
+            )
             with handle._phase() as scope:
-                decision = await self._approver.approve(
-                    ApprovalRequest(
-                        tools=plan.needs_approval,
-                        script=request.code,
-                        description=request.description,
-                        session_id=self._session_id,
-                    )
-                )
+                decision = await self._approver.approve(asked)
             if scope.cancelled_caught:
                 note = "the run was cancelled while waiting for approval; nothing ran"
                 return await self._finish(handle, run, "cancelled", note=note)
             if decision != "allow_once":
-                note = (
-                    "run_script rejected: the user denied the write tools "
-                    f"{', '.join(plan.needs_approval)}; nothing ran"
-                )
+                note = f"run_script rejected: {denial_reason(self._approver, asked)}; nothing ran"
                 return await self._finish(handle, run, "rejected", note=note)
         try:
             records = ScriptRecords.create(self._workspace, handle.script_id, request.code)

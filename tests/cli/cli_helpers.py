@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,3 +63,53 @@ def fleet_config(path: Path, **scripts: Any) -> Path:
         config["scripts"] = scripts
     path.write_text(json.dumps(config))
     return path
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float) -> None:
+    """Read the terminal until ``needle`` appears (bounded by ``deadline``)."""
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {needle!r} on the terminal:\n{seen.decode(errors='replace')}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the other side closed
+                chunk = b""
+            assert chunk, f"terminal closed before {needle!r}:\n{seen.decode(errors='replace')}"
+            seen += chunk
+
+
+def _drain(fd: int, seen: bytearray) -> None:
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        seen += chunk
+
+
+def run_on_terminal(
+    argv: list[str], *, cwd: Path, env: dict[str, str], prompt: bytes, answer: bytes
+) -> tuple[int, str, str]:
+    """Run ``argv`` with stdin and stderr on a pseudo-terminal, wait for ``prompt`` there and
+    type ``answer``. Returns the exit code, stdout and what the terminal showed."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        argv, stdin=follower, stderr=follower, stdout=subprocess.PIPE, env=env, cwd=cwd
+    )
+    os.close(follower)
+    seen = bytearray()
+    try:
+        _read_until(leader, prompt, seen, time.monotonic() + CLI_TIMEOUT_S)
+        os.write(leader, answer)
+        stdout, _ = process.communicate(timeout=CLI_TIMEOUT_S)
+        _drain(leader, seen)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(leader)
+    return process.returncode, stdout.decode(), seen.decode(errors="replace")

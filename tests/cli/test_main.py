@@ -74,3 +74,15 @@ def test_root_help_imports_no_subcommand_module() -> None:
     assert completed.returncode == 0, completed.stderr
     assert "run-script" in completed.stdout
     assert json.loads(completed.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_version_option_prints_the_version_and_exits_0() -> None:
+    for option in ("--version", "-V"):
+        result = CliRunner().invoke(app, [option])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == __version__
+
+
+def test_the_version_option_is_listed_in_help() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert "--version" in result.stdout

@@ -122,6 +122,8 @@ def test_json_ask_mode_without_a_terminal_denies_with_a_hint(
     assert "must not run" not in out["output"]
     assert "--mode auto" in out["hint"]
     assert "no terminal" in ran.stderr
+    assert "nobody was asked" in out["output"]  # not "the user denied": nobody was
+    assert "user denied" not in out["output"]
 
 
 def test_auto_mode_allows_a_listed_write_tool(tmp_path: Path, data_dir: Path) -> None:

@@ -4,13 +4,9 @@ progress bar go to the terminal, the model-facing text to stdout."""
 from __future__ import annotations
 
 import os
-import pty
-import select
-import subprocess
-import time
 from pathlib import Path
 
-from tests.cli.cli_helpers import CLI_TIMEOUT_S, SAGENTS, fleet_config
+from tests.cli.cli_helpers import SAGENTS, fleet_config, run_on_terminal
 
 SCRIPT = """\
 from agent_tools import call, call_many, progress
@@ -21,58 +17,18 @@ print(call("fleet__set_device_config", {"sn": "SN0001", "key": "k", "value": "v"
 PROMPT = b"allow once / deny [a/d]: "
 
 
-def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float) -> None:
-    """Read the terminal until ``needle`` appears (bounded by ``deadline``)."""
-    while needle not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no {needle!r} on the terminal:\n{seen.decode(errors='replace')}"
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # EIO: the other side closed
-                chunk = b""
-            assert chunk, f"terminal closed before {needle!r}:\n{seen.decode(errors='replace')}"
-            seen += chunk
-
-
-def _drain(fd: int, seen: bytearray) -> None:
-    while select.select([fd], [], [], 0)[0]:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            return
-        if not chunk:
-            return
-        seen += chunk
-
-
 def _run_on_terminal(tmp_path: Path, answer: bytes) -> tuple[int, str, str]:
     config = fleet_config(tmp_path / "fleet.json")
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
-    leader, follower = pty.openpty()
     env = {**os.environ, "SAGENTS_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "120"}
     argv = [str(SAGENTS), "run-script", str(script), "--config", str(config), "--mode", "ask",
             "--tools", "fleet__set_device_config", "--workspace", str(tmp_path / "ws")]  # fmt: skip
-    process = subprocess.Popen(
-        argv, stdin=follower, stderr=follower, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    code, stdout, terminal = run_on_terminal(
+        argv, cwd=tmp_path, env=env, prompt=PROMPT, answer=answer
     )
-    os.close(follower)
-    seen = bytearray()
-    try:
-        deadline = time.monotonic() + CLI_TIMEOUT_S
-        _read_until(leader, PROMPT, seen, deadline)
-        assert b"fleet__set_device_config" in seen
-        os.write(leader, answer)
-        stdout, _ = process.communicate(timeout=CLI_TIMEOUT_S)
-        _drain(leader, seen)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(leader)
-    return process.returncode, stdout.decode(), seen.decode(errors="replace")
+    assert "fleet__set_device_config" in terminal
+    return code, stdout, terminal
 
 
 def test_ask_mode_on_a_terminal_prompts_and_allow_once_runs_the_script(tmp_path: Path) -> None:

@@ -63,6 +63,13 @@ def test_the_progress_bar_shows_calls_failures_and_the_scripts_total() -> None:
     assert "querying" in text
 
 
+def test_the_progress_bar_says_1_call_not_1_calls() -> None:
+    out = io.StringIO()
+    with LiveProgress(console=Console(file=out, force_terminal=True, width=120)) as live:
+        live.update(_update(calls=1, failures=0))
+    assert "1 call, 0 failed" in out.getvalue()
+
+
 def test_the_progress_bar_is_silent_off_a_terminal() -> None:
     out = io.StringIO()
     with LiveProgress(console=Console(file=out, force_terminal=False)) as live:

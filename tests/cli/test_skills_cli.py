@@ -69,7 +69,7 @@ def test_validate_accepts_a_skill_md_path_for_its_directory(tmp_path: Path) -> N
     path = write_skill(tmp_path, "mismatch", spec_md("other"))
     result = runner.invoke(app, ["skills", "validate", str(path / "SKILL.md")])
     assert result.exit_code == 1
-    assert "checked 1 skill directories: 1 errors" in result.stdout
+    assert "checked 1 skill directory: 1 error," in result.stdout
 
 
 def test_validate_accepts_the_seed_form_but_strict_fails_on_it() -> None:

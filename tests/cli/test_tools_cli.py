@@ -169,7 +169,15 @@ def test_the_config_comes_from_the_environment_then_the_working_directory(
 def test_the_installed_command_exits_1_for_an_error_result(fault_config: Path) -> None:
     sagents = Path(sys.executable).parent / "sagents"
     done = subprocess.run(
-        [str(sagents), "call", "fault__error_empty", "--config", str(fault_config)],
+        [
+            str(sagents),
+            "call",
+            "fault__error_empty",
+            "--config",
+            str(fault_config),
+            "--mode",
+            "auto",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

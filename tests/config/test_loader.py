@@ -135,7 +135,7 @@ def test_sagents_keys_become_server_settings() -> None:
         (
             {"mcpServers": {"s": {"command": "x", "maxConcurency": 2}}},
             "mcpServers.s.maxConcurency",
-            "Extra",
+            "unknown key 'maxConcurency'; did you mean 'maxConcurrency'",
         ),
         (
             {"mcpServers": {"s": {"command": "x", "permission": "admin"}}},

@@ -88,6 +88,8 @@ async def test_a_listed_write_tool_is_approved_once_through_elicitation(
     assert "hello" in text_of(approved)
     assert refused.is_error is True
     assert "run_script" in text_of(refused)
+    assert "nobody was asked" in text_of(refused)  # a client without elicitation: not "denied"
+    assert "denied" not in text_of(refused)
 
 
 async def test_a_destructive_tool_named_in_tools_rejects_the_run(

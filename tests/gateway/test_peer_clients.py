@@ -90,7 +90,10 @@ async def run_node(*args: str) -> subprocess.CompletedProcess[bytes]:
 def inspector_args(target: list[str], *options: str) -> list[str]:
     """``inspector --cli OPTIONS -- TARGET`` (the server's own ``--config`` must come after
     ``--``, or the Inspector takes it for its own)."""
-    return [str(INSPECTOR / "index.js"), "--cli", *options, "--", *target]
+    # The Inspector's 15 s default connect timeout is too short for a gateway starting its
+    # servers on a loaded machine running the suite in parallel.
+    return [str(INSPECTOR / "index.js"), "--cli", "--connect-timeout", "120000", *options, "--",
+            *target]  # fmt: skip
 
 
 def output_json(done: subprocess.CompletedProcess[bytes]) -> Any:

@@ -159,7 +159,7 @@ async def test_progress_values_increase_and_nothing_arrives_after_the_result(era
     values = [value for value, _, _ in seen]
     assert len(seen) == 4  # the empty "closed" event sends nothing
     assert all(b > a for a, b in itertools.pairwise(values))
-    assert seen[0] == (1.0, 4.0, "1 calls, 0 failed: first")
+    assert seen[0] == (1.0, 4.0, "1 call, 0 failed: first")
     assert seen[1][2] == "a line of output"
     assert seen[3] == (3.0, 4.0, "3 calls, 0 failed: third")
     assert len(seen) == count_at_result

@@ -129,10 +129,11 @@ async def test_the_hosts_loopback_is_unreachable(bwrap_sandbox: Sandbox) -> None
 async def test_a_fork_bomb_is_contained(bwrap_sandbox: Sandbox) -> None:
     info = bwrap_sandbox.describe()
     assert info.cgroups, "CI runs as root with writable cgroups"
-    # "exec": the outer shell needs no fork of its own, which the full pids cgroup may refuse.
+    # The bomb runs in a subshell (whose failed forks end only the subshell), then "exec": the
+    # outer shell needs no fork of its own once the full pids cgroup refuses them.
     with anyio.fail_after(60):
         done = await bwrap_sandbox.run(
-            ["sh", "-c", "b() { b | b & }; b; exec sleep 600"], timeout=3, max_output_bytes=1000
+            ["sh", "-c", "(b() { b | b & }; b); exec sleep 600"], timeout=3, max_output_bytes=1000
         )
     # Contained either way: the tree ran into its pids limit until the timeout, or the outer
     # shell's own second fork (dash forks each side of the pipe) already met the full limit.

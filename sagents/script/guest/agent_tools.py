@@ -17,6 +17,7 @@ file named ``agent_tools.py`` cannot shadow them.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import os
@@ -180,6 +181,27 @@ def _error(tool: str, error: Any) -> ToolError:
     return ToolError(tool, "tool_error", str(error))
 
 
+_callable_names: list[str] | None = None  # the script's callable tools, fetched once
+
+
+def _hinted(error: ToolError) -> ToolError:
+    """An ``unknown_tool`` error with the close names of callable tools, as a direct call's
+    error has them ("Did you mean ...?"). Call only from the script's own thread."""
+    global _callable_names
+    if error.code != _protocol.ERROR_UNKNOWN_TOOL:
+        return error
+    if _callable_names is None:
+        ok, value = _request({"op": "tools"})
+        if not ok or not isinstance(value, list):
+            return error
+        _callable_names = [str(item.get("name", "")) for item in value if isinstance(item, dict)]
+    close = difflib.get_close_matches(error.tool, _callable_names, n=3)
+    if not close:
+        return error
+    suggestion = ", ".join(repr(name) for name in close)
+    return ToolError(error.tool, error.code, f"{error.message}. Did you mean {suggestion}?")
+
+
 def _check_args(tool: str, args: Any) -> dict[str, Any]:
     if not isinstance(tool, str) or not tool:
         raise TypeError(f"the tool name must be a non-empty string, got {tool!r}")
@@ -222,7 +244,10 @@ def call(tool: str, args: dict[str, Any] | None = None) -> Any:
     """
     args = _check_args(tool, args)
     ok, value = _request({"op": "call", "tool": tool, "args": args})
-    return _value(tool, ok, value)
+    try:
+        return _value(tool, ok, value)
+    except ToolError as error:
+        raise _hinted(error) from None
 
 
 def call_raw(tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -235,7 +260,7 @@ def call_raw(tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
     args = _check_args(tool, args)
     ok, value = _request({"op": "call", "tool": tool, "args": args})
     if not ok:
-        raise _error(tool, value)
+        raise _hinted(_error(tool, value))
     return {
         "text": value.get("text", ""),
         "structured": value.get("structured"),
@@ -308,7 +333,9 @@ def call_many(
         while settled < sent:
             state.wait()
     if failures and not return_errors:
-        raise failures[min(failures)]
+        raise _hinted(failures[min(failures)])
+    for index in failures:
+        results[index] = _hinted(failures[index])
     return results
 
 
@@ -346,5 +373,5 @@ def describe(name: str) -> dict[str, Any]:
     """
     ok, value = _request({"op": "describe", "tool": name})
     if not ok:
-        raise _error(name, value)
+        raise _hinted(_error(name, value))
     return dict(value)

@@ -19,7 +19,7 @@ import fcntl
 import os
 import sys
 from importlib.machinery import ModuleSpec, SourceFileLoader
-from types import ModuleType
+from types import ModuleType, TracebackType
 
 # Start-up cost matters here (every run pays it): no runpy, importlib.util or traceback at
 # import time; traceback is imported only when the script fails.
@@ -86,6 +86,25 @@ def _move_fds() -> None:
     os.environ[_FDS_ENV] = "3,4"
 
 
+def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
+    """The traceback from the script's first frame on, without the frames of the helper files
+    of this directory (``agent_tools`` internals): the user's frames only."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != script:
+        start = start.tb_next
+    if start is None:
+        return tb
+    kept = []
+    node: TracebackType | None = start
+    while node is not None:
+        if os.path.dirname(os.path.abspath(node.tb_frame.f_code.co_filename)) != _HERE:
+            kept.append(node)
+        node = node.tb_next
+    for before, after in zip(kept, [*kept[1:], None], strict=True):
+        before.tb_next = after
+    return kept[0] if kept else start
+
+
 def _main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
@@ -104,10 +123,7 @@ def _main() -> None:
     except BaseException as error:  # noqa: BLE001  # the script's own failure, reported below
         import traceback
 
-        tb = error.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != script:
-            tb = tb.tb_next
-        traceback.print_exception(type(error), error, tb or error.__traceback__)
+        traceback.print_exception(type(error), error, _user_frames(error.__traceback__, script))
         sys.stderr.flush()
         sys.exit(1)
 

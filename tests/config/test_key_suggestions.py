@@ -1,0 +1,66 @@
+"""An unknown key in the configuration names the closest known key (difflib)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagents.config import load_config
+from sagents.config.loader import parse_config
+from sagents.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("document", "key", "suggestion"),
+    [
+        (
+            {"mcpServers": {"x": {"command": "a", "callTimout": 3}}},
+            "mcpServers.x.callTimout",
+            "callTimeout",
+        ),
+        (
+            {"servers": {"x": {"command": "a", "conectTimeout": 3}}},
+            "servers.x.conectTimeout",
+            "connectTimeout",
+        ),
+        ({"scripts": {"maxCals": 3}}, "scripts.maxCals", "maxCalls"),
+        (
+            {"backgroundCalls": {"autoAfterSecs": 3}},
+            "backgroundCalls.autoAfterSecs",
+            "autoAfterSec",
+        ),
+        ({"skills": {"directory": ["a"]}}, "skills.directory", "directories"),
+    ],
+)
+def test_a_misspelt_key_suggests_the_known_key(
+    document: dict[str, Any], key: str, suggestion: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document, file="cfg.json")
+    error = caught.value
+    assert error.details["key"] == key
+    assert f"did you mean {suggestion!r}?" in str(error)
+    assert error.hint is not None
+    assert suggestion in error.hint
+
+
+def test_an_unknown_key_with_nothing_close_lists_the_known_keys() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcpServers": {"x": {"command": "a", "zzzz": 1}}})
+    assert "did you mean" not in str(caught.value)
+    assert caught.value.hint is not None
+    assert "callTimeout" in caught.value.hint
+
+
+def test_load_config_names_the_file_the_key_and_the_suggestion(tmp_path: Path) -> None:
+    path = tmp_path / "sagents.json"
+    path.write_text(json.dumps({"mcpServers": {"time": {"command": "x", "callTimout": 5}}}))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    text = str(caught.value)
+    assert str(path) in text
+    assert "mcpServers.time.callTimout" in text
+    assert "did you mean 'callTimeout'?" in text
