@@ -31,6 +31,7 @@ FLOORS = {
     "agent": 5,
     "cli": 6,
     "testing": 6,
+    "mcp_servers": 6,
 }
 SIBLINGS = frozenset({("audit", "errors"), ("config", "tool")})
 """Same-floor imports the document allows: (importer, imported)."""
@@ -114,12 +115,12 @@ def test_the_document_draws_the_same_floors() -> None:
     drawn: dict[str, int] = {}
     floor = -1
     for line in block.splitlines():
-        match = re.match(r"floor (\d)\s+([a-z, ]+?)\s{2,}", line)
+        match = re.match(r"floor (\d)\s+([a-z_, ]+?)\s{2,}", line)
         if match:
             floor = int(match.group(1))
             names = match.group(2)
         else:
-            continuation = re.match(r"\s{9}([a-z][a-z, ]*?)\s{2,}", line)
+            continuation = re.match(r"\s{9}([a-z][a-z_, ]*?)\s{2,}", line)
             if not continuation:
                 continue
             names = continuation.group(1)

@@ -1,4 +1,4 @@
-"""MCP servers that ship with sagents, on the official SDK (docs/builtin_tools.md).
+"""MCP servers that ship with sagents, on the official SDK (floor 6; docs/builtin_tools.md).
 
 ``python -m sagents.mcp_servers.memory`` serves ``memory_store``, ``memory_search`` and
 ``memory_delete``; ``python -m sagents.mcp_servers.todo`` serves ``todo_write`` and
