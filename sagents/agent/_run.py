@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -17,6 +18,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from sagents.agent.events import AgentEvent
 from sagents.agent.session import AgentSession
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
+from sagents.errors import NotAllowedError
 from sagents.progress.hub import ProgressHub, default_hub
 from sagents.progress.queue import EventQueue
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
@@ -36,6 +38,8 @@ __all__ = [
     "running_loop",
     "settle_history",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(kw_only=True)
@@ -75,7 +79,13 @@ class RunState:
                 await self.send.send(event)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around."""
+        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an
+        approver that raises denies."""
+        answer, _failure = await self.ask_why(request)
+        return answer
+
+    async def ask_why(self, request: ApprovalRequest) -> tuple[ApprovalAnswer, str | None]:
+        """:meth:`ask`, and why the approver could not answer (None when it answered)."""
         request_id = f"approval_{uuid.uuid4().hex[:12]}"
         clock = self.hubs[0].clock
         await self.emit(
@@ -87,18 +97,23 @@ class RunState:
                 ts=clock.time(),
             )
         )
+        answer: ApprovalAnswer = "deny"
+        failure = None
         if self.approver is None:
-            answer: ApprovalAnswer = "deny"
             reason = "nobody could be asked (no approver was given)"
         else:
-            answer = settle_answer(request, await self.approver.approve(request))
-            reason = answer
+            try:
+                answer = settle_answer(request, await self.approver.approve(request))
+                reason = answer
+            except Exception as error:  # a broken approver denies this call, not the run
+                logger.warning("the approver failed on %s", request.tools, exc_info=True)
+                reason = failure = f"the approver failed: {error!r}"
         await self.emit(
             ApprovalResultEvent(
                 request_id=request_id, approved=answer != "deny", reason=reason, ts=clock.time()
             )
         )
-        return answer
+        return answer, failure
 
 
 class EventApprover:
@@ -108,7 +123,14 @@ class EventApprover:
         self._run = run
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self._run.ask(request)
+        answer, failure = await self._run.ask_why(request)
+        if failure is not None:  # say so, rather than "denied by the user"
+            raise NotAllowedError(
+                f"the call of {', '.join(request.tools)} was refused: {failure}",
+                hint="Do not retry this call; ask the user what to do instead.",
+                details={"tools": list(request.tools)},
+            )
+        return answer
 
 
 def approval_message(request: ApprovalRequest) -> str:
