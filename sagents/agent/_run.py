@@ -203,6 +203,8 @@ def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
         normalised["tool_calls"] = calls
     else:
         normalised.pop("tool_calls", None)
+        if normalised.get("content") is None:  # endpoints refuse an assistant message with neither
+            normalised["content"] = ""
     return normalised
 
 
@@ -217,31 +219,43 @@ def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the input history in which every tool call has its result: a call left
-    unanswered by an earlier run (a crash, an abort elsewhere) gets one that says so, placed
-    after the results it does have, so that the next request to the model is valid."""
+    """A copy of the input history that is a valid Chat Completions history: each tool call of
+    an assistant message answered exactly once, in call order, right after it. A call left
+    unanswered by an earlier run (a crash, an abort elsewhere) gets a result that says so; a
+    second answer to a call, a tool message answering no call of the assistant message before
+    it, and a tool message with no assistant message before it (a history cut at the front) are
+    dropped (each logged), since any of them makes the endpoint refuse every request."""
     settled: list[dict[str, Any]] = []
     index = 0
     while index < len(messages):
         message = dict(messages[index])
-        settled.append(message)
         index += 1
-        ids = [str(c.get("id")) for c in message.get("tool_calls") or [] if c.get("id")]
+        if message.get("role") == "tool":
+            logger.warning("dropped a tool message that answers no call: %.200r", message)
+            continue
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            message = normalise_assistant(message)
+        settled.append(message)
+        ids = [str(c["id"]) for c in message.get("tool_calls") or []]
         if message.get("role") != "assistant" or not ids:
             continue
-        answered: set[str] = set()
+        answers: dict[str, dict[str, Any]] = {}
         while index < len(messages) and messages[index].get("role") == "tool":
-            answered.add(str(messages[index].get("tool_call_id")))
-            settled.append(dict(messages[index]))
+            answer = dict(messages[index])
             index += 1
+            call_id = str(answer.get("tool_call_id"))
+            if call_id not in ids or call_id in answers:
+                logger.warning("dropped a tool message that answers no open call: %.200r", answer)
+                continue
+            answers[call_id] = answer
         for call_id in ids:
-            if call_id not in answered:
-                settled.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call_id,
-                        "content": "Error [cancelled]: this call was never answered (the run "
-                        "that made it ended before it finished)",
-                    }
-                )
+            settled.append(
+                answers.get(call_id)
+                or {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": "Error [cancelled]: this call was never answered (the run "
+                    "that made it ended before it finished)",
+                }
+            )
     return settled

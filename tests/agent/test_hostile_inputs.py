@@ -163,3 +163,46 @@ async def test_argument_deltas_without_an_id_extend_the_call_of_their_index() ->
     done = done_of(await collect(SAgent(model=model), USER, tool_manager=_manager()))
     calls = done.messages[1]["tool_calls"]
     assert [(c["id"], c["function"]["arguments"]) for c in calls] == [("a", '{"city": "A"}')]
+
+
+def _assistant_calling(*ids: str) -> dict[str, Any]:
+    calls = [
+        {"id": i, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        for i in ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def _result(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+async def test_a_garbled_input_history_is_sent_as_a_valid_one() -> None:
+    history: list[dict[str, Any]] = [
+        _result("orphan", "a result whose call was cut off the history"),
+        {"role": "user", "content": "earlier"},
+        _assistant_calling("c1", "c2"),
+        _result("c2", "second"),
+        _result("stray", "answers no call of this message"),
+        _result("c1", "first"),
+        _result("c1", "first again"),
+        {"role": "user", "content": "again"},
+    ]
+    async with ScriptedModel([reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model())
+        done = done_of(await collect(agent, history, tool_manager=_manager()))
+    sent = model.requests[0]["messages"]
+    assert_settled_once(sent)
+    assert_settled_once(done.messages)
+    assert [m.get("content") for m in tool_messages(sent)] == ["first", "second"]
+    assert sent[0] == {"role": "user", "content": "earlier"}
+
+
+async def test_an_empty_answer_enters_the_history_with_string_content() -> None:
+    async with ScriptedModel([reply(""), reply("second")]) as model:
+        agent = SAgent(model=model.chat_model())
+        done = done_of(await collect(agent, USER))
+        assert done.messages[-1] == {"role": "assistant", "content": ""}
+        again = [*done.messages, {"role": "user", "content": "more"}]
+        done_of(await collect(agent, again))
+    assert model.requests[1]["messages"][1] == {"role": "assistant", "content": ""}
