@@ -27,6 +27,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │       ├── FileTooLargeError       file_too_large
     │       ├── EditNotFoundError       edit_not_found       (edit)
     │       └── EditAmbiguousError      edit_ambiguous       (edit, matches)
+    │   ├── WebFetchError               fetch_error          (url)
+    │   │   └── UrlNotAllowedError      url_not_allowed      (url, address)
+    │   └── QuotaExceededError          quota_exceeded       (limit)
     ├── UpstreamError                   upstream_error       (server)
     │   ├── UpstreamUnavailableError    upstream_unavailable
     │   ├── UpstreamProtocolError       upstream_protocol_error
@@ -84,6 +87,7 @@ __all__ = [
     "NotAllowedError",
     "PathNotAllowedError",
     "ProgressError",
+    "QuotaExceededError",
     "ResultSerializationError",
     "SagentsError",
     "SandboxError",
@@ -110,6 +114,8 @@ __all__ = [
     "UpstreamProtocolError",
     "UpstreamSchemaError",
     "UpstreamUnavailableError",
+    "UrlNotAllowedError",
+    "WebFetchError",
     "error_class_for_code",
 ]
 
@@ -317,6 +323,25 @@ class EditAmbiguousError(FileToolError):
     set. ``details["matches"]`` says how many times."""
 
     code = "edit_ambiguous"
+
+
+class WebFetchError(ToolCallError):
+    """``web_fetch`` could not fetch or read a URL. ``details["url"]`` names it."""
+
+    code = "fetch_error"
+
+
+class UrlNotAllowedError(WebFetchError):
+    """The fetch policy refuses a URL: its scheme, its domain, or an address its host resolves
+    to (loopback, private, link-local, ...). ``details["address"]`` names a refused address."""
+
+    code = "url_not_allowed"
+
+
+class QuotaExceededError(ToolCallError):
+    """A store's limit (entries, bytes) would be passed. ``details["limit"]`` names it."""
+
+    code = "quota_exceeded"
 
 
 class UpstreamError(SagentsError):

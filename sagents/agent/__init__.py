@@ -1,8 +1,8 @@
 """sagents.agent: the agent loop (``SAgent.run_stream``) on any OpenAI-compatible model.
 
 ``from sagents.agent import SAgent, OpenAIChatModel`` is the public path. The loop sits beside
-the gateway (both consume the tool layer's one call path) and nothing below imports it. See
-``docs/agent.md``.
+the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the tool layer's
+one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
 from sagents.agent.events import (

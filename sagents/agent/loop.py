@@ -14,6 +14,7 @@ breaking: an assistant message enters the history only once it is complete).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
@@ -227,12 +228,13 @@ class SAgent:
             allowed = [n for n in wanted if parent.has_tool(n)]
             approver = caller.run_approver or caller.approver  # asks through the caller's run
             sub_proxy = ToolProxy(list(parent.tool_managers), available_tools=allowed)
-            sub_session = AgentSession(caller.context, sub_proxy, approver=approver)
+            sub_context = dataclasses.replace(caller.context, agent=name)  # same session
+            sub_session = AgentSession(sub_context, sub_proxy, approver=approver)
             done: DoneEvent | None = None
             async for event in self.run_stream(
                 [{"role": "user", "content": str(arguments.get("task", ""))}],
                 tool_manager=sub_proxy,
-                session_context=caller.context,
+                session_context=sub_context,
                 approver=approver,
                 session=sub_session,
             ):

@@ -76,7 +76,7 @@ class PreApprovedTools:
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
         strict: bool = False,
     ) -> ToolResult:
         """Run through the proxy; an approval it would ask for is answered ``allow_once``."""

@@ -174,6 +174,7 @@ class AgentSession:
             user_id=self.context.user_id,
             workspace=self.context.workspace,
             permission_mode=self.context.permission_mode,
+            agent=self.context.agent,
             trusted=trusted,
         )
 

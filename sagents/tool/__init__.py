@@ -1,7 +1,7 @@
 """sagents.tool: ``@tool``, the registry, the session whitelist and the call path.
 
-``from sagents.tool import ToolManager, ToolProxy`` is the seed design's import path (DESIGN.md,
-"Public API").
+``from sagents.tool import ToolManager, ToolProxy`` is the public import path. Floor 3 of
+``docs/architecture.md`` ("Layers"), which also draws the call path; see ``docs/tools.md``.
 """
 
 from sagents.core.result import ToolResult

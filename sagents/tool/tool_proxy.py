@@ -1,6 +1,6 @@
-"""``ToolProxy``: a session's whitelisted view of one or more tool registries (issue 2, §5).
+"""``ToolProxy``: a session's whitelisted view of one or more tool registries (docs/tools.md).
 
-The seed design's session whitelist: several providers in priority order (index 0 wins a name
+A session's whitelist: several providers in priority order (index 0 wins a name
 that more than one holds), filtered by ``available_tools``. It has the same interface as
 ``ToolManager`` (:class:`~sagents.tool.provider.ToolProvider`) so an agent need not tell them
 apart. It is read-only: register tools on the underlying managers.
@@ -207,7 +207,7 @@ class ToolProxy:
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
         strict: bool = False,
         approver: Approver | None = None,
     ) -> ToolResult:
