@@ -49,7 +49,7 @@ from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, r
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import distribute_unions, inline_schema, merge_schemas
 from sagents.tool.export_strict import strict_schema
-from sagents.tool.json_schema import escape_pointer, json_type
+from sagents.tool.json_schema import escape_pointer, fixed_length, json_type
 from sagents.tool.naming import to_exported_name
 from sagents.tool.provider import ToolProvider
 
@@ -449,6 +449,8 @@ class _Writer:
         prefix, tail = node.get("prefixItems"), node.get("items")
         if isinstance(tail, list):  # draft-07 tuple form
             prefix, tail = tail, node.get("additionalItems")
+        if isinstance(prefix, list) and prefix and fixed_length(node, len(prefix)):
+            tail = False  # pydantic's tuple[int, str]: maxItems leaves no room past the prefix
         if isinstance(prefix, list) and prefix:
             members = [*prefix]
             if isinstance(tail, Mapping):

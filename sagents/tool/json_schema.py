@@ -22,6 +22,7 @@ __all__ = [
     "clean_schema",
     "deep_copy_schema",
     "escape_pointer",
+    "fixed_length",
     "iter_subschemas",
     "json_type",
     "map_subschemas",
@@ -171,6 +172,13 @@ def json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def fixed_length(node: Mapping[str, Any], prefix: int) -> bool:
+    """True when the array schema ``node``'s ``maxItems`` allows no item past its first
+    ``prefix`` (a tuple's ``prefixItems``), so what it says of later items never applies."""
+    bound = node.get("maxItems")
+    return isinstance(bound, int) and not isinstance(bound, bool) and bound <= prefix
 
 
 def escape_pointer(name: str) -> str:

@@ -343,6 +343,23 @@ HARD_CASES += [
         [{"b": 1}, {"a": 1}],
     ),
     (
+        "pydantic_fixed_tuple",  # tuple[int, str]: no "items", the length bounds the tail
+        {
+            "type": "object",
+            "properties": {
+                "t": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                    "minItems": 2,
+                    "maxItems": 2,
+                }
+            },
+            "required": ["t"],
+        },
+        [{"t": [1, "a"]}, {"t": [0, ""]}],
+        [{"t": [1]}, {"t": ["a", 1]}, {"t": [1, "a", 2]}, {}],
+    ),
+    (
         "properties_beside_any_of_of_objects",
         {
             "type": "object",
