@@ -20,7 +20,12 @@ from jsonschema.protocols import Validator
 
 from sagents.errors import InvalidArgumentsError, SchemaExportError
 from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.json_schema import escape_pointer, iter_subschemas, resolve_local_ref
+from sagents.tool.json_schema import (
+    escape_pointer,
+    fixed_length,
+    iter_subschemas,
+    resolve_local_ref,
+)
 from sagents.tool.schema_merge import (
     MergeConflict,
     inline_ref,
@@ -338,6 +343,17 @@ class _StrictRewriter:
         if not (isinstance(prefix, list) and prefix):
             out["items"] = self.rewrite(tail if tail is not None else {}, f"{path}/items")
             return
+        if fixed_length(node, len(prefix)):
+            tail = False  # pydantic's tuple[int, str]: maxItems leaves no room past the prefix
+        if tail is None or tail is True or (isinstance(tail, Mapping) and not tail):
+            # The union of the prefix's types would refuse the later items the original takes.
+            raise SchemaExportError(
+                f"the array at {path or '/'!r} is a tuple whose items after the first "
+                f"{len(prefix)} may be of any type, which OpenAI strict mode cannot express",
+                hint="bound it with maxItems or give its later items a schema, "
+                "or export this tool with strict=False",
+                details={"path": path},
+            )
         # A tuple: an array of the union of its item types, its length kept where it was fixed.
         members: list[Any] = []
         for item in [*prefix, *([tail] if isinstance(tail, Mapping) and tail else [])]:

@@ -360,6 +360,16 @@ HARD_CASES += [
         [{"t": [1]}, {"t": ["a", 1]}, {"t": [1, "a", 2]}, {}],
     ),
     (
+        "tuple_with_open_tail",  # items after the prefix may be anything
+        {
+            "type": "object",
+            "properties": {"t": {"type": "array", "prefixItems": [{"type": "integer"}]}},
+            "required": ["t"],
+        },
+        [{"t": []}, {"t": [1]}, {"t": [1, "x", None]}],
+        [{"t": ["x"]}, {"t": 1}, {}],
+    ),
+    (
         "properties_beside_any_of_of_objects",
         {
             "type": "object",
@@ -482,6 +492,7 @@ HARD_CASES += [
 ]
 
 UNEXPRESSIBLE_IN_STRICT = {
+    "tuple_with_open_tail",
     "array_without_items",
     "root_open_map",
     "additional_properties_true_beside_properties",
