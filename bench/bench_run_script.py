@@ -1,4 +1,4 @@
-"""run_script benchmarks (issue 5 §11), through the real path. Not a test: prints figures and
+"""run_script benchmarks (docs/run_script.md), through the real path. Not a test: prints figures and
 ratios measured in one run.
 
 The real path is what ``sagents run-script`` and ``sagents demo`` use: the bundled fleet server

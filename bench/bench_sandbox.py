@@ -1,4 +1,5 @@
-"""Launch overhead of the bubblewrap sandbox against a bare process launch (issue 4 §4).
+"""Launch overhead of the bubblewrap sandbox against a bare process launch
+(docs/sandbox.md, "Costs").
 
 Runs ``true`` and ``python -c pass`` N times each: bare (``subprocess.run``, the baseline),
 through the ``passthrough`` provider (our launch path without isolation: cgroup, rlimits,

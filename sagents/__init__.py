@@ -1,6 +1,6 @@
 """sagents: the capability layer of an LLM agent (tools, MCP, Agent Skills, run_script, progress).
 
-See DESIGN.md for the architecture; the public import paths are listed in the README.
+See docs/architecture.md for the architecture; the public import paths are listed in the README.
 """
 
 __version__ = "0.1.0"

@@ -27,6 +27,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │       ├── FileTooLargeError       file_too_large
     │       ├── EditNotFoundError       edit_not_found       (edit)
     │       └── EditAmbiguousError      edit_ambiguous       (edit, matches)
+    │   ├── WebFetchError               fetch_error          (url)
+    │   │   └── UrlNotAllowedError      url_not_allowed      (url, address)
+    │   └── QuotaExceededError          quota_exceeded       (limit)
     ├── UpstreamError                   upstream_error       (server)
     │   ├── UpstreamUnavailableError    upstream_unavailable
     │   ├── UpstreamProtocolError       upstream_protocol_error
@@ -44,9 +47,16 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     ├── ProgressError                   progress_error
     │   ├── EventFormatError            invalid_event        (type, problems)
     │   └── ConsumerLaggedError         consumer_lagged
-    └── ScriptError                     script_error
-        ├── ScriptRejectedError         rejected
-        └── ApprovalDeniedError         approval_denied
+    ├── ScriptError                     script_error
+    │   ├── ScriptRejectedError         rejected
+    │   └── ApprovalDeniedError         approval_denied
+    └── ModelError                      model_error          (status)
+        ├── ModelConfigError            model_not_configured
+        ├── ModelAuthError              model_auth_failed
+        ├── ModelNotFoundError          model_not_found
+        ├── ContextLengthError          context_length_exceeded
+        ├── ModelUnavailableError       model_unavailable
+        └── ModelStreamError            model_stream_broken
 
 Catch the narrowest class you can act on; ``code`` is what crosses process boundaries.
 """
@@ -60,6 +70,7 @@ __all__ = [
     "BinaryFileError",
     "ConfigError",
     "ConsumerLaggedError",
+    "ContextLengthError",
     "EditAmbiguousError",
     "EditNotFoundError",
     "EventFormatError",
@@ -67,9 +78,16 @@ __all__ = [
     "FileTooLargeError",
     "FileToolError",
     "InvalidArgumentsError",
+    "ModelAuthError",
+    "ModelConfigError",
+    "ModelError",
+    "ModelNotFoundError",
+    "ModelStreamError",
+    "ModelUnavailableError",
     "NotAllowedError",
     "PathNotAllowedError",
     "ProgressError",
+    "QuotaExceededError",
     "ResultSerializationError",
     "SagentsError",
     "SandboxError",
@@ -96,6 +114,8 @@ __all__ = [
     "UpstreamProtocolError",
     "UpstreamSchemaError",
     "UpstreamUnavailableError",
+    "UrlNotAllowedError",
+    "WebFetchError",
     "error_class_for_code",
 ]
 
@@ -305,6 +325,25 @@ class EditAmbiguousError(FileToolError):
     code = "edit_ambiguous"
 
 
+class WebFetchError(ToolCallError):
+    """``web_fetch`` could not fetch or read a URL. ``details["url"]`` names it."""
+
+    code = "fetch_error"
+
+
+class UrlNotAllowedError(WebFetchError):
+    """The fetch policy refuses a URL: its scheme, its domain, or an address its host resolves
+    to (loopback, private, link-local, ...). ``details["address"]`` names a refused address."""
+
+    code = "url_not_allowed"
+
+
+class QuotaExceededError(ToolCallError):
+    """A store's limit (entries, bytes) would be passed. ``details["limit"]`` names it."""
+
+    code = "quota_exceeded"
+
+
 class UpstreamError(SagentsError):
     """An upstream MCP server failed. ``details["server"]`` names it."""
 
@@ -426,3 +465,45 @@ class ApprovalDeniedError(ScriptError):
     """The user denied the approval that the run or call needed."""
 
     code = "approval_denied"
+
+
+class ModelError(SagentsError):
+    """The model endpoint of an agent failed (``details["status"]``: the HTTP status, if any)."""
+
+    code = "model_error"
+
+
+class ModelConfigError(ModelError):
+    """No model endpoint or model name is configured; the message names what to set."""
+
+    code = "model_not_configured"
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused the API key (HTTP 401 or 403)."""
+
+    code = "model_auth_failed"
+
+
+class ModelNotFoundError(ModelError):
+    """The endpoint or the model does not exist there (HTTP 404)."""
+
+    code = "model_not_found"
+
+
+class ContextLengthError(ModelError):
+    """The request is longer than the model's context window."""
+
+    code = "context_length_exceeded"
+
+
+class ModelUnavailableError(ModelError):
+    """The endpoint kept failing (429, 5xx, connection errors) after every retry."""
+
+    code = "model_unavailable"
+
+
+class ModelStreamError(ModelError):
+    """The model's streamed answer broke off before it was complete."""
+
+    code = "model_stream_broken"

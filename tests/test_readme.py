@@ -77,6 +77,7 @@ PYTHON_EXPECTATIONS = [
     ["get_weather", "sunny"],
     ["fleet__get_device_status", "SN0001", "not_allowed"],
     ["my_skill"],
+    ["message.delta", "Sunny and 23", "'reason': 'stop'"],
 ]
 
 

@@ -1,5 +1,8 @@
 """sagents.audit: the audit store and the background-task store (SQLite, under the data
-directory)."""
+directory).
+
+Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors``.
+"""
 
 from sagents.audit.store import (
     AuditEntry,

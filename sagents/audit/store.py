@@ -23,12 +23,15 @@ __all__ = [
     "AuditKind",
     "AuditStore",
     "SqliteAuditStore",
+    "connect_private",
     "default_audit_path",
     "default_data_dir",
 ]
 
-AuditKind = Literal["gateway_call"]
-"""``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script)."""
+AuditKind = Literal["gateway_call", "memory_write", "memory_delete"]
+"""``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script);
+``memory_write`` / ``memory_delete``: a long-term memory stored or removed
+(docs/builtin_tools.md)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -57,6 +60,27 @@ def default_data_dir() -> Path:
 def default_audit_path() -> Path:
     """``<data dir>/audit.sqlite3`` (see :func:`default_data_dir`)."""
     return default_data_dir() / "audit.sqlite3"
+
+
+def connect_private(path: Path) -> sqlite3.Connection:
+    """Open the SQLite file ``path`` readable by this user only, whatever the umask.
+
+    The gateway's stores hold every call's arguments and background results: a missing folder
+    is created 0700, the file is created 0600 (SQLite gives its journal files the database
+    file's mode) and an existing file of ours with group or other bits is narrowed to 0600.
+
+    Raises:
+        OSError: the folder or file cannot be created or opened (a symlink is not followed).
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.getuid() and info.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return sqlite3.connect(path, timeout=10.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,8 +128,7 @@ class SqliteAuditStore:
     path: Path = field(default_factory=default_audit_path)
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10.0)
+        connection = connect_private(self.path)
         connection.executescript(_SCHEMA)
         return connection
 

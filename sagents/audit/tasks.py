@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sagents.audit.store import connect_private
+
 __all__ = ["SqliteTaskStore", "StoredTask"]
 
 _SCHEMA = """
@@ -78,8 +80,7 @@ class SqliteTaskStore:
         self.path = path
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10.0)
+        connection = connect_private(self.path)
         connection.executescript(_SCHEMA)
         return connection
 

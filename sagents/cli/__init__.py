@@ -1,4 +1,4 @@
-"""The ``sagents`` command (floor 6)."""
+"""The ``sagents`` command (floor 6 of ``docs/architecture.md``, "Layers")."""
 
 from sagents.cli.main import app, main
 

@@ -2,24 +2,138 @@
 
 Subcommands are added by the modules of this package; each prints through Rich to stdout only what
 its user asked for, and logs go to stderr.
+
+Start-up cost: the subcommand modules import the MCP SDK, the gateway, the sandbox and the config
+loader, about two seconds together. So the root group knows each subcommand by name and one-line
+help only (:data:`LAZY_COMMANDS`), and imports a subcommand's module when that subcommand is
+resolved, to run it or to print its own ``--help``. ``sagents --help`` imports none of them.
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
 import typer
+import typer.core
+import typer.main
 
 from sagents import __version__
-from sagents.cli import skills as _skills
 
-__all__ = ["app", "main"]
+__all__ = ["LAZY_COMMANDS", "LazyCommand", "app", "load_command", "main"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LazyCommand:
+    """A subcommand whose module is imported only when the subcommand is used.
+
+    Attributes:
+        module: The module that defines it (``sagents.cli.serve``).
+        attribute: The command's function, or a ``typer.Typer`` for a group of subcommands.
+        short_help: The line shown by ``sagents --help``; the same as the first line of the
+            function's docstring (or the group's help), which a test checks.
+    """
+
+    module: str
+    attribute: str
+    short_help: str
+
+
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "serve": LazyCommand(
+        module="sagents.cli.serve",
+        attribute="serve",
+        short_help="Run the MCP gateway (stdio by default; --transport http for streamable HTTP).",
+    ),
+    "run-script": LazyCommand(
+        module="sagents.cli.run_script",
+        attribute="run_script",
+        short_help=(
+            "Run a script through run_script (sandboxed, tools of the config's MCP servers)."
+        ),
+    ),
+    "demo": LazyCommand(
+        module="sagents.cli.demo",
+        attribute="demo",
+        short_help=(
+            "Run the bundled fleet job through run_script: 500 devices, one script, one summary."
+        ),
+    ),
+    "tools": LazyCommand(
+        module="sagents.cli.tools",
+        attribute="tools_command",
+        short_help="List every tool with its server, permission class and the server's status.",
+    ),
+    "call": LazyCommand(
+        module="sagents.cli.tools",
+        attribute="call_command",
+        short_help=(
+            "Call one tool and print its result (exit code 1 when the result is an error)."
+        ),
+    ),
+    "chat": LazyCommand(
+        module="sagents.cli.chat",
+        attribute="chat",
+        short_help="Chat with an agent that uses the configured tools and skills.",
+    ),
+    "skills": LazyCommand(
+        module="sagents.cli.skills",
+        attribute="app",
+        short_help="List, show and validate Agent Skills directories.",
+    ),
+}
+"""The subcommands imported on use, in the order ``sagents --help`` lists them."""
+
+
+def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
+    """Import the subcommand ``name`` of :data:`LAZY_COMMANDS` and build its click command.
+
+    Raises:
+        KeyError: for a name that is not in :data:`LAZY_COMMANDS`.
+    """
+    entry = LAZY_COMMANDS[name]
+    target: Any = getattr(importlib.import_module(entry.module), entry.attribute)
+    host = typer.Typer(add_completion=False)
+    if isinstance(target, typer.Typer):
+        host.add_typer(target, name=name)
+    else:
+        host.command(name)(target)
+    command = typer.main.get_group(host).commands[name]
+    assert isinstance(command, typer.core.TyperCommand | typer.core.TyperGroup)
+    return command
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """The root group: :data:`LAZY_COMMANDS` are stand-ins until resolved."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self._stand_ins: dict[str, typer.core.TyperCommand] = {}
+        for name, entry in LAZY_COMMANDS.items():
+            if name in self.commands:
+                continue
+            # Name and help only: enough for the listing, typo suggestions and completion.
+            stand_in = typer.core.TyperCommand(name=name, help=entry.short_help)
+            self._stand_ins[name] = stand_in
+            self.commands[name] = stand_in
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name is not None and command is not None and command is self._stand_ins.get(name):
+            command = load_command(name)
+            self.commands[name] = command
+            del self._stand_ins[name]
+        return name, command, rest
+
 
 app = typer.Typer(
     name="sagents",
     help="Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
+    cls=_LazyGroup,
 )
-app.add_typer(_skills.app, name="skills")
 
 
 @app.callback()
@@ -31,22 +145,6 @@ def _root() -> None:
 def _version() -> None:
     """Print the sagents version."""
     typer.echo(__version__)
-
-
-from sagents.cli import serve as _serve_module  # noqa: E402  (registers after the app exists)
-
-app.command("serve")(_serve_module.serve)
-
-from sagents.cli import demo as _demo_module  # noqa: E402
-from sagents.cli import run_script as _run_script_module  # noqa: E402
-
-app.command("run-script")(_run_script_module.run_script)
-app.command("demo")(_demo_module.demo)
-
-from sagents.cli import tools as _tools_module  # noqa: E402
-
-app.command("tools")(_tools_module.tools_command)
-app.command("call")(_tools_module.call_command)
 
 
 def main() -> None:

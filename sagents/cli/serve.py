@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -87,14 +88,41 @@ def resolve_settings(
     return settings
 
 
-async def _run(settings: GatewaySettings) -> None:
-    async with build_gateway(settings) as gateway:
+async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
+    """Cancel ``scope`` on the first SIGTERM or SIGINT (noted in ``received``); a second one
+    ends the process at once (the handlers are gone by then)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            received.append(signum)
+            print(
+                f"sagents serve: {signal.Signals(signum).name}, closing the upstream servers",
+                file=sys.stderr,
+            )
+            scope.cancel()
+            return
+
+
+async def _run(settings: GatewaySettings) -> bool:
+    """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
+    received: list[int] = []
+    # Upstreams start in the background: initialize is answered at once, and each server's
+    # tools are announced (notifications/tools/list_changed) as it becomes ready.
+    # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
+    # (each upstream gets its stdin closed, then its process group is ended, every step
+    # bounded), instead of the process dying with its upstreams left running.
+    async with (
+        build_gateway(settings, wait_for_servers=False) as gateway,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
         if settings.transport == "stdio":
             await gateway.run_stdio()
-            return
-        async with anyio.create_task_group() as tg:
+        else:
             port = await tg.start(serve_http, gateway, settings)
             print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+            await anyio.sleep_forever()
+        tg.cancel_scope.cancel()
+    return bool(received)
 
 
 def serve(
@@ -149,9 +177,15 @@ def serve(
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
         )
-        anyio.run(_run, settings)
+        signalled = anyio.run(_run, settings)
     except ConfigError as error:
         print(f"sagents serve: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    if signalled and settings.transport == "stdio":
+        # Everything is closed; only the worker thread blocked reading stdin is left, and the
+        # interpreter would wait for it (until the client closed stdin) before exiting.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

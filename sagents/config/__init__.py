@@ -1,6 +1,7 @@
 """Configuration: the ``mcpServers`` file and sagents' settings, as plain typed values.
 
-Floor 3 (DESIGN.md, "Layers"): shared by the CLI, run_script and the gateway.
+Floor 3 of ``docs/architecture.md`` ("Layers"), beside ``sagents.tool`` (it builds the
+configured ``ToolManager``): shared by the CLI, run_script and the gateway.
 """
 
 from sagents.config.loader import (

@@ -83,7 +83,11 @@ class SagentsConfig:
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
         skills: The skill directories.
         local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
-        builtin_tools: Names of the built-in shell and file tools to offer (gateway).
+        builtin_tools: Names of the built-in tools to offer (gateway).
+        web_fetch: ``builtinTools.webFetch`` as keyword arguments of
+            ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
+        memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
+            sessions without one (None: they are refused the memory tools).
         source: The file it came from, if any.
     """
 
@@ -95,6 +99,8 @@ class SagentsConfig:
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     local_tools: tuple[str, ...] = ()
     builtin_tools: tuple[str, ...] = ()
+    web_fetch: Mapping[str, Any] = field(default_factory=dict)
+    memory_anonymous_user: str | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -180,6 +186,12 @@ def parse_config(
         ),
         local_tools=tuple(model.local_tools.modules),
         builtin_tools=tuple(model.builtin_tools.enabled),
+        web_fetch={
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in model.builtin_tools.web_fetch.model_dump(exclude_unset=True).items()
+            if value is not None
+        },
+        memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
         source=source,
     )
 
@@ -249,9 +261,13 @@ def _settings(entry: ServerEntryParams) -> ServerSettings:
         "list_timeout": entry.list_timeout,
         "call_timeout": entry.call_timeout,
         "max_concurrency": entry.max_concurrency,
+        "ping_timeout": entry.ping_timeout,
     }
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if entry.ping_interval is not None:
+        chosen["ping_interval"] = entry.ping_interval or None  # 0: no idle pings
     return ServerSettings(
         permission=entry.permission,
         tool_permissions=dict(entry.tool_permissions),
-        **{k: v for k, v in given.items() if v is not None},
+        **chosen,
     )

@@ -8,9 +8,10 @@ typo does not silently do nothing; unknown top-level keys of other clients are i
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from sagents.core.permissions import PermissionClass
 
@@ -19,10 +20,12 @@ __all__ = [
     "BuiltinToolsParams",
     "ConfigFileParams",
     "LocalToolsParams",
+    "MemoryParams",
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
     "SkillsParams",
+    "WebFetchParams",
 ]
 
 TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
@@ -51,6 +54,9 @@ class ServerEntryParams(_Strict):
     list_timeout: float | None = Field(default=None, alias="listTimeout", gt=0)
     call_timeout: float | None = Field(default=None, alias="callTimeout", gt=0)
     max_concurrency: int | None = Field(default=None, alias="maxConcurrency", ge=1)
+    # Seconds between liveness pings of an idle server; 0 turns the idle pings off.
+    ping_interval: float | None = Field(default=None, alias="pingInterval", ge=0)
+    ping_timeout: float | None = Field(default=None, alias="pingTimeout", gt=0)
     permission: PermissionClass | None = None
     tool_permissions: dict[str, PermissionClass] = Field(
         default_factory=dict, alias="toolPermissions"
@@ -95,10 +101,42 @@ class LocalToolsParams(_Strict):
     modules: list[str] = Field(default_factory=list)
 
 
+class WebFetchParams(_Strict):
+    """``builtinTools.webFetch``: what ``web_fetch`` may reach beyond public addresses, and its
+    caps (docs/builtin_tools.md)."""
+
+    allow_networks: list[str] = Field(default_factory=list, alias="allowNetworks")
+    allow_hosts: list[str] = Field(default_factory=list, alias="allowHosts")
+    allow_domains: list[str] = Field(default_factory=list, alias="allowDomains")
+    deny_domains: list[str] = Field(default_factory=list, alias="denyDomains")
+    max_redirects: int | None = Field(default=None, alias="maxRedirects", ge=0, le=20)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
+    timeout_seconds: float | None = Field(default=None, alias="timeoutSec", gt=0)
+
+    @field_validator("allow_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as error:
+                raise ValueError(f"{network!r} is not a network (CIDR, e.g. 10.0.0.0/8)") from error
+        return value
+
+
+class MemoryParams(_Strict):
+    """``builtinTools.memory``: ``anonymousUser`` is the user of sessions that have none (all
+    such sessions then share its memories); unset, they are refused the memory tools."""
+
+    anonymous_user: str | None = Field(default=None, alias="anonymousUser", min_length=1)
+
+
 class BuiltinToolsParams(_Strict):
-    """``builtinTools``: the built-in shell and file tools the gateway offers (none by default)."""
+    """``builtinTools``: the built-in tools the gateway offers (none by default)."""
 
     enabled: list[str] = Field(default_factory=list)
+    web_fetch: WebFetchParams = Field(default_factory=WebFetchParams, alias="webFetch")
+    memory: MemoryParams = Field(default_factory=MemoryParams)
 
 
 class SandboxParams(BaseModel):

@@ -15,7 +15,7 @@ __all__ = ["build_tool_manager"]
 
 
 async def build_tool_manager(
-    config: SagentsConfig, *, progress_hub: ProgressHub | None = None
+    config: SagentsConfig, *, progress_hub: ProgressHub | None = None, wait: bool = True
 ) -> ToolManager:
     """Open a ToolManager with every enabled server of ``config`` registered.
 
@@ -31,6 +31,9 @@ async def build_tool_manager(
     Args:
         config: From :func:`sagents.config.load_config`.
         progress_hub: The hub of the tools' progress events; the process default when None.
+        wait: False returns without waiting for any server: each one's tools are registered
+            when it is ready (``manager.on_mcp_tools_changed`` listeners hear of it), as
+            ``sagents serve`` does so that it can answer ``initialize`` at once.
 
     Returns:
         The open manager.
@@ -42,7 +45,7 @@ async def build_tool_manager(
     manager = ToolManager(progress_hub=progress_hub)
     try:
         if config.servers:
-            await manager.register_mcp_servers(config.as_supervisor_input())
+            await manager.register_mcp_servers(config.as_supervisor_input(), wait=wait)
     except BaseException:
         await manager.aclose()
         raise

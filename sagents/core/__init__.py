@@ -1,4 +1,8 @@
-"""Plain frozen values shared by several layers: tool specs, results, permissions, events."""
+"""Plain frozen values shared by several layers: tool specs, results, permissions, events.
+
+Floor 1 of ``docs/architecture.md`` ("Layers"): ``sagents.mcp`` builds these values without
+importing ``sagents.tool``.
+"""
 
 from sagents.core.permissions import (
     PERMISSION_CLASSES,

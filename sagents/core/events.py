@@ -1,8 +1,7 @@
 """The typed events of the live progress channel, shared by every layer.
 
 Each event is a frozen value with a ``type`` tag and a ``to_dict()`` giving its NDJSON object
-(DESIGN.md, "Events"; the seed design's section 12 for ``tool_progress``; issue 5 §7 for
-``script.progress``):
+(docs/progress.md, "Event types (NDJSON)"):
 
 ==========================  ====================  ==============================================
 class                       ``type``              never dropped by the channel?
@@ -16,7 +15,7 @@ class                       ``type``              never dropped by the channel?
 
 :func:`event_from_dict` rebuilds any event from its NDJSON object and raises
 :class:`~sagents.errors.EventFormatError` for anything else. Events carry no session id: the
-channel routes them by session, and the NDJSON shape is the seed design's.
+channel routes them by session (docs/progress.md).
 """
 
 from __future__ import annotations
@@ -61,7 +60,8 @@ ScriptStatus: TypeAlias = Literal[
     "killed",
     "sandbox_error",
 ]
-"""The state of a run_script run: ``running``, or one final status per cause (issue 5)."""
+"""The state of a run_script run: ``running``, or one final status per cause
+(docs/run_script.md, "Statuses")."""
 
 FINAL_SCRIPT_STATUSES: Final[frozenset[str]] = frozenset(get_args(ScriptStatus)) - {"running"}
 """Every :data:`ScriptStatus` but ``running``: the run has ended."""
@@ -80,7 +80,7 @@ EVENT_TYPES: Final[tuple[str, ...]] = get_args(EventType)
 
 @dataclass(frozen=True, kw_only=True)
 class ToolProgressEvent:
-    """Incremental output of a running tool (seed design §12, ``tool_progress``).
+    """Incremental output of a running tool (``tool_progress``; docs/progress.md).
 
     Attributes:
         tool_call_id: The assistant tool call the text belongs to; the UI groups by it.
@@ -116,7 +116,9 @@ class ToolProgressEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class ScriptProgressEvent:
-    """A snapshot of a run_script run (issue 5 §7, ``script.progress``); push-only, never stored.
+    """A snapshot of a run_script run (``script.progress``): push-only, never stored.
+
+    See docs/progress.md, "Event types (NDJSON)".
 
     Attributes:
         script_id: The run's id (its records directory name).
@@ -218,7 +220,7 @@ class ApprovalResultEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class BackgroundDoneEvent:
-    """A background call finished; its result arrives as this event (DESIGN.md, run_script).
+    """A background call finished; its result arrives as this event (docs/run_script.md).
 
     Attributes:
         handle: The background call's handle, as returned to the caller.
@@ -272,7 +274,8 @@ def is_droppable(event: Event) -> bool:
     """Whether the channel may coalesce or drop ``event`` under pressure.
 
     Progress may be (``tool_progress`` text, a running ``script.progress`` snapshot); a
-    ``closed`` event, a final snapshot, approvals and completions may not (issue 4 §2).
+    ``closed`` event, a final snapshot, approvals and completions may not
+    (docs/progress.md, "Overflow policy").
     """
     if isinstance(event, ToolProgressEvent):
         return not event.closed

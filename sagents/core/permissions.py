@@ -1,4 +1,4 @@
-"""Permission classes of tools and permission modes of sessions (DESIGN.md, "Permission classes").
+"""Permission classes of tools and permission modes of sessions (docs/tools.md).
 
 A tool's permission class says how dangerous a call is; a session's permission mode says how calls
 of each class are treated. MCP tool annotations are hints only (MCP spec 2025-06-18,

@@ -1,4 +1,4 @@
-"""Render a ``ToolResult`` into the text a model receives (issue 2, §4).
+"""Render a ``ToolResult`` into the text a model receives (docs/tools.md).
 
 - Text blocks verbatim, joined by newlines; a text resource with a one-line header.
 - A result with structured content and no text: the structured content as compact JSON.

@@ -72,6 +72,9 @@ class ToolSpec:
         permission: The permission class (see :mod:`sagents.core.permissions`).
         source: Where the tool comes from.
         meta: Extra JSON-serialisable data (for example an MCP tool's ``_meta``).
+        timeout: Seconds a call of this tool may take when the caller gives no timeout (for an
+            MCP tool, its server's ``call_timeout``; ``math.inf``: no limit); None leaves it to
+            the registry's default.
     """
 
     name: str
@@ -84,6 +87,7 @@ class ToolSpec:
     permission: PermissionClass = "write"
     source: ToolSource = field(default_factory=ToolSource)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
 
     @property
     def summary(self) -> str:

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 MAX_TOOL_RESULT_TOKENS = 12000
-"""Default budget of one rendered tool result, in tokens (the seed design's value)."""
+"""Default budget of one rendered tool result, in tokens (docs/tools.md)."""
 
 ENV_MAX_TOOL_RESULT_TOKENS = "SAGE_MAX_TOOL_RESULT_TOKENS"
 """Environment variable overriding :data:`MAX_TOOL_RESULT_TOKENS`, read on every call."""

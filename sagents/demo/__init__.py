@@ -1,7 +1,8 @@
 """The bundled demo: a simulated fleet MCP server and the run_script job that reports on it.
 
-``sagents demo`` (issue 7 §2) runs :data:`FLEET_SCRIPT` against :mod:`sagents.demo.fleet_server`
-with no configuration at all: :func:`demo_config` is the configuration it uses.
+``sagents demo`` runs :data:`FLEET_SCRIPT` against :mod:`sagents.demo.fleet_server` with no
+configuration at all: :func:`demo_config` is the configuration it uses. Floor 4 of
+``docs/architecture.md`` ("Layers").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A simulated fleet of 500 devices, as an MCP server on the official SDK (issue 5 §9).
+"""A simulated fleet of 500 devices, as an MCP server on the official SDK
+(docs/run_script.md, "The fleet example").
 
 Tools: ``list_devices`` and ``get_device_status(sn)`` (read-only, a few ms of latency, some
 devices offline), ``set_device_config`` (write) and ``reboot_device`` (destructive). The data is

@@ -1,4 +1,7 @@
-"""sagents.gateway: session policy, profiles and the MCP server façade (``sagents serve``)."""
+"""sagents.gateway: session policy, profiles and the MCP server façade (``sagents serve``).
+
+Floor 5 of ``docs/architecture.md`` ("Layers"), beside ``sagents.agent``; see ``docs/gateway.md``.
+"""
 
 from sagents.gateway.approval import (
     ApprovalAnswer,

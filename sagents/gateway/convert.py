@@ -41,7 +41,7 @@ def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
 
     Raises:
         UpstreamSchemaError: a schema's root ``type`` is not ``object``; the caller withholds
-            this one tool and serves the others (LESSONS.md, "MCP upstreams").
+            this one tool and serves the others.
     """
     input_schema = _object_schema(spec.name, "inputSchema", dict(spec.input_schema))
     output_schema = (
@@ -101,7 +101,7 @@ def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
     """Convert a ``ToolResult`` to an MCP ``CallToolResult``.
 
     ``isError`` with no content gets one text block naming the failure, since some clients crash
-    on an empty error (LESSONS.md, "MCP upstreams").
+    on an empty error.
     """
     content = [to_mcp_content(block) for block in result.content]
     if result.is_error and not content:

@@ -42,11 +42,17 @@ class EmptyProvider:
 
 
 def build_gateway(
-    settings: GatewaySettings, *, approver: Approver | None = None
+    settings: GatewaySettings,
+    *,
+    approver: Approver | None = None,
+    wait_for_servers: bool = True,
 ) -> ConfiguredGateway:
     """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving).
+
+    ``wait_for_servers=False`` enters without waiting for upstream servers (see
+    :class:`ConfiguredGateway`).
 
     Raises:
         ConfigError: the config file is unreadable or invalid, or a skill directory is missing.
     """
-    return ConfiguredGateway(settings, approver=approver)
+    return ConfiguredGateway(settings, approver=approver, wait_for_servers=wait_for_servers)

@@ -16,7 +16,12 @@
   without token get 401, whether or not tokens are configured. A token must be one of the
   configured ones (constant-time comparison). The result, a :class:`Credential`, is stored in
   the ASGI scope under :data:`CREDENTIAL_SCOPE_KEY`; the gateway reads the caller's identity
-  from there and nowhere else (:func:`request_credential`).
+  from there and nowhere else (:func:`request_credential`). A verified token is also the
+  request's ``user`` (the ``mcp`` SDK's ``AuthenticatedUser``, named by the token's digest,
+  never the token), so that the SDK's session manager binds each ``Mcp-Session-Id`` to the
+  credential that opened it for every request of the session: POSTed answers to the
+  gateway's own requests (an approval's elicitation), the GET stream and DELETE, which never
+  reach a gateway handler, get 404 with another token.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = [
@@ -203,7 +210,15 @@ class GatewaySecurityMiddleware:
                 return
         elif token is not None:
             token = None  # no token is configured: nothing to verify it against, no identity
-        scope[CREDENTIAL_SCOPE_KEY] = Credential(token)
+        credential = Credential(token)
+        scope[CREDENTIAL_SCOPE_KEY] = credential
+        if token is not None:
+            principal = f"sagents-token:{credential.identity}"
+            scope["user"] = AuthenticatedUser(
+                AccessToken(token=principal, client_id=principal, scopes=[])
+            )
+        else:
+            scope.pop("user", None)  # only this middleware says who the caller is
         await self.app(scope, receive, send)
 
     def _host_ok(self, headers: list[tuple[bytes, bytes]]) -> bool:

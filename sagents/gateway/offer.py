@@ -141,7 +141,7 @@ class SessionOffer:
         /,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
     ) -> ToolResult:
         """Run an offered tool (``run_script`` through the script host); refuse any other."""
         if self.get(name) is None:
@@ -176,7 +176,7 @@ class ScriptOffer:
         /,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
     ) -> ToolResult:
         """Run a script-callable tool of the session; refuse any other."""
         spec = next((s for s in self.list_specs() if s.name == name), None)

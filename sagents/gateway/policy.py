@@ -1,6 +1,6 @@
 """Session policy of the gateway: which tools a session is offered, which calls need approval.
 
-Rules (DESIGN.md, "Permission classes"; issue 7, §1):
+Rules (docs/gateway.md; docs/tools.md, "Permission modes and approvals"):
 
 - ``disabled`` tools are never offered;
 - in ``read_only`` mode only ``read_only`` tools are offered;
@@ -28,7 +28,7 @@ CallRequirement = Literal["run", "approve", "approve_each"]
 
 @dataclass(frozen=True, kw_only=True)
 class Profile:
-    """A named set of what a client may use (issue 7, §1, "Profiles").
+    """A named set of what a client may use (docs/gateway.md).
 
     Attributes:
         name: The profile's name (``--profile NAME``).

@@ -21,10 +21,15 @@
   then passed on to every connected client.
 
 Servers are started side by side when the gateway is entered
-(:func:`sagents.config.tools.build_tool_manager`); one that cannot start is logged and stays
-registered as ``failed`` with no tools, so one broken server does not keep the others from
-being served. Local tools are registered after the servers: a local tool whose name an upstream
-tool already took is refused with a ``ConfigError``.
+(:func:`sagents.config.tools.build_tool_manager`); one that cannot start is logged, stays
+registered as ``failed`` with no tools and is retried in the background, so one broken server
+does not keep the others from being served. ``sagents serve`` enters without waiting for them
+(``wait_for_servers=False``): ``initialize`` is answered at once, a ``tools/list`` waits at most
+:data:`FIRST_LIST_WAIT_S` for servers still on their first start, and a server that becomes
+ready later is announced with ``notifications/tools/list_changed``. Local tools are registered
+after the servers: a local tool whose name an upstream tool already took is refused with a
+``ConfigError`` (without waiting, the local tool keeps the name and the upstream tool is skipped
+with a warning).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
+import mcp_types as mt
+from mcp.server.context import ServerRequestContext
 
 from sagents.audit.store import default_data_dir
 from sagents.audit.tasks import SqliteTaskStore
@@ -64,7 +71,12 @@ from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import BUILTIN_TOOL_NAMES, register_builtin_tools
+from sagents.tool.impl import (
+    BUILTIN_TOOL_NAMES,
+    MemoryStore,
+    WebFetchSettings,
+    register_builtin_tools,
+)
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -72,6 +84,9 @@ __all__ = ["ConfiguredGateway"]
 
 logger = logging.getLogger(__name__)
 
+FIRST_LIST_WAIT_S = 8.0
+"""Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
+below the MCP Inspector's 10 s request timeout."""
 TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
 
 
@@ -108,6 +123,12 @@ class ConfiguredGateway(Gateway):
         settings: What ``sagents serve`` was given (``settings.config`` may be None: then only
             the gateway's own tools are served).
         approver: Decides approvals instead of asking the client (tests); None asks the client.
+        wait_for_servers: True (the default) enters only after every server's first start
+            attempt; False enters at once and each server's tools are offered (with
+            ``notifications/tools/list_changed`` to connected clients) as it becomes ready,
+            so that ``sagents serve`` answers ``initialize`` without waiting for upstreams. A
+            local tool then keeps its name, and an upstream tool of the same name is skipped
+            with a warning.
 
     Raises:
         ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
@@ -115,8 +136,15 @@ class ConfiguredGateway(Gateway):
             anything starts); on entering, a local tool whose name is already taken.
     """
 
-    def __init__(self, settings: GatewaySettings, *, approver: Approver | None = None) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        approver: Approver | None = None,
+        wait_for_servers: bool = True,
+    ) -> None:
         self.settings = settings
+        self._wait_for_servers = wait_for_servers
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
         self._manager: ToolManager | None = None
@@ -157,7 +185,9 @@ class ConfiguredGateway(Gateway):
         return self._manager
 
     async def __aenter__(self) -> Self:
-        manager = await build_tool_manager(self.config, progress_hub=self.hub)
+        manager = await build_tool_manager(
+            self.config, progress_hub=self.hub, wait=self._wait_for_servers
+        )
         self._manager = manager
         try:
             for key, tool in self._local_tools:
@@ -171,7 +201,7 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            proxy = ToolProxy(manager)
+            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
             self.scripts = self._scripts
@@ -216,7 +246,13 @@ class ConfiguredGateway(Gateway):
                 hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
             )
         try:
-            register_builtin_tools(manager, self._scripts.sandbox_for, names=names)
+            register_builtin_tools(
+                manager,
+                self._scripts.sandbox_for,
+                names=names,
+                web_fetch=WebFetchSettings(**self.config.web_fetch),
+                memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
+            )
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
@@ -228,6 +264,7 @@ class ConfiguredGateway(Gateway):
             hub=self.hub,
             workspaces=self.workspaces,
             limits=script_limits(self.config),
+            protected={"config file": self.settings.config} if self.settings.config else None,
         )
         try:
             return await scripts.__aenter__()
@@ -253,6 +290,25 @@ class ConfiguredGateway(Gateway):
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.manager.aclose()
+
+    async def _first_start(self) -> None:
+        if self._manager is not None and not self._wait_for_servers:
+            # Servers still on their first start get a short while, so that a client that
+            # lists (or calls) once right after initialize finds their tools; later ones are
+            # announced. Once every server made its first attempt, this returns at once.
+            await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        await self._first_start()
+        return await super()._on_list_tools(ctx, params)
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        await self._first_start()
+        return await super()._on_call_tool(ctx, params)
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from sagents.audit.store import SqliteAuditStore, default_data_dir
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
+from sagents.errors import ConfigError
 from sagents.gateway.approval import ClientScriptApprover
 from sagents.gateway.restart import StartupLock, sweep_runs
 from sagents.gateway.workspaces import Workspaces
@@ -71,9 +73,13 @@ class GatewayScripts:
         limits: ``scripts`` limits of the config.
         data_dir: Where the script runtime and the audit store live; the default data dir
             (``$SAGENTS_DATA_DIR``) when None.
+        protected: Other host paths no sandbox may bind, by what they are (``config file``:
+            the mcpServers commands the next start runs on the host).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
+        ConfigError: on entering, the sessions' sandboxes would bind the data dir or a
+            ``protected`` path.
     """
 
     def __init__(
@@ -83,9 +89,11 @@ class GatewayScripts:
         workspaces: Workspaces | None,
         limits: ScriptLimits,
         data_dir: Path | None = None,
+        protected: Mapping[str, Path] | None = None,
     ) -> None:
         self._hub = hub
         self._data_dir = data_dir or default_data_dir()
+        self._protected = {"data dir": self._data_dir, **(protected or {})}
         self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
         self._settings = RunScriptSettings(limits=limits)
         self._sessions: dict[str, _Session] = {}
@@ -97,6 +105,7 @@ class GatewayScripts:
         """Records directories of runs a previous process left running, marked at start."""
 
     async def __aenter__(self) -> Self:
+        self._check_data_dir_not_bound()
         root = self.workspaces.root
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
@@ -127,6 +136,26 @@ class GatewayScripts:
             await self._stack.aclose()  # the sessions' task group
         finally:
             self._tg = None
+
+    def _check_data_dir_not_bound(self) -> None:
+        """Refuse a workspace root whose sandboxes would bind the data dir (the audit store,
+        the background-task store, the script runtime: a script could rewrite them) or a
+        protected path (the config file: a script could change what the host runs).
+
+        Raises:
+            ConfigError: one of them is inside (or is) what sandboxes bind.
+        """
+        area = Path(os.path.realpath(self.workspaces.bound_area()))
+        shown = "the workspace" if self.workspaces.shared else "the sessions' workspaces"
+        for what, path in self._protected.items():
+            real = Path(os.path.realpath(path))
+            if real == area or area in real.parents:
+                raise ConfigError(
+                    f"the gateway's {what} {str(real)!r} is inside {shown} ({str(area)!r}): "
+                    "scripts could rewrite it",
+                    key="--workspace",
+                    hint=f"give --workspace a directory that does not contain the {what}",
+                )
 
     async def sandbox_for(self, context: SessionContext) -> Sandbox:
         """The calling session's sandbox (the built-in tools' resolver)."""

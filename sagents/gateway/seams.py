@@ -37,11 +37,11 @@ __all__ = [
 
 PROGRESS_BUFFER = 256
 """Events buffered per call between the source and the client (events, not bytes); past it the
-source's own overflow policy applies (progress is droppable, see DESIGN.md "Events")."""
+source's own overflow policy applies (progress is droppable, see docs/progress.md)."""
 
 
 class ToolProvider(Protocol):
-    """What the gateway serves: the shape of ``ToolProxy`` (DESIGN.md, "Public API")."""
+    """What the gateway serves: the shape of ``ToolProxy`` (docs/tools.md)."""
 
     def list_specs(self) -> list[ToolSpec]:
         """Every tool the provider offers, before the session's policy filters them."""
@@ -55,7 +55,7 @@ class ToolProvider(Protocol):
         /,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
     ) -> ToolResult:
         """Run one call; failures come back as error results, never as exceptions.
 
@@ -73,7 +73,7 @@ class ToolProvider(Protocol):
 
 
 class ToolProxyLike(Protocol):
-    """The seed API's ``ToolProxy`` / ``ToolManager``: names, specs and ``run_tool``."""
+    """The public API's ``ToolProxy`` / ``ToolManager``: names, specs and ``run_tool``."""
 
     def list_all_tools_name(self) -> list[str]:
         """The names of the tools this session may call."""
@@ -91,7 +91,7 @@ class ToolProxyLike(Protocol):
         /,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
     ) -> ToolResult:
         """Run one call (see :meth:`ToolProvider.run_tool`)."""
         ...
@@ -115,7 +115,7 @@ class ProxyProvider:
         /,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
     ) -> ToolResult:
         """Forward to the proxy's ``run_tool``."""
         return await self.proxy.run_tool(
@@ -146,7 +146,7 @@ class ResourceSource(Protocol):
 
 @runtime_checkable
 class ToolProgressLike(Protocol):
-    """A ``tool_progress`` event: text a running tool printed (DESIGN.md, "Events")."""
+    """A ``tool_progress`` event: text a running tool printed (docs/progress.md)."""
 
     @property
     def tool_call_id(self) -> str: ...
@@ -160,7 +160,7 @@ class ToolProgressLike(Protocol):
 
 @runtime_checkable
 class ScriptProgressLike(Protocol):
-    """A ``script.progress`` event: counters of a running script (issue 5, §7)."""
+    """A ``script.progress`` event: counters of a running script (docs/progress.md)."""
 
     @property
     def calls(self) -> int: ...

@@ -1,6 +1,6 @@
 """Settings of ``sagents serve`` and the factory that builds the gateway from them.
 
-``GatewaySettings`` holds what the command line and the config file choose (issue 7, §1).
+``GatewaySettings`` holds what the command line and the config file choose (docs/gateway.md).
 :func:`load_profiles` reads the ``profiles`` section of the config file; :func:`build_gateway`
 turns settings into a :class:`~sagents.gateway.server.Gateway` (the integration connects the real
 tool provider here: upstream servers, run_script, skills).

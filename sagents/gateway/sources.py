@@ -6,7 +6,7 @@
   synchronously as the hub publishes them (no pump task, so nothing published before the call
   returns can be missed by the gateway's final drain).
 - :class:`SkillResources` serves the files of the configured skills as MCP resources
-  (``skill://<skill>/<path>``; issue 7, §1), filtered by the session profile's skills.
+  (``skill://<skill>/<path>``; docs/gateway.md), filtered by the session profile's skills.
 """
 
 from __future__ import annotations

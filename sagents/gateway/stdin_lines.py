@@ -1,4 +1,4 @@
-"""Line-by-line reading of the gateway's stdin with a cap on one line (issue 7, §1).
+"""Line-by-line reading of the gateway's stdin with a cap on one line (docs/gateway.md).
 
 The ``mcp`` SDK's ``stdio_server`` reads its stdin with ``async for line in stdin``; over the
 default reader a client that never sends a newline (``sagents serve < /dev/zero``) makes one line

@@ -63,6 +63,11 @@ class Workspaces:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
 
+    def bound_area(self) -> Path:
+        """The directory under which sessions' sandboxes bind their workspace: the root when
+        shared, else ``<root>/sessions``. Nothing else of the host must live there."""
+        return self.root if self.shared else self.root / SESSIONS_DIR
+
     def existing(self) -> list[Path]:
         """Every workspace that exists now (the shared root, or each session's), sorted."""
         if self.shared:

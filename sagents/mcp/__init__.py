@@ -1,4 +1,4 @@
-"""Upstream MCP servers on the official ``mcp`` SDK (DESIGN.md, "Layers": floor 2).
+"""Upstream MCP servers on the official ``mcp`` SDK (floor 2 of ``docs/architecture.md``).
 
 :class:`MCPSupervisor` owns the connections; :mod:`sagents.mcp.params` says where servers are;
 :mod:`sagents.mcp.convert` turns MCP tools and results into sagents values.

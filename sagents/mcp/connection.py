@@ -6,10 +6,11 @@ task send requests through the SDK session object, whose dispatcher correlates t
 registering in one task, calling from another and closing from a third never exits a cancel
 scope in a task that did not enter it.
 
-Life of a connection: ``connecting`` → ``ready`` (tools listed) → on death ``failed`` → the next
-call asks for a restart → ``restarting`` (after a backoff that doubles per consecutive failure)
-→ ``ready`` or ``failed``. ``notifications/tools/list_changed`` (and, on 2026-07-28, a
-``subscriptions/listen`` stream) makes the worker list the tools again.
+Life of a connection: ``connecting`` → ``ready`` (tools listed) → on death, or when it does not
+answer a liveness ``ping``, ``failed`` → after a backoff that doubles per consecutive failure,
+in the background → ``restarting`` → ``ready`` or ``failed``.
+``notifications/tools/list_changed`` (and, on 2026-07-28, a ``subscriptions/listen`` stream)
+makes the worker list the tools again.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import listen
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.spec import ToolSpec
@@ -35,12 +37,14 @@ from sagents.mcp.params import ServerParams, describe_params
 from sagents.mcp.session import ToolListFilter, open_session
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
+from sagents.mcp.stdio import StdioProcess
 
 __all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
+MIN_RETRY_DELAY = 0.1  # seconds: the floor of repeated retries, so a backoff of 0 cannot spin
 
 ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
 """``(server, specs)``, awaited by a connection's worker after a listing changed the tools."""
@@ -81,14 +85,18 @@ class ServerConnection:
         self._on_tools_changed = on_tools_changed
         self._state: ServerState = "connecting"
         self._changed = anyio.Event()
-        self._demand = anyio.Event()
         self._wake = anyio.Event()
         self._dead = False
+        self._suspect = False  # a call timed out: a ping decides whether the server is frozen
         self._relist = False
+        self._liveness_restarts = 0
+        self._restart_reason: str | None = None
         self._finished = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._session: ClientSession | None = None
         self._pid: int | None = None
+        self._process: StdioProcess | None = None
+        self._exit_code: int | None = None
         self._attempts = 0
         self._consecutive_failures = 0
         self._last_error: str | None = None
@@ -133,6 +141,10 @@ class ServerConnection:
             withheld=self._withheld,
             restarts=max(0, self._attempts - 1),
             pid=self._pid if self._state == "ready" else None,
+            exit_code=self._exit_code,
+            liveness_restarts=self._liveness_restarts,
+            last_restart_reason=self._restart_reason,
+            log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
         )
 
     async def wait_started(self) -> ServerState:
@@ -140,6 +152,16 @@ class ServerConnection:
         while self._state in ("connecting", "restarting"):
             await self._changed.wait()
         return self._state
+
+    @property
+    def first_start_done(self) -> bool:
+        """True once the first start attempt ended (however it ended)."""
+        return not (self._attempts == 0 or (self._attempts == 1 and self._state == "connecting"))
+
+    async def wait_first_start(self) -> None:
+        """Wait until the first start attempt ended (however it ended)."""
+        while not self.first_start_done:
+            await self._changed.wait()
 
     async def ready_session(self) -> ClientSession:
         """Return the live session, restarting a failed server first (once, with backoff).
@@ -149,14 +171,17 @@ class ServerConnection:
         """
         attempts_at_start = self._attempts
         while True:
-            if self._state == "ready" and self._session is not None and not self._dead:
+            if (
+                self._state == "ready"
+                and self._session is not None
+                and not self._dead
+                and not self._suspect
+            ):
                 return self._session
             if self._state == "closed":
                 raise self._unavailable("the server was closed")
-            if self._state == "failed":
-                if self._attempts > attempts_at_start:
-                    raise self._unavailable(f"restart failed: {self._last_error}")
-                self._demand.set()
+            if self._state == "failed" and self._attempts > attempts_at_start:
+                raise self._unavailable(f"restart failed: {self._last_error}")
             await self._changed.wait()
 
     def mark_dead(self, reason: str) -> None:
@@ -164,8 +189,20 @@ class ServerConnection:
         if not self._dead:
             self._dead = True
             self._last_error = reason
+            self._restart_reason = reason
             self._wake.set()
         self._abort_calls()
+
+    def check_liveness(self) -> None:
+        """Ask the worker to ``ping`` the server now (a call timed out or was cancelled).
+
+        Until the server answers, new calls wait (at most ``ping_timeout``) instead of joining
+        a server that may be frozen; one that does not answer is restarted.
+        """
+        if self._dead or self._closing or self._state != "ready":
+            return
+        self._suspect = True
+        self._wake.set()
 
     @contextmanager
     def call_scope(self) -> Iterator[anyio.CancelScope]:
@@ -224,21 +261,26 @@ class ServerConnection:
                 task_status.started()
                 while True:
                     if self._attempts > 0:
-                        await self._demand.wait()
-                        self._demand = anyio.Event()
+                        # Retried in the background (not only when a call asks): a server
+                        # that failed its first start comes up by itself once it can.
+                        await anyio.sleep(self._backoff())
                         self._set_state("restarting")
-                        delay = min(
-                            self.settings.restart_backoff
-                            * 2 ** max(0, self._consecutive_failures - 1),
-                            self.settings.max_restart_backoff,
-                        )
-                        await anyio.sleep(delay)
                     self._attempts += 1
                     await self._connect_and_serve()
         finally:
             self._session = None
             self._set_state("closed")
             self._finished.set()
+
+    def _backoff(self) -> float:
+        """Seconds before the next start: ``restart_backoff`` doubled per consecutive failure
+        after the first (never below :data:`MIN_RETRY_DELAY` then), at most
+        ``max_restart_backoff``."""
+        failures = self._consecutive_failures
+        base = self.settings.restart_backoff
+        if failures > 1:
+            base = max(base, MIN_RETRY_DELAY) * 2 ** (failures - 1)
+        return min(base, self.settings.max_restart_backoff)
 
     async def _message_handler(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -250,6 +292,7 @@ class ServerConnection:
 
     async def _connect_and_serve(self) -> None:
         self._dead = False
+        self._suspect = False
         self._relist = False
         self._wake = anyio.Event()
         # One scope around the whole connection: the deadline covers only the start, and the
@@ -265,6 +308,7 @@ class ServerConnection:
                         log_path=self.log_path,
                         message_handler=self._message_handler,
                         on_end=self._on_end,
+                        on_process=self._on_process,
                     )
                     connect_scope.deadline = math.inf
                     session = opened.session
@@ -286,6 +330,7 @@ class ServerConnection:
             self._last_error = (
                 f"no answer to the handshake within {self.settings.connect_timeout} s"
             )
+        self._explain_exit()
         if self._last_error:
             logger.warning("MCP server %r failed: %s", self.name, self._last_error)
         self._abort_calls()
@@ -293,6 +338,30 @@ class ServerConnection:
         self._pid = None
         self._consecutive_failures += 1
         self._set_state("failed")
+
+    def _on_process(self, process: StdioProcess) -> None:
+        self._process = process
+        self._exit_code = None
+
+    def _explain_exit(self) -> None:
+        """Add a stdio server's own exit (status, last stderr lines, log) to the last error."""
+        process, self._process = self._process, None
+        if process is None or not process.hung_up or self._closing:
+            return
+        code = process.returncode
+        self._exit_code = code
+        if code is None:
+            how = "closed its stdout"
+        elif code < 0:
+            how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        tail = process.stderr_tail()
+        stderr = (" | ".join(tail)) if tail else "(nothing)"
+        self._last_error = (
+            f"the server {how}: {self._last_error or 'the connection ended'}; "
+            f"last stderr lines: {stderr}; log: {str(process.log_path)!r}"
+        )
 
     def _wants_listen(self, session: ClientSession) -> bool:
         caps = session.server_capabilities
@@ -328,11 +397,28 @@ class ServerConnection:
             logger.info("MCP server %r: tools subscription ended: %s", self.name, _describe(error))
 
     async def _serve(self, session: ClientSession) -> None:
+        interval = self.settings.ping_interval
         while True:
-            await self._wake.wait()
+            with anyio.move_on_after(math.inf if interval is None else interval):
+                await self._wake.wait()
+            woke = self._wake.is_set()
             self._wake = anyio.Event()
             if self._dead:
                 return
+            if self._suspect or (not woke and not self._call_scopes):
+                if not await self._answers_ping(session):
+                    self._liveness_restarts += 1
+                    self.mark_dead(
+                        f"no answer to ping within {self.settings.ping_timeout:g} s "
+                        "(the server is frozen); restarting it"
+                    )
+                    self._suspect = False
+                    if self._process is not None:
+                        self._process.kill()  # frozen: a grace period would only be waited out
+                    return
+                if self._suspect:
+                    self._suspect = False
+                    self._set_state(self._state)  # wake the calls that waited for the verdict
             if self._relist:
                 self._relist = False
                 try:
@@ -341,6 +427,21 @@ class ServerConnection:
                     logger.warning(
                         "MCP server %r: refreshing tools failed: %s", self.name, _describe(error)
                     )
+
+    async def _answers_ping(self, session: ClientSession) -> bool:
+        """True when the server answers ``ping`` in time (an error answer counts: it lives)."""
+        with anyio.move_on_after(self.settings.ping_timeout):
+            try:
+                await session.send_ping()
+            except MCPError as error:
+                return error.code != types.CONNECTION_CLOSED
+            return True
+        logger.warning(
+            "MCP server %r did not answer ping within %g s",
+            self.name,
+            self.settings.ping_timeout,
+        )
+        return False
 
     async def _list_tools(self, session: ClientSession) -> None:
         """List every page (a cursor that repeats or is empty ends the walk) and rebuild specs."""

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -198,6 +199,7 @@ def tool_to_spec(
         permission=permission,
         source=ToolSource(kind="mcp", server=server, original_name=tool.name),
         meta=meta,
+        timeout=settings.call_timeout if settings.call_timeout is not None else math.inf,
     )
 
 

@@ -1,4 +1,4 @@
-"""Connection parameters of MCP servers (DESIGN.md, "Public API").
+"""Connection parameters of MCP servers (docs/mcp.md).
 
 stdio servers use the SDK's own :class:`mcp.StdioServerParameters`; remote servers use
 :class:`SseServerParameters` (the HTTP+SSE transport of protocol 2024-11-05) or

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
 from sagents.mcp.settings import ServerSettings
-from sagents.mcp.stdio import open_stdio_transport
+from sagents.mcp.stdio import StdioProcess, open_stdio_transport
 
 __all__ = [
     "CLIENT_INFO",
@@ -284,6 +284,7 @@ async def open_session(
     log_path: Path,
     message_handler: MessageHandlerFnT,
     on_end: Callable[[], None],
+    on_process: Callable[[StdioProcess], None] | None = None,
 ) -> OpenedSession:
     """Connect to ``params`` and negotiate; every resource is entered on ``stack``.
 
@@ -295,6 +296,8 @@ async def open_session(
         log_path: The stdio server's stderr log.
         message_handler: Receives server notifications (``tools/list_changed``, ...).
         on_end: Called once when the transport's read side ends (the server died or hung up).
+        on_process: Called with a stdio server's process as soon as it runs (before the
+            handshake), so that a failed start can be explained by its exit status and stderr.
 
     Raises:
         OSError, MCPError, httpx2.HTTPError, RuntimeError: the server could not be reached or
@@ -312,7 +315,7 @@ async def open_session(
     write: WriteStream[SessionMessage]
     if isinstance(params, StdioServerParameters):
         read, write, process = await stack.enter_async_context(
-            open_stdio_transport(params, log_path=log_path)
+            open_stdio_transport(params, log_path=log_path, on_start=on_process)
         )
         pid = process.pid
     elif isinstance(params, SseServerParameters):

@@ -12,9 +12,16 @@ from pathlib import Path
 
 from sagents.core.permissions import PermissionClass
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "ServerSettings"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "DEFAULT_PING_INTERVAL",
+    "DEFAULT_PING_TIMEOUT",
+    "ServerSettings",
+]
 
-DEFAULT_MAX_CONCURRENCY = 8  # calls in flight per server, as issue 3 asks
+DEFAULT_MAX_CONCURRENCY = 8  # calls in flight per server
+DEFAULT_PING_INTERVAL = 30.0  # seconds between liveness pings of an idle server
+DEFAULT_PING_TIMEOUT = 10.0  # seconds a ping may take before the server counts as frozen
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +43,10 @@ class ServerSettings:
         max_restart_backoff: Upper bound of the restart delay, in seconds.
         log_dir: Directory of the per-server stderr log (``<log_dir>/<server>.log``) of stdio
             servers; None means the supervisor's default.
+        ping_interval: Seconds between liveness ``ping`` requests while no call is in flight
+            (MCP spec, "Ping"); None: only after a call timed out or was cancelled.
+        ping_timeout: Seconds a server gets to answer a liveness ``ping``; one that does not is
+            restarted.
     """
 
     enabled: bool = True
@@ -49,9 +60,13 @@ class ServerSettings:
     restart_backoff: float = 0.5
     max_restart_backoff: float = 30.0
     log_dir: Path | None = None
+    ping_interval: float | None = DEFAULT_PING_INTERVAL
+    ping_timeout: float = DEFAULT_PING_TIMEOUT
 
     def __post_init__(self) -> None:
-        for name in ("connect_timeout", "discover_timeout", "list_timeout"):
+        if self.ping_interval is not None and self.ping_interval <= 0:
+            raise ValueError(f"ping_interval must be positive or None, got {self.ping_interval!r}")
+        for name in ("connect_timeout", "discover_timeout", "list_timeout", "ping_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
         if self.call_timeout is not None and self.call_timeout <= 0:

@@ -9,7 +9,8 @@ __all__ = ["ServerState", "ServerStatus", "WithheldTool"]
 
 ServerState = Literal["connecting", "ready", "failed", "restarting", "closed"]
 """``connecting``: first start and handshake. ``ready``: tools listed, calls go through.
-``failed``: the last start failed or the server died; the next call restarts it (with backoff).
+``failed``: the last start failed, the server died or it did not answer a liveness ping; it is
+restarted in the background after a backoff (calls meanwhile wait for that restart).
 ``restarting``: a restart is under way. ``closed``: removed or the supervisor closed."""
 
 
@@ -37,6 +38,12 @@ class ServerStatus:
         withheld: Tools not offered, with reasons.
         restarts: How many times the server was (re)started after the first start.
         pid: The stdio server's process id while it runs.
+        exit_code: How the stdio server's last run ended, once it ended by itself: its exit
+            status, or minus the signal that ended it (as :attr:`subprocess.Popen.returncode`).
+        log_path: The stdio server's stderr log, or None for other transports.
+        liveness_restarts: How many times the server was restarted because it did not answer
+            a liveness ``ping`` (frozen, deadlocked).
+        last_restart_reason: Why the connection was last lost (kept after the restart).
     """
 
     name: str
@@ -50,3 +57,7 @@ class ServerStatus:
     withheld: tuple[WithheldTool, ...] = ()
     restarts: int = 0
     pid: int | None = None
+    exit_code: int | None = None
+    log_path: str | None = None
+    liveness_restarts: int = 0
+    last_restart_reason: str | None = None

@@ -12,7 +12,9 @@ process group when our interpreter exits, and after a clean exit of the wrapper 
   whether or not the leader already exited, every wait bounded and shielded (MCP spec
   2025-11-25, "Lifecycle / Shutdown");
 - keeps the process groups of live servers in a process-wide set that an ``atexit`` hook kills,
-  so that no server outlives the interpreter even when nobody closed it.
+  so that no server outlives the interpreter even when nobody closed it;
+- and tells them to a watchdog process (:mod:`sagents.mcp.watchdog`) that ends them when our
+  process dies without running any hook (``SIGKILL``, the OOM killer).
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
@@ -37,7 +42,9 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-__all__ = ["StdioProcess", "open_stdio_transport"]
+from sagents.mcp.watchdog import group_alive
+
+__all__ = ["StdioProcess", "open_stdio_transport", "watchdog_pid"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +52,75 @@ STDIN_CLOSE_GRACE = 1.0  # seconds a server gets to exit after its stdin closes
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL to the process group
 _REAP_TIMEOUT = 2.0  # seconds for the event loop to observe the leader's death after SIGKILL
 _POLL = 0.01  # seconds between returncode checks
+STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
+STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
 
-# The one process-wide mutable state of this module, on purpose: process groups of servers that
-# are running now, killed by the atexit hook below if the interpreter exits before they close.
+# The process-wide mutable state of this module, on purpose: process groups of servers that
+# are running now, killed by the atexit hook below if the interpreter exits before they close,
+# and the pipe to the watchdog that kills them if the interpreter dies without exiting.
 _LIVE_GROUPS: set[int] = set()
+_WATCHDOG_SCRIPT = Path(__file__).with_name("watchdog.py")
+
+
+class _Watchdog:
+    """The pipe to this process's watchdog (started on first use, restarted if it died)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            for _ in range(2):
+                if self._process is None or self._process.poll() is not None:
+                    self._process = self._start()
+                    if self._process is None:
+                        return
+                    line = "".join(f"+ {pgid}\n" for pgid in _LIVE_GROUPS) + line
+                stdin = self._process.stdin
+                assert stdin is not None
+                try:
+                    stdin.write(line.encode())
+                    stdin.flush()
+                    return
+                except OSError:  # it died: start another one and tell it everything
+                    self._process = None
+
+    @staticmethod
+    def _start() -> subprocess.Popen[bytes] | None:
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_WATCHDOG_SCRIPT)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # not in our group: a signal to it does not reach it
+            )
+        except OSError as error:
+            logger.warning("no watchdog for stdio servers (%s): a SIGKILL may leak them", error)
+            return None
+
+    @property
+    def pid(self) -> int | None:
+        """The watchdog's pid while it runs."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def watch(self, pgid: int) -> None:
+        """Have the watchdog end group ``pgid`` if this process dies."""
+        self._send(f"+ {pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        """The group ended: the watchdog must not signal that number again."""
+        self._send(f"- {pgid}\n")
+
+
+_WATCHDOG = _Watchdog()
+
+
+def watchdog_pid() -> int | None:
+    """The pid of this process's stdio-server watchdog (:mod:`sagents.mcp.watchdog`), if any."""
+    return _WATCHDOG.pid
 
 
 @atexit.register
@@ -59,10 +131,21 @@ def _kill_live_groups() -> None:  # pragma: no cover - runs at interpreter exit
 
 
 class StdioProcess:
-    """What a caller may know about a running stdio server: its pid (also its process group)."""
+    """What a caller may know about a stdio server: its pid (also its process group), whether
+    it hung up by itself, its exit status once reaped, and where its stderr went.
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    Attributes:
+        log_path: The file its stderr is appended to.
+        log_offset: Where this run's stderr starts in that file (bytes).
+        hung_up: True when the server closed its stdout before the transport was closed (it
+            exited or crashed by itself).
+    """
+
+    def __init__(self, process: anyio.abc.Process, *, log_path: Path, log_offset: int) -> None:
         self._process = process
+        self.log_path = log_path
+        self.log_offset = log_offset
+        self.hung_up = False
 
     @property
     def pid(self) -> int:
@@ -73,6 +156,23 @@ class StdioProcess:
     def returncode(self) -> int | None:
         """The exit status, or None while the leader runs."""
         return self._process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group now (a frozen server gets no grace period)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
+        """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self.log_offset)
+                data = log.read()[-STDERR_TAIL_BYTES:]
+        except OSError:
+            return []
+        text = data.decode("utf-8", errors="replace")
+        kept = [line for line in text.splitlines() if line and not line.startswith("[sagents]")]
+        return kept[-lines:]
 
 
 def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
@@ -88,7 +188,10 @@ def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
 
 @asynccontextmanager
 async def open_stdio_transport(
-    params: StdioServerParameters, *, log_path: Path
+    params: StdioServerParameters,
+    *,
+    log_path: Path,
+    on_start: Callable[[StdioProcess], None] | None = None,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -104,12 +207,15 @@ async def open_stdio_transport(
         params: Command, arguments, environment (merged over the SDK's safe default
             environment) and working directory.
         log_path: File the server's stderr is appended to (created with its parents).
+        on_start: Called with the process as soon as it runs, so that a caller can report its
+            exit status and stderr even when the handshake fails.
 
     Raises:
         OSError: the command cannot be started (not found, not executable).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")
+    log_offset = log.tell()
     try:
         process = await anyio.open_process(
             [params.command, *params.args],
@@ -122,6 +228,11 @@ async def open_stdio_transport(
         log.close()
         raise
     _LIVE_GROUPS.add(process.pid)
+    _WATCHDOG.watch(process.pid)
+    handle = StdioProcess(process, log_path=log_path, log_offset=log_offset)
+    closing = False
+    if on_start is not None:
+        on_start(handle)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -140,6 +251,8 @@ async def open_stdio_transport(
                         message = _parse_line(line, log)
                         if message is not None:
                             await read_send.send(message)
+            if not closing:
+                handle.hung_up = True
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -156,14 +269,16 @@ async def open_stdio_transport(
             tg.start_soon(read_stdout)
             tg.start_soon(write_stdin)
             try:
-                yield read_recv, write_send, StdioProcess(process)
+                yield read_recv, write_send, handle
             finally:
+                closing = True
                 with anyio.CancelScope(shield=True):
                     await write_send.aclose()
                     await _stop(process)
                 tg.cancel_scope.cancel()
     finally:
         _LIVE_GROUPS.discard(process.pid)
+        _WATCHDOG.forget(process.pid)
         read_recv.close()
         log.close()
 
@@ -178,16 +293,6 @@ async def _wait_exit(process: anyio.abc.Process, limit: float) -> bool:
     return False
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 async def _stop(process: anyio.abc.Process) -> None:
     """Close stdin, wait, then end the whole process group (even after the leader exited)."""
     assert process.stdin is not None
@@ -195,7 +300,7 @@ async def _stop(process: anyio.abc.Process) -> None:
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
     await _wait_exit(process, STDIN_CLOSE_GRACE)
-    if process.returncode is None or _group_alive(process.pid):
+    if process.returncode is None or group_alive(process.pid):
         await terminate_posix_process_tree(process, TERM_GRACE)
         if not await _wait_exit(process, _REAP_TIMEOUT):
             logger.warning("MCP server process %d survived SIGKILL; abandoning it", process.pid)

@@ -68,7 +68,15 @@ _TRANSPORT_ERRORS = (
 
 
 def default_log_dir() -> Path:
-    """``$XDG_STATE_HOME/sagents/mcp`` (``~/.local/state/sagents/mcp``): stdio servers' stderr."""
+    """Where stdio servers' stderr logs go by default (``<server>.log`` in it).
+
+    ``$SAGENTS_DATA_DIR/logs/mcp`` when ``SAGENTS_DATA_DIR`` is set (the directory of the audit
+    store and run records), else ``$XDG_STATE_HOME/sagents/mcp``, else
+    ``~/.local/state/sagents/mcp`` (XDG Base Directory Specification, "state" data).
+    """
+    data = os.environ.get("SAGENTS_DATA_DIR")
+    if data:
+        return Path(data).expanduser() / "logs" / "mcp"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "sagents" / "mcp"
 
@@ -242,15 +250,21 @@ class MCPSupervisor:
         return list(connection.specs)
 
     async def add_servers(
-        self, servers: dict[str, tuple[ServerParams, ServerSettings]]
+        self, servers: dict[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:
-        """Start several servers at once and wait for each one's first start, side by side.
+        """Start several servers at once, side by side.
 
-        A server that fails stays registered with status ``failed`` (the next call retries);
-        one slow server delays only itself.
+        A server that fails stays registered with status ``failed`` and is retried in the
+        background with backoff (and by the next call); one slow server delays only itself.
+
+        Args:
+            servers: ``{name: (params, settings)}``.
+            wait: True waits for each server's first start attempt; False returns at once
+                (statuses ``connecting``), and ``on_tools_changed`` reports each server's tools
+                as it becomes ready.
 
         Returns:
-            Each server's status after its first start attempt.
+            Each server's status after its first start attempt (``wait``), or now.
 
         Raises:
             ToolDefinitionError, ToolNameConflictError: as :meth:`add_server`, before any
@@ -265,10 +279,25 @@ class MCPSupervisor:
                 raise ToolNameConflictError(f"MCP server {name!r} is already registered")
         for name, (params, settings) in servers.items():
             await self.add_server(name, params, settings, wait=False)
+        if not wait:
+            return {name: self._connections[name].status() for name in servers}
         async with anyio.create_task_group() as tg:
             for name in servers:
                 tg.start_soon(self._connections[name].wait_started)
         return {name: self._connections[name].status() for name in servers}
+
+    async def wait_started(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a call
+        """Wait until every server's first start attempt ended (ready or failed), at most
+        ``timeout`` seconds; True when all did."""
+        pending = [c for c in self._connections.values() if not c.first_start_done]
+        if not pending:
+            return True  # the common case, on every call once the servers started: no tasks
+        with anyio.move_on_after(timeout):
+            async with anyio.create_task_group() as tg:
+                for connection in pending:
+                    tg.start_soon(connection.wait_first_start)
+            return True
+        return False
 
     async def remove_server(self, name: str) -> None:
         """Close a server's connection (its process group ends) and forget it; no-op if unknown."""
@@ -381,6 +410,10 @@ class MCPSupervisor:
                         raw = await session.call_tool(
                             tool, arguments, progress_callback=progress_callback
                         )
+                    except anyio.get_cancelled_exc_class():
+                        # Timed out or cancelled by the caller: is the server still there?
+                        connection.check_liveness()
+                        raise
                     except MCPError as error:
                         if _session_expired(error) and isinstance(
                             connection.params, StreamableHttpServerParameters

@@ -1,6 +1,6 @@
 """The live progress channel: typed events, per-consumer bounded queues, coalescing, NDJSON.
 
-See docs/progress.md. The pieces:
+Floor 2 of ``docs/architecture.md`` ("Layers"); see docs/progress.md. The pieces:
 
 * :class:`ProgressHub` routes each session's events to its consumers' :class:`EventQueue`
   (fan-out; overflow policy in :mod:`sagents.progress.queue`); :func:`default_hub` is the

@@ -12,12 +12,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 
 __all__ = ["run_beside"]
 
 
 @asynccontextmanager
-async def run_beside(*helpers: Callable[[], Coroutine[Any, Any, None]]) -> AsyncIterator[None]:
+async def run_beside(
+    *helpers: Callable[[], Coroutine[Any, Any, None]],
+) -> AsyncIterator[anyio.abc.TaskGroup]:
     """Run ``helpers`` as tasks while the body runs; cancel them when it ends.
 
     The helpers must not raise (an error in one cancels the body and comes out in a group).
@@ -25,13 +28,16 @@ async def run_beside(*helpers: Callable[[], Coroutine[Any, Any, None]]) -> Async
 
     Args:
         helpers: Zero-argument coroutine functions.
+
+    Yields:
+        The task group, to start more helpers (under the same rules) while the body runs.
     """
     failure: BaseException | None = None
     async with anyio.create_task_group() as tg:
         for helper in helpers:
             tg.start_soon(helper)
         try:
-            yield
+            yield tg
         except BaseException as exc:  # noqa: BLE001 - re-raised below, outside the task group
             failure = exc
         tg.cancel_scope.cancel()

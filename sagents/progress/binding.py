@@ -10,7 +10,8 @@ Coalescing, per (tool_call_id, stream), with the hub's settings:
 
 * Text on a stream that has not sent for ``flush_interval_s`` goes out at once (leading edge);
   further text within the window waits in a buffer and goes out as one event when the window
-  ends (a helper task of :func:`bind_tool_call` wakes at that deadline).
+  ends (a helper task of :func:`bind_tool_call` wakes at that deadline; it is started by the
+  first text that has to wait, so a call that never coalesces never starts it).
 * Once ``flush_bytes`` UTF-8 bytes wait, the buffer is flushed at once (bytes, not characters).
 * ``flush_interval_s == 0`` sends every piece at once.
 * Relative order across streams is kept: text for another stream of the same call first
@@ -21,15 +22,23 @@ Coalescing, per (tool_call_id, stream), with the hub's settings:
   ``stream`` ``info``); later emits of that call are ignored.
 * Unregistering a consumer flushes every bound call of the session first (see
   :meth:`~sagents.progress.ProgressHub.unregister_progress_queue`).
+
+Bound lazily: a call that starts while nobody listens to its session (no queue registered,
+:meth:`~sagents.progress.ProgressHub.listening`) gets :func:`bind_quiet_tool_call` instead, which
+costs a context variable and nothing else (no helper task, no hub tracking). Should a consumer
+register while such a call runs, the call's text still reaches it, uncoalesced (each emit is one
+event), and its ``closed`` event too; with nobody listening, ``closed`` is not even built.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import Final, get_args
 
 import anyio
@@ -40,7 +49,9 @@ from sagents.progress._scope import run_beside
 from sagents.progress.hub import ProgressHub
 
 __all__ = [
+    "QuietToolCall",
     "ToolCallBinding",
+    "bind_quiet_tool_call",
     "bind_tool_call",
     "current_tool_call",
     "emit_tool_progress",
@@ -64,15 +75,21 @@ class ToolCallBinding:
         hub: The hub that routes the events.
         session_id: The session the call belongs to.
         tool_call_id: The call's id (the events' ``tool_call_id``).
+        coalesce: Coalesce text as the hub's settings say (needs :meth:`run_flusher` running
+            beside the call); False sends each emit at once as its own event, and sends the
+            ``closed`` event only when someone listens to the session.
     """
 
-    def __init__(self, hub: ProgressHub, session_id: str, tool_call_id: str) -> None:
+    def __init__(
+        self, hub: ProgressHub, session_id: str, tool_call_id: str, *, coalesce: bool = True
+    ) -> None:
         self.hub = hub
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         settings = hub.settings
         self._enabled = settings.enabled
-        self._interval = settings.flush_interval_s
+        self._coalesce = coalesce
+        self._interval = settings.flush_interval_s if coalesce else 0.0
         self._flush_bytes = settings.flush_bytes
         self._clock = hub.clock
         self._pending: list[str] = []
@@ -80,7 +97,8 @@ class ToolCallBinding:
         self._pending_stream: ProgressStream | None = None
         self._last_sent: dict[str, float] = {}
         self._closed = False
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None  # created by the flusher, when there is one
+        self._start_flusher: Callable[[], object] | None = None  # see bind_tool_call
         self._sleep: tuple[float, anyio.CancelScope] | None = None  # the flusher's deadline
         self._loop_thread = threading.get_ident()
 
@@ -117,7 +135,11 @@ class ToolCallBinding:
         if self._pending_bytes >= self._flush_bytes:
             self.flush()
             return
-        self._wake.set()
+        if self._wake is not None:
+            self._wake.set()
+        elif self._start_flusher is not None:  # the first text that waits: start the flusher
+            start, self._start_flusher = self._start_flusher, None
+            start()
         due = self.next_deadline()
         if self._sleep is not None and due is not None and due < self._sleep[0]:
             self._sleep[1].cancel()  # another stream's window ends sooner: re-plan the wait
@@ -139,7 +161,7 @@ class ToolCallBinding:
             return
         self.flush()
         self._closed = True
-        if self._enabled:
+        if self._enabled and (self._coalesce or self.hub.listening(self.session_id)):
             self.hub.publish(
                 self.session_id,
                 ToolProgressEvent(
@@ -159,6 +181,10 @@ class ToolCallBinding:
 
     async def run_flusher(self) -> None:
         """Flush waiting text when its window ends; runs beside the tool call until cancelled."""
+        if self._wake is None:
+            self._wake = anyio.Event()
+            if self._pending_stream is not None:
+                self._wake.set()  # text arrived before the flusher started
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
@@ -173,6 +199,8 @@ class ToolCallBinding:
 
     def _send(self, text: str, stream: ProgressStream, now: float) -> None:
         self._last_sent[stream] = now
+        if not self._coalesce and not self.hub.listening(self.session_id):
+            return  # nobody to build the event for
         self.hub.publish(
             self.session_id,
             ToolProgressEvent(
@@ -200,18 +228,74 @@ async def bind_tool_call(
         The call's :class:`ToolCallBinding`.
     """
     binding = ToolCallBinding(hub, session_id, tool_call_id)
-    helpers = (
-        [binding.run_flusher] if hub.settings.enabled and hub.settings.flush_interval_s else []
-    )
     hub.attach(binding)
     token = _current.set(binding)
     try:
-        async with run_beside(*helpers):
+        async with run_beside() as helpers:
+            if hub.settings.enabled and hub.settings.flush_interval_s:
+                # Started by the first text that has to wait for its window: a call that
+                # sends nothing, or only text that goes out at once, never starts a task.
+                binding._start_flusher = functools.partial(helpers.start_soon, binding.run_flusher)
             yield binding
     finally:
         _current.reset(token)
         binding.close()
         hub.detach(binding)
+
+
+class QuietToolCall:
+    """The context manager of :func:`bind_quiet_tool_call` (sync and async forms)."""
+
+    __slots__ = ("_binding", "_token")
+
+    def __init__(self, binding: ToolCallBinding) -> None:
+        self._binding = binding
+        self._token: contextvars.Token[ToolCallBinding | None] | None = None
+
+    def __enter__(self) -> ToolCallBinding:
+        self._token = _current.set(self._binding)
+        return self._binding
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+        self._binding.close()
+
+    async def __aenter__(self) -> ToolCallBinding:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def bind_quiet_tool_call(hub: ProgressHub, session_id: str, tool_call_id: str) -> QuietToolCall:
+    """:func:`bind_tool_call` for a call that starts while nobody listens to the session.
+
+    Binds :func:`emit_tool_progress` to the call through the context variable only: no helper
+    task and no hub tracking. Text emitted while nobody listens is discarded by the hub, as it
+    would be anyway; if a consumer registers during the call, each emit reaches it at once (not
+    coalesced), and on exit it gets the ``closed`` event. Use as ``with`` or ``async with``.
+
+    Args:
+        hub: The hub that routes the session's events.
+        session_id: The session the call belongs to.
+        tool_call_id: The assistant tool call's id.
+
+    Returns:
+        The context manager; entering it gives the call's :class:`ToolCallBinding`.
+    """
+    return QuietToolCall(ToolCallBinding(hub, session_id, tool_call_id, coalesce=False))
 
 
 def current_tool_call() -> ToolCallBinding | None:

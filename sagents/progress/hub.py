@@ -78,6 +78,10 @@ class ProgressHub:
         """The queues registered for ``session_id``, oldest first."""
         return tuple(self._queues.get(session_id, ()))
 
+    def listening(self, session_id: str) -> bool:
+        """True when at least one consumer's queue is registered for ``session_id``."""
+        return session_id in self._queues
+
     def register_progress_queue(self, session_id: str, queue: EventQueue) -> None:
         """Register a consumer's queue for a session (seed design §12).
 

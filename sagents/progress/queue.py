@@ -6,7 +6,7 @@ consumer would block a tool) or refuses the item (``send_nowait`` raises ``Would
 queued, so :class:`EventQueue` is a small deque with an anyio wake-up event; senders never
 wait.
 
-Overflow policy (issue 4 §2; DESIGN.md, "Events"):
+Overflow policy (docs/progress.md, "Overflow policy"):
 
 * **Droppable** events (``tool_progress`` text, running ``script.progress`` snapshots; see
   :func:`~sagents.core.events.is_droppable`) count against ``max_buffered``.

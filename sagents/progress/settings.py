@@ -1,4 +1,4 @@
-"""Settings of the progress channel, read from the environment (seed design §12).
+"""Settings of the progress channel, read from the environment (docs/progress.md, "Environment").
 
 ===================================== ======= ===================================================
 variable                              default meaning
@@ -36,7 +36,7 @@ ENV_ENABLED: Final = "SAGE_TOOL_PROGRESS_ENABLED"
 ENV_FLUSH_INTERVAL_MS: Final = "SAGE_TOOL_PROGRESS_FLUSH_INTERVAL_MS"
 ENV_FLUSH_BYTES: Final = "SAGE_TOOL_PROGRESS_FLUSH_BYTES"
 
-# Coalescing window of the seed design: 50 ms.
+# Default coalescing window: 50 ms (docs/progress.md, "Environment").
 DEFAULT_FLUSH_INTERVAL_S: Final = 0.05
 # Immediate flush once 16 KiB of UTF-8 wait in one stream's buffer.
 DEFAULT_FLUSH_BYTES: Final = 16 * 1024

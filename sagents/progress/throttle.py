@@ -1,6 +1,6 @@
 """Throttle for ``script.progress``: at most one snapshot per interval, the last always delivered.
 
-Issue 5 §7: ``script.progress`` events are pushed at most once per second, and the last value is
+``script.progress`` events are pushed at most once per second, and the last value is
 always delivered (trailing edge). A snapshot that comes while the interval since the previous
 one is still running waits, replacing any older waiting one, and goes out when the interval
 ends. A final snapshot (``status`` not ``running``) goes out at once and ends the throttle;

@@ -10,8 +10,10 @@ from sagents.sandbox.local import LocalSandbox
 from sagents.sandbox.memory import MemorySandbox
 from sagents.sandbox.protocol import Sandbox, SandboxProcess
 from sagents.sandbox.types import (
+    DEFAULT_CPU_CORES,
     DEFAULT_ENV_ALLOWLIST,
     DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_SANDBOX_UID,
     CompletedRun,
     DirEntry,
     FileStat,
@@ -29,8 +31,10 @@ from sagents.sandbox.types import (
 from sagents.sandbox.utf8 import decode_utf8_window
 
 __all__ = [
+    "DEFAULT_CPU_CORES",
     "DEFAULT_ENV_ALLOWLIST",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_SANDBOX_UID",
     "CompletedRun",
     "DirEntry",
     "FileStat",

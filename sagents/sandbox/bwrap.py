@@ -1,19 +1,29 @@
 """Building the bubblewrap command line (a leaf that touches the OS only to look at paths).
 
-What the sandbox sees (issue 4 §1): ``/usr`` and the merged-usr symlinks, a short list of
-harmless ``/etc`` files, the Python runtime at its own path (pyenv's lives under ``/root``,
-mode 700, so it is bound by itself, nothing else of ``/root``), the workspace (read-write, or
-read-only in ``read_only`` mode) with ``.agent`` and the other read-only sub-paths bound
-read-only over it, a size-bounded private ``/tmp`` and ``/dev/shm`` (``--size``, bubblewrap
->= 0.8), a new ``/proc`` with ``/proc/sys`` read-only, and a minimal read-only ``/dev``.
-Every namespace is unshared (no network), the child gets a new session and dies with its
-parent, and the environment is cleared and rebuilt from an allowlist.
+What the sandbox sees (docs/sandbox.md): ``/usr`` and the merged-usr symlinks, a short
+allowlist of world-readable ``/etc`` *files* (never whole directories), a ``passwd`` and a
+``group`` written by sagents (the host's user list is not shown), the Python runtime at its own
+path (pyenv's lives under ``/root``, mode 700, so it is bound by itself, below directories
+created world-traversable, nothing else of ``/root``), the workspace (read-write, or read-only
+in ``read_only`` mode) with ``.agent`` and the other read-only sub-paths bound read-only over
+it, a size-bounded private ``/tmp`` and ``/dev/shm`` (``--size``, bubblewrap >= 0.8), a new
+``/proc`` with ``/proc/sys`` read-only, and a minimal read-only ``/dev``. Every namespace is
+unshared (no network), the child gets a new session and dies with its parent, and the
+environment is cleared and rebuilt from an allowlist.
+
+Started by root, bubblewrap maps the sandbox's uid 0 to the host's uid 0, so file modes would
+not protect anything: a root-owned ``0600`` file in a bound directory would be readable. With
+``run_as`` the sandbox is built without a user namespace and the program is started through
+``setpriv``, which switches to that unprivileged host uid and gid (no supplementary groups, no
+capability left, empty bounding set) before it execs the program; bubblewrap keeps only the
+few capabilities that step needs.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat as stat_mod
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,36 +33,50 @@ from sagents.sandbox.types import ReadOnlyBind
 
 __all__ = [
     "ETC_FILES",
+    "ETC_SYMLINK_DIRS",
     "INSTALL_HINT",
     "LAUNCHER_PROBE_ENV",
     "REQUIRED_OPTIONS",
+    "SETPRIV_PATHS",
     "BindFd",
     "build_bwrap_argv",
     "find_bwrap",
+    "find_setpriv",
+    "identity_files",
     "python_runtime",
 ]
 
 INSTALL_HINT = (
     "install bubblewrap: apt-get install bubblewrap (or: sudo apt-get install bubblewrap)"
 )
-# /etc entries programs need (name resolution, TLS roots, dynamic linker, locale); no secrets.
+# /etc files programs need (name resolution, TLS roots, dynamic linker, time zone, MIME
+# types). Files only, never directories, and each only when it is a world-readable regular
+# file: a directory could hold a secret added later (/etc/ssl/private is one).
 ETC_FILES = (
-    "alternatives",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "group",
     "host.conf",
     "hosts",
     "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
     "localtime",
     "mime.types",
     "nsswitch.conf",
-    "passwd",
     "protocols",
     "services",
-    "ssl",
+    "ssl/certs/ca-certificates.crt",
+    "ssl/openssl.cnf",
+)
+# /etc/alternatives holds the symlinks behind some /usr/bin commands: recreated, not bound.
+ETC_SYMLINK_DIRS = ("alternatives",)
+SETPRIV_PATHS = ("/usr/bin/setpriv", "/usr/sbin/setpriv")  # util-linux, inside /usr
+# Kept by bubblewrap for the setpriv step only (setpriv gives them all up before the program
+# runs); CAP_DAC_READ_SEARCH lets bubblewrap (root) enter a workspace of mode 0700 owned by the
+# sandbox's uid.
+_DROP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
+_NAMESPACES_WITHOUT_USER = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
 )
 # Options this module relies on; --size and --ro-bind-fd arrived in bubblewrap 0.8.
 REQUIRED_OPTIONS = ("--size", "--ro-bind-fd", "--bind-fd", "--cap-drop", "--remount-ro")
@@ -123,10 +147,76 @@ def _system_args() -> list[str]:
             args += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             args += ["--ro-bind", host, host]
+    made: list[str] = []
+    for name in (*ETC_FILES, "passwd"):
+        args += _parent_dirs(f"/etc/{name}", (), made)
+    for name in ETC_SYMLINK_DIRS:
+        args += _parent_dirs(f"/etc/{name}/.", (), made)
     for name in ETC_FILES:
         host = f"/etc/{name}"
-        if os.path.lexists(host):
-            args += ["--ro-bind-try", host, host]
+        if _world_readable_file(host):
+            args += ["--ro-bind", host, host]
+    for name in ETC_SYMLINK_DIRS:
+        top = f"/etc/{name}"
+        try:
+            entries = sorted(os.listdir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            link = f"{top}/{entry}"
+            if os.path.islink(link):
+                args += ["--symlink", os.readlink(link), link]
+    return args
+
+
+def _world_readable_file(path: str) -> bool:
+    try:
+        st = os.stat(path)  # a symlink (/etc/localtime) is bound as its target
+    except OSError:
+        return False
+    return stat_mod.S_ISREG(st.st_mode) and bool(st.st_mode & stat_mod.S_IROTH)
+
+
+def find_setpriv() -> str | None:
+    """The ``setpriv`` (util-linux) that drops to ``run_as`` inside the sandbox, or None."""
+    for path in SETPRIV_PATHS:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def identity_files(uid: int, gid: int) -> tuple[bytes, bytes]:
+    """``(passwd, group)`` shown at ``/etc/passwd`` and ``/etc/group`` inside: root, the
+    sandbox's own user (``sandbox``, home ``/workspace``) and ``nobody``; nothing of the host's
+    user list."""
+    users = {0: ("root", 0, "/root"), 65534: ("nobody", 65534, "/nonexistent")}
+    users.setdefault(uid, ("sandbox", gid, "/workspace"))
+    groups = {0: "root", 65534: "nogroup"}
+    groups.setdefault(gid, "sandbox")
+    passwd = "".join(
+        f"{name}:x:{number}:{group}:{name}:{home}:/bin/sh\n"
+        for number, (name, group, home) in sorted(users.items())
+    )
+    group = "".join(f"{name}:x:{number}:\n" for number, name in sorted(groups.items()))
+    return passwd.encode(), group.encode()
+
+
+def _parent_dirs(path: str, mounted: Sequence[str], made: list[str]) -> list[str]:
+    """``--perms 0755 --dir`` arguments for the ancestors of ``path`` that bubblewrap would
+    otherwise create with the host parent's mode (``/root`` is 0700): ``/``, those at or below
+    a ``mounted`` path and those already in ``made`` are left out; ``made`` is extended."""
+    todo: list[str] = []
+    parent = os.path.dirname(path.rstrip("/"))
+    while parent not in ("", "/"):
+        if parent not in made and not any(
+            parent == top or parent.startswith(top + "/") for top in mounted
+        ):
+            todo.append(parent)
+        parent = os.path.dirname(parent)
+    args: list[str] = []
+    for directory in reversed(todo):
+        args += ["--perms", "0755", "--dir", directory]
+        made.append(directory)
     return args
 
 
@@ -143,6 +233,9 @@ def build_bwrap_argv(
     env: Mapping[str, str],
     cwd: str,
     seccomp_fd: int | None = None,
+    run_as: tuple[int, int] | None = None,
+    setpriv: str | None = None,
+    data_fds: Sequence[BindFd] = (),
 ) -> list[str]:
     """Return the full ``bwrap ... -- argv`` command line.
 
@@ -162,22 +255,45 @@ def build_bwrap_argv(
         cwd: The working directory inside.
         seccomp_fd: A descriptor (passed to bwrap) to read the seccomp filter from, see
             :mod:`sagents.sandbox.seccomp`; None installs none.
+        run_as: ``(uid, gid)`` of the host that the program runs as (bubblewrap started by
+            root); None keeps bubblewrap's own user namespace (the caller's uid).
+        setpriv: The ``setpriv`` executable (under ``/usr``); required with ``run_as``.
+        data_fds: Descriptors (passed to bwrap) whose content is shown read-only at a path
+            (``--ro-bind-data``): the ``passwd`` and ``group`` of :func:`identity_files`.
     """
     prefix, _ = python_runtime()
-    # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability of the
-    # new user namespace, enough to remount the read-only binds read-write.
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if run_as is not None:
+        if setpriv is None:
+            raise ValueError("run_as needs setpriv")
+        # No user namespace: the program must be a *host* uid other than root, which only a
+        # uid change in the initial namespace gives.
+        args = [bwrap, *_NAMESPACES_WITHOUT_USER, "--die-with-parent", "--new-session"]
+        args += ["--cap-drop", "ALL"]
+        for cap in _DROP_CAPS:
+            args += ["--cap-add", cap]
+    else:
+        # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability
+        # of the new user namespace, enough to remount the read-only binds read-write.
+        args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += _system_args()
+    for fd, dest in data_fds:
+        args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
+    # bubblewrap creates the missing parents of a bind with the host parent's mode (/root is
+    # 0700): create them world-traversable first, or an unprivileged uid could not reach them.
+    mounted = ("/usr", "/etc", workspace_path, "/proc", "/dev", "/tmp")
+    made: list[str] = []
+    for dest in (prefix, *(extra.sandbox_path for extra in extra_ro_binds)):
+        args += _parent_dirs(dest, mounted, made)
     args += ["--ro-bind", prefix, prefix]
-    # Without a user namespace (bubblewrap started by root) the program is the host's uid 0,
-    # and sysctl writes check only the uid: /proc/sys must be read-only, or it could set
-    # kernel.core_pattern and have the host kernel run a workspace file as root.
+    # With sandbox_uid=0 the program is the host's uid 0 (no capability), and sysctl writes
+    # check only the uid: /proc/sys must be read-only, or it could set kernel.core_pattern and
+    # have the host kernel run a workspace file as root.
     args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     # /tmp and /dev/shm are size-bounded tmpfs; /dev itself (a tmpfs) is made read-only.
     for tmpfs in ("/tmp", "/dev/shm"):
         if tmp_size_bytes is not None:
             args += ["--size", str(tmp_size_bytes)]
-        args += ["--tmpfs", tmpfs]
+        args += ["--perms", "1777", "--tmpfs", tmpfs]  # writable by the sandbox's uid
     args += ["--remount-ro", "/dev"]
     bind = "--bind-fd" if workspace_writable else "--ro-bind-fd"
     args += [bind, str(workspace_fd), workspace_path]
@@ -191,5 +307,9 @@ def build_bwrap_argv(
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
-    args += ["--chdir", cwd, "--", *argv]
-    return args
+    args += ["--chdir", cwd, "--"]
+    if run_as is not None:
+        uid, gid = run_as
+        args += [setpriv or "", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+        args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+    return [*args, *argv]

@@ -1,4 +1,4 @@
-"""What a sandboxed process tree has put on the host's disk, for the write budget (issue 4 §1).
+"""What a sandboxed process tree has put on the host's disk, for the write budget (docs/sandbox.md).
 
 A directory scan alone misses two ways of filling the disk: files unlinked while still open (or
 mapped), which no directory lists but which hold their blocks until the last descriptor or

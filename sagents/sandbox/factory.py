@@ -1,4 +1,4 @@
-"""``create_sandbox``: build a provider by name (issue 4 §1).
+"""``create_sandbox``: build a provider by name (docs/sandbox.md).
 
 ``local`` is bubblewrap isolation and fails loudly where bubblewrap is missing — there is no
 silent fallback to ``passthrough``, which must be asked for by name.

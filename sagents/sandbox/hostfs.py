@@ -187,6 +187,9 @@ class HostFiles:
         sandbox_root: How the sandbox names it.
         writable: False refuses every change (``read_only`` mode).
         read_only_subpaths: Root-relative paths that refuse changes even when writable.
+        owner: ``(uid, gid)`` given to the files and directories this API creates (the
+            sandbox's uid, when sagents runs as root, so that its programs can change them);
+            None leaves them to the caller.
     """
 
     def __init__(
@@ -196,11 +199,13 @@ class HostFiles:
         *,
         writable: bool = True,
         read_only_subpaths: tuple[str, ...] = (),
+        owner: tuple[int, int] | None = None,
     ) -> None:
         self.host_root = os.path.realpath(host_root)
         self.sandbox_root = posixpath.normpath(sandbox_root)
         self.writable = writable
         self.read_only_subpaths = tuple(p.strip("/") for p in read_only_subpaths)
+        self.owner = owner
 
     # -- resolution --------------------------------------------------------------------------
 
@@ -312,6 +317,8 @@ class HostFiles:
             fd = os.open(tmp, flags, 0o644, dir_fd=pfd)
             try:
                 with os.fdopen(fd, "wb") as f:
+                    if self.owner is not None:
+                        os.fchown(f.fileno(), *self.owner)
                     f.write(data)
                 os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
             except BaseException:
@@ -380,6 +387,8 @@ class HostFiles:
                 if name is not None:
                     try:
                         os.mkdir(name, 0o755, dir_fd=pfd)
+                        if self.owner is not None:
+                            os.chown(name, *self.owner, dir_fd=pfd, follow_symlinks=False)
                     except FileExistsError:
                         if not stat_mod.S_ISDIR(
                             os.stat(name, dir_fd=pfd, follow_symlinks=False).st_mode

@@ -12,6 +12,11 @@ and 4), and hold no other inheritable descriptor. Two ways do that:
 - **fork** (fallback where ``prlimit`` is missing): ``subprocess.Popen`` with a ``preexec_fn``
   that does the same in Python in the forked child.
 
+With ``low_priority`` (a CPU limit that no cgroup enforces) the launcher runs under
+``SCHED_IDLE`` (``chrt --idle`` in the spawn way, the ``preexec_fn`` otherwise): the tree then
+gets a core only when nothing else wants it, and cannot leave that policy (that needs
+``CAP_SYS_NICE``).
+
 The parent death signal (SIGKILL when the forking thread ends) is set by ``setpriv`` or the
 ``preexec_fn``; processes are therefore started from the event-loop thread, never from a
 worker thread that may exit.
@@ -79,6 +84,17 @@ def find_helpers() -> tuple[str, str | None] | None:
     return prlimit, shutil.which("setpriv", path=_HELPER_PATH)
 
 
+def _idle_command() -> list[str]:
+    """The command prefix that runs the rest under ``SCHED_IDLE`` (util-linux ``chrt``), or at
+    the lowest priority (coreutils ``nice``) where ``chrt`` is missing. glibc's ``posix_spawn``
+    accepts no ``SCHED_IDLE`` policy, so it cannot be a spawn attribute."""
+    chrt = shutil.which("chrt", path=_HELPER_PATH)
+    if chrt is not None:
+        return [chrt, "--idle", "0"]
+    nice = shutil.which("nice", path=_HELPER_PATH)
+    return [nice, "-n", "19"] if nice is not None else []
+
+
 def _user_process_count() -> int:
     """Processes of our real uid (RLIMIT_NPROC counts them all, not just the sandbox's)."""
     uid = os.getuid()
@@ -127,9 +143,12 @@ def _spawn(
     limits: SandboxLimits,
     new_session: bool,
     helpers: tuple[str, str | None],
+    low_priority: bool,
 ) -> Child:
     prlimit, setpriv = helpers
     command = [prlimit, *(f"{_PRLIMIT_OPTIONS[w]}={v}" for w, v in _rlimits(limits)), "--"]
+    if low_priority:
+        command = [*_idle_command(), *command]
     if setpriv is not None:
         command = [setpriv, "--pdeathsig", "KILL", "--", *command]
     sh_argv = ["/bin/sh", "-c", _LAUNCH_SCRIPT, "sagents-launch", cwd, *procs_files, "--"]
@@ -154,7 +173,10 @@ def _spawn(
 
 
 def _make_preexec(
-    fd_map: Mapping[int, int], cgroup_fds: Sequence[int], rlimits: Sequence[tuple[int, int]]
+    fd_map: Mapping[int, int],
+    cgroup_fds: Sequence[int],
+    rlimits: Sequence[tuple[int, int]],
+    low_priority: bool,
 ) -> Callable[[], None]:
     """The function the forked child runs before exec: only os calls."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -178,6 +200,8 @@ def _make_preexec(
         for which, value in rlimits:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
+        if low_priority:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
     return preexec
 
@@ -191,6 +215,7 @@ def _fork(
     cgroup_fds: Sequence[int],
     limits: SandboxLimits,
     new_session: bool,
+    low_priority: bool,
 ) -> Child:
     extra = {target: src for target, src in fds.items() if target >= 3}
     popen = subprocess.Popen(
@@ -201,7 +226,7 @@ def _fork(
         cwd=cwd,
         env=dict(env),
         close_fds=False,  # the preexec function closes everything but the mapped fds
-        preexec_fn=_make_preexec(extra, cgroup_fds, _rlimits(limits)),
+        preexec_fn=_make_preexec(extra, cgroup_fds, _rlimits(limits), low_priority),
         start_new_session=new_session,
     )
     return Child(popen.pid, popen)
@@ -217,6 +242,7 @@ def start_child(
     limits: SandboxLimits,
     new_session: bool,
     helpers: tuple[str, str | None] | None,
+    low_priority: bool = False,
 ) -> Child:
     """Start ``argv`` as described in the module docstring.
 
@@ -230,6 +256,7 @@ def start_child(
         limits: The rlimits to set.
         new_session: Start a new session (and process group).
         helpers: :func:`find_helpers`'s answer; None forks with a ``preexec_fn`` instead.
+        low_priority: Start it under ``SCHED_IDLE`` (a CPU limit no cgroup enforces).
 
     Raises:
         OSError, subprocess.SubprocessError: when the process cannot be started.
@@ -244,6 +271,7 @@ def start_child(
             limits=limits,
             new_session=new_session,
             helpers=helpers,
+            low_priority=low_priority,
         )
     cgroup_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in procs_files]
     try:
@@ -255,6 +283,7 @@ def start_child(
             cgroup_fds=cgroup_fds,
             limits=limits,
             new_session=new_session,
+            low_priority=low_priority,
         )
     finally:
         for fd in cgroup_fds:

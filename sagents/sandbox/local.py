@@ -21,9 +21,16 @@ import anyio.abc
 
 from sagents.errors import SandboxError, TaskNotFoundError
 from sagents.sandbox.background import BackgroundTask, drain_capped, read_log_range
-from sagents.sandbox.bwrap import build_bwrap_argv, find_bwrap, python_runtime
+from sagents.sandbox.bwrap import (
+    build_bwrap_argv,
+    find_bwrap,
+    find_setpriv,
+    identity_files,
+    python_runtime,
+)
 from sagents.sandbox.cgroup import Cgroup, cgroup_support, create_cgroup
 from sagents.sandbox.hostfs import HostFiles, open_dir_fd, safe_open_in
+from sagents.sandbox.identity import grant_workspace, sandbox_identity
 from sagents.sandbox.launcher import find_helpers
 from sagents.sandbox.process import LocalProcess, ProcessSpec, open_process
 from sagents.sandbox.seccomp import seccomp_filter
@@ -64,14 +71,24 @@ class LocalSandbox:
         self.params = params
         self.isolated = isolated
         self._bwrap = find_bwrap() if isolated else None
+        created = not os.path.isdir(params.workspace)
         os.makedirs(params.workspace, exist_ok=True)
         self._host_workspace = os.path.realpath(params.workspace)
         self._workspace = params.workspace_path.rstrip("/") if isolated else self._host_workspace
+        self._setpriv = find_setpriv() if isolated and os.geteuid() == 0 else None
+        self._run_as = (
+            sandbox_identity(self._host_workspace, params.sandbox_uid)
+            if isolated and self._setpriv is not None
+            else None
+        )
+        if self._run_as is not None and params.mode == "read_write":
+            grant_workspace(self._host_workspace, self._run_as, created=created)
         self._files = HostFiles(
             self._host_workspace,
             self._workspace,
             writable=params.mode == "read_write",
             read_only_subpaths=params.read_only_subpaths,
+            owner=self._run_as,
         )
         self._cgroups = cgroup_support()
         self._python = python_runtime()[1]
@@ -133,11 +150,26 @@ class LocalSandbox:
                 "no seccomp filter for this architecture: programs can create set-user-ID "
                 "files in the workspace, owned by this host's user"
             )
+        if self.isolated and os.geteuid() == 0 and self._run_as is None:
+            why = (
+                "sandbox_uid=0 was asked for"
+                if self.params.sandbox_uid == 0
+                else "setpriv (util-linux) is missing"
+            )
+            warnings.append(
+                f"programs run as the host's root ({why}): file modes do not protect the "
+                "host's files in the directories the sandbox binds"
+            )
         if not self._cgroups.available:
             warnings.append(
                 f"no cgroups ({self._cgroups.reason}): memory and process limits are per "
                 "process only (RLIMIT_AS, RLIMIT_NPROC, which does not bind root), so a fork "
                 "bomb or a many-process memory bomb is NOT contained"
+            )
+        if self.params.limits.cpu_cores is not None and not self._cgroups.cpu:
+            warnings.append(
+                "no writable cpu cgroup controller: the CPU limit is not a quota; programs run "
+                "under SCHED_IDLE instead (CPU only when nothing else wants it)"
             )
         return SandboxInfo(
             kind="local" if self.isolated else "passthrough",
@@ -150,6 +182,7 @@ class LocalSandbox:
             python=self._python,
             limits=self.params.limits,
             warnings=tuple(warnings),
+            uid=self._run_as[0] if self._run_as is not None else os.geteuid(),
         )
 
     # -- launching ----------------------------------------------------------------------------
@@ -231,6 +264,16 @@ class LocalSandbox:
                     next_fd += 1
                     fd_map[next_fd] = fd
                     ro_fds.append((next_fd, dest))
+                data_fds: list[tuple[int, str]] = []
+                uid, gid = self._run_as or (os.geteuid(), os.getegid())
+                for content, dest in zip(
+                    identity_files(uid, gid), ("/etc/passwd", "/etc/group"), strict=True
+                ):
+                    data_fd = _memfd_with(content)
+                    to_close.append(data_fd)
+                    next_fd += 1
+                    fd_map[next_fd] = data_fd
+                    data_fds.append((next_fd, dest))
                 seccomp_fd: int | None = None
                 if self._seccomp is not None:
                     filter_fd = _memfd_with(self._seccomp)
@@ -250,6 +293,9 @@ class LocalSandbox:
                     env=self._env(env),
                     cwd=cwd or self._workspace,
                     seccomp_fd=seccomp_fd,
+                    run_as=self._run_as,
+                    setpriv=self._setpriv,
+                    data_fds=data_fds,
                 )
                 launch_env: dict[str, str] = dict(LAUNCHER_ENV)
                 host_cwd = "/"
@@ -271,7 +317,9 @@ class LocalSandbox:
             if self._cgroups.available:
                 try:
                     cgroup = create_cgroup(
-                        memory_bytes=limits.memory_bytes, processes=limits.processes
+                        memory_bytes=limits.memory_bytes,
+                        processes=limits.processes,
+                        cpu_cores=limits.cpu_cores,
                     )
                 except OSError as exc:
                     raise SandboxError(f"cannot create the sandbox's cgroup: {exc}") from exc
@@ -509,7 +557,7 @@ class LocalSandbox:
 
 def _memfd_with(data: bytes) -> int:
     """A close-on-exec memory file holding ``data``, positioned at its start."""
-    fd = os.memfd_create("sagents-seccomp", os.MFD_CLOEXEC)
+    fd = os.memfd_create("sagents-data", os.MFD_CLOEXEC)
     try:
         os.write(fd, data)
         os.lseek(fd, 0, os.SEEK_SET)

@@ -1,8 +1,8 @@
 """The ``memory`` provider: a sandbox whose files live in this process, not on the host.
 
 It exists so that code above the sandbox layer (built-in file tools, the skill projection) is
-tested against a sandbox whose paths are *not* host paths, as a remote one's would be (issue 4
-§1). What it supports:
+tested against a sandbox whose paths are *not* host paths, as a remote one's would be
+(docs/sandbox.md, "Paths are sandbox paths"). What it supports:
 
 - the whole file API (files and directories; no symlinks);
 - ``run`` and ``start`` of a small built-in command set: ``true``, ``false``, ``echo ARGS...``,

@@ -314,6 +314,8 @@ async def open_process(
             limits=spec.limits,
             new_session=spec.new_session,
             helpers=spec.helpers,
+            low_priority=spec.limits.cpu_cores is not None
+            and not (spec.cgroup is not None and spec.cgroup.cpu_limited),
         )
     except BaseException as exc:
         for _, ours, _ in streams:

@@ -1,5 +1,5 @@
 """The ``Sandbox`` protocol: what every provider (local, passthrough, memory, a future remote)
-offers to the layers above (issue 4 §1; DESIGN.md, "Layers").
+offers to the layers above (docs/sandbox.md; docs/architecture.md, "Layers").
 
 Paths are *sandbox paths*: strings as the sandbox sees them, absolute under
 ``describe().workspace`` or relative to it. Nothing above this layer may assume they exist on

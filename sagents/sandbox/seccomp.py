@@ -1,14 +1,25 @@
 """A small seccomp filter for the ``local`` sandbox (issue 4 §1: no harm to the host).
 
-bubblewrap started by root maps the sandbox's uid 0 to the host's uid 0, so a file the program
-creates in the workspace belongs to root on the host. The workspace is mounted ``nosuid``
-inside, but not on the host: a program that sets the set-user-ID bit on a copy of a shell
-would hand root to every local user who can reach the workspace. The filter therefore refuses
+A program may run as the host's uid 0 (``sandbox_uid=0``, or where ``setpriv`` is missing), so
+a file it creates in the workspace may belong to root on the host; in any case it belongs to a
+host uid. The workspace is mounted ``nosuid`` inside, but not on the host: a program that sets
+the set-user-ID bit on a copy of a shell would hand that uid to every local user who can reach
+the workspace. The filter therefore refuses
 (``EPERM``) every system call that would set ``S_ISUID`` or ``S_ISGID`` through a mode
 argument (``chmod`` family, ``open``/``openat``/``creat`` and ``mknod``/``mknodat`` with such
 a mode), and answers ``ENOSYS`` to the calls whose mode it cannot inspect (``openat2``, whose
 mode is behind a pointer, and ``io_uring``, whose operations bypass seccomp). System calls of
 another architecture (i386 or x32 on x86-64) are refused, since their numbers differ.
+
+When the host runs as root, programs run as an unprivileged host uid outside any user
+namespace (see :mod:`sagents.sandbox.bwrap`), where the kernel would let them create one and
+gain every capability inside it: the filter refuses (``EPERM``) ``unshare`` and ``clone`` with
+``CLONE_NEWUSER``, and answers ``ENOSYS`` to ``clone3``, whose flags are behind a pointer (the C
+library then falls back to ``clone``).
+
+Keyrings are not namespaced: the program inherits the host's session keyring and, possessing
+it, could read the keys in it whatever its uid. ``add_key``, ``request_key`` and ``keyctl``
+answer ``ENOSYS``, as in the default seccomp profiles of container runtimes.
 
 It is classic BPF, assembled here (no libseccomp needed); bubblewrap installs it with
 ``--seccomp FD`` right before it execs the program.
@@ -20,9 +31,10 @@ import errno
 import platform
 import struct
 
-__all__ = ["SETID_BITS", "seccomp_filter"]
+__all__ = ["CLONE_NEWUSER", "SETID_BITS", "seccomp_filter"]
 
 SETID_BITS = 0o6000  # S_ISUID | S_ISGID
+CLONE_NEWUSER = 0x10000000
 
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -33,17 +45,21 @@ _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
 _X32_BIT = 0x40000000
 
-# (audit arch, {syscall: index of its mode argument}, syscalls refused outright)
-_ARCHES: dict[str, tuple[int, dict[int, int], tuple[int, ...]]] = {
+# (audit arch, {syscall: index of its mode argument}, {syscall: index of its clone flags},
+#  syscalls refused outright: io_uring_setup/enter/register, openat2, clone3, and the key
+#  management calls add_key/request_key/keyctl)
+_ARCHES: dict[str, tuple[int, dict[int, int], dict[int, int], tuple[int, ...]]] = {
     "x86_64": (
         0xC000003E,
         {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2, 452: 2},
-        (425, 426, 427, 437),
+        {56: 0, 272: 0},
+        (425, 426, 427, 437, 435, 248, 249, 250),
     ),
     "aarch64": (
         0xC00000B7,
         {52: 1, 53: 2, 33: 2, 56: 3, 452: 2},
-        (425, 426, 427, 437),
+        {220: 0, 97: 0},
+        (425, 426, 427, 437, 435, 217, 218, 219),
     ),
 }
 
@@ -62,7 +78,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     arch = _ARCHES.get(machine or platform.machine())
     if arch is None:
         return None
-    audit_arch, mode_calls, refused = arch
+    audit_arch, mode_calls, clone_calls, refused = arch
     prog = [
         _op(_LD_ABS, 4),  # seccomp_data.arch
         _op(_JEQ, audit_arch, 1, 0),
@@ -71,11 +87,13 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     ]
     if audit_arch == 0xC000003E:
         prog += [_op(_JGE, _X32_BIT, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
-    for nr, arg in mode_calls.items():
+    checks = [(nr, arg, SETID_BITS) for nr, arg in mode_calls.items()]
+    checks += [(nr, arg, CLONE_NEWUSER) for nr, arg in clone_calls.items()]
+    for nr, arg, bits in checks:
         prog += [
             _op(_JEQ, nr, 0, 4),
             _op(_LD_ABS, 16 + 8 * arg),  # low 32 bits of seccomp_data.args[arg]
-            _op(_JSET, SETID_BITS, 0, 1),
+            _op(_JSET, bits, 0, 1),
             _op(_RET, _ERRNO | errno.EPERM),
             _op(_RET, _ALLOW),
         ]

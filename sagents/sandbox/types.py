@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
+    "DEFAULT_CPU_CORES",
     "DEFAULT_ENV_ALLOWLIST",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_SANDBOX_UID",
     "CompletedRun",
     "DirEntry",
     "FileStat",
@@ -46,6 +48,11 @@ TaskState = Literal["running", "exited", "killed"]
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024  # per stream, for run(): 1 MiB
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 """Host variables copied into the sandbox when set; everything else is dropped."""
+DEFAULT_SANDBOX_UID = 2_000_000_000
+"""The host uid (and gid) that ``local`` programs run as when sagents runs as root: above the
+ranges distributions, systemd and container tools hand out, so that no other process shares it."""
+DEFAULT_CPU_CORES = 1.0
+"""Default CPU share of one process tree, in cores (cgroup ``cpu`` quota)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +72,9 @@ class SandboxLimits:
             watchdog ends the process past it. Default 1 GiB.
         wall_timeout_seconds: Default wall-clock timeout of ``run``/``start``/``spawn``.
             Default 600 s.
+        cpu_cores: CPU time of the whole tree per wall-clock second, in cores (cgroup ``cpu``
+            quota where that controller is writable; elsewhere the tree runs under
+            ``SCHED_IDLE`` instead: it gets CPU only when nothing else wants it). Default 1 core.
     """
 
     memory_bytes: int | None = 2 * 1024**3
@@ -75,6 +85,7 @@ class SandboxLimits:
     tmp_size_bytes: int | None = 256 * 1024**2
     write_budget_bytes: int | None = 1024**3
     wall_timeout_seconds: float | None = 600.0
+    cpu_cores: float | None = DEFAULT_CPU_CORES
 
     def __post_init__(self) -> None:
         for name in (
@@ -86,6 +97,7 @@ class SandboxLimits:
             "tmp_size_bytes",
             "write_budget_bytes",
             "wall_timeout_seconds",
+            "cpu_cores",
         ):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -129,6 +141,11 @@ class SandboxParams:
             ``read_write`` mode (``.agent`` by default: run_script's records live there).
         workspace_path: Where the workspace appears inside the sandbox (``local``/``memory``);
             ``passthrough`` always uses the host path.
+        sandbox_uid: When sagents runs as root, the unprivileged host uid (and gid) that
+            ``local`` programs run as, so that file modes protect the host's files; the
+            workspace directory is given to it. None: :data:`DEFAULT_SANDBOX_UID`; ``0`` keeps
+            root (file modes then protect nothing: ``describe().warnings`` says so). Ignored
+            when sagents is not root (programs then run as its own uid) and by ``passthrough``.
     """
 
     workspace: str
@@ -139,8 +156,11 @@ class SandboxParams:
     extra_ro_binds: tuple[ReadOnlyBind, ...] = ()
     read_only_subpaths: tuple[str, ...] = (".agent",)
     workspace_path: str = "/workspace"
+    sandbox_uid: int | None = None
 
     def __post_init__(self) -> None:
+        if self.sandbox_uid is not None and not 0 <= self.sandbox_uid < 2**31:
+            raise ValueError(f"sandbox_uid must be a uid (0 to 2**31-1), got {self.sandbox_uid!r}")
         if not self.workspace_path.startswith("/") or self.workspace_path.rstrip("/") == "":
             raise ValueError(
                 f"workspace_path must be an absolute path, got {self.workspace_path!r}"
@@ -251,6 +271,7 @@ class SandboxInfo:
         python: The Python interpreter usable inside, or None.
         limits: The limits in force.
         warnings: Plain-English weaknesses of this configuration (no cgroups, no isolation).
+        uid: The host uid programs run as, when the provider knows it (None otherwise).
     """
 
     kind: SandboxKind
@@ -263,3 +284,4 @@ class SandboxInfo:
     python: str | None
     limits: SandboxLimits
     warnings: tuple[str, ...] = ()
+    uid: int | None = None

@@ -3,7 +3,7 @@
 ``read_background_output_range`` reads bytes at an offset; the window's end may fall inside a
 multi-byte character. :func:`decode_utf8_window` holds back an incomplete trailing sequence (so
 the next read starts on the character's first byte) and replaces invalid bytes with U+FFFD, so
-that one bad byte can never stall a reader (LESSONS.md, "byte-offset readers splitting UTF-8").
+that one bad byte can never stall a reader.
 """
 
 from __future__ import annotations

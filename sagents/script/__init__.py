@@ -2,6 +2,8 @@
 
 The host side lives here (policy, dispatcher, records, runner); the guest helper, stdlib only,
 is ``sagents/script/guest/agent_tools.py`` and the wire format is :mod:`sagents.script.protocol`.
+Floor 4 of ``docs/architecture.md`` ("Layers"), which also draws one run; see
+``docs/run_script.md``.
 """
 
 from sagents.script.description import (

@@ -1,5 +1,5 @@
 """run_script as a tool: when to offer it, its input schema, its per-session description
-(issue 5 §1).
+(docs/run_script.md).
 
 The description is generated per session from the tools a script could call, so the model sees
 when to use run_script and when not, the helper API with return shapes, the limits, the

@@ -30,7 +30,19 @@ from sagents.script.policy import ScriptPlan
 from sagents.script.records import CallRecord, summarize
 from sagents.script.transport import OverlongLine, ScriptTransport
 
-__all__ = ["CallTool", "DispatchCounters", "ScriptDispatcher", "result_payload"]
+__all__ = [
+    "OTHER_TOOLS_KEY",
+    "QUEUE_PER_WORKER",
+    "CallTool",
+    "DispatchCounters",
+    "ScriptDispatcher",
+    "result_payload",
+]
+
+OTHER_TOOLS_KEY = "<other>"
+"""The ``calls_per_tool`` key counting calls of names neither callable nor refused by the plan:
+a script cannot grow the counters (or run.json, the audit entry, ``--json``) with made-up names."""
+QUEUE_PER_WORKER = 4  # accepted calls waiting per worker before fd 3 is no longer read
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """``async def call_tool(name, arguments) -> ToolResult``: one tool call, the direct-call path.
@@ -57,7 +69,8 @@ class DispatchCounters:
     Attributes:
         calls: Call requests received (refused ones included).
         failed: Calls that failed or were refused.
-        calls_per_tool: Calls per tool name (of calls under the limit).
+        calls_per_tool: Calls per tool name (of calls under the limit); names the plan does
+            not know are counted under :data:`OTHER_TOOLS_KEY`.
         done: The script's last ``progress`` done value, if any.
         total: Its total, if any.
         message: Its message, if any.
@@ -129,7 +142,9 @@ class ScriptDispatcher:
 
         Cancel it to cancel the calls in flight; their records say ``cancelled``.
         """
-        send, receive = anyio.create_memory_object_stream[p.CallRequest](max(self._max_calls, 1))
+        send, receive = anyio.create_memory_object_stream[p.CallRequest](
+            QUEUE_PER_WORKER * self._max_concurrency
+        )
         async with anyio.create_task_group() as tg:
             async with receive:
                 for _ in range(self._max_concurrency):
@@ -273,7 +288,8 @@ class ScriptDispatcher:
             self._changed()
             await self._error(transport, request.id, p.ERROR_LIMIT, message)
             return
-        self._per_tool[request.tool] += 1
+        known = request.tool in self._plan.callable or request.tool in self._plan.refusals
+        self._per_tool[request.tool if known else OTHER_TOOLS_KEY] += 1  # bounded by the plan
         refusal = self._refusal(request.tool)
         if refusal is not None:
             self._failed += 1
@@ -283,7 +299,12 @@ class ScriptDispatcher:
             return
         self._in_flight.add(request.id)
         self._changed()
-        queue.send_nowait(request)  # the buffer holds max_calls: never full
+        # A short queue: when the workers are behind, stop reading fd 3 (the script's writes
+        # then block) rather than hold up to max_calls request lines of 4 MiB in memory.
+        try:
+            queue.send_nowait(request)
+        except anyio.WouldBlock:
+            await queue.send(request)
 
     async def _worker(
         self, queue: MemoryObjectReceiveStream[p.CallRequest], transport: ScriptTransport

@@ -1,4 +1,5 @@
-"""The seam between run_script and the process that runs a script (issue 5 §4).
+"""The seam between run_script and the process that runs a script
+(docs/run_script.md, "How it runs").
 
 :class:`Launcher` is what the runner needs from a sandbox: start the bootstrap with the request
 and reply pipe ends passed as extra descriptors, stdout/stderr as pipes, nothing else inherited;

@@ -1,4 +1,5 @@
-"""A run's output: drained as it comes, capped, and turned into the model's text (issue 5 §5).
+"""A run's output: drained as it comes, capped, and turned into the model's text
+(docs/run_script.md).
 
 :class:`OutputCapture` takes chunks of stdout and stderr in arrival order, writes them straight to
 the records' ``output.txt`` and keeps only what the model text needs: the head and tail of the

@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "CALL_MANY_BATCH",
@@ -60,6 +59,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
+    "MAX_TOOL_NAME_CHARS",
     "CallRequest",
     "DescribeRequest",
     "ProgressNotice",
@@ -80,6 +80,7 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one request line, newline excluded: 4 MiB
 MAX_REPLY_BYTES = 64 * 1024 * 1024  # one reply line (a tool result): 64 MiB
 MAX_ID_CHARS = 64  # a string request id
 MAX_MESSAGE_CHARS = 2000  # a progress message; longer ones are cut, not refused
+MAX_TOOL_NAME_CHARS = 128  # a tool name: the MCP spec's limit (2025-11-25, "Tool names")
 CALL_MANY_BATCH = 50  # call requests written at once by call_many
 FDS_ENV = "SAGENTS_SCRIPT_FDS"  # "<request fd>,<reply fd>" as the script sees them
 
@@ -115,8 +116,7 @@ class ProtocolError(ValueError):
         self.request_id = request_id
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallRequest:
+class CallRequest(NamedTuple):
     """``call``: run ``tool`` with ``args`` (a JSON object)."""
 
     id: RequestId
@@ -125,16 +125,14 @@ class CallRequest:
     op: Literal["call"] = "call"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToolsRequest:
+class ToolsRequest(NamedTuple):
     """``tools``: list the tools this script may call."""
 
     id: RequestId
     op: Literal["tools"] = "tools"
 
 
-@dataclass(frozen=True, kw_only=True)
-class DescribeRequest:
+class DescribeRequest(NamedTuple):
     """``describe``: one callable tool's description and input schema."""
 
     id: RequestId
@@ -142,8 +140,7 @@ class DescribeRequest:
     op: Literal["describe"] = "describe"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProgressNotice:
+class ProgressNotice(NamedTuple):
     """``progress``: the script's own progress. Replied to only when it carries an id."""
 
     done: float | None
@@ -154,6 +151,9 @@ class ProgressNotice:
 
 
 Request = CallRequest | ToolsRequest | DescribeRequest | ProgressNotice
+"""A parsed request. Immutable named tuples, not dataclasses: ``dataclasses`` (with ``inspect``
+and ``ast``) would cost every script tens of milliseconds at start-up, since the guest imports
+this module too."""
 
 
 def _refuse_constant(name: str) -> Any:
@@ -231,6 +231,13 @@ def _tool_name(message: dict[str, Any], request_id: RequestId | None) -> str:
     if not isinstance(tool, str) or not tool:
         raise ProtocolError(
             ERROR_BAD_REQUEST, "'tool' must be a non-empty string", request_id=request_id
+        )
+    if len(tool) > MAX_TOOL_NAME_CHARS:  # no tool has such a name; never echo or record it
+        raise ProtocolError(
+            ERROR_BAD_REQUEST,
+            f"a tool name of {len(tool)} characters is over the {MAX_TOOL_NAME_CHARS}-character "
+            "limit of MCP tool names",
+            request_id=request_id,
         )
     return tool
 

@@ -4,6 +4,13 @@
 error or not, a result summary), ``output.txt`` (the full output, stdout and stderr in arrival
 order) and ``run.json`` (status, rewritten at the end), all written as the run goes.
 
+What a script controls is bounded here (docs/run_script.md, "Records"): a call's arguments are
+kept whole up to :data:`MAX_RECORDED_ARGUMENTS_CHARS` characters of JSON, else replaced by
+``{"_truncated": "<their first characters>…", "chars": <their length>}``; ``calls.jsonl`` stops
+at :data:`MAX_CALLS_LOG_BYTES` with one last line saying so (the counters in ``run.json`` still
+count every call); tool names are at most 128 characters (longer ones are refused by the
+protocol) and summaries :data:`SUMMARY_CHARS`.
+
 Every component is opened with ``O_NOFOLLOW`` relative to the descriptor of its parent, and the
 files are created (``O_EXCL``) and kept open before the script starts; the host only ever writes
 through those descriptors. A script that renames the folder or swaps a symlink in for
@@ -19,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,8 +34,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_CALLS_LOG_BYTES",
+    "MAX_RECORDED_ARGUMENTS_CHARS",
     "RECORDS_DIR",
     "SUMMARY_CHARS",
+    "TRUNCATED_KEY",
     "CallRecord",
     "ScriptRecords",
     "mark_interrupted_runs",
@@ -37,6 +48,9 @@ __all__ = [
 
 RECORDS_DIR = (".agent", "scripts")
 SUMMARY_CHARS = 200  # result summary in calls.jsonl, characters
+MAX_RECORDED_ARGUMENTS_CHARS = 4096  # a call's arguments in calls.jsonl, as JSON characters
+MAX_CALLS_LOG_BYTES = 16 * 1024 * 1024  # calls.jsonl of one run; later calls are not recorded
+TRUNCATED_KEY = "_truncated"  # marks arguments cut for calls.jsonl
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -97,6 +111,7 @@ class ScriptRecords:
         self.workspace = workspace
         self.script_id = script_id
         self._fds = fds
+        self._calls_bytes = 0
 
     @property
     def relative_dir(self) -> str:
@@ -152,18 +167,29 @@ class ScriptRecords:
             view = view[os.write(self._fds[key], view) :]
 
     def write_call(self, record: CallRecord) -> None:
-        """Append one line to ``calls.jsonl``."""
-        data = {  # not dataclasses.asdict: it deep-copies the arguments on every call
-            "ts": record.ts,
-            "tool": record.tool,
-            "arguments": record.arguments,
-            "duration_s": record.duration_s,
-            "is_error": record.is_error,
-            "error_code": record.error_code,
-            "summary": record.summary,
-        }
-        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
-        self._write_all("calls", line.encode("utf-8", "backslashreplace"))
+        """Append one line to ``calls.jsonl`` (arguments capped, the file bounded: see the
+        module docstring)."""
+        if self._calls_bytes >= MAX_CALLS_LOG_BYTES:
+            return
+        arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
+        if len(arguments) > MAX_RECORDED_ARGUMENTS_CHARS:
+            preview = arguments[:MAX_RECORDED_ARGUMENTS_CHARS] + "…"
+            arguments = json.dumps({TRUNCATED_KEY: preview, "chars": len(arguments)})
+        line = (  # not json.dumps of a dict: the arguments are serialised once, above
+            f'{{"ts": {record.ts!r}, "tool": {json.dumps(record.tool, ensure_ascii=False)}, '
+            f'"arguments": {arguments}, "duration_s": {record.duration_s!r}, '
+            f'"is_error": {json.dumps(record.is_error)}, '
+            f'"error_code": {json.dumps(record.error_code, ensure_ascii=False)}, '
+            f'"summary": {json.dumps(record.summary, ensure_ascii=False)}}}\n'
+        ).encode("utf-8", "backslashreplace")
+        if self._calls_bytes + len(line) > MAX_CALLS_LOG_BYTES:
+            note = {"truncated": True, "note": f"calls.jsonl reached {MAX_CALLS_LOG_BYTES} "
+                    "bytes: later calls are counted in run.json but not recorded"}  # fmt: skip
+            line = (json.dumps(note) + "\n").encode()
+            self._calls_bytes = MAX_CALLS_LOG_BYTES
+        else:
+            self._calls_bytes += len(line)
+        self._write_all("calls", line)
 
     def write_output(self, data: bytes) -> None:
         """Append raw output bytes to ``output.txt``."""
@@ -193,30 +219,60 @@ def mark_interrupted_runs(workspace: Path) -> list[str]:
         The ids of the runs marked.
     """
     marked: list[str] = []
-    root = workspace.joinpath(*RECORDS_DIR)
+    # Every component below the workspace is opened with O_NOFOLLOW from its parent's
+    # descriptor: a symlinked .agent, scripts/ or run folder never sends the rewrite elsewhere.
     try:
-        entries = sorted(root.iterdir())
+        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return marked
-    for entry in entries:
-        try:
-            fd = os.open(entry / "run.json", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
-                try:
-                    status = json.load(file)
-                except ValueError:
-                    continue
-                if not isinstance(status, dict) or status.get("status") != "running":
-                    continue
-                status["status"] = "aborted"
-                status["note"] = "the host restarted while the script ran; it was not resumed"
-                file.seek(0)
-                file.truncate()
-                json.dump(status, file)
-                marked.append(entry.name)
-        finally:
-            os.close(fd)
+    try:
+        for name in RECORDS_DIR:
+            parent, root = root, _open_dir(root, name, create=False)
+            os.close(parent)
+        names = sorted(os.listdir(root))
+        for name in names:
+            try:
+                run_dir = _open_dir(root, name, create=False)
+            except OSError:
+                continue
+            try:
+                if _mark_aborted(run_dir):
+                    marked.append(name)
+            finally:
+                os.close(run_dir)
+    except OSError:
+        pass
+    finally:
+        os.close(root)
     return marked
+
+
+_MAX_STATUS_BYTES = 1 << 20  # a run.json larger than this was not written by a host
+
+
+def _mark_aborted(run_dir: int) -> bool:
+    """Rewrite the regular file ``run.json`` of ``run_dir`` when it says ``running``."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open("run.json", flags, dir_fd=run_dir)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_STATUS_BYTES:
+            return False
+        with os.fdopen(fd, "r+", encoding="utf-8", closefd=False) as file:
+            try:
+                status = json.load(file)
+            except ValueError:
+                return False
+            if not isinstance(status, dict) or status.get("status") != "running":
+                return False
+            status["status"] = "aborted"
+            status["note"] = "the host restarted while the script ran; it was not resumed"
+            file.seek(0)
+            file.truncate()
+            json.dump(status, file)
+            return True
+    finally:
+        os.close(fd)

@@ -1,5 +1,5 @@
 """The sandbox :class:`~sagents.script.launcher.Launcher`: run_script on ``Sandbox.spawn``
-(issue 5 §4; docs/sandbox.md, "spawn, for run_script").
+(docs/sandbox.md, "spawn, for run_script").
 
 Inside bubblewrap the script sees: the runtime directory (bootstrap, helper, protocol) bound
 read-only at :data:`RUNTIME_MOUNT`, the workspace at the sandbox's workspace path (read-write,

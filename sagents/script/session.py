@@ -1,5 +1,5 @@
-"""run_script for one session: the tool a model calls (issue 5 §4, §7; DESIGN.md, "One
-run_script").
+"""run_script for one session: the tool a model calls (docs/run_script.md; docs/architecture.md,
+"One run_script").
 
 :class:`RunScriptTool` ties the run_script core to a session: its tools (a ``ToolProxy`` or any
 ``ToolProvider``, called with the session's :class:`~sagents.tool.SessionContext` through
@@ -80,10 +80,11 @@ _BACKGROUND_STATUS: dict[str, BackgroundStatus] = {
 
 
 def script_callable_specs(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The tools a script may be offered (issue 5 §1): the session's MCP tools and the local
-    tools the application registered; never built-ins (the shell and file tools, the skill
-    tools), run_script itself, the background tools or ``tool_expand_tools``. The policy then
-    filters by permission class (:func:`sagents.script.policy.plan_script`)."""
+    """The tools a script may be offered (docs/run_script.md, "Permissions"): the session's
+    MCP tools and the local tools the application registered; never built-ins (the shell and
+    file tools, the skill tools), run_script itself, the background tools or
+    ``tool_expand_tools``. The policy then filters by permission class
+    (:func:`sagents.script.policy.plan_script`)."""
     return [
         spec
         for spec in specs
@@ -114,8 +115,8 @@ class RunScriptSettings:
         limits: The ``scripts`` block (calls, concurrency, time, output).
         background_after_s: ``backgroundCalls.autoAfterSec``: seconds after which a run still
             going becomes a background call; None never hands off.
-        progress_interval_s: Minimum seconds between two ``script.progress`` events (issue 5
-            §7: 1 s).
+        progress_interval_s: Minimum seconds between two ``script.progress`` events (1 s;
+            docs/progress.md).
         session_allowed: Write tools the user already allowed for this session.
     """
 

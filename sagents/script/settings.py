@@ -1,4 +1,4 @@
-"""run_script's limits, and the ``scripts`` settings block that sets them (issue 5 §4).
+"""run_script's limits, and the ``scripts`` settings block that sets them (docs/run_script.md).
 
 ``scripts`` in the settings file (camelCase, like the rest of the ``mcpServers`` file)::
 

@@ -28,7 +28,7 @@ before it started (policy or approval denied). ``output_limit``: killed past
 
 @dataclass(frozen=True, kw_only=True)
 class ScriptRequest:
-    """run_script's arguments (issue 5 §1).
+    """run_script's arguments (docs/run_script.md).
 
     Attributes:
         code: The Python source of the script.

@@ -1,7 +1,9 @@
 """Agent Skills: parsing and validation, ``SkillManager``, ``SkillProxy``, progressive disclosure,
-``allowed-tools`` activation and ``SandboxSkillManager`` (see docs/skills.md and DESIGN.md).
+``allowed-tools`` activation and ``SandboxSkillManager`` (see docs/skills.md and the Agent
+Skills specification, https://agentskills.io/specification). Floor 4 of
+``docs/architecture.md`` ("Layers").
 
-Seed design usage, unchanged::
+Usage::
 
     from sagents.skill import SkillManager, SkillProxy
 

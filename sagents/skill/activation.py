@@ -1,4 +1,4 @@
-"""Holding a session to a skill's ``allowed-tools`` while the skill is active (issue 6, section 3).
+"""Holding a session to a skill's ``allowed-tools`` while the skill is active (docs/skills.md).
 
 Activation narrows the session's ``ToolProxy`` whitelist through ``ToolProxy.restrict(names)``,
 which only ever narrows: activating a second skill with ``allowed-tools`` leaves the intersection,

@@ -1,6 +1,6 @@
 """``SkillManager``: scans skill roots, keeps them fresh, reports every problem.
 
-Seed design usage, unchanged::
+Usage::
 
     skill_manager = SkillManager()
     skill_manager.add_skill_dir("/path/to/skills_root")
@@ -203,7 +203,7 @@ class SkillManager:
         others from loading. Adding a root twice is a no-op.
 
         Args:
-            root: A directory holding skill directories (seed design: ``skills_root``).
+            root: A directory holding skill directories.
 
         Returns:
             The skills that this root contributes (after precedence).

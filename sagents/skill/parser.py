@@ -1,7 +1,7 @@
 """Reading one skill directory into a :class:`SkillSchema` and its problems.
 
-Two forms load (issue 6, section 1): the Agent Skills specification (``SKILL.md`` with front
-matter) and the seed design's form (``skill.yaml`` beside a ``SKILL.md`` without front matter).
+Two forms load (docs/skills.md): the Agent Skills specification (``SKILL.md`` with front
+matter) and the ``seed`` form (``skill.yaml`` beside a ``SKILL.md`` without front matter).
 When both front matter and ``skill.yaml`` are present they combine by one rule:
 
 * the front matter is authoritative for every field it sets (``name``, ``description``,

@@ -1,6 +1,6 @@
-"""``SkillProxy``: the subset of skills one session may see (the seed design's whitelist).
+"""``SkillProxy``: the subset of skills one session may see (a whitelist by name).
 
-Seed design usage, unchanged::
+Usage::
 
     SkillProxy(skill_manager, available_skills=["my_skill"])
 

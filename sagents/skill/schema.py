@@ -1,7 +1,7 @@
 """The value types of skills: :class:`SkillSchema` and :class:`SkillProblem`.
 
 A skill is a directory holding ``SKILL.md`` (Agent Skills specification,
-https://agentskills.io/specification) and, in the seed design's form, a ``skill.yaml``. Parsing
+https://agentskills.io/specification) and, in the ``seed`` form, a ``skill.yaml``. Parsing
 lives in :mod:`sagents.skill.parser`; these are the plain frozen values it produces.
 """
 
@@ -21,8 +21,8 @@ __all__ = [
 SourceForm = Literal["spec", "seed", "spec+seed"]
 """How a skill was written.
 
-``spec``: ``SKILL.md`` with YAML front matter (the Agent Skills specification). ``seed``: the seed
-design's form, ``skill.yaml`` beside a ``SKILL.md`` without front matter. ``spec+seed``: both front
+``spec``: ``SKILL.md`` with YAML front matter (the Agent Skills specification). ``seed``: the
+``skill.yaml`` form, beside a ``SKILL.md`` without front matter. ``spec+seed``: both front
 matter and ``skill.yaml`` (see docs/skills.md for how they combine).
 """
 
@@ -30,7 +30,7 @@ ProblemSeverity = Literal["error", "non_portable", "warning"]
 """How bad a problem is.
 
 ``error``: breaks the Agent Skills specification (``sagents skills validate`` exits 1).
-``non_portable``: loads here but not in other Agent Skills hosts (the seed form, unknown keys);
+``non_portable``: loads here but not in other Agent Skills hosts (the ``seed`` form, unknown keys);
 ``validate --strict`` exits 1. ``warning``: about how skills were combined, not about one skill's
 format (a skill shadowed by another root, an unknown name in a ``SkillProxy``); never fails
 ``validate``.
@@ -69,7 +69,7 @@ class SkillSchema:
         name: The skill's identifier: the front matter's ``name``, else ``skill.yaml``'s ``id``,
             else the directory's name. This is what ``get_skill`` and ``load_skill`` take.
         description: What the skill does and when to use it, in full (never cut).
-        body: The instructions: ``SKILL.md`` after the front matter (the whole file in the seed
+        body: The instructions: ``SKILL.md`` after the front matter (the whole file in the ``seed``
             form), with line endings normalised to ``\\n``.
         path: The skill directory (host path, absolute).
         metadata: String keys and values: the front matter's ``metadata`` map (over
@@ -79,7 +79,7 @@ class SkillSchema:
             (no restriction).
         files: Relative POSIX paths of the regular files the skill ships (``SKILL.md`` included),
             sorted; hidden files and directories are left out.
-        activation_scenarios: When the skill should be used, from ``skill.yaml`` (seed design).
+        activation_scenarios: When the skill should be used, from ``skill.yaml`` (``seed`` form).
         source_form: See :data:`SourceForm`.
         display_name: A human title (``skill.yaml``'s ``name`` or the ``# Skill: ...`` heading),
             or ``None``.

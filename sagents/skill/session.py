@@ -1,6 +1,6 @@
 """``SkillSession``: the model-facing skill tools of one session, as plain methods.
 
-This is the logic behind the seed design's ``skill_tool``: the host wraps
+This is the logic behind ``skill_tool`` (docs/skills.md): the host wraps
 :meth:`SkillSession.load_skill` and :meth:`SkillSession.read_skill_file` as tools (with ``@tool``
 once the tool core lands) and puts :meth:`SkillSession.system_prompt` into the system prompt.
 Loading a skill projects it into the sandbox (when a ``SandboxSkillManager`` is given) and holds

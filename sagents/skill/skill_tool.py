@@ -1,4 +1,5 @@
-"""``skill_tool``: a session's skills exposed to the model as tools (seed design, section 2).
+"""``skill_tool``: a session's skills exposed to the model as tools (docs/skills.md,
+"The skill tools: SkillSession").
 
 Progressive disclosure (Agent Skills specification, "Progressive disclosure"): the names and
 descriptions go into the system prompt (:meth:`SkillSession.system_prompt`); the model calls

@@ -1,11 +1,21 @@
 """sagents.tool: ``@tool``, the registry, the session whitelist and the call path.
 
-``from sagents.tool import ToolManager, ToolProxy`` is the seed design's import path (DESIGN.md,
-"Public API").
+``from sagents.tool import ToolManager, ToolProxy`` is the public import path. Floor 3 of
+``docs/architecture.md`` ("Layers"), which also draws the call path; see ``docs/tools.md``.
 """
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
+from sagents.tool.approval import (
+    APPROVAL_ANSWERS,
+    AllowAllApprover,
+    ApprovalAnswer,
+    ApprovalKind,
+    ApprovalRequest,
+    Approver,
+    DenyAllApprover,
+    settle_answer,
+)
 from sagents.tool.context import InjectedArg, SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
@@ -25,8 +35,15 @@ from sagents.tool.tool_progress import (
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
+    "APPROVAL_ANSWERS",
     "DEFAULT_TOOL_TIMEOUT",
+    "AllowAllApprover",
+    "ApprovalAnswer",
+    "ApprovalKind",
+    "ApprovalRequest",
+    "Approver",
     "CallContextFactory",
+    "DenyAllApprover",
     "InjectedArg",
     "LocalTool",
     "SessionContext",
@@ -42,5 +59,6 @@ __all__ = [
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",
     "get_tool_manager",
+    "settle_answer",
     "tool",
 ]

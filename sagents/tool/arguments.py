@@ -6,6 +6,11 @@ sent as strings (``"5"``, ``"2.5"``, ``"true"``), an object or array sent as a J
 schema (never where the schema accepts the value as it came), then validates with ``jsonschema``
 and reports every remaining problem at once.
 
+Speed: valid arguments are the common case, so each call is first checked by a compiled
+validator (``jsonschema-rs``, built once per schema, about a microsecond); only arguments it
+refuses take the coercion and reporting path on the ``jsonschema`` package, whose errors are the
+ones described here. ``jsonschema`` itself is imported on the first refusal or schema check.
+
 It works on any JSON Schema document (local tools' and MCP tools' alike), following local
 ``$ref`` pointers (``#/$defs/...``) through the validator's own resolver.
 
@@ -22,21 +27,23 @@ Rules (issue 2, §4):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-from jsonschema.protocols import Validator
+import jsonschema_rs
 
 from sagents.core.spec import MAX_SCHEMA_NESTING, schema_nesting
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError
 from sagents.tool.json_schema import json_type
+
+if TYPE_CHECKING:
+    import jsonschema.exceptions
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "MAX_ARGUMENTS_BYTES",
@@ -119,6 +126,8 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         return parsed
     if not isinstance(args, Mapping):
         raise _not_an_object(tool_name, args)
+    if _surely_small(args):
+        return dict(args)
     try:
         size = _json_size(args)
     except RecursionError:
@@ -150,8 +159,13 @@ class ArgumentValidator:
                 "levels deep",
                 hint="move nested object schemas to $defs and refer to them with $ref",
             )
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         if check:
+            import jsonschema.exceptions
+            import jsonschema.validators
+
+            cls = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
             checker = cls if "$schema" in schema else jsonschema.Draft7Validator
             try:
                 checker.check_schema(dict(schema))
@@ -159,8 +173,32 @@ class ArgumentValidator:
                 raise ToolDefinitionError(f"invalid input schema: {error.message}") from None
             except RecursionError:  # below the nesting limit, but deep under a deep stack
                 raise ToolDefinitionError("the input schema is nested too deeply") from None
-        self._validator: Validator = cls(schema)
         self._schema = schema
+
+    @functools.cached_property
+    def _fast(self) -> Callable[[Any], bool] | None:
+        """The compiled check, built on first use (registering many tools stays cheap)."""
+        return _compiled(self._schema)
+
+    @functools.cached_property
+    def _validator(self) -> Validator:
+        """The ``jsonschema`` validator: coercion, the reported errors, fallback checks."""
+        import jsonschema.validators
+
+        cls = jsonschema.validators.validator_for(
+            self._schema, default=jsonschema.Draft202012Validator
+        )
+        validator: Validator = cls(self._schema)
+        return validator
+
+    def is_valid(self, arguments: Any) -> bool:
+        """True when ``arguments`` satisfy the schema as they are (nothing coerced)."""
+        if self._fast is not None:
+            try:
+                return self._fast(arguments)
+            except (ValueError, TypeError, OverflowError):
+                pass  # a value that is not JSON (a tuple key, an object): the full validator
+        return bool(self._validator.is_valid(arguments))
 
     def validate(
         self, tool_name: str, arguments: Mapping[str, Any], *, strict: bool = False
@@ -183,9 +221,11 @@ class ArgumentValidator:
         copied = dict(arguments)
         # Valid arguments are the common case: one validation pass, nothing coerced. Strict
         # calls always go through coercion (a valid null may still mean "absent" there).
-        if not strict and self._validator.is_valid(copied):
+        if not strict and self.is_valid(copied):
             return copied
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
+        if isinstance(coerced, dict) and self.is_valid(coerced):
+            return coerced  # the coercion fixed everything (the common strict or "5" case)
         problems = [p for e in self._validator.iter_errors(coerced) for p in _problems(e)]
         if problems:
             raise _invalid(tool_name, problems)
@@ -282,6 +322,47 @@ class ArgumentValidator:
         return result
 
 
+def _compiled(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """A compiled ``is_valid`` for ``schema``, or None to use the ``jsonschema`` package only.
+
+    None when ``jsonschema-rs`` cannot compile the schema, or when the schema refers to
+    anything but itself (remote ``$ref``s are never fetched). Formats are annotations only,
+    as in the ``jsonschema`` package's default.
+    """
+    if not _local_refs_only(schema, depth=0):
+        return None
+    try:
+        validator = jsonschema_rs.validator_for(
+            dict(schema), validate_formats=False, retriever=_refuse_retrieval
+        )
+    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError, TypeError):
+        return None
+    is_valid: Callable[[Any], bool] = validator.is_valid
+    return is_valid
+
+
+def _local_refs_only(schema: Any, *, depth: int) -> bool:
+    if depth > 64:
+        return False
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            if key in ("$ref", "$dynamicRef", "$recursiveRef") and not (
+                isinstance(value, str) and value.startswith("#")
+            ):
+                return False
+            if key in ("$id", "$anchor", "$dynamicAnchor") and depth > 0:
+                return False  # embedded resources: leave their resolution to ``jsonschema``
+            if not _local_refs_only(value, depth=depth + 1):
+                return False
+    elif isinstance(schema, list):
+        return all(_local_refs_only(item, depth=depth + 1) for item in schema)
+    return True
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    raise ValueError(f"not fetching {uri!r}: tool schemas resolve local references only")
+
+
 def _types(schema: Mapping[str, Any]) -> set[str]:
     declared = schema.get("type")
     if isinstance(declared, str):
@@ -372,6 +453,39 @@ def _describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({json_type(value)})"
+
+
+# An upper bound of the JSON size of a scalar or short string, without serialising it: a
+# character takes at most 6 bytes (an escape such as \u0001), plus the quotes.
+_SMALL_SCALARS = frozenset({bool, type(None), float})
+_SMALL_ENOUGH = 64 * 1024  # flat arguments below this bound skip the exact measurement
+
+
+def _surely_small(args: Mapping[str, Any]) -> bool:
+    """True when a flat arguments object is certainly far below :data:`MAX_ARGUMENTS_BYTES`.
+
+    Only the common shape is bounded here (string keys, values that are numbers, booleans,
+    null or strings); anything nested is measured exactly by :func:`_json_size`.
+    """
+    bound = 2
+    for key, value in args.items():
+        if type(key) is not str:
+            return False
+        kind = type(value)
+        if kind is str:
+            bound += 6 * len(value) + 2
+        elif kind is int:
+            if not -(2**63) < value < 2**63:
+                return False
+            bound += 20
+        elif kind in _SMALL_SCALARS:
+            bound += 25
+        else:
+            return False
+        bound += 6 * len(key) + 4
+        if bound > _SMALL_ENOUGH:
+            return False
+    return True
 
 
 def _json_size(args: Mapping[str, Any]) -> int:

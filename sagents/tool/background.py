@@ -162,9 +162,11 @@ class BackgroundTasks:
                 result = await call()
         finally:
             self._finish(task, result)
-        if task.backgrounded and task.on_done is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT_S):
-                await task.on_done(task.info)
+            # In the finally: also when every task is cancelled (the gateway closing on
+            # SIGTERM), so that the owner's record says "cancelled" like the run's own records.
+            if task.backgrounded and task.on_done is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT_S):
+                    await task.on_done(task.info)
 
     @staticmethod
     def _finish(task: _Task, result: ToolResult | None) -> None:

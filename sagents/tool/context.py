@@ -8,7 +8,7 @@ model sent by matching its name, and injected parameters never appear in the mod
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,14 +29,17 @@ class SessionContext:
         workspace: The session's workspace directory, as the sandbox sees it (a string, since a
             remote sandbox's paths are not host paths), or None.
         permission_mode: ``ask``, ``auto`` or ``read_only``.
+        agent: The calling agent's name within the session (sub-agents of one session share
+            its todo list; memories are scoped per user and agent), or None.
         trusted: Values the host vouches for (tenant, auth subject, ...), injected only into
             parameters declared with :class:`InjectedArg`.
     """
 
-    session_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
     user_id: str | None = None
     workspace: str | None = None
     permission_mode: PermissionMode = "ask"
+    agent: str | None = None
     trusted: Mapping[str, Any] = field(default_factory=dict)
 
     def lookup(self, key: str) -> Any:
@@ -45,7 +48,7 @@ class SessionContext:
         Raises:
             KeyError: when the context has no such value.
         """
-        if key in ("session_id", "user_id", "workspace", "permission_mode"):
+        if key in ("session_id", "user_id", "workspace", "permission_mode", "agent"):
             return getattr(self, key)
         return self.trusted[key]
 

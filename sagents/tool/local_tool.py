@@ -4,11 +4,11 @@ The spec is computed lazily, the first time it is needed (:attr:`LocalTool.spec`
 tool may name a type defined later in its module; see :mod:`sagents.tool.signature` for how
 signatures become schemas.
 
-Injected parameters (issue 2, §5): a parameter annotated ``SessionContext`` (or
-``SessionContext | None``) receives the call's context; ``Annotated[T, InjectedArg(key)]`` receives
-``context.lookup(key or name)``. Neither appears in the schema, and because the schema refuses
-unknown properties, an argument the model sends under an injected parameter's name is rejected as
-unknown: a model can never set an injected value.
+Injected parameters (docs/tool-schema.md, "Injected parameters"): a parameter annotated
+``SessionContext`` (or ``SessionContext | None``) receives the call's context;
+``Annotated[T, InjectedArg(key)]`` receives ``context.lookup(key or name)``. Neither appears in
+the schema, and because the schema refuses unknown properties, an argument the model sends under
+an injected parameter's name is rejected as unknown: a model can never set an injected value.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The seed design's MCP entry point: a thin re-export of :mod:`sagents.mcp`.
+"""The public MCP entry point of ``sagents.tool``: a thin re-export of :mod:`sagents.mcp`.
 
 ``ToolManager.register_mcp_server`` builds on :class:`MCPSupervisor`; the parameters classes are
-also importable from ``sagents.tool.tool_schema`` as the seed design shows.
+also importable from ``sagents.tool.tool_schema`` (docs/mcp.md).
 """
 
 from mcp import StdioServerParameters

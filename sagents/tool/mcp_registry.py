@@ -84,7 +84,7 @@ class MCPRegistry:
             raise
 
     async def register_many(
-        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:
         """Start several servers side by side and register the tools of those that came up.
 
@@ -92,13 +92,27 @@ class MCPRegistry:
         fails stays registered with status ``failed`` and its last error, and no tools. A tool
         name taken already (by a local tool or an earlier server) is skipped with a warning.
 
+        With ``wait=False`` nothing is awaited: each server's tools are registered when it
+        becomes ready (and the manager's ``on_mcp_tools_changed`` listeners hear of it).
+
         Returns:
-            Each server's status after its first start attempt, in the given order.
+            Each server's status after its first start attempt (or now, without ``wait``), in
+            the given order.
 
         Raises:
             ToolDefinitionError, ToolNameConflictError: a bad or taken server name, before any
                 server starts.
         """
+        if not wait:
+            fresh = [name for name in servers if name not in self._tools]
+            for name in fresh:
+                self._tools[name] = []  # later listings are installed by _tools_changed
+            try:
+                return await self.supervisor.add_servers(dict(servers), wait=False)
+            except BaseException:
+                for name in fresh:
+                    self._tools.pop(name, None)
+                raise
         statuses = await self.supervisor.add_servers(dict(servers))
         for name in servers:
             # No await from here on: later listings reach _tools_changed once _tools knows them.

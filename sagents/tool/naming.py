@@ -1,4 +1,4 @@
-"""Tool names as model APIs accept them: ``^[a-zA-Z0-9_-]{1,64}$`` (DESIGN.md, "Naming").
+"""Tool names as model APIs accept them: ``^[a-zA-Z0-9_-]{1,64}$`` (docs/tool-schema.md, "Names").
 
 :func:`to_exported_name` is deterministic and leaves a valid name unchanged. Any other name
 (dots, slashes, spaces, non-ASCII, more than 64 characters, empty) becomes its characters with

@@ -1,7 +1,7 @@
 """``ToolProvider``: the interface ``ToolManager`` and ``ToolProxy`` share.
 
 An agent holds a ``ToolProvider`` and need not know whether it is the registry itself or a
-session's whitelisted view of several registries (the seed design's ``ToolProxy``).
+session's whitelisted view of several registries (``ToolProxy``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ToolProvider(Protocol):
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
         strict: bool = False,
     ) -> ToolResult:
         """Run a tool; every failure is an error result, cancellation propagates."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
@@ -41,6 +42,11 @@ from sagents.core.result import (
 from sagents.errors import ResultSerializationError
 
 __all__ = ["to_tool_result"]
+
+# One encoder for every result (json.dumps with options builds a new encoder per call).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+_PLAIN_NUMBERS = frozenset({int, float, bool})  # exact types; see _scalar_text
 
 _BLOCK_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
@@ -72,19 +78,28 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
     """
     if isinstance(value, ToolResult):
         return value
-    if value is None:
-        return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
-    if isinstance(value, str):
-        return ToolResult(content=(TextContent(text=value),), structured=_wrap(value, wrap_result))
-    if isinstance(value, _BLOCK_TYPES):
-        return ToolResult(content=(value,))
-    if isinstance(value, bytes | bytearray | memoryview):
-        return ToolResult(content=(_bytes_block(bytes(value)),))
-    if _is_block_list(value):
-        return ToolResult(content=tuple(value))
+    if type(value) not in _PLAIN_NUMBERS:  # numbers are none of these: skip the checks
+        if value is None:
+            return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
+        if isinstance(value, str):
+            return ToolResult(
+                content=(TextContent(text=value),), structured=_wrap(value, wrap_result)
+            )
+        if isinstance(value, _BLOCK_TYPES):
+            return ToolResult(content=(value,))
+        if isinstance(value, bytes | bytearray | memoryview):
+            return ToolResult(content=(_bytes_block(bytes(value)),))
+        if _is_block_list(value):
+            return ToolResult(content=tuple(value))
     try:
-        jsonable = pydantic_core.to_jsonable_python(value, bytes_mode="base64", fallback=_fallback)
-        text = json.dumps(jsonable, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _scalar_text(value)
+        if text is not None:
+            jsonable = value
+        else:
+            jsonable = pydantic_core.to_jsonable_python(
+                value, bytes_mode="base64", fallback=_fallback
+            )
+            text = _ENCODE(jsonable)
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as error:
         kind = f"{type(value).__module__}.{type(value).__qualname__}"
         raise ResultSerializationError(
@@ -100,6 +115,22 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
     # The JSON text block, as ToolResult.from_structured makes it (serialised once here).
     structured = {"result": jsonable} if wrap_result else jsonable
     return ToolResult(content=(TextContent(text=text),), structured=structured)
+
+
+def _scalar_text(value: Any) -> str | None:
+    """The JSON text of an exact ``int``, ``bool`` or ``float`` (as ``json`` writes it), or None.
+
+    Raises:
+        ValueError: for a NaN or infinite float (not JSON), as the encoder would.
+    """
+    kind = type(value)  # exact types: subclasses (enums) go through pydantic
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        return float.__repr__(value) if math.isfinite(value) else _ENCODE(value)  # raises
+    return None
 
 
 def _wrap(value: Any, wrap_result: bool) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The ``@tool`` decorator (the seed design's path; issue 2, §2).
+"""The ``@tool`` decorator (the public path; docs/tool-schema.md).
 
 Three forms, all returning the function itself, still callable exactly as before::
 
@@ -15,7 +15,7 @@ The decorator checks the signature at once (``*args``/``**kwargs`` are refused) 
 tool; its schema is built later, when first needed, so annotations may name types defined further
 down the module.
 
-Collection: the seed design collects a module's tools once the module is imported. That stays
+Collection: a module's tools are collected once the module is imported. That stays
 an explicit step: decorated functions are appended to a process-wide list,
 :func:`discovered_tools`, which the process-default ``ToolManager`` reads through
 ``collect_discovered()``; a ``ToolManager()`` built anywhere else holds only what it is given.
@@ -41,7 +41,7 @@ __all__ = ["ToolOptions", "discovered_tools", "get_local_tool", "tool"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _ATTRIBUTE = "__sagents_tool__"
-_DISCOVERED_TOOLS: list[LocalTool] = []  # the seed design's list; the process default reads it
+_DISCOVERED_TOOLS: list[LocalTool] = []  # public name; the process default reads it
 _DISCOVERED_LOCK = threading.Lock()
 
 

@@ -21,9 +21,9 @@ import functools
 import json
 import logging
 import math
+import os
 import threading
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -42,27 +42,50 @@ from sagents.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from sagents.mcp import ServerParams, ServerSettings, ServerStatus
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
+from sagents.progress.binding import bind_quiet_tool_call
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.mcp_registry import MCPRegistry
 from sagents.tool.naming import to_exported_name
-from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
 
 if TYPE_CHECKING:
+    # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
+    from sagents.mcp import ServerParams, ServerSettings, ServerStatus
     from sagents.tool.api_export import ModelApi
+    from sagents.tool.mcp_registry import MCPRegistry
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "CallContextFactory", "ToolManager", "get_tool_manager"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "CallContextFactory",
+    "ToolManager",
+    "call_timeout",
+    "get_tool_manager",
+]
 
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
 
 logger = logging.getLogger(__name__)
+
+
+def call_timeout(timeout: float | None, spec: ToolSpec) -> float:
+    """The timeout of one call, in seconds: decided here and nowhere else.
+
+    The per-call ``timeout`` if given, else the tool's own setting (``spec.timeout``; for an MCP
+    tool its server's ``call_timeout``, ``math.inf`` for none), else
+    :data:`DEFAULT_TOOL_TIMEOUT`. Layers below ``run_tool`` receive the result in
+    ``ToolCall.timeout`` and apply no default of their own.
+    """
+    if timeout is not None:
+        return timeout
+    if spec.timeout is not None:
+        return spec.timeout
+    return DEFAULT_TOOL_TIMEOUT
+
 
 T = TypeVar("T")
 Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
@@ -85,7 +108,8 @@ class _LocalHandler:
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         if self.local.is_async:
-            value = await self.local.invoke(arguments, call.session_context)
+            # LocalTool.invoke, inlined: one coroutine less per call.
+            value = await self.local.func(**self.local.bind(arguments, call.session_context))
         else:
             # A worker thread cannot be interrupted: on timeout or cancellation the call
             # returns at once and the thread is abandoned (it finishes in the background).
@@ -343,6 +367,10 @@ class ToolManager:
         return tools
 
     def _export(self, name: str, *, strict: bool) -> str | None:
+        # Imported on first export: the exporters load ``jsonschema``, which a manager that
+        # only runs tools does not need.
+        from sagents.tool.openai_export import to_openai_tool
+
         spec, exported = self._entries[name].spec, self._exported[name]
         modes = (True, False) if strict else (False,)
         for mode in modes:
@@ -379,9 +407,11 @@ class ToolManager:
             session_context: The calling session; a fresh default ``SessionContext`` if None.
             tool_call_id: The model's id of this call (handed to the handler, and the id of
                 its progress events); a fresh ``call_<hex>`` id when None.
-            timeout: Seconds before the call gives a ``timeout`` error result;
-                :data:`DEFAULT_TOOL_TIMEOUT` if None. A sync tool's worker thread cannot be
-                stopped: it is abandoned and finishes in the background.
+            timeout: Seconds before the call gives a ``timeout`` error result; if None, the
+                tool's own ``ToolSpec.timeout`` (an MCP tool: its server's ``call_timeout``),
+                else :data:`DEFAULT_TOOL_TIMEOUT` (see :func:`call_timeout`). A sync tool's
+                worker thread cannot be stopped: it is abandoned and finishes in the
+                background.
             strict: The model saw the strict export: ``null`` for an optional parameter means
                 "absent" (see :mod:`sagents.tool.arguments`).
 
@@ -394,30 +424,25 @@ class ToolManager:
             ValueError: for a ``timeout`` that is not a positive number (a programming error).
             The caller's cancellation exception: cancellation is never turned into a result.
         """
-        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
-        if math.isnan(limit) or limit <= 0:
+        if timeout is not None and (math.isnan(timeout) or timeout <= 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         context = session_context if session_context is not None else SessionContext()
         registered = name
+        limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
         try:
             self._check_open()
             entry = self._find(name)
             registered = entry.spec.name
+            limit = call_timeout(timeout, entry.spec)
             arguments = parse_arguments(registered, args)
             arguments = entry.validator.validate(registered, arguments, strict=strict)
             call = ToolCall(
                 tool_name=registered,
                 session_context=context,
-                tool_call_id=tool_call_id if tool_call_id else f"call_{uuid.uuid4().hex}",
+                tool_call_id=tool_call_id if tool_call_id else f"call_{os.urandom(16).hex()}",
                 timeout=limit,
             )
-            progress_id = call.tool_call_id or ""
-            async with contextlib.AsyncExitStack() as around:
-                await around.enter_async_context(
-                    bind_tool_call(self.progress_hub, context.session_id, progress_id)
-                )
-                for factory in self._call_contexts:
-                    await around.enter_async_context(factory(call))
+            async with self._around(call):
                 with anyio.move_on_after(limit):
                     result = await entry.handler(arguments, call)
                     return (
@@ -455,6 +480,31 @@ class ToolManager:
                 f"tool {registered!r} failed: {_describe(error)}",
                 details={"exception": type(error).__name__},
             )
+
+    def _around(self, call: ToolCall) -> AbstractAsyncContextManager[object]:
+        """What a call runs inside: its progress binding, then the added call contexts.
+
+        Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
+        a context variable (:func:`~sagents.progress.bind_quiet_tool_call`) instead of a task
+        group, hub tracking and a ``closed`` event.
+        """
+        hub = self.progress_hub
+        session_id = call.session_context.session_id
+        if not self._call_contexts and not hub.listening(session_id):
+            return bind_quiet_tool_call(hub, session_id, call.tool_call_id or "")
+        return self._bound(hub, call)
+
+    @contextlib.asynccontextmanager
+    async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:
+        session_id, progress_id = call.session_context.session_id, call.tool_call_id or ""
+        async with contextlib.AsyncExitStack() as around:
+            if hub.listening(session_id):
+                await around.enter_async_context(bind_tool_call(hub, session_id, progress_id))
+            else:
+                around.enter_context(bind_quiet_tool_call(hub, session_id, progress_id))
+            for factory in self._call_contexts:
+                await around.enter_async_context(factory(call))
+            yield
 
     # -- MCP servers --------------------------------------------------------------------------
 
@@ -495,7 +545,7 @@ class ToolManager:
         return await self._mcp_registry().register(name, params, settings, wait=wait)
 
     async def register_mcp_servers(
-        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]]
+        self, servers: Mapping[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:
         """Connect to several MCP servers side by side and register the tools of each.
 
@@ -506,6 +556,9 @@ class ToolManager:
 
         Args:
             servers: ``{name: (params, settings)}``, e.g. ``SagentsConfig.as_supervisor_input()``.
+            wait: False returns at once (every status ``connecting``); each server's tools are
+                registered as it becomes ready, and :meth:`on_mcp_tools_changed` listeners are
+                told. A server that fails is retried in the background with backoff.
 
         Returns:
             Each server's status after its first start attempt.
@@ -516,7 +569,7 @@ class ToolManager:
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        return await self._mcp_registry().register_many(servers)
+        return await self._mcp_registry().register_many(servers, wait=wait)
 
     async def unregister_mcp_server(self, name: str) -> list[str]:
         """Close an MCP server's connection and remove its tools; returns the removed names.
@@ -527,6 +580,15 @@ class ToolManager:
         if self._mcp is None:
             raise UnknownToolError(f"no MCP server named {name!r} is registered")
         return await self._mcp.unregister(name)
+
+    async def wait_mcp_servers(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound
+        """Wait until every registered MCP server's first start attempt ended (ready or
+        failed), at most ``timeout`` seconds.
+
+        Returns:
+            True when every server's first attempt ended in time (also with no servers).
+        """
+        return True if self._mcp is None else await self._mcp.supervisor.wait_started(timeout)
 
     def mcp_server_status(self, name: str) -> ServerStatus:
         """An MCP server's state (connecting, ready, failed, restarting), last error and
@@ -553,6 +615,10 @@ class ToolManager:
 
     def _mcp_registry(self) -> MCPRegistry:
         if self._mcp is None:
+            # Imported here: the MCP SDK costs about a second of start-up, which a manager
+            # of local tools never pays.
+            from sagents.tool.mcp_registry import MCPRegistry
+
             self._mcp = MCPRegistry(self)
             self.push_async_callback(self._mcp.supervisor.aclose)
         return self._mcp

@@ -1,4 +1,4 @@
-"""Seed-design entry point for live tool output (seed design §12).
+"""The public entry point for live tool output (docs/progress.md).
 
 ``from sagents.tool.tool_progress import emit_tool_progress`` keeps working; the code lives in
 :mod:`sagents.progress` (floor 2), and the binding that the ToolManager calls around each tool

@@ -1,6 +1,6 @@
-"""``ToolProxy``: a session's whitelisted view of one or more tool registries (issue 2, §5).
+"""``ToolProxy``: a session's whitelisted view of one or more tool registries (docs/tools.md).
 
-The seed design's session whitelist: several providers in priority order (index 0 wins a name
+A session's whitelist: several providers in priority order (index 0 wins a name
 that more than one holds), filtered by ``available_tools``. It has the same interface as
 ``ToolManager`` (:class:`~sagents.tool.provider.ToolProvider`) so an agent need not tell them
 apart. It is read-only: register tools on the underlying managers.
@@ -8,10 +8,18 @@ apart. It is read-only: register tools on the underlying managers.
 The whitelist changes only through :meth:`ToolProxy.allow` (widen, within what the providers
 hold) and :meth:`ToolProxy.restrict` (narrow; the skills layer enforces a skill's
 ``allowed-tools`` with it). Names that no provider holds are logged as a warning and ignored.
+
+A call that carries a :class:`~sagents.tool.context.SessionContext` is held to its
+``permission_mode`` (``docs/tools.md``, "Permission modes and approvals"): ``read_only`` refuses
+write and destructive tools (``not_allowed``); ``ask`` asks the approver (the one approval
+protocol, :mod:`sagents.tool.approval`) before a write, and refuses it with a clear error when
+there is no approver; ``auto`` runs writes; a destructive tool is asked about in every mode. A
+call without a context is the registry's raw call and applies no mode.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.tool.approval import AllowAllApprover, ApprovalRequest, Approver, settle_answer
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 
@@ -29,6 +38,8 @@ __all__ = ["ToolProxy"]
 
 logger = logging.getLogger(__name__)
 
+_DECIDED = AllowAllApprover()  # what an inner proxy is told once the outer one has decided
+
 
 class ToolProxy:
     """A whitelisted, prioritised view of several tool providers.
@@ -37,16 +48,27 @@ class ToolProxy:
         tool_managers: Providers in priority order (index 0 first), or a single provider.
         available_tools: The registered names this session may see and call; None means every
             tool the providers hold (now and later). Unknown names are logged and ignored.
+        approver: Answers the approvals a session's mode asks for (see the module docstring);
+            a call may pass its own. None: calls that need an approval are refused.
+        enforce_mode: False when the caller applies the session's mode itself before every
+            call (the MCP gateway's policy, run_script's pre-run check), so that a call it has
+            already approved is not asked about twice.
     """
 
     def __init__(
         self,
         tool_managers: Sequence[ToolProvider] | ToolProvider,
         available_tools: Iterable[str] | None = None,
+        *,
+        approver: Approver | None = None,
+        enforce_mode: bool = True,
     ) -> None:
         if isinstance(tool_managers, ToolProvider):
             tool_managers = [tool_managers]
         self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
+        self.approver = approver
+        self.enforce_mode = enforce_mode
+        self._session_allowed: dict[str, set[str]] = {}  # session id -> allowed for the session
         self._allowed: set[str] | None = None
         if available_tools is not None:
             self._allowed = self._known(available_tools, "available_tools")
@@ -185,18 +207,40 @@ class ToolProxy:
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
         strict: bool = False,
+        approver: Approver | None = None,
     ) -> ToolResult:
         """Run a visible tool on the provider that holds it (see ``ToolManager.run_tool``).
 
         A tool no provider holds gives an ``unknown_tool`` result; one outside the whitelist a
-        ``not_allowed`` result. Cancellation propagates.
+        ``not_allowed`` result. With a ``session_context``, its permission mode is applied
+        first (see the module docstring); a refused or denied call is a ``not_allowed`` result
+        saying why. Cancellation propagates.
+
+        Args:
+            approver: Asked instead of the proxy's own approver for this call.
         """
+        enforced = session_context is not None and self.enforce_mode
         try:
             registered, provider = self._locate(name)
+            if session_context is not None and enforced:
+                spec = provider.get_tool_spec(registered)
+                await self._check_mode(
+                    spec, args, session_context, tool_call_id, approver or self.approver
+                )
         except (UnknownToolError, NotAllowedError) as error:
             return ToolResult.from_exception(error)
+        if isinstance(provider, ToolProxy):  # a proxy over a proxy: decide once, not twice
+            return await provider.run_tool(
+                registered,
+                args,
+                session_context,
+                tool_call_id=tool_call_id,
+                timeout=timeout,
+                strict=strict,
+                approver=_DECIDED if enforced else approver,
+            )
         return await provider.run_tool(
             registered,
             args,
@@ -206,7 +250,64 @@ class ToolProxy:
             strict=strict,
         )
 
+    def allowed_for_session(self, session_id: str) -> frozenset[str]:
+        """The tools the user answered ``allow_session`` for in ``session_id``."""
+        return frozenset(self._session_allowed.get(session_id, ()))
+
     # -- internals ----------------------------------------------------------------------------
+
+    async def _check_mode(
+        self,
+        spec: ToolSpec,
+        args: Mapping[str, Any] | str | None,
+        context: SessionContext,
+        tool_call_id: str | None,
+        approver: Approver | None,
+    ) -> None:
+        """Raise :class:`NotAllowedError` unless the session's mode lets this call run."""
+        permission, mode, name = spec.permission, context.permission_mode, spec.name
+        if permission == "read_only":
+            return
+        if permission == "disabled":
+            raise NotAllowedError(
+                f"tool {name!r} is disabled", details={"name": name, "permission": permission}
+            )
+        if mode == "read_only":
+            raise NotAllowedError(
+                f"tool {name!r} is a {permission} tool and this session is read-only",
+                hint="Use read-only tools, or ask the user to switch the session to ask or auto.",
+                details={"name": name, "permission": permission, "mode": mode},
+            )
+        if permission != "destructive" and (
+            mode == "auto" or name in self._session_allowed.get(context.session_id, ())
+        ):
+            return
+        if approver is None:
+            raise NotAllowedError(
+                f"tool {name!r} is a {permission} tool and needs an approval in {mode!r} mode, "
+                "and no approver was given, so nobody could be asked",
+                hint=(
+                    "Pass approver= to ToolProxy (or to this call), or run the session in "
+                    "'auto' mode to let write tools run without asking."
+                ),
+                details={"name": name, "permission": permission, "mode": mode},
+            )
+        request = ApprovalRequest.for_tool_call(
+            name,
+            _arguments_shown(args),
+            permission=permission,
+            session_id=context.session_id,
+            tool_call_id=tool_call_id,
+        )
+        answer = settle_answer(request, await approver.approve(request))
+        if answer == "deny":
+            raise NotAllowedError(
+                f"the call of {name!r} was denied by the user",
+                hint="Do not retry this call; ask the user what to do instead.",
+                details={"name": name, "permission": permission, "answer": answer},
+            )
+        if answer == "allow_session":
+            self._session_allowed.setdefault(context.session_id, set()).add(name)
 
     def _held(self) -> set[str]:
         held: set[str] = set()
@@ -256,6 +357,20 @@ class ToolProxy:
             else:
                 known.add(registered)
         return known
+
+
+def _arguments_shown(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    """The arguments as an approval shows them (a JSON text the model sent is parsed if it can
+    be; otherwise shown as it is, under ``"arguments"``)."""
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return {"arguments": args}
+        return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+    return args
 
 
 def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:

@@ -2,8 +2,11 @@
 
 ``from sagents.tool.tool_schema import ToolSpec, SseServerParameters,
 StreamableHttpServerParameters`` works as the seed design wrote it; the remote MCP parameters live
-in :mod:`sagents.mcp.params`.
+in :mod:`sagents.mcp.params`. They are imported on first access (a module ``__getattr__``, PEP 562),
+so that the value types do not pull in the MCP SDK.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from sagents.core.permissions import (
     PERMISSION_CLASSES,
@@ -24,7 +27,9 @@ from sagents.core.result import (
     ToolResult,
 )
 from sagents.core.spec import ToolSource, ToolSourceKind, ToolSpec
-from sagents.mcp.params import SseServerParameters, StreamableHttpServerParameters
+
+if TYPE_CHECKING:
+    from sagents.mcp.params import SseServerParameters, StreamableHttpServerParameters
 
 __all__ = [
     "PERMISSION_CLASSES",
@@ -47,3 +52,13 @@ __all__ = [
     "ToolSpec",
     "classify_annotations",
 ]
+
+_MCP_NAMES = frozenset({"SseServerParameters", "StreamableHttpServerParameters"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MCP_NAMES:
+        from sagents.mcp import params
+
+        return getattr(params, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -220,7 +220,8 @@ def test_the_fleet_example_runs_with_its_own_config(tmp_path: Path, data_dir: Pa
 def test_json_ctrl_c_cancels_the_run_and_kills_the_script(tmp_path: Path, data_dir: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    os.mkfifo(ws / "ready")
+    os.mkfifo(ws / "ready", 0o666)
+    os.chmod(ws / "ready", 0o666)  # as root, the script runs as the sandbox uid
     script = _script(tmp_path, "open('ready', 'w').write('x')\nimport time\ntime.sleep(600)\n")
     argv = [str(SAGENTS), "run-script", str(script), "--workspace", str(ws), "--json"]
     env = {**os.environ, "SAGENTS_DATA_DIR": str(data_dir)}

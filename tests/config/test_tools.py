@@ -65,7 +65,11 @@ async def test_a_slow_server_delays_only_itself(tmp_path: Path) -> None:
     )
     with anyio.fail_after(30):
         async with await build_tool_manager(config) as manager:
-            assert manager.mcp_server_status("slow").state == "failed"
+            slow = manager.mcp_server_status("slow")
+            # Failed its first start; a background retry may already be under way.
+            assert slow.state in ("failed", "restarting")
+            assert slow.last_error is not None
+            assert "handshake" in slow.last_error
             assert manager.mcp_server_status("fast").state == "ready"
             assert "fast__echo" in manager.list_all_tools_name()
 

@@ -1,4 +1,4 @@
-"""ToolResult.to_tool_message(): what the model receives (issue 2, §4)."""
+"""ToolResult.to_tool_message(): what the model receives (docs/tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rendering of huge error messages (issue 2, §4: truncation keeps the error flag)."""
+"""Rendering of huge error messages (docs/tools.md: truncation keeps the error flag)."""
 
 from __future__ import annotations
 

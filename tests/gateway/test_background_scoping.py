@@ -3,6 +3,8 @@ the starter received; with a token, scoped to the token. Handshake sessions stay
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -11,6 +13,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from sagents.audit.store import AuditEntry, SqliteAuditStore
+from sagents.audit.tasks import SqliteTaskStore
 from sagents.gateway import Profile
 from sagents.gateway.settings import GatewaySettings
 from sagents.tool.background import TASK_ID_BYTES
@@ -81,3 +85,26 @@ async def test_clients_of_two_tokens_cannot_see_or_cancel_each_others_runs(mode:
     assert not provider.cancelled.is_set()
     assert mine.structured_content is not None
     assert [t["id"] for t in mine.structured_content["tasks"]] == [task_id]
+
+
+async def test_the_task_and_audit_stores_are_private_to_the_gateways_user(
+    tmp_path: Path,
+) -> None:
+    # They hold every call's arguments and the results of background calls: another local
+    # user must not read them, whatever the umask.
+    data = tmp_path / "data"
+    tasks = SqliteTaskStore(data / "background.sqlite3")
+    tasks.started("t1", owner="o", tool="fleet__status", started_at=0.0)
+    audit = SqliteAuditStore(path=data / "audit.sqlite3")
+    await audit.record(AuditEntry(kind="gateway_call", ts=0.0, tool="t", status="ok"))
+    shared = tmp_path / "shared"  # a data dir that exists already, world-readable
+    shared.mkdir(mode=0o755)
+    (shared / "background.sqlite3").touch(mode=0o644)
+    SqliteTaskStore(shared / "background.sqlite3").get("t1")
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    for path in (
+        data / "background.sqlite3",
+        data / "audit.sqlite3",
+        shared / "background.sqlite3",
+    ):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -1,4 +1,4 @@
-"""examples/git_history through ``sagents serve``, driven by the MCP Inspector CLI (issue 7 §3):
+"""examples/git_history through ``sagents serve``, driven by the MCP Inspector CLI:
 the Inspector calls ``run_script`` with the example's script, the gateway runs it in the sandbox
 against the reference ``mcp-server-git`` on a repository the test creates, and the report is
 known exactly."""

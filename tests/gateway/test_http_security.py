@@ -57,6 +57,19 @@ def _middleware(tokens: tuple[str, ...] = ()) -> tuple[GatewaySecurityMiddleware
     return middleware, seen
 
 
+def _initialize(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+
+
 def _host(value: str) -> tuple[bytes, bytes]:
     return (b"host", value.encode())
 
@@ -217,16 +230,7 @@ async def test_a_session_id_does_not_carry_its_session_to_another_token() -> Non
     settings = GatewaySettings(
         transport="http", port=0, bearer_token="main-token", token_profiles={"viewer-token": viewer}
     )
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = _initialize({})
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with anyio.fail_after(20):
         async with (
@@ -254,7 +258,7 @@ async def test_a_session_id_does_not_carry_its_session_to_another_token() -> Non
                 url, json=listing, headers={**session, "Authorization": "Bearer viewer-token"}
             )
     assert "fleet__configure" in own.text
-    assert "another credential" in hijacked.text
+    assert hijacked.status_code == 404  # as if the session did not exist
     assert "fleet__configure" not in hijacked.text
 
 
@@ -283,3 +287,45 @@ async def test_an_allowed_host_is_matched_with_default_ports_for_host_and_origin
     assert (
         await _answer(middleware, [_host("0.0.0.0:8765"), (b"origin", b"http://0.0.0.0:1")]) == 403
     )
+
+
+async def test_another_token_cannot_delete_stream_or_answer_on_a_session_it_did_not_open() -> None:
+    # Answers to the gateway's own requests (an approval's elicitation), GET streams and DELETE
+    # never reach a tools/list handler: the session must be bound below the handlers.
+    viewer = Profile(name="viewer", tools=frozenset({"fleet__status"}), mode="read_only")
+    settings = GatewaySettings(
+        transport="http", port=0, bearer_token="main-token", token_profiles={"viewer-token": viewer}
+    )
+    initialize = _initialize({"elicitation": {}})
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    main = {"Authorization": "Bearer main-token"}
+    other = {"Authorization": "Bearer viewer-token"}
+    with anyio.fail_after(20):
+        async with (
+            http_gateway(FakeProvider(), settings, token_profiles={"viewer-token": viewer}) as url,
+            httpx2.AsyncClient() as http,
+        ):
+            opened = await http.post(url, json=initialize, headers={**headers, **main})
+            session = {
+                **headers,
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "Mcp-Protocol-Version": "2025-11-25",
+            }
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(url, json=initialized, headers={**session, **main})
+            answer = {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {"action": "accept", "content": {"decision": "allow_once"}},
+            }
+            answered = await http.post(url, json=answer, headers={**session, **other})
+            async with http.stream(
+                "GET", url, headers={**session, **other, "Accept": "text/event-stream"}
+            ) as stream:
+                streamed = stream.status_code  # the standalone stream of the session's messages
+            deleted = await http.delete(url, headers={**session, **other})
+            listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            own = await http.post(url, json=listing, headers={**session, **main})
+    assert (answered.status_code, streamed, deleted.status_code) == (404, 404, 404)
+    assert own.status_code == 200
+    assert "fleet__configure" in own.text

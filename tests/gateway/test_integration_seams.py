@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 
 
 class FakeProxy:
-    """Shaped like the seed API's ToolProxy (``args``, an extra keyword)."""
+    """Shaped like the public API's ToolProxy (``args``, an extra keyword)."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, Any, str | None]] = []
@@ -43,7 +43,7 @@ class FakeProxy:
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's signature
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's signature
         strict: bool = False,
     ) -> ToolResult:
         self.seen.append((name, args, tool_call_id))

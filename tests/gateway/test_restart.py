@@ -22,7 +22,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sagents.audit.tasks import SqliteTaskStore
-from sagents.gateway.restart import LOCK_NAME, RESTART_REASON, StartupLock, sweep_tasks
+from sagents.gateway.restart import (
+    LOCK_NAME,
+    RESTART_REASON,
+    StartupLock,
+    sweep_runs,
+    sweep_tasks,
+)
+from sagents.gateway.workspaces import Workspaces
 from tests.gateway.test_configured import write_config
 
 pytestmark = pytest.mark.anyio
@@ -143,3 +150,36 @@ def test_a_lock_file_replaced_by_a_symlink_is_not_followed_and_nothing_is_swept(
     (tmp_path / LOCK_NAME).symlink_to(target)
     assert StartupLock(tmp_path).acquire() is False
     assert target.read_text() == "x"
+
+
+async def test_the_restart_sweep_never_follows_a_symlink_out_of_a_sessions_records(
+    tmp_path: Path,
+) -> None:
+    # A records tree a session could tamper with must not make the sweep rewrite a file
+    # elsewhere: a symlinked run folder, a symlinked scripts/ and a symlinked .agent.
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".agent" / "scripts" / "victim").mkdir(parents=True)
+    victim = elsewhere / ".agent" / "scripts" / "victim" / "run.json"
+    outside = elsewhere / "run.json"
+    for path in (victim, outside):
+        path.write_text(json.dumps({"status": "running", "mine": True}))
+    root = tmp_path / "ws"
+    sessions = [root / "sessions" / (digit * 32) for digit in "abc"]
+    for session in sessions:
+        session.mkdir(parents=True)
+    (sessions[0] / ".agent" / "scripts").mkdir(parents=True)
+    (sessions[0] / ".agent" / "scripts" / "planted").symlink_to(elsewhere)
+    (sessions[1] / ".agent").mkdir()
+    (sessions[1] / ".agent" / "scripts").symlink_to(elsewhere / ".agent" / "scripts")
+    (sessions[2] / ".agent").symlink_to(elsewhere / ".agent")
+    fifo = sessions[0] / ".agent" / "scripts" / "fifo"  # reading it would block the start
+    fifo.mkdir()
+    os.mkfifo(fifo / "run.json")
+    own = sessions[0] / ".agent" / "scripts" / "own"
+    own.mkdir()
+    (own / "run.json").write_text(json.dumps({"status": "running"}))
+    marked = await sweep_runs(Workspaces(root), None)
+    assert marked == [f"sessions/{'a' * 32}/.agent/scripts/own"]
+    assert json.loads((own / "run.json").read_text())["status"] == "aborted"
+    for path in (victim, outside):
+        assert json.loads(path.read_text()) == {"status": "running", "mine": True}

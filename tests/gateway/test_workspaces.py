@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sagents.errors import ConfigError
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.workspaces import Workspaces
@@ -90,3 +91,36 @@ def test_workspace_paths_come_only_from_gateway_session_ids(tmp_path: Path) -> N
         with pytest.raises(ValueError, match="not a gateway session id"):
             workspaces.path_for(bad)
     assert Workspaces(tmp_path, shared=True).path_for("anything") == tmp_path
+
+
+@pytest.mark.parametrize("shared", [True, False])
+async def test_serve_refuses_a_workspace_whose_sandboxes_would_bind_the_gateways_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    # The data dir holds the audit store, the background-task store and the script runtime:
+    # a script able to write them could forge the audit trail or another session's results.
+    root = tmp_path / "home"
+    bound = root if shared else root / "sessions" / ("a" * 32)
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(bound / ".local" / "share" / "sagents"))
+    settings = GatewaySettings(
+        config=write_config(tmp_path), mode="auto", workspace=root, shared_workspace=shared
+    )
+    with pytest.raises(ConfigError) as raised:
+        async with ConfiguredGateway(settings):
+            pass
+    assert "data dir" in raised.value.message
+    assert raised.value.details["key"] == "--workspace"
+
+
+async def test_serve_refuses_a_shared_workspace_that_holds_its_config_file(tmp_path: Path) -> None:
+    # A script could rewrite the config's mcpServers commands, which the next start runs on
+    # the host, outside any sandbox.
+    config = write_config(tmp_path)
+    settings = GatewaySettings(
+        config=config, mode="auto", workspace=config.parent, shared_workspace=True
+    )
+    with pytest.raises(ConfigError) as raised:
+        async with ConfiguredGateway(settings):
+            pass
+    assert "config file" in raised.value.message
+    assert raised.value.details["key"] == "--workspace"

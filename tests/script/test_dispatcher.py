@@ -13,7 +13,7 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.script import protocol as p
-from sagents.script.dispatcher import ScriptDispatcher
+from sagents.script.dispatcher import OTHER_TOOLS_KEY, QUEUE_PER_WORKER, ScriptDispatcher
 from sagents.script.policy import plan_script
 from sagents.script.records import CallRecord
 from sagents.script.transport import LineSplitter, OverlongLine, memory_transport_pair
@@ -186,3 +186,47 @@ def test_the_line_splitter_drops_overlong_lines_across_chunks() -> None:
 def test_invalid_max_limits_are_refused(tools: FakeTools) -> None:
     with pytest.raises(ValueError, match="max_concurrency"):
         ScriptDispatcher(plan=plan_script(SPECS, [], "auto"), call_tool=tools, max_concurrency=0)
+
+
+async def test_a_tool_name_over_the_mcp_limit_is_refused_unrecorded_and_uncounted(
+    tools: FakeTools,
+) -> None:
+    async with serving(tools) as guest:
+        name = "x" * (p.MAX_TOOL_NAME_CHARS + 1)
+        await guest.send.send(p.encode_line({"id": 1, "op": "call", "tool": name}))
+        reply = await guest.reply()
+        await guest.send.send(p.encode_line({"id": 2, "op": "call", "tool": "x" * 128}))
+        second = await guest.reply()
+    assert reply["error"]["code"] == "bad_request"
+    assert name not in json.dumps(reply)  # never echoed
+    assert second["error"]["code"] == "unknown_tool"
+    assert [r.tool for r in guest.records] == ["x" * 128]
+    assert guest.dispatcher.counters().calls_per_tool == {OTHER_TOOLS_KEY: 1}
+
+
+async def test_made_up_tool_names_are_counted_under_one_key(tools: FakeTools) -> None:
+    async with serving(tools) as guest:
+        for i in range(50):
+            await guest.send.send(p.encode_line({"id": i, "op": "call", "tool": f"nope_{i}"}))
+            await guest.reply()
+        await guest.send.send(p.encode_line({"id": 99, "op": "call", "tool": "fleet__get"}))
+        await guest.reply()
+    assert guest.dispatcher.counters().calls_per_tool == {OTHER_TOOLS_KEY: 50, "fleet__get": 1}
+
+
+async def test_calls_waiting_for_a_worker_are_few_the_rest_stay_unread(tools: FakeTools) -> None:
+    tools.block = anyio.Event()
+    async with serving(tools) as guest:
+        for i in range(200):
+            line = {"id": i, "op": "call", "tool": "fleet__get", "args": {"pad": "x" * 1000}}
+            guest.send.send_nowait(p.encode_line(line))
+        with anyio.fail_after(5):
+            while len(tools.calls) < 4:
+                await anyio.lowlevel.checkpoint()  # let the dispatcher read what it will
+            for _ in range(100):
+                await anyio.lowlevel.checkpoint()
+        accepted = guest.dispatcher.counters().calls
+        tools.block.set()
+        replies = [await guest.reply() for _ in range(200)]
+    assert accepted <= 4 + QUEUE_PER_WORKER * 4 + 1  # in flight, queued, one being handed over
+    assert sorted(r["id"] for r in replies) == list(range(200))

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from sagents.script.records import CallRecord, ScriptRecords, new_script_id, summarize
+from sagents.script import records as records_module
+from sagents.script.records import (
+    MAX_RECORDED_ARGUMENTS_CHARS,
+    TRUNCATED_KEY,
+    CallRecord,
+    ScriptRecords,
+    new_script_id,
+    summarize,
+)
 
 
 def test_records_are_created_with_the_script_and_a_running_status(tmp_path: Path) -> None:
@@ -88,3 +96,60 @@ def test_runs_left_running_are_marked_aborted_after_a_restart(tmp_path: Path) ->
     assert status["status"] == "aborted"
     assert json.loads((done.path / "run.json").read_text()) == {"status": "ok"}
     assert mark_interrupted_runs(tmp_path / "no-such-workspace") == []
+
+
+def _call(arguments: dict[str, object]) -> CallRecord:
+    return CallRecord(
+        ts=1.0,
+        tool="fleet__get",
+        arguments=arguments,
+        duration_s=0.1,
+        is_error=False,
+        error_code=None,
+        summary="ok",
+    )
+
+
+def test_long_arguments_are_recorded_cut_with_a_marker_and_short_ones_whole(
+    tmp_path: Path,
+) -> None:
+    records = ScriptRecords.create(tmp_path, "run1", "")
+    try:
+        records.write_call(_call({"sn": "A1", "note": "é"}))
+        records.write_call(_call({"x": "y" * 100_000}))
+    finally:
+        records.close()
+    short, long = [
+        json.loads(line) for line in (records.path / "calls.jsonl").read_text().splitlines()
+    ]
+    assert short == {
+        "ts": 1.0,
+        "tool": "fleet__get",
+        "arguments": {"sn": "A1", "note": "é"},
+        "duration_s": 0.1,
+        "is_error": False,
+        "error_code": None,
+        "summary": "ok",
+    }
+    assert set(long["arguments"]) == {TRUNCATED_KEY, "chars"}
+    assert long["arguments"]["chars"] == len(json.dumps({"x": "y" * 100_000}))
+    assert long["arguments"][TRUNCATED_KEY].endswith("…")
+    assert len(long["arguments"][TRUNCATED_KEY]) == MAX_RECORDED_ARGUMENTS_CHARS + 1
+
+
+def test_the_calls_log_stops_at_its_cap_with_one_last_line_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(records_module, "MAX_CALLS_LOG_BYTES", 10_000)
+    records = ScriptRecords.create(tmp_path, "run1", "")
+    try:
+        for i in range(1000):
+            records.write_call(_call({"i": i}))
+    finally:
+        records.close()
+    data = (records.path / "calls.jsonl").read_bytes()
+    lines = [json.loads(line) for line in data.splitlines()]
+    assert len(data) <= 10_000 + 200
+    assert lines[-1]["truncated"] is True
+    assert all("truncated" not in line for line in lines[:-1])
+    assert [line["arguments"]["i"] for line in lines[:-1]] == list(range(len(lines) - 1))

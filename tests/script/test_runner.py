@@ -651,3 +651,65 @@ async def test_cancelling_while_approval_is_pending_cancels_the_run(
     assert "waiting for approval" in result.output
     assert result.records_dir is None
     assert tools.calls == []
+
+
+async def test_huge_names_and_arguments_make_the_host_write_and_hold_only_a_bounded_amount(
+    make_runner: RunnerFactory, tmp_path: Path, workspace: Path
+) -> None:
+    from sagents.audit import SqliteAuditStore
+
+    store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
+    # 40 calls with 1 MiB names, 40 with 1 MiB arguments, 40 with distinct made-up names:
+    # about 80 MiB sent; the host must write and keep a small, fixed amount per call.
+    code = """
+        import agent_tools
+        big = "n" * 2**20
+        for i in range(40):
+            sends = ((big + str(i), {}), ("fleet__get", {"x": big}), (f"made_up_{i}", {}))
+            for tool, args in sends:
+                try:
+                    agent_tools.call(tool, args)
+                except agent_tools.ToolError:
+                    pass
+        print("sent")
+        """
+    result = await _run(make_runner, code, audit=store)
+    assert result.status == "ok", result.output
+    records = workspace / str(result.records_dir)
+    calls_log = (records / "calls.jsonl").read_bytes()
+    assert len(calls_log) < 80 * 8 * 1024  # 80 recorded calls, each line a few KiB at most
+    lines = [json.loads(line) for line in calls_log.splitlines()]
+    assert len(lines) == 80  # the overlong names were refused by the protocol, not recorded
+    assert all(len(line["tool"]) <= 128 for line in lines)
+    assert sum("_truncated" in line["arguments"] for line in lines) == 40
+    assert result.calls_per_tool == {"fleet__get": 40, "<other>": 40}
+    assert len((records / "run.json").read_bytes()) < 8 * 1024
+    assert len(json.dumps(result.to_dict())) < 8 * 1024  # the --json object
+    (entry,) = await store.entries()
+    assert len(json.dumps(entry.data)) < len(code) + 8 * 1024
+
+
+async def test_the_script_runs_as_main_like_python_script_py_would(
+    make_runner: RunnerFactory,
+) -> None:
+    code = """
+        import pickle, sys
+
+        class Point:
+            pass
+
+        def f(x: int) -> None:
+            pass
+
+        if __name__ == "__main__":
+            print(sys.modules["__main__"].Point is Point, type(pickle.loads(pickle.dumps(Point()))))
+            print(f.__annotations__["x"] is int)  # no __future__ of the bootstrap leaks in
+            print(__file__.endswith("script.py"), sys.argv[0] == __file__)
+        """
+    result = await _run(make_runner, code)
+    assert result.status == "ok", result.output
+    assert result.output.splitlines()[1:] == [
+        "True <class '__main__.Point'>",
+        "True",
+        "True True",
+    ]

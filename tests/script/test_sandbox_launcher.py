@@ -258,3 +258,41 @@ async def test_the_default_launcher_of_a_runner_is_the_sandbox(
     result = await _run(runner, "import os\nprint(os.getcwd())\n")
     assert result.status == "ok", result.output
     assert _printed(result) == ["/workspace"]
+
+
+async def test_workspace_modules_come_after_the_standard_library_and_installed_packages(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    for name in ("statistics", "json", "_sagents_script_protocol"):
+        (workspace / f"{name}.py").write_text("raise SystemExit('shadowed')\n")
+    code = (
+        "import json, statistics, sys\n"
+        "print(statistics.mean([1, 3]))\n"
+        "print(sys.path[-1])\n"
+        "print(sys.flags.no_site, sys.flags.isolated)\n"
+        "print(any(p.endswith('site-packages') for p in sys.path))\n"
+        "print(sorted(m for m in sys.modules if m in ('site', 'certifi', '_distutils_hack')))\n"
+    )
+    result = await _run(_runner(runtime, workspace), code)
+    assert result.status == "ok", result.output
+    assert _printed(result) == ["2", "/workspace", "1 1", "True", "[]"]
+
+
+async def test_what_the_host_records_for_a_run_counts_against_its_write_budget(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    # The script writes nothing itself; the host's calls.jsonl (in the workspace) grows by
+    # ~4 KiB per call until the sandbox's write budget ends the run.
+    code = (
+        "import time\n"
+        "from agent_tools import call\n"
+        "for i in range(2000):\n"
+        "    call('fleet__get', {'sn': str(i), 'pad': 'x' * 4000})\n"
+        "print('all calls made')\n"
+        "time.sleep(120)\n"
+    )
+    limits = SandboxLimits(write_budget_bytes=1024**2)
+    result = await _run(_runner(runtime, workspace, sandbox_limits=limits), code)
+    assert result.status == "killed", result.output
+    records = workspace / str(result.records_dir)
+    assert (records / "calls.jsonl").stat().st_size > 1024**2  # what went over the budget

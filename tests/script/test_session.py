@@ -136,7 +136,7 @@ class Setup:
     ) -> RunScriptTool:
         session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
         return RunScriptTool(
-            tools=ToolProxy(self.manager),
+            tools=ToolProxy(self.manager, enforce_mode=False),  # the run is approved once
             session=session,
             sandbox=LocalSandbox(SandboxParams(workspace=str(self.workspace))),
             runtime=self.runtime,
@@ -171,7 +171,7 @@ async def test_run_script_is_offered_only_with_mcp_tools(setup: Setup) -> None:
     run_script = setup.tool()
     assert run_script.should_offer()
     names = sorted(spec.name for spec in run_script.callable_specs())
-    assert names == ["fleet__block", "fleet__get", "fleet__set", "local_echo"]  # issue 5 §1
+    assert names == ["fleet__block", "fleet__get", "fleet__set", "local_echo"]  # docs/run_script.md
     assert "fleet__get" in run_script.spec().description
     async with ToolManager() as only_local:
         only_local.register_tool(local_echo)

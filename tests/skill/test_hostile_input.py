@@ -1,4 +1,4 @@
-"""Hostile and careless input, found by using the skills feature as a new user (issue 6)."""
+"""Hostile and careless input, found by using the skills feature as a new user (docs/skills.md)."""
 
 import os
 from pathlib import Path

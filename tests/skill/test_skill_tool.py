@@ -44,7 +44,7 @@ async def test_loading_a_skill_holds_the_session_to_its_allowed_tools(tmp_path: 
     proxy = ToolProxy([manager])
     tools = SkillTools(lambda ctx: SkillSession(SkillProxy(skills), tools=proxy))
     tools.register(manager)
-    context = SessionContext(session_id="s")
+    context = SessionContext(session_id="s", permission_mode="auto")
 
     assert not (await proxy.run_tool("delete", {"path": "x"}, context)).is_error
     loaded = await proxy.run_tool("load_skill", {"name": "research"}, context)

@@ -1,4 +1,4 @@
-"""Argument parsing, lenient coercion and validation against JSON Schema (issue 2, §4)."""
+"""Argument parsing, lenient coercion and validation against JSON Schema (docs/tools.md)."""
 
 from __future__ import annotations
 

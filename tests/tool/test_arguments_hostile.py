@@ -1,4 +1,4 @@
-"""Arguments a model should not be able to send (issue 2, §4)."""
+"""Arguments a model should not be able to send (docs/tools.md)."""
 
 from __future__ import annotations
 

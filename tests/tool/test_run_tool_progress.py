@@ -1,16 +1,24 @@
 """Progress from tools run through ToolManager.run_tool reaches the session's subscribers."""
 
 from collections.abc import Awaitable
+from typing import Any
 
 import anyio
 import pytest
 
-from sagents.core.events import ToolProgressEvent
-from sagents.progress import ProgressHub
+from sagents.core.events import Event, ToolProgressEvent
+from sagents.progress import (
+    EventQueue,
+    ManualClock,
+    ProgressHub,
+    ProgressSettings,
+    current_tool_call,
+)
 from sagents.tool import (
     SessionContext,
     ToolManager,
     emit_tool_progress,
+    emit_tool_progress_closed,
     emit_tool_progress_from_thread,
 )
 
@@ -78,3 +86,139 @@ async def test_progress_never_enters_the_tool_result() -> None:
     manager.register_tool(noisy)
     result = await manager.run_tool("noisy", {})
     assert result.to_tool_message() == "result"
+
+
+class _CountingHub(ProgressHub):
+    """A hub that counts what it is asked to publish."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.published: list[Event] = []
+
+    def publish(self, session_id: str, event: Event) -> None:
+        self.published.append(event)
+        super().publish(session_id, event)
+
+
+def _drain(queue: EventQueue) -> list[ToolProgressEvent]:
+    events: list[ToolProgressEvent] = []
+    while len(queue):
+        event = queue.receive_nowait()
+        assert isinstance(event, ToolProgressEvent)
+        events.append(event)
+    return events
+
+
+@pytest.mark.anyio
+async def test_a_call_nobody_listens_to_publishes_nothing() -> None:
+    hub = _CountingHub()
+    manager = ToolManager(progress_hub=hub)
+
+    async def chatty() -> str:
+        await emit_tool_progress("working\n")
+        await emit_tool_progress_closed()
+        return "done"
+
+    manager.register_tool(chatty)
+    result = await manager.run_tool("chatty", {}, SessionContext(session_id="nobody"))
+    assert result.to_tool_message() == "done"
+    assert hub.published == []  # not even the closed event
+
+
+@pytest.mark.anyio
+async def test_a_consumer_that_subscribes_during_a_call_gets_its_later_text_and_closed() -> None:
+    hub = ProgressHub()
+    manager = ToolManager(progress_hub=hub)
+    subscribed = anyio.Event()
+    started = anyio.Event()
+
+    async def slow() -> str:
+        await emit_tool_progress("before anyone listens\n")
+        started.set()
+        await subscribed.wait()
+        await emit_tool_progress("one\n")
+        await emit_tool_progress("two\n", stream="stderr")
+        return "done"
+
+    manager.register_tool(slow)
+    context = SessionContext(session_id="late")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: manager.run_tool("slow", {}, context, tool_call_id="call_late"))
+            await started.wait()
+            async with hub.subscribe("late") as queue:
+                subscribed.set()
+                events: list[ToolProgressEvent] = []
+                while not (events and events[-1].closed):
+                    event = await queue.receive()
+                    assert isinstance(event, ToolProgressEvent)
+                    events.append(event)
+    assert {e.tool_call_id for e in events} == {"call_late"}
+    assert [(e.stream, e.text) for e in events if e.text] == [
+        ("stdout", "one\n"),
+        ("stderr", "two\n"),
+    ]
+    assert [e.closed for e in events] == [False, False, True]
+
+
+@pytest.mark.anyio
+async def test_a_call_started_while_someone_listens_coalesces_its_text() -> None:
+    clock = ManualClock()
+    hub = ProgressHub(settings=ProgressSettings(flush_interval_s=10.0), clock=clock)
+    manager = ToolManager(progress_hub=hub)
+
+    async def burst() -> str:
+        for piece in ("a", "b", "c"):
+            await emit_tool_progress(piece)
+        return "done"
+
+    manager.register_tool(burst)
+    async with hub.subscribe("s") as queue:
+        await manager.run_tool("burst", {}, SessionContext(session_id="s"), tool_call_id="c1")
+        events = _drain(queue)
+    # The first piece goes out at once; the rest wait for the window and leave as one event.
+    assert [e.text for e in events if not e.closed] == ["a", "bc"]
+    assert events[-1].closed
+
+
+@pytest.mark.anyio
+async def test_a_nested_quiet_call_restores_the_outer_calls_binding() -> None:
+    manager = ToolManager(progress_hub=ProgressHub())
+    seen: list[str | None] = []
+
+    async def inner() -> str:
+        binding = current_tool_call()
+        seen.append(binding.tool_call_id if binding else None)
+        return "inner"
+
+    async def outer() -> str:
+        await manager.run_tool("inner", {}, tool_call_id="call_inner")
+        binding = current_tool_call()
+        seen.append(binding.tool_call_id if binding else None)
+        return "outer"
+
+    manager.register_tool(inner)
+    manager.register_tool(outer)
+    await manager.run_tool("outer", {}, tool_call_id="call_outer")
+    assert seen == ["call_inner", "call_outer"]
+    assert current_tool_call() is None
+
+
+@pytest.mark.anyio
+async def test_a_listened_call_whose_text_never_waits_starts_no_helper_task() -> None:
+    hub = ProgressHub(settings=ProgressSettings(flush_interval_s=10.0))
+    manager = ToolManager(progress_hub=hub)
+    counts: list[int] = []
+
+    async def once() -> str:
+        await emit_tool_progress("sent at once\n")  # the leading edge: nothing waits
+        counts.append(len(anyio.get_running_tasks()))
+        return "done"
+
+    manager.register_tool(once)
+    async with hub.subscribe("s") as queue:
+        before = len(anyio.get_running_tasks())
+        await manager.run_tool("once", {}, SessionContext(session_id="s"))
+        events = _drain(queue)
+    assert counts == [before]
+    assert [e.text for e in events] == ["sent at once\n", ""]

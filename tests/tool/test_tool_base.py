@@ -22,7 +22,7 @@ CONTEXT = SessionContext(session_id="s1", user_id="alice", trusted={"tenant": "a
 
 
 @tool(name="get_weather", description="按城市名查询天气")
-async def get_weather(city: str) -> dict:  # type: ignore[type-arg]  # the seed example, verbatim
+async def get_weather(city: str) -> dict:  # type: ignore[type-arg]  # the README's example, verbatim
     return {"city": city, "temp_c": 23, "condition": "sunny"}
 
 

@@ -1,4 +1,4 @@
-"""``@tool`` on methods, as a new user writes them (issue 2, §2)."""
+"""``@tool`` on methods, as a new user writes them (docs/tool-schema.md)."""
 
 from __future__ import annotations
 

@@ -515,7 +515,7 @@ def test_a_tool_that_cannot_be_exported_does_not_take_the_others_down(
             raise SchemaExportError(f"cannot export {spec.name!r}")
         return to_openai_tool(spec, strict=strict, name=name)
 
-    monkeypatch.setattr("sagents.tool.tool_manager.to_openai_tool", fussy)
+    monkeypatch.setattr("sagents.tool.openai_export.to_openai_tool", fussy)
     tm = ToolManager()
     for name in ("broken", "fine", "loose"):
         tm.register_tool((ToolSpec(name=name), _StaticHandler(name)))

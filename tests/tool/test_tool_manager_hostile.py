@@ -1,4 +1,4 @@
-"""ToolManager under hostile use: what a new user or a misbehaving tool does (issue 2, §4).
+"""ToolManager under hostile use: what a new user or a misbehaving tool does (docs/tools.md).
 
 Each test here started as a failing reproduction of a defect found by reviewing the tool core.
 """

@@ -1,4 +1,4 @@
-"""ToolProxy: priority, whitelist, and the same interface as ToolManager (issue 2, §5)."""
+"""ToolProxy: priority, whitelist, and the same interface as ToolManager (docs/tools.md)."""
 
 from __future__ import annotations
 

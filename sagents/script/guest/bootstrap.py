@@ -1,21 +1,28 @@
-"""run_script bootstrap, run as ``python -I <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
+"""run_script bootstrap, run as ``python -I -S <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
 
 Loads the protocol module and ``agent_tools`` from this file's own directory by exact path and
 registers them in ``sys.modules`` before the script runs, so that a workspace file named
 ``agent_tools.py`` cannot shadow the helper. Moves the request/reply descriptors to fds 3 and 4
 when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``), then runs the script as
-``__main__`` with the workspace (the current directory) first on ``sys.path``.
+``__main__``.
+
+What a script may import, in this order (docs/run_script.md): the standard library, then
+``agent_tools``, then the packages of the interpreter's own ``site-packages`` (``-S``: no ``.pth``
+file runs, so no package starts code at start-up), then the modules of the workspace (the
+current directory), last: a workspace ``statistics.py`` or ``json.py`` cannot shadow the
+standard library, an installed package or the helper.
 """
 
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import os
-import runpy
 import sys
-import traceback
+from importlib.machinery import ModuleSpec, SourceFileLoader
 from types import ModuleType
+
+# Start-up cost matters here (every run pays it): no runpy, importlib.util or traceback at
+# import time; traceback is imported only when the script fails.
 
 __all__: list[str] = []
 
@@ -24,13 +31,41 @@ _FDS_ENV = "SAGENTS_SCRIPT_FDS"
 
 
 def _load(name: str, filename: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, filename))
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {filename!r} from {_HERE!r}")
-    module = importlib.util.module_from_spec(spec)
+    path = os.path.join(_HERE, filename)
+    loader = SourceFileLoader(name, path)
+    module = ModuleType(name)
+    module.__spec__ = ModuleSpec(name, loader, origin=path)
+    module.__spec__.has_location = True
+    module.__loader__ = loader
+    module.__file__ = path
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    loader.exec_module(module)
     return module
+
+
+def _run_main(script: str) -> None:
+    """Run ``script`` as ``__main__``, as ``python script.py`` would (``runpy.run_path``'s
+    behaviour for a file, without importing runpy)."""
+    with open(script, "rb") as file:
+        code = compile(file.read(), script, "exec", dont_inherit=True)
+    main = ModuleType("__main__")
+    main.__file__ = script
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)  # running the user's script is the purpose; exec adds builtins
+
+
+def _site_packages() -> list[str]:
+    """The interpreter's own ``site-packages`` directories (``site`` did not run: ``-S``)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    found: list[str] = []
+    for prefix in dict.fromkeys((sys.base_prefix, sys.base_exec_prefix)):
+        for lib in ("lib", "lib64"):
+            path = os.path.join(prefix, lib, version, "site-packages")
+            if os.path.isdir(path) and path not in found:
+                found.append(path)
+    if not found and os.path.isdir("/usr/lib/python3/dist-packages"):
+        found.append("/usr/lib/python3/dist-packages")  # Debian's system Python
+    return found
 
 
 def _move_fds() -> None:
@@ -59,13 +94,16 @@ def _main() -> None:
     _load("_sagents_script_protocol", "agent_tools_protocol.py")
     _load("agent_tools", "agent_tools.py")
     sys.argv = sys.argv[1:]
-    sys.path.insert(0, os.getcwd())
+    sys.path.extend(_site_packages())
+    sys.path.append(os.getcwd())
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_main(script)
     except SystemExit:
         raise
     except BaseException as error:  # noqa: BLE001  # the script's own failure, reported below
+        import traceback
+
         tb = error.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next

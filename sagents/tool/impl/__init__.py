@@ -1,6 +1,8 @@
 """sagents' built-in tools: shell (``execute_shell_command``, ``await_shell``, ``kill_shell``)
 and files (``file_read``, ``file_write``, ``file_update``, ``list_dir``, ``glob``, ``grep``),
-all running on the session's sandbox (issue 4 §3; docs/builtin_tools.md).
+all running on the session's sandbox; ``web_fetch`` (on the host, behind an address guard);
+long-term memory (``memory_store``, ``memory_search``, ``memory_delete``) and the session's task
+list (``todo_write``, ``todo_read``) in SQLite (docs/builtin_tools.md).
 
 ``register_builtin_tools(manager, sandbox_for_session)`` registers them as ``(ToolSpec,
 handler)`` pairs with ``source=ToolSource(kind="builtin")``.
@@ -8,20 +10,32 @@ handler)`` pairs with ``source=ToolSource(kind="builtin")``.
 
 from sagents.tool.impl.builtin import (
     BUILTIN_TOOL_NAMES,
+    DEFAULT_BUILTIN_TOOL_NAMES,
     BuiltinTools,
     SandboxResolver,
     register_builtin_tools,
     single_sandbox,
 )
+from sagents.tool.impl.memory import Memory, MemoryLimits, MemoryStore
 from sagents.tool.impl.output import OutputFollower, tail_delta
 from sagents.tool.impl.settings import BuiltinSettings
+from sagents.tool.impl.todo import TodoItem, TodoStore
+from sagents.tool.impl.web_fetch import WebFetcher, WebFetchSettings
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
+    "DEFAULT_BUILTIN_TOOL_NAMES",
     "BuiltinSettings",
     "BuiltinTools",
+    "Memory",
+    "MemoryLimits",
+    "MemoryStore",
     "OutputFollower",
     "SandboxResolver",
+    "TodoItem",
+    "TodoStore",
+    "WebFetchSettings",
+    "WebFetcher",
     "register_builtin_tools",
     "single_sandbox",
     "tail_delta",

@@ -19,18 +19,27 @@ from typing import Any
 from sagents.core.permissions import PermissionClass, ToolAnnotations
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
-from sagents.errors import FileMissingError, FileToolError, InvalidArgumentsError
+from sagents.errors import (
+    FileMissingError,
+    FileToolError,
+    InvalidArgumentsError,
+    SandboxUnavailableError,
+)
 from sagents.sandbox import Sandbox
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.impl.files import FileTools
+from sagents.tool.impl.memory import MemoryStore, memory_tool
 from sagents.tool.impl.settings import BuiltinSettings
 from sagents.tool.impl.shell import ShellTasks
 from sagents.tool.impl.specs import SCHEMAS, describe_tool
+from sagents.tool.impl.todo import TodoStore, todo_tool
+from sagents.tool.impl.web_fetch import WebFetcher, WebFetchSettings
 from sagents.tool.tool_manager import ToolManager
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
+    "DEFAULT_BUILTIN_TOOL_NAMES",
     "BuiltinTools",
     "SandboxResolver",
     "register_builtin_tools",
@@ -40,7 +49,7 @@ __all__ = [
 SandboxResolver = Callable[[SessionContext], Awaitable[Sandbox]]
 """Returns the sandbox of the calling session (the host decides how sessions map to them)."""
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+DEFAULT_BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "execute_shell_command",
     "await_shell",
     "kill_shell",
@@ -51,8 +60,24 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "glob",
     "grep",
 )
+"""The shell and file tools: what ``names=None`` registers."""
 
-_READ_ONLY = frozenset({"file_read", "list_dir", "glob", "grep", "await_shell"})
+BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+    *DEFAULT_BUILTIN_TOOL_NAMES,
+    "web_fetch",
+    "memory_store",
+    "memory_search",
+    "memory_delete",
+    "todo_write",
+    "todo_read",
+)
+"""Every built-in tool; the last six are offered only when named (``names=[...]``)."""
+
+_READ_ONLY = frozenset(
+    {"file_read", "list_dir", "glob", "grep", "await_shell"}
+    | {"web_fetch", "memory_search", "todo_read"}
+)
+_OPEN_WORLD = frozenset({"web_fetch"})
 
 
 def single_sandbox(sandbox: Sandbox) -> SandboxResolver:
@@ -65,7 +90,7 @@ def single_sandbox(sandbox: Sandbox) -> SandboxResolver:
 
 
 def _path_of(arguments: dict[str, Any]) -> str:
-    for key in ("path", "cwd"):
+    for key in ("path", "cwd", "save_to"):
         if key in arguments:
             return str(arguments[key])
     return "."
@@ -108,20 +133,53 @@ class BuiltinTools:
         settings: Caps and defaults (:class:`BuiltinSettings`).
         shell_permission: Permission class of ``execute_shell_command`` and ``kill_shell``;
             ``write`` by default, ``destructive`` is advised for a ``passthrough`` sandbox.
+        web_fetch: Policy and caps of ``web_fetch`` (:class:`WebFetchSettings`).
+        memory: The store of ``memory_*`` (a :class:`MemoryStore` on
+            ``<data dir>/memory.sqlite3`` when first needed, by default).
+        todo: The store of ``todo_*`` (``<data dir>/todo.sqlite3`` by default, beside the
+            audit store).
     """
 
     def __init__(
         self,
-        sandbox_for_session: SandboxResolver,
+        sandbox_for_session: SandboxResolver | None,
         *,
         settings: BuiltinSettings | None = None,
         shell_permission: PermissionClass = "write",
+        web_fetch: WebFetchSettings | None = None,
+        memory: MemoryStore | None = None,
+        todo: TodoStore | None = None,
     ) -> None:
         self.settings = settings or BuiltinSettings()
         self._resolve = sandbox_for_session
         self._shell_permission: PermissionClass = shell_permission
         self.shell = ShellTasks(self.settings)
         self.files = FileTools(self.settings)
+        self.web = WebFetcher(web_fetch)
+        self._memory = memory
+        self._todo = todo
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The memory store (the default one is opened on first use)."""
+        if self._memory is None:
+            self._memory = MemoryStore()
+        return self._memory
+
+    @property
+    def todo(self) -> TodoStore:
+        """The todo store (the default one is opened on first use)."""
+        if self._todo is None:
+            self._todo = TodoStore()
+        return self._todo
+
+    async def _sandbox(self, context: SessionContext) -> Sandbox:
+        if self._resolve is None:
+            raise SandboxUnavailableError(
+                "this host gave the built-in tools no sandbox",
+                hint="pass sandbox_for_session to register_builtin_tools",
+            )
+        return await self._resolve(context)
 
     def spec(self, name: str) -> ToolSpec:
         """The :class:`ToolSpec` of built-in tool ``name``.
@@ -145,20 +203,20 @@ class BuiltinTools:
             annotations=ToolAnnotations(
                 read_only_hint=read_only,
                 destructive_hint=permission == "destructive",
-                idempotent_hint=name in _READ_ONLY or name == "file_write",
-                open_world_hint=False,
+                idempotent_hint=name in _READ_ONLY or name in ("file_write", "memory_delete"),
+                open_world_hint=name in _OPEN_WORLD,
             ),
             permission=permission,
             source=ToolSource(kind="builtin"),
         )
 
     def tools(self, names: Iterable[str] | None = None) -> list[tuple[ToolSpec, ToolHandler]]:
-        """``(ToolSpec, handler)`` pairs for ``names`` (all built-in tools by default).
+        """``(ToolSpec, handler)`` pairs for ``names`` (the shell and file tools by default).
 
         Raises:
             KeyError: for a name that is not a built-in tool.
         """
-        chosen = BUILTIN_TOOL_NAMES if names is None else tuple(names)
+        chosen = DEFAULT_BUILTIN_TOOL_NAMES if names is None else tuple(names)
         return [(self.spec(name), _Handler(name=name, tools=self)) for name in chosen]
 
     def register(
@@ -185,7 +243,21 @@ class BuiltinTools:
             )
         if name == "kill_shell":
             return await self.shell.kill_task(call, task_id=a["task_id"])
-        sandbox = await self._resolve(call.session_context)
+        if name == "web_fetch":
+            save_to = a.get("save_to")
+            return await self.web.run(
+                url=a["url"],
+                format=a.get("format", "markdown"),
+                max_chars=a.get("max_chars"),
+                save_to=save_to,
+                context=call.session_context,
+                sandbox=None if save_to is None else await self._sandbox(call.session_context),
+            )
+        if name.startswith("memory_"):
+            return await memory_tool(self.memory, name, a, call)
+        if name.startswith("todo_"):
+            return await todo_tool(self.todo, name, a, call)
+        sandbox = await self._sandbox(call.session_context)
         if name == "execute_shell_command":
             return await self.shell.execute(
                 sandbox,
@@ -228,21 +300,27 @@ class BuiltinTools:
 
 def register_builtin_tools(
     manager: ToolManager,
-    sandbox_for_session: SandboxResolver,
+    sandbox_for_session: SandboxResolver | None,
     *,
     names: Iterable[str] | None = None,
     settings: BuiltinSettings | None = None,
     shell_permission: PermissionClass = "write",
+    web_fetch: WebFetchSettings | None = None,
+    memory: MemoryStore | None = None,
+    todo: TodoStore | None = None,
 ) -> BuiltinTools:
     """Register the built-in tools on ``manager``, each session finding its own sandbox.
 
     Args:
         manager: Where to register.
-        sandbox_for_session: Async callable ``(SessionContext) -> Sandbox``.
-        names: A subset of :data:`BUILTIN_TOOL_NAMES` (all by default).
+        sandbox_for_session: Async callable ``(SessionContext) -> Sandbox`` (None: only tools
+            that need no sandbox, such as ``memory_*`` and ``todo_*``).
+        names: A subset of :data:`BUILTIN_TOOL_NAMES` (the shell and file tools,
+            :data:`DEFAULT_BUILTIN_TOOL_NAMES`, by default).
         settings: Caps and defaults.
         shell_permission: Permission class of the shell tools that act (see
             :class:`BuiltinTools`).
+        web_fetch / memory / todo: See :class:`BuiltinTools`.
 
     Returns:
         The :class:`BuiltinTools` (it holds the sessions' shell tasks).
@@ -251,6 +329,13 @@ def register_builtin_tools(
         KeyError: for a name that is not a built-in tool.
         ToolNameConflictError: when a name is already registered.
     """
-    tools = BuiltinTools(sandbox_for_session, settings=settings, shell_permission=shell_permission)
+    tools = BuiltinTools(
+        sandbox_for_session,
+        settings=settings,
+        shell_permission=shell_permission,
+        web_fetch=web_fetch,
+        memory=memory,
+        todo=todo,
+    )
     tools.register(manager, names=names)
     return tools

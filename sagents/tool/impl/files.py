@@ -1,4 +1,4 @@
-"""The built-in file tools on the sandbox's file API (issue 4 §3).
+"""The built-in file tools on the sandbox's file API (docs/builtin_tools.md).
 
 ``file_read``, ``file_write``, ``file_update``, ``list_dir``, ``glob`` and ``grep`` never touch
 the host filesystem: every access goes through the session's

@@ -3,11 +3,11 @@
 ``execute_shell_command`` streams a task's log to the live progress channel while it waits.
 With :meth:`~sagents.sandbox.Sandbox.read_background_output_range` (every provider of the
 protocol) the follower keeps a byte offset: each read starts where the last one ended, so there
-is no duplicate and no loss, and the sandbox never splits a UTF-8 character (LESSONS.md,
-"byte-offset readers splitting UTF-8").
+is no duplicate and no loss, and the sandbox never splits a UTF-8 character (docs/builtin_tools.md,
+"Following output without duplicate, loss or broken characters").
 
 A provider that can only return the *last* bytes of a log (:class:`TailReader`) is followed by
-comparing tails (issue 4 §3): the new text is what follows the longest suffix of the previous
+comparing tails: the new text is what follows the longest suffix of the previous
 tail that is also a prefix of the new tail (:func:`tail_delta`). Repetitive output makes that
 overlap ambiguous; when the provider also reports how many bytes the log grew, the overlap that
 accounts for exactly that growth is chosen.

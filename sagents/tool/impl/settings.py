@@ -1,4 +1,4 @@
-"""Caps and defaults of the built-in tools (issue 4 §3), in one frozen value.
+"""Caps and defaults of the built-in tools (docs/builtin_tools.md), in one frozen value.
 
 Every cap exists so that one call can neither flood the model's context nor hold unbounded
 memory in our process; each result says when a cap cut it short.

@@ -1,4 +1,4 @@
-"""``execute_shell_command``, ``await_shell`` and ``kill_shell`` (issue 4 §3).
+"""``execute_shell_command``, ``await_shell`` and ``kill_shell`` (docs/builtin_tools.md, "Shell").
 
 A command runs as a background task of the session's sandbox (``/bin/sh -c``); the call then
 waits up to ``wait_seconds`` for it, streaming the log to the live progress channel

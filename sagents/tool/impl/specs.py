@@ -132,6 +132,109 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         },
         ["pattern"],
     ),
+    "web_fetch": _object(
+        {
+            "url": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 8192,
+                "description": "The http or https URL to fetch.",
+            },
+            "format": {
+                "type": "string",
+                "enum": ["markdown", "text", "html"],
+                "description": "How an HTML page is returned (default markdown).",
+            },
+            "max_chars": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 200000,
+                "description": "Characters of content returned at most (default 20000).",
+            },
+            "save_to": {
+                **_PATH,
+                "description": "Also save the whole body (as received, decompressed) to this "
+                "workspace file.",
+            },
+        },
+        ["url"],
+    ),
+    "memory_store": _object(
+        {
+            "content": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The fact to remember, self-contained (it is read later "
+                "without this conversation).",
+            },
+            "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels."},
+            "scope": {
+                "type": "string",
+                "enum": ["agent", "user"],
+                "description": "agent (default): only this agent finds it; user: every agent "
+                "of this user does.",
+            },
+        },
+        ["content"],
+    ),
+    "memory_search": _object(
+        {
+            "query": {"type": "string", "minLength": 1, "description": "Words to look for."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 50,
+                "description": "Results at most (default 5).",
+            },
+            "tags": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Only memories with all these tags.",
+            },
+        },
+        ["query"],
+    ),
+    "memory_delete": _object(
+        {"id": {"type": "string", "minLength": 1, "description": "The memory's id."}}, ["id"]
+    ),
+    "todo_write": _object(
+        {
+            "items": {
+                "type": "array",
+                "description": "Items to write. In update mode an item with a known id changes "
+                "only the fields given; a new id adds an item.",
+                "items": _object(
+                    {
+                        "id": {"type": "string", "minLength": 1, "maxLength": 64},
+                        "content": {"type": "string", "minLength": 1},
+                        "status": {
+                            "type": "string",
+                            "enum": ["pending", "in_progress", "done", "cancelled"],
+                        },
+                        "owner": {
+                            "type": "string",
+                            "description": "The agent in charge (default: the caller, for a "
+                            "new item).",
+                        },
+                        "blocked_by": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Ids of items that must be done first.",
+                        },
+                    },
+                    [],
+                ),
+            },
+            "mode": {
+                "type": "string",
+                "enum": ["update", "replace"],
+                "description": "update (default): change and add items by id; replace: the "
+                "items become the whole list.",
+            },
+        },
+        ["items"],
+    ),
+    "todo_read": _object({}, []),
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -150,6 +253,15 @@ DESCRIPTIONS: dict[str, str] = {
     "glob": "Find workspace paths matching a glob pattern (** spans directories).",
     "grep": "Search text files of the workspace for a regular expression; returns "
     "path:line:text for each matching line.",
+    "web_fetch": "Fetch a public web page or file by URL; returns its title, final URL, "
+    "content type and text (HTML as markdown by default), cut at max_chars.",
+    "memory_store": "Remember a fact for later conversations with this user (long-term "
+    "memory); storing the same text again only merges its tags.",
+    "memory_search": "Search your long-term memories of this user; best matches first.",
+    "memory_delete": "Forget one long-term memory by id.",
+    "todo_write": "Create or update the session's task list (shared by the agents of this "
+    "session): ids, content, status, owner, blocked_by.",
+    "todo_read": "Read the session's task list.",
 }
 
 

@@ -5,6 +5,7 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
 
 - ``garbage``: print non-protocol lines (and an invalid UTF-8 byte) on stdout before serving;
 - ``slow_start``: sleep 5 s before serving;
+- ``exit_at_once``: write one line to stderr and exit with status 3 before serving;
 - ``ignore_sigterm``: ignore SIGTERM and keep running after stdin closes;
 - ``grandchild``: start a ``sleep`` grandchild and write its pid to ``$GRANDCHILD_PID_FILE``;
 - ``paged``: list 300 tools 7 per page; ``paged_loop``: the cursor repeats after page 3;
@@ -203,6 +204,9 @@ async def _serve(modes: set[str]) -> None:
 def main() -> None:
     modes = set(sys.argv[1:])
     print(f"fault server starting in modes {sorted(modes)}", file=sys.stderr, flush=True)
+    if "exit_at_once" in modes:
+        print("fatal: BRAVE_API_KEY is not set", file=sys.stderr, flush=True)
+        sys.exit(3)
     if "garbage" in modes:
         sys.stdout.buffer.write(b'this is not JSON-RPC\n{"jsonrpc": broken\n\xff\xfe junk\n')
         sys.stdout.flush()
@@ -215,6 +219,7 @@ def main() -> None:
     if "ignore_sigterm" in modes:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     anyio.run(_serve, modes)
+    print("fault server stopped: its stdin closed", file=sys.stderr, flush=True)
     if "ignore_sigterm" in modes:
         while True:
             time.sleep(1000)

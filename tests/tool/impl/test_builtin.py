@@ -11,6 +11,7 @@ from sagents.sandbox import Sandbox, create_sandbox
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
+    DEFAULT_BUILTIN_TOOL_NAMES,
     BuiltinSettings,
     BuiltinTools,
     register_builtin_tools,
@@ -37,6 +38,12 @@ def test_every_builtin_spec_is_marked_builtin_with_its_permission_class() -> Non
         "list_dir": "read_only",
         "glob": "read_only",
         "grep": "read_only",
+        "web_fetch": "read_only",
+        "memory_store": "write",
+        "memory_search": "read_only",
+        "memory_delete": "write",
+        "todo_write": "write",
+        "todo_read": "read_only",
     }
     assert {tools.spec(n).source.kind for n in BUILTIN_TOOL_NAMES} == {"builtin"}
     assert tools.spec("file_read").annotations.read_only_hint is True
@@ -55,10 +62,12 @@ def test_registered_tools_export_for_openai_in_both_modes() -> None:
         ToolManager(), names=["file_read", "grep"]
     )
     assert names == ["file_read", "grep"]
-    assert sorted(manager.list_all_tools_name()) == sorted(BUILTIN_TOOL_NAMES)
-    exported = {t["function"]["name"] for t in manager.get_openai_tools(strict=True)}
+    assert sorted(manager.list_all_tools_name()) == sorted(DEFAULT_BUILTIN_TOOL_NAMES)
+    every = ToolManager()
+    register_builtin_tools(every, _unused, names=BUILTIN_TOOL_NAMES)
+    exported = {t["function"]["name"] for t in every.get_openai_tools(strict=True)}
     assert exported == set(BUILTIN_TOOL_NAMES)
-    assert len(manager.get_openai_tools(strict=False)) == len(BUILTIN_TOOL_NAMES)
+    assert len(every.get_openai_tools(strict=False)) == len(BUILTIN_TOOL_NAMES)
 
 
 def test_registering_twice_is_a_name_conflict() -> None:

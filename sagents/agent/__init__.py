@@ -1,0 +1,43 @@
+"""sagents.agent: the agent loop (``SAgent.run_stream``) on any OpenAI-compatible model.
+
+``from sagents.agent import SAgent, OpenAIChatModel`` is the public path. The loop sits beside
+the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the tool layer's
+one call path, and nothing below imports it. See ``docs/agent.md``.
+"""
+
+from sagents.agent.events import (
+    AgentEvent,
+    DoneEvent,
+    DoneReason,
+    MessageDeltaEvent,
+    MessageEvent,
+    UsageEvent,
+)
+from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
+from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent.session import (
+    AGENT_SESSION_KEY,
+    AgentSession,
+    AuditStatus,
+    current_agent_session,
+)
+
+__all__ = [
+    "AGENT_SESSION_KEY",
+    "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_TURNS",
+    "AgentEvent",
+    "AgentSession",
+    "AuditStatus",
+    "DoneEvent",
+    "DoneReason",
+    "MessageDeltaEvent",
+    "MessageEvent",
+    "ModelTurn",
+    "OpenAIChatModel",
+    "SAgent",
+    "TextDelta",
+    "Usage",
+    "UsageEvent",
+    "current_agent_session",
+]

@@ -1,0 +1,225 @@
+"""The state of one ``SAgent.run_stream`` run and the loop's small helpers (see
+:mod:`sagents.agent.loop`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from sagents.agent.events import AgentEvent
+from sagents.agent.session import AgentSession
+from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
+from sagents.progress.hub import ProgressHub, default_hub
+from sagents.progress.queue import EventQueue
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
+from sagents.tool.provider import ToolProvider
+from sagents.tool.tool_manager import ToolManager
+from sagents.tool.tool_proxy import ToolProxy
+
+__all__ = [
+    "EventApprover",
+    "RunState",
+    "approval_message",
+    "as_proxy",
+    "final_text",
+    "forward_events",
+    "normalise_assistant",
+    "progress_hubs",
+    "running_loop",
+    "settle_history",
+]
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """The state of one ``run_stream`` call."""
+
+    session: AgentSession
+    send: MemoryObjectSendStream[AgentEvent]
+    approver: Approver | None
+    hubs: list[ProgressHub]
+    extras: ToolManager = field(default_factory=ToolManager)
+    extra_names: set[str] = field(default_factory=set)
+    queues: list[EventQueue] = field(default_factory=list)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    turns: int = 0
+
+    async def emit(self, event: AgentEvent) -> None:
+        async with self.lock:
+            try:
+                await self._drain_unlocked()
+                await self.send.send(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the consumer has gone: the history is still settled
+
+    async def drain(self) -> None:
+        async with self.lock:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._drain_unlocked()
+
+    async def _drain_unlocked(self) -> None:
+        for queue in self.queues:
+            while True:
+                try:
+                    event = queue.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+                await self.send.send(event)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around."""
+        request_id = f"approval_{uuid.uuid4().hex[:12]}"
+        clock = self.hubs[0].clock
+        await self.emit(
+            ApprovalRequestEvent(
+                request_id=request_id,
+                tool_call_id=request.tool_call_id,
+                tools=request.tools,
+                message=approval_message(request),
+                ts=clock.time(),
+            )
+        )
+        if self.approver is None:
+            answer: ApprovalAnswer = "deny"
+            reason = "nobody could be asked (no approver was given)"
+        else:
+            answer = settle_answer(request, await self.approver.approve(request))
+            reason = answer
+        await self.emit(
+            ApprovalResultEvent(
+                request_id=request_id, approved=answer != "deny", reason=reason, ts=clock.time()
+            )
+        )
+        return answer
+
+
+class EventApprover:
+    """The approver handed to the session's proxy: asks through the run (events around)."""
+
+    def __init__(self, run: RunState) -> None:
+        self._run = run
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return await self._run.ask(request)
+
+
+def approval_message(request: ApprovalRequest) -> str:
+    classes = ", ".join(f"{name} ({request.permissions.get(name, '?')})" for name in request.tools)
+    if request.kind == "script":
+        head = f"run_script wants to call the write tools {classes}"
+        if request.description:
+            head += f": {request.description}"
+        return f"{head}\n{request.shown_text()}"
+    return f"Allow {classes} with arguments:\n{request.shown_text()}"
+
+
+def running_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "SAgent.run_stream runs on asyncio (anyio's asyncio backend); no asyncio event loop "
+            "is running here"
+        ) from None
+
+
+async def forward_events(run: RunState, queue: EventQueue) -> None:
+    """Forward a hub subscription's events as they come."""
+    while True:
+        await queue.wait_ready()
+        if queue.closed and not len(queue):
+            return
+        await run.drain()
+
+
+def as_proxy(tool_manager: ToolProvider | None) -> ToolProxy:
+    if isinstance(tool_manager, ToolProxy):
+        return tool_manager
+    if tool_manager is None:
+        return ToolProxy([ToolManager()])
+    return ToolProxy([tool_manager])
+
+
+def progress_hubs(provider: ToolProvider) -> list[ProgressHub]:
+    """The progress hubs the session's tools publish on (the default hub first)."""
+    found: dict[int, ProgressHub] = {id(default_hub()): default_hub()}
+    stack: list[Any] = [provider]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ToolProxy):
+            stack.extend(current.tool_managers)
+        elif isinstance(current, ToolManager):
+            found.setdefault(id(current.progress_hub), current.progress_hub)
+    return list(found.values())
+
+
+def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The assistant message as the history keeps it: every tool call with a unique, non-empty
+    id (some servers send none, or repeat one), so that each can be settled."""
+    normalised = dict(message)
+    calls = []
+    seen: set[str] = set()
+    for call in message.get("tool_calls") or []:
+        call = {**call, "function": dict(call.get("function") or {})}
+        call_id = str(call.get("id") or "")
+        if not call_id or call_id in seen:
+            call_id = f"call_{uuid.uuid4().hex[:16]}"
+        seen.add(call_id)
+        call["id"] = call_id
+        call.setdefault("type", "function")
+        call["function"].setdefault("arguments", "")
+        calls.append(call)
+    if calls:
+        normalised["tool_calls"] = calls
+    else:
+        normalised.pop("tool_calls", None)
+    return normalised
+
+
+def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "assistant" and not message.get("tool_calls"):
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return json.dumps(content, ensure_ascii=False)
+    return ""
+
+
+def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the input history in which every tool call has its result: a call left
+    unanswered by an earlier run (a crash, an abort elsewhere) gets one that says so, placed
+    after the results it does have, so that the next request to the model is valid."""
+    settled: list[dict[str, Any]] = []
+    index = 0
+    while index < len(messages):
+        message = dict(messages[index])
+        settled.append(message)
+        index += 1
+        ids = [str(c.get("id")) for c in message.get("tool_calls") or [] if c.get("id")]
+        if message.get("role") != "assistant" or not ids:
+            continue
+        answered: set[str] = set()
+        while index < len(messages) and messages[index].get("role") == "tool":
+            answered.add(str(messages[index].get("tool_call_id")))
+            settled.append(dict(messages[index]))
+            index += 1
+        for call_id in ids:
+            if call_id not in answered:
+                settled.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": "Error [cancelled]: this call was never answered (the run "
+                        "that made it ended before it finished)",
+                    }
+                )
+    return settled

@@ -1,0 +1,292 @@
+"""The terminal chat behind ``sagents chat``: the approver, the renderer and the loop.
+
+Kept apart from :mod:`sagents.cli.chat` so that ``sagents --help`` does not import the agent
+loop and the ``openai`` SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable
+from contextlib import AsyncExitStack, aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.text import Text
+
+from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
+from sagents.agent.events import AgentEvent
+from sagents.config.tools import build_tool_manager
+from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
+from sagents.skill import SkillProxy
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver
+from sagents.tool.context import SessionContext
+from sagents.tool.tool_manager import ToolManager
+from sagents.tool.tool_proxy import ToolProxy
+
+__all__ = ["ChatRenderer", "TerminalApprover", "run_chat"]
+
+_RESULT_PREVIEW_CHARS = 200  # characters of a tool result shown in the transcript
+
+
+def _read_line(prompt: str) -> str:
+    return input(prompt)
+
+
+@dataclass(kw_only=True)
+class TerminalApprover:
+    """Asks on the terminal, one request at a time, showing what will run whole.
+
+    Attributes:
+        console: Where the request is shown (stderr, so that ``--json`` stdout stays clean).
+        ask: Reads one answer line (``input`` by default; replaced in tests). End of input, or
+            an answer that is not offered, denies.
+    """
+
+    console: Console = field(default_factory=lambda: Console(stderr=True))
+    ask: Callable[[str], str] = _read_line
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Show the request and read the answer in a worker thread."""
+        async with self._lock:
+            self.show(request)
+            keys = {"allow_once": "o", "allow_session": "s", "deny": "d"}
+            names = {"allow_once": "allow once", "allow_session": "allow session", "deny": "deny"}
+            choices = " / ".join(f"{names[a]} [{keys[a]}]" for a in request.offered)
+            try:
+                line = await anyio.to_thread.run_sync(
+                    self.ask, f"{choices}: ", abandon_on_cancel=True
+                )
+            except EOFError:
+                return "deny"
+            answer = line.strip().lower()
+            for offered in request.offered:
+                if answer in (keys[offered], names[offered], offered):
+                    return offered
+            return "deny"
+
+    def show(self, request: ApprovalRequest) -> None:
+        """Print the request: the tools with their classes, then the literal text, every line
+        whole (wrapped at the terminal's width)."""
+        tools = ", ".join(f"{n} ({request.permissions.get(n, '?')})" for n in request.tools)
+        if request.kind == "script":
+            head = f"run_script wants to call the write tools {tools}"
+            if request.description:
+                head += f": {request.description}"
+        else:
+            head = f"The model wants to call {tools} with:"
+        self.console.print(Text(head, style="bold"), overflow="fold")
+        self.console.print(Text(request.shown_text()), overflow="fold", soft_wrap=False)
+
+
+@dataclass(kw_only=True)
+class ChatRenderer:
+    """Shows a run's events on the terminal (text on stdout, the rest on stderr)."""
+
+    out: Console = field(default_factory=Console)
+    err: Console = field(default_factory=lambda: Console(stderr=True))
+    _in_text: bool = False
+
+    def show(self, event: AgentEvent) -> None:
+        """Render one event."""
+        if isinstance(event, MessageDeltaEvent):
+            self.out.print(Text(event.delta), end="")
+            self._in_text = True
+            return
+        self._end_text()
+        if isinstance(event, MessageEvent):
+            self._message(event.message)
+        elif isinstance(event, ToolProgressEvent):
+            if event.text:
+                style = "red" if event.stream == "stderr" else "dim"
+                for line in event.text.splitlines():
+                    self.err.print(Text(f"  │ {line}", style=style), overflow="fold")
+        elif isinstance(event, ScriptProgressEvent):
+            bar = ""
+            if event.total:
+                share = (event.done or 0) / event.total
+                bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
+            note = f" {event.message}" if event.message else ""
+            self.err.print(
+                Text(
+                    f"  ⚙ script {event.status}: {event.calls} calls, "
+                    f"{event.failures} failed{bar}{note}",
+                    style="cyan",
+                )
+            )
+        elif isinstance(event, DoneEvent):
+            if event.reason == "error" and event.error is not None:
+                hint = f" ({event.error['hint']})" if event.error.get("hint") else ""
+                self.err.print(Text(f"error: {event.error['message']}{hint}", style="red"))
+            elif event.reason != "stop":
+                self.err.print(Text(f"(turn ended: {event.reason})", style="yellow"))
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self.out.print()
+            self._in_text = False
+
+    def _message(self, message: Any) -> None:
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                self.err.print(
+                    Text(f"  → {function.get('name')}({function.get('arguments', '')})"),
+                    style="bold",
+                    overflow="fold",
+                )
+        elif message.get("role") == "tool":
+            content = " ".join(str(message.get("content") or "").split())  # one line
+            first = content[:_RESULT_PREVIEW_CHARS]
+            if len(content) > _RESULT_PREVIEW_CHARS:
+                first += " …"
+            self.err.print(Text(f"  ← {first}", style="dim"), overflow="fold")
+
+
+@dataclass(kw_only=True)
+class _Chat:
+    agent: SAgent
+    tools: ToolProxy
+    skills: SkillProxy | None
+    context: SessionContext
+    approver: Approver | None
+    renderer: ChatRenderer
+    as_json: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+    running: bool = False
+    cancelling: bool = False
+
+    async def turn(self, text: str) -> DoneEvent | None:
+        self.history.append({"role": "user", "content": text})
+        done: DoneEvent | None = None
+        self.running, self.cancelling = True, False
+        try:
+            stream = self.agent.run_stream(
+                self.history,
+                tool_manager=self.tools,
+                skill_manager=self.skills,
+                session_context=self.context,
+                approver=self.approver,
+            )
+            async with aclosing(stream):
+                async for event in stream:
+                    if self.as_json:
+                        sys.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+                        sys.stdout.flush()
+                    else:
+                        self.renderer.show(event)
+                    if isinstance(event, DoneEvent):
+                        done = event
+        finally:
+            self.running = False
+        if done is not None:
+            self.history = [dict(m) for m in done.messages]
+        return done
+
+    def command(self, line: str) -> bool:
+        """Run a ``/command``; False for ``/quit``."""
+        out = self.renderer.out
+        name = line.split()[0]
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/tools":
+            for spec in self.tools.list_specs():
+                out.print(Text(f"{spec.name}  ({spec.permission})  {spec.summary}"))
+        elif name == "/skills":
+            skills = self.skills.list_skills() if self.skills is not None else []
+            if not skills:
+                out.print("no skills (pass --skills DIR)")
+            for skill in skills:
+                out.print(Text(f"{skill.name}  {skill.description}"))
+        elif name == "/history":
+            for message in self.history:
+                out.print(Text(json.dumps(message, ensure_ascii=False)), overflow="fold")
+        else:
+            out.print(Text(f"unknown command {name!r}; try /tools, /skills, /history, /quit"))
+        return True
+
+
+async def run_chat(
+    agent: SAgent,
+    loaded: Any,
+    skills: SkillProxy | None,
+    context: SessionContext,
+    approver: Approver | None,
+    as_json: bool,
+    prompt: str | None,
+    interactive: bool,
+) -> int:
+    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code."""
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(agent.model.aclose)
+        if loaded is not None:
+            manager = await stack.enter_async_context(await build_tool_manager(loaded))
+        else:
+            manager = await stack.enter_async_context(ToolManager())
+        session = _Chat(
+            agent=agent,
+            tools=ToolProxy([manager]),
+            skills=skills,
+            context=context,
+            approver=approver,
+            renderer=ChatRenderer(),
+            as_json=as_json,
+        )
+        if prompt is not None:
+            done = await _with_interrupts(session, lambda: session.turn(prompt))
+            return 0 if done is not None and done.reason in ("stop", "max_turns") else 1
+        code: int = await _with_interrupts(session, lambda: _repl(session, interactive))
+        return code
+    return 0  # pragma: no cover - the block returns
+
+
+async def _repl(session: _Chat, interactive: bool) -> int:
+    out = session.renderer.out
+    if interactive and not session.as_json:
+        out.print("sagents chat: /tools, /skills, /history, /quit; Ctrl-C cancels a turn.")
+    code = 0
+    while True:
+        try:
+            line = await anyio.to_thread.run_sync(_read_line, "> " if interactive else "")
+        except EOFError:
+            return code
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            if not session.command(text):
+                return code
+            continue
+        done = await session.turn(text)
+        code = 0 if done is not None and done.reason in ("stop", "max_turns") else 1
+
+
+async def _with_interrupts(session: _Chat, work: Callable[[], Any]) -> Any:
+    """Run ``work`` with Ctrl-C cancelling the running turn, and a second one quitting."""
+    result: Any = 1
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _signal in signals:
+                    if session.running and not session.cancelling:
+                        session.cancelling = True
+                        session.agent.cancel()
+                        session.renderer.err.print("\n(cancelling the turn; Ctrl-C again quits)")
+                    else:
+                        tg.cancel_scope.cancel()
+                        return
+
+        async def run() -> None:
+            nonlocal result
+            result = await work()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        tg.start_soon(run)
+    return result

@@ -1,0 +1,28 @@
+"""sagents.testing: test an agent without a real model.
+
+:class:`ScriptedModel` is a real OpenAI-compatible Chat Completions server on 127.0.0.1 that
+plays back a script of replies (streamed as server-sent events, or whole) and records every
+request it received, so an agent built on :class:`sagents.agent.OpenAIChatModel` (or any other
+OpenAI client) runs unchanged against it. See ``docs/agent.md``, "Testing an agent". Floor 6
+of ``docs/architecture.md`` ("Layers"), beside the CLI.
+"""
+
+from sagents.testing.scripted import (
+    ReplyFunction,
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    http_error,
+    reply,
+    tool_call,
+)
+
+__all__ = [
+    "ReplyFunction",
+    "ScriptedModel",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "http_error",
+    "reply",
+    "tool_call",
+]

@@ -1,0 +1,377 @@
+"""``ScriptedModel``: an OpenAI-compatible Chat Completions server that plays back a script.
+
+The server speaks the Chat Completions wire format (OpenAI API reference, "Create chat
+completion" and "The chat completion chunk object"): ``POST /v1/chat/completions`` answers with
+one ``chat.completion`` object, or with ``chat.completion.chunk`` objects as server-sent events
+ending in ``data: [DONE]`` when the request has ``"stream": true`` (a usage chunk first when
+``stream_options.include_usage`` is set). Each request takes the next reply of the script; the
+request bodies are kept in :attr:`ScriptedModel.requests`.
+
+::
+
+    async with ScriptedModel([tool_call("get_weather", {"city": "Paris"}), reply("Sunny.")]) as m:
+        agent = SAgent(model=m.chat_model())
+        ...
+        assert m.requests[1]["messages"][-1]["role"] == "tool"
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import uvicorn
+from anyio.abc import TaskGroup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from sagents.agent import OpenAIChatModel
+
+__all__ = [
+    "ReplyFunction",
+    "ScriptedModel",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "http_error",
+    "reply",
+    "tool_call",
+]
+
+MODEL_NAME = "scripted-model"
+_CHUNK_CHARS = 8  # characters of text per streamed chunk
+_SHUTDOWN_S = 5.0  # seconds uvicorn may take to stop
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptedToolCall:
+    """One tool call in a scripted reply.
+
+    Attributes:
+        name: The function name the model calls.
+        arguments: The arguments: a JSON-ready dict, or a raw string (to send invalid JSON).
+        id: The ``tool_call_id``; a fresh ``call_...`` id when None.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_text(self) -> str:
+        """The ``arguments`` string as the wire carries it."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(dict(self.arguments), ensure_ascii=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptedReply:
+    """One answer of the scripted model.
+
+    Attributes:
+        content: The assistant's text (None for a reply with only tool calls).
+        tool_calls: The tool calls, in order.
+        status: The HTTP status; anything but 200 is an error reply with ``error_message``.
+        error_message: The error's message.
+        error_code: The error's ``code`` (``context_length_exceeded``, ...), if any.
+        headers: Extra response headers (``Retry-After``).
+        prompt_tokens: The reported ``usage.prompt_tokens``.
+        completion_tokens: The reported ``usage.completion_tokens``.
+        hang_after_chunks: When streaming, stop after this many chunks and wait until the client
+            goes away or the server closes (to test cancellation mid-stream); when not
+            streaming, answer nothing until the server closes (then HTTP 503).
+        break_after_chunks: When streaming, break the connection after this many chunks.
+    """
+
+    content: str | None = None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    status: int = 200
+    error_message: str = ""
+    error_code: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    hang_after_chunks: int | None = None
+    break_after_chunks: int | None = None
+
+
+ReplyFunction = Callable[[dict[str, Any]], ScriptedReply]
+"""Builds the reply to a request from its JSON body (a ``FunctionModel``-style script step)."""
+
+
+def reply(text: str, **options: Any) -> ScriptedReply:
+    """A text-only reply (``options`` as :class:`ScriptedReply`)."""
+    return ScriptedReply(content=text, **options)
+
+
+def tool_call(
+    name: str,
+    arguments: Mapping[str, Any] | str | None = None,
+    *,
+    id: str | None = None,
+    content: str | None = None,
+    **options: Any,
+) -> ScriptedReply:
+    """A reply with one tool call (give ``tool_calls=`` to :class:`ScriptedReply` for more)."""
+    call = ScriptedToolCall(name=name, arguments=arguments or {}, id=id)
+    return ScriptedReply(content=content, tool_calls=(call,), **options)
+
+
+def http_error(
+    status: int,
+    message: str = "scripted error",
+    *,
+    retry_after: float | None = None,
+    code: str | None = None,
+) -> ScriptedReply:
+    """An HTTP error reply (429 with ``Retry-After``, 401, 404, 500, ...)."""
+    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+    return ScriptedReply(status=status, error_message=message, error_code=code, headers=headers)
+
+
+class ScriptedModel:
+    """A Chat Completions server on 127.0.0.1 that answers from a script.
+
+    Args:
+        script: The replies in order, each a :class:`ScriptedReply`, a string (a text reply) or
+            a :data:`ReplyFunction`; or one :data:`ReplyFunction` that answers every request.
+            A request after the end of the script gets an HTTP 500 naming the problem.
+
+    Use as an async context manager; :attr:`base_url` is valid inside it.
+    """
+
+    def __init__(
+        self, script: Sequence[ScriptedReply | str | ReplyFunction] | ReplyFunction
+    ) -> None:
+        self._script: Sequence[ScriptedReply | str | ReplyFunction] | ReplyFunction = script
+        self._next = 0
+        self.requests: list[dict[str, Any]] = []
+        """The JSON body of every request received, in order."""
+        self._port: int | None = None
+        self._server: uvicorn.Server | None = None
+        self._tg: TaskGroup | None = None
+        self._stopped = anyio.Event()
+        self._closing = anyio.Event()  # set on exit: hanging replies end then
+        self._clients: list[OpenAIChatModel] = []  # closed on exit
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``.
+
+        Raises:
+            RuntimeError: the server is not running.
+        """
+        if self._port is None:
+            raise RuntimeError("enter the ScriptedModel (async with) before using its base_url")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    @property
+    def remaining(self) -> int:
+        """Replies of a list script not played yet (0 for a function script)."""
+        if callable(self._script):
+            return 0
+        return len(self._script) - self._next
+
+    def chat_model(self, **options: Any) -> OpenAIChatModel:
+        """An :class:`~sagents.agent.OpenAIChatModel` pointed at this server (``options`` are
+        passed on: ``stream=False``, ``max_retries``, ...)."""
+        from sagents.agent import OpenAIChatModel  # the agent layer sits above this helper
+
+        options.setdefault("model", MODEL_NAME)
+        options.setdefault("api_key", "scripted-key")
+        model = OpenAIChatModel(base_url=self.base_url, **options)
+        self._clients.append(model)
+        return model
+
+    async def __aenter__(self) -> Self:
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._completions, methods=["POST"]),
+                Route("/chat/completions", self._completions, methods=["POST"]),
+            ]
+        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Inherited by accepted connections: without it, Nagle's algorithm against the client's
+        # delayed ACK adds ~40 ms to every whole (non-streamed) answer on loopback.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        sock.setblocking(False)
+        self._port = int(sock.getsockname()[1])
+        config = uvicorn.Config(
+            app, log_level="critical", lifespan="off", timeout_graceful_shutdown=1
+        )
+        self._server = server = uvicorn.Server(config)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+
+        async def run() -> None:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await server.serve(sockets=[sock])
+            finally:
+                self._stopped.set()
+                sock.close()
+
+        self._tg.start_soon(run)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing.set()
+        with anyio.CancelScope(shield=True):
+            for client in self._clients:
+                await client.aclose()
+        if self._server is not None:
+            self._server.should_exit = True
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S):
+                await self._stopped.wait()
+            if self._server is not None and not self._stopped.is_set():
+                self._server.force_exit = True
+        finally:
+            if self._tg is not None:
+                await self._tg.__aexit__(exc_type, exc, tb)
+            self._port = None
+
+    # -- the endpoint ---------------------------------------------------------------------------
+
+    def _take(self, body: dict[str, Any]) -> ScriptedReply:
+        if callable(self._script):
+            return self._script(body)
+        if self._next >= len(self._script):
+            return http_error(
+                500,
+                f"the scripted model's script is exhausted: request {self._next + 1} arrived "
+                f"after its {len(self._script)} replies",
+            )
+        step = self._script[self._next]
+        self._next += 1
+        if isinstance(step, str):
+            return reply(step)
+        if isinstance(step, ScriptedReply):
+            return step
+        return step(body)
+
+    async def _completions(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        scripted = self._take(body)
+        if scripted.status != 200:
+            error = {"message": scripted.error_message, "type": "scripted_error"}
+            if scripted.error_code is not None:
+                error["code"] = scripted.error_code
+            return JSONResponse(
+                {"error": error}, status_code=scripted.status, headers=dict(scripted.headers)
+            )
+        ids = [call.id or f"call_{uuid.uuid4().hex[:12]}" for call in scripted.tool_calls]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(
+                _sse(scripted, ids, include_usage=include_usage, closing=self._closing),
+                media_type="text/event-stream",
+                headers=dict(scripted.headers),
+            )
+        if scripted.hang_after_chunks is not None:
+            await self._closing.wait()
+            return JSONResponse({"error": {"message": "the scripted model is closing"}}, 503)
+        return JSONResponse(_completion(scripted, ids), headers=dict(scripted.headers))
+
+
+def _finish_reason(scripted: ScriptedReply) -> str:
+    return "tool_calls" if scripted.tool_calls else "stop"
+
+
+def _usage(scripted: ScriptedReply) -> dict[str, int]:
+    return {
+        "prompt_tokens": scripted.prompt_tokens,
+        "completion_tokens": scripted.completion_tokens,
+        "total_tokens": scripted.prompt_tokens + scripted.completion_tokens,
+    }
+
+
+def _completion(scripted: ScriptedReply, ids: list[str]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": scripted.content}
+    if scripted.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_text()},
+            }
+            for call_id, call in zip(ids, scripted.tool_calls, strict=True)
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": MODEL_NAME,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(scripted)}],
+        "usage": _usage(scripted),
+    }
+
+
+def _deltas(scripted: ScriptedReply, ids: list[str]) -> list[dict[str, Any]]:
+    """The ``delta`` objects of a streamed reply: the text in pieces, then each tool call with
+    its arguments split in two (as real servers do), then the finish."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    text = scripted.content or ""
+    deltas += [{"content": text[i : i + _CHUNK_CHARS]} for i in range(0, len(text), _CHUNK_CHARS)]
+    for index, (call_id, call) in enumerate(zip(ids, scripted.tool_calls, strict=True)):
+        arguments = call.arguments_text()
+        half = len(arguments) // 2
+        deltas.append(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": arguments[:half]},
+                    }
+                ]
+            }
+        )
+        deltas.append(
+            {"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]}
+        )
+    return deltas
+
+
+async def _sse(
+    scripted: ScriptedReply, ids: list[str], *, include_usage: bool, closing: anyio.Event
+) -> AsyncIterator[str]:
+    common = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": MODEL_NAME,
+    }
+    deltas = _deltas(scripted, ids)
+    for sent, delta in enumerate(deltas):
+        if scripted.hang_after_chunks is not None and sent >= scripted.hang_after_chunks:
+            await closing.wait()  # until the client goes away (Starlette cancels) or we close
+            return
+        if scripted.break_after_chunks is not None and sent >= scripted.break_after_chunks:
+            raise ConnectionAbortedError("the scripted model breaks the stream here")
+        chunk = {**common, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+    final = {"index": 0, "delta": {}, "finish_reason": _finish_reason(scripted)}
+    yield f"data: {json.dumps({**common, 'choices': [final]})}\n\n"
+    if include_usage:
+        yield f"data: {json.dumps({**common, 'choices': [], 'usage': _usage(scripted)})}\n\n"
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,59 @@
+"""Helpers of the agent-loop tests: collect a run's events, check the settle-once guarantee."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+
+from sagents.agent import AgentEvent, DoneEvent, SAgent
+
+RUN_TIMEOUT_S = 30.0
+
+
+async def collect(
+    agent: SAgent, messages: Sequence[Mapping[str, Any]], **kwargs: Any
+) -> list[AgentEvent]:
+    """Every event of one run, bounded in time."""
+    events: list[AgentEvent] = []
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with aclosing(agent.run_stream(messages, **kwargs)) as stream:
+            async for event in stream:
+                events.append(event)
+    return events
+
+
+def done_of(events: Sequence[AgentEvent]) -> DoneEvent:
+    """The run's last event, which must be its one DoneEvent."""
+    assert isinstance(events[-1], DoneEvent)
+    assert sum(isinstance(e, DoneEvent) for e in events) == 1
+    return events[-1]
+
+
+def assert_settled_once(messages: Sequence[Mapping[str, Any]]) -> None:
+    """Every tool_call_id of an assistant message has exactly one tool message, right after it
+    (in call order), and no tool message answers an unknown call."""
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.get("role") == "tool":
+            raise AssertionError(f"tool message without its call: {message}")
+        ids = [c["id"] for c in message.get("tool_calls") or []]
+        answered = [m.get("tool_call_id") for m in messages[index : index + len(ids)]]
+        assert answered == ids, f"calls {ids} answered by {answered}"
+        assert all(m.get("role") == "tool" for m in messages[index : index + len(ids)])
+        index += len(ids)
+
+
+def tool_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [m for m in messages if m.get("role") == "tool"]
+
+
+async def first(stream: AsyncIterator[AgentEvent], kind: type[Any]) -> Any:
+    async for event in stream:
+        if isinstance(event, kind):
+            return event
+    raise AssertionError(f"no {kind.__name__}")

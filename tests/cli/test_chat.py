@@ -1,0 +1,134 @@
+"""``sagents chat``: one --prompt turn against the scripted model, NDJSON, errors, approvals."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from rich.console import Console
+from typer.testing import CliRunner
+
+from sagents.cli.chat_session import TerminalApprover
+from sagents.cli.main import app
+from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
+from sagents.tool import ApprovalRequest
+
+FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "mcp_servers.json"
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SAGENTS_MODEL", "SAGENTS_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@contextmanager
+def _serve(script: list[ScriptedReply]) -> Iterator[ScriptedModel]:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(ScriptedModel(script)) as model,
+    ):
+        yield model
+
+
+def test_chat_prompt_json_prints_one_ndjson_event_per_line_ending_in_done(
+    env: None, tmp_path: Path
+) -> None:
+    with _serve([reply("Hello from the model")]) as model:
+        result = CliRunner().invoke(
+            app,
+            ["chat", "--prompt", "hi", "--json", "--base-url", model.base_url, "--model", "m"],
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["type"] == "done"
+    assert events[-1]["reason"] == "stop"
+    text = "".join(e["delta"] for e in events if e["type"] == "message.delta")
+    assert text == "Hello from the model"
+
+
+def test_chat_prompt_runs_a_tool_of_the_configured_servers_and_shows_it(env: None) -> None:
+    script = [tool_call("fleet__get_device_status", {"sn": "SN0001"}), reply("SN0001 is fine")]
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--config",
+                str(FLEET),
+                "--prompt",
+                "status?",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "m",
+            ],
+            catch_exceptions=False,
+        )
+        requests = list(model.requests)
+    assert result.exit_code == 0, result.output
+    assert "SN0001 is fine" in result.stdout
+    assert "fleet__get_device_status" in result.stderr
+    assert requests[1]["messages"][-1]["role"] == "tool"
+    assert "SN0001" in requests[1]["messages"][-1]["content"]
+
+
+def test_chat_without_an_endpoint_says_which_variables_to_set(env: None) -> None:
+    result = CliRunner().invoke(app, ["chat", "--prompt", "hi", "--model", "m"])
+    assert result.exit_code == 2
+    assert "OPENAI_BASE_URL" in result.stderr
+    assert "--base-url" in result.stderr
+
+
+def test_chat_rejects_an_unknown_mode(env: None) -> None:
+    result = CliRunner().invoke(app, ["chat", "--mode", "yolo", "--base-url", "http://x/v1"])
+    assert result.exit_code == 2
+    assert "read-only" in result.stderr
+
+
+@pytest.mark.anyio
+async def test_the_terminal_approval_shows_long_lines_whole_and_reads_the_answer() -> None:
+    long_value = "x" * 150 + "END"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=40, force_terminal=False)
+    answers = iter(["s"])
+    approver = TerminalApprover(console=console, ask=lambda _prompt: next(answers))
+    request = ApprovalRequest.for_tool_call(
+        "save", {"text": long_value}, permission="write", session_id="s"
+    )
+    assert await approver.approve(request) == "allow_session"
+    shown = buffer.getvalue()
+    assert long_value in shown.replace("\n", "")
+    assert "save (write)" in shown
+
+
+@pytest.mark.anyio
+async def test_the_terminal_approval_denies_on_end_of_input_or_an_answer_not_offered() -> None:
+    def eof(_prompt: str) -> str:
+        raise EOFError
+
+    console = Console(file=io.StringIO(), width=80)
+    script = ApprovalRequest.for_script(("save",), "print(1)\n", session_id="s")
+    assert await TerminalApprover(console=console, ask=eof).approve(script) == "deny"
+    assert await TerminalApprover(console=console, ask=lambda _p: "s").approve(script) == "deny"
+    assert await TerminalApprover(console=console, ask=lambda _p: "o").approve(script) == (
+        "allow_once"
+    )
+
+
+def test_chat_help_does_not_import_the_agent_loop() -> None:
+    import subprocess
+
+    code = (
+        "import sys, sagents.cli.main\n"
+        "print('openai' in sys.modules or 'sagents.agent' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,99 @@
+"""web_fetch and the todo list offered by ``sagents serve`` from ``builtinTools`` in the config."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.settings import GatewaySettings
+from tests.gateway.test_configured import text_of, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def page_url() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b"<html><head><title>Served</title></head><body><h2>Hi</h2></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+async def _call(
+    tmp_path: Path, section: Mapping[str, object], tool: str, args: dict[str, object]
+) -> tuple[bool, str]:
+    config = write_config(tmp_path, builtinTools=section)
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    async with ConfiguredGateway(settings) as gateway:
+        with anyio.fail_after(60):
+            async with Client(gateway.server, mode="legacy") as client:
+                result = await client.call_tool(tool, args)
+    return result.is_error, text_of(result)
+
+
+async def test_web_fetch_reaches_loopback_only_when_the_config_allows_it(
+    tmp_path: Path, page_url: str
+) -> None:
+    allowed = {"enabled": ["web_fetch"], "webFetch": {"allowNetworks": ["127.0.0.0/8"]}}
+    is_error, text = await _call(tmp_path, allowed, "web_fetch", {"url": page_url})
+    assert is_error is False, text
+    assert text.startswith("Title: Served")
+    assert "## Hi" in text
+    is_error, text = await _call(
+        tmp_path, {"enabled": ["web_fetch"]}, "web_fetch", {"url": page_url}
+    )
+    assert is_error is True
+    assert "loopback" in text
+
+
+async def test_todo_tools_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    section = {"enabled": ["todo_write", "todo_read"]}
+    is_error, text = await _call(
+        tmp_path, section, "todo_write", {"items": [{"id": "a", "content": "from the gateway"}]}
+    )
+    assert is_error is False, text
+    assert "[ ] a: from the gateway" in text
+    assert (tmp_path / "data" / "todo.sqlite3").exists()
+
+
+async def test_memory_through_the_gateway_needs_a_configured_anonymous_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    enabled = ["memory_store", "memory_search"]
+    is_error, text = await _call(
+        tmp_path, {"enabled": enabled}, "memory_store", {"content": "likes tea"}
+    )
+    assert is_error is True
+    assert "needs a user" in text
+    section = {"enabled": enabled, "memory": {"anonymousUser": "operator"}}
+    is_error, text = await _call(tmp_path, section, "memory_store", {"content": "likes tea"})
+    assert is_error is False, text
+    is_error, text = await _call(tmp_path, section, "memory_search", {"query": "tea"})
+    assert is_error is False, text
+    assert "likes tea" in text

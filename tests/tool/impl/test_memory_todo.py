@@ -1,0 +1,249 @@
+"""memory_* and todo_* in process: scopes, dedup, ranking, limits, audit; one list per session
+shared by its agents, persisted across a restart, change events."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.audit import SqliteAuditStore
+from sagents.core.events import ToolProgressEvent
+from sagents.progress import ProgressHub
+from sagents.tool import SessionContext, ToolManager
+from sagents.tool.impl import MemoryLimits, MemoryStore, TodoStore, register_builtin_tools
+from tests.tool.impl import conformance_memory_todo as checks
+
+pytestmark = pytest.mark.anyio
+
+MEMORY = ["memory_store", "memory_search", "memory_delete"]
+TODO = ["todo_write", "todo_read"]
+
+
+def _manager(tmp_path: Path, limits: MemoryLimits | None = None) -> ToolManager:
+    manager = ToolManager()
+    register_builtin_tools(
+        manager,
+        None,
+        names=[*MEMORY, *TODO],
+        memory=MemoryStore(
+            path=tmp_path / "memory.sqlite3",
+            audit=SqliteAuditStore(path=tmp_path / "audit.sqlite3"),
+            limits=limits or MemoryLimits(),
+        ),
+        todo=TodoStore(path=tmp_path / "todo.sqlite3"),
+    )
+    return manager
+
+
+def _caller(manager: ToolManager) -> checks.Call:
+    async def call(tool: str, arguments: dict[str, Any], context: Any) -> tuple[Any, str | None]:
+        with anyio.fail_after(20):
+            result = await manager.run_tool(tool, arguments, context)
+        return result.structured, (result.error.code if result.error else None)
+
+    return call
+
+
+def _user(user: str, agent: str | None = None, session: str = "s1") -> SessionContext:
+    return SessionContext(user_id=user, agent=agent, session_id=session)
+
+
+async def test_fts_ranks_the_relevant_memory_first(tmp_path: Path) -> None:
+    await checks.check_fts_ranks_the_relevant_memory_first(
+        _caller(_manager(tmp_path)), _user("alice")
+    )
+
+
+async def test_dedup_within_a_scope(tmp_path: Path) -> None:
+    await checks.check_dedup_within_a_scope(_caller(_manager(tmp_path)), _user("alice"))
+
+
+async def test_user_a_never_finds_user_b_memories(tmp_path: Path) -> None:
+    await checks.check_users_never_see_each_other(
+        _caller(_manager(tmp_path)), _user("alice"), _user("bob")
+    )
+
+
+async def test_delete(tmp_path: Path) -> None:
+    await checks.check_delete(_caller(_manager(tmp_path)), _user("alice"))
+
+
+async def test_agent_scopes_are_separate_and_user_scope_is_shared(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    planner, coder = _user("alice", "planner"), _user("alice", "coder")
+    own, _ = await call("memory_store", {"content": "plan uses three phases"}, planner)
+    mine, _ = await call("memory_store", {"content": "plan uses three phases"}, coder)
+    assert mine["duplicate"] is False  # no dedup across agents either
+    assert mine["memory"]["id"] != own["memory"]["id"]
+    await call("memory_store", {"content": "alice works in UTC+2", "scope": "user"}, planner)
+    found, _ = await call("memory_search", {"query": "phases UTC"}, coder)
+    assert {m["content"] for m in found["memories"]} == {
+        "plan uses three phases",
+        "alice works in UTC+2",
+    }
+    assert mine["memory"]["id"] in {m["id"] for m in found["memories"]}
+    assert own["memory"]["id"] not in {m["id"] for m in found["memories"]}
+
+
+async def test_memory_limits_are_enforced(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path, MemoryLimits(max_chars=50, max_per_scope=2, max_tags=2)))
+    me = _user("alice")
+    _, code = await call("memory_store", {"content": "x" * 51}, me)
+    assert code == "quota_exceeded"
+    _, code = await call("memory_store", {"content": "one", "tags": ["a", "b", "c"]}, me)
+    assert code == "quota_exceeded"
+    for text in ("one", "two"):
+        _, code = await call("memory_store", {"content": text}, me)
+        assert code is None
+    _, code = await call("memory_store", {"content": "three"}, me)
+    assert code == "quota_exceeded"
+    _, code = await call("memory_store", {"content": "three"}, _user("bob"))
+    assert code is None  # the limit is per scope
+
+
+async def test_memory_needs_a_user(tmp_path: Path) -> None:
+    _, code = await _caller(_manager(tmp_path))("memory_store", {"content": "x"}, SessionContext())
+    assert code == "not_allowed"
+
+
+async def test_search_filters_by_tags(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    me = _user("alice")
+    await call("memory_store", {"content": "tea in the morning", "tags": ["drink"]}, me)
+    await call("memory_store", {"content": "tea ceremony history", "tags": ["culture"]}, me)
+    found, _ = await call("memory_search", {"query": "tea", "tags": ["culture"]}, me)
+    assert [m["content"] for m in found["memories"]] == ["tea ceremony history"]
+
+
+async def test_writes_and_deletes_are_audited(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    stored, _ = await call("memory_store", {"content": "audited"}, _user("alice", session="s9"))
+    await call("memory_delete", {"id": stored["memory"]["id"]}, _user("alice", session="s9"))
+    entries = await SqliteAuditStore(path=tmp_path / "audit.sqlite3").entries()
+    assert [(e.kind, e.session_id) for e in entries] == [
+        ("memory_delete", "s9"),
+        ("memory_write", "s9"),
+    ]
+    assert entries[1].data["memory_id"] == stored["memory"]["id"]
+    assert entries[1].data["user_id"] == "alice"
+    assert "audited" not in json.dumps(dict(entries[1].data))  # the content stays private
+
+
+async def test_todo_cycles_and_unknown_ids_are_refused(tmp_path: Path) -> None:
+    await checks.check_todo_cycles_and_unknown_ids_are_refused(
+        _caller(_manager(tmp_path)), _user("alice")
+    )
+
+
+async def test_todo_update_changes_only_given_fields(tmp_path: Path) -> None:
+    await checks.check_todo_update_changes_only_given_fields(
+        _caller(_manager(tmp_path)), _user("alice")
+    )
+
+
+async def test_two_agents_of_one_session_share_one_list_and_others_see_nothing(
+    tmp_path: Path,
+) -> None:
+    call = _caller(_manager(tmp_path))
+    lead = SessionContext(session_id="s1", agent="lead")
+    helper = SessionContext(session_id="s1", agent="helper")
+    await call("todo_write", {"items": [{"id": "a", "content": "plan"}]}, lead)
+    await call(
+        "todo_write", {"items": [{"id": "b", "content": "code", "blocked_by": ["a"]}]}, helper
+    )
+    listed, _ = await call("todo_read", {}, lead)
+    assert [(i["id"], i["owner"]) for i in listed["items"]] == [("a", "lead"), ("b", "helper")]
+    other, _ = await call("todo_read", {}, SessionContext(session_id="s2", agent="lead"))
+    assert other["items"] == []
+
+
+async def test_the_todo_list_survives_a_restart(tmp_path: Path) -> None:
+    session = SessionContext(session_id="s1")
+    await _caller(_manager(tmp_path))(
+        "todo_write",
+        {"items": [{"id": "a", "content": "persist me", "status": "in_progress"}]},
+        session,
+    )
+    listed, _ = await _caller(_manager(tmp_path))("todo_read", {}, session)
+    assert listed["items"] == [
+        {
+            "id": "a",
+            "content": "persist me",
+            "status": "in_progress",
+            "owner": None,
+            "blocked_by": [],
+        }
+    ]
+
+
+async def test_a_todo_change_is_a_tool_progress_event(tmp_path: Path) -> None:
+    hub = ProgressHub()
+    manager = ToolManager(progress_hub=hub)
+    register_builtin_tools(
+        manager, None, names=TODO, todo=TodoStore(path=tmp_path / "todo.sqlite3")
+    )
+    texts: list[str] = []
+    async with hub.subscribe("s1") as queue:
+
+        async def run() -> None:
+            result = await manager.run_tool(
+                "todo_write",
+                {"items": [{"id": "a", "content": "show me"}]},
+                SessionContext(session_id="s1", agent="lead"),
+                tool_call_id="c1",
+            )
+            assert not result.is_error
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(20):
+                while True:
+                    event = await queue.receive()
+                    assert isinstance(event, ToolProgressEvent)
+                    assert event.tool_call_id == "c1"
+                    if event.closed:
+                        break
+                    texts.append(event.text)
+    payload = json.loads("".join(texts))
+    assert payload["type"] == "todo.changed"
+    assert payload["agent"] == "lead"
+    assert payload["items"][0]["content"] == "show me"
+
+
+async def test_concurrent_updates_of_two_agents_lose_nothing(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    agents = [SessionContext(session_id="s1", agent=name) for name in ("lead", "helper")]
+
+    async def add(number: int) -> None:
+        item = {"id": f"i{number}", "content": f"task {number}"}
+        _, code = await call("todo_write", {"items": [item]}, agents[number % 2])
+        assert code is None
+
+    async with anyio.create_task_group() as tg:
+        for number in range(20):
+            tg.start_soon(add, number)
+    listed, _ = await call("todo_read", {}, agents[0])
+    assert sorted(i["id"] for i in listed["items"]) == sorted(f"i{n}" for n in range(20))
+    owners = {i["id"]: i["owner"] for i in listed["items"]}
+    assert owners["i0"] == "lead"
+    assert owners["i1"] == "helper"
+
+
+async def test_concurrent_stores_of_one_text_make_one_memory(tmp_path: Path) -> None:
+    call = _caller(_manager(tmp_path))
+    ids: list[str] = []
+
+    async def store() -> None:
+        stored, code = await call("memory_store", {"content": "same fact"}, _user("alice"))
+        assert code is None
+        ids.append(stored["memory"]["id"])
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(12):
+            tg.start_soon(store)
+    assert len(ids) == 12
+    assert len(set(ids)) == 1
