@@ -115,7 +115,33 @@ def distribute_unions(document: Any, *, target: str, path: str = "") -> Any:
     ]
     if not branches:
         raise merger.refuse(f"an {key} none of whose branches fits the types beside it", path)
-    return {key: branches, **words}
+    distributed = {key: branches, **words}
+    # Each branch gets a copy of the siblings, so nested unions multiply the size: bound it
+    # like inlining, so that a hostile schema is refused instead of stalling the export.
+    if _exceeds(distributed, MAX_INLINED_NODES):
+        raise SchemaExportError(
+            f"moving the keywords beside each {key} into its branches gives more than "
+            f"{MAX_INLINED_NODES} schema nodes",
+            hint="the schema nests unions beside large properties; export with another mode",
+            details={"path": path, "limit": MAX_INLINED_NODES},
+        )
+    return distributed
+
+
+def _exceeds(document: Any, limit: int) -> bool:
+    """Whether ``document`` holds more than ``limit`` objects (stops counting past it)."""
+    count = 0
+    pending = [document]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            count += 1
+            if count > limit:
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _distribute_child(key: str, value: Any, path: str, target: str) -> Any:

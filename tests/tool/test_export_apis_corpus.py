@@ -634,3 +634,34 @@ def test_every_gemini_name_leads_back_to_its_tool(names: list[str]) -> None:
 class _Noop:
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         return ToolResult.from_text("ok")
+
+
+def _unions_beside_properties(depth: int) -> dict[str, Any]:
+    """An object whose properties sit beside a two-branch ``anyOf``, nested ``depth`` times:
+    distributing the properties into the branches doubles the schema at each level."""
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        node = {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "child": node},
+            "anyOf": [
+                {"properties": {"p": {"type": "string"}}},
+                {"properties": {"q": {"type": "string"}}},
+            ],
+        }
+    return {"type": "object", "properties": {"root": node}}
+
+
+def test_nested_unions_beside_properties_are_refused_at_the_node_bound_not_distributed() -> None:
+    hostile = _unions_beside_properties(30)  # 2**30 copies if nothing bounded it
+    with pytest.raises(SchemaExportError, match="schema nodes"):
+        distribute_unions(hostile, target="Gemini")
+    with pytest.raises(SchemaExportError):
+        anthropic_strict_schema(hostile)
+    with pytest.raises(SchemaExportError):
+        gemini_schema(hostile)
+
+
+def test_a_few_nested_unions_beside_properties_still_distribute() -> None:
+    distributed = distribute_unions(_unions_beside_properties(3), target="Gemini")
+    assert "anyOf" in distributed["properties"]["root"]
