@@ -49,15 +49,7 @@ STILL_CITING = frozenset(
         "sagents/progress/binding.py",
         "sagents/progress/hub.py",
         "sagents/tool/arguments.py",
-        "sagents/tool/background.py",
-        "sagents/tool/context.py",
-        "sagents/tool/impl/builtin.py",
-        "sagents/tool/mcp_registry.py",
-        "sagents/tool/result_conversion.py",
-        "sagents/tool/tool_manager.py",
-        "sagents/tool/tool_schema.py",
         "tests/test_readme.py",
-        "tests/tool/test_tool_manager.py",
     }
 )
 
