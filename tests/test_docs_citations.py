@@ -30,17 +30,7 @@ CITATION = re.compile(
 
 STILL_CITING = frozenset(
     {
-        "sagents/audit/store.py",
-        "sagents/cli/demo.py",
-        "sagents/cli/run_script.py",
-        "sagents/cli/script_host.py",
-        "sagents/cli/serve.py",
-        "sagents/config/loader.py",
-        "sagents/config/models.py",
-        "sagents/config/tools.py",
-        "sagents/core/spec.py",
         "sagents/tool/arguments.py",
-        "tests/test_readme.py",
     }
 )
 
