@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -17,6 +18,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from sagents.agent.events import AgentEvent
 from sagents.agent.session import AgentSession
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
+from sagents.errors import NotAllowedError
 from sagents.progress.hub import ProgressHub, default_hub
 from sagents.progress.queue import EventQueue
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
@@ -36,6 +38,8 @@ __all__ = [
     "running_loop",
     "settle_history",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(kw_only=True)
@@ -75,7 +79,13 @@ class RunState:
                 await self.send.send(event)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around."""
+        """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an
+        approver that raises denies."""
+        answer, _failure = await self.ask_why(request)
+        return answer
+
+    async def ask_why(self, request: ApprovalRequest) -> tuple[ApprovalAnswer, str | None]:
+        """:meth:`ask`, and why the approver could not answer (None when it answered)."""
         request_id = f"approval_{uuid.uuid4().hex[:12]}"
         clock = self.hubs[0].clock
         await self.emit(
@@ -87,18 +97,23 @@ class RunState:
                 ts=clock.time(),
             )
         )
+        answer: ApprovalAnswer = "deny"
+        failure = None
         if self.approver is None:
-            answer: ApprovalAnswer = "deny"
             reason = "nobody could be asked (no approver was given)"
         else:
-            answer = settle_answer(request, await self.approver.approve(request))
-            reason = answer
+            try:
+                answer = settle_answer(request, await self.approver.approve(request))
+                reason = answer
+            except Exception as error:  # a broken approver denies this call, not the run
+                logger.warning("the approver failed on %s", request.tools, exc_info=True)
+                reason = failure = f"the approver failed: {error!r}"
         await self.emit(
             ApprovalResultEvent(
                 request_id=request_id, approved=answer != "deny", reason=reason, ts=clock.time()
             )
         )
-        return answer
+        return answer, failure
 
 
 class EventApprover:
@@ -108,7 +123,14 @@ class EventApprover:
         self._run = run
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self._run.ask(request)
+        answer, failure = await self._run.ask_why(request)
+        if failure is not None:  # say so, rather than "denied by the user"
+            raise NotAllowedError(
+                f"the call of {', '.join(request.tools)} was refused: {failure}",
+                hint="Do not retry this call; ask the user what to do instead.",
+                details={"tools": list(request.tools)},
+            )
+        return answer
 
 
 def approval_message(request: ApprovalRequest) -> str:
@@ -181,6 +203,8 @@ def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
         normalised["tool_calls"] = calls
     else:
         normalised.pop("tool_calls", None)
+        if normalised.get("content") is None:  # endpoints refuse an assistant message with neither
+            normalised["content"] = ""
     return normalised
 
 
@@ -195,31 +219,43 @@ def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the input history in which every tool call has its result: a call left
-    unanswered by an earlier run (a crash, an abort elsewhere) gets one that says so, placed
-    after the results it does have, so that the next request to the model is valid."""
+    """A copy of the input history that is a valid Chat Completions history: each tool call of
+    an assistant message answered exactly once, in call order, right after it. A call left
+    unanswered by an earlier run (a crash, an abort elsewhere) gets a result that says so; a
+    second answer to a call, a tool message answering no call of the assistant message before
+    it, and a tool message with no assistant message before it (a history cut at the front) are
+    dropped (each logged), since any of them makes the endpoint refuse every request."""
     settled: list[dict[str, Any]] = []
     index = 0
     while index < len(messages):
         message = dict(messages[index])
-        settled.append(message)
         index += 1
-        ids = [str(c.get("id")) for c in message.get("tool_calls") or [] if c.get("id")]
+        if message.get("role") == "tool":
+            logger.warning("dropped a tool message that answers no call: %.200r", message)
+            continue
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            message = normalise_assistant(message)
+        settled.append(message)
+        ids = [str(c["id"]) for c in message.get("tool_calls") or []]
         if message.get("role") != "assistant" or not ids:
             continue
-        answered: set[str] = set()
+        answers: dict[str, dict[str, Any]] = {}
         while index < len(messages) and messages[index].get("role") == "tool":
-            answered.add(str(messages[index].get("tool_call_id")))
-            settled.append(dict(messages[index]))
+            answer = dict(messages[index])
             index += 1
+            call_id = str(answer.get("tool_call_id"))
+            if call_id not in ids or call_id in answers:
+                logger.warning("dropped a tool message that answers no open call: %.200r", answer)
+                continue
+            answers[call_id] = answer
         for call_id in ids:
-            if call_id not in answered:
-                settled.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call_id,
-                        "content": "Error [cancelled]: this call was never answered (the run "
-                        "that made it ended before it finished)",
-                    }
-                )
+            settled.append(
+                answers.get(call_id)
+                or {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": "Error [cancelled]: this call was never answered (the run "
+                    "that made it ended before it finished)",
+                }
+            )
     return settled

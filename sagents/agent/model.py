@@ -30,6 +30,7 @@ import anyio
 import httpx2 as httpx
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from sagents.errors import (
     ContextLengthError,
@@ -63,6 +64,7 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _CONTEXT_LENGTH_MARKERS = ("context_length_exceeded", "context length", "maximum context")
 logger = logging.getLogger(__name__)
 
+_SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error
 _NO_KEY = "sagents-no-key"  # local servers (vLLM, Ollama) need no key; the SDK needs a string
 
 
@@ -136,15 +138,21 @@ class _Accumulator:
     """Builds the assistant message out of streamed deltas."""
 
     text: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
+    _at: dict[int, dict[str, Any]] = field(default_factory=dict)  # the call of each index
 
     def add_tool_call_delta(self, delta: Any) -> None:
-        call = self.calls.setdefault(
-            int(delta.index or 0),
-            {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-        )
+        """Add one tool-call delta to the call of its ``index``; a delta bringing a new ``id``
+        at an index that already has a call starts a new call (some servers send every
+        parallel call at index 0, each with its own id)."""
+        index = int(delta.index or 0)
+        call = self._at.get(index)
+        if call is None or (delta.id and call["id"] and delta.id != call["id"]):
+            call = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+            self._at[index] = call
+            self.calls.append(call)
         if delta.id:
             call["id"] = delta.id
         if delta.function is not None:
@@ -156,7 +164,7 @@ class _Accumulator:
     def turn(self) -> ModelTurn:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
         if self.calls:
-            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+            message["tool_calls"] = list(self.calls)
         return ModelTurn(message=message, finish_reason=self.finish_reason, usage=self.usage)
 
 
@@ -256,6 +264,8 @@ class OpenAIChatModel:
                         yield event
                 else:
                     completion = await self.client.chat.completions.create(**request)
+                    if not isinstance(completion, ChatCompletion):
+                        raise self._not_a_completion(completion)
                     for event in _from_completion(completion):
                         yield event
                 return
@@ -294,7 +304,8 @@ class OpenAIChatModel:
                                 accumulator.add_tool_call_delta(call_delta)
                         if choice.finish_reason:
                             accumulator.finish_reason = choice.finish_reason
-        except (httpx.HTTPError, openai.APIError) as error:
+        except (httpx.HTTPError, openai.APIError, ValueError) as error:
+            # ValueError: a server-sent event whose data is not JSON (json.JSONDecodeError)
             if isinstance(error, openai.APIStatusError):
                 raise
             raise ModelStreamError(
@@ -304,6 +315,17 @@ class OpenAIChatModel:
         if accumulator.finish_reason is None:  # a server quirk: the stream itself ended well
             logger.debug("the streamed answer from %r had no finish_reason", self.base_url)
         yield accumulator.turn()
+
+    def _not_a_completion(self, answer: object) -> ModelError:
+        shown = answer if isinstance(answer, str) else repr(answer)
+        return ModelError(
+            f"the model endpoint {self.base_url!r} answered something that is not a chat "
+            f"completion: {shown[:_SHOWN_ANSWER_CHARS]!r}",
+            hint=(
+                "check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible API, "
+                "usually ending in /v1, and not at a web page or a proxy's login"
+            ),
+        )
 
     def _status_error(self, error: openai.APIStatusError) -> ModelError:
         status = error.status_code

@@ -7,6 +7,7 @@ loop and the ``openai`` SDK.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -28,9 +29,20 @@ from sagents.tool.context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
-__all__ = ["ChatRenderer", "TerminalApprover", "run_chat"]
+__all__ = ["ChatRenderer", "TerminalApprover", "literal", "run_chat"]
 
 _RESULT_PREVIEW_CHARS = 200  # characters of a tool result shown in the transcript
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 (but tab, newline), DEL, C1
+
+
+def literal(text: str) -> Text:
+    """``text`` as a rich ``Text`` shown literally: no markup is read, and every control
+    character but tab and newline is shown as an escape (``\\x1b``), so that text from the
+    model, a tool or a script cannot move the cursor, clear lines or retitle the terminal
+    (ECMA-48 control functions)."""
+    return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 def _read_line(prompt: str) -> str:
@@ -80,8 +92,8 @@ class TerminalApprover:
                 head += f": {request.description}"
         else:
             head = f"The model wants to call {tools} with:"
-        self.console.print(Text(head, style="bold"), overflow="fold")
-        self.console.print(Text(request.shown_text()), overflow="fold", soft_wrap=False)
+        self.console.print(literal(head), style="bold", overflow="fold")
+        self.console.print(literal(request.shown_text()), overflow="fold", soft_wrap=False)
 
 
 @dataclass(kw_only=True)
@@ -95,7 +107,7 @@ class ChatRenderer:
     def show(self, event: AgentEvent) -> None:
         """Render one event."""
         if isinstance(event, MessageDeltaEvent):
-            self.out.print(Text(event.delta), end="")
+            self.out.print(literal(event.delta), end="")
             self._in_text = True
             return
         self._end_text()
@@ -105,7 +117,7 @@ class ChatRenderer:
             if event.text:
                 style = "red" if event.stream == "stderr" else "dim"
                 for line in event.text.splitlines():
-                    self.err.print(Text(f"  │ {line}", style=style), overflow="fold")
+                    self.err.print(literal(f"  │ {line}"), style=style, overflow="fold")
         elif isinstance(event, ScriptProgressEvent):
             bar = ""
             if event.total:
@@ -113,16 +125,16 @@ class ChatRenderer:
                 bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
             note = f" {event.message}" if event.message else ""
             self.err.print(
-                Text(
+                literal(
                     f"  ⚙ script {event.status}: {event.calls} calls, "
-                    f"{event.failures} failed{bar}{note}",
-                    style="cyan",
-                )
+                    f"{event.failures} failed{bar}{note}"
+                ),
+                style="cyan",
             )
         elif isinstance(event, DoneEvent):
             if event.reason == "error" and event.error is not None:
                 hint = f" ({event.error['hint']})" if event.error.get("hint") else ""
-                self.err.print(Text(f"error: {event.error['message']}{hint}", style="red"))
+                self.err.print(literal(f"error: {event.error['message']}{hint}"), style="red")
             elif event.reason != "stop":
                 self.err.print(Text(f"(turn ended: {event.reason})", style="yellow"))
 
@@ -136,7 +148,7 @@ class ChatRenderer:
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 self.err.print(
-                    Text(f"  → {function.get('name')}({function.get('arguments', '')})"),
+                    literal(f"  → {function.get('name')}({function.get('arguments', '')})"),
                     style="bold",
                     overflow="fold",
                 )
@@ -145,7 +157,7 @@ class ChatRenderer:
             first = content[:_RESULT_PREVIEW_CHARS]
             if len(content) > _RESULT_PREVIEW_CHARS:
                 first += " …"
-            self.err.print(Text(f"  ← {first}", style="dim"), overflow="fold")
+            self.err.print(literal(f"  ← {first}"), style="dim", overflow="fold")
 
 
 @dataclass(kw_only=True)
@@ -196,16 +208,16 @@ class _Chat:
             return False
         if name == "/tools":
             for spec in self.tools.list_specs():
-                out.print(Text(f"{spec.name}  ({spec.permission})  {spec.summary}"))
+                out.print(literal(f"{spec.name}  ({spec.permission})  {spec.summary}"))
         elif name == "/skills":
             skills = self.skills.list_skills() if self.skills is not None else []
             if not skills:
                 out.print("no skills (pass --skills DIR)")
             for skill in skills:
-                out.print(Text(f"{skill.name}  {skill.description}"))
+                out.print(literal(f"{skill.name}  {skill.description}"))
         elif name == "/history":
             for message in self.history:
-                out.print(Text(json.dumps(message, ensure_ascii=False)), overflow="fold")
+                out.print(literal(json.dumps(message, ensure_ascii=False)), overflow="fold")
         else:
             out.print(Text(f"unknown command {name!r}; try /tools, /skills, /history, /quit"))
         return True

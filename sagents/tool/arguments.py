@@ -39,6 +39,7 @@ import jsonschema_rs
 
 from sagents.core.spec import MAX_SCHEMA_NESTING, schema_nesting
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError
+from sagents.tool.json_schema import json_type
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
@@ -370,7 +371,7 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
         return {t for t in declared if isinstance(t, str)}
     if "const" in schema or "enum" in schema:
         values = [schema["const"]] if "const" in schema else list(schema.get("enum") or ())
-        return {_json_type(v) for v in values}
+        return {json_type(v) for v in values}
     return set()
 
 
@@ -451,25 +452,7 @@ def _describe(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr)
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{text} ({_json_type(value)})"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return f"{text} ({json_type(value)})"
 
 
 # An upper bound of the JSON size of a scalar or short string, without serialising it: a

@@ -41,7 +41,7 @@ from sagents.errors import SchemaExportError
 from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import distribute_unions, inline_schema
-from sagents.tool.json_schema import escape_pointer
+from sagents.tool.json_schema import escape_pointer, fixed_length
 from sagents.tool.naming import to_exported_name
 from sagents.tool.provider import ToolProvider
 
@@ -254,6 +254,8 @@ def _array(node: Mapping[str, Any], out: dict[str, Any], path: str, notes: dict[
     prefix, tail = node.get("prefixItems"), node.get("items")
     if isinstance(tail, list):  # draft-07 tuple form
         prefix, tail = tail, node.get("additionalItems")
+    if isinstance(prefix, list) and prefix and fixed_length(node, len(prefix)):
+        tail = False  # pydantic's tuple[int, str]: maxItems leaves no room past the prefix
     if isinstance(prefix, list) and prefix:
         members = [*prefix, *([tail] if isinstance(tail, Mapping) and tail else [])]
         if tail is None or tail is True or tail == {}:

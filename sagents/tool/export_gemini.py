@@ -49,7 +49,7 @@ from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, r
 from sagents.tool.export_faithful import faithful_schema
 from sagents.tool.export_inline import distribute_unions, inline_schema, merge_schemas
 from sagents.tool.export_strict import strict_schema
-from sagents.tool.json_schema import escape_pointer
+from sagents.tool.json_schema import escape_pointer, fixed_length, json_type
 from sagents.tool.naming import to_exported_name
 from sagents.tool.provider import ToolProvider
 
@@ -449,6 +449,8 @@ class _Writer:
         prefix, tail = node.get("prefixItems"), node.get("items")
         if isinstance(tail, list):  # draft-07 tuple form
             prefix, tail = tail, node.get("additionalItems")
+        if isinstance(prefix, list) and prefix and fixed_length(node, len(prefix)):
+            tail = False  # pydantic's tuple[int, str]: maxItems leaves no room past the prefix
         if isinstance(prefix, list) and prefix:
             members = [*prefix]
             if isinstance(tail, Mapping):
@@ -637,7 +639,7 @@ def _types_of(node: Mapping[str, Any]) -> list[str] | None:
         return ["array"]
     values = _values_of(node)
     if values:
-        kinds = list(dict.fromkeys(_json_type(v) for v in values))
+        kinds = list(dict.fromkeys(json_type(v) for v in values))
         if "integer" in kinds and "number" in kinds:
             kinds.remove("integer")
         return [k for k in kinds if k in _TYPES or k == "null"] or None
@@ -651,27 +653,13 @@ def _values_of(node: Mapping[str, Any]) -> list[Any] | None:
     return list(enum) if isinstance(enum, list) else None
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _kind_of(declared: Mapping[str, Any]) -> str:
     """The JSON Schema type name of a written Gemini node ("" for an ``anyOf``)."""
     return str(declared.get("type", "")).lower()
 
 
 def _fits(value: Any, kind: str) -> bool:
-    found = _json_type(value)
+    found = json_type(value)
     return found == kind or (kind == "number" and found == "integer")
 
 

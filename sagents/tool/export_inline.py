@@ -35,7 +35,7 @@ from sagents.tool.json_schema import (
     SCHEMA_MAP_KEYWORDS,
     escape_pointer,
 )
-from sagents.tool.schema_merge import MergeConflict, merge_conjunction
+from sagents.tool.schema_merge import MergeConflict, merge_conjunction, types_exclude
 
 __all__ = ["MAX_INLINED_NODES", "distribute_unions", "inline_schema", "merge_schemas"]
 
@@ -111,21 +111,11 @@ def distribute_unions(document: Any, *, target: str, path: str = "") -> Any:
     branches = [
         merger.merge(dict(siblings), branch, f"{path}/{key}/{i}")
         for i, branch in enumerate(node[key])
-        if not _types_exclude(siblings, branch)  # a branch no value can satisfy: dropped
+        if not types_exclude(siblings, branch)  # a branch no value can satisfy: dropped
     ]
     if not branches:
         raise merger.refuse(f"an {key} none of whose branches fits the types beside it", path)
     return {key: branches, **words}
-
-
-def _types_exclude(first: Mapping[str, Any], second: Any) -> bool:
-    """True when the two schemas' ``type`` keywords share no type (``integer`` is a number)."""
-    if not isinstance(second, Mapping) or "type" not in first or "type" not in second:
-        return False
-    a = set(first["type"] if isinstance(first["type"], list) else [first["type"]])
-    b = set(second["type"] if isinstance(second["type"], list) else [second["type"]])
-    numbers = {"integer", "number"}
-    return not (a & b) and not (a & numbers and b & numbers)
 
 
 def _distribute_child(key: str, value: Any, path: str, target: str) -> Any:

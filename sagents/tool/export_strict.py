@@ -20,8 +20,18 @@ from jsonschema.protocols import Validator
 
 from sagents.errors import InvalidArgumentsError, SchemaExportError
 from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.json_schema import escape_pointer, iter_subschemas, resolve_local_ref
-from sagents.tool.schema_merge import MergeConflict, inline_ref, merge_conjunction
+from sagents.tool.json_schema import (
+    escape_pointer,
+    fixed_length,
+    iter_subschemas,
+    resolve_local_ref,
+)
+from sagents.tool.schema_merge import (
+    MergeConflict,
+    inline_ref,
+    merge_conjunction,
+    types_exclude,
+)
 
 __all__ = [
     "MAX_STRICT_NODES",
@@ -72,6 +82,7 @@ never stalls; pydantic's schemas for real tools stay under a few hundred nodes."
 
 _SILENTLY_DROPPED = frozenset({"title", "$schema", "$id", "$comment", "readOnly", "writeOnly"})
 _REF_ANNOTATIONS = _SILENTLY_DROPPED | {"description", "default", "examples", "deprecated"}
+_UNION_KEPT = _REF_ANNOTATIONS | {"$defs", "definitions"}  # stay beside a distributed anyOf
 _MAX_REF_HOPS = 64  # a chain of $ref to $ref longer than this is a cycle
 _OLD_DRAFT = re.compile(r"json-schema\.org/(draft-0[0-7]|schema)\b")  # "schema": draft-04 era
 _MAX_INLINED_NODES = 64  # a described $ref to a definition larger than this is not copied
@@ -157,6 +168,7 @@ class _StrictRewriter:
                 hint="export this tool with strict=False",
                 details={"path": path},
             )
+        node = self._distribute(node, path)
         notes: dict[str, Any] = {}
         out: dict[str, Any] = {}
         for key, value in node.items():
@@ -268,6 +280,56 @@ class _StrictRewriter:
             details={"path": path},
         )
 
+    def _distribute(self, node: dict[str, Any], path: str) -> dict[str, Any]:
+        """Move the keywords beside an ``anyOf`` into each branch: ``A and anyOf(B, C)`` is
+        ``anyOf(A and B, A and C)`` (JSON Schema 2020-12, Core section 10.2.1). Closing the
+        object beside the union and each branch separately would otherwise accept nothing
+        that needs properties from both. Branches are merged like ``allOf`` members
+        (:mod:`sagents.tool.schema_merge`); a branch whose type the siblings exclude accepts
+        nothing and is dropped; a merge that is not sure refuses the export. Branches nested
+        deeper are distributed when :meth:`rewrite` reaches them."""
+        branches = node.get("anyOf")
+        if not isinstance(branches, list):
+            return node
+        siblings = {k: v for k, v in node.items() if k != "anyOf" and k not in _UNION_KEPT}
+        if not siblings:
+            return node
+        merged: list[Any] = []
+        for i, branch in enumerate(branches):
+            if branch is False:
+                continue  # accepts nothing
+            if branch is True or branch == {}:
+                merged.append(dict(siblings))
+                continue
+            if not isinstance(branch, Mapping):
+                raise SchemaExportError(
+                    f"the schema at {path}/anyOf/{i} is not a schema",
+                    details={"path": f"{path}/anyOf/{i}"},
+                )
+            if not self._siblings_apply and isinstance(branch.get("$ref"), str):
+                branch = {k: v for k, v in branch.items() if k in _REF_ANNOTATIONS or k == "$ref"}
+            try:
+                member = inline_ref(branch, self._resolve)
+                if types_exclude(siblings, member):
+                    continue
+                merged.append(merge_conjunction(siblings, member, self._resolve))
+            except MergeConflict as conflict:
+                raise SchemaExportError(
+                    f"the schema at {path or '/'!r} has keywords beside an anyOf/oneOf that "
+                    f"cannot be merged into its branch {i} for OpenAI strict mode: "
+                    f"{conflict.reason}",
+                    hint="export this tool with strict=False",
+                    details={"path": f"{path}/anyOf/{i}"},
+                ) from None
+        if not merged:
+            raise SchemaExportError(
+                f"no branch of the anyOf/oneOf at {path or '/'!r} fits the type beside it: "
+                "the schema accepts nothing",
+                hint="fix the schema's types, or export this tool with strict=False",
+                details={"path": path},
+            )
+        return {**{k: v for k, v in node.items() if k in _UNION_KEPT}, "anyOf": merged}
+
     def _resolve(self, ref: str) -> Mapping[str, Any]:
         target = resolve_local_ref(self.document, ref)
         if not isinstance(target, Mapping):
@@ -281,6 +343,17 @@ class _StrictRewriter:
         if not (isinstance(prefix, list) and prefix):
             out["items"] = self.rewrite(tail if tail is not None else {}, f"{path}/items")
             return
+        if fixed_length(node, len(prefix)):
+            tail = False  # pydantic's tuple[int, str]: maxItems leaves no room past the prefix
+        if tail is None or tail is True or (isinstance(tail, Mapping) and not tail):
+            # The union of the prefix's types would refuse the later items the original takes.
+            raise SchemaExportError(
+                f"the array at {path or '/'!r} is a tuple whose items after the first "
+                f"{len(prefix)} may be of any type, which OpenAI strict mode cannot express",
+                hint="bound it with maxItems or give its later items a schema, "
+                "or export this tool with strict=False",
+                details={"path": path},
+            )
         # A tuple: an array of the union of its item types, its length kept where it was fixed.
         members: list[Any] = []
         for item in [*prefix, *([tail] if isinstance(tail, Mapping) and tail else [])]:

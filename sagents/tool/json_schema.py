@@ -22,7 +22,9 @@ __all__ = [
     "clean_schema",
     "deep_copy_schema",
     "escape_pointer",
+    "fixed_length",
     "iter_subschemas",
+    "json_type",
     "map_subschemas",
     "resolve_local_ref",
     "strip_titles",
@@ -150,6 +152,33 @@ def clean_schema(schema: Any) -> Any:
     if cleaned.get("additionalProperties") is True:
         del cleaned["additionalProperties"]
     return cleaned
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (``integer`` for whole ``int``s, a
+    ``bool`` is ``boolean``); the Python type's name for anything JSON cannot hold."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def fixed_length(node: Mapping[str, Any], prefix: int) -> bool:
+    """True when the array schema ``node``'s ``maxItems`` allows no item past its first
+    ``prefix`` (a tuple's ``prefixItems``), so what it says of later items never applies."""
+    bound = node.get("maxItems")
+    return isinstance(bound, int) and not isinstance(bound, bool) and bound <= prefix
 
 
 def escape_pointer(name: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MergeConflict", "inline_ref", "merge_conjunction"]
+__all__ = ["MergeConflict", "inline_ref", "merge_conjunction", "types_exclude"]
 
 _ANNOTATIONS = frozenset({"description", "title", "$comment", "examples", "default", "deprecated"})
 _LOWER_BOUNDS = frozenset(
@@ -148,6 +148,19 @@ def inline_ref(node: Mapping[str, Any], resolve: Resolver) -> dict[str, Any]:
         target = {k: v for k, v in resolve(ref).items() if k not in ("$defs", "definitions")}
         node = _merge(node, target, resolve, 0) if node else target
     raise MergeConflict("a chain of $ref too long to follow")
+
+
+def types_exclude(first: Any, second: Any) -> bool:
+    """True when both schemas have a ``type`` and they share none (``integer`` is a number):
+    no instance satisfies both, so their conjunction accepts nothing."""
+    if not (isinstance(first, Mapping) and isinstance(second, Mapping)):
+        return False
+    if "type" not in first or "type" not in second:
+        return False
+    a = set(first["type"] if isinstance(first["type"], list) else [first["type"]])
+    b = set(second["type"] if isinstance(second["type"], list) else [second["type"]])
+    numbers = {"integer", "number"}
+    return not (a & b) and not (a & numbers and b & numbers)
 
 
 def _merge_types(ours: Any, theirs: Any) -> Any:

@@ -132,3 +132,43 @@ def test_chat_help_does_not_import_the_agent_loop() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+_HOSTILE = "a\x1b[2J\x1b]0;pwned\x07b [bold]x[/bold] \x9bc"
+
+
+def _terminal() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, width=200, force_terminal=True, color_system=None), buffer
+
+
+@pytest.mark.anyio
+async def test_the_terminal_approval_shows_control_characters_of_a_script_as_escapes() -> None:
+    console, buffer = _terminal()
+    hidden = "print('shown')\n\x1b[1A\x1b[2Kdelete_everything()\n"
+    request = ApprovalRequest.for_script(("save",), hidden, session_id="s")
+    await TerminalApprover(console=console, ask=lambda _p: "d").approve(request)
+    shown = buffer.getvalue()
+    assert "\x1b[1A" not in shown
+    assert "\\x1b[1A\\x1b[2Kdelete_everything()" in shown
+
+
+def test_model_text_tool_calls_and_results_are_printed_literally() -> None:
+    from sagents.agent import MessageDeltaEvent, MessageEvent
+    from sagents.cli.chat_session import ChatRenderer
+    from sagents.core.events import ToolProgressEvent
+
+    out, out_buffer = _terminal()
+    err, err_buffer = _terminal()
+    renderer = ChatRenderer(out=out, err=err)
+    renderer.show(MessageDeltaEvent(delta=_HOSTILE))
+    call = {"id": "c", "type": "function", "function": {"name": "t\x1b[31m", "arguments": "{}"}}
+    renderer.show(MessageEvent(message={"role": "assistant", "tool_calls": [call]}))
+    renderer.show(MessageEvent(message={"role": "tool", "tool_call_id": "c", "content": _HOSTILE}))
+    renderer.show(ToolProgressEvent(tool_call_id="c", text=_HOSTILE, stream="stdout", ts=0.0))
+    for shown in (out_buffer.getvalue(), err_buffer.getvalue()):
+        assert "\x1b" not in shown  # no colours either: color_system=None
+        assert "\x9b" not in shown
+        assert "\\x1b[2J" in shown
+        assert "[bold]x[/bold]" in shown
+    assert "t\\x1b[31m" in err_buffer.getvalue()

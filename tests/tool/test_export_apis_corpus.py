@@ -249,12 +249,13 @@ INLINE_REFUSES = {
     "all_of_closed_member_meets_another_property",
 }
 OPEN_MAPS = {"nested_open_map", "root_open_map", "root_any_of"}
-GEMINI_REFUSES = INLINE_REFUSES | OPEN_MAPS | {"array_without_items"}
+GEMINI_REFUSES = INLINE_REFUSES | OPEN_MAPS | {"array_without_items", "tuple_with_open_tail"}
 ANTHROPIC_REFUSES = (
     INLINE_REFUSES
     | OPEN_MAPS
     | {
         "array_without_items",
+        "tuple_with_open_tail",
         "properties_and_extra_schema",
         "additional_properties_true_beside_properties",
         "additional_properties_schema_beside_properties",

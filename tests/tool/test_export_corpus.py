@@ -342,9 +342,157 @@ HARD_CASES += [
         [{}, {"a": "x"}],
         [{"b": 1}, {"a": 1}],
     ),
+    (
+        "pydantic_fixed_tuple",  # tuple[int, str]: no "items", the length bounds the tail
+        {
+            "type": "object",
+            "properties": {
+                "t": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                    "minItems": 2,
+                    "maxItems": 2,
+                }
+            },
+            "required": ["t"],
+        },
+        [{"t": [1, "a"]}, {"t": [0, ""]}],
+        [{"t": [1]}, {"t": ["a", 1]}, {"t": [1, "a", 2]}, {}],
+    ),
+    (
+        "tuple_with_open_tail",  # items after the prefix may be anything
+        {
+            "type": "object",
+            "properties": {"t": {"type": "array", "prefixItems": [{"type": "integer"}]}},
+            "required": ["t"],
+        },
+        [{"t": []}, {"t": [1]}, {"t": [1, "x", None]}],
+        [{"t": ["x"]}, {"t": 1}, {}],
+    ),
+    (
+        "properties_beside_any_of_of_objects",
+        {
+            "type": "object",
+            "properties": {
+                "t": {
+                    "type": "object",
+                    "properties": {"kind": {"type": "string"}},
+                    "anyOf": [{"properties": {"path": {"type": "string"}}, "required": ["path"]}],
+                }
+            },
+        },
+        [{}, {"t": {"path": "/a"}}, {"t": {"kind": "f", "path": "/a"}}],
+        [{"t": {"kind": "f"}}, {"t": {"kind": 1, "path": "/a"}}, {"t": {"path": 1}}],
+    ),
+    (
+        "properties_beside_one_of_of_refs",
+        {
+            "type": "object",
+            "properties": {
+                "shape": {
+                    "type": "object",
+                    "properties": {"label": {"type": "string"}},
+                    "required": ["label"],
+                    "oneOf": [{"$ref": "#/$defs/Circle"}, {"$ref": "#/$defs/Square"}],
+                }
+            },
+            "required": ["shape"],
+            "$defs": {
+                "Circle": {
+                    "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+                    "required": ["kind", "r"],
+                },
+                "Square": {
+                    "properties": {"kind": {"const": "square"}, "side": {"type": "number"}},
+                    "required": ["kind", "side"],
+                },
+            },
+        },
+        [
+            {"shape": {"label": "a", "kind": "circle", "r": 1}},
+            {"shape": {"label": "b", "kind": "square", "side": 2.5}},
+        ],
+        [
+            {"shape": {"kind": "circle", "r": 1}},
+            {"shape": {"label": "a", "kind": "circle", "side": 1}},
+            {"shape": {"label": "a", "kind": "oval", "r": 1}},
+            {"shape": {"label": "a"}},
+        ],
+    ),
+    (
+        "all_of_inside_an_any_of_branch_beside_properties",
+        {
+            "type": "object",
+            "properties": {
+                "q": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}},
+                    "required": ["id"],
+                    "anyOf": [
+                        {
+                            "allOf": [
+                                {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+                                {"properties": {"b": {"type": "boolean"}}},
+                            ]
+                        },
+                        {"properties": {"c": {"type": "number"}}, "required": ["c"]},
+                    ],
+                }
+            },
+            "required": ["q"],
+        },
+        [
+            {"q": {"id": 1, "a": "x"}},
+            {"q": {"id": 1, "a": "x", "b": True}},
+            {"q": {"id": 2, "c": 1}},
+        ],
+        [{"q": {"a": "x"}}, {"q": {"id": 1}}, {"q": {"id": 1, "a": "x", "b": 3}}],
+    ),
+    (
+        "properties_beside_any_of_at_two_levels",
+        {
+            "type": "object",
+            "properties": {
+                "outer": {
+                    "type": "object",
+                    "properties": {"x": {"type": "string"}},
+                    "anyOf": [
+                        {
+                            "properties": {
+                                "inner": {
+                                    "type": "object",
+                                    "properties": {"y": {"type": "string"}},
+                                    "anyOf": [
+                                        {
+                                            "properties": {"z": {"type": "integer"}},
+                                            "required": ["z"],
+                                        }
+                                    ],
+                                }
+                            },
+                            "required": ["inner"],
+                        },
+                        {
+                            "type": "object",
+                            "properties": {"w": {"type": "string"}},
+                            "required": ["w"],
+                        },
+                    ],
+                }
+            },
+            "required": ["outer"],
+        },
+        [
+            {"outer": {"x": "a", "inner": {"y": "b", "z": 1}}},
+            {"outer": {"inner": {"z": 1}}},
+            {"outer": {"x": "a", "w": "b"}},
+        ],
+        [{"outer": {"x": "a", "inner": {"y": "b"}}}, {"outer": {"x": "a"}}, {"outer": {"w": 1}}],
+    ),
 ]
 
 UNEXPRESSIBLE_IN_STRICT = {
+    "tuple_with_open_tail",
     "array_without_items",
     "root_open_map",
     "additional_properties_true_beside_properties",

@@ -317,7 +317,11 @@ def test_draft_07_definitions_and_tuple_items_are_handled() -> None:
         "type": "object",
         "properties": {
             "p": {"$ref": "#/definitions/P"},
-            "pair": {"type": "array", "items": [{"type": "integer"}, {"type": "string"}]},
+            "pair": {
+                "type": "array",
+                "items": [{"type": "integer"}, {"type": "string"}],
+                "maxItems": 2,
+            },
         },
         "required": ["p", "pair"],
         "definitions": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}},

@@ -18,7 +18,12 @@ from sagents.tool import ToolManager
 from sagents.tool.export_strict import MAX_STRICT_NODES, STRICT_KEYWORDS
 from sagents.tool.handler import ToolCall
 from sagents.tool.json_schema import iter_subschemas
-from sagents.tool.openai_export import faithful_schema, strict_schema
+from sagents.tool.openai_export import (
+    faithful_schema,
+    strict_absent_to_nulls,
+    strict_nulls_to_absent,
+    strict_schema,
+)
 from sagents.tool.schema_merge import MergeConflict, merge_conjunction
 from tests.tool.test_export_corpus import HARD_CASES, UNEXPRESSIBLE_IN_STRICT
 
@@ -323,3 +328,79 @@ def test_the_strict_path_decides_conjunctions_like_the_original(schema: Schema) 
 def _drops_keywords(schema: Schema) -> bool:
     text = json.dumps(schema)
     return any(f'"{key}"' in text for key in ("minLength", "maxLength"))
+
+
+# -- keywords beside a union: distributed into each branch, never closing a branch off --------
+
+SCALARS = ["string", "integer", "boolean"]
+NAMES = ["a", "b", "c"]
+
+
+@st.composite
+def object_branch(draw: st.DrawFn) -> Schema:
+    names = draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True))
+    branch: Schema = {"properties": {n: {"type": draw(st.sampled_from(SCALARS))} for n in names}}
+    required = draw(st.booleans())
+    if names and required:
+        branch["required"] = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+    if draw(st.booleans()):
+        branch["type"] = "object"
+    return branch
+
+
+@st.composite
+def union_beside_properties(draw: st.DrawFn) -> tuple[Schema, Schema]:
+    """A tool whose property ``p`` has ``properties`` beside an anyOf/oneOf of object shapes
+    (as a ``$ref`` or inline), and the same schema with each branch closed over its names."""
+    siblings = draw(object_branch())
+    siblings["type"] = "object"
+    branches = draw(st.lists(object_branch(), min_size=1, max_size=3))
+    key = draw(st.sampled_from(["anyOf", "oneOf"]))
+    defs = {f"B{i}": b for i, b in enumerate(branches)}
+    by_ref = draw(st.booleans())
+    members = [{"$ref": f"#/$defs/B{i}"} for i in range(len(branches))] if by_ref else branches
+    p = {**siblings, key: members}
+    schema: Schema = {"type": "object", "properties": {"p": p}, "required": ["p"]}
+    if by_ref:
+        schema["$defs"] = defs
+    names = [sorted({*siblings["properties"], *b["properties"]}) for b in branches]
+    closed: Schema = {
+        "type": "object",
+        "properties": {
+            "p": {
+                "anyOf": [
+                    {"allOf": [siblings, b], "propertyNames": {"enum": n or [""]}}
+                    for b, n in zip(branches, names, strict=True)
+                ]
+            }
+        },
+        "required": ["p"],
+    }
+    return schema, closed
+
+
+# No null values: in strict mode a null sent for an optional property means "absent".
+INNER = st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["x", 1, True, 2.5]), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(union_beside_properties(), st.lists(INNER, min_size=8, max_size=16))
+def test_keywords_beside_a_union_are_distributed_into_its_branches(
+    schemas: tuple[Schema, Schema], samples: list[dict[str, Any]]
+) -> None:
+    schema, closed = schemas
+    try:
+        strict = strict_schema(schema)
+    except SchemaExportError:
+        return  # get_openai_tools then exports this tool faithfully, with a warning
+    _assert_openai_strict_rules(dict(strict.schema))
+    original, closed_original = Draft202012Validator(schema), Draft202012Validator(closed)
+    for inner in samples:
+        sample = {"p": inner}
+        strict_form = strict_absent_to_nulls(strict, sample)
+        if closed_original.is_valid(sample) and original.is_valid(sample):
+            assert strict.validator.is_valid(strict_form), (sample, strict_form, strict.schema)
+        if strict.validator.is_valid(strict_form):
+            assert original.is_valid(strict_nulls_to_absent(strict, strict_form)) == (
+                original.is_valid(sample)
+            ), (sample, strict.schema)
