@@ -1,4 +1,4 @@
-"""Every command in the README runs (issue 7 §4), except the two set-up commands themselves
+"""Every command in the README runs, except the two set-up commands themselves
 (scripts/check-fresh-clone.sh checks those from a fresh clone).
 
 Python blocks run as they are, in a subprocess from the repository root. Shell lines that start

@@ -1,4 +1,4 @@
-"""The audit store: one row per audited event, in SQLite (issue 5 §7).
+"""The audit store: one row per audited event, in SQLite (docs/run_script.md, "Records and audit").
 
 run_script writes one ``gateway_call`` entry per script (never one per inner call). The default
 store is an embedded SQLite file, ``<data dir>/audit.sqlite3``; the data directory is

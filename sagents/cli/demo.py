@@ -1,4 +1,4 @@
-"""``sagents demo``: the main job on embedded defaults (issue 7 §2).
+"""``sagents demo``: the main job on embedded defaults (docs/cli_run_script.md).
 
 With no configuration at all: start the bundled fleet MCP server (:mod:`sagents.demo`), run the
 fleet script through run_script in the sandbox with a live progress bar (stderr), then print the

@@ -1,4 +1,5 @@
-"""``sagents run-script FILE``: run a script through run_script from the command line (issue 5 §8).
+"""``sagents run-script FILE``: run a script through run_script from the command line
+(docs/cli_run_script.md).
 
 ``sagents run-script FILE [--config FILE] [--tools a,b] [--mode ask|auto|read-only]
 [--description TEXT] [--workspace DIR] [--json]``

@@ -1,5 +1,5 @@
 """Run one script file through run_script for the command line: ``sagents run-script`` and
-``sagents demo`` share it (issue 5 §8, issue 7 §2).
+``sagents demo`` share it (docs/cli_run_script.md).
 
 The session is built from a configuration: every enabled MCP server of the config is connected
 through :func:`~sagents.config.tools.build_tool_manager`; the script may call their tools (MCP

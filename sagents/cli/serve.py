@@ -1,4 +1,7 @@
-"""``sagents serve``: run the MCP gateway over stdio (default) or streamable HTTP (issue 7, §1)."""
+"""``sagents serve``: run the MCP gateway over stdio (default) or streamable HTTP.
+
+See docs/gateway.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Load the configuration file into plain frozen values (DESIGN.md, "Configuration").
+"""Load the configuration file into plain frozen values (docs/configuration.md).
 
 ``${VAR}`` (and VS Code's ``${env:VAR}``) in ``env`` values, ``headers`` values and ``apiKey`` is
 replaced by the environment variable; a missing variable is an error naming file and key. Every

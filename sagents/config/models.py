@@ -1,4 +1,4 @@
-"""Pydantic models of the configuration file: the trust boundary (DESIGN.md, "Configuration").
+"""Pydantic models of the configuration file: the trust boundary (docs/configuration.md).
 
 The file is the standard ``mcpServers`` JSON of Claude Desktop and Cursor (VS Code's ``servers``
 also loads), with sagents' own per-server keys beside the standard ones and global sections
@@ -65,7 +65,8 @@ class ServerEntryParams(_Strict):
 
 
 class ScriptsParams(_Strict):
-    """``scripts``: run_script limits (seed design: 2000 calls, 4 at once, 30 minutes).
+    """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes;
+    docs/run_script.md).
 
     ``maxConcurrency`` (the run_script spelling, docs/run_script.md) and ``maxParallel`` are the
     same setting.

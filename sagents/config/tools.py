@@ -2,7 +2,7 @@
 
 The one place where the CLI (``sagents tools``, ``sagents call``), run_script's CLI and the
 gateway turn a :class:`~sagents.config.SagentsConfig` into a registry with every enabled MCP
-server connected (issue 3, §5).
+server connected (docs/configuration.md, docs/mcp.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``ToolSpec``: what a tool is, independent of where it runs (DESIGN.md, "One tool call").
+"""``ToolSpec``: what a tool is, independent of where it runs
+(docs/architecture.md, "One tool call").
 
 Shared by the tool core (local tools), the MCP layer (upstream tools) and the gateway. The schemas
 are JSON Schema documents (dicts); treat them as read-only: exporters work on copies.

@@ -1,4 +1,4 @@
-"""Forwarding a call's progress events to the MCP client (issue 7, §1, "Progress").
+"""Forwarding a call's progress events to the MCP client (docs/gateway.md, "Progress").
 
 ``script.progress`` and ``tool_progress`` events become ``notifications/progress`` for the
 request's progress token (MCP spec 2025-11-25, "Progress"): values strictly increase, and the

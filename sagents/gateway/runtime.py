@@ -1,7 +1,7 @@
 """``sagents serve`` on the real layers: the config's MCP servers, skills and progress.
 
 :class:`ConfiguredGateway` is the :class:`~sagents.gateway.server.Gateway` that
-:func:`~sagents.gateway.factory.build_gateway` returns (issue 7, §1):
+:func:`~sagents.gateway.factory.build_gateway` returns (docs/gateway.md):
 
 - one :class:`~sagents.tool.tool_manager.ToolManager` holds every configured MCP server's tools
   (``<server>__<tool>``, with their annotations and permission classes), the local tools of the

@@ -1,4 +1,5 @@
-"""The MCP server façade of ``sagents serve`` (issue 7, §1), on the ``mcp`` SDK's low-level server.
+"""The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
+low-level server.
 
 One :class:`Gateway` serves one shared :class:`~sagents.gateway.seams.ToolProvider` to any number of
 client sessions, each with its own state (tools allowed for the session, background tasks):

@@ -1,6 +1,6 @@
 """Conversions between MCP's wire types and sagents' values.
 
-- Tool names: ``<server>__<tool>`` (DESIGN.md, "Naming"); server names that would make the
+- Tool names: ``<server>__<tool>`` (docs/mcp.md, "Tools"); server names that would make the
   split ambiguous are refused.
 - Tools: an MCP ``Tool`` becomes a :class:`~sagents.core.ToolSpec` with the full
   ``inputSchema`` kept, ``outputSchema``, annotations and a permission class (MCP spec

@@ -72,7 +72,7 @@ class ToolListFilter:
     """Drops, from ``tools/list`` answers, each tool that fails the SDK's validation alone.
 
     The SDK validates a listing as a whole, so one tool with, say, a non-object root schema
-    would cost every other tool of the server (LESSONS.md, "MCP upstreams"). The filter checks
+    would cost every other tool of the server (docs/mcp.md, "Tools"). The filter checks
     each tool separately against the negotiated version's ``ListToolsResult`` and keeps the
     rejected ones, with reasons, in :attr:`rejected` for the server's status.
     """

@@ -1,11 +1,11 @@
-"""``MCPSupervisor``: owns every upstream MCP connection of a process (issue 3).
+"""``MCPSupervisor``: owns every upstream MCP connection of a process (docs/mcp.md).
 
 One long-lived session per server, shared by every caller; each lives in its own worker task in
 the supervisor's task group (see :mod:`sagents.mcp.connection`). The supervisor is an async
-context manager, and also works without one (the seed design's
-``await tm.register_mcp_server(...)``): then its task group lives in a host task of its own,
-ended by :meth:`MCPSupervisor.aclose` or, at the latest, when the event loop shuts down; an
-``atexit`` hook kills any stdio server still running when the interpreter exits.
+context manager, and also works without one (a bare ``await tm.register_mcp_server(...)``,
+docs/architecture.md, "Lifecycles"): then its task group lives in a host task of its own, ended
+by :meth:`MCPSupervisor.aclose` or, at the latest, when the event loop shuts down; an ``atexit``
+hook kills any stdio server still running when the interpreter exits.
 
 :meth:`MCPSupervisor.call_tool` is the one exception→result boundary of an upstream call: it
 never raises for a failure of the call (typed errors from :mod:`sagents.errors` become error

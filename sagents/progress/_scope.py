@@ -1,8 +1,8 @@
 """Run helper tasks beside a body without wrapping the body's own exception in a group.
 
 An anyio task group turns an exception raised by its host body into an ``ExceptionGroup``; the
-body here is a tool call or a consumer's loop, whose callers catch exact types (STYLE.md,
-"Errors"), so the body's exception must come out unchanged.
+body here is a tool call or a consumer's loop, whose callers catch exact types,
+so the body's exception must come out unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``emit_tool_progress``: coalesced tool output bound to the running tool call (seed design §12).
+"""``emit_tool_progress``: coalesced tool output bound to the running tool call (docs/progress.md).
 
 The ToolManager wraps each tool call in :func:`bind_tool_call`; inside it,
 :func:`emit_tool_progress` and :func:`emit_tool_progress_closed` find the session and the

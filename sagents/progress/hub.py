@@ -1,7 +1,7 @@
 """The event hub: routes events by session to every registered consumer queue.
 
 A :class:`ProgressHub` is owned by whoever builds sessions (the ToolManager's owner, the
-gateway). :func:`default_hub` is the process default used by the seed design's module-level
+gateway). :func:`default_hub` is the process default used by the module-level
 functions :func:`register_progress_queue` / :func:`unregister_progress_queue` and by
 :func:`subscribe`; it is the only module state here.
 
@@ -83,7 +83,7 @@ class ProgressHub:
         return session_id in self._queues
 
     def register_progress_queue(self, session_id: str, queue: EventQueue) -> None:
-        """Register a consumer's queue for a session (seed design §12).
+        """Register a consumer's queue for a session (docs/progress.md).
 
         Args:
             session_id: The session whose events the queue receives.
@@ -195,7 +195,7 @@ def default_hub() -> ProgressHub:
 
 
 def register_progress_queue(session_id: str, queue: EventQueue) -> None:
-    """Register ``queue`` on the process-default hub (seed design §12).
+    """Register ``queue`` on the process-default hub (docs/progress.md).
 
     See :meth:`ProgressHub.register_progress_queue`.
     """
@@ -203,7 +203,7 @@ def register_progress_queue(session_id: str, queue: EventQueue) -> None:
 
 
 def unregister_progress_queue(session_id: str, queue: EventQueue | None = None) -> None:
-    """Unregister from the process-default hub, flushing pending text first (seed design §12).
+    """Unregister from the process-default hub, flushing pending text first (docs/progress.md).
 
     See :meth:`ProgressHub.unregister_progress_queue`.
     """

@@ -1,4 +1,5 @@
-"""The sandbox layer: the ``Sandbox`` protocol and its providers (DESIGN.md, "Layers").
+"""The sandbox layer: the ``Sandbox`` protocol and its providers (floor 1 of
+``docs/architecture.md``, "Layers").
 
 ``create_sandbox("local" | "passthrough" | "memory", workspace=...)`` builds a provider; see
 docs/sandbox.md for the security model.

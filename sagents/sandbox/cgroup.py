@@ -1,10 +1,10 @@
 """A memory+pids cgroup per sandboxed process tree (a leaf that touches the OS).
 
 When running as root, RLIMIT_NPROC does not bind, so only a ``pids`` cgroup stops a fork bomb,
-and only a ``memory`` cgroup bounds the memory of a whole tree (issue 4 §1). The cgroup is
-created below the cgroup this process is already in (we never touch our siblings), and the
-forked child enters it itself, before it execs bubblewrap, by writing to a ``cgroup.procs``
-descriptor the parent opened: nothing the child starts can run outside it.
+and only a ``memory`` cgroup bounds the memory of a whole tree (docs/sandbox.md, "cgroups"). The
+cgroup is created below the cgroup this process is already in (we never touch our siblings),
+and the forked child enters it itself, before it execs bubblewrap, by writing to a
+``cgroup.procs`` descriptor the parent opened: nothing the child starts can run outside it.
 
 cgroup v1 (separate ``memory`` and ``pids`` hierarchies) and v2 (a unified hierarchy whose
 parent delegates the ``memory`` and ``pids`` controllers) are supported. Where neither is

@@ -4,8 +4,9 @@ A sandboxed program can write into the workspace, so it can plant a symlink wher
 is about to write (``output.txt`` → ``/etc/passwd``). Every host access here therefore walks the
 path one component at a time from a directory descriptor, opening each component with
 ``O_NOFOLLOW``; a symlink met on the way is resolved *by us*, lexically, and followed only when
-its target stays inside the root (issue 4 §1, "trick a host process ... into following a
-symlink"). :func:`safe_open_in` is the primitive for host writers (run_script's records);
+its target stays inside the root (docs/sandbox.md, "What the ``local`` sandbox
+blocks": trick a host writer with a symlink). :func:`safe_open_in` is the primitive for host
+writers (run_script's records);
 :class:`HostFiles` is the file API of the ``local`` and ``passthrough`` providers.
 """
 

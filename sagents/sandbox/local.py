@@ -3,7 +3,7 @@
 ``local`` isolates every process tree with bubblewrap (see :mod:`sagents.sandbox.bwrap`), a
 per-tree cgroup where cgroups are writable, rlimits, and a write-budget watchdog.
 ``passthrough`` runs the same programs with the same environment allowlist, rlimits and cgroup
-but *without any isolation*: only by explicit choice, with a warning in the log (issue 4 §1).
+but *without any isolation*: only by explicit choice, with a warning in the log (docs/sandbox.md).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ __all__ = ["LocalProcess", "ProcessSpec", "open_process", "watchdog_interval"]
 WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured, at most
 WATCHDOG_SCAN_SHARE = 10  # wait >= 10x the last scan's duration: a huge workspace costs <10% CPU
 # ...but never longer than this: a tree that first creates many files (each scan slower) would
-# otherwise stretch the interval and write unmeasured meanwhile (issue 4 §1, fill the disk).
+# otherwise stretch the interval and write unmeasured meanwhile (docs/sandbox.md, "fill the disk").
 WATCHDOG_MAX_INTERVAL_SECONDS = 2.0
 READ_CHUNK_BYTES = 64 * 1024
 KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL

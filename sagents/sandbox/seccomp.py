@@ -1,4 +1,5 @@
-"""A small seccomp filter for the ``local`` sandbox (issue 4 §1: no harm to the host).
+"""A small seccomp filter for the ``local`` sandbox (docs/sandbox.md, "What the ``local``
+sandbox blocks").
 
 A program may run as the host's uid 0 (``sandbox_uid=0``, or where ``setpriv`` is missing), so
 a file it creates in the workspace may belong to root on the host; in any case it belongs to a

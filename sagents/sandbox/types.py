@@ -2,7 +2,7 @@
 
 Everything here is a frozen keyword-only dataclass; nothing touches the OS. Paths in these
 values are *sandbox paths* (strings, as the sandbox sees them), never host paths, so that a
-remote provider can fill them in too (issue 4 §1).
+remote provider can fill them in too (docs/sandbox.md, "Paths are sandbox paths").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The host side of a script's requests: checks, limits, queueing, dispatch (issue 5 §3, §4, §6).
+"""The host side of a script's requests: checks, limits, queueing, dispatch
+(docs/run_script.md, "How it runs").
 
 :class:`ScriptDispatcher` reads requests from a :class:`~sagents.script.transport.ScriptTransport`
 and answers each one. It survives anything a script sends: invalid JSON, overlong lines,

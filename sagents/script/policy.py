@@ -1,4 +1,5 @@
-"""Which tools a script may call, the pre-run check, and approval (issue 5 §1, §6).
+"""Which tools a script may call, the pre-run check, and approval
+(docs/run_script.md, "Permissions").
 
 =====================  ==============================================================
 permission class       in a script

@@ -1,4 +1,4 @@
-"""The run_script wire format on fds 3 and 4 (issue 5 §3). STDLIB ONLY.
+"""The run_script wire format on fds 3 and 4 (docs/run_script.md, "How it runs"). STDLIB ONLY.
 
 This module is imported by the host (:mod:`sagents.script.dispatcher`) and, as a copy written to
 ``<data dir>/script-runtime/``, by the guest helper ``agent_tools`` inside the sandbox, where
@@ -28,7 +28,7 @@ is answered with ``"id": null``; the guest ignores those.
 ``call_many`` is not an operation of its own: the guest sends one ``call`` per argument set, in
 batches of :data:`CALL_MANY_BATCH` lines written at once, keeping at most two batches
 outstanding. Per-call requests let the host count, police, record and reply to each call on its
-own, and let the guest see the first failure at once (issue 5 §2).
+own, and let the guest see the first failure at once.
 
 Parsing is strict: a line longer than :data:`MAX_REQUEST_BYTES`, invalid UTF-8, ``NaN`` /
 ``Infinity``, duplicate keys, a non-object, or a missing/ill-typed field each raise

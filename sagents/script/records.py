@@ -1,4 +1,4 @@
-"""A run's records: ``<workspace>/.agent/scripts/<id>/`` (issue 5 §7).
+"""A run's records: ``<workspace>/.agent/scripts/<id>/`` (docs/run_script.md, "Records and audit").
 
 ``script.py`` (the script), ``calls.jsonl`` (one line per call: time, tool, arguments, duration,
 error or not, a result summary), ``output.txt`` (the full output, stdout and stderr in arrival
@@ -210,7 +210,8 @@ class ScriptRecords:
 
 
 def mark_interrupted_runs(workspace: Path) -> list[str]:
-    """Mark runs left ``running`` by a previous process as ``aborted`` (issue 5 §4).
+    """Mark runs left ``running`` by a previous process as ``aborted``
+    (docs/run_script.md, "Records and audit").
 
     Call it at startup, before any run starts in ``workspace``: scripts are not resumed after
     a restart, and their records must say so.

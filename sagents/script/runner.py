@@ -1,4 +1,4 @@
-"""One run_script run, start to end (issue 5 §4-§7; DESIGN.md, "One run_script").
+"""One run_script run, start to end (docs/architecture.md, "One run_script").
 
 policy check → approval → records → launch with fds 3/4 → dispatcher + output drain → exit,
 timeout, output cap or cancel (whole tree killed, calls in flight cancelled) → records closed →

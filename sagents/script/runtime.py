@@ -1,4 +1,4 @@
-"""The guest runtime directory, ``<data dir>/script-runtime/`` (issue 5 §2).
+"""The guest runtime directory, ``<data dir>/script-runtime/`` (docs/run_script.md, "How it runs").
 
 At startup the host writes three stdlib-only files there, copied from this package:
 ``bootstrap.py`` (the entry point), ``agent_tools.py`` (the helper) and

@@ -1,4 +1,5 @@
-"""Background calls of the gateway: calls that outlive their request (issue 5, §4; issue 7, §1).
+"""Background calls of the gateway: calls that outlive their request
+(docs/gateway.md, "Background calls").
 
 A call still running after ``background_after_s`` is handed off: the client gets a handle (the
 task id) at once, the call goes on in a task owned by :class:`BackgroundTasks`, and when it ends

@@ -1,9 +1,10 @@
 """``SessionContext``: who is calling, from where, under which permission mode.
 
-The seed design passes a SessionContext with every ``run_tool`` call. Its trusted values reach a
-tool only through parameters the tool declares as injected (a parameter annotated with
-``SessionContext``, or ``Annotated[T, InjectedArg("key")]``); they never override an argument the
-model sent by matching its name, and injected parameters never appear in the model's schema.
+A caller passes a SessionContext with every ``run_tool`` call (docs/agent.md, "Session state and
+``SessionContext``"). Its trusted values reach a tool only through parameters the tool declares
+as injected (a parameter annotated with ``SessionContext``, or
+``Annotated[T, InjectedArg("key")]``); they never override an argument the model sent by matching
+its name, and injected parameters never appear in the model's schema.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The ToolManager's MCP servers: one supervisor, each server's tools as registry entries.
 
-``ToolManager.register_mcp_server`` (seed design, "MCP 集成") delegates here. The supervisor
-(:class:`sagents.mcp.MCPSupervisor`) owns the connections and is closed with the manager; each
-upstream tool becomes a ``(ToolSpec, handler)`` entry named ``<server>__<tool>`` whose handler
-calls the supervisor, so an MCP call takes the same path as a local one (validation, timeout,
-the one exception→result boundary, progress binding). When a server's tool list changes
-(``notifications/tools/list_changed``), its entries are replaced.
+``ToolManager.register_mcp_server`` (docs/architecture.md, "From the library") delegates here.
+The supervisor (:class:`sagents.mcp.MCPSupervisor`) owns the connections and is closed with the
+manager; each upstream tool becomes a ``(ToolSpec, handler)`` entry named ``<server>__<tool>``
+whose handler calls the supervisor, so an MCP call takes the same path as a local one
+(validation, timeout, the one exception→result boundary, progress binding). When a server's tool
+list changes (``notifications/tools/list_changed``), its entries are replaced.
 
 Upstream progress notifications (MCP spec, "Progress") become ``tool_progress`` text on the
 ``info`` stream of the calling tool call, e.g. ``"progress 3/10: copying"``.

@@ -1,6 +1,6 @@
 """Turn what a local tool returned into a :class:`~sagents.core.result.ToolResult`.
 
-Rules (issue 2, §4):
+Rules (docs/tools.md, "What the model receives"):
 
 - a ``ToolResult`` passes through; a content block (or a list of only content blocks) becomes
   the result's content;

@@ -1,4 +1,5 @@
-"""``ToolManager``: the registry of tools and the one call path (issue 2, §4; DESIGN.md).
+"""``ToolManager``: the registry of tools and the one call path (docs/tools.md;
+docs/architecture.md, "One tool call").
 
 One tool call: find the spec (registered or exported name) -> parse, coerce and validate the
 arguments (:mod:`sagents.tool.arguments`) -> the handler (a local function through
@@ -399,7 +400,8 @@ class ToolManager:
         timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
         strict: bool = False,
     ) -> ToolResult:
-        """Run one tool call; never raises for a failure of the call (issue 2, §4).
+        """Run one tool call; never raises for a failure of the call (docs/architecture.md,
+        "Where errors become results").
 
         Args:
             name: The registered or the exported name.
@@ -472,8 +474,9 @@ class ToolManager:
                 details={"exception": type(error).__name__},
             )
         except (Exception, SystemExit) as error:  # the one exception->result boundary
-            # SystemExit too: a tool calling sys.exit() must not end the host (issue 2, §4,
-            # "the caller never crashes"). KeyboardInterrupt and cancellation propagate.
+            # SystemExit too: a tool calling sys.exit() must not end the host (the caller never
+            # crashes: docs/architecture.md, "Where errors become results"). KeyboardInterrupt
+            # and cancellation propagate.
             logger.error("tool %r raised", registered, exc_info=error)
             return ToolResult.from_error(
                 "execution_error",
@@ -815,7 +818,7 @@ _default_lock = threading.Lock()  # get_tool_manager() may be called from severa
 def get_tool_manager() -> ToolManager:
     """The process-default ``ToolManager``, with every ``@tool`` imported so far collected.
 
-    Each call collects tools imported since the previous call (the seed design: a module's
+    Each call collects tools imported since the previous call (docs/tools.md: a module's
     tools are available once it is imported). A closed default is replaced by a new one.
     Thread-safe: threads calling at once get the same manager, and each tool is collected once.
     A discovered tool that cannot be collected is logged, not raised (see

@@ -1,8 +1,8 @@
-"""The seed design's import path for tool value types (they live in :mod:`sagents.core`).
+"""The original import path for tool value types (they live in :mod:`sagents.core`).
 
 ``from sagents.tool.tool_schema import ToolSpec, SseServerParameters,
-StreamableHttpServerParameters`` works as the seed design wrote it; the remote MCP parameters live
-in :mod:`sagents.mcp.params`. They are imported on first access (a module ``__getattr__``, PEP 562),
+StreamableHttpServerParameters`` keeps working; the remote MCP parameters live in
+:mod:`sagents.mcp.params`. They are imported on first access (a module ``__getattr__``, PEP 562),
 so that the value types do not pull in the MCP SDK.
 """
 

@@ -1,4 +1,5 @@
-"""The escape suite: every way out of the bubblewrap sandbox that issue 4 §1 lists must fail,
+"""The escape suite: every way out of the bubblewrap sandbox that docs/sandbox.md lists ("What the
+``local`` sandbox blocks") must fail,
 and the host must stay healthy afterwards."""
 
 from __future__ import annotations

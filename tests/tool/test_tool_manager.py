@@ -1,4 +1,5 @@
-"""ToolManager: registration, export, the call path and its error results (issue 2, §4)."""
+"""ToolManager: registration, export, the call path and its error results (docs/tools.md;
+docs/architecture.md, "Where errors become results")."""
 
 from __future__ import annotations
 

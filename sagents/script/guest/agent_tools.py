@@ -1,4 +1,5 @@
-"""``agent_tools``: call the session's tools from a run_script script (issue 5 §2). STDLIB ONLY.
+"""``agent_tools``: call the session's tools from a run_script script (docs/run_script.md).
+STDLIB ONLY.
 
 Inside a script::
 

@@ -1,5 +1,5 @@
 """``BuiltinTools`` / ``register_builtin_tools``: the built-in tools as ``(ToolSpec, handler)``
-pairs for a :class:`~sagents.tool.ToolManager` (issue 4 §3; docs/builtin_tools.md).
+pairs for a :class:`~sagents.tool.ToolManager` (docs/builtin_tools.md).
 
 Each call finds its sandbox through ``sandbox_for_session(session_context)``, an async callable
 the host supplies (one sandbox per ``SessionContext.session_id``, typically); the tools never
