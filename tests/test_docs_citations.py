@@ -28,11 +28,7 @@ CITATION = re.compile(
     re.IGNORECASE,
 )
 
-STILL_CITING = frozenset(
-    {
-        "sagents/tool/arguments.py",
-    }
-)
+STILL_CITING: frozenset[str] = frozenset()
 
 
 def _scanned() -> list[Path]:

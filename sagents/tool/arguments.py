@@ -14,7 +14,7 @@ ones described here. ``jsonschema`` itself is imported on the first refusal or s
 It works on any JSON Schema document (local tools' and MCP tools' alike), following local
 ``$ref`` pointers (``#/$defs/...``) through the validator's own resolver.
 
-Rules (issue 2, §4):
+Rules (docs/tools.md, "One call", step 3):
 
 - ``"5"`` -> ``5`` where the schema wants an integer (and not a string); ``"2.5"`` -> ``2.5``
   for a number; ``"true"``/``"false"`` (any case) -> bool for a boolean;
