@@ -244,3 +244,41 @@ async def test_cancelling_while_the_approver_is_asked_still_sends_the_approval_r
     assert not results[0].approved
     assert results[0].reason == "cancelled"
     assert events.index(results[0]) < events.index(done)
+
+
+def _completion(choices: list[Any]) -> bytes:
+    body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": choices}
+    return json.dumps(body).encode()
+
+
+async def test_a_whole_answer_without_choices_is_a_clear_model_error() -> None:
+    model = OpenAIChatModel(
+        model="m", client=_client(("application/json", _completion([]))), stream=False
+    )
+    events = await collect(SAgent(model=model), USER)
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "no choices" in done.error["message"]
+    assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _DONE,
+        b"",
+        b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+        b'"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}\n\n'
+        + _DONE,
+    ],
+    ids=["done-only", "empty", "usage-only"],
+)
+async def test_a_stream_without_any_choice_is_a_clear_model_error(body: bytes) -> None:
+    model = OpenAIChatModel(model="m", client=_client((_SSE, body)))
+    events = await collect(SAgent(model=model), USER)
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "no choices" in done.error["message"]
+    assert list(done.messages) == USER
