@@ -141,11 +141,9 @@ class ChatRenderer:
                 share = (event.done or 0) / event.total
                 bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
             note = f" {event.message}" if event.message else ""
+            calls = f"{event.calls} call" + ("" if event.calls == 1 else "s")
             self.err.print(
-                literal(
-                    f"  ⚙ script {event.status}: {event.calls} calls, "
-                    f"{event.failures} failed{bar}{note}"
-                ),
+                literal(f"  ⚙ script {event.status}: {calls}, {event.failures} failed{bar}{note}"),
                 style="cyan",
             )
         elif isinstance(event, DoneEvent):

@@ -16,7 +16,7 @@ from anyio.from_thread import start_blocking_portal
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sagents.cli.chat_session import TerminalApprover, json_line
+from sagents.cli.chat_session import ChatRenderer, TerminalApprover, json_line
 from sagents.cli.main import app
 from sagents.core.events import ScriptProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
@@ -197,3 +197,14 @@ def test_json_lines_of_events_carrying_nan_or_infinity_stay_valid_json() -> None
     assert parsed["calls"] == 1
     nested = _strict_loads(json_line({"a": [1.5, {"b": math.nan}], "c": (math.inf,), "é": "ü"}))
     assert nested == {"a": [1.5, {"b": None}], "c": [None], "é": "ü"}
+
+
+def test_the_script_status_line_says_one_call_in_the_singular() -> None:
+    out, _ = _terminal()
+    err, err_buffer = _terminal()
+    renderer = ChatRenderer(out=out, err=err)
+    renderer.show(ScriptProgressEvent(script_id="s1", calls=1, ts=0.0))
+    renderer.show(ScriptProgressEvent(script_id="s1", calls=2, ts=0.0))
+    shown = err_buffer.getvalue()
+    assert "script running: 1 call, 0 failed" in shown
+    assert "script running: 2 calls, 0 failed" in shown
