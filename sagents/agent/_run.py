@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
 
 
 @dataclass(kw_only=True)
@@ -105,6 +107,14 @@ class RunState:
             try:
                 answer = settle_answer(request, await self.approver.approve(request))
                 reason = answer
+            except anyio.get_cancelled_exc_class():
+                # every request gets its one result, even when the run is cancelled meanwhile
+                result = ApprovalResultEvent(
+                    request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_RESULT_GRACE_S):
+                    await self.emit(result)
+                raise
             except Exception as error:  # a broken approver denies this call, not the run
                 logger.warning("the approver failed on %s", request.tools, exc_info=True)
                 reason = failure = f"the approver failed: {error!r}"

@@ -266,6 +266,8 @@ class OpenAIChatModel:
                     completion = await self.client.chat.completions.create(**request)
                     if not isinstance(completion, ChatCompletion):
                         raise self._not_a_completion(completion)
+                    if not completion.choices:
+                        raise self._no_choices("a chat completion")
                     for event in _from_completion(completion):
                         yield event
                 return
@@ -286,9 +288,11 @@ class OpenAIChatModel:
 
     async def _read_stream(self, stream: Any) -> AsyncIterator[TextDelta | ModelTurn]:
         accumulator = _Accumulator()
+        chosen = False  # whether any chunk carried a choice
         try:
             async with stream:
                 async for chunk in stream:
+                    chosen = chosen or bool(chunk.choices)
                     if chunk.usage is not None:
                         accumulator.usage = Usage(
                             prompt_tokens=chunk.usage.prompt_tokens or 0,
@@ -312,6 +316,8 @@ class OpenAIChatModel:
                 f"the model's streamed answer from {self.base_url!r} broke off: {error!r}",
                 hint="retry the turn; if it keeps happening, try stream=False (--no-stream)",
             ) from error
+        if not chosen:
+            raise self._no_choices("a stream")
         if accumulator.finish_reason is None:  # a server quirk: the stream itself ended well
             logger.debug("the streamed answer from %r had no finish_reason", self.base_url)
         yield accumulator.turn()
@@ -324,6 +330,16 @@ class OpenAIChatModel:
             hint=(
                 "check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible API, "
                 "usually ending in /v1, and not at a web page or a proxy's login"
+            ),
+        )
+
+    def _no_choices(self, what: str) -> ModelError:
+        return ModelError(
+            f"the model endpoint {self.base_url!r} answered {what} with no choices: "
+            f"no text and no tool call came back for model {self.model!r}",
+            hint=(
+                "retry the turn; if it keeps happening, check the server's logs and that "
+                "SAGENTS_MODEL (--model) names a chat model it serves"
             ),
         )
 

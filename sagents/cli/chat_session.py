@@ -7,6 +7,7 @@ loop and the ``openai`` SDK.
 from __future__ import annotations
 
 import json
+import math
 import re
 import signal
 import sys
@@ -29,7 +30,7 @@ from sagents.tool.context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
-__all__ = ["ChatRenderer", "TerminalApprover", "literal", "run_chat"]
+__all__ = ["ChatRenderer", "TerminalApprover", "json_line", "literal", "run_chat"]
 
 _RESULT_PREVIEW_CHARS = 200  # characters of a tool result shown in the transcript
 
@@ -43,6 +44,22 @@ def literal(text: str) -> Text:
     model, a tool or a script cannot move the cursor, clear lines or retitle the terminal
     (ECMA-48 control functions)."""
     return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of strict JSON (RFC 8259), as ``--json`` prints each event: a NaN
+    or infinite number, which JSON cannot write, becomes ``null``."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
 
 
 def _read_line(prompt: str) -> str:
@@ -124,11 +141,9 @@ class ChatRenderer:
                 share = (event.done or 0) / event.total
                 bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
             note = f" {event.message}" if event.message else ""
+            calls = f"{event.calls} call" + ("" if event.calls == 1 else "s")
             self.err.print(
-                literal(
-                    f"  ⚙ script {event.status}: {event.calls} calls, "
-                    f"{event.failures} failed{bar}{note}"
-                ),
+                literal(f"  ⚙ script {event.status}: {calls}, {event.failures} failed{bar}{note}"),
                 style="cyan",
             )
         elif isinstance(event, DoneEvent):
@@ -188,7 +203,7 @@ class _Chat:
             async with aclosing(stream):
                 async for event in stream:
                     if self.as_json:
-                        sys.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+                        sys.stdout.write(json_line(event.to_dict()) + "\n")
                         sys.stdout.flush()
                     else:
                         self.renderer.show(event)

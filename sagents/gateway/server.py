@@ -52,6 +52,7 @@ from sagents import __version__
 from sagents.audit.tasks import SqliteTaskStore
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
@@ -87,6 +88,7 @@ from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.workspaces import Workspaces
+from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
@@ -395,7 +397,7 @@ class Gateway:
                 return to_call_tool_result(_denied(request))
             if answer == "allow_session":
                 session.granted.add(spec.name)
-        return to_call_tool_result(await self._run(ctx, session, spec.name, arguments))
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments))
 
     async def _approval(
         self,
@@ -434,14 +436,19 @@ class Gateway:
         self,
         ctx: ServerRequestContext[Any, Any],
         session: _ClientSession,
-        name: str,
+        spec: ToolSpec,
         arguments: dict[str, Any],
     ) -> ToolResult:
         """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
+        name = spec.name
         tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
         workspace = self.workspace
         if isinstance(workspace, Workspaces):
-            workspace = str(workspace.for_session(session.session_id))
+            # created on the first call that runs here (docs/gateway.md, "Sessions and
+            # workspaces"): an upstream MCP tool never uses the session's folder
+            runs_here = spec.source.kind != "mcp" or name == RUN_SCRIPT_TOOL_NAME
+            folder = workspace.for_session if runs_here else workspace.path_for
+            workspace = str(folder(session.session_id))
         context = SessionContext(
             session_id=session.session_id,
             workspace=workspace,

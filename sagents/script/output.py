@@ -143,7 +143,8 @@ class RunSummary:
 
 def format_summary_line(summary: RunSummary) -> str:
     """``run_script ok: 501 calls, 0 failed, 2.4 s, records .agent/scripts/<id>/``."""
-    parts = [f"{summary.calls} calls", f"{summary.failed} failed", f"{summary.duration_s:.1f} s"]
+    calls = f"{summary.calls} call" + ("" if summary.calls == 1 else "s")
+    parts = [calls, f"{summary.failed} failed", f"{summary.duration_s:.1f} s"]
     if summary.status == "error" and summary.exit_code is not None:
         parts.insert(0, f"exit code {summary.exit_code}")
     if summary.records_dir:

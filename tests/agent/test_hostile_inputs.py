@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import httpx2 as httpx
 import pytest
 from openai import AsyncOpenAI
@@ -206,3 +207,78 @@ async def test_an_empty_answer_enters_the_history_with_string_content() -> None:
         again = [*done.messages, {"role": "user", "content": "more"}]
         done_of(await collect(agent, again))
     assert model.requests[1]["messages"][1] == {"role": "assistant", "content": ""}
+
+
+class HangingApprover:
+    """An approver that never answers: it waits until the run is cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_cancelling_while_the_approver_is_asked_still_sends_the_approval_result() -> None:
+    approver = HangingApprover()
+    calls = (ScriptedToolCall(name="save", arguments={"path": "a"}),)
+    async with ScriptedModel([ScriptedReply(tool_calls=calls), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model())
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_when_asked() -> None:
+                await approver.asked.wait()
+                agent.cancel()
+
+            tg.start_soon(cancel_when_asked)
+            with anyio.fail_after(30):
+                events = await collect(agent, USER, tool_manager=_manager(), approver=approver)
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    requests = [e for e in events if isinstance(e, ApprovalRequestEvent)]
+    results = [e for e in events if isinstance(e, ApprovalResultEvent)]
+    assert len(requests) == len(results) == 1
+    assert results[0].request_id == requests[0].request_id
+    assert not results[0].approved
+    assert results[0].reason == "cancelled"
+    assert events.index(results[0]) < events.index(done)
+
+
+def _completion(choices: list[Any]) -> bytes:
+    body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": choices}
+    return json.dumps(body).encode()
+
+
+async def test_a_whole_answer_without_choices_is_a_clear_model_error() -> None:
+    model = OpenAIChatModel(
+        model="m", client=_client(("application/json", _completion([]))), stream=False
+    )
+    events = await collect(SAgent(model=model), USER)
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "no choices" in done.error["message"]
+    assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _DONE,
+        b"",
+        b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+        b'"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}\n\n'
+        + _DONE,
+    ],
+    ids=["done-only", "empty", "usage-only"],
+)
+async def test_a_stream_without_any_choice_is_a_clear_model_error(body: bytes) -> None:
+    model = OpenAIChatModel(model="m", client=_client((_SSE, body)))
+    events = await collect(SAgent(model=model), USER)
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "no choices" in done.error["message"]
+    assert list(done.messages) == USER

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from anyio.from_thread import start_blocking_portal
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sagents.cli.chat_session import TerminalApprover
+from sagents.cli.chat_session import ChatRenderer, TerminalApprover, json_line
 from sagents.cli.main import app
+from sagents.core.events import ScriptProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ApprovalRequest
 
@@ -172,3 +175,36 @@ def test_model_text_tool_calls_and_results_are_printed_literally() -> None:
         assert "\\x1b[2J" in shown
         assert "[bold]x[/bold]" in shown
     assert "t\\x1b[31m" in err_buffer.getvalue()
+
+
+def _strict_loads(line: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON (RFC 8259)")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_json_lines_of_events_carrying_nan_or_infinity_stay_valid_json() -> None:
+    event = ScriptProgressEvent(
+        script_id="s1", calls=1, done=math.nan, total=math.inf, elapsed_s=-math.inf, ts=0.0
+    )
+    line = json_line(event.to_dict())
+    assert "\n" not in line
+    parsed = _strict_loads(line)
+    assert parsed["done"] is None
+    assert parsed["total"] is None
+    assert parsed["elapsed_s"] is None
+    assert parsed["calls"] == 1
+    nested = _strict_loads(json_line({"a": [1.5, {"b": math.nan}], "c": (math.inf,), "é": "ü"}))
+    assert nested == {"a": [1.5, {"b": None}], "c": [None], "é": "ü"}
+
+
+def test_the_script_status_line_says_one_call_in_the_singular() -> None:
+    out, _ = _terminal()
+    err, err_buffer = _terminal()
+    renderer = ChatRenderer(out=out, err=err)
+    renderer.show(ScriptProgressEvent(script_id="s1", calls=1, ts=0.0))
+    renderer.show(ScriptProgressEvent(script_id="s1", calls=2, ts=0.0))
+    shown = err_buffer.getvalue()
+    assert "script running: 1 call, 0 failed" in shown
+    assert "script running: 2 calls, 0 failed" in shown

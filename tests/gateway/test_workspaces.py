@@ -81,6 +81,19 @@ async def test_a_shared_workspace_is_one_folder_for_every_session(tmp_path: Path
     assert not (root / "sessions").exists()
 
 
+async def test_a_plain_upstream_call_creates_no_workspace_folder(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    settings = GatewaySettings(config=write_config(tmp_path), mode="auto", workspace=root)
+    async with ConfiguredGateway(settings) as gateway:
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as client:
+                added = await client.call_tool("fault__add", {"a": 2, "b": 3})
+    assert added.is_error is False, text_of(added)
+    assert "5" in text_of(added)
+    assert gateway.workspaces.existing() == []
+    assert not (root / "sessions").exists()
+
+
 def test_workspace_paths_come_only_from_gateway_session_ids(tmp_path: Path) -> None:
     workspaces = Workspaces(tmp_path)
     session = "0123456789abcdef0123456789abcdef"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sagents.script.output import OutputCapture, RunSummary, format_model_text, format_summary_line
 
 
@@ -50,6 +52,14 @@ def test_the_summary_line_matches_the_issue_example() -> None:
     assert format_summary_line(summary) == (
         "run_script ok: 501 calls, 0 failed, 2.4 s, records .agent/scripts/abc/"
     )
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"), [(0, "0 calls"), (1, "1 call,"), (2, "2 calls"), (11, "11 calls")]
+)
+def test_the_summary_line_says_one_call_in_the_singular(calls: int, expected: str) -> None:
+    summary = RunSummary(status="ok", calls=calls, failed=0, duration_s=0.1, records_dir=None)
+    assert format_summary_line(summary).startswith(f"run_script ok: {expected}")
 
 
 def test_the_error_tail_is_added_only_when_the_output_lacks_it() -> None:
