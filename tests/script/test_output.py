@@ -45,7 +45,7 @@ def test_the_stderr_tail_is_kept_for_errors() -> None:
     assert capture.stderr_tail().endswith("ValueError: x\n")
 
 
-def test_the_summary_line_matches_the_issue_example() -> None:
+def test_the_summary_line_matches_the_documented_example() -> None:
     summary = RunSummary(
         status="ok", calls=501, failed=0, duration_s=2.4, records_dir=".agent/scripts/abc/"
     )
