@@ -21,6 +21,15 @@ from sagents.agent.session import (
     AuditStatus,
     current_agent_session,
 )
+from sagents.agent.suggest import (
+    OfflineToolSelector,
+    ToolSelector,
+    Workflow,
+    WorkflowChoice,
+    choose_workflow,
+    select_workflow,
+    suggest_tools,
+)
 
 __all__ = [
     "AGENT_SESSION_KEY",
@@ -34,10 +43,17 @@ __all__ = [
     "MessageDeltaEvent",
     "MessageEvent",
     "ModelTurn",
+    "OfflineToolSelector",
     "OpenAIChatModel",
     "SAgent",
     "TextDelta",
+    "ToolSelector",
     "Usage",
     "UsageEvent",
+    "Workflow",
+    "WorkflowChoice",
+    "choose_workflow",
     "current_agent_session",
+    "select_workflow",
+    "suggest_tools",
 ]
