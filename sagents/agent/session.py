@@ -61,6 +61,18 @@ class AuditStatus(dict[str, Any]):
         """Whether the session's tool list was expanded."""
         return bool(self["tools_expanded"])
 
+    def snapshot(self) -> dict[str, Any]:
+        """A copy for an event: its lists and dicts copied too, so that later changes of the
+        session (the next expansion) do not show in an event already sent."""
+        return {
+            key: list(value)
+            if isinstance(value, list)
+            else dict(value)
+            if isinstance(value, dict)
+            else value
+            for key, value in self.items()
+        }
+
 
 class SandboxRelay:
     """The session's sandbox files as the skills layer holds them: each run opens its own
@@ -117,6 +129,9 @@ class AgentSession:
         self.messages: list[dict[str, Any]] = []
         """The history: the last run's input messages, then every message it added."""
         self.audit_status = AuditStatus()
+        self.offered_tools: list[str] = []
+        """With tool suggestion, the tools offered so far, in the order first offered: each
+        turn's list keeps it (append-only, so that provider prompt caches survive)."""
         self.skill_sandbox: SandboxSkillManager | None = None
         """Where the skills were projected by :meth:`init_more`, if anywhere."""
         self._initialized = False
