@@ -43,6 +43,7 @@ __all__ = [
     "embedding_model",
     "spec_content_key",
     "split_words",
+    "standardised",
     "terms",
     "tool_document",
 ]
@@ -237,9 +238,9 @@ class RankingIndex:
             return []
         query_terms = [t for t in terms(query) if t in self._vocabulary]
         if query_terms:
-            fused += _standardised(self._bm25.get_scores(query_terms))
+            fused += standardised(self._bm25.get_scores(query_terms))
         if self._embedder is not None and self._vectors is not None and query.strip():
-            fused += _standardised(self._vectors @ self._embedder.embed([query])[0])
+            fused += standardised(self._vectors @ self._embedder.embed([query])[0])
         return [float(s) for s in fused]
 
     def rank(self, query: str, k: int) -> list[str]:
@@ -249,7 +250,7 @@ class RankingIndex:
         return [self.keys[i] for i in order[:k]]
 
 
-def _standardised(scores: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+def standardised(scores: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     """``scores`` as z-scores (mean 0, standard deviation 1); all zero when they are equal."""
     import numpy as np
 
