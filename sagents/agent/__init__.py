@@ -15,6 +15,7 @@ from sagents.agent.events import (
 )
 from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent.selectors import EmbeddingsToolSelector, LLMToolSelector
 from sagents.agent.session import (
     AGENT_SESSION_KEY,
     AgentSession,
@@ -40,6 +41,8 @@ __all__ = [
     "AuditStatus",
     "DoneEvent",
     "DoneReason",
+    "EmbeddingsToolSelector",
+    "LLMToolSelector",
     "MessageDeltaEvent",
     "MessageEvent",
     "ModelTurn",

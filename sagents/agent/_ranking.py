@@ -1,8 +1,8 @@
 """The offline ranking behind ``suggest_tools`` and ``select_workflow`` (docs/agent.md,
 "Tool suggestion").
 
-Two rankings of the same documents, fused by reciprocal rank (Cormack, Clarke and Büttcher,
-SIGIR 2009, with their constant 60):
+Two rankings of the same documents, fused by adding their scores after standardising each to
+z-scores (CombSUM over z-normalised scores, Montague and Aslam, CIKM 2001), with equal weights:
 
 - lexical: BM25 (the ``bm25s`` library, Lucene's variant and defaults ``k1=1.5``, ``b=0.75``)
   over words split from names (``_``, ``.``, ``-``, ``/``, camelCase, digits), descriptions,
@@ -37,21 +37,18 @@ if TYPE_CHECKING:
     from sagents.core.spec import ToolSpec
 
 __all__ = [
-    "RRF_K",
     "Document",
     "IndexCache",
     "RankingIndex",
     "embedding_model",
     "spec_content_key",
     "split_words",
+    "standardised",
     "terms",
     "tool_document",
 ]
 
 logger = logging.getLogger("sagents.agent.suggest")
-
-RRF_K = 60
-"""Reciprocal-rank-fusion constant (the value of Cormack et al. 2009; not tuned here)."""
 
 NAME_WEIGHT = 2
 """How many times a tool's own name words count in its lexical document."""
@@ -236,17 +233,14 @@ class RankingIndex:
         """A fused score per document (higher is better); all zero when nothing matches."""
         import numpy as np
 
-        n = len(self.keys)
-        fused = np.zeros(n, dtype=np.float64)
-        if n == 0:
+        fused = np.zeros(len(self.keys), dtype=np.float64)
+        if not self.keys:
             return []
         query_terms = [t for t in terms(query) if t in self._vocabulary]
         if query_terms:
-            lexical = self._bm25.get_scores(query_terms)
-            _add_reciprocal_ranks(fused, lexical, only_positive=True)
+            fused += standardised(self._bm25.get_scores(query_terms))
         if self._embedder is not None and self._vectors is not None and query.strip():
-            semantic = self._vectors @ self._embedder.embed([query])[0]
-            _add_reciprocal_ranks(fused, semantic, only_positive=False)
+            fused += standardised(self._vectors @ self._embedder.embed([query])[0])
         return [float(s) for s in fused]
 
     def rank(self, query: str, k: int) -> list[str]:
@@ -256,18 +250,16 @@ class RankingIndex:
         return [self.keys[i] for i in order[:k]]
 
 
-def _add_reciprocal_ranks(
-    fused: npt.NDArray[np.float64], scores: npt.NDArray[Any], *, only_positive: bool
-) -> None:
+def standardised(scores: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    """``scores`` as z-scores (mean 0, standard deviation 1); all zero when they are equal."""
     import numpy as np
 
-    order = np.argsort(-scores, kind="stable")
-    ranks = np.empty(len(order), dtype=np.float64)
-    ranks[order] = np.arange(1, len(order) + 1)
-    contribution = 1.0 / (RRF_K + ranks)
-    if only_positive:
-        contribution[scores <= 0] = 0.0
-    fused += contribution
+    values = np.asarray(scores, dtype=np.float64)
+    spread = float(values.std())
+    if spread == 0.0 or not np.isfinite(spread):
+        return np.zeros_like(values)
+    standardised: npt.NDArray[np.float64] = (values - values.mean()) / spread
+    return standardised
 
 
 # -- the cache ---------------------------------------------------------------------------------

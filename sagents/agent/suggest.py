@@ -162,7 +162,7 @@ def suggest_tools(query: str, tools: ToolsInput, k: int = DEFAULT_SUGGESTED_TOOL
 
     Ranks by BM25 over the words of each tool's name (split on ``_``, ``.``, ``-`` and
     camelCase; an MCP tool's ``<server>__`` prefix counts as a word of its own), description,
-    parameter names, parameter descriptions and enum values, fused by reciprocal rank with
+    parameter names, parameter descriptions and enum values, fused (z-scored, added) with
     WordLlama static embeddings when ``wordllama`` is installed (BM25 alone otherwise, logged
     once). No model is called and nothing is downloaded. The index of a tool set is cached in
     the process, so only the first query of a new tool set pays for building it.
