@@ -12,6 +12,7 @@ from sagents.agent.events import (
     MessageDeltaEvent,
     MessageEvent,
     UsageEvent,
+    WorkflowSelectedEvent,
 )
 from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
@@ -55,6 +56,7 @@ __all__ = [
     "UsageEvent",
     "Workflow",
     "WorkflowChoice",
+    "WorkflowSelectedEvent",
     "choose_workflow",
     "current_agent_session",
     "select_workflow",

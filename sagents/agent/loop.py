@@ -46,6 +46,7 @@ from sagents.agent.events import (
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
 from sagents.agent.scripts import open_run_script
 from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
+from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
 from sagents.agent.suggestion import (
     SuggestWhen,
     ToolSuggester,
@@ -54,6 +55,7 @@ from sagents.agent.suggestion import (
     expansion_result,
     request_query,
 )
+from sagents.agent.workflows import WorkflowSelect, WorkflowSelection
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SagentsError
@@ -103,8 +105,15 @@ class SAgent:
         tool_suggestion: When the pick runs: ``first_turn`` of each request (default) or
             ``every_turn``.
         always_include_tools: Tool names offered in every turn when the session allows them.
-        tool_suggester: The ranking, ``suggester(query, specs, k) -> names`` (may be async);
-            the offline ``sagents.agent.suggest_tools`` when None.
+        tool_suggester: The ranking: a ``ToolSelector`` (``sagents.agent.selectors`` has a
+            model-call and an embeddings one) or a function ``(query, specs, k) -> names``
+            (may be async); the offline ``sagents.agent.suggest_tools`` when None.
+        workflows: The agent's workflows (``Workflow(name=, description=, steps=[...])``).
+        workflow_select: Before the first turn of each request choose one of the workflows
+            or the session's skills and put it into the system prompt: True or ``offline``
+            (the offline ranking), ``model`` (one model call); False (default) never. See
+            ``docs/agent.md``, "Workflow selection".
+        workflow_threshold: The least offline score (0 to 1) that counts as a fit.
         name: A name for logs.
     """
 
@@ -123,6 +132,9 @@ class SAgent:
         tool_suggestion: SuggestWhen = "first_turn",
         always_include_tools: Sequence[str] = (),
         tool_suggester: ToolSuggester | None = None,
+        workflows: Sequence[Workflow] = (),
+        workflow_select: WorkflowSelect = False,
+        workflow_threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
         name: str = "agent",
     ) -> None:
         if max_turns < 1:
@@ -145,6 +157,14 @@ class SAgent:
                 when=tool_suggestion,
                 always_include=always_include_tools,
                 suggester=tool_suggester,
+            )
+        )
+        self.workflows = tuple(workflows)
+        self.workflow_selection = (
+            None
+            if workflow_select is False
+            else WorkflowSelection(
+                workflows, how=workflow_select, threshold=workflow_threshold, model=model
             )
         )
         self.name = name
@@ -352,12 +372,14 @@ class SAgent:
 
     async def _turns(self, run: RunState) -> DoneReason:
         state = run.session
+        if self.workflow_selection is not None:
+            run.system_extra = await self.workflow_selection.select(run)
         while True:
             if run.turns >= self.max_turns:
                 return "max_turns"
             run.turns += 1
             tools = await self._offered_tools(run)
-            request = [*self._system(state), *state.messages]
+            request = [*self._system(state, run.system_extra), *state.messages]
             turn: ModelTurn | None = None
             async with aclosing(self.model.stream_turn(request, tools)) as stream:
                 async for item in stream:
@@ -416,12 +438,14 @@ class SAgent:
             run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
             run.extra_names.add(EXPAND_TOOL_NAME)
 
-    def _system(self, state: AgentSession) -> list[dict[str, Any]]:
+    def _system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
         parts = [self.system_prompt] if self.system_prompt else []
         if state.skills is not None:
             fragment = state.skills.system_prompt(max_tokens=_SKILLS_PROMPT_TOKENS)
             if fragment:
                 parts.append(fragment)
+        if extra:  # this request's workflow or skill
+            parts.append(extra)
         return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
 
     async def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
