@@ -40,9 +40,10 @@ AGENT_SESSION_KEY = "agent_session"
 class AuditStatus(dict[str, Any]):
     """A dict-like record of the session's tool bookkeeping.
 
-    Always holds ``suggested_tools`` (a list of tool names a suggestion step picked, empty by
-    default) and ``tools_expanded`` (whether the model asked for the full tool list); other
-    keys may be added by tools.
+    Always holds ``suggested_tools`` (the tool names tool suggestion picked and
+    ``tool_expand_tools`` added, in order; empty by default) and ``tools_expanded`` (whether
+    ``tool_expand_tools`` added any); ``selected_workflow`` with ``workflow_select``; other
+    keys may be added by tools (docs/agent.md, "Tool suggestion").
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
