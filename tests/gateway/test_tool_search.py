@@ -6,14 +6,18 @@ Driven with the MCP SDK's own client, in memory and over streamable HTTP on loop
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as mt
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from sagents.agent import suggest_tools
@@ -28,6 +32,8 @@ from tests.gateway.test_http import http_gateway
 from tests.gateway.test_server import ERAS, error_code
 
 pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
 
 OWN = ["search_tools", "tool_expand_tools"]
 
@@ -237,3 +243,40 @@ def test_serve_accepts_tool_search_over_stdio(monkeypatch: pytest.MonkeyPatch) -
         tool_search=True,
     )
     assert settings.tool_search is True
+
+
+async def test_sagents_serve_tool_search_over_stdio_with_the_fleet_server(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    fleet = {"command": sys.executable, "args": ["-m", "sagents.demo.fleet_server"]}
+    config.write_text(json.dumps({"mcpServers": {"fleet": fleet}}), encoding="utf-8")
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            changed.set()
+
+    command = ["-c", "from sagents.cli.main import main; main()", "serve", "--tool-search"]
+    command += ["--config", str(config), "--mode", "auto", "--workspace", str(tmp_path / "ws")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(tmp_path / "data")}
+    server = StdioServerParameters(command=sys.executable, args=command, env=env, cwd=str(ROOT))
+    with anyio.fail_after(60):
+        async with Client(server, mode="legacy", message_handler=on_message) as client:
+            before = await names(client)
+            found = structured(
+                await client.call_tool("search_tools", {"query": "is device SN0001 online?"})
+            )
+            refused = await client.call_tool("fleet__get_device_status", {"sn": "SN0001"})
+            expanded = structured(
+                await client.call_tool(
+                    "tool_expand_tools", {"tool_names": ["fleet__get_device_status"]}
+                )
+            )
+            await changed.wait()
+            after = await names(client)
+            status = await client.call_tool("fleet__get_device_status", {"sn": "SN0001"})
+    assert before == OWN
+    assert found["tools"][0]["name"] == "fleet__get_device_status"
+    assert error_code(refused) == "not_allowed"
+    assert expanded["expanded_tools"] == ["fleet__get_device_status"]
+    assert after == [*OWN, "fleet__get_device_status"]
+    assert status.is_error is False
