@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+import anyio.to_thread
+
 from sagents.core.permissions import ToolAnnotations
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
@@ -170,9 +172,12 @@ class ToolSearch:
                 f"{_MAX_SEARCH_LIMIT}, not {limit!r}",
                 details={"tool": SEARCH_TOOL_NAME, "argument": "limit"},
             )
-        ranked = self.rank(query, list(offered), limit)
-        if inspect.isawaitable(ranked):
-            ranked = await ranked
+        if inspect.iscoroutinefunction(self.rank):
+            ranked: Any = await self.rank(query, list(offered), limit)
+        else:  # off the event loop: a first ranking of a tool set builds its index
+            ranked = await anyio.to_thread.run_sync(self.rank, query, list(offered), limit)
+            if inspect.isawaitable(ranked):
+                ranked = await ranked
         by_name = {spec.name: spec for spec in offered}
         found: list[dict[str, Any]] = []
         for raw in list(ranked)[:limit]:

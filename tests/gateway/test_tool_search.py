@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from sagents.agent import suggest_tools
 from sagents.cli.serve import resolve_settings
+from sagents.core.spec import ToolSpec
 from sagents.errors import ConfigError
 from sagents.gateway import Gateway, Profile, StaticApprover
 from sagents.gateway.settings import GatewaySettings
@@ -280,3 +281,15 @@ async def test_sagents_serve_tool_search_over_stdio_with_the_fleet_server(tmp_pa
     assert expanded["expanded_tools"] == ["fleet__get_device_status"]
     assert after == [*OWN, "fleet__get_device_status"]
     assert status.is_error is False
+
+
+async def test_an_async_ranking_is_awaited_and_names_outside_the_offer_are_dropped() -> None:
+    async def rank(query: str, specs: Sequence[ToolSpec], k: int) -> list[str]:
+        return ["not_offered", "fleet__slow", "fleet__slow"]
+
+    async with (
+        Gateway(FakeProvider(), tool_search=ToolSearch(rank)) as gateway,
+        Client(gateway.server) as client,
+    ):
+        found = structured(await client.call_tool("search_tools", {"query": "anything"}))
+    assert [tool["name"] for tool in found["tools"]] == ["fleet__slow"]
