@@ -27,7 +27,13 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from sagents.agent._ranking import RankingIndex, spec_content_key, standardised, tool_document
+from sagents.agent._ranking import (
+    RankingIndex,
+    cosines,
+    spec_content_key,
+    standardised,
+    tool_document,
+)
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
 from sagents.agent.suggest import OfflineToolSelector, ToolSelector
 from sagents.core.spec import ToolSpec
@@ -207,7 +213,7 @@ class EmbeddingsToolSelector:
                 "tool suggestion: the embeddings endpoint failed (%s); ranking offline", error
             )
             return await self.fallback.select(query, tools, k)
-        fused = standardised(vectors @ query_vector)
+        fused = standardised(cosines(vectors, query_vector))
         if self.lexical:
             fused = fused + np.asarray(index.scores(query))
         order = sorted(range(len(tools)), key=lambda i: (-float(fused[i]), i))
