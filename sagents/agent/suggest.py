@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_SUGGESTED_TOOLS",
     "DEFAULT_WORKFLOW_THRESHOLD",
     "OfflineToolSelector",
+    "Skills",
     "ToolSelector",
     "ToolsInput",
     "Workflow",
@@ -249,6 +250,8 @@ class WorkflowChoice:
 
 
 Skills = Sequence[SkillSchema] | SkillSource | None
+"""The skills that are workflow candidates: ``SkillSchema`` values, a ``SkillManager`` or a
+``SkillProxy``; None for none."""
 
 
 def _candidates(
