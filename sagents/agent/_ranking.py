@@ -1,5 +1,5 @@
-"""The offline ranking behind ``suggest_tools`` and ``select_workflow`` (docs/agent.md,
-"Tool suggestion").
+"""The offline ranking behind ``suggest_tools`` and ``select_workflow``
+(docs/tool-suggestion.md).
 
 Two rankings of the same documents, fused by adding their scores after standardising each to
 z-scores (CombSUM over z-normalised scores, Montague and Aslam, CIKM 2001), with equal weights:

@@ -1,5 +1,5 @@
 """Tool selectors that ask the provider: one model call, or its ``/embeddings`` endpoint
-(docs/agent.md, "Tool suggestion").
+(docs/tool-suggestion.md).
 
 Both implement :class:`~sagents.agent.suggest.ToolSelector` and fall back to the offline
 ranking (:class:`~sagents.agent.suggest.OfflineToolSelector`) when the provider fails or

@@ -1,4 +1,4 @@
-"""Tool suggestion and workflow selection, offline (docs/agent.md, "Tool suggestion").
+"""Tool suggestion and workflow selection, offline (docs/tool-suggestion.md).
 
 ``suggest_tools(query, tools, k)`` ranks a session's tools for one request and returns the
 names of the ``k`` best, best first, without a model or a network: BM25 over the words of
