@@ -1,5 +1,5 @@
 """Tool selectors that ask the provider: one model call, or its ``/embeddings`` endpoint
-(docs/agent.md, "Tool suggestion").
+(docs/tool-suggestion.md).
 
 Both implement :class:`~sagents.agent.suggest.ToolSelector` and fall back to the offline
 ranking (:class:`~sagents.agent.suggest.OfflineToolSelector`) when the provider fails or
@@ -27,17 +27,35 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from sagents.agent._ranking import RankingIndex, spec_content_key, standardised, tool_document
+from sagents.agent._ranking import (
+    RankingIndex,
+    cosines,
+    spec_content_key,
+    standardised,
+    tool_document,
+)
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
-from sagents.agent.suggest import OfflineToolSelector, ToolSelector
+from sagents.agent.suggest import (
+    DEFAULT_WORKFLOW_THRESHOLD,
+    OfflineToolSelector,
+    Skills,
+    ToolSelector,
+    Workflow,
+    WorkflowChoice,
+    choose_workflow,
+    rank_workflows,
+)
 from sagents.core.spec import ToolSpec
 from sagents.errors import ModelError
+from sagents.skill.proxy import SkillSource
 
 __all__ = [
     "DEFAULT_LLM_CANDIDATES",
     "LLM_SELECTOR_PROMPT",
+    "LLM_WORKFLOW_PROMPT",
     "EmbeddingsToolSelector",
     "LLMToolSelector",
+    "choose_workflow_with_model",
     "parse_tool_names",
 ]
 
@@ -62,6 +80,13 @@ LLM_SELECTOR_PROMPT = (
     'exactly as listed. Reply [] if no tool is needed. Example: ["search_web", "read_file"]'
 )
 """The selector's system prompt (``{k}`` is the number of names asked for)."""
+
+LLM_WORKFLOW_PROMPT = (
+    "You choose how an assistant should handle a user's request: one of the listed workflows "
+    'or skills, or none. Reply with JSON only: {"name": "<a listed name>"}, or {"name": null} '
+    "when none of them clearly fits."
+)
+"""The system prompt of :func:`choose_workflow_with_model`."""
 
 _ARRAY = re.compile(r"\[.*\]", re.DOTALL)
 
@@ -96,6 +121,16 @@ def _known_names(names: Sequence[str], tools: Sequence[ToolSpec], k: int) -> lis
     if dropped:
         logger.info("tool suggestion: the selector named unknown tools %r (dropped)", dropped)
     return chosen[:k]
+
+
+async def _text_of(model: OpenAIChatModel, messages: list[dict[str, Any]]) -> str:
+    parts: list[str] = []
+    async for event in model.stream_turn(messages):
+        if isinstance(event, TextDelta):
+            parts.append(event.text)
+        elif isinstance(event, ModelTurn) and not parts:
+            parts.append(str(event.message.get("content") or ""))
+    return "".join(parts)
 
 
 class LLMToolSelector:
@@ -138,7 +173,7 @@ class LLMToolSelector:
             {"role": "user", "content": f"Request:\n{query}\n\nTools:\n{listing}"},
         ]
         try:
-            text = await self._answer(messages)
+            text = await _text_of(self.model, messages)
         except ModelError as error:
             logger.warning("tool suggestion: the selector call failed (%s); ranking offline", error)
             return await self.fallback.select(query, tools, k)
@@ -154,15 +189,6 @@ class LLMToolSelector:
         if names and not chosen:
             return await self.fallback.select(query, tools, k)
         return chosen
-
-    async def _answer(self, messages: list[dict[str, Any]]) -> str:
-        parts: list[str] = []
-        async for event in self.model.stream_turn(messages):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-            elif isinstance(event, ModelTurn) and not parts:
-                parts.append(str(event.message.get("content") or ""))
-        return "".join(parts)
 
 
 class EmbeddingsToolSelector:
@@ -207,7 +233,7 @@ class EmbeddingsToolSelector:
                 "tool suggestion: the embeddings endpoint failed (%s); ranking offline", error
             )
             return await self.fallback.select(query, tools, k)
-        fused = standardised(vectors @ query_vector)
+        fused = standardised(cosines(vectors, query_vector))
         if self.lexical:
             fused = fused + np.asarray(index.scores(query))
         order = sorted(range(len(tools)), key=lambda i: (-float(fused[i]), i))
@@ -244,3 +270,58 @@ class EmbeddingsToolSelector:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return matrix / norms
+
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+async def choose_workflow_with_model(
+    model: OpenAIChatModel,
+    query: str,
+    workflows: Sequence[Workflow],
+    skills: Skills = None,
+    *,
+    threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
+) -> WorkflowChoice | None:
+    """The workflow or skill a model picks for ``query`` (one call), or None when it picks none.
+
+    The choice's ``score`` is the offline score of that candidate (see
+    :func:`~sagents.agent.suggest.rank_workflows`), so events stay comparable. When the call
+    fails or the answer names nothing listed, the offline :func:`choose_workflow` decides
+    (with ``threshold``).
+    """
+    ranked = rank_workflows(query, workflows, skills)
+    if not ranked or not query.strip():
+        return None
+    by_name = {c.name: c for c in reversed(ranked)}  # of equal names, the best-ranked wins
+    descriptions = {w.name: w.description for w in workflows}
+    listed = skills.list_skills() if isinstance(skills, SkillSource) else list(skills or [])
+    for skill in listed:
+        descriptions.setdefault(skill.name, skill.description)
+    listing = "\n".join(
+        f"- {c.name} ({c.kind}): {descriptions.get(c.name, '')[:SUMMARY_CHARS]}" for c in ranked
+    )
+    messages = [
+        {"role": "system", "content": LLM_WORKFLOW_PROMPT},
+        {"role": "user", "content": f"Request:\n{query}\n\nWorkflows and skills:\n{listing}"},
+    ]
+    try:
+        text = await _text_of(model, messages)
+    except ModelError as error:
+        logger.warning("workflow_select: the model call failed (%s); choosing offline", error)
+        return choose_workflow(query, workflows, skills, threshold=threshold)
+    match = _OBJECT.search(text)
+    answer: Any = None
+    if match is not None:
+        with contextlib.suppress(ValueError):
+            answer = json.loads(match.group(0))
+    if isinstance(answer, dict) and "name" in answer:
+        name = answer["name"]
+        if name is None:
+            return None
+        if isinstance(name, str) and name.strip() in by_name:
+            return by_name[name.strip()]
+    logger.warning(
+        "workflow_select: the model's answer %r names nothing listed; choosing offline", text[:200]
+    )
+    return choose_workflow(query, workflows, skills, threshold=threshold)

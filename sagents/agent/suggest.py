@@ -1,4 +1,4 @@
-"""Tool suggestion and workflow selection, offline (docs/agent.md, "Tool suggestion").
+"""Tool suggestion and workflow selection, offline (docs/tool-suggestion.md).
 
 ``suggest_tools(query, tools, k)`` ranks a session's tools for one request and returns the
 names of the ``k`` best, best first, without a model or a network: BM25 over the words of
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -31,6 +31,7 @@ from sagents.agent._ranking import (
     Document,
     IndexCache,
     RankingIndex,
+    cosines,
     embedding_model,
     spec_content_key,
     split_words,
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_SUGGESTED_TOOLS",
     "DEFAULT_WORKFLOW_THRESHOLD",
     "OfflineToolSelector",
+    "Skills",
     "ToolSelector",
     "ToolsInput",
     "Workflow",
@@ -63,8 +65,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_SUGGESTED_TOOLS = 10
 """How many tools :func:`suggest_tools` returns when ``k`` is not given."""
 
-DEFAULT_WORKFLOW_THRESHOLD = 0.3
-"""The score (0 to 1) below which :func:`select_workflow` says nothing fits."""
+DEFAULT_WORKFLOW_THRESHOLD = 0.2
+"""The score (0 to 1) below which :func:`select_workflow` says nothing fits. Set on the side of
+choosing nothing: a wrong workflow puts wrong steps into the system prompt, a missed one only
+leaves the model to find its own way. On hand-written requests, related ones score about 0.25
+to 0.6 and unrelated ones 0 to 0.15; a single shared common word ("summarise") can reach 0.25."""
 
 ToolsInput = Sequence[ToolSpec] | ToolProvider
 """What the ranking accepts: specs, or a registry (``ToolManager``) or a session's view of
@@ -77,18 +82,26 @@ def tool_specs(tools: ToolsInput) -> list[ToolSpec]:
     Raises:
         TypeError: ``tools`` is neither a sequence of ``ToolSpec`` nor a tool provider.
     """
+    return _unique(_listed(tools))
+
+
+def _listed(tools: ToolsInput) -> Sequence[Any]:
+    if isinstance(tools, list | tuple):
+        return tools
     if isinstance(tools, ToolProvider):
-        specs: Sequence[Any] = tools.list_specs()
-    elif isinstance(tools, Sequence) and not isinstance(tools, str | bytes):
-        specs = tools
-    else:
-        raise TypeError(
-            f"tools must be a sequence of ToolSpec, a ToolManager or a ToolProxy, "
-            f"not {type(tools).__name__}"
-        )
+        return tools.list_specs()
+    if isinstance(tools, Sequence) and not isinstance(tools, str | bytes):
+        return tools
+    raise TypeError(
+        f"tools must be a sequence of ToolSpec, a ToolManager or a ToolProxy, "
+        f"not {type(tools).__name__}"
+    )
+
+
+def _unique(items: Sequence[Any]) -> list[ToolSpec]:
     seen: set[str] = set()
     unique: list[ToolSpec] = []
-    for position, spec in enumerate(specs):
+    for position, spec in enumerate(items):
         if not isinstance(spec, ToolSpec):
             raise TypeError(
                 f"tools[{position}] is a {type(spec).__name__}, not a ToolSpec "
@@ -131,23 +144,33 @@ class OfflineToolSelector:
         """How many indexes were built (a changed tool set builds a new one)."""
         return self._cache.builds
 
-    def index(self, tools: Sequence[ToolSpec]) -> RankingIndex:
-        """The index of ``tools`` (built on first use, then cached)."""
-        return self._cache.get(
-            tools,
-            lambda: spec_content_key(tools, self.embeddings),
-            lambda: RankingIndex([tool_document(s) for s in tools], embeddings=self.embeddings),
-        )
+    def index(self, tools: ToolsInput) -> RankingIndex:
+        """The index of ``tools`` (built on first use, then cached).
+
+        Raises:
+            TypeError: ``tools`` is not one of the accepted shapes.
+        """
+        items = _listed(tools)
+
+        def prepare() -> tuple[Hashable, Callable[[], RankingIndex]]:
+            specs = _unique(items)
+            documents = [tool_document(s) for s in specs]
+            return (
+                spec_content_key(specs, self.embeddings),
+                lambda: RankingIndex(documents, embeddings=self.embeddings),
+            )
+
+        return self._cache.get(items, prepare)
 
     def rank(self, query: str, tools: ToolsInput, k: int = DEFAULT_SUGGESTED_TOOLS) -> list[str]:
         """The ``min(k, len(tools))`` best tool names, best first (see :func:`suggest_tools`)."""
         _check_k(k)
-        specs = tool_specs(tools)
-        if k == 0 or not specs:
+        items = _listed(tools)
+        if k == 0 or not items:
             return []
         if not query.strip():
-            return [s.name for s in specs[:k]]
-        return self.index(specs).rank(query, k)
+            return [s.name for s in _unique(items)[:k]]
+        return self.index(items).rank(query, k)
 
     async def select(self, query: str, tools: Sequence[ToolSpec], k: int) -> list[str]:
         """:meth:`rank` in a worker thread (building an index may take a moment)."""
@@ -227,6 +250,8 @@ class WorkflowChoice:
 
 
 Skills = Sequence[SkillSchema] | SkillSource | None
+"""The skills that are workflow candidates: ``SkillSchema`` values, a ``SkillManager`` or a
+``SkillProxy``; None for none."""
 
 
 def _candidates(
@@ -268,7 +293,7 @@ def rank_workflows(
     embedder = embedding_model()
     if embedder is not None:
         vectors = embedder.embed([query, *(doc.semantic for _, _, doc in candidates)])
-        cosine = [max(0.0, float(v)) for v in vectors[1:] @ vectors[0]]
+        cosine = [max(0.0, float(v)) for v in cosines(vectors[1:], vectors[0])]
         scores = [(c + s) / 2 for c, s in zip(coverage, cosine, strict=True)]
     else:
         scores = coverage

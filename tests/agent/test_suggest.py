@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -204,3 +206,29 @@ def test_ranking_is_offline_and_loads_the_bundled_embeddings(no_network: list[An
     assert selector.rank("will it rain in Oslo", WORKSPACE, 1) == ["weather__get_forecast"]
     assert selector.index(WORKSPACE).uses_embeddings
     assert no_network == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["???", "🙂", "\x00", "a" * 100_000, " ".join(["email"] * 5_000), "北京明天的天气怎么样"],
+    ids=["punctuation", "emoji", "nul", "one-long-word", "repeated", "chinese"],
+)
+def test_odd_queries_still_rank_k_known_tools(query: str) -> None:
+    ranked = suggest_tools(query, WORKSPACE, k=3)
+    assert len(ranked) == len(set(ranked)) == 3
+    assert set(ranked) <= {s.name for s in WORKSPACE}
+
+
+def test_without_wordllama_bm25_ranks_alone_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # import wordllama raises ImportError
+    embedding_model.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="sagents.agent.suggest"):
+            selector = OfflineToolSelector()
+            assert selector.rank("send an email to bob", WORKSPACE, 1) == ["mail__send_email"]
+            assert not selector.index(WORKSPACE).uses_embeddings
+    finally:
+        embedding_model.cache_clear()
+    assert any("ranking with BM25 alone" in r.getMessage() for r in caplog.records)

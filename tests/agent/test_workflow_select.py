@@ -159,7 +159,9 @@ async def test_a_chosen_skill_enters_the_prompt_as_load_skill_returns_it_with_it
 
 
 async def test_the_model_can_choose_in_one_call_without_tools() -> None:
-    async with ScriptedModel([reply("release_notes"), reply("Here are the notes.")]) as model:
+    async with ScriptedModel(
+        [reply('{"name": "release_notes"}'), reply("Here are the notes.")]
+    ) as model:
         events = await collect(
             _agent(model, workflow_select="model"), OUTAGE, tool_manager=_manager()
         )
@@ -172,7 +174,7 @@ async def test_the_model_can_choose_in_one_call_without_tools() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "chosen"),
-    [("none", None), ("I would pick the triage one", "incident_triage")],
+    [('{"name": null}', None), ("I would pick the triage one", "incident_triage")],
 )
 async def test_a_model_answering_none_chooses_nothing_and_garbage_falls_back_offline(
     answer: str, chosen: str | None
