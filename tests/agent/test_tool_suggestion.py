@@ -376,3 +376,21 @@ async def test_a_tool_selector_object_is_asked_through_its_select_method() -> No
             _agent(model, tool_suggester=Selector()), ASK_WEATHER, tool_manager=_manager()
         )
     assert _names(model.requests[0]) == ["get_time", "tool_expand_tools"]
+
+
+async def test_an_expansion_takes_effect_in_the_next_turn_not_in_its_own_batch() -> None:
+    batch = ScriptedReply(
+        tool_calls=(
+            ScriptedToolCall(name="tool_expand_tools", arguments={"tool_names": ["get_time"]}),
+            ScriptedToolCall(name="get_time", arguments={"city": "Paris"}),
+        )
+    )
+    script = [batch, tool_call("get_time", {"city": "Paris"}), reply("noon")]
+    async with ScriptedModel(script) as model:
+        done = done_of(await collect(_agent(model), ASK_WEATHER, tool_manager=_manager()))
+    assert_settled_once(done.messages)
+    expanded, refused, ran = tool_messages(done.messages)
+    assert _structured(expanded)["expanded_tools"] == ["get_time"]
+    assert "tool_expand_tools" in refused["content"]
+    assert ran["content"] == "noon in Paris"
+    assert RAN == ["get_time"]

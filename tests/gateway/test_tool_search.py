@@ -70,10 +70,14 @@ async def test_search_tools_ranks_the_sessions_offer_and_shows_descriptions() ->
         Client(gateway.server) as client,
     ):
         found = structured(await client.call_tool("search_tools", {"query": "ping", "limit": 3}))
+        expansion = structured(
+            await client.call_tool("tool_expand_tools", {"tool_names": ["fleet__configure"]})
+        )
     listed = [tool["name"] for tool in found["tools"]]
     assert listed[0] == "other__ping"
     assert len(listed) <= 3
     assert "fleet__configure" not in listed  # a write tool is not offered in read-only mode
+    assert expansion["invalid_tools"] == ["fleet__configure"]
     assert found["tools"][0] == {
         "name": "other__ping",
         "description": "The other__ping tool.",
