@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sagents.agent import SAgent
+from sagents.agent import LLMToolSelector, SAgent
 from sagents.core.spec import ToolSpec
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
@@ -394,3 +394,20 @@ async def test_an_expansion_takes_effect_in_the_next_turn_not_in_its_own_batch()
     assert "tool_expand_tools" in refused["content"]
     assert ran["content"] == "noon in Paris"
     assert RAN == ["get_time"]
+
+
+async def test_the_llm_selector_picks_the_turns_tools_in_one_call_without_tools() -> None:
+    script = [reply('["get_time", "not_a_tool"]'), reply("noon")]
+    async with ScriptedModel(script) as model:
+        chat_model = model.chat_model()
+        agent = SAgent(
+            model=chat_model,
+            run_script=False,
+            max_tools_per_turn=2,
+            tool_suggester=LLMToolSelector(chat_model),
+        )
+        done = done_of(await collect(agent, ASK_WEATHER, tool_manager=_manager()))
+    pick, turn = model.requests
+    assert "tools" not in pick
+    assert _names(turn) == ["get_time", "tool_expand_tools"]
+    assert done.audit_status["suggested_tools"] == ["get_time"]
