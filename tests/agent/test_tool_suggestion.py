@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import StdioServerParameters
 
 from sagents.agent import LLMToolSelector, SAgent
 from sagents.core.spec import ToolSpec
@@ -411,3 +413,25 @@ async def test_the_llm_selector_picks_the_turns_tools_in_one_call_without_tools(
     assert "tools" not in pick
     assert _names(turn) == ["get_time", "tool_expand_tools"]
     assert done.audit_status["suggested_tools"] == ["get_time"]
+
+
+async def test_suggestion_and_expansion_over_a_real_mcp_server() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    script = [
+        tool_call("tool_expand_tools", {"tool_names": ["fleet__list_devices"]}),
+        tool_call("fleet__list_devices", {}),
+        reply("500 devices."),
+    ]
+    ask = [{"role": "user", "content": "Is device SN0001 online? Check its status."}]
+    async with ToolManager() as fleet, ScriptedModel(script) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), run_script=False, max_tools_per_turn=1)
+        done = done_of(await collect(agent, ask, tool_manager=fleet))
+    assert _names(model.requests[0]) == ["fleet__get_device_status", "tool_expand_tools"]
+    assert _names(model.requests[1])[-1] == "fleet__list_devices"
+    listing = tool_messages(done.messages)[-1]
+    assert "SN0001" in listing["content"]
+    assert done.audit_status["suggested_tools"] == [
+        "fleet__get_device_status",
+        "fleet__list_devices",
+    ]
