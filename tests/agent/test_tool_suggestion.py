@@ -435,3 +435,31 @@ async def test_suggestion_and_expansion_over_a_real_mcp_server() -> None:
         "fleet__get_device_status",
         "fleet__list_devices",
     ]
+
+
+async def test_with_suggestion_run_script_counts_its_tools_and_scripts_still_call_them(
+    tmp_path: Path,
+) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    code = (
+        "from agent_tools import call, tools\n"
+        "names = sorted(t['name'] for t in tools())\n"
+        "print(len(call('fleet__list_devices', {})['devices']), 'devices;', ', '.join(names))\n"
+    )
+    script = [
+        tool_call("run_script", {"code": code, "tools": [], "description": "count devices"}),
+        reply("500 devices."),
+    ]
+    ask = [{"role": "user", "content": "Is device SN0001 online? Check its status."}]
+    context = SessionContext(session_id="rs", workspace=str(tmp_path / "ws"))
+    async with ToolManager() as fleet, ScriptedModel(script) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), max_tools_per_turn=1)
+        done = done_of(await collect(agent, ask, tool_manager=fleet, session_context=context))
+    tools = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    assert list(tools) == ["fleet__get_device_status", "run_script", "tool_expand_tools"]
+    description = tools["run_script"]["description"]
+    assert "- 4 tools of this session: in the script, tools() lists them" in description
+    assert "fleet__list_devices" not in description  # not one line per tool
+    (result,) = tool_messages(done.messages)
+    assert "500 devices; fleet__get_device_status, fleet__list_devices" in result["content"]
