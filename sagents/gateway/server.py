@@ -80,6 +80,9 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.ext_skills import SkillsExtension
+from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
+from sagents.gateway.extensions import install_extension
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
@@ -207,6 +210,12 @@ class Gateway:
                 on_set_logging_level=self._on_set_logging_level,
             )
         self.server.middleware.append(request_state_boundary(name))
+        if resources is not None:  # the MCP Skills extension (docs/gateway.md)
+            skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
+            install_extension(self.server, skills)
+        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
+        self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
+        install_extension(self.server, self._task_ext)
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -455,8 +464,13 @@ class Gateway:
             permission_mode=session.mode,
         )
 
+        task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
+        asker, task_input = (
+            self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
+        )
+
         async def call() -> ToolResult:
-            token = CLIENT_ASKER.set(ClientAsker(ctx))
+            token = CLIENT_ASKER.set(asker)
             try:
                 return await session.offer.run_tool(
                     name, arguments, context, tool_call_id=tool_call_id
@@ -475,17 +489,20 @@ class Gateway:
                     events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
                     tg.start_soon(forwarder.forward, events)
                 try:
-                    if self.background_after_s is None:
+                    hand_off_after = self.background_after_s
+                    if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                        hand_off_after = 0.0  # a run_script of a Tasks client is a task
+                    if hand_off_after is None:
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
                         done = await self._tasks.wait(
-                            task_id,
-                            hand_off_after=self.background_after_s,
-                            on_done=self._notifier(ctx),
+                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
                         )
                         if done is None:
                             self._tasks.handed_off(session.scope, task_id, name)
+                            if task_request is not None and task_input is not None:
+                                self._task_ext.created(task_request, task_id, task_input)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -516,6 +533,7 @@ class Gateway:
 
         async def on_done(info: TaskInfo) -> None:
             self._tasks.finished(info)
+            self._task_ext.finished(info)
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
