@@ -19,8 +19,14 @@ from typing import Any
 
 import anyio
 import mcp_types as mt
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.extension import (
+    ClaimContext,
+    ClientExtension,
+    ResultClaim,
+    UnexpectedClaimedResult,
+)
 from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from sagents.mcp.ext_types import (
@@ -34,7 +40,14 @@ from sagents.mcp.ext_types import (
     UpdateTaskRequestParams,
 )
 
-__all__ = ["CANCEL_TIMEOUT_S", "MAX_POLL_INTERVAL_S", "MIN_POLL_INTERVAL_S", "TasksClient"]
+__all__ = [
+    "CANCEL_TIMEOUT_S",
+    "MAX_POLL_INTERVAL_S",
+    "MIN_POLL_INTERVAL_S",
+    "TasksClient",
+    "call_tool_or_task",
+    "resolve_task",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +68,30 @@ class TasksClient(ClientExtension):
     def claims(self) -> Sequence[ResultClaim[Any]]:
         """The ``task`` result of ``tools/call`` (2026-07-28 connections)."""
         return (ResultClaim(result_type="task", model=CreateTaskResult, resolve=resolve_task),)
+
+
+async def call_tool_or_task(
+    session: ClientSession,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    progress_callback: ProgressFnT | None = None,
+) -> mt.CallToolResult:
+    """``tools/call`` on ``session``; a task the server makes of it is polled to its end.
+
+    Raises:
+        MCPError: as ``ClientSession.call_tool``, or the task failed.
+        UnexpectedClaimedResult: another extension's result shape (none is declared).
+    """
+    raw = await session.call_tool(
+        name, arguments, progress_callback=progress_callback, allow_claimed=True
+    )
+    if isinstance(raw, CreateTaskResult):
+        context = ClaimContext(session=session, tool_name=name, read_timeout_seconds=None)
+        return await resolve_task(raw, context)
+    if not isinstance(raw, mt.CallToolResult):
+        raise UnexpectedClaimedResult(raw)
+    return raw
 
 
 async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallToolResult:
