@@ -33,6 +33,8 @@ from sagents.errors import SagentsError
 from sagents.gateway.seams import ResourceSource
 from sagents.gateway.sources import SKILL_URI_PREFIX
 from sagents.mcp.ext_types import (
+    MAX_SKILL_BYTES,
+    MAX_SKILL_FILES,
     SKILLS_EXTENSION,
     GetSkillRequestParams,
     GetSkillResult,
@@ -47,14 +49,10 @@ from sagents.skill.frontmatter import (
     split_front_matter,
 )
 
-__all__ = ["MAX_SKILL_BYTES", "MAX_SKILL_FILES", "SkillsExtension"]
+__all__ = ["SkillsExtension"]
 
 logger = logging.getLogger(__name__)
 
-MAX_SKILL_FILES = 512
-"""Files per skill a host must accept (the extension's "Limits"); larger skills are not served."""
-MAX_SKILL_BYTES = 16 * 1024 * 1024
-"""Total bytes per skill a host must accept (the extension's "Limits")."""
 
 _INVALID_PARAMS = -32602  # the extension: an unknown skill URI in skills/get
 _JSON = TypeAdapter(Any)

@@ -42,6 +42,7 @@ from typing import Any, Self, cast
 import anyio
 import mcp_types as mt
 from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -94,12 +95,19 @@ from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool.context import SessionContext
 
-__all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
+__all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("tools/list", "resources/list", "resources/read")
+}
+"""``ttlMs``/``cacheScope`` of the list results (2026-07-28, "Caching"): private, since what a
+session is offered depends on its token and profile; immediately stale, since upstream lists
+and skill files change without notice on the 2026-07-28 protocol (no standing channel)."""
 _STATE_KEY = "sagents.gateway.session"
 _INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
@@ -208,6 +216,7 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
+                cache_hints=CACHE_HINTS,
             )
         self.server.middleware.append(request_state_boundary(name))
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
@@ -354,7 +363,9 @@ class Gateway:
         session = self._session_for(ctx)
         await self._announce_restart(ctx, session)
         tools: list[mt.Tool] = []
-        for spec in session.offer.list_specs():
+        # sorted by name, run_script last: the same set lists the same way, whatever order
+        # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
+        for spec in sorted(session.offer.list_specs(), key=_list_order):
             try:
                 tools.append(spec_to_mcp_tool(spec))
             except UpstreamSchemaError as error:
@@ -634,6 +645,10 @@ class Gateway:
         block = to_mcp_content(found)
         assert isinstance(block, mt.EmbeddedResource)
         return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _list_order(spec: ToolSpec) -> tuple[bool, str]:
+    return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
 
 
 def _skills_of(session: _ClientSession) -> frozenset[str] | None:

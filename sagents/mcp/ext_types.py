@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "MAX_SKILL_BYTES",
+    "MAX_SKILL_FILES",
     "SKILLS_EXTENSION",
     "TASKS_EXTENSION",
     "CancelTaskRequest",
@@ -47,6 +49,11 @@ __all__ = [
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+MAX_SKILL_FILES: Final = 512
+"""Files per skill every host accepts (the Skills extension's "Limits")."""
+MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
+"""Total bytes per skill every host accepts (the Skills extension's "Limits")."""
 
 
 class _WireModel(BaseModel):

@@ -31,7 +31,13 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from sagents.errors import SkillError
-from sagents.mcp.ext_types import ListSkillsRequest, ListSkillsResult, SkillEntry
+from sagents.mcp.ext_types import (
+    MAX_SKILL_BYTES,
+    MAX_SKILL_FILES,
+    ListSkillsRequest,
+    ListSkillsResult,
+    SkillEntry,
+)
 from sagents.skill.frontmatter import (
     FrontMatterError,
     decode_text,
@@ -39,14 +45,10 @@ from sagents.skill.frontmatter import (
     split_front_matter,
 )
 
-__all__ = ["MAX_SKILL_BYTES", "MAX_SKILL_FILES", "fetch_mcp_skills"]
+__all__ = ["fetch_mcp_skills"]
 
 logger = logging.getLogger(__name__)
 
-MAX_SKILL_FILES = 512
-"""Files per skill accepted (the extension's "Limits")."""
-MAX_SKILL_BYTES = 16 * 1024 * 1024
-"""Total bytes per skill accepted (the extension's "Limits")."""
 _MAX_PAGES = 100  # skills/list pages followed at most (a cursor that never ends)
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _JSON = TypeAdapter(Any)
