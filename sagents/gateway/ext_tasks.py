@@ -13,8 +13,8 @@ as ``script_status``), kept in the task store, never resumed after a restart.
   gateway restarted during the call (status message ``aborted: gateway restarted``).
 - ``tasks/update``: answers the pending input requests (run_script's approval is an
   elicitation form, as on every other connection); unknown or answered keys are ignored.
-- ``tasks/cancel``: cancels the call (its whole process tree for run_script); acknowledged
-  at once.
+- ``tasks/cancel``: cancels the call (its whole process tree for run_script) and answers once
+  it has ended; a finished task is left as it is (the same empty answer).
 
 Over HTTP the client must send ``Mcp-Name: <taskId>`` with the three methods (SEP-2663,
 "Streamable HTTP: Routing Headers"); the SDK checks ``Mcp-Name`` only for its core methods,
@@ -39,6 +39,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
 
 from sagents.errors import TaskNotFoundError
 from sagents.gateway.approval import APPROVAL_TIMEOUT_S, ClientAsker
@@ -50,7 +51,6 @@ from sagents.mcp.ext_types import (
     CreateTaskResult,
     DetailedTaskResult,
     TaskIdParams,
-    UpdateTaskRequestParams,
 )
 from sagents.tool.background import TaskInfo
 
@@ -73,6 +73,17 @@ POLL_INTERVAL_MS = 1000
 _INVALID_PARAMS = -32602  # SEP-2663, "Error Handling": unknown taskId
 _INTERNAL_ERROR = -32603
 _HEADER_MISMATCH = -32020  # 2026-07-28, Streamable HTTP routing headers
+_MISSING_CAPABILITY = -32021  # SEP-2663: tasks/* from a client that did not declare it
+
+
+class _UpdateParams(TaskIdParams):
+    """``tasks/update`` params as received: a response is validated only for a pending key
+    (responses to unknown keys are ignored, whatever they hold)."""
+
+    input_responses: dict[str, Any]
+
+
+_ELICIT_RESULT: TypeAdapter[mt.ElicitResult] = TypeAdapter(mt.ElicitResult)
 
 
 @dataclass(kw_only=True)
@@ -167,9 +178,7 @@ class TasksExtension(Extension):
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
         return (
             MethodBinding("tasks/get", TaskIdParams, self._get, protocol_versions=versions),
-            MethodBinding(
-                "tasks/update", UpdateTaskRequestParams, self._update, protocol_versions=versions
-            ),
+            MethodBinding("tasks/update", _UpdateParams, self._update, protocol_versions=versions),
             MethodBinding("tasks/cancel", TaskIdParams, self._cancel, protocol_versions=versions),
         )
 
@@ -237,16 +246,21 @@ class TasksExtension(Extension):
         return self._live(info)
 
     async def _update(
-        self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: _UpdateParams
     ) -> mt.EmptyResult:
-        await self._get(ctx, TaskIdParams(task_id=params.task_id))  # exists for this caller
+        await self._get(ctx, TaskIdParams(task_id=params.task_id))  # checked, and the caller's
         task_input = self._inputs.get(params.task_id)
         for key, response in params.input_responses.items():
             pending = task_input.pending.get(key) if task_input is not None else None
             if pending is None or pending.answered.is_set():
                 continue  # unknown or answered keys are ignored (SEP-2663)
-            if isinstance(response, mt.ElicitResult):
-                pending.response = response
+            try:
+                pending.response = _ELICIT_RESULT.validate_python(response)
+            except ValidationError as error:
+                raise MCPError(
+                    _INVALID_PARAMS,
+                    f"inputResponses[{key!r}] is not an elicitation result: {error}",
+                ) from None
             pending.answered.set()
         return mt.EmptyResult(result_type="complete")
 
@@ -333,7 +347,15 @@ class TasksExtension(Extension):
 
     @staticmethod
     def _check(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
-        """Over HTTP, ``Mcp-Name`` must name the task (SEP-2663)."""
+        """The client declared the extension on this request, and over HTTP its ``Mcp-Name``
+        names the task (SEP-2663, "Error Handling" and "Streamable HTTP: Routing Headers")."""
+        if TASKS_EXTENSION not in request_extensions(ctx):
+            raise MCPError(
+                _MISSING_CAPABILITY,
+                f"Missing required client capability: declare {TASKS_EXTENSION!r} in the "
+                "request's client capabilities to use tasks",
+                data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+            )
         request = ctx.request
         headers = getattr(request, "headers", None)
         if headers is None:

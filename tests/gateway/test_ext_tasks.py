@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as mt
@@ -237,3 +237,35 @@ async def test_the_tasks_client_resolves_a_task_into_the_call_result() -> None:
     block = result.content[0]
     assert isinstance(block, mt.TextContent)
     assert block.text == "slow done"
+
+
+async def test_tasks_methods_need_the_extension_declared() -> None:
+    async with Gateway(FakeProvider()) as gateway, Client(gateway.server, mode="auto") as client:
+        with pytest.raises(MCPError) as raised:
+            await get(client, "any")
+    assert raised.value.error.code == -32021
+    assert raised.value.error.data == {
+        "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+    }
+
+
+class _RawUpdate(mt.Request[dict[str, Any], Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    params: dict[str, Any]
+    name_param = "taskId"
+
+
+async def test_tasks_update_ignores_responses_to_unknown_keys_whatever_they_hold() -> None:
+    provider = FakeProvider()
+    async with (
+        Gateway(provider, background_after_s=0.01) as gateway,
+        tasks_client(gateway) as client,
+    ):
+        with anyio.fail_after(10):
+            created = await client.session.call_tool("fleet__slow", {}, allow_claimed=True)
+            task_id = created.model_dump(by_alias=True)["taskId"]
+            junk = {"taskId": task_id, "inputResponses": {"unknown-key": {"ignored": True}}}
+            ack = await client.session.send_request(_RawUpdate(params=junk), mt.EmptyResult)
+            provider.release.set()
+            await until(client, task_id, "completed")
+    assert ack.result_type == "complete"
