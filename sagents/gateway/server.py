@@ -46,6 +46,12 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -200,6 +206,9 @@ class Gateway:
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
+        self._changes = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._changes)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -217,6 +226,7 @@ class Gateway:
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
                 cache_hints=CACHE_HINTS,
+                on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(request_state_boundary(name))
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
@@ -238,6 +248,7 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         self._running = False
+        self._listen.close()
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
@@ -250,12 +261,12 @@ class Gateway:
         """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
 
         Called when the provider's tools change (an upstream server's list changed). Clients
-        on 2026-07-28 connections have no standing channel and see the change on their next
-        ``tools/list``.
+        on 2026-07-28 connections hear of it on their ``subscriptions/listen`` streams.
 
         Returns:
-            How many clients were notified.
+            How many handshake-era clients were notified.
         """
+        await self._changes.publish(ToolsListChanged())
         sent = 0
         for connection in list(self._connections):
             try:
@@ -545,6 +556,7 @@ class Gateway:
         async def on_done(info: TaskInfo) -> None:
             self._tasks.finished(info)
             self._task_ext.finished(info)
+            await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():

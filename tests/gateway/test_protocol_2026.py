@@ -11,6 +11,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.shared.subscriptions import ToolsListChanged
 
 from sagents.core.spec import ToolSpec
 from sagents.gateway import Gateway
@@ -112,3 +113,17 @@ async def test_http_headers_must_match_the_body_tasks_included() -> None:
     assert no_name["error"]["code"] == -32020
     assert wrong_name["error"]["code"] == -32020
     assert right_name["error"]["code"] == -32602  # checked, then: no such task
+
+
+async def test_a_2026_client_hears_of_changed_tools_on_its_listen_stream() -> None:
+    async with (
+        Gateway(FakeProvider()) as gateway,
+        Client(gateway.server, mode="auto") as client,
+    ):
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is True
+        with anyio.fail_after(10):
+            async with client.listen(tools_list_changed=True) as subscription:
+                await gateway.notify_tools_changed()
+                event = await subscription.__anext__()
+    assert isinstance(event, ToolsListChanged)
