@@ -111,3 +111,19 @@ async def test_fetching_skills_refuses_a_server_name_that_is_a_path(tmp_path: Pa
             with pytest.raises(SkillError, match="namespace"):
                 await fetch_mcp_skills(session, "../evil", tmp_path / "cache")
     assert not (tmp_path / "evil").exists()
+
+
+async def test_cancelling_a_call_that_became_a_task_sends_tasks_cancel(tmp_path: Path) -> None:
+    params = ext_server(_skills(tmp_path / "skills"))
+    async with ToolManager() as tm:
+        with anyio.fail_after(60):
+            await tm.register_mcp_server(name="up", params=params)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tm.run_tool, "up__slow", {})
+                seen = structured(await tm.run_tool("up__seen", {}))
+                while seen["methods"].get("tasks/get", 0) == 0:  # it is a task, being polled
+                    seen = structured(await tm.run_tool("up__seen", {}))
+                tg.cancel_scope.cancel()
+            seen = structured(await tm.run_tool("up__seen", {}))
+    assert seen["methods"].get("tasks/cancel", 0) == 1
+    assert seen["methods"].get("notifications/cancelled", 0) == 0  # SEP-2663: not for tasks
