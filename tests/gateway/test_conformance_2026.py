@@ -10,13 +10,18 @@ docs/gateway.md ("Conformance").
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from tests.gateway.test_peer_clients import FIXTURES, NODE_DIR, STAMP, http_serve, run_node
+from tests.gateway.test_peer_clients import (
+    FIXTURES,
+    NODE_DIR,
+    conformance_results,
+    http_serve,
+    run_node,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -55,20 +60,6 @@ PASSING_EXTENSIONS = {
 }
 
 
-def _results(out: Path) -> tuple[set[str], dict[str, str]]:
-    passed: set[str] = set()
-    failed: dict[str, str] = {}
-    for checks_file in out.glob("*/checks.json"):
-        scenario = STAMP.sub("", checks_file.parent.name.removeprefix("server-"))
-        checks = json.loads(checks_file.read_text())
-        bad = [c for c in checks if c.get("status") not in ("SUCCESS", "INFO", "WARNING")]
-        if bad:
-            failed[scenario] = str(bad[0].get("errorMessage"))
-        else:
-            passed.add(scenario)
-    return passed, failed
-
-
 def _suite() -> str:
     if not SUITE.is_file():
         pytest.skip(f"{SUITE} is missing: run scripts/setup-peers.sh")
@@ -81,7 +72,7 @@ async def test_the_2026_07_28_scenarios_that_pass_keep_passing(tmp_path: Path) -
     async with http_serve("--config", str(config), "--mode", "auto") as url:
         options = ["--suite", "all", "--spec-version", "2026-07-28", "-o", str(out)]
         await run_node(suite, "server", "--url", url, *options)
-    passed, failed = _results(out)
+    passed, failed = conformance_results(out)
     missing = PASSING_2026 - passed
     assert not missing, {name: failed.get(name, "not run") for name in missing}
 
@@ -92,6 +83,6 @@ async def test_the_tasks_and_skills_scenarios_pass(tmp_path: Path) -> None:
     async with http_serve("--config", str(config), "--mode", "auto") as url:
         for scenario in sorted(PASSING_EXTENSIONS):
             await run_node(suite, "server", "--url", url, "--scenario", scenario, "-o", str(out))
-    passed, failed = _results(out)
+    passed, failed = conformance_results(out)
     missing = PASSING_EXTENSIONS - passed
     assert not missing, {name: failed.get(name, "not run") for name in missing}
