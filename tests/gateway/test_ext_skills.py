@@ -137,3 +137,16 @@ async def test_a_gateway_without_skills_does_not_advertise_the_extension() -> No
         with pytest.raises(MCPError) as raised:
             await _list(client)
         assert raised.value.error.code == -32601
+
+
+async def test_a_skill_md_resource_is_named_as_its_skill(tmp_path: Path) -> None:
+    resources = SkillResources(_skills(tmp_path / "skills"))
+    async with (
+        Gateway(FakeProvider(), resources=resources) as gateway,
+        Client(gateway.server) as client,
+    ):
+        listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+    skill_md = listed["skill://pdf-tools/SKILL.md"]
+    assert skill_md.name == "pdf-tools"
+    assert skill_md.mime_type == "text/markdown"
+    assert listed["skill://pdf-tools/scripts/fill.py"].name == "pdf-tools/scripts/fill.py"
