@@ -161,8 +161,12 @@ class _Embedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         import numpy as np
 
-        vectors = np.asarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
-        return vectors
+        vectors = np.asarray(self._model.embed(list(texts), norm=False), dtype=np.float32)
+        vectors = np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0  # a text without known tokens stays a zero vector, never NaN
+        unit: npt.NDArray[np.float32] = vectors / norms
+        return unit
 
 
 @functools.cache
