@@ -9,8 +9,9 @@ z-scores (CombSUM over z-normalised scores, Montague and Aslam, CIKM 2001), with
   parameter names, parameter descriptions and string enum values; English stop words removed,
   Snowball-stemmed when ``PyStemmer`` is installed. A tool's own name words count twice, since
   a name is its shortest description.
-- semantic: WordLlama static embeddings (the ``wordllama`` wheel ships its 256-dimension
-  weights; they are loaded from the package folder with downloads disabled, once per process).
+- semantic: WordLlama static embeddings of the name words and the description (the
+  ``wordllama`` wheel ships its 256-dimension weights; they are loaded from the package folder
+  with downloads disabled, once per process).
   Without ``wordllama`` the lexical ranking is used alone and a log line says so, once.
 
 Everything imported here that is not the standard library is imported lazily, so that
@@ -142,10 +143,9 @@ def tool_document(spec: ToolSpec) -> Document:
     name_text = " ".join([own] * NAME_WEIGHT)
     parameters = " ".join(_schema_words(spec.input_schema))
     lexical = " ".join(p for p in (name_text, server, spec.description, parameters) if p)
-    semantic_name = " ".join(split_words(own))
-    semantic = ". ".join(
-        p for p in (semantic_name, spec.description.strip(), " ".join(split_words(parameters))) if p
-    )
+    # the embedded text is the name and the description only: parameter words (ids, limits,
+    # formats) pull every tool's vector towards the same generic ones
+    semantic = ". ".join(p for p in (" ".join(split_words(own)), spec.description.strip()) if p)
     return Document(key=spec.name, lexical=lexical, semantic=semantic)
 
 
