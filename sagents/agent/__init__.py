@@ -12,10 +12,15 @@ from sagents.agent.events import (
     MessageDeltaEvent,
     MessageEvent,
     UsageEvent,
+    WorkflowSelectedEvent,
 )
 from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
-from sagents.agent.selectors import EmbeddingsToolSelector, LLMToolSelector
+from sagents.agent.selectors import (
+    EmbeddingsToolSelector,
+    LLMToolSelector,
+    choose_workflow_with_model,
+)
 from sagents.agent.session import (
     AGENT_SESSION_KEY,
     AgentSession,
@@ -55,7 +60,9 @@ __all__ = [
     "UsageEvent",
     "Workflow",
     "WorkflowChoice",
+    "WorkflowSelectedEvent",
     "choose_workflow",
+    "choose_workflow_with_model",
     "current_agent_session",
     "select_workflow",
     "suggest_tools",

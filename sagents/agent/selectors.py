@@ -35,15 +35,27 @@ from sagents.agent._ranking import (
     tool_document,
 )
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
-from sagents.agent.suggest import OfflineToolSelector, ToolSelector
+from sagents.agent.suggest import (
+    DEFAULT_WORKFLOW_THRESHOLD,
+    OfflineToolSelector,
+    Skills,
+    ToolSelector,
+    Workflow,
+    WorkflowChoice,
+    choose_workflow,
+    rank_workflows,
+)
 from sagents.core.spec import ToolSpec
 from sagents.errors import ModelError
+from sagents.skill.proxy import SkillSource
 
 __all__ = [
     "DEFAULT_LLM_CANDIDATES",
     "LLM_SELECTOR_PROMPT",
+    "LLM_WORKFLOW_PROMPT",
     "EmbeddingsToolSelector",
     "LLMToolSelector",
+    "choose_workflow_with_model",
     "parse_tool_names",
 ]
 
@@ -68,6 +80,13 @@ LLM_SELECTOR_PROMPT = (
     'exactly as listed. Reply [] if no tool is needed. Example: ["search_web", "read_file"]'
 )
 """The selector's system prompt (``{k}`` is the number of names asked for)."""
+
+LLM_WORKFLOW_PROMPT = (
+    "You choose how an assistant should handle a user's request: one of the listed workflows "
+    'or skills, or none. Reply with JSON only: {"name": "<a listed name>"}, or {"name": null} '
+    "when none of them clearly fits."
+)
+"""The system prompt of :func:`choose_workflow_with_model`."""
 
 _ARRAY = re.compile(r"\[.*\]", re.DOTALL)
 
@@ -251,3 +270,58 @@ class EmbeddingsToolSelector:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return matrix / norms
+
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+async def choose_workflow_with_model(
+    model: OpenAIChatModel,
+    query: str,
+    workflows: Sequence[Workflow],
+    skills: Skills = None,
+    *,
+    threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
+) -> WorkflowChoice | None:
+    """The workflow or skill a model picks for ``query`` (one call), or None when it picks none.
+
+    The choice's ``score`` is the offline score of that candidate (see
+    :func:`~sagents.agent.suggest.rank_workflows`), so events stay comparable. When the call
+    fails or the answer names nothing listed, the offline :func:`choose_workflow` decides
+    (with ``threshold``).
+    """
+    ranked = rank_workflows(query, workflows, skills)
+    if not ranked or not query.strip():
+        return None
+    by_name = {c.name: c for c in reversed(ranked)}  # of equal names, the best-ranked wins
+    descriptions = {w.name: w.description for w in workflows}
+    listed = skills.list_skills() if isinstance(skills, SkillSource) else list(skills or [])
+    for skill in listed:
+        descriptions.setdefault(skill.name, skill.description)
+    listing = "\n".join(
+        f"- {c.name} ({c.kind}): {descriptions.get(c.name, '')[:SUMMARY_CHARS]}" for c in ranked
+    )
+    messages = [
+        {"role": "system", "content": LLM_WORKFLOW_PROMPT},
+        {"role": "user", "content": f"Request:\n{query}\n\nWorkflows and skills:\n{listing}"},
+    ]
+    try:
+        text = await _text_of(model, messages)
+    except ModelError as error:
+        logger.warning("workflow_select: the model call failed (%s); choosing offline", error)
+        return choose_workflow(query, workflows, skills, threshold=threshold)
+    match = _OBJECT.search(text)
+    answer: Any = None
+    if match is not None:
+        with contextlib.suppress(ValueError):
+            answer = json.loads(match.group(0))
+    if isinstance(answer, dict) and "name" in answer:
+        name = answer["name"]
+        if name is None:
+            return None
+        if isinstance(name, str) and name.strip() in by_name:
+            return by_name[name.strip()]
+    logger.warning(
+        "workflow_select: the model's answer %r names nothing listed; choosing offline", text[:200]
+    )
+    return choose_workflow(query, workflows, skills, threshold=threshold)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pydantic
 import pytest
 
@@ -11,10 +13,12 @@ from sagents.agent import (
     Workflow,
     WorkflowChoice,
     choose_workflow,
+    choose_workflow_with_model,
     select_workflow,
 )
 from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, rank_workflows
 from sagents.skill import SkillManager, SkillProxy
+from sagents.testing import ScriptedModel, http_error, reply
 from tests.skill.helpers import spec_md, write_skill
 
 WORKFLOWS = [
@@ -117,3 +121,48 @@ def test_a_workflow_is_validated() -> None:
     with pytest.raises(pydantic.ValidationError, match="stepz"):
         Workflow.model_validate({"name": "w", "description": "d", "stepz": ["typo"]})
     assert Workflow(name="w", description="d").steps == []
+
+
+# -- the model's choice ------------------------------------------------------------------------
+
+WAIT_S = 30.0
+
+
+@pytest.mark.anyio
+async def test_the_model_may_choose_the_workflow() -> None:
+    async with ScriptedModel([reply('{"name": "expense_report"}')]) as model:
+        with anyio.fail_after(WAIT_S):
+            choice = await choose_workflow_with_model(model.chat_model(), "file these", WORKFLOWS)
+        listing = model.requests[0]["messages"][1]["content"]
+    assert choice is not None
+    assert (choice.name, choice.kind) == ("expense_report", "workflow")
+    assert choice.score == next(
+        c.score for c in rank_workflows("file these", WORKFLOWS) if c.name == "expense_report"
+    )
+    assert "- release (workflow): Cut a release" in listing
+
+
+@pytest.mark.anyio
+async def test_the_model_may_choose_none() -> None:
+    async with ScriptedModel([reply('```json\n{"name": null}\n```')]) as model:
+        with anyio.fail_after(WAIT_S):
+            query = "ship a new release to PyPI"
+            assert await choose_workflow_with_model(model.chat_model(), query, WORKFLOWS) is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "answer",
+    [reply('{"name": "deploy_to_mars"}'), reply("the release one"), http_error(401)],
+    ids=["unknown", "garbage", "http-401"],
+)
+async def test_a_bad_model_answer_falls_back_to_the_offline_choice(answer: Any) -> None:
+    query = "ship a new release to PyPI"
+    async with ScriptedModel([answer]) as model:
+        with anyio.fail_after(WAIT_S):
+            choice = await choose_workflow_with_model(
+                model.chat_model(max_retries=0), query, WORKFLOWS
+            )
+    assert choice == choose_workflow(query, WORKFLOWS)
+    assert choice is not None
+    assert choice.name == "release"
