@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Document",
     "IndexCache",
+    "IndexView",
+    "Ranking",
     "RankingIndex",
     "cosines",
     "embedding_model",
@@ -237,27 +239,69 @@ class RankingIndex:
 
     def scores(self, query: str) -> list[float]:
         """A fused score per document (higher is better); all zero when nothing matches."""
-        return [float(score) for score in self._fused(query)]
+        return [float(score) for score in self.fused(query)]
 
     def rank(self, query: str, k: int) -> list[str]:
         """The ``k`` best keys, best first; ties (and no signal at all) keep document order."""
+        return _top(self.keys, self.fused(query), k)
+
+    def fused(self, query: str, rows: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+        """The fused scores of the documents at ``rows`` (all when None), each ranking
+        standardised over those documents only."""
         import numpy as np
 
-        order = np.argsort(-self._fused(query), kind="stable")[:k]
-        return [self.keys[i] for i in order.tolist()]
-
-    def _fused(self, query: str) -> npt.NDArray[np.float64]:
-        import numpy as np
-
-        fused = np.zeros(len(self.keys), dtype=np.float64)
-        if not self.keys:
+        count = len(self.keys) if rows is None else len(rows)
+        fused = np.zeros(count, dtype=np.float64)
+        if count == 0:
             return fused
         query_terms = [t for t in terms(query) if t in self._vocabulary]
         if query_terms:
-            fused += standardised(self._bm25.get_scores(query_terms))
+            lexical = self._bm25.get_scores(query_terms)
+            fused += standardised(lexical if rows is None else lexical[list(rows)])
         if self._embedder is not None and self._vectors is not None and query.strip():
-            fused += standardised(cosines(self._vectors, self._embedder.embed([query])[0]))
+            vectors = self._vectors if rows is None else self._vectors[list(rows)]
+            fused += standardised(cosines(vectors, self._embedder.embed([query])[0]))
         return fused
+
+
+class IndexView:
+    """Some documents of a :class:`RankingIndex`, ranked among themselves: a session whose
+    allowed tools are a subset of an indexed set needs no index of its own. BM25's document
+    frequencies stay those of the whole set; each ranking is standardised over the subset.
+
+    Args:
+        index: The index of the larger set.
+        rows: The positions of the subset's documents in ``index``, in the subset's order.
+    """
+
+    def __init__(self, index: RankingIndex, rows: Sequence[int]) -> None:
+        self._index = index
+        self._rows = list(rows)
+        self.keys = [index.keys[r] for r in self._rows]
+
+    @property
+    def uses_embeddings(self) -> bool:
+        """True when the embedding ranking takes part."""
+        return self._index.uses_embeddings
+
+    def scores(self, query: str) -> list[float]:
+        """A fused score per document of the subset (see :meth:`RankingIndex.scores`)."""
+        return [float(score) for score in self._index.fused(query, self._rows)]
+
+    def rank(self, query: str, k: int) -> list[str]:
+        """The ``k`` best keys of the subset, best first; ties keep the subset's order."""
+        return _top(self.keys, self._index.fused(query, self._rows), k)
+
+
+Ranking = RankingIndex | IndexView
+"""An index or a view of one: what :class:`IndexCache` returns."""
+
+
+def _top(keys: Sequence[str], scores: npt.NDArray[np.float64], k: int) -> list[str]:
+    import numpy as np
+
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [keys[i] for i in order.tolist()]
 
 
 def cosines(vectors: npt.NDArray[Any], query: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
@@ -285,49 +329,76 @@ def standardised(scores: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
 # -- the cache ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Built:
+    """A built index with the specs it was built from (kept alive, so their ids stay theirs)."""
+
+    specs: Sequence[object]
+    index: RankingIndex
+    rows: Mapping[int, int]  # id(spec) -> its position in the index
+
+
 class IndexCache:
     """Indexes by document set, least recently used first out (thread-safe).
 
     The fast key is the identity of the specs (the same ``ToolSpec`` objects, kept alive by
     the entry so their ids cannot be reused); on a miss, a content key (names, descriptions and
-    schemas) finds an index built from equal specs.
+    schemas) finds an index built from equal specs, and a set whose specs are all in a built
+    index (a session's allowed subset of a registry) gets a view of that index
+    (:class:`IndexView`) instead of an index of its own.
     """
 
     def __init__(self, entries: int = CACHE_ENTRIES) -> None:
         self._entries = entries
-        self._by_identity: OrderedDict[tuple[int, ...], tuple[Sequence[object], RankingIndex]]
+        self._by_identity: OrderedDict[tuple[int, ...], tuple[Sequence[object], Ranking]]
         self._by_identity = OrderedDict()
-        self._by_content: OrderedDict[Hashable, RankingIndex] = OrderedDict()
+        self._by_content: OrderedDict[Hashable, Ranking] = OrderedDict()
+        self._built: OrderedDict[Hashable, _Built] = OrderedDict()
         self._lock = threading.Lock()
         self.builds = 0
 
     def get(
         self,
         items: Sequence[Any],
-        prepare: Callable[[], tuple[Hashable, Callable[[], RankingIndex]]],
-    ) -> RankingIndex:
-        """The index of ``items``. On an identity miss, ``prepare()`` gives the content key
-        and the function that builds the index when no equal set was seen."""
+        prepare: Callable[[], tuple[Sequence[object], Hashable, Callable[[], RankingIndex]]],
+    ) -> Ranking:
+        """The index of ``items``. On an identity miss, ``prepare()`` gives the checked specs
+        (one per name), their content key, and the function that builds their index."""
         identity = tuple(map(id, items))
         with self._lock:
             hit = self._by_identity.get(identity)
             if hit is not None:
                 self._by_identity.move_to_end(identity)
                 return hit[1]
-            key, build = prepare()
+            specs, key, build = prepare()
             index = self._by_content.get(key)
             if index is None:
-                index = build()
+                index = self._view(specs)
+            if index is None:
+                built = build()
                 self.builds += 1
-                self._by_content[key] = index
-                while len(self._by_content) > self._entries:
-                    self._by_content.popitem(last=False)
-            else:
-                self._by_content.move_to_end(key)
+                index = built
+                rows = {id(spec): row for row, spec in enumerate(specs)}
+                self._built[key] = _Built(specs=list(specs), index=built, rows=rows)
+                _trim(self._built, self._entries)
+            self._by_content[key] = index
+            self._by_content.move_to_end(key)
+            _trim(self._by_content, self._entries)
             self._by_identity[identity] = (list(items), index)
-            while len(self._by_identity) > self._entries:
-                self._by_identity.popitem(last=False)
+            _trim(self._by_identity, self._entries)
             return index
+
+    def _view(self, specs: Sequence[object]) -> IndexView | None:
+        for built in reversed(self._built.values()):  # the most recent first
+            rows = [built.rows.get(id(spec)) for spec in specs]
+            if all(row is not None for row in rows):
+                return IndexView(built.index, [row for row in rows if row is not None])
+        return None
+
+
+def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
+    while len(entries) > size:
+        entries.popitem(last=False)
 
 
 def spec_content_key(specs: Sequence[ToolSpec], embeddings: bool) -> Hashable:

@@ -258,3 +258,21 @@ def test_odd_schemas_and_names_are_indexed_without_error() -> None:
     scores = selector.index(tools).scores("forecast of the weather")
     assert all(math.isfinite(score) for score in scores)
     assert scores[3] > max(scores[:3] + scores[4:])
+
+
+def test_a_subset_of_an_indexed_set_is_ranked_without_a_new_index() -> None:
+    selector = OfflineToolSelector()
+    manager = _manager()
+    assert selector.rank("send an email", manager, 1) == ["mail__send_email"]
+    assert selector.index_builds == 1
+    allowed = ["fs__delete_file", "fs__list_directory", "weather__get_forecast"]
+    proxy = ToolProxy([manager], available_tools=allowed)
+    assert selector.rank("delete the file", proxy, 2)[0] == "fs__delete_file"
+    assert sorted(selector.rank("send an email", proxy, 10)) == sorted(allowed)
+    reordered = list(reversed(manager.list_specs()))
+    assert selector.rank("", reordered, 1) == [reordered[0].name]
+    assert selector.rank("will it rain", reordered, 1) == ["weather__get_forecast"]
+    assert selector.index_builds == 1  # views of the first index
+    scores = selector.index(proxy).scores("will it rain tomorrow")
+    assert len(scores) == 3
+    assert scores.index(max(scores)) == sorted(allowed).index("weather__get_forecast")
