@@ -65,17 +65,19 @@ CACHE_ENTRIES = 16
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
+below between both but by can could did do does doing during each few for from further
 had has have having he her here hers herself him himself his how i if in into is it its itself
-just me more most my myself no nor not now of off on once only or other our ours ourselves out
-over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which
+just me more most my myself nor now of once only or other our ours ourselves
+own same she should so some such than that the their theirs them themselves then there
+these they this those through to too until very was we were what when where which
 while who whom why will with would you your yours yourself yourselves
 please want need like using use used given based specified specific certain
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # ^ English function words (the usual IR list) plus request filler ("please", "want", "need",
-# "using", "given", "specified") that says nothing about which tool fits.
+# "using", "given", "specified") that says nothing about which tool fits. Kept as words: the
+# particles that make an action ("shut down", "scale up", "turn off", "sign out", "take over")
+# and negation ("no", "not"), which the usual list drops.
 
 _CHUNK = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
