@@ -15,6 +15,8 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, postgres_server
+
 SLOW = frozenset(
     {
         "tests/test_readme.py",
@@ -82,3 +84,19 @@ def pytest_runtest_makereport(
     report = yield
     report.sections = [(title, _utf8_safe(content)) for title, content in report.sections]
     return report
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test session (skipped where the binaries are missing)."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip(SKIP_REASON)
+    with postgres_server(bin_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> str:
+    """The URI of a new, empty database on :func:`postgres`."""
+    return postgres.new_database()

@@ -28,6 +28,8 @@ is offered is that session's :class:`~sagents.gateway.offer.SessionOffer`; docs/
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import sys
@@ -89,6 +91,9 @@ from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.store.embedded import MemoryApprovals
+from sagents.store.open import GatewayStore
+from sagents.store.protocols import ApprovalStore, TaskStore
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
@@ -148,6 +153,8 @@ class Gateway:
             beyond what the provider itself holds.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
+        store: An entered store whose tasks, approvals and shared secret the gateway uses
+            (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
         name: Server name announced to clients.
 
     Use::
@@ -169,7 +176,8 @@ class Gateway:
         background_after_s: float | None = None,
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
-        task_store: SqliteTaskStore | None = None,
+        task_store: SqliteTaskStore | TaskStore | None = None,
+        store: GatewayStore | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -186,6 +194,8 @@ class Gateway:
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
+        self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
+        self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -206,7 +216,30 @@ class Gateway:
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
             )
-        self.server.middleware.append(request_state_boundary(name))
+        self._state_boundary = request_state_boundary(name)
+        self.server.middleware.append(self._state_boundary)
+        self._name = name
+        if store is not None:
+            self.use_store(store)
+
+    def use_store(self, store: GatewayStore) -> None:
+        """Keep background calls and approvals in ``store`` (before entering the gateway).
+
+        A shared store (replicas) also supplies the key that seals ``requestState`` and the
+        one that derives the session of each 2026-07-28 client (its token and profile), so
+        that any replica can answer an approval another asked for, and the client's calls
+        share one workspace whichever replica serves them (docs/scale-out.md).
+        """
+        self._tasks.store = store.tasks
+        self._approvals = store.approvals
+        if store.shared and store.secret is not None:
+            key = store.secret
+            boundary = request_state_boundary(
+                self._name, key=hashlib.sha256(b"request state" + key).digest()
+            )
+            index = self.server.middleware.index(self._state_boundary)
+            self.server.middleware[index] = self._state_boundary = boundary
+            self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -274,6 +307,10 @@ class Gateway:
             session = self._shared_sessions.get(key)
             if session is None:
                 session = self._new_session(ctx, profile, mode, credential)
+                if self._session_key is not None:  # the same session on every replica
+                    digest = hmac.new(self._session_key, key.encode(), hashlib.sha256)
+                    session.session_id = digest.hexdigest()[:32]
+                    self._offers[session.session_id] = session.offer
                 # Over HTTP without a token nothing tells clients apart (over stdio and in
                 # memory there is one client).
                 session.anonymous = ctx.request is not None and credential.token is None
@@ -378,7 +415,12 @@ class Gateway:
             spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
         except UpstreamSchemaError as schema_error:
             return to_call_tool_result(ToolResult.from_exception(schema_error))
-        requirement = call_requirement(spec, session.mode, session.granted)
+        granted = (
+            frozenset()
+            if spec.permission == "read_only"
+            else await self._approvals.granted(session.session_id)
+        )
+        requirement = call_requirement(spec, session.mode, granted)
         if requirement != "run":
             request = ApprovalRequest(
                 tool=spec.name,
@@ -397,6 +439,7 @@ class Gateway:
                 return to_call_tool_result(_denied(request))
             if answer == "allow_session":
                 session.granted.add(spec.name)
+                await self._approvals.grant(session.session_id, spec.name)
         return to_call_tool_result(await self._run(ctx, session, spec, arguments))
 
     async def _approval(
@@ -415,11 +458,11 @@ class Gateway:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            if isinstance(response, mt.ElicitResult) and self._approval_states.redeem(
+            if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
                 params.request_state, request.session_id, request.tool, request.arguments
             ):
                 return answer_from_elicitation(response, request)
-            state = self._approval_states.issue(request.session_id, request.tool, request.arguments)
+            state = await self._approvals.issue(request.session_id, request.tool, request.arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -485,7 +528,7 @@ class Gateway:
                             on_done=self._notifier(ctx),
                         )
                         if done is None:
-                            self._tasks.handed_off(session.scope, task_id, name)
+                            await self._tasks.handed_off(session.scope, task_id, name)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -515,7 +558,7 @@ class Gateway:
         connection = ctx.session._connection  # see _session_for: the standalone channel
 
         async def on_done(info: TaskInfo) -> None:
-            self._tasks.finished(info)
+            await self._tasks.finished(info)
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -547,7 +590,7 @@ class Gateway:
         session.announced = True
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return  # no standing channel: script_status lists them
-        for stored in self._tasks.unannounced(session.owner):
+        for stored in await self._tasks.unannounced(session.owner):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -601,7 +644,7 @@ class Gateway:
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
-                view = self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
+                view = await self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
                 text = json.dumps(view, ensure_ascii=False)
                 return mt.ReadResourceResult(
                     contents=[
