@@ -17,7 +17,7 @@ import typer
 from sagents.cli.logs import setup_logging
 from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
-from sagents.errors import ConfigError
+from sagents.errors import ConfigError, StoreError
 from sagents.gateway.factory import build_gateway
 from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
 from sagents.gateway.settings import (
@@ -29,6 +29,7 @@ from sagents.gateway.settings import (
     load_profiles,
     token_profiles,
 )
+from sagents.store.location import parse_store_url
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -45,13 +46,16 @@ def resolve_settings(
     background_after: float | None,
     allowed_hosts: list[str],
     shared_workspace: bool = False,
+    store: str | None = None,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
     Raises:
         ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
-            HTTP bind without a bearer token.
+            HTTP bind without a bearer token; a malformed ``--store`` address.
     """
+    if store:
+        parse_store_url(store)  # refused here, before anything starts
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}; use stdio or http", key="--transport")
     chosen_transport: TransportName = "http" if transport == "http" else "stdio"
@@ -87,6 +91,7 @@ def resolve_settings(
         token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
         background_after_s=background_after,
         allowed_hosts=tuple(allowed_hosts),
+        store=store or None,
     )
     if chosen_transport == "http":
         check_bind(settings)
@@ -167,6 +172,14 @@ def serve(
         list[str] | None,
         typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="postgresql://user:password@host:5432/db: state shared by replicas "
+            "(docs/scale-out.md); default: SQLite files in the data dir.",
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     setup_logging()
@@ -184,9 +197,10 @@ def serve(
             background_after=background_after,
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
+            store=store,
         )
         signalled = anyio.run(_run, settings)
-    except ConfigError as error:
+    except (ConfigError, StoreError) as error:
         print(f"sagents serve: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:

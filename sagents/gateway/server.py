@@ -196,6 +196,8 @@ class Gateway:
         self._approval_states = ApprovalStates()
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
+        self.replica_id: str | None = None
+        """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -233,6 +235,7 @@ class Gateway:
         self._tasks.store = store.tasks
         self._approvals = store.approvals
         if store.shared and store.secret is not None:
+            self.replica_id = store.replica_id
             key = store.secret
             boundary = request_state_boundary(
                 self._name, key=hashlib.sha256(b"request state" + key).digest()

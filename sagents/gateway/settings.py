@@ -65,6 +65,8 @@ class GatewaySettings:
         allowed_hosts: Extra ``Host`` header values accepted by the DNS-rebinding protection
             (``host:port``, ``host:*``).
         name: The MCP server name announced to clients.
+        store: ``--store``: ``postgresql://...`` for replicas on one database
+            (docs/scale-out.md); None uses the config's ``store``, else the embedded SQLite files.
     """
 
     config: Path | None = None
@@ -80,6 +82,7 @@ class GatewaySettings:
     background_after_s: float | None = None
     allowed_hosts: tuple[str, ...] = ()
     name: str = "sagents"
+    store: str | None = field(default=None, repr=False)
 
 
 def is_loopback(host: str) -> bool:

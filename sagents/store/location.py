@@ -51,12 +51,10 @@ class StoreLocation:
 def redact_url(url: str) -> str:
     """``url`` with the password of its user part replaced by ``***``."""
     parts = urlsplit(url)
-    if parts.password is None:
+    user, at, host = parts.netloc.rpartition("@")
+    if not at or ":" not in user:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port is not None else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    return urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))
 
 
 def parse_store_url(
