@@ -30,6 +30,7 @@ SLOW = frozenset(
         "tests/gateway/test_gateway_run_script.py",
         "tests/gateway/test_git_history_serve.py",
         "tests/gateway/test_peer_clients.py",
+        "tests/gateway/test_replicas.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
         "tests/mcp/test_stdio_faults.py",
