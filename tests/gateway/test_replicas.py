@@ -127,7 +127,7 @@ async def _never_asked(context: ClientRequestContext, params: mt.ElicitRequestPa
 def _structured(result: object) -> dict[str, Any]:
     assert isinstance(result, mt.CallToolResult), result
     assert result.structured_content is not None, result
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 async def _status(mcp: Client, task_id: str) -> dict[str, Any]:
