@@ -66,8 +66,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server(bin_dir: Path) -> Iterator[PostgresServer]:
-    """Start a server on a temporary directory; stop it (immediately) and remove it after."""
+def postgres_server(bin_dir: Path, *, durable: bool = False) -> Iterator[PostgresServer]:
+    """Start a server on a temporary directory; stop it (immediately) and remove it after.
+
+    Args:
+        bin_dir: Where ``initdb`` and ``pg_ctl`` are.
+        durable: Keep ``fsync`` on (benchmarks); off by default (tests need no durability).
+    """
     root = Path(tempfile.mkdtemp(prefix="sagents-pg-"))
     prefix: list[str] = []
     if os.geteuid() == 0:  # initdb refuses root: run the server as the package's user
@@ -94,9 +99,9 @@ def postgres_server(bin_dir: Path) -> Iterator[PostgresServer]:
         capture_output=True,
         timeout=120,
     )
-    options = (
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    )
+    fsync = "on" if durable else "off"
+    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync={fsync}"
+    options += " -c max_connections=200"
     subprocess.run(
         [
             *prefix,
