@@ -25,6 +25,7 @@ __all__ = [
     "ScriptsParams",
     "ServerEntryParams",
     "SkillsParams",
+    "StoreParams",
     "WebFetchParams",
 ]
 

@@ -264,12 +264,27 @@ class ConfiguredGateway(Gateway):
                 self._scripts.sandbox_for,
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
-                memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
+                **self._memory_and_todo(),
             )
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
             ) from error
+
+    def _memory_and_todo(self) -> dict[str, Any]:
+        """The memory and todo stores of the built-in tools: the SQLite files, or the tables
+        of the PostgreSQL store replicas share (docs/scale-out.md)."""
+        memory = MemoryStore(anonymous_user=self.config.memory_anonymous_user)
+        if self.store is None or not self.store.shared:
+            return {"memory": memory}
+        from sagents.store.postgres import PostgresStore
+        from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+        from sagents.tool.impl.todo import TodoStore
+
+        assert isinstance(self.store, PostgresStore)
+        memory.backend = PostgresMemory(self.store.pool)
+        memory.audit = self.store.audit
+        return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(self.store.pool))}
 
     async def _start_scripts(self) -> GatewayScripts | None:
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""

@@ -63,6 +63,32 @@ MIGRATIONS: tuple[str, ...] = (
         value BYTEA NOT NULL
     );
     """,
+    # 2: the built-in todo lists (one JSON list per session) and long-term memories with a
+    #    full-text index (English stemming, content and tags).
+    """
+    CREATE TABLE sagents_todos (
+        session_id TEXT PRIMARY KEY,
+        items JSONB NOT NULL,
+        updated DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE sagents_memories (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        content TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        tags JSONB NOT NULL,
+        tags_text TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        search TSVECTOR GENERATED ALWAYS AS (
+            to_tsvector('english'::regconfig, content || ' ' || tags_text)
+        ) STORED,
+        UNIQUE (user_id, agent, digest)
+    );
+    CREATE INDEX sagents_memories_scope ON sagents_memories (user_id, agent);
+    CREATE INDEX sagents_memories_search ON sagents_memories USING GIN (search);
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

@@ -308,6 +308,11 @@ class PostgresStore:
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        """The replica's connection pool (the built-in tools' PostgreSQL backends use it)."""
+        return self._pool
+
     async def __aenter__(self) -> Self:
         await self._prepare()
         try:
