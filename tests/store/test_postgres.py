@@ -125,3 +125,23 @@ async def test_a_refused_connection_is_a_clear_error_without_the_password(
     message = str(caught.value)
     assert "cannot reach the store postgresql://sagents:***@127.0.0.1:1/postgres" in message
     assert "pw" not in message.replace("pg_hba", "")
+
+
+async def test_serve_puts_the_builtin_memory_todo_and_audit_on_the_shared_store(
+    postgres_url: str,
+) -> None:
+    from sagents.gateway.runtime import ConfiguredGateway
+    from sagents.gateway.settings import GatewaySettings
+    from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+
+    gateway = ConfiguredGateway(GatewaySettings(store=postgres_url))
+    embedded = gateway._memory_and_todo()
+    async with replica(postgres_url, "a") as store:
+        gateway.store = store
+        shared = gateway._memory_and_todo()
+    assert gateway.store_location.kind == "postgresql"
+    assert embedded["memory"].backend is None
+    assert "todo" not in embedded  # the built-in default: SQLite files
+    assert isinstance(shared["memory"].backend, PostgresMemory)
+    assert shared["memory"].audit is store.audit
+    assert isinstance(shared["todo"].backend, PostgresTodos)
