@@ -470,7 +470,9 @@ class PostgresStore:
                         started = True
                         task_status.started()
                     async for notify in connection.notifies():
-                        await self.tasks.cancel_requested(notify.payload)
+                        assert self._tg is not None  # this task runs in it
+                        # each cancel waits for its task to end: not in the listener's way
+                        self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
             except psycopg.OperationalError as error:
                 if not started:
                     raise self._unavailable(str(error)) from error
