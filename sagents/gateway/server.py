@@ -317,11 +317,11 @@ class Gateway:
             key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = self._new_session(ctx, profile, mode, credential)
+                session_id = None
                 if self._session_key is not None:  # the same session on every replica
                     digest = hmac.new(self._session_key, key.encode(), hashlib.sha256)
-                    session.session_id = digest.hexdigest()[:32]
-                    self._offers[session.session_id] = session.offer
+                    session_id = digest.hexdigest()[:32]
+                session = self._new_session(ctx, profile, mode, credential, session_id)
                 # Over HTTP without a token nothing tells clients apart (over stdio and in
                 # memory there is one client).
                 session.anonymous = ctx.request is not None and credential.token is None
@@ -348,6 +348,7 @@ class Gateway:
         profile: Profile | None,
         mode: PermissionMode,
         credential: Credential,
+        session_id: str | None = None,
     ) -> _ClientSession:
         hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
         offer = SessionOffer(
@@ -361,7 +362,7 @@ class Gateway:
         else:
             owner = ""
         session = _ClientSession(
-            session_id=uuid.uuid4().hex,
+            session_id=session_id or uuid.uuid4().hex,
             profile=profile,
             mode=mode,
             identity=credential.identity,

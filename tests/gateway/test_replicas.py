@@ -306,3 +306,7 @@ async def test_audit_rows_are_complete_and_unique_under_concurrent_clients_on_bo
     assert len(rows) == CLIENTS * RUNS
     assert {description for description, _ in rows} == expected
     assert {status for _, status in rows} == {"ok"}
+    # one client (one token): one session, one workspace, whichever replica ran each run
+    sessions = list((tmp_path / "shared-workspaces" / "sessions").iterdir())
+    assert len(sessions) == 1
+    assert len(list(sessions[0].glob(".agent/scripts/*/run.json"))) == CLIENTS * RUNS
