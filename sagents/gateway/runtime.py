@@ -305,6 +305,7 @@ class ConfiguredGateway(Gateway):
             limits=script_limits(self.config),
             audit=self.store.audit if self.store is not None else None,
             protected={"config file": self.settings.config} if self.settings.config else None,
+            list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
             return await scripts.__aenter__()

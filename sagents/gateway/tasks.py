@@ -173,7 +173,7 @@ class GatewayTasks:
                 except TaskNotFoundError:
                     if task_id in self._own:  # another live session's: not this one's
                         raise
-                    return ToolResult.from_structured(await self._cancel_elsewhere(scope, task_id))
+                    return ToolResult.from_structured(await self.cancel_elsewhere(scope, task_id))
                 return ToolResult.from_structured(task_json(info))
             if task_id is None:
                 if scope.anonymous:
@@ -201,7 +201,7 @@ class GatewayTasks:
         except TaskNotFoundError:
             return await self._stored(scope, task_id)
 
-    async def _cancel_elsewhere(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+    async def cancel_elsewhere(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
         """Cancel a call another replica runs (through the store), and wait for its end.
 
         Raises:
