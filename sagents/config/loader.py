@@ -91,6 +91,8 @@ class SagentsConfig:
             ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
         memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
             sessions without one (None: they are refused the memory tools).
+        store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
+        store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         source: The file it came from, if any.
     """
 
@@ -104,6 +106,8 @@ class SagentsConfig:
     builtin_tools: tuple[str, ...] = ()
     web_fetch: Mapping[str, Any] = field(default_factory=dict)
     memory_anonymous_user: str | None = None
+    store_url: str | None = field(default=None, repr=False)
+    store_lease_s: float | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -198,6 +202,12 @@ def parse_config(
             if value is not None
         },
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
+        store_url=(
+            _expand(model.store.url, key="store.url", file=file, env=env)
+            if model.store.url
+            else None
+        ),
+        store_lease_s=model.store.lease_seconds,
         source=source,
     )
 

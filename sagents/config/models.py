@@ -25,6 +25,7 @@ __all__ = [
     "ScriptsParams",
     "ServerEntryParams",
     "SkillsParams",
+    "StoreParams",
     "WebFetchParams",
 ]
 
@@ -140,6 +141,15 @@ class BuiltinToolsParams(_Strict):
     memory: MemoryParams = Field(default_factory=MemoryParams)
 
 
+class StoreParams(_Strict):
+    """``store``: where ``sagents serve`` keeps its state (docs/scale-out.md): ``url``
+    ``postgresql://...`` for replicas sharing one database (``${VAR}`` is expanded), unset for
+    the embedded SQLite files; ``leaseSec`` is a replica's heartbeat lease."""
+
+    url: str | None = Field(default=None, min_length=1)
+    lease_seconds: float | None = Field(default=None, alias="leaseSec", gt=0)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -165,6 +175,7 @@ class ConfigFileParams(BaseModel):
     builtin_tools: BuiltinToolsParams = Field(
         default_factory=BuiltinToolsParams, alias="builtinTools"
     )
+    store: StoreParams = Field(default_factory=StoreParams)
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

@@ -67,6 +67,8 @@ class GatewaySettings:
         tool_search: ``--tool-search``: list ``search_tools`` and ``tool_expand_tools``, then
             only the tools each session expanded (:mod:`sagents.gateway.tool_search`).
         name: The MCP server name announced to clients.
+        store: ``--store``: ``postgresql://...`` for replicas on one database
+            (docs/scale-out.md); None uses the config's ``store``, else the embedded SQLite files.
     """
 
     config: Path | None = None
@@ -83,6 +85,7 @@ class GatewaySettings:
     allowed_hosts: tuple[str, ...] = ()
     tool_search: bool = False
     name: str = "sagents"
+    store: str | None = field(default=None, repr=False)
 
 
 def is_loopback(host: str) -> bool:
