@@ -22,7 +22,7 @@ from sagents.mcp.params import (
     StreamableHttpServerParameters,
     describe_params,
 )
-from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSettings
+from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSandbox, ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
 from sagents.mcp.supervisor import MCPSupervisor, default_log_dir
 
@@ -32,6 +32,7 @@ __all__ = [
     "InProcessServer",
     "MCPSupervisor",
     "ServerParams",
+    "ServerSandbox",
     "ServerSettings",
     "ServerState",
     "ServerStatus",

@@ -145,6 +145,8 @@ class ServerConnection:
             liveness_restarts=self._liveness_restarts,
             last_restart_reason=self._restart_reason,
             log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
+            sandboxed=isinstance(self.params, StdioServerParameters)
+            and self.settings.sandbox is not None,
         )
 
     async def wait_started(self) -> ServerState:
@@ -309,6 +311,7 @@ class ServerConnection:
                         message_handler=self._message_handler,
                         on_end=self._on_end,
                         on_process=self._on_process,
+                        name=self.name,
                     )
                     connect_scope.deadline = math.inf
                     session = opened.session
