@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, cast
 
 import anyio
 import mcp_types as mt
@@ -80,6 +80,7 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.forwarding import UpstreamForwarding, forwarding_handlers, split_upstream_uri
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
@@ -148,6 +149,8 @@ class Gateway:
             beyond what the provider itself holds.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
+        upstream: Forwards the upstream servers' prompts, resources, templates and completion
+            (:mod:`sagents.gateway.forwarding`); None serves none of them.
         name: Server name announced to clients.
 
     Use::
@@ -170,6 +173,7 @@ class Gateway:
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
         task_store: SqliteTaskStore | None = None,
+        upstream: UpstreamForwarding | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -182,6 +186,7 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.upstream = upstream
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
@@ -205,6 +210,7 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
+                **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
             )
         self.server.middleware.append(request_state_boundary(name))
 
@@ -225,7 +231,9 @@ class Gateway:
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
         return self.server.create_initialization_options(
-            NotificationOptions(resources_changed=True, tools_changed=True)
+            NotificationOptions(
+                resources_changed=True, tools_changed=True, prompts_changed=bool(self.upstream)
+            )
         )
 
     async def notify_tools_changed(self) -> int:
@@ -238,13 +246,27 @@ class Gateway:
         Returns:
             How many clients were notified.
         """
+        return await self.notify_list_changed("tools")
+
+    async def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> int:
+        """Send ``notifications/<kind>/list_changed`` to every connected handshake-era client
+        (an upstream server's tools, prompts or resources changed, or it came or went).
+
+        Returns:
+            How many clients were notified.
+        """
         sent = 0
         for connection in list(self._connections):
+            send = {
+                "tools": connection.send_tool_list_changed,
+                "prompts": connection.send_prompt_list_changed,
+                "resources": connection.send_resource_list_changed,
+            }[kind]
             try:
-                await connection.send_tool_list_changed()
+                await send()
                 sent += 1
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                logger.info("could not notify a client of changed tools: %s", error)
+                logger.info("could not notify a client of changed %s: %s", kind, error)
                 self._connections.discard(connection)
         return sent
 
@@ -322,6 +344,9 @@ class Gateway:
         )
         self._offers[session.session_id] = offer
         return session
+
+    def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
+        return self._session_for(ctx).profile
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -592,6 +617,8 @@ class Gateway:
                 )
                 for link in self.resources.list_resources(_skills_of(session))
             )
+        if self.upstream is not None:
+            resources.extend(self.upstream.list_resources(session.profile))
         return mt.ListResourcesResult(resources=resources)
 
     async def _on_read_resource(
@@ -608,6 +635,8 @@ class Gateway:
                         mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
                     ]
                 )
+            if self.upstream is not None and split_upstream_uri(uri) is not None:
+                return await self.upstream.read_resource(session.profile, uri)
             if self.resources is None:
                 raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
             found = await self.resources.read_resource(uri, _skills_of(session))

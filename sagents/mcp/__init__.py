@@ -4,6 +4,7 @@
 :mod:`sagents.mcp.convert` turns MCP tools and results into sagents values.
 """
 
+from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
 from sagents.mcp.connection import ToolsChangedCallback
 from sagents.mcp.convert import (
     TOOL_NAME_SEPARATOR,
@@ -29,8 +30,11 @@ from sagents.mcp.supervisor import MCPSupervisor, default_log_dir
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "TOOL_NAME_SEPARATOR",
+    "CatalogChangedCallback",
+    "CatalogKind",
     "InProcessServer",
     "MCPSupervisor",
+    "ServerCatalog",
     "ServerParams",
     "ServerSandbox",
     "ServerSettings",
