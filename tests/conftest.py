@@ -30,6 +30,8 @@ SLOW = frozenset(
         "tests/gateway/test_peer_clients.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
+        "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",
         "tests/script/test_fleet_example.py",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -15,13 +16,14 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
 from sagents.errors import UpstreamUnavailableError
 from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
 from sagents.sandbox import DEFAULT_SANDBOX_UID
 from sagents.sandbox.bwrap import python_runtime
-from tests.mcp.helpers import SERVERS
+from tests.mcp.helpers import ROOT, SERVERS
 
 pytestmark = pytest.mark.anyio
 
@@ -250,3 +252,56 @@ async def test_a_missing_sandbox_path_is_a_clear_error(sup: MCPSupervisor, tmp_p
         await sup.add_server("escape", _escape_server(), settings)
     assert "does not exist" in str(caught.value)
     assert str(tmp_path / "missing") in str(caught.value)
+
+
+HOLDER = """
+import sys
+import anyio
+from pathlib import Path
+from mcp import StdioServerParameters
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+
+async def main() -> None:
+    python, server, marker, root = sys.argv[1:5]
+    params = StdioServerParameters(command=python, args=[server])
+    box = ServerSandbox(readable=(str(Path(server).parent),), home=root + "/home")
+    async with MCPSupervisor(log_dir=Path(root) / "logs") as sup:
+        await sup.add_server("escape", params, ServerSettings(sandbox=box))
+        await sup.call_tool("escape", "orphan", {"marker": marker})
+        print(sup.status("escape").pid, flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+async def _wait_gone(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await anyio.wait_readable(fd)  # the kernel makes a pidfd readable when it exits
+    finally:
+        os.close(fd)
+
+
+async def test_a_sigkilled_host_takes_its_sandboxed_server_and_grandchildren_along(
+    tmp_path: Path,
+) -> None:
+    marker = f"sagents-escape-{uuid.uuid4().hex}"
+    server = str(SERVERS / "escape_server.py")
+    command = [sys.executable, "-c", HOLDER, PYTHON, server, marker, str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as holder:
+            assert holder.stdout is not None
+            line = await BufferedByteReceiveStream(holder.stdout).receive_until(b"\n", 1 << 16)
+            bwrap = int(line)
+            orphans = [int(pid) for pid in _processes_with(marker)]
+            assert orphans  # the grandchild runs, in a session of its own
+            holder.kill()  # SIGKILL: no atexit hook, no finally
+            await holder.wait()
+            for pid in (bwrap, *orphans):
+                await _wait_gone(pid)
+    assert _processes_with(marker) == []
