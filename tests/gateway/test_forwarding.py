@@ -8,6 +8,7 @@ server; clients are the ``mcp`` SDK's, in-process, on both protocol generations.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway.forwarding import split_upstream_uri, upstream_uri
@@ -330,3 +331,27 @@ async def test_a_sandboxed_upstream_is_served_like_any_other(tmp_path: Path) -> 
     assert isinstance(got.messages[0].content, mt.TextContent)
     assert got.messages[0].content.text == "boxed: hello ada"
     assert isinstance(read.contents[0], mt.TextResourceContents)
+
+
+async def test_sagents_serve_forwards_prompts_resources_and_completion_over_stdio(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path)
+    code = "from sagents.cli.main import main; main()"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(tmp_path / "data")}
+    args = ["-c", code, "serve", "--config", str(config), "--profile", "narrow"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(ROOT))
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            names = [p.name for p in (await client.list_prompts()).prompts]
+            got = await client.get_prompt("notes__greet", {"name": "ada"})
+            read = await client.read_resource(NOTE)
+            done = await client.complete(
+                mt.PromptReference(name="notes__greet"), {"name": "name", "value": "b"}
+            )
+    assert names == ["notes__greet"]
+    assert isinstance(got.messages[0].content, mt.TextContent)
+    assert got.messages[0].content.text == "notes: hello ada"
+    assert isinstance(read.contents[0], mt.TextResourceContents)
+    assert read.contents[0].text == "notes: note://hello"
+    assert done.completion.values == ["bob"]

@@ -51,6 +51,10 @@ async def _call(sup: MCPSupervisor, tool: str, **arguments: object) -> str:
     return result.text
 
 
+def _read(path: str) -> str:
+    return Path(path).read_text()
+
+
 def _exists(path: str) -> bool:
     return os.path.exists(path)
 
@@ -225,6 +229,19 @@ async def test_a_sandboxed_server_sees_only_its_own_processes_and_descriptors(
     assert fds == [0, 1, 2, 3]  # stdin, stdout, stderr and the listing's own descriptor
     if os.geteuid() == 0:
         assert who == {"uid": DEFAULT_SANDBOX_UID, "gid": DEFAULT_SANDBOX_UID, "groups": []}
+
+
+async def test_a_sandboxed_server_cannot_gain_privileges_or_touch_host_sysctls(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    setuid = await _call(sup, "setuid")
+    userns = await _call(sup, "userns")
+    sysctl = await _call(sup, "sysctl")
+    assert setuid.startswith("ERROR PermissionError"), setuid  # the seccomp filter
+    assert userns.startswith("ERROR PermissionError"), userns
+    assert sysctl.startswith("ERROR"), sysctl
+    assert "/tmp/x" not in _read("/proc/sys/kernel/core_pattern")
 
 
 async def test_a_command_the_sandbox_does_not_show_is_a_clear_error(

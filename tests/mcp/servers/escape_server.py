@@ -3,10 +3,12 @@
 Each tool tries one thing the escape suite (tests/sandbox/test_escape.py) tries and answers
 what happened as text (``ERROR <reason>`` when the attempt failed): ``read``, ``write``,
 ``connect``, ``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to
-``n`` children), ``allocate`` (``mb`` MiB), ``fds``, ``pids``, ``whoami``. A test fixture, not
-library code.
+``n`` children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new
+user namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``.
+A test fixture, not library code.
 """
 
+import ctypes
 import json
 import os
 import socket
@@ -62,6 +64,27 @@ def _allocate(args: dict[str, object]) -> str:
     return f"ALLOCATED {len(chunks)}"
 
 
+def _setuid(args: dict[str, object]) -> str:
+    path = "/tmp/suid"
+    with open(path, "w") as file:
+        file.write("#!/bin/sh\n")
+    os.chmod(path, 0o4755)
+    return "SETUID"
+
+
+def _userns(args: dict[str, object]) -> str:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return "UNSHARED"
+
+
+def _sysctl(args: dict[str, object]) -> str:
+    with open("/proc/sys/kernel/core_pattern", "w") as file:
+        file.write("|/tmp/x")
+    return "WROTE"
+
+
 def _fds(args: dict[str, object]) -> str:
     return json.dumps(sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
 
@@ -85,6 +108,9 @@ TOOLS: dict[str, Callable[[Any], str]] = {
     "orphan": _orphan,
     "fork": _fork,
     "allocate": _allocate,
+    "setuid": _setuid,
+    "userns": _userns,
+    "sysctl": _sysctl,
     "fds": _fds,
     "pids": _pids,
     "whoami": _whoami,
