@@ -244,6 +244,23 @@ async def test_a_sandboxed_server_cannot_gain_privileges_or_touch_host_sysctls(
     assert "/tmp/x" not in _read("/proc/sys/kernel/core_pattern")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a server as another uid")
+async def test_the_uid_of_a_sandboxed_server_can_be_chosen(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chown(data, 12345, 12345)
+    data.chmod(0o700)  # only its owner may write it
+    settings = _settings(tmp_path, uid=12345, writable=(str(data),))
+    await sup.add_server("escape", _escape_server(), settings)
+    who = json.loads(await _call(sup, "whoami"))
+    wrote = await _call(sup, "write", path=str(data / "mine.txt"))
+    assert who == {"uid": 12345, "gid": 12345, "groups": []}
+    assert wrote == "WROTE"
+    assert (data / "mine.txt").stat().st_uid == 12345
+
+
 async def test_a_command_the_sandbox_does_not_show_is_a_clear_error(
     sup: MCPSupervisor, tmp_path: Path
 ) -> None:
