@@ -26,6 +26,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 import mcp_types as mt
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -39,6 +40,7 @@ from sagents.gateway.policy import Profile
 from sagents.mcp import TOOL_NAME_SEPARATOR, ServerCatalog
 
 __all__ = [
+    "FORWARDED_CACHE_HINTS",
     "UPSTREAM_URI_PREFIX",
     "CatalogSource",
     "UpstreamForwarding",
@@ -50,6 +52,13 @@ __all__ = [
 UPSTREAM_URI_PREFIX = "sagents://upstream/"
 """Upstream resources are ``sagents://upstream/<server>/<upstream URI>``."""
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
+FORWARDED_CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("prompts/list", "resources/templates/list")
+}
+"""``ttlMs``/``cacheScope`` of the forwarded lists (2026-07-28, "Caching"): private (per
+session offer) and immediately stale (upstream lists change without notice), as the gateway's
+other lists."""
 
 
 class CatalogSource(Protocol):

@@ -284,6 +284,7 @@ class ConfiguredGateway(Gateway):
             workspaces=self.workspaces,
             limits=script_limits(self.config),
             protected={"config file": self.settings.config} if self.settings.config else None,
+            list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
             return await scripts.__aenter__()
