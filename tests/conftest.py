@@ -35,6 +35,8 @@ SLOW = frozenset(
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
         "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
+        "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",
         "tests/script/test_fleet_example.py",

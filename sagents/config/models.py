@@ -24,6 +24,7 @@ __all__ = [
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
+    "ServerSandboxParams",
     "SkillsParams",
     "StoreParams",
     "WebFetchParams",
@@ -34,6 +35,23 @@ TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHt
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ServerSandboxParams(_Strict):
+    """A stdio server's ``sandbox`` block (docs/mcp.md, "Sandboxed servers"): run it in its own
+    bubblewrap sandbox. Paths may start with ``~``; relative ones are relative to the config
+    file's directory."""
+
+    network: bool = False
+    readable: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
+    home: str | None = None
+    memory_mb: int | None = Field(default=1024, alias="memoryMb", gt=0)
+    cpu_sec: int | None = Field(default=None, alias="cpuSec", gt=0)
+    cpu_cores: float | None = Field(default=1.0, alias="cpuCores", gt=0)
+    max_processes: int | None = Field(default=64, alias="maxProcesses", gt=0)
+    uid: int | None = Field(default=None, ge=0, lt=2**31)
 
 
 class ServerEntryParams(_Strict):
@@ -63,6 +81,15 @@ class ServerEntryParams(_Strict):
         default_factory=dict, alias="toolPermissions"
     )
     api_key: str | None = Field(default=None, alias="apiKey")
+    # true: a sandbox with every default; an object: see ServerSandboxParams.
+    sandbox: ServerSandboxParams | None = None
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
 
 
 class ScriptsParams(_Strict):

@@ -58,6 +58,7 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
+from sagents.gateway.forwarding import UpstreamForwarding
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -65,6 +66,7 @@ from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
+from sagents.mcp import CatalogKind
 from sagents.progress.hub import ProgressHub
 from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
@@ -168,6 +170,7 @@ class ConfiguredGateway(Gateway):
         self.store_location = _store_location(self.config, settings)
         self.store: GatewayStore | None = None
         self._store_stack = AsyncExitStack()
+        self.forwarding = UpstreamForwarding(before=self._first_start)
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
@@ -181,6 +184,7 @@ class ConfiguredGateway(Gateway):
             approver=approver,
             background_after_s=background,
             workspace=self.workspaces,
+            upstream=self.forwarding,
             tool_search=ToolSearch(tool_ranker)
             if settings.tool_search and tool_ranker is not None
             else None,
@@ -224,6 +228,10 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
+            supervisor = manager.mcp_supervisor
+            if supervisor is not None:
+                self.forwarding.source = supervisor
+                supervisor.on_catalog_changed(self._upstream_catalog_changed)
             proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
@@ -323,6 +331,7 @@ class ConfiguredGateway(Gateway):
             return await super().__aexit__(exc_type, exc, tb)
         finally:
             self._provider.inner = None
+            self.forwarding.source = None
             self.scripts = None
             try:
                 if self._scripts is not None:
@@ -354,8 +363,17 @@ class ConfiguredGateway(Gateway):
         await self._first_start()
         return await super()._on_call_tool(ctx, params)
 
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        await self._first_start()  # upstream resources are listed like tools
+        return await super()._on_list_resources(ctx, params)
+
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
+
+    async def _upstream_catalog_changed(self, server: str, kind: CatalogKind) -> None:
+        await self.notify_list_changed(kind)
 
 
 def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:

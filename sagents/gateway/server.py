@@ -39,7 +39,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, cast
 
 import anyio
 import mcp_types as mt
@@ -51,6 +51,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
+    PromptsListChanged,
     ResourcesListChanged,
     ToolsListChanged,
 )
@@ -92,6 +93,12 @@ from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mc
 from sagents.gateway.ext_skills import SkillsExtension
 from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
 from sagents.gateway.extensions import install_extension
+from sagents.gateway.forwarding import (
+    FORWARDED_CACHE_HINTS,
+    UpstreamForwarding,
+    forwarding_handlers,
+    split_upstream_uri,
+)
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
@@ -175,6 +182,8 @@ class Gateway:
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
         store: An entered store whose tasks, approvals and shared secret the gateway uses
             (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
+        upstream: Forwards the upstream servers' prompts, resources, templates and completion
+            (:mod:`sagents.gateway.forwarding`); None serves none of them.
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -201,6 +210,7 @@ class Gateway:
         scripts: ScriptHost | None = None,
         task_store: SqliteTaskStore | TaskStore | None = None,
         store: GatewayStore | None = None,
+        upstream: UpstreamForwarding | None = None,
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -214,6 +224,7 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.upstream = upstream
         self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
@@ -245,8 +256,9 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
-                cache_hints=CACHE_HINTS,
+                cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
                 on_subscriptions_listen=self._listen,
+                **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
             )
         self._state_boundary = request_state_boundary(name)
         self.server.middleware.append(self._state_boundary)
@@ -298,7 +310,9 @@ class Gateway:
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
         return self.server.create_initialization_options(
-            NotificationOptions(resources_changed=True, tools_changed=True)
+            NotificationOptions(
+                resources_changed=True, tools_changed=True, prompts_changed=bool(self.upstream)
+            )
         )
 
     async def notify_tools_changed(self) -> int:
@@ -310,14 +324,34 @@ class Gateway:
         Returns:
             How many handshake-era clients were notified.
         """
-        await self._changes.publish(ToolsListChanged())
+        return await self.notify_list_changed("tools")
+
+    async def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> int:
+        """Send ``notifications/<kind>/list_changed`` to every connected handshake-era client
+        (an upstream server's tools, prompts or resources changed, or it came or went); 2026-07-28
+        clients hear of it on their ``subscriptions/listen`` streams.
+
+        Returns:
+            How many handshake-era clients were notified.
+        """
+        if kind == "tools":
+            await self._changes.publish(ToolsListChanged())
+        elif kind == "prompts":
+            await self._changes.publish(PromptsListChanged())
+        else:
+            await self._changes.publish(ResourcesListChanged())
         sent = 0
         for connection in list(self._connections):
+            send = {
+                "tools": connection.send_tool_list_changed,
+                "prompts": connection.send_prompt_list_changed,
+                "resources": connection.send_resource_list_changed,
+            }[kind]
             try:
-                await connection.send_tool_list_changed()
+                await send()
                 sent += 1
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                logger.info("could not notify a client of changed tools: %s", error)
+                logger.info("could not notify a client of changed %s: %s", kind, error)
                 self._connections.discard(connection)
         return sent
 
@@ -400,6 +434,9 @@ class Gateway:
         )
         self._offers[session.session_id] = offer
         return session
+
+    def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
+        return self._session_for(ctx).profile
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -732,6 +769,8 @@ class Gateway:
                 )
                 for link in self.resources.list_resources(_skills_of(session))
             )
+        if self.upstream is not None:
+            resources.extend(self.upstream.list_resources(session.profile))
         return mt.ListResourcesResult(resources=resources)
 
     async def _on_read_resource(
@@ -748,6 +787,8 @@ class Gateway:
                         mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
                     ]
                 )
+            if self.upstream is not None and split_upstream_uri(uri) is not None:
+                return await self.upstream.read_resource(session.profile, uri)
             if self.resources is None:
                 raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
             found = await self.resources.read_resource(uri, _skills_of(session))
