@@ -244,7 +244,7 @@ class Gateway:
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = Server(
+            self.server: Server[Any] = _GatewayServer(
                 name,
                 version=__version__,
                 instructions=(
@@ -260,6 +260,9 @@ class Gateway:
                 on_subscriptions_listen=self._listen,
                 **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
             )
+        self.server.notifications = NotificationOptions(
+            resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
+        )
         self._state_boundary = request_state_boundary(name)
         self.server.middleware.append(self._state_boundary)
         self._name = name
@@ -309,11 +312,7 @@ class Gateway:
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
-        return self.server.create_initialization_options(
-            NotificationOptions(
-                resources_changed=True, tools_changed=True, prompts_changed=bool(self.upstream)
-            )
-        )
+        return self.server.create_initialization_options()
 
     async def notify_tools_changed(self) -> int:
         """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
@@ -824,3 +823,24 @@ def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         NotAllowedError(refusal_text(request), details={"tool": request.tool})
     )
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's low-level server, announcing the list changes the gateway sends.
+
+    The SDK's streamable HTTP session manager builds each session's initialization options
+    with no arguments: without this default, handshake-era HTTP clients would be told that no
+    list changes while the gateway sends them ``notifications/*/list_changed``.
+    """
+
+    notifications: NotificationOptions | None = None
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or self.notifications, experimental_capabilities, extensions
+        )
