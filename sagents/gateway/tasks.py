@@ -28,7 +28,11 @@ from sagents.errors import TaskNotFoundError
 from sagents.gateway.restart import StartupLock, sweep_tasks
 from sagents.tool.background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
 
-__all__ = ["GatewayTasks", "TaskScope", "stored_task_json"]
+__all__ = ["STOP_REASON", "GatewayTasks", "TaskScope", "stored_task_json"]
+
+STOP_REASON = "gateway stopped"
+"""The ``reason`` kept with a call that was still running when the gateway stopped (it is
+``cancelled``, by the gateway rather than by a client)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +63,7 @@ class GatewayTasks:
         self.store = store
         self._own: set[str] = set()  # ids this process handed off
         self._lock: StartupLock | None = None
+        self._stopping = False
 
     async def __aenter__(self) -> Self:
         if self.store is not None:
@@ -74,6 +79,7 @@ class GatewayTasks:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        self._stopping = True  # what ends from now on was cancelled by the stop
         try:
             return await self.live.__aexit__(exc_type, exc, tb)
         finally:
@@ -103,13 +109,16 @@ class GatewayTasks:
             self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
 
     def finished(self, info: TaskInfo) -> None:
-        """Record how a handed-off call ended."""
+        """Record how a handed-off call ended (with :data:`STOP_REASON` when the gateway
+        stopping cancelled it)."""
         if self.store is not None and info.result is not None:
+            stopped = self._stopping and info.status == "cancelled"
             self.store.finished(
                 info.task_id,
                 status=info.status,
                 result=info.result.text,
                 is_error=info.result.is_error,
+                reason=STOP_REASON if stopped else None,
             )
 
     def unannounced(self, owner: str) -> list[StoredTask]:
