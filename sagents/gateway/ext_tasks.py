@@ -273,7 +273,16 @@ class TasksExtension(Extension):
         try:
             await self._tasks.live.cancel(scope.session_id, params.task_id)
         except TaskNotFoundError:
-            self._stored(scope, params.task_id)  # ended already: acknowledged, else unknown
+            # ended already: acknowledged; unknown: refused (by _stored)
+            if self._stored(scope, params.task_id).status == "working":
+                # the owner's, but run by another session: this one cannot end it, so it
+                # must not answer as if it had
+                raise MCPError(
+                    _INVALID_PARAMS,
+                    f"task {params.task_id!r} runs in another session of this client; cancel "
+                    "it from that session (script_cancel)",
+                    data={"taskId": params.task_id},
+                ) from None
         return mt.EmptyResult(result_type="complete")
 
     # Views --------------------------------------------------------------------------------

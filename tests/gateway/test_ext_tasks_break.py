@@ -174,3 +174,25 @@ async def test_fifty_concurrent_tasks_each_end_with_their_own_result() -> None:
             states = [await until(client, task_id, "completed") for task_id in ids]
     assert len(set(ids)) == 50
     assert {s.task_id for s in states} == set(ids)
+
+
+async def test_tasks_cancel_of_a_call_running_in_another_session_is_not_a_silent_no_op(
+    tmp_path: Path,
+) -> None:
+    store = SqliteTaskStore(tmp_path / "background.sqlite3")
+    provider = FakeProvider()
+    async with (
+        Gateway(provider, background_after_s=0.01, task_store=store) as gateway,
+        Client(gateway.server, mode="legacy") as handshake,
+        tasks_client(gateway) as client,
+    ):
+        with anyio.fail_after(20):
+            handed = await handshake.call_tool("fleet__slow", {})
+            assert handed.structured_content is not None
+            task_id = handed.structured_content["task_id"]
+            seen = await get(client, task_id)  # the same owner may see it
+            code = await _refused(_cancel(client, task_id))
+            provider.release.set()
+    assert seen.status == "working"
+    assert code == -32602
+    assert not provider.cancelled.is_set()
