@@ -243,7 +243,7 @@ class TasksExtension(Extension):
         try:
             info = self._tasks.live.get(scope.session_id, params.task_id)
         except TaskNotFoundError:
-            return self._stored(scope, params.task_id)
+            return await self._stored(scope, params.task_id)
         return self._live(info)
 
     async def _update(
@@ -274,15 +274,20 @@ class TasksExtension(Extension):
             await self._tasks.live.cancel(scope.session_id, params.task_id)
         except TaskNotFoundError:
             # ended already: acknowledged; unknown: refused (by _stored)
-            if self._stored(scope, params.task_id).status == "working":
-                # the owner's, but run by another session: this one cannot end it, so it
-                # must not answer as if it had
+            state = await self._stored(scope, params.task_id)
+            if state.status == "working" and self._tasks.runs_in_another_session(
+                scope, params.task_id
+            ):
+                # the owner's, but run by another session of this process: this one cannot
+                # end it, so it must not answer as if it had
                 raise MCPError(
                     _INVALID_PARAMS,
                     f"task {params.task_id!r} runs in another session of this client; cancel "
                     "it from that session (script_cancel)",
                     data={"taskId": params.task_id},
                 ) from None
+            # running on another replica of a shared store: asked there (docs/scale-out.md)
+            await self._tasks.cancel_elsewhere(scope, params.task_id)
         return mt.EmptyResult(result_type="complete")
 
     # Views --------------------------------------------------------------------------------
@@ -322,9 +327,9 @@ class TasksExtension(Extension):
         )
         return DetailedTaskResult(status="completed", result=result, **base)
 
-    def _stored(self, scope: TaskScope, task_id: str) -> DetailedTaskResult:
+    async def _stored(self, scope: TaskScope, task_id: str) -> DetailedTaskResult:
         try:
-            view = self._tasks.view(scope, task_id)
+            view = await self._tasks.view(scope, task_id)
         except TaskNotFoundError:
             raise MCPError(
                 _INVALID_PARAMS,
