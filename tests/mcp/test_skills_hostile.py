@@ -110,3 +110,18 @@ async def test_a_server_that_never_answers_a_read_is_refused_in_time(tmp_path: P
         never.set()
     assert "resources/read" in raised.value.message
     assert list(cache.iterdir()) == []  # the partial fetch is not kept
+
+
+async def test_skills_with_too_many_files_lying_sizes_or_front_matter_are_left_out(
+    tmp_path: Path,
+) -> None:
+    many, many_files = entry("many", {f"f{i}.txt": b"x" for i in range(2000)})
+    lying, lying_files = entry("lying", {"big.bin": b"small"})
+    assert isinstance(lying.resources, list)
+    lying.resources[1] = SkillFile(uri=lying.resources[1].uri, digest="sha256:00", size=5)
+    front, front_files = entry("front")
+    front.frontmatter["description"] = "something the SKILL.md does not say"
+    good, good_files = entry("good")
+    files = {**many_files, **lying_files, **front_files, **good_files}
+    root = await fetch(hostile([many, lying, front, good], files), tmp_path / "cache")
+    assert sorted(p.name for p in root.iterdir()) == ["good"]
