@@ -5,12 +5,17 @@ the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the 
 one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
+from sagents.agent.compress import CompressionSettings
 from sagents.agent.events import (
     AgentEvent,
     DoneEvent,
     DoneReason,
+    HistoryCompressedEvent,
+    HistoryCompressEvent,
     MessageDeltaEvent,
     MessageEvent,
+    QuestionnaireRequestEvent,
+    QuestionnaireResultEvent,
     UsageEvent,
 )
 from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
@@ -29,12 +34,17 @@ __all__ = [
     "AgentEvent",
     "AgentSession",
     "AuditStatus",
+    "CompressionSettings",
     "DoneEvent",
     "DoneReason",
+    "HistoryCompressEvent",
+    "HistoryCompressedEvent",
     "MessageDeltaEvent",
     "MessageEvent",
     "ModelTurn",
     "OpenAIChatModel",
+    "QuestionnaireRequestEvent",
+    "QuestionnaireResultEvent",
     "SAgent",
     "TextDelta",
     "Usage",

@@ -35,6 +35,7 @@ from sagents.agent._run import (
     running_loop,
     settle_history,
 )
+from sagents.agent.compress import CompressionSettings, HistoryCompressor
 from sagents.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -44,6 +45,7 @@ from sagents.agent.events import (
     UsageEvent,
 )
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent.questions import EventQuestioner
 from sagents.agent.scripts import open_run_script
 from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
 from sagents.core.result import ToolResult
@@ -56,6 +58,7 @@ from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
+from sagents.tool.questions import Questioner, bind_questioner, current_questioner
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
@@ -88,6 +91,11 @@ class SAgent:
         run_script: Offer ``run_script`` when the session has MCP tools (and a sandbox starts).
         script_settings: run_script's limits.
         name: A name for logs.
+        max_history_tokens: When the next request (system prompt and history, counted
+            offline) passes this many tokens, older turns are summarised first (see
+            ``docs/agent.md``, "History compression"); None: only when the model calls
+            ``compress_history``.
+        compression: How the history is compressed (:class:`CompressionSettings`).
     """
 
     def __init__(
@@ -102,7 +110,11 @@ class SAgent:
         run_script: bool = True,
         script_settings: RunScriptSettings | None = None,
         name: str = "agent",
+        max_history_tokens: int | None = None,
+        compression: CompressionSettings | None = None,
     ) -> None:
+        if max_history_tokens is not None and max_history_tokens < 1:
+            raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
         if max_parallel_tools < 1:
@@ -116,6 +128,8 @@ class SAgent:
         self.run_script = run_script
         self.script_settings = script_settings
         self.name = name
+        self.max_history_tokens = max_history_tokens
+        self.compression = compression or CompressionSettings()
         self._sessions: dict[str, AgentSession] = {}
         self._scopes: set[anyio.CancelScope] = set()
 
@@ -143,6 +157,7 @@ class SAgent:
         session_context: SessionContext | None = None,
         approver: Approver | None = None,
         session: AgentSession | None = None,
+        questioner: Questioner | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
@@ -157,6 +172,8 @@ class SAgent:
             approver: Answers the approvals the mode asks for; without one they are refused.
             session: The state to use (agents as tools pass a fresh one); the agent's state of
                 ``session_context.session_id`` when None.
+            questioner: Answers the ``questionnaire`` tool's questions (besides the
+                ``questionnaire.request`` event, which can be answered directly).
 
         The run executes in a task this iterator owns. A consumer that stops iterating early
         should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
@@ -165,6 +182,7 @@ class SAgent:
         context = session_context or SessionContext()
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
+        state.questioner = questioner if questioner is not None else state.questioner
         state.messages = settle_history(messages)
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
@@ -237,6 +255,7 @@ class SAgent:
                 session_context=sub_context,
                 approver=approver,
                 session=sub_session,
+                questioner=current_questioner(),  # asks through the caller's run
             ):
                 if isinstance(event, DoneEvent):
                     done = event
@@ -290,9 +309,17 @@ class SAgent:
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
             else:
-                with scope, bind_agent_session(state):
+                questions = EventQuestioner(run, state.questioner)
+                with scope, bind_agent_session(state), bind_questioner(questions):
                     self._scopes.add(scope)
                     state.run_approver = EventApprover(run) if approver is not None else None
+                    state.run_compressor = HistoryCompressor(
+                        run,
+                        model=self.model,
+                        budget=self.max_history_tokens,
+                        settings=self.compression,
+                        system=self._system,
+                    )
                     try:
                         async with anyio.create_task_group() as tg:
                             for queue in run.queues:
@@ -306,6 +333,7 @@ class SAgent:
                     finally:
                         self._scopes.discard(scope)
                         state.run_approver = None
+                        state.run_compressor = None
             if scope.cancelled_caught:
                 reason = "cancelled"
             await run.emit(
@@ -324,6 +352,8 @@ class SAgent:
             if run.turns >= self.max_turns:
                 return "max_turns"
             run.turns += 1
+            if state.run_compressor is not None:
+                await state.run_compressor.compress_if_over_budget()
             tools = self._offered_tools(run)
             request = [*self._system(state), *state.messages]
             turn: ModelTurn | None = None

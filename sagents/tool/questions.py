@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Questioner",
     "Questionnaire",
     "QuestionnaireAnswer",
+    "QuestionnaireSlot",
     "QuestionnaireStatus",
     "bind_questioner",
     "check_answers",
@@ -209,6 +211,39 @@ def check_answers(questionnaire: Questionnaire, answers: Mapping[str, Any]) -> d
             continue
         checked[question.id] = _check_value(question, value)
     return checked
+
+
+class QuestionnaireSlot:
+    """Where one questionnaire's answer arrives: set once (later answers are ignored), awaited
+    by the asker. Use it from the event loop's thread."""
+
+    def __init__(self, questionnaire: Questionnaire) -> None:
+        self.questionnaire = questionnaire
+        self._answer: QuestionnaireAnswer | None = None
+        self._set = anyio.Event()
+
+    @property
+    def answered(self) -> bool:
+        """Whether an answer (of any status) arrived."""
+        return self._answer is not None
+
+    def put(self, answer: QuestionnaireAnswer) -> bool:
+        """Deliver ``answer``; False when one was already delivered. An ``answered`` answer
+        is checked first (:func:`check_answers`; ValueError names the problem)."""
+        if self._answer is not None:
+            return False
+        if answer.status == "answered":
+            checked = check_answers(self.questionnaire, answer.answers)
+            answer = QuestionnaireAnswer(status="answered", answers=checked, message=answer.message)
+        self._answer = answer
+        self._set.set()
+        return True
+
+    async def wait(self) -> QuestionnaireAnswer:
+        """The answer, once delivered."""
+        await self._set.wait()
+        assert self._answer is not None
+        return self._answer
 
 
 _CURRENT: ContextVar[Questioner | None] = ContextVar("sagents_questioner", default=None)
