@@ -84,12 +84,14 @@ from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool.context import SessionContext
+from sagents.tool.questions import bind_questioner
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
 
@@ -456,11 +458,13 @@ class Gateway:
         )
 
         async def call() -> ToolResult:
-            token = CLIENT_ASKER.set(ClientAsker(ctx))
+            asker = ClientAsker(ctx)
+            token = CLIENT_ASKER.set(asker)
             try:
-                return await session.offer.run_tool(
-                    name, arguments, context, tool_call_id=tool_call_id
-                )
+                with bind_questioner(ElicitationQuestioner(asker)):  # the questionnaire tool
+                    return await session.offer.run_tool(
+                        name, arguments, context, tool_call_id=tool_call_id
+                    )
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
