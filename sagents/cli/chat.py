@@ -76,6 +76,7 @@ def chat(
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
     from sagents.agent import OpenAIChatModel, SAgent
+    from sagents.cli.chat_questions import TerminalQuestioner
     from sagents.cli.chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
     from sagents.tool.approval import Approver
@@ -107,7 +108,17 @@ def chat(
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
     agent = SAgent(model=chat_model, system_prompt=system, max_turns=max_turns)
     context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
+    questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
     code = anyio.run(
-        run_chat, agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive
+        run_chat,
+        agent,
+        loaded,
+        skill_proxy,
+        context,
+        approver,
+        as_json,
+        prompt,
+        interactive,
+        questioner,
     )
     raise typer.Exit(code)

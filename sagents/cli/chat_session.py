@@ -27,6 +27,8 @@ from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.impl import register_builtin_tools
+from sagents.tool.questions import Questioner
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -182,6 +184,7 @@ class _Chat:
     skills: SkillProxy | None
     context: SessionContext
     approver: Approver | None
+    questioner: Questioner | None
     renderer: ChatRenderer
     as_json: bool
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -199,6 +202,7 @@ class _Chat:
                 skill_manager=self.skills,
                 session_context=self.context,
                 approver=self.approver,
+                questioner=self.questioner,
             )
             async with aclosing(stream):
                 async for event in stream:
@@ -247,20 +251,27 @@ async def run_chat(
     as_json: bool,
     prompt: str | None,
     interactive: bool,
+    questioner: Questioner | None = None,
 ) -> int:
-    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code."""
+    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code.
+
+    With a ``questioner``, the ``questionnaire`` tool is offered (unless a configured tool
+    already has the name) and asks through it."""
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.model.aclose)
         if loaded is not None:
             manager = await stack.enter_async_context(await build_tool_manager(loaded))
         else:
             manager = await stack.enter_async_context(ToolManager())
+        if questioner is not None and not manager.has_tool("questionnaire"):
+            register_builtin_tools(manager, None, names=["questionnaire"])
         session = _Chat(
             agent=agent,
             tools=ToolProxy([manager]),
             skills=skills,
             context=context,
             approver=approver,
+            questioner=questioner,
             renderer=ChatRenderer(),
             as_json=as_json,
         )

@@ -35,6 +35,7 @@ __all__ = [
     "QuestionnaireSlot",
     "QuestionnaireStatus",
     "bind_questioner",
+    "check_answer",
     "check_answers",
     "current_questioner",
 ]
@@ -90,7 +91,7 @@ class Question(BaseModel):
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError(f"question {self.id!r}: minimum is above maximum")
         if self.default is not None:
-            _check_value(self, self.default)  # raises ValueError naming the question
+            check_answer(self, self.default)  # raises ValueError naming the question
         return self
 
 
@@ -149,8 +150,13 @@ class Questioner(Protocol):
         ...
 
 
-def _check_value(question: Question, value: Any) -> Any:
-    """``value`` as an answer to ``question``, or ValueError saying what is wrong."""
+def check_answer(question: Question, value: Any) -> Any:
+    """``value`` (not empty) as an answer to ``question``: an option, the options chosen in
+    their order, text, or a number (an ``int`` when whole).
+
+    Raises:
+        ValueError: saying what is wrong, naming the question.
+    """
     where = f"question {question.id!r}"
     if question.kind == "single_choice":
         if value not in question.options:
@@ -209,7 +215,7 @@ def check_answers(questionnaire: Questionnaire, answers: Mapping[str, Any]) -> d
                 raise ValueError(f"question {question.id!r} needs an answer")
             checked[question.id] = None
             continue
-        checked[question.id] = _check_value(question, value)
+        checked[question.id] = check_answer(question, value)
     return checked
 
 
