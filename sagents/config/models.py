@@ -113,6 +113,7 @@ class WebFetchParams(_Strict):
     max_redirects: int | None = Field(default=None, alias="maxRedirects", ge=0, le=20)
     max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
     timeout_seconds: float | None = Field(default=None, alias="timeoutSec", gt=0)
+    seen_urls_only: bool | None = Field(default=None, alias="seenUrlsOnly")
 
     @field_validator("allow_networks")
     @classmethod
