@@ -9,13 +9,15 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
 
 from sagents.cli.logs import setup_logging
+from sagents.cli.vision import image_model_from_config
 from sagents.cli.workspace import prepare_workspace
+from sagents.config.loader import load_config
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway.factory import build_gateway
@@ -29,6 +31,9 @@ from sagents.gateway.settings import (
     load_profiles,
     token_profiles,
 )
+
+if TYPE_CHECKING:
+    from sagents.tool.impl import VisionModel
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -107,16 +112,28 @@ async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None
             return
 
 
+def _image_model(settings: GatewaySettings) -> VisionModel | None:
+    """The vision model of ``image_understanding`` when the config enables it (a config
+    error is left for the gateway to report)."""
+    if settings.config is None:
+        return None
+    try:
+        return image_model_from_config(load_config(settings.config))
+    except ConfigError:
+        return None
+
+
 async def _run(settings: GatewaySettings) -> bool:
     """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
     received: list[int] = []
+    image_model = _image_model(settings)
     # Upstreams start in the background: initialize is answered at once, and each server's
     # tools are announced (notifications/tools/list_changed) as it becomes ready.
     # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
     # (each upstream gets its stdin closed, then its process group is ended, every step
     # bounded), instead of the process dying with its upstreams left running.
     async with (
-        build_gateway(settings, wait_for_servers=False) as gateway,
+        build_gateway(settings, wait_for_servers=False, image_model=image_model) as gateway,
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(_stop_on_signal, tg.cancel_scope, received)

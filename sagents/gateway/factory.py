@@ -17,6 +17,7 @@ from sagents.gateway.approval import Approver
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.tool.context import SessionContext
+from sagents.tool.impl import VisionModel
 
 __all__ = ["EmptyProvider", "build_gateway"]
 
@@ -46,13 +47,17 @@ def build_gateway(
     *,
     approver: Approver | None = None,
     wait_for_servers: bool = True,
+    image_model: VisionModel | None = None,
 ) -> ConfiguredGateway:
     """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving).
 
     ``wait_for_servers=False`` enters without waiting for upstream servers (see
-    :class:`ConfiguredGateway`).
+    :class:`ConfiguredGateway`). ``image_model`` is the vision model of the
+    ``image_understanding`` built-in tool, when the config enables it.
 
     Raises:
         ConfigError: the config file is unreadable or invalid, or a skill directory is missing.
     """
-    return ConfiguredGateway(settings, approver=approver, wait_for_servers=wait_for_servers)
+    return ConfiguredGateway(
+        settings, approver=approver, wait_for_servers=wait_for_servers, image_model=image_model
+    )

@@ -73,7 +73,9 @@ from sagents.skill.skill_tool import SkillTools
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
+    ImageSettings,
     MemoryStore,
+    VisionModel,
     WebFetchSettings,
     register_builtin_tools,
 )
@@ -142,9 +144,11 @@ class ConfiguredGateway(Gateway):
         *,
         approver: Approver | None = None,
         wait_for_servers: bool = True,
+        image_model: VisionModel | None = None,
     ) -> None:
         self.settings = settings
         self._wait_for_servers = wait_for_servers
+        self._image_model = image_model
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
         self._manager: ToolManager | None = None
@@ -237,6 +241,14 @@ class ConfiguredGateway(Gateway):
         if self._scripts is None:
             logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
             return
+        if "compress_history" in names:
+            raise ConfigError(
+                "compress_history cannot be offered by sagents serve: the MCP client keeps "
+                "the conversation",
+                file=_file(self.config),
+                key="builtinTools.enabled",
+                hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+            )
         unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
         if unknown:
             raise ConfigError(
@@ -252,6 +264,14 @@ class ConfiguredGateway(Gateway):
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
                 memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
+                image_model=self._image_model,
+                image=ImageSettings(
+                    **{
+                        key: value
+                        for key, value in self.config.image_understanding.items()
+                        if key in ("max_bytes", "max_pixels", "max_side")
+                    }
+                ),
             )
         except ToolNameConflictError as error:
             raise ConfigError(
