@@ -479,7 +479,7 @@ class Gateway:
                     events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
                     tg.start_soon(forwarder.forward, events)
                 try:
-                    if self.background_after_s is None:
+                    if self.background_after_s is None or _asks_the_user(spec):
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
@@ -637,6 +637,12 @@ def _denied(request: ApprovalRequest) -> ToolResult:
             details={"tool": request.tool},
         )
     )
+
+
+def _asks_the_user(spec: ToolSpec) -> bool:
+    """The built-in ``questionnaire`` waits for the user through this very request (an
+    elicitation): it is never handed off to the background."""
+    return spec.source.kind == "builtin" and spec.name == "questionnaire"
 
 
 def _refused(request: ApprovalRequest) -> ToolResult:

@@ -34,7 +34,9 @@ QUESTIONS = {
 
 
 @asynccontextmanager
-async def gateway(time_limit: float = 30.0) -> AsyncIterator[Gateway]:
+async def gateway(
+    time_limit: float = 30.0, background_after_s: float | None = None
+) -> AsyncIterator[Gateway]:
     manager = ToolManager()
     register_builtin_tools(
         manager,
@@ -43,7 +45,7 @@ async def gateway(time_limit: float = 30.0) -> AsyncIterator[Gateway]:
         questionnaire=QuestionnaireSettings(timeout_seconds=time_limit),
     )
     provider = ProxyProvider(ToolProxy([manager], enforce_mode=False))
-    async with Gateway(provider) as served:
+    async with Gateway(provider, background_after_s=background_after_s) as served:
         yield served
 
 
@@ -150,3 +152,23 @@ async def test_a_client_that_cannot_elicit_is_refused_clearly(era: str) -> None:
     assert error_code(result) == "not_allowed"
     assert "elicitation capability" in _text(result)
     assert json.dumps(QUESTIONS["title"]) not in _text(result)
+
+
+async def test_a_questionnaire_is_never_handed_off_to_the_background() -> None:
+    async def slow_user(
+        context: ClientRequestContext, params: mt.ElicitRequestParams
+    ) -> mt.ElicitResult:
+        await anyio.sleep(0.5)  # the user takes longer than the hand-off delay
+        return mt.ElicitResult(
+            action="accept", content={"env": "prod", "checks": ["lint"], "replicas": 2}
+        )
+
+    with anyio.fail_after(30):
+        async with (
+            gateway(background_after_s=0.05) as served,
+            Client(served.server, mode="legacy", elicitation_callback=slow_user) as c,
+        ):
+            result = await c.call_tool("questionnaire", QUESTIONS)
+    assert result.is_error is False, _text(result)
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "answered"
