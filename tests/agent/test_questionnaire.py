@@ -189,3 +189,33 @@ async def test_without_a_way_to_ask_the_tool_says_so() -> None:
     assert result.error is not None
     assert result.error.code == "not_allowed"
     assert "cannot reach the user" in result.text
+
+
+async def test_a_sub_agent_asks_through_its_callers_run() -> None:
+    manager = _manager()
+    sub_script = [
+        tool_call("questionnaire", QUESTIONS, id="sub_q"),
+        reply("the user picked Rome"),
+    ]
+    async with ScriptedModel(sub_script) as sub_model:
+        helper = SAgent(model=sub_model.chat_model(), run_script=False)
+        manager.register_tool(helper.as_tool("planner", "Plans.", tools=["questionnaire"]))
+        script = [tool_call("planner", {"task": "ask where"}, id="c_p"), reply("ok")]
+        async with ScriptedModel(script) as model:
+            agent = SAgent(model=model.chat_model(), run_script=False)
+            events: list[AgentEvent] = []
+            stream = agent.run_stream(
+                [{"role": "user", "content": "plan"}],
+                tool_manager=manager,
+                session_context=SessionContext(session_id="sub"),
+            )
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                async with aclosing(stream):
+                    async for event in stream:
+                        events.append(event)
+                        if isinstance(event, QuestionnaireRequestEvent):
+                            event.answer({"city": "Rome", "nights": 2})
+        answered = sub_model.requests[-1]["messages"][-1]["content"]
+    assert "city (Where to?): Rome" in answered
+    assert _result(events).status == "answered"
+    assert done_of(events).reason == "stop"
