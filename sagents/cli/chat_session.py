@@ -22,12 +22,12 @@ from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent.events import AgentEvent
+from sagents.cli.chat_tools import register_chat_builtins
 from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool.context import SessionContext
-from sagents.tool.impl import register_builtin_tools
 from sagents.tool.questions import Questioner
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
@@ -255,16 +255,15 @@ async def run_chat(
 ) -> int:
     """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code.
 
-    With a ``questioner``, the ``questionnaire`` tool is offered (unless a configured tool
-    already has the name) and asks through it."""
+    The configured built-in tools that need no sandbox are offered, and ``questionnaire``
+    with a ``questioner`` (unless a configured tool already has the name)."""
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.model.aclose)
         if loaded is not None:
             manager = await stack.enter_async_context(await build_tool_manager(loaded))
         else:
             manager = await stack.enter_async_context(ToolManager())
-        if questioner is not None and not manager.has_tool("questionnaire"):
-            register_builtin_tools(manager, None, names=["questionnaire"])
+        register_chat_builtins(manager, loaded, questionnaire=questioner is not None)
         session = _Chat(
             agent=agent,
             tools=ToolProxy([manager]),

@@ -261,3 +261,50 @@ def test_chat_questionnaire_declined_or_cut_short_by_the_end_of_input(env: None)
     ended, requests = _chat_with_stdin("1\n")
     assert ended.exit_code == 0, ended.output
     assert "cancelled" in requests[1]["messages"][-1]["content"]
+
+
+def test_chat_offers_the_configured_builtins_that_need_no_sandbox_and_compresses(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = tmp_path / "chat.json"
+    enabled = ["todo_write", "todo_read", "execute_shell_command", "compress_history"]
+    config.write_text(json.dumps({"mcpServers": {}, "builtinTools": {"enabled": enabled}}))
+    todo = {"items": [{"id": "a", "content": "a task with a long description " * 8}]}
+    script = [
+        tool_call("todo_write", todo, id="c1"),
+        tool_call("todo_read", {}, id="c2"),
+        reply("SUMMARY"),
+        reply("done"),
+    ]
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--config",
+                str(config),
+                "--prompt",
+                "plan",
+                "--json",
+                "--max-history-tokens",
+                "60",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "m",
+            ],
+            input="",
+            catch_exceptions=False,
+        )
+        requests = list(model.requests)
+    assert result.exit_code == 0, result.output
+    offered = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert {"todo_write", "todo_read", "compress_history", "questionnaire"} <= offered
+    assert "execute_shell_command" not in offered
+    assert "execute_shell_command need a sandbox" in result.stderr
+    types = [json.loads(line)["type"] for line in result.stdout.splitlines()]
+    assert "history.compress" in types
+    assert "history.compressed" in types
+    assert "You compress a conversation" in requests[2]["messages"][0]["content"]
+    assert requests[3]["messages"][0]["content"].startswith("[Summary of the earlier")
