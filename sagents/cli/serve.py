@@ -33,7 +33,7 @@ from sagents.gateway.settings import (
 )
 
 if TYPE_CHECKING:
-    from sagents.tool.impl import VisionModel
+    from sagents.agent import OpenAIChatModel
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -112,7 +112,7 @@ async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None
             return
 
 
-def _image_model(settings: GatewaySettings) -> VisionModel | None:
+def _image_model(settings: GatewaySettings) -> OpenAIChatModel | None:
     """The vision model of ``image_understanding`` when the config enables it (a config
     error is left for the gateway to report)."""
     if settings.config is None:
@@ -132,18 +132,23 @@ async def _run(settings: GatewaySettings) -> bool:
     # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
     # (each upstream gets its stdin closed, then its process group is ended, every step
     # bounded), instead of the process dying with its upstreams left running.
-    async with (
-        build_gateway(settings, wait_for_servers=False, image_model=image_model) as gateway,
-        anyio.create_task_group() as tg,
-    ):
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
-        if settings.transport == "stdio":
-            await gateway.run_stdio()
-        else:
-            port = await tg.start(serve_http, gateway, settings)
-            print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
-            await anyio.sleep_forever()
-        tg.cancel_scope.cancel()
+    try:
+        async with (
+            build_gateway(settings, wait_for_servers=False, image_model=image_model) as gateway,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            if settings.transport == "stdio":
+                await gateway.run_stdio()
+            else:
+                port = await tg.start(serve_http, gateway, settings)
+                print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+                await anyio.sleep_forever()
+            tg.cancel_scope.cancel()
+    finally:
+        if image_model is not None:
+            with anyio.CancelScope(shield=True):
+                await image_model.aclose()
     return bool(received)
 
 

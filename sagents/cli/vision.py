@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from sagents.config.loader import SagentsConfig
 from sagents.errors import ModelConfigError
-from sagents.tool.impl import VisionModel
+
+if TYPE_CHECKING:
+    from sagents.agent import OpenAIChatModel
 
 __all__ = ["image_model_from_config"]
 
 logger = logging.getLogger(__name__)
 
 
-def image_model_from_config(config: SagentsConfig) -> VisionModel | None:
+def image_model_from_config(config: SagentsConfig) -> OpenAIChatModel | None:
     """The ``OpenAIChatModel`` for ``image_understanding`` when the config enables the tool.
 
     ``model`` and ``baseUrl`` default to ``$SAGENTS_MODEL`` and ``$OPENAI_BASE_URL``; the key
     is read from the variable ``apiKeyEnv`` names (``OPENAI_API_KEY`` by default). None (with
     a warning) when the tool is not enabled or no model can be configured: the tool then says
-    so on every call.
+    so on every call. The caller closes it (``await model.aclose()``).
     """
     if "image_understanding" not in config.builtin_tools:
         return None

@@ -6,6 +6,7 @@ import base64
 import io
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import aclosing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -132,7 +133,8 @@ async def test_image_understanding_from_the_config_asks_the_configured_vision_mo
             config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
         )
         vision = image_model_from_config(load_config(config))
-        async with ConfiguredGateway(settings, image_model=vision) as gateway:
+        assert vision is not None
+        async with aclosing(vision), ConfiguredGateway(settings, image_model=vision) as gateway:
             with anyio.fail_after(60):
                 async with Client(gateway.server, mode="legacy") as client:
                     made = await client.call_tool(
