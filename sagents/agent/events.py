@@ -1,23 +1,6 @@
 """The events of ``SAgent.run_stream``: typed frozen values with ``.type`` and ``.to_dict()``.
 
-==================================  =========================  ====================================
-class                               ``type``                   what
-==================================  =========================  ====================================
-:class:`MessageDeltaEvent`          ``message.delta``          assistant text as it streams
-:class:`MessageEvent`               ``message``                a complete message of the history
-:class:`UsageEvent`                 ``usage``                  the tokens of one model call
-:class:`DoneEvent`                  ``done``                   the last event of every run
-:class:`HistoryCompressEvent`       ``history.compress``       older turns are to be summarised
-:class:`HistoryCompressedEvent`     ``history.compressed``     the summary replaced them, or failed
-:class:`QuestionnaireRequestEvent`  ``questionnaire.request``  questions wait for the user
-:class:`QuestionnaireResultEvent`   ``questionnaire.result``   how they ended
-``ToolProgressEvent``               ``tool_progress``          a tool's live output
-``ScriptProgressEvent``             ``script.progress``        a run_script snapshot
-``ApprovalRequestEvent``            ``approval.request``       a call waits for the user
-``ApprovalResultEvent``             ``approval.result``        the user's answer
-``BackgroundDoneEvent``             ``background.done``        a background run_script ended
-==================================  =========================  ====================================
-
+==================================  =========================  =============================
 The last five are ``sagents.core.events`` types. Every ``to_dict()`` is a JSON object (one NDJSON
 line each). See ``docs/agent.md``, "Events".
 """
@@ -53,6 +36,7 @@ __all__ = [
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",
     "UsageEvent",
+    "WorkflowSelectedEvent",
 ]
 
 DoneReason: TypeAlias = Literal["stop", "max_turns", "cancelled", "error"]
@@ -102,6 +86,27 @@ class UsageEvent:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowSelectedEvent:
+    """What ``workflow_select`` chose for this request, before its first turn.
+
+    Attributes:
+        name: The workflow's or skill's name; None when nothing fitted well enough.
+        kind: ``workflow``, ``skill``, or None with ``name``.
+        score: How well the best candidate fits (0 to 1, the offline ranking's score, also
+            for a choice the model made); None when there was no candidate at all.
+    """
+
+    type: Literal["workflow.selected"] = "workflow.selected"
+    name: str | None
+    kind: Literal["workflow", "skill"] | None
+    score: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "workflow.selected", "name", "kind", "score"}``."""
+        return {"type": self.type, "name": self.name, "kind": self.kind, "score": self.score}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -287,6 +292,7 @@ AgentEvent: TypeAlias = (
     MessageDeltaEvent
     | MessageEvent
     | UsageEvent
+    | WorkflowSelectedEvent
     | DoneEvent
     | ToolProgressEvent
     | ScriptProgressEvent

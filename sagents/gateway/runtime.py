@@ -63,6 +63,7 @@ from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.script.settings import script_limits
@@ -145,7 +146,14 @@ class ConfiguredGateway(Gateway):
         approver: Approver | None = None,
         wait_for_servers: bool = True,
         image_model: VisionModel | None = None,
+        tool_ranker: ToolRanker | None = None,
     ) -> None:
+        if settings.tool_search and tool_ranker is None:
+            raise ConfigError(
+                "tool search needs a ranking: pass tool_ranker (sagents serve passes "
+                "sagents.agent.suggest_tools)",
+                key="--tool-search",
+            )
         self.settings = settings
         self._wait_for_servers = wait_for_servers
         self._image_model = image_model
@@ -174,6 +182,9 @@ class ConfiguredGateway(Gateway):
             background_after_s=background,
             task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=self.workspaces,
+            tool_search=ToolSearch(tool_ranker)
+            if settings.tool_search and tool_ranker is not None
+            else None,
             name=settings.name,
         )
 

@@ -139,7 +139,8 @@ async def test_a_decompression_bomb_is_refused_from_its_header(sandbox: Sandbox,
     manager = _manager(sandbox, _NeverCalled())
     result = await manager.run_tool("image_understanding", {"path": "bomb.png"}, _CONTEXT)
     assert _code(result) == "invalid_image"
-    assert "'bomb.png'" in result.text and "limit" in result.text
+    assert "'bomb.png'" in result.text
+    assert "limit" in result.text
 
 
 async def test_an_oversized_file_is_refused_before_it_is_read(sandbox: Sandbox) -> None:
@@ -183,7 +184,8 @@ async def test_without_a_vision_model_the_tool_says_what_to_configure(sandbox: S
     manager = _manager(sandbox, None)
     result = await manager.run_tool("image_understanding", {"path": "a.png"}, _CONTEXT)
     assert _code(result) == "model_not_configured"
-    assert result.error is not None and "image_model" in (result.error.hint or "")
+    assert result.error is not None
+    assert "image_model" in (result.error.hint or "")
 
 
 async def test_a_model_failure_is_an_error_result(sandbox: Sandbox) -> None:
