@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from sagents.agent import (
+    AgentSession,
     CompressionSettings,
     HistoryCompressedEvent,
     HistoryCompressEvent,
@@ -22,7 +23,7 @@ from sagents.core.tokens import default_token_counter
 from sagents.skill import SkillManager
 from sagents.testing import ScriptedReply, http_error, reply, tool_call
 from sagents.testing.scripted import ScriptedModel
-from sagents.tool import SessionContext, ToolManager, tool
+from sagents.tool import SessionContext, ToolManager, ToolProxy, tool
 from sagents.tool.impl import TodoStore, register_builtin_tools
 from tests.agent.helpers import assert_settled_once, collect, done_of
 
@@ -248,3 +249,28 @@ def test_the_cut_never_separates_a_call_from_its_results() -> None:
         assert start == 1
         assert messages[cut]["role"] != "tool" if cut < len(messages) else True
         assert cut < len(messages)  # the last exchange is always kept
+
+
+async def test_the_tools_a_suggestion_step_picked_survive_and_are_named(tmp_path: Path) -> None:
+    script = Script(_steps()[2:], reply(SUMMARY))
+    context = SessionContext(session_id="s4", permission_mode="auto")
+    session = AgentSession(context, ToolProxy([_manager(tmp_path)]))
+    session.audit_status["suggested_tools"] = ["read_page"]
+    session.audit_status["tools_expanded"] = True
+    async with ScriptedModel(script) as model:
+        agent = SAgent(
+            model=model.chat_model(),
+            run_script=False,
+            max_history_tokens=BUDGET,
+            compression=CompressionSettings(records_dir=tmp_path / "records"),
+        )
+        events = await collect(
+            agent, [{"role": "user", "content": "go"}], session_context=context, session=session
+        )
+    done = done_of(events)
+    assert done.audit_status["suggested_tools"] == ["read_page"]
+    compressed = [b for b in script.main if SUMMARY_PREFIX in json.dumps(b["messages"])]
+    assert compressed
+    summary = compressed[0]["messages"][0]["content"]
+    assert "Tools picked for this session: read_page." in summary
+    assert "expanded" in summary
