@@ -15,6 +15,8 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, postgres_server
+
 SLOW = frozenset(
     {
         "tests/test_readme.py",
@@ -25,11 +27,16 @@ SLOW = frozenset(
         "tests/cli/test_call_cli.py::test_on_a_terminal_the_call_is_asked_and_runs_when_allowed",
         "tests/cli/test_tools_cli.py::test_the_installed_command_exits_1_for_an_error_result",
         "tests/cli/test_workspace_option.py::test_serve_creates_a_missing_workspace_and_says_so",
+        "tests/gateway/test_conformance_2026.py",
         "tests/gateway/test_gateway_run_script.py",
         "tests/gateway/test_git_history_serve.py",
         "tests/gateway/test_peer_clients.py",
+        "tests/gateway/test_replicas.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
+        "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
+        "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",
         "tests/script/test_fleet_example.py",
@@ -82,3 +89,19 @@ def pytest_runtest_makereport(
     report = yield
     report.sections = [(title, _utf8_safe(content)) for title, content in report.sections]
     return report
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test session (skipped where the binaries are missing)."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip(SKIP_REASON)
+    with postgres_server(bin_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> str:
+    """The URI of a new, empty database on :func:`postgres`."""
+    return postgres.new_database()

@@ -65,11 +65,21 @@ async def serving(tmp_path: Path, config: Path) -> AsyncIterator[tuple[str, Proc
             chunk = await process.stderr.receive()
             buffer += chunk
         line = next(li for li in buffer.decode().splitlines() if "/mcp" in li)
-        yield line.split("sagents serve: ", 1)[1].strip(), process
+        try:
+            yield line.split("sagents serve: ", 1)[1].strip(), process
+        finally:
+            # Over HTTP the gateway stops only on a signal: a failing body must not leave
+            # the exit waiting for it (and the real error hidden behind the test's timeout).
+            if process.returncode is None:
+                process.kill()
 
 
 def client(url: str, **kwargs: Any) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    # The MCP SDK's own timeouts (httpx's default 5 s read timeout would end a response
+    # stream the gateway holds open while upstreams start on a loaded machine).
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+    )
     return Client(streamable_http_client(url, http_client=http), mode="legacy", **kwargs)
 
 
@@ -121,7 +131,9 @@ async def test_a_background_run_killed_with_the_gateway_is_reported_after_restar
     assert [(s, json.loads(d)["reason"]) for s, d in rows] == [("aborted", RESTART_REASON)]
 
 
-def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(tmp_path: Path) -> None:
+async def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(
+    tmp_path: Path,
+) -> None:
     store = SqliteTaskStore(tmp_path / "tasks.sqlite3")
     store.started("t1", owner="token:x:", tool="run_script", started_at=1.0)
     live = StartupLock(tmp_path)
@@ -135,7 +147,7 @@ def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(tmp_pat
     assert stored.status == "running"
     alone = StartupLock(tmp_path)
     assert alone.acquire() is True
-    assert [t.task_id for t in sweep_tasks(store)] == ["t1"]
+    assert [t.task_id for t in await sweep_tasks(store)] == ["t1"]
     alone.release()
     assert [t.task_id for t in store.take_unannounced("token:x:")] == ["t1"]
     assert store.take_unannounced("token:x:") == []
