@@ -22,11 +22,13 @@ from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent.events import AgentEvent
+from sagents.cli.chat_tools import register_chat_builtins
 from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.questions import Questioner
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -182,6 +184,7 @@ class _Chat:
     skills: SkillProxy | None
     context: SessionContext
     approver: Approver | None
+    questioner: Questioner | None
     renderer: ChatRenderer
     as_json: bool
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -199,6 +202,7 @@ class _Chat:
                 skill_manager=self.skills,
                 session_context=self.context,
                 approver=self.approver,
+                questioner=self.questioner,
             )
             async with aclosing(stream):
                 async for event in stream:
@@ -247,20 +251,26 @@ async def run_chat(
     as_json: bool,
     prompt: str | None,
     interactive: bool,
+    questioner: Questioner | None = None,
 ) -> int:
-    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code."""
+    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code.
+
+    The configured built-in tools that need no sandbox are offered, and ``questionnaire``
+    with a ``questioner`` (unless a configured tool already has the name)."""
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.model.aclose)
         if loaded is not None:
             manager = await stack.enter_async_context(await build_tool_manager(loaded))
         else:
             manager = await stack.enter_async_context(ToolManager())
+        register_chat_builtins(manager, loaded, questionnaire=questioner is not None)
         session = _Chat(
             agent=agent,
             tools=ToolProxy([manager]),
             skills=skills,
             context=context,
             approver=approver,
+            questioner=questioner,
             renderer=ChatRenderer(),
             as_json=as_json,
         )

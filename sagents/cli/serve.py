@@ -9,13 +9,15 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
 
 from sagents.cli.logs import setup_logging
+from sagents.cli.vision import image_model_from_config
 from sagents.cli.workspace import prepare_workspace
+from sagents.config.loader import load_config
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, StoreError
 from sagents.gateway.factory import build_gateway
@@ -31,6 +33,9 @@ from sagents.gateway.settings import (
 )
 from sagents.gateway.tool_search import ToolRanker
 from sagents.store.location import parse_store_url
+
+if TYPE_CHECKING:
+    from sagents.agent import OpenAIChatModel
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -125,6 +130,17 @@ async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None
             return
 
 
+def _image_model(settings: GatewaySettings) -> OpenAIChatModel | None:
+    """The vision model of ``image_understanding`` when the config enables it (a config
+    error is left for the gateway to report)."""
+    if settings.config is None:
+        return None
+    try:
+        return image_model_from_config(load_config(settings.config))
+    except ConfigError:
+        return None
+
+
 def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
     if not settings.tool_search:
         return None
@@ -136,25 +152,34 @@ def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
 async def _run(settings: GatewaySettings) -> bool:
     """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
     received: list[int] = []
+    image_model = _image_model(settings)
     # Upstreams start in the background: initialize is answered at once, and each server's
     # tools are announced (notifications/tools/list_changed) as it becomes ready.
     # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
     # (each upstream gets its stdin closed, then its process group is ended, every step
     # bounded), instead of the process dying with its upstreams left running.
-    async with (
-        build_gateway(
-            settings, wait_for_servers=False, tool_ranker=_tool_ranker(settings)
-        ) as gateway,
-        anyio.create_task_group() as tg,
-    ):
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
-        if settings.transport == "stdio":
-            await gateway.run_stdio()
-        else:
-            port = await tg.start(serve_http, gateway, settings)
-            print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
-            await anyio.sleep_forever()
-        tg.cancel_scope.cancel()
+    try:
+        async with (
+            build_gateway(
+                settings,
+                wait_for_servers=False,
+                tool_ranker=_tool_ranker(settings),
+                image_model=image_model,
+            ) as gateway,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            if settings.transport == "stdio":
+                await gateway.run_stdio()
+            else:
+                port = await tg.start(serve_http, gateway, settings)
+                print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+                await anyio.sleep_forever()
+            tg.cancel_scope.cancel()
+    finally:
+        if image_model is not None:
+            with anyio.CancelScope(shield=True):
+                await image_model.aclose()
     return bool(received)
 
 

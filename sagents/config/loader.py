@@ -91,6 +91,9 @@ class SagentsConfig:
             ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
         memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
             sessions without one (None: they are refused the memory tools).
+        image_understanding: ``builtinTools.imageUnderstanding`` (only the keys the file
+            sets, snake_case: ``model``, ``base_url``, ``api_key_env``, ``max_bytes``,
+            ``max_pixels``, ``max_side``).
         store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
         store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         source: The file it came from, if any.
@@ -106,6 +109,7 @@ class SagentsConfig:
     builtin_tools: tuple[str, ...] = ()
     web_fetch: Mapping[str, Any] = field(default_factory=dict)
     memory_anonymous_user: str | None = None
+    image_understanding: Mapping[str, Any] = field(default_factory=dict)
     store_url: str | None = field(default=None, repr=False)
     store_lease_s: float | None = None
     source: Path | None = None
@@ -204,6 +208,7 @@ def parse_config(
             if value is not None
         },
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
+        image_understanding=model.builtin_tools.image_understanding.model_dump(exclude_none=True),
         store_url=(
             _expand(model.store.url, key="store.url", file=file, env=env)
             if model.store.url

@@ -19,6 +19,7 @@ __all__ = [
     "BackgroundCallsParams",
     "BuiltinToolsParams",
     "ConfigFileParams",
+    "ImageUnderstandingParams",
     "LocalToolsParams",
     "MemoryParams",
     "SandboxParams",
@@ -141,6 +142,7 @@ class WebFetchParams(_Strict):
     max_redirects: int | None = Field(default=None, alias="maxRedirects", ge=0, le=20)
     max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
     timeout_seconds: float | None = Field(default=None, alias="timeoutSec", gt=0)
+    seen_urls_only: bool | None = Field(default=None, alias="seenUrlsOnly")
 
     @field_validator("allow_networks")
     @classmethod
@@ -160,12 +162,28 @@ class MemoryParams(_Strict):
     anonymous_user: str | None = Field(default=None, alias="anonymousUser", min_length=1)
 
 
+class ImageUnderstandingParams(_Strict):
+    """``builtinTools.imageUnderstanding``: the vision model of ``image_understanding`` (an
+    OpenAI-compatible endpoint; ``$SAGENTS_MODEL``/``$OPENAI_BASE_URL`` when unset) and its
+    caps (docs/builtin_tools.md)."""
+
+    model: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, alias="baseUrl", min_length=1)
+    api_key_env: str | None = Field(default=None, alias="apiKeyEnv", min_length=1)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
+    max_pixels: int | None = Field(default=None, alias="maxPixels", gt=0)
+    max_side: int | None = Field(default=None, alias="maxSide", gt=0)
+
+
 class BuiltinToolsParams(_Strict):
     """``builtinTools``: the built-in tools the gateway offers (none by default)."""
 
     enabled: list[str] = Field(default_factory=list)
     web_fetch: WebFetchParams = Field(default_factory=WebFetchParams, alias="webFetch")
     memory: MemoryParams = Field(default_factory=MemoryParams)
+    image_understanding: ImageUnderstandingParams = Field(
+        default_factory=ImageUnderstandingParams, alias="imageUnderstanding"
+    )
 
 
 class StoreParams(_Strict):

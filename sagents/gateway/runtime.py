@@ -78,7 +78,9 @@ from sagents.store.open import GatewayStore, open_store
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
+    ImageSettings,
     MemoryStore,
+    VisionModel,
     WebFetchSettings,
     register_builtin_tools,
 )
@@ -146,6 +148,7 @@ class ConfiguredGateway(Gateway):
         *,
         approver: Approver | None = None,
         wait_for_servers: bool = True,
+        image_model: VisionModel | None = None,
         tool_ranker: ToolRanker | None = None,
     ) -> None:
         if settings.tool_search and tool_ranker is None:
@@ -156,6 +159,7 @@ class ConfiguredGateway(Gateway):
             )
         self.settings = settings
         self._wait_for_servers = wait_for_servers
+        self._image_model = image_model
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
         self._manager: ToolManager | None = None
@@ -269,6 +273,14 @@ class ConfiguredGateway(Gateway):
         if self._scripts is None:
             logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
             return
+        if "compress_history" in names:
+            raise ConfigError(
+                "compress_history cannot be offered by sagents serve: the MCP client keeps "
+                "the conversation",
+                file=_file(self.config),
+                key="builtinTools.enabled",
+                hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+            )
         unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
         if unknown:
             raise ConfigError(
@@ -284,6 +296,14 @@ class ConfiguredGateway(Gateway):
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
                 **self._memory_and_todo(),
+                image_model=self._image_model,
+                image=ImageSettings(
+                    **{
+                        key: value
+                        for key, value in self.config.image_understanding.items()
+                        if key in ("max_bytes", "max_pixels", "max_side")
+                    }
+                ),
             )
         except ToolNameConflictError as error:
             raise ConfigError(

@@ -103,6 +103,7 @@ from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.tasks import GatewayTasks, TaskScope
@@ -113,6 +114,7 @@ from sagents.store.embedded import MemoryApprovals
 from sagents.store.open import GatewayStore
 from sagents.store.protocols import ApprovalStore, TaskStore
 from sagents.tool.context import SessionContext
+from sagents.tool.questions import bind_questioner
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
@@ -629,9 +631,10 @@ class Gateway:
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(asker)
             try:
-                return await session.offer.run_tool(
-                    name, arguments, context, tool_call_id=tool_call_id
-                )
+                with bind_questioner(ElicitationQuestioner(asker)):  # the questionnaire tool
+                    return await session.offer.run_tool(
+                        name, arguments, context, tool_call_id=tool_call_id
+                    )
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
@@ -649,7 +652,7 @@ class Gateway:
                     hand_off_after = self.background_after_s
                     if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
                         hand_off_after = 0.0  # a run_script of a Tasks client is a task
-                    if hand_off_after is None:
+                    if hand_off_after is None or _asks_the_user(spec):
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
@@ -817,6 +820,12 @@ def _denied(request: ApprovalRequest) -> ToolResult:
             details={"tool": request.tool},
         )
     )
+
+
+def _asks_the_user(spec: ToolSpec) -> bool:
+    """The built-in ``questionnaire`` waits for the user through this very request (an
+    elicitation): it is never handed off to the background."""
+    return spec.source.kind == "builtin" and spec.name == "questionnaire"
 
 
 def _refused(request: ApprovalRequest) -> ToolResult:
