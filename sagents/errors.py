@@ -47,6 +47,9 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     ├── ProgressError                   progress_error
     │   ├── EventFormatError            invalid_event        (type, problems)
     │   └── ConsumerLaggedError         consumer_lagged
+    ├── StoreError                      store_error          (store)
+    │   ├── StoreUnavailableError       store_unavailable
+    │   └── StoreSchemaError            store_schema_mismatch (found, expected)
     ├── ScriptError                     script_error
     │   ├── ScriptRejectedError         rejected
     │   └── ApprovalDeniedError         approval_denied
@@ -101,6 +104,9 @@ __all__ = [
     "SkillNotFoundError",
     "SkillResourceNotFoundError",
     "SkillRootError",
+    "StoreError",
+    "StoreSchemaError",
+    "StoreUnavailableError",
     "TaskNotFoundError",
     "ToolCallError",
     "ToolCancelledError",
@@ -465,6 +471,26 @@ class ApprovalDeniedError(ScriptError):
     """The user denied the approval that the run or call needed."""
 
     code = "approval_denied"
+
+
+class StoreError(SagentsError):
+    """The shared store (audit, background tasks, approvals) failed. ``details`` holds
+    ``store``: the store's address without its password."""
+
+    code = "store_error"
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached (connection refused, authentication failed, timeout)."""
+
+    code = "store_unavailable"
+
+
+class StoreSchemaError(StoreError):
+    """The store's schema is of another version than this sagents understands.
+    ``details`` holds ``found`` and ``expected``."""
+
+    code = "store_schema_mismatch"
 
 
 class ModelError(SagentsError):

@@ -15,6 +15,8 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, postgres_server
+
 SLOW = frozenset(
     {
         "tests/test_readme.py",
@@ -29,9 +31,12 @@ SLOW = frozenset(
         "tests/gateway/test_gateway_run_script.py",
         "tests/gateway/test_git_history_serve.py",
         "tests/gateway/test_peer_clients.py",
+        "tests/gateway/test_replicas.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
         "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
+        "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",
         "tests/script/test_fleet_example.py",
@@ -84,3 +89,19 @@ def pytest_runtest_makereport(
     report = yield
     report.sections = [(title, _utf8_safe(content)) for title, content in report.sections]
     return report
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test session (skipped where the binaries are missing)."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip(SKIP_REASON)
+    with postgres_server(bin_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> str:
+    """The URI of a new, empty database on :func:`postgres`."""
+    return postgres.new_database()

@@ -18,6 +18,7 @@ PACKAGE = ROOT / "sagents"
 FLOORS = {
     "errors": 0,
     "audit": 0,
+    "store": 0,
     "core": 1,
     "sandbox": 1,
     "mcp": 2,
@@ -33,7 +34,9 @@ FLOORS = {
     "testing": 6,
     "mcp_servers": 6,
 }
-SIBLINGS = frozenset({("audit", "errors"), ("config", "tool")})
+SIBLINGS = frozenset(
+    {("audit", "errors"), ("store", "errors"), ("store", "audit"), ("config", "tool")}
+)
 """Same-floor imports the document allows: (importer, imported)."""
 
 FLOOR_NOT_YET_NAMED: frozenset[str] = frozenset()

@@ -17,7 +17,7 @@ import typer
 from sagents.cli.logs import setup_logging
 from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
-from sagents.errors import ConfigError
+from sagents.errors import ConfigError, StoreError
 from sagents.gateway.factory import build_gateway
 from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
 from sagents.gateway.settings import (
@@ -30,6 +30,7 @@ from sagents.gateway.settings import (
     token_profiles,
 )
 from sagents.gateway.tool_search import ToolRanker
+from sagents.store.location import parse_store_url
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -46,14 +47,18 @@ def resolve_settings(
     background_after: float | None,
     allowed_hosts: list[str],
     shared_workspace: bool = False,
+    store: str | None = None,
     tool_search: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
     Raises:
         ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
-            HTTP bind without a bearer token; ``--tool-search`` over HTTP without one.
+            HTTP bind without a bearer token; ``--tool-search`` over HTTP without one; a
+            malformed ``--store`` address.
     """
+    if store:
+        parse_store_url(store)  # refused here, before anything starts
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}; use stdio or http", key="--transport")
     chosen_transport: TransportName = "http" if transport == "http" else "stdio"
@@ -89,6 +94,7 @@ def resolve_settings(
         token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
         background_after_s=background_after,
         allowed_hosts=tuple(allowed_hosts),
+        store=store or None,
         tool_search=tool_search,
     )
     if chosen_transport == "http":
@@ -189,6 +195,14 @@ def serve(
         list[str] | None,
         typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="postgresql://user:password@host:5432/db: state shared by replicas "
+            "(docs/scale-out.md); default: SQLite files in the data dir.",
+        ),
+    ] = None,
     tool_search: Annotated[
         bool,
         typer.Option(
@@ -214,10 +228,11 @@ def serve(
             background_after=background_after,
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
+            store=store,
             tool_search=tool_search,
         )
         signalled = anyio.run(_run, settings)
-    except ConfigError as error:
+    except (ConfigError, StoreError) as error:
         print(f"sagents serve: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:

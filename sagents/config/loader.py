@@ -25,7 +25,7 @@ from sagents.config.models import ConfigFileParams, ServerEntryParams
 from sagents.errors import ConfigError
 from sagents.mcp.convert import check_server_name
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
-from sagents.mcp.settings import ServerSettings
+from sagents.mcp.settings import ServerSandbox, ServerSettings
 
 __all__ = [
     "BackgroundCallsSettings",
@@ -91,6 +91,8 @@ class SagentsConfig:
             ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
         memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
             sessions without one (None: they are refused the memory tools).
+        store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
+        store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         source: The file it came from, if any.
     """
 
@@ -104,6 +106,8 @@ class SagentsConfig:
     builtin_tools: tuple[str, ...] = ()
     web_fetch: Mapping[str, Any] = field(default_factory=dict)
     memory_anonymous_user: str | None = None
+    store_url: str | None = field(default=None, repr=False)
+    store_lease_s: float | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -172,7 +176,9 @@ def parse_config(
             disabled.append(name)
             continue
         params = _params(entry, key=key, file=file, env=env)
-        servers.append(MCPServerConfig(name=name, params=params, settings=_settings(entry)))
+        isolation = _sandbox(entry, params, key=f"{key}.sandbox", file=file, source=source)
+        settings = _settings(entry, isolation)
+        servers.append(MCPServerConfig(name=name, params=params, settings=settings))
     sandbox = model.sandbox.model_dump(exclude_none=True)
     return SagentsConfig(
         servers=tuple(servers),
@@ -198,6 +204,12 @@ def parse_config(
             if value is not None
         },
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
+        store_url=(
+            _expand(model.store.url, key="store.url", file=file, env=env)
+            if model.store.url
+            else None
+        ),
+        store_lease_s=model.store.lease_seconds,
         source=source,
     )
 
@@ -312,7 +324,59 @@ def _params(
     return StreamableHttpServerParameters(url=entry.url, headers=headers, api_key=api_key)
 
 
-def _settings(entry: ServerEntryParams) -> ServerSettings:
+def _sandbox(
+    entry: ServerEntryParams,
+    params: ServerParams,
+    *,
+    key: str,
+    file: str,
+    source: Path | None,
+) -> ServerSandbox | None:
+    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host).
+
+    Raises:
+        ConfigError: the block is on a server that is not stdio, or a value is unusable
+            (relative path outside a file, ``/``, a path inside a writable one, a bad name).
+    """
+    block = entry.sandbox
+    if block is None:
+        return None
+    if not isinstance(params, StdioServerParameters):
+        raise ConfigError(
+            "'sandbox' applies only to stdio servers ('command')",
+            file=file,
+            key=key,
+            hint="a remote server runs elsewhere: remove 'sandbox' from this entry",
+        )
+
+    def path(value: str, where: str) -> str:
+        expanded = Path(value).expanduser()
+        if not expanded.is_absolute():
+            if source is None:
+                raise ConfigError(
+                    f"sandbox path {value!r} must be absolute", file=file, key=f"{key}.{where}"
+                )
+            expanded = source.parent / expanded
+        return str(expanded)
+
+    try:
+        return ServerSandbox(
+            network=block.network,
+            readable=tuple(path(p, f"readable.{i}") for i, p in enumerate(block.readable)),
+            writable=tuple(path(p, f"writable.{i}") for i, p in enumerate(block.writable)),
+            env=tuple(block.env),
+            home=path(block.home, "home") if block.home is not None else None,
+            memory_mb=block.memory_mb,
+            cpu_seconds=block.cpu_sec,
+            cpu_cores=block.cpu_cores,
+            max_processes=block.max_processes,
+            uid=block.uid,
+        )
+    except ValueError as error:
+        raise ConfigError(str(error), file=file, key=key) from None
+
+
+def _settings(entry: ServerEntryParams, sandbox: ServerSandbox | None = None) -> ServerSettings:
     given: dict[str, Any] = {
         "connect_timeout": entry.connect_timeout,
         "discover_timeout": entry.discover_timeout,
@@ -327,5 +391,6 @@ def _settings(entry: ServerEntryParams) -> ServerSettings:
     return ServerSettings(
         permission=entry.permission,
         tool_permissions=dict(entry.tool_permissions),
+        sandbox=sandbox,
         **chosen,
     )

@@ -24,7 +24,9 @@ __all__ = [
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
+    "ServerSandboxParams",
     "SkillsParams",
+    "StoreParams",
     "WebFetchParams",
 ]
 
@@ -33,6 +35,23 @@ TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHt
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ServerSandboxParams(_Strict):
+    """A stdio server's ``sandbox`` block (docs/mcp.md, "Sandboxed servers"): run it in its own
+    bubblewrap sandbox. Paths may start with ``~``; relative ones are relative to the config
+    file's directory."""
+
+    network: bool = False
+    readable: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
+    home: str | None = None
+    memory_mb: int | None = Field(default=1024, alias="memoryMb", gt=0)
+    cpu_sec: int | None = Field(default=None, alias="cpuSec", gt=0)
+    cpu_cores: float | None = Field(default=1.0, alias="cpuCores", gt=0)
+    max_processes: int | None = Field(default=64, alias="maxProcesses", gt=0)
+    uid: int | None = Field(default=None, ge=0, lt=2**31)
 
 
 class ServerEntryParams(_Strict):
@@ -62,6 +81,15 @@ class ServerEntryParams(_Strict):
         default_factory=dict, alias="toolPermissions"
     )
     api_key: str | None = Field(default=None, alias="apiKey")
+    # true: a sandbox with every default; an object: see ServerSandboxParams.
+    sandbox: ServerSandboxParams | None = None
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
 
 
 class ScriptsParams(_Strict):
@@ -140,6 +168,15 @@ class BuiltinToolsParams(_Strict):
     memory: MemoryParams = Field(default_factory=MemoryParams)
 
 
+class StoreParams(_Strict):
+    """``store``: where ``sagents serve`` keeps its state (docs/scale-out.md): ``url``
+    ``postgresql://...`` for replicas sharing one database (``${VAR}`` is expanded), unset for
+    the embedded SQLite files; ``leaseSec`` is a replica's heartbeat lease."""
+
+    url: str | None = Field(default=None, min_length=1)
+    lease_seconds: float | None = Field(default=None, alias="leaseSec", gt=0)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -165,6 +202,7 @@ class ConfigFileParams(BaseModel):
     builtin_tools: BuiltinToolsParams = Field(
         default_factory=BuiltinToolsParams, alias="builtinTools"
     )
+    store: StoreParams = Field(default_factory=StoreParams)
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

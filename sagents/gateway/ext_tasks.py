@@ -242,7 +242,7 @@ class TasksExtension(Extension):
         try:
             info = self._tasks.live.get(scope.session_id, params.task_id)
         except TaskNotFoundError:
-            return self._stored(scope, params.task_id)
+            return await self._stored(scope, params.task_id)
         return self._live(info)
 
     async def _update(
@@ -272,7 +272,9 @@ class TasksExtension(Extension):
         try:
             await self._tasks.live.cancel(scope.session_id, params.task_id)
         except TaskNotFoundError:
-            self._stored(scope, params.task_id)  # ended already: acknowledged, else unknown
+            await self._stored(scope, params.task_id)  # ended already: acknowledged, else unknown
+            # running on another replica of a shared store: asked there (docs/scale-out.md)
+            await self._tasks.cancel_elsewhere(scope, params.task_id)
         return mt.EmptyResult(result_type="complete")
 
     # Views --------------------------------------------------------------------------------
@@ -312,9 +314,9 @@ class TasksExtension(Extension):
         )
         return DetailedTaskResult(status="completed", result=result, **base)
 
-    def _stored(self, scope: TaskScope, task_id: str) -> DetailedTaskResult:
+    async def _stored(self, scope: TaskScope, task_id: str) -> DetailedTaskResult:
         try:
-            view = self._tasks.view(scope, task_id)
+            view = await self._tasks.view(scope, task_id)
         except TaskNotFoundError:
             raise MCPError(
                 _INVALID_PARAMS,

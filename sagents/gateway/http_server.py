@@ -24,6 +24,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from sagents.errors import ConfigError
+from sagents.gateway.affinity import SessionAffinityCheck
 from sagents.gateway.http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, is_loopback
@@ -98,7 +99,10 @@ def build_http_app(
         # matches "host:*" as a prefix and accepts "127.0.0.1:1@evil.com").
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return _security_middleware(app, settings, settings.port if port is None else port)
+    served: ASGIApp = app
+    if gateway.replica_id is not None:  # replicas: 2025 sessions need affinity
+        served = SessionAffinityCheck(app, replica_id=gateway.replica_id)
+    return _security_middleware(served, settings, settings.port if port is None else port)
 
 
 def bind_listener(settings: GatewaySettings) -> socket.socket:

@@ -36,6 +36,11 @@ class Profile:
         tools: Tool names offered (``<server>__<tool>`` or local names); None offers all that
             the servers filter lets through.
         skills: Skill names offered; None offers every skill (passed on to the skills layer).
+        prompts: Upstream prompt names offered (``<server>__<prompt>``); None offers every
+            prompt of the offered servers.
+        resources: Glob patterns (``fnmatch``) of the upstream resource URIs and templates
+            offered (``sagents://upstream/<server>/...``); None offers every one of the
+            offered servers.
         mode: The permission mode of sessions under this profile; None keeps the gateway's.
         bearer_token_env: Over HTTP, the environment variable holding the bearer token that
             selects this profile; None binds no token.
@@ -45,6 +50,8 @@ class Profile:
     servers: frozenset[str] | None = None
     tools: frozenset[str] | None = None
     skills: frozenset[str] | None = None
+    prompts: frozenset[str] | None = None
+    resources: frozenset[str] | None = None
     mode: PermissionMode | None = None
     bearer_token_env: str | None = field(default=None, repr=False)
 

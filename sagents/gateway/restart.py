@@ -29,6 +29,8 @@ from sagents.audit.store import AuditEntry, AuditStore
 from sagents.audit.tasks import SqliteTaskStore, StoredTask
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.records import RECORDS_DIR, mark_interrupted_runs
+from sagents.store.embedded import SqliteTasks
+from sagents.store.protocols import TaskStore
 
 __all__ = ["LOCK_NAME", "RESTART_REASON", "StartupLock", "sweep_runs", "sweep_tasks"]
 
@@ -106,9 +108,10 @@ async def sweep_runs(workspaces: Workspaces, audit: AuditStore | None) -> list[s
     return marked
 
 
-def sweep_tasks(store: SqliteTaskStore) -> list[StoredTask]:
+async def sweep_tasks(store: TaskStore | SqliteTaskStore) -> list[StoredTask]:
     """Mark the background tasks a previous process left running ``failed``."""
-    failed = store.mark_interrupted(RESTART_REASON)
+    tasks = SqliteTasks(store) if isinstance(store, SqliteTaskStore) else store
+    failed = await tasks.mark_interrupted(RESTART_REASON)
     if failed:
         logger.warning(
             "background calls interrupted by a restart, now failed: %s",

@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
 
@@ -45,7 +46,6 @@ import mcp_types as mt
 from mcp.server.context import ServerRequestContext
 
 from sagents.audit.store import default_data_dir
-from sagents.audit.tasks import SqliteTaskStore
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
 from sagents.core.result import ToolResult
@@ -58,6 +58,7 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
+from sagents.gateway.forwarding import UpstreamForwarding
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -65,12 +66,15 @@ from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
+from sagents.mcp import CatalogKind
 from sagents.progress.hub import ProgressHub
 from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
+from sagents.store.location import StoreLocation, parse_store_url
+from sagents.store.open import GatewayStore, open_store
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
@@ -88,7 +92,6 @@ logger = logging.getLogger(__name__)
 FIRST_LIST_WAIT_S = 8.0
 """Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
 below the MCP Inspector's 10 s request timeout."""
-TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
 
 
 class _LateProvider:
@@ -164,6 +167,10 @@ class ConfiguredGateway(Gateway):
             shared=settings.shared_workspace,
         )
         self._scripts: GatewayScripts | None = None
+        self.store_location = _store_location(self.config, settings)
+        self.store: GatewayStore | None = None
+        self._store_stack = AsyncExitStack()
+        self.forwarding = UpstreamForwarding(before=self._first_start)
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
@@ -176,8 +183,8 @@ class ConfiguredGateway(Gateway):
             resources=SkillResources(self.skills) if self.skills is not None else None,
             approver=approver,
             background_after_s=background,
-            task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=self.workspaces,
+            upstream=self.forwarding,
             tool_search=ToolSearch(tool_ranker)
             if settings.tool_search and tool_ranker is not None
             else None,
@@ -196,9 +203,18 @@ class ConfiguredGateway(Gateway):
         return self._manager
 
     async def __aenter__(self) -> Self:
-        manager = await build_tool_manager(
-            self.config, progress_hub=self.hub, wait=self._wait_for_servers
+        store = await self._store_stack.enter_async_context(
+            open_store(self.store_location, data_dir=default_data_dir())
         )
+        try:
+            manager = await build_tool_manager(
+                self.config, progress_hub=self.hub, wait=self._wait_for_servers
+            )
+        except BaseException:
+            await self._store_stack.aclose()
+            raise
+        self.store = store
+        self.use_store(store)
         self._manager = manager
         try:
             for key, tool in self._local_tools:
@@ -212,6 +228,10 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
+            supervisor = manager.mcp_supervisor
+            if supervisor is not None:
+                self.forwarding.source = supervisor
+                supervisor.on_catalog_changed(self._upstream_catalog_changed)
             proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
@@ -225,6 +245,7 @@ class ConfiguredGateway(Gateway):
             finally:
                 with anyio.CancelScope(shield=True):
                     await manager.aclose()
+                await self._store_stack.aclose()
             raise
         return self
 
@@ -262,12 +283,27 @@ class ConfiguredGateway(Gateway):
                 self._scripts.sandbox_for,
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
-                memory=MemoryStore(anonymous_user=self.config.memory_anonymous_user),
+                **self._memory_and_todo(),
             )
         except ToolNameConflictError as error:
             raise ConfigError(
                 error.message, file=_file(self.config), key="builtinTools.enabled"
             ) from error
+
+    def _memory_and_todo(self) -> dict[str, Any]:
+        """The memory and todo stores of the built-in tools: the SQLite files, or the tables
+        of the PostgreSQL store replicas share (docs/scale-out.md)."""
+        memory = MemoryStore(anonymous_user=self.config.memory_anonymous_user)
+        if self.store is None or not self.store.shared:
+            return {"memory": memory}
+        from sagents.store.postgres import PostgresStore
+        from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+        from sagents.tool.impl.todo import TodoStore
+
+        assert isinstance(self.store, PostgresStore)
+        memory.backend = PostgresMemory(self.store.pool)
+        memory.audit = self.store.audit
+        return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(self.store.pool))}
 
     async def _start_scripts(self) -> GatewayScripts | None:
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
@@ -275,6 +311,7 @@ class ConfiguredGateway(Gateway):
             hub=self.hub,
             workspaces=self.workspaces,
             limits=script_limits(self.config),
+            audit=self.store.audit if self.store is not None else None,
             protected={"config file": self.settings.config} if self.settings.config else None,
             list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
@@ -294,14 +331,18 @@ class ConfiguredGateway(Gateway):
             return await super().__aexit__(exc_type, exc, tb)
         finally:
             self._provider.inner = None
+            self.forwarding.source = None
             self.scripts = None
             try:
                 if self._scripts is not None:
                     # Not shielded: it exits task groups entered in this task's own scope.
                     await self._scripts.__aexit__(None, None, None)
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self.manager.aclose()
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self.manager.aclose()
+                finally:
+                    await self._store_stack.aclose()
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -322,8 +363,30 @@ class ConfiguredGateway(Gateway):
         await self._first_start()
         return await super()._on_call_tool(ctx, params)
 
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        await self._first_start()  # upstream resources are listed like tools
+        return await super()._on_list_resources(ctx, params)
+
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
+
+    async def _upstream_catalog_changed(self, server: str, kind: CatalogKind) -> None:
+        await self.notify_list_changed(kind)
+
+
+def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:
+    """``--store``, else the config's ``store``, else the embedded files.
+
+    Raises:
+        ConfigError: a malformed address (naming ``--store`` or the file's ``store.url``).
+    """
+    if settings.store:
+        return parse_store_url(settings.store, lease_s=config.store_lease_s)
+    return parse_store_url(
+        config.store_url, key="store.url", file=_file(config), lease_s=config.store_lease_s
+    )
 
 
 def _file(config: SagentsConfig) -> str | None:

@@ -32,7 +32,7 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 
-from sagents.audit.store import SqliteAuditStore, default_data_dir
+from sagents.audit.store import AuditStore, SqliteAuditStore, default_data_dir
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
@@ -75,6 +75,8 @@ class GatewayScripts:
             (``$SAGENTS_DATA_DIR``) when None.
         protected: Other host paths no sandbox may bind, by what they are (``config file``:
             the mcpServers commands the next start runs on the host).
+        audit: Where each run's ``gateway_call`` entry goes (the gateway's store);
+            ``<data dir>/audit.sqlite3`` when None.
         list_tools: run_script's description lists each callable tool (the default); False
             only counts them (``--tool-search``: the script's ``tools()`` lists them).
 
@@ -92,9 +94,11 @@ class GatewayScripts:
         limits: ScriptLimits,
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
+        audit: AuditStore | None = None,
         list_tools: bool = True,
     ) -> None:
         self._hub = hub
+        self._audit_store = audit
         self._list_tools = list_tools
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
@@ -114,7 +118,9 @@ class GatewayScripts:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
         self._runtime = install_runtime(self._data_dir)
-        self._audit = SqliteAuditStore(path=self._data_dir / "audit.sqlite3")
+        self._audit: AuditStore = self._audit_store or SqliteAuditStore(
+            path=self._data_dir / "audit.sqlite3"
+        )
         self._stack = AsyncExitStack()
         try:
             lock = StartupLock(root)

@@ -28,6 +28,8 @@ is offered is that session's :class:`~sagents.gateway.offer.SessionOffer`; docs/
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import sys
@@ -37,7 +39,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, cast
 
 import anyio
 import mcp_types as mt
@@ -49,6 +51,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
+    PromptsListChanged,
     ResourcesListChanged,
     ToolsListChanged,
 )
@@ -90,6 +93,12 @@ from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mc
 from sagents.gateway.ext_skills import SkillsExtension
 from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
 from sagents.gateway.extensions import install_extension
+from sagents.gateway.forwarding import (
+    FORWARDED_CACHE_HINTS,
+    UpstreamForwarding,
+    forwarding_handlers,
+    split_upstream_uri,
+)
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile, call_requirement
@@ -100,6 +109,9 @@ from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.store.embedded import MemoryApprovals
+from sagents.store.open import GatewayStore
+from sagents.store.protocols import ApprovalStore, TaskStore
 from sagents.tool.context import SessionContext
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
@@ -168,6 +180,10 @@ class Gateway:
             beyond what the provider itself holds.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
+        store: An entered store whose tasks, approvals and shared secret the gateway uses
+            (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
+        upstream: Forwards the upstream servers' prompts, resources, templates and completion
+            (:mod:`sagents.gateway.forwarding`); None serves none of them.
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -192,7 +208,9 @@ class Gateway:
         background_after_s: float | None = None,
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
-        task_store: SqliteTaskStore | None = None,
+        task_store: SqliteTaskStore | TaskStore | None = None,
+        store: GatewayStore | None = None,
+        upstream: UpstreamForwarding | None = None,
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -206,11 +224,16 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.upstream = upstream
         self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
+        self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
+        self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
+        self.replica_id: str | None = None
+        """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -233,16 +256,41 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
-                cache_hints=CACHE_HINTS,
+                cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
                 on_subscriptions_listen=self._listen,
+                **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
             )
-        self.server.middleware.append(request_state_boundary(name))
+        self._state_boundary = request_state_boundary(name)
+        self.server.middleware.append(self._state_boundary)
+        self._name = name
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
             skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
             install_extension(self.server, skills)
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
         self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
         install_extension(self.server, self._task_ext)
+        if store is not None:
+            self.use_store(store)
+
+    def use_store(self, store: GatewayStore) -> None:
+        """Keep background calls and approvals in ``store`` (before entering the gateway).
+
+        A shared store (replicas) also supplies the key that seals ``requestState`` and the
+        one that derives the session of each 2026-07-28 client (its token and profile), so
+        that any replica can answer an approval another asked for, and the client's calls
+        share one workspace whichever replica serves them (docs/scale-out.md).
+        """
+        self._tasks.store = store.tasks
+        self._approvals = store.approvals
+        if store.shared and store.secret is not None:
+            self.replica_id = store.replica_id
+            key = store.secret
+            boundary = request_state_boundary(
+                self._name, key=hashlib.sha256(b"request state" + key).digest()
+            )
+            index = self.server.middleware.index(self._state_boundary)
+            self.server.middleware[index] = self._state_boundary = boundary
+            self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -262,7 +310,9 @@ class Gateway:
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
         return self.server.create_initialization_options(
-            NotificationOptions(resources_changed=True, tools_changed=True)
+            NotificationOptions(
+                resources_changed=True, tools_changed=True, prompts_changed=bool(self.upstream)
+            )
         )
 
     async def notify_tools_changed(self) -> int:
@@ -274,14 +324,34 @@ class Gateway:
         Returns:
             How many handshake-era clients were notified.
         """
-        await self._changes.publish(ToolsListChanged())
+        return await self.notify_list_changed("tools")
+
+    async def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> int:
+        """Send ``notifications/<kind>/list_changed`` to every connected handshake-era client
+        (an upstream server's tools, prompts or resources changed, or it came or went); 2026-07-28
+        clients hear of it on their ``subscriptions/listen`` streams.
+
+        Returns:
+            How many handshake-era clients were notified.
+        """
+        if kind == "tools":
+            await self._changes.publish(ToolsListChanged())
+        elif kind == "prompts":
+            await self._changes.publish(PromptsListChanged())
+        else:
+            await self._changes.publish(ResourcesListChanged())
         sent = 0
         for connection in list(self._connections):
+            send = {
+                "tools": connection.send_tool_list_changed,
+                "prompts": connection.send_prompt_list_changed,
+                "resources": connection.send_resource_list_changed,
+            }[kind]
             try:
-                await connection.send_tool_list_changed()
+                await send()
                 sent += 1
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                logger.info("could not notify a client of changed tools: %s", error)
+                logger.info("could not notify a client of changed %s: %s", kind, error)
                 self._connections.discard(connection)
         return sent
 
@@ -310,7 +380,11 @@ class Gateway:
             key = f"shared:{credential.identity}:{profile.name if profile else ''}"
             session = self._shared_sessions.get(key)
             if session is None:
-                session = self._new_session(ctx, profile, mode, credential)
+                session_id = None
+                if self._session_key is not None:  # the same session on every replica
+                    digest = hmac.new(self._session_key, key.encode(), hashlib.sha256)
+                    session_id = digest.hexdigest()[:32]
+                session = self._new_session(ctx, profile, mode, credential, session_id)
                 # Over HTTP without a token nothing tells clients apart (over stdio and in
                 # memory there is one client).
                 session.anonymous = ctx.request is not None and credential.token is None
@@ -337,6 +411,7 @@ class Gateway:
         profile: Profile | None,
         mode: PermissionMode,
         credential: Credential,
+        session_id: str | None = None,
     ) -> _ClientSession:
         hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
         offer = SessionOffer(
@@ -350,7 +425,7 @@ class Gateway:
         else:
             owner = ""
         session = _ClientSession(
-            session_id=uuid.uuid4().hex,
+            session_id=session_id or uuid.uuid4().hex,
             profile=profile,
             mode=mode,
             identity=credential.identity,
@@ -359,6 +434,9 @@ class Gateway:
         )
         self._offers[session.session_id] = offer
         return session
+
+    def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
+        return self._session_for(ctx).profile
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -430,7 +508,12 @@ class Gateway:
             refusal = self.tool_search.refusal(self._search_state(session), spec.name)
             if refusal is not None:
                 return to_call_tool_result(refusal)
-        requirement = call_requirement(spec, session.mode, session.granted)
+        granted = (
+            frozenset()
+            if spec.permission == "read_only"
+            else await self._approvals.granted(session.session_id)
+        )
+        requirement = call_requirement(spec, session.mode, granted)
         if requirement != "run":
             request = ApprovalRequest(
                 tool=spec.name,
@@ -449,6 +532,7 @@ class Gateway:
                 return to_call_tool_result(_denied(request))
             if answer == "allow_session":
                 session.granted.add(spec.name)
+                await self._approvals.grant(session.session_id, spec.name)
         return to_call_tool_result(await self._run(ctx, session, spec, arguments))
 
     def _search_state(self, session: _ClientSession) -> SearchState:
@@ -498,11 +582,11 @@ class Gateway:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            if isinstance(response, mt.ElicitResult) and self._approval_states.redeem(
+            if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
                 params.request_state, request.session_id, request.tool, request.arguments
             ):
                 return answer_from_elicitation(response, request)
-            state = self._approval_states.issue(request.session_id, request.tool, request.arguments)
+            state = await self._approvals.issue(request.session_id, request.tool, request.arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -574,7 +658,7 @@ class Gateway:
                             task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
                         )
                         if done is None:
-                            self._tasks.handed_off(session.scope, task_id, name)
+                            await self._tasks.handed_off(session.scope, task_id, name)
                             if task_request is not None and task_input is not None:
                                 self._task_ext.created(task_request, task_id, task_input)
                         result = done if done is not None else handed_off_result(name, task_id)
@@ -606,7 +690,7 @@ class Gateway:
         connection = ctx.session._connection  # see _session_for: the standalone channel
 
         async def on_done(info: TaskInfo) -> None:
-            self._tasks.finished(info)
+            await self._tasks.finished(info)
             self._task_ext.finished(info)
             await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
             try:
@@ -640,7 +724,7 @@ class Gateway:
         session.announced = True
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return  # no standing channel: script_status lists them
-        for stored in self._tasks.unannounced(session.owner):
+        for stored in await self._tasks.unannounced(session.owner):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -685,6 +769,8 @@ class Gateway:
                 )
                 for link in self.resources.list_resources(_skills_of(session))
             )
+        if self.upstream is not None:
+            resources.extend(self.upstream.list_resources(session.profile))
         return mt.ListResourcesResult(resources=resources)
 
     async def _on_read_resource(
@@ -694,13 +780,15 @@ class Gateway:
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
-                view = self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
+                view = await self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
                 text = json.dumps(view, ensure_ascii=False)
                 return mt.ReadResourceResult(
                     contents=[
                         mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
                     ]
                 )
+            if self.upstream is not None and split_upstream_uri(uri) is not None:
+                return await self.upstream.read_resource(session.profile, uri)
             if self.resources is None:
                 raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
             found = await self.resources.read_resource(uri, _skills_of(session))

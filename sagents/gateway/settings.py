@@ -67,6 +67,8 @@ class GatewaySettings:
         tool_search: ``--tool-search``: list ``search_tools`` and ``tool_expand_tools``, then
             only the tools each session expanded (:mod:`sagents.gateway.tool_search`).
         name: The MCP server name announced to clients.
+        store: ``--store``: ``postgresql://...`` for replicas on one database
+            (docs/scale-out.md); None uses the config's ``store``, else the embedded SQLite files.
     """
 
     config: Path | None = None
@@ -83,6 +85,7 @@ class GatewaySettings:
     allowed_hosts: tuple[str, ...] = ()
     tool_search: bool = False
     name: str = "sagents"
+    store: str | None = field(default=None, repr=False)
 
 
 def is_loopback(host: str) -> bool:
@@ -101,6 +104,8 @@ class _ProfileParams(BaseModel):
     servers: list[str] | None = None
     tools: list[str] | None = None
     skills: list[str] | None = None
+    prompts: list[str] | None = None
+    resources: list[str] | None = None
     mode: str | None = None
     bearer_token_env: str | None = Field(default=None, alias="bearerTokenEnv")
 
@@ -112,7 +117,9 @@ def load_profiles(config: Path) -> dict[str, Profile]:
 
         {"mcpServers": {...},
          "profiles": {"ops": {"servers": ["fleet"], "tools": ["fleet__list_devices"],
-                              "skills": ["triage"], "mode": "read-only",
+                              "skills": ["triage"], "prompts": ["fleet__triage"],
+                              "resources": ["sagents://upstream/fleet/*"],
+                              "mode": "read-only",
                               "bearerTokenEnv": "OPS_TOKEN"}}}
 
     Returns:
@@ -156,6 +163,8 @@ def load_profiles(config: Path) -> dict[str, Profile]:
             servers=frozenset(params.servers) if params.servers is not None else None,
             tools=frozenset(params.tools) if params.tools is not None else None,
             skills=frozenset(params.skills) if params.skills is not None else None,
+            prompts=frozenset(params.prompts) if params.prompts is not None else None,
+            resources=frozenset(params.resources) if params.resources is not None else None,
             mode=mode,
             bearer_token_env=params.bearer_token_env,
         )

@@ -3,32 +3,47 @@
 :class:`GatewayTasks` answers ``script_status`` / ``script_cancel`` and the task resources
 (``sagents://tasks/<id>``) for one session's :class:`TaskScope`, from the live registry
 (:class:`~sagents.tool.background.BackgroundTasks`) first and then from the task store
-(:class:`~sagents.audit.tasks.SqliteTaskStore`), which keeps handed-off calls across restarts
-(docs/gateway.md, "Background calls"):
+(a :class:`~sagents.store.protocols.TaskStore`: SQLite for one process, PostgreSQL shared by
+replicas), which keeps handed-off calls across restarts (docs/gateway.md, "Background calls";
+docs/scale-out.md):
 
 - a session sees its own live calls; its owner (a token and profile, or the one local client)
   also sees the calls of earlier processes, those a restart ended as ``failed`` included;
 - a session without identity (2026-07-28 over HTTP without a token) lists nothing: each call
   is reached only through its handle, 128 random bits that only its starter received;
 - entering sweeps what a previous process left ``running`` (:mod:`sagents.gateway.restart`),
-  when no other gateway shares the store.
+  when no other gateway shares the store; a shared store sweeps the calls of dead replicas
+  by lease instead;
+- on a shared store, ``script_cancel`` of a call another replica runs asks that replica
+  (:meth:`~sagents.store.protocols.TaskStore.request_cancel`) and waits for its end, and this
+  replica cancels its own calls when another asks.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
+
+import anyio
 
 from sagents.audit.tasks import SqliteTaskStore, StoredTask
 from sagents.core.result import ToolResult
 from sagents.errors import TaskNotFoundError
 from sagents.gateway.restart import StartupLock, sweep_tasks
+from sagents.store.embedded import SqliteTasks
+from sagents.store.protocols import TaskStore
 from sagents.tool.background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
 
-__all__ = ["GatewayTasks", "TaskScope", "stored_task_json"]
+__all__ = ["REMOTE_CANCEL_WAIT_S", "GatewayTasks", "TaskScope", "stored_task_json"]
+
+REMOTE_CANCEL_WAIT_S = 10.0
+"""Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
+with the call as the store shows it, ``running`` if that replica did not answer)."""
+_REMOTE_POLL_S = 0.1  # seconds between reads of the store while a remote cancel is awaited
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,17 +69,23 @@ class GatewayTasks:
         store: Where handed-off calls are kept across restarts; None keeps them in memory.
     """
 
-    def __init__(self, store: SqliteTaskStore | None = None) -> None:
+    def __init__(self, store: TaskStore | SqliteTaskStore | None = None) -> None:
         self.live = BackgroundTasks()
-        self.store = store
-        self._own: set[str] = set()  # ids this process handed off
+        self.store: TaskStore | None = (
+            SqliteTasks(store) if isinstance(store, SqliteTaskStore) else store
+        )
+        self._own: dict[str, str] = {}  # ids this process handed off -> their session
+        self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
 
     async def __aenter__(self) -> Self:
-        if self.store is not None:
-            self._lock = StartupLock(self.store.path.parent)
+        store = self.store
+        if store is not None and store.shared:
+            store.on_cancel(self._cancel_requested)  # a dead replica's calls: swept by lease
+        elif isinstance(store, SqliteTasks):
+            self._lock = StartupLock(store.path.parent)
             if self._lock.acquire():
-                sweep_tasks(self.store)
+                await sweep_tasks(store)
         await self.live.__aenter__()
         return self
 
@@ -77,8 +98,18 @@ class GatewayTasks:
         try:
             return await self.live.__aexit__(exc_type, exc, tb)
         finally:
+            if self.store is not None and self.store.shared:
+                self.store.on_cancel(None)
             if self._lock is not None:
                 self._lock.release()
+
+    async def _cancel_requested(self, task_id: str) -> None:
+        """Another replica's ``script_cancel``: cancel the call if this process runs it."""
+        session_id = self._own.get(task_id)
+        if session_id is None:
+            return
+        with anyio.move_on_after(REMOTE_CANCEL_WAIT_S), suppress(TaskNotFoundError):
+            await self.live.cancel(session_id, task_id)  # not found: it ended meanwhile
 
     async def start(
         self, session_id: str, tool: str, call: Callable[[], Awaitable[ToolResult]]
@@ -96,25 +127,33 @@ class GatewayTasks:
         """Wait for a call or hand it off (see ``BackgroundTasks.wait``)."""
         return await self.live.wait(task_id, hand_off_after=hand_off_after, on_done=on_done)
 
-    def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
-        """Keep a handed-off call in the store (synchronously: before it can finish)."""
-        self._own.add(task_id)
-        if self.store is not None:
-            self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
+    async def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
+        """Keep a handed-off call in the store (its end is written only after this row)."""
+        self._own[task_id] = scope.session_id
+        if self.store is None:
+            return
+        recorded = self._recorded[task_id] = anyio.Event()
+        try:
+            await self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
+        finally:
+            recorded.set()
 
-    def finished(self, info: TaskInfo) -> None:
+    async def finished(self, info: TaskInfo) -> None:
         """Record how a handed-off call ended."""
         if self.store is not None and info.result is not None:
-            self.store.finished(
+            recorded = self._recorded.pop(info.task_id, None)
+            if recorded is not None:
+                await recorded.wait()
+            await self.store.finished(
                 info.task_id,
                 status=info.status,
                 result=info.result.text,
                 is_error=info.result.is_error,
             )
 
-    def unannounced(self, owner: str) -> list[StoredTask]:
+    async def unannounced(self, owner: str) -> list[StoredTask]:
         """The owner's calls a restart ended that it was not told of yet (then told)."""
-        return self.store.take_unannounced(owner) if self.store is not None else []
+        return await self.store.take_unannounced(owner) if self.store is not None else []
 
     def listed(self, scope: TaskScope) -> list[TaskInfo]:
         """The session's live background calls, as listed (none for an anonymous session)."""
@@ -134,7 +173,7 @@ class GatewayTasks:
                 except TaskNotFoundError:
                     if task_id in self._own:  # another live session's: not this one's
                         raise
-                    return ToolResult.from_structured(self._stored(scope, task_id))
+                    return ToolResult.from_structured(await self.cancel_elsewhere(scope, task_id))
                 return ToolResult.from_structured(task_json(info))
             if task_id is None:
                 if scope.anonymous:
@@ -145,12 +184,13 @@ class GatewayTasks:
                         hint="call script_status(id=...) with the task id of the handed-off call",
                     )
                 listing = [task_json(i) for i in self.live.list(scope.session_id)]
-                return ToolResult.from_structured({"tasks": self._earlier(scope) + listing})
-            return ToolResult.from_structured(self.view(scope, task_id))
+                earlier = await self._earlier(scope)
+                return ToolResult.from_structured({"tasks": earlier + listing})
+            return ToolResult.from_structured(await self.view(scope, task_id))
         except TaskNotFoundError as error:
             return ToolResult.from_exception(error)
 
-    def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+    async def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
         """One call as JSON: a live one of the session, else one the store holds for it.
 
         Raises:
@@ -159,16 +199,33 @@ class GatewayTasks:
         try:
             return task_json(self.live.get(scope.session_id, task_id), full=True)
         except TaskNotFoundError:
-            return self._stored(scope, task_id)
+            return await self._stored(scope, task_id)
 
-    def _stored(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+    async def cancel_elsewhere(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """Cancel a call another replica runs (through the store), and wait for its end.
+
+        Raises:
+            TaskNotFoundError: the store has no such call for this session.
+        """
+        view = await self._stored(scope, task_id)
+        if view["status"] != "running" or self.store is None:
+            return view
+        if not await self.store.request_cancel(task_id):
+            return view  # nobody else shares the store: a call left by an earlier process
+        with anyio.move_on_after(REMOTE_CANCEL_WAIT_S):
+            while view["status"] == "running":
+                await anyio.sleep(_REMOTE_POLL_S)
+                view = await self._stored(scope, task_id)
+        return view
+
+    async def _stored(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
         """A call of an earlier process (or of this one, once it ended): its owner sees it; a
         call without owner is reached by its handle alone.
 
         Raises:
             TaskNotFoundError: the store has no such call for this session.
         """
-        stored = self.store.get(task_id) if self.store is not None else None
+        stored = await self.store.get(task_id) if self.store is not None else None
         if stored is None or (stored.owner and stored.owner != scope.owner):
             raise TaskNotFoundError(
                 f"no background task {task_id!r} in this session",
@@ -177,13 +234,13 @@ class GatewayTasks:
             )
         return stored_task_json(stored)
 
-    def _earlier(self, scope: TaskScope) -> list[dict[str, Any]]:
+    async def _earlier(self, scope: TaskScope) -> list[dict[str, Any]]:
         """The owner's calls of earlier processes (this process's are listed live)."""
         if self.store is None or not scope.owner:
             return []
         return [
             stored_task_json(stored, full=False)
-            for stored in self.store.owned(scope.owner)
+            for stored in await self.store.owned(scope.owner)
             if stored.task_id not in self._own
         ]
 

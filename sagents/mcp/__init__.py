@@ -4,6 +4,7 @@
 :mod:`sagents.mcp.convert` turns MCP tools and results into sagents values.
 """
 
+from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
 from sagents.mcp.connection import ToolsChangedCallback
 from sagents.mcp.convert import (
     TOOL_NAME_SEPARATOR,
@@ -22,16 +23,20 @@ from sagents.mcp.params import (
     StreamableHttpServerParameters,
     describe_params,
 )
-from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSettings
+from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSandbox, ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
 from sagents.mcp.supervisor import MCPSupervisor, default_log_dir
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "TOOL_NAME_SEPARATOR",
+    "CatalogChangedCallback",
+    "CatalogKind",
     "InProcessServer",
     "MCPSupervisor",
+    "ServerCatalog",
     "ServerParams",
+    "ServerSandbox",
     "ServerSettings",
     "ServerState",
     "ServerStatus",

@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.spec import ToolSpec
 from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
+from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog, list_catalog
 from sagents.mcp.convert import mcp_tool_name, tool_to_spec
 from sagents.mcp.params import ServerParams, describe_params
 from sagents.mcp.session import ToolListFilter, open_session
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
 MIN_RETRY_DELAY = 0.1  # seconds: the floor of repeated retries, so a backoff of 0 cannot spin
+CATALOG_NOTIFY_TIMEOUT = 10.0  # seconds a catalog listener may take (it tells clients)
 
 ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
 """``(server, specs)``, awaited by a connection's worker after a listing changed the tools."""
@@ -57,6 +59,16 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if type(error).__name__ not in text else text
 
 
+def _list_changes(session: ClientSession) -> dict[str, bool]:
+    """Which of its lists the server says it announces changes of."""
+    caps = session.server_capabilities
+    return {
+        "tools": bool(caps and caps.tools and caps.tools.list_changed),
+        "prompts": bool(caps and caps.prompts and caps.prompts.list_changed),
+        "resources": bool(caps and caps.resources and caps.resources.list_changed),
+    }
+
+
 class ServerConnection:
     """The supervised connection to one server (used through :class:`MCPSupervisor`).
 
@@ -67,6 +79,9 @@ class ServerConnection:
         log_path: The stdio server's stderr log file.
         on_tools_changed: Awaited after a listing changed the server's specs (the first
             listing included).
+        on_catalog_changed: Awaited with ``(server, kind)`` after the server's prompts or
+            resources changed, and when the server became ready or was lost while it had any
+            (a client's lists then change too).
     """
 
     def __init__(
@@ -77,8 +92,12 @@ class ServerConnection:
         *,
         log_path: Path,
         on_tools_changed: ToolsChangedCallback | None = None,
+        on_catalog_changed: CatalogChangedCallback | None = None,
     ) -> None:
         self.name = name
+        self._on_catalog_changed = on_catalog_changed
+        self._catalog = ServerCatalog()
+        self._relist_catalog: set[CatalogKind] = set()
         self.params = params
         self.settings = settings
         self.log_path = log_path
@@ -121,6 +140,14 @@ class ServerConnection:
         """Specs of the offered tools, from the last listing."""
         return self._specs
 
+    @property
+    def catalog(self) -> ServerCatalog:
+        """The server's prompts, resources and templates; empty while it is not ready (one
+        server down hides only its own items)."""
+        if self._state != "ready" or self._dead:
+            return ServerCatalog()
+        return self._catalog
+
     def tool(self, original_name: str) -> types.Tool | None:
         """The last listed MCP ``Tool`` of that name, or None."""
         return self._tools.get(original_name)
@@ -145,6 +172,8 @@ class ServerConnection:
             liveness_restarts=self._liveness_restarts,
             last_restart_reason=self._restart_reason,
             log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
+            sandboxed=isinstance(self.params, StdioServerParameters)
+            and self.settings.sandbox is not None,
         )
 
     async def wait_started(self) -> ServerState:
@@ -286,6 +315,54 @@ class ServerConnection:
         if isinstance(message, types.ToolListChangedNotification):
             self._relist = True
             self._wake.set()
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._relist_catalog.add("prompts")
+            self._wake.set()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._relist_catalog.add("resources")
+            self._wake.set()
+
+    async def _refresh_catalog(
+        self, session: ClientSession, kinds: set[CatalogKind]
+    ) -> set[CatalogKind]:
+        """List ``kinds`` again; return those that changed."""
+        before = self._catalog
+        self._catalog = await list_catalog(
+            session,
+            server=self.name,
+            timeout=self.settings.list_timeout,
+            kinds=frozenset(kinds),
+            previous=before,
+        )
+        return {
+            kind
+            for kind in kinds
+            if (kind == "prompts" and before.prompts != self._catalog.prompts)
+            or (
+                kind == "resources"
+                and (before.resources, before.templates)
+                != (self._catalog.resources, self._catalog.templates)
+            )
+        }
+
+    async def _catalog_changed(self, kinds: set[CatalogKind]) -> None:
+        if self._on_catalog_changed is None or self._closing:
+            return
+        for kind in sorted(kinds):
+            with anyio.move_on_after(CATALOG_NOTIFY_TIMEOUT):  # a stuck client stalls no worker
+                try:
+                    await self._on_catalog_changed(self.name, kind)
+                except Exception as error:  # noqa: BLE001 - a listener's failure is not the server's
+                    logger.warning("MCP server %r: catalog listener failed: %s", self.name, error)
+
+    def _catalog_kinds(self) -> set[CatalogKind]:
+        """The kinds of which the server offers something (what its loss or return changes)."""
+        kinds: set[CatalogKind] = set()
+        if self._catalog.prompts:
+            kinds.add("prompts")
+        if self._catalog.resources or self._catalog.templates:
+            kinds.add("resources")
+        return kinds
 
     def _on_end(self) -> None:
         self.mark_dead("the connection to the server ended (the server exited or hung up)")
@@ -309,11 +386,14 @@ class ServerConnection:
                         message_handler=self._message_handler,
                         on_end=self._on_end,
                         on_process=self._on_process,
+                        name=self.name,
                     )
                     connect_scope.deadline = math.inf
                     session = opened.session
                     self._tool_filter = opened.tool_filter
                     await self._list_tools(session)
+                    hidden = self._catalog_kinds()  # what the loss of a connection hid
+                    changed = await self._refresh_catalog(session, {"prompts", "resources"})
                     async with anyio.create_task_group() as tg:
                         if self._wants_listen(session):
                             # Subscribed before `ready`: events have no replay.
@@ -322,6 +402,8 @@ class ServerConnection:
                         self._consecutive_failures = 0
                         self._last_error = None
                         self._set_state("ready")
+                        # New items, or back after a loss: told once the server is ready.
+                        await self._catalog_changed(changed | (hidden & self._catalog_kinds()))
                         await self._serve(session)
                         tg.cancel_scope.cancel()
             except Exception as error:  # noqa: BLE001 - the supervision boundary of one connection
@@ -338,6 +420,8 @@ class ServerConnection:
         self._pid = None
         self._consecutive_failures += 1
         self._set_state("failed")
+        with anyio.CancelScope(shield=True):
+            await self._catalog_changed(self._catalog_kinds())  # its items are hidden now
 
     def _on_process(self, process: StdioProcess) -> None:
         self._process = process
@@ -364,12 +448,8 @@ class ServerConnection:
         )
 
     def _wants_listen(self, session: ClientSession) -> bool:
-        caps = session.server_capabilities
-        return (
-            session.protocol_version in MODERN_PROTOCOL_VERSIONS
-            and caps is not None
-            and caps.tools is not None
-            and bool(caps.tools.list_changed)
+        return session.protocol_version in MODERN_PROTOCOL_VERSIONS and any(
+            _list_changes(session).values()
         )
 
     async def _listen(
@@ -380,7 +460,13 @@ class ServerConnection:
     ) -> None:
         try:
             with anyio.fail_after(self.settings.list_timeout):
-                subscribing = listen(session, tools_list_changed=True)
+                changes = _list_changes(session)
+                subscribing = listen(
+                    session,
+                    tools_list_changed=changes["tools"],
+                    prompts_list_changed=changes["prompts"],
+                    resources_list_changed=changes["resources"],
+                )
                 subscription = await subscribing.__aenter__()
         except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
             logger.info("MCP server %r: no tools subscription: %s", self.name, _describe(error))
@@ -391,7 +477,10 @@ class ServerConnection:
             async with AsyncExitStack() as stack:
                 stack.push_async_exit(subscribing)
                 async for _event in subscription:
-                    self._relist = True
+                    self._relist = changes["tools"]  # which list changed: listed anew, each
+                    self._relist_catalog.update(
+                        kind for kind in ("prompts", "resources") if changes[kind]
+                    )
                     self._wake.set()
         except Exception as error:  # noqa: BLE001 - a lost subscription only costs refreshes
             logger.info("MCP server %r: tools subscription ended: %s", self.name, _describe(error))
@@ -427,6 +516,9 @@ class ServerConnection:
                     logger.warning(
                         "MCP server %r: refreshing tools failed: %s", self.name, _describe(error)
                     )
+            if self._relist_catalog:
+                kinds, self._relist_catalog = self._relist_catalog, set()
+                await self._catalog_changed(await self._refresh_catalog(session, kinds))
 
     async def _answers_ping(self, session: ClientSession) -> bool:
         """True when the server answers ``ping`` in time (an error answer counts: it lives)."""

@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from sagents.mcp.ext_types import TASKS_EXTENSION
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
+from sagents.mcp.sandboxed import open_sandboxed_stdio_transport
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.stdio import StdioProcess, open_stdio_transport
 from sagents.mcp.tasks_client import TasksClient
@@ -287,6 +288,7 @@ async def open_session(
     message_handler: MessageHandlerFnT,
     on_end: Callable[[], None],
     on_process: Callable[[StdioProcess], None] | None = None,
+    name: str = "server",
 ) -> OpenedSession:
     """Connect to ``params`` and negotiate; every resource is entered on ``stack``.
 
@@ -300,6 +302,7 @@ async def open_session(
         on_end: Called once when the transport's read side ends (the server died or hung up).
         on_process: Called with a stdio server's process as soon as it runs (before the
             handshake), so that a failed start can be explained by its exit status and stderr.
+        name: The server's registered name (a sandboxed server's home is named after it).
 
     Raises:
         OSError, MCPError, httpx2.HTTPError, RuntimeError: the server could not be reached or
@@ -322,9 +325,14 @@ async def open_session(
     read: ReadStream[SessionMessage | Exception]
     write: WriteStream[SessionMessage]
     if isinstance(params, StdioServerParameters):
-        read, write, process = await stack.enter_async_context(
-            open_stdio_transport(params, log_path=log_path, on_start=on_process)
+        transport = (
+            open_sandboxed_stdio_transport(
+                name, params, settings.sandbox, log_path=log_path, on_start=on_process
+            )
+            if settings.sandbox is not None
+            else open_stdio_transport(params, log_path=log_path, on_start=on_process)
         )
+        read, write, process = await stack.enter_async_context(transport)
         pid = process.pid
     elif isinstance(params, SseServerParameters):
         read, write = await stack.enter_async_context(

@@ -6,9 +6,10 @@ users may build them directly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sagents.core.permissions import PermissionClass
 
@@ -16,12 +17,99 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_PING_INTERVAL",
     "DEFAULT_PING_TIMEOUT",
+    "DEFAULT_SERVER_MEMORY_MB",
+    "DEFAULT_SERVER_PROCESSES",
+    "ServerSandbox",
     "ServerSettings",
 ]
 
 DEFAULT_MAX_CONCURRENCY = 8  # calls in flight per server
 DEFAULT_PING_INTERVAL = 30.0  # seconds between liveness pings of an idle server
 DEFAULT_PING_TIMEOUT = 10.0  # seconds a ping may take before the server counts as frozen
+DEFAULT_SERVER_MEMORY_MB = 1024  # memory of a sandboxed server's whole process tree
+DEFAULT_SERVER_PROCESSES = 64  # processes of a sandboxed server's tree (npx/uvx wrappers included)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it (both absolute, normalised)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSandbox:
+    """How a stdio server runs in its own bubblewrap sandbox (docs/mcp.md, "Sandboxed servers").
+
+    The server gets run_script's hardening (docs/sandbox.md): an unprivileged uid when sagents
+    is root, a cleared environment, a read-only system, a private ``/tmp``, no network unless
+    asked for, memory, CPU and process limits on its whole tree, and the whole tree killed on
+    close. Host paths appear inside at their own paths.
+
+    Attributes:
+        network: True keeps the host's network (the host's loopback included); False gives
+            the server a network namespace of its own with only its loopback.
+        readable: Host paths shown read-only (a path through a symlink is shown at its own
+            path and at its target's).
+        writable: Host paths shown read-write.
+        env: Names of host environment variables passed on when set (beside the entry's own
+            ``env`` values and the locale variables); nothing else of the host's environment.
+        home: The server's own writable home directory (``HOME``, at ``/workspace`` inside:
+            package caches of ``npx``/``uvx`` live there); None: ``<state dir>/mcp-home/<server>``.
+        memory_mb: Memory of the whole tree in MiB (memory cgroup; RLIMIT_AS only where no
+            cgroup is writable); None: no limit.
+        cpu_seconds: CPU seconds per process (RLIMIT_CPU); None (the default): no limit, as a
+            server lives long.
+        cpu_cores: CPU share of the tree in cores (cgroup quota, else ``SCHED_IDLE``).
+        max_processes: Processes of the tree (pids cgroup); None: no limit.
+        uid: When sagents runs as root, the host uid the server runs as (for example the owner
+            of the data it serves); None: as run_script's sandboxes decide (the home's owner,
+            else an unprivileged uid of its own).
+    """
+
+    network: bool = False
+    readable: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    home: str | None = None
+    memory_mb: int | None = DEFAULT_SERVER_MEMORY_MB
+    cpu_seconds: int | None = None
+    cpu_cores: float | None = 1.0
+    max_processes: int | None = DEFAULT_SERVER_PROCESSES
+    uid: int | None = None
+
+    def __post_init__(self) -> None:
+        for kind in ("readable", "writable"):
+            for path in getattr(self, kind):
+                if not path.startswith("/"):
+                    raise ValueError(f"sandbox {kind} path {path!r} must be absolute")
+                if str(PurePosixPath(path)) == "/":
+                    raise ValueError(
+                        f"sandbox {kind} path {path!r} would show the whole host: name the "
+                        "directories the server needs"
+                    )
+        if self.home is not None and not self.home.startswith("/"):
+            raise ValueError(f"sandbox home {self.home!r} must be absolute")
+        for name in self.env:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"sandbox env entry {name!r} is not a variable name")
+        for name in ("memory_mb", "cpu_seconds", "cpu_cores", "max_processes"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"sandbox {name} must be positive or None, got {value!r}")
+        if self.uid is not None and not 0 <= self.uid < 2**31:
+            raise ValueError(f"sandbox uid must be a uid (0 to 2**31-1), got {self.uid!r}")
+        # What the server may write it may also replace by a symlink before its next start:
+        # no other bind may come from inside a writable path, or that symlink would choose it.
+        writable = [str(PurePosixPath(p)) for p in self.writable]
+        for kind in ("readable", "writable"):
+            for path in getattr(self, kind):
+                norm = str(PurePosixPath(path))
+                for root in writable:
+                    if norm != root and _inside(norm, root):
+                        raise ValueError(
+                            f"sandbox {kind} path {path!r} lies inside the writable path "
+                            f"{root!r}: the server could replace it; list only {root!r}"
+                        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +135,8 @@ class ServerSettings:
             (MCP spec, "Ping"); None: only after a call timed out or was cancelled.
         ping_timeout: Seconds a server gets to answer a liveness ``ping``; one that does not is
             restarted.
+        sandbox: Run this stdio server in its own bubblewrap sandbox (see
+            :class:`ServerSandbox`); None runs it on the host. Only for stdio servers.
     """
 
     enabled: bool = True
@@ -62,6 +152,7 @@ class ServerSettings:
     log_dir: Path | None = None
     ping_interval: float | None = DEFAULT_PING_INTERVAL
     ping_timeout: float = DEFAULT_PING_TIMEOUT
+    sandbox: ServerSandbox | None = None
 
     def __post_init__(self) -> None:
         if self.ping_interval is not None and self.ping_interval <= 0:

@@ -44,6 +44,7 @@ class ServerStatus:
         liveness_restarts: How many times the server was restarted because it did not answer
             a liveness ``ping`` (frozen, deadlocked).
         last_restart_reason: Why the connection was last lost (kept after the restart).
+        sandboxed: True for a stdio server that runs in its own bubblewrap sandbox.
     """
 
     name: str
@@ -61,3 +62,4 @@ class ServerStatus:
     log_path: str | None = None
     liveness_restarts: int = 0
     last_restart_reason: str | None = None
+    sandboxed: bool = False

@@ -27,10 +27,10 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import anyio
 import anyio.abc
@@ -44,7 +44,16 @@ from pydantic import ValidationError
 
 from sagents.mcp.watchdog import group_alive
 
-__all__ = ["StdioProcess", "open_stdio_transport", "watchdog_pid"]
+__all__ = [
+    "RunningProcess",
+    "StdioProcess",
+    "Transport",
+    "forget_group",
+    "frame_stdio",
+    "open_stdio_transport",
+    "watch_group",
+    "watchdog_pid",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +139,43 @@ def _kill_live_groups() -> None:  # pragma: no cover - runs at interpreter exit
             os.killpg(pgid, signal.SIGKILL)
 
 
+class RunningProcess(Protocol):
+    """The process behind a stdio transport: a host process group, or a sandboxed tree."""
+
+    @property
+    def pid(self) -> int:
+        """The leader's pid (for a sandboxed server, bubblewrap's), also its process group."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The leader's exit status once reaped, else None."""
+        ...
+
+    def kill_tree(self) -> None:
+        """SIGKILL every process of the server now."""
+        ...
+
+
+class _HostGroup:
+    """A server started on the host in a process group of its own."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._process = process
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    def kill_tree(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+
 class StdioProcess:
     """What a caller may know about a stdio server: its pid (also its process group), whether
     it hung up by itself, its exit status once reaped, and where its stderr went.
@@ -139,13 +185,23 @@ class StdioProcess:
         log_offset: Where this run's stderr starts in that file (bytes).
         hung_up: True when the server closed its stdout before the transport was closed (it
             exited or crashed by itself).
+        sandboxed: True when it runs in a bubblewrap sandbox (docs/mcp.md, "Sandboxed
+            servers").
     """
 
-    def __init__(self, process: anyio.abc.Process, *, log_path: Path, log_offset: int) -> None:
+    def __init__(
+        self,
+        process: RunningProcess,
+        *,
+        log_path: Path,
+        log_offset: int,
+        sandboxed: bool = False,
+    ) -> None:
         self._process = process
         self.log_path = log_path
         self.log_offset = log_offset
         self.hung_up = False
+        self.sandboxed = sandboxed
 
     @property
     def pid(self) -> int:
@@ -158,9 +214,8 @@ class StdioProcess:
         return self._process.returncode
 
     def kill(self) -> None:
-        """SIGKILL the whole process group now (a frozen server gets no grace period)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal.SIGKILL)
+        """SIGKILL the whole process tree now (a frozen server gets no grace period)."""
+        self._process.kill_tree()
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
@@ -184,6 +239,94 @@ def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
         log.write(f"[sagents] ignored a stdout line that is not JSON-RPC: {line[:200]!r}\n")
         log.flush()
         return None
+
+
+Transport = tuple[
+    anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
+    anyio.abc.ObjectSendStream[SessionMessage],
+]
+
+
+@asynccontextmanager
+async def frame_stdio(
+    stdin: anyio.abc.ByteSendStream,
+    stdout: anyio.abc.ByteReceiveStream,
+    *,
+    encoding: str,
+    log: IO[str],
+    handle: StdioProcess,
+    stop: Callable[[], Awaitable[None]],
+) -> AsyncIterator[Transport]:
+    """Frame a server's stdin/stdout as JSON-RPC lines; yield ``(read_stream, write_stream)``.
+
+    Lines are parsed with the SDK's ``jsonrpc_message_adapter``; lines that are not JSON-RPC
+    are noted in ``log`` and skipped; invalid UTF-8 is replaced. On exit ``stop`` is awaited,
+    shielded, to end the process.
+
+    Args:
+        stdin: The server's stdin.
+        stdout: The server's stdout.
+        encoding: Text encoding of the lines (``StdioServerParameters.encoding``).
+        log: The server's log (notes about skipped lines go there).
+        handle: Marked ``hung_up`` when stdout ends before the transport closes.
+        stop: Ends the server (close stdin, wait, end the tree).
+    """
+    closing = False
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        text = TextReceiveStream(stdout, encoding=encoding, errors="replace")
+        async with read_send:
+            buffer = ""
+            with contextlib.suppress(
+                anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
+            ):
+                async for chunk in text:
+                    lines = (buffer + chunk).split("\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        message = _parse_line(line, log)
+                        if message is not None:
+                            await read_send.send(message)
+            if not closing:
+                handle.hung_up = True
+
+    async def write_stdin() -> None:
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await stdin.send((data + "\n").encode(encoding))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_send.aclose()  # the server cannot read: let pending requests fail now
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdout)
+            tg.start_soon(write_stdin)
+            try:
+                yield read_recv, write_send
+            finally:
+                closing = True
+                with anyio.CancelScope(shield=True):
+                    await write_send.aclose()
+                    await stop()
+                tg.cancel_scope.cancel()
+    finally:
+        read_recv.close()
+
+
+def watch_group(pgid: int) -> None:
+    """Have the ``atexit`` hook and the watchdog end process group ``pgid`` if we die first."""
+    _LIVE_GROUPS.add(pgid)
+    _WATCHDOG.watch(pgid)
+
+
+def forget_group(pgid: int) -> None:
+    """Group ``pgid`` ended: neither the hook nor the watchdog may signal it again."""
+    _LIVE_GROUPS.discard(pgid)
+    _WATCHDOG.forget(pgid)
 
 
 @asynccontextmanager
@@ -227,59 +370,24 @@ async def open_stdio_transport(
     except BaseException:
         log.close()
         raise
-    _LIVE_GROUPS.add(process.pid)
-    _WATCHDOG.watch(process.pid)
-    handle = StdioProcess(process, log_path=log_path, log_offset=log_offset)
-    closing = False
-    if on_start is not None:
-        on_start(handle)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        stdout = TextReceiveStream(process.stdout, encoding=params.encoding, errors="replace")
-        async with read_send:
-            buffer = ""
-            with contextlib.suppress(
-                anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
-            ):
-                async for chunk in stdout:
-                    lines = (buffer + chunk).split("\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        message = _parse_line(line, log)
-                        if message is not None:
-                            await read_send.send(message)
-            if not closing:
-                handle.hung_up = True
-
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_recv:
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((data + "\n").encode(params.encoding))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_send.aclose()  # the server cannot read: let pending requests fail now
-
+    watch_group(process.pid)
+    handle = StdioProcess(_HostGroup(process), log_path=log_path, log_offset=log_offset)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdout)
-            tg.start_soon(write_stdin)
-            try:
-                yield read_recv, write_send, handle
-            finally:
-                closing = True
-                with anyio.CancelScope(shield=True):
-                    await write_send.aclose()
-                    await _stop(process)
-                tg.cancel_scope.cancel()
+        if on_start is not None:
+            on_start(handle)
+        assert process.stdin is not None
+        assert process.stdout is not None
+        async with frame_stdio(
+            process.stdin,
+            process.stdout,
+            encoding=params.encoding,
+            log=log,
+            handle=handle,
+            stop=lambda: _stop(process),
+        ) as (read_stream, write_stream):
+            yield read_stream, write_stream, handle
     finally:
-        _LIVE_GROUPS.discard(process.pid)
-        _WATCHDOG.forget(process.pid)
-        read_recv.close()
+        forget_group(process.pid)
         log.close()
 
 

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import httpx2
+import mcp_types as types
+from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -47,6 +50,7 @@ from sagents.errors import (
     UpstreamProtocolError,
     UpstreamUnavailableError,
 )
+from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
 from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
 from sagents.mcp.convert import check_server_name, convert_result
 from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
@@ -59,6 +63,7 @@ __all__ = ["MCPSupervisor", "default_log_dir"]
 
 logger = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 _TRANSPORT_ERRORS = (
     httpx2.HTTPError,
     OSError,
@@ -102,6 +107,7 @@ class MCPSupervisor:
         self._log_dir = log_dir
         self._on_tools_changed = on_tools_changed
         self._connections: dict[str, ServerConnection] = {}
+        self._catalog_listeners: list[CatalogChangedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closed = False
@@ -230,6 +236,7 @@ class MCPSupervisor:
             settings,
             log_path=log_dir / f"{name}.log",
             on_tools_changed=self._on_tools_changed,
+            on_catalog_changed=self._catalog_changed,
         )
         self._connections[name] = connection
         try:
@@ -332,6 +339,152 @@ class MCPSupervisor:
         if server is not None:
             return list(self._connections[server].specs) if server in self._connections else []
         return [spec for c in self._connections.values() for spec in c.specs]
+
+    # ---- prompts, resources, completion ----------------------------------------------------
+
+    def on_catalog_changed(self, listener: CatalogChangedCallback) -> None:
+        """Await ``listener(server, kind)`` whenever a server's prompts (``kind="prompts"``)
+        or resources and templates (``"resources"``) change as a client sees them: a new
+        listing that differs, the server becoming ready, or its loss hiding its items."""
+        self._catalog_listeners.append(listener)
+
+    async def _catalog_changed(self, server: str, kind: CatalogKind) -> None:
+        for listener in list(self._catalog_listeners):
+            await listener(server, kind)
+
+    def catalogs(self) -> dict[str, ServerCatalog]:
+        """Each ready server's prompts, resources and templates, in registration order; a
+        server that is not ready is left out (its items are hidden, the others' are not)."""
+        return {
+            name: connection.catalog
+            for name, connection in self._connections.items()
+            if connection.state == "ready"
+        }
+
+    async def get_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> types.GetPromptResult:
+        """``prompts/get`` on ``server`` (``name`` as the server spells it).
+
+        Raises:
+            UnknownToolError: no such server.
+            UpstreamUnavailableError: the server is down, or died during the request.
+            UpstreamProtocolError: it answered with a JSON-RPC error (code in
+                ``details["jsonrpc_code"]``) or an invalid result.
+            ToolTimeoutError: no answer within ``timeout`` (else its ``call_timeout``).
+        """
+
+        async def send(session: ClientSession) -> types.GetPromptResult:
+            result = await session.get_prompt(name, arguments)
+            if not isinstance(result, types.GetPromptResult):
+                raise RuntimeError("the server asked for input; the gateway cannot forward that")
+            return result
+
+        return await self._request(server, f"prompts/get {name!r}", send, timeout)
+
+    async def read_resource(
+        self,
+        server: str,
+        uri: str,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> types.ReadResourceResult:
+        """``resources/read`` of ``uri`` (as the server spells it) on ``server``.
+
+        Raises:
+            The errors of :meth:`get_prompt`.
+        """
+
+        async def send(session: ClientSession) -> types.ReadResourceResult:
+            result = await session.read_resource(uri)
+            if not isinstance(result, types.ReadResourceResult):
+                raise RuntimeError("the server asked for input; the gateway cannot forward that")
+            return result
+
+        return await self._request(server, f"resources/read {uri!r}", send, timeout)
+
+    async def complete(
+        self,
+        server: str,
+        ref: types.ResourceTemplateReference | types.PromptReference,
+        argument: dict[str, str],
+        context_arguments: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> types.CompleteResult:
+        """``completion/complete`` on ``server`` (``ref`` as the server spells it).
+
+        Raises:
+            The errors of :meth:`get_prompt`.
+        """
+
+        async def send(session: ClientSession) -> types.CompleteResult:
+            return await session.complete(ref, argument, context_arguments)
+
+        return await self._request(server, "completion/complete", send, timeout)
+
+    async def _request(
+        self,
+        server: str,
+        what: str,
+        send: Callable[[ClientSession], Awaitable[_T]],
+        timeout: float | None,  # noqa: ASYNC109 - the caller's bound
+    ) -> _T:
+        """One request of ``what`` on the server's session, with the call path's limits:
+        its concurrency slot, a wait for a restarting server, the connection's loss ending it."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise UnknownToolError(f"no MCP server {server!r}", details={"server": server})
+        limit = timeout if timeout is not None else connection.settings.call_timeout
+        details = {"server": server, "request": what}
+        with anyio.move_on_after(limit) as deadline:
+            session = await connection.ready_session()
+            async with connection.limiter:
+                with connection.call_scope() as scope:
+                    try:
+                        return await send(session)
+                    except MCPError as error:
+                        if error.code == CONNECTION_CLOSED or connection.closing:
+                            connection.mark_dead(f"the connection closed during {what}")
+                            raise UpstreamUnavailableError(
+                                f"MCP server {server!r} is unavailable: it closed during {what}",
+                                details=details,
+                            ) from None
+                        error_details: dict[str, Any] = {**details, "jsonrpc_code": error.code}
+                        raise UpstreamProtocolError(
+                            f"MCP server {server!r} answered {what} with error {error.code}: "
+                            f"{error.message}",
+                            details=error_details,
+                        ) from None
+                    except _TRANSPORT_ERRORS as error:
+                        connection.mark_dead(f"the transport failed during {what}: {error}")
+                        raise UpstreamUnavailableError(
+                            f"MCP server {server!r} is unavailable: the transport failed "
+                            f"during {what}",
+                            details=details,
+                        ) from None
+                    except (RuntimeError, ValidationError) as error:
+                        raise UpstreamProtocolError(
+                            f"MCP server {server!r} answered {what} with an invalid result: "
+                            f"{error}",
+                            details=details,
+                        ) from None
+                if scope.cancelled_caught:
+                    raise UpstreamUnavailableError(
+                        f"MCP server {server!r} is unavailable: the connection ended during {what}",
+                        details=details,
+                    )
+        assert deadline.cancelled_caught
+        connection.check_liveness()
+        raise ToolTimeoutError(
+            f"MCP server {server!r} did not answer {what} within {limit} s",
+            details={**details, "timeout": limit},
+        )
 
     # ---- calls ------------------------------------------------------------------------------
 

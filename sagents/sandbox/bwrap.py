@@ -29,13 +29,14 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from sagents.errors import SandboxUnavailableError
-from sagents.sandbox.types import ReadOnlyBind
+from sagents.sandbox.types import ReadOnlyBind, ReadWriteBind
 
 __all__ = [
     "ETC_FILES",
     "ETC_SYMLINK_DIRS",
     "INSTALL_HINT",
     "LAUNCHER_PROBE_ENV",
+    "NETWORK_ETC_FILES",
     "REQUIRED_OPTIONS",
     "SETPRIV_PATHS",
     "BindFd",
@@ -64,6 +65,9 @@ ETC_FILES = (
     "ssl/certs/ca-certificates.crt",
     "ssl/openssl.cnf",
 )
+# Shown only when the sandbox keeps the host's network: name resolution needs the resolver's
+# address (a world-readable regular file, or a symlink to one, bound as its target).
+NETWORK_ETC_FILES = ("resolv.conf", "gai.conf")
 # /etc/alternatives holds the symlinks behind some /usr/bin commands: recreated, not bound.
 ETC_SYMLINK_DIRS = ("alternatives",)
 SETPRIV_PATHS = ("/usr/bin/setpriv", "/usr/sbin/setpriv")  # util-linux, inside /usr
@@ -139,7 +143,7 @@ def python_runtime() -> tuple[str, str]:
     return prefix, os.path.realpath(sys.executable)
 
 
-def _system_args() -> list[str]:
+def _system_args(network: bool = False) -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{top}"
@@ -152,7 +156,7 @@ def _system_args() -> list[str]:
         args += _parent_dirs(f"/etc/{name}", (), made)
     for name in ETC_SYMLINK_DIRS:
         args += _parent_dirs(f"/etc/{name}/.", (), made)
-    for name in ETC_FILES:
+    for name in (*ETC_FILES, *(NETWORK_ETC_FILES if network else ())):
         host = f"/etc/{name}"
         if _world_readable_file(host):
             args += ["--ro-bind", host, host]
@@ -259,6 +263,8 @@ def build_bwrap_argv(
     run_as: tuple[int, int] | None = None,
     setpriv: str | None = None,
     data_fds: Sequence[BindFd] = (),
+    extra_rw_binds: Sequence[ReadWriteBind] = (),
+    network: bool = False,
 ) -> list[str]:
     """Return the full ``bwrap ... -- argv`` command line.
 
@@ -283,6 +289,9 @@ def build_bwrap_argv(
         setpriv: The ``setpriv`` executable (under ``/usr``); required with ``run_as``.
         data_fds: Descriptors (passed to bwrap) whose content is shown read-only at a path
             (``--ro-bind-data``): the ``passwd`` and ``group`` of :func:`identity_files`.
+        extra_rw_binds: Host paths bound read-write (before the read-only ones, so that a
+            read-only path inside a writable one stays read-only).
+        network: True keeps the host's network namespace (and binds ``/etc/resolv.conf``).
     """
     prefix, _ = python_runtime()
     if run_as is not None:
@@ -290,7 +299,10 @@ def build_bwrap_argv(
             raise ValueError("run_as needs setpriv")
         # No user namespace: the program must be a *host* uid other than root, which only a
         # uid change in the initial namespace gives.
-        args = [bwrap, *_NAMESPACES_WITHOUT_USER, "--die-with-parent", "--new-session"]
+        namespaces = [
+            ns for ns in _NAMESPACES_WITHOUT_USER if not (network and ns == "--unshare-net")
+        ]
+        args = [bwrap, *namespaces, "--die-with-parent", "--new-session"]
         args += ["--cap-drop", "ALL"]
         for cap in _DROP_CAPS:
             args += ["--cap-add", cap]
@@ -298,15 +310,16 @@ def build_bwrap_argv(
         # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability
         # of the new user namespace, enough to remount the read-only binds read-write.
         args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    args += _system_args()
+        if network:
+            args += ["--share-net"]
+    args += _system_args(network)
     for fd, dest in data_fds:
         args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
     # bubblewrap creates the missing parents of a bind with the host parent's mode (/root is
     # 0700): create them world-traversable first, or an unprivileged uid could not reach them.
-    mounted = ("/usr", "/etc", workspace_path, "/proc", "/dev", "/tmp")
+    mounted = ("/usr", "/etc", workspace_path, "/proc", "/dev")
     made: list[str] = []
-    for dest in (prefix, *(extra.sandbox_path for extra in extra_ro_binds)):
-        args += _parent_dirs(dest, mounted, made)
+    args += _parent_dirs(prefix, mounted, made)
     args += ["--ro-bind", prefix, prefix]
     # With sandbox_uid=0 the program is the host's uid 0 (no capability), and sysctl writes
     # check only the uid: /proc/sys must be read-only, or it could set kernel.core_pattern and
@@ -322,6 +335,15 @@ def build_bwrap_argv(
     args += [bind, str(workspace_fd), workspace_path]
     for fd, dest in read_only_fds:
         args += ["--ro-bind-fd", str(fd), dest]
+    # Their parents, after the /tmp tmpfs: a bind below /tmp gets world-traversable parents in
+    # it too (the host's /tmp/pytest-of-root is 0700).
+    for dest in (
+        *(b.sandbox_path for b in extra_rw_binds),
+        *(b.sandbox_path for b in extra_ro_binds),
+    ):
+        args += _parent_dirs(dest, mounted, made)
+    for rw in extra_rw_binds:
+        args += ["--bind", rw.host_path, rw.sandbox_path]
     for extra in extra_ro_binds:
         args += ["--ro-bind", extra.host_path, extra.sandbox_path]
     args += ["--remount-ro", "/"]  # the sandbox's own root tmpfs: nothing to write there

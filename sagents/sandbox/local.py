@@ -15,6 +15,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import replace
 
 import anyio
 import anyio.abc
@@ -40,6 +41,7 @@ from sagents.sandbox.types import (
     DirEntry,
     FileStat,
     ReadOnlyBind,
+    ReadWriteBind,
     SandboxInfo,
     SandboxParams,
     TaskStatus,
@@ -83,6 +85,15 @@ class LocalSandbox:
         )
         if self._run_as is not None and params.mode == "read_write":
             grant_workspace(self._host_workspace, self._run_as, created=created)
+        for rw in params.extra_rw_binds:
+            inside = rw.sandbox_path.rstrip("/")
+            if isolated and (inside == self._workspace or inside.startswith(self._workspace + "/")):
+                raise ValueError(
+                    f"read-write bind {rw.sandbox_path!r} would lie in the workspace "
+                    f"{self._workspace!r}: choose another path"
+                )
+            if self._run_as is not None and os.path.isdir(rw.host_path):
+                grant_workspace(os.path.realpath(rw.host_path), self._run_as, created=False)
         self._files = HostFiles(
             self._host_workspace,
             self._workspace,
@@ -159,6 +170,11 @@ class LocalSandbox:
             warnings.append(
                 f"programs run as the host's root ({why}): file modes do not protect the "
                 "host's files in the directories the sandbox binds"
+            )
+        if self.params.network:
+            warnings.append(
+                "network: programs share the host's network namespace and can reach the "
+                "network, the host's loopback services included"
             )
         if not self._cgroups.available:
             warnings.append(
@@ -249,6 +265,7 @@ class LocalSandbox:
             cwd = f"{self._workspace}/{cwd}"  # relative to the workspace, like the file API
         limits = self.params.limits
         binds = (*self.params.extra_ro_binds, *extra_ro_binds)
+        rw_binds = self.params.extra_rw_binds
         to_close: list[int] = []
         cgroup: Cgroup | None = None
         try:
@@ -296,11 +313,14 @@ class LocalSandbox:
                     run_as=self._run_as,
                     setpriv=self._setpriv,
                     data_fds=data_fds,
+                    extra_rw_binds=rw_binds,
+                    network=self.params.network,
                 )
                 launch_env: dict[str, str] = dict(LAUNCHER_ENV)
                 host_cwd = "/"
             else:
-                for bind in binds:
+                shown: list[ReadOnlyBind | ReadWriteBind] = [*binds, *rw_binds]
+                for bind in shown:
                     if bind.host_path != bind.sandbox_path:
                         raise SandboxError(
                             f"passthrough cannot show {bind.host_path!r} at "
@@ -323,6 +343,9 @@ class LocalSandbox:
                     )
                 except OSError as exc:
                     raise SandboxError(f"cannot create the sandbox's cgroup: {exc}") from exc
+            rlimits = limits
+            if not limits.limit_address_space and cgroup is not None:
+                rlimits = replace(limits, memory_bytes=None)  # the memory cgroup bounds the tree
             spec = ProcessSpec(
                 argv=host_argv,
                 env=launch_env,
@@ -331,7 +354,7 @@ class LocalSandbox:
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
-                limits=limits,
+                limits=rlimits,
                 cgroup=cgroup,
                 budget_probe=self._files.usage_bytes if limits.write_budget_bytes else None,
                 budget_device=os.stat(self._host_workspace).st_dev,

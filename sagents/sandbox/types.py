@@ -21,6 +21,7 @@ __all__ = [
     "IsolationLevel",
     "KillReason",
     "ReadOnlyBind",
+    "ReadWriteBind",
     "SandboxInfo",
     "SandboxKind",
     "SandboxLimits",
@@ -75,6 +76,11 @@ class SandboxLimits:
         cpu_cores: CPU time of the whole tree per wall-clock second, in cores (cgroup ``cpu``
             quota where that controller is writable; elsewhere the tree runs under
             ``SCHED_IDLE`` instead: it gets CPU only when nothing else wants it). Default 1 core.
+        limit_address_space: True sets ``memory_bytes`` as each process's RLIMIT_AS too; False
+            leaves the address space unbounded wherever the memory cgroup bounds the tree, for
+            runtimes that reserve far more virtual memory than they use (Node's V8 cannot
+            start under an RLIMIT_AS of 512 MiB). Without a writable memory cgroup RLIMIT_AS is
+            set either way.
     """
 
     memory_bytes: int | None = 2 * 1024**3
@@ -86,6 +92,7 @@ class SandboxLimits:
     write_budget_bytes: int | None = 1024**3
     wall_timeout_seconds: float | None = 600.0
     cpu_cores: float | None = DEFAULT_CPU_CORES
+    limit_address_space: bool = True
 
     def __post_init__(self) -> None:
         for name in (
@@ -126,6 +133,27 @@ class ReadOnlyBind:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReadWriteBind:
+    """A host directory (or file) made visible read-write inside the sandbox.
+
+    Attributes:
+        host_path: Absolute path on the host.
+        sandbox_path: Absolute path inside the sandbox (for ``passthrough`` it must equal
+            ``host_path``).
+    """
+
+    host_path: str
+    sandbox_path: str
+
+    def __post_init__(self) -> None:
+        if not self.host_path.startswith("/") or not self.sandbox_path.startswith("/"):
+            raise ValueError(
+                f"read-write bind paths must be absolute: {self.host_path!r} -> "
+                f"{self.sandbox_path!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
 class SandboxParams:
     """How to build a sandbox.
 
@@ -137,6 +165,12 @@ class SandboxParams:
         env_allowlist: Names of host environment variables copied into the sandbox when set.
         env: Extra variables set in every sandboxed process (after the allowlist).
         extra_ro_binds: Host paths visible read-only in every sandboxed process.
+        extra_rw_binds: Host paths visible read-write in every sandboxed process (a directory
+            the sandbox's uid cannot write gets one ACL entry, as the workspace does); the
+            write budget measures only the workspace.
+        network: True keeps the host's network namespace (and shows ``/etc/resolv.conf``):
+            programs can then reach the network, the host's loopback included. False (the
+            default) gives them a network namespace of their own with only its loopback.
         read_only_subpaths: Workspace-relative paths that stay read-only inside even in
             ``read_write`` mode (``.agent`` by default: run_script's records live there).
         workspace_path: Where the workspace appears inside the sandbox (``local``/``memory``);
@@ -154,6 +188,8 @@ class SandboxParams:
     env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
     env: tuple[tuple[str, str], ...] = ()
     extra_ro_binds: tuple[ReadOnlyBind, ...] = ()
+    extra_rw_binds: tuple[ReadWriteBind, ...] = ()
+    network: bool = False
     read_only_subpaths: tuple[str, ...] = (".agent",)
     workspace_path: str = "/workspace"
     sandbox_uid: int | None = None

@@ -55,7 +55,7 @@ from sagents.tool.tool_base import discovered_tools, get_local_tool
 
 if TYPE_CHECKING:
     # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
-    from sagents.mcp import ServerParams, ServerSettings, ServerStatus
+    from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
     from sagents.tool.api_export import ModelApi
     from sagents.tool.mcp_registry import MCPRegistry
 
@@ -607,6 +607,12 @@ class ToolManager:
     def mcp_server_statuses(self) -> list[ServerStatus]:
         """The status of every registered MCP server."""
         return [] if self._mcp is None else self._mcp.statuses()
+
+    @property
+    def mcp_supervisor(self) -> MCPSupervisor | None:
+        """The supervisor of this manager's MCP servers (their prompts, resources and
+        completion, docs/mcp.md), or None while no server was registered."""
+        return None if self._mcp is None else self._mcp.supervisor
 
     def on_mcp_tools_changed(self, listener: Callable[[str, list[str]], Awaitable[None]]) -> None:
         """Await ``listener(server, tool_names)`` after a server's changed tool list

@@ -31,6 +31,7 @@ SUITE = Path(  # another install of the same suite can be named (a checkout, a n
 
 PASSING_2026 = {
     "tools-list",
+    "prompts-list",
     "tools-call-simple-text",
     "tools-call-image",
     "tools-call-audio",

@@ -131,7 +131,9 @@ async def test_a_background_run_killed_with_the_gateway_is_reported_after_restar
     assert [(s, json.loads(d)["reason"]) for s, d in rows] == [("aborted", RESTART_REASON)]
 
 
-def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(tmp_path: Path) -> None:
+async def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(
+    tmp_path: Path,
+) -> None:
     store = SqliteTaskStore(tmp_path / "tasks.sqlite3")
     store.started("t1", owner="token:x:", tool="run_script", started_at=1.0)
     live = StartupLock(tmp_path)
@@ -145,7 +147,7 @@ def test_a_gateway_that_is_not_alone_leaves_running_tasks_to_their_owner(tmp_pat
     assert stored.status == "running"
     alone = StartupLock(tmp_path)
     assert alone.acquire() is True
-    assert [t.task_id for t in sweep_tasks(store)] == ["t1"]
+    assert [t.task_id for t in await sweep_tasks(store)] == ["t1"]
     alone.release()
     assert [t.task_id for t in store.take_unannounced("token:x:")] == ["t1"]
     assert store.take_unannounced("token:x:") == []

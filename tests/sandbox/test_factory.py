@@ -97,7 +97,7 @@ def test_unknown_kind_and_missing_workspace_are_clear_errors(tmp_path: Path) -> 
 @pytest.mark.parametrize("field", ["memory_bytes", "processes", "wall_timeout_seconds"])
 def test_non_positive_limits_are_refused(field: str) -> None:
     with pytest.raises(ValueError, match=field):
-        SandboxLimits(**{field: 0})
+        SandboxLimits(**{field: 0})  # type: ignore[arg-type]  # one int field at a time
 
 
 def test_bad_params_are_refused(tmp_path: Path) -> None:

@@ -3,9 +3,11 @@
 Memories belong to one user (``SessionContext.user_id``) and one scope within that user: the
 calling agent's (``SessionContext.agent``) by default, or ``user`` (shared by the user's
 agents). Nothing ever crosses users; deduplication only compares memories of the same scope.
-Search is SQLite FTS5 with BM25 ranking (Porter stemming). Writes and deletes are recorded
-in the audit store. The same :class:`MemoryStore` backs the ``sagents.mcp_servers.memory``
-MCP server.
+Search is SQLite FTS5 with BM25 ranking (Porter stemming), or, for gateway replicas sharing a
+PostgreSQL store (docs/scale-out.md), PostgreSQL full-text search (``tsvector``, ``ts_rank``,
+English stemming) through a :class:`MemoryBackend` with the same scoping rules. Writes and
+deletes are recorded in the audit store. The same :class:`MemoryStore` backs the
+``sagents.mcp_servers.memory`` MCP server.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -29,10 +31,21 @@ from sagents.errors import InvalidArgumentsError, NotAllowedError, QuotaExceeded
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 
-__all__ = ["Memory", "MemoryLimits", "MemoryStore", "memory_tool", "scope_of"]
+__all__ = [
+    "USER_SCOPE",
+    "Memory",
+    "MemoryBackend",
+    "MemoryLimits",
+    "MemoryStore",
+    "memory_digest",
+    "memory_tool",
+    "scope_of",
+]
 
 Scope = Literal["agent", "user"]
-_USER_SCOPE = "*"  # the agent column of memories shared by all of a user's agents
+USER_SCOPE = "*"
+"""The agent column of memories shared by all of a user's agents."""
+_USER_SCOPE = USER_SCOPE
 
 _SCHEMA = """
 PRAGMA journal_mode = WAL;
@@ -93,7 +106,8 @@ class Memory:
         return data
 
 
-def _digest(content: str) -> str:
+def memory_digest(content: str) -> str:
+    """What deduplicates memories of one scope: the text, case and spacing folded (SHA-256)."""
     normal = " ".join(content.casefold().split())
     return hashlib.sha256(normal.encode()).hexdigest()
 
@@ -119,6 +133,34 @@ def scope_of(context: SessionContext, scope: Scope, anonymous_user: str | None) 
     return user, (_USER_SCOPE if scope == "user" else (context.agent or ""))
 
 
+class MemoryBackend(Protocol):
+    """Where memories live when not in the SQLite file (the PostgreSQL store of replicas).
+
+    Every method gets the user and the agent column(s) already resolved by
+    :func:`scope_of`; content and tags are already checked.
+    """
+
+    async def store(
+        self, user: str, agent: str, content: str, tags: tuple[str, ...], max_per_scope: int
+    ) -> tuple[Memory, bool]:
+        """Insert, or merge the tags into the scope's memory of the same digest.
+
+        Raises:
+            QuotaExceededError: the scope already holds ``max_per_scope`` memories.
+        """
+        ...
+
+    async def search(
+        self, user: str, agents: Sequence[str], words: Sequence[str], limit: int
+    ) -> list[Memory]:
+        """Memories of ``user`` in ``agents`` matching any of ``words``, best first."""
+        ...
+
+    async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
+        """Delete one memory of ``user`` in ``agents``; None when there is none."""
+        ...
+
+
 @dataclass(kw_only=True)
 class MemoryStore:
     """Memories in one SQLite file with an FTS5 index.
@@ -130,12 +172,14 @@ class MemoryStore:
             recorded).
         anonymous_user: The user of sessions without ``user_id`` (None: such sessions are
             refused, so that no two unknown users ever share memories).
+        backend: Where memories live instead of ``path`` (PostgreSQL); None: the SQLite file.
     """
 
     path: Path = field(default_factory=lambda: default_data_dir() / "memory.sqlite3")
     limits: MemoryLimits = field(default_factory=MemoryLimits)
     audit: AuditStore | None = field(default_factory=SqliteAuditStore)
     anonymous_user: str | None = None
+    backend: MemoryBackend | None = None
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +211,7 @@ class MemoryStore:
         self, user: str, agent: str, content: str, tags: tuple[str, ...]
     ) -> tuple[Memory, bool]:
         now = time.time()
-        digest = _digest(content)
+        digest = memory_digest(content)
         scope: Scope = "user" if agent == _USER_SCOPE else "agent"
         connection = self._connect()
         try:
@@ -319,7 +363,14 @@ class MemoryStore:
         """
         user, agent = scope_of(context, scope, self.anonymous_user)
         content, clean = self._check(content, tags)
-        memory, created = await anyio.to_thread.run_sync(self._store, user, agent, content, clean)
+        if self.backend is not None:
+            memory, created = await self.backend.store(
+                user, agent, content, clean, self.limits.max_per_scope
+            )
+        else:
+            memory, created = await anyio.to_thread.run_sync(
+                self._store, user, agent, content, clean
+            )
         await self._audit(
             "memory_write",
             session_id=context.session_id,
@@ -347,7 +398,14 @@ class MemoryStore:
         best first (BM25)."""
         user, agents = self._visible(context)
         count = min(limit or self.limits.default_results, self.limits.max_results)
-        return await anyio.to_thread.run_sync(self._search, user, agents, query, count, tags)
+        if self.backend is None:
+            return await anyio.to_thread.run_sync(self._search, user, agents, query, count, tags)
+        words = re.findall(r"\w+", query)
+        if not words:
+            raise InvalidArgumentsError("the search query has no words")
+        wanted = {t.strip().lower() for t in tags if t.strip()}
+        found = await self.backend.search(user, agents, words, count if not wanted else count * 20)
+        return [m for m in found if wanted <= set(m.tags)][:count]
 
     async def delete(self, context: SessionContext, memory_id: str) -> Memory:
         """Delete one of the caller's memories.
@@ -357,7 +415,10 @@ class MemoryStore:
                 indistinguishable from an unknown one).
         """
         user, agents = self._visible(context)
-        memory = await anyio.to_thread.run_sync(self._delete, user, agents, memory_id)
+        if self.backend is not None:
+            memory = await self.backend.delete(user, agents, memory_id)
+        else:
+            memory = await anyio.to_thread.run_sync(self._delete, user, agents, memory_id)
         if memory is None:
             raise InvalidArgumentsError(
                 f"no memory {memory_id!r} among yours",

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 import anyio
 
@@ -30,7 +30,7 @@ from sagents.progress import emit_tool_progress
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 
-__all__ = ["STATUSES", "TodoItem", "TodoStore", "todo_tool", "validate"]
+__all__ = ["STATUSES", "Merge", "TodoBackend", "TodoItem", "TodoStore", "todo_tool", "validate"]
 
 Status = Literal["pending", "in_progress", "done", "cancelled"]
 STATUSES: tuple[Status, ...] = ("pending", "in_progress", "done", "cancelled")
@@ -128,6 +128,22 @@ def validate(items: Sequence[TodoItem]) -> None:
         )
 
 
+Merge = Callable[[list[TodoItem]], list[TodoItem]]
+"""Turns a session's current list into its new one (raises to change nothing)."""
+
+
+class TodoBackend(Protocol):
+    """Where task lists live when not in the SQLite file (the PostgreSQL store of replicas)."""
+
+    async def read(self, session_id: str) -> list[TodoItem]:
+        """The session's list, in order."""
+        ...
+
+    async def write(self, session_id: str, merge: Merge) -> list[TodoItem]:
+        """Apply ``merge`` to the session's list, one writer at a time; the new list."""
+        ...
+
+
 @dataclass(kw_only=True)
 class TodoStore:
     """Task lists of sessions in one SQLite file.
@@ -140,6 +156,8 @@ class TodoStore:
     path: Path = field(default_factory=lambda: default_data_dir() / "todo.sqlite3")
     max_items: int = 200
     max_chars: int = 2000
+    backend: TodoBackend | None = None
+    """Where lists live instead of ``path`` (PostgreSQL, docs/scale-out.md); None: SQLite."""
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +286,8 @@ class TodoStore:
 
     async def read(self, context: SessionContext) -> list[TodoItem]:
         """The session's list, in order."""
+        if self.backend is not None:
+            return await self.backend.read(context.session_id)
         return await anyio.to_thread.run_sync(self._read, context.session_id)
 
     async def write(
@@ -284,6 +304,11 @@ class TodoStore:
                 status, an item without content (nothing is changed).
             QuotaExceededError: too many items, or too long.
         """
+        if self.backend is not None:
+            return await self.backend.write(
+                context.session_id,
+                lambda current: self._merge(current, items, mode, context.agent),
+            )
         return await anyio.to_thread.run_sync(
             self._write, context.session_id, items, mode, context.agent
         )

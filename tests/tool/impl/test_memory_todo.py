@@ -1,9 +1,12 @@
 """memory_* and todo_* in process: scopes, dedup, ranking, limits, audit; one list per session
-shared by its agents, persisted across a restart, change events."""
+shared by its agents, persisted across a restart, change events; on the SQLite files and on the
+PostgreSQL store of replicas alike."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +16,11 @@ import pytest
 from sagents.audit import SqliteAuditStore
 from sagents.core.events import ToolProgressEvent
 from sagents.progress import ProgressHub
+from sagents.store import AuditLog, parse_store_url
+from sagents.store.postgres import PostgresStore
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import MemoryLimits, MemoryStore, TodoStore, register_builtin_tools
+from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
 from tests.tool.impl import conformance_memory_todo as checks
 
 pytestmark = pytest.mark.anyio
@@ -23,20 +29,43 @@ MEMORY = ["memory_store", "memory_search", "memory_delete"]
 TODO = ["todo_write", "todo_read"]
 
 
-def _manager(tmp_path: Path, limits: MemoryLimits | None = None) -> ToolManager:
-    manager = ToolManager()
-    register_builtin_tools(
-        manager,
-        None,
-        names=[*MEMORY, *TODO],
-        memory=MemoryStore(
-            path=tmp_path / "memory.sqlite3",
-            audit=SqliteAuditStore(path=tmp_path / "audit.sqlite3"),
+@dataclass
+class Backing:
+    """Where the tools' stores live: SQLite files in ``tmp_path``, or a PostgreSQL store."""
+
+    tmp_path: Path
+    store: PostgresStore | None = None
+
+    @property
+    def audit(self) -> AuditLog:
+        if self.store is not None:
+            return self.store.audit
+        return SqliteAuditStore(path=self.tmp_path / "audit.sqlite3")
+
+    def manager(self, limits: MemoryLimits | None = None) -> ToolManager:
+        memory = MemoryStore(
+            path=self.tmp_path / "memory.sqlite3",
+            audit=self.audit,
             limits=limits or MemoryLimits(),
-        ),
-        todo=TodoStore(path=tmp_path / "todo.sqlite3"),
-    )
-    return manager
+        )
+        todo = TodoStore(path=self.tmp_path / "todo.sqlite3")
+        if self.store is not None:
+            memory.backend = PostgresMemory(self.store.pool)
+            todo.backend = PostgresTodos(self.store.pool)
+        manager = ToolManager()
+        register_builtin_tools(manager, None, names=[*MEMORY, *TODO], memory=memory, todo=todo)
+        return manager
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def backing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backing]:
+    """Each test once on the SQLite files and once on PostgreSQL (docs/scale-out.md)."""
+    if request.param == "sqlite":
+        yield Backing(tmp_path)
+        return
+    url = request.getfixturevalue("postgres_url")
+    async with PostgresStore(parse_store_url(url)) as store:
+        yield Backing(tmp_path, store)
 
 
 def _caller(manager: ToolManager) -> checks.Call:
@@ -52,28 +81,28 @@ def _user(user: str, agent: str | None = None, session: str = "s1") -> SessionCo
     return SessionContext(user_id=user, agent=agent, session_id=session)
 
 
-async def test_fts_ranks_the_relevant_memory_first(tmp_path: Path) -> None:
+async def test_fts_ranks_the_relevant_memory_first(backing: Backing) -> None:
     await checks.check_fts_ranks_the_relevant_memory_first(
-        _caller(_manager(tmp_path)), _user("alice")
+        _caller(backing.manager()), _user("alice")
     )
 
 
-async def test_dedup_within_a_scope(tmp_path: Path) -> None:
-    await checks.check_dedup_within_a_scope(_caller(_manager(tmp_path)), _user("alice"))
+async def test_dedup_within_a_scope(backing: Backing) -> None:
+    await checks.check_dedup_within_a_scope(_caller(backing.manager()), _user("alice"))
 
 
-async def test_user_a_never_finds_user_b_memories(tmp_path: Path) -> None:
+async def test_user_a_never_finds_user_b_memories(backing: Backing) -> None:
     await checks.check_users_never_see_each_other(
-        _caller(_manager(tmp_path)), _user("alice"), _user("bob")
+        _caller(backing.manager()), _user("alice"), _user("bob")
     )
 
 
-async def test_delete(tmp_path: Path) -> None:
-    await checks.check_delete(_caller(_manager(tmp_path)), _user("alice"))
+async def test_delete(backing: Backing) -> None:
+    await checks.check_delete(_caller(backing.manager()), _user("alice"))
 
 
-async def test_agent_scopes_are_separate_and_user_scope_is_shared(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path))
+async def test_agent_scopes_are_separate_and_user_scope_is_shared(backing: Backing) -> None:
+    call = _caller(backing.manager())
     planner, coder = _user("alice", "planner"), _user("alice", "coder")
     own, _ = await call("memory_store", {"content": "plan uses three phases"}, planner)
     mine, _ = await call("memory_store", {"content": "plan uses three phases"}, coder)
@@ -89,8 +118,8 @@ async def test_agent_scopes_are_separate_and_user_scope_is_shared(tmp_path: Path
     assert own["memory"]["id"] not in {m["id"] for m in found["memories"]}
 
 
-async def test_memory_limits_are_enforced(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path, MemoryLimits(max_chars=50, max_per_scope=2, max_tags=2)))
+async def test_memory_limits_are_enforced(backing: Backing) -> None:
+    call = _caller(backing.manager(MemoryLimits(max_chars=50, max_per_scope=2, max_tags=2)))
     me = _user("alice")
     _, code = await call("memory_store", {"content": "x" * 51}, me)
     assert code == "quota_exceeded"
@@ -105,13 +134,13 @@ async def test_memory_limits_are_enforced(tmp_path: Path) -> None:
     assert code is None  # the limit is per scope
 
 
-async def test_memory_needs_a_user(tmp_path: Path) -> None:
-    _, code = await _caller(_manager(tmp_path))("memory_store", {"content": "x"}, SessionContext())
+async def test_memory_needs_a_user(backing: Backing) -> None:
+    _, code = await _caller(backing.manager())("memory_store", {"content": "x"}, SessionContext())
     assert code == "not_allowed"
 
 
-async def test_search_filters_by_tags(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path))
+async def test_search_filters_by_tags(backing: Backing) -> None:
+    call = _caller(backing.manager())
     me = _user("alice")
     await call("memory_store", {"content": "tea in the morning", "tags": ["drink"]}, me)
     await call("memory_store", {"content": "tea ceremony history", "tags": ["culture"]}, me)
@@ -119,11 +148,11 @@ async def test_search_filters_by_tags(tmp_path: Path) -> None:
     assert [m["content"] for m in found["memories"]] == ["tea ceremony history"]
 
 
-async def test_writes_and_deletes_are_audited(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path))
+async def test_writes_and_deletes_are_audited(backing: Backing) -> None:
+    call = _caller(backing.manager())
     stored, _ = await call("memory_store", {"content": "audited"}, _user("alice", session="s9"))
     await call("memory_delete", {"id": stored["memory"]["id"]}, _user("alice", session="s9"))
-    entries = await SqliteAuditStore(path=tmp_path / "audit.sqlite3").entries()
+    entries = await backing.audit.entries()
     assert [(e.kind, e.session_id) for e in entries] == [
         ("memory_delete", "s9"),
         ("memory_write", "s9"),
@@ -133,22 +162,22 @@ async def test_writes_and_deletes_are_audited(tmp_path: Path) -> None:
     assert "audited" not in json.dumps(dict(entries[1].data))  # the content stays private
 
 
-async def test_todo_cycles_and_unknown_ids_are_refused(tmp_path: Path) -> None:
+async def test_todo_cycles_and_unknown_ids_are_refused(backing: Backing) -> None:
     await checks.check_todo_cycles_and_unknown_ids_are_refused(
-        _caller(_manager(tmp_path)), _user("alice")
+        _caller(backing.manager()), _user("alice")
     )
 
 
-async def test_todo_update_changes_only_given_fields(tmp_path: Path) -> None:
+async def test_todo_update_changes_only_given_fields(backing: Backing) -> None:
     await checks.check_todo_update_changes_only_given_fields(
-        _caller(_manager(tmp_path)), _user("alice")
+        _caller(backing.manager()), _user("alice")
     )
 
 
 async def test_two_agents_of_one_session_share_one_list_and_others_see_nothing(
-    tmp_path: Path,
+    backing: Backing,
 ) -> None:
-    call = _caller(_manager(tmp_path))
+    call = _caller(backing.manager())
     lead = SessionContext(session_id="s1", agent="lead")
     helper = SessionContext(session_id="s1", agent="helper")
     await call("todo_write", {"items": [{"id": "a", "content": "plan"}]}, lead)
@@ -161,14 +190,14 @@ async def test_two_agents_of_one_session_share_one_list_and_others_see_nothing(
     assert other["items"] == []
 
 
-async def test_the_todo_list_survives_a_restart(tmp_path: Path) -> None:
+async def test_the_todo_list_survives_a_restart(backing: Backing) -> None:
     session = SessionContext(session_id="s1")
-    await _caller(_manager(tmp_path))(
+    await _caller(backing.manager())(
         "todo_write",
         {"items": [{"id": "a", "content": "persist me", "status": "in_progress"}]},
         session,
     )
-    listed, _ = await _caller(_manager(tmp_path))("todo_read", {}, session)
+    listed, _ = await _caller(backing.manager())("todo_read", {}, session)
     assert listed["items"] == [
         {
             "id": "a",
@@ -214,8 +243,8 @@ async def test_a_todo_change_is_a_tool_progress_event(tmp_path: Path) -> None:
     assert payload["items"][0]["content"] == "show me"
 
 
-async def test_concurrent_updates_of_two_agents_lose_nothing(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path))
+async def test_concurrent_updates_of_two_agents_lose_nothing(backing: Backing) -> None:
+    call = _caller(backing.manager())
     agents = [SessionContext(session_id="s1", agent=name) for name in ("lead", "helper")]
 
     async def add(number: int) -> None:
@@ -233,8 +262,8 @@ async def test_concurrent_updates_of_two_agents_lose_nothing(tmp_path: Path) -> 
     assert owners["i1"] == "helper"
 
 
-async def test_concurrent_stores_of_one_text_make_one_memory(tmp_path: Path) -> None:
-    call = _caller(_manager(tmp_path))
+async def test_concurrent_stores_of_one_text_make_one_memory(backing: Backing) -> None:
+    call = _caller(backing.manager())
     ids: list[str] = []
 
     async def store() -> None:

@@ -1,0 +1,28 @@
+"""sagents.store: where a gateway keeps its state — audit rows, background tasks, pending and
+granted approvals — embedded (SQLite, one process) or shared by replicas (PostgreSQL).
+
+Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors`` and
+``sagents.audit``; the PostgreSQL driver is imported only when a ``postgresql://`` store is
+opened. docs/scale-out.md says what each guarantee becomes with replicas.
+"""
+
+from sagents.store.embedded import EmbeddedStore, MemoryApprovals, SqliteTasks
+from sagents.store.location import DEFAULT_LEASE_S, StoreLocation, parse_store_url, redact_url
+from sagents.store.open import GatewayStore, open_store
+from sagents.store.protocols import ApprovalStore, AuditLog, CancelHandler, TaskStore
+
+__all__ = [
+    "DEFAULT_LEASE_S",
+    "ApprovalStore",
+    "AuditLog",
+    "CancelHandler",
+    "EmbeddedStore",
+    "GatewayStore",
+    "MemoryApprovals",
+    "SqliteTasks",
+    "StoreLocation",
+    "TaskStore",
+    "open_store",
+    "parse_store_url",
+    "redact_url",
+]

@@ -1,0 +1,96 @@
+"""The PostgreSQL schema, as numbered migrations applied in order (docs/scale-out.md).
+
+The database records the version it is at in ``sagents_schema``. A store entering applies, under
+a transaction-scoped advisory lock (so two replicas starting together do not race), every
+migration above that version; a database at a version this sagents does not know (written by a
+newer release) is refused with :class:`~sagents.errors.StoreSchemaError` rather than used.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: audit rows, background tasks with the replica running them, replica heartbeats,
+    #    pending approvals, session grants, secrets shared by the replicas.
+    """
+    CREATE TABLE sagents_audit (
+        id BIGSERIAL PRIMARY KEY,
+        ts DOUBLE PRECISION NOT NULL,
+        kind TEXT NOT NULL,
+        session_id TEXT,
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data JSONB NOT NULL
+    );
+    CREATE INDEX sagents_audit_kind_ts ON sagents_audit (kind, ts);
+    CREATE TABLE sagents_tasks (
+        task_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        finished_at DOUBLE PRECISION,
+        result TEXT,
+        is_error BOOLEAN,
+        reason TEXT,
+        announced BOOLEAN NOT NULL DEFAULT FALSE,
+        replica_id TEXT NOT NULL
+    );
+    CREATE INDEX sagents_tasks_owner ON sagents_tasks (owner, started_at);
+    CREATE INDEX sagents_tasks_running ON sagents_tasks (replica_id) WHERE status = 'running';
+    CREATE TABLE sagents_replicas (
+        replica_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        lease_s DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE sagents_pending_approvals (
+        nonce TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        call TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX sagents_pending_approvals_session ON sagents_pending_approvals (session_id);
+    CREATE TABLE sagents_grants (
+        session_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        PRIMARY KEY (session_id, tool)
+    );
+    CREATE TABLE sagents_secrets (
+        name TEXT PRIMARY KEY,
+        value BYTEA NOT NULL
+    );
+    """,
+    # 2: the built-in todo lists (one JSON list per session) and long-term memories with a
+    #    full-text index (English stemming, content and tags).
+    """
+    CREATE TABLE sagents_todos (
+        session_id TEXT PRIMARY KEY,
+        items JSONB NOT NULL,
+        updated DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE sagents_memories (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        content TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        tags JSONB NOT NULL,
+        tags_text TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        search TSVECTOR GENERATED ALWAYS AS (
+            to_tsvector('english'::regconfig, content || ' ' || tags_text)
+        ) STORED,
+        UNIQUE (user_id, agent, digest)
+    );
+    CREATE INDEX sagents_memories_scope ON sagents_memories (user_id, agent);
+    CREATE INDEX sagents_memories_search ON sagents_memories USING GIN (search);
+    """,
+)
+"""Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this sagents writes and reads."""

@@ -1,0 +1,100 @@
+"""The ``sandbox`` block of a stdio server entry: its values, and a clear error for each bad one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagents.config import load_config
+from sagents.errors import ConfigError
+from sagents.mcp import ServerSandbox
+
+
+def _load(tmp_path: Path, entry: dict[str, Any]) -> ServerSandbox | None:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"files": entry}}))
+    return load_config(path).servers[0].settings.sandbox
+
+
+def _error(tmp_path: Path, entry: dict[str, Any]) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, entry)
+    return caught.value
+
+
+def test_a_full_block_becomes_the_servers_sandbox(tmp_path: Path) -> None:
+    block = {
+        "network": True,
+        "readable": ["/opt/mcp", "code"],
+        "writable": ["~/data"],
+        "env": ["GITHUB_TOKEN"],
+        "home": "/var/lib/fs-home",
+        "memoryMb": 256,
+        "cpuSec": 60,
+        "cpuCores": 0.5,
+        "maxProcesses": 8,
+        "uid": 1000,
+    }
+    sandbox = _load(tmp_path, {"command": "node", "sandbox": block})
+    assert sandbox == ServerSandbox(
+        network=True,
+        readable=("/opt/mcp", str(tmp_path / "code")),
+        writable=(str(Path("~/data").expanduser()),),
+        env=("GITHUB_TOKEN",),
+        home="/var/lib/fs-home",
+        memory_mb=256,
+        cpu_seconds=60,
+        cpu_cores=0.5,
+        max_processes=8,
+        uid=1000,
+    )
+
+
+def test_true_is_a_sandbox_with_every_default_and_false_or_nothing_is_none(
+    tmp_path: Path,
+) -> None:
+    assert _load(tmp_path, {"command": "node", "sandbox": True}) == ServerSandbox()
+    assert _load(tmp_path, {"command": "node", "sandbox": False}) is None
+    assert _load(tmp_path, {"command": "node"}) is None
+    defaults = ServerSandbox()
+    assert (defaults.network, defaults.memory_mb, defaults.max_processes) == (False, 1024, 64)
+    assert defaults.cpu_seconds is None  # a server lives long: no CPU-time limit by default
+
+
+def test_an_unknown_key_names_the_closest_known_one(tmp_path: Path) -> None:
+    error = _error(tmp_path, {"command": "node", "sandbox": {"writeable": ["/srv"]}})
+    assert "did you mean 'writable'?" in error.message
+    assert error.details["key"] == "mcpServers.files.sandbox.writeable"
+    assert error.details["file"] == str(tmp_path / "servers.json")
+
+
+@pytest.mark.parametrize(
+    ("block", "words"),
+    [
+        ({"readable": ["/"]}, "would show the whole host"),
+        ({"writable": ["/srv"], "readable": ["/srv/code"]}, "lies inside the writable path"),
+        ({"writable": ["/srv", "/srv/data"]}, "lies inside the writable path"),
+        ({"env": ["NOT A NAME"]}, "is not a variable name"),
+    ],
+)
+def test_an_unusable_value_is_refused_with_the_reason(
+    tmp_path: Path, block: dict[str, Any], words: str
+) -> None:
+    error = _error(tmp_path, {"command": "node", "sandbox": block})
+    assert words in error.message
+    assert error.details["key"] == "mcpServers.files.sandbox"
+
+
+@pytest.mark.parametrize("key", ["memoryMb", "cpuSec", "cpuCores", "maxProcesses"])
+def test_a_limit_must_be_positive(tmp_path: Path, key: str) -> None:
+    error = _error(tmp_path, {"command": "node", "sandbox": {key: 0}})
+    assert error.details["key"] == f"mcpServers.files.sandbox.{key}"
+
+
+def test_a_remote_server_cannot_have_a_sandbox(tmp_path: Path) -> None:
+    error = _error(tmp_path, {"url": "https://mcp.example.com/mcp", "sandbox": True})
+    assert "only to stdio servers" in error.message
+    assert error.details["key"] == "mcpServers.files.sandbox"

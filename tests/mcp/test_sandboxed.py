@@ -1,0 +1,341 @@
+"""stdio servers in their own bubblewrap sandbox: the escape suite's relevant cases, tried by a
+server of ours (servers/escape_server.py) through the supervisor, and the clear errors of a
+sandbox that cannot work."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import StdioServerParameters
+
+from sagents.errors import UpstreamUnavailableError
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+from sagents.sandbox import DEFAULT_SANDBOX_UID
+from sagents.sandbox.bwrap import python_runtime
+from tests.mcp.helpers import ROOT, SERVERS
+
+pytestmark = pytest.mark.anyio
+
+PYTHON = python_runtime()[1]  # the base interpreter: the sandbox always shows it
+
+
+def _escape_server() -> StdioServerParameters:
+    return StdioServerParameters(command=PYTHON, args=[str(SERVERS / "escape_server.py")])
+
+
+def _settings(tmp_path: Path, **sandbox: Any) -> ServerSettings:
+    box = ServerSandbox(readable=(str(SERVERS),), home=str(tmp_path / "home"))
+    return ServerSettings(connect_timeout=60.0, sandbox=replace(box, **sandbox))
+
+
+@pytest.fixture
+async def sup(tmp_path: Path) -> AsyncIterator[MCPSupervisor]:
+    async with MCPSupervisor(log_dir=tmp_path / "logs") as supervisor:
+        yield supervisor
+
+
+async def _call(sup: MCPSupervisor, tool: str, **arguments: object) -> str:
+    result = await sup.call_tool("escape", tool, dict(arguments))
+    assert result.error is None, result
+    return result.text
+
+
+def _read(path: str) -> str:
+    return Path(path).read_text()
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in cmdline and state != "Z":
+                found.append(pid)
+    return found
+
+
+async def test_a_sandboxed_server_cannot_read_host_secrets(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = f"sk-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SAGENTS_API_KEY", secret)
+    home_file = Path.home() / f".sagents-escape-{uuid.uuid4().hex}"
+    home_file.write_text(secret)
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    private = shown / "private.txt"
+    private.write_text(secret)
+    private.chmod(0o600)
+    settings = _settings(tmp_path, readable=(str(SERVERS), str(shown)))
+    try:
+        await sup.add_server("escape", _escape_server(), settings)
+        environ = json.loads(await _call(sup, "environ"))
+        home_read = await _call(sup, "read", path=str(home_file))
+        shadow = await _call(sup, "read", path="/etc/shadow")
+        private_read = await _call(sup, "read", path=str(private))
+    finally:
+        home_file.unlink()
+    assert secret not in json.dumps(environ)
+    assert environ["HOME"] == "/workspace"
+    assert home_read.startswith("ERROR FileNotFoundError")  # $HOME is not shown at all
+    assert shadow.startswith("ERROR FileNotFoundError")
+    if os.geteuid() == 0:  # as root the server is an unprivileged uid: modes protect again
+        assert private_read.startswith("ERROR PermissionError")
+
+
+async def test_only_the_listed_variables_and_the_entrys_own_values_reach_the_server(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_PASSED", "yes")
+    monkeypatch.setenv("SAGENTS_KEPT_OUT", "no")
+    params = _escape_server()
+    params = StdioServerParameters(command=params.command, args=params.args, env={"OWN": "1"})
+    settings = _settings(tmp_path, env=("SAGENTS_PASSED", "SAGENTS_UNSET"))
+    await sup.add_server("escape", params, settings)
+    environ = json.loads(await _call(sup, "environ"))
+    assert environ["SAGENTS_PASSED"] == "yes"
+    assert environ["OWN"] == "1"
+    assert "SAGENTS_KEPT_OUT" not in environ
+    assert "SAGENTS_UNSET" not in environ
+    sandbox_own = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM"}
+    assert set(environ) <= {"SAGENTS_PASSED", "OWN", *sandbox_own}
+
+
+async def test_a_sandboxed_server_writes_only_inside_its_writable_paths(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("original")
+    settings = _settings(tmp_path, readable=(str(SERVERS), str(shown)), writable=(str(data),))
+    await sup.add_server("escape", _escape_server(), settings)
+    inside = await _call(sup, "write", path=str(data / "new.txt"), text="fine")
+    attempts = {
+        path: await _call(sup, "write", path=path)
+        for path in (
+            str(outside),
+            str(shown / "x.txt"),
+            str(SERVERS / "x.txt"),
+            "/usr/x",
+            "/etc/x",
+            "/x",
+            "/root/x",
+        )
+    }
+    in_tmp = await _call(sup, "write", path="/tmp/private.txt")
+    assert inside == "WROTE"
+    assert (data / "new.txt").read_text() == "fine"
+    assert all(text.startswith("ERROR") for text in attempts.values()), attempts
+    assert outside.read_text() == "original"
+    assert not (shown / "x.txt").exists()
+    assert not (SERVERS / "x.txt").exists()
+    assert in_tmp == "WROTE"  # its own private /tmp
+    assert not _exists("/tmp/private.txt")
+
+
+async def test_with_the_network_off_a_server_cannot_connect_out(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+        answer = await _call(sup, "connect", host="127.0.0.1", port=port)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert answer.startswith("ERROR")
+
+
+async def test_with_the_network_on_a_server_can_connect_out(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
+        answer = await _call(sup, "connect", host="127.0.0.1", port=port)
+    assert answer == "CONNECTED"
+
+
+async def test_closing_a_sandboxed_server_ends_its_whole_tree(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    marker = f"sagents-escape-{uuid.uuid4().hex}"
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "orphan", marker=marker) == "STARTED"
+    assert _processes_with(marker) != []  # the grandchild runs, in a session of its own
+    await sup.remove_server("escape")
+    assert _processes_with(marker) == []
+
+
+async def test_a_fork_bomb_of_a_sandboxed_server_is_contained(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path, max_processes=16))
+    answer = await _call(sup, "fork", n=200)
+    assert "ERROR 11" in answer  # EAGAIN from the pids cgroup
+    assert int(answer.split()[1]) < 16
+    assert (await anyio.run_process(["true"])).returncode == 0
+
+
+async def test_a_memory_bomb_of_a_sandboxed_server_ends_only_that_server(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path, memory_mb=96))
+    result = await sup.call_tool("escape", "allocate", {"mb": 1024})
+    assert result.is_error or result.text.startswith("ERROR MemoryError")
+    assert (await anyio.run_process(["true"])).returncode == 0
+
+
+async def test_a_sandboxed_server_sees_only_its_own_processes_and_descriptors(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    leaked = os.open(tmp_path, os.O_RDONLY)
+    os.set_inheritable(leaked, True)
+    try:
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+        pids = json.loads(await _call(sup, "pids"))
+        fds = json.loads(await _call(sup, "fds"))
+        who = json.loads(await _call(sup, "whoami"))
+    finally:
+        os.close(leaked)
+    assert os.getpid() not in pids
+    assert max(pids) < 10
+    assert fds == [0, 1, 2, 3]  # stdin, stdout, stderr and the listing's own descriptor
+    if os.geteuid() == 0:
+        assert who == {"uid": DEFAULT_SANDBOX_UID, "gid": DEFAULT_SANDBOX_UID, "groups": []}
+
+
+async def test_a_sandboxed_server_cannot_gain_privileges_or_touch_host_sysctls(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    setuid = await _call(sup, "setuid")
+    userns = await _call(sup, "userns")
+    sysctl = await _call(sup, "sysctl")
+    assert setuid.startswith("ERROR PermissionError"), setuid  # the seccomp filter
+    assert userns.startswith("ERROR PermissionError"), userns
+    assert sysctl.startswith("ERROR"), sysctl
+    assert "/tmp/x" not in _read("/proc/sys/kernel/core_pattern")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a server as another uid")
+async def test_the_uid_of_a_sandboxed_server_can_be_chosen(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chown(data, 12345, 12345)
+    data.chmod(0o700)  # only its owner may write it
+    settings = _settings(tmp_path, uid=12345, writable=(str(data),))
+    await sup.add_server("escape", _escape_server(), settings)
+    who = json.loads(await _call(sup, "whoami"))
+    wrote = await _call(sup, "write", path=str(data / "mine.txt"))
+    assert who == {"uid": 12345, "gid": 12345, "groups": []}
+    assert wrote == "WROTE"
+    assert (data / "mine.txt").stat().st_uid == 12345
+
+
+async def test_a_command_the_sandbox_does_not_show_is_a_clear_error(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    command = tools / "escape-server"
+    command.write_text(f"#!{PYTHON}\n" + (SERVERS / "escape_server.py").read_text())
+    command.chmod(0o755)
+    params = StdioServerParameters(command=str(command))
+    with pytest.raises(UpstreamUnavailableError) as caught:
+        await sup.add_server("escape", params, _settings(tmp_path))
+    message = str(caught.value)
+    assert f"{str(command)!r} is not visible inside its sandbox" in message
+    assert f"add {str(tools)!r} (or a directory above it) to sandbox.readable" in message
+    shown = _settings(tmp_path, readable=(str(tools),))
+    await sup.add_server("escape", params, shown)
+    assert await _call(sup, "write", path="/tmp/x") == "WROTE"
+
+
+async def test_a_missing_sandbox_path_is_a_clear_error(sup: MCPSupervisor, tmp_path: Path) -> None:
+    settings = _settings(tmp_path, writable=(str(tmp_path / "missing"),))
+    with pytest.raises(UpstreamUnavailableError) as caught:
+        await sup.add_server("escape", _escape_server(), settings)
+    assert "does not exist" in str(caught.value)
+    assert str(tmp_path / "missing") in str(caught.value)
+
+
+HOLDER = """
+import sys
+import anyio
+from pathlib import Path
+from mcp import StdioServerParameters
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+
+async def main() -> None:
+    python, server, marker, root = sys.argv[1:5]
+    params = StdioServerParameters(command=python, args=[server])
+    box = ServerSandbox(readable=(str(Path(server).parent),), home=root + "/home")
+    async with MCPSupervisor(log_dir=Path(root) / "logs") as sup:
+        await sup.add_server("escape", params, ServerSettings(sandbox=box))
+        await sup.call_tool("escape", "orphan", {"marker": marker})
+        print(sup.status("escape").pid, flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+async def _wait_gone(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await anyio.wait_readable(fd)  # the kernel makes a pidfd readable when it exits
+    finally:
+        os.close(fd)
+
+
+async def test_a_sigkilled_host_takes_its_sandboxed_server_and_grandchildren_along(
+    tmp_path: Path,
+) -> None:
+    marker = f"sagents-escape-{uuid.uuid4().hex}"
+    server = str(SERVERS / "escape_server.py")
+    command = [sys.executable, "-c", HOLDER, PYTHON, server, marker, str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as holder:
+            assert holder.stdout is not None
+            line = await BufferedByteReceiveStream(holder.stdout).receive_until(b"\n", 1 << 16)
+            bwrap = int(line)
+            orphans = [int(pid) for pid in _processes_with(marker)]
+            assert orphans  # the grandchild runs, in a session of its own
+            holder.kill()  # SIGKILL: no atexit hook, no finally
+            await holder.wait()
+            for pid in (bwrap, *orphans):
+                await _wait_gone(pid)
+    assert _processes_with(marker) == []

@@ -1,0 +1,129 @@
+"""One conformance suite for every store: the embedded one (SQLite files, approvals in memory)
+and PostgreSQL (a real server started by the test setup, tests/postgres_server.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.audit.store import AuditEntry
+from sagents.audit.tasks import RESULT_CHARS
+from sagents.store import GatewayStore, open_store, parse_store_url
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GatewayStore]:
+    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    async with open_store(parse_store_url(url), data_dir=tmp_path) as opened:
+        yield opened
+
+
+def _entry(n: int, kind: str = "gateway_call") -> AuditEntry:
+    return AuditEntry(
+        kind=kind,  # type: ignore[arg-type]  # the test's own kinds are valid AuditKinds
+        ts=float(n),
+        tool="run_script",
+        status="ok",
+        session_id=f"s{n}",
+        data={"n": n, "text": "é"},
+    )
+
+
+async def test_audit_entries_come_back_latest_first_filtered_and_limited(
+    store: GatewayStore,
+) -> None:
+    for n in range(5):
+        await store.audit.record(_entry(n, "memory_write" if n == 2 else "gateway_call"))
+    latest = await store.audit.entries(limit=3)
+    calls = await store.audit.entries(kind="gateway_call")
+    assert [e.data["n"] for e in latest] == [4, 3, 2]
+    assert [e.data["n"] for e in calls] == [4, 3, 1, 0]
+    assert calls[0] == _entry(4)
+
+
+async def test_a_task_is_stored_running_then_with_its_result_cut_to_the_limit(
+    store: GatewayStore,
+) -> None:
+    await store.tasks.started("t1", owner="token:a:", tool="run_script", started_at=10.0)
+    running = await store.tasks.get("t1")
+    await store.tasks.finished("t1", status="ok", result="x" * (RESULT_CHARS + 5), is_error=False)
+    done = await store.tasks.get("t1")
+    assert running is not None
+    assert (running.status, running.owner, running.result) == ("running", "token:a:", None)
+    assert done is not None
+    assert (done.status, done.is_error, len(done.result or "")) == ("ok", False, RESULT_CHARS)
+    assert done.finished_at is not None
+    assert await store.tasks.get("missing") is None
+
+
+async def test_tasks_are_listed_for_their_owner_only_oldest_first(store: GatewayStore) -> None:
+    await store.tasks.started("late", owner="o", tool="a", started_at=2.0)
+    await store.tasks.started("early", owner="o", tool="b", started_at=1.0)
+    await store.tasks.started("other", owner="p", tool="c", started_at=0.5)
+    await store.tasks.started("nobody", owner="", tool="d", started_at=0.1)
+    assert [t.task_id for t in await store.tasks.owned("o")] == ["early", "late"]
+    assert await store.tasks.owned("") == []
+
+
+async def test_tasks_of_a_gone_process_are_failed_and_announced_once(store: GatewayStore) -> None:
+    await store.tasks.started("t1", owner="o", tool="run_script", started_at=1.0)
+    if store.shared:  # a replica is gone when its lease ran out: simulate one that never beat
+        await _reassign(store, "t1", "ghost-replica")
+    failed = await store.tasks.mark_interrupted("gone")
+    first = await store.tasks.take_unannounced("o")
+    again = await store.tasks.take_unannounced("o")
+    assert [(t.task_id, t.status, t.reason) for t in failed] == [("t1", "failed", "gone")]
+    assert [t.task_id for t in first] == ["t1"]
+    assert again == []
+    assert await store.tasks.take_unannounced("") == []
+
+
+async def test_a_pending_approval_is_redeemed_once_for_its_session_and_call(
+    store: GatewayStore,
+) -> None:
+    approvals = store.approvals
+    state = await approvals.issue("s1", "fleet__configure", {"sn": "A"})
+    assert not await approvals.redeem(state, "s2", "fleet__configure", {"sn": "A"})
+    assert not await approvals.redeem(state, "s1", "fleet__configure", {"sn": "B"})
+    assert not await approvals.redeem("not json", "s1", "fleet__configure", {"sn": "A"})
+    assert not await approvals.redeem(None, "s1", "fleet__configure", {"sn": "A"})
+    assert await approvals.redeem(state, "s1", "fleet__configure", {"sn": "A"})
+    assert not await approvals.redeem(state, "s1", "fleet__configure", {"sn": "A"})
+
+
+async def test_session_grants_are_kept_per_session(store: GatewayStore) -> None:
+    await store.approvals.grant("s1", "fleet__configure")
+    await store.approvals.grant("s1", "fleet__configure")
+    await store.approvals.grant("s1", "fleet__reboot")
+    assert await store.approvals.granted("s1") == {"fleet__configure", "fleet__reboot"}
+    assert await store.approvals.granted("s2") == frozenset()
+
+
+async def test_concurrent_audit_writers_lose_no_row(store: GatewayStore) -> None:
+    async def writer(w: int) -> None:
+        for n in range(25):
+            await store.audit.record(_entry(w * 1000 + n))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for w in range(8):
+                tg.start_soon(writer, w)
+    rows = await store.audit.entries(limit=1000)
+    assert sorted(e.data["n"] for e in rows) == sorted(
+        w * 1000 + n for w in range(8) for n in range(25)
+    )
+
+
+async def _reassign(store: GatewayStore, task_id: str, replica_id: str) -> None:
+    from sagents.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    async with store._pool.connection() as db:  # the test plays a replica that died
+        await db.execute(
+            "UPDATE sagents_tasks SET replica_id = %s WHERE task_id = %s", (replica_id, task_id)
+        )
