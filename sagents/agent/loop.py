@@ -52,6 +52,7 @@ from sagents.agent.suggestion import (
     ToolSuggester,
     ToolSuggestion,
     allowed_tools,
+    check_suggest_when,
     expansion_result,
     request_query,
 )
@@ -141,6 +142,7 @@ class SAgent:
             raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools!r}")
+        check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = max_turns
@@ -434,7 +436,7 @@ class SAgent:
                 allowed = allowed_tools(
                     state.tool_manager, state.context.permission_mode, skip=run.extra_names
                 )
-                return expansion_result(state, arguments, allowed)
+                return expansion_result(state, arguments, allowed, own=run.extra_names)
 
             run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
             run.extra_names.add(EXPAND_TOOL_NAME)
