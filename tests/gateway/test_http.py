@@ -150,5 +150,7 @@ async def test_a_handshake_era_http_client_is_told_the_lists_change() -> None:
         async with http_gateway(FakeProvider()) as url, client(url, mode="legacy") as mcp:
             tools = mcp.server_capabilities.tools
             resources = mcp.server_capabilities.resources
-    assert tools is not None and tools.list_changed is True
-    assert resources is not None and resources.list_changed is True
+    assert tools is not None
+    assert tools.list_changed is True
+    assert resources is not None
+    assert resources.list_changed is True
