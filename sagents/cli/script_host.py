@@ -35,6 +35,7 @@ from rich.progress import (
 
 from sagents.audit.store import AuditStore, default_data_dir
 from sagents.cli.call_approval import read_answer
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config.loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
 from sagents.core.literal import printable
@@ -43,13 +44,6 @@ from sagents.core.result import ToolResult
 from sagents.errors import SandboxError
 from sagents.sandbox.factory import create_sandbox
 from sagents.script.launcher import Launcher
-from sagents.script.policy import (
-    AllowAllApprover,
-    ApprovalDecision,
-    ApprovalRequest,
-    Approver,
-    TerminalApprover,
-)
 from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
@@ -61,6 +55,7 @@ from sagents.script.values import (
     ScriptRequest,
     ScriptRunResult,
 )
+from sagents.tool.approval import AllowAllApprover, ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 
@@ -134,7 +129,7 @@ class NoTerminalApprover:
 
     asked: tuple[str, ...] = ()
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Deny, logging why on stderr."""
         self.asked = tuple(request.tools)
         logger.warning(

@@ -13,9 +13,9 @@ from typing import Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import UnknownToolError
-from sagents.gateway.approval import Approver
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 
 __all__ = ["EmptyProvider", "build_gateway"]

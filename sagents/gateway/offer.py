@@ -30,6 +30,7 @@ from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
 from sagents.gateway.seams import ToolProvider
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
@@ -190,9 +191,10 @@ class ScriptOffer:
                     details={"tool": name},
                 )
             )
-        return await self.offer.provider.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
+        with decided("allow_once"):  # run_script's pre-run check approved the script's writes
+            return await self.offer.provider.run_tool(
+                name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
+            )
 
 
 def _not_offered(name: str) -> ToolResult:

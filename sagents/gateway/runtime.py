@@ -57,7 +57,7 @@ from sagents.errors import (
     ToolNameConflictError,
     UnknownToolError,
 )
-from sagents.gateway.approval import Approver
+from sagents.gateway.approval import GatewayCallApprover
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -70,6 +70,7 @@ from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
@@ -201,7 +202,8 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
+            # the session's mode is applied by the proxy; the gateway asks the client first
+            proxy = ToolProxy(manager, approver=GatewayCallApprover())
             self._provider.inner = ProxyProvider(proxy)
             self._scripts = await self._start_scripts()
             self.scripts = self._scripts

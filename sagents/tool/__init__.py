@@ -14,6 +14,9 @@ from sagents.tool.approval import (
     ApprovalRequest,
     Approver,
     DenyAllApprover,
+    ExplainsDenial,
+    approval_needed,
+    denial_reason,
     settle_answer,
 )
 from sagents.tool.context import InjectedArg, SessionContext
@@ -44,6 +47,7 @@ __all__ = [
     "Approver",
     "CallContextFactory",
     "DenyAllApprover",
+    "ExplainsDenial",
     "InjectedArg",
     "LocalTool",
     "SessionContext",
@@ -54,7 +58,9 @@ __all__ = [
     "ToolProxy",
     "ToolResult",
     "ToolSpec",
+    "approval_needed",
     "build_local_tool",
+    "denial_reason",
     "emit_tool_progress",
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",

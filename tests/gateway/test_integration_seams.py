@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import anyio
@@ -18,6 +17,7 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
 from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
 from sagents.gateway import approval as approval_module
+from sagents.tool.approval import ApprovalRequest
 from sagents.tool.context import SessionContext
 from tests.gateway.fakes import FakeProvider
 
@@ -50,13 +50,6 @@ class FakeProxy:
         return ToolResult.from_text("read")
 
 
-@dataclass(frozen=True)
-class ScriptRequest:
-    tools: tuple[str, ...]
-    script: str
-    description: str
-
-
 class ScriptProvider(FakeProvider):
     """``run_script`` asks run_script's approver, as the real runner does, and reports it."""
 
@@ -72,7 +65,9 @@ class ScriptProvider(FakeProvider):
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
     ) -> ToolResult:
-        request = ScriptRequest(("fleet__configure",), "print(1)", "configure all")
+        request = ApprovalRequest.for_script(
+            ("fleet__configure",), "print(1)", description="configure all"
+        )
         return ToolResult.from_text(await ClientScriptApprover().approve(request))
 
 
@@ -143,7 +138,9 @@ async def test_run_scripts_approver_denies_when_the_client_cannot_be_asked() -> 
 
 
 async def test_run_scripts_approver_denies_outside_a_gateway_call() -> None:
-    answer = await ClientScriptApprover().approve(ScriptRequest(("t",), "", "d"))
+    answer = await ClientScriptApprover().approve(
+        ApprovalRequest.for_script(("t",), "", description="d")
+    )
     assert answer == "deny"
 
 
