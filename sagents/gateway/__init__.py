@@ -14,7 +14,7 @@ from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
 from sagents.gateway.factory import build_gateway
 from sagents.gateway.http_server import build_http_app, check_bind, serve_http
 from sagents.gateway.policy import Profile, is_offered
-from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider, ToolProvider
+from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 
@@ -32,7 +32,6 @@ __all__ = [
     "ProxyProvider",
     "TaskInfo",
     "TaskStatus",
-    "ToolProvider",
     "build_gateway",
     "build_http_app",
     "check_bind",

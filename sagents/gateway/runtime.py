@@ -7,8 +7,11 @@
   (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
   ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
   config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
-- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`; each session's
-  mode and profile filter what is offered (:mod:`sagents.gateway.policy`);
+- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`, set as the
+  gateway's provider once the manager is open (before that the gateway serves no tools); each
+  session's mode and profile filter what is offered (:mod:`sagents.gateway.policy`) and the
+  proxy applies its mode, with the answer the gateway got from the client
+  (:class:`~sagents.gateway.approval.GatewayCallApprover`);
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
   ``notifications/progress`` arrive as ``info`` text) to the client as
   ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
@@ -36,7 +39,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -48,18 +50,15 @@ from sagents.audit.store import default_data_dir
 from sagents.audit.tasks import SqliteTaskStore
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ConfigError,
     SandboxUnavailableError,
     SkillRootError,
     ToolNameConflictError,
-    UnknownToolError,
 )
 from sagents.gateway.approval import GatewayCallApprover
+from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
-from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
@@ -89,32 +88,6 @@ FIRST_LIST_WAIT_S = 8.0
 """Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
 below the MCP Inspector's 10 s request timeout."""
 TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
-
-
-class _LateProvider:
-    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
-
-    def __init__(self) -> None:
-        self.inner: ProxyProvider | None = None
-
-    def list_specs(self) -> list[ToolSpec]:
-        return [] if self.inner is None else self.inner.list_specs()
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
-    ) -> ToolResult:
-        if self.inner is None:
-            return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
-        return await self.inner.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
 
 
 class ConfiguredGateway(Gateway):
@@ -151,7 +124,6 @@ class ConfiguredGateway(Gateway):
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        self._provider = _LateProvider()
         self.workspaces = Workspaces(
             settings.workspace or default_data_dir() / WORKSPACES_DIR,
             shared=settings.shared_workspace,
@@ -161,7 +133,7 @@ class ConfiguredGateway(Gateway):
         if background is None:
             background = self.config.background_calls.auto_after_sec
         super().__init__(
-            self._provider,
+            EmptyProvider(),  # until entered: then the manager's proxy
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
@@ -204,7 +176,7 @@ class ConfiguredGateway(Gateway):
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
             # the session's mode is applied by the proxy; the gateway asks the client first
             proxy = ToolProxy(manager, approver=GatewayCallApprover())
-            self._provider.inner = ProxyProvider(proxy)
+            self.provider = proxy
             self._scripts = await self._start_scripts()
             self.scripts = self._scripts
             self._register_builtins(manager)
@@ -283,7 +255,7 @@ class ConfiguredGateway(Gateway):
         try:
             return await super().__aexit__(exc_type, exc, tb)
         finally:
-            self._provider.inner = None
+            self.provider = EmptyProvider()
             self.scripts = None
             try:
                 if self._scripts is not None:

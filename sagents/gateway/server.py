@@ -1,7 +1,7 @@
 """The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
 low-level server.
 
-One :class:`Gateway` serves one shared :class:`~sagents.gateway.seams.ToolProvider` to any number of
+One :class:`Gateway` serves one shared :class:`~sagents.tool.ToolProvider` to any number of
 client sessions, each with its own state (tools allowed for the session, background tasks):
 
 - ``tools/list``: the provider's tools that the session's mode and profile offer
@@ -84,7 +84,7 @@ from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
-from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.seams import ProgressSource, ResourceSource
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
@@ -96,6 +96,7 @@ from sagents.tool.approval import (
     settle_answer,
 )
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
 
 __all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
 
@@ -137,7 +138,8 @@ class Gateway:
     """The MCP server façade over one tool provider; an async context manager.
 
     Args:
-        provider: The tools served (shaped like ``ToolProxy``).
+        provider: The tools served: a ``ToolProxy``, a ``ToolManager`` or any other
+            :class:`~sagents.tool.ToolProvider`.
         mode: Default permission mode of sessions (a profile's mode wins).
         profile: Profile of sessions that carry no bearer token bound to another one.
         token_profiles: Over HTTP, the profile bound to each bearer token.

@@ -23,6 +23,7 @@ from sagents.tool.context import InjectedArg, SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.provider import ToolProvider
+from sagents.tool.spec_provider import SpecProvider
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import (
     DEFAULT_TOOL_TIMEOUT,
@@ -51,6 +52,7 @@ __all__ = [
     "InjectedArg",
     "LocalTool",
     "SessionContext",
+    "SpecProvider",
     "ToolCall",
     "ToolHandler",
     "ToolManager",
