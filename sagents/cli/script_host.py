@@ -48,7 +48,7 @@ from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.session import script_callable_specs
-from sagents.script.settings import ScriptLimits, script_limits
+from sagents.script.settings import ScriptLimits
 from sagents.script.values import (
     ScriptHandle,
     ScriptProgressUpdate,
@@ -116,7 +116,7 @@ def failure_object(status: CliStatus, message: str, *, hint: str | None = None) 
 
 def limits_of(config: SagentsConfig) -> ScriptLimits:
     """The run limits of a config's ``scripts`` section."""
-    return script_limits(config)
+    return config.scripts
 
 
 @dataclass(kw_only=True)

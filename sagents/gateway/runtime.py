@@ -64,7 +64,6 @@ from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
-from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
@@ -237,7 +236,7 @@ class ConfiguredGateway(Gateway):
         scripts = GatewayScripts(
             hub=self.hub,
             workspaces=self.workspaces,
-            limits=script_limits(self.config),
+            limits=self.config.scripts,
             protected={"config file": self.settings.config} if self.settings.config else None,
         )
         try:
