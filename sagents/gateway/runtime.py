@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
 
@@ -128,6 +129,7 @@ class ConfiguredGateway(Gateway):
             shared=settings.shared_workspace,
         )
         self._scripts: GatewayScripts | None = None
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
@@ -157,11 +159,14 @@ class ConfiguredGateway(Gateway):
         return self._manager
 
     async def __aenter__(self) -> Self:
-        manager = await build_tool_manager(
-            self.config, progress_hub=self.hub, wait=self._wait_for_servers
-        )
-        self._manager = manager
-        try:
+        # One exit stack owns what is opened here; it closes them in reverse order, on a
+        # failure while opening as on leaving (the manager last, shielded).
+        async with AsyncExitStack() as stack:
+            manager = await build_tool_manager(
+                self.config, progress_hub=self.hub, wait=self._wait_for_servers
+            )
+            stack.push_async_callback(_close_shielded, manager)
+            self._manager = manager
             for key, tool in self._local_tools:
                 try:
                     manager.register_tool(tool)
@@ -174,21 +179,19 @@ class ConfiguredGateway(Gateway):
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
             # the session's mode is applied by the proxy; the gateway asks the client first
-            proxy = ToolProxy(manager, approver=GatewayCallApprover())
-            self.provider = proxy
-            self._scripts = await self._start_scripts()
+            self.provider = ToolProxy(manager, approver=GatewayCallApprover())
+            stack.callback(self._unbind)
+            self._scripts = await self._start_scripts(stack)
             self.scripts = self._scripts
             self._register_builtins(manager)
             await super().__aenter__()
-        except BaseException:
-            try:
-                if self._scripts is not None:
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await manager.aclose()
-            raise
+            stack.push_async_exit(super().__aexit__)
+            self._stack = stack.pop_all()
         return self
+
+    def _unbind(self) -> None:
+        self.provider = EmptyProvider()
+        self.scripts = None
 
     def _skill_session(self, context: SessionContext) -> SkillSession:
         """A session's skills: its profile's, held to loaded skills' ``allowed-tools`` through
@@ -231,8 +234,9 @@ class ConfiguredGateway(Gateway):
                 error.message, file=_file(self.config), key="builtinTools.enabled"
             ) from error
 
-    async def _start_scripts(self) -> GatewayScripts | None:
-        """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
+    async def _start_scripts(self, stack: AsyncExitStack) -> GatewayScripts | None:
+        """run_script's host, opened on ``stack``, or None (with a warning) where bubblewrap is
+        unavailable."""
         scripts = GatewayScripts(
             hub=self.hub,
             workspaces=self.workspaces,
@@ -240,10 +244,13 @@ class ConfiguredGateway(Gateway):
             protected={"config file": self.settings.config} if self.settings.config else None,
         )
         try:
-            return await scripts.__aenter__()
+            opened = await scripts.__aenter__()
         except SandboxUnavailableError as error:
             logger.warning("run_script is not offered: %s", error)
             return None
+        # Not shielded, and told of no exception: it exits task groups entered in this task.
+        stack.push_async_callback(opened.__aexit__, None, None, None)
+        return opened
 
     async def __aexit__(
         self,
@@ -251,18 +258,8 @@ class ConfiguredGateway(Gateway):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        try:
-            return await super().__aexit__(exc_type, exc, tb)
-        finally:
-            self.provider = EmptyProvider()
-            self.scripts = None
-            try:
-                if self._scripts is not None:
-                    # Not shielded: it exits task groups entered in this task's own scope.
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self.manager.aclose()
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -285,6 +282,11 @@ class ConfiguredGateway(Gateway):
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
+
+
+async def _close_shielded(manager: ToolManager) -> None:
+    with anyio.CancelScope(shield=True):
+        await manager.aclose()
 
 
 def _file(config: SagentsConfig) -> str | None:
