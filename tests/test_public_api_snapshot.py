@@ -23,7 +23,7 @@ PUBLIC_MODULES = (
     "sagents.script",
     "sagents.gateway",
     "sagents.testing",
-    # the seed design's import paths, kept as they are (docs/tools.md)
+    # the documented import paths of the tool layer (docs/tools.md)
     "sagents.tool.tool_base",
     "sagents.tool.tool_schema",
     "sagents.tool.tool_progress",

@@ -63,6 +63,7 @@ from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.skill.manager import SkillManager
@@ -116,7 +117,14 @@ class ConfiguredGateway(Gateway):
         *,
         approver: Approver | None = None,
         wait_for_servers: bool = True,
+        tool_ranker: ToolRanker | None = None,
     ) -> None:
+        if settings.tool_search and tool_ranker is None:
+            raise ConfigError(
+                "tool search needs a ranking: pass tool_ranker (sagents serve passes "
+                "sagents.agent.suggest_tools)",
+                key="--tool-search",
+            )
         self.settings = settings
         self._wait_for_servers = wait_for_servers
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
@@ -144,6 +152,9 @@ class ConfiguredGateway(Gateway):
             background_after_s=background,
             task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=self.workspaces,
+            tool_search=ToolSearch(tool_ranker)
+            if settings.tool_search and tool_ranker is not None
+            else None,
             name=settings.name,
         )
 

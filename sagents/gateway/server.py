@@ -86,6 +86,7 @@ from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource
 from sagents.gateway.tasks import GatewayTasks, TaskScope
+from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool.approval import (
@@ -127,6 +128,8 @@ class _ClientSession:
     calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+    search: SearchState = field(default_factory=SearchState)
+    """With ``--tool-search``, the tools this session expanded."""
 
     @property
     def scope(self) -> TaskScope:
@@ -156,6 +159,9 @@ class Gateway:
             beyond what the provider itself holds.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
+        tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
+            ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
+            lists every offered tool.
         name: Server name announced to clients.
 
     Use::
@@ -178,6 +184,7 @@ class Gateway:
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
         task_store: SqliteTaskStore | None = None,
+        tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -190,6 +197,7 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
@@ -352,14 +360,19 @@ class Gateway:
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
         await self._announce_restart(ctx, session)
+        specs = session.offer.list_specs()
+        if self.tool_search is not None:
+            specs = self.tool_search.listed(self._search_state(session), specs)
         tools: list[mt.Tool] = []
-        for spec in session.offer.list_specs():
+        for spec in specs:
             try:
                 tools.append(spec_to_mcp_tool(spec))
             except UpstreamSchemaError as error:
                 logger.warning("withholding tool %r: %s", spec.name, error)
         if self.background_after_s is not None:
             tools.extend(task_tools())
+        if self.tool_search is not None:  # the list is this session's: never shared, never stale
+            return mt.ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
         return mt.ListToolsResult(tools=tools)
 
     # tools/call --------------------------------------------------------------------------------
@@ -374,6 +387,10 @@ class Gateway:
             return to_call_tool_result(
                 await self._tasks.tool(session.scope, params.name, arguments)
             )
+        if self.tool_search is not None and self.tool_search.is_own(params.name):
+            return to_call_tool_result(
+                await self._search_call(ctx, session, params.name, arguments)
+            )
         spec = session.offer.get(params.name)
         if spec is None:
             error = UnknownToolError(
@@ -386,6 +403,10 @@ class Gateway:
             spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
         except UpstreamSchemaError as schema_error:
             return to_call_tool_result(ToolResult.from_exception(schema_error))
+        if self.tool_search is not None:  # offered but not listed: expand it first
+            refusal = self.tool_search.refusal(self._search_state(session), spec.name)
+            if refusal is not None:
+                return to_call_tool_result(refusal)
         try:
             request = approval_needed(
                 spec, arguments, mode=session.mode, session_id=session.session_id,
@@ -409,6 +430,37 @@ class Gateway:
                 session.granted.add(spec.name)
             answer = asked
         return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
+
+    def _search_state(self, session: _ClientSession) -> SearchState:
+        """The session's tool search; refused for a session nothing identifies."""
+        if session.anonymous:
+            raise MCPError(
+                _INVALID_REQUEST,
+                "tool search keeps the expanded tools per client, and this request carries no "
+                "identity: send a bearer token (SAGENTS_GATEWAY_TOKEN), or use a session",
+            )
+        return session.search
+
+    async def _search_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> ToolResult:
+        """``search_tools`` / ``tool_expand_tools``; after an expansion the client is told that
+        its list changed (handshake-era connections; others see it on their next list)."""
+        assert self.tool_search is not None
+        state = self._search_state(session)
+        result, changed = await self.tool_search.call(
+            state, name, arguments, session.offer.list_specs()
+        )
+        if changed and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client its tools changed: %s", error)
+        return result
 
     async def _approval(
         self,
