@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "sagents.tool.tool_schema",
     "sagents.tool.tool_progress",
     "sagents.tool.mcp_proxy",
+    "sagents.tool.mcp_tool_base",
     "sagents.tool.tool_manager",
 )
 
