@@ -65,6 +65,18 @@ class PreApprovedTools:
         """See ``ToolProxy.get_openai_tools``."""
         return self._proxy.get_openai_tools(strict=strict)
 
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_responses_tools``."""
+        return self._proxy.get_responses_tools(strict=strict)
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_anthropic_tools``."""
+        return self._proxy.get_anthropic_tools(strict=strict)
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_gemini_tools``."""
+        return self._proxy.get_gemini_tools(strict=strict)
+
     def resolve_exported_name(self, name: str) -> str:
         """See ``ToolProxy.resolve_exported_name``."""
         return self._proxy.resolve_exported_name(name)

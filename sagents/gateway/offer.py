@@ -34,7 +34,7 @@ from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
-from sagents.script.session import ScriptToolSource, script_callable_specs
+from sagents.script.session import script_callable_specs
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 from sagents.tool.spec_provider import SpecProvider
@@ -54,7 +54,7 @@ class ScriptHost(Protocol):
         arguments: dict[str, Any],
         context: SessionContext,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         tool_call_id: str | None,
     ) -> ToolResult:
         """Run one script of the session ``context``, calling only ``tools``."""

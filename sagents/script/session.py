@@ -28,11 +28,11 @@ Use::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import anyio
 import anyio.abc
@@ -59,12 +59,12 @@ from sagents.tool.approval import Approver
 from sagents.tool.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
+from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "NOT_FROM_SCRIPTS",
     "RunScriptSettings",
     "RunScriptTool",
-    "ScriptToolSource",
     "script_callable_specs",
 ]
 
@@ -91,21 +91,6 @@ def script_callable_specs(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
         for spec in specs
         if spec.source.kind in ("mcp", "local") and spec.name not in NOT_FROM_SCRIPTS
     ]
-
-
-class ScriptToolSource(Protocol):
-    """What a session's scripts may call: a ``ToolProxy``, a ``ToolManager``, or the gateway's
-    per-session offer (``sagents.gateway.offer.ScriptOffer``)."""
-
-    def list_specs(self) -> list[ToolSpec]:
-        """The tools (scripts are offered the eligible ones, see script_callable_specs)."""
-        ...
-
-    async def run_tool(
-        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
-    ) -> ToolResult:
-        """Run one call; failures come back as error results."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,7 +144,7 @@ class RunScriptTool:
     def __init__(
         self,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         session: SessionContext,
         sandbox: Sandbox,
         runtime: ScriptRuntime,
