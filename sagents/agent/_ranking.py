@@ -9,8 +9,9 @@ z-scores (CombSUM over z-normalised scores, Montague and Aslam, CIKM 2001), with
   parameter names, parameter descriptions and string enum values; English stop words removed,
   Snowball-stemmed when ``PyStemmer`` is installed. A tool's own name words count twice, since
   a name is its shortest description.
-- semantic: WordLlama static embeddings (the ``wordllama`` wheel ships its 256-dimension
-  weights; they are loaded from the package folder with downloads disabled, once per process).
+- semantic: WordLlama static embeddings of the name words and the description (the
+  ``wordllama`` wheel ships its 256-dimension weights; they are loaded from the package folder
+  with downloads disabled, once per process).
   Without ``wordllama`` the lexical ranking is used alone and a log line says so, once.
 
 Everything imported here that is not the standard library is imported lazily, so that
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Document",
     "IndexCache",
+    "IndexView",
+    "Ranking",
     "RankingIndex",
     "cosines",
     "embedding_model",
@@ -62,17 +65,19 @@ CACHE_ENTRIES = 16
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
+below between both but by can could did do does doing during each few for from further
 had has have having he her here hers herself him himself his how i if in into is it its itself
-just me more most my myself no nor not now of off on once only or other our ours ourselves out
-over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which
+just me more most my myself nor now of once only or other our ours ourselves
+own same she should so some such than that the their theirs them themselves then there
+these they this those through to too until very was we were what when where which
 while who whom why will with would you your yours yourself yourselves
 please want need like using use used given based specified specific certain
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # ^ English function words (the usual IR list) plus request filler ("please", "want", "need",
-# "using", "given", "specified") that says nothing about which tool fits.
+# "using", "given", "specified") that says nothing about which tool fits. Kept as words: the
+# particles that make an action ("shut down", "scale up", "turn off", "sign out", "take over")
+# and negation ("no", "not"), which the usual list drops.
 
 _CHUNK = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -142,10 +147,9 @@ def tool_document(spec: ToolSpec) -> Document:
     name_text = " ".join([own] * NAME_WEIGHT)
     parameters = " ".join(_schema_words(spec.input_schema))
     lexical = " ".join(p for p in (name_text, server, spec.description, parameters) if p)
-    semantic_name = " ".join(split_words(own))
-    semantic = ". ".join(
-        p for p in (semantic_name, spec.description.strip(), " ".join(split_words(parameters))) if p
-    )
+    # the embedded text is the name and the description only: parameter words (ids, limits,
+    # formats) pull every tool's vector towards the same generic ones
+    semantic = ". ".join(p for p in (" ".join(split_words(own)), spec.description.strip()) if p)
     return Document(key=spec.name, lexical=lexical, semantic=semantic)
 
 
@@ -161,8 +165,12 @@ class _Embedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         import numpy as np
 
-        vectors = np.asarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
-        return vectors
+        vectors = np.asarray(self._model.embed(list(texts), norm=False), dtype=np.float32)
+        vectors = np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0  # a text without known tokens stays a zero vector, never NaN
+        unit: npt.NDArray[np.float32] = vectors / norms
+        return unit
 
 
 @functools.cache
@@ -233,27 +241,69 @@ class RankingIndex:
 
     def scores(self, query: str) -> list[float]:
         """A fused score per document (higher is better); all zero when nothing matches."""
-        return [float(score) for score in self._fused(query)]
+        return [float(score) for score in self.fused(query)]
 
     def rank(self, query: str, k: int) -> list[str]:
         """The ``k`` best keys, best first; ties (and no signal at all) keep document order."""
+        return _top(self.keys, self.fused(query), k)
+
+    def fused(self, query: str, rows: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+        """The fused scores of the documents at ``rows`` (all when None), each ranking
+        standardised over those documents only."""
         import numpy as np
 
-        order = np.argsort(-self._fused(query), kind="stable")[:k]
-        return [self.keys[i] for i in order.tolist()]
-
-    def _fused(self, query: str) -> npt.NDArray[np.float64]:
-        import numpy as np
-
-        fused = np.zeros(len(self.keys), dtype=np.float64)
-        if not self.keys:
+        count = len(self.keys) if rows is None else len(rows)
+        fused = np.zeros(count, dtype=np.float64)
+        if count == 0:
             return fused
         query_terms = [t for t in terms(query) if t in self._vocabulary]
         if query_terms:
-            fused += standardised(self._bm25.get_scores(query_terms))
+            lexical = self._bm25.get_scores(query_terms)
+            fused += standardised(lexical if rows is None else lexical[list(rows)])
         if self._embedder is not None and self._vectors is not None and query.strip():
-            fused += standardised(cosines(self._vectors, self._embedder.embed([query])[0]))
+            vectors = self._vectors if rows is None else self._vectors[list(rows)]
+            fused += standardised(cosines(vectors, self._embedder.embed([query])[0]))
         return fused
+
+
+class IndexView:
+    """Some documents of a :class:`RankingIndex`, ranked among themselves: a session whose
+    allowed tools are a subset of an indexed set needs no index of its own. BM25's document
+    frequencies stay those of the whole set; each ranking is standardised over the subset.
+
+    Args:
+        index: The index of the larger set.
+        rows: The positions of the subset's documents in ``index``, in the subset's order.
+    """
+
+    def __init__(self, index: RankingIndex, rows: Sequence[int]) -> None:
+        self._index = index
+        self._rows = list(rows)
+        self.keys = [index.keys[r] for r in self._rows]
+
+    @property
+    def uses_embeddings(self) -> bool:
+        """True when the embedding ranking takes part."""
+        return self._index.uses_embeddings
+
+    def scores(self, query: str) -> list[float]:
+        """A fused score per document of the subset (see :meth:`RankingIndex.scores`)."""
+        return [float(score) for score in self._index.fused(query, self._rows)]
+
+    def rank(self, query: str, k: int) -> list[str]:
+        """The ``k`` best keys of the subset, best first; ties keep the subset's order."""
+        return _top(self.keys, self._index.fused(query, self._rows), k)
+
+
+Ranking = RankingIndex | IndexView
+"""An index or a view of one: what :class:`IndexCache` returns."""
+
+
+def _top(keys: Sequence[str], scores: npt.NDArray[np.float64], k: int) -> list[str]:
+    import numpy as np
+
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [keys[i] for i in order.tolist()]
 
 
 def cosines(vectors: npt.NDArray[Any], query: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
@@ -281,49 +331,76 @@ def standardised(scores: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
 # -- the cache ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Built:
+    """A built index with the specs it was built from (kept alive, so their ids stay theirs)."""
+
+    specs: Sequence[object]
+    index: RankingIndex
+    rows: Mapping[int, int]  # id(spec) -> its position in the index
+
+
 class IndexCache:
     """Indexes by document set, least recently used first out (thread-safe).
 
     The fast key is the identity of the specs (the same ``ToolSpec`` objects, kept alive by
     the entry so their ids cannot be reused); on a miss, a content key (names, descriptions and
-    schemas) finds an index built from equal specs.
+    schemas) finds an index built from equal specs, and a set whose specs are all in a built
+    index (a session's allowed subset of a registry) gets a view of that index
+    (:class:`IndexView`) instead of an index of its own.
     """
 
     def __init__(self, entries: int = CACHE_ENTRIES) -> None:
         self._entries = entries
-        self._by_identity: OrderedDict[tuple[int, ...], tuple[Sequence[object], RankingIndex]]
+        self._by_identity: OrderedDict[tuple[int, ...], tuple[Sequence[object], Ranking]]
         self._by_identity = OrderedDict()
-        self._by_content: OrderedDict[Hashable, RankingIndex] = OrderedDict()
+        self._by_content: OrderedDict[Hashable, Ranking] = OrderedDict()
+        self._built: OrderedDict[Hashable, _Built] = OrderedDict()
         self._lock = threading.Lock()
         self.builds = 0
 
     def get(
         self,
         items: Sequence[Any],
-        prepare: Callable[[], tuple[Hashable, Callable[[], RankingIndex]]],
-    ) -> RankingIndex:
-        """The index of ``items``. On an identity miss, ``prepare()`` gives the content key
-        and the function that builds the index when no equal set was seen."""
+        prepare: Callable[[], tuple[Sequence[object], Hashable, Callable[[], RankingIndex]]],
+    ) -> Ranking:
+        """The index of ``items``. On an identity miss, ``prepare()`` gives the checked specs
+        (one per name), their content key, and the function that builds their index."""
         identity = tuple(map(id, items))
         with self._lock:
             hit = self._by_identity.get(identity)
             if hit is not None:
                 self._by_identity.move_to_end(identity)
                 return hit[1]
-            key, build = prepare()
+            specs, key, build = prepare()
             index = self._by_content.get(key)
             if index is None:
-                index = build()
+                index = self._view(specs)
+            if index is None:
+                built = build()
                 self.builds += 1
-                self._by_content[key] = index
-                while len(self._by_content) > self._entries:
-                    self._by_content.popitem(last=False)
-            else:
-                self._by_content.move_to_end(key)
+                index = built
+                rows = {id(spec): row for row, spec in enumerate(specs)}
+                self._built[key] = _Built(specs=list(specs), index=built, rows=rows)
+                _trim(self._built, self._entries)
+            self._by_content[key] = index
+            self._by_content.move_to_end(key)
+            _trim(self._by_content, self._entries)
             self._by_identity[identity] = (list(items), index)
-            while len(self._by_identity) > self._entries:
-                self._by_identity.popitem(last=False)
+            _trim(self._by_identity, self._entries)
             return index
+
+    def _view(self, specs: Sequence[object]) -> IndexView | None:
+        for built in reversed(self._built.values()):  # the most recent first
+            rows = [built.rows.get(id(spec)) for spec in specs]
+            if all(row is not None for row in rows):
+                return IndexView(built.index, [row for row in rows if row is not None])
+        return None
+
+
+def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
+    while len(entries) > size:
+        entries.popitem(last=False)
 
 
 def spec_content_key(specs: Sequence[ToolSpec], embeddings: bool) -> Hashable:

@@ -420,7 +420,8 @@ class SAgent:
             )
             if opened is not None:
                 tool, sandbox = opened
-                run.extras.register_tool(tool.as_tool())
+                # with suggestion, its description counts the tools instead of listing each
+                run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
                 run.extra_names.add("run_script")
         await state.init_more(sandbox=sandbox)
         if state.skills is not None:

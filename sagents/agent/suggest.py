@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sagents.agent._ranking import (
     Document,
     IndexCache,
+    Ranking,
     RankingIndex,
     cosines,
     embedding_model,
@@ -144,20 +145,21 @@ class OfflineToolSelector:
         """How many indexes were built (a changed tool set builds a new one)."""
         return self._cache.builds
 
-    def index(self, tools: ToolsInput) -> RankingIndex:
-        """The index of ``tools`` (built on first use, then cached).
+    def index(self, tools: ToolsInput) -> Ranking:
+        """The index of ``tools`` (built on first use, then cached; a subset of an indexed set
+        is a view of that index).
 
         Raises:
             TypeError: ``tools`` is not one of the accepted shapes.
         """
         items = _listed(tools)
 
-        def prepare() -> tuple[Hashable, Callable[[], RankingIndex]]:
+        def prepare() -> tuple[Sequence[object], Hashable, Callable[[], RankingIndex]]:
             specs = _unique(items)
-            documents = [tool_document(s) for s in specs]
             return (
+                specs,
                 spec_content_key(specs, self.embeddings),
-                lambda: RankingIndex(documents, embeddings=self.embeddings),
+                lambda: RankingIndex([tool_document(s) for s in specs], embeddings=self.embeddings),
             )
 
         return self._cache.get(items, prepare)

@@ -253,6 +253,7 @@ class ConfiguredGateway(Gateway):
             workspaces=self.workspaces,
             limits=self.config.scripts,
             protected={"config file": self.settings.config} if self.settings.config else None,
+            list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
             opened = await scripts.__aenter__()

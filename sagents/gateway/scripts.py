@@ -76,6 +76,8 @@ class GatewayScripts:
             (``$SAGENTS_DATA_DIR``) when None.
         protected: Other host paths no sandbox may bind, by what they are (``config file``:
             the mcpServers commands the next start runs on the host).
+        list_tools: run_script's description lists each callable tool (the default); False
+            only counts them (``--tool-search``: the script's ``tools()`` lists them).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -91,8 +93,10 @@ class GatewayScripts:
         limits: ScriptLimits,
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
+        list_tools: bool = True,
     ) -> None:
         self._hub = hub
+        self._list_tools = list_tools
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
         self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
@@ -171,7 +175,9 @@ class GatewayScripts:
         callable_specs = script_callable_specs(specs)
         if not should_offer_run_script(callable_specs):
             return None
-        spec = run_script_spec(callable_specs, mode=mode, limits=self._settings.limits)
+        spec = run_script_spec(
+            callable_specs, mode=mode, limits=self._settings.limits, list_tools=self._list_tools
+        )
         return dataclasses.replace(spec, permission="read_only")
 
     async def run(

@@ -43,9 +43,16 @@ from typing import Any, Self, cast
 import anyio
 import mcp_types as mt
 from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -79,6 +86,9 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.ext_skills import SkillsExtension
+from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
+from sagents.gateway.extensions import install_extension
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.policy import Profile
@@ -99,12 +109,19 @@ from sagents.tool.approval import (
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 
-__all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
+__all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("tools/list", "resources/list", "resources/read")
+}
+"""``ttlMs``/``cacheScope`` of the list results (2026-07-28, "Caching"): private, since what a
+session is offered depends on its token and profile; immediately stale, since upstream lists
+and skill files change without notice on the 2026-07-28 protocol (no standing channel)."""
 _STATE_KEY = "sagents.gateway.session"
 _INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
@@ -205,6 +222,9 @@ class Gateway:
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
+        self._changes = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._changes)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -221,8 +241,16 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
+                cache_hints=CACHE_HINTS,
+                on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(request_state_boundary(name))
+        if resources is not None:  # the MCP Skills extension (docs/gateway.md)
+            skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
+            install_extension(self.server, skills)
+        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
+        self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
+        install_extension(self.server, self._task_ext)
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -236,6 +264,7 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         self._running = False
+        self._listen.close()
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
@@ -248,12 +277,12 @@ class Gateway:
         """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
 
         Called when the provider's tools change (an upstream server's list changed). Clients
-        on 2026-07-28 connections have no standing channel and see the change on their next
-        ``tools/list``.
+        on 2026-07-28 connections hear of it on their ``subscriptions/listen`` streams.
 
         Returns:
-            How many clients were notified.
+            How many handshake-era clients were notified.
         """
+        await self._changes.publish(ToolsListChanged())
         sent = 0
         for connection in list(self._connections):
             try:
@@ -360,7 +389,9 @@ class Gateway:
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
         await self._announce_restart(ctx, session)
-        specs = session.offer.list_specs()
+        # sorted by name, run_script last: the same set lists the same way, whatever order
+        # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
+        specs = sorted(session.offer.list_specs(), key=_list_order)
         if self.tool_search is not None:
             specs = self.tool_search.listed(self._search_state(session), specs)
         tools: list[mt.Tool] = []
@@ -524,8 +555,13 @@ class Gateway:
             permission_mode=session.mode,
         )
 
+        task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
+        asker, task_input = (
+            self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
+        )
+
         async def call() -> ToolResult:
-            token = CLIENT_ASKER.set(ClientAsker(ctx))
+            token = CLIENT_ASKER.set(asker)
             try:
                 with decided(answer, frozenset({name})) if answer else nullcontext():
                     return await session.offer.run_tool(
@@ -545,17 +581,20 @@ class Gateway:
                     events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
                     tg.start_soon(forwarder.forward, events)
                 try:
-                    if self.background_after_s is None:
+                    hand_off_after = self.background_after_s
+                    if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                        hand_off_after = 0.0  # a run_script of a Tasks client is a task
+                    if hand_off_after is None:
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
                         done = await self._tasks.wait(
-                            task_id,
-                            hand_off_after=self.background_after_s,
-                            on_done=self._notifier(ctx),
+                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
                         )
                         if done is None:
                             self._tasks.handed_off(session.scope, task_id, name)
+                            if task_request is not None and task_input is not None:
+                                self._task_ext.created(task_request, task_id, task_input)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -586,6 +625,8 @@ class Gateway:
 
         async def on_done(info: TaskInfo) -> None:
             self._tasks.finished(info)
+            self._task_ext.finished(info)
+            await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -686,6 +727,10 @@ class Gateway:
         block = to_mcp_content(found)
         assert isinstance(block, mt.EmbeddedResource)
         return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _list_order(spec: ToolSpec) -> tuple[bool, str]:
+    return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
 
 
 def _skills_of(session: _ClientSession) -> frozenset[str] | None:

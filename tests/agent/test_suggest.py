@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import socket
 import sys
 from collections.abc import Iterator
@@ -232,3 +233,46 @@ def test_without_wordllama_bm25_ranks_alone_and_says_so(
     finally:
         embedding_model.cache_clear()
     assert any("ranking with BM25 alone" in r.getMessage() for r in caplog.records)
+
+
+def test_odd_schemas_and_names_are_indexed_without_error() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(100):
+        deep = {"type": "object", "properties": {"inner": deep}}
+    tools = [
+        ToolSpec(name="listed_properties", description="", input_schema={"properties": ["a"]}),
+        ToolSpec(
+            name="odd_enum",
+            description="Pick a colour.",
+            input_schema={"properties": {"c": {"enum": [1, None, "red"], "description": 7}}},
+        ),
+        ToolSpec(name="deep_tool", description="Deeply nested.", input_schema=deep),
+        ToolSpec(name="天气", description="天气预报"),
+        ToolSpec(name="__", description=""),
+    ]
+    selector = OfflineToolSelector()
+    ranked = selector.rank("red colour", tools, k=5)
+    assert ranked[0] == "odd_enum"
+    assert sorted(ranked) == sorted(t.name for t in tools)
+    # a tool with no words at all (an empty embedding) does not switch the embeddings off
+    scores = selector.index(tools).scores("forecast of the weather")
+    assert all(math.isfinite(score) for score in scores)
+    assert scores[3] > max(scores[:3] + scores[4:])
+
+
+def test_a_subset_of_an_indexed_set_is_ranked_without_a_new_index() -> None:
+    selector = OfflineToolSelector()
+    manager = _manager()
+    assert selector.rank("send an email", manager, 1) == ["mail__send_email"]
+    assert selector.index_builds == 1
+    allowed = ["fs__delete_file", "fs__list_directory", "weather__get_forecast"]
+    proxy = ToolProxy([manager], available_tools=allowed)
+    assert selector.rank("delete the file", proxy, 2)[0] == "fs__delete_file"
+    assert sorted(selector.rank("send an email", proxy, 10)) == sorted(allowed)
+    reordered = list(reversed(manager.list_specs()))
+    assert selector.rank("", reordered, 1) == [reordered[0].name]
+    assert selector.rank("will it rain", reordered, 1) == ["weather__get_forecast"]
+    assert selector.index_builds == 1  # views of the first index
+    scores = selector.index(proxy).scores("will it rain tomorrow")
+    assert len(scores) == 3
+    assert scores.index(max(scores)) == sorted(allowed).index("weather__get_forecast")

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import StdioServerParameters
 
-from sagents.agent import SAgent
+from sagents.agent import LLMToolSelector, SAgent
 from sagents.core.spec import ToolSpec
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
@@ -394,3 +396,70 @@ async def test_an_expansion_takes_effect_in_the_next_turn_not_in_its_own_batch()
     assert "tool_expand_tools" in refused["content"]
     assert ran["content"] == "noon in Paris"
     assert RAN == ["get_time"]
+
+
+async def test_the_llm_selector_picks_the_turns_tools_in_one_call_without_tools() -> None:
+    script = [reply('["get_time", "not_a_tool"]'), reply("noon")]
+    async with ScriptedModel(script) as model:
+        chat_model = model.chat_model()
+        agent = SAgent(
+            model=chat_model,
+            run_script=False,
+            max_tools_per_turn=2,
+            tool_suggester=LLMToolSelector(chat_model),
+        )
+        done = done_of(await collect(agent, ASK_WEATHER, tool_manager=_manager()))
+    pick, turn = model.requests
+    assert "tools" not in pick
+    assert _names(turn) == ["get_time", "tool_expand_tools"]
+    assert done.audit_status["suggested_tools"] == ["get_time"]
+
+
+async def test_suggestion_and_expansion_over_a_real_mcp_server() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    script = [
+        tool_call("tool_expand_tools", {"tool_names": ["fleet__list_devices"]}),
+        tool_call("fleet__list_devices", {}),
+        reply("500 devices."),
+    ]
+    ask = [{"role": "user", "content": "Is device SN0001 online? Check its status."}]
+    async with ToolManager() as fleet, ScriptedModel(script) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), run_script=False, max_tools_per_turn=1)
+        done = done_of(await collect(agent, ask, tool_manager=fleet))
+    assert _names(model.requests[0]) == ["fleet__get_device_status", "tool_expand_tools"]
+    assert _names(model.requests[1])[-1] == "fleet__list_devices"
+    listing = tool_messages(done.messages)[-1]
+    assert "SN0001" in listing["content"]
+    assert done.audit_status["suggested_tools"] == [
+        "fleet__get_device_status",
+        "fleet__list_devices",
+    ]
+
+
+async def test_with_suggestion_run_script_counts_its_tools_and_scripts_still_call_them(
+    tmp_path: Path,
+) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    code = (
+        "from agent_tools import call, tools\n"
+        "names = sorted(t['name'] for t in tools())\n"
+        "print(len(call('fleet__list_devices', {})['devices']), 'devices;', ', '.join(names))\n"
+    )
+    script = [
+        tool_call("run_script", {"code": code, "tools": [], "description": "count devices"}),
+        reply("500 devices."),
+    ]
+    ask = [{"role": "user", "content": "Is device SN0001 online? Check its status."}]
+    context = SessionContext(session_id="rs", workspace=str(tmp_path / "ws"))
+    async with ToolManager() as fleet, ScriptedModel(script) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), max_tools_per_turn=1)
+        done = done_of(await collect(agent, ask, tool_manager=fleet, session_context=context))
+    tools = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+    assert list(tools) == ["fleet__get_device_status", "run_script", "tool_expand_tools"]
+    description = tools["run_script"]["description"]
+    assert "- 4 tools of this session: in the script, tools() lists them" in description
+    assert "fleet__list_devices" not in description  # not one line per tool
+    (result,) = tool_messages(done.messages)
+    assert "500 devices; fleet__get_device_status, fleet__list_devices" in result["content"]

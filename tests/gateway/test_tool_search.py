@@ -280,12 +280,17 @@ async def test_sagents_serve_tool_search_over_stdio_with_the_fleet_server(tmp_pa
             await changed.wait()
             after = await names(client)
             status = await client.call_tool("fleet__get_device_status", {"sn": "SN0001"})
+            await client.call_tool("tool_expand_tools", {"tool_names": ["run_script"]})
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert before == OWN
     assert found["tools"][0]["name"] == "fleet__get_device_status"
     assert error_code(refused) == "not_allowed"
     assert expanded["expanded_tools"] == ["fleet__get_device_status"]
     assert after == [*OWN, "fleet__get_device_status"]
     assert status.is_error is False
+    description = listed["run_script"].description or ""
+    assert "- 4 tools of this session: in the script, tools() lists them" in description
+    assert "fleet__reboot_device" not in description  # counted, not listed one per line
 
 
 async def test_an_async_ranking_is_awaited_and_names_outside_the_offer_are_dropped() -> None:
