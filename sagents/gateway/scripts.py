@@ -48,11 +48,12 @@ from sagents.script.runtime import install_runtime
 from sagents.script.session import (
     RunScriptSettings,
     RunScriptTool,
-    ScriptToolSource,
     script_callable_specs,
 )
 from sagents.script.settings import ScriptLimits
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
+from sagents.tool.spec_provider import SpecProvider
 
 __all__ = ["GatewayScripts"]
 
@@ -190,7 +191,7 @@ class GatewayScripts:
         arguments: dict[str, Any],
         context: SessionContext,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         tool_call_id: str | None,
     ) -> ToolResult:
         """Run one ``run_script`` call for the calling session.
@@ -250,21 +251,30 @@ class GatewayScripts:
 
 
 @dataclass
-class _SessionTools:
+class _SessionTools(SpecProvider):
     """What a session's scripts call: its offer for scripts, once a run_script call gave it
     (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
 
-    target: ScriptToolSource | None = None
+    target: ToolProvider | None = None
 
     def list_specs(self) -> list[ToolSpec]:
         return [] if self.target is None else self.target.list_specs()
 
     async def run_tool(
-        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
+        strict: bool = False,
     ) -> ToolResult:
         if self.target is None:
             return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
-        return await self.target.run_tool(name, args, session_context)
+        return await self.target.run_tool(
+            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
+        )
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ import pytest
 from mcp import Client
 
 from sagents.core.spec import ToolSpec
-from sagents.gateway import Gateway, StaticApprover
+from sagents.gateway import Gateway
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
+from sagents.tool.approval import AllowAllApprover
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_server import error_code
 from tests.gateway.test_tool_search import OWN, names, searching, structured
@@ -23,7 +24,7 @@ from tests.gateway.test_tool_search import OWN, names, searching, structured
 
 @asynccontextmanager
 async def ranked_by(rank: ToolRanker) -> AsyncIterator[Gateway]:
-    approver = StaticApprover(answer="allow_once")
+    approver = AllowAllApprover()
     async with Gateway(FakeProvider(), tool_search=ToolSearch(rank), approver=approver) as gateway:
         yield gateway
 
