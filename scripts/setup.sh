@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything sagents needs, from nothing, into the repository:
-#   - system packages (bubblewrap, git) with apt-get when root, or a clear message otherwise;
+#   - system packages (bubblewrap, git; chromium for --test) with apt-get when root, or a clear message otherwise;
 #   - .venv in the repository root with sagents (editable) and, with --test, its test tools;
 #   - with --test, the reference MCP servers the tests talk to (scripts/setup-peers.sh).
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--test]
@@ -15,6 +15,10 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
+if [ "$with_test" = 1 ]; then  # the web console's browser tests (tests/gateway/console/)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing system packages: ${missing[*]}"

@@ -19,11 +19,19 @@ from sagents.cli.workspace import prepare_workspace
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway.factory import build_gateway
-from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
+from sagents.gateway.http_server import (
+    CONSOLE_PATH,
+    MCP_PATH,
+    check_bind,
+    console_allowed,
+    serve_http,
+)
 from sagents.gateway.settings import (
+    APPROVAL_ROUTES,
     DEFAULT_HOST,
     DEFAULT_PORT,
     TOKEN_ENV,
+    ApprovalRoute,
     GatewaySettings,
     TransportName,
     load_profiles,
@@ -45,6 +53,11 @@ def resolve_settings(
     background_after: float | None,
     allowed_hosts: list[str],
     shared_workspace: bool = False,
+    approvals: str = "elicitation",
+    console: bool = True,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_proxy: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
@@ -74,6 +87,11 @@ def resolve_settings(
             chosen_mode = chosen.mode
     if background_after is not None and background_after < 0:
         raise ConfigError("must be 0 or more seconds", key="--background-after")
+    route = _approval_route(approvals, chosen_transport, console)
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "--tls-cert and --tls-key go together", key="--tls-key" if tls_cert else "--tls-cert"
+        )
     settings = GatewaySettings(
         config=config,
         profile=chosen,
@@ -87,10 +105,37 @@ def resolve_settings(
         token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
         background_after_s=background_after,
         allowed_hosts=tuple(allowed_hosts),
+        approvals=route,
+        console=console and chosen_transport == "http",
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_proxy=tls_proxy,
     )
     if chosen_transport == "http":
         check_bind(settings)
     return settings
+
+
+def _approval_route(value: str, transport: TransportName, console: bool) -> ApprovalRoute:
+    """Read ``--approvals``: the console answers only where it is served.
+
+    Raises:
+        ConfigError: an unknown value, or ``console``/``both`` without the console.
+    """
+    if value not in APPROVAL_ROUTES:
+        raise ConfigError(
+            f"unknown approvals route {value!r}; use {', '.join(APPROVAL_ROUTES)}",
+            key="--approvals",
+        )
+    route: ApprovalRoute = value
+    if route != "elicitation" and (transport != "http" or not console):
+        raise ConfigError(
+            f"--approvals {route} needs the web console, which only --transport http serves",
+            key="--approvals",
+            hint="add --transport http (and leave out --no-console), or use --approvals "
+            "elicitation",
+        )
+    return route
 
 
 async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
@@ -124,7 +169,13 @@ async def _run(settings: GatewaySettings) -> bool:
             await gateway.run_stdio()
         else:
             port = await tg.start(serve_http, gateway, settings)
-            print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+            scheme = "https" if settings.tls_cert else "http"
+            print(f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+            if console_allowed(settings):
+                print(
+                    f"sagents serve: console at {scheme}://{settings.host}:{port}{CONSOLE_PATH}/",
+                    file=sys.stderr,
+                )
             await anyio.sleep_forever()
         tg.cancel_scope.cancel()
     return bool(received)
@@ -167,6 +218,31 @@ def serve(
         list[str] | None,
         typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
     ] = None,
+    approvals: Annotated[
+        str,
+        typer.Option(
+            "--approvals",
+            help="Who approves writes: elicitation (the MCP client), console (the web "
+            "console) or both (first answer wins).",
+        ),
+    ] = "elicitation",
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console at /console/.")
+    ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="TLS certificate (PEM): serve HTTPS.")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+    ] = None,
+    behind_tls_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--behind-tls-proxy",
+            help="A TLS-terminating proxy is in front: serve the console beyond loopback over "
+            "plain HTTP to it, with Secure cookies.",
+        ),
+    ] = False,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     setup_logging()
@@ -184,6 +260,11 @@ def serve(
             background_after=background_after,
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
+            approvals=approvals,
+            console=not no_console,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_proxy=behind_tls_proxy,
         )
         signalled = anyio.run(_run, settings)
     except ConfigError as error:

@@ -58,6 +58,7 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.gateway.approval import Approver
+from sagents.gateway.pending import ConsoleScriptApprover
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
@@ -170,6 +171,7 @@ class ConfiguredGateway(Gateway):
             background_after_s=background,
             task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=self.workspaces,
+            approvals=settings.approvals,
             name=settings.name,
         )
 
@@ -258,6 +260,23 @@ class ConfiguredGateway(Gateway):
                 error.message, file=_file(self.config), key="builtinTools.enabled"
             ) from error
 
+    def _script_approver(self) -> ConsoleScriptApprover | None:
+        """run_script's approver when the console is asked (None: the client, by elicitation)."""
+        if self.approvals == "elicitation":
+            return None
+
+        def permission_of(name: str) -> str:
+            if self._manager is None or not self._manager.has_tool(name):
+                return "write"
+            return self._manager.get_tool_spec(name).permission
+
+        return ConsoleScriptApprover(
+            self.pending,
+            route=self.approvals,
+            owner_of=self.session_owner,
+            permission_of=permission_of,
+        )
+
     async def _start_scripts(self) -> GatewayScripts | None:
         """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
         scripts = GatewayScripts(
@@ -265,6 +284,7 @@ class ConfiguredGateway(Gateway):
             workspaces=self.workspaces,
             limits=script_limits(self.config),
             protected={"config file": self.settings.config} if self.settings.config else None,
+            approver=self._script_approver(),
         )
         try:
             return await scripts.__aenter__()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,7 @@ from sagents.progress.hub import ProgressHub
 from sagents.sandbox.factory import create_sandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
+from sagents.script.policy import Approver as ScriptApprover
 from sagents.script.runtime import install_runtime
 from sagents.script.session import (
     RunScriptSettings,
@@ -75,6 +76,8 @@ class GatewayScripts:
             (``$SAGENTS_DATA_DIR``) when None.
         protected: Other host paths no sandbox may bind, by what they are (``config file``:
             the mcpServers commands the next start runs on the host).
+        approver: Asked before a run that lists write tools; None asks the client of the
+            call (:class:`~sagents.gateway.approval.ClientScriptApprover`).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -90,8 +93,10 @@ class GatewayScripts:
         limits: ScriptLimits,
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
+        approver: ScriptApprover | None = None,
     ) -> None:
         self._hub = hub
+        self._approver = approver
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
         self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
@@ -101,6 +106,9 @@ class GatewayScripts:
         self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
+        self.on_start: Callable[[str, str | None, str], None] | None = None
+        """Told ``(session id, tool call id, description)`` as each run_script call starts
+        (the web console shows the description of a live run); must not block."""
         self.aborted: list[str] = []
         """Records directories of runs a previous process left running, marked at start."""
 
@@ -200,6 +208,8 @@ class GatewayScripts:
                 "invalid_arguments",
                 "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
             )
+        if self.on_start is not None:
+            self.on_start(context.session_id, tool_call_id, str(description))
         return await session.tool.run(
             code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
         )
@@ -226,7 +236,7 @@ class GatewayScripts:
                 session=context,
                 sandbox=sandbox,
                 runtime=self._runtime,
-                approver=ClientScriptApprover(),
+                approver=self._approver or ClientScriptApprover(),
                 settings=self._settings,
                 hub=self._hub,
                 audit=self._audit,

@@ -82,6 +82,7 @@ from sagents.gateway.background import (
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
+from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway.policy import Profile, call_requirement
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
@@ -148,6 +149,8 @@ class Gateway:
             beyond what the provider itself holds.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
+        approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
+            ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
         name: Server name announced to clients.
 
     Use::
@@ -170,6 +173,7 @@ class Gateway:
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
         task_store: SqliteTaskStore | None = None,
+        approvals: ApprovalRoute = "elicitation",
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -183,6 +187,12 @@ class Gateway:
         self.workspace = workspace
         self.scripts = scripts
         self._shared_sessions: dict[str, _ClientSession] = {}
+        self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
+            weakref.WeakValueDictionary()
+        )
+        self.approvals: ApprovalRoute = approvals
+        self.pending = PendingApprovals()
+        """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
@@ -321,7 +331,19 @@ class Gateway:
             owner=owner,
         )
         self._offers[session.session_id] = offer
+        self._sessions[session.session_id] = session
         return session
+
+    def session_owner(self, session_id: str) -> str:
+        """The identity of the credential that opened a live session ("" without token or
+        for an unknown session): who besides the operator may answer its approvals."""
+        session = self._sessions.get(session_id)
+        return session.identity if session is not None else ""
+
+    @property
+    def tasks(self) -> GatewayTasks:
+        """The background calls of every session (the web console lists and cancels them)."""
+        return self._tasks
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -411,6 +433,8 @@ class Gateway:
         can_elicit = ctx.session.check_client_capability(
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
         )
+        if self.approvals != "elicitation":
+            return await self._console_approval(ctx, request, can_elicit=can_elicit)
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -431,6 +455,26 @@ class Gateway:
             return await ElicitationApprover(ClientAsker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
+
+    async def _console_approval(
+        self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
+    ) -> ApprovalAnswer:
+        """Ask the console (and, with ``both``, a client that can be asked mid-call)."""
+        owner = request_credential(ctx.request).identity
+        client = None
+        if (
+            self.approvals == "both"
+            and can_elicit
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+
+            async def client() -> ApprovalAnswer | None:
+                try:
+                    return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+                except NoBackChannelError:
+                    return None
+
+        return await self.pending.ask(PendingApproval.for_call(request, owner=owner), client=client)
 
     async def _run(
         self,

@@ -23,9 +23,11 @@ from sagents.errors import ConfigError
 from sagents.gateway.policy import Profile
 
 __all__ = [
+    "APPROVAL_ROUTES",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "TOKEN_ENV",
+    "ApprovalRoute",
     "GatewaySettings",
     "TransportName",
     "is_loopback",
@@ -34,6 +36,10 @@ __all__ = [
 ]
 
 TransportName = Literal["stdio", "http"]
+ApprovalRoute = Literal["console", "elicitation", "both"]
+"""Who is asked for approvals (``--approvals``): the MCP client through elicitation, the web
+console (docs/console.md), or both at once."""
+APPROVAL_ROUTES: tuple[ApprovalRoute, ...] = ("console", "elicitation", "both")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -65,6 +71,11 @@ class GatewaySettings:
         allowed_hosts: Extra ``Host`` header values accepted by the DNS-rebinding protection
             (``host:port``, ``host:*``).
         name: The MCP server name announced to clients.
+        approvals: Who is asked for approvals (``--approvals``; see :data:`ApprovalRoute`).
+        console: Serve the web console at ``/console/`` beside ``/mcp`` (HTTP only).
+        tls_cert: TLS certificate (PEM) to serve HTTPS with; tls_key: its private key.
+        tls_proxy: A TLS-terminating proxy is in front (``--behind-tls-proxy``): the console
+            may be served on a non-loopback bind over plain HTTP to it, with ``Secure`` cookies.
     """
 
     config: Path | None = None
@@ -80,6 +91,11 @@ class GatewaySettings:
     background_after_s: float | None = None
     allowed_hosts: tuple[str, ...] = ()
     name: str = "sagents"
+    approvals: ApprovalRoute = "elicitation"
+    console: bool = True
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_proxy: bool = False
 
 
 def is_loopback(host: str) -> bool:
