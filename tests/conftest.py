@@ -17,6 +17,7 @@ import pytest
 
 SLOW = frozenset(
     {
+        "tests/gateway/console/test_console_browser.py",
         "tests/test_readme.py",
         "tests/cli/test_demo_cli.py",
         "tests/cli/test_git_history_example.py",

@@ -83,6 +83,12 @@ class ProgressHub:
         while one watches, every session counts as :meth:`listening`."""
         self._watchers.append(watcher)
 
+    def show_watchers(self, session_id: str, event: Event) -> None:
+        """Offer ``event`` to the watchers only, not to the session's consumers (what only an
+        operator's view shows: a run_script run's raw stdout and stderr)."""
+        for watcher in self._watchers:
+            watcher.offer(session_id, event)
+
     def unwatch(self, watcher: HubWatcher) -> None:
         """Stop showing events to ``watcher`` (unknown watchers are ignored)."""
         self._watchers = [w for w in self._watchers if w is not watcher]
