@@ -15,7 +15,7 @@ from sagents.cli.logs import setup_logging
 from sagents.errors import ConfigError
 from sagents.gateway.settings import TOKEN_ENV, GatewaySettings, is_loopback
 
-__all__ = ["console"]
+__all__ = ["console", "console_settings"]
 
 DEFAULT_CONSOLE_PORT = 8766
 

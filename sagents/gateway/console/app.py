@@ -358,6 +358,9 @@ class _Console:
             "calls_more": more,
             "calls_first": page * CALLS_PAGE,
             "files": _RECORD_FILES if record else (),
+            "streams": self.data.live.text_of(live.tool_call_id)
+            if self.data.live is not None and live is not None
+            else {},
         }
 
     def _audit_description(self, script_id: str) -> str:

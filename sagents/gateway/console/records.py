@@ -30,10 +30,12 @@ __all__ = [
     "RunRecord",
     "filter_audit",
     "find_run",
+    "format_time",
     "list_runs",
     "read_calls",
     "read_shown",
     "read_todo",
+    "todo_sessions",
     "valid_run_id",
 ]
 

@@ -114,7 +114,7 @@ async def test_a_post_without_the_csrf_token_is_refused_with_403() -> None:
                     answers.append(await gateway.pending.ask(item))
 
                 tg.start_soon(ask)
-                await wait_until(lambda: bool(gateway.pending.pending()))
+                await until_pending(gateway.pending)
                 url = f"{base}/console/approvals/{item.approval_id}"
                 missing = await http.post(url, data={"decision": "allow_once"})
                 wrong = await http.post(url, data={"decision": "allow_once", "csrf": "x"})
@@ -216,7 +216,7 @@ async def test_a_pending_approval_is_answered_only_by_its_principal_or_the_opera
                 answers.append(await pending.ask(item))
 
             tg.start_soon(ask)
-            await wait_until(lambda: bool(pending.pending()))
+            await until_pending(pending)
             assert pending.pending(owner="bob") == []
             assert pending.answer(item.approval_id, "allow_once", by="bob") is False
             assert pending.answer(item.approval_id, "allow_once", by="alice") is True
@@ -234,7 +234,7 @@ async def test_allow_for_this_session_is_never_offered_for_a_script_or_a_destruc
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(pending.ask, destructive)
-            await wait_until(lambda: bool(pending.pending()))
+            await until_pending(pending)
             with pytest.raises(ValueError, match="not offered"):
                 pending.answer(destructive.approval_id, "allow_session", by=None)
             pending.answer(destructive.approval_id, "deny", by=None)
@@ -274,8 +274,62 @@ async def test_sagents_console_serves_a_data_dir_without_a_gateway(tmp_path: Pat
     assert mcp.status_code == 404
 
 
-async def wait_until(predicate: object) -> None:
-    """Let other tasks run until ``predicate()`` holds (the caller bounds the wait)."""
-    assert callable(predicate)
-    while not predicate():
-        await anyio.lowlevel.checkpoint()
+async def until_pending(pending: PendingApprovals) -> None:
+    """Return once a request waits (the caller bounds the wait)."""
+    while not pending.pending():
+        await pending.changed()
+
+
+async def test_a_direct_call_waits_for_the_console_and_only_its_principals_may_answer() -> None:
+    from sagents.gateway.policy import Profile
+    from tests.gateway.test_http import client
+
+    ops = Profile(name="ops")
+    other = Profile(name="other")
+    profiles = {"ops-token": ops, "other-token": other}
+    settings = GatewaySettings(
+        transport="http", port=0, bearer_token=TOKEN, token_profiles=profiles
+    )
+    provider = FakeProvider()
+    results: list[object] = []
+    with anyio.fail_after(30):
+        async with (
+            Gateway(provider, progress=provider.progress, approvals="console",
+                    token_profiles=profiles) as gateway,
+            anyio.create_task_group() as tg,
+        ):  # fmt: skip
+            port = await tg.start(serve_http, gateway, settings)
+            base = f"http://127.0.0.1:{port}"
+
+            answered = anyio.Event()
+
+            async def call() -> None:
+                async with client(f"{base}/mcp", token="ops-token", mode="legacy") as mcp:
+                    results.append(await mcp.call_tool("fleet__configure", {"value": 1}))
+                answered.set()
+
+            tg.start_soon(call)
+            await until_pending(gateway.pending)
+            item = gateway.pending.pending()[0]
+            url = f"{base}/console/approvals/{item.approval_id}"
+            async with httpx2.AsyncClient() as stranger, httpx2.AsyncClient() as owner:
+                assert (await login(stranger, base, token="other-token")).status_code == 303
+                listed = await stranger.get(f"{base}/console/approvals")
+                refused = await stranger.post(
+                    url, data={"decision": "allow_once", "csrf": csrf_of(listed.text)}
+                )
+                assert (await login(owner, base, token="ops-token")).status_code == 303
+                mine = await owner.get(f"{base}/console/approvals")
+                denied = await owner.post(
+                    url, data={"decision": "deny", "csrf": csrf_of(mine.text)}
+                )
+            await answered.wait()
+            tg.cancel_scope.cancel()
+    assert item.approval_id not in listed.text
+    assert refused.status_code == 404
+    assert item.approval_id in mine.text
+    assert "Allow for this session" in mine.text  # a direct call of a write tool
+    assert denied.status_code == 303
+    result = results[0]
+    assert getattr(result, "is_error", None) is True
+    assert "was not approved" in str(getattr(result, "content", ""))
