@@ -339,8 +339,6 @@ class _Console:
         progress = live.progress if live is not None else {}
         status = progress.get("status") or (record.status if record else "running")
         description = live.description if live is not None else ""
-        if not description:
-            description = self._audit_description(script_id)
         return {
             "script_id": script_id,
             "session_id": owner_session,
@@ -363,10 +361,11 @@ class _Console:
             else {},
         }
 
-    def _audit_description(self, script_id: str) -> str:
+    async def _audit_description(self, script_id: str) -> str:
+        """A finished run's description, from its audit entry ("" when there is none)."""
         if not self.data.audit_path.is_file():
             return ""
-        for entry in self.audit._select("gateway_call", _AUDIT_SCAN):
+        for entry in await self.audit.entries(kind="gateway_call", limit=_AUDIT_SCAN):
             if entry.data.get("script_id") == script_id:
                 return str(entry.data.get("description", ""))
         return ""
@@ -375,6 +374,8 @@ class _Console:
         context = await anyio.to_thread.run_sync(self._run_page, request, p)
         if context is None:
             return PlainTextResponse("no such run", status_code=404)
+        if not context["description"]:
+            context["description"] = await self._audit_description(context["script_id"])
         return self.render(request, session, "run.html", **context)
 
     async def run_file(self, request: Request, session: ConsoleSession, p: Principal) -> Response:

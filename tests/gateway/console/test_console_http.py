@@ -333,3 +333,59 @@ async def test_a_direct_call_waits_for_the_console_and_only_its_principals_may_a
     result = results[0]
     assert getattr(result, "is_error", None) is True
     assert "was not approved" in str(getattr(result, "content", ""))
+
+
+async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_records(
+    tmp_path: Path,
+) -> None:
+    from starlette.testclient import TestClient
+
+    from sagents.gateway.console.records import CALLS_PAGE
+    from sagents.script.records import CallRecord, ScriptRecords
+
+    workspace = tmp_path / "workspaces" / "sessions" / ("a" * 32)
+    workspace.mkdir(parents=True)
+    records = ScriptRecords.create(workspace, "20261201-120000-0123abcd", "print('hi')\n")
+    for number in range(CALLS_PAGE + 3):
+        records.write_call(CallRecord(ts=1.0, tool="fleet__status", arguments={"n": number},
+                                      duration_s=0.1, is_error=False, error_code=None,
+                                      summary=f"call {number}"))  # fmt: skip
+    records.write_output(b"hi\n")
+    records.write_status({"script_id": "20261201-120000-0123abcd", "status": "ok",
+                          "exit_code": 0, "calls": CALLS_PAGE + 3, "failed": 0})  # fmt: skip
+    records.close()
+    app = data_dir_console(tmp_path)
+    with TestClient(app) as http:
+        runs = http.get("/console/runs").text
+        first = http.get("/console/runs/20261201-120000-0123abcd").text
+        second = http.get("/console/runs/20261201-120000-0123abcd?page=1").text
+        script = http.get("/console/runs/20261201-120000-0123abcd/files/script.py")
+        other = http.get("/console/runs/20261201-120000-0123abcd/files/..%2f..%2fetc")
+        bad_id = http.get("/console/runs/..%2f..")
+    assert "20261201-120000-0123abcd" in runs
+    assert first.count("fleet__status") == CALLS_PAGE
+    assert 'id="calls-next"' in first
+    assert second.count("fleet__status") == 3
+    assert "call 52" in second
+    assert 'id="calls-next"' not in second
+    assert script.text == "print('hi')\n"
+    assert script.headers["content-type"].startswith("text/plain")
+    assert other.status_code == 404
+    assert bad_id.status_code == 404
+
+
+async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from sagents.tool.context import SessionContext
+    from sagents.tool.impl.todo import TodoStore
+
+    store = TodoStore(path=tmp_path / "todo.sqlite3")
+    context = SessionContext(session_id="b" * 32)
+    await store.write(context, [{"id": "t1", "content": XSS, "status": "pending"}])
+    app = data_dir_console(tmp_path)
+    with TestClient(app) as http:
+        page = http.get("/console/todo").text
+    assert "b" * 32 in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>bold</b>" not in page
