@@ -79,8 +79,11 @@ class ProgressHub:
         self._watchers: list[HubWatcher] = []
 
     def watch(self, watcher: HubWatcher) -> None:
-        """Show ``watcher`` every event of every session from now on (see :class:`HubWatcher`);
-        while one watches, every session counts as :meth:`listening`."""
+        """Show ``watcher`` every event published from now on, of every session (see
+        :class:`HubWatcher`). A watcher does not make a session :meth:`listening`: it sees what
+        is published anyway (``script.progress``, approvals, completions, what
+        :meth:`show_watchers` sends, and ``tool_progress`` of calls someone listens to),
+        so that watching costs the calls nothing."""
         self._watchers.append(watcher)
 
     def show_watchers(self, session_id: str, event: Event) -> None:
@@ -108,9 +111,9 @@ class ProgressHub:
         return tuple(self._queues.get(session_id, ()))
 
     def listening(self, session_id: str) -> bool:
-        """True when at least one consumer's queue is registered for ``session_id``, or a
-        :class:`HubWatcher` watches every session."""
-        return session_id in self._queues or bool(self._watchers)
+        """True when at least one consumer's queue is registered for ``session_id`` (watchers
+        do not count: a call nobody else listens to stays quiet, see :meth:`watch`)."""
+        return session_id in self._queues
 
     def register_progress_queue(self, session_id: str, queue: EventQueue) -> None:
         """Register a consumer's queue for a session (docs/progress.md).

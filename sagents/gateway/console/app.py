@@ -515,6 +515,12 @@ class _Console:
                 yield b": no gateway\n\n"
                 return
             async with live.subscribe() as updates:
+                if not run_id and self.data.pending is not None:
+                    # What waits now, as of the subscription: a page rendered just before a
+                    # request arrived reloads (no event can fall between render and here).
+                    owner = None if principal.operator else principal.identity
+                    ids = sorted(p.approval_id for p in self.data.pending.pending(owner=owner))
+                    yield _sse({"type": "approvals.state", "ids": ids})
                 if run is not None and self._visible(principal, run.session_id):
                     snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
                                 "progress": run.progress}  # fmt: skip

@@ -135,6 +135,9 @@
         runPage(event);
       } else if (page === "approvals" && event.type === "approvals.changed") {
         window.location.reload();
+      } else if (page === "approvals" && event.type === "approvals.state") {
+        const shown = document.getElementById("approvals").dataset.pending || "";
+        if (shown !== (event.ids || []).join(",")) { window.location.reload(); }
       } else if (page === "background" && (event.type === "background.done"
                  || (event.type === "script.progress" && FINAL.has(event.status)))) {
         window.setTimeout(function () { window.location.reload(); }, 300);
