@@ -75,6 +75,16 @@ def _cli_start() -> dict[str, float]:
     }
 
 
+def _suggest_cost() -> dict[str, float]:
+    report = _run_json("bench_suggest.py", "--only", "cost")["cost"]
+    return {"ms/query": report["per_query_ms"], "/ serialising the schemas": report["ratio"]}
+
+
+def _suggest_recall() -> dict[str, float]:
+    report = _run_json("bench_suggest.py", "--only", "recall")["bfcl"]["recall_fused"]
+    return {"R@5": report["5"], "R@10": report["10"]}
+
+
 ROWS: tuple[Row, ...] = (
     Row(
         name="run_script call_many (500 calls of a 5 ms tool, concurrency 4) vs the SDK client",
@@ -107,6 +117,18 @@ ROWS: tuple[Row, ...] = (
         bench="bench_cli_start.py",
         goal="<= python start + 300 ms",
         measure=_cli_start,
+    ),
+    Row(
+        name="suggest_tools per query on 2,000 tools (index built), CPU",
+        bench="bench_suggest.py",
+        goal="<= 10 ms",
+        measure=_suggest_cost,
+    ),
+    Row(
+        name="suggest_tools recall@5 / @10 on pooled non-live BFCL (769 functions)",
+        bench="bench_suggest.py",
+        goal=">= 0.9 / 0.95",
+        measure=_suggest_recall,
     ),
 )
 

@@ -60,6 +60,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
+# The data of bench/bench_suggest.py (questions, function docs, answers): the wheel only, since
+# its own dependencies (torch, cloud SDKs) are not needed to read it.
+BFCL_EVAL="bfcl-eval==2026.3.23"
+if [ "$with_test" = 1 ] && ! .venv/bin/python -c "import bfcl_eval" 2>/dev/null; then
+    say "installing $BFCL_EVAL (data only) into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "$BFCL_EVAL"
+fi
+
 if [ "$with_test" = 1 ] && [ -x scripts/setup-peers.sh ]; then
     scripts/setup-peers.sh
 fi

@@ -37,6 +37,7 @@ def test_every_public_class_and_function_defined_in_a_module_is_in_all(
         name
         for name, obj in vars(module).items()
         if not name.startswith("_")
+        and name.isidentifier()  # pydantic files parametrised generics as "Request[...]"
         and (inspect.isclass(obj) or inspect.isfunction(obj))
         and getattr(obj, "__module__", None) == module.__name__
     ]

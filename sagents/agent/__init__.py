@@ -12,14 +12,29 @@ from sagents.agent.events import (
     MessageDeltaEvent,
     MessageEvent,
     UsageEvent,
+    WorkflowSelectedEvent,
 )
 from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent.selectors import (
+    EmbeddingsToolSelector,
+    LLMToolSelector,
+    choose_workflow_with_model,
+)
 from sagents.agent.session import (
     AGENT_SESSION_KEY,
     AgentSession,
     AuditStatus,
     current_agent_session,
+)
+from sagents.agent.suggest import (
+    OfflineToolSelector,
+    ToolSelector,
+    Workflow,
+    WorkflowChoice,
+    choose_workflow,
+    select_workflow,
+    suggest_tools,
 )
 
 __all__ = [
@@ -31,13 +46,24 @@ __all__ = [
     "AuditStatus",
     "DoneEvent",
     "DoneReason",
+    "EmbeddingsToolSelector",
+    "LLMToolSelector",
     "MessageDeltaEvent",
     "MessageEvent",
     "ModelTurn",
+    "OfflineToolSelector",
     "OpenAIChatModel",
     "SAgent",
     "TextDelta",
+    "ToolSelector",
     "Usage",
     "UsageEvent",
+    "Workflow",
+    "WorkflowChoice",
+    "WorkflowSelectedEvent",
+    "choose_workflow",
+    "choose_workflow_with_model",
     "current_agent_session",
+    "select_workflow",
+    "suggest_tools",
 ]

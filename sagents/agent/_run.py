@@ -54,6 +54,10 @@ class RunState:
     hubs: list[ProgressHub]
     extras: ToolManager = field(default_factory=ToolManager)
     extra_names: set[str] = field(default_factory=set)
+    allowed_names: set[str] = field(default_factory=set)
+    system_extra: str = ""
+    """This request's part of the system prompt (the chosen workflow or skill)."""
+    """The session's allowed tools this turn, as the model names them (tool suggestion)."""
     queues: list[EventQueue] = field(default_factory=list)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     turns: int = 0

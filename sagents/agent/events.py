@@ -6,6 +6,7 @@ class                           ``type``              what
 :class:`MessageDeltaEvent`      ``message.delta``     assistant text as it streams
 :class:`MessageEvent`           ``message``           a complete message appended to the history
 :class:`UsageEvent`             ``usage``             the tokens of one model call
+:class:`WorkflowSelectedEvent`  ``workflow.selected`` the workflow or skill chosen for a request
 :class:`DoneEvent`              ``done``              the last event of every run
 ``ToolProgressEvent``           ``tool_progress``     a tool's live output (``sagents.core.events``)
 ``ScriptProgressEvent``         ``script.progress``   a run_script snapshot
@@ -38,6 +39,7 @@ __all__ = [
     "MessageDeltaEvent",
     "MessageEvent",
     "UsageEvent",
+    "WorkflowSelectedEvent",
 ]
 
 DoneReason: TypeAlias = Literal["stop", "max_turns", "cancelled", "error"]
@@ -90,6 +92,27 @@ class UsageEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkflowSelectedEvent:
+    """What ``workflow_select`` chose for this request, before its first turn.
+
+    Attributes:
+        name: The workflow's or skill's name; None when nothing fitted well enough.
+        kind: ``workflow``, ``skill``, or None with ``name``.
+        score: How well the best candidate fits (0 to 1, the offline ranking's score, also
+            for a choice the model made); None when there was no candidate at all.
+    """
+
+    type: Literal["workflow.selected"] = "workflow.selected"
+    name: str | None
+    kind: Literal["workflow", "skill"] | None
+    score: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "workflow.selected", "name", "kind", "score"}``."""
+        return {"type": self.type, "name": self.name, "kind": self.kind, "score": self.score}
+
+
+@dataclass(frozen=True, kw_only=True)
 class DoneEvent:
     """The last event of a run.
 
@@ -127,6 +150,7 @@ AgentEvent: TypeAlias = (
     MessageDeltaEvent
     | MessageEvent
     | UsageEvent
+    | WorkflowSelectedEvent
     | DoneEvent
     | ToolProgressEvent
     | ScriptProgressEvent

@@ -46,6 +46,16 @@ from sagents.agent.events import (
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
 from sagents.agent.scripts import open_run_script
 from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
+from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
+from sagents.agent.suggestion import (
+    SuggestWhen,
+    ToolSuggester,
+    ToolSuggestion,
+    allowed_tools,
+    expansion_result,
+    request_query,
+)
+from sagents.agent.workflows import WorkflowSelect, WorkflowSelection
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SagentsError
@@ -54,6 +64,7 @@ from sagents.skill.proxy import SkillSource
 from sagents.skill.skill_tool import SkillTools
 from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
 from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
 from sagents.tool.tool_proxy import ToolProxy
@@ -87,6 +98,22 @@ class SAgent:
             None).
         run_script: Offer ``run_script`` when the session has MCP tools (and a sandbox starts).
         script_settings: run_script's limits.
+        max_tools_per_turn: Turns tool suggestion on: each pick offers at most this many of
+            the session's tools (plus the always-included and the loop's own tools, and
+            ``tool_expand_tools``); None (the default) offers every allowed tool, for models
+            that never call an expansion tool. See ``docs/agent.md``, "Tool suggestion".
+        tool_suggestion: When the pick runs: ``first_turn`` of each request (default) or
+            ``every_turn``.
+        always_include_tools: Tool names offered in every turn when the session allows them.
+        tool_suggester: The ranking: a ``ToolSelector`` (``sagents.agent.selectors`` has a
+            model-call and an embeddings one) or a function ``(query, specs, k) -> names``
+            (may be async); the offline ``sagents.agent.suggest_tools`` when None.
+        workflows: The agent's workflows (``Workflow(name=, description=, steps=[...])``).
+        workflow_select: Before the first turn of each request choose one of the workflows
+            or the session's skills and put it into the system prompt: True or ``offline``
+            (the offline ranking), ``model`` (one model call); False (default) never. See
+            ``docs/agent.md``, "Workflow selection".
+        workflow_threshold: The least offline score (0 to 1) that counts as a fit.
         name: A name for logs.
     """
 
@@ -101,6 +128,13 @@ class SAgent:
         max_tool_result_tokens: int | None = None,
         run_script: bool = True,
         script_settings: RunScriptSettings | None = None,
+        max_tools_per_turn: int | None = None,
+        tool_suggestion: SuggestWhen = "first_turn",
+        always_include_tools: Sequence[str] = (),
+        tool_suggester: ToolSuggester | None = None,
+        workflows: Sequence[Workflow] = (),
+        workflow_select: WorkflowSelect = False,
+        workflow_threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
         name: str = "agent",
     ) -> None:
         if max_turns < 1:
@@ -115,6 +149,24 @@ class SAgent:
         self.max_tool_result_tokens = max_tool_result_tokens
         self.run_script = run_script
         self.script_settings = script_settings
+        self.suggestion = (
+            None
+            if max_tools_per_turn is None
+            else ToolSuggestion(
+                k=max_tools_per_turn,
+                when=tool_suggestion,
+                always_include=always_include_tools,
+                suggester=tool_suggester,
+            )
+        )
+        self.workflows = tuple(workflows)
+        self.workflow_selection = (
+            None
+            if workflow_select is False
+            else WorkflowSelection(
+                workflows, how=workflow_select, threshold=workflow_threshold, model=model
+            )
+        )
         self.name = name
         self._sessions: dict[str, AgentSession] = {}
         self._scopes: set[anyio.CancelScope] = set()
@@ -312,7 +364,7 @@ class SAgent:
                 DoneEvent(
                     reason=reason,
                     messages=tuple(state.messages),
-                    audit_status=dict(state.audit_status),
+                    audit_status=state.audit_status.snapshot(),
                     error=error,
                     turns=run.turns,
                 )
@@ -320,12 +372,14 @@ class SAgent:
 
     async def _turns(self, run: RunState) -> DoneReason:
         state = run.session
+        if self.workflow_selection is not None:
+            run.system_extra = await self.workflow_selection.select(run)
         while True:
             if run.turns >= self.max_turns:
                 return "max_turns"
             run.turns += 1
-            tools = self._offered_tools(run)
-            request = [*self._system(state), *state.messages]
+            tools = await self._offered_tools(run)
+            request = [*self._system(state, run.system_extra), *state.messages]
             turn: ModelTurn | None = None
             async with aclosing(self.model.stream_turn(request, tools)) as stream:
                 async for item in stream:
@@ -366,39 +420,55 @@ class SAgent:
             )
             if opened is not None:
                 tool, sandbox = opened
-                run.extras.register_tool(tool.as_tool())
+                # with suggestion, its description counts the tools instead of listing each
+                run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
                 run.extra_names.add("run_script")
         await state.init_more(sandbox=sandbox)
         if state.skills is not None:
             skills = state.skills
             names = SkillTools(lambda _context: skills).register(run.extras)
             run.extra_names.update(n for n in names if not state.tool_manager.has_tool(n))
+        if self.suggestion is not None:  # the protocol tool: the loop's own wins the name
 
-    def _system(self, state: AgentSession) -> list[dict[str, Any]]:
+            async def expand(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+                allowed = allowed_tools(
+                    state.tool_manager, state.context.permission_mode, skip=run.extra_names
+                )
+                return expansion_result(state, arguments, allowed)
+
+            run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
+            run.extra_names.add(EXPAND_TOOL_NAME)
+
+    def _system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
         parts = [self.system_prompt] if self.system_prompt else []
         if state.skills is not None:
             fragment = state.skills.system_prompt(max_tokens=_SKILLS_PROMPT_TOKENS)
             if fragment:
                 parts.append(fragment)
+        if extra:  # this request's workflow or skill
+            parts.append(extra)
         return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
 
-    def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
+    async def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
         """The session's tools for this turn: a read-only session is offered only read-only
-        tools; disabled tools never; then the loop's own (skills, run_script)."""
-        proxy = run.session.tool_manager
-        mode = run.session.context.permission_mode
-        tools = []
-        for exported in proxy.get_openai_tools():
-            spec = proxy.get_tool_spec(exported["function"]["name"])
-            if spec.permission == "disabled" or spec.name in run.extra_names:
-                continue
-            if mode == "read_only" and spec.permission != "read_only":
-                continue
-            tools.append(exported)
-        tools += [
-            t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names
-        ]
-        return tools
+        tools; disabled tools never; then the loop's own (skills, run_script). With
+        suggestion on, only the picked, expanded and always-included ones of the session's
+        (:mod:`sagents.agent.suggestion`)."""
+        state = run.session
+        allowed = allowed_tools(
+            state.tool_manager, state.context.permission_mode, skip=run.extra_names
+        )
+        run.allowed_names = {a.name for a in allowed}
+        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+        if self.suggestion is None:
+            return [dict(a.exported) for a in allowed] + own
+        picks = run.turns == 1 or self.suggestion.when == "every_turn"
+        query = (
+            request_query(state.messages, every_turn=self.suggestion.when == "every_turn")
+            if picks
+            else None
+        )
+        return await self.suggestion.offered(state, allowed, own, query=query)
 
     async def _run_calls(
         self, run: RunState, calls: list[dict[str, Any]], offered: set[str]
@@ -440,6 +510,8 @@ class SAgent:
         name = str(function.get("name") or "")
         arguments = function.get("arguments")
         context = state.context_for_tools()
+        if name not in offered and name in run.allowed_names and self.suggestion is not None:
+            return not_offered_result(name)  # allowed, but not offered: expand it first
         if name not in offered:
             error = NotAllowedError(
                 f"tool {name!r} is not offered in this session",

@@ -40,9 +40,10 @@ AGENT_SESSION_KEY = "agent_session"
 class AuditStatus(dict[str, Any]):
     """A dict-like record of the session's tool bookkeeping.
 
-    Always holds ``suggested_tools`` (a list of tool names a suggestion step picked, empty by
-    default) and ``tools_expanded`` (whether the model asked for the full tool list); other
-    keys may be added by tools.
+    Always holds ``suggested_tools`` (the tool names tool suggestion picked and
+    ``tool_expand_tools`` added, in order; empty by default) and ``tools_expanded`` (whether
+    ``tool_expand_tools`` added any); ``selected_workflow`` with ``workflow_select``; other
+    keys may be added by tools (docs/agent.md, "Tool suggestion").
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -60,6 +61,18 @@ class AuditStatus(dict[str, Any]):
     def tools_expanded(self) -> bool:
         """Whether the session's tool list was expanded."""
         return bool(self["tools_expanded"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy for an event: its lists and dicts copied too, so that later changes of the
+        session (the next expansion) do not show in an event already sent."""
+        return {
+            key: list(value)
+            if isinstance(value, list)
+            else dict(value)
+            if isinstance(value, dict)
+            else value
+            for key, value in self.items()
+        }
 
 
 class SandboxRelay:
@@ -117,6 +130,9 @@ class AgentSession:
         self.messages: list[dict[str, Any]] = []
         """The history: the last run's input messages, then every message it added."""
         self.audit_status = AuditStatus()
+        self.offered_tools: list[str] = []
+        """With tool suggestion, the tools offered so far, in the order first offered: each
+        turn's list keeps it (append-only, so that provider prompt caches survive)."""
         self.skill_sandbox: SandboxSkillManager | None = None
         """Where the skills were projected by :meth:`init_more`, if anywhere."""
         self._initialized = False

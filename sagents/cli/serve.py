@@ -37,6 +37,7 @@ from sagents.gateway.settings import (
     load_profiles,
     token_profiles,
 )
+from sagents.gateway.tool_search import ToolRanker
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -58,12 +59,13 @@ def resolve_settings(
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     tls_proxy: bool = False,
+    tool_search: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
     Raises:
         ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
-            HTTP bind without a bearer token.
+            HTTP bind without a bearer token; ``--tool-search`` over HTTP without one.
     """
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}; use stdio or http", key="--transport")
@@ -110,9 +112,19 @@ def resolve_settings(
         tls_cert=tls_cert,
         tls_key=tls_key,
         tls_proxy=tls_proxy,
+        tool_search=tool_search,
     )
     if chosen_transport == "http":
         check_bind(settings)
+        if tool_search and not (settings.bearer_token or settings.token_profiles):
+            raise ConfigError(
+                "--tool-search keeps each client's expanded tools, and over HTTP a 2026-07-28 "
+                "client is told apart only by its bearer token: without a token every such "
+                "client would share (and change) one tool list",
+                key="--tool-search",
+                hint=f"set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
+                "or serve over stdio",
+            )
     return settings
 
 
@@ -152,6 +164,14 @@ async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None
             return
 
 
+def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
+    if not settings.tool_search:
+        return None
+    from sagents.agent.suggest import suggest_tools  # the ranking loads only when asked for
+
+    return suggest_tools
+
+
 async def _run(settings: GatewaySettings) -> bool:
     """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
     received: list[int] = []
@@ -161,7 +181,9 @@ async def _run(settings: GatewaySettings) -> bool:
     # (each upstream gets its stdin closed, then its process group is ended, every step
     # bounded), instead of the process dying with its upstreams left running.
     async with (
-        build_gateway(settings, wait_for_servers=False) as gateway,
+        build_gateway(
+            settings, wait_for_servers=False, tool_ranker=_tool_ranker(settings)
+        ) as gateway,
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
@@ -243,6 +265,14 @@ def serve(
             "plain HTTP to it, with Secure cookies.",
         ),
     ] = False,
+    tool_search: Annotated[
+        bool,
+        typer.Option(
+            "--tool-search",
+            help="List search_tools and tool_expand_tools, then only the tools each session "
+            "expanded (for clients with many tools; over HTTP it needs a bearer token).",
+        ),
+    ] = False,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     setup_logging()
@@ -265,6 +295,7 @@ def serve(
             tls_cert=tls_cert,
             tls_key=tls_key,
             tls_proxy=behind_tls_proxy,
+            tool_search=tool_search,
         )
         signalled = anyio.run(_run, settings)
     except ConfigError as error:

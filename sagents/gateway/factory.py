@@ -16,6 +16,7 @@ from sagents.errors import UnknownToolError
 from sagents.gateway.approval import Approver
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
+from sagents.gateway.tool_search import ToolRanker
 from sagents.tool.context import SessionContext
 
 __all__ = ["EmptyProvider", "build_gateway"]
@@ -46,13 +47,18 @@ def build_gateway(
     *,
     approver: Approver | None = None,
     wait_for_servers: bool = True,
+    tool_ranker: ToolRanker | None = None,
 ) -> ConfiguredGateway:
     """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving).
 
     ``wait_for_servers=False`` enters without waiting for upstream servers (see
-    :class:`ConfiguredGateway`).
+    :class:`ConfiguredGateway`). ``tool_ranker`` ranks the tools of ``settings.tool_search``
+    (``sagents serve`` passes ``sagents.agent.suggest_tools``).
 
     Raises:
-        ConfigError: the config file is unreadable or invalid, or a skill directory is missing.
+        ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
+            ``settings.tool_search`` without a ``tool_ranker``.
     """
-    return ConfiguredGateway(settings, approver=approver, wait_for_servers=wait_for_servers)
+    return ConfiguredGateway(
+        settings, approver=approver, wait_for_servers=wait_for_servers, tool_ranker=tool_ranker
+    )

@@ -64,6 +64,7 @@ from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
+from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
 from sagents.script.settings import script_limits
@@ -143,7 +144,14 @@ class ConfiguredGateway(Gateway):
         *,
         approver: Approver | None = None,
         wait_for_servers: bool = True,
+        tool_ranker: ToolRanker | None = None,
     ) -> None:
+        if settings.tool_search and tool_ranker is None:
+            raise ConfigError(
+                "tool search needs a ranking: pass tool_ranker (sagents serve passes "
+                "sagents.agent.suggest_tools)",
+                key="--tool-search",
+            )
         self.settings = settings
         self._wait_for_servers = wait_for_servers
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
@@ -172,6 +180,9 @@ class ConfiguredGateway(Gateway):
             task_store=SqliteTaskStore(default_data_dir() / TASKS_FILE),
             workspace=self.workspaces,
             approvals=settings.approvals,
+            tool_search=ToolSearch(tool_ranker)
+            if settings.tool_search and tool_ranker is not None
+            else None,
             name=settings.name,
         )
 
@@ -285,6 +296,7 @@ class ConfiguredGateway(Gateway):
             limits=script_limits(self.config),
             protected={"config file": self.settings.config} if self.settings.config else None,
             approver=self._script_approver(),
+            list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
             return await scripts.__aenter__()

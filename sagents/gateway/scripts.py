@@ -78,6 +78,8 @@ class GatewayScripts:
             the mcpServers commands the next start runs on the host).
         approver: Asked before a run that lists write tools; None asks the client of the
             call (:class:`~sagents.gateway.approval.ClientScriptApprover`).
+        list_tools: run_script's description lists each callable tool (the default); False
+            only counts them (``--tool-search``: the script's ``tools()`` lists them).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -94,9 +96,11 @@ class GatewayScripts:
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
         approver: ScriptApprover | None = None,
+        list_tools: bool = True,
     ) -> None:
         self._hub = hub
         self._approver = approver
+        self._list_tools = list_tools
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
         self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
@@ -178,7 +182,9 @@ class GatewayScripts:
         callable_specs = script_callable_specs(specs)
         if not should_offer_run_script(callable_specs):
             return None
-        spec = run_script_spec(callable_specs, mode=mode, limits=self._settings.limits)
+        spec = run_script_spec(
+            callable_specs, mode=mode, limits=self._settings.limits, list_tools=self._list_tools
+        )
         return dataclasses.replace(spec, permission="read_only")
 
     async def run(

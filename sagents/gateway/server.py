@@ -42,9 +42,16 @@ from typing import Any, Self, cast
 import anyio
 import mcp_types as mt
 from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -80,6 +87,9 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.ext_skills import SkillsExtension
+from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
+from sagents.gateway.extensions import install_extension
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
@@ -88,16 +98,24 @@ from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
 from sagents.gateway.tasks import GatewayTasks, TaskScope
+from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool.context import SessionContext
 
-__all__ = ["APPROVAL_INPUT_KEY", "Gateway"]
+__all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 APPROVAL_INPUT_KEY = "sagents_approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("tools/list", "resources/list", "resources/read")
+}
+"""``ttlMs``/``cacheScope`` of the list results (2026-07-28, "Caching"): private, since what a
+session is offered depends on its token and profile; immediately stale, since upstream lists
+and skill files change without notice on the 2026-07-28 protocol (no standing channel)."""
 _STATE_KEY = "sagents.gateway.session"
 _INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
@@ -121,6 +139,8 @@ class _ClientSession:
     calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+    search: SearchState = field(default_factory=SearchState)
+    """With ``--tool-search``, the tools this session expanded."""
 
     @property
     def scope(self) -> TaskScope:
@@ -151,6 +171,9 @@ class Gateway:
             them after a restart (:mod:`sagents.gateway.restart`); None keeps them in memory.
         approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
             ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
+        tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
+            ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
+            lists every offered tool.
         name: Server name announced to clients.
 
     Use::
@@ -174,6 +197,7 @@ class Gateway:
         scripts: ScriptHost | None = None,
         task_store: SqliteTaskStore | None = None,
         approvals: ApprovalRoute = "elicitation",
+        tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -186,6 +210,7 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
         self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
             weakref.WeakValueDictionary()
@@ -199,6 +224,9 @@ class Gateway:
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
+        self._changes = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._changes)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -215,8 +243,16 @@ class Gateway:
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
+                cache_hints=CACHE_HINTS,
+                on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(request_state_boundary(name))
+        if resources is not None:  # the MCP Skills extension (docs/gateway.md)
+            skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
+            install_extension(self.server, skills)
+        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
+        self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
+        install_extension(self.server, self._task_ext)
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
@@ -230,6 +266,7 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         self._running = False
+        self._listen.close()
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
@@ -242,12 +279,12 @@ class Gateway:
         """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
 
         Called when the provider's tools change (an upstream server's list changed). Clients
-        on 2026-07-28 connections have no standing channel and see the change on their next
-        ``tools/list``.
+        on 2026-07-28 connections hear of it on their ``subscriptions/listen`` streams.
 
         Returns:
-            How many clients were notified.
+            How many handshake-era clients were notified.
         """
+        await self._changes.publish(ToolsListChanged())
         sent = 0
         for connection in list(self._connections):
             try:
@@ -366,14 +403,21 @@ class Gateway:
     ) -> mt.ListToolsResult:
         session = self._session_for(ctx)
         await self._announce_restart(ctx, session)
+        # sorted by name, run_script last: the same set lists the same way, whatever order
+        # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
+        specs = sorted(session.offer.list_specs(), key=_list_order)
+        if self.tool_search is not None:
+            specs = self.tool_search.listed(self._search_state(session), specs)
         tools: list[mt.Tool] = []
-        for spec in session.offer.list_specs():
+        for spec in specs:
             try:
                 tools.append(spec_to_mcp_tool(spec))
             except UpstreamSchemaError as error:
                 logger.warning("withholding tool %r: %s", spec.name, error)
         if self.background_after_s is not None:
             tools.extend(task_tools())
+        if self.tool_search is not None:  # the list is this session's: never shared, never stale
+            return mt.ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
         return mt.ListToolsResult(tools=tools)
 
     # tools/call --------------------------------------------------------------------------------
@@ -388,6 +432,10 @@ class Gateway:
             return to_call_tool_result(
                 await self._tasks.tool(session.scope, params.name, arguments)
             )
+        if self.tool_search is not None and self.tool_search.is_own(params.name):
+            return to_call_tool_result(
+                await self._search_call(ctx, session, params.name, arguments)
+            )
         spec = session.offer.get(params.name)
         if spec is None:
             error = UnknownToolError(
@@ -400,6 +448,10 @@ class Gateway:
             spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
         except UpstreamSchemaError as schema_error:
             return to_call_tool_result(ToolResult.from_exception(schema_error))
+        if self.tool_search is not None:  # offered but not listed: expand it first
+            refusal = self.tool_search.refusal(self._search_state(session), spec.name)
+            if refusal is not None:
+                return to_call_tool_result(refusal)
         requirement = call_requirement(spec, session.mode, session.granted)
         if requirement != "run":
             request = ApprovalRequest(
@@ -420,6 +472,37 @@ class Gateway:
             if answer == "allow_session":
                 session.granted.add(spec.name)
         return to_call_tool_result(await self._run(ctx, session, spec, arguments))
+
+    def _search_state(self, session: _ClientSession) -> SearchState:
+        """The session's tool search; refused for a session nothing identifies."""
+        if session.anonymous:
+            raise MCPError(
+                _INVALID_REQUEST,
+                "tool search keeps the expanded tools per client, and this request carries no "
+                "identity: send a bearer token (SAGENTS_GATEWAY_TOKEN), or use a session",
+            )
+        return session.search
+
+    async def _search_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> ToolResult:
+        """``search_tools`` / ``tool_expand_tools``; after an expansion the client is told that
+        its list changed (handshake-era connections; others see it on their next list)."""
+        assert self.tool_search is not None
+        state = self._search_state(session)
+        result, changed = await self.tool_search.call(
+            state, name, arguments, session.offer.list_specs()
+        )
+        if changed and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client its tools changed: %s", error)
+        return result
 
     async def _approval(
         self,
@@ -499,8 +582,13 @@ class Gateway:
             permission_mode=session.mode,
         )
 
+        task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
+        asker, task_input = (
+            self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
+        )
+
         async def call() -> ToolResult:
-            token = CLIENT_ASKER.set(ClientAsker(ctx))
+            token = CLIENT_ASKER.set(asker)
             try:
                 return await session.offer.run_tool(
                     name, arguments, context, tool_call_id=tool_call_id
@@ -519,17 +607,20 @@ class Gateway:
                     events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
                     tg.start_soon(forwarder.forward, events)
                 try:
-                    if self.background_after_s is None:
+                    hand_off_after = self.background_after_s
+                    if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                        hand_off_after = 0.0  # a run_script of a Tasks client is a task
+                    if hand_off_after is None:
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
                         done = await self._tasks.wait(
-                            task_id,
-                            hand_off_after=self.background_after_s,
-                            on_done=self._notifier(ctx),
+                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
                         )
                         if done is None:
                             self._tasks.handed_off(session.scope, task_id, name)
+                            if task_request is not None and task_input is not None:
+                                self._task_ext.created(task_request, task_id, task_input)
                         result = done if done is not None else handed_off_result(name, task_id)
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
@@ -560,6 +651,8 @@ class Gateway:
 
         async def on_done(info: TaskInfo) -> None:
             self._tasks.finished(info)
+            self._task_ext.finished(info)
+            await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
             try:
                 await connection.send_resource_list_changed()
                 with warnings.catch_warnings():
@@ -660,6 +753,10 @@ class Gateway:
         block = to_mcp_content(found)
         assert isinstance(block, mt.EmbeddedResource)
         return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _list_order(spec: ToolSpec) -> tuple[bool, str]:
+    return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
 
 
 def _skills_of(session: _ClientSession) -> frozenset[str] | None:

@@ -70,6 +70,8 @@ class GatewaySettings:
             None never hands off.
         allowed_hosts: Extra ``Host`` header values accepted by the DNS-rebinding protection
             (``host:port``, ``host:*``).
+        tool_search: ``--tool-search``: list ``search_tools`` and ``tool_expand_tools``, then
+            only the tools each session expanded (:mod:`sagents.gateway.tool_search`).
         name: The MCP server name announced to clients.
         approvals: Who is asked for approvals (``--approvals``; see :data:`ApprovalRoute`).
         console: Serve the web console at ``/console/`` beside ``/mcp`` (HTTP only).
@@ -90,6 +92,7 @@ class GatewaySettings:
     token_profiles: Mapping[str, Profile] = field(default_factory=dict, repr=False)
     background_after_s: float | None = None
     allowed_hosts: tuple[str, ...] = ()
+    tool_search: bool = False
     name: str = "sagents"
     approvals: ApprovalRoute = "elicitation"
     console: bool = True

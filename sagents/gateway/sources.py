@@ -107,7 +107,9 @@ class SkillResources:
                 links.append(
                     ResourceLink(
                         uri=skill_uri(skill.name, path),
-                        name=f"{skill.name}/{path}",
+                        # SKILL.md is named as the skill (the MCP Skills extension,
+                        # "Resource Metadata"); other files by their path in it
+                        name=skill.name if path == "SKILL.md" else f"{skill.name}/{path}",
                         description=skill.description if path == "SKILL.md" else None,
                         mime_type=_mime(path),
                     )

@@ -41,9 +41,11 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
+from sagents.mcp.ext_types import TASKS_EXTENSION
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.stdio import StdioProcess, open_stdio_transport
+from sagents.mcp.tasks_client import TasksClient
 
 __all__ = [
     "CLIENT_INFO",
@@ -307,7 +309,13 @@ async def open_session(
         params, StdioServerParameters | SseServerParameters | StreamableHttpServerParameters
     ):
         client = await stack.enter_async_context(
-            Client(params, message_handler=message_handler, client_info=CLIENT_INFO, cache=None)
+            Client(
+                params,
+                message_handler=message_handler,
+                client_info=CLIENT_INFO,
+                cache=None,
+                extensions=[TasksClient()],
+            )
         )
         return OpenedSession(session=client.session)
     pid: int | None = None
@@ -344,6 +352,9 @@ async def open_session(
             _MarkedWrite(write, tool_filter),
             message_handler=message_handler,
             client_info=CLIENT_INFO,
+            # long calls of an upstream offering the Tasks extension are polled, not held open
+            extensions={TASKS_EXTENSION: {}},
+            result_claims={TASKS_EXTENSION: TasksClient().claims()},
         )
     )
     await negotiate(session, discover_timeout=settings.discover_timeout)

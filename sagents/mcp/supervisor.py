@@ -53,6 +53,7 @@ from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
 from sagents.mcp.session import track_send
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerStatus
+from sagents.mcp.tasks_client import call_tool_or_task
 
 __all__ = ["MCPSupervisor", "default_log_dir"]
 
@@ -407,8 +408,8 @@ class MCPSupervisor:
             async with connection.limiter:
                 with track_send() as mark, connection.call_scope() as scope:
                     try:
-                        raw = await session.call_tool(
-                            tool, arguments, progress_callback=progress_callback
+                        raw = await call_tool_or_task(
+                            session, tool, arguments, progress_callback=progress_callback
                         )
                     except anyio.get_cancelled_exc_class():
                         # Timed out or cancelled by the caller: is the server still there?

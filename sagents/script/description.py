@@ -62,7 +62,11 @@ def should_offer_run_script(specs: Iterable[ToolSpec]) -> bool:
 
 
 def run_script_description(
-    specs: Iterable[ToolSpec], *, mode: PermissionMode, limits: ScriptLimits | None = None
+    specs: Iterable[ToolSpec],
+    *,
+    mode: PermissionMode,
+    limits: ScriptLimits | None = None,
+    list_tools: bool = True,
 ) -> str:
     """The description of run_script for one session.
 
@@ -70,9 +74,14 @@ def run_script_description(
         specs: Every tool of the session.
         mode: The session's permission mode (decides whether write tools are offered).
         limits: The run limits to state.
+        list_tools: One line per callable tool (the default); False says how many there are
+            and that the script's ``tools()`` lists them, so that the description stays short
+            and the same however many tools the session has (the agent loop's tool
+            suggestion sends only a few schemas per turn).
 
     Returns:
-        Plain text (Markdown-ish), a few hundred tokens plus one line per tool.
+        Plain text (Markdown-ish), a few hundred tokens plus one line per tool (without
+        ``list_tools``, a few hundred tokens).
     """
     limits = limits or ScriptLimits()
     offered = offered_specs(specs, mode)
@@ -111,6 +120,14 @@ def run_script_description(
         "",
         "Tools callable from scripts:",
     ]
+    if not list_tools:
+        lines.append(
+            f"- {len(offered)} tools of this session: in the script, tools() lists them with "
+            "their permission class and describe(name) gives one's input_schema. The tools "
+            "you are offered directly are among them (destructive and long-task-only ones "
+            "excepted)."
+        )
+        return "\n".join(lines)
     for spec in offered:
         label = _LABELS.get(spec.permission, spec.permission)
         summary = f": {spec.summary}" if spec.summary else ""
@@ -121,16 +138,21 @@ def run_script_description(
 
 
 def run_script_spec(
-    specs: Iterable[ToolSpec], *, mode: PermissionMode, limits: ScriptLimits | None = None
+    specs: Iterable[ToolSpec],
+    *,
+    mode: PermissionMode,
+    limits: ScriptLimits | None = None,
+    list_tools: bool = True,
 ) -> ToolSpec:
     """run_script's :class:`ToolSpec` for one session (a built-in ``write`` tool).
 
     Its permission class is ``write``: what it may do is decided per call by the pre-run
-    check and the approval, not by the class.
+    check and the approval, not by the class. ``list_tools``: see
+    :func:`run_script_description`.
     """
     return ToolSpec(
         name=RUN_SCRIPT_TOOL_NAME,
-        description=run_script_description(specs, mode=mode, limits=limits),
+        description=run_script_description(specs, mode=mode, limits=limits, list_tools=list_tools),
         input_schema=RUN_SCRIPT_INPUT_SCHEMA,
         permission="write",
         source=ToolSource(kind="builtin"),

@@ -265,18 +265,20 @@ class RunScriptTool:
         """True when the session has third-party (MCP) tools, so run_script is worth offering."""
         return should_offer_run_script(self.callable_specs())
 
-    def spec(self) -> ToolSpec:
-        """run_script's spec for this session (its description lists the callable tools)."""
+    def spec(self, *, list_tools: bool = True) -> ToolSpec:
+        """run_script's spec for this session (its description lists the callable tools;
+        with ``list_tools=False`` it only counts them, see ``run_script_description``)."""
         return run_script_spec(
             self.callable_specs(),
             mode=self._session.permission_mode,
             limits=self._settings.limits,
+            list_tools=list_tools,
         )
 
-    def as_tool(self) -> tuple[ToolSpec, ToolHandler]:
+    def as_tool(self, *, list_tools: bool = True) -> tuple[ToolSpec, ToolHandler]:
         """A ``(spec, handler)`` pair for ``ToolManager.register_tool`` (give the call a timeout
         above ``scripts.timeoutSec``, or hand it off)."""
-        return self.spec(), _Handler(self)
+        return self.spec(list_tools=list_tools), _Handler(self)
 
     # -- running ---------------------------------------------------------------------------------
 

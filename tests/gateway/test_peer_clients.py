@@ -150,6 +150,14 @@ async def test_the_conformance_scenarios_that_pass_keep_passing(tmp_path: Path) 
     out = tmp_path / "results"
     async with http_serve("--config", str(CONFORMANCE_CONFIG), "--mode", "auto") as url:
         await run_node(str(CONFORMANCE), "server", "--url", url, "-o", str(out))
+    passed, failed = conformance_results(out)
+    missing = PASSING - passed
+    assert not missing, {name: failed.get(name, "not run") for name in missing}
+
+
+def conformance_results(out: Path) -> tuple[set[str], dict[str, str]]:
+    """The scenarios of a conformance run's output folder that passed, and the first failure
+    message of each that did not."""
     passed: set[str] = set()
     failed: dict[str, str] = {}
     for checks_file in out.glob("*/checks.json"):
@@ -160,5 +168,4 @@ async def test_the_conformance_scenarios_that_pass_keep_passing(tmp_path: Path) 
             failed[scenario] = str(bad[0].get("errorMessage"))
         else:
             passed.add(scenario)
-    missing = PASSING - passed
-    assert not missing, {name: failed.get(name, "not run") for name in missing}
+    return passed, failed

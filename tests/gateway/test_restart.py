@@ -65,11 +65,21 @@ async def serving(tmp_path: Path, config: Path) -> AsyncIterator[tuple[str, Proc
             chunk = await process.stderr.receive()
             buffer += chunk
         line = next(li for li in buffer.decode().splitlines() if "/mcp" in li)
-        yield line.split("sagents serve: ", 1)[1].strip(), process
+        try:
+            yield line.split("sagents serve: ", 1)[1].strip(), process
+        finally:
+            # Over HTTP the gateway stops only on a signal: a failing body must not leave
+            # the exit waiting for it (and the real error hidden behind the test's timeout).
+            if process.returncode is None:
+                process.kill()
 
 
 def client(url: str, **kwargs: Any) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    # The MCP SDK's own timeouts (httpx's default 5 s read timeout would end a response
+    # stream the gateway holds open while upstreams start on a loaded machine).
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+    )
     return Client(streamable_http_client(url, http_client=http), mode="legacy", **kwargs)
 
 

@@ -42,3 +42,22 @@ def test_the_spec_requires_code_tools_and_description() -> None:
     assert spec.name == "run_script"
     assert spec.input_schema["required"] == ["code", "tools", "description"]
     assert spec.source.kind == "builtin"
+
+
+def test_without_tool_lines_the_description_counts_the_tools_and_does_not_grow_with_them() -> None:
+    many = [
+        ToolSpec(
+            name=f"fleet__tool{i}",
+            description=f"Tool number {i}.",
+            permission="read_only",
+            source=ToolSource(kind="mcp", server="fleet"),
+        )
+        for i in range(1000)
+    ]
+    short = run_script_description(SPECS, mode="ask", list_tools=False)
+    long = run_script_description(many, mode="ask", list_tools=False)
+    assert "fleet__get" not in short
+    assert "tools() lists them" in short
+    assert "- 1000 tools of this session" in long
+    assert abs(len(long) - len(short)) < 10  # only the count differs
+    assert len(run_script_description(many, mode="ask")) > 20 * len(long)

@@ -1,0 +1,77 @@
+"""A stdio MCP server offering the Tasks and Skills extensions, built on the gateway's own
+extension code (``sagents.gateway.Gateway``), so that the upstream side of both is tested.
+
+Usage: ``python ext_server.py SKILLS_DIR``. Tools: ``slow`` (waits until ``release`` is
+called; past 0.5 s it becomes a task for a client that declared Tasks), ``release``, and
+``seen`` (whether ``slow`` started, and how many requests of each method the server served).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+from sagents.core.result import ToolResult
+from sagents.core.spec import ToolSpec
+from sagents.gateway import Gateway
+from sagents.gateway.sources import SkillResources
+from sagents.skill import SkillManager
+from sagents.tool.context import SessionContext
+from tests.gateway.fakes import _spec
+
+BACKGROUND_AFTER_S = 0.5
+
+
+class Provider:
+    def __init__(self) -> None:
+        self.started = False
+        self.release = anyio.Event()
+        self.methods: Counter[str] = Counter()
+
+    def list_specs(self) -> list[ToolSpec]:
+        return [_spec(name, "read_only", server=None) for name in ("slow", "release", "seen")]
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        session_context: SessionContext | None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
+    ) -> ToolResult:
+        if name == "slow":
+            self.started = True
+            await self.release.wait()
+            return ToolResult.from_text("slow done")
+        if name == "release":
+            self.release.set()
+            return ToolResult.from_text("released")
+        return ToolResult.from_structured({"started": self.started, "methods": self.methods})
+
+
+async def main() -> None:
+    provider = Provider()
+    skills = SkillManager()
+    skills.add_skill_dir(sys.argv[1])
+
+    async def count(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        provider.methods[ctx.method] += 1
+        return await call_next(ctx)
+
+    async with Gateway(
+        provider,
+        mode="auto",
+        resources=SkillResources(skills),
+        background_after_s=BACKGROUND_AFTER_S,
+    ) as gateway:
+        gateway.server.middleware.append(count)
+        await gateway.run_stdio()
+
+
+anyio.run(main)
