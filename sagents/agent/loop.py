@@ -414,7 +414,7 @@ class SAgent:
                 stack,
                 proxy=state.tool_manager,
                 context=state.context_for_tools(),
-                ask=run.ask,
+                approver=EventApprover(run),
                 hub=run.hubs[0],
                 settings=self.script_settings,
             )

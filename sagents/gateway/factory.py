@@ -7,39 +7,13 @@ tool core, the skills of its ``skills`` section, progress from the tool core's h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.errors import UnknownToolError
-from sagents.gateway.approval import Approver
+from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.tool_search import ToolRanker
-from sagents.tool.context import SessionContext
+from sagents.tool.approval import Approver
 
 __all__ = ["EmptyProvider", "build_gateway"]
-
-
-class EmptyProvider:
-    """A provider with no tools (every call is ``unknown_tool``)."""
-
-    def list_specs(self) -> list[ToolSpec]:
-        """No tools."""
-        return []
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
-    ) -> ToolResult:
-        """Every name is unknown."""
-        return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
 
 
 def build_gateway(

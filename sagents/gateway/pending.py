@@ -21,7 +21,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
@@ -29,15 +29,13 @@ import anyio
 from sagents.core.literal import printable
 from sagents.gateway.approval import (
     APPROVAL_TIMEOUT_S,
-    ApprovalAnswer,
-    ApprovalRequest,
-    ScriptApprovalLike,
     current_client_asker,
 )
 from sagents.gateway.approval import (
     ClientScriptApprover as _ClientScriptApprover,
 )
 from sagents.gateway.settings import APPROVAL_ROUTES, ApprovalRoute
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest
 
 __all__ = [
     "APPROVAL_ROUTES",
@@ -79,9 +77,25 @@ class PendingApproval:
     created: float = field(default_factory=time.time)
 
     @classmethod
-    def for_call(cls, request: ApprovalRequest, *, owner: str) -> PendingApproval:
-        """The card of a direct call (``rememberable`` as the gateway decided it)."""
-        arguments = json.dumps(dict(request.arguments), ensure_ascii=False, indent=2, default=str)
+    def for_request(cls, request: ApprovalRequest, *, owner: str) -> PendingApproval:
+        """The card of a request (``sagents.tool.approval.ApprovalRequest``): a direct call's
+        arguments, or a script with its description; "Allow for this session" only where the
+        request offers it for a direct call of a write tool."""
+        permissions = tuple(str(request.permissions.get(t, "write")) for t in request.tools)
+        if request.kind == "script":
+            return cls(
+                approval_id=secrets.token_urlsafe(16),
+                kind="script",
+                session_id=request.session_id,
+                owner=owner,
+                tools=tuple(request.tools),
+                permissions=permissions,
+                script=request.script or "",
+                description=printable(request.description),
+            )
+        arguments = json.dumps(
+            dict(request.arguments or {}), ensure_ascii=False, indent=2, default=str
+        )
         if len(arguments) > _ARGUMENTS_CHARS:
             arguments = arguments[:_ARGUMENTS_CHARS] + "\n…"
         return cls(
@@ -89,10 +103,10 @@ class PendingApproval:
             kind="call",
             session_id=request.session_id,
             owner=owner,
-            tools=(request.tool,),
-            permissions=(request.permission,),
+            tools=tuple(request.tools),
+            permissions=permissions,
             arguments=arguments,
-            rememberable=request.rememberable and request.permission == "write",
+            rememberable=request.rememberable and permissions == ("write",),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -240,20 +254,11 @@ class ConsoleScriptApprover:
         self._permission_of = permission_of
         self._client = _ClientScriptApprover()
 
-    async def approve(self, request: ScriptApprovalLike) -> Literal["allow_once", "deny"]:
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask "allow once" / "deny" for the script's write tools."""
-        session_id = str(getattr(request, "session_id", "") or "")
-        permission_of = self._permission_of or (lambda _name: "write")
-        item = PendingApproval(
-            approval_id=secrets.token_urlsafe(16),
-            kind="script",
-            session_id=session_id,
-            owner=self._owner_of(session_id),
-            tools=tuple(request.tools),
-            permissions=tuple(permission_of(t) for t in request.tools),
-            script=request.script,
-            description=printable(request.description),
-        )
+        item = PendingApproval.for_request(request, owner=self._owner_of(request.session_id))
+        if self._permission_of is not None:
+            item = replace(item, permissions=tuple(self._permission_of(t) for t in item.tools))
         client: Callable[[], Awaitable[ApprovalAnswer | None]] | None = None
         asker = current_client_asker()
         if self._route == "both" and asker is not None and asker.can_ask:
@@ -265,7 +270,7 @@ class ConsoleScriptApprover:
         answer = await self._pending.ask(item, client=client)
         return "allow_once" if answer == "allow_once" else "deny"
 
-    def denial_reason(self, request: ScriptApprovalLike) -> str:
+    def denial_reason(self, request: ApprovalRequest) -> str:
         """Why the run was not approved."""
         return (
             f"the user did not approve the write tools {', '.join(request.tools)} "

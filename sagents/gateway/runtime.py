@@ -7,8 +7,11 @@
   (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
   ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
   config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
-- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`; each session's
-  mode and profile filter what is offered (:mod:`sagents.gateway.policy`);
+- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`, set as the
+  gateway's provider once the manager is open (before that the gateway serves no tools); each
+  session's mode and profile filter what is offered (:mod:`sagents.gateway.policy`) and the
+  proxy applies its mode, with the answer the gateway got from the client
+  (:class:`~sagents.gateway.approval.GatewayCallApprover`);
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
   ``notifications/progress`` arrive as ``info`` text) to the client as
   ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
 
@@ -48,30 +51,27 @@ from sagents.audit.store import default_data_dir
 from sagents.audit.tasks import SqliteTaskStore
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ConfigError,
     SandboxUnavailableError,
     SkillRootError,
     ToolNameConflictError,
-    UnknownToolError,
 )
-from sagents.gateway.approval import Approver
+from sagents.gateway.approval import GatewayCallApprover
+from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.pending import ConsoleScriptApprover
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
-from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.progress.hub import ProgressHub
-from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
@@ -90,32 +90,6 @@ FIRST_LIST_WAIT_S = 8.0
 """Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
 below the MCP Inspector's 10 s request timeout."""
 TASKS_FILE = "background.sqlite3"  # the background-task store, in the data dir
-
-
-class _LateProvider:
-    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
-
-    def __init__(self) -> None:
-        self.inner: ProxyProvider | None = None
-
-    def list_specs(self) -> list[ToolSpec]:
-        return [] if self.inner is None else self.inner.list_specs()
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
-    ) -> ToolResult:
-        if self.inner is None:
-            return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
-        return await self.inner.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
 
 
 class ConfiguredGateway(Gateway):
@@ -159,17 +133,17 @@ class ConfiguredGateway(Gateway):
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        self._provider = _LateProvider()
         self.workspaces = Workspaces(
             settings.workspace or default_data_dir() / WORKSPACES_DIR,
             shared=settings.shared_workspace,
         )
         self._scripts: GatewayScripts | None = None
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
         super().__init__(
-            self._provider,
+            EmptyProvider(),  # until entered: then the manager's proxy
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
@@ -198,11 +172,14 @@ class ConfiguredGateway(Gateway):
         return self._manager
 
     async def __aenter__(self) -> Self:
-        manager = await build_tool_manager(
-            self.config, progress_hub=self.hub, wait=self._wait_for_servers
-        )
-        self._manager = manager
-        try:
+        # One exit stack owns what is opened here; it closes them in reverse order, on a
+        # failure while opening as on leaving (the manager last, shielded).
+        async with AsyncExitStack() as stack:
+            manager = await build_tool_manager(
+                self.config, progress_hub=self.hub, wait=self._wait_for_servers
+            )
+            stack.push_async_callback(_close_shielded, manager)
+            self._manager = manager
             for key, tool in self._local_tools:
                 try:
                     manager.register_tool(tool)
@@ -214,21 +191,20 @@ class ConfiguredGateway(Gateway):
                 if status.state == "failed":
                     logger.warning("MCP server %r failed: %s", status.name, status.last_error)
             manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
-            self._provider.inner = ProxyProvider(proxy)
-            self._scripts = await self._start_scripts()
+            # the session's mode is applied by the proxy; the gateway asks the client first
+            self.provider = ToolProxy(manager, approver=GatewayCallApprover())
+            stack.callback(self._unbind)
+            self._scripts = await self._start_scripts(stack)
             self.scripts = self._scripts
             self._register_builtins(manager)
             await super().__aenter__()
-        except BaseException:
-            try:
-                if self._scripts is not None:
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await manager.aclose()
-            raise
+            stack.push_async_exit(super().__aexit__)
+            self._stack = stack.pop_all()
         return self
+
+    def _unbind(self) -> None:
+        self.provider = EmptyProvider()
+        self.scripts = None
 
     def _skill_session(self, context: SessionContext) -> SkillSession:
         """A session's skills: its profile's, held to loaded skills' ``allowed-tools`` through
@@ -288,21 +264,25 @@ class ConfiguredGateway(Gateway):
             permission_of=permission_of,
         )
 
-    async def _start_scripts(self) -> GatewayScripts | None:
-        """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
+    async def _start_scripts(self, stack: AsyncExitStack) -> GatewayScripts | None:
+        """run_script's host, opened on ``stack``, or None (with a warning) where bubblewrap is
+        unavailable."""
         scripts = GatewayScripts(
             hub=self.hub,
             workspaces=self.workspaces,
-            limits=script_limits(self.config),
+            limits=self.config.scripts,
             protected={"config file": self.settings.config} if self.settings.config else None,
             approver=self._script_approver(),
             list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
-            return await scripts.__aenter__()
+            opened = await scripts.__aenter__()
         except SandboxUnavailableError as error:
             logger.warning("run_script is not offered: %s", error)
             return None
+        # Not shielded, and told of no exception: it exits task groups entered in this task.
+        stack.push_async_callback(opened.__aexit__, None, None, None)
+        return opened
 
     async def __aexit__(
         self,
@@ -310,18 +290,8 @@ class ConfiguredGateway(Gateway):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        try:
-            return await super().__aexit__(exc_type, exc, tb)
-        finally:
-            self._provider.inner = None
-            self.scripts = None
-            try:
-                if self._scripts is not None:
-                    # Not shielded: it exits task groups entered in this task's own scope.
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self.manager.aclose()
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -344,6 +314,11 @@ class ConfiguredGateway(Gateway):
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         await self.notify_tools_changed()
+
+
+async def _close_shielded(manager: ToolManager) -> None:
+    with anyio.CancelScope(shield=True):
+        await manager.aclose()
 
 
 def _file(config: SagentsConfig) -> str | None:

@@ -44,7 +44,6 @@ from sagents.progress.hub import ProgressHub
 from sagents.sandbox.factory import create_sandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
-from sagents.script.policy import Approver as ScriptApprover
 from sagents.script.runtime import install_runtime
 from sagents.script.session import (
     RunScriptSettings,
@@ -53,6 +52,7 @@ from sagents.script.session import (
     script_callable_specs,
 )
 from sagents.script.settings import ScriptLimits
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 
 __all__ = ["GatewayScripts"]
@@ -95,7 +95,7 @@ class GatewayScripts:
         limits: ScriptLimits,
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
-        approver: ScriptApprover | None = None,
+        approver: Approver | None = None,
         list_tools: bool = True,
     ) -> None:
         self._hub = hub

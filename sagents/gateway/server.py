@@ -1,7 +1,7 @@
 """The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
 low-level server.
 
-One :class:`Gateway` serves one shared :class:`~sagents.gateway.seams.ToolProvider` to any number of
+One :class:`Gateway` serves one shared :class:`~sagents.tool.ToolProvider` to any number of
 client sessions, each with its own state (tools allowed for the session, background tasks):
 
 - ``tools/list``: the provider's tools that the session's mode and profile offer
@@ -35,7 +35,8 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -69,13 +70,11 @@ from sagents.errors import (
 )
 from sagents.gateway.approval import (
     CLIENT_ASKER,
-    ApprovalAnswer,
-    ApprovalRequest,
-    Approver,
     ClientAsker,
     ElicitationApprover,
     answer_from_elicitation,
     approval_form,
+    decided,
     refusal_text,
 )
 from sagents.gateway.background import (
@@ -93,15 +92,23 @@ from sagents.gateway.extensions import install_extension
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
-from sagents.gateway.policy import Profile, call_requirement
+from sagents.gateway.policy import Profile
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
-from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.seams import ProgressSource, ResourceSource
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.tool.approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    approval_needed,
+    settle_answer,
+)
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
@@ -152,7 +159,8 @@ class Gateway:
     """The MCP server façade over one tool provider; an async context manager.
 
     Args:
-        provider: The tools served (shaped like ``ToolProxy``).
+        provider: The tools served: a ``ToolProxy``, a ``ToolManager`` or any other
+            :class:`~sagents.tool.ToolProvider`.
         mode: Default permission mode of sessions (a profile's mode wins).
         profile: Profile of sessions that carry no bearer token bound to another one.
         token_profiles: Over HTTP, the profile bound to each bearer token.
@@ -452,26 +460,29 @@ class Gateway:
             refusal = self.tool_search.refusal(self._search_state(session), spec.name)
             if refusal is not None:
                 return to_call_tool_result(refusal)
-        requirement = call_requirement(spec, session.mode, session.granted)
-        if requirement != "run":
-            request = ApprovalRequest(
-                tool=spec.name,
-                arguments=arguments,
-                permission=spec.permission,
-                session_id=session.session_id,
-                rememberable=requirement == "approve"
-                and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS,
-            )
-            answer = await self._approval(ctx, params, request)
-            if isinstance(answer, mt.InputRequiredResult):
-                return answer
-            if answer is None:
+        try:
+            request = approval_needed(
+                spec, arguments, mode=session.mode, session_id=session.session_id,
+                granted=session.granted,
+            )  # fmt: skip
+        except NotAllowedError as refused:  # not offered either: a tool the filter let through
+            return to_call_tool_result(ToolResult.from_exception(refused))
+        answer: ApprovalAnswer | None = None
+        if request is not None:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
+                # one session per token: a grant must not leak to another client
+                request = replace(request, offered=("allow_once", "deny"))
+            asked = await self._approval(ctx, params, request)
+            if isinstance(asked, mt.InputRequiredResult):
+                return asked
+            if asked is None:
                 return to_call_tool_result(_refused(request))
-            if answer == "deny":
+            if asked == "deny":
                 return to_call_tool_result(_denied(request))
-            if answer == "allow_session":
+            if asked == "allow_session":
                 session.granted.add(spec.name)
-        return to_call_tool_result(await self._run(ctx, session, spec, arguments))
+            answer = asked
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""
@@ -512,7 +523,7 @@ class Gateway:
     ) -> ApprovalAnswer | mt.InputRequiredResult | None:
         """The answer; an ``InputRequiredResult`` to ask a 2026-07-28 client; None to refuse."""
         if self.approver is not None:
-            return await self.approver.approve(request)
+            return settle_answer(request, await self.approver.approve(request))
         can_elicit = ctx.session.check_client_capability(
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
         )
@@ -522,11 +533,12 @@ class Gateway:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
+            tool, arguments = request.tools[0], dict(request.arguments or {})
             if isinstance(response, mt.ElicitResult) and self._approval_states.redeem(
-                params.request_state, request.session_id, request.tool, request.arguments
+                params.request_state, request.session_id, tool, arguments
             ):
                 return answer_from_elicitation(response, request)
-            state = self._approval_states.issue(request.session_id, request.tool, request.arguments)
+            state = self._approval_states.issue(request.session_id, tool, arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -557,7 +569,9 @@ class Gateway:
                 except NoBackChannelError:
                     return None
 
-        return await self.pending.ask(PendingApproval.for_call(request, owner=owner), client=client)
+        return await self.pending.ask(
+            PendingApproval.for_request(request, owner=owner), client=client
+        )
 
     async def _run(
         self,
@@ -565,8 +579,13 @@ class Gateway:
         session: _ClientSession,
         spec: ToolSpec,
         arguments: dict[str, Any],
+        answer: ApprovalAnswer | None = None,
     ) -> ToolResult:
-        """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
+        """Run the call with its progress forwarded; hand it off after ``background_after_s``.
+
+        ``answer`` is the approval the call already got, handed to the session's ``ToolProxy``
+        (:class:`~sagents.gateway.approval.GatewayCallApprover`) so that it is not asked twice.
+        """
         name = spec.name
         tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
         workspace = self.workspace
@@ -590,9 +609,10 @@ class Gateway:
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(asker)
             try:
-                return await session.offer.run_tool(
-                    name, arguments, context, tool_call_id=tool_call_id
-                )
+                with decided(answer, frozenset({name})) if answer else nullcontext():
+                    return await session.offer.run_tool(
+                        name, arguments, context, tool_call_id=tool_call_id
+                    )
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
@@ -766,17 +786,17 @@ def _skills_of(session: _ClientSession) -> frozenset[str] | None:
 def _denied(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         ApprovalDeniedError(
-            f"the call of {request.tool!r} was not approved",
+            f"the call of {request.tools[0]!r} was not approved",
             hint=(
                 "the user did not approve it (declined, cancelled or no answer in time); "
                 "do not retry the same call without asking the user"
             ),
-            details={"tool": request.tool},
+            details={"tool": request.tools[0]},
         )
     )
 
 
 def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
-        NotAllowedError(refusal_text(request), details={"tool": request.tool})
+        NotAllowedError(refusal_text(request), details={"tool": request.tools[0]})
     )

@@ -4,10 +4,10 @@
 :class:`RunScriptTool` ties the run_script core to a session: its tools (a ``ToolProxy`` or any
 ``ToolProvider``, called with the session's :class:`~sagents.tool.SessionContext` through
 ``run_tool`` — the same path as a direct call), its sandbox (the default launcher is
-:class:`~sagents.script.sandbox_launcher.SandboxLauncher`), its :class:`Approver`, its audit
-store, and the progress hub: each run's snapshots go through a
-:class:`~sagents.progress.ScriptProgressThrottle` (at most one per second, the last always
-delivered) to the hub as ``script.progress`` events.
+:class:`~sagents.script.sandbox_launcher.SandboxLauncher`), its
+:class:`~sagents.tool.Approver`, its audit store, and the progress hub: each run's snapshots
+go through a :class:`~sagents.progress.ScriptProgressThrottle` (at most one per second, the
+last always delivered) to the hub as ``script.progress`` events.
 
 A run still going after ``background_after_s`` (``backgroundCalls.autoAfterSec``) is handed off:
 the caller gets a handle text at once; when it ends, a ``background.done`` event carries the
@@ -54,13 +54,14 @@ from sagents.sandbox.local import LocalSandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
 from sagents.script.launcher import Launcher
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME, Approver
+from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.records import mark_interrupted_runs
 from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import ScriptRuntime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
+from sagents.tool.approval import Approver
 from sagents.tool.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
@@ -143,7 +144,9 @@ class RunScriptTool:
         sandbox: The session's sandbox; a ``local`` or ``passthrough`` one (the records are
             written on the host, in its workspace).
         runtime: The installed script runtime (:func:`~sagents.script.install_runtime`).
-        approver: Asked once before a run that lists write tools in ``ask`` mode; None denies.
+        approver: Asked once before a run that lists write tools in ``ask`` mode (a
+            :class:`sagents.tool.Approver`, given an ``ApprovalRequest.for_script``); None
+            denies.
         settings: Limits, hand-off delay, progress interval.
         hub: Where ``script.progress`` and ``background.done`` go; the default hub when None.
         audit: Where each run's one ``gateway_call`` entry goes; none when None.

@@ -29,6 +29,7 @@ from sagents.mcp.ext_types import (
 )
 from sagents.mcp.tasks_client import TasksClient
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.tool.approval import ApprovalRequest
 from sagents.tool.context import SessionContext
 from tests.gateway.fakes import FakeProvider, _spec
 
@@ -61,7 +62,11 @@ class FakeScripts:
         tools: Any,
         tool_call_id: str | None,
     ) -> ToolResult:
-        answer = await ClientScriptApprover().approve(_Request())
+        answer = await ClientScriptApprover().approve(
+            ApprovalRequest.for_script(
+                _Request.tools, _Request.script, description=_Request.description
+            )
+        )
         self.answers.append(answer)
         try:
             await self.release.wait()

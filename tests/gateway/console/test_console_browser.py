@@ -29,6 +29,7 @@ from sagents.gateway.settings import GatewaySettings
 from tests.gateway.test_configured import text_of, write_config
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -116,7 +117,10 @@ def browser() -> Iterator[WebDriver]:
 
 
 def wait(browser: WebDriver, predicate: Callable[[WebDriver], Any]) -> Any:
-    return WebDriverWait(browser, WAIT_S, poll_frequency=0.1).until(predicate)
+    waiting = WebDriverWait(
+        browser, WAIT_S, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+    )
+    return waiting.until(predicate)
 
 
 def text(browser: WebDriver, css: str) -> str:
@@ -190,12 +194,19 @@ def test_a_run_appears_its_bar_moves_and_stdout_and_stderr_have_panes(
     run = wait(browser, new_run(served, before))
     workspace = served.gateway.workspaces.path_for(run.session_id)
     row = f'tr[data-script-id="{run.script_id}"]'
-    bar = wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, f"{row} progress"))[0]
-    wait(browser, lambda b: bar.get_attribute("value") == "1")
-    assert bar.get_attribute("max") == "3"
+
+    def bar(attribute: str) -> Callable[[WebDriver], Any]:
+        def read(b: WebDriver) -> Any:  # looked up each time: the row may be redrawn
+            found = b.find_elements(By.CSS_SELECTOR, f"{row} progress")
+            return found[0].get_attribute(attribute) if found else None
+
+        return read
+
+    wait(browser, lambda b: bar("value")(b) == "1")
+    assert bar("max")(browser) == "3"
     shot(browser, "runs")
     (workspace / "go1").touch()
-    wait(browser, lambda b: bar.get_attribute("value") == "2")
+    wait(browser, lambda b: bar("value")(b) == "2")
     browser.get(f"{served.base}/runs/{run.script_id}")
     wait(browser, lambda b: "out 2" in text(b, "#pane-stdout"))
     assert "err 2" in text(browser, "#pane-stderr")

@@ -14,12 +14,13 @@ import httpx2
 import pytest
 
 from sagents.audit.store import AuditEntry, SqliteAuditStore
-from sagents.gateway.approval import ApprovalRequest
+from sagents.core.permissions import PermissionClass
 from sagents.gateway.console import data_dir_console
 from sagents.gateway.http_server import secure_app, serve_asgi, serve_http
 from sagents.gateway.pending import PendingApproval, PendingApprovals
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
+from sagents.tool.approval import ApprovalRequest
 from tests.gateway.fakes import FakeProvider
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +39,12 @@ async def console_server(settings: GatewaySettings) -> AsyncIterator[tuple[str, 
         port = await tg.start(serve_http, gateway, settings)
         yield f"http://127.0.0.1:{port}", gateway
         tg.cancel_scope.cancel()
+
+
+def call(
+    tool: str, *, permission: PermissionClass = "write", session_id: str = ""
+) -> ApprovalRequest:
+    return ApprovalRequest.for_tool_call(tool, {}, permission=permission, session_id=session_id)
 
 
 def csrf_of(html: str) -> str:
@@ -105,8 +112,8 @@ async def test_a_post_without_the_csrf_token_is_refused_with_403() -> None:
     with anyio.fail_after(20):
         async with console_server(settings) as (base, gateway), httpx2.AsyncClient() as http:
             page = await http.get(f"{base}/console/approvals")
-            request = ApprovalRequest(tool="fleet__reboot", session_id="s1")
-            item = PendingApproval.for_call(request, owner="")
+            request = call("fleet__reboot", session_id="s1")
+            item = PendingApproval.for_request(request, owner="")
             async with anyio.create_task_group() as tg:
                 answers: list[str] = []
 
@@ -205,9 +212,7 @@ async def test_the_audit_filters_by_tool_status_session_time_and_description(
 
 async def test_a_pending_approval_is_answered_only_by_its_principal_or_the_operator() -> None:
     pending = PendingApprovals()
-    item = PendingApproval.for_call(
-        ApprovalRequest(tool="fleet__reboot", session_id="s1"), owner="alice"
-    )
+    item = PendingApproval.for_request(call("fleet__reboot", session_id="s1"), owner="alice")
     answers: list[str] = []
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -225,10 +230,8 @@ async def test_a_pending_approval_is_answered_only_by_its_principal_or_the_opera
 
 async def test_allow_for_this_session_is_never_offered_for_a_script_or_a_destructive_call() -> None:
     pending = PendingApprovals(timeout_s=5)
-    destructive = PendingApproval.for_call(
-        ApprovalRequest(tool="x", permission="destructive", rememberable=False), owner=""
-    )
-    write = PendingApproval.for_call(ApprovalRequest(tool="y", permission="write"), owner="")
+    destructive = PendingApproval.for_request(call("x", permission="destructive"), owner="")
+    write = PendingApproval.for_request(call("y"), owner="")
     assert destructive.rememberable is False
     assert write.rememberable is True
     with anyio.fail_after(10):
@@ -242,7 +245,7 @@ async def test_allow_for_this_session_is_never_offered_for_a_script_or_a_destruc
 
 async def test_an_unanswered_console_approval_is_denied_after_the_timeout() -> None:
     pending = PendingApprovals(timeout_s=0.05)
-    item = PendingApproval.for_call(ApprovalRequest(tool="y"), owner="")
+    item = PendingApproval.for_request(call("y"), owner="")
     with anyio.fail_after(10):
         assert await pending.ask(item) == "deny"
     assert pending.pending() == []
@@ -250,7 +253,7 @@ async def test_an_unanswered_console_approval_is_denied_after_the_timeout() -> N
 
 async def test_with_both_the_clients_answer_wins_when_it_comes_first() -> None:
     pending = PendingApprovals()
-    item = PendingApproval.for_call(ApprovalRequest(tool="y"), owner="")
+    item = PendingApproval.for_request(call("y"), owner="")
 
     async def client() -> str:
         return "allow_once"
