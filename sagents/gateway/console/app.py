@@ -150,6 +150,20 @@ class _Console:
             )
         return response
 
+    def _html(
+        self, session: ConsoleSession, template: str, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        html = self.env.get_template(template).render(
+            csrf=session.csrf,
+            base=CONSOLE_PATH,
+            gateway=self.data.live is not None,
+            principal=session.principal,
+            page=template.removesuffix(".html"),
+            approvals_route=self.data.approvals,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code)
+
     def _page(
         self,
         request: Request,
@@ -159,15 +173,8 @@ class _Console:
         status_code: int = 200,
         **context: Any,
     ) -> Response:
-        html = self.env.get_template(template).render(
-            csrf=session.csrf,
-            base=CONSOLE_PATH,
-            gateway=self.data.live is not None,
-            principal=session.principal,
-            now=time.time(),
-            **context,
-        )
-        return self._finish(HTMLResponse(html, status_code=status_code), request, session, new)
+        response = self._html(session, template, status_code, **context)
+        return self._finish(response, request, session, new)
 
     def _login_required(
         self, request: Request, session: ConsoleSession, new: bool, error: str = ""
@@ -221,16 +228,7 @@ class _Console:
     def render(
         self, request: Request, session: ConsoleSession, template: str, **ctx: Any
     ) -> Response:
-        html = self.env.get_template(template).render(
-            csrf=session.csrf,
-            base=CONSOLE_PATH,
-            gateway=self.data.live is not None,
-            principal=session.principal,
-            page=template.removesuffix(".html"),
-            approvals_route=self.data.approvals,
-            **ctx,
-        )
-        return HTMLResponse(html)
+        return self._html(session, template, **ctx)
 
     # -- login ---------------------------------------------------------------------------------
 

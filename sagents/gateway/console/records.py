@@ -237,8 +237,9 @@ def filter_audit(entries: list[AuditEntry], wanted: AuditFilter, limit: int) -> 
     return [e for e in entries if wanted.matches(e)][:limit]
 
 
-def read_todo(path: Path, session_id: str) -> list[dict[str, Any]]:
-    """A session's todo list from the built-in todo store's file (empty when none)."""
+def _todo_rows(path: Path, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Rows of a read-only query on the todo store's file (none when it is missing or not a
+    todo store)."""
     if not path.is_file():
         return []
     try:
@@ -246,15 +247,21 @@ def read_todo(path: Path, session_id: str) -> list[dict[str, Any]]:
     except sqlite3.Error:
         return []
     try:
-        rows = connection.execute(
-            "SELECT id, content, status, owner, blocked_by FROM todos WHERE session_id = ? "
-            "ORDER BY position",
-            (session_id,),
-        ).fetchall()
+        return connection.execute(query, params).fetchall()
     except sqlite3.Error:
         return []
     finally:
         connection.close()
+
+
+def read_todo(path: Path, session_id: str) -> list[dict[str, Any]]:
+    """A session's todo list from the built-in todo store's file (empty when none)."""
+    rows = _todo_rows(
+        path,
+        "SELECT id, content, status, owner, blocked_by FROM todos WHERE session_id = ? "
+        "ORDER BY position",
+        (session_id,),
+    )
     return [
         {"id": i, "content": c, "status": s, "owner": o, "blocked_by": b} for i, c, s, o, b in rows
     ]
@@ -262,18 +269,7 @@ def read_todo(path: Path, session_id: str) -> list[dict[str, Any]]:
 
 def todo_sessions(path: Path) -> list[str]:
     """The sessions that have a todo list in the store's file."""
-    if not path.is_file():
-        return []
-    try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    try:
-        return [r[0] for r in connection.execute("SELECT DISTINCT session_id FROM todos")]
-    except sqlite3.Error:
-        return []
-    finally:
-        connection.close()
+    return [str(r[0]) for r in _todo_rows(path, "SELECT DISTINCT session_id FROM todos", ())]
 
 
 def format_time(ts: float | None) -> str:
