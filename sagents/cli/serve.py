@@ -21,11 +21,19 @@ from sagents.config.loader import load_config
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, StoreError
 from sagents.gateway.factory import build_gateway
-from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
+from sagents.gateway.http_server import (
+    CONSOLE_PATH,
+    MCP_PATH,
+    check_bind,
+    console_allowed,
+    serve_http,
+)
 from sagents.gateway.settings import (
+    APPROVAL_ROUTES,
     DEFAULT_HOST,
     DEFAULT_PORT,
     TOKEN_ENV,
+    ApprovalRoute,
     GatewaySettings,
     TransportName,
     load_profiles,
@@ -53,6 +61,11 @@ def resolve_settings(
     allowed_hosts: list[str],
     shared_workspace: bool = False,
     store: str | None = None,
+    approvals: str = "elicitation",
+    console: bool = True,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_proxy: bool = False,
     tool_search: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
@@ -86,6 +99,11 @@ def resolve_settings(
             chosen_mode = chosen.mode
     if background_after is not None and background_after < 0:
         raise ConfigError("must be 0 or more seconds", key="--background-after")
+    route = _approval_route(approvals, chosen_transport, console)
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "--tls-cert and --tls-key go together", key="--tls-key" if tls_cert else "--tls-cert"
+        )
     settings = GatewaySettings(
         config=config,
         profile=chosen,
@@ -100,6 +118,11 @@ def resolve_settings(
         background_after_s=background_after,
         allowed_hosts=tuple(allowed_hosts),
         store=store or None,
+        approvals=route,
+        console=console and chosen_transport == "http",
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_proxy=tls_proxy,
         tool_search=tool_search,
     )
     if chosen_transport == "http":
@@ -114,6 +137,28 @@ def resolve_settings(
                 "or serve over stdio",
             )
     return settings
+
+
+def _approval_route(value: str, transport: TransportName, console: bool) -> ApprovalRoute:
+    """Read ``--approvals``: the console answers only where it is served.
+
+    Raises:
+        ConfigError: an unknown value, or ``console``/``both`` without the console.
+    """
+    if value not in APPROVAL_ROUTES:
+        raise ConfigError(
+            f"unknown approvals route {value!r}; use {', '.join(APPROVAL_ROUTES)}",
+            key="--approvals",
+        )
+    route: ApprovalRoute = value
+    if route != "elicitation" and (transport != "http" or not console):
+        raise ConfigError(
+            f"--approvals {route} needs the web console, which only --transport http serves",
+            key="--approvals",
+            hint="add --transport http (and leave out --no-console), or use --approvals "
+            "elicitation",
+        )
+    return route
 
 
 async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
@@ -173,7 +218,16 @@ async def _run(settings: GatewaySettings) -> bool:
                 await gateway.run_stdio()
             else:
                 port = await tg.start(serve_http, gateway, settings)
-                print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
+                scheme = "https" if settings.tls_cert else "http"
+                print(
+                    f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
+                )
+                if console_allowed(settings):
+                    print(
+                        f"sagents serve: console at {scheme}://{settings.host}:{port}"
+                        f"{CONSOLE_PATH}/",
+                        file=sys.stderr,
+                    )
                 await anyio.sleep_forever()
             tg.cancel_scope.cancel()
     finally:
@@ -228,6 +282,31 @@ def serve(
             "(docs/scale-out.md); default: SQLite files in the data dir.",
         ),
     ] = None,
+    approvals: Annotated[
+        str,
+        typer.Option(
+            "--approvals",
+            help="Who approves writes: elicitation (the MCP client), console (the web "
+            "console) or both (first answer wins).",
+        ),
+    ] = "elicitation",
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console at /console/.")
+    ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="TLS certificate (PEM): serve HTTPS.")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+    ] = None,
+    behind_tls_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--behind-tls-proxy",
+            help="A TLS-terminating proxy is in front: serve the console beyond loopback over "
+            "plain HTTP to it, with Secure cookies.",
+        ),
+    ] = False,
     tool_search: Annotated[
         bool,
         typer.Option(
@@ -254,6 +333,11 @@ def serve(
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
             store=store,
+            approvals=approvals,
+            console=not no_console,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_proxy=behind_tls_proxy,
             tool_search=tool_search,
         )
         signalled = anyio.run(_run, settings)

@@ -59,6 +59,7 @@ from sagents.errors import (
 from sagents.gateway.approval import GatewayCallApprover
 from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.forwarding import UpstreamForwarding
+from sagents.gateway.pending import ConsoleScriptApprover
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
@@ -161,6 +162,7 @@ class ConfiguredGateway(Gateway):
             background_after_s=background,
             workspace=self.workspaces,
             upstream=self.forwarding,
+            approvals=settings.approvals,
             tool_search=ToolSearch(tool_ranker)
             if settings.tool_search and tool_ranker is not None
             else None,
@@ -295,6 +297,23 @@ class ConfiguredGateway(Gateway):
         memory.audit = self.store.audit
         return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(self.store.pool))}
 
+    def _script_approver(self) -> ConsoleScriptApprover | None:
+        """run_script's approver when the console is asked (None: the client, by elicitation)."""
+        if self.approvals == "elicitation":
+            return None
+
+        def permission_of(name: str) -> str:
+            if self._manager is None or not self._manager.has_tool(name):
+                return "write"
+            return self._manager.get_tool_spec(name).permission
+
+        return ConsoleScriptApprover(
+            self.pending,
+            route=self.approvals,
+            owner_of=self.session_owner,
+            permission_of=permission_of,
+        )
+
     async def _start_scripts(self, stack: AsyncExitStack) -> GatewayScripts | None:
         """run_script's host, opened on ``stack``, or None (with a warning) where bubblewrap is
         unavailable."""
@@ -304,6 +323,7 @@ class ConfiguredGateway(Gateway):
             limits=self.config.scripts,
             audit=self.store.audit if self.store is not None else None,
             protected={"config file": self.settings.config} if self.settings.config else None,
+            approver=self._script_approver(),
             list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:

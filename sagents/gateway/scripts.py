@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +51,7 @@ from sagents.script.session import (
     script_callable_specs,
 )
 from sagents.script.settings import ScriptLimits
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 from sagents.tool.spec_provider import SpecProvider
@@ -78,6 +79,8 @@ class GatewayScripts:
             the mcpServers commands the next start runs on the host).
         audit: Where each run's ``gateway_call`` entry goes (the gateway's store);
             ``<data dir>/audit.sqlite3`` when None.
+        approver: Asked before a run that lists write tools; None asks the client of the
+            call (:class:`~sagents.gateway.approval.ClientScriptApprover`).
         list_tools: run_script's description lists each callable tool (the default); False
             only counts them (``--tool-search``: the script's ``tools()`` lists them).
 
@@ -96,10 +99,12 @@ class GatewayScripts:
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
         audit: AuditStore | None = None,
+        approver: Approver | None = None,
         list_tools: bool = True,
     ) -> None:
         self._hub = hub
         self._audit_store = audit
+        self._approver = approver
         self._list_tools = list_tools
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
@@ -110,6 +115,9 @@ class GatewayScripts:
         self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
+        self.on_start: Callable[[str, str | None, str], None] | None = None
+        """Told ``(session id, tool call id, description)`` as each run_script call starts
+        (the web console shows the description of a live run); must not block."""
         self.aborted: list[str] = []
         """Records directories of runs a previous process left running, marked at start."""
 
@@ -213,6 +221,8 @@ class GatewayScripts:
                 "invalid_arguments",
                 "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
             )
+        if self.on_start is not None:
+            self.on_start(context.session_id, tool_call_id, str(description))
         return await session.tool.run(
             code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
         )
@@ -239,7 +249,7 @@ class GatewayScripts:
                 session=context,
                 sandbox=sandbox,
                 runtime=self._runtime,
-                approver=ClientScriptApprover(),
+                approver=self._approver or ClientScriptApprover(),
                 settings=self._settings,
                 hub=self._hub,
                 audit=self._audit,

@@ -100,6 +100,7 @@ from sagents.gateway.forwarding import (
 )
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
+from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway.policy import Profile
 from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.questions import ElicitationQuestioner
@@ -194,6 +195,8 @@ class Gateway:
             (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
         upstream: Forwards the upstream servers' prompts, resources, templates and completion
             (:mod:`sagents.gateway.forwarding`); None serves none of them.
+        approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
+            ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -221,6 +224,7 @@ class Gateway:
         task_store: SqliteTaskStore | TaskStore | None = None,
         store: GatewayStore | None = None,
         upstream: UpstreamForwarding | None = None,
+        approvals: ApprovalRoute = "elicitation",
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -237,6 +241,12 @@ class Gateway:
         self.upstream = upstream
         self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
+        self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
+            weakref.WeakValueDictionary()
+        )
+        self.approvals: ApprovalRoute = approvals
+        self.pending = PendingApprovals()
+        """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
@@ -442,10 +452,22 @@ class Gateway:
             owner=owner,
         )
         self._offers[session.session_id] = offer
+        self._sessions[session.session_id] = session
         return session
 
     def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
         return self._session_for(ctx).profile
+
+    def session_owner(self, session_id: str) -> str:
+        """The identity of the credential that opened a live session ("" without token or
+        for an unknown session): who besides the operator may answer its approvals."""
+        session = self._sessions.get(session_id)
+        return session.identity if session is not None else ""
+
+    @property
+    def tasks(self) -> GatewayTasks:
+        """The background calls of every session (the web console lists and cancels them)."""
+        return self._tasks
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -593,6 +615,8 @@ class Gateway:
         can_elicit = ctx.session.check_client_capability(
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
         )
+        if self.approvals != "elicitation":
+            return await self._console_approval(ctx, request, can_elicit=can_elicit)
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -614,6 +638,28 @@ class Gateway:
             return await ElicitationApprover(ClientAsker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
+
+    async def _console_approval(
+        self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
+    ) -> ApprovalAnswer:
+        """Ask the console (and, with ``both``, a client that can be asked mid-call)."""
+        owner = request_credential(ctx.request).identity
+        client = None
+        if (
+            self.approvals == "both"
+            and can_elicit
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+
+            async def client() -> ApprovalAnswer | None:
+                try:
+                    return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+                except NoBackChannelError:
+                    return None
+
+        return await self.pending.ask(
+            PendingApproval.for_request(request, owner=owner), client=client
+        )
 
     async def _run(
         self,

@@ -97,6 +97,8 @@ class ScriptRunner:
         audit: Where the run's ``gateway_call`` entry goes (none when None).
         on_progress: Receives progress snapshots (must not block).
         session_id: The session, for approvals and the audit.
+        on_output: Receives each chunk of the script's output with its stream (``stdout``,
+            ``stderr``) as it arrives (must not block).
     """
 
     def __init__(
@@ -114,8 +116,10 @@ class ScriptRunner:
         audit: AuditStore | None = None,
         on_progress: Callable[[ScriptProgressUpdate], None] | None = None,
         session_id: str | None = None,
+        on_output: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self._specs = list(specs)
+        self._on_output = on_output
         self._call_tool = call_tool
         self._workspace = workspace
         self._runtime = runtime
@@ -315,6 +319,8 @@ class ScriptRunner:
         async def drain(stream: ByteReceiveStream, name: str, done: anyio.Event) -> None:
             try:
                 async for chunk in stream:
+                    if self._on_output is not None:
+                        self._on_output(name, chunk)
                     if capture.feed(chunk, stream=name) and run.status is None:
                         run.status = "output_limit"
                         run.note = (

@@ -28,6 +28,7 @@ Use::
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,12 @@ import anyio
 import anyio.abc
 
 from sagents.audit.store import AuditStore
-from sagents.core.events import BackgroundDoneEvent, BackgroundStatus, ScriptProgressEvent
+from sagents.core.events import (
+    BackgroundDoneEvent,
+    BackgroundStatus,
+    ScriptProgressEvent,
+    ToolProgressEvent,
+)
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SandboxError
@@ -337,6 +343,22 @@ class RunScriptTool:
             def on_progress(update: ScriptProgressUpdate) -> None:
                 throttle.update(_progress_event(update, clock.time()))
 
+            decoders = {name: codecs.getincrementaldecoder("utf-8")("replace")
+                        for name in ("stdout", "stderr")}  # fmt: skip
+
+            def on_output(stream: str, chunk: bytes) -> None:
+                # The raw output goes to the hub's watchers only (the web console's panes):
+                # never into the client's progress nor the result.
+                text = decoders[stream].decode(chunk)
+                if text and request.tool_call_id:
+                    event = ToolProgressEvent(
+                        tool_call_id=request.tool_call_id,
+                        text=text,
+                        stream="stderr" if stream == "stderr" else "stdout",
+                        ts=clock.time(),
+                    )
+                    self._hub.show_watchers(session_id, event)
+
             runner = ScriptRunner(
                 specs=self.callable_specs(),
                 call_tool=self._call_tool,
@@ -350,6 +372,7 @@ class RunScriptTool:
                 audit=self._audit,
                 on_progress=on_progress,
                 session_id=session_id,
+                on_output=on_output,
             )
             async with runner:
                 handle = await runner.start(request)
