@@ -43,6 +43,7 @@ from sagents.gateway.console.records import (
     AuditFilter,
     filter_audit,
     find_run,
+    format_number,
     format_time,
     list_runs,
     read_calls,
@@ -116,6 +117,7 @@ def _environment() -> Environment:
         finalize=lambda value: printable(value) if isinstance(value, str) else value,
     )
     env.filters["time"] = format_time
+    env.filters["number"] = format_number
     env.filters["short"] = lambda value: str(value)[:8] if value else ""
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
     return env

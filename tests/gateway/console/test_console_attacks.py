@@ -3,11 +3,15 @@ sessions, and the race of two answers under ``--approvals both``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import anyio
 import httpx2
 import pytest
 
 from sagents.gateway.console.auth import MAX_SESSIONS, ConsoleAuth, Principal
+from sagents.gateway.console.records import MAX_CALL_LINE
 from sagents.gateway.pending import PendingApproval, PendingApprovals
 from sagents.gateway.settings import GatewaySettings
 from tests.gateway.console.test_console_http import TOKEN, call, console_server, login
@@ -71,3 +75,31 @@ async def test_with_both_a_console_answer_after_the_clients_is_refused() -> None
             got = await pending.ask(item, client=client)  # type: ignore[arg-type]
     assert got == "deny"  # the first answer wins
     assert console_answer == [False]  # and the console is told it came too late
+
+
+def test_records_with_ill_typed_fields_and_a_huge_line_still_render(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from sagents.gateway.console import data_dir_console
+
+    run_id = "20261201-120000-0123abcd"
+    run_dir = tmp_path / "workspaces" / "sessions" / ("a" * 32) / ".agent" / "scripts" / run_id
+    run_dir.mkdir(parents=True)
+    odd = {"status": "ok", "duration_s": "x", "calls": "many", "started": "x", "exit_code": "e"}
+    (run_dir / "run.json").write_text(json.dumps(odd))
+    (run_dir / "script.py").write_text("print(1)\n")
+    huge = "A" * (2 * MAX_CALL_LINE)
+    lines = [{"ts": "x", "tool": "t1", "duration_s": "y", "arguments": {}}, huge,
+             {"ts": 1.0, "tool": "t3", "duration_s": 0.5, "arguments": {}}]  # fmt: skip
+    (run_dir / "calls.jsonl").write_text(
+        "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    )
+    with TestClient(data_dir_console(tmp_path), raise_server_exceptions=False) as http:
+        runs = http.get("/console/runs")
+        run = http.get(f"/console/runs/{run_id}")
+    assert runs.status_code == 200
+    assert run_id in runs.text
+    assert run.status_code == 200
+    assert "t1" in run.text
+    assert "t3" in run.text  # the line after the huge one is still read as its own call
+    assert huge not in run.text
