@@ -178,6 +178,8 @@ class PendingApprovals:
         waiting = self._waiting.get(approval_id)
         if waiting is None or (by is not None and waiting.item.owner != by):
             return False
+        if waiting.done.is_set():
+            return False  # the client answered first (``both``); the call goes on with that
         if answer == "allow_session" and not waiting.item.rememberable:
             raise ValueError("'Allow for this session' is not offered for this request")
         waiting.answer = answer

@@ -20,6 +20,7 @@ from typing import Any, cast
 import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -30,6 +31,7 @@ from starlette.responses import (
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sagents.audit.store import SqliteAuditStore
 from sagents.core.literal import printable
@@ -41,6 +43,7 @@ from sagents.gateway.console.records import (
     AuditFilter,
     filter_audit,
     find_run,
+    format_number,
     format_time,
     list_runs,
     read_calls,
@@ -64,6 +67,14 @@ _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+_HEADERS = (
+    (b"content-security-policy", _CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer makes Origin "null"
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+)
+"""Sent on every console response: pages, errors, static files and unknown paths alike."""
 _HEARTBEAT_S = 15.0  # seconds between SSE comments that keep a quiet stream open
 _AUDIT_SCAN = 5000  # audit entries read for one Audit page (then filtered)
 _AUDIT_SHOWN = 200
@@ -106,6 +117,7 @@ def _environment() -> Environment:
         finalize=lambda value: printable(value) if isinstance(value, str) else value,
     )
     env.filters["time"] = format_time
+    env.filters["number"] = format_number
     env.filters["short"] = lambda value: str(value)[:8] if value else ""
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
     return env
@@ -134,11 +146,6 @@ class _Console:
     def _finish(
         self, response: Response, request: Request, session: ConsoleSession, new: bool
     ) -> Response:
-        response.headers["Content-Security-Policy"] = _CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "same-origin"  # no-referrer makes Origin "null"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers["Cache-Control"] = "no-store"
         if new:
             response.set_cookie(
                 COOKIE_NAME,
@@ -619,4 +626,25 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(CONSOLE_PATH + "/events", console.events),
         Mount(CONSOLE_PATH + "/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+
+
+class _SecurityHeaders:
+    """Puts :data:`_HEADERS` on every response of the app (replacing any of the same name)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name for name, _ in _HEADERS}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": [*kept, *_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

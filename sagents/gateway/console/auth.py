@@ -25,6 +25,7 @@ __all__ = ["COOKIE_NAME", "ConsoleAuth", "ConsoleSession", "Principal"]
 
 COOKIE_NAME = "sagents_console"
 MAX_SESSIONS = 1000  # console logins kept, the least recently used dropped first
+MAX_ANONYMOUS = 1000  # sessions not logged in yet (a login form shown), kept apart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +68,9 @@ class ConsoleAuth:
         self._operator = [t.encode() for t in operator_tokens if t]
         self._others = [t.encode() for t in session_tokens if t]
         self._sessions: OrderedDict[str, ConsoleSession] = OrderedDict()
+        # Anyone who reaches the port gets one of these with each cookieless request: they are
+        # kept apart, so that no number of them can push a logged-in session out.
+        self._anonymous: OrderedDict[str, ConsoleSession] = OrderedDict()
 
     @property
     def open(self) -> bool:
@@ -77,24 +81,32 @@ class ConsoleAuth:
         """The session behind a cookie value, or None."""
         if not sid:
             return None
-        found = self._sessions.get(sid)
-        if found is not None:
-            self._sessions.move_to_end(sid)
-        return found
+        for pool in (self._sessions, self._anonymous):
+            found = pool.get(sid)
+            if found is not None:
+                pool.move_to_end(sid)
+                return found
+        return None
 
     def new_session(self, principal: Principal | None = None) -> ConsoleSession:
         """A new session (a new cookie value), logged in as ``principal`` when given."""
         if principal is None and self.open:
             principal = Principal(operator=True)
         session = ConsoleSession(sid=secrets.token_urlsafe(32), principal=principal)
-        self._sessions[session.sid] = session
-        while len(self._sessions) > MAX_SESSIONS:
-            self._sessions.popitem(last=False)
+        pool, limit = (
+            (self._anonymous, MAX_ANONYMOUS)
+            if principal is None
+            else (self._sessions, MAX_SESSIONS)
+        )
+        pool[session.sid] = session
+        while len(pool) > limit:
+            pool.popitem(last=False)
         return session
 
     def drop(self, sid: str) -> None:
         """Forget a session (logout)."""
         self._sessions.pop(sid, None)
+        self._anonymous.pop(sid, None)
 
     def principal_for(self, token: str) -> Principal | None:
         """The principal of a token, or None when it is not accepted (constant time)."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sagents.audit.store import AuditEntry
 from sagents.gateway.workspaces import Workspaces
@@ -30,6 +30,7 @@ __all__ = [
     "RunRecord",
     "filter_audit",
     "find_run",
+    "format_number",
     "format_time",
     "list_runs",
     "read_calls",
@@ -41,6 +42,7 @@ __all__ = [
 
 MAX_SHOWN_BYTES = 512 * 1024  # bytes of output.txt / script.py shown on a page (the tail)
 CALLS_PAGE = 50  # lines of calls.jsonl on one page
+MAX_CALL_LINE = 64 * 1024  # bytes of one calls.jsonl line read; a longer one is skipped
 MAX_LISTED_RUNS = 500  # runs listed from disk, newest first
 _RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 _MAX_STATUS_BYTES = 1 << 20
@@ -182,18 +184,36 @@ def read_calls(run_dir: Path, page: int) -> tuple[list[dict[str, Any]], bool]:
     except OSError:
         return rows, False
     with os.fdopen(fd, "rb") as file:
-        for number, line in enumerate(file):
+        for number, line in enumerate(_bounded_lines(file)):
             if number < start:
                 continue
             if number >= start + CALLS_PAGE:
                 more = True
                 break
+            if line is None:
+                rows.append({"summary": f"(a line longer than {MAX_CALL_LINE} bytes, not shown)"})
+                continue
             try:
                 row = json.loads(line)
             except ValueError:
                 row = {"summary": line.decode("utf-8", "replace")[:200]}
             rows.append(row if isinstance(row, dict) else {"summary": str(row)[:200]})
     return rows, more
+
+
+def _bounded_lines(file: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of ``file``, each read up to :data:`MAX_CALL_LINE` bytes; None for a longer
+    line (the rest of it is skipped, never held whole)."""
+    while True:
+        line = file.readline(MAX_CALL_LINE + 1)
+        if not line:
+            return
+        if len(line) <= MAX_CALL_LINE or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = file.readline(MAX_CALL_LINE)
+        yield None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,8 +292,21 @@ def todo_sessions(path: Path) -> list[str]:
     return [str(r[0]) for r in _todo_rows(path, "SELECT DISTINCT session_id FROM todos", ())]
 
 
-def format_time(ts: float | None) -> str:
-    """``YYYY-mm-dd HH:MM:SS`` UTC, or "" for None."""
-    if ts is None:
+def format_time(ts: object) -> str:
+    """``YYYY-mm-dd HH:MM:SS`` UTC, or "" for None or anything but a number of seconds (a
+    record written by another version, or damaged)."""
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def format_number(value: object, spec: str = "g", unit: str = "") -> str:
+    """A number as ``format(value, spec)`` followed by `` unit``; "" for anything else (the
+    pages never fail on a record's ill-typed field)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return ""
+    text = format(value, spec)
+    return f"{text} {unit}" if unit else text
