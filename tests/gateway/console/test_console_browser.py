@@ -29,7 +29,10 @@ from sagents.gateway.settings import GatewaySettings
 from tests.gateway.test_configured import text_of, write_config
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -124,8 +127,17 @@ def wait(browser: WebDriver, predicate: Callable[[WebDriver], Any]) -> Any:
 
 
 def text(browser: WebDriver, css: str) -> str:
-    found = browser.find_elements(By.CSS_SELECTOR, css)
-    return found[0].text if found else ""
+    """The element's text, or "" while it is missing or being replaced by a live update."""
+    try:
+        found = browser.find_elements(By.CSS_SELECTOR, css)
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
+    except WebDriverException as error:
+        # Chromium's form of a stale element: the node was replaced between find and read
+        if "does not belong to the document" in str(error):
+            return ""
+        raise
 
 
 def shot(browser: WebDriver, name: str) -> None:
