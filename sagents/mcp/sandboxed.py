@@ -86,6 +86,50 @@ def _shown_at(paths: tuple[str, ...]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _protected_dirs(home_root: Path) -> dict[str, str]:
+    """The gateway's own directories no server's sandbox may show, by what they are."""
+    from sagents.audit import default_data_dir  # the audit store's package: only when needed
+
+    return {
+        "data dir": os.path.realpath(default_data_dir()),
+        "state dir": os.path.realpath(home_root.parent),
+    }
+
+
+def _check_not_protected(
+    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path
+) -> None:
+    """Refuse a ``readable``, ``writable`` or ``home`` path that is, contains or lies inside
+    the gateway's data dir (audit store, tokens, background tasks) or state dir (the servers'
+    logs and the other servers' homes); the server's own default home is the one exception.
+
+    Raises:
+        SandboxError: such a path, named with the directory it would show.
+    """
+    protected = _protected_dirs(home_root)
+    own = os.path.realpath(own_home)
+    entries = [(kind, path) for kind in ("readable", "writable") for path in getattr(sandbox, kind)]
+    if sandbox.home is not None:
+        entries.append(("home", sandbox.home))
+    for kind, path in entries:
+        real = os.path.realpath(path)
+        if kind == "home" and real == own:
+            continue
+        for what, directory in protected.items():
+            if _inside(real, directory) or _inside(directory, real):
+                raise SandboxError(
+                    f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
+                    f"gateway's {what} {directory!r} (its audit store, logs or other servers' "
+                    "homes) to the server",
+                    hint=f"give sandbox.{kind} a directory outside {directory!r} that does not "
+                    "contain it",
+                )
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def sandbox_params(
     server: str,
     params: StdioServerParameters,
@@ -110,7 +154,9 @@ def sandbox_params(
                 f"sandbox path {path!r} of MCP server {server!r} does not exist",
                 hint="create it, or remove it from the server's sandbox block",
             )
-    home = sandbox.home or str((home_root or default_home_root()) / server)
+    root = home_root or default_home_root()
+    home = sandbox.home or str(root / server)
+    _check_not_protected(server, sandbox, own_home=root / server, home_root=root)
     limits = SandboxLimits(
         memory_bytes=sandbox.memory_mb * _MIB if sandbox.memory_mb is not None else None,
         cpu_seconds=sandbox.cpu_seconds,

@@ -19,8 +19,9 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
-from sagents.errors import UpstreamUnavailableError
+from sagents.errors import SandboxError, UpstreamUnavailableError
 from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+from sagents.mcp.sandboxed import default_home_root, sandbox_params
 from sagents.sandbox import DEFAULT_SANDBOX_UID
 from sagents.sandbox.bwrap import python_runtime
 from tests.mcp.helpers import ROOT, SERVERS
@@ -339,3 +340,39 @@ async def test_a_sigkilled_host_takes_its_sandboxed_server_and_grandchildren_alo
             for pid in (bwrap, *orphans):
                 await _wait_gone(pid)
     assert _processes_with(marker) == []
+
+
+@pytest.mark.parametrize("kind", ["readable", "writable", "home"])
+@pytest.mark.parametrize("where", ["data", "data/audit", "parent", "other-home", "home-root"])
+def test_a_sandbox_may_not_show_the_gateways_data_or_another_servers_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, where: str
+) -> None:
+    data = tmp_path / "state" / "data"
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data))
+    paths = {
+        "data": data,
+        "data/audit": data / "audit",
+        "parent": tmp_path / "state",
+        "other-home": default_home_root() / "other",
+        "home-root": default_home_root(),
+    }
+    path = paths[where]
+    path.mkdir(parents=True, exist_ok=True)
+    value: Any = str(path) if kind == "home" else (str(path),)
+    box = replace(ServerSandbox(), **{kind: value})
+    with pytest.raises(SandboxError) as caught:
+        sandbox_params("escape", _escape_server(), box)
+    assert str(path) in str(caught.value)
+    assert caught.value.hint
+
+
+def test_the_servers_own_default_home_and_unrelated_paths_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "shared").mkdir()
+    box = ServerSandbox(readable=(str(SERVERS),), writable=(str(tmp_path / "shared"),))
+    params = sandbox_params("escape", _escape_server(), box)
+    assert params.workspace == str(default_home_root() / "escape")
+    own = ServerSandbox(home=str(default_home_root() / "escape"))
+    assert sandbox_params("escape", _escape_server(), own).workspace == own.home
