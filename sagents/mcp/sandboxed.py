@@ -58,6 +58,9 @@ SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Host paths every sandbox shows read-only (the merged-usr links lead into ``/usr``)."""
 _STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 _MIB = 1024 * 1024
+LOG_BYTES_PER_RUN = 64 * _MIB
+"""Most of a sandboxed server's stderr kept in its log per run: the log is outside the
+sandbox's limits, so a flood must not fill the gateway's disk (the rest is read and dropped)."""
 
 
 def default_home_root() -> Path:
@@ -269,9 +272,16 @@ class _SandboxTree:
 async def _copy_stderr(
     stderr: anyio.abc.ByteReceiveStream, log: IO[str], done: anyio.Event
 ) -> None:
+    left = LOG_BYTES_PER_RUN
     try:
         async for chunk in stderr:
-            log.write(chunk.decode("utf-8", errors="replace"))
+            if left <= 0:
+                continue  # keep reading, so that the server never blocks on a full pipe
+            kept = chunk[:left]
+            left -= len(kept)
+            log.write(kept.decode("utf-8", errors="replace"))
+            if left <= 0:
+                log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
             log.flush()
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         pass  # the pipe went away with the tree

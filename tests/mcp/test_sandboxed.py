@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import sys
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -20,8 +21,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
 from sagents.errors import SandboxError, UpstreamUnavailableError
-from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, sandboxed, stdio
 from sagents.mcp.sandboxed import default_home_root, sandbox_params
+from sagents.mcp.stdio import StdioProcess
 from sagents.sandbox import DEFAULT_SANDBOX_UID
 from sagents.sandbox.bwrap import python_runtime
 from tests.mcp.helpers import ROOT, SERVERS
@@ -376,3 +378,52 @@ def test_the_servers_own_default_home_and_unrelated_paths_are_accepted(
     assert params.workspace == str(default_home_root() / "escape")
     own = ServerSandbox(home=str(default_home_root() / "escape"))
     assert sandbox_params("escape", _escape_server(), own).workspace == own.home
+
+
+async def test_a_stdout_line_without_end_is_dropped_at_the_cap_not_buffered(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stdio, "MAX_LINE_CHARS", 256 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "junk", n=4 * 1024 * 1024) == "JUNKED"
+    log = (tmp_path / "logs" / "escape.log").read_text()
+    assert "dropped a stdout line longer than 262144 characters" in log
+    assert "x" * 1000 not in log
+    assert await _call(sup, "whoami")  # the server still works after the dropped line
+
+
+async def test_a_stderr_flood_stops_at_the_log_cap(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 256 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "spew", n=4 * 1024 * 1024) == "SPEWED"
+    assert await _call(sup, "whoami")
+    size = (tmp_path / "logs" / "escape.log").stat().st_size
+    assert size < 256 * 1024 + 4096
+    assert "stderr beyond 262144 bytes dropped" in (tmp_path / "logs" / "escape.log").read_text()
+
+
+class _Gone:
+    pid = 1
+    returncode = 1
+
+    def kill_tree(self) -> None:
+        pass
+
+
+def test_the_stderr_tail_of_a_huge_log_reads_only_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "escape.log"
+    with log.open("wb") as file:
+        file.truncate(64 * 1024 * 1024)  # sparse: no disk used
+        file.seek(0, os.SEEK_END)
+        file.write(b"\nlast words\n")
+    handle = StdioProcess(_Gone(), log_path=log, log_offset=0, sandboxed=True)
+    tracemalloc.start()
+    try:
+        tail = handle.stderr_tail()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert tail[-1] == "last words"
+    assert peak < 1024 * 1024
