@@ -17,7 +17,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import anyio
 import anyio.abc
@@ -59,8 +59,9 @@ SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 _MIB = 1024 * 1024
 LOG_BYTES_PER_RUN = 64 * _MIB
-"""Most of a sandboxed server's stderr kept in its log per run: the log is outside the
-sandbox's limits, so a flood must not fill the gateway's disk (the rest is read and dropped)."""
+"""Most of a sandboxed server's stderr (and notes on its stdout) kept in its log per run: the
+log is outside the sandbox's limits, so a flood must not fill the gateway's disk (the rest is
+read and dropped)."""
 
 
 def default_home_root() -> Path:
@@ -269,19 +270,34 @@ class _SandboxTree:
         self._process.kill_tree_now()
 
 
+class _CappedLog:
+    """A sandboxed server's log for one run: its stderr and the notes about its stdout share
+    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
+
+    def __init__(self, log: IO[str]) -> None:
+        self._log = log
+        self._left = LOG_BYTES_PER_RUN
+
+    def write(self, text: str) -> int:
+        if self._left <= 0:
+            return len(text)
+        data = text.encode("utf-8", errors="replace")[: self._left]
+        self._left -= len(data)
+        self._log.write(data.decode("utf-8", errors="replace"))
+        if self._left <= 0:
+            self._log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+
+
 async def _copy_stderr(
-    stderr: anyio.abc.ByteReceiveStream, log: IO[str], done: anyio.Event
+    stderr: anyio.abc.ByteReceiveStream, log: _CappedLog, done: anyio.Event
 ) -> None:
-    left = LOG_BYTES_PER_RUN
     try:
-        async for chunk in stderr:
-            if left <= 0:
-                continue  # keep reading, so that the server never blocks on a full pipe
-            kept = chunk[:left]
-            left -= len(kept)
-            log.write(kept.decode("utf-8", errors="replace"))
-            if left <= 0:
-                log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
+        async for chunk in stderr:  # read on past the cap, so the server never blocks
+            log.write(chunk.decode("utf-8", errors="replace"))
             log.flush()
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         pass  # the pipe went away with the tree
@@ -346,7 +362,8 @@ async def open_sandboxed_stdio_transport(
                 if on_start is not None:
                     on_start(handle)
                 drained = anyio.Event()
-                tg.start_soon(_copy_stderr, process.stderr, log, drained)
+                capped = _CappedLog(log)
+                tg.start_soon(_copy_stderr, process.stderr, capped, drained)
                 stdin = process.stdin
 
                 async def stop() -> None:
@@ -361,7 +378,7 @@ async def open_sandboxed_stdio_transport(
                     stdin,
                     process.stdout,
                     encoding=params.encoding,
-                    log=log,
+                    log=cast(IO[str], capped),
                     handle=handle,
                     stop=stop,
                 ) as (read_stream, write_stream):

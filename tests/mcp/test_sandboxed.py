@@ -427,3 +427,13 @@ def test_the_stderr_tail_of_a_huge_log_reads_only_its_end(tmp_path: Path) -> Non
         tracemalloc.stop()
     assert tail[-1] == "last words"
     assert peak < 1024 * 1024
+
+
+async def test_stdout_noise_shares_the_log_cap(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 64 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "noise", n=20000) == "NOISED"
+    assert await _call(sup, "whoami")
+    assert (tmp_path / "logs" / "escape.log").stat().st_size < 64 * 1024 + 4096

@@ -5,7 +5,8 @@ what happened as text (``ERROR <reason>`` when the attempt failed): ``read``, ``
 ``connect``, ``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to
 ``n`` children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new
 user namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``,
-``junk`` (``n`` bytes on stdout without a newline), ``spew`` (``n`` bytes on stderr).
+``junk`` (``n`` bytes on stdout without a newline), ``spew`` (``n`` bytes on stderr),
+``noise`` (``n`` non-JSON stdout lines).
 A test fixture, not library code.
 """
 
@@ -122,7 +123,16 @@ def _spew(args: dict[str, object]) -> str:
     return "SPEWED"
 
 
+def _noise(args: dict[str, object]) -> str:
+    """``n`` short lines on stdout that are not JSON-RPC."""
+    for _ in range(int(str(args["n"]))):
+        sys.stdout.write("noise\n")
+    sys.stdout.flush()
+    return "NOISED"
+
+
 TOOLS: dict[str, Callable[[Any], str]] = {
+    "noise": _noise,
     "junk": _junk,
     "spew": _spew,
     "read": _read,
