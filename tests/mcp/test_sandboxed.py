@@ -437,3 +437,9 @@ async def test_stdout_noise_shares_the_log_cap(
     assert await _call(sup, "noise", n=20000) == "NOISED"
     assert await _call(sup, "whoami")
     assert (tmp_path / "logs" / "escape.log").stat().st_size < 64 * 1024 + 4096
+
+
+@pytest.mark.parametrize("name", ["SAGENTS_GATEWAY_TOKEN", "SAGENTS_DATA_DIR"])
+def test_a_sandbox_may_not_pass_on_sagents_own_variables(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        ServerSandbox(env=(name,))
