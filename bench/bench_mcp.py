@@ -7,11 +7,16 @@ concurrency 1 and 8, for three paths to the same server in the same run: the bar
 timeout, progress binding and the result boundary on top), with each path's ratio to the SDK
 (1.0 = as fast as the bare SDK client).
 
-Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 400]
+Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 400] [--stdio-only] [--json]
+
+``--json`` prints, as the last line, the ratios by case (``"stdio c=1"``: ``{"supervisor": ..,
+"run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in alternating rounds
+(SDK, supervisor, run_tool, then again), so that a change of load hits them alike.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import statistics
@@ -35,8 +40,13 @@ EVERYTHING = ROOT / ".peers/node/node_modules/@modelcontextprotocol/server-every
 Call = Callable[[], Awaitable[object]]
 
 
-async def measure(call: Call, total: int, concurrency: int) -> tuple[float, float, float]:
-    """Run ``total`` calls, ``concurrency`` at once; return (calls/s, p50 ms, p99 ms)."""
+async def measure(call: Call, total: int, concurrency: int) -> tuple[float, float, float, float]:
+    """Run ``total`` calls, ``concurrency`` at once; (calls/s, p50 ms, p99 ms, host CPU ms/call).
+
+    Host CPU is this process's CPU time (``time.process_time``): the client side of the call,
+    which the load of the machine disturbs far less than wall time; the server's own process
+    is not in it.
+    """
     latencies: list[float] = []
     remaining = total
 
@@ -50,27 +60,50 @@ async def measure(call: Call, total: int, concurrency: int) -> tuple[float, floa
 
     for _ in range(20):  # warm-up
         await call()
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     async with anyio.create_task_group() as tg:
         for _ in range(concurrency):
             tg.start_soon(worker)
     elapsed = time.perf_counter() - began
+    cpu = time.process_time() - cpu
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return total / elapsed, statistics.median(latencies) * 1000, p99 * 1000
+    return total / elapsed, statistics.median(latencies) * 1000, p99 * 1000, cpu / total * 1000
 
 
-Figures = tuple[float, float, float]
+Figures = tuple[float, float, float, float]
+
+
+RATIOS: dict[str, dict[str, float]] = {}
+QUIET = False
 
 
 def report(transport: str, concurrency: int, sdk: Figures, **paths: Figures) -> None:
     """Print one line per path: calls/s, p50 and p99 ms, and the ratio of calls/s to the SDK's."""
     rows = {"sdk": sdk, **paths}
-    for name, (rate, p50, p99) in rows.items():
-        print(
-            f"{transport:<6} c={concurrency}  {name:<11} {rate:7.0f} calls/s"
-            f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {rate / sdk[0]:.2f}"
-        )
+    case = RATIOS.setdefault(f"{transport} c={concurrency}", {})
+    for name, (rate, p50, p99, cpu) in rows.items():
+        if name != "sdk":
+            case[name] = rate / sdk[0]
+            case[f"{name} CPU / sdk CPU"] = cpu / sdk[3]
+        if not QUIET:
+            print(
+                f"{transport:<6} c={concurrency}  {name:<11} {rate:7.0f} calls/s"
+                f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {rate / sdk[0]:.2f}"
+                f"  host CPU {cpu:5.2f} ms/call ({cpu / sdk[3]:.2f} x sdk)"
+            )
+
+
+async def rounds(
+    sdk: Call, others: dict[str, Call], total: int, concurrency: int
+) -> dict[str, Figures]:
+    """Alternate the paths over 3 rounds of ``total // 3`` calls; the median round of each."""
+    paths = {"sdk": sdk, **others}
+    seen: dict[str, list[Figures]] = {name: [] for name in paths}
+    for _ in range(3):
+        for name, call in paths.items():
+            seen[name].append(await measure(call, max(total // 3, 1), concurrency))
+    return {name: sorted(figures)[1] for name, figures in seen.items()}  # by calls/s
 
 
 async def bench_case(transport: str, sdk_target: object, params: object, total: int) -> None:
@@ -99,18 +132,17 @@ async def bench_case(transport: str, sdk_target: object, params: object, total: 
                 return await client.call_tool("echo", args)
 
             for concurrency in (1, 8):
-                report(
-                    transport,
-                    concurrency,
-                    await measure(sdk, total, concurrency),
-                    supervisor=await measure(supervisor, total, concurrency),
-                    run_tool=await measure(run_tool, total, concurrency),
+                figures = await rounds(
+                    sdk, {"supervisor": supervisor, "run_tool": run_tool}, total, concurrency
                 )
+                report(transport, concurrency, figures.pop("sdk"), **figures)
 
 
-async def main(total: int) -> None:
+async def main(total: int, http: bool) -> None:
     stdio = StdioServerParameters(command=sys.executable, args=[str(FAULT)])
     await bench_case("stdio", stdio, stdio, total)
+    if not http:
+        return
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -136,4 +168,9 @@ async def main(total: int) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+    flags = {arg for arg in sys.argv[1:] if arg.startswith("--")}
+    counts = [int(arg) for arg in sys.argv[1:] if not arg.startswith("--")]
+    QUIET = "--json" in flags
+    anyio.run(main, counts[0] if counts else 400, "--stdio-only" not in flags)
+    if QUIET:
+        print(json.dumps(RATIOS))

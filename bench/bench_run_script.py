@@ -16,11 +16,14 @@ script in bubblewrap (``SandboxLauncher``), records, audit-free.
    the text it gets back) versus the sum of the 500 results it would receive through direct
    calls (``ToolResult.to_tool_message``), cl100k_base. Aim: under 2%.
 
-Usage: ``.venv/bin/python bench/bench_run_script.py``
+Usage: ``.venv/bin/python bench/bench_run_script.py [--json]`` (``--json`` adds, as the last
+line, the throughput ratio run_script/SDK and the empty run's ms over ``python -c pass``, for
+``bench/summary.py``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -49,6 +52,9 @@ from agent_tools import call_many
 rows = call_many("fleet__get_device_status", [{"sn": f"SN{i:04d}"} for i in range(500)])
 print(len(rows))
 """
+
+
+FIGURES: dict[str, float] = {}
 
 
 def _encoding() -> tiktoken.Encoding:
@@ -155,6 +161,12 @@ async def main() -> None:
     print(f"    whole command 'sagents run-script empty.py': {t_cli * 1000:.0f} ms;"
           f" ratio {t_cli / t_bare:.2f}x")  # fmt: skip
 
+    FIGURES.update(
+        {
+            "run_script / SDK": t_sdk / t_script,
+            "empty run - python -c pass (ms)": 1000 * (t_empty - t_bare),
+        }
+    )
     encoding = _encoding()
     script_tokens = len(encoding.encode(FLEET_SCRIPT.read_text()))
     output_tokens = len(encoding.encode(report.output))
@@ -169,3 +181,5 @@ async def main() -> None:
 
 if __name__ == "__main__":
     anyio.run(main)
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(FIGURES))

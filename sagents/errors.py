@@ -26,7 +26,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │       ├── BinaryFileError         binary_file
     │       ├── FileTooLargeError       file_too_large
     │       ├── EditNotFoundError       edit_not_found       (edit)
-    │       └── EditAmbiguousError      edit_ambiguous       (edit, matches)
+    │       ├── EditAmbiguousError      edit_ambiguous       (edit, matches)
+    │       └── InvalidImageError       invalid_image        (path)
     │   ├── WebFetchError               fetch_error          (url)
     │   │   └── UrlNotAllowedError      url_not_allowed      (url, address)
     │   └── QuotaExceededError          quota_exceeded       (limit)
@@ -81,6 +82,7 @@ __all__ = [
     "FileTooLargeError",
     "FileToolError",
     "InvalidArgumentsError",
+    "InvalidImageError",
     "ModelAuthError",
     "ModelConfigError",
     "ModelError",
@@ -329,6 +331,13 @@ class EditAmbiguousError(FileToolError):
     set. ``details["matches"]`` says how many times."""
 
     code = "edit_ambiguous"
+
+
+class InvalidImageError(FileToolError):
+    """``image_understanding``: the file is not an image it reads (PNG, JPEG, WebP, GIF), is
+    corrupt, or is over the pixel cap."""
+
+    code = "invalid_image"
 
 
 class WebFetchError(ToolCallError):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything sagents needs, from nothing, into the repository:
-#   - system packages (bubblewrap, git; with --test, postgresql for the shared-store tests) with
-#     apt-get when root, or a clear message otherwise;
+#   - system packages (bubblewrap, git; with --test, postgresql for the shared-store tests and
+#     chromium for the console's browser tests) with apt-get when root, or a clear message otherwise;
 #   - .venv in the repository root with sagents (editable) and, with --test, its test tools;
 #   - with --test, the reference MCP servers the tests talk to (scripts/setup-peers.sh).
 # Idempotent: a second run only checks. Usage: scripts/setup.sh [--test]
@@ -19,6 +19,10 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 # The store tests start their own PostgreSQL server from these binaries (no system service).
 if [ "$with_test" = 1 ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
     missing+=(postgresql)
+fi
+if [ "$with_test" = 1 ]; then  # the web console's browser tests (tests/gateway/console/)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -19,6 +19,7 @@ from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, pos
 
 SLOW = frozenset(
     {
+        "tests/gateway/console/test_console_browser.py",
         "tests/test_readme.py",
         "tests/cli/test_demo_cli.py",
         "tests/cli/test_git_history_example.py",

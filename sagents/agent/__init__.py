@@ -5,12 +5,17 @@ the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the 
 one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
+from sagents.agent.compress import CompressionSettings
 from sagents.agent.events import (
     AgentEvent,
     DoneEvent,
     DoneReason,
+    HistoryCompressedEvent,
+    HistoryCompressEvent,
     MessageDeltaEvent,
     MessageEvent,
+    QuestionnaireRequestEvent,
+    QuestionnaireResultEvent,
     UsageEvent,
     WorkflowSelectedEvent,
 )
@@ -44,15 +49,20 @@ __all__ = [
     "AgentEvent",
     "AgentSession",
     "AuditStatus",
+    "CompressionSettings",
     "DoneEvent",
     "DoneReason",
     "EmbeddingsToolSelector",
+    "HistoryCompressEvent",
+    "HistoryCompressedEvent",
     "LLMToolSelector",
     "MessageDeltaEvent",
     "MessageEvent",
     "ModelTurn",
     "OfflineToolSelector",
     "OpenAIChatModel",
+    "QuestionnaireRequestEvent",
+    "QuestionnaireResultEvent",
     "SAgent",
     "TextDelta",
     "ToolSelector",

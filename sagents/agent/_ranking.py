@@ -38,11 +38,13 @@ if TYPE_CHECKING:
     from sagents.core.spec import ToolSpec
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "Document",
     "IndexCache",
     "IndexView",
     "Ranking",
     "RankingIndex",
+    "bounded_query",
     "cosines",
     "embedding_model",
     "spec_content_key",
@@ -62,6 +64,16 @@ MAX_SCHEMA_WORDS_DEPTH = 4
 
 CACHE_ENTRIES = 16
 """How many indexes (distinct tool sets) one :class:`IndexCache` keeps."""
+
+MAX_QUERY_CHARS = 8000
+"""Characters of a query that are ranked: longer ones (a pasted log, a 1 MB search) keep
+their first and last half of this, where a request's own words usually are; ranking the whole
+of a 1 MB query took seconds of a worker thread."""
+
+MAX_EMBEDDED_CHARS = 4000
+"""Characters of one text (a query, a tool's name and description) that are embedded: a
+static embedding is a mean of token vectors, which a longer text hardly moves, while its cost
+grows with the length (a 1 MB query took seconds). The lexical ranking reads the whole text."""
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
@@ -165,12 +177,38 @@ class _Embedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         import numpy as np
 
-        vectors = np.asarray(self._model.embed(list(texts), norm=False), dtype=np.float32)
+        vectors = np.asarray(
+            self._model.embed([_embeddable(t) for t in texts], norm=False), dtype=np.float32
+        )
         vectors = np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0  # a text without known tokens stays a zero vector, never NaN
         unit: npt.NDArray[np.float32] = vectors / norms
         return unit
+
+
+def bounded_query(query: str) -> str:
+    """``query`` cut to :data:`MAX_QUERY_CHARS`: its head and its tail when it is longer.
+
+    Raises:
+        TypeError: ``query`` is not a string.
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"the query must be a string (the request's text), not {query!r}")
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    half = MAX_QUERY_CHARS // 2
+    return f"{query[:half]} {query[-half:]}"
+
+
+def _embeddable(text: str) -> str:
+    """``text`` as the tokenizer takes it: at most :data:`MAX_EMBEDDED_CHARS` characters (its
+    head and tail), and valid Unicode (a lone surrogate, which JSON's ``\\ud800`` escapes can
+    carry, makes the tokenizer raise; it becomes ``?``)."""
+    if len(text) > MAX_EMBEDDED_CHARS:
+        half = MAX_EMBEDDED_CHARS // 2
+        text = f"{text[:half]} {text[-half:]}"
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 @functools.cache
@@ -256,6 +294,7 @@ class RankingIndex:
         fused = np.zeros(count, dtype=np.float64)
         if count == 0:
             return fused
+        query = bounded_query(query)
         query_terms = [t for t in terms(query) if t in self._vocabulary]
         if query_terms:
             lexical = self._bm25.get_scores(query_terms)

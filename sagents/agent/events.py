@@ -1,21 +1,8 @@
 """The events of ``SAgent.run_stream``: typed frozen values with ``.type`` and ``.to_dict()``.
 
-==============================  ====================  ============================================
-class                           ``type``              what
-==============================  ====================  ============================================
-:class:`MessageDeltaEvent`      ``message.delta``     assistant text as it streams
-:class:`MessageEvent`           ``message``           a complete message appended to the history
-:class:`UsageEvent`             ``usage``             the tokens of one model call
-:class:`WorkflowSelectedEvent`  ``workflow.selected`` the workflow or skill chosen for a request
-:class:`DoneEvent`              ``done``              the last event of every run
-``ToolProgressEvent``           ``tool_progress``     a tool's live output (``sagents.core.events``)
-``ScriptProgressEvent``         ``script.progress``   a run_script snapshot
-``ApprovalRequestEvent``        ``approval.request``  a call waits for the user
-``ApprovalResultEvent``         ``approval.result``   the user's answer
-``BackgroundDoneEvent``         ``background.done``   a background run_script finished
-==============================  ====================  ============================================
-
-Every ``to_dict()`` is a JSON object (one NDJSON line each). See ``docs/agent.md``, "Events".
+==================================  =========================  =============================
+The last five are ``sagents.core.events`` types. Every ``to_dict()`` is a JSON object (one NDJSON
+line each). See ``docs/agent.md``, "Events".
 """
 
 from __future__ import annotations
@@ -31,13 +18,23 @@ from sagents.core.events import (
     ScriptProgressEvent,
     ToolProgressEvent,
 )
+from sagents.tool.questions import (
+    Questionnaire,
+    QuestionnaireAnswer,
+    QuestionnaireSlot,
+    QuestionnaireStatus,
+)
 
 __all__ = [
     "AgentEvent",
     "DoneEvent",
     "DoneReason",
+    "HistoryCompressEvent",
+    "HistoryCompressedEvent",
     "MessageDeltaEvent",
     "MessageEvent",
+    "QuestionnaireRequestEvent",
+    "QuestionnaireResultEvent",
     "UsageEvent",
     "WorkflowSelectedEvent",
 ]
@@ -146,6 +143,151 @@ class DoneEvent:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class HistoryCompressEvent:
+    """Older turns are about to be summarised (sent before the summary is asked for).
+
+    Attributes:
+        reason: ``budget`` (the request passed ``max_history_tokens``) or ``requested`` (the
+            model called ``compress_history``).
+        messages: Messages in the history. dropped: those to be summarised. kept: the latest,
+            kept as they are.
+        tokens_before: Tokens of the request (system prompt and history).
+        budget: ``max_history_tokens``, or None.
+        ts: Seconds since the epoch.
+    """
+
+    type: Literal["history.compress"] = "history.compress"
+    reason: str
+    messages: int
+    dropped: int
+    kept: int
+    tokens_before: int
+    budget: int | None
+    ts: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON."""
+        return {
+            "type": self.type,
+            "reason": self.reason,
+            "messages": self.messages,
+            "dropped": self.dropped,
+            "kept": self.kept,
+            "tokens_before": self.tokens_before,
+            "budget": self.budget,
+            "ts": self.ts,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryCompressedEvent:
+    """The end of a compression: the summary replaced the older turns, or (``ok`` false) the
+    history is unchanged and ``error`` says why.
+
+    Attributes:
+        ok: Whether the history was compressed.
+        dropped: Messages replaced by the summary (0 when not ok).
+        tokens_before / tokens_after: Tokens of the request before and after.
+        record: The file that keeps the dropped messages and the summary.
+        error: Why it failed.
+        ts: Seconds since the epoch.
+    """
+
+    type: Literal["history.compressed"] = "history.compressed"
+    ok: bool
+    dropped: int
+    tokens_before: int
+    tokens_after: int
+    record: str | None = None
+    error: str | None = None
+    ts: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON."""
+        return {
+            "type": self.type,
+            "ok": self.ok,
+            "dropped": self.dropped,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "record": self.record,
+            "error": self.error,
+            "ts": self.ts,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionnaireRequestEvent:
+    """The model's ``questionnaire`` waits for the user: the application answers it with
+    :meth:`answer`, :meth:`decline` or :meth:`cancel` (or through the ``questioner`` given to
+    ``run_stream``); with no answer within ``time_limit`` seconds it ends ``timed_out``.
+
+    Attributes:
+        request_id: Pairs it with its :class:`QuestionnaireResultEvent`.
+        questionnaire: The questions (``sagents.tool.questions.Questionnaire``).
+        time_limit: Seconds the user has.
+        ts: Seconds since the epoch.
+    """
+
+    type: Literal["questionnaire.request"] = "questionnaire.request"
+    request_id: str
+    questionnaire: Questionnaire
+    time_limit: float
+    ts: float
+    slot: QuestionnaireSlot = field(repr=False, compare=False)
+
+    def answer(self, answers: Mapping[str, Any], message: str = "") -> bool:
+        """Answer with one value per question id; False when it was already settled.
+
+        Raises:
+            ValueError: an answer does not fit its question (the message names it).
+        """
+        return self.slot.put(
+            QuestionnaireAnswer(status="answered", answers=answers, message=message)
+        )
+
+    def decline(self, message: str = "") -> bool:
+        """The user chose not to answer; False when it was already settled."""
+        return self.slot.put(QuestionnaireAnswer(status="declined", message=message))
+
+    def cancel(self, message: str = "") -> bool:
+        """Withdraw the questions (the user closed the form); False when already settled."""
+        return self.slot.put(QuestionnaireAnswer(status="cancelled", message=message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "request_id", "questionnaire", "time_limit", "ts"}``."""
+        return {
+            "type": self.type,
+            "request_id": self.request_id,
+            "questionnaire": self.questionnaire.model_dump(mode="json"),
+            "time_limit": self.time_limit,
+            "ts": self.ts,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionnaireResultEvent:
+    """How a questionnaire ended: ``answered`` (with the checked answers), ``declined``,
+    ``cancelled`` or ``timed_out``; exactly one per request."""
+
+    type: Literal["questionnaire.result"] = "questionnaire.result"
+    request_id: str
+    status: QuestionnaireStatus
+    answers: Mapping[str, Any] = field(default_factory=dict)
+    ts: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "request_id", "status", "answers", "ts"}``."""
+        return {
+            "type": self.type,
+            "request_id": self.request_id,
+            "status": self.status,
+            "answers": dict(self.answers),
+            "ts": self.ts,
+        }
+
+
 AgentEvent: TypeAlias = (
     MessageDeltaEvent
     | MessageEvent
@@ -157,5 +299,9 @@ AgentEvent: TypeAlias = (
     | ApprovalRequestEvent
     | ApprovalResultEvent
     | BackgroundDoneEvent
+    | HistoryCompressEvent
+    | HistoryCompressedEvent
+    | QuestionnaireRequestEvent
+    | QuestionnaireResultEvent
 )
 """Any event of ``run_stream``."""

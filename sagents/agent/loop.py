@@ -35,6 +35,7 @@ from sagents.agent._run import (
     running_loop,
     settle_history,
 )
+from sagents.agent.compress import CompressionSettings, HistoryCompressor
 from sagents.agent.events import (
     AgentEvent,
     DoneEvent,
@@ -44,6 +45,7 @@ from sagents.agent.events import (
     UsageEvent,
 )
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent.questions import EventQuestioner
 from sagents.agent.scripts import open_run_script
 from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
 from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
@@ -52,6 +54,7 @@ from sagents.agent.suggestion import (
     ToolSuggester,
     ToolSuggestion,
     allowed_tools,
+    check_suggest_when,
     expansion_result,
     request_query,
 )
@@ -67,6 +70,7 @@ from sagents.tool.context import SessionContext
 from sagents.tool.expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
 from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
+from sagents.tool.questions import Questioner, bind_questioner, current_questioner
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
@@ -115,6 +119,11 @@ class SAgent:
             ``docs/agent.md``, "Workflow selection".
         workflow_threshold: The least offline score (0 to 1) that counts as a fit.
         name: A name for logs.
+        max_history_tokens: When the next request (system prompt and history, counted
+            offline) passes this many tokens, older turns are summarised first (see
+            ``docs/agent.md``, "History compression"); None: only when the model calls
+            ``compress_history``.
+        compression: How the history is compressed (:class:`CompressionSettings`).
     """
 
     def __init__(
@@ -136,11 +145,16 @@ class SAgent:
         workflow_select: WorkflowSelect = False,
         workflow_threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
         name: str = "agent",
+        max_history_tokens: int | None = None,
+        compression: CompressionSettings | None = None,
     ) -> None:
+        if max_history_tokens is not None and max_history_tokens < 1:
+            raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools!r}")
+        check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = max_turns
@@ -168,6 +182,8 @@ class SAgent:
             )
         )
         self.name = name
+        self.max_history_tokens = max_history_tokens
+        self.compression = compression or CompressionSettings()
         self._sessions: dict[str, AgentSession] = {}
         self._scopes: set[anyio.CancelScope] = set()
 
@@ -195,6 +211,7 @@ class SAgent:
         session_context: SessionContext | None = None,
         approver: Approver | None = None,
         session: AgentSession | None = None,
+        questioner: Questioner | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
@@ -209,6 +226,8 @@ class SAgent:
             approver: Answers the approvals the mode asks for; without one they are refused.
             session: The state to use (agents as tools pass a fresh one); the agent's state of
                 ``session_context.session_id`` when None.
+            questioner: Answers the ``questionnaire`` tool's questions (besides the
+                ``questionnaire.request`` event, which can be answered directly).
 
         The run executes in a task this iterator owns. A consumer that stops iterating early
         should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
@@ -217,6 +236,7 @@ class SAgent:
         context = session_context or SessionContext()
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
+        state.questioner = questioner if questioner is not None else state.questioner
         state.messages = settle_history(messages)
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
@@ -289,6 +309,7 @@ class SAgent:
                 session_context=sub_context,
                 approver=approver,
                 session=sub_session,
+                questioner=current_questioner(),  # asks through the caller's run
             ):
                 if isinstance(event, DoneEvent):
                     done = event
@@ -342,9 +363,17 @@ class SAgent:
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
             else:
-                with scope, bind_agent_session(state):
+                questions = EventQuestioner(run, state.questioner)
+                with scope, bind_agent_session(state), bind_questioner(questions):
                     self._scopes.add(scope)
                     state.run_approver = EventApprover(run) if approver is not None else None
+                    state.run_compressor = HistoryCompressor(
+                        run,
+                        model=self.model,
+                        budget=self.max_history_tokens,
+                        settings=self.compression,
+                        system=lambda session: self._system(session, run.system_extra),
+                    )
                     try:
                         async with anyio.create_task_group() as tg:
                             for queue in run.queues:
@@ -358,6 +387,7 @@ class SAgent:
                     finally:
                         self._scopes.discard(scope)
                         state.run_approver = None
+                        state.run_compressor = None
             if scope.cancelled_caught:
                 reason = "cancelled"
             await run.emit(
@@ -378,6 +408,8 @@ class SAgent:
             if run.turns >= self.max_turns:
                 return "max_turns"
             run.turns += 1
+            if state.run_compressor is not None:
+                await state.run_compressor.compress_if_over_budget()
             tools = await self._offered_tools(run)
             request = [*self._system(state, run.system_extra), *state.messages]
             turn: ModelTurn | None = None
@@ -414,7 +446,7 @@ class SAgent:
                 stack,
                 proxy=state.tool_manager,
                 context=state.context_for_tools(),
-                ask=run.ask,
+                approver=EventApprover(run),
                 hub=run.hubs[0],
                 settings=self.script_settings,
             )
@@ -434,7 +466,7 @@ class SAgent:
                 allowed = allowed_tools(
                     state.tool_manager, state.context.permission_mode, skip=run.extra_names
                 )
-                return expansion_result(state, arguments, allowed)
+                return expansion_result(state, arguments, allowed, own=run.extra_names)
 
             run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
             run.extra_names.add(EXPAND_TOOL_NAME)

@@ -5,17 +5,18 @@ It is offered when the session has MCP tools a script could call
 (:func:`~sagents.script.description.should_offer_run_script`) and a sandbox can start. The
 script's own calls go through the session's ``ToolProxy``; the write tools a script lists are
 approved once before the run (run_script's policy), so the proxy is told not to ask again for
-each call. The one approval before a run is asked through the agent's approver, as an
-``ApprovalRequest.for_script`` (``allow_once`` or ``deny``).
+each call. The one approval before a run is asked through the agent's approver (the one
+approval protocol, :mod:`sagents.tool.approval`), as an ``ApprovalRequest.for_script``
+(``allow_once`` or ``deny``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sagents.audit.store import default_data_dir
 from sagents.core.result import ToolResult
@@ -25,14 +26,13 @@ from sagents.progress.hub import ProgressHub
 from sagents.sandbox.factory import create_sandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import should_offer_run_script
-from sagents.script.policy import ApprovalRequest as ScriptApprovalRequest
 from sagents.script.runtime import install_runtime
 from sagents.script.session import RunScriptSettings, RunScriptTool, script_callable_specs
-from sagents.tool.approval import AllowAllApprover, ApprovalAnswer, ApprovalRequest
+from sagents.tool.approval import AllowAllApprover, Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.tool_proxy import ToolProxy
 
-__all__ = ["PreApprovedTools", "ScriptApproverBridge", "open_run_script"]
+__all__ = ["PreApprovedTools", "open_run_script"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,18 @@ class PreApprovedTools:
         """See ``ToolProxy.get_openai_tools``."""
         return self._proxy.get_openai_tools(strict=strict)
 
+    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_responses_tools``."""
+        return self._proxy.get_responses_tools(strict=strict)
+
+    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_anthropic_tools``."""
+        return self._proxy.get_anthropic_tools(strict=strict)
+
+    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
+        """See ``ToolProxy.get_gemini_tools``."""
+        return self._proxy.get_gemini_tools(strict=strict)
+
     def resolve_exported_name(self, name: str) -> str:
         """See ``ToolProxy.resolve_exported_name``."""
         return self._proxy.resolve_exported_name(name)
@@ -91,32 +103,12 @@ class PreApprovedTools:
         )
 
 
-class ScriptApproverBridge:
-    """run_script's approver (``allow_once`` / ``deny``) asking through the one approval
-    protocol: ``ask(request)`` gets an ``ApprovalRequest.for_script``."""
-
-    def __init__(self, ask: Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]) -> None:
-        self._ask = ask
-
-    async def approve(self, request: ScriptApprovalRequest) -> Literal["allow_once", "deny"]:
-        """Ask once for the run's listed write tools; anything but ``allow_once`` denies."""
-        answer = await self._ask(
-            ApprovalRequest.for_script(
-                request.tools,
-                request.script,
-                description=request.description,
-                session_id=request.session_id or "",
-            )
-        )
-        return "allow_once" if answer == "allow_once" else "deny"
-
-
 async def open_run_script(
     stack: AsyncExitStack,
     *,
     proxy: ToolProxy,
     context: SessionContext,
-    ask: Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]],
+    approver: Approver,
     hub: ProgressHub,
     settings: RunScriptSettings | None = None,
     workspace: Path | None = None,
@@ -128,7 +120,8 @@ async def open_run_script(
         stack: Owns the sandbox and the tool (closed with the run).
         proxy: The session's tools.
         context: The session (its mode drives run_script's policy).
-        ask: Asks the user (emits the approval events).
+        approver: Asks the user before a run that lists write tools (the agent's, which emits
+            the approval events).
         hub: Where ``script.progress`` goes.
         settings: Limits; the defaults when None.
         workspace: The host workspace; the context's, else ``<data dir>/workspace``.
@@ -149,7 +142,7 @@ async def open_run_script(
             session=context,
             sandbox=sandbox,
             runtime=install_runtime(data_dir),
-            approver=ScriptApproverBridge(ask),
+            approver=approver,
             settings=settings,
             hub=hub,
         )

@@ -12,16 +12,20 @@ session across turns and runs: the history, the ``ToolProxy`` it runs with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagents.skill.proxy import SkillSource
 from sagents.skill.sandbox_sync import SandboxFiles, SandboxSkillManager
 from sagents.skill.session import SkillSession
 from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.questions import Questioner
+
+if TYPE_CHECKING:
+    from sagents.agent.compress import HistoryCompressor
 from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
@@ -127,6 +131,10 @@ class AgentSession:
         self.run_approver: Approver | None = None
         """While a run is in progress, the approver that asks through it (so that its
         ``approval.request``/``approval.result`` events show); None otherwise."""
+        self.questioner: Questioner | None = None
+        """The application's questioner (``run_stream(questioner=...)``), if any."""
+        self.run_compressor: HistoryCompressor | None = None
+        """While a run is in progress, what compresses its history; None otherwise."""
         self.messages: list[dict[str, Any]] = []
         """The history: the last run's input messages, then every message it added."""
         self.audit_status = AuditStatus()
@@ -180,6 +188,13 @@ class AgentSession:
             await self.skill_sandbox.project(skill.name)
             projected.append(skill.name)
         return projected
+
+    async def compress_history(self, *, focus: str | None = None) -> Mapping[str, Any]:
+        """Summarise the older turns now (the ``compress_history`` tool; docs/agent.md,
+        "History compression"); the report (``compressed``, counts, ``record``, ``error``)."""
+        if self.run_compressor is None:
+            return {"compressed": False, "error": "no run of this session is in progress"}
+        return await self.run_compressor.compress(reason="requested", focus=focus)
 
     def context_for_tools(self) -> SessionContext:
         """The context passed to tools: the session's, with this state under

@@ -32,6 +32,7 @@ from sagents.agent._ranking import (
     IndexCache,
     Ranking,
     RankingIndex,
+    bounded_query,
     cosines,
     embedding_model,
     spec_content_key,
@@ -167,6 +168,7 @@ class OfflineToolSelector:
     def rank(self, query: str, tools: ToolsInput, k: int = DEFAULT_SUGGESTED_TOOLS) -> list[str]:
         """The ``min(k, len(tools))`` best tool names, best first (see :func:`suggest_tools`)."""
         _check_k(k)
+        query = bounded_query(query)
         items = _listed(tools)
         if k == 0 or not items:
             return []
@@ -286,6 +288,7 @@ def rank_workflows(
     is not installed). Ties keep the order workflows-then-skills.
     """
     candidates = _candidates(workflows, skills)
+    query = bounded_query(query)
     query_terms = set(terms(query))
     if not candidates or not query_terms:
         return [WorkflowChoice(name=n, kind=kind, score=0.0) for kind, n, _ in candidates]

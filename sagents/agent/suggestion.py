@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -41,6 +41,7 @@ __all__ = [
     "ToolSuggester",
     "ToolSuggestion",
     "allowed_tools",
+    "check_suggest_when",
     "expansion_result",
     "request_query",
 ]
@@ -70,6 +71,16 @@ class AllowedTool:
     """The name the model uses (the export's ``function.name``)."""
     spec: ToolSpec
     exported: Mapping[str, Any]
+
+
+def check_suggest_when(when: object) -> None:
+    """Refuse a ``tool_suggestion`` value that is not a :data:`SuggestWhen`.
+
+    Raises:
+        ValueError: ``when`` is not ``first_turn`` or ``every_turn``.
+    """
+    if when not in ("first_turn", "every_turn"):
+        raise ValueError(f"tool_suggestion must be 'first_turn' or 'every_turn', not {when!r}")
 
 
 def allowed_tools(
@@ -131,10 +142,13 @@ class ToolSuggestion:
         always_include: Sequence[str] = (),
         suggester: ToolSuggester | None = None,
     ) -> None:
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(
+                f"max_tools_per_turn takes a whole number of tools (e.g. 8) or None, not {k!r}"
+            )
         if k < 1:
             raise ValueError(f"max_tools_per_turn must be at least 1 (or None), not {k!r}")
-        if when not in ("first_turn", "every_turn"):
-            raise ValueError(f"tool_suggestion must be 'first_turn' or 'every_turn', not {when!r}")
+        check_suggest_when(when)
         if isinstance(always_include, str):
             raise TypeError("always_include_tools takes a list of names, not one string")
         self.k = k
@@ -164,13 +178,23 @@ class ToolSuggestion:
         except Exception:  # a broken ranking must not end the run: expansion still works
             logger.warning("the tool suggester failed; no tools suggested", exc_info=True)
             return []
+        if isinstance(picked, str | bytes) or not isinstance(picked, Iterable):
+            logger.warning(
+                "the tool suggester returned %.200r, not a list of tool names; no tools suggested",
+                picked,
+            )
+            return []
         by_registered = {c.spec.name: c.name for c in candidates}
         names = {c.name for c in candidates}
         chosen: list[str] = []
-        for raw in list(picked)[: self.k]:
-            name = by_registered.get(str(raw)) or (str(raw) if str(raw) in names else None)
+        for raw in picked:  # unknown names are skipped before counting to k
+            if not isinstance(raw, str):
+                continue
+            name = by_registered.get(raw) or (raw if raw in names else None)
             if name is not None and name not in chosen:
                 chosen.append(name)
+                if len(chosen) == self.k:
+                    break
         return chosen
 
     async def offered(
@@ -212,17 +236,25 @@ class ToolSuggestion:
 
 
 def expansion_result(
-    session: AgentSession, arguments: Mapping[str, Any], allowed: Sequence[AllowedTool]
+    session: AgentSession,
+    arguments: Mapping[str, Any],
+    allowed: Sequence[AllowedTool],
+    *,
+    own: Collection[str] = (),
 ) -> ToolResult:
     """Run ``tool_expand_tools`` for the session: validated against ``allowed`` (the session's
     allowed set), valid names join ``audit_status.suggested_tools`` at once and set
-    ``audit_status.tools_expanded``; the next turn offers them."""
+    ``audit_status.tools_expanded``; the next turn offers them. ``own`` (the loop's own
+    tools, offered in every turn) are reported as already selected."""
     requested = requested_names(arguments)
     status = session.audit_status
     aliases = {a.spec.name: a.name for a in allowed if a.spec.name != a.name}
-    selected = {*status.suggested_tools, *session.offered_tools}
+    selected = {*status.suggested_tools, *session.offered_tools, *own}
     expansion = expand(
-        requested, allowed=[a.name for a in allowed], selected=selected, aliases=aliases
+        requested,
+        allowed=[*sorted(own), *(a.name for a in allowed)],
+        selected=selected,
+        aliases=aliases,
     )
     if expansion.expanded:
         status.suggested_tools.extend(expansion.expanded)

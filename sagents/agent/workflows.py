@@ -34,7 +34,7 @@ from sagents.agent.suggest import (
 from sagents.agent.suggestion import request_query
 from sagents.errors import SkillError
 
-__all__ = ["WorkflowSelect", "WorkflowSelection"]
+__all__ = ["WorkflowSelect", "WorkflowSelection", "workflow_fragment"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,13 +113,7 @@ class WorkflowSelection:
     async def _fragment(self, run: RunState, choice: WorkflowChoice) -> str:
         if choice.kind == "workflow":
             workflow = next(w for w in self.workflows if w.name == choice.name)
-            lines = [f"Workflow for this request: {workflow.name}"]
-            if workflow.description:
-                lines.append(workflow.description)
-            if workflow.steps:
-                lines.append("Steps:")
-                lines.extend(f"{number}. {step}" for number, step in enumerate(workflow.steps, 1))
-            return "\n".join(lines)
+            return workflow_fragment(workflow)
         skills = run.session.skills
         if skills is None:
             return ""
@@ -129,3 +123,29 @@ class WorkflowSelection:
             logger.warning("could not load the chosen skill %r: %s", choice.name, error)
             return ""
         return f"Skill for this request (already loaded):\n{loaded.to_text()}"
+
+
+def workflow_fragment(workflow: Workflow) -> str:
+    """A chosen workflow as its part of the system prompt: a header line, the description,
+    then one numbered item per step.
+
+    The workflow's text cannot change that shape: the name and description are put on one
+    line each, and a step's further lines are indented under its number (a Markdown list
+    item's continuation), so that no text of a workflow starts a line of its own that reads
+    as another header, description or step.
+    """
+    lines = [f"Workflow for this request: {_one_line(workflow.name)}"]
+    if workflow.description.strip():
+        lines.append(_one_line(workflow.description))
+    steps = [step for step in workflow.steps if step.strip()]
+    if steps:
+        lines.append("Steps:")
+        for number, step in enumerate(steps, 1):
+            first, *rest = step.strip().splitlines()
+            lines.append(f"{number}. {first.strip()}")
+            lines.extend(f"   {line.strip()}" for line in rest if line.strip())
+    return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -93,13 +93,16 @@ class SqliteTaskStore:
                 (task_id, owner, tool, started_at),
             )
 
-    def finished(self, task_id: str, *, status: str, result: str, is_error: bool) -> None:
-        """Record how a task ended (its result text, cut to :data:`RESULT_CHARS`)."""
+    def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """Record how a task ended (its result text, cut to :data:`RESULT_CHARS`; ``reason``
+        when the gateway, not a client, ended it: ``gateway stopped``)."""
         with self._connect() as db:
             db.execute(
                 "UPDATE tasks SET status = ?, finished_at = ?, result = ?, is_error = ?, "
-                "announced = 1 WHERE task_id = ?",
-                (status, time.time(), result[:RESULT_CHARS], int(is_error), task_id),
+                "reason = ?, announced = 1 WHERE task_id = ?",
+                (status, time.time(), result[:RESULT_CHARS], int(is_error), reason, task_id),
             )
 
     def mark_interrupted(self, reason: str) -> list[StoredTask]:

@@ -73,9 +73,18 @@ def chat(
     ] = False,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
     max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per turn.")] = 20,
+    max_history_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-history-tokens",
+            min=1,
+            help="Summarise older turns when a request passes this many tokens.",
+        ),
+    ] = None,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
     from sagents.agent import OpenAIChatModel, SAgent
+    from sagents.cli.chat_questions import TerminalQuestioner
     from sagents.cli.chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
     from sagents.tool.approval import Approver
@@ -105,9 +114,24 @@ def chat(
         skill_proxy = SkillProxy(manager)
     interactive = sys.stdin.isatty()
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
-    agent = SAgent(model=chat_model, system_prompt=system, max_turns=max_turns)
+    agent = SAgent(
+        model=chat_model,
+        system_prompt=system,
+        max_turns=max_turns,
+        max_history_tokens=max_history_tokens,
+    )
     context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
+    questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
     code = anyio.run(
-        run_chat, agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive
+        run_chat,
+        agent,
+        loaded,
+        skill_proxy,
+        context,
+        approver,
+        as_json,
+        prompt,
+        interactive,
+        questioner,
     )
     raise typer.Exit(code)

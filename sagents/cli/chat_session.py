@@ -22,11 +22,14 @@ from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent.events import AgentEvent
+from sagents.cli.chat_tools import register_chat_builtins
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.questions import Questioner
 from sagents.tool.tool_manager import ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
@@ -64,53 +67,6 @@ def json_line(value: Any) -> str:
 
 def _read_line(prompt: str) -> str:
     return input(prompt)
-
-
-@dataclass(kw_only=True)
-class TerminalApprover:
-    """Asks on the terminal, one request at a time, showing what will run whole.
-
-    Attributes:
-        console: Where the request is shown (stderr, so that ``--json`` stdout stays clean).
-        ask: Reads one answer line (``input`` by default; replaced in tests). End of input, or
-            an answer that is not offered, denies.
-    """
-
-    console: Console = field(default_factory=lambda: Console(stderr=True))
-    ask: Callable[[str], str] = _read_line
-    _lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Show the request and read the answer in a worker thread."""
-        async with self._lock:
-            self.show(request)
-            keys = {"allow_once": "o", "allow_session": "s", "deny": "d"}
-            names = {"allow_once": "allow once", "allow_session": "allow session", "deny": "deny"}
-            choices = " / ".join(f"{names[a]} [{keys[a]}]" for a in request.offered)
-            try:
-                line = await anyio.to_thread.run_sync(
-                    self.ask, f"{choices}: ", abandon_on_cancel=True
-                )
-            except EOFError:
-                return "deny"
-            answer = line.strip().lower()
-            for offered in request.offered:
-                if answer in (keys[offered], names[offered], offered):
-                    return offered
-            return "deny"
-
-    def show(self, request: ApprovalRequest) -> None:
-        """Print the request: the tools with their classes, then the literal text, every line
-        whole (wrapped at the terminal's width)."""
-        tools = ", ".join(f"{n} ({request.permissions.get(n, '?')})" for n in request.tools)
-        if request.kind == "script":
-            head = f"run_script wants to call the write tools {tools}"
-            if request.description:
-                head += f": {request.description}"
-        else:
-            head = f"The model wants to call {tools} with:"
-        self.console.print(literal(head), style="bold", overflow="fold")
-        self.console.print(literal(request.shown_text()), overflow="fold", soft_wrap=False)
 
 
 @dataclass(kw_only=True)
@@ -182,6 +138,7 @@ class _Chat:
     skills: SkillProxy | None
     context: SessionContext
     approver: Approver | None
+    questioner: Questioner | None
     renderer: ChatRenderer
     as_json: bool
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -199,6 +156,7 @@ class _Chat:
                 skill_manager=self.skills,
                 session_context=self.context,
                 approver=self.approver,
+                questioner=self.questioner,
             )
             async with aclosing(stream):
                 async for event in stream:
@@ -247,20 +205,26 @@ async def run_chat(
     as_json: bool,
     prompt: str | None,
     interactive: bool,
+    questioner: Questioner | None = None,
 ) -> int:
-    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code."""
+    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code.
+
+    The configured built-in tools that need no sandbox are offered, and ``questionnaire``
+    with a ``questioner`` (unless a configured tool already has the name)."""
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.model.aclose)
         if loaded is not None:
             manager = await stack.enter_async_context(await build_tool_manager(loaded))
         else:
             manager = await stack.enter_async_context(ToolManager())
+        register_chat_builtins(manager, loaded, questionnaire=questioner is not None)
         session = _Chat(
             agent=agent,
             tools=ToolProxy([manager]),
             skills=skills,
             context=context,
             approver=approver,
+            questioner=questioner,
             renderer=ChatRenderer(),
             as_json=as_json,
         )

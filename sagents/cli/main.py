@@ -46,6 +46,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         attribute="serve",
         short_help="Run the MCP gateway (stdio by default; --transport http for streamable HTTP).",
     ),
+    "console": LazyCommand(
+        module="sagents.cli.console",
+        attribute="console",
+        short_help="Browse the audit and the records of past runs in a web console.",
+    ),
     "run-script": LazyCommand(
         module="sagents.cli.run_script",
         attribute="run_script",

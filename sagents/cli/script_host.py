@@ -35,6 +35,7 @@ from rich.progress import (
 
 from sagents.audit.store import AuditStore, default_data_dir
 from sagents.cli.call_approval import read_answer
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config.loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
 from sagents.core.literal import printable
@@ -43,24 +44,18 @@ from sagents.core.result import ToolResult
 from sagents.errors import SandboxError
 from sagents.sandbox.factory import create_sandbox
 from sagents.script.launcher import Launcher
-from sagents.script.policy import (
-    AllowAllApprover,
-    ApprovalDecision,
-    ApprovalRequest,
-    Approver,
-    TerminalApprover,
-)
 from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.session import script_callable_specs
-from sagents.script.settings import ScriptLimits, script_limits
+from sagents.script.settings import ScriptLimits
 from sagents.script.values import (
     ScriptHandle,
     ScriptProgressUpdate,
     ScriptRequest,
     ScriptRunResult,
 )
+from sagents.tool.approval import AllowAllApprover, ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 
@@ -121,7 +116,7 @@ def failure_object(status: CliStatus, message: str, *, hint: str | None = None) 
 
 def limits_of(config: SagentsConfig) -> ScriptLimits:
     """The run limits of a config's ``scripts`` section."""
-    return script_limits(config)
+    return config.scripts
 
 
 @dataclass(kw_only=True)
@@ -134,7 +129,7 @@ class NoTerminalApprover:
 
     asked: tuple[str, ...] = ()
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Deny, logging why on stderr."""
         self.asked = tuple(request.tools)
         logger.warning(

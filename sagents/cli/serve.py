@@ -9,21 +9,31 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
 
 from sagents.cli.logs import setup_logging
+from sagents.cli.vision import image_model_from_config
 from sagents.cli.workspace import prepare_workspace
+from sagents.config.loader import load_config
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, StoreError
 from sagents.gateway.factory import build_gateway
-from sagents.gateway.http_server import MCP_PATH, check_bind, serve_http
+from sagents.gateway.http_server import (
+    CONSOLE_PATH,
+    MCP_PATH,
+    check_bind,
+    console_allowed,
+    serve_http,
+)
 from sagents.gateway.settings import (
+    APPROVAL_ROUTES,
     DEFAULT_HOST,
     DEFAULT_PORT,
     TOKEN_ENV,
+    ApprovalRoute,
     GatewaySettings,
     TransportName,
     load_profiles,
@@ -31,6 +41,9 @@ from sagents.gateway.settings import (
 )
 from sagents.gateway.tool_search import ToolRanker
 from sagents.store.location import parse_store_url
+
+if TYPE_CHECKING:
+    from sagents.agent import OpenAIChatModel
 
 __all__ = ["resolve_settings", "serve"]
 
@@ -48,6 +61,11 @@ def resolve_settings(
     allowed_hosts: list[str],
     shared_workspace: bool = False,
     store: str | None = None,
+    approvals: str = "elicitation",
+    console: bool = True,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_proxy: bool = False,
     tool_search: bool = False,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
@@ -81,6 +99,11 @@ def resolve_settings(
             chosen_mode = chosen.mode
     if background_after is not None and background_after < 0:
         raise ConfigError("must be 0 or more seconds", key="--background-after")
+    route = _approval_route(approvals, chosen_transport, console)
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "--tls-cert and --tls-key go together", key="--tls-key" if tls_cert else "--tls-cert"
+        )
     settings = GatewaySettings(
         config=config,
         profile=chosen,
@@ -95,6 +118,11 @@ def resolve_settings(
         background_after_s=background_after,
         allowed_hosts=tuple(allowed_hosts),
         store=store or None,
+        approvals=route,
+        console=console and chosen_transport == "http",
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_proxy=tls_proxy,
         tool_search=tool_search,
     )
     if chosen_transport == "http":
@@ -111,6 +139,28 @@ def resolve_settings(
     return settings
 
 
+def _approval_route(value: str, transport: TransportName, console: bool) -> ApprovalRoute:
+    """Read ``--approvals``: the console answers only where it is served.
+
+    Raises:
+        ConfigError: an unknown value, or ``console``/``both`` without the console.
+    """
+    if value not in APPROVAL_ROUTES:
+        raise ConfigError(
+            f"unknown approvals route {value!r}; use {', '.join(APPROVAL_ROUTES)}",
+            key="--approvals",
+        )
+    route: ApprovalRoute = value
+    if route != "elicitation" and (transport != "http" or not console):
+        raise ConfigError(
+            f"--approvals {route} needs the web console, which only --transport http serves",
+            key="--approvals",
+            hint="add --transport http (and leave out --no-console), or use --approvals "
+            "elicitation",
+        )
+    return route
+
+
 async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
     """Cancel ``scope`` on the first SIGTERM or SIGINT (noted in ``received``); a second one
     ends the process at once (the handlers are gone by then)."""
@@ -125,6 +175,17 @@ async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None
             return
 
 
+def _image_model(settings: GatewaySettings) -> OpenAIChatModel | None:
+    """The vision model of ``image_understanding`` when the config enables it (a config
+    error is left for the gateway to report)."""
+    if settings.config is None:
+        return None
+    try:
+        return image_model_from_config(load_config(settings.config))
+    except ConfigError:
+        return None
+
+
 def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
     if not settings.tool_search:
         return None
@@ -136,25 +197,43 @@ def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
 async def _run(settings: GatewaySettings) -> bool:
     """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
     received: list[int] = []
+    image_model = _image_model(settings)
     # Upstreams start in the background: initialize is answered at once, and each server's
     # tools are announced (notifications/tools/list_changed) as it becomes ready.
     # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
     # (each upstream gets its stdin closed, then its process group is ended, every step
     # bounded), instead of the process dying with its upstreams left running.
-    async with (
-        build_gateway(
-            settings, wait_for_servers=False, tool_ranker=_tool_ranker(settings)
-        ) as gateway,
-        anyio.create_task_group() as tg,
-    ):
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
-        if settings.transport == "stdio":
-            await gateway.run_stdio()
-        else:
-            port = await tg.start(serve_http, gateway, settings)
-            print(f"sagents serve: http://{settings.host}:{port}{MCP_PATH}", file=sys.stderr)
-            await anyio.sleep_forever()
-        tg.cancel_scope.cancel()
+    try:
+        async with (
+            build_gateway(
+                settings,
+                wait_for_servers=False,
+                tool_ranker=_tool_ranker(settings),
+                image_model=image_model,
+            ) as gateway,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            if settings.transport == "stdio":
+                await gateway.run_stdio()
+            else:
+                port = await tg.start(serve_http, gateway, settings)
+                scheme = "https" if settings.tls_cert else "http"
+                print(
+                    f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
+                )
+                if console_allowed(settings):
+                    print(
+                        f"sagents serve: console at {scheme}://{settings.host}:{port}"
+                        f"{CONSOLE_PATH}/",
+                        file=sys.stderr,
+                    )
+                await anyio.sleep_forever()
+            tg.cancel_scope.cancel()
+    finally:
+        if image_model is not None:
+            with anyio.CancelScope(shield=True):
+                await image_model.aclose()
     return bool(received)
 
 
@@ -203,6 +282,31 @@ def serve(
             "(docs/scale-out.md); default: SQLite files in the data dir.",
         ),
     ] = None,
+    approvals: Annotated[
+        str,
+        typer.Option(
+            "--approvals",
+            help="Who approves writes: elicitation (the MCP client), console (the web "
+            "console) or both (first answer wins).",
+        ),
+    ] = "elicitation",
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console at /console/.")
+    ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="TLS certificate (PEM): serve HTTPS.")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+    ] = None,
+    behind_tls_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--behind-tls-proxy",
+            help="A TLS-terminating proxy is in front: serve the console beyond loopback over "
+            "plain HTTP to it, with Secure cookies.",
+        ),
+    ] = False,
     tool_search: Annotated[
         bool,
         typer.Option(
@@ -229,6 +333,11 @@ def serve(
             allowed_hosts=list(allowed_host or []),
             shared_workspace=shared_workspace,
             store=store,
+            approvals=approvals,
+            console=not no_console,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_proxy=behind_tls_proxy,
             tool_search=tool_search,
         )
         signalled = anyio.run(_run, settings)

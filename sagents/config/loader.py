@@ -22,6 +22,7 @@ from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
 
 from sagents.config.models import ConfigFileParams, ServerEntryParams
+from sagents.core.limits import ScriptLimits
 from sagents.errors import ConfigError
 from sagents.mcp.convert import check_server_name
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
@@ -31,7 +32,6 @@ __all__ = [
     "BackgroundCallsSettings",
     "MCPServerConfig",
     "SagentsConfig",
-    "ScriptsSettings",
     "SkillsSettings",
     "load_config",
     "parse_config",
@@ -47,16 +47,6 @@ class MCPServerConfig:
     name: str
     params: ServerParams
     settings: ServerSettings
-
-
-@dataclass(frozen=True, kw_only=True)
-class ScriptsSettings:
-    """run_script limits: calls per script, calls at once, seconds per script, output bytes."""
-
-    max_calls: int = 2000
-    max_parallel: int = 4
-    timeout_sec: float = 1800.0
-    max_output_bytes: int = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +71,7 @@ class SagentsConfig:
     Attributes:
         servers: Enabled servers, in file order.
         disabled: Names of servers switched off in the file.
-        scripts: run_script limits.
+        scripts: run_script limits (the ``scripts`` block).
         background_calls: Background-call settings.
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
         skills: The skill directories.
@@ -91,6 +81,9 @@ class SagentsConfig:
             ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
         memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
             sessions without one (None: they are refused the memory tools).
+        image_understanding: ``builtinTools.imageUnderstanding`` (only the keys the file
+            sets, snake_case: ``model``, ``base_url``, ``api_key_env``, ``max_bytes``,
+            ``max_pixels``, ``max_side``).
         store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
         store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         source: The file it came from, if any.
@@ -98,7 +91,7 @@ class SagentsConfig:
 
     servers: tuple[MCPServerConfig, ...] = ()
     disabled: tuple[str, ...] = ()
-    scripts: ScriptsSettings = field(default_factory=ScriptsSettings)
+    scripts: ScriptLimits = field(default_factory=ScriptLimits)
     background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
     sandbox: Mapping[str, Any] = field(default_factory=dict)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
@@ -106,6 +99,7 @@ class SagentsConfig:
     builtin_tools: tuple[str, ...] = ()
     web_fetch: Mapping[str, Any] = field(default_factory=dict)
     memory_anonymous_user: str | None = None
+    image_understanding: Mapping[str, Any] = field(default_factory=dict)
     store_url: str | None = field(default=None, repr=False)
     store_lease_s: float | None = None
     source: Path | None = None
@@ -183,12 +177,7 @@ def parse_config(
     return SagentsConfig(
         servers=tuple(servers),
         disabled=tuple(disabled),
-        scripts=ScriptsSettings(
-            max_calls=model.scripts.max_calls,
-            max_parallel=model.scripts.max_parallel,
-            timeout_sec=model.scripts.timeout_sec,
-            max_output_bytes=model.scripts.max_output_bytes,
-        ),
+        scripts=model.scripts.to_limits(),
         background_calls=BackgroundCallsSettings(
             auto_after_sec=model.background_calls.auto_after_sec
         ),
@@ -204,6 +193,7 @@ def parse_config(
             if value is not None
         },
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
+        image_understanding=model.builtin_tools.image_understanding.model_dump(exclude_none=True),
         store_url=(
             _expand(model.store.url, key="store.url", file=file, env=env)
             if model.store.url

@@ -9,16 +9,28 @@ typo does not silently do nothing; unknown top-level keys of other clients are i
 from __future__ import annotations
 
 import ipaddress
+import logging
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from sagents.core.limits import ScriptLimits
 from sagents.core.permissions import PermissionClass
+from sagents.errors import ConfigError
 
 __all__ = [
     "BackgroundCallsParams",
     "BuiltinToolsParams",
     "ConfigFileParams",
+    "ImageUnderstandingParams",
     "LocalToolsParams",
     "MemoryParams",
     "SandboxParams",
@@ -29,6 +41,8 @@ __all__ = [
     "StoreParams",
     "WebFetchParams",
 ]
+
+logger = logging.getLogger(__name__)
 
 TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
 
@@ -93,22 +107,57 @@ class ServerEntryParams(_Strict):
 
 
 class ScriptsParams(_Strict):
-    """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes;
-    docs/run_script.md).
+    """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes, 32 MiB of
+    output; docs/run_script.md), in one shape::
 
-    ``maxConcurrency`` (the run_script spelling, docs/run_script.md) and ``maxParallel`` are the
-    same setting.
+        "scripts": {"maxCalls": 2000, "maxConcurrency": 4, "timeoutSec": 1800,
+                    "maxOutputBytes": 33554432}
+
+    ``maxParallel``, an older spelling of ``maxConcurrency``, is still read, with a warning.
     """
 
     max_calls: int = Field(default=2000, alias="maxCalls", ge=1)
-    max_parallel: int = Field(
-        default=4,
-        alias="maxParallel",
-        validation_alias=AliasChoices("maxParallel", "maxConcurrency", "max_parallel"),
-        ge=1,
-    )
+    max_concurrency: int = Field(default=4, alias="maxConcurrency", ge=1)
     timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
     max_output_bytes: int = Field(default=32 * 1024 * 1024, alias="maxOutputBytes", gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_spelling(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or "maxParallel" not in raw:
+            return raw
+        if "maxConcurrency" in raw:
+            raise ValueError("give 'maxConcurrency' only: 'maxParallel' is its older spelling")
+        logger.warning(
+            "scripts.maxParallel is deprecated: rename it to scripts.maxConcurrency "
+            "(docs/configuration.md)"
+        )
+        renamed = dict(raw)
+        renamed["maxConcurrency"] = renamed.pop("maxParallel")
+        return renamed
+
+    def to_limits(self) -> ScriptLimits:
+        """The run limits these settings give."""
+        return ScriptLimits(
+            max_calls=self.max_calls,
+            max_concurrency=self.max_concurrency,
+            timeout_s=self.timeout_sec,
+            max_output_bytes=self.max_output_bytes,
+        )
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], *, file: str | None = None) -> ScriptsParams:
+        """Validate a ``scripts`` block on its own.
+
+        Raises:
+            ConfigError: naming the file and the ``scripts.<key>`` that is wrong.
+        """
+        try:
+            return cls.model_validate(dict(raw))
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(str(part) for part in ("scripts", *first["loc"]))
+            raise ConfigError(first["msg"], file=file, key=key) from None
 
 
 class BackgroundCallsParams(_Strict):
@@ -141,6 +190,7 @@ class WebFetchParams(_Strict):
     max_redirects: int | None = Field(default=None, alias="maxRedirects", ge=0, le=20)
     max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
     timeout_seconds: float | None = Field(default=None, alias="timeoutSec", gt=0)
+    seen_urls_only: bool | None = Field(default=None, alias="seenUrlsOnly")
 
     @field_validator("allow_networks")
     @classmethod
@@ -160,12 +210,28 @@ class MemoryParams(_Strict):
     anonymous_user: str | None = Field(default=None, alias="anonymousUser", min_length=1)
 
 
+class ImageUnderstandingParams(_Strict):
+    """``builtinTools.imageUnderstanding``: the vision model of ``image_understanding`` (an
+    OpenAI-compatible endpoint; ``$SAGENTS_MODEL``/``$OPENAI_BASE_URL`` when unset) and its
+    caps (docs/builtin_tools.md)."""
+
+    model: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, alias="baseUrl", min_length=1)
+    api_key_env: str | None = Field(default=None, alias="apiKeyEnv", min_length=1)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
+    max_pixels: int | None = Field(default=None, alias="maxPixels", gt=0)
+    max_side: int | None = Field(default=None, alias="maxSide", gt=0)
+
+
 class BuiltinToolsParams(_Strict):
     """``builtinTools``: the built-in tools the gateway offers (none by default)."""
 
     enabled: list[str] = Field(default_factory=list)
     web_fetch: WebFetchParams = Field(default_factory=WebFetchParams, alias="webFetch")
     memory: MemoryParams = Field(default_factory=MemoryParams)
+    image_understanding: ImageUnderstandingParams = Field(
+        default_factory=ImageUnderstandingParams, alias="imageUnderstanding"
+    )
 
 
 class StoreParams(_Strict):

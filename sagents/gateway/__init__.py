@@ -4,44 +4,36 @@ Floor 5 of ``docs/architecture.md`` ("Layers"), beside ``sagents.agent``; see ``
 """
 
 from sagents.gateway.approval import (
-    ApprovalAnswer,
-    ApprovalRequest,
-    Approver,
     ClientScriptApprover,
     ElicitationApprover,
-    StaticApprover,
+    GatewayCallApprover,
     current_client_asker,
 )
 from sagents.gateway.background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
 from sagents.gateway.factory import build_gateway
 from sagents.gateway.http_server import build_http_app, check_bind, serve_http
-from sagents.gateway.policy import Profile, call_requirement, is_offered
-from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider, ToolProvider
+from sagents.gateway.policy import Profile, is_offered
+from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 
 __all__ = [
-    "ApprovalAnswer",
-    "ApprovalRequest",
-    "Approver",
     "BackgroundRegistry",
     "BackgroundTasks",
     "ClientScriptApprover",
     "ElicitationApprover",
     "Gateway",
+    "GatewayCallApprover",
     "GatewaySettings",
     "MemoryProgressSource",
     "Profile",
     "ProgressSource",
     "ProxyProvider",
-    "StaticApprover",
     "TaskInfo",
     "TaskStatus",
-    "ToolProvider",
     "build_gateway",
     "build_http_app",
-    "call_requirement",
     "check_bind",
     "current_client_asker",
     "is_offered",

@@ -1,20 +1,27 @@
-"""Approvals of gateway calls: the :class:`Approver` seam and its MCP-elicitation implementation.
+"""Approvals of gateway calls: the one approval protocol (:mod:`sagents.tool.approval`) asked
+through MCP elicitation.
 
-When a call needs an approval (see :mod:`sagents.gateway.policy`), the gateway asks the client
-with an MCP elicitation (MCP spec 2025-11-25, "Elicitation", form mode) whose one field,
-``decision``, offers "allow once", "allow for this session" (not for destructive tools) and
-"deny". A client that did not declare the elicitation capability cannot be asked: the call is
-refused with a text that says how to allow it.
+When a call needs an approval (the session's mode, :func:`sagents.tool.approval.approval_needed`),
+the gateway asks the client with an MCP elicitation (MCP spec 2025-11-25, "Elicitation", form
+mode) whose one field, ``decision``, offers the request's answers: "allow once", "allow for
+this session" (not for destructive tools, nor on 2026-07-28 connections) and "deny". A client
+that did not declare the elicitation capability cannot be asked: the call is refused with a text
+that says how to allow it.
+
+The gateway asks before the call runs (so that the question precedes any background hand-off,
+and a 2026-07-28 client can be asked through ``InputRequiredResult``); the session's
+``ToolProxy`` then applies the same mode with :class:`GatewayCallApprover`, which hands it the
+answer already given (:func:`decided`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Final
 
 import anyio
 import mcp_types as mt
@@ -23,100 +30,68 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.literal import printable
-from sagents.core.permissions import PermissionClass
+from sagents.errors import NotAllowedError
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, settle_answer
 
 __all__ = [
     "APPROVAL_TIMEOUT_S",
     "CLIENT_ASKER",
-    "ApprovalAnswer",
-    "ApprovalRequest",
-    "Approver",
     "ClientAsker",
     "ClientScriptApprover",
     "ElicitationApprover",
-    "ScriptApprovalLike",
-    "StaticApprover",
+    "GatewayCallApprover",
     "answer_from_elicitation",
     "approval_form",
     "current_client_asker",
+    "decided",
     "refusal_text",
 ]
 
-ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
-
-_ARGUMENTS_PREVIEW_CHARS = 2000  # characters of the arguments shown in an approval request
+_ARGUMENTS_PREVIEW_CHARS = 2000  # characters of the arguments (or script) shown in a request
 APPROVAL_TIMEOUT_S = 600.0
 """Seconds an approval request may wait for the user; no answer by then denies the call."""
+
+_CHOICE_TITLES: Final[dict[ApprovalAnswer, str]] = {
+    "allow_once": "Allow once",
+    "allow_session": "Allow for this session",
+    "deny": "Deny",
+}
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ApprovalRequest:
-    """One call waiting for approval.
-
-    Attributes:
-        tool: The tool's name.
-        arguments: The arguments the client sent.
-        permission: The tool's permission class.
-        session_id: The calling session.
-        rememberable: Whether "allow for this session" may be offered (false for destructive).
-    """
-
-    tool: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    permission: PermissionClass = "write"
-    session_id: str = ""
-    rememberable: bool = True
-
-
-class Approver(Protocol):
-    """Decides whether a call may run (the seam shared with run_script's approvals)."""
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Return the user's answer; never raises for a plain refusal."""
-        ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class StaticApprover:
-    """Always gives the same answer (``allow_once`` for auto, ``deny`` for deny-all)."""
-
-    answer: ApprovalAnswer
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Return :attr:`answer`."""
-        return self.answer
+def _cut(text: str, tail: str) -> str:
+    return text if len(text) <= _ARGUMENTS_PREVIEW_CHARS else text[:_ARGUMENTS_PREVIEW_CHARS] + tail
 
 
 def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSchema]:
     """The elicitation message and its requested schema for ``request``.
 
     Returns:
-        ``(message, schema)``: the message names the tool, its class and its arguments (cut past
-        2,000 characters); the schema has one required enum field ``decision``.
+        ``(message, schema)``: the message names the tool and its class with its arguments, or
+        a script's write tools, description and source (either cut past 2,000 characters); the
+        schema has one required enum field ``decision`` offering :attr:`ApprovalRequest.offered`.
     """
-    arguments = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
-    if len(arguments) > _ARGUMENTS_PREVIEW_CHARS:
-        arguments = arguments[:_ARGUMENTS_PREVIEW_CHARS] + " …"
-    message = printable(  # the arguments are the model's: no control characters to the user
-        f"Allow the {request.permission} tool {request.tool!r} to run with arguments {arguments}?"
-    )
-    choices = (
-        ["allow_once", "allow_session", "deny"] if request.rememberable else ["allow_once", "deny"]
-    )
-    names = {
-        "allow_once": "Allow once",
-        "allow_session": "Allow for this session",
-        "deny": "Deny",
-    }
+    if request.kind == "script":
+        text = (
+            f"run_script wants to call the write tools {', '.join(request.tools)} "
+            f"({request.description}). Script:\n{_cut(request.script or '', chr(10) + '…')}"
+        )
+    else:
+        tool = request.tools[0]
+        arguments = json.dumps(dict(request.arguments or {}), ensure_ascii=False, sort_keys=True)
+        text = (
+            f"Allow the {request.permissions.get(tool, 'write')} tool {tool!r} to run with "
+            f"arguments {_cut(arguments, ' …')}?"
+        )
+    message = printable(text)  # the model's text: no control characters to the user
     schema: mt.ElicitRequestedSchema = {
         "type": "object",
         "properties": {
             "decision": {
                 "type": "string",
                 "title": "Decision",
-                "oneOf": [{"const": c, "title": names[c]} for c in choices],
+                "oneOf": [{"const": c, "title": _CHOICE_TITLES[c]} for c in request.offered],
             }
         },
         "required": ["decision"],
@@ -127,17 +102,12 @@ def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSche
 def answer_from_elicitation(result: mt.ElicitResult, request: ApprovalRequest) -> ApprovalAnswer:
     """Read the user's answer from an elicitation result.
 
-    Anything but an accepted form with a known decision is ``deny`` (decline, cancel, a missing or
-    unknown value, "allow for this session" where it was not offered).
+    Anything but an accepted form with a decision the request offered is ``deny`` (decline,
+    cancel, a missing or unknown value, "allow for this session" where it was not offered).
     """
     if result.action != "accept" or not result.content:
         return "deny"
-    decision = result.content.get("decision")
-    if decision == "allow_once":
-        return "allow_once"
-    if decision == "allow_session" and request.rememberable:
-        return "allow_session"
-    return "deny"
+    return settle_answer(request, result.content.get("decision"))
 
 
 class ClientAsker:
@@ -202,17 +172,6 @@ class ElicitationApprover:
         return answer_from_elicitation(await self._asker.choose(message, schema), request)
 
 
-class ScriptApprovalLike(Protocol):
-    """run_script's approval request (``sagents.script.policy.ApprovalRequest``)."""
-
-    @property
-    def tools(self) -> tuple[str, ...]: ...
-    @property
-    def script(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-
-
 _NOT_ASKED: ContextVar[bool] = ContextVar("sagents_script_approval_not_asked", default=False)
 """Set when the last script approval of this context could not reach the client."""
 
@@ -220,32 +179,26 @@ _NOT_ASKED: ContextVar[bool] = ContextVar("sagents_script_approval_not_asked", d
 class ClientScriptApprover:
     """run_script's approver inside the gateway: asks the client of the current call.
 
-    Answers ``allow_once`` or ``deny`` (the only answers run_script's approval has); ``deny``
-    when no client can be asked (no elicitation, or outside a gateway call).
+    It gets the one approval before a run (``ApprovalRequest.for_script``, which offers
+    ``allow_once`` and ``deny``) and answers ``deny`` when no client can be asked (no
+    elicitation, or outside a gateway call).
     """
 
-    async def approve(self, request: ScriptApprovalLike) -> Literal["allow_once", "deny"]:
-        """Ask "allow once" / "deny" for the script's write tools."""
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask the request's answers for the script's write tools."""
         _NOT_ASKED.set(False)
         asker = CLIENT_ASKER.get()
         if asker is None or not asker.can_ask:
             return "deny"
-        script = request.script
-        if len(script) > _ARGUMENTS_PREVIEW_CHARS:
-            script = script[:_ARGUMENTS_PREVIEW_CHARS] + "\n…"
-        message = printable(  # the model's description and script, shown literally
-            f"run_script wants to call the write tools {', '.join(request.tools)} "
-            f"({request.description}). Script:\n{script}"
-        )
-        generic = ApprovalRequest(tool="run_script", rememberable=False)
+        message, schema = approval_form(request)
         try:
-            result = await asker.choose(message, approval_form(generic)[1])
+            result = await asker.choose(message, schema)
         except NoBackChannelError:
             _NOT_ASKED.set(True)  # read back by denial_reason in this same task
             return "deny"
-        return "allow_once" if answer_from_elicitation(result, generic) == "allow_once" else "deny"
+        return answer_from_elicitation(result, request)
 
-    def denial_reason(self, request: ScriptApprovalLike) -> str:
+    def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
         tools = ", ".join(request.tools)
         asker = CLIENT_ASKER.get()
@@ -260,6 +213,45 @@ class ClientScriptApprover:
         )
 
 
+_DECIDED: ContextVar[tuple[frozenset[str] | None, ApprovalAnswer] | None] = ContextVar(
+    "sagents_gateway_decided", default=None
+)
+"""The answer the gateway already has for the calls running in this context."""
+
+
+@contextmanager
+def decided(answer: ApprovalAnswer, tools: frozenset[str] | None = None) -> Iterator[None]:
+    """Within this block, :class:`GatewayCallApprover` answers ``answer`` for ``tools`` (None:
+    any tool; a script's calls, which run_script's pre-run check decided)."""
+    token = _DECIDED.set((tools, answer))
+    try:
+        yield
+    finally:
+        _DECIDED.reset(token)
+
+
+class GatewayCallApprover:
+    """The approver of the gateway's ``ToolProxy``: the answer the gateway already got for this
+    call (:func:`decided`), else the client of the current call, asked through elicitation.
+
+    Raises ``NotAllowedError`` (the call is refused, saying how to allow it) when nobody can be
+    asked.
+    """
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """The decided answer, or the client's."""
+        found = _DECIDED.get()
+        if found is not None and (found[0] is None or set(request.tools) <= found[0]):
+            return found[1]
+        asker = CLIENT_ASKER.get()
+        if asker is not None and asker.can_ask:
+            try:
+                return await ElicitationApprover(asker).approve(request)
+            except NoBackChannelError:
+                pass
+        raise NotAllowedError(refusal_text(request), details={"tool": request.tools[0]})
+
+
 def current_client_asker() -> ClientAsker | None:
     """The asker bound to the gateway call running in this context, or None."""
     return CLIENT_ASKER.get()
@@ -267,11 +259,13 @@ def current_client_asker() -> ClientAsker | None:
 
 def refusal_text(request: ApprovalRequest) -> str:
     """The text of a call refused because nobody could be asked: says how to allow it."""
+    tool = request.tools[0]
+    permission = request.permissions.get(tool, "write")
     base = (
-        f"The call of {request.tool!r} needs an approval ({request.permission} tool), and this "
+        f"The call of {tool!r} needs an approval ({permission} tool), and this "
         "MCP client cannot show approval requests (it did not declare the elicitation capability)."
     )
-    if request.permission == "destructive":
+    if permission == "destructive":
         return (
             base + " Destructive tools are approved one call at a time: use a client that "
             "supports MCP elicitation, or have the operator reclassify the tool as 'write' in the "

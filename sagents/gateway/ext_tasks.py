@@ -10,7 +10,8 @@ as ``script_status``), kept in the task store, never resumed after a restart.
 - ``tasks/get``: ``working`` (``input_required`` with the pending ``inputRequests`` while the
   call waits for an approval), then ``completed`` with the ``CallToolResult`` (a tool error is
   ``completed`` with ``isError``), ``cancelled``, or ``failed`` with a JSON-RPC error when the
-  gateway restarted during the call (status message ``aborted: gateway restarted``).
+  gateway stopped or restarted during the call (status message ``aborted: gateway stopped``
+  or ``aborted: gateway restarted``).
 - ``tasks/update``: answers the pending input requests (run_script's approval is an
   elicitation form, as on every other connection); unknown or answered keys are ignored.
 - ``tasks/cancel``: cancels the call (its whole process tree for run_script) and answers once
@@ -272,7 +273,19 @@ class TasksExtension(Extension):
         try:
             await self._tasks.live.cancel(scope.session_id, params.task_id)
         except TaskNotFoundError:
-            await self._stored(scope, params.task_id)  # ended already: acknowledged, else unknown
+            # ended already: acknowledged; unknown: refused (by _stored)
+            state = await self._stored(scope, params.task_id)
+            if state.status == "working" and self._tasks.runs_in_another_session(
+                scope, params.task_id
+            ):
+                # the owner's, but run by another session of this process: this one cannot
+                # end it, so it must not answer as if it had
+                raise MCPError(
+                    _INVALID_PARAMS,
+                    f"task {params.task_id!r} runs in another session of this client; cancel "
+                    "it from that session (script_cancel)",
+                    data={"taskId": params.task_id},
+                ) from None
             # running on another replica of a shared store: asked there (docs/scale-out.md)
             await self._tasks.cancel_elsewhere(scope, params.task_id)
         return mt.EmptyResult(result_type="complete")
@@ -334,6 +347,8 @@ class TasksExtension(Extension):
         status = str(view.get("status"))
         if status == "running":  # live in another session of the same owner
             return DetailedTaskResult(status="working", poll_interval_ms=POLL_INTERVAL_MS, **base)
+        if status == "cancelled" and view.get("reason"):
+            status = "failed"  # the gateway stopped during the call: aborted, not cancelled
         if status == "cancelled":
             return DetailedTaskResult(status="cancelled", status_message="cancelled", **base)
         if status in ("ok", "error"):

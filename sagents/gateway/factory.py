@@ -7,39 +7,14 @@ tool core, the skills of its ``skills`` section, progress from the tool core's h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.errors import UnknownToolError
-from sagents.gateway.approval import Approver
+from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.tool_search import ToolRanker
-from sagents.tool.context import SessionContext
+from sagents.tool.approval import Approver
+from sagents.tool.impl import VisionModel
 
 __all__ = ["EmptyProvider", "build_gateway"]
-
-
-class EmptyProvider:
-    """A provider with no tools (every call is ``unknown_tool``)."""
-
-    def list_specs(self) -> list[ToolSpec]:
-        """No tools."""
-        return []
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
-    ) -> ToolResult:
-        """Every name is unknown."""
-        return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
 
 
 def build_gateway(
@@ -47,18 +22,24 @@ def build_gateway(
     *,
     approver: Approver | None = None,
     wait_for_servers: bool = True,
+    image_model: VisionModel | None = None,
     tool_ranker: ToolRanker | None = None,
 ) -> ConfiguredGateway:
     """Build the gateway ``sagents serve`` runs (enter it with ``async with`` before serving).
 
     ``wait_for_servers=False`` enters without waiting for upstream servers (see
     :class:`ConfiguredGateway`). ``tool_ranker`` ranks the tools of ``settings.tool_search``
-    (``sagents serve`` passes ``sagents.agent.suggest_tools``).
+    (``sagents serve`` passes ``sagents.agent.suggest_tools``). ``image_model`` is the vision
+    model of the ``image_understanding`` built-in tool, when the config enables it.
 
     Raises:
         ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
             ``settings.tool_search`` without a ``tool_ranker``.
     """
     return ConfiguredGateway(
-        settings, approver=approver, wait_for_servers=wait_for_servers, tool_ranker=tool_ranker
+        settings,
+        approver=approver,
+        wait_for_servers=wait_for_servers,
+        tool_ranker=tool_ranker,
+        image_model=image_model,
     )

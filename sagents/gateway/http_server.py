@@ -14,14 +14,16 @@ Security (docs/gateway.md, "HTTP security"):
 
 from __future__ import annotations
 
+import logging
 import socket
+from collections.abc import Callable
 
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sagents.errors import ConfigError
 from sagents.gateway.affinity import SessionAffinityCheck
@@ -29,9 +31,23 @@ from sagents.gateway.http_security import GatewaySecurityMiddleware, HostRule, p
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings, is_loopback
 
-__all__ = ["MCP_PATH", "bind_listener", "build_http_app", "check_bind", "serve_http"]
+__all__ = [
+    "CONSOLE_PATH",
+    "MCP_PATH",
+    "bind_listener",
+    "build_http_app",
+    "check_bind",
+    "console_allowed",
+    "secure_app",
+    "serve_asgi",
+    "serve_http",
+]
+
+logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
+CONSOLE_PATH = "/console"
+"""Where the web console is served (docs/console.md)."""
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _GRACE_S = 1  # seconds open streams get to end when the server stops
 
@@ -56,7 +72,7 @@ def check_bind(settings: GatewaySettings) -> None:
 
 
 def _security_middleware(
-    app: ASGIApp, settings: GatewaySettings, port: int | None
+    app: ASGIApp, settings: GatewaySettings, port: int | None, *, tokens: bool = True
 ) -> GatewaySecurityMiddleware:
     hosts = list(_LOOPBACK_HOSTS) if is_loopback(settings.host) else [settings.host]
     allowed: list[HostRule] = []
@@ -73,8 +89,32 @@ def _security_middleware(
         port=port if port else None,
         allowed=allowed,
         origin_any_port=is_loopback(settings.host),
-        tokens=[settings.bearer_token or "", *settings.token_profiles],
+        tokens=[settings.bearer_token or "", *settings.token_profiles] if tokens else [],
     )
+
+
+def console_allowed(settings: GatewaySettings) -> bool:
+    """Whether the web console may be served with these settings: on loopback, or over TLS
+    (``--tls-cert``/``--tls-key``, or ``--behind-tls-proxy``) beyond it, since its login
+    sends the bearer token in a form."""
+    if not settings.console:
+        return False
+    return is_loopback(settings.host) or settings.tls_cert is not None or settings.tls_proxy
+
+
+class _ConsoleRouter:
+    """Sends ``/console`` and everything below it to the console, the rest to ``/mcp``'s app."""
+
+    def __init__(self, mcp: ASGIApp, console: ASGIApp) -> None:
+        self.mcp = mcp
+        self.console = console
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+            await self.console(scope, receive, send)
+        else:
+            await self.mcp(scope, receive, send)
 
 
 def build_http_app(
@@ -87,6 +127,10 @@ def build_http_app(
         settings: Bind address, tokens, allowed hosts.
         port: The bound port a ``Host`` header must name; None uses ``settings.port`` (0: any
             port, for an app built before its socket is bound).
+
+    The web console is served at ``/console/`` beside it (docs/console.md) when
+    :func:`console_allowed`: behind the same ``Host`` and ``Origin`` checks, with its own login
+    (a browser cannot send the bearer header).
 
     Raises:
         ConfigError: see :func:`check_bind`; or a malformed ``--allowed-host``.
@@ -102,7 +146,22 @@ def build_http_app(
     served: ASGIApp = app
     if gateway.replica_id is not None:  # replicas: 2025 sessions need affinity
         served = SessionAffinityCheck(app, replica_id=gateway.replica_id)
-    return _security_middleware(served, settings, settings.port if port is None else port)
+    bound = settings.port if port is None else port
+    mcp = _security_middleware(served, settings, bound)
+    if settings.console and not console_allowed(settings):
+        logger.warning(
+            "the web console is not served on %s without TLS: give --tls-cert and --tls-key, "
+            "or --behind-tls-proxy when a TLS-terminating proxy is in front",
+            settings.host,
+        )
+    if not console_allowed(settings):
+        return mcp
+    from sagents.gateway.console import console_for_gateway  # jinja2 only when served
+
+    console = _security_middleware(
+        console_for_gateway(gateway, settings), settings, bound, tokens=False
+    )
+    return _ConsoleRouter(mcp, console)
 
 
 def bind_listener(settings: GatewaySettings) -> socket.socket:
@@ -146,15 +205,45 @@ async def serve_http(
         ConfigError: see :func:`check_bind`; or the address cannot be bound.
     """
     check_bind(settings)
+    await serve_asgi(
+        lambda port: build_http_app(gateway, settings, port=port),
+        settings,
+        task_status=task_status,
+    )
+
+
+def secure_app(app: ASGIApp, settings: GatewaySettings, port: int | None) -> ASGIApp:
+    """``app`` behind the gateway's ``Host`` and ``Origin`` checks, without the bearer check
+    (for an app with a login of its own: ``sagents console``)."""
+    return _security_middleware(app, settings, port, tokens=False)
+
+
+async def serve_asgi(
+    build: Callable[[int], ASGIApp],
+    settings: GatewaySettings,
+    *,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the app ``build(port)`` returns on ``settings``' address (TLS when
+    ``settings.tls_cert``) until cancelled; reports the bound port through ``task_status``.
+
+    Raises:
+        ConfigError: the address cannot be bound, or ``build`` refuses the settings.
+    """
     sock = bind_listener(settings)
     port = int(sock.getsockname()[1])
     try:
-        app = build_http_app(gateway, settings, port=port)
+        app = build(port)
     except ConfigError:
         sock.close()
         raise
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=_GRACE_S
+        app,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACE_S,
+        ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
+        ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
     )
     server = uvicorn.Server(config)
     stopped = anyio.Event()

@@ -23,6 +23,7 @@ by: hiding a tool and refusing it are the same decision.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -30,11 +31,13 @@ from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
-from sagents.gateway.seams import ToolProvider
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
-from sagents.script.session import ScriptToolSource, script_callable_specs
+from sagents.script.session import script_callable_specs
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
+from sagents.tool.spec_provider import SpecProvider
 
 __all__ = ["ScriptHost", "ScriptOffer", "SessionOffer"]
 
@@ -51,15 +54,15 @@ class ScriptHost(Protocol):
         arguments: dict[str, Any],
         context: SessionContext,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         tool_call_id: str | None,
     ) -> ToolResult:
         """Run one script of the session ``context``, calling only ``tools``."""
         ...
 
 
-class SessionOffer:
-    """The tools of one session (a :class:`~sagents.gateway.seams.ToolProvider` itself).
+class SessionOffer(SpecProvider):
+    """The tools of one session (a :class:`~sagents.tool.ToolProvider` itself).
 
     Args:
         provider: The gateway's shared provider.
@@ -136,29 +139,29 @@ class SessionOffer:
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
+        strict: bool = False,
     ) -> ToolResult:
         """Run an offered tool (``run_script`` through the script host); refuse any other."""
         if self.get(name) is None:
             return _not_offered(name)
         if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
             return await self.scripts.run(
-                dict(arguments),
+                _arguments(args),
                 session_context or SessionContext(),
                 tools=self.for_scripts(),
                 tool_call_id=tool_call_id,
             )
         return await self.provider.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
+            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
         )
 
 
-class ScriptOffer:
+class ScriptOffer(SpecProvider):
     """A session's offer as its scripts see it: the script-callable part only."""
 
     def __init__(self, offer: SessionOffer) -> None:
@@ -171,12 +174,12 @@ class ScriptOffer:
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
+        strict: bool = False,
     ) -> ToolResult:
         """Run a script-callable tool of the session; refuse any other."""
         spec = next((s for s in self.list_specs() if s.name == name), None)
@@ -190,9 +193,26 @@ class ScriptOffer:
                     details={"tool": name},
                 )
             )
-        return await self.offer.provider.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
+        with decided("allow_once"):  # run_script's pre-run check approved the script's writes
+            return await self.offer.provider.run_tool(
+                name,
+                args,
+                session_context,
+                tool_call_id=tool_call_id,
+                timeout=timeout,
+                strict=strict,
+            )
+
+
+def _arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """run_script's arguments as an object (a JSON text is parsed; anything else is empty, and
+    the script host then names what is missing)."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return {}
+    return dict(args) if isinstance(args, Mapping) else {}
 
 
 def _not_offered(name: str) -> ToolResult:

@@ -1,29 +1,21 @@
-"""Session policy of the gateway: which tools a session is offered, which calls need approval.
-
-Rules (docs/gateway.md; docs/tools.md, "Permission modes and approvals"):
+"""Session policy of the gateway: which tools a session is offered (docs/gateway.md).
 
 - ``disabled`` tools are never offered;
 - in ``read_only`` mode only ``read_only`` tools are offered;
-- a profile narrows what is offered to its servers and tools;
-- ``read_only`` calls run; ``write`` and ``long_task_only`` calls run in ``auto`` mode and need an
-  approval in ``ask`` mode unless the session already allowed the tool;
-- ``destructive`` calls are offered in ``ask`` and ``auto`` mode but every call is approved one
-  by one (an approval is never remembered for them).
+- a profile narrows what is offered to its servers and tools.
+
+Which offered calls need an approval is the one rule of the tool layer,
+:func:`sagents.tool.approval.approval_needed` (docs/tools.md, "Permission modes and approvals").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
 
-__all__ = ["CallRequirement", "Profile", "call_requirement", "is_offered"]
-
-CallRequirement = Literal["run", "approve", "approve_each"]
-"""``run``: no approval; ``approve``: ask, and an "allow for this session" answer is remembered;
-``approve_each``: ask for this call only (destructive tools)."""
+__all__ = ["Profile", "is_offered"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,22 +63,3 @@ def is_offered(spec: ToolSpec, mode: PermissionMode, profile: Profile | None = N
     ):
         return False
     return profile.tools is None or spec.name in profile.tools
-
-
-def call_requirement(
-    spec: ToolSpec, mode: PermissionMode, granted: frozenset[str] | set[str]
-) -> CallRequirement:
-    """What a call of an offered tool needs before it runs.
-
-    Args:
-        spec: The tool.
-        mode: The session's permission mode.
-        granted: Tool names the session already allowed ("allow for this session").
-    """
-    if spec.permission == "read_only":
-        return "run"
-    if spec.permission == "destructive":
-        return "approve_each"
-    if mode == "auto" or spec.name in granted:
-        return "run"
-    return "approve"

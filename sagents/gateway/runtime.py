@@ -7,8 +7,11 @@
   (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
   ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
   config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
-- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`; each session's
-  mode and profile filter what is offered (:mod:`sagents.gateway.policy`);
+- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`, set as the
+  gateway's provider once the manager is open (before that the gateway serves no tools); each
+  session's mode and profile filter what is offered (:mod:`sagents.gateway.policy`) and the
+  proxy applies its mode, with the answer the gateway got from the client
+  (:class:`~sagents.gateway.approval.GatewayCallApprover`);
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
   ``notifications/progress`` arrive as ``info`` text) to the client as
   ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
@@ -36,7 +39,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
@@ -48,19 +50,17 @@ from mcp.server.context import ServerRequestContext
 from sagents.audit.store import default_data_dir
 from sagents.config.loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
 from sagents.errors import (
     ConfigError,
     SandboxUnavailableError,
     SkillRootError,
     ToolNameConflictError,
-    UnknownToolError,
 )
-from sagents.gateway.approval import Approver
+from sagents.gateway.approval import GatewayCallApprover
+from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.forwarding import UpstreamForwarding
+from sagents.gateway.pending import ConsoleScriptApprover
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
-from sagents.gateway.seams import ProxyProvider
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
@@ -68,17 +68,19 @@ from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.workspaces import Workspaces
 from sagents.mcp import CatalogKind
 from sagents.progress.hub import ProgressHub
-from sagents.script.settings import script_limits
 from sagents.skill.manager import SkillManager
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
 from sagents.store.location import StoreLocation, parse_store_url
 from sagents.store.open import GatewayStore, open_store
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
+    ImageSettings,
     MemoryStore,
+    VisionModel,
     WebFetchSettings,
     register_builtin_tools,
 )
@@ -92,32 +94,6 @@ logger = logging.getLogger(__name__)
 FIRST_LIST_WAIT_S = 8.0
 """Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
 below the MCP Inspector's 10 s request timeout."""
-
-
-class _LateProvider:
-    """The gateway's provider before the manager exists (no tools), then the manager's proxy."""
-
-    def __init__(self) -> None:
-        self.inner: ProxyProvider | None = None
-
-    def list_specs(self) -> list[ToolSpec]:
-        return [] if self.inner is None else self.inner.list_specs()
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's run_tool signature
-    ) -> ToolResult:
-        if self.inner is None:
-            return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
-        return await self.inner.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
 
 
 class ConfiguredGateway(Gateway):
@@ -146,6 +122,7 @@ class ConfiguredGateway(Gateway):
         *,
         approver: Approver | None = None,
         wait_for_servers: bool = True,
+        image_model: VisionModel | None = None,
         tool_ranker: ToolRanker | None = None,
     ) -> None:
         if settings.tool_search and tool_ranker is None:
@@ -156,12 +133,12 @@ class ConfiguredGateway(Gateway):
             )
         self.settings = settings
         self._wait_for_servers = wait_for_servers
+        self._image_model = image_model
         self.config = load_config(settings.config) if settings.config else SagentsConfig()
         self.hub = ProgressHub()
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
         self.skills = _skills(self.config, settings)
-        self._provider = _LateProvider()
         self.workspaces = Workspaces(
             settings.workspace or default_data_dir() / WORKSPACES_DIR,
             shared=settings.shared_workspace,
@@ -169,13 +146,13 @@ class ConfiguredGateway(Gateway):
         self._scripts: GatewayScripts | None = None
         self.store_location = _store_location(self.config, settings)
         self.store: GatewayStore | None = None
-        self._store_stack = AsyncExitStack()
         self.forwarding = UpstreamForwarding(before=self._first_start)
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         background = settings.background_after_s
         if background is None:
             background = self.config.background_calls.auto_after_sec
         super().__init__(
-            self._provider,
+            EmptyProvider(),  # until entered: then the manager's proxy
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
@@ -185,6 +162,7 @@ class ConfiguredGateway(Gateway):
             background_after_s=background,
             workspace=self.workspaces,
             upstream=self.forwarding,
+            approvals=settings.approvals,
             tool_search=ToolSearch(tool_ranker)
             if settings.tool_search and tool_ranker is not None
             else None,
@@ -203,20 +181,19 @@ class ConfiguredGateway(Gateway):
         return self._manager
 
     async def __aenter__(self) -> Self:
-        store = await self._store_stack.enter_async_context(
-            open_store(self.store_location, data_dir=default_data_dir())
-        )
-        try:
+        # One exit stack owns what is opened here; it closes them in reverse order, on a
+        # failure while opening as on leaving (the manager before the store, shielded).
+        async with AsyncExitStack() as stack:
+            store = await stack.enter_async_context(
+                open_store(self.store_location, data_dir=default_data_dir())
+            )
+            self.store = store
+            self.use_store(store)
             manager = await build_tool_manager(
                 self.config, progress_hub=self.hub, wait=self._wait_for_servers
             )
-        except BaseException:
-            await self._store_stack.aclose()
-            raise
-        self.store = store
-        self.use_store(store)
-        self._manager = manager
-        try:
+            stack.push_async_callback(_close_shielded, manager)
+            self._manager = manager
             for key, tool in self._local_tools:
                 try:
                     manager.register_tool(tool)
@@ -232,22 +209,21 @@ class ConfiguredGateway(Gateway):
             if supervisor is not None:
                 self.forwarding.source = supervisor
                 supervisor.on_catalog_changed(self._upstream_catalog_changed)
-            proxy = ToolProxy(manager, enforce_mode=False)  # the gateway's policy applies modes
-            self._provider.inner = ProxyProvider(proxy)
-            self._scripts = await self._start_scripts()
+            # the session's mode is applied by the proxy; the gateway asks the client first
+            self.provider = ToolProxy(manager, approver=GatewayCallApprover())
+            stack.callback(self._unbind)
+            self._scripts = await self._start_scripts(stack)
             self.scripts = self._scripts
             self._register_builtins(manager)
             await super().__aenter__()
-        except BaseException:
-            try:
-                if self._scripts is not None:
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await manager.aclose()
-                await self._store_stack.aclose()
-            raise
+            stack.push_async_exit(super().__aexit__)
+            self._stack = stack.pop_all()
         return self
+
+    def _unbind(self) -> None:
+        self.provider = EmptyProvider()
+        self.forwarding.source = None
+        self.scripts = None
 
     def _skill_session(self, context: SessionContext) -> SkillSession:
         """A session's skills: its profile's, held to loaded skills' ``allowed-tools`` through
@@ -269,6 +245,14 @@ class ConfiguredGateway(Gateway):
         if self._scripts is None:
             logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
             return
+        if "compress_history" in names:
+            raise ConfigError(
+                "compress_history cannot be offered by sagents serve: the MCP client keeps "
+                "the conversation",
+                file=_file(self.config),
+                key="builtinTools.enabled",
+                hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+            )
         unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
         if unknown:
             raise ConfigError(
@@ -284,6 +268,14 @@ class ConfiguredGateway(Gateway):
                 names=names,
                 web_fetch=WebFetchSettings(**self.config.web_fetch),
                 **self._memory_and_todo(),
+                image_model=self._image_model,
+                image=ImageSettings(
+                    **{
+                        key: value
+                        for key, value in self.config.image_understanding.items()
+                        if key in ("max_bytes", "max_pixels", "max_side")
+                    }
+                ),
             )
         except ToolNameConflictError as error:
             raise ConfigError(
@@ -305,21 +297,43 @@ class ConfiguredGateway(Gateway):
         memory.audit = self.store.audit
         return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(self.store.pool))}
 
-    async def _start_scripts(self) -> GatewayScripts | None:
-        """run_script's host, or None (with a warning) where bubblewrap is unavailable."""
+    def _script_approver(self) -> ConsoleScriptApprover | None:
+        """run_script's approver when the console is asked (None: the client, by elicitation)."""
+        if self.approvals == "elicitation":
+            return None
+
+        def permission_of(name: str) -> str:
+            if self._manager is None or not self._manager.has_tool(name):
+                return "write"
+            return self._manager.get_tool_spec(name).permission
+
+        return ConsoleScriptApprover(
+            self.pending,
+            route=self.approvals,
+            owner_of=self.session_owner,
+            permission_of=permission_of,
+        )
+
+    async def _start_scripts(self, stack: AsyncExitStack) -> GatewayScripts | None:
+        """run_script's host, opened on ``stack``, or None (with a warning) where bubblewrap is
+        unavailable."""
         scripts = GatewayScripts(
             hub=self.hub,
             workspaces=self.workspaces,
-            limits=script_limits(self.config),
+            limits=self.config.scripts,
             audit=self.store.audit if self.store is not None else None,
             protected={"config file": self.settings.config} if self.settings.config else None,
+            approver=self._script_approver(),
             list_tools=not self.settings.tool_search,  # a long list would undo tool search
         )
         try:
-            return await scripts.__aenter__()
+            opened = await scripts.__aenter__()
         except SandboxUnavailableError as error:
             logger.warning("run_script is not offered: %s", error)
             return None
+        # Not shielded, and told of no exception: it exits task groups entered in this task.
+        stack.push_async_callback(opened.__aexit__, None, None, None)
+        return opened
 
     async def __aexit__(
         self,
@@ -327,22 +341,8 @@ class ConfiguredGateway(Gateway):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        try:
-            return await super().__aexit__(exc_type, exc, tb)
-        finally:
-            self._provider.inner = None
-            self.forwarding.source = None
-            self.scripts = None
-            try:
-                if self._scripts is not None:
-                    # Not shielded: it exits task groups entered in this task's own scope.
-                    await self._scripts.__aexit__(None, None, None)
-            finally:
-                try:
-                    with anyio.CancelScope(shield=True):
-                        await self.manager.aclose()
-                finally:
-                    await self._store_stack.aclose()
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -387,6 +387,11 @@ def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLo
     return parse_store_url(
         config.store_url, key="store.url", file=_file(config), lease_s=config.store_lease_s
     )
+
+
+async def _close_shielded(manager: ToolManager) -> None:
+    with anyio.CancelScope(shield=True):
+        await manager.aclose()
 
 
 def _file(config: SagentsConfig) -> str | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,11 +48,13 @@ from sagents.script.runtime import install_runtime
 from sagents.script.session import (
     RunScriptSettings,
     RunScriptTool,
-    ScriptToolSource,
     script_callable_specs,
 )
 from sagents.script.settings import ScriptLimits
+from sagents.tool.approval import Approver
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
+from sagents.tool.spec_provider import SpecProvider
 
 __all__ = ["GatewayScripts"]
 
@@ -77,6 +79,8 @@ class GatewayScripts:
             the mcpServers commands the next start runs on the host).
         audit: Where each run's ``gateway_call`` entry goes (the gateway's store);
             ``<data dir>/audit.sqlite3`` when None.
+        approver: Asked before a run that lists write tools; None asks the client of the
+            call (:class:`~sagents.gateway.approval.ClientScriptApprover`).
         list_tools: run_script's description lists each callable tool (the default); False
             only counts them (``--tool-search``: the script's ``tools()`` lists them).
 
@@ -95,10 +99,12 @@ class GatewayScripts:
         data_dir: Path | None = None,
         protected: Mapping[str, Path] | None = None,
         audit: AuditStore | None = None,
+        approver: Approver | None = None,
         list_tools: bool = True,
     ) -> None:
         self._hub = hub
         self._audit_store = audit
+        self._approver = approver
         self._list_tools = list_tools
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
@@ -109,6 +115,9 @@ class GatewayScripts:
         self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
+        self.on_start: Callable[[str, str | None, str], None] | None = None
+        """Told ``(session id, tool call id, description)`` as each run_script call starts
+        (the web console shows the description of a live run); must not block."""
         self.aborted: list[str] = []
         """Records directories of runs a previous process left running, marked at start."""
 
@@ -190,7 +199,7 @@ class GatewayScripts:
         arguments: dict[str, Any],
         context: SessionContext,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         tool_call_id: str | None,
     ) -> ToolResult:
         """Run one ``run_script`` call for the calling session.
@@ -212,6 +221,8 @@ class GatewayScripts:
                 "invalid_arguments",
                 "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
             )
+        if self.on_start is not None:
+            self.on_start(context.session_id, tool_call_id, str(description))
         return await session.tool.run(
             code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
         )
@@ -238,7 +249,7 @@ class GatewayScripts:
                 session=context,
                 sandbox=sandbox,
                 runtime=self._runtime,
-                approver=ClientScriptApprover(),
+                approver=self._approver or ClientScriptApprover(),
                 settings=self._settings,
                 hub=self._hub,
                 audit=self._audit,
@@ -250,21 +261,30 @@ class GatewayScripts:
 
 
 @dataclass
-class _SessionTools:
+class _SessionTools(SpecProvider):
     """What a session's scripts call: its offer for scripts, once a run_script call gave it
     (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
 
-    target: ScriptToolSource | None = None
+    target: ToolProvider | None = None
 
     def list_specs(self) -> list[ToolSpec]:
         return [] if self.target is None else self.target.list_specs()
 
     async def run_tool(
-        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
+        strict: bool = False,
     ) -> ToolResult:
         if self.target is None:
             return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
-        return await self.target.run_tool(name, args, session_context)
+        return await self.target.run_tool(
+            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
+        )
 
 
 @dataclass(frozen=True)

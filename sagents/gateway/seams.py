@@ -1,9 +1,10 @@
 """The seams the gateway is built against: what it serves, where progress comes from.
 
-The gateway (``sagents serve``) does not own tools: it exposes a :class:`ToolProvider` (shaped like
-``ToolProxy``: ``list_specs`` and ``run_tool``) and forwards the progress a :class:`ProgressSource`
-reports for each call. The integration wires these to the tool core and the progress hub; tests
-use the in-memory :class:`MemoryProgressSource` and fakes.
+The gateway (``sagents serve``) does not own tools: it serves a
+:class:`~sagents.tool.ToolProvider` (the one provider protocol: ``ToolManager``, ``ToolProxy``,
+the gateway's per-session ``SessionOffer``) and forwards the progress a :class:`ProgressSource`
+reports for each call. The integration wires these to the tool core and the progress hub;
+tests use the in-memory :class:`MemoryProgressSource` and fakes.
 
 Progress events are matched structurally (:class:`ToolProgressLike`, :class:`ScriptProgressLike`),
 so the typed events of ``sagents.core.events`` (``ToolProgressEvent``, ``ScriptProgressEvent``)
@@ -12,16 +13,16 @@ satisfy them without this module importing them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import warnings
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from sagents.core.result import EmbeddedResource, ResourceLink, ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.tool.context import SessionContext
+from sagents.core.result import EmbeddedResource, ResourceLink
+from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "PROGRESS_BUFFER",
@@ -31,8 +32,6 @@ __all__ = [
     "ResourceSource",
     "ScriptProgressLike",
     "ToolProgressLike",
-    "ToolProvider",
-    "ToolProxyLike",
 ]
 
 PROGRESS_BUFFER = 256
@@ -40,87 +39,15 @@ PROGRESS_BUFFER = 256
 source's own overflow policy applies (progress is droppable, see docs/progress.md)."""
 
 
-class ToolProvider(Protocol):
-    """What the gateway serves: the shape of ``ToolProxy`` (docs/tools.md)."""
-
-    def list_specs(self) -> list[ToolSpec]:
-        """Every tool the provider offers, before the session's policy filters them."""
-        ...
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-    ) -> ToolResult:
-        """Run one call; failures come back as error results, never as exceptions.
-
-        The first three parameters are positional-only here so that ``ToolProxy.run_tool(name,
-        args, session_context, ...)`` matches whatever it names them.
-
-        Args:
-            name: The registered tool name.
-            arguments: The arguments object the client sent.
-            session_context: The calling session (mode, workspace, id).
-            tool_call_id: Id of this call; progress events carry it.
-            timeout: Seconds, or None for the tool's default.
-        """
-        ...
-
-
-class ToolProxyLike(Protocol):
-    """The public API's ``ToolProxy`` / ``ToolManager``: names, specs and ``run_tool``."""
-
-    def list_all_tools_name(self) -> list[str]:
-        """The names of the tools this session may call."""
-        ...
-
-    def get_tool_spec(self, name: str) -> ToolSpec:
-        """The spec of one of those tools."""
-        ...
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-    ) -> ToolResult:
-        """Run one call (see :meth:`ToolProvider.run_tool`)."""
-        ...
-
-
-class ProxyProvider:
-    """Serves a ``ToolProxy`` (or ``ToolManager``) as a :class:`ToolProvider`."""
-
-    def __init__(self, proxy: ToolProxyLike) -> None:
-        self.proxy = proxy
-
-    def list_specs(self) -> list[ToolSpec]:
-        """The proxy's tools, in its order."""
-        return [self.proxy.get_tool_spec(name) for name in self.proxy.list_all_tools_name()]
-
-    async def run_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
-        /,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-    ) -> ToolResult:
-        """Forward to the proxy's ``run_tool``."""
-        return await self.proxy.run_tool(
-            name, arguments, session_context, tool_call_id=tool_call_id, timeout=timeout
-        )
+def ProxyProvider(proxy: ToolProvider) -> ToolProvider:
+    """Deprecated: ``Gateway`` serves any :class:`~sagents.tool.ToolProvider` (a ``ToolProxy``,
+    a ``ToolManager``) as it is; this returns ``proxy`` unchanged, with a warning."""
+    warnings.warn(
+        "ProxyProvider is deprecated: pass the ToolProxy or ToolManager to Gateway directly",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return proxy
 
 
 class ResourceSource(Protocol):

@@ -1,7 +1,7 @@
 """The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
 low-level server.
 
-One :class:`Gateway` serves one shared :class:`~sagents.gateway.seams.ToolProvider` to any number of
+One :class:`Gateway` serves one shared :class:`~sagents.tool.ToolProvider` to any number of
 client sessions, each with its own state (tools allowed for the session, background tasks):
 
 - ``tools/list``: the provider's tools that the session's mode and profile offer
@@ -37,7 +37,8 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
@@ -72,13 +73,11 @@ from sagents.errors import (
 )
 from sagents.gateway.approval import (
     CLIENT_ASKER,
-    ApprovalAnswer,
-    ApprovalRequest,
-    Approver,
     ClientAsker,
     ElicitationApprover,
     answer_from_elicitation,
     approval_form,
+    decided,
     refusal_text,
 )
 from sagents.gateway.background import (
@@ -101,10 +100,12 @@ from sagents.gateway.forwarding import (
 )
 from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
-from sagents.gateway.policy import Profile, call_requirement
+from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
+from sagents.gateway.policy import Profile
 from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
-from sagents.gateway.seams import ProgressSource, ResourceSource, ToolProvider
+from sagents.gateway.seams import ProgressSource, ResourceSource
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
@@ -112,7 +113,16 @@ from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store.embedded import MemoryApprovals
 from sagents.store.open import GatewayStore
 from sagents.store.protocols import ApprovalStore, TaskStore
+from sagents.tool.approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    approval_needed,
+    settle_answer,
+)
 from sagents.tool.context import SessionContext
+from sagents.tool.provider import ToolProvider
+from sagents.tool.questions import bind_questioner
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
@@ -163,7 +173,8 @@ class Gateway:
     """The MCP server façade over one tool provider; an async context manager.
 
     Args:
-        provider: The tools served (shaped like ``ToolProxy``).
+        provider: The tools served: a ``ToolProxy``, a ``ToolManager`` or any other
+            :class:`~sagents.tool.ToolProvider`.
         mode: Default permission mode of sessions (a profile's mode wins).
         profile: Profile of sessions that carry no bearer token bound to another one.
         token_profiles: Over HTTP, the profile bound to each bearer token.
@@ -184,6 +195,8 @@ class Gateway:
             (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
         upstream: Forwards the upstream servers' prompts, resources, templates and completion
             (:mod:`sagents.gateway.forwarding`); None serves none of them.
+        approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
+            ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -211,6 +224,7 @@ class Gateway:
         task_store: SqliteTaskStore | TaskStore | None = None,
         store: GatewayStore | None = None,
         upstream: UpstreamForwarding | None = None,
+        approvals: ApprovalRoute = "elicitation",
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -227,6 +241,12 @@ class Gateway:
         self.upstream = upstream
         self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
+        self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
+            weakref.WeakValueDictionary()
+        )
+        self.approvals: ApprovalRoute = approvals
+        self.pending = PendingApprovals()
+        """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         self._approval_states = ApprovalStates()
@@ -244,7 +264,7 @@ class Gateway:
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = Server(
+            self.server: Server[Any] = _GatewayServer(
                 name,
                 version=__version__,
                 instructions=(
@@ -260,6 +280,9 @@ class Gateway:
                 on_subscriptions_listen=self._listen,
                 **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
             )
+        self.server.notifications = NotificationOptions(
+            resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
+        )
         self._state_boundary = request_state_boundary(name)
         self.server.middleware.append(self._state_boundary)
         self._name = name
@@ -309,11 +332,7 @@ class Gateway:
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
-        return self.server.create_initialization_options(
-            NotificationOptions(
-                resources_changed=True, tools_changed=True, prompts_changed=bool(self.upstream)
-            )
-        )
+        return self.server.create_initialization_options()
 
     async def notify_tools_changed(self) -> int:
         """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
@@ -433,10 +452,22 @@ class Gateway:
             owner=owner,
         )
         self._offers[session.session_id] = offer
+        self._sessions[session.session_id] = session
         return session
 
     def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
         return self._session_for(ctx).profile
+
+    def session_owner(self, session_id: str) -> str:
+        """The identity of the credential that opened a live session ("" without token or
+        for an unknown session): who besides the operator may answer its approvals."""
+        session = self._sessions.get(session_id)
+        return session.identity if session is not None else ""
+
+    @property
+    def tasks(self) -> GatewayTasks:
+        """The background calls of every session (the web console lists and cancels them)."""
+        return self._tasks
 
     def session_offer(self, session_id: str) -> SessionOffer | None:
         """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
@@ -508,32 +539,38 @@ class Gateway:
             refusal = self.tool_search.refusal(self._search_state(session), spec.name)
             if refusal is not None:
                 return to_call_tool_result(refusal)
+        # grants are kept in the store: replicas share them (docs/scale-out.md)
         granted = (
             frozenset()
             if spec.permission == "read_only"
             else await self._approvals.granted(session.session_id)
         )
-        requirement = call_requirement(spec, session.mode, granted)
-        if requirement != "run":
-            request = ApprovalRequest(
-                tool=spec.name,
-                arguments=arguments,
-                permission=spec.permission,
-                session_id=session.session_id,
-                rememberable=requirement == "approve"
-                and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS,
-            )
-            answer = await self._approval(ctx, params, request)
-            if isinstance(answer, mt.InputRequiredResult):
-                return answer
-            if answer is None:
+        try:
+            request = approval_needed(
+                spec, arguments, mode=session.mode, session_id=session.session_id,
+                granted=granted,
+            )  # fmt: skip
+        except NotAllowedError as refused:  # not offered either: a tool the filter let through
+            return to_call_tool_result(ToolResult.from_exception(refused))
+        # Nothing to ask (the mode, or a grant this or another replica kept): the proxy runs it
+        # as decided here, without asking again.
+        answer: ApprovalAnswer | None = "allow_once"
+        if request is not None:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
+                # one session per token: a grant must not leak to another client
+                request = replace(request, offered=("allow_once", "deny"))
+            asked = await self._approval(ctx, params, request)
+            if isinstance(asked, mt.InputRequiredResult):
+                return asked
+            if asked is None:
                 return to_call_tool_result(_refused(request))
-            if answer == "deny":
+            if asked == "deny":
                 return to_call_tool_result(_denied(request))
-            if answer == "allow_session":
+            if asked == "allow_session":
                 session.granted.add(spec.name)
                 await self._approvals.grant(session.session_id, spec.name)
-        return to_call_tool_result(await self._run(ctx, session, spec, arguments))
+            answer = asked
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""
@@ -574,19 +611,22 @@ class Gateway:
     ) -> ApprovalAnswer | mt.InputRequiredResult | None:
         """The answer; an ``InputRequiredResult`` to ask a 2026-07-28 client; None to refuse."""
         if self.approver is not None:
-            return await self.approver.approve(request)
+            return settle_answer(request, await self.approver.approve(request))
         can_elicit = ctx.session.check_client_capability(
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
         )
+        if self.approvals != "elicitation":
+            return await self._console_approval(ctx, request, can_elicit=can_elicit)
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
+            tool, arguments = request.tools[0], dict(request.arguments or {})
             if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
-                params.request_state, request.session_id, request.tool, request.arguments
+                params.request_state, request.session_id, tool, arguments
             ):
                 return answer_from_elicitation(response, request)
-            state = await self._approvals.issue(request.session_id, request.tool, request.arguments)
+            state = await self._approvals.issue(request.session_id, tool, arguments)
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -599,14 +639,41 @@ class Gateway:
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
 
+    async def _console_approval(
+        self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
+    ) -> ApprovalAnswer:
+        """Ask the console (and, with ``both``, a client that can be asked mid-call)."""
+        owner = request_credential(ctx.request).identity
+        client = None
+        if (
+            self.approvals == "both"
+            and can_elicit
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+
+            async def client() -> ApprovalAnswer | None:
+                try:
+                    return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+                except NoBackChannelError:
+                    return None
+
+        return await self.pending.ask(
+            PendingApproval.for_request(request, owner=owner), client=client
+        )
+
     async def _run(
         self,
         ctx: ServerRequestContext[Any, Any],
         session: _ClientSession,
         spec: ToolSpec,
         arguments: dict[str, Any],
+        answer: ApprovalAnswer | None = None,
     ) -> ToolResult:
-        """Run the call with its progress forwarded; hand it off after ``background_after_s``."""
+        """Run the call with its progress forwarded; hand it off after ``background_after_s``.
+
+        ``answer`` is the approval the call already got, handed to the session's ``ToolProxy``
+        (:class:`~sagents.gateway.approval.GatewayCallApprover`) so that it is not asked twice.
+        """
         name = spec.name
         tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
         workspace = self.workspace
@@ -630,9 +697,13 @@ class Gateway:
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(asker)
             try:
-                return await session.offer.run_tool(
-                    name, arguments, context, tool_call_id=tool_call_id
-                )
+                with (
+                    bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
+                    decided(answer, frozenset({name})) if answer else nullcontext(),
+                ):
+                    return await session.offer.run_tool(
+                        name, arguments, context, tool_call_id=tool_call_id
+                    )
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
@@ -650,7 +721,7 @@ class Gateway:
                     hand_off_after = self.background_after_s
                     if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
                         hand_off_after = 0.0  # a run_script of a Tasks client is a task
-                    if hand_off_after is None:
+                    if hand_off_after is None or _asks_the_user(spec):
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
@@ -810,17 +881,44 @@ def _skills_of(session: _ClientSession) -> frozenset[str] | None:
 def _denied(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
         ApprovalDeniedError(
-            f"the call of {request.tool!r} was not approved",
+            f"the call of {request.tools[0]!r} was not approved",
             hint=(
                 "the user did not approve it (declined, cancelled or no answer in time); "
                 "do not retry the same call without asking the user"
             ),
-            details={"tool": request.tool},
+            details={"tool": request.tools[0]},
         )
     )
 
 
+def _asks_the_user(spec: ToolSpec) -> bool:
+    """The built-in ``questionnaire`` waits for the user through this very request (an
+    elicitation): it is never handed off to the background."""
+    return spec.source.kind == "builtin" and spec.name == "questionnaire"
+
+
 def _refused(request: ApprovalRequest) -> ToolResult:
     return ToolResult.from_exception(
-        NotAllowedError(refusal_text(request), details={"tool": request.tool})
+        NotAllowedError(refusal_text(request), details={"tool": request.tools[0]})
     )
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's low-level server, announcing the list changes the gateway sends.
+
+    The SDK's streamable HTTP session manager builds each session's initialization options
+    with no arguments: without this default, handshake-era HTTP clients would be told that no
+    list changes while the gateway sends them ``notifications/*/list_changed``.
+    """
+
+    notifications: NotificationOptions | None = None
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or self.notifications, experimental_capabilities, extensions
+        )

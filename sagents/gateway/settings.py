@@ -23,9 +23,11 @@ from sagents.errors import ConfigError
 from sagents.gateway.policy import Profile
 
 __all__ = [
+    "APPROVAL_ROUTES",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "TOKEN_ENV",
+    "ApprovalRoute",
     "GatewaySettings",
     "TransportName",
     "is_loopback",
@@ -34,6 +36,10 @@ __all__ = [
 ]
 
 TransportName = Literal["stdio", "http"]
+ApprovalRoute = Literal["console", "elicitation", "both"]
+"""Who is asked for approvals (``--approvals``): the MCP client through elicitation, the web
+console (docs/console.md), or both at once."""
+APPROVAL_ROUTES: tuple[ApprovalRoute, ...] = ("console", "elicitation", "both")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -69,6 +75,11 @@ class GatewaySettings:
         name: The MCP server name announced to clients.
         store: ``--store``: ``postgresql://...`` for replicas on one database
             (docs/scale-out.md); None uses the config's ``store``, else the embedded SQLite files.
+        approvals: Who is asked for approvals (``--approvals``; see :data:`ApprovalRoute`).
+        console: Serve the web console at ``/console/`` beside ``/mcp`` (HTTP only).
+        tls_cert: TLS certificate (PEM) to serve HTTPS with; tls_key: its private key.
+        tls_proxy: A TLS-terminating proxy is in front (``--behind-tls-proxy``): the console
+            may be served on a non-loopback bind over plain HTTP to it, with ``Secure`` cookies.
     """
 
     config: Path | None = None
@@ -86,6 +97,11 @@ class GatewaySettings:
     tool_search: bool = False
     name: str = "sagents"
     store: str | None = field(default=None, repr=False)
+    approvals: ApprovalRoute = "elicitation"
+    console: bool = True
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_proxy: bool = False
 
 
 def is_loopback(host: str) -> bool:

@@ -38,12 +38,21 @@ from sagents.store.embedded import SqliteTasks
 from sagents.store.protocols import TaskStore
 from sagents.tool.background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
 
-__all__ = ["REMOTE_CANCEL_WAIT_S", "GatewayTasks", "TaskScope", "stored_task_json"]
+__all__ = [
+    "REMOTE_CANCEL_WAIT_S",
+    "STOP_REASON",
+    "GatewayTasks",
+    "TaskScope",
+    "stored_task_json",
+]
 
 REMOTE_CANCEL_WAIT_S = 10.0
 """Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
 with the call as the store shows it, ``running`` if that replica did not answer)."""
 _REMOTE_POLL_S = 0.1  # seconds between reads of the store while a remote cancel is awaited
+STOP_REASON = "gateway stopped"
+"""The ``reason`` kept with a call that was still running when the gateway stopped (it is
+``cancelled``, by the gateway rather than by a client)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +86,7 @@ class GatewayTasks:
         self._own: dict[str, str] = {}  # ids this process handed off -> their session
         self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
+        self._stopping = False
 
     async def __aenter__(self) -> Self:
         store = self.store
@@ -95,6 +105,7 @@ class GatewayTasks:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        self._stopping = True  # what ends from now on was cancelled by the stop
         try:
             return await self.live.__aexit__(exc_type, exc, tb)
         finally:
@@ -139,8 +150,10 @@ class GatewayTasks:
             recorded.set()
 
     async def finished(self, info: TaskInfo) -> None:
-        """Record how a handed-off call ended."""
+        """Record how a handed-off call ended (with :data:`STOP_REASON` when the gateway
+        stopping cancelled it)."""
         if self.store is not None and info.result is not None:
+            stopped = self._stopping and info.status == "cancelled"
             recorded = self._recorded.pop(info.task_id, None)
             if recorded is not None:
                 await recorded.wait()
@@ -149,6 +162,7 @@ class GatewayTasks:
                 status=info.status,
                 result=info.result.text,
                 is_error=info.result.is_error,
+                reason=STOP_REASON if stopped else None,
             )
 
     async def unannounced(self, owner: str) -> list[StoredTask]:
@@ -200,6 +214,11 @@ class GatewayTasks:
             return task_json(self.live.get(scope.session_id, task_id), full=True)
         except TaskNotFoundError:
             return await self._stored(scope, task_id)
+
+    def runs_in_another_session(self, scope: TaskScope, task_id: str) -> bool:
+        """Whether this process handed off ``task_id`` for another session than ``scope``'s."""
+        session = self._own.get(task_id)
+        return session is not None and session != scope.session_id
 
     async def cancel_elsewhere(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
         """Cancel a call another replica runs (through the store), and wait for its end.

@@ -19,6 +19,7 @@ gateway built otherwise refuses such requests with a message saying so.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
@@ -28,7 +29,7 @@ import anyio.to_thread
 from sagents.core.permissions import ToolAnnotations
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
-from sagents.errors import InvalidArgumentsError, SagentsError
+from sagents.errors import InvalidArgumentsError, SagentsError, ToolExecutionError
 from sagents.tool.expansion import (
     EXPAND_TOOL_NAME,
     EXPAND_TOOL_SPEC,
@@ -45,6 +46,8 @@ __all__ = [
     "ToolRanker",
     "ToolSearch",
 ]
+
+logger = logging.getLogger(__name__)
 
 SEARCH_TOOL_NAME = "search_tools"
 """The name of the search tool."""
@@ -140,10 +143,11 @@ class ToolSearch:
         """
         try:
             if name == EXPAND_TOOL_NAME:
+                own = [spec.name for spec in self.own_specs]  # always listed: already selected
                 expansion = expand(
                     requested_names(arguments),
-                    allowed=[spec.name for spec in offered],
-                    selected=state.expanded,
+                    allowed=[*own, *(spec.name for spec in offered)],
+                    selected=[*own, *state.expanded],
                 )
                 state.expanded.extend(expansion.expanded)
                 return expansion.to_result(), bool(expansion.expanded)
@@ -172,16 +176,27 @@ class ToolSearch:
                 f"{_MAX_SEARCH_LIMIT}, not {limit!r}",
                 details={"tool": SEARCH_TOOL_NAME, "argument": "limit"},
             )
-        if inspect.iscoroutinefunction(self.rank):
-            ranked: Any = await self.rank(query, list(offered), limit)
-        else:  # off the event loop: a first ranking of a tool set builds its index
-            ranked = await anyio.to_thread.run_sync(self.rank, query, list(offered), limit)
-            if inspect.isawaitable(ranked):
-                ranked = await ranked
+        try:
+            if inspect.iscoroutinefunction(self.rank):
+                ranked: Any = await self.rank(query, list(offered), limit)
+            else:  # off the event loop: a first ranking of a tool set builds its index
+                ranked = await anyio.to_thread.run_sync(self.rank, query, list(offered), limit)
+                if inspect.isawaitable(ranked):
+                    ranked = await ranked
+            ranked = [] if isinstance(ranked, str | bytes) else list(ranked)
+        except Exception as error:  # the ranking is the caller's: its failure is this call's
+            logger.warning("search_tools: the ranking failed on %.200r", query, exc_info=True)
+            raise ToolExecutionError(
+                f"{SEARCH_TOOL_NAME} could not rank the tools: {error!r}",
+                hint=f"call {EXPAND_TOOL_NAME} with an empty list to see every name",
+                details={"tool": SEARCH_TOOL_NAME},
+            ) from error
         by_name = {spec.name: spec for spec in offered}
         found: list[dict[str, Any]] = []
-        for raw in list(ranked)[:limit]:
-            spec = by_name.get(str(raw))
+        for raw in ranked:
+            spec = by_name.get(raw) if isinstance(raw, str) else None
+            if len(found) == limit:
+                break
             if spec is not None and all(item["name"] != spec.name for item in found):
                 found.append(
                     {

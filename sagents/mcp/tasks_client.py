@@ -28,7 +28,9 @@ from mcp.client.extension import (
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
+from sagents.errors import UpstreamProtocolError
 from sagents.mcp.ext_types import (
     TASKS_EXTENSION,
     CancelTaskRequest,
@@ -97,8 +99,13 @@ async def call_tool_or_task(
 async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallToolResult:
     """Poll the task until it ends; its ``CallToolResult``.
 
+    A task given up on (the caller cancelled, or the server answered a poll with something
+    that is not this task's state) is cancelled on the server with ``tasks/cancel``.
+
     Raises:
         MCPError: the task failed (its JSON-RPC error), or a poll failed.
+        UpstreamProtocolError: a ``tasks/get`` answer is not a task state, is the state of
+            another task, or completed with something that is not a ``CallToolResult``.
     """
     session = ctx.session
     task_id = created.task_id
@@ -106,11 +113,9 @@ async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallT
     answered: set[str] = set()
     try:
         while True:
-            state = await session.send_request(
-                GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTaskResult
-            )
+            state = await _poll(session, task_id)
             if state.status == "completed":
-                return mt.CallToolResult.model_validate(state.result or {"content": []})
+                return _call_result(state, task_id)
             if state.status == "failed":
                 error = state.error or {}
                 raise MCPError(
@@ -125,7 +130,7 @@ async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallT
                 await _decline(session, task_id, state, answered)
             interval = _interval(state.poll_interval_ms) if state.poll_interval_ms else interval
             await anyio.sleep(interval)  # the server's polling interval (SEP-2663)
-    except anyio.get_cancelled_exc_class():
+    except (anyio.get_cancelled_exc_class(), UpstreamProtocolError):
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_TIMEOUT_S):
             try:
                 await session.send_request(
@@ -134,6 +139,36 @@ async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallT
             except MCPError as error:
                 logger.info("tasks/cancel of %s failed: %s", task_id, error)
         raise
+
+
+async def _poll(session: ClientSession, task_id: str) -> DetailedTaskResult:
+    """One ``tasks/get`` of ``task_id``, checked to be that task's state."""
+    try:
+        state = await session.send_request(
+            GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTaskResult
+        )
+    except ValidationError as error:
+        raise UpstreamProtocolError(
+            f"the server answered tasks/get of task {task_id!r} with no task state: {error}",
+            details={"task_id": task_id},
+        ) from None
+    if state.task_id != task_id:
+        raise UpstreamProtocolError(
+            f"the server answered tasks/get of task {task_id!r} with the state of task "
+            f"{state.task_id!r}",
+            details={"task_id": task_id, "answered": state.task_id},
+        )
+    return state
+
+
+def _call_result(state: DetailedTaskResult, task_id: str) -> mt.CallToolResult:
+    try:
+        return mt.CallToolResult.model_validate(state.result or {"content": []})
+    except ValidationError as error:
+        raise UpstreamProtocolError(
+            f"task {task_id!r} completed with a result that is not a CallToolResult: {error}",
+            details={"task_id": task_id},
+        ) from None
 
 
 async def _decline(

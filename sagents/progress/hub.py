@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from sagents.core.events import Event, ToolProgressEvent
 from sagents.progress.clock import Clock, SystemClock
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sagents.progress.binding import ToolCallBinding
 
 __all__ = [
+    "HubWatcher",
     "ProgressHub",
     "default_hub",
     "register_progress_queue",
@@ -40,6 +41,18 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+
+class HubWatcher(Protocol):
+    """Sees every session's events (an operator's view, such as the web console).
+
+    ``offer`` is called synchronously by :meth:`ProgressHub.publish`; it must not block (put
+    the event on a bounded stream, drop it when the stream is full).
+    """
+
+    def offer(self, session_id: str, event: Event) -> None:
+        """Take one event published for ``session_id``."""
+        ...
 
 
 class ProgressHub:
@@ -63,6 +76,25 @@ class ProgressHub:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._queues: dict[str, list[EventQueue]] = {}
         self._bindings: dict[str, list[ToolCallBinding]] = {}
+        self._watchers: list[HubWatcher] = []
+
+    def watch(self, watcher: HubWatcher) -> None:
+        """Show ``watcher`` every event published from now on, of every session (see
+        :class:`HubWatcher`). A watcher does not make a session :meth:`listening`: it sees what
+        is published anyway (``script.progress``, approvals, completions, what
+        :meth:`show_watchers` sends, and ``tool_progress`` of calls someone listens to),
+        so that watching costs the calls nothing."""
+        self._watchers.append(watcher)
+
+    def show_watchers(self, session_id: str, event: Event) -> None:
+        """Offer ``event`` to the watchers only, not to the session's consumers (what only an
+        operator's view shows: a run_script run's raw stdout and stderr)."""
+        for watcher in self._watchers:
+            watcher.offer(session_id, event)
+
+    def unwatch(self, watcher: HubWatcher) -> None:
+        """Stop showing events to ``watcher`` (unknown watchers are ignored)."""
+        self._watchers = [w for w in self._watchers if w is not watcher]
 
     @property
     def settings(self) -> ProgressSettings:
@@ -79,7 +111,8 @@ class ProgressHub:
         return tuple(self._queues.get(session_id, ()))
 
     def listening(self, session_id: str) -> bool:
-        """True when at least one consumer's queue is registered for ``session_id``."""
+        """True when at least one consumer's queue is registered for ``session_id`` (watchers
+        do not count: a call nobody else listens to stays quiet, see :meth:`watch`)."""
         return session_id in self._queues
 
     def register_progress_queue(self, session_id: str, queue: EventQueue) -> None:
@@ -160,6 +193,8 @@ class ProgressHub:
         """
         if isinstance(event, ToolProgressEvent) and not self._settings.enabled:
             return
+        for watcher in self._watchers:
+            watcher.offer(session_id, event)
         queues = self._queues.get(session_id)
         if not queues:
             return

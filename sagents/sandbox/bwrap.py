@@ -161,15 +161,38 @@ def _system_args(network: bool = False) -> list[str]:
         if _world_readable_file(host):
             args += ["--ro-bind", host, host]
     for name in ETC_SYMLINK_DIRS:
-        top = f"/etc/{name}"
-        try:
-            entries = sorted(os.listdir(top))
-        except OSError:
-            continue
-        for entry in entries:
-            link = f"{top}/{entry}"
-            if os.path.islink(link):
-                args += ["--symlink", os.readlink(link), link]
+        args += _symlinks_of(f"/etc/{name}")
+    return args
+
+
+_SYMLINKS: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
+
+
+def _symlinks_of(top: str) -> list[str]:
+    """``--symlink`` arguments recreating the symlinks of the directory ``top``.
+
+    Read again only when the directory changed (its inode, mtime or ctime: adding, removing or
+    replacing an entry changes them); ``/etc/alternatives`` holds hundreds of links, and reading
+    them all cost each launch about 400 system calls.
+    """
+    try:
+        st = os.stat(top)
+    except OSError:
+        return []
+    key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    cached = _SYMLINKS.get(top)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    args: list[str] = []
+    try:
+        entries = sorted(os.listdir(top))
+    except OSError:
+        return []
+    for entry in entries:
+        link = f"{top}/{entry}"
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+    _SYMLINKS[top] = (key, args)
     return args
 
 

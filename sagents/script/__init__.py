@@ -13,16 +13,7 @@ from sagents.script.description import (
 )
 from sagents.script.dispatcher import CallTool, ScriptDispatcher
 from sagents.script.launcher import Launcher, LaunchSpec, PlainLauncher, ScriptProcess
-from sagents.script.policy import (
-    AllowAllApprover,
-    ApprovalDecision,
-    ApprovalRequest,
-    Approver,
-    DenyAllApprover,
-    ScriptPlan,
-    TerminalApprover,
-    plan_script,
-)
+from sagents.script.policy import ScriptPlan, plan_script
 from sagents.script.records import ScriptRecords, mark_interrupted_runs
 from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime, install_runtime
@@ -38,12 +29,7 @@ from sagents.script.values import (
 )
 
 __all__ = [
-    "AllowAllApprover",
-    "ApprovalDecision",
-    "ApprovalRequest",
-    "Approver",
     "CallTool",
-    "DenyAllApprover",
     "LaunchSpec",
     "Launcher",
     "PlainLauncher",
@@ -64,7 +50,6 @@ __all__ = [
     "ScriptRuntime",
     "ScriptStatus",
     "ScriptsParams",
-    "TerminalApprover",
     "install_runtime",
     "mark_interrupted_runs",
     "plan_script",

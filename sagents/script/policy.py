@@ -1,5 +1,7 @@
-"""Which tools a script may call, the pre-run check, and approval
-(docs/run_script.md, "Permissions").
+"""Which tools a script may call and the pre-run check (docs/run_script.md, "Permissions").
+
+The one approval before a run is asked through the one approval protocol of
+:mod:`sagents.tool.approval` (``ApprovalRequest.for_script``: ``allow_once`` or ``deny``).
 
 =====================  ==============================================================
 permission class       in a script
@@ -20,38 +22,16 @@ never ``run_script`` itself nor sagents' built-in tools (the model's own shell a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
 
-import anyio
-from rich.console import Console
-from rich.syntax import Syntax
-
-from sagents.core.literal import literal_text, printable
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
 from sagents.errors import ScriptRejectedError
 
-__all__ = [
-    "RUN_SCRIPT_TOOL_NAME",
-    "AllowAllApprover",
-    "ApprovalDecision",
-    "ApprovalRequest",
-    "Approver",
-    "DenyAllApprover",
-    "ExplainsDenial",
-    "ScriptPlan",
-    "TerminalApprover",
-    "denial_reason",
-    "offered_specs",
-    "plan_script",
-]
+__all__ = ["RUN_SCRIPT_TOOL_NAME", "ScriptPlan", "offered_specs", "plan_script"]
 
 RUN_SCRIPT_TOOL_NAME = "run_script"
-
-ApprovalDecision = Literal["allow_once", "deny"]
-"""The only two answers to a script's approval request."""
 
 
 def offered_specs(specs: Iterable[ToolSpec], mode: PermissionMode) -> list[ToolSpec]:
@@ -168,114 +148,3 @@ def plan_script(
         if mode == "ask" and offered[name].permission == "write" and name not in session_allowed
     )
     return ScriptPlan(callable=callable_, refusals=refusals, needs_approval=needs)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalRequest:
-    """One approval before a run: the write tools it may call, and the script itself.
-
-    Attributes:
-        tools: The listed write tools that need approval.
-        script: The script's source.
-        description: run_script's ``description`` argument.
-        session_id: The session asking, if known.
-    """
-
-    tools: tuple[str, ...]
-    script: str
-    description: str
-    session_id: str | None = None
-
-
-class Approver(Protocol):
-    """Answers approval requests: a terminal prompt, allow-all, deny-all, MCP elicitation."""
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Return ``allow_once`` or ``deny``. Never raises for a refusal."""
-        ...
-
-
-@runtime_checkable
-class ExplainsDenial(Protocol):
-    """An approver that can say why it denied: whether a person was asked at all."""
-
-    def denial_reason(self, request: ApprovalRequest) -> str:
-        """What happened, for the model and the records, after ``approve`` answered ``deny``
-        (for example "the user denied ...", or "nobody was asked ...: no terminal")."""
-        ...
-
-
-def denial_reason(approver: object, request: ApprovalRequest) -> str:
-    """Why ``approver`` denied ``request``: its own words when it can say
-    (:class:`ExplainsDenial`), else a neutral "were not approved" that claims no user decision."""
-    if isinstance(approver, ExplainsDenial):
-        return approver.denial_reason(request)
-    return f"the write tools {', '.join(request.tools)} were not approved"
-
-
-@dataclass(frozen=True)
-class AllowAllApprover:
-    """Allows every request (``auto`` mode, or a trusted caller)."""
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Always ``allow_once``."""
-        return "allow_once"
-
-
-@dataclass(frozen=True)
-class DenyAllApprover:
-    """Denies every request (non-interactive callers that must not write)."""
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Always ``deny``."""
-        return "deny"
-
-    def denial_reason(self, request: ApprovalRequest) -> str:
-        """Nobody was asked: this session denies every approval."""
-        return (
-            f"nobody was asked to approve the write tools {', '.join(request.tools)}: "
-            "this session cannot ask for approvals, so they are denied without asking"
-        )
-
-
-def _read_line(prompt: str) -> str:
-    return input(prompt)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TerminalApprover:
-    """Asks on the terminal: shows the tools and the script, accepts "allow once" or "deny".
-
-    Everything shown is the model's text printed literally (no Rich markup, control characters
-    escaped, see :mod:`sagents.core.literal`), and every line of the script is shown whole,
-    wrapped at the terminal's width rather than cut.
-
-    Attributes:
-        console: Where to show the request (stderr by default, so ``--json`` stdout stays clean).
-        ask: Reads one answer line (``input`` by default; replaced in tests). End of input or
-            anything but an "allow" answer denies.
-    """
-
-    console: Console = field(default_factory=lambda: Console(stderr=True))
-    ask: Callable[[str], str] = _read_line
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Show the request and read the answer in a worker thread."""
-        heading = literal_text("run_script wants to call write tools: ", style="bold")
-        heading.append_text(literal_text(", ".join(request.tools)))
-        self.console.print(heading)
-        if request.description:
-            self.console.print(literal_text(f"description: {request.description}"))
-        script = Syntax(printable(request.script), "python", line_numbers=True, word_wrap=True)
-        self.console.print(script)
-        try:
-            answer = await anyio.to_thread.run_sync(
-                self.ask, "allow once / deny [a/d]: ", abandon_on_cancel=True
-            )
-        except EOFError:
-            return "deny"
-        return "allow_once" if answer.strip().lower() in ("a", "allow", "allow once") else "deny"
-
-    def denial_reason(self, request: ApprovalRequest) -> str:
-        """The user was asked at the terminal and did not allow."""
-        return f"the user denied the write tools {', '.join(request.tools)} at the terminal prompt"

@@ -27,20 +27,13 @@ from anyio.abc import ByteReceiveStream, TaskGroup
 from sagents.audit.store import AuditEntry, AuditStore
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
-from sagents.errors import SandboxError, ScriptRejectedError
+from sagents.errors import NotAllowedError, SandboxError, ScriptRejectedError
 from sagents.sandbox.local import LocalSandbox
 from sagents.sandbox.types import SandboxParams
 from sagents.script.dispatcher import CallTool, ScriptDispatcher
 from sagents.script.launcher import Launcher, LaunchSpec, ScriptProcess
 from sagents.script.output import OutputCapture, RunSummary, format_model_text
-from sagents.script.policy import (
-    ApprovalRequest,
-    Approver,
-    DenyAllApprover,
-    ScriptPlan,
-    denial_reason,
-    plan_script,
-)
+from sagents.script.policy import ScriptPlan, plan_script
 from sagents.script.records import ScriptRecords, new_script_id
 from sagents.script.runtime import ScriptRuntime
 from sagents.script.sandbox_launcher import SandboxLauncher
@@ -52,6 +45,13 @@ from sagents.script.values import (
     ScriptRequest,
     ScriptRunResult,
     ScriptStatus,
+)
+from sagents.tool.approval import (
+    ApprovalRequest,
+    Approver,
+    DenyAllApprover,
+    denial_reason,
+    settle_answer,
 )
 
 __all__ = ["CLEANUP_TIMEOUT_S", "ScriptRunner"]
@@ -89,12 +89,16 @@ class ScriptRunner:
             (bubblewrap) sandbox of ``workspace``; :class:`PlainLauncher` (no isolation) only
             when passed explicitly.
         mode: The session's permission mode.
-        approver: Asked once before a run that lists write tools, in ``ask`` mode.
+        approver: Asked once before a run that lists write tools, in ``ask`` mode, with an
+            ``ApprovalRequest.for_script`` (:mod:`sagents.tool.approval`); anything but
+            ``allow_once`` denies. None denies without asking.
         session_allowed: Tools the user already allowed for this session.
         limits: Calls, concurrency, time and output limits.
         audit: Where the run's ``gateway_call`` entry goes (none when None).
         on_progress: Receives progress snapshots (must not block).
         session_id: The session, for approvals and the audit.
+        on_output: Receives each chunk of the script's output with its stream (``stdout``,
+            ``stderr``) as it arrives (must not block).
     """
 
     def __init__(
@@ -112,8 +116,10 @@ class ScriptRunner:
         audit: AuditStore | None = None,
         on_progress: Callable[[ScriptProgressUpdate], None] | None = None,
         session_id: str | None = None,
+        on_output: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self._specs = list(specs)
+        self._on_output = on_output
         self._call_tool = call_tool
         self._workspace = workspace
         self._runtime = runtime
@@ -201,19 +207,25 @@ class ScriptRunner:
             return await self._finish(handle, run, "rejected", note=note)
         if plan.needs_approval:
             decision = "deny"
-            asked = ApprovalRequest(
-                tools=plan.needs_approval,
-                script=request.code,
+            asked = ApprovalRequest.for_script(
+                plan.needs_approval,
+                request.code,
                 description=request.description,
-                session_id=self._session_id,
+                session_id=self._session_id or "",
+                tool_call_id=request.tool_call_id,
             )
+            reason = None
             with handle._phase() as scope:
-                decision = await self._approver.approve(asked)
+                try:
+                    decision = settle_answer(asked, await self._approver.approve(asked))
+                except NotAllowedError as error:  # an approver may refuse with its own reason
+                    reason = error.message
             if scope.cancelled_caught:
                 note = "the run was cancelled while waiting for approval; nothing ran"
                 return await self._finish(handle, run, "cancelled", note=note)
             if decision != "allow_once":
-                note = f"run_script rejected: {denial_reason(self._approver, asked)}; nothing ran"
+                reason = reason or denial_reason(self._approver, asked)
+                note = f"run_script rejected: {reason}; nothing ran"
                 return await self._finish(handle, run, "rejected", note=note)
         try:
             records = ScriptRecords.create(self._workspace, handle.script_id, request.code)
@@ -307,6 +319,8 @@ class ScriptRunner:
         async def drain(stream: ByteReceiveStream, name: str, done: anyio.Event) -> None:
             try:
                 async for chunk in stream:
+                    if self._on_output is not None:
+                        self._on_output(name, chunk)
                     if capture.feed(chunk, stream=name) and run.status is None:
                         run.status = "output_limit"
                         run.note = (

@@ -4,10 +4,10 @@
 :class:`RunScriptTool` ties the run_script core to a session: its tools (a ``ToolProxy`` or any
 ``ToolProvider``, called with the session's :class:`~sagents.tool.SessionContext` through
 ``run_tool`` — the same path as a direct call), its sandbox (the default launcher is
-:class:`~sagents.script.sandbox_launcher.SandboxLauncher`), its :class:`Approver`, its audit
-store, and the progress hub: each run's snapshots go through a
-:class:`~sagents.progress.ScriptProgressThrottle` (at most one per second, the last always
-delivered) to the hub as ``script.progress`` events.
+:class:`~sagents.script.sandbox_launcher.SandboxLauncher`), its
+:class:`~sagents.tool.Approver`, its audit store, and the progress hub: each run's snapshots
+go through a :class:`~sagents.progress.ScriptProgressThrottle` (at most one per second, the
+last always delivered) to the hub as ``script.progress`` events.
 
 A run still going after ``background_after_s`` (``backgroundCalls.autoAfterSec``) is handed off:
 the caller gets a handle text at once; when it ends, a ``background.done`` event carries the
@@ -28,17 +28,23 @@ Use::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import codecs
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import anyio
 import anyio.abc
 
 from sagents.audit.store import AuditStore
-from sagents.core.events import BackgroundDoneEvent, BackgroundStatus, ScriptProgressEvent
+from sagents.core.events import (
+    BackgroundDoneEvent,
+    BackgroundStatus,
+    ScriptProgressEvent,
+    ToolProgressEvent,
+)
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, SandboxError
@@ -48,22 +54,23 @@ from sagents.sandbox.local import LocalSandbox
 from sagents.sandbox.protocol import Sandbox
 from sagents.script.description import run_script_spec, should_offer_run_script
 from sagents.script.launcher import Launcher
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME, Approver
+from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.records import mark_interrupted_runs
 from sagents.script.runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script.runtime import ScriptRuntime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
+from sagents.tool.approval import Approver
 from sagents.tool.background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
+from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "NOT_FROM_SCRIPTS",
     "RunScriptSettings",
     "RunScriptTool",
-    "ScriptToolSource",
     "script_callable_specs",
 ]
 
@@ -90,21 +97,6 @@ def script_callable_specs(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
         for spec in specs
         if spec.source.kind in ("mcp", "local") and spec.name not in NOT_FROM_SCRIPTS
     ]
-
-
-class ScriptToolSource(Protocol):
-    """What a session's scripts may call: a ``ToolProxy``, a ``ToolManager``, or the gateway's
-    per-session offer (``sagents.gateway.offer.ScriptOffer``)."""
-
-    def list_specs(self) -> list[ToolSpec]:
-        """The tools (scripts are offered the eligible ones, see script_callable_specs)."""
-        ...
-
-    async def run_tool(
-        self, name: str, args: Mapping[str, Any], session_context: SessionContext | None, /
-    ) -> ToolResult:
-        """Run one call; failures come back as error results."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +129,9 @@ class RunScriptTool:
         sandbox: The session's sandbox; a ``local`` or ``passthrough`` one (the records are
             written on the host, in its workspace).
         runtime: The installed script runtime (:func:`~sagents.script.install_runtime`).
-        approver: Asked once before a run that lists write tools in ``ask`` mode; None denies.
+        approver: Asked once before a run that lists write tools in ``ask`` mode (a
+            :class:`sagents.tool.Approver`, given an ``ApprovalRequest.for_script``); None
+            denies.
         settings: Limits, hand-off delay, progress interval.
         hub: Where ``script.progress`` and ``background.done`` go; the default hub when None.
         audit: Where each run's one ``gateway_call`` entry goes; none when None.
@@ -156,7 +150,7 @@ class RunScriptTool:
     def __init__(
         self,
         *,
-        tools: ScriptToolSource,
+        tools: ToolProvider,
         session: SessionContext,
         sandbox: Sandbox,
         runtime: ScriptRuntime,
@@ -349,6 +343,22 @@ class RunScriptTool:
             def on_progress(update: ScriptProgressUpdate) -> None:
                 throttle.update(_progress_event(update, clock.time()))
 
+            decoders = {name: codecs.getincrementaldecoder("utf-8")("replace")
+                        for name in ("stdout", "stderr")}  # fmt: skip
+
+            def on_output(stream: str, chunk: bytes) -> None:
+                # The raw output goes to the hub's watchers only (the web console's panes):
+                # never into the client's progress nor the result.
+                text = decoders[stream].decode(chunk)
+                if text and request.tool_call_id:
+                    event = ToolProgressEvent(
+                        tool_call_id=request.tool_call_id,
+                        text=text,
+                        stream="stderr" if stream == "stderr" else "stdout",
+                        ts=clock.time(),
+                    )
+                    self._hub.show_watchers(session_id, event)
+
             runner = ScriptRunner(
                 specs=self.callable_specs(),
                 call_tool=self._call_tool,
@@ -362,6 +372,7 @@ class RunScriptTool:
                 audit=self._audit,
                 on_progress=on_progress,
                 session_id=session_id,
+                on_output=on_output,
             )
             async with runner:
                 handle = await runner.start(request)

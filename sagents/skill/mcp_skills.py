@@ -21,8 +21,10 @@ import logging
 import os
 import re
 import shutil
-from pathlib import Path, PurePosixPath
-from typing import Any
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import anyio
 import mcp_types as mt
@@ -44,57 +46,96 @@ from sagents.skill.frontmatter import (
     load_yaml_mapping,
     split_front_matter,
 )
+from sagents.skill.rules import check_name
 
-__all__ = ["fetch_mcp_skills"]
+__all__ = ["FETCH_TIMEOUT_S", "fetch_mcp_skills"]
+
+FETCH_TIMEOUT_S = 30.0
+"""Seconds the listing (every ``skills/list`` page) or one ``resources/read`` may take."""
 
 logger = logging.getLogger(__name__)
 
 _MAX_PAGES = 100  # skills/list pages followed at most (a cursor that never ends)
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _JSON = TypeAdapter(Any)
+_T = TypeVar("_T")
 
 
 class _Rejected(Exception):
     """One skill failed a check; it is left out."""
 
 
-async def fetch_mcp_skills(session: ClientSession, server: str, cache: Path) -> Path:
+async def fetch_mcp_skills(
+    session: ClientSession, server: str, cache: Path, *, request_timeout_s: float = FETCH_TIMEOUT_S
+) -> Path:
     """Fetch the skills ``server`` offers into ``cache/server`` (replaced); that directory.
+
+    A skill is left out (with a warning) when its name is not a skill name (the Agent Skills
+    rules, as the parser applies them), a file's URI leaves the skill once percent-decoded
+    (``..``, hidden files, an encoded ``/`` or ``\\``), two of its files cannot both exist (a
+    file that is also a folder, a file listed twice), or a file does not match its digest.
 
     Args:
         session: An initialised session with the server (either protocol era).
         server: The server's name in the config: the skills' namespace directory.
         cache: Where fetched skills are kept (a directory of the gateway's data dir).
+        request_timeout_s: Seconds each request to the server may take.
 
     Returns:
         The skill root to pass to :meth:`~sagents.skill.SkillManager.add_skill_dir`.
 
     Raises:
-        SkillError: ``server`` is not a plain name, or the server does not answer
-            ``skills/list`` (it does not offer the Skills extension).
+        SkillError: ``server`` is not a plain name, the server does not answer
+            ``skills/list`` (it does not offer the Skills extension), or a request got no
+            answer within ``request_timeout_s`` (nothing of this fetch is kept).
     """
     if not _SERVER_NAME.fullmatch(server) or server in (".", ".."):
         raise SkillError(
             f"{server!r} cannot name a skill namespace: use letters, digits, '_', '-', '.'",
             details={"server": server},
         )
-    entries = await _list(session, server)
+    entries = await _bounded(_list(session, server), server, "skills/list", request_timeout_s)
     root = cache / server
     staging = cache / f".{server}.partial"
     await anyio.to_thread.run_sync(lambda: _fresh(staging))
-    names: set[str] = set()
-    for entry in entries:
-        name = str(entry.frontmatter.get("name", ""))
-        try:
-            if name in names:
-                raise _Rejected(f"a second skill is named {name!r} (the first one is kept)")
-            files = await _fetch(session, entry, name)
-            await anyio.to_thread.run_sync(_write, staging / name, files)
-            names.add(name)
-        except _Rejected as error:
-            logger.warning("skill %s of MCP server %r left out: %s", entry.uri, server, error)
-    await anyio.to_thread.run_sync(lambda: _swap(staging, root))
+    try:
+        names: set[str] = set()
+        for entry in entries:
+            name = entry.frontmatter.get("name", "")
+            try:
+                name = _skill_name(name)
+                if name in names:
+                    raise _Rejected(f"a second skill is named {name!r} (the first one is kept)")
+                files = await _fetch(session, entry, name, server=server, limit_s=request_timeout_s)
+                await anyio.to_thread.run_sync(_write, staging / name, files)
+                names.add(name)
+            except _Rejected as error:
+                logger.warning("skill %s of MCP server %r left out: %s", entry.uri, server, error)
+        await anyio.to_thread.run_sync(lambda: _swap(staging, root))
+    finally:
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(staging, ignore_errors=True))
     return root
+
+
+async def _bounded(awaitable: Awaitable[_T], server: str, what: str, limit_s: float) -> _T:
+    with anyio.move_on_after(limit_s):
+        return await awaitable
+    raise SkillError(
+        f"MCP server {server!r} did not answer {what} within {limit_s} s",
+        hint="check that the server is up, or fetch with a longer timeout",
+        details={"server": server, "request": what, "timeout": limit_s},
+    )
+
+
+def _skill_name(name: object) -> str:
+    """The entry's name, if it can name a skill directory (the parser's name rules)."""
+    if not isinstance(name, str) or not name:
+        raise _Rejected(f"its front matter names it {name!r}, not a skill name")
+    problems = check_name(name, directory=name, file=Path("SKILL.md"), seed_form=False)
+    errors = [p.reason for p in problems if p.severity == "error"]
+    if errors:
+        raise _Rejected(f"{name!r} is not a skill name: {'; '.join(errors)}")
+    return name
 
 
 async def _list(session: ClientSession, server: str) -> list[SkillEntry]:
@@ -117,12 +158,14 @@ async def _list(session: ClientSession, server: str) -> list[SkillEntry]:
     return entries
 
 
-async def _fetch(session: ClientSession, entry: SkillEntry, name: str) -> dict[str, bytes]:
+async def _fetch(
+    session: ClientSession, entry: SkillEntry, name: str, *, server: str, limit_s: float
+) -> dict[str, bytes]:
     """The verified files of one skill, by relative path."""
     if not entry.uri.endswith("/SKILL.md"):
         raise _Rejected("its uri does not name a SKILL.md")
     base = entry.uri.removesuffix("SKILL.md")
-    if base.rstrip("/").rsplit("/", 1)[-1] != name or not name:
+    if unquote(base.rstrip("/").rsplit("/", 1)[-1]) != name:
         raise _Rejected(f"the last segment of its uri is not its name {name!r}")
     if isinstance(entry.resources, str):
         raise _Rejected("its files are 'dynamic' (no digests to verify them by)")
@@ -130,11 +173,14 @@ async def _fetch(session: ClientSession, entry: SkillEntry, name: str) -> dict[s
         raise _Rejected(f"it has more than {MAX_SKILL_FILES} files")
     if sum(f.size for f in entry.resources) > MAX_SKILL_BYTES:
         raise _Rejected(f"it is larger than {MAX_SKILL_BYTES} bytes")
+    relatives = [_relative(base, listed.uri) for listed in entry.resources]
+    _check_layout(relatives)
     files: dict[str, bytes] = {}
-    for listed in entry.resources:
-        relative = _relative(base, listed.uri)
+    for listed, relative in zip(entry.resources, relatives, strict=True):
         try:
-            read = await session.read_resource(listed.uri)
+            read = await _bounded(
+                session.read_resource(listed.uri), server, f"resources/read {listed.uri!r}", limit_s
+            )
         except MCPError as error:
             raise _Rejected(f"{listed.uri!r} cannot be read: {error}") from None
         data = _bytes(read, listed.uri)
@@ -150,15 +196,32 @@ async def _fetch(session: ClientSession, entry: SkillEntry, name: str) -> dict[s
 
 
 def _relative(base: str, uri: str) -> str:
+    """The file's path in the skill: each URI segment percent-decoded (as servers quote them,
+    docs/gateway.md), and every decoded segment a plain, visible file or folder name."""
     if not uri.startswith(base):
         raise _Rejected(f"{uri!r} is not inside the skill")
-    relative = uri.removeprefix(base)
-    pure = PurePosixPath(relative)
-    if not relative or pure.is_absolute() or any(p in ("", ".", "..") for p in relative.split("/")):
-        raise _Rejected(f"{uri!r} is not a plain path inside the skill")
-    if any(part.startswith(".") for part in pure.parts):
-        raise _Rejected(f"{uri!r} is a hidden file (skills never ship them)")
-    return relative
+    parts = [unquote(part) for part in uri.removeprefix(base).split("/")]
+    for part in parts:
+        if part in ("", ".", "..") or any(c in part for c in "/\\\x00"):
+            raise _Rejected(f"{uri!r} is not a plain path inside the skill")
+        if part.startswith("."):
+            raise _Rejected(f"{uri!r} is a hidden file (skills never ship them)")
+    return "/".join(parts)
+
+
+def _check_layout(relatives: list[str]) -> None:
+    """Every file can be written: none listed twice, none also a folder of another."""
+    seen: set[str] = set()
+    for relative in relatives:
+        if relative in seen:
+            raise _Rejected(f"it lists {relative!r} twice")
+        seen.add(relative)
+    for relative in relatives:
+        parts = relative.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in seen:
+                raise _Rejected(f"{folder!r} is both a file and a folder of {relative!r}")
 
 
 def _bytes(read: mt.ReadResourceResult, uri: str) -> bytes:

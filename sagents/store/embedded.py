@@ -164,9 +164,13 @@ class SqliteTasks:
         """See :meth:`SqliteTaskStore.started`."""
         self.sqlite.started(task_id, owner=owner, tool=tool, started_at=started_at)
 
-    async def finished(self, task_id: str, *, status: str, result: str, is_error: bool) -> None:
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
         """See :meth:`SqliteTaskStore.finished`."""
-        self.sqlite.finished(task_id, status=status, result=result, is_error=is_error)
+        self.sqlite.finished(
+            task_id, status=status, result=result, is_error=is_error, reason=reason
+        )
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:
         """See :meth:`SqliteTaskStore.mark_interrupted`."""

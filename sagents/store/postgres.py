@@ -137,13 +137,16 @@ class PostgresTasks:
                 (task_id, owner, tool, started_at, self.replica_id),
             )
 
-    async def finished(self, task_id: str, *, status: str, result: str, is_error: bool) -> None:
-        """Record how a task ended (its result text, cut to ``RESULT_CHARS``)."""
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """Record how a task ended (its result text, cut to ``RESULT_CHARS``; ``reason`` when
+        the gateway, not a client, ended it)."""
         async with self._pool.connection() as db:
             await db.execute(
                 "UPDATE sagents_tasks SET status = %s, finished_at = %s, result = %s, "
-                "is_error = %s, announced = TRUE WHERE task_id = %s",
-                (status, time.time(), result[:RESULT_CHARS], is_error, task_id),
+                "is_error = %s, reason = %s, announced = TRUE WHERE task_id = %s",
+                (status, time.time(), result[:RESULT_CHARS], is_error, reason, task_id),
             )
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:

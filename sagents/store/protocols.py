@@ -46,8 +46,10 @@ class TaskStore(Protocol):
         """Record a task handed off to the background (by this process)."""
         ...
 
-    async def finished(self, task_id: str, *, status: str, result: str, is_error: bool) -> None:
-        """Record how a task ended."""
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """Record how a task ended (``reason`` when the gateway, not a client, ended it)."""
         ...
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:

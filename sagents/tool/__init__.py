@@ -14,12 +14,16 @@ from sagents.tool.approval import (
     ApprovalRequest,
     Approver,
     DenyAllApprover,
+    ExplainsDenial,
+    approval_needed,
+    denial_reason,
     settle_answer,
 )
 from sagents.tool.context import InjectedArg, SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.provider import ToolProvider
+from sagents.tool.spec_provider import SpecProvider
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import (
     DEFAULT_TOOL_TIMEOUT,
@@ -44,9 +48,11 @@ __all__ = [
     "Approver",
     "CallContextFactory",
     "DenyAllApprover",
+    "ExplainsDenial",
     "InjectedArg",
     "LocalTool",
     "SessionContext",
+    "SpecProvider",
     "ToolCall",
     "ToolHandler",
     "ToolManager",
@@ -54,7 +60,9 @@ __all__ = [
     "ToolProxy",
     "ToolResult",
     "ToolSpec",
+    "approval_needed",
     "build_local_tool",
+    "denial_reason",
     "emit_tool_progress",
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",

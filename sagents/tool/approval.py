@@ -10,6 +10,9 @@ script as literal text, the session); an :class:`Approver` answers it with one o
 - ``allow_session``: run it, and do not ask again for these tools in this session;
 - ``deny``: do not run it.
 
+An approver may also say why it denied (:class:`ExplainsDenial`, read by
+:func:`denial_reason`): whether a person was asked at all, or nobody could be.
+
 A request says which answers it offers (:attr:`ApprovalRequest.offered`): a destructive tool and
 a run_script approval offer only ``allow_once`` and ``deny``. An answer outside the offer counts
 as ``deny`` (:func:`settle_answer`). See ``docs/tools.md``, "Permission modes and approvals".
@@ -18,11 +21,13 @@ as ``deny`` (:func:`settle_answer`). See ``docs/tools.md``, "Permission modes an
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
-from sagents.core.permissions import PermissionClass
+from sagents.core.permissions import PermissionClass, PermissionMode
+from sagents.core.spec import ToolSpec
+from sagents.errors import NotAllowedError
 
 __all__ = [
     "APPROVAL_ANSWERS",
@@ -32,6 +37,9 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "DenyAllApprover",
+    "ExplainsDenial",
+    "approval_needed",
+    "denial_reason",
     "settle_answer",
 ]
 
@@ -171,6 +179,16 @@ class Approver(Protocol):
         ...
 
 
+@runtime_checkable
+class ExplainsDenial(Protocol):
+    """An approver that can say why it denied: whether a person was asked at all."""
+
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """What happened, for the model and the records, after ``approve`` answered ``deny``
+        (for example "the user denied ...", or "nobody was asked ...: no terminal")."""
+        ...
+
+
 @dataclass(frozen=True)
 class AllowAllApprover:
     """Allows every request once (trusted callers, CI that must write)."""
@@ -188,6 +206,13 @@ class DenyAllApprover:
         """Always ``deny``."""
         return "deny"
 
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """Nobody was asked: this caller denies every approval."""
+        return (
+            f"nobody was asked to approve {_what(request)}: this session cannot ask for "
+            "approvals, so they are denied without asking"
+        )
+
 
 def settle_answer(request: ApprovalRequest, answer: object) -> ApprovalAnswer:
     """The answer that counts: ``answer`` when the request offered it, else ``deny``."""
@@ -195,3 +220,70 @@ def settle_answer(request: ApprovalRequest, answer: object) -> ApprovalAnswer:
         if answer == offered:
             return offered
     return "deny"
+
+
+def denial_reason(approver: object, request: ApprovalRequest) -> str:
+    """Why ``approver`` denied ``request``: its own words when it can say
+    (:class:`ExplainsDenial`), else a neutral "not approved" that claims no user decision."""
+    if isinstance(approver, ExplainsDenial):
+        return approver.denial_reason(request)
+    if request.kind == "script":
+        return f"the write tools {', '.join(request.tools)} were not approved"
+    return f"the call of {', '.join(request.tools)} was not approved"
+
+
+def _what(request: ApprovalRequest) -> str:
+    if request.kind == "script":
+        return f"the write tools {', '.join(request.tools)}"
+    return f"the call of {', '.join(request.tools)}"
+
+
+def approval_needed(
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    *,
+    mode: PermissionMode,
+    session_id: str,
+    granted: Collection[str] = (),
+    tool_call_id: str | None = None,
+) -> ApprovalRequest | None:
+    """What a session's mode asks of one call (``docs/tools.md``, "Permission modes and
+    approvals"): the one rule that ``ToolProxy`` and the gateway apply.
+
+    ``read_only`` tools run; ``disabled`` tools never; in ``read_only`` mode nothing else runs;
+    ``write`` and ``long_task_only`` tools run in ``auto`` mode, or when the session already
+    allowed them (``granted``), and are asked about otherwise; ``destructive`` tools are asked
+    about on every call, in every mode.
+
+    Args:
+        spec: The tool.
+        arguments: The call's arguments (shown in the request).
+        mode: The session's permission mode.
+        session_id: The calling session.
+        granted: The tools the session answered ``allow_session`` for.
+        tool_call_id: The model's id of the call, if any.
+
+    Returns:
+        None when the call runs without asking; else the request to ask.
+
+    Raises:
+        NotAllowedError: the tool is disabled, or the session is read-only.
+    """
+    permission, name = spec.permission, spec.name
+    if permission == "read_only":
+        return None
+    if permission == "disabled":
+        raise NotAllowedError(
+            f"tool {name!r} is disabled", details={"name": name, "permission": permission}
+        )
+    if mode == "read_only":
+        raise NotAllowedError(
+            f"tool {name!r} is a {permission} tool and this session is read-only",
+            hint="Use read-only tools, or ask the user to switch the session to ask or auto.",
+            details={"name": name, "permission": permission, "mode": mode},
+        )
+    if permission != "destructive" and (mode == "auto" or name in granted):
+        return None
+    return ApprovalRequest.for_tool_call(
+        name, arguments, permission=permission, session_id=session_id, tool_call_id=tool_call_id
+    )

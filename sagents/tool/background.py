@@ -223,6 +223,10 @@ class BackgroundTasks:
         task.on_done = on_done
         return None
 
+    def list_all(self) -> list[TaskInfo]:
+        """Every session's background tasks, oldest first (the operator's view)."""
+        return [t.info for t in self._tasks.values() if t.backgrounded]
+
     def list(self, session_id: str) -> list[TaskInfo]:
         """The session's background tasks, oldest first."""
         return [

@@ -201,12 +201,15 @@ class MCPRegistry:
 
         async def call_upstream(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
             binding = current_tool_call()
+            # A progress token only when someone listens to the session as the call starts:
+            # without one the SDK routes nothing and the server reports nothing for the call.
+            listened = binding is not None and binding.hub.listening(binding.session_id)
             return await supervisor.call_tool(
                 server,
                 original,
                 arguments,
                 timeout=call.timeout,
-                progress_callback=_progress_to(binding) if binding is not None else None,
+                progress_callback=_progress_to(binding) if listened and binding else None,
             )
 
         return call_upstream

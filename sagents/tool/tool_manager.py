@@ -547,6 +547,37 @@ class ToolManager:
         self._check_open()
         return await self._mcp_registry().register(name, params, settings, wait=wait)
 
+    async def collect_discovered_mcp_servers(self, *, wait: bool = True) -> dict[str, ServerStatus]:
+        """Connect the MCP servers declared with ``mcp_server(...)`` that this manager has not
+        collected yet (:mod:`sagents.tool.mcp_tool_base`), side by side.
+
+        As :meth:`register_mcp_servers`: a server that cannot start stays registered as
+        ``failed`` and does not raise.
+
+        Returns:
+            The status of each server collected by this call.
+        """
+        from sagents.mcp.settings import ServerSettings
+        from sagents.tool.mcp_tool_base import discovered_mcp_servers
+
+        pending: dict[str, tuple[ServerParams, ServerSettings]] = {}
+        for declared in discovered_mcp_servers():
+            if id(declared) in self._collected:
+                continue
+            self._collected.add(id(declared))
+            if declared.name in pending:  # no declaration silently replaces another
+                logger.error(
+                    "MCP server %r declared again (in %s) was not collected: the first keeps "
+                    "the name",
+                    declared.name,
+                    declared.module or "?",
+                )
+                continue
+            pending[declared.name] = (declared.params, declared.settings or ServerSettings())
+        if not pending:
+            return {}
+        return await self.register_mcp_servers(pending, wait=wait)
+
     async def register_mcp_servers(
         self, servers: Mapping[str, tuple[ServerParams, ServerSettings]], *, wait: bool = True
     ) -> dict[str, ServerStatus]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
-from sagents.tool.approval import AllowAllApprover, ApprovalRequest, Approver, settle_answer
+from sagents.tool.approval import AllowAllApprover, Approver, approval_needed, settle_answer
 from sagents.tool.context import SessionContext
 from sagents.tool.provider import ToolProvider
 
@@ -265,23 +265,17 @@ class ToolProxy:
         approver: Approver | None,
     ) -> None:
         """Raise :class:`NotAllowedError` unless the session's mode lets this call run."""
+        request = approval_needed(
+            spec,
+            _arguments_shown(args),
+            mode=context.permission_mode,
+            session_id=context.session_id,
+            granted=self._session_allowed.get(context.session_id, ()),
+            tool_call_id=tool_call_id,
+        )
+        if request is None:
+            return
         permission, mode, name = spec.permission, context.permission_mode, spec.name
-        if permission == "read_only":
-            return
-        if permission == "disabled":
-            raise NotAllowedError(
-                f"tool {name!r} is disabled", details={"name": name, "permission": permission}
-            )
-        if mode == "read_only":
-            raise NotAllowedError(
-                f"tool {name!r} is a {permission} tool and this session is read-only",
-                hint="Use read-only tools, or ask the user to switch the session to ask or auto.",
-                details={"name": name, "permission": permission, "mode": mode},
-            )
-        if permission != "destructive" and (
-            mode == "auto" or name in self._session_allowed.get(context.session_id, ())
-        ):
-            return
         if approver is None:
             raise NotAllowedError(
                 f"tool {name!r} is a {permission} tool and needs an approval in {mode!r} mode, "
@@ -292,13 +286,6 @@ class ToolProxy:
                 ),
                 details={"name": name, "permission": permission, "mode": mode},
             )
-        request = ApprovalRequest.for_tool_call(
-            name,
-            _arguments_shown(args),
-            permission=permission,
-            session_id=context.session_id,
-            tool_call_id=tool_call_id,
-        )
         answer = settle_answer(request, await approver.approve(request))
         if answer == "deny":
             raise NotAllowedError(

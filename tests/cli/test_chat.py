@@ -208,3 +208,103 @@ def test_the_script_status_line_says_one_call_in_the_singular() -> None:
     shown = err_buffer.getvalue()
     assert "script running: 1 call, 0 failed" in shown
     assert "script running: 2 calls, 0 failed" in shown
+
+
+QUESTIONS = {
+    "title": "Trip",
+    "questions": [
+        {"id": "city", "kind": "single_choice", "prompt": "Where?", "options": ["Paris", "Rome"]},
+        {
+            "id": "extras",
+            "kind": "multiple_choice",
+            "prompt": "Extras?",
+            "options": ["a", "b", "c"],
+        },
+        {"id": "nights", "kind": "number", "prompt": "Nights?", "integer": True, "minimum": 1},
+        {"id": "notes", "kind": "text", "prompt": "Notes?", "default": "none"},
+    ],
+}
+
+
+def _chat_with_stdin(stdin: str) -> tuple[Any, list[dict[str, Any]]]:
+    script = [tool_call("questionnaire", QUESTIONS, id="c_q"), reply("Booked.")]
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            ["chat", "--prompt", "plan", "--base-url", model.base_url, "--model", "m"],
+            input=stdin,
+            catch_exceptions=False,
+        )
+        requests = list(model.requests)
+    return result, requests
+
+
+def test_chat_asks_a_questionnaire_as_a_terminal_form_on_piped_stdin(env: None) -> None:
+    result, requests = _chat_with_stdin("Rome\n3, 1\n0\n2\n\n")
+    assert result.exit_code == 0, result.output
+    assert "1. Where?" in result.stderr
+    assert "   2) Rome" in result.stderr
+    assert "below the minimum" in result.stderr  # 0 nights is asked again
+    answered = requests[1]["messages"][-1]
+    assert answered["role"] == "tool"
+    assert "city (Where?): Rome" in answered["content"]
+    assert 'extras (Extras?): ["a", "c"]' in answered["content"]
+    assert "nights (Nights?): 2" in answered["content"]
+    assert "notes (Notes?): none" in answered["content"]
+    assert "Booked." in result.stdout
+
+
+def test_chat_questionnaire_declined_or_cut_short_by_the_end_of_input(env: None) -> None:
+    declined, requests = _chat_with_stdin("/decline\n")
+    assert declined.exit_code == 0, declined.output
+    assert "declined to answer" in requests[1]["messages"][-1]["content"]
+    ended, requests = _chat_with_stdin("1\n")
+    assert ended.exit_code == 0, ended.output
+    assert "cancelled" in requests[1]["messages"][-1]["content"]
+
+
+def test_chat_offers_the_configured_builtins_that_need_no_sandbox_and_compresses(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = tmp_path / "chat.json"
+    enabled = ["todo_write", "todo_read", "execute_shell_command", "compress_history"]
+    config.write_text(json.dumps({"mcpServers": {}, "builtinTools": {"enabled": enabled}}))
+    todo = {"items": [{"id": "a", "content": "a task with a long description " * 8}]}
+    script = [
+        tool_call("todo_write", todo, id="c1"),
+        tool_call("todo_read", {}, id="c2"),
+        reply("SUMMARY"),
+        reply("done"),
+    ]
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--config",
+                str(config),
+                "--prompt",
+                "plan",
+                "--json",
+                "--max-history-tokens",
+                "60",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "m",
+            ],
+            input="",
+            catch_exceptions=False,
+        )
+        requests = list(model.requests)
+    assert result.exit_code == 0, result.output
+    offered = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert {"todo_write", "todo_read", "compress_history", "questionnaire"} <= offered
+    assert "execute_shell_command" not in offered
+    assert "execute_shell_command need a sandbox" in result.stderr
+    types = [json.loads(line)["type"] for line in result.stdout.splitlines()]
+    assert "history.compress" in types
+    assert "history.compressed" in types
+    assert "You compress a conversation" in requests[2]["messages"][0]["content"]
+    assert requests[3]["messages"][0]["content"].startswith("[Summary of the earlier")

@@ -13,12 +13,11 @@ from rich.console import Console
 
 from sagents.cli.run_script import setup_logging
 from sagents.cli.script_host import LiveProgress, NoTerminalApprover
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.core.literal import LiteralFormatter, printable
-from sagents.gateway.approval import ApprovalRequest as CallApprovalRequest
 from sagents.gateway.approval import ClientScriptApprover, approval_form
-from sagents.script import ApprovalRequest, TerminalApprover
-from sagents.script.policy import DenyAllApprover, denial_reason
 from sagents.script.values import ScriptProgressUpdate
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover, denial_reason
 
 MARKUP = "[bold red]SAFE[/]"
 CONTROLS = "\x1b[2J\x1b]0;owned\x07\r\u202e"
@@ -32,10 +31,10 @@ def test_printable_escapes_controls_and_keeps_markup_newlines_and_tabs() -> None
     assert printable("bad\udcff.txt") == "bad\\udcff.txt"  # an undecodable file name
 
 
-def _approve_on(console: Console, request: ApprovalRequest) -> str:
+def _approve_on(console: Console, request: ApprovalRequest) -> ApprovalAnswer:
     import anyio
 
-    async def main() -> str:
+    async def main() -> ApprovalAnswer:
         return await TerminalApprover(console=console, ask=lambda prompt: "d").approve(request)
 
     return anyio.run(main)
@@ -43,8 +42,8 @@ def _approve_on(console: Console, request: ApprovalRequest) -> str:
 
 def test_the_terminal_approver_shows_the_description_and_tools_literally() -> None:
     screen = io.StringIO()
-    request = ApprovalRequest(
-        tools=("fleet__set[/]",), script="print(1)\n", description=MARKUP + CONTROLS
+    request = ApprovalRequest.for_script(
+        ("fleet__set[/]",), "print(1)\n", description=MARKUP + CONTROLS
     )
     _approve_on(Console(file=screen, force_terminal=True, width=120), request)
     shown = screen.getvalue()
@@ -58,7 +57,7 @@ def test_the_terminal_approver_wraps_long_script_lines_instead_of_cutting_them()
     screen = io.StringIO()
     line = "# " + "word " * 40 + "THE_END_OF_THE_LINE"
     script = f"print(1)\n{line}\nx = '{CONTROLS}'\n"
-    request = ApprovalRequest(tools=("fleet__set",), script=script, description="")
+    request = ApprovalRequest.for_script(("fleet__set",), script, description="")
     _approve_on(Console(file=screen, width=80), request)
     shown = screen.getvalue()
     assert "THE_END_OF_THE_LINE" in shown
@@ -82,7 +81,11 @@ def test_the_progress_bar_shows_the_scripts_message_literally() -> None:
 
 
 def test_elicitation_messages_carry_no_control_characters() -> None:
-    message, _ = approval_form(CallApprovalRequest(tool="t", arguments={"note": "x\u202ey\x9b"}))
+    message, _ = approval_form(
+        ApprovalRequest.for_tool_call(
+            "t", {"note": "x\u202ey\x9b"}, permission="write", session_id="s"
+        )
+    )
     assert "\u202e" not in message
     assert "\x9b" not in message
     assert "\\u202e" in message
@@ -111,7 +114,7 @@ def test_the_command_lines_log_handler_is_literal(capsys: pytest.CaptureFixture[
 
 
 def test_denials_say_whether_anybody_was_asked() -> None:
-    request = ApprovalRequest(tools=("fleet__set",), script="", description="")
+    request = ApprovalRequest.for_script(("fleet__set",), "", description="")
     assert "nobody was asked" in denial_reason(NoTerminalApprover(), request)
     assert "needs a terminal" in denial_reason(NoTerminalApprover(), request)
     assert "nobody was asked" in denial_reason(DenyAllApprover(), request)
@@ -164,7 +167,7 @@ def test_a_client_that_cannot_carry_the_request_was_not_asked() -> None:
         async def choose(self, message: str, schema: mt.ElicitRequestedSchema) -> mt.ElicitResult:
             raise NoBackChannelError("no back channel")
 
-    request = ApprovalRequest(tools=("fleet__set",), script="", description="")
+    request = ApprovalRequest.for_script(("fleet__set",), "", description="")
 
     async def main() -> tuple[str, str]:
         token = CLIENT_ASKER.set(Unreachable())

@@ -14,7 +14,7 @@ rows = call_many("fleet__get_device_status", [{"sn": f"SN{i:04d}"} for i in rang
 progress(len(rows), 20, "queried")
 print(call("fleet__set_device_config", {"sn": "SN0001", "key": "k", "value": "v"}))
 """
-PROMPT = b"allow once / deny [a/d]: "
+PROMPT = b"allow once [o] / deny [d]: "
 
 
 def _run_on_terminal(tmp_path: Path, answer: bytes) -> tuple[int, str, str]:

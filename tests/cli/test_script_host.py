@@ -15,9 +15,10 @@ from sagents.cli.script_host import (
     failure_object,
     limits_of,
 )
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import parse_config
-from sagents.script import AllowAllApprover, ApprovalRequest, TerminalApprover
 from sagents.script.values import ScriptProgressUpdate
+from sagents.tool.approval import AllowAllApprover, ApprovalRequest
 
 
 def _update(**changes: object) -> ScriptProgressUpdate:
@@ -46,7 +47,7 @@ async def test_the_no_terminal_approver_denies_and_remembers_the_tools(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     approver = NoTerminalApprover()
-    request = ApprovalRequest(tools=("fleet__set_device_config",), script="pass", description="")
+    request = ApprovalRequest.for_script(("fleet__set_device_config",), "pass", description="")
     assert await approver.approve(request) == "deny"
     assert approver.asked == ("fleet__set_device_config",)
     assert "--mode auto" in caplog.text

@@ -123,7 +123,7 @@ def test_sagents_keys_become_server_settings() -> None:
     assert settings.tool_permissions == {"drop_table": "destructive", "ping": "read_only"}
     assert config.disabled == ("off", "off2")
     assert config.scripts.max_calls == 10
-    assert config.scripts.max_parallel == 4
+    assert config.scripts.max_concurrency == 4
     assert config.background_calls.auto_after_sec == 30
     assert config.sandbox == {"provider": "bwrap", "extra": {"k": 1}}
     assert list(config.as_supervisor_input()) == ["s"]

@@ -1,16 +1,44 @@
-"""The ``scripts`` section: both concurrency spellings, the output cap, bad values."""
+"""The ``scripts`` section: one shape (the older ``maxParallel`` read with a warning), the output
+cap, bad values, and the one runtime value it becomes."""
 
 from __future__ import annotations
 
 import pytest
 
 from sagents.config import parse_config
+from sagents.config.models import ScriptsParams as ConfigScriptsParams
+from sagents.core.limits import ScriptLimits
 from sagents.errors import ConfigError
+from sagents.script import ScriptsParams
 
 
-def test_max_concurrency_is_the_run_script_spelling_of_max_parallel() -> None:
-    assert parse_config({"scripts": {"maxConcurrency": 7}}).scripts.max_parallel == 7
-    assert parse_config({"scripts": {"maxParallel": 5}}).scripts.max_parallel == 5
+def test_the_scripts_block_becomes_the_limits_the_runner_uses() -> None:
+    limits = parse_config(
+        {"scripts": {"maxCalls": 10, "maxConcurrency": 7, "timeoutSec": 5, "maxOutputBytes": 99}}
+    ).scripts
+    assert limits == ScriptLimits(max_calls=10, max_concurrency=7, timeout_s=5, max_output_bytes=99)
+    assert parse_config({}).scripts == ScriptLimits()
+
+
+def test_max_parallel_is_read_as_max_concurrency_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert parse_config({"scripts": {"maxParallel": 5}}).scripts.max_concurrency == 5
+    assert "rename it to scripts.maxConcurrency" in caplog.text
+
+
+def test_both_concurrency_spellings_at_once_are_refused() -> None:
+    with pytest.raises(ConfigError, match="maxConcurrency' only"):
+        parse_config({"scripts": {"maxParallel": 5, "maxConcurrency": 6}})
+
+
+def test_a_snake_case_key_is_refused_and_named() -> None:
+    with pytest.raises(ConfigError, match=r"scripts\.max_parallel"):
+        parse_config({"scripts": {"max_parallel": 5}})
+
+
+def test_the_script_packages_scripts_params_is_the_config_models_one() -> None:
+    assert ScriptsParams is ConfigScriptsParams
 
 
 def test_max_output_bytes_is_read_with_a_default() -> None:

@@ -13,6 +13,7 @@ from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
 from sagents.gateway.seams import MemoryProgressSource
 from sagents.tool.context import SessionContext
+from sagents.tool.spec_provider import SpecProvider
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +56,7 @@ def _spec(
 
 
 @dataclass
-class FakeProvider:
+class FakeProvider(SpecProvider):
     """Tools: fleet__status (read), fleet__configure (write), fleet__reboot (destructive),
     fleet__hidden (disabled), fleet__slow (read, waits for ``release``), fleet__progress (read,
     emits progress then returns), other__ping (read, another server), local_echo (local write)."""
@@ -82,13 +83,15 @@ class FakeProvider:
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
+        strict: bool = False,
     ) -> ToolResult:
-        self.calls.append((name, dict(arguments), session_context))
+        arguments = dict(args) if isinstance(args, Mapping) else {}
+        self.calls.append((name, arguments, session_context))
         if name == "fleet__slow":
             self.started.set()
             try:
@@ -107,4 +110,4 @@ class FakeProvider:
             # whatever is left before answering).
             await anyio.lowlevel.checkpoint()
             return ToolResult.from_structured({"ok": True})
-        return ToolResult.from_structured({"tool": name, "arguments": dict(arguments)})
+        return ToolResult.from_structured({"tool": name, "arguments": arguments})

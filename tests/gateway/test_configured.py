@@ -326,6 +326,25 @@ async def test_a_local_tool_registered_twice_is_refused(tmp_path: Path) -> None:
             pass
 
 
+async def test_a_gateway_that_fails_to_open_closes_what_it_had_opened(tmp_path: Path) -> None:
+    module = "tests.gateway.fixtures.conformance_tools"
+    config = write_config(tmp_path, localTools={"modules": [module, module]}, mcpServers={})
+    gateway = ConfiguredGateway(settings_for(config))
+    with anyio.fail_after(30), pytest.raises(ConfigError):
+        await gateway.__aenter__()
+    assert gateway.manager.closed
+    assert gateway.provider.list_specs() == []  # no tools bound to a closed manager
+
+
+async def test_leaving_the_gateway_closes_its_manager_and_unbinds_its_tools(tmp_path: Path) -> None:
+    module = "tests.gateway.fixtures.conformance_tools"
+    config = write_config(tmp_path, localTools={"modules": [module]}, mcpServers={})
+    async with ConfiguredGateway(settings_for(config)) as gateway:
+        assert gateway.provider.list_specs()
+    assert gateway.manager.closed
+    assert gateway.provider.list_specs() == []
+
+
 async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
     config = write_config(tmp_path, localTools={"modules": [module]}, mcpServers={})

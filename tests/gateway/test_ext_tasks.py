@@ -29,17 +29,14 @@ from sagents.mcp.ext_types import (
 )
 from sagents.mcp.tasks_client import TasksClient
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.tool.approval import ApprovalRequest
 from sagents.tool.context import SessionContext
 from tests.gateway.fakes import FakeProvider, _spec
 
 pytestmark = pytest.mark.anyio
 
 
-@dataclass
-class _Request:
-    tools: tuple[str, ...] = ("fleet__configure",)
-    script: str = "print('hi')"
-    description: str = "configure"
+_REQUEST = ApprovalRequest.for_script(("fleet__configure",), "print('hi')", description="configure")
 
 
 @dataclass
@@ -61,7 +58,7 @@ class FakeScripts:
         tools: Any,
         tool_call_id: str | None,
     ) -> ToolResult:
-        answer = await ClientScriptApprover().approve(_Request())
+        answer = await ClientScriptApprover().approve(_REQUEST)
         self.answers.append(answer)
         try:
             await self.release.wait()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import aclosing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -11,8 +14,12 @@ import anyio
 import pytest
 from mcp import Client
 
+from sagents.cli.vision import image_model_from_config
+from sagents.config import load_config
+from sagents.errors import ConfigError
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
+from sagents.testing import ScriptedModel, reply
 from tests.gateway.test_configured import text_of, write_config
 
 pytestmark = pytest.mark.anyio
@@ -97,3 +104,56 @@ async def test_memory_through_the_gateway_needs_a_configured_anonymous_user(
     is_error, text = await _call(tmp_path, section, "memory_search", {"query": "tea"})
     assert is_error is False, text
     assert "likes tea" in text
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 6), (0, 90, 200)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+async def test_image_understanding_from_the_config_asks_the_configured_vision_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISION_KEY", "vision-secret")
+    encoded = base64.b64encode(_png()).decode()
+    async with ScriptedModel([reply("A blue square.")]) as model:
+        section = {
+            "enabled": ["execute_shell_command", "image_understanding"],
+            "imageUnderstanding": {
+                "model": "vision-1",
+                "baseUrl": model.base_url,
+                "apiKeyEnv": "VISION_KEY",
+            },
+        }
+        config = write_config(tmp_path, builtinTools=section)
+        settings = GatewaySettings(
+            config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+        )
+        vision = image_model_from_config(load_config(config))
+        assert vision is not None
+        async with aclosing(vision), ConfiguredGateway(settings, image_model=vision) as gateway:
+            with anyio.fail_after(60):
+                async with Client(gateway.server, mode="legacy") as client:
+                    made = await client.call_tool(
+                        "execute_shell_command",
+                        {"command": f"echo {encoded} | base64 -d > shot.png"},
+                    )
+                    result = await client.call_tool("image_understanding", {"path": "shot.png"})
+        requests = list(model.requests)
+    assert made.is_error is False, text_of(made)
+    assert result.is_error is False, text_of(result)
+    assert text_of(result) == "A blue square."
+    assert requests[0]["model"] == "vision-1"
+    part = requests[0]["messages"][-1]["content"][1]
+    assert part["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_compress_history_cannot_be_enabled_in_the_gateway(tmp_path: Path) -> None:
+    config = write_config(tmp_path, builtinTools={"enabled": ["compress_history"]})
+    settings = GatewaySettings(config=config, transport="http", port=0, workspace=tmp_path / "w")
+    with pytest.raises(ConfigError, match="MCP client keeps the conversation"):
+        async with ConfiguredGateway(settings):
+            pass

@@ -140,3 +140,17 @@ async def test_a_configured_token_is_required_and_a_bound_token_selects_its_prof
     assert wrong.status_code == 401
     assert "fleet__configure" in main_names
     assert ops_names == {"other__ping"}
+
+
+async def test_a_handshake_era_http_client_is_told_the_lists_change() -> None:
+    # The gateway sends notifications/{tools,resources}/list_changed to these clients (an
+    # upstream that becomes ready, a tool search expansion): its capabilities must say so, over
+    # HTTP as over stdio (MCP 2025-11-25, "Tools": listChanged).
+    with anyio.fail_after(20):
+        async with http_gateway(FakeProvider()) as url, client(url, mode="legacy") as mcp:
+            tools = mcp.server_capabilities.tools
+            resources = mcp.server_capabilities.resources
+    assert tools is not None
+    assert tools.list_changed is True
+    assert resources is not None
+    assert resources.list_changed is True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import anyio
@@ -18,43 +17,13 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
 from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
 from sagents.gateway import approval as approval_module
+from sagents.tool import ToolManager, ToolProxy
+from sagents.tool.approval import ApprovalRequest
 from sagents.tool.context import SessionContext
+from sagents.tool.tool_base import tool
 from tests.gateway.fakes import FakeProvider
 
 pytestmark = pytest.mark.anyio
-
-
-class FakeProxy:
-    """Shaped like the public API's ToolProxy (``args``, an extra keyword)."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, Any, str | None]] = []
-
-    def list_all_tools_name(self) -> list[str]:
-        return ["srv__read"]
-
-    def get_tool_spec(self, name: str) -> ToolSpec:
-        return ToolSpec(name=name, permission="read_only")
-
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's signature
-        strict: bool = False,
-    ) -> ToolResult:
-        self.seen.append((name, args, tool_call_id))
-        return ToolResult.from_text("read")
-
-
-@dataclass(frozen=True)
-class ScriptRequest:
-    tools: tuple[str, ...]
-    script: str
-    description: str
 
 
 class ScriptProvider(FakeProvider):
@@ -66,13 +35,16 @@ class ScriptProvider(FakeProvider):
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
+        strict: bool = False,
     ) -> ToolResult:
-        request = ScriptRequest(("fleet__configure",), "print(1)", "configure all")
+        request = ApprovalRequest.for_script(
+            ("fleet__configure",), "print(1)", description="configure all"
+        )
         return ToolResult.from_text(await ClientScriptApprover().approve(request))
 
 
@@ -80,11 +52,12 @@ class RaisingProvider(FakeProvider):
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
+        strict: bool = False,
     ) -> ToolResult:
         raise UpstreamUnavailableError("the fleet server died", details={"server": "fleet"})
 
@@ -95,15 +68,25 @@ def text_of(result: mt.CallToolResult) -> str:
     return block.text
 
 
-async def test_a_tool_proxy_is_served_through_proxy_provider() -> None:
-    proxy = FakeProxy()
-    async with Gateway(ProxyProvider(proxy)) as gateway, Client(gateway.server) as client:
-        names = [tool.name for tool in (await client.list_tools()).tools]
-        result = await client.call_tool("srv__read", {"k": 1})
+async def test_a_tool_proxy_is_served_as_it_is() -> None:
+    @tool(name="srv__read", description="Read.", permission="read_only")
+    async def read(k: int) -> str:
+        return f"read {k}"
+
+    async with ToolManager() as manager:
+        manager.register_tool(read)
+        proxy = ToolProxy(manager)
+        async with Gateway(proxy) as gateway, Client(gateway.server) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("srv__read", {"k": 1})
     assert names == ["srv__read"]
-    assert text_of(result) == "read"
-    assert proxy.seen[0][:2] == ("srv__read", {"k": 1})
-    assert proxy.seen[0][2] is not None
+    assert text_of(result) == "read 1"
+
+
+def test_proxy_provider_is_a_deprecated_alias_that_returns_the_proxy() -> None:
+    proxy = ToolProxy(ToolManager())
+    with pytest.warns(DeprecationWarning, match="pass the ToolProxy"):
+        assert ProxyProvider(proxy) is proxy
 
 
 async def test_a_provider_that_raises_a_sagents_error_gives_an_error_result() -> None:
@@ -143,7 +126,9 @@ async def test_run_scripts_approver_denies_when_the_client_cannot_be_asked() -> 
 
 
 async def test_run_scripts_approver_denies_outside_a_gateway_call() -> None:
-    answer = await ClientScriptApprover().approve(ScriptRequest(("t",), "", "d"))
+    answer = await ClientScriptApprover().approve(
+        ApprovalRequest.for_script(("t",), "", description="d")
+    )
     assert answer == "deny"
 
 

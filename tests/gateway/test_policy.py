@@ -6,7 +6,9 @@ import pytest
 
 from sagents.core.permissions import PermissionClass, PermissionMode
 from sagents.core.spec import ToolSource, ToolSpec
-from sagents.gateway.policy import CallRequirement, Profile, call_requirement, is_offered
+from sagents.errors import NotAllowedError
+from sagents.gateway.policy import Profile, is_offered
+from sagents.tool.approval import approval_needed
 
 
 def spec(
@@ -48,18 +50,30 @@ def test_profile_filters_servers_and_tool_names() -> None:
 
 
 @pytest.mark.parametrize(
-    ("permission", "mode", "granted", "needed"),
+    ("permission", "mode", "granted", "offered"),
     [
-        ("read_only", "ask", set(), "run"),
-        ("write", "ask", set(), "approve"),
-        ("write", "ask", {"srv__tool"}, "run"),
-        ("write", "auto", set(), "run"),
-        ("long_task_only", "ask", set(), "approve"),
-        ("destructive", "auto", set(), "approve_each"),
-        ("destructive", "ask", {"srv__tool"}, "approve_each"),
+        ("read_only", "ask", set(), None),
+        ("write", "ask", set(), ("allow_once", "allow_session", "deny")),
+        ("write", "ask", {"srv__tool"}, None),
+        ("write", "auto", set(), None),
+        ("long_task_only", "ask", set(), ("allow_once", "allow_session", "deny")),
+        ("destructive", "auto", set(), ("allow_once", "deny")),
+        ("destructive", "ask", {"srv__tool"}, ("allow_once", "deny")),
     ],
 )
-def test_call_requirement(
-    permission: PermissionClass, mode: PermissionMode, granted: set[str], needed: CallRequirement
+def test_the_gateway_and_the_proxy_share_one_rule_for_approvals(
+    permission: PermissionClass,
+    mode: PermissionMode,
+    granted: set[str],
+    offered: tuple[str, ...] | None,
 ) -> None:
-    assert call_requirement(spec(permission), mode, granted) == needed
+    request = approval_needed(spec(permission), {}, mode=mode, session_id="s", granted=granted)
+    assert (None if request is None else request.offered) == offered
+
+
+@pytest.mark.parametrize(("permission", "mode"), [("disabled", "auto"), ("write", "read_only")])
+def test_a_call_the_mode_refuses_is_not_allowed(
+    permission: PermissionClass, mode: PermissionMode
+) -> None:
+    with pytest.raises(NotAllowedError):
+        approval_needed(spec(permission), {}, mode=mode, session_id="s")

@@ -16,8 +16,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSpec
-from sagents.gateway import Gateway, Profile, StaticApprover
+from sagents.gateway import Gateway, Profile
 from sagents.gateway.convert import ERROR_META_KEY
+from sagents.tool.approval import DenyAllApprover
 from tests.gateway.fakes import FakeProvider, FakeScriptProgress, FakeToolProgress
 
 pytestmark = pytest.mark.anyio
@@ -317,7 +318,7 @@ async def test_auto_mode_runs_writes_without_asking_but_asks_for_destructive() -
 async def test_a_configured_approver_answers_instead_of_the_client() -> None:
     provider = FakeProvider()
     async with (
-        running(provider, approver=StaticApprover(answer="deny")) as gateway,
+        running(provider, approver=DenyAllApprover()) as gateway,
         Client(gateway.server, elicitation_callback=answering("allow_once")) as client,
     ):
         result = await client.call_tool("fleet__configure", {})

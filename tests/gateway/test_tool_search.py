@@ -24,9 +24,10 @@ from sagents.agent import suggest_tools
 from sagents.cli.serve import resolve_settings
 from sagents.core.spec import ToolSpec
 from sagents.errors import ConfigError
-from sagents.gateway import Gateway, Profile, StaticApprover
+from sagents.gateway import Gateway, Profile
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.tool_search import ToolSearch
+from sagents.tool.approval import AllowAllApprover
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import client as http_client
 from tests.gateway.test_http import http_gateway
@@ -41,7 +42,7 @@ OWN = ["search_tools", "tool_expand_tools"]
 
 @asynccontextmanager
 async def searching(provider: FakeProvider, **kwargs: Any) -> AsyncIterator[Gateway]:
-    kwargs.setdefault("approver", StaticApprover(answer="allow_once"))
+    kwargs.setdefault("approver", AllowAllApprover())
     async with Gateway(provider, tool_search=ToolSearch(suggest_tools), **kwargs) as gateway:
         yield gateway
 

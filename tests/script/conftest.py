@@ -15,11 +15,11 @@ from sagents.core.permissions import PermissionClass
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSource, ToolSpec
 from sagents.script.launcher import PlainLauncher
-from sagents.script.policy import AllowAllApprover, Approver
 from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime, install_runtime
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptProgressUpdate
+from sagents.tool.approval import AllowAllApprover, Approver
 
 
 def _spec(name: str, permission: PermissionClass, description: str = "") -> ToolSpec:

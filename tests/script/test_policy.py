@@ -1,21 +1,11 @@
-"""The pre-run check and the approvers."""
+"""The pre-run check."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from rich.console import Console
 
 from sagents.errors import ScriptRejectedError
-from sagents.script.policy import (
-    AllowAllApprover,
-    ApprovalRequest,
-    DenyAllApprover,
-    TerminalApprover,
-    offered_specs,
-    plan_script,
-)
+from sagents.script.policy import offered_specs, plan_script
 from tests.script.conftest import SPECS
 
 
@@ -53,52 +43,6 @@ def test_read_only_mode_offers_no_write_tools() -> None:
     assert "shell" not in names
     with pytest.raises(ScriptRejectedError, match="read-only mode"):
         plan_script(SPECS, ["fleet__set"], "read_only")
-
-
-REQUEST = ApprovalRequest(tools=("fleet__set",), script="print(1)", description="d")
-
-
-@pytest.mark.anyio
-async def test_allow_all_and_deny_all_approvers_answer_as_named() -> None:
-    assert await AllowAllApprover().approve(REQUEST) == "allow_once"
-    assert await DenyAllApprover().approve(REQUEST) == "deny"
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize(
-    ("answer", "decision"),
-    [
-        ("a", "allow_once"),
-        ("allow once", "allow_once"),
-        ("d", "deny"),
-        ("yes", "deny"),
-        ("", "deny"),
-    ],
-)
-async def test_the_terminal_approver_shows_tools_and_script_and_reads_the_answer(
-    answer: str, decision: str
-) -> None:
-    screen = io.StringIO()
-    prompts: list[str] = []
-
-    def ask(prompt: str) -> str:
-        prompts.append(prompt)
-        return answer
-
-    approver = TerminalApprover(console=Console(file=screen, width=100), ask=ask)
-    assert await approver.approve(REQUEST) == decision
-    assert "fleet__set" in screen.getvalue()
-    assert "print(1)" in screen.getvalue()
-    assert prompts == ["allow once / deny [a/d]: "]
-
-
-@pytest.mark.anyio
-async def test_the_terminal_approver_denies_at_end_of_input() -> None:
-    def ask(prompt: str) -> str:
-        raise EOFError
-
-    approver = TerminalApprover(console=Console(file=io.StringIO()), ask=ask)
-    assert await approver.approve(REQUEST) == "deny"
 
 
 def test_rejecting_an_unknown_tool_does_not_tell_the_model_to_call_it_directly() -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.script.policy import DenyAllApprover
+from sagents.errors import NotAllowedError
 from sagents.script.settings import ScriptLimits
 from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
@@ -241,6 +242,56 @@ async def test_approval_denied_rejects_the_run_before_it_starts(
     assert tools.calls == []
     assert result.records_dir is None
     assert not (workspace / ".agent").exists()
+
+
+class _Recording:
+    """Answers ``answer`` (or raises ``NotAllowedError``) and keeps the requests."""
+
+    def __init__(self, answer: ApprovalAnswer | None) -> None:
+        self.answer = answer
+        self.requests: list[ApprovalRequest] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        if self.answer is None:
+            raise NotAllowedError("the approval channel is closed")
+        return self.answer
+
+
+async def test_the_one_approval_before_a_run_is_a_script_request_of_the_one_protocol(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    approver = _Recording("allow_once")
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
+    result = await _run(make_runner, code, tools=["fleet__set"], mode="ask", approver=approver)
+    assert result.status == "ok", result.output
+    (request,) = approver.requests
+    assert request.kind == "script"
+    assert request.tools == ("fleet__set",)
+    assert request.offered == ("allow_once", "deny")
+    assert request.script == code
+
+
+async def test_an_answer_the_script_request_did_not_offer_denies_the_run(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
+    approver = _Recording("allow_session")
+    result = await _run(make_runner, code, tools=["fleet__set"], mode="ask", approver=approver)
+    assert result.status == "rejected"
+    assert tools.calls == []
+
+
+async def test_an_approver_that_refuses_with_not_allowed_rejects_the_run_with_its_reason(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
+    result = await _run(
+        make_runner, code, tools=["fleet__set"], mode="ask", approver=_Recording(None)
+    )
+    assert result.status == "rejected"
+    assert "the approval channel is closed" in result.output
+    assert tools.calls == []
 
 
 async def test_a_listed_write_tool_runs_after_approval_in_ask_mode(
@@ -630,12 +681,11 @@ async def test_the_json_shape_has_every_documented_field(make_runner: RunnerFact
 async def test_cancelling_while_approval_is_pending_cancels_the_run(
     make_runner: RunnerFactory, tools: FakeTools
 ) -> None:
-    from sagents.script.policy import ApprovalDecision, ApprovalRequest
 
     asked = anyio.Event()
 
     class SlowApprover:
-        async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
             asked.set()
             await anyio.sleep_forever()
             return "allow_once"

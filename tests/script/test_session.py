@@ -20,11 +20,11 @@ from sagents.gateway.background import BackgroundTasks
 from sagents.progress.clock import ManualClock
 from sagents.progress.hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
-from sagents.script.policy import ApprovalDecision, ApprovalRequest
 from sagents.script.records import ScriptRecords
 from sagents.script.runtime import ScriptRuntime
 from sagents.script.session import RunScriptSettings, RunScriptTool
 from sagents.script.settings import ScriptLimits
+from sagents.tool.approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall
 from sagents.tool.tool_base import tool
@@ -72,7 +72,7 @@ class ListAudit:
 class RecordingApprover:
     requests: list[ApprovalRequest] = field(default_factory=list)
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         self.requests.append(request)
         return "allow_once"
 

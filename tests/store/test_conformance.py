@@ -61,6 +61,20 @@ async def test_a_task_is_stored_running_then_with_its_result_cut_to_the_limit(
     assert await store.tasks.get("missing") is None
 
 
+async def test_a_task_the_gateway_ended_keeps_its_reason(store: GatewayStore) -> None:
+    await store.tasks.started("t1", owner="o", tool="run_script", started_at=1.0)
+    await store.tasks.started("t2", owner="o", tool="run_script", started_at=2.0)
+    await store.tasks.finished(
+        "t1", status="cancelled", result="c", is_error=True, reason="gateway stopped"
+    )
+    await store.tasks.finished("t2", status="cancelled", result="c", is_error=True)
+    stopped, cancelled = await store.tasks.get("t1"), await store.tasks.get("t2")
+    assert stopped is not None
+    assert cancelled is not None
+    assert (stopped.status, stopped.reason) == ("cancelled", "gateway stopped")
+    assert (cancelled.status, cancelled.reason) == ("cancelled", None)
+
+
 async def test_tasks_are_listed_for_their_owner_only_oldest_first(store: GatewayStore) -> None:
     await store.tasks.started("late", owner="o", tool="a", started_at=2.0)
     await store.tasks.started("early", owner="o", tool="b", started_at=1.0)

@@ -11,6 +11,7 @@ from sagents.errors import ToolDefinitionError, ToolNameConflictError, UnknownTo
 from sagents.mcp import ServerSettings
 from sagents.progress import ProgressHub
 from sagents.tool import SessionContext, ToolManager
+from tests.mcp.helpers import fault_server
 from tests.mcp.servers.fault_server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -98,6 +99,21 @@ async def test_upstream_progress_becomes_tool_progress_of_the_call(
                         break
     assert "progress 1/3: step 1" in text
     assert "progress 3/3: step 3" in text
+
+
+async def test_a_progress_token_goes_upstream_only_when_someone_listens(
+    settings: ServerSettings,
+) -> None:
+    hub = ProgressHub()
+    context = SessionContext(session_id="s")
+    async with ToolManager(progress_hub=hub) as manager:
+        await manager.register_mcp_server("fault", fault_server(), settings)  # on the wire
+        quiet = await manager.run_tool("fault__progress_token", {}, context, tool_call_id="c1")
+        async with hub.subscribe("s"):
+            listened = await manager.run_tool(
+                "fault__progress_token", {}, context, tool_call_id="c2"
+            )
+    assert (quiet.text, listened.text) == ("False", "True")
 
 
 async def test_a_tool_list_change_refreshes_the_registry(settings: ServerSettings) -> None:

@@ -2,7 +2,9 @@
 and files (``file_read``, ``file_write``, ``file_update``, ``list_dir``, ``glob``, ``grep``),
 all running on the session's sandbox; ``web_fetch`` (on the host, behind an address guard);
 long-term memory (``memory_store``, ``memory_search``, ``memory_delete``) and the session's task
-list (``todo_write``, ``todo_read``) in SQLite (docs/builtin_tools.md).
+list (``todo_write``, ``todo_read``) in SQLite; ``image_understanding`` (a workspace image and a
+question to a vision model), ``compress_history`` (the agent loop's history, summarised) and
+``questionnaire`` (structured questions to the user) (docs/builtin_tools.md).
 
 ``register_builtin_tools(manager, sandbox_for_session)`` registers them as ``(ToolSpec,
 handler)`` pairs with ``source=ToolSource(kind="builtin")``.
@@ -16,8 +18,10 @@ from sagents.tool.impl.builtin import (
     register_builtin_tools,
     single_sandbox,
 )
+from sagents.tool.impl.image import ImageSettings, ImageUnderstanding, VisionModel
 from sagents.tool.impl.memory import Memory, MemoryLimits, MemoryStore
 from sagents.tool.impl.output import OutputFollower, tail_delta
+from sagents.tool.impl.questionnaire import QuestionnaireSettings
 from sagents.tool.impl.settings import BuiltinSettings
 from sagents.tool.impl.todo import TodoItem, TodoStore
 from sagents.tool.impl.web_fetch import WebFetcher, WebFetchSettings
@@ -27,13 +31,17 @@ __all__ = [
     "DEFAULT_BUILTIN_TOOL_NAMES",
     "BuiltinSettings",
     "BuiltinTools",
+    "ImageSettings",
+    "ImageUnderstanding",
     "Memory",
     "MemoryLimits",
     "MemoryStore",
     "OutputFollower",
+    "QuestionnaireSettings",
     "SandboxResolver",
     "TodoItem",
     "TodoStore",
+    "VisionModel",
     "WebFetchSettings",
     "WebFetcher",
     "register_builtin_tools",

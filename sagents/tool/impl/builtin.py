@@ -29,7 +29,10 @@ from sagents.sandbox import Sandbox
 from sagents.tool.context import SessionContext
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.impl.files import FileTools
+from sagents.tool.impl.history import compress_history_tool
+from sagents.tool.impl.image import ImageSettings, ImageUnderstanding, VisionModel
 from sagents.tool.impl.memory import MemoryStore, memory_tool
+from sagents.tool.impl.questionnaire import QuestionnaireSettings, ask_questionnaire
 from sagents.tool.impl.settings import BuiltinSettings
 from sagents.tool.impl.shell import ShellTasks
 from sagents.tool.impl.specs import SCHEMAS, describe_tool
@@ -70,13 +73,19 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "memory_delete",
     "todo_write",
     "todo_read",
+    "image_understanding",
+    "compress_history",
+    "questionnaire",
 )
-"""Every built-in tool; the last six are offered only when named (``names=[...]``)."""
+"""Every built-in tool; those after the shell and file tools are offered only when named
+(``names=[...]``)."""
 
 _READ_ONLY = frozenset(
     {"file_read", "list_dir", "glob", "grep", "await_shell"}
     | {"web_fetch", "memory_search", "todo_read"}
+    | {"image_understanding", "compress_history", "questionnaire"}
 )
+_NOT_IDEMPOTENT = frozenset({"compress_history", "questionnaire"})
 _OPEN_WORLD = frozenset({"web_fetch"})
 
 
@@ -138,6 +147,10 @@ class BuiltinTools:
             ``<data dir>/memory.sqlite3`` when first needed, by default).
         todo: The store of ``todo_*`` (``<data dir>/todo.sqlite3`` by default, beside the
             audit store).
+        image_model: The vision model of ``image_understanding`` (an ``OpenAIChatModel``, or
+            anything with its ``stream_turn``); without one the tool says none is configured.
+        image: Caps of ``image_understanding`` (:class:`ImageSettings`).
+        questionnaire: Timeouts of ``questionnaire`` (:class:`QuestionnaireSettings`).
     """
 
     def __init__(
@@ -149,8 +162,13 @@ class BuiltinTools:
         web_fetch: WebFetchSettings | None = None,
         memory: MemoryStore | None = None,
         todo: TodoStore | None = None,
+        image_model: VisionModel | None = None,
+        image: ImageSettings | None = None,
+        questionnaire: QuestionnaireSettings | None = None,
     ) -> None:
         self.settings = settings or BuiltinSettings()
+        self.images = ImageUnderstanding(image_model, image)
+        self.questionnaire = questionnaire or QuestionnaireSettings()
         self._resolve = sandbox_for_session
         self._shell_permission: PermissionClass = shell_permission
         self.shell = ShellTasks(self.settings)
@@ -203,7 +221,8 @@ class BuiltinTools:
             annotations=ToolAnnotations(
                 read_only_hint=read_only,
                 destructive_hint=permission == "destructive",
-                idempotent_hint=name in _READ_ONLY or name in ("file_write", "memory_delete"),
+                idempotent_hint=(name in _READ_ONLY and name not in _NOT_IDEMPOTENT)
+                or name in ("file_write", "memory_delete"),
                 open_world_hint=name in _OPEN_WORLD,
             ),
             permission=permission,
@@ -257,6 +276,10 @@ class BuiltinTools:
             return await memory_tool(self.memory, name, a, call)
         if name.startswith("todo_"):
             return await todo_tool(self.todo, name, a, call)
+        if name == "questionnaire":
+            return await ask_questionnaire(a, call, self.questionnaire)
+        if name == "compress_history":
+            return await compress_history_tool(a, call)
         sandbox = await self._sandbox(call.session_context)
         if name == "execute_shell_command":
             return await self.shell.execute(
@@ -266,6 +289,10 @@ class BuiltinTools:
                 wait_seconds=a.get("wait_seconds"),
                 cwd=a.get("cwd"),
                 timeout_seconds=a.get("timeout_seconds"),
+            )
+        if name == "image_understanding":
+            return await self.images.run(
+                sandbox, path=a["path"], question=a.get("question"), detail=a.get("detail", "auto")
             )
         if name == "file_read":
             return await self.files.read(
@@ -308,6 +335,9 @@ def register_builtin_tools(
     web_fetch: WebFetchSettings | None = None,
     memory: MemoryStore | None = None,
     todo: TodoStore | None = None,
+    image_model: VisionModel | None = None,
+    image: ImageSettings | None = None,
+    questionnaire: QuestionnaireSettings | None = None,
 ) -> BuiltinTools:
     """Register the built-in tools on ``manager``, each session finding its own sandbox.
 
@@ -320,7 +350,8 @@ def register_builtin_tools(
         settings: Caps and defaults.
         shell_permission: Permission class of the shell tools that act (see
             :class:`BuiltinTools`).
-        web_fetch / memory / todo: See :class:`BuiltinTools`.
+        web_fetch / memory / todo / image_model / image / questionnaire: See
+            :class:`BuiltinTools`.
 
     Returns:
         The :class:`BuiltinTools` (it holds the sessions' shell tasks).
@@ -336,6 +367,9 @@ def register_builtin_tools(
         web_fetch=web_fetch,
         memory=memory,
         todo=todo,
+        image_model=image_model,
+        image=image,
+        questionnaire=questionnaire,
     )
     tools.register(manager, names=names)
     return tools

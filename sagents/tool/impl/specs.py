@@ -235,6 +235,80 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         ["items"],
     ),
     "todo_read": _object({}, []),
+    "image_understanding": _object(
+        {
+            "path": {**_PATH, "description": "The image file (PNG, JPEG, WebP or GIF)."},
+            "question": {
+                "type": "string",
+                "maxLength": 8000,
+                "description": "What to find out about the image (default: describe it).",
+            },
+            "detail": {
+                "type": "string",
+                "enum": ["auto", "low", "high"],
+                "description": "How closely the model looks (default auto).",
+            },
+        },
+        ["path"],
+    ),
+    "compress_history": _object(
+        {
+            "focus": {
+                "type": "string",
+                "maxLength": 2000,
+                "description": "What the summary must keep (decisions, open questions...).",
+            }
+        },
+        [],
+    ),
+    "questionnaire": _object(
+        {
+            "title": {"type": "string", "maxLength": 200, "description": "A short heading."},
+            "questions": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 20,
+                "items": _object(
+                    {
+                        "id": {
+                            "type": "string",
+                            "pattern": "^[A-Za-z0-9_-]{1,64}$",
+                            "description": "The answer's key.",
+                        },
+                        "kind": {
+                            "type": "string",
+                            "enum": ["single_choice", "multiple_choice", "text", "number"],
+                        },
+                        "prompt": {"type": "string", "minLength": 1, "maxLength": 2000},
+                        "options": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The choices (choice kinds: two or more).",
+                        },
+                        "required": {"type": "boolean", "description": "Default true."},
+                        "default": {
+                            "type": ["string", "number", "array"],
+                            "items": {"type": "string"},
+                            "description": "An option, a list of options, text or a number.",
+                        },
+                        "minimum": {"type": "number"},
+                        "maximum": {"type": "number"},
+                        "integer": {
+                            "type": "boolean",
+                            "description": "A number question wants a whole number.",
+                        },
+                    },
+                    ["id", "kind", "prompt"],
+                ),
+            },
+            "timeout_seconds": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "How long the user has (default 240).",
+            },
+        },
+        ["questions"],
+    ),
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -262,6 +336,13 @@ DESCRIPTIONS: dict[str, str] = {
     "todo_write": "Create or update the session's task list (shared by the agents of this "
     "session): ids, content, status, owner, blocked_by.",
     "todo_read": "Read the session's task list.",
+    "image_understanding": "Look at an image file of the workspace (PNG, JPEG, WebP, GIF) and "
+    "answer a question about it with a vision model.",
+    "compress_history": "Summarise the older part of this conversation to free context; the "
+    "latest turns, the todo list and loaded skills are kept.",
+    "questionnaire": "Ask the user structured questions (single or multiple choice, free text, "
+    "number) and wait for the answers; the result may say the user declined, cancelled or did "
+    "not answer in time.",
 }
 
 

@@ -27,6 +27,7 @@ from sagents.core.result import TextContent, ToolResult
 from sagents.errors import NotAllowedError, UrlNotAllowedError, WebFetchError
 from sagents.sandbox import Sandbox
 from sagents.tool.context import SessionContext
+from sagents.tool.conversation import conversation_of, urls_in
 from sagents.tool.impl.netguard import (
     AddressGuard,
     PinnedBackend,
@@ -35,7 +36,14 @@ from sagents.tool.impl.netguard import (
     system_resolver,
 )
 
-__all__ = ["FetchedPage", "WebFetchSettings", "WebFetcher", "html_to_markdown", "html_to_text"]
+__all__ = [
+    "FetchedPage",
+    "WebFetchSettings",
+    "WebFetcher",
+    "check_seen",
+    "html_to_markdown",
+    "html_to_text",
+]
 
 Format = Literal["markdown", "text", "html"]
 
@@ -65,6 +73,9 @@ class WebFetchSettings:
         resolver: ``(host, port) -> addresses`` (the system's; tests pass their own).
         ssl_context: Verifies servers' certificates (default: the certifi bundle); an intranet
             with its own CA, or a test, passes its own.
+        seen_urls_only: Fetch only URLs that already appeared in the conversation, in a user
+            message or a tool result (never only in the model's own text or arguments); off
+            by default. Needs a host that shows the tool its conversation (the agent loop).
     """
 
     allow_networks: tuple[str, ...] = ()
@@ -80,6 +91,7 @@ class WebFetchSettings:
     user_agent: str = "sagents-web-fetch/1 (+https://github.com/sagents)"
     resolver: Resolver = field(default=system_resolver, compare=False)
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
+    seen_urls_only: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_bytes", "timeout_seconds", "connect_timeout_seconds"):
@@ -138,6 +150,45 @@ def html_to_text(html: str) -> tuple[str | None, str]:
     text = soup.get_text("\n")
     lines = [" ".join(line.split()) for line in text.splitlines()]
     return title or None, re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _same_url(url: str) -> str | None:
+    """``url`` in the form two spellings of one URL share (no fragment, ``/`` for an empty
+    path, lower-case scheme and host, no default port), or None when it is not a URL."""
+    try:
+        parsed = httpx2.URL(url)
+    except httpx2.InvalidURL:
+        return None
+    if not parsed.path:
+        parsed = parsed.copy_with(path="/")
+    return str(parsed.copy_with(fragment=None))
+
+
+def check_seen(url: str, context: SessionContext) -> None:
+    """Refuse ``url`` unless it appeared in a user message or a tool result of the call's
+    conversation.
+
+    Raises:
+        UrlNotAllowedError: the URL is not there, or the host shows no conversation.
+    """
+    conversation = conversation_of(context)
+    if conversation is None:
+        raise UrlNotAllowedError(
+            "web_fetch fetches only URLs that appeared in the conversation, and this host "
+            "shows it no conversation",
+            hint="the operator can turn off webFetch.seenUrlsOnly",
+            details={"url": url},
+        )
+    wanted = _same_url(url)
+    seen = {_same_url(found) for found in urls_in(conversation.messages)}
+    if wanted is None or wanted not in seen:
+        raise UrlNotAllowedError(
+            f"{url!r} has not appeared in the conversation: web_fetch fetches only URLs that the "
+            "user or a tool result gave",
+            hint="fetch a URL exactly as the user or a tool result wrote it, or ask the user "
+            "for it",
+            details={"url": url},
+        )
 
 
 def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
@@ -354,6 +405,8 @@ class WebFetcher:
         sandbox: Sandbox | None,
     ) -> ToolResult:
         """The ``web_fetch`` tool: fetch, convert, truncate, optionally save."""
+        if self.settings.seen_urls_only:
+            check_seen(url, context)
         if save_to is not None:
             if context.permission_mode == "read_only":
                 raise NotAllowedError(

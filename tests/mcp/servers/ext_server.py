@@ -22,12 +22,13 @@ from sagents.gateway import Gateway
 from sagents.gateway.sources import SkillResources
 from sagents.skill import SkillManager
 from sagents.tool.context import SessionContext
+from sagents.tool.spec_provider import SpecProvider
 from tests.gateway.fakes import _spec
 
 BACKGROUND_AFTER_S = 0.5
 
 
-class Provider:
+class Provider(SpecProvider):
     def __init__(self) -> None:
         self.started = False
         self.release = anyio.Event()
@@ -39,11 +40,12 @@ class Provider:
     async def run_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any],
-        session_context: SessionContext | None,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
+        strict: bool = False,
     ) -> ToolResult:
         if name == "slow":
             self.started = True

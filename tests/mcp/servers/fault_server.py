@@ -13,8 +13,9 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
 - ``bad_schemas``: also list tools with unusable input schemas.
 
 Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang``, ``was_cancelled``,
-``progress``, ``content``, ``structured_only``, ``error_empty``, ``jsonrpc_error``, ``big``
-(5 MB), ``add_tool`` (adds ``extra`` and publishes a tools-changed event), ``pid``, ``die_once``
+``progress``, ``progress_token`` (whether the call carried a progress token), ``content``,
+``structured_only``, ``error_empty``, ``jsonrpc_error``, ``big`` (5 MB), ``add_tool`` (adds
+``extra`` and publishes a tools-changed event), ``pid``, ``die_once``
 (idempotent; exits on its first call, marked by the file ``$DIE_ONCE_FILE``).
 """
 
@@ -72,6 +73,7 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
         _tool("hang"),
         _tool("was_cancelled"),
         _tool("progress"),
+        _tool("progress_token"),
         _tool("content"),
         _tool("structured_only", output_schema={"type": "object"}),
         _tool("error_empty"),
@@ -144,6 +146,10 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
             for step in range(1, 4):
                 await ctx.session.report_progress(step, 3, f"step {step}")
             return types.CallToolResult(content=[types.TextContent(text="done")])
+        if name == "progress_token":
+            meta: Any = ctx.meta or {}
+            token = meta.get("progress_token", meta.get("progressToken"))
+            return types.CallToolResult(content=[types.TextContent(text=str(token is not None))])
         if name == "content":
             return types.CallToolResult(
                 content=[

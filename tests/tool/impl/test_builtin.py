@@ -44,6 +44,9 @@ def test_every_builtin_spec_is_marked_builtin_with_its_permission_class() -> Non
         "memory_delete": "write",
         "todo_write": "write",
         "todo_read": "read_only",
+        "image_understanding": "read_only",
+        "compress_history": "read_only",
+        "questionnaire": "read_only",
     }
     assert {tools.spec(n).source.kind for n in BUILTIN_TOOL_NAMES} == {"builtin"}
     assert tools.spec("file_read").annotations.read_only_hint is True

@@ -1,0 +1,154 @@
+// sagents console: live updates over Server-Sent Events. Text is only ever set with
+// textContent (never parsed as HTML), and control characters are shown as escapes.
+"use strict";
+
+(function () {
+  const UNPRINTABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+  function printable(text) {
+    return String(text).replace(UNPRINTABLE, function (c) {
+      const code = c.charCodeAt(0);
+      return code < 0x100 ? "\\x" + code.toString(16).padStart(2, "0")
+        : "\\u" + code.toString(16).padStart(4, "0");
+    });
+  }
+
+  function num(value) {
+    return value === null || value === undefined ? "" : String(+value.toFixed(3));
+  }
+
+  function setText(el, text) {
+    if (el) { el.textContent = printable(text); }
+  }
+
+  const body = document.body;
+  const base = body.dataset.base || "/console";
+  const page = body.dataset.page;
+  const FINAL = new Set(["ok", "error", "timeout", "cancelled", "rejected", "output_limit", "killed", "sandbox_error"]);
+
+  function cell(row, cls, text) {
+    const td = document.createElement("td");
+    if (cls) { td.className = cls; }
+    setText(td, text);
+    row.appendChild(td);
+    return td;
+  }
+
+  function runRow(event) {
+    const table = document.querySelector("#runs tbody");
+    if (!table) { return; }
+    let row = table.querySelector('tr[data-script-id="' + CSS.escape(event.script_id) + '"]');
+    if (!row) {
+      const empty = table.querySelector("tr.empty");
+      if (empty) { empty.remove(); }
+      row = document.createElement("tr");
+      row.dataset.scriptId = event.script_id;
+      const first = document.createElement("td");
+      const link = document.createElement("a");
+      link.href = base + "/runs/" + encodeURIComponent(event.script_id);
+      setText(link, event.script_id);
+      first.appendChild(link);
+      row.appendChild(first);
+      cell(row, "", "run_script");
+      cell(row, "", "");
+      cell(row, "status", "");
+      cell(row, "calls", "");
+      cell(row, "failures", "");
+      cell(row, "elapsed", "");
+      cell(row, "progress", "");
+      cell(row, "description", event.description || "");
+      table.insertBefore(row, table.firstChild);
+    }
+    const status = row.querySelector(".status");
+    setText(status, event.status);
+    status.className = "status status-" + event.status;
+    setText(row.querySelector(".calls"), event.calls);
+    setText(row.querySelector(".failures"), event.failures);
+    setText(row.querySelector(".elapsed"), num(event.elapsed_s) + " s");
+    const progressCell = row.querySelector(".progress");
+    if (event.total) {
+      let bar = progressCell.querySelector("progress");
+      if (!bar) {
+        progressCell.textContent = "";
+        bar = document.createElement("progress");
+        progressCell.appendChild(bar);
+        const count = document.createElement("span");
+        count.className = "count";
+        progressCell.appendChild(document.createTextNode(" "));
+        progressCell.appendChild(count);
+      }
+      bar.max = event.total;
+      bar.value = event.done || 0;
+      setText(progressCell.querySelector(".count"), num(event.done || 0) + "/" + num(event.total));
+    }
+  }
+
+  function runPage(event) {
+    if (event.type === "snapshot") {
+      const streams = event.streams || {};
+      for (const name of ["stdout", "stderr", "info"]) {
+        setText(document.getElementById("pane-" + name), streams[name] || "");
+      }
+      if (event.progress && event.progress.type) { runProgress(event.progress); }
+    } else if (event.type === "tool_progress") {
+      const pane = document.getElementById("pane-" + event.stream);
+      if (pane && event.text) {
+        pane.appendChild(document.createTextNode(printable(event.text)));
+        pane.scrollTop = pane.scrollHeight;
+      }
+    } else if (event.type === "script.progress") {
+      runProgress(event);
+    }
+  }
+
+  function runProgress(event) {
+    const status = document.getElementById("status");
+    setText(status, event.status);
+    status.className = "status status-" + event.status;
+    setText(document.getElementById("calls"), event.calls);
+    setText(document.getElementById("failures"), event.failures);
+    setText(document.getElementById("elapsed"), num(event.elapsed_s) + " s");
+    if (event.total) {
+      document.getElementById("progress").classList.remove("hidden");
+      const bar = document.getElementById("progress-bar");
+      bar.max = event.total;
+      bar.value = event.done || 0;
+      setText(document.getElementById("progress-count"), num(event.done || 0) + "/" + num(event.total));
+    }
+    setText(document.getElementById("progress-message"), event.message || "");
+    if (FINAL.has(event.status) && body.dataset.live === "1") {
+      body.dataset.live = "0";
+      // The records are complete once the run has ended: show them (calls, output, exit code).
+      window.setTimeout(function () { window.location.reload(); }, 500);
+    }
+  }
+
+  function connect(query) {
+    if (!window.EventSource) { return; }
+    const source = new EventSource(base + "/events" + query);
+    source.onmessage = function (message) {
+      let event;
+      try { event = JSON.parse(message.data); } catch (e) { return; }
+      if (page === "runs" && event.type === "script.progress") {
+        runRow(event);
+      } else if (page === "run") {
+        runPage(event);
+      } else if (page === "approvals" && event.type === "approvals.changed") {
+        window.location.reload();
+      } else if (page === "approvals" && event.type === "approvals.state") {
+        const shown = document.getElementById("approvals").dataset.pending || "";
+        if (shown !== (event.ids || []).join(",")) { window.location.reload(); }
+      } else if (page === "background" && (event.type === "background.done"
+                 || (event.type === "script.progress" && FINAL.has(event.status)))) {
+        window.setTimeout(function () { window.location.reload(); }, 300);
+      }
+    };
+    window.addEventListener("beforeunload", function () { source.close(); });
+  }
+
+  if (page === "runs" || page === "approvals" || page === "background") {
+    connect("");
+  } else if (page === "run" && body.dataset.live === "1") {
+    connect("?run=" + encodeURIComponent(body.dataset.run));
+  }
+})();
