@@ -108,19 +108,19 @@ async def test_a_sandboxed_server_cannot_read_host_secrets(
 async def test_only_the_listed_variables_and_the_entrys_own_values_reach_the_server(
     sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SAGENTS_PASSED", "yes")
-    monkeypatch.setenv("SAGENTS_KEPT_OUT", "no")
+    monkeypatch.setenv("ESCAPE_PASSED", "yes")
+    monkeypatch.setenv("ESCAPE_KEPT_OUT", "no")
     params = _escape_server()
     params = StdioServerParameters(command=params.command, args=params.args, env={"OWN": "1"})
-    settings = _settings(tmp_path, env=("SAGENTS_PASSED", "SAGENTS_UNSET"))
+    settings = _settings(tmp_path, env=("ESCAPE_PASSED", "ESCAPE_UNSET"))
     await sup.add_server("escape", params, settings)
     environ = json.loads(await _call(sup, "environ"))
-    assert environ["SAGENTS_PASSED"] == "yes"
+    assert environ["ESCAPE_PASSED"] == "yes"
     assert environ["OWN"] == "1"
-    assert "SAGENTS_KEPT_OUT" not in environ
-    assert "SAGENTS_UNSET" not in environ
+    assert "ESCAPE_KEPT_OUT" not in environ
+    assert "ESCAPE_UNSET" not in environ
     sandbox_own = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM"}
-    assert set(environ) <= {"SAGENTS_PASSED", "OWN", *sandbox_own}
+    assert set(environ) <= {"ESCAPE_PASSED", "OWN", *sandbox_own}
 
 
 async def test_a_sandboxed_server_writes_only_inside_its_writable_paths(
