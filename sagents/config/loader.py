@@ -349,6 +349,20 @@ def _sandbox(
             expanded = source.parent / expanded
         return str(expanded)
 
+    if source is not None:
+        config = os.path.realpath(source)
+        writes = [(f"writable.{i}", p) for i, p in enumerate(block.writable)]
+        writes += [("home", block.home)] if block.home is not None else []
+        for where, value in writes:
+            area = os.path.realpath(path(value, where))
+            if config == area or config.startswith(area.rstrip("/") + "/"):
+                raise ConfigError(
+                    f"sandbox path {value!r} would let the server rewrite the config file "
+                    f"{config!r} (and so choose what the host runs)",
+                    file=file,
+                    key=f"{key}.{where}",
+                    hint="give the server a directory that does not contain the config file",
+                )
     try:
         return ServerSandbox(
             network=block.network,

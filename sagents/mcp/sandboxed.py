@@ -17,7 +17,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import anyio
 import anyio.abc
@@ -58,6 +58,10 @@ SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Host paths every sandbox shows read-only (the merged-usr links lead into ``/usr``)."""
 _STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 _MIB = 1024 * 1024
+LOG_BYTES_PER_RUN = 64 * _MIB
+"""Most of a sandboxed server's stderr (and notes on its stdout) kept in its log per run: the
+log is outside the sandbox's limits, so a flood must not fill the gateway's disk (the rest is
+read and dropped)."""
 
 
 def default_home_root() -> Path:
@@ -86,6 +90,50 @@ def _shown_at(paths: tuple[str, ...]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _protected_dirs(home_root: Path) -> dict[str, str]:
+    """The gateway's own directories no server's sandbox may show, by what they are."""
+    from sagents.audit import default_data_dir  # the audit store's package: only when needed
+
+    return {
+        "data dir": os.path.realpath(default_data_dir()),
+        "state dir": os.path.realpath(home_root.parent),
+    }
+
+
+def _check_not_protected(
+    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path
+) -> None:
+    """Refuse a ``readable``, ``writable`` or ``home`` path that is, contains or lies inside
+    the gateway's data dir (audit store, tokens, background tasks) or state dir (the servers'
+    logs and the other servers' homes); the server's own default home is the one exception.
+
+    Raises:
+        SandboxError: such a path, named with the directory it would show.
+    """
+    protected = _protected_dirs(home_root)
+    own = os.path.realpath(own_home)
+    entries = [(kind, path) for kind in ("readable", "writable") for path in getattr(sandbox, kind)]
+    if sandbox.home is not None:
+        entries.append(("home", sandbox.home))
+    for kind, path in entries:
+        real = os.path.realpath(path)
+        if kind == "home" and real == own:
+            continue
+        for what, directory in protected.items():
+            if _inside(real, directory) or _inside(directory, real):
+                raise SandboxError(
+                    f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
+                    f"gateway's {what} {directory!r} (its audit store, logs or other servers' "
+                    "homes) to the server",
+                    hint=f"give sandbox.{kind} a directory outside {directory!r} that does not "
+                    "contain it",
+                )
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def sandbox_params(
     server: str,
     params: StdioServerParameters,
@@ -110,7 +158,9 @@ def sandbox_params(
                 f"sandbox path {path!r} of MCP server {server!r} does not exist",
                 hint="create it, or remove it from the server's sandbox block",
             )
-    home = sandbox.home or str((home_root or default_home_root()) / server)
+    root = home_root or default_home_root()
+    home = sandbox.home or str(root / server)
+    _check_not_protected(server, sandbox, own_home=root / server, home_root=root)
     limits = SandboxLimits(
         memory_bytes=sandbox.memory_mb * _MIB if sandbox.memory_mb is not None else None,
         cpu_seconds=sandbox.cpu_seconds,
@@ -220,11 +270,33 @@ class _SandboxTree:
         self._process.kill_tree_now()
 
 
+class _CappedLog:
+    """A sandboxed server's log for one run: its stderr and the notes about its stdout share
+    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
+
+    def __init__(self, log: IO[str]) -> None:
+        self._log = log
+        self._left = LOG_BYTES_PER_RUN
+
+    def write(self, text: str) -> int:
+        if self._left <= 0:
+            return len(text)
+        data = text.encode("utf-8", errors="replace")[: self._left]
+        self._left -= len(data)
+        self._log.write(data.decode("utf-8", errors="replace"))
+        if self._left <= 0:
+            self._log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+
+
 async def _copy_stderr(
-    stderr: anyio.abc.ByteReceiveStream, log: IO[str], done: anyio.Event
+    stderr: anyio.abc.ByteReceiveStream, log: _CappedLog, done: anyio.Event
 ) -> None:
     try:
-        async for chunk in stderr:
+        async for chunk in stderr:  # read on past the cap, so the server never blocks
             log.write(chunk.decode("utf-8", errors="replace"))
             log.flush()
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -290,7 +362,8 @@ async def open_sandboxed_stdio_transport(
                 if on_start is not None:
                     on_start(handle)
                 drained = anyio.Event()
-                tg.start_soon(_copy_stderr, process.stderr, log, drained)
+                capped = _CappedLog(log)
+                tg.start_soon(_copy_stderr, process.stderr, capped, drained)
                 stdin = process.stdin
 
                 async def stop() -> None:
@@ -305,7 +378,7 @@ async def open_sandboxed_stdio_transport(
                     stdin,
                     process.stdout,
                     encoding=params.encoding,
-                    log=log,
+                    log=cast(IO[str], capped),
                     handle=handle,
                     stop=stop,
                 ) as (read_stream, write_stream):

@@ -52,7 +52,8 @@ class ServerSandbox:
             path and at its target's).
         writable: Host paths shown read-write.
         env: Names of host environment variables passed on when set (beside the entry's own
-            ``env`` values and the locale variables); nothing else of the host's environment.
+            ``env`` values and the locale variables); nothing else of the host's environment,
+            and never sagents' own ``SAGENTS_*`` variables (the gateway's token among them).
         home: The server's own writable home directory (``HOME``, at ``/workspace`` inside:
             package caches of ``npx``/``uvx`` live there); None: ``<state dir>/mcp-home/<server>``.
         memory_mb: Memory of the whole tree in MiB (memory cgroup; RLIMIT_AS only where no
@@ -92,6 +93,12 @@ class ServerSandbox:
         for name in self.env:
             if not _ENV_NAME.match(name):
                 raise ValueError(f"sandbox env entry {name!r} is not a variable name")
+            if name.startswith("SAGENTS_"):
+                raise ValueError(
+                    f"sandbox env entry {name!r} is one of sagents' own variables (the gateway's "
+                    "token among them): a sandboxed server never gets them; give the server its "
+                    "own variable in the entry's env"
+                )
         for name in ("memory_mb", "cpu_seconds", "cpu_cores", "max_processes"):
             value = getattr(self, name)
             if value is not None and value <= 0:

@@ -63,6 +63,9 @@ _REAP_TIMEOUT = 2.0  # seconds for the event loop to observe the leader's death 
 _POLL = 0.01  # seconds between returncode checks
 STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
 STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
+MAX_LINE_CHARS = 64 * 1024 * 1024
+"""Longest stdout line kept (characters): a longer one is dropped, with a note in the log,
+rather than held in the gateway's memory while the server never ends it."""
 
 # The process-wide mutable state of this module, on purpose: process groups of servers that
 # are running now, killed by the atexit hook below if the interpreter exits before they close,
@@ -221,8 +224,9 @@ class StdioProcess:
         """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
         try:
             with self.log_path.open("rb") as log:
-                log.seek(self.log_offset)
-                data = log.read()[-STDERR_TAIL_BYTES:]
+                end = log.seek(0, os.SEEK_END)
+                log.seek(max(self.log_offset, end - STDERR_TAIL_BYTES))
+                data = log.read(STDERR_TAIL_BYTES)
         except OSError:
             return []
         text = data.decode("utf-8", errors="replace")
@@ -278,17 +282,32 @@ async def frame_stdio(
     async def read_stdout() -> None:
         text = TextReceiveStream(stdout, encoding=encoding, errors="replace")
         async with read_send:
-            buffer = ""
+            parts: list[str] = []  # the unfinished line, in pieces (no quadratic re-joins)
+            size = 0
+            dropping = False  # the current line passed MAX_LINE_CHARS: skip to its end
             with contextlib.suppress(
                 anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
             ):
                 async for chunk in text:
-                    lines = (buffer + chunk).split("\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        message = _parse_line(line, log)
-                        if message is not None:
-                            await read_send.send(message)
+                    *ended, rest = chunk.split("\n")
+                    for piece in ended:
+                        if not dropping:
+                            parts.append(piece)
+                            message = _parse_line("".join(parts), log)
+                            if message is not None:
+                                await read_send.send(message)
+                        parts, size, dropping = [], 0, False
+                    if dropping:
+                        continue
+                    parts.append(rest)
+                    size += len(rest)
+                    if size > MAX_LINE_CHARS:
+                        log.write(
+                            f"[sagents] dropped a stdout line longer than {MAX_LINE_CHARS} "
+                            "characters\n"
+                        )
+                        log.flush()
+                        parts, size, dropping = [], 0, True
             if not closing:
                 handle.hung_up = True
 

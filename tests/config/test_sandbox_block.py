@@ -98,3 +98,17 @@ def test_a_remote_server_cannot_have_a_sandbox(tmp_path: Path) -> None:
     error = _error(tmp_path, {"url": "https://mcp.example.com/mcp", "sandbox": True})
     assert "only to stdio servers" in error.message
     assert error.details["key"] == "mcpServers.files.sandbox"
+
+
+@pytest.mark.parametrize("where", ["writable", "home"])
+def test_a_sandbox_may_not_write_the_config_files_directory(tmp_path: Path, where: str) -> None:
+    value: Any = str(tmp_path) if where == "home" else [str(tmp_path)]
+    error = _error(tmp_path, {"command": "node", "sandbox": {where: value}})
+    assert "config file" in error.message
+    assert str(tmp_path / "servers.json") in error.message
+    assert error.details["key"].startswith(f"mcpServers.files.sandbox.{where}")
+
+
+def test_a_relative_writable_path_below_the_config_is_refused_too(tmp_path: Path) -> None:
+    error = _error(tmp_path, {"command": "node", "sandbox": {"writable": ["."]}})
+    assert "config file" in error.message

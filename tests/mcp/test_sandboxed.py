@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import sys
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -19,8 +20,10 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
-from sagents.errors import UpstreamUnavailableError
-from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+from sagents.errors import SandboxError, UpstreamUnavailableError
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, sandboxed, stdio
+from sagents.mcp.sandboxed import default_home_root, sandbox_params
+from sagents.mcp.stdio import StdioProcess
 from sagents.sandbox import DEFAULT_SANDBOX_UID
 from sagents.sandbox.bwrap import python_runtime
 from tests.mcp.helpers import ROOT, SERVERS
@@ -105,19 +108,19 @@ async def test_a_sandboxed_server_cannot_read_host_secrets(
 async def test_only_the_listed_variables_and_the_entrys_own_values_reach_the_server(
     sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SAGENTS_PASSED", "yes")
-    monkeypatch.setenv("SAGENTS_KEPT_OUT", "no")
+    monkeypatch.setenv("ESCAPE_PASSED", "yes")
+    monkeypatch.setenv("ESCAPE_KEPT_OUT", "no")
     params = _escape_server()
     params = StdioServerParameters(command=params.command, args=params.args, env={"OWN": "1"})
-    settings = _settings(tmp_path, env=("SAGENTS_PASSED", "SAGENTS_UNSET"))
+    settings = _settings(tmp_path, env=("ESCAPE_PASSED", "ESCAPE_UNSET"))
     await sup.add_server("escape", params, settings)
     environ = json.loads(await _call(sup, "environ"))
-    assert environ["SAGENTS_PASSED"] == "yes"
+    assert environ["ESCAPE_PASSED"] == "yes"
     assert environ["OWN"] == "1"
-    assert "SAGENTS_KEPT_OUT" not in environ
-    assert "SAGENTS_UNSET" not in environ
+    assert "ESCAPE_KEPT_OUT" not in environ
+    assert "ESCAPE_UNSET" not in environ
     sandbox_own = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM"}
-    assert set(environ) <= {"SAGENTS_PASSED", "OWN", *sandbox_own}
+    assert set(environ) <= {"ESCAPE_PASSED", "OWN", *sandbox_own}
 
 
 async def test_a_sandboxed_server_writes_only_inside_its_writable_paths(
@@ -339,3 +342,104 @@ async def test_a_sigkilled_host_takes_its_sandboxed_server_and_grandchildren_alo
             for pid in (bwrap, *orphans):
                 await _wait_gone(pid)
     assert _processes_with(marker) == []
+
+
+@pytest.mark.parametrize("kind", ["readable", "writable", "home"])
+@pytest.mark.parametrize("where", ["data", "data/audit", "parent", "other-home", "home-root"])
+def test_a_sandbox_may_not_show_the_gateways_data_or_another_servers_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, where: str
+) -> None:
+    data = tmp_path / "state" / "data"
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data))
+    paths = {
+        "data": data,
+        "data/audit": data / "audit",
+        "parent": tmp_path / "state",
+        "other-home": default_home_root() / "other",
+        "home-root": default_home_root(),
+    }
+    path = paths[where]
+    path.mkdir(parents=True, exist_ok=True)
+    value: Any = str(path) if kind == "home" else (str(path),)
+    box = replace(ServerSandbox(), **{kind: value})
+    with pytest.raises(SandboxError) as caught:
+        sandbox_params("escape", _escape_server(), box)
+    assert str(path) in str(caught.value)
+    assert caught.value.hint
+
+
+def test_the_servers_own_default_home_and_unrelated_paths_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "shared").mkdir()
+    box = ServerSandbox(readable=(str(SERVERS),), writable=(str(tmp_path / "shared"),))
+    params = sandbox_params("escape", _escape_server(), box)
+    assert params.workspace == str(default_home_root() / "escape")
+    own = ServerSandbox(home=str(default_home_root() / "escape"))
+    assert sandbox_params("escape", _escape_server(), own).workspace == own.home
+
+
+async def test_a_stdout_line_without_end_is_dropped_at_the_cap_not_buffered(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stdio, "MAX_LINE_CHARS", 256 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "junk", n=4 * 1024 * 1024) == "JUNKED"
+    log = (tmp_path / "logs" / "escape.log").read_text()
+    assert "dropped a stdout line longer than 262144 characters" in log
+    assert "x" * 1000 not in log
+    assert await _call(sup, "whoami")  # the server still works after the dropped line
+
+
+async def test_a_stderr_flood_stops_at_the_log_cap(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 256 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "spew", n=4 * 1024 * 1024) == "SPEWED"
+    assert await _call(sup, "whoami")
+    size = (tmp_path / "logs" / "escape.log").stat().st_size
+    assert size < 256 * 1024 + 4096
+    assert "stderr beyond 262144 bytes dropped" in (tmp_path / "logs" / "escape.log").read_text()
+
+
+class _Gone:
+    pid = 1
+    returncode = 1
+
+    def kill_tree(self) -> None:
+        pass
+
+
+def test_the_stderr_tail_of_a_huge_log_reads_only_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "escape.log"
+    with log.open("wb") as file:
+        file.truncate(64 * 1024 * 1024)  # sparse: no disk used
+        file.seek(0, os.SEEK_END)
+        file.write(b"\nlast words\n")
+    handle = StdioProcess(_Gone(), log_path=log, log_offset=0, sandboxed=True)
+    tracemalloc.start()
+    try:
+        tail = handle.stderr_tail()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert tail[-1] == "last words"
+    assert peak < 1024 * 1024
+
+
+async def test_stdout_noise_shares_the_log_cap(
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 64 * 1024)
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    assert await _call(sup, "noise", n=20000) == "NOISED"
+    assert await _call(sup, "whoami")
+    assert (tmp_path / "logs" / "escape.log").stat().st_size < 64 * 1024 + 4096
+
+
+@pytest.mark.parametrize("name", ["SAGENTS_GATEWAY_TOKEN", "SAGENTS_DATA_DIR"])
+def test_a_sandbox_may_not_pass_on_sagents_own_variables(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        ServerSandbox(env=(name,))

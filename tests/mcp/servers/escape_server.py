@@ -4,7 +4,9 @@ Each tool tries one thing the escape suite (tests/sandbox/test_escape.py) tries 
 what happened as text (``ERROR <reason>`` when the attempt failed): ``read``, ``write``,
 ``connect``, ``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to
 ``n`` children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new
-user namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``.
+user namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``,
+``junk`` (``n`` bytes on stdout without a newline), ``spew`` (``n`` bytes on stderr),
+``noise`` (``n`` non-JSON stdout lines).
 A test fixture, not library code.
 """
 
@@ -101,7 +103,38 @@ def _environ(args: dict[str, object]) -> str:
     return json.dumps(dict(os.environ))
 
 
+def _junk(args: dict[str, object]) -> str:
+    """``n`` bytes on stdout in chunks, with no newline until the end."""
+    left = int(str(args["n"]))
+    while left > 0:
+        sys.stdout.write("x" * min(left, 65536))
+        left -= 65536
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return "JUNKED"
+
+
+def _spew(args: dict[str, object]) -> str:
+    """``n`` bytes of lines on stderr."""
+    line = "spew " * 19 + "\n"
+    for _ in range(int(str(args["n"])) // len(line)):
+        sys.stderr.write(line)
+    sys.stderr.flush()
+    return "SPEWED"
+
+
+def _noise(args: dict[str, object]) -> str:
+    """``n`` short lines on stdout that are not JSON-RPC."""
+    for _ in range(int(str(args["n"]))):
+        sys.stdout.write("noise\n")
+    sys.stdout.flush()
+    return "NOISED"
+
+
 TOOLS: dict[str, Callable[[Any], str]] = {
+    "noise": _noise,
+    "junk": _junk,
+    "spew": _spew,
     "read": _read,
     "write": _write,
     "connect": _connect,
