@@ -37,6 +37,7 @@ SLOW = frozenset(
         "tests/gateway/test_stdin_lines.py",
         "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
         "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandbox_npx_uvx.py",
         "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",
