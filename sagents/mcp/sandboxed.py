@@ -48,6 +48,7 @@ __all__ = [
     "HOME_PATH",
     "SYSTEM_ROOTS",
     "check_command",
+    "check_config_file",
     "default_home_root",
     "open_sandboxed_stdio_transport",
     "sandbox_params",
@@ -100,34 +101,91 @@ def _protected_dirs(home_root: Path) -> dict[str, str]:
     }
 
 
+def _entries(sandbox: ServerSandbox) -> list[tuple[str, str]]:
+    """``(where, path)`` of every host path the block shows: ``readable.0``, ``home``, ..."""
+    entries = [
+        (f"{kind}.{index}", path)
+        for kind in ("readable", "writable")
+        for index, path in enumerate(getattr(sandbox, kind))
+    ]
+    if sandbox.home is not None:
+        entries.append(("home", sandbox.home))
+    return entries
+
+
 def _check_not_protected(
-    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path
+    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path, log_dir: Path | None
 ) -> None:
     """Refuse a ``readable``, ``writable`` or ``home`` path that is, contains or lies inside
     the gateway's data dir (audit store, tokens, background tasks) or state dir (the servers'
-    logs and the other servers' homes); the server's own default home is the one exception.
+    logs and the other servers' homes), the server's own default home excepted; and one that
+    is or contains the directory of the server's log, or is a file in it (another server's
+    log, where ``log_dir`` is set elsewhere); a directory below it holds no log and is fine.
 
     Raises:
         SandboxError: such a path, named with the directory it would show.
     """
     protected = _protected_dirs(home_root)
+    logs = os.path.realpath(log_dir) if log_dir is not None else None
     own = os.path.realpath(own_home)
-    entries = [(kind, path) for kind in ("readable", "writable") for path in getattr(sandbox, kind)]
-    if sandbox.home is not None:
-        entries.append(("home", sandbox.home))
-    for kind, path in entries:
+    for where, path in _entries(sandbox):
+        kind = where.split(".", 1)[0]
         real = os.path.realpath(path)
         if kind == "home" and real == own:
             continue
-        for what, directory in protected.items():
-            if _inside(real, directory) or _inside(directory, real):
-                raise SandboxError(
-                    f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
-                    f"gateway's {what} {directory!r} (its audit store, logs or other servers' "
-                    "homes) to the server",
-                    hint=f"give sandbox.{kind} a directory outside {directory!r} that does not "
-                    "contain it",
-                )
+        shown = [d for d in protected.values() if _inside(real, d) or _inside(d, real)]
+        if logs is not None and (_inside(logs, real) or (_inside(real, logs) and _maybe_log(real))):
+            shown.append(logs)
+        if shown:
+            raise SandboxError(
+                f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
+                f"gateway's own directory {shown[0]!r} (its audit store, the servers' logs or "
+                "other servers' homes) to the server",
+                hint=f"give sandbox.{kind} a directory outside {shown[0]!r} that does not "
+                "contain it",
+                details={"where": where},
+            )
+
+
+def _maybe_log(path: str) -> bool:
+    """Whether a path in a log directory is, or could become, a server's log."""
+    return path.endswith(".log") or (os.path.exists(path) and not os.path.isdir(path))
+
+
+def check_config_file(server: str, sandbox: ServerSandbox) -> None:
+    """Refuse a block that would let the server rewrite the gateway's configuration file, or
+    read it when it holds secrets (:attr:`ServerSandbox.config_file`).
+
+    A ``writable`` path or ``home`` that is or contains the file would let the server choose
+    what the host runs at its next start; a ``readable`` one, when
+    :attr:`ServerSandbox.config_has_secrets`, would show it the other servers' keys.
+
+    Raises:
+        SandboxError: such a path; ``details["where"]`` names it (``writable.0``, ``home``).
+    """
+    if sandbox.config_file is None:
+        return
+    config = os.path.realpath(sandbox.config_file)
+    for where, path in _entries(sandbox):
+        if not _inside(config, os.path.realpath(path)):
+            continue
+        if where.startswith("readable"):
+            if not sandbox.config_has_secrets:
+                continue
+            raise SandboxError(
+                f"sandbox path {path!r} of MCP server {server!r} would show the config file "
+                f"{config!r}, which holds secrets (values written into it, not ${{NAME}} "
+                "references), to the server",
+                hint="write the secrets as ${NAME} references to environment variables, or "
+                "list a directory that does not contain the config file",
+                details={"where": where},
+            )
+        raise SandboxError(
+            f"sandbox path {path!r} of MCP server {server!r} would let the server rewrite the "
+            f"config file {config!r} (and so choose what the host runs)",
+            hint="give the server a directory that does not contain the config file",
+            details={"where": where},
+        )
 
 
 def _inside(path: str, root: str) -> bool:
@@ -140,6 +198,7 @@ def sandbox_params(
     sandbox: ServerSandbox,
     *,
     home_root: Path | None = None,
+    log_dir: Path | None = None,
 ) -> SandboxParams:
     """The sandbox of one stdio server.
 
@@ -148,9 +207,11 @@ def sandbox_params(
         params: The server's command, arguments, ``env`` values and ``cwd``.
         sandbox: The server's ``sandbox`` settings.
         home_root: Where homes live; None: :func:`default_home_root`.
+        log_dir: The directory of the server's log, which the sandbox must not show.
 
     Raises:
-        SandboxError: a ``readable``/``writable`` path does not exist.
+        SandboxError: a ``readable``/``writable`` path does not exist, or would show the
+            gateway's own directories or its config file (:func:`check_config_file`).
     """
     for path in (*sandbox.readable, *sandbox.writable):
         if not os.path.exists(path):
@@ -160,7 +221,8 @@ def sandbox_params(
             )
     root = home_root or default_home_root()
     home = sandbox.home or str(root / server)
-    _check_not_protected(server, sandbox, own_home=root / server, home_root=root)
+    _check_not_protected(server, sandbox, own_home=root / server, home_root=root, log_dir=log_dir)
+    check_config_file(server, sandbox)
     limits = SandboxLimits(
         memory_bytes=sandbox.memory_mb * _MIB if sandbox.memory_mb is not None else None,
         cpu_seconds=sandbox.cpu_seconds,
@@ -338,7 +400,9 @@ async def open_sandboxed_stdio_transport(
             sandbox cannot start.
         SandboxUnavailableError: bubblewrap is missing or unusable here.
     """
-    box_params = sandbox_params(server, params, sandbox, home_root=home_root)
+    box_params = sandbox_params(
+        server, params, sandbox, home_root=home_root, log_dir=log_path.parent
+    )
     check_command(server, params, box_params)
     box = await anyio.to_thread.run_sync(LocalSandbox, box_params)  # probes bubblewrap
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -443,3 +443,42 @@ async def test_stdout_noise_shares_the_log_cap(
 def test_a_sandbox_may_not_pass_on_sagents_own_variables(name: str) -> None:
     with pytest.raises(ValueError, match=name):
         ServerSandbox(env=(name,))
+
+
+@pytest.mark.parametrize("kind", ["readable", "writable"])
+async def test_a_sandbox_may_not_show_a_log_dir_configured_elsewhere(
+    tmp_path: Path, kind: str
+) -> None:
+    logs = tmp_path / "elsewhere" / "logs"  # outside the state dir that is protected anyway
+    logs.mkdir(parents=True)
+    (logs / "other.log").write_text("another server's stderr")
+    async with MCPSupervisor(log_dir=logs) as supervisor:
+        for path in (logs, logs.parent, logs / "other.log"):
+            shown: dict[str, Any] = {"readable": (str(SERVERS),), "writable": ()}
+            shown[kind] = (*shown[kind], str(path))
+            settings = _settings(tmp_path, **shown)
+            with pytest.raises(UpstreamUnavailableError) as caught:
+                await supervisor.add_server("escape", _escape_server(), settings)
+            assert str(logs) in str(caught.value)
+    inside = logs / "data"  # a directory below it holds no log
+    inside.mkdir()
+    assert sandbox_params(
+        "escape", _escape_server(), ServerSandbox(writable=(str(inside),)), log_dir=logs
+    ).extra_rw_binds
+
+
+@pytest.mark.parametrize("where", ["writable", "home", "readable"])
+def test_a_python_caller_naming_its_config_file_gets_the_config_file_rule(
+    tmp_path: Path, where: str
+) -> None:
+    config = tmp_path / "sagents.json"
+    config.write_text("{}")
+    value: Any = str(tmp_path) if where == "home" else (str(tmp_path),)
+    box = replace(ServerSandbox(config_file=str(config)), **{where: value})
+    with pytest.raises(SandboxError) as caught:
+        sandbox_params("escape", _escape_server(), box)
+    assert str(config) in str(caught.value)
+    assert caught.value.details["where"] in {f"{where}.0", "home"}
+    if where == "readable":  # a file without secrets may be shown read-only
+        quiet = replace(box, config_has_secrets=False)
+        assert sandbox_params("escape", _escape_server(), quiet).extra_ro_binds
