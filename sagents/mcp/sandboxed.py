@@ -6,8 +6,9 @@ home: the same provider, hardening and limits as run_script's (docs/sandbox.md),
 operator's ``readable``/``writable`` host paths bound at their own paths. The server is started
 with :meth:`~sagents.sandbox.LocalSandbox.spawn` and framed as JSON-RPC lines by the same code
 as a host stdio server (:func:`sagents.mcp.stdio.frame_stdio`); its stderr is copied to the
-server's log. Closing it closes its stdin, gives it :data:`~sagents.mcp.stdio.STDIN_CLOSE_GRACE`
-seconds to exit, then ends the whole tree (bubblewrap's PID namespace and cgroup).
+server's log with the same cap (:class:`~sagents.mcp.stdio.CappedLog`). Closing it closes its
+stdin, gives it :data:`~sagents.mcp.stdio.STDIN_CLOSE_GRACE` seconds to exit, then ends the
+whole tree (bubblewrap's PID namespace and cgroup).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, cast
 
 import anyio
 import anyio.abc
@@ -27,8 +27,11 @@ from mcp.shared.message import SessionMessage
 from sagents.errors import SandboxError
 from sagents.mcp.settings import ServerSandbox
 from sagents.mcp.stdio import (
+    STDERR_DRAIN_SECONDS,
     STDIN_CLOSE_GRACE,
+    CappedLog,
     StdioProcess,
+    copy_stderr,
     forget_group,
     frame_stdio,
     watch_group,
@@ -57,12 +60,7 @@ __all__ = [
 HOME_PATH = "/workspace"  # where the server's home appears inside (its HOME)
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Host paths every sandbox shows read-only (the merged-usr links lead into ``/usr``)."""
-_STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 _MIB = 1024 * 1024
-LOG_BYTES_PER_RUN = 64 * _MIB
-"""Most of a sandboxed server's stderr (and notes on its stdout) kept in its log per run: the
-log is outside the sandbox's limits, so a flood must not fill the gateway's disk (the rest is
-read and dropped)."""
 
 
 def default_home_root() -> Path:
@@ -332,41 +330,6 @@ class _SandboxTree:
         self._process.kill_tree_now()
 
 
-class _CappedLog:
-    """A sandboxed server's log for one run: its stderr and the notes about its stdout share
-    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
-
-    def __init__(self, log: IO[str]) -> None:
-        self._log = log
-        self._left = LOG_BYTES_PER_RUN
-
-    def write(self, text: str) -> int:
-        if self._left <= 0:
-            return len(text)
-        data = text.encode("utf-8", errors="replace")[: self._left]
-        self._left -= len(data)
-        self._log.write(data.decode("utf-8", errors="replace"))
-        if self._left <= 0:
-            self._log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self._log.flush()
-
-
-async def _copy_stderr(
-    stderr: anyio.abc.ByteReceiveStream, log: _CappedLog, done: anyio.Event
-) -> None:
-    try:
-        async for chunk in stderr:  # read on past the cap, so the server never blocks
-            log.write(chunk.decode("utf-8", errors="replace"))
-            log.flush()
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        pass  # the pipe went away with the tree
-    finally:
-        done.set()
-
-
 @asynccontextmanager
 async def open_sandboxed_stdio_transport(
     server: str,
@@ -410,6 +373,7 @@ async def open_sandboxed_stdio_transport(
     try:
         log_offset = log.tell()
         cwd = str(params.cwd) if params.cwd is not None else None
+        copying = anyio.CancelScope(shield=True)  # see copy_stderr
         async with (
             box,
             box.spawn([params.command, *params.args], cwd=cwd, stdin=True) as process,
@@ -426,8 +390,8 @@ async def open_sandboxed_stdio_transport(
                 if on_start is not None:
                     on_start(handle)
                 drained = anyio.Event()
-                capped = _CappedLog(log)
-                tg.start_soon(_copy_stderr, process.stderr, capped, drained)
+                capped = CappedLog(log)
+                tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)
                 stdin = process.stdin
 
                 async def stop() -> None:
@@ -435,20 +399,21 @@ async def open_sandboxed_stdio_transport(
                     with anyio.move_on_after(STDIN_CLOSE_GRACE):
                         await process.wait()
                     await process.kill()
-                    with anyio.move_on_after(_STDERR_DRAIN_SECONDS):
+                    with anyio.move_on_after(STDERR_DRAIN_SECONDS):
                         await drained.wait()  # the last lines belong in the log
 
                 async with frame_stdio(
                     stdin,
                     process.stdout,
                     encoding=params.encoding,
-                    log=cast(IO[str], capped),
+                    log=capped,
                     handle=handle,
                     stop=stop,
                 ) as (read_stream, write_stream):
                     yield read_stream, write_stream, handle
             finally:
                 forget_group(process.pid)
+                copying.cancel()
                 tg.cancel_scope.cancel()
     finally:
         log.close()

@@ -21,7 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
 from sagents.errors import SandboxError, UpstreamUnavailableError
-from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, sandboxed, stdio
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, stdio
 from sagents.mcp.sandboxed import default_home_root, sandbox_params
 from sagents.mcp.stdio import StdioProcess
 from sagents.sandbox import DEFAULT_SANDBOX_UID
@@ -392,13 +392,16 @@ async def test_a_stdout_line_without_end_is_dropped_at_the_cap_not_buffered(
     assert await _call(sup, "whoami")  # the server still works after the dropped line
 
 
+@pytest.mark.parametrize("isolation", ["sandbox", "host"])
 async def test_a_stderr_flood_stops_at_the_log_cap(
-    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
 ) -> None:
-    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 256 * 1024)
-    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    monkeypatch.setattr(stdio, "LOG_BYTES_PER_RUN", 256 * 1024)
+    settings = _settings(tmp_path) if isolation == "sandbox" else ServerSettings()
+    await sup.add_server("escape", _escape_server(), settings)
     assert await _call(sup, "spew", n=4 * 1024 * 1024) == "SPEWED"
     assert await _call(sup, "whoami")
+    await sup.remove_server("escape")  # every line it wrote is in the log now
     size = (tmp_path / "logs" / "escape.log").stat().st_size
     assert size < 256 * 1024 + 4096
     assert "stderr beyond 262144 bytes dropped" in (tmp_path / "logs" / "escape.log").read_text()
@@ -432,7 +435,7 @@ def test_the_stderr_tail_of_a_huge_log_reads_only_its_end(tmp_path: Path) -> Non
 async def test_stdout_noise_shares_the_log_cap(
     sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 64 * 1024)
+    monkeypatch.setattr(stdio, "LOG_BYTES_PER_RUN", 64 * 1024)
     await sup.add_server("escape", _escape_server(), _settings(tmp_path))
     assert await _call(sup, "noise", n=20000) == "NOISED"
     assert await _call(sup, "whoami")
