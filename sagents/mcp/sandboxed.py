@@ -13,6 +13,7 @@ whole tree (bubblewrap's PID namespace and cgroup).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -44,6 +45,7 @@ from sagents.sandbox import (
     SandboxParams,
 )
 from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox.landlock import abstract_unix_scope_supported, scoped_argv
 from sagents.sandbox.local import SANDBOX_PATH
 from sagents.sandbox.process import LocalProcess
 
@@ -56,6 +58,8 @@ __all__ = [
     "open_sandboxed_stdio_transport",
     "sandbox_params",
 ]
+
+logger = logging.getLogger(__name__)
 
 HOME_PATH = "/workspace"  # where the server's home appears inside (its HOME)
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -312,6 +316,25 @@ def check_command(server: str, params: StdioServerParameters, box: SandboxParams
     return found
 
 
+def _server_argv(
+    server: str, params: StdioServerParameters, sandbox: ServerSandbox, program: str
+) -> list[str]:
+    """The server's command line inside: with the network on, in a Landlock domain that
+    refuses the host's abstract Unix sockets (:mod:`sagents.sandbox.landlock`) where the
+    kernel can; a kernel that cannot leaves them reachable, with a warning."""
+    argv = [params.command, *params.args]
+    if not sandbox.network:
+        return argv  # a network namespace of its own has no host socket at all
+    if not abstract_unix_scope_supported():
+        logger.warning(
+            "MCP server %r shares the host's network and this kernel has no Landlock ABI 6 "
+            "(Linux >= 6.12): the host's abstract Unix sockets are reachable from its sandbox",
+            server,
+        )
+        return argv
+    return scoped_argv(python_runtime()[1], program, argv)
+
+
 class _SandboxTree:
     """A sandboxed server's tree as a :class:`~sagents.mcp.stdio.RunningProcess`."""
 
@@ -366,7 +389,8 @@ async def open_sandboxed_stdio_transport(
     box_params = sandbox_params(
         server, params, sandbox, home_root=home_root, log_dir=log_path.parent
     )
-    check_command(server, params, box_params)
+    program = check_command(server, params, box_params)
+    argv = _server_argv(server, params, sandbox, program)
     box = await anyio.to_thread.run_sync(LocalSandbox, box_params)  # probes bubblewrap
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")
@@ -376,7 +400,7 @@ async def open_sandboxed_stdio_transport(
         copying = anyio.CancelScope(shield=True)  # see copy_stderr
         async with (
             box,
-            box.spawn([params.command, *params.args], cwd=cwd, stdin=True) as process,
+            box.spawn(argv, cwd=cwd, stdin=True) as process,
             anyio.create_task_group() as tg,
         ):
             assert process.stdin is not None

@@ -21,7 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
 from sagents.errors import SandboxError, UpstreamUnavailableError
-from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, stdio
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, sandboxed, stdio
 from sagents.mcp.sandboxed import default_home_root, sandbox_params
 from sagents.mcp.stdio import StdioProcess
 from sagents.sandbox import DEFAULT_SANDBOX_UID
@@ -183,6 +183,55 @@ async def test_with_the_network_on_a_server_can_connect_out(
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
         answer = await _call(sup, "connect", host="127.0.0.1", port=port)
     assert answer == "CONNECTED"
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_sandboxed_server_cannot_reach_the_hosts_abstract_unix_sockets(
+    sup: MCPSupervisor, tmp_path: Path, network: bool
+) -> None:
+    name = f"sagents-escape-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)  # abstract: no file, scoped by the network namespace
+        listener.listen()
+        listener.setblocking(False)
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=network))
+        answer = await _call(sup, "connect_unix", name=name)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert answer.startswith("ERROR"), answer
+    if network:
+        assert "PermissionError" in answer  # refused by the Landlock scope, not absent
+
+
+async def test_without_landlock_scoping_the_abstract_sockets_stay_reachable_and_it_is_said(
+    sup: MCPSupervisor,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(sandboxed, "abstract_unix_scope_supported", lambda: False)
+    name = f"sagents-escape-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)
+        listener.listen()
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
+        answer = await _call(sup, "connect_unix", name=name)
+    assert answer == "CONNECTED"
+    assert "abstract Unix sockets are reachable" in caplog.text
+
+
+async def test_a_scoped_server_still_uses_its_own_unix_sockets_and_tcp(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
+        tcp = await _call(sup, "connect", host="127.0.0.1", port=port)
+    own = await _call(sup, "unix_pair")
+    assert tcp == "CONNECTED"
+    assert own == "PAIRED"
 
 
 async def test_closing_a_sandboxed_server_ends_its_whole_tree(
