@@ -54,6 +54,8 @@ async def documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[SagentsConfig, Path, Path, MCPSupervisor]]:
     """The documented config, its homes seeded, and a supervisor with a log dir of its own."""
+    if not (ROOT / ".venv" / "bin" / "uvx").is_file():
+        pytest.fail("uvx is missing from .venv: run scripts/setup.sh --test")
     monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "state"))  # the homes' root
     data = tmp_path / "data"
     data.mkdir()
