@@ -63,7 +63,7 @@ uvx="$root/.venv/bin/uvx"
 [ -x "$uvx" ] || uvx="$(command -v uvx || true)"
 sandbox_python="$(PATH=/usr/local/bin:/usr/bin:/bin command -v python3 || true)"
 uv_specs="$(sed -n 's|^\(mcp-server-[a-z]*\)==\(.*\)$|\1@\2|p' tests/peers/requirements.txt | sort | tr '\n' ' ')"
-uv_want="$uv_specs$sandbox_python"
+uv_want="$uv_specs$sandbox_python $([ -z "$sandbox_python" ] || "$sandbox_python" -V 2>&1)"
 uv_stamp=.peers/uv-cache/.filled
 if [ -z "$uvx" ] || [ -z "$sandbox_python" ]; then
     say "uvx (scripts/setup.sh --test installs it into .venv) or a python3 under /usr is missing:"
