@@ -10,7 +10,8 @@ import socket
 import sys
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -182,18 +183,27 @@ async def test_with_the_network_on_a_server_can_connect_out(
         port = listener.getsockname()[1]
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
         answer = await _call(sup, "connect", host="127.0.0.1", port=port)
+    own = await _call(sup, "unix_pair")  # an abstract socket of its own tree still works
     assert answer == "CONNECTED"
+    assert own == "PAIRED"
+
+
+@contextmanager
+def _abstract_listener() -> Iterator[tuple[str, socket.socket]]:
+    """A host listener on an abstract Unix socket (no file: scoped by the network namespace)."""
+    name = f"sagents-escape-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)
+        listener.listen()
+        listener.setblocking(False)
+        yield name, listener
 
 
 @pytest.mark.parametrize("network", [False, True])
 async def test_a_sandboxed_server_cannot_reach_the_hosts_abstract_unix_sockets(
     sup: MCPSupervisor, tmp_path: Path, network: bool
 ) -> None:
-    name = f"sagents-escape-{uuid.uuid4().hex}"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind("\0" + name)  # abstract: no file, scoped by the network namespace
-        listener.listen()
-        listener.setblocking(False)
+    with _abstract_listener() as (name, listener):
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=network))
         answer = await _call(sup, "connect_unix", name=name)
         with pytest.raises(BlockingIOError):
@@ -210,28 +220,11 @@ async def test_without_landlock_scoping_the_abstract_sockets_stay_reachable_and_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setattr(sandboxed, "abstract_unix_scope_supported", lambda: False)
-    name = f"sagents-escape-{uuid.uuid4().hex}"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind("\0" + name)
-        listener.listen()
+    with _abstract_listener() as (name, _):
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
         answer = await _call(sup, "connect_unix", name=name)
     assert answer == "CONNECTED"
     assert "abstract Unix sockets are reachable" in caplog.text
-
-
-async def test_a_scoped_server_still_uses_its_own_unix_sockets_and_tcp(
-    sup: MCPSupervisor, tmp_path: Path
-) -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
-        tcp = await _call(sup, "connect", host="127.0.0.1", port=port)
-    own = await _call(sup, "unix_pair")
-    assert tcp == "CONNECTED"
-    assert own == "PAIRED"
 
 
 async def test_closing_a_sandboxed_server_ends_its_whole_tree(
