@@ -19,6 +19,7 @@ from mcp import StdioServerParameters
 
 from sagents.config import SagentsConfig, parse_config
 from sagents.mcp import MCPSupervisor, ServerSettings
+from sagents.mcp.sandboxed import default_home_root
 from sagents.sandbox import DEFAULT_SANDBOX_UID
 from sagents.sandbox.bwrap import python_runtime
 from tests.mcp.helpers import PEERS, ROOT, SERVERS, documented_config
@@ -53,7 +54,8 @@ def _seed(cache: Path, home: Path, inside: str) -> None:
 async def documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[SagentsConfig, Path, Path, MCPSupervisor]]:
-    """The documented config, its homes seeded, and a supervisor with a log dir of its own."""
+    """The documented config and a supervisor with a log dir of its own (:func:`_entry` seeds
+    a server's default home, under ``$SAGENTS_DATA_DIR``, when a test takes its entry)."""
     if not (ROOT / ".venv" / "bin" / "uvx").is_file():
         pytest.fail("uvx is missing from .venv: run scripts/setup.sh --test")
     monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "state"))  # the homes' root
@@ -62,15 +64,17 @@ async def documented(
     repo = tmp_path / "repo"
     repo.mkdir()
     config = _documented_config(data, repo)
-    homes = tmp_path / "state" / "mcp-home"
-    _seed(NPM_CACHE, homes / "filesystem", ".npm")
-    for name in ("git", "time"):
-        _seed(UV_CACHE, homes / name, ".cache/uv")
     async with MCPSupervisor(log_dir=tmp_path / "logs") as sup:
         yield config, data, repo, sup
 
 
 def _entry(config: SagentsConfig, name: str) -> tuple[StdioServerParameters, ServerSettings]:
+    """The server's documented params and settings, its default home seeded with its cache."""
+    home = default_home_root() / name
+    if name == "filesystem":
+        _seed(NPM_CACHE, home, ".npm")
+    else:
+        _seed(UV_CACHE, home, ".cache/uv")
     server = next(s for s in config.servers if s.name == name)
     assert isinstance(server.params, StdioServerParameters)
     assert server.settings.sandbox is not None
