@@ -54,7 +54,7 @@ from sagents.skill.frontmatter import (
     split_front_matter,
 )
 
-__all__ = ["SkillsExtension"]
+__all__ = ["ListedSkills", "SkillsExtension"]
 
 logger = logging.getLogger(__name__)
 

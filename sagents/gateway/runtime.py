@@ -62,6 +62,7 @@ from sagents.gateway.approval import GatewayCallApprover
 from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.forwarding import UpstreamForwarding
 from sagents.gateway.pending import ConsoleScriptApprover
+from sagents.gateway.policy import Profile
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
@@ -69,7 +70,7 @@ from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
 from sagents.gateway.upstream_skills import SupervisorSkillRequests, upstream_skill_source
 from sagents.gateway.workspaces import Workspaces
-from sagents.mcp import CatalogKind
+from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
 from sagents.progress.hub import ProgressHub
 from sagents.skill.manager import SkillManager
 from sagents.skill.mcp_source import MCPSkillSource
@@ -249,9 +250,28 @@ class ConfiguredGateway(Gateway):
         offer = self.session_offer(context.session_id)
         profile = offer.profile if offer is not None else self.profile
         source: SkillSource = self.skills
-        if profile is not None and profile.skills is not None:
-            source = SkillProxy(source, available_skills=sorted(profile.skills))
+        offered = self.offered_skills(profile)
+        if offered is not None:
+            source = SkillProxy(source, available_skills=sorted(offered))
         return SkillSession(source, tools=offer)
+
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The profile's ``skills``, less the skills of upstream servers its ``servers``
+        leaves out (an upstream server's skills are filtered like its tools)."""
+        names = super().offered_skills(profile)
+        if profile is None or profile.servers is None or self.upstream_skills is None:
+            return names
+        hidden = {
+            skill.name
+            for skill in self.upstream_skills.list_skills()
+            if skill.name.partition(TOOL_NAME_SEPARATOR)[0] not in profile.servers
+        }
+        if not hidden:
+            return names
+        if names is None:
+            assert self.skills is not None
+            return frozenset(s.name for s in self.skills.list_skills()) - hidden
+        return names - hidden
 
     def _register_builtins(self, manager: ToolManager) -> None:
         """The built-in shell and file tools the config enables (``builtinTools.enabled``), on

@@ -77,7 +77,11 @@ def _config(tmp_path: Path, servers: dict[str, Any], **extra: Any) -> Path:
     document = {
         "mcpServers": servers,
         "skills": {"directories": [str(LOCAL_SKILLS)]},
-        "profiles": {"ops": {"skills": ["triage"]}, "pdf": {"skills": ["up__pdf-tools"]}},
+        "profiles": {
+            "ops": {"skills": ["triage"]},
+            "pdf": {"skills": ["up__pdf-tools"]},
+            "local": {"servers": []},
+        },
         **extra,
     }
     path = tmp_path / "sagents.json"
@@ -211,6 +215,16 @@ async def test_a_profile_hides_an_upstream_skill_from_every_face(tmp_path: Path)
                 uris = [str(r.uri) for r in (await client.list_resources()).resources]
     assert "skill://up/pdf-tools/SKILL.md" in uris
     assert not any(uri.startswith("skill://triage/") for uri in uris)
+    async with _gateway(config, profile="local") as gateway:  # servers filter skills too
+        with anyio.fail_after(60):
+            async with Client(gateway.server, mode="auto") as client:
+                uris = [str(r.uri) for r in (await client.list_resources()).resources]
+                listing = await _skills_list(client)
+                refused = await client.call_tool("load_skill", {"name": "up__pdf-tools"})
+    assert not any(uri.startswith("skill://up/") for uri in uris)
+    assert {"skill://triage/SKILL.md", "skill://other/SKILL.md"} <= set(uris)
+    assert "skill://up/pdf-tools/SKILL.md" not in [e.uri for e in listing.skills]
+    assert refused.is_error is True
 
 
 async def test_a_changed_file_is_fetched_anew_after_the_upstream_announces_it(
