@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,7 +21,9 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from sagents.audit.store import default_data_dir
@@ -335,3 +338,29 @@ async def test_skills_on_a_server_must_be_a_boolean_named_in_the_error(tmp_path:
     up = {**_server("ext_server.py", str(tmp_path)), "skills": "yes"}
     with pytest.raises(ConfigError, match=r"mcpServers\.up\.skills"):
         ConfiguredGateway(GatewaySettings(config=_config(tmp_path, {"up": up})))
+
+
+async def test_sagents_serve_offers_an_upstreams_skill_and_removes_its_copies_on_exit(
+    tmp_path: Path,
+) -> None:
+    up = _server("ext_server.py", str(_upstream_skills(tmp_path / "up")))
+    config = _config(tmp_path, {"up": up})
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(data)}
+    code = "from sagents.cli.main import main; main()"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", code, "serve", "--config", str(config), "--mode", "auto"],
+        env=env,
+        cwd=str(ROOT),
+    )
+    with anyio.fail_after(90):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            uris = [str(r.uri) for r in (await session.list_resources()).resources]
+            loaded = await session.call_tool("load_skill", {"name": "up__pdf-tools"})
+            copies = [p.name for p in (data / "mcp-skills").iterdir()]
+    assert "skill://up/pdf-tools/SKILL.md" in uris
+    assert "Use scripts/fill.py" in _text(loaded)
+    assert len(copies) == 1  # this process's own cache directory
+    assert list((data / "mcp-skills").iterdir()) == []  # removed when serve stopped
