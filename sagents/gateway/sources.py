@@ -190,7 +190,7 @@ class SkillResources:
             or found is None
             or served is None
             or (skills is not None and name not in skills)
-            or served.path != self.upstream.cache / name.replace(TOOL_NAME_SEPARATOR, "/", 1)
+            or served is not self.upstream.get_skill(name)  # a local skill of that name wins
         ):
             return None
         entry, relatives = found

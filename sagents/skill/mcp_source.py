@@ -43,6 +43,7 @@ import anyio
 import anyio.abc
 import mcp_types as mt
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from sagents.errors import SagentsError, SkillError
 from sagents.mcp import TOOL_NAME_SEPARATOR
@@ -261,7 +262,10 @@ class MCPSkillSource:
         after = (self._status[server], {n: s.entry for n, s in self._catalog[server].items()})
         changed = before != after
         if changed and self.on_changed is not None:
-            await self.on_changed(server)
+            try:
+                await self.on_changed(server)
+            except Exception as error:  # noqa: BLE001 - a listener's failure is not the server's
+                logger.warning("skills of MCP server %r: change listener failed: %s", server, error)
         return changed
 
     async def _list(self, server: SkillServer) -> list[SkillEntry]:
@@ -272,7 +276,7 @@ class MCPSkillSource:
             for _ in range(_MAX_PAGES):
                 try:
                     page = await self._requests.list_skills(server.name, cursor)
-                except (SagentsError, MCPError) as error:
+                except (SagentsError, MCPError, ValidationError) as error:
                     raise _ListingFailed(f"skills/list failed: {_message(error)}") from None
                 entries.extend(page.skills)
                 if not page.next_cursor or page.next_cursor in seen:
@@ -496,7 +500,7 @@ class MCPSkillSource:
             for remote, relative in zip(listed.entry.resources, listed.relatives, strict=True):
                 try:
                     read = await self._requests.read_resource(listed.server, remote.uri)
-                except (SagentsError, MCPError) as error:
+                except (SagentsError, MCPError, ValidationError) as error:
                     raise self._failed(
                         listed, f"{remote.uri!r} cannot be read: {_message(error)}"
                     ) from None
@@ -593,7 +597,7 @@ def _matches(data: bytes, digest: str) -> bool:
     return "sha256:" + hashlib.sha256(data).hexdigest() == digest
 
 
-def _message(error: SagentsError | MCPError) -> str:
+def _message(error: SagentsError | MCPError | ValidationError) -> str:
     return error.message if isinstance(error, SagentsError) else str(error)
 
 
