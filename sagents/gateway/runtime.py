@@ -226,7 +226,8 @@ class ConfiguredGateway(Gateway):
                 # entered after the manager, so its listings end before the servers close
                 await stack.enter_async_context(self.upstream_skills)
                 for server in self.config.skills.servers:
-                    self.upstream_skills.refresh_soon(server)
+                    if self._skill_requests.ready(server):  # the others: once they list tools
+                        self.upstream_skills.refresh_soon(server)
             # the session's mode is applied by the proxy; the gateway asks the client first
             self.provider = ToolProxy(manager, approver=GatewayCallApprover())
             stack.callback(self._unbind)

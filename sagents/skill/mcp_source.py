@@ -440,8 +440,13 @@ class MCPSkillSource:
         return problems
 
     def statuses(self) -> list[SkillServerStatus]:
-        """Each server's listing state, in server order."""
-        return list(self._status.values())
+        """Each server's listing state, in server order (``failed`` while it is not ready)."""
+        return [
+            status
+            if self._shown(name)
+            else SkillServerStatus(name=name, state="failed", reason="the MCP server is not ready")
+            for name, status in self._status.items()
+        ]
 
     def reload(self) -> None:
         """Drop every fetched copy (each is fetched again on its next use) and relist."""

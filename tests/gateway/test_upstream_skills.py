@@ -364,3 +364,29 @@ async def test_sagents_serve_offers_an_upstreams_skill_and_removes_its_copies_on
     assert "Use scripts/fill.py" in _text(loaded)
     assert len(copies) == 1  # this process's own cache directory
     assert list((data / "mcp-skills").iterdir()) == []  # removed when serve stopped
+
+
+async def test_an_upstream_that_starts_after_the_gateway_has_its_skills_listed_then(
+    tmp_path: Path,
+) -> None:
+    up = _server("ext_server.py", str(_upstream_skills(tmp_path / "up")))
+    settings = GatewaySettings(config=_config(tmp_path, {"up": up}), mode="auto")
+    gateway = ConfiguredGateway(settings, wait_for_servers=False)  # as sagents serve runs
+    source = _source(gateway)
+    listed = anyio.Event()
+    announced = source.on_changed
+    assert announced is not None
+
+    async def spy(server: str) -> None:
+        listed.set()
+        await announced(server)
+
+    source.on_changed = spy
+    async with gateway:
+        with anyio.fail_after(60):
+            await listed.wait()
+            async with Client(gateway.server, mode="auto") as client:
+                uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        [status] = source.statuses()
+    assert "skill://up/pdf-tools/SKILL.md" in uris
+    assert status.state == "listed"

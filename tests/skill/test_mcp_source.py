@@ -181,3 +181,12 @@ async def test_a_proxy_fetches_before_loading_and_only_skills_it_offers(tmp_path
         with pytest.raises(SkillNotFoundError):
             load_skill(proxy, "docs__two")
     assert server.reads["skill://two/SKILL.md"] == 0
+
+
+async def test_a_server_that_is_not_ready_is_reported_as_such(tmp_path: Path) -> None:
+    source = MCPSkillSource(
+        [SkillServer(name="docs")], FakeServer({}), tmp_path / "cache", ready=lambda name: False
+    )
+    [status] = source.statuses()
+    assert status.state == "failed"
+    assert status.reason == "the MCP server is not ready"
