@@ -141,11 +141,13 @@ class SkillResources:
             PathNotAllowedError: the path leaves the skill's directory.
         """
         name, path = self._split(uri)
-        if (skills is not None and name not in skills) or self.skills.get_skill(name) is None:
+        skill = self.skills.get_skill(name)
+        if (skills is not None and name not in skills) or skill is None:
             raise SkillNotFoundError(f"no skill {name!r} is offered to this session")
         if not path:
             raise SkillResourceNotFoundError(f"{uri!r} names no file of skill {name!r}")
-        await prepare_skill(self.skills, name)  # an MCP server's skill: fetched on first use
+        if path in skill.files:  # an MCP server's skill is fetched on first use; a path
+            await prepare_skill(self.skills, name)  # outside its list is refused below
         data = await anyio.to_thread.run_sync(
             lambda: read_skill_resource(self.skills, name, path, max_bytes=self.max_bytes)
         )

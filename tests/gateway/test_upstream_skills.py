@@ -182,6 +182,9 @@ async def test_listing_fetches_no_file_and_the_first_use_fetches_once(tmp_path: 
                 await client.list_resources()
                 await _skills_list(client)
                 await client.call_tool("load_skill", {"name": "up__missing"})
+                for outside in ("..%2F..%2Fsecret", "../../secret", ".hidden"):
+                    with pytest.raises(MCPError):
+                        await client.read_resource(f"skill://up/pdf-tools/{outside}")
                 listed = await _methods(gateway, "up")
                 await client.call_tool("load_skill", {"name": "up__pdf-tools"})
                 first = await _methods(gateway, "up")
