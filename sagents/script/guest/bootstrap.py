@@ -15,14 +15,20 @@ standard library, an installed package or the helper.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
-from importlib.machinery import ModuleSpec, SourceFileLoader
-from types import ModuleType, TracebackType
 
-# Start-up cost matters here (every run pays it): no runpy, importlib.util or traceback at
-# import time; traceback is imported only when the script fails.
+# The interpreter's own import machinery, already loaded at start-up: importing
+# importlib.machinery would load the importlib package for nothing.
+from _frozen_importlib import ModuleSpec
+from _frozen_importlib_external import SourceFileLoader
+
+# Start-up cost matters here (every run pays it): no runpy, importlib, types or traceback at
+# import time; traceback is imported only when the script fails, fcntl only when descriptors
+# must move.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType, TracebackType
 
 __all__: list[str] = []
 
@@ -33,7 +39,7 @@ _FDS_ENV = "SAGENTS_SCRIPT_FDS"
 def _load(name: str, filename: str) -> ModuleType:
     path = os.path.join(_HERE, filename)
     loader = SourceFileLoader(name, path)
-    module = ModuleType(name)
+    module = type(sys)(name)
     module.__spec__ = ModuleSpec(name, loader, origin=path)
     module.__spec__.has_location = True
     module.__loader__ = loader
@@ -48,7 +54,7 @@ def _run_main(script: str) -> None:
     behaviour for a file, without importing runpy)."""
     with open(script, "rb") as file:
         code = compile(file.read(), script, "exec", dont_inherit=True)
-    main = ModuleType("__main__")
+    main = type(sys)("__main__")
     main.__file__ = script
     sys.modules["__main__"] = main
     exec(code, main.__dict__)  # running the user's script is the purpose; exec adds builtins
@@ -75,6 +81,8 @@ def _move_fds() -> None:
     request_fd, reply_fd = (int(part) for part in value.split(","))
     if (request_fd, reply_fd) == (3, 4):
         return
+    import fcntl
+
     spare_request = fcntl.fcntl(request_fd, fcntl.F_DUPFD_CLOEXEC, 10)
     spare_reply = fcntl.fcntl(reply_fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(request_fd)
@@ -110,8 +118,7 @@ def _main() -> None:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
     script = os.path.abspath(sys.argv[1])
     _move_fds()
-    _load("_sagents_script_protocol", "agent_tools_protocol.py")
-    _load("agent_tools", "agent_tools.py")
+    _load("agent_tools", "agent_tools.py")  # it loads its protocol module on first use
     sys.argv = sys.argv[1:]
     sys.path.extend(_site_packages())
     sys.path.append(os.getcwd())
