@@ -1,10 +1,13 @@
 """run_script bootstrap, run as ``python -I -S <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
 
-Loads the protocol module and ``agent_tools`` from this file's own directory by exact path and
-registers them in ``sys.modules`` before the script runs, so that a workspace file named
-``agent_tools.py`` cannot shadow the helper. Moves the request/reply descriptors to fds 3 and 4
-when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``), then runs the script as
-``__main__``.
+Loads ``agent_tools`` from this file's own directory by exact path and registers it in
+``sys.modules`` before the script runs, so that a workspace file named ``agent_tools.py`` cannot
+shadow the helper (the helper loads the protocol module the same way). Moves the request/reply
+descriptors to fds 3 and 4 when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``),
+then runs the script as ``__main__``.
+
+Run as ``bootstrap.py --spare`` (a spare sandbox the host starts ahead of a run), it imports
+what a run needs and then waits on fd 3 for the run: see :func:`_wait_for_run`.
 
 What a script may import, in this order (docs/run_script.md): the standard library, then
 ``agent_tools``, then the packages of the interpreter's own ``site-packages`` (``-S``: no ``.pth``
@@ -34,6 +37,8 @@ __all__: list[str] = []
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FDS_ENV = "SAGENTS_SCRIPT_FDS"
+_SPARE_ARG = "--spare"  # instead of a script: a spare that waits on fd 3 for its run
+_MAX_HANDOVER_BYTES = 1 << 20
 
 
 def _load(name: str, filename: str) -> ModuleType:
@@ -79,6 +84,11 @@ def _move_fds() -> None:
     if value is None:
         return
     request_fd, reply_fd = (int(part) for part in value.split(","))
+    _place_fds(request_fd, reply_fd)
+
+
+def _place_fds(request_fd: int, reply_fd: int) -> None:
+    """Move the request and reply descriptors to fds 3 and 4."""
     if (request_fd, reply_fd) == (3, 4):
         return
     import fcntl
@@ -92,6 +102,39 @@ def _move_fds() -> None:
     os.close(spare_request)
     os.close(spare_reply)
     os.environ[_FDS_ENV] = "3,4"
+
+
+def _wait_for_run() -> str:
+    """A spare sandbox: import what a run needs, then wait for the run on fd 3 (a Unix socket
+    from the host): one JSON object ``{"script", "env"}`` and, passed with it (``SCM_RIGHTS``),
+    the run's request and reply descriptors, which become fds 3 and 4. Returns the script's
+    path; exits quietly when the host closes the socket without a run (a spare it dropped)."""
+    import contextlib
+    import json
+    import socket
+
+    sys.modules["agent_tools"]._preload()
+    control = socket.socket(fileno=3)
+    with contextlib.suppress(OSError):  # the host may have handed the run over already
+        control.sendall(b"R")  # ready
+    chunks: list[bytes] = []
+    fds: list[int] = []
+    size = 0
+    while size < _MAX_HANDOVER_BYTES:
+        data, received, _flags, _address = socket.recv_fds(control, 65536, 2)
+        fds += received
+        if not data:
+            break
+        chunks.append(data)
+        size += len(data)
+    control.detach()  # fd 3 is replaced below, or closed at exit
+    if len(fds) != 2 or not chunks:
+        os._exit(0)
+    message = json.loads(b"".join(chunks))
+    _place_fds(fds[0], fds[1])
+    os.environ.update({str(key): str(value) for key, value in message["env"].items()})
+    os.environ[_FDS_ENV] = "3,4"
+    return str(message["script"])
 
 
 def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
@@ -116,10 +159,13 @@ def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
 def _main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
-    script = os.path.abspath(sys.argv[1])
-    _move_fds()
     _load("agent_tools", "agent_tools.py")  # it loads its protocol module on first use
-    sys.argv = sys.argv[1:]
+    if sys.argv[1] == _SPARE_ARG:
+        script = _wait_for_run()
+    else:
+        script = os.path.abspath(sys.argv[1])
+        _move_fds()
+    sys.argv = [script, *sys.argv[2:]]
     sys.path.extend(_site_packages())
     sys.path.append(os.getcwd())
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
