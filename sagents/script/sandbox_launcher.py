@@ -16,7 +16,7 @@ its output. A tree the sandbox ended for its write budget is ``-9`` as well.
 Entered (``async with launcher:``, as :class:`~sagents.script.session.RunScriptTool` does for
 its session), the launcher hosts each run's sandbox in a task of its own, and keeps one **spare**
 (docs/run_script.md, "Spare sandboxes"): after a run's sandbox is gone, it starts the next one
-(fresh namespaces, a fresh cgroup, the interpreter started and the helper imported) waiting on
+(fresh namespaces, a fresh cgroup, the interpreter started and the helper loaded) waiting on
 fd 3 for its run, so the next run only hands over its script path, variables and pipes. A spare
 serves one run, is keyed by what it was started with (sandbox and its parameters, workspace,
 read-only mode, the runtime's files; a spare whose key no longer matches is dropped), ends after
@@ -29,7 +29,6 @@ the run's own task, as before.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import signal
@@ -392,7 +391,10 @@ class SandboxLauncher:
             or process.returncode is not None
         ):
             return False
-        message = json.dumps({"script": script, "env": dict(spec.env)}).encode()
+        fields = [script, *(f"{key}={value}" for key, value in spec.env.items())]
+        if any("\0" in item for item in fields) or any("=" in key for key in spec.env):
+            return False  # cannot be passed that way (nor in an environment): start cold
+        message = "\0".join(fields).encode("utf-8", "surrogateescape")
         try:
             socket.send_fds(spare.control, [message], [request_fd, reply_fd])
         except OSError:  # it died meanwhile (EPIPE, ECONNRESET): start one cold

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.sandbox import LocalSandbox, SandboxParams
+from sagents.sandbox import LocalSandbox, SandboxLimits, SandboxParams
 from sagents.sandbox.process import LocalProcess
 from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import ScriptRuntime
@@ -170,3 +170,24 @@ async def test_closing_the_launcher_kills_the_spare_and_removes_its_cgroup(
         os.kill(spare.pid, 0)
     if cgroup is not None:
         assert not _any_exists(cgroup.dirs)
+
+
+def _write_file(path: Path, size: int) -> None:
+    path.write_bytes(b"x" * size)
+
+
+async def test_a_spare_run_is_charged_only_for_what_it_writes(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    limits = SandboxLimits(write_budget_bytes=2 * 1024**2)
+    sandbox = LocalSandbox(SandboxParams(workspace=str(workspace), limits=limits))
+    async with SandboxLauncher(sandbox) as launcher:
+        await _run(_runner(runtime, workspace, launcher), "pass\n")
+        await _spare(launcher)
+        # Someone else (a file tool of the session) writes while the spare waits...
+        await anyio.to_thread.run_sync(_write_file, workspace / "other.bin", 3 * 1024**2 // 2)
+        # ...then the run writes 1 MiB and lives long enough for the watchdog to measure.
+        code = "import time\nopen('mine.bin', 'wb').write(b'y' * 2**20)\ntime.sleep(2)\n"
+        result = await _run(_runner(runtime, workspace, launcher), code)
+    assert launcher.spares_used == 1
+    assert result.status == "ok", result.output

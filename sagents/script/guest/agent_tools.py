@@ -74,15 +74,6 @@ class _LazyProtocol:
 _protocol: Any = _LazyProtocol()
 
 
-def _preload() -> None:
-    """Import now what the first tool call would (run_script's spare sandbox does this while
-    it waits for its script)."""
-    import json  # noqa: F401
-    import threading  # noqa: F401
-
-    globals()["_protocol"] = _load_protocol()
-
-
 __all__ = ["ToolError", "call", "call_many", "call_raw", "describe", "progress", "tools"]
 
 _OUTSIDE = (

@@ -105,24 +105,35 @@ def _place_fds(request_fd: int, reply_fd: int) -> None:
 
 
 def _wait_for_run() -> str:
-    """A spare sandbox: import what a run needs, then wait for the run on fd 3 (a Unix socket
-    from the host): one JSON object ``{"script", "env"}`` and, passed with it (``SCM_RIGHTS``),
-    the run's request and reply descriptors, which become fds 3 and 4. Returns the script's
-    path; exits quietly when the host closes the socket without a run (a spare it dropped)."""
-    import contextlib
-    import json
-    import socket
+    """A spare sandbox: wait for the run on fd 3 (a Unix socket from the host), after saying
+    ``R`` (ready): the script's path and the run's variables (``KEY=value``), NUL-separated,
+    and, passed with them (``SCM_RIGHTS``), the run's request and reply descriptors, which
+    become fds 3 and 4. Returns the script's path; exits quietly when the host closes the
+    socket without a run (a spare it dropped).
 
-    sys.modules["agent_tools"]._preload()
-    control = socket.socket(fileno=3)
-    with contextlib.suppress(OSError):  # the host may have handed the run over already
-        control.sendall(b"R")  # ready
+    Only the interpreter's C socket module is imported: every module loaded here would make the
+    run's exit slower too (the interpreter tears each one down), so what a tool call needs is
+    imported by the helper on first use, as in a cold start."""
+    import _socket
+
+    control = _socket.socket(fileno=3)
+    try:  # noqa: SIM105  # contextlib would be one more module to tear down at exit
+        control.send(b"R")
+    except OSError:  # the host may have handed the run over already, and closed its end
+        pass
     chunks: list[bytes] = []
     fds: list[int] = []
     size = 0
+    space = _socket.CMSG_SPACE(8)  # two descriptors
     while size < _MAX_HANDOVER_BYTES:
-        data, received, _flags, _address = socket.recv_fds(control, 65536, 2)
-        fds += received
+        data, ancillary, _flags, _address = control.recvmsg(65536, space)
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds += [
+                    int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, usable, 4)
+                ]
         if not data:
             break
         chunks.append(data)
@@ -130,11 +141,13 @@ def _wait_for_run() -> str:
     control.detach()  # fd 3 is replaced below, or closed at exit
     if len(fds) != 2 or not chunks:
         os._exit(0)
-    message = json.loads(b"".join(chunks))
+    script, *variables = b"".join(chunks).decode("utf-8", "surrogateescape").split("\0")
     _place_fds(fds[0], fds[1])
-    os.environ.update({str(key): str(value) for key, value in message["env"].items()})
+    for variable in variables:
+        key, _, value = variable.partition("=")
+        os.environ[key] = value
     os.environ[_FDS_ENV] = "3,4"
-    return str(message["script"])
+    return script
 
 
 def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
