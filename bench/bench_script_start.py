@@ -46,6 +46,16 @@ PAUSE_S = 0.5  # before each run, as between a model's turns
 SESSION = "0123456789abcdef0123456789abcdef"
 
 
+def _cold_launcher(sandbox: LocalSandbox) -> SandboxLauncher:
+    """A launcher that keeps no spare and is never entered (every run starts cold). Also runs
+    against code from before spare sandboxes (``PYTHONPATH`` at an export of it), whose
+    launcher takes no ``spare_idle_s``."""
+    try:
+        return SandboxLauncher(sandbox, spare_idle_s=None)
+    except TypeError:
+        return SandboxLauncher(sandbox)
+
+
 async def main(rounds: int) -> dict[str, float]:
     python = python_runtime()[1]
     times: dict[str, list[float]] = {
@@ -74,7 +84,7 @@ async def main(rounds: int) -> dict[str, float]:
                 runtime=install_runtime(data),
                 audit=SqliteAuditStore(path=data / "cold-audit.sqlite3"),
                 hub=ProgressHub(),
-                launcher=SandboxLauncher(sandbox, spare_idle_s=None),  # never entered: cold
+                launcher=_cold_launcher(sandbox),
             ) as cold,
         ):
 
