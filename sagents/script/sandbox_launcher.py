@@ -28,6 +28,7 @@ the run's own task, as before.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -399,7 +400,10 @@ class SandboxLauncher:
             socket.send_fds(spare.control, [message], [request_fd, reply_fd])
         except OSError:  # it died meanwhile (EPIPE, ECONNRESET): start one cold
             return False
-        _close_control(spare)  # end of the message: the spare stops reading
+        # End of the message. Shut down, not closed: closing with the spare's "ready" byte
+        # still unread would make the spare's read fail (ECONNRESET) before it got the run.
+        with contextlib.suppress(OSError):  # sent: a spare gone since fails as the run
+            spare.control.shutdown(socket.SHUT_WR)
         spare.taken = True
         spare.wake.set()
         if isinstance(process, LocalProcess):

@@ -191,3 +191,19 @@ async def test_a_spare_run_is_charged_only_for_what_it_writes(
         result = await _run(_runner(runtime, workspace, launcher), code)
     assert launcher.spares_used == 1
     assert result.status == "ok", result.output
+
+
+async def test_back_to_back_runs_each_get_their_own_run_whatever_state_the_spare_is_in(
+    runtime: ScriptRuntime, workspace: Path, launcher: SandboxLauncher
+) -> None:
+    # No wait for readiness: a run may reach the spare while it starts, as it says it is
+    # ready, or after (the hand-over must work in every case).
+    for i in range(12):
+        result = await _run(_runner(runtime, workspace, launcher), f"print({i})\n")
+        assert result.status == "ok", result.output
+        assert result.output.splitlines()[1:] == [str(i)]
+        if i % 3 == 0:
+            with anyio.fail_after(90):
+                while launcher.spare_process is None:
+                    await launcher._changed.wait()  # a spare exists, ready or not
+    assert launcher.spares_used >= 4  # the runs after each wait took a spare

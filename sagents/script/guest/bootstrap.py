@@ -126,7 +126,10 @@ def _wait_for_run() -> str:
     size = 0
     space = _socket.CMSG_SPACE(8)  # two descriptors
     while size < _MAX_HANDOVER_BYTES:
-        data, ancillary, _flags, _address = control.recvmsg(65536, space)
+        try:
+            data, ancillary, _flags, _address = control.recvmsg(65536, space)
+        except OSError:  # the host dropped this spare
+            break
         for level, kind, payload in ancillary:
             if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                 usable = len(payload) - len(payload) % 4
