@@ -8,12 +8,13 @@ per line, UTF-8) and the same claim of the standard descriptors (while serving, 
 null device and fd 1 writes to stderr, so that stray output of a handler never reaches the
 wire; both are restored on exit). What differs is how the bytes move:
 
-- the reader waits for stdin to be readable in the event loop and reads what is there (up to
-  :data:`READ_CHUNK` bytes, any number of lines) instead of one worker-thread hand-off per
-  line; a line over :data:`~sagents.gateway.stdin_lines.MAX_LINE_BYTES` is thrown away as it
-  arrives and :data:`~sagents.gateway.stdin_lines.OVERLONG_LINE` takes its place, each line is
-  decoded as UTF-8 with invalid bytes replaced and validated as the SDK does (an invalid line
-  reaches the server as the SDK's exception, which it answers as the SDK does);
+- the reader reads what is there (up to :data:`READ_CHUNK` bytes, any number of lines) in the
+  event loop, waiting for stdin to be readable only when nothing is, instead of one
+  worker-thread hand-off per line; a line over
+  :data:`~sagents.gateway.stdin_lines.MAX_LINE_BYTES` is thrown away as it arrives and
+  :data:`~sagents.gateway.stdin_lines.OVERLONG_LINE` takes its place; each line is decoded as
+  UTF-8 with invalid bytes replaced and validated as the SDK does (an invalid line reaches the
+  server as the SDK's exception, which it answers as the SDK does);
 - the writer takes every reply that is ready, joins them and writes the batch with one
   non-blocking ``write`` on a pipe or socket, waiting for the pipe to drain when it is full
   (partial writes are resumed, so a huge reply arrives whole and replies never interleave);
@@ -36,6 +37,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from anyio.abc import TaskStatus
@@ -71,9 +73,10 @@ class _Wire:
     read_fd: int
     write_fd: int
     pollable_read: bool
+    nonblocking_read: bool
     nonblocking_write: bool
     restore: list[tuple[int, int]]  # (standard fd, private duplicate) to dup2 back on exit
-    unblock_on_exit: bool  # the write end was made non-blocking by us
+    block_on_exit: list[int]  # the private descriptors made non-blocking here
 
 
 @asynccontextmanager
@@ -128,14 +131,13 @@ async def stdio_streams(
 def _claim(stdin_fd: int, stdout_fd: int) -> _Wire:
     """Take private duplicates of the wire's descriptors and divert the standard ones."""
     read_mode, write_mode = os.fstat(stdin_fd).st_mode, os.fstat(stdout_fd).st_mode
-    pollable_read = stat.S_ISFIFO(read_mode) or stat.S_ISSOCK(read_mode) or os.isatty(stdin_fd)
-    # Non-blocking applies to the open file, which other processes or our stderr may share:
-    # only on a pipe or socket of its own.
-    nonblocking_write = (
-        (stat.S_ISFIFO(write_mode) or stat.S_ISSOCK(write_mode))
-        and not _same_file(stdout_fd, 2)
-        and sys.platform != "win32"
-    )
+    pipe_in = stat.S_ISFIFO(read_mode) or stat.S_ISSOCK(read_mode)
+    pollable_read = pipe_in or os.isatty(stdin_fd)
+    # Non-blocking applies to the open file, which other processes (a terminal's) or our own
+    # stderr (2>&1) may share: only on a pipe or socket of its own.
+    own_pipe = sys.platform != "win32" and not _same_file(stdout_fd, 2)
+    nonblocking_read = pipe_in and own_pipe
+    nonblocking_write = (stat.S_ISFIFO(write_mode) or stat.S_ISSOCK(write_mode)) and own_pipe
     restore: list[tuple[int, int]] = []
     read_fd, write_fd = stdin_fd, stdout_fd
     if sys.platform != "win32":
@@ -157,25 +159,27 @@ def _claim(stdin_fd: int, stdout_fd: int) -> _Wire:
                 logger.info("could not divert fd %d away from the wire: %s", standard, error)
                 continue
             restore.append((standard, private))
-    unblock = False
-    if nonblocking_write and os.get_blocking(write_fd):
-        os.set_blocking(write_fd, False)
-        unblock = True
+    block_on_exit = []
+    for fd, wanted in ((read_fd, nonblocking_read), (write_fd, nonblocking_write)):
+        if wanted and os.get_blocking(fd):
+            os.set_blocking(fd, False)
+            block_on_exit.append(fd)
     return _Wire(
         read_fd=read_fd,
         write_fd=write_fd,
         pollable_read=pollable_read,
+        nonblocking_read=nonblocking_read,
         nonblocking_write=nonblocking_write,
         restore=restore,
-        unblock_on_exit=unblock,
+        block_on_exit=block_on_exit,
     )
 
 
 def _release(wire: _Wire) -> None:
     """Point the standard descriptors back at the wire and close the private duplicates."""
-    if wire.unblock_on_exit:
+    for fd in wire.block_on_exit:
         with suppress(OSError):
-            os.set_blocking(wire.write_fd, True)
+            os.set_blocking(fd, True)
     for standard, private in wire.restore:
         with suppress(OSError):
             os.dup2(private, standard)
@@ -210,12 +214,13 @@ def _stderr_writer() -> int:
 async def _read_chunk(wire: _Wire) -> bytes:
     if not wire.pollable_read:  # a regular file or device: no readiness to wait for
         return await anyio.to_thread.run_sync(os.read, wire.read_fd, READ_CHUNK)
-    while True:
+    if not wire.nonblocking_read:  # a terminal: wait, then read what is there
         await anyio.wait_readable(wire.read_fd)
+    while True:
         try:
             return os.read(wire.read_fd, READ_CHUNK)
-        except BlockingIOError:  # another reader of a shared socket was first
-            continue
+        except BlockingIOError:  # nothing there yet (or another reader was first)
+            await anyio.wait_readable(wire.read_fd)
 
 
 async def _read_lines(
@@ -239,6 +244,8 @@ async def _read_lines(
             if not chunk:
                 break
             start = 0
+            if b"\n" not in chunk:
+                await anyio.lowlevel.checkpoint()  # a client flooding one line: let others run
             while True:
                 end = chunk.find(b"\n", start)
                 piece = chunk[start:] if end < 0 else chunk[start:end]
