@@ -3,9 +3,11 @@
 Both targets are driven by the ``mcp`` SDK's own stdio client in this process: the echo server
 is ``tests/mcp/servers/fault_server.py`` (its ``echo`` tool); the proxy is ``sagents serve
 --mode auto`` with that server as its only upstream (``mcpServers``), so every call crosses
-two stdio hops and the gateway. Paths alternate over 3 rounds at concurrency 1 and 8; the
-median round of each counts; the figure is calls/s through the proxy / calls/s direct, and the
-host CPU per call of this (client) process, which does not include the gateway's own process.
+two stdio hops and the gateway. When ``bench/.venv-peers`` has FastMCP (``bench/setup-peers.sh``),
+its proxy (``bench/peers/fastmcp_proxy.py``: ``create_proxy`` of the same server, over stdio) is
+measured beside them. Paths alternate over 3 rounds at concurrency 1 and 8; the median round of
+each counts; the figure is calls/s through a proxy / calls/s direct, and the host CPU per call
+of this (client) process, which does not include the proxies' own processes.
 
 Run: ``.venv/bin/python bench/bench_serve_proxy.py [calls per round, default 200] [--json]``
 (``--json`` prints the ratios as the last line, for ``bench/summary.py``).
@@ -16,10 +18,12 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -29,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FAULT = ROOT / "tests" / "mcp" / "servers" / "fault_server.py"
 ROUNDS = 3
 SERVE = ["-c", "from sagents.cli.main import main; main()", "serve"]
+PEERS_PYTHON = ROOT / "bench" / ".venv-peers" / "bin" / "python"
+FASTMCP_PROXY = ROOT / "bench" / "peers" / "fastmcp_proxy.py"
 
 Call = Callable[[], Awaitable[object]]
 
@@ -73,7 +79,9 @@ async def main(total: int, quiet: bool) -> dict[str, float]:
             env={**os.environ, "SAGENTS_DATA_DIR": data},
         )
         figures: dict[str, float] = {}
-        async with Client(direct) as bare, Client(proxy) as gateway:  # type: ignore[arg-type]
+        async with AsyncExitStack() as stack:
+            bare = await stack.enter_async_context(Client(direct))
+            gateway = await stack.enter_async_context(Client(proxy))
 
             async def call_bare() -> object:
                 return await bare.call_tool("echo", {"text": "x"})
@@ -83,27 +91,61 @@ async def main(total: int, quiet: bool) -> dict[str, float]:
                 assert not result.is_error, result
                 return result
 
-            for _ in range(20):  # warm-up: connections, the gateway's first listing
-                await call_bare()
-                await call_gateway()
+            targets: dict[str, Call] = {"direct": call_bare, "sagents serve": call_gateway}
+            if _has_fastmcp():
+                peer = StdioServerParameters(
+                    command=str(PEERS_PYTHON), args=[str(FASTMCP_PROXY), sys.executable, str(FAULT)]
+                )
+                fastmcp = await stack.enter_async_context(Client(peer))
+
+                async def call_fastmcp() -> object:
+                    result = await fastmcp.call_tool("echo", {"text": "x"})
+                    assert not result.is_error, result
+                    return result
+
+                targets["FastMCP proxy"] = call_fastmcp
+            elif not quiet:
+                print("FastMCP proxy: not measured (run bench/setup-peers.sh)")
+            for _ in range(20):  # warm-up: connections, the proxies' first listing
+                for call in targets.values():
+                    await call()
             for concurrency in (1, 8):
-                seen: dict[str, list[tuple[float, float]]] = {"bare": [], "gateway": []}
+                seen: dict[str, list[tuple[float, float]]] = {name: [] for name in targets}
                 for _ in range(ROUNDS):
-                    seen["bare"].append(await measure(call_bare, total, concurrency))
-                    seen["gateway"].append(await measure(call_gateway, total, concurrency))
-                bare_rate = statistics.median(rate for rate, _ in seen["bare"])
-                gateway_rate = statistics.median(rate for rate, _ in seen["gateway"])
-                bare_cpu = statistics.median(cpu for _, cpu in seen["bare"])
-                gateway_cpu = statistics.median(cpu for _, cpu in seen["gateway"])
-                figures[f"c={concurrency} ratio"] = gateway_rate / bare_rate
-                figures[f"c={concurrency} client CPU ratio"] = gateway_cpu / bare_cpu
+                    for name, call in targets.items():
+                        seen[name].append(await measure(call, total, concurrency))
+                rates = {name: statistics.median(r for r, _ in runs) for name, runs in seen.items()}
+                cpus = {name: statistics.median(c for _, c in runs) for name, runs in seen.items()}
+                for name in targets:
+                    if name == "direct":
+                        continue
+                    label = "" if name == "sagents serve" else f" {name}"
+                    figures[f"c={concurrency}{label} ratio"] = rates[name] / rates["direct"]
+                    figures[f"c={concurrency}{label} client CPU ratio"] = (
+                        cpus[name] / cpus["direct"]
+                    )
                 if not quiet:
                     print(
-                        f"c={concurrency}: direct {bare_rate:6.0f} calls/s, through sagents serve"
-                        f" {gateway_rate:6.0f} calls/s, ratio {gateway_rate / bare_rate:.2f}"
-                        f" (goal >= 0.6); client CPU {gateway_cpu:.2f} vs {bare_cpu:.2f} ms/call"
+                        f"c={concurrency}: direct {rates['direct']:6.0f} calls/s, "
+                        + ", ".join(
+                            f"{name} {rates[name]:6.0f} calls/s (ratio "
+                            f"{rates[name] / rates['direct']:.2f}, client CPU "
+                            f"{cpus[name]:.2f} vs {cpus['direct']:.2f} ms/call)"
+                            for name in targets
+                            if name != "direct"
+                        )
+                        + " (goal for sagents serve >= 0.6)"
                     )
     return figures
+
+
+def _has_fastmcp() -> bool:
+    if not PEERS_PYTHON.exists():
+        return False
+    probe = subprocess.run(
+        [str(PEERS_PYTHON), "-c", "import fastmcp"], capture_output=True, check=False
+    )
+    return probe.returncode == 0
 
 
 if __name__ == "__main__":
