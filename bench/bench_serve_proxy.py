@@ -6,8 +6,12 @@ is ``tests/mcp/servers/fault_server.py`` (its ``echo`` tool); the proxy is ``sag
 two stdio hops and the gateway. When ``bench/.venv-peers`` has FastMCP (``bench/setup-peers.sh``),
 its proxy (``bench/peers/fastmcp_proxy.py``: ``create_proxy`` of the same server, over stdio) is
 measured beside them. Paths alternate over 3 rounds at concurrency 1 and 8; the median round of
-each counts; the figure is calls/s through a proxy / calls/s direct, and the host CPU per call
-of this (client) process, which does not include the proxies' own processes.
+each counts. The figures: calls/s through a proxy / calls/s direct; the CPU per call of this
+(client) process through a proxy / direct; and the CPU per call of the proxy's own process
+(its upstream left out) / the CPU per call of the echo server serving the direct calls (user +
+system time from ``/proc``, so Linux only; 10 ms ticks, hence the 150+ calls per round), which
+a loaded machine disturbs far less than the calls/s: how heavy the proxy is next to a bare SDK
+server.
 
 Run: ``.venv/bin/python bench/bench_serve_proxy.py [calls per round, default 200] [--json]``
 (``--json`` prints the ratios as the last line, for ``bench/summary.py``).
@@ -39,8 +43,43 @@ FASTMCP_PROXY = ROOT / "bench" / "peers" / "fastmcp_proxy.py"
 Call = Callable[[], Awaitable[object]]
 
 
-async def measure(call: Call, total: int, concurrency: int) -> tuple[float, float]:
-    """(calls/s, host CPU ms per call) for ``total`` calls, ``concurrency`` at once."""
+def _children(pid: int) -> list[int]:
+    try:
+        return [
+            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except OSError:
+        return []
+
+
+def _server_pid(matches: Callable[[str], bool]) -> int | None:
+    """The child process of this one whose command line ``matches``."""
+    for pid in _children(os.getpid()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if matches(cmdline):
+            return pid
+    return None
+
+
+def _process_cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 when unknown)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    call: Call, total: int, concurrency: int, server: int | None
+) -> tuple[float, float, float]:
+    """(calls/s, client CPU ms per call, ``server`` process CPU ms per call) for ``total``
+    calls, ``concurrency`` at once."""
     remaining = total
 
     async def worker() -> None:
@@ -49,11 +88,15 @@ async def measure(call: Call, total: int, concurrency: int) -> tuple[float, floa
             remaining -= 1
             await call()
 
-    began, cpu = time.perf_counter(), time.process_time()
+    began, cpu, server_cpu = time.perf_counter(), time.process_time(), _process_cpu_s(server)
     async with anyio.create_task_group() as tg:
         for _ in range(concurrency):
             tg.start_soon(worker)
-    return total / (time.perf_counter() - began), (time.process_time() - cpu) / total * 1e3
+    return (
+        total / (time.perf_counter() - began),
+        (time.process_time() - cpu) / total * 1e3,
+        (_process_cpu_s(server) - server_cpu) / total * 1e3,
+    )
 
 
 async def main(total: int, quiet: bool) -> dict[str, float]:
@@ -106,35 +149,51 @@ async def main(total: int, quiet: bool) -> dict[str, float]:
                 targets["FastMCP proxy"] = call_fastmcp
             elif not quiet:
                 print("FastMCP proxy: not measured (run bench/setup-peers.sh)")
+            servers = {
+                "direct": _server_pid(
+                    lambda line: "fault_server.py" in line and "fastmcp_proxy" not in line
+                ),
+                "sagents serve": _server_pid(lambda line: "sagents.cli.main" in line),
+                "FastMCP proxy": _server_pid(lambda line: "fastmcp_proxy.py" in line),
+            }
             for _ in range(20):  # warm-up: connections, the proxies' first listing
                 for call in targets.values():
                     await call()
             for concurrency in (1, 8):
-                seen: dict[str, list[tuple[float, float]]] = {name: [] for name in targets}
+                seen: dict[str, list[tuple[float, float, float]]] = {name: [] for name in targets}
                 for _ in range(ROUNDS):
                     for name, call in targets.items():
-                        seen[name].append(await measure(call, total, concurrency))
-                rates = {name: statistics.median(r for r, _ in runs) for name, runs in seen.items()}
-                cpus = {name: statistics.median(c for _, c in runs) for name, runs in seen.items()}
+                        seen[name].append(
+                            await measure(call, total, concurrency, servers.get(name))
+                        )
+                rate, client, server = (
+                    {name: statistics.median(run[i] for run in runs) for name, runs in seen.items()}
+                    for i in range(3)
+                )
                 for name in targets:
                     if name == "direct":
                         continue
                     label = "" if name == "sagents serve" else f" {name}"
-                    figures[f"c={concurrency}{label} ratio"] = rates[name] / rates["direct"]
+                    figures[f"c={concurrency}{label} ratio"] = rate[name] / rate["direct"]
                     figures[f"c={concurrency}{label} client CPU ratio"] = (
-                        cpus[name] / cpus["direct"]
+                        client[name] / client["direct"]
                     )
+                    if server["direct"] > 0 and server[name] > 0:
+                        figures[f"c={concurrency}{label} server CPU ratio"] = (
+                            server[name] / server["direct"]
+                        )
                 if not quiet:
                     print(
-                        f"c={concurrency}: direct {rates['direct']:6.0f} calls/s, "
-                        + ", ".join(
-                            f"{name} {rates[name]:6.0f} calls/s (ratio "
-                            f"{rates[name] / rates['direct']:.2f}, client CPU "
-                            f"{cpus[name]:.2f} vs {cpus['direct']:.2f} ms/call)"
+                        f"c={concurrency}: direct {rate['direct']:6.0f} calls/s (echo server "
+                        f"{server['direct']:.2f} ms CPU/call); "
+                        + "; ".join(
+                            f"{name} {rate[name]:6.0f} calls/s, ratio "
+                            f"{rate[name] / rate['direct']:.2f} (goal for sagents serve >= 0.6), "
+                            f"client CPU {client[name]:.2f} vs {client['direct']:.2f} ms/call, "
+                            f"proxy CPU {server[name]:.2f} ms/call"
                             for name in targets
                             if name != "direct"
                         )
-                        + " (goal for sagents serve >= 0.6)"
                     )
     return figures
 
