@@ -8,6 +8,7 @@ without the gateway (docs/gateway.md, "Progress").
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -186,3 +187,39 @@ async def test_a_client_that_reads_log_messages_gets_upstream_progress_without_a
                 await client.list_tools()
     assert _text(result) == "token"
     assert [(log.data, log.logger) for log in logs] == [("progress 1/2: half\n", "tool_progress")]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_sagents_serve_asks_its_upstream_for_progress_only_for_a_client_that_asked(
+    era: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    config = tmp_path / "servers.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "up": {"command": sys.executable, "args": [str(ECHO), "sdk"], "env": env}
+                }
+            }
+        )
+    )
+    serve = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from sagents.cli.main import main; main()", "serve", "--config", str(config)],
+        env={**env, "SAGENTS_DATA_DIR": str(tmp_path / "data")},
+    )
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    with anyio.fail_after(60):
+        async with Client(serve, mode=era) as client:
+            # tools/list waits (a few seconds) for an upstream still on its first start
+            assert "up__progress" in {t.name for t in (await client.list_tools()).tools}
+            quiet = await client.call_tool("up__progress", {})
+            followed = await client.call_tool("up__progress", {}, progress_callback=on_progress)
+    assert _text(quiet) == "no token"
+    assert _text(followed) == "token"
+    assert seen == ["progress 1/2: half\n"]
