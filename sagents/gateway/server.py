@@ -32,7 +32,7 @@ import hashlib
 import hmac
 import json
 import logging
-import sys
+import os
 import uuid
 import warnings
 import weakref
@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Self
 
 import anyio
 import mcp_types as mt
@@ -102,7 +102,7 @@ from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway.policy import Profile
-from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.progress import ProgressForwarder, progress_listened
 from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource
@@ -160,6 +160,8 @@ class _ClientSession:
     calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+    logs_requested: bool = False
+    """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
     search: SearchState = field(default_factory=SearchState)
     """With ``--tool-search``, the tools this session expanded."""
 
@@ -378,12 +380,9 @@ class Gateway:
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin/stdout until it closes them."""
-        from mcp.server.stdio import stdio_server
+        from sagents.gateway.stdio_transport import stdio_streams
 
-        from sagents.gateway.stdin_lines import BoundedLines
-
-        stdin = cast("anyio.AsyncFile[str]", BoundedLines(sys.stdin.buffer))  # one line is capped
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.initialization_options())
 
     # Sessions -------------------------------------------------------------------------------
@@ -482,7 +481,9 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
     ) -> mt.EmptyResult:
         """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
-        self._session_for(ctx).log_level = params.level
+        session = self._session_for(ctx)
+        session.log_level = params.level
+        session.logs_requested = True
         return mt.EmptyResult()
 
     # tools/list --------------------------------------------------------------------------------
@@ -677,7 +678,7 @@ class Gateway:
         (:class:`~sagents.gateway.approval.GatewayCallApprover`) so that it is not asked twice.
         """
         name = spec.name
-        tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
+        tool_call_id = f"call_{os.urandom(8).hex()}"
         workspace = self.workspace
         if isinstance(workspace, Workspaces):
             # created on the first call that runs here (docs/gateway.md, "Sessions and
@@ -711,30 +712,35 @@ class Gateway:
             finally:
                 CLIENT_ASKER.reset(token)
 
+        async def run() -> ToolResult:
+            hand_off_after = self.background_after_s
+            if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                hand_off_after = 0.0  # a run_script of a Tasks client is a task
+            if hand_off_after is None or _asks_the_user(spec):
+                return await call()
+            task_id = await self._tasks.start(session.session_id, name, call)
+            done = await self._tasks.wait(
+                task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
+            )
+            if done is None:
+                await self._tasks.handed_off(session.scope, task_id, name)
+                if task_request is not None and task_input is not None:
+                    self._task_ext.created(task_request, task_id, task_input)
+            return done if done is not None else handed_off_result(name, task_id)
+
+        if self.progress is None or not _progress_wanted(ctx, session, spec):
+            # Nobody would see the call's progress: no subscription, so the provider's call
+            # is not listened to either (an upstream is then not asked for progress).
+            return await run()
         forwarder = ProgressForwarder(ctx, log_level=session.log_level)
         events: MemoryObjectReceiveStream[object] | None = None
         stop = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
-                if self.progress is not None:
-                    events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
-                    tg.start_soon(forwarder.forward, events)
+                events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
+                tg.start_soon(forwarder.forward, events)
                 try:
-                    hand_off_after = self.background_after_s
-                    if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
-                        hand_off_after = 0.0  # a run_script of a Tasks client is a task
-                    if hand_off_after is None or _asks_the_user(spec):
-                        result = await call()
-                    else:
-                        task_id = await self._tasks.start(session.session_id, name, call)
-                        done = await self._tasks.wait(
-                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
-                        )
-                        if done is None:
-                            await self._tasks.handed_off(session.scope, task_id, name)
-                            if task_request is not None and task_input is not None:
-                                self._task_ext.created(task_request, task_id, task_input)
-                        result = done if done is not None else handed_off_result(name, task_id)
+                    result = await run()
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
                     # emitted (cancelling it could lose an event it is in the middle of sending).
@@ -891,6 +897,21 @@ def _denied(request: ApprovalRequest) -> ToolResult:
             details={"tool": request.tools[0]},
         )
     )
+
+
+def _progress_wanted(
+    ctx: ServerRequestContext[Any, Any], session: _ClientSession, spec: ToolSpec
+) -> bool:
+    """Whether the call's progress is subscribed to (docs/gateway.md, "Progress").
+
+    The gateway's own tools (``run_script``, built-ins, local tools) report in process, so
+    their progress is always followed. A forwarded upstream tool is followed only when the
+    client would see it (:func:`~sagents.gateway.progress.progress_listened`): otherwise the
+    upstream is not asked for progress at all, which keeps the forwarded call at its cost.
+    """
+    if spec.source.kind != "mcp":
+        return True
+    return progress_listened(ctx, logs_requested=session.logs_requested)
 
 
 def _asks_the_user(spec: ToolSpec) -> bool:
