@@ -44,6 +44,7 @@ __all__ = [
     "UPSTREAM_URI_PREFIX",
     "CatalogSource",
     "UpstreamForwarding",
+    "forwarded_error",
     "forwarding_handlers",
     "split_upstream_uri",
     "upstream_uri",
@@ -88,6 +89,18 @@ class CatalogSource(Protocol):
         """``completion/complete`` upstream."""
         ...
 
+    def on_resource_updated(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
+        """Await ``listener(server, uri)`` for each update of a subscribed resource."""
+        ...
+
+    async def subscribe_resource(self, server: str, uri: str) -> None:
+        """Subscribe to ``uri`` on ``server`` (kept across its restarts)."""
+        ...
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """End the subscription to ``uri`` on ``server``."""
+        ...
+
 
 def upstream_uri(server: str, uri: str) -> str:
     """The gateway's URI of ``uri`` of ``server`` (a template's text works the same way)."""
@@ -104,7 +117,7 @@ def split_upstream_uri(uri: str) -> tuple[str, str] | None:
     return server, original
 
 
-def _error(error: SagentsError) -> MCPError:
+def forwarded_error(error: SagentsError) -> MCPError:
     """The JSON-RPC error a client gets for a failed upstream request."""
     if isinstance(error, UpstreamProtocolError) and "jsonrpc_code" in error.details:
         return MCPError(int(error.details["jsonrpc_code"]), error.message)
@@ -178,7 +191,7 @@ class UpstreamForwarding:
         try:
             result = await self.source.get_prompt(server, prompt.name, params.arguments)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
         messages = [
             message.model_copy(update={"content": _rewrite_block(server, message.content)})
             for message in result.messages
@@ -207,6 +220,23 @@ class UpstreamForwarding:
                     found.append(template.model_copy(update={"uri_template": uri}))
         return found
 
+    def offered_resource(self, profile: Profile | None, uri: str) -> tuple[str, str]:
+        """``(server, upstream URI)`` of a gateway URI the session is offered.
+
+        Raises:
+            MCPError: ``-32002`` for a URI not offered (or of a server that is down).
+        """
+        split = split_upstream_uri(uri)
+        if split is None or self.source is None:
+            raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
+        if split[0] not in self._catalogs(profile) or not _resource_offered(profile, uri):
+            raise MCPError(_RESOURCE_NOT_FOUND, f"resource {uri!r} is not offered")
+        return split
+
+    def resource_offered(self, profile: Profile | None, uri: str) -> bool:
+        """Whether the profile's ``resources`` patterns offer the gateway URI ``uri``."""
+        return _resource_offered(profile, uri)
+
     async def read_resource(self, profile: Profile | None, uri: str) -> mt.ReadResourceResult:
         """``resources/read`` of a gateway URI, forwarded to its server.
 
@@ -214,16 +244,12 @@ class UpstreamForwarding:
             MCPError: ``-32002`` for a URI not offered (or of a server that is down); the
                 upstream's error otherwise.
         """
-        split = split_upstream_uri(uri)
-        if split is None or self.source is None:
-            raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
-        server, original = split
-        if server not in self._catalogs(profile) or not _resource_offered(profile, uri):
-            raise MCPError(_RESOURCE_NOT_FOUND, f"resource {uri!r} is not offered")
+        server, original = self.offered_resource(profile, uri)
+        assert self.source is not None
         try:
             result = await self.source.read_resource(server, original)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
         contents = [
             item.model_copy(update={"uri": upstream_uri(server, item.uri)})
             for item in result.contents
@@ -266,7 +292,7 @@ class UpstreamForwarding:
         try:
             return await self.source.complete(server, upstream_ref, argument, context)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
 
 
 def _no_completion() -> mt.CompleteResult:

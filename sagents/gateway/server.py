@@ -51,7 +51,6 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
-    ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
     ToolsListChanged,
@@ -106,6 +105,7 @@ from sagents.gateway.progress import ProgressForwarder
 from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource
+from sagents.gateway.subscriptions import GatewayListen, ResourceRelay, subscription_handlers
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
@@ -257,9 +257,11 @@ class Gateway:
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._changes)
+        # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
+        self._relay = ResourceRelay(upstream) if upstream is not None else None
+        self._listen = GatewayListen(self._changes, self._relay, self._profile_of)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -279,6 +281,7 @@ class Gateway:
                 cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
                 on_subscriptions_listen=self._listen,
                 **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
+                **(subscription_handlers(self._relay, self._subscriber_of) if self._relay else {}),
             )
         self.server.notifications = NotificationOptions(
             resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
@@ -317,6 +320,8 @@ class Gateway:
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
+        if self._relay is not None:
+            await self._relay.__aenter__()
         self._running = True
         return self
 
@@ -328,6 +333,8 @@ class Gateway:
     ) -> bool | None:
         self._running = False
         self._listen.close()
+        if self._relay is not None:
+            await self._relay.__aexit__(None, None, None)
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
@@ -457,6 +464,10 @@ class Gateway:
 
     def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
         return self._session_for(ctx).profile
+
+    def _subscriber_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, Profile | None]:
+        session = self._session_for(ctx)
+        return f"session:{session.session_id}", session.profile
 
     def session_owner(self, session_id: str) -> str:
         """The identity of the credential that opened a live session ("" without token or

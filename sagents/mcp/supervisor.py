@@ -54,6 +54,7 @@ from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatal
 from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
 from sagents.mcp.convert import check_server_name, convert_result
 from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
+from sagents.mcp.resource_subscriptions import ResourceUpdatedCallback, supports_subscribe
 from sagents.mcp.session import track_send
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerStatus
@@ -108,6 +109,7 @@ class MCPSupervisor:
         self._on_tools_changed = on_tools_changed
         self._connections: dict[str, ServerConnection] = {}
         self._catalog_listeners: list[CatalogChangedCallback] = []
+        self._update_listeners: list[ResourceUpdatedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closed = False
@@ -237,6 +239,7 @@ class MCPSupervisor:
             log_path=log_dir / f"{name}.log",
             on_tools_changed=self._on_tools_changed,
             on_catalog_changed=self._catalog_changed,
+            on_resource_updated=self._resource_updated,
         )
         self._connections[name] = connection
         try:
@@ -351,6 +354,57 @@ class MCPSupervisor:
     async def _catalog_changed(self, server: str, kind: CatalogKind) -> None:
         for listener in list(self._catalog_listeners):
             await listener(server, kind)
+
+    # ---- resource subscriptions -------------------------------------------------------------
+
+    def on_resource_updated(self, listener: ResourceUpdatedCallback) -> None:
+        """Await ``listener(server, uri)`` for each update of a subscribed resource (``uri``
+        as the server spells it; coalesced, and only for URIs subscribed to, or their
+        sub-resources)."""
+        if listener not in self._update_listeners:
+            self._update_listeners.append(listener)
+
+    async def _resource_updated(self, server: str, uri: str) -> None:
+        for listener in list(self._update_listeners):
+            await listener(server, uri)
+
+    def subscribable(self, server: str) -> bool:
+        """Whether ``server`` is ready and announced ``resources.subscribe``."""
+        connection = self._connections.get(server)
+        session = connection._session if connection is not None else None
+        return (
+            session is not None
+            and connection is not None
+            and (connection.state == "ready" and supports_subscribe(session))
+        )
+
+    async def subscribe_resource(self, server: str, uri: str) -> None:
+        """Subscribe to ``uri`` (as the server spells it) on ``server``; kept across its
+        restarts until :meth:`unsubscribe_resource`.
+
+        Raises:
+            UnknownToolError: no such server.
+            UpstreamProtocolError: the server offers no subscriptions, too many are open, or it
+                refused (its JSON-RPC code in ``details["jsonrpc_code"]``).
+            UpstreamUnavailableError, ToolTimeoutError: as for :meth:`get_prompt`.
+        """
+        connection = self._connections.get(server)
+
+        async def send(session: ClientSession) -> None:
+            assert connection is not None
+            try:
+                await connection.subscribe_resource(uri)
+            except ValueError as error:
+                raise UpstreamProtocolError(str(error), details={"server": server}) from None
+
+        await self._request(server, f"resources/subscribe {uri!r}", send, None)
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """Stop the subscription to ``uri`` on ``server`` (never raises)."""
+        connection = self._connections.get(server)
+        if connection is not None:
+            with anyio.move_on_after(connection.settings.call_timeout or 30.0):
+                await connection.unsubscribe_resource(uri)
 
     def catalogs(self) -> dict[str, ServerCatalog]:
         """Each ready server's prompts, resources and templates, in registration order; a
