@@ -38,6 +38,7 @@ from sagents.errors import (
 )
 from sagents.gateway.policy import Profile
 from sagents.mcp import TOOL_NAME_SEPARATOR, ServerCatalog
+from sagents.mcp.ext_types import ReadResourceDirectoryResult
 
 __all__ = [
     "FORWARDED_CACHE_HINTS",
@@ -87,6 +88,12 @@ class CatalogSource(Protocol):
         context_arguments: dict[str, str] | None = None,
     ) -> mt.CompleteResult:
         """``completion/complete`` upstream."""
+        ...
+
+    async def read_directory(
+        self, server: str, uri: str, cursor: str | None = None
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` upstream."""
         ...
 
     def on_resource_updated(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
@@ -255,6 +262,35 @@ class UpstreamForwarding:
             for item in result.contents
         ]
         return result.model_copy(update={"contents": contents})
+
+    async def read_directory(
+        self, profile: Profile | None, uri: str, cursor: str | None
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` of a gateway URI, forwarded to a server that declared
+        ``directoryRead``; the children's URIs rewritten, those outside the offer left out.
+
+        Raises:
+            MCPError: ``-32602`` for a URI not offered, or of a server without directory
+                reads (the Skills extension: not a directory resource); the upstream's error
+                otherwise.
+        """
+        try:
+            server, original = self.offered_resource(profile, uri)
+        except MCPError:
+            raise MCPError(mt.INVALID_PARAMS, f"{uri!r} is not a directory resource") from None
+        catalog = self._catalogs(profile).get(server)
+        if self.source is None or catalog is None or not catalog.directory_read:
+            raise MCPError(mt.INVALID_PARAMS, f"{uri!r} is not a directory resource")
+        try:
+            result = await self.source.read_directory(server, original, cursor)
+        except SagentsError as error:
+            raise forwarded_error(error) from error
+        children = [
+            child.model_copy(update={"uri": upstream_uri(server, child.uri)})
+            for child in result.resources
+        ]
+        offered = [child for child in children if _resource_offered(profile, child.uri)]
+        return result.model_copy(update={"resources": offered})
 
     # completion --------------------------------------------------------------------------
 

@@ -88,6 +88,7 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.ext_directory import install_directory_read
 from sagents.gateway.ext_skills import SkillsExtension
 from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
 from sagents.gateway.extensions import install_extension
@@ -106,9 +107,11 @@ from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource
 from sagents.gateway.subscriptions import GatewayListen, ResourceRelay, subscription_handlers
+from sagents.gateway.task_input import ForwardedTaskInput
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
+from sagents.mcp.tasks_client import TASK_INPUT
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store.embedded import MemoryApprovals
 from sagents.store.open import GatewayStore
@@ -292,9 +295,11 @@ class Gateway:
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
             skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
             install_extension(self.server, skills)
+            install_directory_read(self.server, resources, self._profile_of, upstream)
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
         self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
         install_extension(self.server, self._task_ext)
+        self._listen.tasks = self._task_ext  # notifications/tasks on listen streams
         if store is not None:
             self.use_store(store)
 
@@ -705,8 +710,12 @@ class Gateway:
             self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
         )
 
+        server = spec.source.server or name
+
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(asker)
+            # an upstream task's own questions go to this call's client
+            input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
             try:
                 with (
                     bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
@@ -718,6 +727,7 @@ class Gateway:
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
+                TASK_INPUT.reset(input_token)
                 CLIENT_ASKER.reset(token)
 
         forwarder = ProgressForwarder(ctx, log_level=session.log_level)
@@ -732,12 +742,17 @@ class Gateway:
                     hand_off_after = self.background_after_s
                     if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
                         hand_off_after = 0.0  # a run_script of a Tasks client is a task
-                    if hand_off_after is None or _asks_the_user(spec):
+                    # a Tasks client's call becomes a task early when it asks for input
+                    early = task_input.hand_off if task_input is not None else None
+                    if (hand_off_after is None and early is None) or _asks_the_user(spec):
                         result = await call()
                     else:
                         task_id = await self._tasks.start(session.session_id, name, call)
                         done = await self._tasks.wait(
-                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
+                            task_id,
+                            hand_off_after=hand_off_after,
+                            on_done=self._notifier(ctx),
+                            hand_off_now=early,
                         )
                         if done is None:
                             await self._tasks.handed_off(session.scope, task_id, name)

@@ -52,6 +52,7 @@ from sagents.gateway.forwarding import (
     upstream_uri,
 )
 from sagents.gateway.policy import Profile
+from sagents.mcp.ext_types import TaskStatusNotification, TaskStatusNotificationParams
 from sagents.mcp.resource_subscriptions import covers
 
 __all__ = [
@@ -321,13 +322,6 @@ class _TaskStatus:
     params: dict[str, Any]
 
 
-class _TaskNotification(mt.Notification[mt.NotificationParams, str]):
-    """``notifications/tasks`` (SEP-2663): the params are a whole ``DetailedTask``."""
-
-    method: str = "notifications/tasks"
-    params: mt.NotificationParams
-
-
 class GatewayListen:
     """Serves ``subscriptions/listen`` for 2026-07-28 clients (as the SDK's ``ListenHandler``,
     plus the session's resource subscriptions and task status notifications).
@@ -434,8 +428,10 @@ class GatewayListen:
             )
             async for event in recv:
                 if isinstance(event, _TaskStatus):
-                    notification: Any = _TaskNotification(
-                        params=mt.NotificationParams.model_validate({**event.params, "_meta": meta})
+                    notification: Any = TaskStatusNotification(
+                        params=TaskStatusNotificationParams.model_validate(
+                            {**event.params, "_meta": meta}
+                        )
                     )
                 else:
                     notification = event_to_notification(event, meta)

@@ -37,6 +37,7 @@ __all__ = [
     "ResourceUpdatedCallback",
     "UpstreamSubscriptions",
     "covers",
+    "supports_subscribe",
 ]
 
 logger = logging.getLogger(__name__)

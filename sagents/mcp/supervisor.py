@@ -53,6 +53,11 @@ from sagents.errors import (
 from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
 from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
 from sagents.mcp.convert import check_server_name, convert_result
+from sagents.mcp.ext_types import (
+    ReadResourceDirectoryRequest,
+    ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult,
+)
 from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
 from sagents.mcp.resource_subscriptions import ResourceUpdatedCallback, supports_subscribe
 from sagents.mcp.session import track_send
@@ -461,6 +466,29 @@ class MCPSupervisor:
             return result
 
         return await self._request(server, f"resources/read {uri!r}", send, timeout)
+
+    async def read_directory(
+        self,
+        server: str,
+        uri: str,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` of ``uri`` (as the server spells it) on ``server`` (a
+        server declaring ``directoryRead``; the Skills extension, "Reading Directories").
+
+        Raises:
+            The errors of :meth:`get_prompt`.
+        """
+
+        async def send(session: ClientSession) -> ReadResourceDirectoryResult:
+            request = ReadResourceDirectoryRequest(
+                params=ReadResourceDirectoryRequestParams(uri=uri, cursor=cursor)
+            )
+            return await session.send_request(request, ReadResourceDirectoryResult)
+
+        return await self._request(server, f"resources/directory/read {uri!r}", send, timeout)
 
     async def complete(
         self,

@@ -6,16 +6,21 @@ claims the ``CreateTaskResult`` (``resultType: "task"``) that a server may answe
 ``tools/call`` with. Its resolver polls ``tasks/get`` at the server's ``pollIntervalMs`` until
 the task ends and returns the ``CallToolResult``, so the caller's ``call_tool`` keeps its
 contract: no request is held open while the upstream works. Cancelling the caller sends
-``tasks/cancel`` (SEP-2663: ``notifications/cancelled`` must not be used for tasks). A task
-asking for input (``input_required``) is answered ``cancel``: an upstream's questions are not
-forwarded to the gateway's user.
+``tasks/cancel`` (SEP-2663: ``notifications/cancelled`` must not be used for tasks).
+
+A task asking for input (``input_required``, SEP-2663 "Task Update Requests") is answered by
+the :class:`TaskInput` bound to :data:`TASK_INPUT` (``sagents serve`` binds one that asks its
+own client); its answers go back with ``tasks/update``, each key once. When nobody is bound,
+or the one bound cannot answer a request, the task is cancelled upstream and the call fails
+with ``not_allowed`` saying why: nothing waits for an answer that cannot come.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as mt
@@ -30,7 +35,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from sagents.errors import UpstreamProtocolError
+from sagents.errors import NotAllowedError, UpstreamProtocolError
 from sagents.mcp.ext_types import (
     TASKS_EXTENSION,
     CancelTaskRequest,
@@ -46,6 +51,8 @@ __all__ = [
     "CANCEL_TIMEOUT_S",
     "MAX_POLL_INTERVAL_S",
     "MIN_POLL_INTERVAL_S",
+    "TASK_INPUT",
+    "TaskInput",
     "TasksClient",
     "call_tool_or_task",
     "resolve_task",
@@ -60,6 +67,21 @@ MAX_POLL_INTERVAL_S = 5.0
 CANCEL_TIMEOUT_S = 5.0
 """Seconds ``tasks/cancel`` may take when the caller gives up on a task."""
 _DEFAULT_POLL_S = 1.0
+
+
+class TaskInput(Protocol):
+    """Answers an upstream task's input requests (elicitation, sampling, roots)."""
+
+    async def answer(
+        self, task_id: str, requests: Mapping[str, mt.InputRequest]
+    ) -> mt.InputResponses | str:
+        """The responses, one per key; or, when they cannot all be answered, a text saying
+        why (the task is then cancelled)."""
+        ...
+
+
+TASK_INPUT: ContextVar[TaskInput | None] = ContextVar("sagents_task_input", default=None)
+"""Who answers the input requests of upstream tasks polled in this context (None: nobody)."""
 
 
 class TasksClient(ClientExtension):
@@ -127,10 +149,10 @@ async def resolve_task(created: CreateTaskResult, ctx: ClaimContext) -> mt.CallT
                 text = state.status_message or "the task was cancelled by the server"
                 return mt.CallToolResult(content=[mt.TextContent(text=text)], is_error=True)
             if state.status == "input_required":
-                await _decline(session, task_id, state, answered)
+                await _answer(session, task_id, state, answered)
             interval = _interval(state.poll_interval_ms) if state.poll_interval_ms else interval
             await anyio.sleep(interval)  # the server's polling interval (SEP-2663)
-    except (anyio.get_cancelled_exc_class(), UpstreamProtocolError):
+    except (anyio.get_cancelled_exc_class(), UpstreamProtocolError, NotAllowedError):
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_TIMEOUT_S):
             try:
                 await session.send_request(
@@ -171,14 +193,29 @@ def _call_result(state: DetailedTaskResult, task_id: str) -> mt.CallToolResult:
         ) from None
 
 
-async def _decline(
+async def _answer(
     session: ClientSession, task_id: str, state: DetailedTaskResult, answered: set[str]
 ) -> None:
+    """Answer the task's fresh input requests (each key once, SEP-2663), or fail the call."""
     fresh = {key: req for key, req in (state.input_requests or {}).items() if key not in answered}
     if not fresh:
         return
-    logger.info("task %s asked for input %s: answered cancel", task_id, sorted(fresh))
-    responses: mt.InputResponses = {key: mt.ElicitResult(action="cancel") for key in fresh}
+    handler = TASK_INPUT.get()
+    kinds = sorted({request.method for request in fresh.values()})
+    outcome: mt.InputResponses | str = "nobody here can answer it"
+    if handler is not None:
+        outcome = await handler.answer(task_id, fresh)
+    if not isinstance(outcome, str) and any(key not in outcome for key in fresh):
+        outcome = "some requests were left unanswered"
+    if isinstance(outcome, str):
+        reason = outcome
+        raise NotAllowedError(
+            f"the upstream task {task_id!r} asked for input ({', '.join(kinds)}) and "
+            f"{reason}; the task was cancelled",
+            hint="use a client that can answer (elicitation), or call the tool another way",
+            details={"task_id": task_id, "requests": sorted(fresh)},
+        )
+    responses: mt.InputResponses = {key: outcome[key] for key in fresh}
     answered.update(fresh)
     await session.send_request(
         UpdateTaskRequest(
