@@ -40,6 +40,7 @@ from sagents.mcp.session import ToolListFilter, open_session
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
 from sagents.mcp.stdio import StdioProcess
+from sagents.mcp.tasks_client import TaskStatuses
 
 __all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
 
@@ -133,6 +134,8 @@ class ServerConnection:
         self._closing = False
         self._call_scopes: set[anyio.CancelScope] = set()
         self._tool_filter: ToolListFilter | None = None
+        self.task_statuses: TaskStatuses | None = None
+        """The live session's ``notifications/tasks`` (tasks are watched with them)."""
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
 
     # ---- what callers see -------------------------------------------------------------------
@@ -402,6 +405,7 @@ class ServerConnection:
                     connect_scope.deadline = math.inf
                     session = opened.session
                     self._tool_filter = opened.tool_filter
+                    self.task_statuses = opened.task_statuses
                     await self._list_tools(session)
                     hidden = self._catalog_kinds()  # what the loss of a connection hid
                     changed = await self._refresh_catalog(session, {"prompts", "resources"})

@@ -644,7 +644,11 @@ class MCPSupervisor:
                 with track_send() as mark, connection.call_scope() as scope:
                     try:
                         raw = await call_tool_or_task(
-                            session, tool, arguments, progress_callback=progress_callback
+                            session,
+                            tool,
+                            arguments,
+                            progress_callback=progress_callback,
+                            statuses=connection.task_statuses,
                         )
                     except anyio.get_cancelled_exc_class():
                         # Timed out or cancelled by the caller: is the server still there?
