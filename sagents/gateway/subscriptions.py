@@ -295,7 +295,8 @@ def session_subscriber(
             raise anyio.ClosedResourceError
         await live.send_resource_updated(uri)
 
-    weakref.finalize(connection, relay.drop, key)
+    ended = weakref.finalize(connection, relay.drop, key)
+    ended.atexit = False  # at interpreter exit there is no loop to wake
     return Subscriber(key=key, profile=profile, send=send)
 
 
