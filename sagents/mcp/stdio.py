@@ -68,12 +68,12 @@ _POLL = 0.01  # seconds between returncode checks
 STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
 STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
 MAX_LINE_CHARS = 64 * 1024 * 1024
+"""Longest stdout line kept (characters): a longer one is dropped, with a note in the log,
+rather than held in the gateway's memory while the server never ends it."""
 LOG_BYTES_PER_RUN = 64 * 1024 * 1024
 """Most of a stdio server's stderr (and notes on its stdout) kept in its log per run: a flood
 must not fill the gateway's disk (the rest is read and dropped)."""
 STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
-"""Longest stdout line kept (characters): a longer one is dropped, with a note in the log,
-rather than held in the gateway's memory while the server never ends it."""
 WRITE_BATCH_MESSAGES = 64  # requests ready together are written to a server's stdin at once
 
 # The process-wide mutable state of this module, on purpose: process groups of servers that
