@@ -555,21 +555,19 @@ class SAgent:
                     "unknown_tool", f"no tool named {name!r}", hint=error.hint
                 )
             return ToolResult.from_exception(error)
-        try:
-            if name in run.extra_names:
-                return await run.extras.run_tool(
-                    name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
-                )
-            return await state.tool_manager.run_tool(
-                name,
-                arguments,
-                context,
-                tool_call_id=call["id"],
-                timeout=self.tool_timeout,
-                approver=EventApprover(run) if run.approver is not None else None,
+        # A failed call is already its result (ToolManager.run_tool, the one boundary).
+        if name in run.extra_names:
+            return await run.extras.run_tool(
+                name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
             )
-        except SagentsError as failure:  # providers return errors; never end the run for one
-            return ToolResult.from_exception(failure)
+        return await state.tool_manager.run_tool(
+            name,
+            arguments,
+            context,
+            tool_call_id=call["id"],
+            timeout=self.tool_timeout,
+            approver=EventApprover(run) if run.approver is not None else None,
+        )
 
     def _tool_message(self, tool_call_id: str, result: ToolResult) -> dict[str, Any]:
         return {

@@ -23,21 +23,25 @@ by: hiding a tool and refusing it are the same decision.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core.spec import ToolSource, ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
+from sagents.progress.hub import ProgressHub
+from sagents.script.description import RUN_SCRIPT_INPUT_SCHEMA
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.session import script_callable_specs
 from sagents.tool.context import SessionContext
+from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
 from sagents.tool.spec_provider import SpecProvider
+from sagents.tool.tool_manager import ToolManager
 
 __all__ = ["ScriptHost", "ScriptOffer", "SessionOffer"]
 
@@ -87,6 +91,7 @@ class SessionOffer(SpecProvider):
         self.scripts = scripts
         self.hidden = frozenset(hidden)
         self._restricted: frozenset[str] | None = None
+        self._script_calls: ToolManager | None = None
 
     @property
     def restricted(self) -> frozenset[str] | None:
@@ -132,6 +137,28 @@ class SessionOffer(SpecProvider):
         specs = self.list_specs() if name == RUN_SCRIPT_TOOL_NAME else self.provider_specs()
         return next((spec for spec in specs if spec.name == name), None)
 
+    def _run_script_calls(self) -> ToolManager:
+        """The registry the host's ``run_script`` runs through, so that its call has the
+        boundary of every other call (``ToolManager.run_tool``: arguments validated, a failure
+        such as a sandbox that cannot start becomes the call's result)."""
+        if self._script_calls is None:
+            scripts = self.scripts
+            assert scripts is not None
+
+            async def run_script(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+                return await scripts.run(
+                    arguments,
+                    call.session_context,
+                    tools=self.for_scripts(),
+                    tool_call_id=call.tool_call_id,
+                )
+
+            # Nothing listens to this hub: the run's own events go to the script host's.
+            manager = ToolManager(progress_hub=ProgressHub())
+            manager.register_tool((_RUN_SCRIPT_CALL, run_script))
+            self._script_calls = manager
+        return self._script_calls
+
     def for_scripts(self) -> ScriptOffer:
         """What this session's scripts may be offered (see the module docstring)."""
         return ScriptOffer(self)
@@ -150,11 +177,8 @@ class SessionOffer(SpecProvider):
         if self.get(name) is None:
             return _not_offered(name)
         if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
-            return await self.scripts.run(
-                _arguments(args),
-                session_context or SessionContext(),
-                tools=self.for_scripts(),
-                tool_call_id=tool_call_id,
+            return await self._run_script_calls().run_tool(
+                name, args, session_context, tool_call_id=tool_call_id, timeout=timeout
             )
         return await self.provider.run_tool(
             name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
@@ -204,15 +228,14 @@ class ScriptOffer(SpecProvider):
             )
 
 
-def _arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    """run_script's arguments as an object (a JSON text is parsed; anything else is empty, and
-    the script host then names what is missing)."""
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            return {}
-    return dict(args) if isinstance(args, Mapping) else {}
+_RUN_SCRIPT_CALL = ToolSpec(
+    name=RUN_SCRIPT_TOOL_NAME,
+    input_schema=RUN_SCRIPT_INPUT_SCHEMA,
+    permission="read_only",
+    source=ToolSource(kind="builtin"),
+    timeout=math.inf,  # the run is bounded by its own limits (scripts.timeoutSec)
+)
+"""How the host's ``run_script`` is called: its schema; the listed spec is the session's."""
 
 
 def _not_offered(name: str) -> ToolResult:

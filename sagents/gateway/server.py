@@ -701,11 +701,12 @@ class Gateway:
                     bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
                     decided(answer, frozenset({name})) if answer else nullcontext(),
                 ):
+                    # A failed call is already its result (ToolManager.run_tool, the one
+                    # boundary); a provider that raises broke its contract, and the SDK answers
+                    # the request with a JSON-RPC internal error.
                     return await session.offer.run_tool(
                         name, arguments, context, tool_call_id=tool_call_id
                     )
-            except SagentsError as error:  # the provider should return it; never end the session
-                return ToolResult.from_exception(error)
             finally:
                 CLIENT_ASKER.reset(token)
 
