@@ -197,6 +197,8 @@ class Gateway:
             (:mod:`sagents.gateway.forwarding`); None serves none of them.
         approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
             ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
+        pending: Where approvals wait for the console (shared with run_script's console
+            approver); a new one when None.
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -225,6 +227,7 @@ class Gateway:
         store: GatewayStore | None = None,
         upstream: UpstreamForwarding | None = None,
         approvals: ApprovalRoute = "elicitation",
+        pending: PendingApprovals | None = None,
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -245,7 +248,7 @@ class Gateway:
             weakref.WeakValueDictionary()
         )
         self.approvals: ApprovalRoute = approvals
-        self.pending = PendingApprovals()
+        self.pending = pending if pending is not None else PendingApprovals()
         """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
