@@ -23,18 +23,19 @@ by: hiding a tool and refusing it are the same decision.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
 from sagents.progress.hub import ProgressHub
-from sagents.script.description import RUN_SCRIPT_INPUT_SCHEMA
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.session import script_callable_specs
 from sagents.tool.context import SessionContext
@@ -92,6 +93,7 @@ class SessionOffer(SpecProvider):
         self.hidden = frozenset(hidden)
         self._restricted: frozenset[str] | None = None
         self._script_calls: ToolManager | None = None
+        self._script_schema = ""
 
     @property
     def restricted(self) -> frozenset[str] | None:
@@ -137,11 +139,13 @@ class SessionOffer(SpecProvider):
         specs = self.list_specs() if name == RUN_SCRIPT_TOOL_NAME else self.provider_specs()
         return next((spec for spec in specs if spec.name == name), None)
 
-    def _run_script_calls(self) -> ToolManager:
+    def _run_script_calls(self, listed: ToolSpec) -> ToolManager:
         """The registry the host's ``run_script`` runs through, so that its call has the
-        boundary of every other call (``ToolManager.run_tool``: arguments validated, a failure
-        such as a sandbox that cannot start becomes the call's result)."""
-        if self._script_calls is None:
+        boundary of every other call (``ToolManager.run_tool``: the arguments validated
+        against the listed schema, a failure such as a sandbox that cannot start becomes the
+        call's result). Rebuilt only when the listed schema changes."""
+        schema = json.dumps(listed.input_schema, sort_keys=True)
+        if self._script_calls is None or self._script_schema != schema:
             scripts = self.scripts
             assert scripts is not None
 
@@ -153,10 +157,11 @@ class SessionOffer(SpecProvider):
                     tool_call_id=call.tool_call_id,
                 )
 
-            # Nothing listens to this hub: the run's own events go to the script host's.
+            # Nothing listens to this hub: the run's own events go to the script host's. The
+            # run is bounded by its own limits (scripts.timeoutSec), not by a call timeout.
             manager = ToolManager(progress_hub=ProgressHub())
-            manager.register_tool((_RUN_SCRIPT_CALL, run_script))
-            self._script_calls = manager
+            manager.register_tool((replace(listed, timeout=math.inf), run_script))
+            self._script_calls, self._script_schema = manager, schema
         return self._script_calls
 
     def for_scripts(self) -> ScriptOffer:
@@ -174,10 +179,11 @@ class SessionOffer(SpecProvider):
         strict: bool = False,
     ) -> ToolResult:
         """Run an offered tool (``run_script`` through the script host); refuse any other."""
-        if self.get(name) is None:
+        listed = self.get(name)
+        if listed is None:
             return _not_offered(name)
         if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
-            return await self._run_script_calls().run_tool(
+            return await self._run_script_calls(listed).run_tool(
                 name, args, session_context, tool_call_id=tool_call_id, timeout=timeout
             )
         return await self.provider.run_tool(
@@ -226,16 +232,6 @@ class ScriptOffer(SpecProvider):
                 timeout=timeout,
                 strict=strict,
             )
-
-
-_RUN_SCRIPT_CALL = ToolSpec(
-    name=RUN_SCRIPT_TOOL_NAME,
-    input_schema=RUN_SCRIPT_INPUT_SCHEMA,
-    permission="read_only",
-    source=ToolSource(kind="builtin"),
-    timeout=math.inf,  # the run is bounded by its own limits (scripts.timeoutSec)
-)
-"""How the host's ``run_script`` is called: its schema; the listed spec is the session's."""
 
 
 def _not_offered(name: str) -> ToolResult:
