@@ -37,7 +37,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
-from contextlib import nullcontext
+from contextlib import AsyncExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self, cast
@@ -259,6 +259,7 @@ class Gateway:
         """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
         self._changes = InMemorySubscriptionBus()
@@ -319,8 +320,12 @@ class Gateway:
             self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
-        await self._tasks.__aenter__()
-        self._running = True
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self._tasks)
+            stack.callback(self._listen.close)
+            stack.callback(setattr, self, "_running", False)  # first on leaving
+            self._running = True
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -329,9 +334,8 @@ class Gateway:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        self._running = False
-        self._listen.close()
-        return await self._tasks.__aexit__(exc_type, exc, tb)
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -182,6 +183,7 @@ class RunScriptTool:
         self._owns_tasks = background is None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the task group and the background calls
         self._live: dict[str, ScriptHandle] = {}
         self._mark_interrupted = mark_interrupted
         self.interrupted: tuple[str, ...] = ()
@@ -205,10 +207,19 @@ class RunScriptTool:
                     ts=self._hub.clock.time(),
                 ),
             )
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        if self._owns_tasks:
-            await self._tasks.__aenter__()
+        # One stack owns the runs' task group and the background calls (when they are ours);
+        # leaving closes them in reverse order: the background calls, then the live runs.
+        async with AsyncExitStack() as stack:
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            # Told of no exception: the body's own error must come out unchanged, not wrapped
+            # in the group's ExceptionGroup.
+            stack.push_async_callback(tg.__aexit__, None, None, None)
+            stack.push_async_callback(self._stop_runs, tg)
+            if self._owns_tasks:
+                await stack.enter_async_context(self._tasks)
+            self._tg = tg
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -218,20 +229,22 @@ class RunScriptTool:
         tb: TracebackType | None,
     ) -> None:
         assert self._tg is not None, "RunScriptTool was not entered"
+        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            if self._owns_tasks:
-                await self._tasks.__aexit__(exc_type, exc, tb)
+            await stack.__aexit__(exc_type, exc, tb)
         finally:
-            with anyio.CancelScope(shield=True):
-                # Stop what is left cleanly: status 'cancelled', records closed, audit written.
-                for handle in list(self._live.values()):
-                    handle.cancel()
-                for handle in list(self._live.values()):
-                    with anyio.move_on_after(CLEANUP_TIMEOUT_S):
-                        await handle.wait()
-            self._tg.cancel_scope.cancel()
-            tg, self._tg = self._tg, None
-            await tg.__aexit__(None, None, None)
+            self._tg = None
+
+    async def _stop_runs(self, tg: anyio.abc.TaskGroup) -> None:
+        """Stop what is left cleanly (status 'cancelled', records closed, audit written), then
+        end the runs' task group."""
+        with anyio.CancelScope(shield=True):
+            for handle in list(self._live.values()):
+                handle.cancel()
+            for handle in list(self._live.values()):
+                with anyio.move_on_after(CLEANUP_TIMEOUT_S):
+                    await handle.wait()
+        tg.cancel_scope.cancel()
 
     # -- what the session sees ------------------------------------------------------------------
 
