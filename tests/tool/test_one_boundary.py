@@ -187,3 +187,37 @@ async def test_an_mcp_tool_failure_and_timeout_pass_the_boundary_once(
     assert boundary.hits("fault__hang") == [
         ("timeout", f"tool 'fault__hang' did not finish within {TIMEOUT_S:g} seconds")
     ]
+
+
+async def test_a_gateway_run_script_whose_host_fails_is_a_result_of_the_boundary(
+    boundary: Boundary,
+) -> None:
+    # The host's run_script runs inside run_tool too: a sandbox that cannot start for the
+    # session is the call's result, not a protocol error.
+    from sagents.errors import SandboxUnavailableError
+    from sagents.script.description import RUN_SCRIPT_INPUT_SCHEMA
+    from tests.gateway.fakes import FakeProvider
+
+    class BrokenHost:
+        def spec(self, specs: list[ToolSpec], mode: Any) -> ToolSpec:
+            return ToolSpec(
+                name="run_script", input_schema=RUN_SCRIPT_INPUT_SCHEMA, permission="read_only"
+            )
+
+        async def run(self, arguments: dict[str, Any], context: Any, **kwargs: Any) -> ToolResult:
+            raise SandboxUnavailableError("bubblewrap is not installed")
+
+    arguments = {"code": "print(1)", "tools": [], "description": "one line"}
+    async with (
+        Gateway(FakeProvider(), mode="auto", scripts=BrokenHost()) as gateway,
+        Client(gateway.server) as client,
+    ):
+        with anyio.fail_after(10):
+            result = await client.call_tool("run_script", arguments)
+            invalid = await client.call_tool("run_script", {"code": 1})
+    assert result.is_error
+    assert invalid.is_error
+    [(code, message), (bad, _)] = boundary.hits("run_script")
+    assert code == "sandbox_unavailable"
+    assert "bubblewrap is not installed" in message
+    assert bad == "invalid_arguments"
