@@ -20,7 +20,9 @@
   :class:`~sagents.script.session.RunScriptTool` per client session, in the bubblewrap sandbox
   of the gateway's workspace (:mod:`sagents.gateway.scripts`); where bubblewrap is unavailable
   it is not offered, with a warning, and everything else is still served;
-- skill files are resources (``skill://<skill>/<path>``);
+- skill files are resources (``skill://<skill>/<path>``); the skills of servers whose entry
+  says ``"skills": true`` join them as ``<server>__<skill>``, listed from ``skills/list`` and
+  fetched on first use (:mod:`sagents.gateway.upstream_skills`);
 - an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
   then passed on to every connected client.
 
@@ -61,15 +63,18 @@ from sagents.errors import (
 from sagents.gateway.approval import GatewayCallApprover
 from sagents.gateway.forwarding import UpstreamForwarding
 from sagents.gateway.pending import ConsoleScriptApprover, PendingApprovals
+from sagents.gateway.policy import Profile
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
+from sagents.gateway.upstream_skills import SupervisorSkillRequests, upstream_skill_source
 from sagents.gateway.workspaces import Workspaces
-from sagents.mcp import CatalogKind
+from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
 from sagents.progress.hub import ProgressHub
 from sagents.skill.manager import SkillManager
+from sagents.skill.mcp_source import MCPSkillSource
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
@@ -108,6 +113,7 @@ class GatewayPlan:
     config: SagentsConfig
     local_tools: list[tuple[str, Registrable]]
     skills: SkillSource | None
+    """The skills of the config's directories (the upstream servers' join them on opening)."""
     workspaces: Workspaces
     store_location: StoreLocation
     background_after_s: float | None
@@ -204,10 +210,29 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             logger.warning("run_script is not offered: %s", error)
             scripts = None
         _register_builtins(manager, config, scripts, store, plan.image_model)
+        requests = SupervisorSkillRequests()
+        requests.supervisor = manager.mcp_supervisor
+        upstream_skills = upstream_skill_source(config, requests, on_changed=_no_listener)
+        if upstream_skills is not None:
+            # entered after the manager, so its listings end before the servers close
+            await stack.enter_async_context(upstream_skills)
         gateway = ConfiguredGateway(
-            plan, manager=manager, store=store, scripts=scripts, pending=pending
+            plan,
+            manager=manager,
+            store=store,
+            scripts=scripts,
+            pending=pending,
+            upstream_skills=upstream_skills,
         )
+        if upstream_skills is not None:  # listed once the gateway hears of their changes
+            for server in config.skills.servers:
+                if requests.ready(server):  # the others: once they list tools
+                    upstream_skills.refresh_soon(server)
         yield await stack.enter_async_context(gateway)
+
+
+async def _no_listener(server: str) -> None:
+    """The upstream skills' change listener until the gateway registers its own."""
 
 
 class ConfiguredGateway(Gateway):
@@ -228,6 +253,7 @@ class ConfiguredGateway(Gateway):
         scripts: The open run_script host, or None (not offered).
         pending: The approvals waiting for the web console (the script host's approver
             shares it).
+        upstream_skills: The open skills of the skill-serving upstream servers, or None.
 
     Raises:
         ConfigError: a skill tool's name is already taken.
@@ -241,11 +267,19 @@ class ConfiguredGateway(Gateway):
         store: GatewayStore,
         scripts: GatewayScripts | None,
         pending: PendingApprovals,
+        upstream_skills: MCPSkillSource | None = None,
     ) -> None:
         settings = plan.settings
         self.settings = settings
         self.config = plan.config
-        self.skills = plan.skills
+        self.upstream_skills = upstream_skills
+        self.skills: SkillSource | None = plan.skills
+        if upstream_skills is not None:  # local roots first: they win a shared name
+            self.skills = (
+                SkillProxy([plan.skills, upstream_skills])
+                if plan.skills is not None
+                else upstream_skills
+            )
         self.workspaces = plan.workspaces
         self.store_location = plan.store_location
         self.store: GatewayStore = store
@@ -261,7 +295,9 @@ class ConfiguredGateway(Gateway):
             profile=settings.profile,
             token_profiles=settings.token_profiles,
             progress=HubProgressSource(self.hub),
-            resources=SkillResources(plan.skills) if plan.skills is not None else None,
+            resources=SkillResources(self.skills, upstream=upstream_skills)
+            if self.skills is not None
+            else None,
             approver=plan.approver,
             background_after_s=plan.background_after_s,
             workspace=plan.workspaces,
@@ -275,7 +311,7 @@ class ConfiguredGateway(Gateway):
             else None,
             name=settings.name,
         )
-        if plan.skills is not None:
+        if self.skills is not None:
             SkillTools(self._skill_session).register(manager)
         for status in manager.mcp_server_statuses():
             if status.state == "failed":
@@ -283,6 +319,9 @@ class ConfiguredGateway(Gateway):
         manager.on_mcp_tools_changed(self._upstream_tools_changed)
         if manager.mcp_supervisor is not None:
             manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)
+            manager.mcp_supervisor.on_catalog_announced(self._upstream_catalog_announced)
+        if upstream_skills is not None:
+            upstream_skills.on_changed = self._upstream_skills_changed
 
     @property
     def manager(self) -> ToolManager:
@@ -296,9 +335,28 @@ class ConfiguredGateway(Gateway):
         offer = self.session_offer(context.session_id)
         profile = offer.profile if offer is not None else self.profile
         source: SkillSource = self.skills
-        if profile is not None and profile.skills is not None and isinstance(source, SkillManager):
-            source = SkillProxy(source, available_skills=sorted(profile.skills))
+        offered = self.offered_skills(profile)
+        if offered is not None:
+            source = SkillProxy(source, available_skills=sorted(offered))
         return SkillSession(source, tools=offer)
+
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The profile's ``skills``, less the skills of upstream servers its ``servers``
+        leaves out (an upstream server's skills are filtered like its tools)."""
+        names = super().offered_skills(profile)
+        if profile is None or profile.servers is None or self.upstream_skills is None:
+            return names
+        hidden = {
+            skill.name
+            for skill in self.upstream_skills.list_skills()
+            if skill.name.partition(TOOL_NAME_SEPARATOR)[0] not in profile.servers
+        }
+        if not hidden:
+            return names
+        if names is None:
+            assert self.skills is not None
+            return frozenset(s.name for s in self.skills.list_skills()) - hidden
+        return names - hidden
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -306,6 +364,8 @@ class ConfiguredGateway(Gateway):
             # lists (or calls) once right after initialize finds their tools; later ones are
             # announced. Once every server made its first attempt, this returns at once.
             await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+        if self.upstream_skills is not None:  # and their skills' first listing, as briefly
+            await self.upstream_skills.first_listings(FIRST_LIST_WAIT_S)
 
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -326,10 +386,21 @@ class ConfiguredGateway(Gateway):
         return await super()._on_list_resources(ctx, params)
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
+        if self.upstream_skills is not None:  # listed, relisted or restarted: so are its skills
+            self.upstream_skills.refresh_soon(server)
         await self.notify_tools_changed()
 
     async def _upstream_catalog_changed(self, server: str, kind: CatalogKind) -> None:
+        if kind == "resources" and self.upstream_skills is not None:
+            self.upstream_skills.refresh_soon(server)  # came or went: so did its skills
         await self.notify_list_changed(kind)
+
+    async def _upstream_catalog_announced(self, server: str, kind: CatalogKind) -> None:
+        if kind == "resources" and self.upstream_skills is not None:
+            self.upstream_skills.refresh_soon(server)  # a skill's file may have changed
+
+    async def _upstream_skills_changed(self, server: str) -> None:
+        await self.notify_list_changed("resources")  # skill:// resources came or went
 
 
 def _register_builtins(

@@ -177,9 +177,15 @@ class RunScriptTool:
         self._hub = hub or default_hub()
         self._audit = audit
         limits = self._settings.limits
-        self._launcher: Launcher = launcher or SandboxLauncher(
-            sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S
-        )
+        # Its own launcher is entered with the tool: it keeps a spare sandbox for the next run
+        # and tears finished runs' sandboxes down after their result (docs/run_script.md).
+        self._own_launcher: SandboxLauncher | None = None
+        if launcher is None:
+            self._own_launcher = SandboxLauncher(
+                sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S
+            )
+            launcher = self._own_launcher
+        self._launcher: Launcher = launcher
         self._owns_tasks = background is None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -207,9 +213,14 @@ class RunScriptTool:
                     ts=self._hub.clock.time(),
                 ),
             )
-        # One stack owns the runs' task group and the background calls (when they are ours);
-        # leaving closes them in reverse order: the background calls, then the live runs.
+        # One stack owns the spare sandbox launcher (when it is ours), the runs' task group
+        # and the background calls (when they are ours); leaving closes them in reverse
+        # order: the background calls, the live runs, then the launcher (it kills the spare).
         async with AsyncExitStack() as stack:
+            if self._own_launcher is not None:
+                launcher = self._own_launcher
+                await launcher.__aenter__()
+                stack.push_async_callback(launcher.__aexit__, None, None, None)
             tg = anyio.create_task_group()
             await tg.__aenter__()
             # Told of no exception: the body's own error must come out unchanged, not wrapped
