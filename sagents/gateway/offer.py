@@ -135,9 +135,14 @@ class SessionOffer(SpecProvider):
 
     def get(self, name: str) -> ToolSpec | None:
         """The offered tool ``name``, or None."""
-        # run_script's spec (its description lists the callable tools) is built only for it.
-        specs = self.list_specs() if name == RUN_SCRIPT_TOOL_NAME else self.provider_specs()
-        return next((spec for spec in specs if spec.name == name), None)
+        if name == RUN_SCRIPT_TOOL_NAME:
+            # run_script's spec (its description lists the callable tools) is built only for it
+            return next((spec for spec in self.list_specs() if spec.name == name), None)
+        try:  # one lookup, not a scan of every tool (this runs on every call)
+            spec = self.provider.get_tool_spec(name)
+        except (UnknownToolError, NotAllowedError):
+            return None
+        return spec if spec.name == name and self._allows(spec) else None
 
     def _run_script_calls(self, listed: ToolSpec) -> ToolManager:
         """The registry the host's ``run_script`` runs through, so that its call has the
