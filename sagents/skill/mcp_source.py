@@ -495,7 +495,7 @@ class MCPSkillSource:
             self._fetched[name] = _Fetched(
                 entry=listed.entry, skill=skill, size=sum(len(d) for d in files.values())
             )
-            await self._evict(keep=name)
+        await self._evict(keep=name)  # outside this lock: eviction takes the evicted ones'
 
     async def _download(self, listed: _Listed) -> dict[str, bytes]:
         assert not isinstance(listed.entry.resources, str)
@@ -534,6 +534,8 @@ class MCPSkillSource:
             _write(staging, files)
             shutil.rmtree(final, ignore_errors=True)
             staging.rename(final)
+        except OSError as error:  # a name too long for the disk, the disk full ...
+            raise self._failed(listed, f"its files cannot be written here: {error}") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         load = parse_skill_dir(final)
@@ -564,7 +566,7 @@ class MCPSkillSource:
 
     async def _evict(self, *, keep: str) -> None:
         """Drop the least recently used copies past the bounds (never ``keep``)."""
-        dropped: list[Path] = []
+        dropped: list[tuple[str, Path]] = []
         while len(self._fetched) > 1 and (
             len(self._fetched) > self._max_skills
             or sum(f.size for f in self._fetched.values()) > self._max_bytes
@@ -573,9 +575,12 @@ class MCPSkillSource:
             if oldest == keep:
                 self._fetched.move_to_end(oldest)
                 continue
-            dropped.append(self._fetched.pop(oldest).skill.path)
-        for path in dropped:
-            await anyio.to_thread.run_sync(_remove, path)
+            dropped.append((oldest, self._fetched.pop(oldest).skill.path))
+        for name, path in dropped:
+            # under the skill's lock, and only if no fetch of it stored a new copy meanwhile
+            async with self._locks.setdefault(name, anyio.Lock()):
+                if name not in self._fetched:
+                    await anyio.to_thread.run_sync(_remove, path)
 
 
 class _ListingFailed(Exception):

@@ -1,0 +1,64 @@
+"""``MCPSkillSource`` against hostile or unlucky servers: names the disk refuses and eviction
+racing a fetch of the evicted skill (the friendly cases are in tests/skill/test_mcp_source.py)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.errors import SkillError
+from sagents.skill import mcp_source
+from tests.skill.test_mcp_source import FakeServer, _skill_md, _source
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_file_name_the_disk_refuses_is_a_skill_error_and_nothing_is_kept(
+    tmp_path: Path,
+) -> None:
+    long_name = "a" * 300 + ".txt"  # past NAME_MAX (255 bytes)
+    server = FakeServer({"one": {"SKILL.md": _skill_md("one"), long_name: b"x"}})
+    async with _source(server, tmp_path) as source:
+        await source.refresh("docs")
+        with pytest.raises(SkillError, match="cannot be written") as caught:
+            await source.fetch_skill("docs__one")
+        assert caught.value.details["skill"] == "docs__one"
+        assert not (source.cache / "docs" / "one").exists()
+        assert list((source.cache / "docs").iterdir()) == []  # no staging left behind
+        assert any("docs__one" in p.reason for p in source.problems())
+
+
+async def test_an_eviction_never_removes_a_copy_fetched_again_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = FakeServer({name: {"SKILL.md": _skill_md(name)} for name in ("one", "two")})
+    removing = anyio.Event()
+    go = threading.Event()
+    real_remove = mcp_source._remove
+    token = anyio.lowlevel.current_token()
+
+    def slow_remove(path: Path) -> None:  # the eviction's removal, held until told to go
+        if path.name == "one":
+            anyio.from_thread.run_sync(removing.set, token=token)
+            go.wait(10)
+        real_remove(path)
+
+    monkeypatch.setattr(mcp_source, "_remove", slow_remove)
+    async with _source(server, tmp_path, max_cached_skills=1) as source:
+        await source.refresh("docs")
+        await source.fetch_skill("docs__one")
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(source.fetch_skill, "docs__two")  # evicts one
+                await removing.wait()
+                async with anyio.create_task_group() as again:
+                    again.start_soon(source.fetch_skill, "docs__one")  # while one is removed
+                    await anyio.wait_all_tasks_blocked()
+                    go.set()
+        skill = source.get_skill("docs__one")
+        assert skill is not None
+        assert source.is_current("docs__one")
+        assert (skill.path / "SKILL.md").read_bytes() == _skill_md("one")
