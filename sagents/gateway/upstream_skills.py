@@ -11,6 +11,7 @@ hides its skills.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Awaitable, Callable
@@ -24,7 +25,7 @@ from sagents.mcp import TOOL_NAME_SEPARATOR
 from sagents.mcp.ext_types import ListSkillsRequest, ListSkillsResult
 from sagents.mcp.supervisor import MCPSupervisor
 from sagents.skill.mcp_skills import FETCH_TIMEOUT_S
-from sagents.skill.mcp_source import MCPSkillSource, SkillServer
+from sagents.skill.mcp_source import MCPSkillSource, SkillServer, remove_abandoned_caches
 from sagents.skill.proxy import SkillSource, prepare_skill
 from sagents.skill.schema import SkillProblem, SkillSchema
 
@@ -34,6 +35,8 @@ __all__ = [
     "SupervisorSkillRequests",
     "upstream_skill_source",
 ]
+
+logger = logging.getLogger(__name__)
 
 UPSTREAM_SKILLS_DIR = "mcp-skills"
 """Where fetched skills are kept, under the data directory (one directory per gateway
@@ -94,7 +97,10 @@ def upstream_skill_source(
     ]
     if not servers:
         return None
-    cache = default_data_dir() / UPSTREAM_SKILLS_DIR / f"{os.getpid()}-{secrets.token_hex(4)}"
+    parent = default_data_dir() / UPSTREAM_SKILLS_DIR
+    for abandoned in remove_abandoned_caches(parent):  # a killed gateway's copies
+        logger.info("removed the skill copies of a gateway that ended: %s", abandoned)
+    cache = parent / f"{os.getpid()}-{secrets.token_hex(4)}"
     return MCPSkillSource(servers, requests, cache, ready=requests.ready, on_changed=on_changed)
 
 

@@ -28,8 +28,10 @@ Source: the Skills extension specification (github.com/modelcontextprotocol/ext-
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import logging
+import os
 import shutil
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -63,6 +65,7 @@ from sagents.skill.rules import MAX_DESCRIPTION_CHARS
 from sagents.skill.schema import SkillProblem, SkillSchema
 
 __all__ = [
+    "LOCK_FILE",
     "MAX_CACHED_BYTES",
     "MAX_CACHED_SKILLS",
     "MAX_FILE_BYTES",
@@ -70,6 +73,7 @@ __all__ = [
     "SkillRequests",
     "SkillServer",
     "SkillServerStatus",
+    "remove_abandoned_caches",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,6 +84,9 @@ MAX_CACHED_BYTES = 256 * 1024 * 1024
 """Bytes of fetched skills kept at once; past it the least recently used copies are dropped."""
 MAX_FILE_BYTES = 1024 * 1024
 """Largest file of an upstream skill, as of a local one (what ``skill://`` reads serve)."""
+
+LOCK_FILE = ".lock"
+"""The file of a cache directory whose ``flock`` its source holds while entered."""
 
 _MAX_PAGES = 100  # skills/list pages followed at most (a cursor that never ends)
 _MISMATCH = "a file does not match its digest and size"
@@ -196,11 +203,13 @@ class MCPSkillSource:
         self._listing: dict[str, anyio.Event] = {}  # a refresh is running (set when done)
         self._again: set[str] = set()  # refresh once more when the running one ends
         self._tg: anyio.abc.TaskGroup | None = None
+        self._lock_fd: int | None = None  # held while entered (see remove_abandoned_caches)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         await anyio.to_thread.run_sync(lambda: self.cache.mkdir(parents=True, mode=0o700))
+        self._lock_fd = await anyio.to_thread.run_sync(_hold_lock, self.cache)
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -222,6 +231,9 @@ class MCPSkillSource:
                 await anyio.to_thread.run_sync(
                     lambda: shutil.rmtree(self.cache, ignore_errors=True)
                 )
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
     # ---- listing -----------------------------------------------------------------------------
 
@@ -589,6 +601,44 @@ class _ListingFailed(Exception):
 
 class _Stale(Exception):
     """A fetched file does not match the entry: the server may have changed it."""
+
+
+def remove_abandoned_caches(parent: Path) -> list[Path]:
+    """Remove the cache directories under ``parent`` that no entered source holds (those of
+    a process that was killed before it could remove its own); the ones removed.
+
+    Each entered :class:`MCPSkillSource` holds an exclusive ``flock`` on its cache's
+    :data:`LOCK_FILE` (an advisory lock the kernel drops when the process dies, whatever its
+    pid namespace), so a directory whose lock can be taken is abandoned. A directory without
+    that file (one being created) is left alone.
+    """
+    try:
+        children = sorted(parent.iterdir())
+    except FileNotFoundError:
+        return []
+    removed: list[Path] = []
+    for child in children:
+        try:
+            fd = os.open(child / LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a cache directory, or one still being created
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held: its gateway is running
+            continue
+        try:
+            shutil.rmtree(child, ignore_errors=True)
+            removed.append(child)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _hold_lock(cache: Path) -> int:
+    fd = os.open(cache / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
 
 
 def _remove(path: Path) -> None:

@@ -4,13 +4,23 @@ are in tests/gateway/test_upstream_skills.py, whose helpers these tests use)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from sagents.config import load_config
+from sagents.gateway.upstream_skills import (
+    UPSTREAM_SKILLS_DIR,
+    SupervisorSkillRequests,
+    upstream_skill_source,
+)
+from sagents.skill.mcp_source import MCPSkillSource
 from tests.gateway.test_upstream_skills import (
+    ROOT,
     _config,
     _gateway,
     _methods,
@@ -93,3 +103,43 @@ async def test_a_profiles_allowed_server_shows_skills_listed_after_the_first_ski
     assert first.is_error is not True, _text(first)
     assert loaded.is_error is not True, _text(loaded)
     assert "Use scripts/fill.py" in _text(loaded)
+
+
+async def test_the_copies_of_a_killed_gateway_are_removed_by_the_next_one_and_no_live_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data))
+    parent = data / UPSTREAM_SKILLS_DIR
+    killed = parent / "killed"
+    code = (
+        "import sys, anyio\n"
+        "from pathlib import Path\n"
+        "from sagents.skill.mcp_source import MCPSkillSource\n"
+        "async def main():\n"
+        "    async with MCPSkillSource([], None, Path(sys.argv[1])) as source:\n"
+        "        (source.cache / 'docs').mkdir()\n"
+        "        (source.cache / 'docs' / 'SKILL.md').write_text('x')\n"
+        "        print('ready', flush=True)\n"
+        "        await anyio.sleep_forever()\n"
+        "anyio.run(main)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with anyio.fail_after(60):
+        async with await anyio.open_process(
+            [sys.executable, "-c", code, str(killed)], env=env
+        ) as process:
+            assert process.stdout is not None
+            assert b"ready" in await process.stdout.receive()
+            process.kill()  # SIGKILL: no cleanup runs
+            await process.wait()
+    assert (killed / "docs" / "SKILL.md").exists()
+    config = load_config(_config(tmp_path, {"up": _server("ext_server.py", str(tmp_path))}))
+    async with MCPSkillSource([], SupervisorSkillRequests(), parent / "live") as live:
+
+        async def changed(server: str) -> None: ...
+
+        source = upstream_skill_source(config, SupervisorSkillRequests(), on_changed=changed)
+        assert source is not None
+        assert not killed.exists()
+        assert live.cache.exists()  # a running gateway's copies are left alone
