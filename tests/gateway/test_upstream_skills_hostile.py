@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from sagents.config import load_config
 from sagents.gateway.upstream_skills import (
@@ -18,6 +19,7 @@ from sagents.gateway.upstream_skills import (
     SupervisorSkillRequests,
     upstream_skill_source,
 )
+from sagents.mcp.ext_types import GetSkillRequest, GetSkillRequestParams, GetSkillResult
 from sagents.skill.mcp_source import MCPSkillSource
 from tests.gateway.test_upstream_skills import (
     ROOT,
@@ -25,6 +27,7 @@ from tests.gateway.test_upstream_skills import (
     _gateway,
     _methods,
     _server,
+    _skills_list,
     _source,
     _text,
     _upstream_skills,
@@ -67,11 +70,24 @@ async def test_a_skill_listed_after_a_sessions_first_skill_call_stays_hidden_by_
                 read = await client.call_tool(
                     "read_skill_file", {"name": "up__pdf-tools", "path": "scripts/fill.py"}
                 )
+                with pytest.raises(MCPError):
+                    await client.read_resource("skill://up/pdf-tools/SKILL.md")
+                with pytest.raises(MCPError):
+                    await client.session.send_request(
+                        GetSkillRequest(
+                            params=GetSkillRequestParams(uri="skill://up/pdf-tools/SKILL.md")
+                        ),
+                        GetSkillResult,
+                    )
+                listing = await _skills_list(client)
+                uris = [str(r.uri) for r in (await client.list_resources()).resources]
             methods = await _methods(gateway, "up")
     assert first.is_error is not True, _text(first)
     assert loaded.is_error is True, _text(loaded)
     assert read.is_error is True, _text(read)
     assert methods.get("resources/read", 0) == 0  # nothing fetched for a hidden skill
+    assert not any(entry.uri.startswith("skill://up/") for entry in listing.skills)
+    assert not any(uri.startswith("skill://up/") for uri in uris)
 
 
 async def test_a_profiles_allowed_server_shows_skills_listed_after_the_first_skill_call(

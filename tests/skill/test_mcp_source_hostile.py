@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import mcp_types as mt
 import pytest
 
 from sagents.errors import SkillError
@@ -62,3 +63,21 @@ async def test_an_eviction_never_removes_a_copy_fetched_again_meanwhile(
         assert skill is not None
         assert source.is_current("docs__one")
         assert (skill.path / "SKILL.md").read_bytes() == _skill_md("one")
+
+
+class BlobServer(FakeServer):
+    """Answers every ``resources/read`` with a blob that is not base64."""
+
+    async def read_resource(self, server: str, uri: str) -> mt.ReadResourceResult:
+        self.reads[uri] += 1
+        return mt.ReadResourceResult(contents=[mt.BlobResourceContents(uri=uri, blob="abc")])
+
+
+async def test_a_blob_that_is_not_base64_is_a_skill_error(tmp_path: Path) -> None:
+    server = BlobServer({"one": {"SKILL.md": _skill_md("one")}})
+    async with _source(server, tmp_path) as source:
+        await source.refresh("docs")
+        with pytest.raises(SkillError, match="not base64") as caught:
+            await source.fetch_skill("docs__one")
+        assert caught.value.details["skill"] == "docs__one"
+        assert not (source.cache / "docs" / "one").exists()
