@@ -263,14 +263,14 @@ class MCPSkillSource:
         limits = self._servers[server]
         before = (self._status[server], {n: s.entry for n, s in self._catalog[server].items()})
         try:
-            entries = await self._list(limits)
+            entries, cut = await self._list(limits)
         except _ListingFailed as error:
             logger.warning("skills of MCP server %r are hidden: %s", server, error)
             self._catalog[server] = {}
             self._rejected[server] = []
             self._status[server] = SkillServerStatus(name=server, state="failed", reason=str(error))
         else:
-            self._accept(server, entries)
+            self._accept(server, entries, cut=cut)
         after = (self._status[server], {n: s.entry for n, s in self._catalog[server].items()})
         changed = before != after
         if changed and self.on_changed is not None:
@@ -280,7 +280,9 @@ class MCPSkillSource:
                 logger.warning("skills of MCP server %r: change listener failed: %s", server, error)
         return changed
 
-    async def _list(self, server: SkillServer) -> list[SkillEntry]:
+    async def _list(self, server: SkillServer) -> tuple[list[SkillEntry], bool]:
+        """The entries of every page, and whether the walk stopped at :data:`_MAX_PAGES`
+        with a cursor still to follow."""
         entries: list[SkillEntry] = []
         with anyio.move_on_after(server.list_timeout_s):
             cursor: str | None = None
@@ -292,13 +294,18 @@ class MCPSkillSource:
                     raise _ListingFailed(f"skills/list failed: {_message(error)}") from None
                 entries.extend(page.skills)
                 if not page.next_cursor or page.next_cursor in seen:
-                    break
+                    return entries, False
                 seen.add(page.next_cursor)
                 cursor = page.next_cursor
-            return entries
+            logger.warning(
+                "skills of MCP server %r: skills/list was cut after %d pages",
+                server.name,
+                _MAX_PAGES,
+            )
+            return entries, True
         raise _ListingFailed(f"skills/list got no answer within {server.list_timeout_s} s")
 
-    def _accept(self, server: str, entries: list[SkillEntry]) -> None:
+    def _accept(self, server: str, entries: list[SkillEntry], *, cut: bool = False) -> None:
         accepted: dict[str, _Listed] = {}
         rejected: list[SkillProblem] = []
         for entry in entries:
@@ -321,7 +328,12 @@ class MCPSkillSource:
             accepted[listed.name] = listed
         self._catalog[server] = accepted
         self._rejected[server] = rejected
-        reason = f"{len(rejected)} skill(s) left out (see problems)" if rejected else None
+        reasons = [f"{len(rejected)} skill(s) left out (see problems)"] if rejected else []
+        if cut:
+            reasons.append(
+                f"skills/list was cut after {_MAX_PAGES} pages (a cursor that never ends)"
+            )
+        reason = "; ".join(reasons) or None
         names = tuple(_namespaced(server, name) for name in accepted)
         self._status[server] = SkillServerStatus(
             name=server, state="listed", skills=names, reason=reason

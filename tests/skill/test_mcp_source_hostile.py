@@ -11,6 +11,7 @@ import mcp_types as mt
 import pytest
 
 from sagents.errors import SkillError
+from sagents.mcp.ext_types import ListSkillsResult
 from sagents.skill import mcp_source
 from tests.skill.test_mcp_source import FakeServer, _skill_md, _source
 
@@ -81,3 +82,25 @@ async def test_a_blob_that_is_not_base64_is_a_skill_error(tmp_path: Path) -> Non
             await source.fetch_skill("docs__one")
         assert caught.value.details["skill"] == "docs__one"
         assert not (source.cache / "docs" / "one").exists()
+
+
+class EndlessServer(FakeServer):
+    """Lists one new skill per page, with a new cursor every time."""
+
+    async def list_skills(self, server: str, cursor: str | None) -> ListSkillsResult:
+        self.lists += 1
+        page = int(cursor or "0")
+        name = f"s{page}"
+        entry = self.entry(name, {"SKILL.md": _skill_md(name)})
+        return ListSkillsResult(skills=[entry], next_cursor=str(page + 1))
+
+
+async def test_a_listing_cut_after_its_last_page_says_so(tmp_path: Path) -> None:
+    server = EndlessServer({})
+    async with _source(server, tmp_path) as source:
+        await source.refresh("docs")
+        [status] = source.statuses()
+    assert status.state == "listed"
+    assert len(status.skills) == server.lists == 100
+    assert status.reason is not None
+    assert "100 pages" in status.reason
