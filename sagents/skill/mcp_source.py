@@ -648,8 +648,11 @@ def remove_abandoned_caches(parent: Path) -> list[Path]:
 
 
 def _hold_lock(cache: Path) -> int:
-    fd = os.open(cache / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    # locked before it gets its name, so that no sweep ever finds it unlocked
+    staging = cache / f"{LOCK_FILE}.{os.getpid()}"
+    fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    staging.rename(cache / LOCK_FILE)
     return fd
 
 

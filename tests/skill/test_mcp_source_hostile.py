@@ -104,3 +104,30 @@ async def test_a_listing_cut_after_its_last_page_says_so(tmp_path: Path) -> None
     assert len(status.skills) == server.lists == 100
     assert status.reason is not None
     assert "100 pages" in status.reason
+
+
+class SlowListingServer(FakeServer):
+    """Holds each ``skills/list`` until :attr:`go` is set."""
+
+    def __init__(self, skills: dict[str, dict[str, bytes]]) -> None:
+        super().__init__(skills)
+        self.go = anyio.Event()
+        self.asked = anyio.Event()
+
+    async def list_skills(self, server: str, cursor: str | None) -> ListSkillsResult:
+        self.asked.set()
+        await self.go.wait()
+        return await super().list_skills(server, cursor)
+
+
+async def test_announcements_in_a_loop_cost_at_most_one_more_listing(tmp_path: Path) -> None:
+    server = SlowListingServer({"one": {"SKILL.md": _skill_md("one")}})
+    async with _source(server, tmp_path) as source:
+        with anyio.fail_after(10):
+            source.refresh_soon("docs")
+            await server.asked.wait()
+            for _ in range(1000):  # list_changed, again and again, while one listing runs
+                source.refresh_soon("docs")
+            server.go.set()
+            await source.settled()
+    assert server.lists == 2
