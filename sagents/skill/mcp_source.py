@@ -202,6 +202,7 @@ class MCPSkillSource:
         self._locks: dict[str, anyio.Lock] = {}
         self._listing: dict[str, anyio.Event] = {}  # a refresh is running (set when done)
         self._again: set[str] = set()  # refresh once more when the running one ends
+        self._dropping: set[anyio.Event] = set()  # copies a reload dropped, being removed
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock_fd: int | None = None  # held while entered (see remove_abandoned_caches)
 
@@ -388,9 +389,9 @@ class MCPSkillSource:
 
     async def settled(self) -> None:
         """Wait until no listing is running (each is bounded by its server's
-        ``list_timeout_s``)."""
-        while self._listing:
-            await next(iter(self._listing.values())).wait()
+        ``list_timeout_s``) and the copies a :meth:`reload` dropped are removed."""
+        while self._listing or self._dropping:
+            await next(iter([*self._listing.values(), *self._dropping])).wait()
 
     async def _first_listing(self, server: str) -> None:
         """Wait (bounded) for a listing of ``server`` that is running and is its first."""
@@ -473,10 +474,23 @@ class MCPSkillSource:
         ]
 
     def reload(self) -> None:
-        """Drop every fetched copy (each is fetched again on its next use) and relist."""
+        """Drop every fetched copy (each is fetched again on its next use; the files are
+        removed in the background) and relist."""
+        dropped = [(name, fetched.skill.path) for name, fetched in self._fetched.items()]
         self._fetched.clear()
+        if dropped and self._tg is not None:  # their files too, as an eviction removes them
+            done = anyio.Event()
+            self._dropping.add(done)
+            self._tg.start_soon(self._drop_soon, dropped, done)
         for server in self._servers:
             self.refresh_soon(server)
+
+    async def _drop_soon(self, dropped: list[tuple[str, Path]], done: anyio.Event) -> None:
+        try:
+            await self._drop(dropped)
+        finally:
+            self._dropping.discard(done)
+            done.set()
 
     # ---- fetching ----------------------------------------------------------------------------
 
@@ -600,6 +614,9 @@ class MCPSkillSource:
                 self._fetched.move_to_end(oldest)
                 continue
             dropped.append((oldest, self._fetched.pop(oldest).skill.path))
+        await self._drop(dropped)
+
+    async def _drop(self, dropped: list[tuple[str, Path]]) -> None:
         for name, path in dropped:
             # under the skill's lock, and only if no fetch of it stored a new copy meanwhile
             async with self._locks.setdefault(name, anyio.Lock()):

@@ -131,3 +131,23 @@ async def test_announcements_in_a_loop_cost_at_most_one_more_listing(tmp_path: P
             server.go.set()
             await source.settled()
     assert server.lists == 2
+
+
+async def test_a_reload_removes_the_copies_it_drops(tmp_path: Path) -> None:
+    server = FakeServer(
+        {"one": {"SKILL.md": _skill_md("one")}, "two": {"SKILL.md": _skill_md("two")}}
+    )
+    async with _source(server, tmp_path) as source:
+        await source.refresh("docs")
+        await source.fetch_skill("docs__one")
+        await source.fetch_skill("docs__two")
+        del server.skills["two"]  # the relisting after the reload drops it
+        source.reload()
+        with anyio.fail_after(10):
+            await source.settled()
+        assert source.list_skill_names() == ["docs__one"]
+        assert not (source.cache / "docs" / "two").exists()  # not left on disk, uncounted
+        await source.fetch_skill("docs__one")
+        skill = source.get_skill("docs__one")
+        assert skill is not None
+        assert (skill.path / "SKILL.md").read_bytes() == _skill_md("one")
