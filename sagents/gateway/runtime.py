@@ -69,7 +69,11 @@ from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
-from sagents.gateway.upstream_skills import SupervisorSkillRequests, upstream_skill_source
+from sagents.gateway.upstream_skills import (
+    SkillsWithoutServers,
+    SupervisorSkillRequests,
+    upstream_skill_source,
+)
 from sagents.gateway.workspaces import Workspaces
 from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
 from sagents.progress.hub import ProgressHub
@@ -335,7 +339,10 @@ class ConfiguredGateway(Gateway):
         offer = self.session_offer(context.session_id)
         profile = offer.profile if offer is not None else self.profile
         source: SkillSource = self.skills
-        offered = self.offered_skills(profile)
+        if profile is not None and profile.servers is not None and self.upstream_skills:
+            hidden = frozenset(self.config.skills.servers) - frozenset(profile.servers)
+            source = SkillsWithoutServers(source, hidden)  # by name: also skills listed later
+        offered = super().offered_skills(profile)
         if offered is not None:
             source = SkillProxy(source, available_skills=sorted(offered))
         return SkillSession(source, tools=offer)
