@@ -9,9 +9,11 @@ its result is kept for the session and ``on_done`` is called (the gateway pushes
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self
@@ -22,6 +24,8 @@ from anyio.abc import TaskGroup
 
 from sagents.core.result import ToolResult
 from sagents.errors import TaskNotFoundError, ToolCancelledError
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CANCEL_TOOL",
@@ -113,10 +117,14 @@ class BackgroundTasks:
     def __init__(self) -> None:
         self._tasks: dict[str, _Task] = {}
         self._tg: TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the task group while entered
 
     async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        async with AsyncExitStack() as stack:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # leaving cancels what still runs
+            self._tg = tg
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -126,9 +134,9 @@ class BackgroundTasks:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
-        self._tg.cancel_scope.cancel()
+        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            return await self._tg.__aexit__(exc_type, exc, tb)
+            return await stack.__aexit__(exc_type, exc, tb)
         finally:
             self._tg = None
 
@@ -161,6 +169,14 @@ class BackgroundTasks:
         try:
             with task.scope:
                 result = await call()
+        except Exception as error:
+            # The call's own boundary is its provider's run_tool (docs/architecture.md, "Where
+            # errors become results"); a provider that raises anyway has a bug, which must end
+            # this one call, not the task group every background call of the gateway runs in.
+            logger.error("the background call of %r raised", task.info.tool, exc_info=error)
+            result = ToolResult.from_error(
+                "internal_error", f"the call of {task.info.tool!r} failed: {error}"
+            )
         finally:
             self._finish(task, result)
             # In the finally: also when every task is cancelled (the gateway closing on
