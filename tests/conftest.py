@@ -39,6 +39,7 @@ SLOW = frozenset(
         "tests/gateway/test_stdio_transport.py::test_sagents_serve_ends_cleanly_when_its_client_closes_stdout",
         "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
         "tests/mcp/test_sandbox_examples.py",
+        "tests/mcp/test_sandbox_npx_uvx.py",
         "tests/mcp/test_sandboxed.py",
         "tests/mcp/test_stdio_faults.py",
         "tests/sandbox/test_escape.py",

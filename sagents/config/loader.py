@@ -23,9 +23,10 @@ from pydantic import BaseModel, ValidationError
 
 from sagents.config.models import ConfigFileParams, ServerEntryParams, documented_key
 from sagents.core.limits import ScriptLimits
-from sagents.errors import ConfigError
+from sagents.errors import ConfigError, SandboxError
 from sagents.mcp.convert import check_server_name
 from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttpServerParameters
+from sagents.mcp.sandboxed import check_config_file
 from sagents.mcp.settings import ServerSandbox, ServerSettings
 
 __all__ = [
@@ -172,6 +173,7 @@ def parse_config(
     section = "mcpServers" if model.mcp_servers is not None else "servers"
     servers: list[MCPServerConfig] = []
     disabled: list[str] = []
+    secrets = _holds_secrets(model)
     for name, entry in model.entries().items():
         key = f"{section}.{name}"
         try:
@@ -182,7 +184,9 @@ def parse_config(
             disabled.append(name)
             continue
         params = _params(entry, key=key, file=file, env=env)
-        isolation = _sandbox(entry, params, key=f"{key}.sandbox", file=file, source=source)
+        isolation = _sandbox(
+            name, entry, params, key=f"{key}.sandbox", file=file, source=source, secrets=secrets
+        )
         settings = _settings(entry, isolation)
         servers.append(MCPServerConfig(name=name, params=params, settings=settings))
     sandbox = model.sandbox.model_dump(exclude_none=True)
@@ -349,18 +353,22 @@ def _params(
 
 
 def _sandbox(
+    name: str,
     entry: ServerEntryParams,
     params: ServerParams,
     *,
     key: str,
     file: str,
     source: Path | None,
+    secrets: bool,
 ) -> ServerSandbox | None:
     """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host).
 
     Raises:
         ConfigError: the block is on a server that is not stdio, or a value is unusable
-            (relative path outside a file, ``/``, a path inside a writable one, a bad name).
+            (relative path outside a file, ``/``, a path inside a writable one, a bad name, a
+            path that would show the config file: see
+            :func:`sagents.mcp.sandboxed.check_config_file`).
     """
     block = entry.sandbox
     if block is None:
@@ -383,22 +391,8 @@ def _sandbox(
             expanded = source.parent / expanded
         return str(expanded)
 
-    if source is not None:
-        config = os.path.realpath(source)
-        writes = [(f"writable.{i}", p) for i, p in enumerate(block.writable)]
-        writes += [("home", block.home)] if block.home is not None else []
-        for where, value in writes:
-            area = os.path.realpath(path(value, where))
-            if config == area or config.startswith(area.rstrip("/") + "/"):
-                raise ConfigError(
-                    f"sandbox path {value!r} would let the server rewrite the config file "
-                    f"{config!r} (and so choose what the host runs)",
-                    file=file,
-                    key=f"{key}.{where}",
-                    hint="give the server a directory that does not contain the config file",
-                )
     try:
-        return ServerSandbox(
+        sandbox = ServerSandbox(
             network=block.network,
             readable=tuple(path(p, f"readable.{i}") for i, p in enumerate(block.readable)),
             writable=tuple(path(p, f"writable.{i}") for i, p in enumerate(block.writable)),
@@ -409,9 +403,38 @@ def _sandbox(
             cpu_cores=block.cpu_cores,
             max_processes=block.max_processes,
             uid=block.uid,
+            config_file=os.path.abspath(source) if source is not None else None,
+            config_has_secrets=secrets,
         )
     except ValueError as error:
         raise ConfigError(str(error), file=file, key=key) from None
+    try:
+        check_config_file(name, sandbox)
+    except SandboxError as error:
+        where = error.details.get("where")
+        raise ConfigError(
+            error.message, file=file, key=f"{key}.{where}" if where else key, hint=error.hint
+        ) from None
+    return sandbox
+
+
+def _holds_secrets(model: ConfigFileParams) -> bool:
+    """Whether the file writes a secret into itself: a server's ``env`` or ``headers`` value
+    or ``apiKey``, or the store's URL with a password, given as it is rather than by
+    ``${NAME}`` references (any value without one counts, ``"1"`` included: the file cannot
+    say which values are keys)."""
+
+    def literal(value: str) -> bool:
+        return bool(value.strip()) and "${" not in value
+
+    for entry in model.entries().values():
+        values = [*entry.env.values(), *entry.headers.values()]
+        if entry.api_key is not None:
+            values.append(entry.api_key)
+        if any(literal(value) for value in values):
+            return True
+    url = model.store.url or ""
+    return literal(url) and "@" in url.split("//", 1)[-1].split("/", 1)[0]
 
 
 def _settings(entry: ServerEntryParams, sandbox: ServerSandbox | None = None) -> ServerSettings:

@@ -6,18 +6,19 @@ home: the same provider, hardening and limits as run_script's (docs/sandbox.md),
 operator's ``readable``/``writable`` host paths bound at their own paths. The server is started
 with :meth:`~sagents.sandbox.LocalSandbox.spawn` and framed as JSON-RPC lines by the same code
 as a host stdio server (:func:`sagents.mcp.stdio.frame_stdio`); its stderr is copied to the
-server's log. Closing it closes its stdin, gives it :data:`~sagents.mcp.stdio.STDIN_CLOSE_GRACE`
-seconds to exit, then ends the whole tree (bubblewrap's PID namespace and cgroup).
+server's log with the same cap (:class:`~sagents.mcp.stdio.CappedLog`). Closing it closes its
+stdin, gives it :data:`~sagents.mcp.stdio.STDIN_CLOSE_GRACE` seconds to exit, then ends the
+whole tree (bubblewrap's PID namespace and cgroup).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, cast
 
 import anyio
 import anyio.abc
@@ -27,8 +28,11 @@ from mcp.shared.message import SessionMessage
 from sagents.errors import SandboxError
 from sagents.mcp.settings import ServerSandbox
 from sagents.mcp.stdio import (
+    STDERR_DRAIN_SECONDS,
     STDIN_CLOSE_GRACE,
+    CappedLog,
     StdioProcess,
+    copy_stderr,
     forget_group,
     frame_stdio,
     watch_group,
@@ -41,6 +45,7 @@ from sagents.sandbox import (
     SandboxParams,
 )
 from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox.landlock import abstract_unix_scope_supported, scoped_argv
 from sagents.sandbox.local import SANDBOX_PATH
 from sagents.sandbox.process import LocalProcess
 
@@ -48,20 +53,18 @@ __all__ = [
     "HOME_PATH",
     "SYSTEM_ROOTS",
     "check_command",
+    "check_config_file",
     "default_home_root",
     "open_sandboxed_stdio_transport",
     "sandbox_params",
 ]
 
+logger = logging.getLogger(__name__)
+
 HOME_PATH = "/workspace"  # where the server's home appears inside (its HOME)
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Host paths every sandbox shows read-only (the merged-usr links lead into ``/usr``)."""
-_STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 _MIB = 1024 * 1024
-LOG_BYTES_PER_RUN = 64 * _MIB
-"""Most of a sandboxed server's stderr (and notes on its stdout) kept in its log per run: the
-log is outside the sandbox's limits, so a flood must not fill the gateway's disk (the rest is
-read and dropped)."""
 
 
 def default_home_root() -> Path:
@@ -100,34 +103,91 @@ def _protected_dirs(home_root: Path) -> dict[str, str]:
     }
 
 
+def _entries(sandbox: ServerSandbox) -> list[tuple[str, str]]:
+    """``(where, path)`` of every host path the block shows: ``readable.0``, ``home``, ..."""
+    entries = [
+        (f"{kind}.{index}", path)
+        for kind in ("readable", "writable")
+        for index, path in enumerate(getattr(sandbox, kind))
+    ]
+    if sandbox.home is not None:
+        entries.append(("home", sandbox.home))
+    return entries
+
+
 def _check_not_protected(
-    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path
+    server: str, sandbox: ServerSandbox, *, own_home: Path, home_root: Path, log_dir: Path | None
 ) -> None:
     """Refuse a ``readable``, ``writable`` or ``home`` path that is, contains or lies inside
     the gateway's data dir (audit store, tokens, background tasks) or state dir (the servers'
-    logs and the other servers' homes); the server's own default home is the one exception.
+    logs and the other servers' homes), the server's own default home excepted; and one that
+    is or contains the directory of the server's log, or is a file in it (another server's
+    log, where ``log_dir`` is set elsewhere); a directory below it holds no log and is fine.
 
     Raises:
         SandboxError: such a path, named with the directory it would show.
     """
     protected = _protected_dirs(home_root)
+    logs = os.path.realpath(log_dir) if log_dir is not None else None
     own = os.path.realpath(own_home)
-    entries = [(kind, path) for kind in ("readable", "writable") for path in getattr(sandbox, kind)]
-    if sandbox.home is not None:
-        entries.append(("home", sandbox.home))
-    for kind, path in entries:
+    for where, path in _entries(sandbox):
+        kind = where.split(".", 1)[0]
         real = os.path.realpath(path)
         if kind == "home" and real == own:
             continue
-        for what, directory in protected.items():
-            if _inside(real, directory) or _inside(directory, real):
-                raise SandboxError(
-                    f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
-                    f"gateway's {what} {directory!r} (its audit store, logs or other servers' "
-                    "homes) to the server",
-                    hint=f"give sandbox.{kind} a directory outside {directory!r} that does not "
-                    "contain it",
-                )
+        shown = [d for d in protected.values() if _inside(real, d) or _inside(d, real)]
+        if logs is not None and (_inside(logs, real) or (_inside(real, logs) and _maybe_log(real))):
+            shown.append(logs)
+        if shown:
+            raise SandboxError(
+                f"sandbox {kind} path {path!r} of MCP server {server!r} would show the "
+                f"gateway's own directory {shown[0]!r} (its audit store, the servers' logs or "
+                "other servers' homes) to the server",
+                hint=f"give sandbox.{kind} a directory outside {shown[0]!r} that does not "
+                "contain it",
+                details={"where": where},
+            )
+
+
+def _maybe_log(path: str) -> bool:
+    """Whether a path in a log directory is, or could become, a server's log."""
+    return path.endswith(".log") or (os.path.exists(path) and not os.path.isdir(path))
+
+
+def check_config_file(server: str, sandbox: ServerSandbox) -> None:
+    """Refuse a block that would let the server rewrite the gateway's configuration file, or
+    read it when it holds secrets (:attr:`ServerSandbox.config_file`).
+
+    A ``writable`` path or ``home`` that is or contains the file would let the server choose
+    what the host runs at its next start; a ``readable`` one, when
+    :attr:`ServerSandbox.config_has_secrets`, would show it the other servers' keys.
+
+    Raises:
+        SandboxError: such a path; ``details["where"]`` names it (``writable.0``, ``home``).
+    """
+    if sandbox.config_file is None:
+        return
+    config = os.path.realpath(sandbox.config_file)
+    for where, path in _entries(sandbox):
+        if not _inside(config, os.path.realpath(path)):
+            continue
+        if where.startswith("readable"):
+            if not sandbox.config_has_secrets:
+                continue
+            raise SandboxError(
+                f"sandbox path {path!r} of MCP server {server!r} would show the config file "
+                f"{config!r}, which holds secrets (values written into it, not ${{NAME}} "
+                "references), to the server",
+                hint="write the secrets as ${NAME} references to environment variables, or "
+                "list a directory that does not contain the config file",
+                details={"where": where},
+            )
+        raise SandboxError(
+            f"sandbox path {path!r} of MCP server {server!r} would let the server rewrite the "
+            f"config file {config!r} (and so choose what the host runs)",
+            hint="give the server a directory that does not contain the config file",
+            details={"where": where},
+        )
 
 
 def _inside(path: str, root: str) -> bool:
@@ -140,6 +200,7 @@ def sandbox_params(
     sandbox: ServerSandbox,
     *,
     home_root: Path | None = None,
+    log_dir: Path | None = None,
 ) -> SandboxParams:
     """The sandbox of one stdio server.
 
@@ -148,9 +209,11 @@ def sandbox_params(
         params: The server's command, arguments, ``env`` values and ``cwd``.
         sandbox: The server's ``sandbox`` settings.
         home_root: Where homes live; None: :func:`default_home_root`.
+        log_dir: The directory of the server's log, which the sandbox must not show.
 
     Raises:
-        SandboxError: a ``readable``/``writable`` path does not exist.
+        SandboxError: a ``readable``/``writable`` path does not exist, or would show the
+            gateway's own directories or its config file (:func:`check_config_file`).
     """
     for path in (*sandbox.readable, *sandbox.writable):
         if not os.path.exists(path):
@@ -160,7 +223,8 @@ def sandbox_params(
             )
     root = home_root or default_home_root()
     home = sandbox.home or str(root / server)
-    _check_not_protected(server, sandbox, own_home=root / server, home_root=root)
+    _check_not_protected(server, sandbox, own_home=root / server, home_root=root, log_dir=log_dir)
+    check_config_file(server, sandbox)
     limits = SandboxLimits(
         memory_bytes=sandbox.memory_mb * _MIB if sandbox.memory_mb is not None else None,
         cpu_seconds=sandbox.cpu_seconds,
@@ -252,6 +316,25 @@ def check_command(server: str, params: StdioServerParameters, box: SandboxParams
     return found
 
 
+def _server_argv(
+    server: str, params: StdioServerParameters, sandbox: ServerSandbox, program: str
+) -> list[str]:
+    """The server's command line inside: with the network on, in a Landlock domain that
+    refuses the host's abstract Unix sockets (:mod:`sagents.sandbox.landlock`) where the
+    kernel can; a kernel that cannot leaves them reachable, with a warning."""
+    argv = [params.command, *params.args]
+    if not sandbox.network:
+        return argv  # a network namespace of its own has no host socket at all
+    if not abstract_unix_scope_supported():
+        logger.warning(
+            "MCP server %r shares the host's network and this kernel has no Landlock ABI 6 "
+            "(Linux >= 6.12): the host's abstract Unix sockets are reachable from its sandbox",
+            server,
+        )
+        return argv
+    return scoped_argv(python_runtime()[1], program, argv)
+
+
 class _SandboxTree:
     """A sandboxed server's tree as a :class:`~sagents.mcp.stdio.RunningProcess`."""
 
@@ -268,41 +351,6 @@ class _SandboxTree:
 
     def kill_tree(self) -> None:
         self._process.kill_tree_now()
-
-
-class _CappedLog:
-    """A sandboxed server's log for one run: its stderr and the notes about its stdout share
-    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
-
-    def __init__(self, log: IO[str]) -> None:
-        self._log = log
-        self._left = LOG_BYTES_PER_RUN
-
-    def write(self, text: str) -> int:
-        if self._left <= 0:
-            return len(text)
-        data = text.encode("utf-8", errors="replace")[: self._left]
-        self._left -= len(data)
-        self._log.write(data.decode("utf-8", errors="replace"))
-        if self._left <= 0:
-            self._log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self._log.flush()
-
-
-async def _copy_stderr(
-    stderr: anyio.abc.ByteReceiveStream, log: _CappedLog, done: anyio.Event
-) -> None:
-    try:
-        async for chunk in stderr:  # read on past the cap, so the server never blocks
-            log.write(chunk.decode("utf-8", errors="replace"))
-            log.flush()
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        pass  # the pipe went away with the tree
-    finally:
-        done.set()
 
 
 @asynccontextmanager
@@ -338,17 +386,21 @@ async def open_sandboxed_stdio_transport(
             sandbox cannot start.
         SandboxUnavailableError: bubblewrap is missing or unusable here.
     """
-    box_params = sandbox_params(server, params, sandbox, home_root=home_root)
-    check_command(server, params, box_params)
+    box_params = sandbox_params(
+        server, params, sandbox, home_root=home_root, log_dir=log_path.parent
+    )
+    program = check_command(server, params, box_params)
+    argv = _server_argv(server, params, sandbox, program)
     box = await anyio.to_thread.run_sync(LocalSandbox, box_params)  # probes bubblewrap
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")
     try:
         log_offset = log.tell()
         cwd = str(params.cwd) if params.cwd is not None else None
+        copying = anyio.CancelScope(shield=True)  # see copy_stderr
         async with (
             box,
-            box.spawn([params.command, *params.args], cwd=cwd, stdin=True) as process,
+            box.spawn(argv, cwd=cwd, stdin=True) as process,
             anyio.create_task_group() as tg,
         ):
             assert process.stdin is not None
@@ -362,8 +414,8 @@ async def open_sandboxed_stdio_transport(
                 if on_start is not None:
                     on_start(handle)
                 drained = anyio.Event()
-                capped = _CappedLog(log)
-                tg.start_soon(_copy_stderr, process.stderr, capped, drained)
+                capped = CappedLog(log)
+                tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)
                 stdin = process.stdin
 
                 async def stop() -> None:
@@ -371,20 +423,21 @@ async def open_sandboxed_stdio_transport(
                     with anyio.move_on_after(STDIN_CLOSE_GRACE):
                         await process.wait()
                     await process.kill()
-                    with anyio.move_on_after(_STDERR_DRAIN_SECONDS):
+                    with anyio.move_on_after(STDERR_DRAIN_SECONDS):
                         await drained.wait()  # the last lines belong in the log
 
                 async with frame_stdio(
                     stdin,
                     process.stdout,
                     encoding=params.encoding,
-                    log=cast(IO[str], capped),
+                    log=capped,
                     handle=handle,
                     stop=stop,
                 ) as (read_stream, write_stream):
                     yield read_stream, write_stream, handle
             finally:
                 forget_group(process.pid)
+                copying.cancel()
                 tg.cancel_scope.cancel()
     finally:
         log.close()

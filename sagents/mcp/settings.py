@@ -65,6 +65,12 @@ class ServerSandbox:
         uid: When sagents runs as root, the host uid the server runs as (for example the owner
             of the data it serves); None: as run_script's sandboxes decide (the home's owner,
             else an unprivileged uid of its own).
+        config_file: The gateway's configuration file the entry comes from (the config loader
+            sets it; a Python caller names its own): no ``writable`` path or ``home`` may
+            contain it, so that the server cannot choose what the host runs next.
+        config_has_secrets: Whether ``config_file`` holds secrets (values written into it, not
+            ``${NAME}`` references; the loader decides): then no ``readable`` path may contain
+            it either. True when unknown.
     """
 
     network: bool = False
@@ -77,8 +83,12 @@ class ServerSandbox:
     cpu_cores: float | None = 1.0
     max_processes: int | None = DEFAULT_SERVER_PROCESSES
     uid: int | None = None
+    config_file: str | None = None
+    config_has_secrets: bool = True
 
     def __post_init__(self) -> None:
+        if self.config_file is not None and not self.config_file.startswith("/"):
+            raise ValueError(f"sandbox config_file {self.config_file!r} must be absolute")
         for kind in ("readable", "writable"):
             for path in getattr(self, kind):
                 if not path.startswith("/"):

@@ -4,7 +4,8 @@ Why not ``stdio_client`` itself: it does not expose the process, so nothing coul
 process group when our interpreter exits, and after a clean exit of the wrapper (``npx``,
 ``uvx``) it leaves the wrapper's children running. This transport:
 
-- starts the server in its own session (process group), stderr appended to a log file;
+- starts the server in its own session (process group), its stderr copied to a log file, at
+  most :data:`LOG_BYTES_PER_RUN` per run (:class:`CappedLog`);
 - frames stdout lines with the SDK's ``jsonrpc_message_adapter`` (never hand-written JSON-RPC),
   decoding with ``errors="replace"`` so one invalid UTF-8 byte cannot kill the transport, and
   skipping lines that are not JSON-RPC (logged to the server's log);
@@ -45,9 +46,12 @@ from pydantic import ValidationError
 from sagents.mcp.watchdog import group_alive
 
 __all__ = [
+    "LOG_BYTES_PER_RUN",
+    "CappedLog",
     "RunningProcess",
     "StdioProcess",
     "Transport",
+    "copy_stderr",
     "forget_group",
     "frame_stdio",
     "open_stdio_transport",
@@ -66,6 +70,10 @@ STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for 
 MAX_LINE_CHARS = 64 * 1024 * 1024
 """Longest stdout line kept (characters): a longer one is dropped, with a note in the log,
 rather than held in the gateway's memory while the server never ends it."""
+LOG_BYTES_PER_RUN = 64 * 1024 * 1024
+"""Most of a stdio server's stderr (and notes on its stdout) kept in its log per run: a flood
+must not fill the gateway's disk (the rest is read and dropped)."""
+STDERR_DRAIN_SECONDS = 2.0  # after the tree ended, how long its stderr may take to reach EOF
 WRITE_BATCH_MESSAGES = 64  # requests ready together are written to a server's stdin at once
 
 # The process-wide mutable state of this module, on purpose: process groups of servers that
@@ -235,7 +243,49 @@ class StdioProcess:
         return kept[-lines:]
 
 
-def _parse_line(line: str, log: IO[str]) -> SessionMessage | None:
+class CappedLog:
+    """A stdio server's log for one run: its stderr and the notes about its stdout share
+    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
+
+    def __init__(self, log: IO[str]) -> None:
+        self._log = log
+        self._left = LOG_BYTES_PER_RUN
+
+    def write(self, text: str) -> int:
+        if self._left <= 0:
+            return len(text)
+        data = text.encode("utf-8", errors="replace")[: self._left]
+        self._left -= len(data)
+        self._log.write(data.decode("utf-8", errors="replace"))
+        if self._left <= 0:
+            self._log.write(f"\n[sagents] stderr beyond {LOG_BYTES_PER_RUN} bytes dropped\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+
+
+async def copy_stderr(
+    stderr: anyio.abc.ByteReceiveStream, log: CappedLog, done: anyio.Event, scope: anyio.CancelScope
+) -> None:
+    """Copy a server's stderr to ``log`` until EOF; set ``done`` then.
+
+    Runs in ``scope``, a shielded scope the caller cancels once the server is stopped: a
+    cancelled caller (a gateway ending on SIGTERM) still gets the lines the server writes
+    while it stops.
+    """
+    try:
+        with scope:
+            async for chunk in stderr:  # read on past the cap, so the server never blocks
+                log.write(chunk.decode("utf-8", errors="replace"))
+                log.flush()
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass  # the pipe went away with the tree
+    finally:
+        done.set()
+
+
+def _parse_line(line: str, log: IO[str] | CappedLog) -> SessionMessage | None:
     if not line.strip():
         return None
     try:
@@ -258,7 +308,7 @@ async def frame_stdio(
     stdout: anyio.abc.ByteReceiveStream,
     *,
     encoding: str,
-    log: IO[str],
+    log: IO[str] | CappedLog,
     handle: StdioProcess,
     stop: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[Transport]:
@@ -393,7 +443,7 @@ async def open_stdio_transport(
         process = await anyio.open_process(
             [params.command, *params.args],
             env=get_default_environment() | (params.env or {}),
-            stderr=log,
+            stderr=subprocess.PIPE,
             cwd=params.cwd,
             start_new_session=True,
         )
@@ -407,15 +457,24 @@ async def open_stdio_transport(
             on_start(handle)
         assert process.stdin is not None
         assert process.stdout is not None
-        async with frame_stdio(
-            process.stdin,
-            process.stdout,
-            encoding=params.encoding,
-            log=log,
-            handle=handle,
-            stop=lambda: _stop(process),
-        ) as (read_stream, write_stream):
-            yield read_stream, write_stream, handle
+        assert process.stderr is not None
+        drained = anyio.Event()
+        capped = CappedLog(log)
+        copying = anyio.CancelScope(shield=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)
+            try:
+                async with frame_stdio(
+                    process.stdin,
+                    process.stdout,
+                    encoding=params.encoding,
+                    log=capped,
+                    handle=handle,
+                    stop=lambda: _stop(process, drained),
+                ) as (read_stream, write_stream):
+                    yield read_stream, write_stream, handle
+            finally:
+                copying.cancel()
     finally:
         forget_group(process.pid)
         log.close()
@@ -431,8 +490,9 @@ async def _wait_exit(process: anyio.abc.Process, limit: float) -> bool:
     return False
 
 
-async def _stop(process: anyio.abc.Process) -> None:
-    """Close stdin, wait, then end the whole process group (even after the leader exited)."""
+async def _stop(process: anyio.abc.Process, drained: anyio.Event) -> None:
+    """Close stdin, wait, then end the whole process group (even after the leader exited);
+    give its stderr a moment to reach the log (``drained``) before the pipes close."""
     assert process.stdin is not None
     assert process.stdout is not None
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -442,6 +502,8 @@ async def _stop(process: anyio.abc.Process) -> None:
         await terminate_posix_process_tree(process, TERM_GRACE)
         if not await _wait_exit(process, _REAP_TIMEOUT):
             logger.warning("MCP server process %d survived SIGKILL; abandoning it", process.pid)
+    with anyio.move_on_after(STDERR_DRAIN_SECONDS):
+        await drained.wait()  # the last lines belong in the log
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdout.aclose()
     with (

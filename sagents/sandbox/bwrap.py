@@ -21,6 +21,7 @@ few capabilities that step needs.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat as stat_mod
@@ -92,6 +93,11 @@ BindFd = tuple[int, str]
 def find_bwrap() -> str:
     """Return the path of a working ``bwrap``.
 
+    The probe (its options, then one sandbox of ``true``) runs once per process and
+    bubblewrap binary: a later call with the same ``bwrap`` (same path, inode and mtime) is
+    answered from that first result. A failed probe is not remembered, so that installing
+    bubblewrap or enabling user namespaces takes effect at once.
+
     Raises:
         SandboxUnavailableError: when bubblewrap is missing or cannot create namespaces here;
             the hint says how to install it. There is no fallback to ``passthrough``.
@@ -102,6 +108,13 @@ def find_bwrap() -> str:
             "the 'local' sandbox needs bubblewrap ('bwrap'), which is not installed",
             hint=INSTALL_HINT,
         )
+    st = os.stat(path)
+    return _probed_bwrap(path, st.st_ino, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _probed_bwrap(path: str, inode: int, mtime_ns: int) -> str:
+    """Probe the bubblewrap at ``path`` (``inode`` and ``mtime_ns`` key the cache only)."""
     usage = subprocess.run(
         [path, "--help"], capture_output=True, env=LAUNCHER_PROBE_ENV, check=False, timeout=30
     ).stdout.decode(errors="replace")

@@ -50,13 +50,17 @@ def test_a_full_block_becomes_the_servers_sandbox(tmp_path: Path) -> None:
         cpu_cores=0.5,
         max_processes=8,
         uid=1000,
+        config_file=str(tmp_path / "servers.json"),
+        config_has_secrets=False,
     )
 
 
 def test_true_is_a_sandbox_with_every_default_and_false_or_nothing_is_none(
     tmp_path: Path,
 ) -> None:
-    assert _load(tmp_path, {"command": "node", "sandbox": True}) == ServerSandbox()
+    config = str(tmp_path / "servers.json")
+    default = ServerSandbox(config_file=config, config_has_secrets=False)
+    assert _load(tmp_path, {"command": "node", "sandbox": True}) == default
     assert _load(tmp_path, {"command": "node", "sandbox": False}) is None
     assert _load(tmp_path, {"command": "node"}) is None
     defaults = ServerSandbox()
@@ -112,3 +116,42 @@ def test_a_sandbox_may_not_write_the_config_files_directory(tmp_path: Path, wher
 def test_a_relative_writable_path_below_the_config_is_refused_too(tmp_path: Path) -> None:
     error = _error(tmp_path, {"command": "node", "sandbox": {"writable": ["."]}})
     assert "config file" in error.message
+
+
+@pytest.mark.parametrize(
+    ("entry", "secret"),
+    [
+        ({"env": {"GITHUB_TOKEN": "ghp_written_in"}}, True),
+        ({"env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}, False),
+        ({}, False),
+    ],
+)
+def test_a_readable_path_may_show_the_config_file_only_when_it_holds_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: dict[str, Any], secret: bool
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_from_the_environment")
+    block = {"command": "node", **entry, "sandbox": {"readable": [str(tmp_path)]}}
+    if not secret:
+        sandbox = _load(tmp_path, block)
+        assert sandbox is not None
+        assert sandbox.config_has_secrets is False
+        return
+    error = _error(tmp_path, block)
+    assert "holds secrets" in error.message
+    assert str(tmp_path / "servers.json") in error.message
+    assert error.details["key"] == "mcpServers.files.sandbox.readable.0"
+    assert error.hint is not None
+    assert "${NAME}" in error.hint
+
+
+def test_a_secret_of_another_server_or_of_the_store_counts_too(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    shown = {"command": "node", "sandbox": {"readable": [str(tmp_path)]}}
+    remote = {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer x"}}
+    for document in (
+        {"mcpServers": {"files": shown, "remote": remote}},
+        {"mcpServers": {"files": shown}, "store": {"url": "postgresql://u:pw@db/sagents"}},
+    ):
+        path.write_text(json.dumps(document))
+        with pytest.raises(ConfigError, match="holds secrets"):
+            load_config(path)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -19,6 +21,23 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 PEERS = ROOT / ".peers"
 NODE_MODULES = PEERS / "node" / "node_modules" / "@modelcontextprotocol"
 PEER_BIN = PEERS / "venv" / "bin"
+
+
+def documented_config(after: str, data: Path, repo: Path) -> dict[str, object]:
+    """The first JSON block of docs/mcp.md after the text ``after``, with this checkout, a data
+    directory and a repository put in for ``/path/to/sagents``, ``/srv/data``, ``/srv/repo``."""
+    text = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert after in text, f"docs/mcp.md lost {after!r}"
+    block = re.search(r"```json\n(.*?)```", text[text.index(after) :], re.DOTALL)
+    assert block is not None, f"docs/mcp.md has no JSON block after {after!r}"
+    filled = (
+        block.group(1)
+        .replace("/path/to/sagents", str(ROOT))
+        .replace("/srv/data", str(data))
+        .replace("/srv/repo", str(repo))
+    )
+    document: dict[str, object] = json.loads(filled)
+    return document
 
 
 def fault_server(*modes: str, env: dict[str, str] | None = None) -> StdioServerParameters:

@@ -3,8 +3,6 @@ written: the documented JSON, with this checkout, a data directory and a reposit
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import anyio
@@ -12,26 +10,11 @@ import pytest
 
 from sagents.config import parse_config
 from sagents.mcp import MCPSupervisor
-from tests.mcp.helpers import ROOT
+from tests.mcp.helpers import ROOT, documented_config
 
 pytestmark = pytest.mark.anyio
 
 DOC = ROOT / "docs" / "mcp.md"
-
-
-def _documented_config(data: Path, repo: Path) -> dict[str, object]:
-    text = DOC.read_text(encoding="utf-8")
-    section = text[text.index("The reference servers") :]
-    block = re.search(r"```json\n(.*?)```", section, re.DOTALL)
-    assert block is not None, "docs/mcp.md lost its reference-server example"
-    filled = (
-        block.group(1)
-        .replace("/path/to/sagents", str(ROOT))
-        .replace("/srv/data", str(data))
-        .replace("/srv/repo", str(repo))
-    )
-    document: dict[str, object] = json.loads(filled)
-    return document
 
 
 async def test_the_documented_sandboxed_reference_servers_run(tmp_path: Path) -> None:
@@ -42,7 +25,7 @@ async def test_the_documented_sandboxed_reference_servers_run(tmp_path: Path) ->
     repo.mkdir()
     await anyio.run_process(["git", "init", "-q", str(repo)], check=True)
     (repo / "new.txt").write_text("x")
-    config = parse_config(_documented_config(data, repo), file=str(DOC))
+    config = parse_config(documented_config("The reference servers", data, repo), file=str(DOC))
     assert {s.name for s in config.servers} == {"filesystem", "git", "time"}
     assert all(s.settings.sandbox is not None for s in config.servers)
     async with MCPSupervisor(log_dir=tmp_path / "logs") as sup:

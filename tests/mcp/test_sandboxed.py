@@ -10,7 +10,8 @@ import socket
 import sys
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,48 @@ async def test_with_the_network_on_a_server_can_connect_out(
         port = listener.getsockname()[1]
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
         answer = await _call(sup, "connect", host="127.0.0.1", port=port)
+    own = await _call(sup, "unix_pair")  # an abstract socket of its own tree still works
     assert answer == "CONNECTED"
+    assert own == "PAIRED"
+
+
+@contextmanager
+def _abstract_listener() -> Iterator[tuple[str, socket.socket]]:
+    """A host listener on an abstract Unix socket (no file: scoped by the network namespace)."""
+    name = f"sagents-escape-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("\0" + name)
+        listener.listen()
+        listener.setblocking(False)
+        yield name, listener
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_sandboxed_server_cannot_reach_the_hosts_abstract_unix_sockets(
+    sup: MCPSupervisor, tmp_path: Path, network: bool
+) -> None:
+    with _abstract_listener() as (name, listener):
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=network))
+        answer = await _call(sup, "connect_unix", name=name)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert answer.startswith("ERROR"), answer
+    if network:
+        assert "PermissionError" in answer  # refused by the Landlock scope, not absent
+
+
+async def test_without_landlock_scoping_the_abstract_sockets_stay_reachable_and_it_is_said(
+    sup: MCPSupervisor,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(sandboxed, "abstract_unix_scope_supported", lambda: False)
+    with _abstract_listener() as (name, _):
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
+        answer = await _call(sup, "connect_unix", name=name)
+    assert answer == "CONNECTED"
+    assert "abstract Unix sockets are reachable" in caplog.text
 
 
 async def test_closing_a_sandboxed_server_ends_its_whole_tree(
@@ -392,13 +434,16 @@ async def test_a_stdout_line_without_end_is_dropped_at_the_cap_not_buffered(
     assert await _call(sup, "whoami")  # the server still works after the dropped line
 
 
+@pytest.mark.parametrize("isolation", ["sandbox", "host"])
 async def test_a_stderr_flood_stops_at_the_log_cap(
-    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
 ) -> None:
-    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 256 * 1024)
-    await sup.add_server("escape", _escape_server(), _settings(tmp_path))
+    monkeypatch.setattr(stdio, "LOG_BYTES_PER_RUN", 256 * 1024)
+    settings = _settings(tmp_path) if isolation == "sandbox" else ServerSettings()
+    await sup.add_server("escape", _escape_server(), settings)
     assert await _call(sup, "spew", n=4 * 1024 * 1024) == "SPEWED"
     assert await _call(sup, "whoami")
+    await sup.remove_server("escape")  # every line it wrote is in the log now
     size = (tmp_path / "logs" / "escape.log").stat().st_size
     assert size < 256 * 1024 + 4096
     assert "stderr beyond 262144 bytes dropped" in (tmp_path / "logs" / "escape.log").read_text()
@@ -432,7 +477,7 @@ def test_the_stderr_tail_of_a_huge_log_reads_only_its_end(tmp_path: Path) -> Non
 async def test_stdout_noise_shares_the_log_cap(
     sup: MCPSupervisor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandboxed, "LOG_BYTES_PER_RUN", 64 * 1024)
+    monkeypatch.setattr(stdio, "LOG_BYTES_PER_RUN", 64 * 1024)
     await sup.add_server("escape", _escape_server(), _settings(tmp_path))
     assert await _call(sup, "noise", n=20000) == "NOISED"
     assert await _call(sup, "whoami")
@@ -443,3 +488,42 @@ async def test_stdout_noise_shares_the_log_cap(
 def test_a_sandbox_may_not_pass_on_sagents_own_variables(name: str) -> None:
     with pytest.raises(ValueError, match=name):
         ServerSandbox(env=(name,))
+
+
+@pytest.mark.parametrize("kind", ["readable", "writable"])
+async def test_a_sandbox_may_not_show_a_log_dir_configured_elsewhere(
+    tmp_path: Path, kind: str
+) -> None:
+    logs = tmp_path / "elsewhere" / "logs"  # outside the state dir that is protected anyway
+    logs.mkdir(parents=True)
+    (logs / "other.log").write_text("another server's stderr")
+    async with MCPSupervisor(log_dir=logs) as supervisor:
+        for path in (logs, logs.parent, logs / "other.log"):
+            shown: dict[str, Any] = {"readable": (str(SERVERS),), "writable": ()}
+            shown[kind] = (*shown[kind], str(path))
+            settings = _settings(tmp_path, **shown)
+            with pytest.raises(UpstreamUnavailableError) as caught:
+                await supervisor.add_server("escape", _escape_server(), settings)
+            assert str(logs) in str(caught.value)
+    inside = logs / "data"  # a directory below it holds no log
+    inside.mkdir()
+    assert sandbox_params(
+        "escape", _escape_server(), ServerSandbox(writable=(str(inside),)), log_dir=logs
+    ).extra_rw_binds
+
+
+@pytest.mark.parametrize("where", ["writable", "home", "readable"])
+def test_a_python_caller_naming_its_config_file_gets_the_config_file_rule(
+    tmp_path: Path, where: str
+) -> None:
+    config = tmp_path / "sagents.json"
+    config.write_text("{}")
+    value: Any = str(tmp_path) if where == "home" else (str(tmp_path),)
+    box = replace(ServerSandbox(config_file=str(config)), **{where: value})
+    with pytest.raises(SandboxError) as caught:
+        sandbox_params("escape", _escape_server(), box)
+    assert str(config) in str(caught.value)
+    assert caught.value.details["where"] in {f"{where}.0", "home"}
+    if where == "readable":  # a file without secrets may be shown read-only
+        quiet = replace(box, config_has_secrets=False)
+        assert sandbox_params("escape", _escape_server(), quiet).extra_ro_binds

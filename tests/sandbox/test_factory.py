@@ -107,3 +107,24 @@ def test_bad_params_are_refused(tmp_path: Path) -> None:
         SandboxParams(workspace=str(tmp_path), read_only_subpaths=("../up",))
     with pytest.raises(ValueError, match="absolute"):
         ReadOnlyBind(host_path="rel", sandbox_path="/x")
+
+
+def test_bubblewrap_is_probed_once_per_process_and_binary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = shutil.which("bwrap")
+    assert real is not None
+    fake = tmp_path / "bwrap"  # a bwrap of its own, so that no earlier probe answers for it
+    runs = tmp_path / "runs"
+    fake.write_text(f'#!/bin/sh\necho probe >> {str(runs)!r}\nexec {real!r} "$@"\n')
+    fake.chmod(0o755)
+    which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda name, **kw: str(fake) if name == "bwrap" else which(name, **kw)
+    )
+    for name in ("a", "b", "c"):
+        LocalSandbox(SandboxParams(workspace=str(tmp_path / name)))
+    assert runs.read_text().count("probe") == 2  # --help and one sandbox, the first time only
+    fake.write_text(fake.read_text() + "\n")  # another binary at the same path: probed anew
+    LocalSandbox(SandboxParams(workspace=str(tmp_path / "d")))
+    assert runs.read_text().count("probe") == 4

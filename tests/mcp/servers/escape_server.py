@@ -2,9 +2,10 @@
 
 Each tool tries one thing the escape suite (tests/sandbox/test_escape.py) tries and answers
 what happened as text (``ERROR <reason>`` when the attempt failed): ``read``, ``write``,
-``connect``, ``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to
-``n`` children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new
-user namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``,
+``connect``, ``connect_unix`` (an abstract Unix socket), ``unix_pair`` (one of its own),
+``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to ``n``
+children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new user
+namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``,
 ``junk`` (``n`` bytes on stdout without a newline), ``spew`` (``n`` bytes on stderr),
 ``noise`` (``n`` non-JSON stdout lines).
 A test fixture, not library code.
@@ -35,6 +36,26 @@ def _write(args: dict[str, str]) -> str:
 def _connect(args: dict[str, object]) -> str:
     with socket.create_connection((str(args["host"]), int(str(args["port"]))), timeout=3):
         return "CONNECTED"
+
+
+def _connect_unix(args: dict[str, object]) -> str:
+    """Connect to the abstract Unix socket ``\\0<name>``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(3)
+        sock.connect("\0" + str(args["name"]))
+        return "CONNECTED"
+
+
+def _unix_pair(args: dict[str, object]) -> str:
+    """Listen on an abstract Unix socket of its own and connect to it."""
+    name = f"\0sagents-own-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(name)
+        listener.listen()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(name)
+            listener.accept()[0].close()
+    return "PAIRED"
 
 
 def _orphan(args: dict[str, str]) -> str:
@@ -138,6 +159,8 @@ TOOLS: dict[str, Callable[[Any], str]] = {
     "read": _read,
     "write": _write,
     "connect": _connect,
+    "connect_unix": _connect_unix,
+    "unix_pair": _unix_pair,
     "orphan": _orphan,
     "fork": _fork,
     "allocate": _allocate,
