@@ -177,6 +177,7 @@ def test_the_installed_command_exits_1_for_an_error_result(fault_config: Path) -
             str(fault_config),
             "--mode",
             "auto",
+            "--yes",  # the fault server's tools are not annotated: destructive, asked in auto mode
         ],
         capture_output=True,
         text=True,
