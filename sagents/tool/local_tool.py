@@ -109,7 +109,7 @@ class LocalTool:
         """True when the output schema wraps a non-object return as ``{"result": value}``."""
         return self.resolved.output_wrapped
 
-    def bind(self, arguments: Mapping[str, Any], context: SessionContext) -> dict[str, Any]:
+    def bind(self, arguments: Mapping[str, Any], context: SessionContext | None) -> dict[str, Any]:
         """Validate JSON-like arguments and return the keyword arguments for :attr:`func`.
 
         Validation is pydantic's lax mode (``"5"`` becomes ``5``); values are converted to what
@@ -119,7 +119,8 @@ class LocalTool:
 
         Args:
             arguments: The model's arguments (a JSON object).
-            context: The calling session.
+            context: The calling session; None only for a tool that injects nothing
+                (:attr:`injected` is empty).
 
         Returns:
             Parameter name -> value, for ``func(**kwargs)``.
@@ -148,6 +149,7 @@ class LocalTool:
                 kwargs[name] = getattr(validated, resolved.field_names[name])
                 continue
             injection = resolved.injected[name]
+            assert context is not None, "a tool that injects values needs a SessionContext"
             if injection is SessionContext:
                 kwargs[name] = context
                 continue
