@@ -61,6 +61,7 @@ __all__ = [
     "emit_tool_progress_from_thread",
 ]
 
+_get_ident = threading.get_ident
 _STREAMS: Final[frozenset[str]] = frozenset(get_args(ProgressStream))
 
 _current: contextvars.ContextVar[ToolCallBinding | LazyToolCall | None] = contextvars.ContextVar(
@@ -336,7 +337,7 @@ class LazyToolCall:
         self.hub = hub
         self._session_id = session_id
         self._tool_call_id = tool_call_id
-        self.loop_thread = threading.get_ident()
+        self.loop_thread = _get_ident()
         self._binding: ToolCallBinding | None = None
         self._closed = False
 
@@ -358,11 +359,14 @@ class LazyToolCall:
 
     def close(self) -> None:
         """:meth:`ToolCallBinding.close`: the ``closed`` event when someone listens by now."""
-        if self._binding is None and not self._closed and self._listened():
+        if self._binding is None:
+            if self._closed or self._session_id is None or not self.hub.listening(self._session_id):
+                self._closed = True
+                return
             self.binding()
         self._closed = True
-        if self._binding is not None:
-            self._binding.close()
+        assert self._binding is not None
+        self._binding.close()
 
     @property
     def session_id(self) -> str:

@@ -100,6 +100,9 @@ class _Entry:
     handler: ToolHandler
     validator: ArgumentValidator
     local: LocalTool | None = None
+    # Decided once per tool, read on every call:
+    direct: LocalTool | None = None  # an async local tool, called by run_tool itself
+    timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
 
 
 @dataclass(frozen=True)
@@ -432,25 +435,27 @@ class ToolManager:
         registered = name
         limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
         try:
-            self._check_open()
-            entry = self._find(name)
+            if self._closed:
+                self._check_open()
+            entry = self._entries.get(name) or self._find(name)
             registered = entry.spec.name
-            limit = call_timeout(timeout, entry.spec)
-            arguments = parse_arguments(registered, args)
-            arguments = entry.validator.validate(registered, arguments, strict=strict)
-            local = entry.local
-            if local is not None and local.is_async and not self._call_contexts:
+            limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
+            arguments = entry.validator.validate(
+                registered, parse_arguments(registered, args), strict=strict, owned=True
+            )
+            local = entry.direct
+            if local is not None and not self._call_contexts:
                 # The common case, called here directly: no ToolCall, no handler frame, the
                 # session context built only for a tool that takes it, progress bound lazily,
                 # the timeout armed only if the coroutine waits (sagents.tool.deadline).
-                hub = self.progress_hub
+                hub = self._progress_hub if self._progress_hub is not None else default_hub()
                 session_id = None if session_context is None else session_context.session_id
                 if session_id is None or not hub.listening(session_id):
                     context = session_context
                     if context is None and local.injected:
                         context = SessionContext()
                         session_id = context.session_id
-                    kwargs = local.bind(arguments, context)
+                    kwargs = local.bind_valid(arguments, context)
                     pending = LazyToolCall(hub, session_id, tool_call_id or None)
                     token = pending.bind()
                     try:
@@ -852,7 +857,12 @@ def _make_entry(tool: Registrable) -> _Entry:
         if len(tool) != 2 or not isinstance(tool[0], ToolSpec) or not callable(tool[1]):
             raise ToolDefinitionError("register a (ToolSpec, handler) pair as a 2-tuple")
         spec, handler = tool
-        return _Entry(spec=spec, handler=handler, validator=_validator(spec, check=True))
+        return _Entry(
+            spec=spec,
+            handler=handler,
+            validator=_validator(spec, check=True),
+            timeout=call_timeout(None, spec),
+        )
     if isinstance(tool, LocalTool):
         local = tool
     elif callable(tool):
@@ -867,6 +877,8 @@ def _make_entry(tool: Registrable) -> _Entry:
         handler=_LocalHandler(local),
         validator=_validator(local.spec, check=False),  # pydantic made it: valid by construction
         local=local,
+        direct=local if local.is_async else None,
+        timeout=call_timeout(None, local.spec),
     )
 
 
