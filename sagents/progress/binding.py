@@ -59,6 +59,7 @@ __all__ = [
     "emit_tool_progress",
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",
+    "listened_tool_call",
 ]
 
 _get_ident = threading.get_ident
@@ -410,6 +411,19 @@ class LazyToolCall:
         tb: TracebackType | None,
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+def listened_tool_call() -> ToolCallBinding | None:
+    """The running call's binding when someone listens to its session now, else None.
+
+    Unlike :func:`current_tool_call`, builds no binding for a quiet call nobody listens to.
+    """
+    binding = _current.get()
+    if binding is None:
+        return None
+    if isinstance(binding, LazyToolCall):
+        return binding.binding() if binding._listened() else None
+    return binding if binding.hub.listening(binding.session_id) else None
 
 
 def current_tool_call() -> ToolCallBinding | None:
