@@ -22,13 +22,65 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-__all__ = ["await_within"]
+__all__ = ["await_within", "finish_within", "first_step"]
 
 T = TypeVar("T")
 
 
+_NOT_STARTED: Any = object()
+
+
+def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
+    """Run a coroutine's first step here, if it may be run by hand (see the module docstring).
+
+    Args:
+        coroutine: What the tool function returned.
+
+    Returns:
+        ``(True, value)`` when the coroutine returned ``value`` without waiting; else
+        ``(False, state)``, to pass to :func:`finish_within`.
+
+    Raises:
+        Whatever the coroutine raises in its first step.
+    """
+    if type(coroutine) is not CoroutineType or asyncio._get_running_loop() is None:
+        return False, _NOT_STARTED  # another awaitable, or not asyncio: not started here
+    try:
+        return False, coroutine.send(None)
+    except StopIteration as stop:  # returned without waiting: no timer was needed
+        return True, stop.value
+
+
+async def finish_within(
+    coroutine: Awaitable[T], state: Any, seconds: float
+) -> tuple[bool, T | None]:
+    """Await the rest of ``coroutine`` after :func:`first_step`, at most ``seconds``.
+
+    Returns:
+        ``(True, value)`` when it returned ``value``; ``(False, None)`` when the timeout ended
+        it (cancelled at the ``await`` where it waited).
+
+    Raises:
+        Whatever the coroutine raises; the caller's cancellation.
+    """
+    if state is _NOT_STARTED:  # the cancel scope from the start
+        with anyio.move_on_after(seconds):
+            return True, await coroutine
+        return False, None
+    assert isinstance(coroutine, CoroutineType)
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            return True, await _Resumed(coroutine, state)
+    except TimeoutError:
+        if timeout.expired():
+            return False, None
+        raise  # the tool's own TimeoutError
+
+
 async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
-    """Await ``coroutine``, at most ``seconds`` once it suspends.
+    """Await ``coroutine``, at most ``seconds`` once it waits (:func:`first_step`, then
+    :func:`finish_within`).
 
     Args:
         coroutine: What the tool function returned: a coroutine object not started yet, or
@@ -37,29 +89,16 @@ async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T
 
     Returns:
         ``(True, value)`` when the coroutine returned ``value``; ``(False, None)`` when the
-        timeout ended it (it was cancelled at the ``await`` where it waited).
+        timeout ended it.
 
     Raises:
         Whatever the coroutine raises; the caller's cancellation.
     """
-    if type(coroutine) is not CoroutineType or asyncio._get_running_loop() is None:
-        # Another awaitable, or not asyncio: the cancel scope from the start.
-        with anyio.move_on_after(seconds):
-            return True, await coroutine
-        return False, None
-    try:
-        yielded = coroutine.send(None)
-    except StopIteration as stop:  # returned without waiting: no timer was needed
-        value: T = stop.value
-        return True, value
-    timeout = asyncio.timeout(seconds)
-    try:
-        async with timeout:
-            return True, await _Resumed(coroutine, yielded)
-    except TimeoutError:
-        if timeout.expired():
-            return False, None
-        raise  # the tool's own TimeoutError
+    done, state = first_step(coroutine)
+    if done:
+        result: T = state
+        return True, result
+    return await finish_within(coroutine, state, seconds)
 
 
 class _Resumed(Generic[T]):

@@ -47,7 +47,7 @@ from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.progress.binding import LazyToolCall
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
-from sagents.tool.deadline import await_within
+from sagents.tool.deadline import finish_within, first_step
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.naming import to_exported_name
@@ -459,7 +459,10 @@ class ToolManager:
                     pending = LazyToolCall(hub, session_id, tool_call_id or None)
                     token = pending.bind()
                     try:
-                        finished, value = await await_within(local.func(**kwargs), limit)
+                        coroutine = local.func(**kwargs)
+                        finished, value = first_step(coroutine)
+                        if not finished:
+                            finished, value = await finish_within(coroutine, value, limit)
                     finally:
                         pending.unbind(token)
                     if finished:
