@@ -1,18 +1,24 @@
-"""Start-up cost of an empty run_script, by interpreter options, against ``python -c pass``.
+"""Start-up cost of an empty run_script inside a running gateway, against ``python -c pass``.
 
-An empty script (``pass``) runs through the whole run_script path (``ScriptRunner``,
-``SandboxLauncher``, bubblewrap, bootstrap, records, teardown) with the guest started two ways,
-interleaved in one run: ``-I`` only (``site`` runs, and with it every ``.pth`` file of the
-interpreter) and the current options (``-I -S``: no ``site``; the bootstrap adds
-``site-packages`` itself). The baseline is a bare ``python -c pass`` of the same interpreter,
-measured in the same rounds (and, for reference, a bare ``python -I -S -c pass``). Prints
-medians in milliseconds and ratios to the baseline. Not a test.
+An empty script (``pass``) runs through the gateway's run_script (``GatewayScripts.run``: the
+session's sandbox and ``RunScriptTool``, policy, records, the SQLite audit entry, bubblewrap,
+bootstrap, teardown), in rounds interleaved with:
 
-Usage: ``.venv/bin/python bench/bench_script_start.py [ROUNDS]``
+- ``python -c pass`` and ``python -I -S -c pass`` of the same interpreter (fresh processes);
+- the same empty run through a launcher that keeps no spare and tears each sandbox down before
+  the result (``cold``: what every run paid before spare sandboxes, docs/run_script.md).
+
+Each round waits half a second before each run (a model's turn is longer than that), so that
+the gateway's spare is ready, as it is between the turns of a real session. Prints medians in
+milliseconds and the differences to both baselines. Not a test.
+
+Usage: ``.venv/bin/python bench/bench_script_start.py [ROUNDS] [--json]`` (``--json`` adds, as
+the last line, the medians' differences for ``bench/summary.py``).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -23,69 +29,111 @@ from typing import Any
 
 import anyio
 
-from sagents.core.result import ToolResult
+from sagents.audit.store import SqliteAuditStore
+from sagents.gateway.scripts import GatewayScripts
+from sagents.gateway.workspaces import Workspaces
+from sagents.progress.hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams
 from sagents.sandbox.bwrap import python_runtime
-from sagents.script import runtime as script_runtime
-from sagents.script.runner import ScriptRunner
 from sagents.script.runtime import install_runtime
 from sagents.script.sandbox_launcher import SandboxLauncher
-from sagents.script.values import ScriptRequest
+from sagents.script.session import RunScriptTool
+from sagents.script.settings import ScriptLimits
+from sagents.tool.context import SessionContext
+from sagents.tool.tool_manager import ToolManager
 
-OPTIONS = {
-    "-I (site and .pth run)": ("-I", "-X", "utf8"),
-    "-I -S (current)": script_runtime.GUEST_FLAGS,
-}
-
-
-async def _no_tools(name: str, arguments: dict[str, Any]) -> ToolResult:
-    return ToolResult.from_error("unknown_tool", f"no tool {name!r}")
+PAUSE_S = 0.5  # before each run, as between a model's turns
+SESSION = "0123456789abcdef0123456789abcdef"
 
 
-async def main(rounds: int) -> None:
+def _cold_launcher(sandbox: LocalSandbox) -> SandboxLauncher:
+    """A launcher that keeps no spare and is never entered (every run starts cold). Also runs
+    against code from before spare sandboxes (``PYTHONPATH`` at an export of it), whose
+    launcher takes no ``spare_idle_s``."""
+    try:
+        return SandboxLauncher(sandbox, spare_idle_s=None)
+    except TypeError:
+        return SandboxLauncher(sandbox)
+
+
+async def main(rounds: int) -> dict[str, float]:
     python = python_runtime()[1]
-    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as workspace:
-        runner = ScriptRunner(
-            specs=[],
-            call_tool=_no_tools,
-            workspace=Path(workspace),
-            runtime=install_runtime(Path(data)),
-            launcher=SandboxLauncher(LocalSandbox(SandboxParams(workspace=workspace))),
-            mode="auto",
-        )
+    times: dict[str, list[float]] = {
+        "python -c pass": [],
+        "python -I -S -c pass": [],
+        "empty run_script, cold sandbox": [],
+        "empty run_script in a running gateway": [],
+    }
+    with tempfile.TemporaryDirectory() as data_dir:
+        data = Path(data_dir)
+        context = SessionContext(session_id=SESSION, permission_mode="auto")
+        cold_ws = data / "cold"
+        async with (
+            ToolManager() as manager,
+            GatewayScripts(
+                hub=ProgressHub(),
+                workspaces=Workspaces(data / "workspaces"),
+                limits=ScriptLimits(),
+                data_dir=data,
+            ) as gateway,
+            LocalSandbox(SandboxParams(workspace=str(cold_ws))) as sandbox,
+            RunScriptTool(
+                tools=manager,
+                session=context,
+                sandbox=sandbox,
+                runtime=install_runtime(data),
+                audit=SqliteAuditStore(path=data / "cold-audit.sqlite3"),
+                hub=ProgressHub(),
+                launcher=_cold_launcher(sandbox),
+            ) as cold,
+        ):
 
-        async def empty_run(flags: tuple[str, ...]) -> float:
-            script_runtime.GUEST_FLAGS = flags  # read by bootstrap_argv at each launch
-            started = time.perf_counter()
-            result = await runner.run(ScriptRequest(code="pass\n", description="empty"))
-            took = time.perf_counter() - started
-            if result.status != "ok":
-                raise SystemExit(f"the empty run failed: {result.output}")
-            return took
+            async def in_gateway() -> Any:
+                return await gateway.run(
+                    {"code": "pass\n", "tools": []}, context, tools=manager, tool_call_id=None
+                )
 
-        def bare(*flags: str) -> float:
-            started = time.perf_counter()
-            subprocess.run([python, *flags, "-c", "pass"], check=True)
-            return time.perf_counter() - started
+            async def in_cold() -> Any:
+                return await cold.run("pass\n")
 
-        for flags in OPTIONS.values():
-            await empty_run(flags)  # warm up
-        times: dict[str, list[float]] = {"python -c pass (bare)": [], "python -I -S -c pass": []}
-        times.update({label: [] for label in OPTIONS})
-        for _ in range(rounds):
-            times["python -c pass (bare)"].append(bare())
-            times["python -I -S -c pass"].append(bare("-I", "-S"))
-            for label, flags in OPTIONS.items():
-                times[label].append(await empty_run(flags))
-    base = statistics.median(times["python -c pass (bare)"])
-    print(f"empty run_script through bubblewrap, median of {rounds} interleaved rounds")
-    print(f"{'guest start':<28}{'ms':>8}{'ratio':>8}{'over bare ms':>14}")
-    for label, samples in times.items():
-        median = statistics.median(samples)
-        print(
-            f"{label:<28}{median * 1000:>8.1f}{median / base:>8.2f}{(median - base) * 1000:>14.1f}"
-        )
+            async def timed(label: str, run: Any) -> None:
+                await anyio.sleep(PAUSE_S)
+                started = time.perf_counter()
+                result = await run()
+                took = time.perf_counter() - started
+                if result.is_error:
+                    raise SystemExit(f"the empty run failed: {result.text}")
+                times[label].append(took)
+
+            def bare(label: str, *flags: str) -> None:
+                started = time.perf_counter()
+                subprocess.run([python, *flags, "-c", "pass"], check=True)
+                times[label].append(time.perf_counter() - started)
+
+            await in_gateway()  # warm-up: the session's sandbox, its first (cold) run
+            await in_cold()
+            for _ in range(rounds):
+                bare("python -c pass")
+                bare("python -I -S -c pass", "-I", "-S")
+                await timed("empty run_script, cold sandbox", in_cold)
+                await timed("empty run_script in a running gateway", in_gateway)
+    medians = {label: statistics.median(samples) * 1000 for label, samples in times.items()}
+    base, isolated = medians["python -c pass"], medians["python -I -S -c pass"]
+    print(f"empty run_script, median of {rounds} interleaved rounds (ms)")
+    print(f"{'':<40}{'ms':>8}{'- python':>10}{'- python -I -S':>16}")
+    for label, median in medians.items():
+        print(f"{label:<40}{median:>8.1f}{median - base:>10.1f}{median - isolated:>16.1f}")
+    return {
+        "gateway - python -c pass (ms)": medians["empty run_script in a running gateway"] - base,
+        "gateway - python -I -S -c pass (ms)": (
+            medians["empty run_script in a running gateway"] - isolated
+        ),
+        "cold - python -I -S -c pass (ms)": medians["empty run_script, cold sandbox"] - isolated,
+    }
 
 
 if __name__ == "__main__":
-    anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    arguments = [a for a in sys.argv[1:] if a != "--json"]
+    figures = anyio.run(main, int(arguments[0]) if arguments else 10)
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(figures))

@@ -95,6 +95,11 @@ def _run_script() -> dict[str, float]:
     return {label: float(value) for label, value in report.items()}
 
 
+def _script_start() -> dict[str, float]:
+    report = _run_json("bench_script_start.py", "5")
+    return {label: float(value) for label, value in report.items()}
+
+
 def _suggest_cost() -> dict[str, float]:
     report = _run_json("bench_suggest.py", "--only", "cost")["cost"]
     return {"ms/query": report["per_query_ms"], "/ serialising the schemas": report["ratio"]}
@@ -133,8 +138,9 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         name="empty run_script inside a running gateway vs python -c pass",
-        bench="bench_run_script.py",
+        bench="bench_script_start.py",
         goal="<= python start + 30 ms",
+        measure=_script_start,
     ),
     Row(
         name="sagents --help vs python -c pass",

@@ -58,10 +58,17 @@ class BackgroundCallsSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class SkillsSettings:
-    """Skill directories (roots holding one folder per skill); relative ones are resolved
-    against the config file's directory."""
+    """Where skills come from.
+
+    Attributes:
+        directories: Skill roots (one folder per skill); relative ones are resolved against
+            the config file's directory.
+        servers: Enabled MCP servers whose skills join them (``"skills": true`` in the
+            server's entry), in file order; their skills are ``<server>__<skill>``.
+    """
 
     directories: tuple[Path, ...] = ()
+    servers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +81,7 @@ class SagentsConfig:
         scripts: run_script limits (the ``scripts`` block).
         background_calls: Background-call settings.
         sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
-        skills: The skill directories.
+        skills: The skill directories and the servers whose skills join them.
         local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
         builtin_tools: Names of the built-in tools to offer (gateway).
         web_fetch: ``builtinTools.webFetch`` as keyword arguments of
@@ -183,7 +190,12 @@ def parse_config(
         ),
         sandbox=sandbox,
         skills=SkillsSettings(
-            directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories)
+            directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories),
+            servers=tuple(
+                name
+                for name, entry in model.entries().items()
+                if entry.skills and name not in disabled
+            ),
         ),
         local_tools=tuple(model.local_tools.modules),
         builtin_tools=tuple(model.builtin_tools.enabled),

@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -97,6 +98,8 @@ class ServerEntryParams(_Strict):
     api_key: str | None = Field(default=None, alias="apiKey")
     # true: a sandbox with every default; an object: see ServerSandboxParams.
     sandbox: ServerSandboxParams | None = None
+    # true: the server's skills (the MCP Skills extension) join the gateway's skills.
+    skills: StrictBool = False
 
     @field_validator("sandbox", mode="before")
     @classmethod

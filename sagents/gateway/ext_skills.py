@@ -8,6 +8,11 @@ one that ``resources/read`` serves, and nothing else is. Each entry carries the 
 front matter (read with the skill parser's own front-matter reader) and every file's SHA-256
 digest and size.
 
+An MCP server's skill (``skill://<server>/<skill>/...``) is described by that server's own
+entry (:meth:`SkillResources.skill_entry <sagents.gateway.sources.SkillResources.skill_entry>`:
+its digests, sizes and front matter under the gateway's URIs), so listing it fetches none of
+its files; they are fetched, and verified against those digests, when a client reads one.
+
 Clients that do not use the extension keep the ``skill://`` resources and the skill tools
 (``load_skill``, ``read_skill_file``). Source: the Skills extension specification
 (github.com/modelcontextprotocol/ext-skills, ``specification/stable/skills.mdx``).
@@ -19,7 +24,7 @@ import base64
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
 import mcp_types as mt
@@ -49,13 +54,22 @@ from sagents.skill.frontmatter import (
     split_front_matter,
 )
 
-__all__ = ["SkillsExtension"]
+__all__ = ["ListedSkills", "SkillsExtension"]
 
 logger = logging.getLogger(__name__)
 
 
 _INVALID_PARAMS = -32602  # the extension: an unknown skill URI in skills/get
 _JSON = TypeAdapter(Any)
+
+
+@runtime_checkable
+class ListedSkills(Protocol):
+    """A resource source that already knows some skills' entries (an MCP server's skills)."""
+
+    def skill_entry(self, skill_md: str, skills: frozenset[str] | None) -> SkillEntry | None:
+        """The entry of the skill whose ``SKILL.md`` is ``skill_md``, or None to build it."""
+        ...
 
 
 class SkillsExtension(Extension):
@@ -116,6 +130,10 @@ class SkillsExtension(Extension):
     async def _entry(
         self, skill_md: str, files: list[ResourceLink], skills: frozenset[str] | None
     ) -> SkillEntry:
+        if isinstance(self._resources, ListedSkills):
+            known = self._resources.skill_entry(skill_md, skills)
+            if known is not None:
+                return known
         if len(files) > MAX_SKILL_FILES:
             raise _Unservable(f"has {len(files)} files (more than {MAX_SKILL_FILES})")
         listed: list[SkillFile] = []
@@ -141,15 +159,25 @@ class _Unservable(Exception):
 
 
 def _by_skill(links: list[ResourceLink]) -> dict[str, list[ResourceLink]]:
-    """The skill files grouped by the URI of their skill's ``SKILL.md`` (listing order)."""
-    grouped: dict[str, list[ResourceLink]] = {}
+    """The skill files grouped by the URI of their skill's ``SKILL.md`` (listing order).
+
+    A skill's ``SKILL.md`` is the link named as the skill (``SkillResources`` names other
+    files ``<skill>/<path>``); each file belongs to the skill whose directory URI is the
+    longest prefix of its own (``skill://docs/pdf-tools/`` before ``skill://docs/``).
+    """
+    bases = {
+        link.uri.removesuffix("SKILL.md"): link.uri
+        for link in links
+        if link.uri.startswith(SKILL_URI_PREFIX)
+        and link.uri.endswith("/SKILL.md")
+        and "/" not in link.name
+    }
+    grouped: dict[str, list[ResourceLink]] = {uri: [] for uri in bases.values()}
     for link in links:
-        if not link.uri.startswith(SKILL_URI_PREFIX):
-            continue
-        skill, _, path = link.uri.removeprefix(SKILL_URI_PREFIX).partition("/")
-        if path:
-            grouped.setdefault(f"{SKILL_URI_PREFIX}{skill}/SKILL.md", []).append(link)
-    return {uri: files for uri, files in grouped.items() if any(f.uri == uri for f in files)}
+        owner = max((b for b in bases if link.uri.startswith(b)), key=len, default=None)
+        if owner is not None:
+            grouped[bases[owner]].append(link)
+    return grouped
 
 
 def _raw(resource: EmbeddedResource) -> bytes:

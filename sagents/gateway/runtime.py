@@ -19,7 +19,9 @@
   :class:`~sagents.script.session.RunScriptTool` per client session, in the bubblewrap sandbox
   of the gateway's workspace (:mod:`sagents.gateway.scripts`); where bubblewrap is unavailable
   it is not offered, with a warning, and everything else is still served;
-- skill files are resources (``skill://<skill>/<path>``);
+- skill files are resources (``skill://<skill>/<path>``); the skills of servers whose entry
+  says ``"skills": true`` join them as ``<server>__<skill>``, listed from ``skills/list`` and
+  fetched on first use (:mod:`sagents.gateway.upstream_skills`);
 - an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
   then passed on to every connected client.
 
@@ -60,15 +62,18 @@ from sagents.gateway.approval import GatewayCallApprover
 from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.forwarding import UpstreamForwarding
 from sagents.gateway.pending import ConsoleScriptApprover
+from sagents.gateway.policy import Profile
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
+from sagents.gateway.upstream_skills import SupervisorSkillRequests, upstream_skill_source
 from sagents.gateway.workspaces import Workspaces
-from sagents.mcp import CatalogKind
+from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
 from sagents.progress.hub import ProgressHub
 from sagents.skill.manager import SkillManager
+from sagents.skill.mcp_source import MCPSkillSource
 from sagents.skill.proxy import SkillProxy, SkillSource
 from sagents.skill.session import SkillSession
 from sagents.skill.skill_tool import SkillTools
@@ -138,7 +143,11 @@ class ConfiguredGateway(Gateway):
         self.hub = ProgressHub()
         self._manager: ToolManager | None = None
         self._local_tools = _local_tools(self.config)
-        self.skills = _skills(self.config, settings)
+        self._skill_requests = SupervisorSkillRequests()
+        self.upstream_skills = upstream_skill_source(
+            self.config, self._skill_requests, on_changed=self._upstream_skills_changed
+        )
+        self.skills = _skills(self.config, settings, self.upstream_skills)
         self.workspaces = Workspaces(
             settings.workspace or default_data_dir() / WORKSPACES_DIR,
             shared=settings.shared_workspace,
@@ -157,7 +166,9 @@ class ConfiguredGateway(Gateway):
             profile=settings.profile,
             token_profiles=settings.token_profiles,
             progress=HubProgressSource(self.hub),
-            resources=SkillResources(self.skills) if self.skills is not None else None,
+            resources=SkillResources(self.skills, upstream=self.upstream_skills)
+            if self.skills is not None
+            else None,
             approver=approver,
             background_after_s=background,
             workspace=self.workspaces,
@@ -209,6 +220,14 @@ class ConfiguredGateway(Gateway):
             if supervisor is not None:
                 self.forwarding.source = supervisor
                 supervisor.on_catalog_changed(self._upstream_catalog_changed)
+                supervisor.on_catalog_announced(self._upstream_catalog_announced)
+                self._skill_requests.supervisor = supervisor
+            if self.upstream_skills is not None:
+                # entered after the manager, so its listings end before the servers close
+                await stack.enter_async_context(self.upstream_skills)
+                for server in self.config.skills.servers:
+                    if self._skill_requests.ready(server):  # the others: once they list tools
+                        self.upstream_skills.refresh_soon(server)
             # the session's mode is applied by the proxy; the gateway asks the client first
             self.provider = ToolProxy(manager, approver=GatewayCallApprover())
             stack.callback(self._unbind)
@@ -232,9 +251,28 @@ class ConfiguredGateway(Gateway):
         offer = self.session_offer(context.session_id)
         profile = offer.profile if offer is not None else self.profile
         source: SkillSource = self.skills
-        if profile is not None and profile.skills is not None and isinstance(source, SkillManager):
-            source = SkillProxy(source, available_skills=sorted(profile.skills))
+        offered = self.offered_skills(profile)
+        if offered is not None:
+            source = SkillProxy(source, available_skills=sorted(offered))
         return SkillSession(source, tools=offer)
+
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The profile's ``skills``, less the skills of upstream servers its ``servers``
+        leaves out (an upstream server's skills are filtered like its tools)."""
+        names = super().offered_skills(profile)
+        if profile is None or profile.servers is None or self.upstream_skills is None:
+            return names
+        hidden = {
+            skill.name
+            for skill in self.upstream_skills.list_skills()
+            if skill.name.partition(TOOL_NAME_SEPARATOR)[0] not in profile.servers
+        }
+        if not hidden:
+            return names
+        if names is None:
+            assert self.skills is not None
+            return frozenset(s.name for s in self.skills.list_skills()) - hidden
+        return names - hidden
 
     def _register_builtins(self, manager: ToolManager) -> None:
         """The built-in shell and file tools the config enables (``builtinTools.enabled``), on
@@ -350,6 +388,8 @@ class ConfiguredGateway(Gateway):
             # lists (or calls) once right after initialize finds their tools; later ones are
             # announced. Once every server made its first attempt, this returns at once.
             await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+        if self.upstream_skills is not None:  # and their skills' first listing, as briefly
+            await self.upstream_skills.first_listings(FIRST_LIST_WAIT_S)
 
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -370,10 +410,21 @@ class ConfiguredGateway(Gateway):
         return await super()._on_list_resources(ctx, params)
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
+        if self.upstream_skills is not None:  # listed, relisted or restarted: so are its skills
+            self.upstream_skills.refresh_soon(server)
         await self.notify_tools_changed()
 
     async def _upstream_catalog_changed(self, server: str, kind: CatalogKind) -> None:
+        if kind == "resources" and self.upstream_skills is not None:
+            self.upstream_skills.refresh_soon(server)  # came or went: so did its skills
         await self.notify_list_changed(kind)
+
+    async def _upstream_catalog_announced(self, server: str, kind: CatalogKind) -> None:
+        if kind == "resources" and self.upstream_skills is not None:
+            self.upstream_skills.refresh_soon(server)  # a skill's file may have changed
+
+    async def _upstream_skills_changed(self, server: str) -> None:
+        await self.notify_list_changed("resources")  # skill:// resources came or went
 
 
 def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:
@@ -422,10 +473,13 @@ def _local_tools(config: SagentsConfig) -> list[tuple[str, Registrable]]:
     return found
 
 
-def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | None:
-    """The skills of the config's directories (the profile's only), or None without any."""
+def _skills(
+    config: SagentsConfig, settings: GatewaySettings, upstream: MCPSkillSource | None
+) -> SkillSource | None:
+    """The skills of the config's directories, then of its skill-serving MCP servers (each
+    session's profile filters them), or None without any."""
     if not config.skills.directories:
-        return None
+        return upstream
     manager = SkillManager()
     for index, directory in enumerate(config.skills.directories):
         try:
@@ -436,4 +490,6 @@ def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | N
                 file=str(config.source) if config.source else None,
                 key=f"skills.directories.{index}",
             ) from error
+    if upstream is not None:
+        return SkillProxy([manager, upstream])  # local roots first: they win a shared name
     return manager  # each session's profile filters it (ConfiguredGateway._skill_session)

@@ -287,7 +287,9 @@ class Gateway:
         self.server.middleware.append(self._state_boundary)
         self._name = name
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
-            skills = SkillsExtension(resources, lambda ctx: _skills_of(self._session_for(ctx)))
+            skills = SkillsExtension(
+                resources, lambda ctx: self.offered_skills(self._session_for(ctx).profile)
+            )
             install_extension(self.server, skills)
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
         self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
@@ -815,6 +817,10 @@ class Gateway:
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
                 logger.info("could not tell the client of task %s: %s", stored.task_id, error)
 
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The skill names a session of ``profile`` is offered (None: every skill)."""
+        return profile.skills if profile is not None else None
+
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
@@ -838,7 +844,7 @@ class Gateway:
                     mime_type=link.mime_type,
                     size=link.size,
                 )
-                for link in self.resources.list_resources(_skills_of(session))
+                for link in self.resources.list_resources(self.offered_skills(session.profile))
             )
         if self.upstream is not None:
             resources.extend(self.upstream.list_resources(session.profile))
@@ -862,7 +868,7 @@ class Gateway:
                 return await self.upstream.read_resource(session.profile, uri)
             if self.resources is None:
                 raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
-            found = await self.resources.read_resource(uri, _skills_of(session))
+            found = await self.resources.read_resource(uri, self.offered_skills(session.profile))
         except SagentsError as error:
             raise MCPError(_RESOURCE_NOT_FOUND, error.message) from error
         block = to_mcp_content(found)
@@ -872,10 +878,6 @@ class Gateway:
 
 def _list_order(spec: ToolSpec) -> tuple[bool, str]:
     return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
-
-
-def _skills_of(session: _ClientSession) -> frozenset[str] | None:
-    return session.profile.skills if session.profile is not None else None
 
 
 def _denied(request: ApprovalRequest) -> ToolResult:

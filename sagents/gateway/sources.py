@@ -6,7 +6,11 @@
   synchronously as the hub publishes them (no pump task, so nothing published before the call
   returns can be missed by the gateway's final drain).
 - :class:`SkillResources` serves the files of the configured skills as MCP resources
-  (``skill://<skill>/<path>``; docs/gateway.md), filtered by the session profile's skills.
+  (``skill://<skill>/<path>``; docs/gateway.md), filtered by the session profile's skills. An
+  MCP server's skill ``<server>__<skill>`` is ``skill://<server>/<skill>/<path>``: the server
+  is a prefix and the last segment before the file is the skill's own name, as the Skills
+  extension requires ("the final segment of the skill path is the skill's name"); its files
+  are fetched on the first read (:class:`~sagents.skill.mcp_source.MCPSkillSource`).
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from sagents.core.events import Event
 from sagents.core.result import EmbeddedResource, ResourceLink
 from sagents.errors import SkillNotFoundError, SkillResourceNotFoundError
 from sagents.gateway.seams import PROGRESS_BUFFER
+from sagents.mcp import TOOL_NAME_SEPARATOR
+from sagents.mcp.ext_types import SkillEntry, SkillFile
 from sagents.progress.hub import ProgressHub
 from sagents.progress.queue import EventQueue
 from sagents.skill.disclosure import read_skill_resource
-from sagents.skill.proxy import SkillSource
+from sagents.skill.mcp_source import MCPSkillSource
+from sagents.skill.proxy import SkillSource, prepare_skill
 from sagents.skill.schema import SkillSchema
 
 __all__ = ["SKILL_URI_PREFIX", "HubProgressSource", "SkillResources", "skill_uri"]
@@ -89,11 +96,20 @@ class SkillResources:
     Args:
         skills: The skills (a ``SkillManager`` or ``SkillProxy``).
         max_bytes: Largest file served, in bytes.
+        upstream: The MCP servers' skills among ``skills``, whose ``skills/list`` entries
+            (digests included) are passed on without fetching their files.
     """
 
-    def __init__(self, skills: SkillSource, *, max_bytes: int = 1024 * 1024) -> None:
+    def __init__(
+        self,
+        skills: SkillSource,
+        *,
+        max_bytes: int = 1024 * 1024,
+        upstream: MCPSkillSource | None = None,
+    ) -> None:
         self.skills = skills
         self.max_bytes = max_bytes
+        self.upstream = upstream
 
     def _offered(self, skills: frozenset[str] | None) -> list[SkillSchema]:
         return [s for s in self.skills.list_skills() if skills is None or s.name in skills]
@@ -124,14 +140,14 @@ class SkillResources:
             SkillResourceNotFoundError: the skill has no such file.
             PathNotAllowedError: the path leaves the skill's directory.
         """
-        if not uri.startswith(SKILL_URI_PREFIX):
-            raise SkillNotFoundError(f"{uri!r} is not a skill resource")
-        name, _, path = uri.removeprefix(SKILL_URI_PREFIX).partition("/")
-        name, path = unquote(name), unquote(path)
-        if (skills is not None and name not in skills) or self.skills.get_skill(name) is None:
+        name, path = self._split(uri)
+        skill = self.skills.get_skill(name)
+        if (skills is not None and name not in skills) or skill is None:
             raise SkillNotFoundError(f"no skill {name!r} is offered to this session")
         if not path:
             raise SkillResourceNotFoundError(f"{uri!r} names no file of skill {name!r}")
+        if path in skill.files:  # an MCP server's skill is fetched on first use; a path
+            await prepare_skill(self.skills, name)  # outside its list is refused below
         data = await anyio.to_thread.run_sync(
             lambda: read_skill_resource(self.skills, name, path, max_bytes=self.max_bytes)
         )
@@ -142,10 +158,61 @@ class SkillResources:
             blob = base64.b64encode(data).decode("ascii")
             return EmbeddedResource(uri=uri, mime_type=mime, blob=blob)
 
+    def _split(self, uri: str) -> tuple[str, str]:
+        """The skill name and the file's path of a skill URI (see :func:`skill_uri`).
+
+        Raises:
+            SkillNotFoundError: not a ``skill://`` URI.
+        """
+        if not uri.startswith(SKILL_URI_PREFIX):
+            raise SkillNotFoundError(f"{uri!r} is not a skill resource")
+        first, _, rest = uri.removeprefix(SKILL_URI_PREFIX).partition("/")
+        second, _, path = rest.partition("/")
+        if path:
+            nested = f"{unquote(first)}{TOOL_NAME_SEPARATOR}{unquote(second)}"
+            if self.skills.get_skill(nested) is not None:
+                return nested, unquote(path)
+        return unquote(first), unquote(rest)
+
+    def skill_entry(self, skill_md: str, skills: frozenset[str] | None) -> SkillEntry | None:
+        """The Skills extension entry of an MCP server's skill, from that server's own
+        listing (its digests, sizes and front matter; the URIs the gateway serves), or None
+        for any other skill (the extension then builds the entry from the files).
+        """
+        if self.upstream is None:
+            return None
+        try:
+            name, path = self._split(skill_md)
+        except SkillNotFoundError:
+            return None
+        found = self.upstream.entry(name)
+        served = self.skills.get_skill(name)
+        if (
+            path != "SKILL.md"
+            or found is None
+            or served is None
+            or (skills is not None and name not in skills)
+            or served is not self.upstream.get_skill(name)  # a local skill of that name wins
+        ):
+            return None
+        entry, relatives = found
+        assert not isinstance(entry.resources, str)  # the source lists no dynamic skill
+        files = [
+            SkillFile(uri=skill_uri(name, relative), digest=remote.digest, size=remote.size)
+            for remote, relative in zip(entry.resources, relatives, strict=True)
+        ]
+        return SkillEntry(uri=skill_md, frontmatter=entry.frontmatter, resources=files)
+
 
 def skill_uri(name: str, path: str) -> str:
-    """The resource URI of file ``path`` (relative POSIX path) of skill ``name``."""
-    return f"{SKILL_URI_PREFIX}{quote(name, safe='')}/{quote(path, safe='/')}"
+    """The resource URI of file ``path`` (relative POSIX path) of skill ``name``; an MCP
+    server's skill ``<server>__<skill>`` is ``skill://<server>/<skill>/<path>``."""
+    server, separator, skill = name.partition(TOOL_NAME_SEPARATOR)
+    if separator and server and skill:
+        prefix = f"{quote(server, safe='')}/{quote(skill, safe='')}"
+    else:
+        prefix = quote(name, safe="")
+    return f"{SKILL_URI_PREFIX}{prefix}/{quote(path, safe='/')}"
 
 
 def _mime(path: str) -> str:

@@ -83,6 +83,8 @@ class ServerConnection:
         on_catalog_changed: Awaited with ``(server, kind)`` after the server's prompts or
             resources changed, and when the server became ready or was lost while it had any
             (a client's lists then change too).
+        on_catalog_announced: Awaited with ``(server, kind)`` after the server announced a
+            change of its prompts or resources and they were listed again, changed or not.
     """
 
     def __init__(
@@ -94,9 +96,11 @@ class ServerConnection:
         log_path: Path,
         on_tools_changed: ToolsChangedCallback | None = None,
         on_catalog_changed: CatalogChangedCallback | None = None,
+        on_catalog_announced: CatalogChangedCallback | None = None,
     ) -> None:
         self.name = name
         self._on_catalog_changed = on_catalog_changed
+        self._on_catalog_announced = on_catalog_announced
         self._catalog = ServerCatalog()
         self._relist_catalog: set[CatalogKind] = set()
         self.params = params
@@ -348,13 +352,15 @@ class ServerConnection:
             )
         }
 
-    async def _catalog_changed(self, kinds: set[CatalogKind]) -> None:
-        if self._on_catalog_changed is None or self._closing:
+    async def _catalog_changed(self, kinds: set[CatalogKind], *, announced: bool = False) -> None:
+        """Tell the catalog listener (or, with ``announced``, the announcement listener)."""
+        listener = self._on_catalog_announced if announced else self._on_catalog_changed
+        if listener is None or self._closing:
             return
         for kind in sorted(kinds):
             with anyio.move_on_after(CATALOG_NOTIFY_TIMEOUT):  # a stuck client stalls no worker
                 try:
-                    await self._on_catalog_changed(self.name, kind)
+                    await listener(self.name, kind)
                 except Exception as error:  # noqa: BLE001 - a listener's failure is not the server's
                     logger.warning("MCP server %r: catalog listener failed: %s", self.name, error)
 
@@ -522,6 +528,7 @@ class ServerConnection:
             if self._relist_catalog:
                 kinds, self._relist_catalog = self._relist_catalog, set()
                 await self._catalog_changed(await self._refresh_catalog(session, kinds))
+                await self._catalog_changed(kinds, announced=True)
 
     async def _answers_ping(self, session: ClientSession) -> bool:
         """True when the server answers ``ping`` in time (an error answer counts: it lives)."""

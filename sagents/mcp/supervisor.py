@@ -64,6 +64,7 @@ __all__ = ["MCPSupervisor", "default_log_dir"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound=types.Result)
 _TRANSPORT_ERRORS = (
     httpx2.HTTPError,
     OSError,
@@ -108,6 +109,7 @@ class MCPSupervisor:
         self._on_tools_changed = on_tools_changed
         self._connections: dict[str, ServerConnection] = {}
         self._catalog_listeners: list[CatalogChangedCallback] = []
+        self._announce_listeners: list[CatalogChangedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closed = False
@@ -237,6 +239,7 @@ class MCPSupervisor:
             log_path=log_dir / f"{name}.log",
             on_tools_changed=self._on_tools_changed,
             on_catalog_changed=self._catalog_changed,
+            on_catalog_announced=self._catalog_announced,
         )
         self._connections[name] = connection
         try:
@@ -348,6 +351,17 @@ class MCPSupervisor:
         listing that differs, the server becoming ready, or its loss hiding its items."""
         self._catalog_listeners.append(listener)
 
+    def on_catalog_announced(self, listener: CatalogChangedCallback) -> None:
+        """Await ``listener(server, kind)`` each time a server announces that its prompts or
+        resources changed (``notifications/.../list_changed``), once they were listed again,
+        even when the new list reads the same (a resource's content may be what changed: the
+        skills of an MCP server are resources)."""
+        self._announce_listeners.append(listener)
+
+    async def _catalog_announced(self, server: str, kind: CatalogKind) -> None:
+        for listener in list(self._announce_listeners):
+            await listener(server, kind)
+
     async def _catalog_changed(self, server: str, kind: CatalogKind) -> None:
         for listener in list(self._catalog_listeners):
             await listener(server, kind)
@@ -427,6 +441,26 @@ class MCPSupervisor:
             return await session.complete(ref, argument, context_arguments)
 
         return await self._request(server, "completion/complete", send, timeout)
+
+    async def send_request(
+        self,
+        server: str,
+        request: types.Request[Any, Any],
+        result_type: type[_R],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> _R:
+        """Send ``request`` (any method, such as an extension's ``skills/list``) to ``server``
+        and validate its answer as ``result_type``, with the call path's limits.
+
+        Raises:
+            The errors of :meth:`get_prompt`.
+        """
+
+        async def send(session: ClientSession) -> _R:
+            return await session.send_request(request, result_type)
+
+        return await self._request(server, str(request.method), send, timeout)
 
     async def _request(
         self,

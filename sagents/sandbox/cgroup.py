@@ -136,6 +136,19 @@ class Cgroup:
                 found.update(int(x) for x in f.read().split())
         return sorted(found)
 
+    def signal_all(self) -> list[int]:
+        """SIGKILL every process in the cgroup once (``cgroup.kill`` on v2), without waiting
+        for them to go; returns the pids signalled."""
+        kill_file = os.path.join(self.dirs[0], "cgroup.kill")
+        if self.version == "v2" and os.path.exists(kill_file):
+            with contextlib.suppress(OSError), open(kill_file, "w") as f:
+                f.write("1")
+        pids = self.pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return pids
+
     def kill_all(self) -> bool:
         """SIGKILL every process in the cgroup until it is empty; True when it emptied."""
         kill_file = os.path.join(self.dirs[0], "cgroup.kill")

@@ -36,6 +36,7 @@ WATCHDOG_SCAN_SHARE = 10  # wait >= 10x the last scan's duration: a huge workspa
 WATCHDOG_MAX_INTERVAL_SECONDS = 2.0
 READ_CHUNK_BYTES = 64 * 1024
 KILL_REAP_SECONDS = 10.0  # bound on reaping after SIGKILL
+KILL_ROUNDS_ASYNC = 50  # rounds of "list the tree, wait for each" in wait_tree_gone
 _PR_SET_PDEATHSIG = 1
 
 
@@ -156,6 +157,8 @@ class LocalProcess:
         self.returncode: int | None = None
         self.killed_reason: KillReason | None = None
         self._exited = anyio.Event()
+        self._poke = anyio.Event()  # wakes the watchdog: exit, or a new write-budget baseline
+        self._rebase = False
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(child.pid)
@@ -173,6 +176,7 @@ class LocalProcess:
                 self._child.reap, abandon_on_cancel=True
             )
         self._exited.set()
+        self._poke.set()
 
     def _disk_usage(self) -> int:
         """The workspace's usage plus the unlinked files the tree still holds (blocking)."""
@@ -201,9 +205,15 @@ class LocalProcess:
                 left = deadline - anyio.current_time()
                 wait_for = left if wait_for is None else min(wait_for, left)
             with anyio.move_on_after(wait_for):
-                await self._exited.wait()
+                await self._poke.wait()
             if self._exited.is_set():
                 return
+            if self._poke.is_set():
+                self._poke = anyio.Event()
+            if self._rebase and probe and budget:
+                self._rebase = False
+                baseline = await anyio.to_thread.run_sync(self._disk_usage)
+                continue
             if deadline is not None and anyio.current_time() >= deadline:
                 await self.kill("timeout")
                 return
@@ -215,6 +225,46 @@ class LocalProcess:
                 if used - baseline > budget:
                     await self.kill("write_budget")
                     return
+
+    def restart_write_budget(self) -> None:
+        """Count the write budget from now on: the watchdog measures a new baseline at once (a
+        tree started ahead of its work, such as run_script's spare, is not charged for what
+        others wrote to the workspace while it waited)."""
+        self._rebase = True
+        self._poke.set()
+
+    def signal_tree(self) -> None:
+        """SIGKILL what is left of the tree once (launcher, process group, cgroup) without
+        waiting for it to go; :meth:`wait_tree_gone` waits, and leaving :func:`open_process`
+        still kills until the cgroup is empty."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        if self._spec.new_session:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        if self._spec.cgroup is not None:
+            self._spec.cgroup.signal_all()
+
+    async def wait_tree_gone(self) -> None:
+        """Wait, without blocking the event loop, until every process of the tree's cgroup has
+        exited (through a pidfd of each: a kernel signal); without a cgroup, only the launcher.
+        Unbounded: the caller bounds it, after :meth:`signal_tree`."""
+        await self._exited.wait()
+        cgroup = self._spec.cgroup
+        for _ in range(KILL_ROUNDS_ASYNC):
+            pids = cgroup.pids() if cgroup is not None else []
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    pidfd = os.pidfd_open(pid)
+                except (OSError, AttributeError):  # gone already, or no pidfd here
+                    continue
+                try:
+                    await anyio.wait_readable(pidfd)
+                finally:
+                    os.close(pidfd)
 
     async def wait(self) -> int:
         """Wait until the launcher exits; return its status (``-N`` for signal N)."""

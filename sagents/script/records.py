@@ -34,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CALLS_BATCH_BYTES",
+    "CALLS_BATCH_LINES",
+    "CALLS_FLUSH_INTERVAL_S",
     "MAX_CALLS_LOG_BYTES",
     "MAX_RECORDED_ARGUMENTS_CHARS",
     "RECORDS_DIR",
@@ -51,6 +54,11 @@ SUMMARY_CHARS = 200  # result summary in calls.jsonl, characters
 MAX_RECORDED_ARGUMENTS_CHARS = 4096  # a call's arguments in calls.jsonl, as JSON characters
 MAX_CALLS_LOG_BYTES = 16 * 1024 * 1024  # calls.jsonl of one run; later calls are not recorded
 TRUNCATED_KEY = "_truncated"  # marks arguments cut for calls.jsonl
+# calls.jsonl lines are written in batches: when this many are waiting, or this many bytes,
+# and at least every CALLS_FLUSH_INTERVAL_S during a run (the runner's timer), and at the end.
+CALLS_BATCH_LINES = 256
+CALLS_BATCH_BYTES = 64 * 1024
+CALLS_FLUSH_INTERVAL_S = 1.0
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -101,10 +109,14 @@ def _open_dir(parent: int, name: str, *, create: bool, exclusive: bool = False) 
 
 
 class ScriptRecords:
-    """The open records of one run. Use :meth:`create`; close with :meth:`close`.
+    """The open records of one run. Use :meth:`create`; end with :meth:`sync_and_close` (or
+    :meth:`close`).
 
-    Writes are synchronous ``os.write`` calls on descriptors opened at creation: a few
-    microseconds each, and never redirected by anything the script does to the tree.
+    Writes are synchronous ``os.write`` calls on descriptors opened at creation, never
+    redirected by anything the script does to the tree. ``calls.jsonl`` lines are held and
+    written in batches (:data:`CALLS_BATCH_LINES`, :data:`CALLS_BATCH_BYTES`, :meth:`flush`):
+    a host killed mid-run loses at most the lines not yet written (docs/run_script.md,
+    "Records and audit").
     """
 
     def __init__(self, *, workspace: Path, script_id: str, fds: dict[str, int]) -> None:
@@ -112,6 +124,8 @@ class ScriptRecords:
         self.script_id = script_id
         self._fds = fds
         self._calls_bytes = 0
+        self._pending: list[bytes] = []  # calls.jsonl lines not written yet
+        self._pending_bytes = 0
 
     @property
     def relative_dir(self) -> str:
@@ -156,8 +170,7 @@ class ScriptRecords:
             for fd in opened:
                 os.close(fd)
         records = cls(workspace=workspace, script_id=script_id, fds=fds)
-        records._write_all("script", code.encode("utf-8", "surrogatepass"))
-        os.close(fds.pop("script"))
+        records._write_all("script", code.encode("utf-8", "surrogatepass"))  # kept open: synced
         records.write_status({"script_id": script_id, "status": "running", "started": time.time()})
         return records
 
@@ -189,7 +202,19 @@ class ScriptRecords:
             self._calls_bytes = MAX_CALLS_LOG_BYTES
         else:
             self._calls_bytes += len(line)
-        self._write_all("calls", line)
+        self._pending.append(line)
+        self._pending_bytes += len(line)
+        if len(self._pending) >= CALLS_BATCH_LINES or self._pending_bytes >= CALLS_BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the ``calls.jsonl`` lines held so far, in one write (idempotent)."""
+        if not self._pending or "calls" not in self._fds:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._write_all("calls", data)
 
     def write_output(self, data: bytes) -> None:
         """Append raw output bytes to ``output.txt``."""
@@ -203,10 +228,24 @@ class ScriptRecords:
         self._write_all("run", (json.dumps(dict(status), default=str) + "\n").encode())
 
     def close(self) -> None:
-        """Close every descriptor (idempotent)."""
-        fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            os.close(fd)
+        """Write what is held, then close every descriptor (idempotent)."""
+        try:
+            self.flush()
+        finally:
+            fds, self._fds = self._fds, {}
+            for fd in fds.values():
+                os.close(fd)
+
+    def sync_and_close(self) -> None:
+        """Write what is held, make the records durable (``fsync`` of ``script.py``,
+        ``calls.jsonl``, ``output.txt``, ``run.json`` and the run's folder), then close
+        (idempotent; blocking: run it in a worker thread)."""
+        try:
+            self.flush()
+            for fd in self._fds.values():
+                os.fsync(fd)
+        finally:
+            self.close()
 
 
 def mark_interrupted_runs(workspace: Path) -> list[str]:

@@ -1,8 +1,9 @@
 """One run_script run, start to end (docs/architecture.md, "One run_script").
 
 policy check → approval → records → launch with fds 3/4 → dispatcher + output drain → exit,
-timeout, output cap or cancel (whole tree killed, calls in flight cancelled) → records closed →
-one audit entry → the model-facing text.
+timeout, output cap or cancel (whole tree killed, calls in flight cancelled) → records complete
+→ the model-facing text; then, after the result, one audit entry and the records made durable
+(``fsync``): :meth:`ScriptRunner.run` returns after them, an entered runner waits for them.
 
 :meth:`ScriptRunner.run` waits for the result. Inside ``async with runner:``,
 :meth:`ScriptRunner.start` returns a :class:`ScriptHandle` at once, to be awaited or cancelled
@@ -34,7 +35,7 @@ from sagents.script.dispatcher import CallTool, ScriptDispatcher
 from sagents.script.launcher import Launcher, LaunchSpec, ScriptProcess
 from sagents.script.output import OutputCapture, RunSummary, format_model_text
 from sagents.script.policy import ScriptPlan, plan_script
-from sagents.script.records import ScriptRecords, new_script_id
+from sagents.script.records import CALLS_FLUSH_INTERVAL_S, ScriptRecords, new_script_id
 from sagents.script.runtime import ScriptRuntime
 from sagents.script.sandbox_launcher import SandboxLauncher
 from sagents.script.settings import ScriptLimits
@@ -167,10 +168,22 @@ class ScriptRunner:
         return await handle.wait()
 
     async def _run_handle(self, handle: ScriptHandle) -> None:
+        ended: list[ScriptRecords] = []
         try:
-            handle._result = await self._execute(handle)
+            handle._result = await self._execute(handle, ended)
         finally:
             handle._done.set()
+            # The records are complete (written) before the result; the audit entry and the
+            # records' fsync (each milliseconds to tens of milliseconds on a busy disk) come
+            # right after it, beyond any cancellation (docs/run_script.md, "Records and audit").
+            with anyio.CancelScope(shield=True):
+                if handle._result is not None:
+                    await self._write_audit(handle, handle._result)
+                with anyio.move_on_after(CLEANUP_TIMEOUT_S):
+                    for records in ended:
+                        await anyio.to_thread.run_sync(
+                            records.sync_and_close, abandon_on_cancel=True
+                        )
 
     def _progress(
         self,
@@ -196,7 +209,7 @@ class ScriptRunner:
             )
         )
 
-    async def _execute(self, handle: ScriptHandle) -> ScriptRunResult:
+    async def _execute(self, handle: ScriptHandle, ended: list[ScriptRecords]) -> ScriptRunResult:
         request, run = handle.request, _Run()
         try:
             plan = plan_script(
@@ -257,8 +270,10 @@ class ScriptRunner:
                 capture=capture,
                 dispatcher=dispatcher,
             )
-        finally:
+        except BaseException:
             records.close()
+            raise
+        ended.append(records)  # synced and closed by the caller, after the result
         return result
 
     async def _launch_and_supervise(
@@ -293,7 +308,7 @@ class ScriptRunner:
             os.close(request_write)
             os.close(reply_read)
         try:
-            await self._supervise(handle, run, process, transport, capture, dispatcher)
+            await self._supervise(handle, run, process, transport, capture, dispatcher, records)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
                 await process.kill_tree()
@@ -315,7 +330,13 @@ class ScriptRunner:
         transport: PipeTransport,
         capture: OutputCapture,
         dispatcher: ScriptDispatcher,
+        records: ScriptRecords,
     ) -> None:
+        async def flush_calls() -> None:
+            while True:  # calls.jsonl is written in batches: at least this often
+                await anyio.sleep(CALLS_FLUSH_INTERVAL_S)
+                records.flush()
+
         async def drain(stream: ByteReceiveStream, name: str, done: anyio.Event) -> None:
             try:
                 async for chunk in stream:
@@ -343,6 +364,7 @@ class ScriptRunner:
                 dispatch_scope = anyio.CancelScope()
                 out_done, err_done = anyio.Event(), anyio.Event()
                 tg.start_soon(serve, dispatch_scope)
+                tg.start_soon(flush_calls)
                 tg.start_soon(drain, process.stdout, "stdout", out_done)
                 tg.start_soon(drain, process.stderr, "stderr", err_done)
                 run.exit_code = await process.wait()
@@ -400,10 +422,9 @@ class ScriptRunner:
             truncated=capture.truncated if capture else False,
         )
         if records is not None:
+            records.flush()  # every call line before the final status
             records.write_status({**result.to_dict(), "output": None, "ended": time.time()})
         self._progress(handle, run, dispatcher, status)
-        with anyio.CancelScope(shield=True):
-            await self._write_audit(handle, result)
         return result
 
     async def _write_audit(self, handle: ScriptHandle, result: ScriptRunResult) -> None:

@@ -8,6 +8,8 @@ directory read-only; the bootstrap loads the other two by exact path.
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
 import sys
 import tempfile
@@ -15,7 +17,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["GUEST_FLAGS", "RUNTIME_FILES", "ScriptRuntime", "bootstrap_argv", "install_runtime"]
+__all__ = [
+    "COMPILED_FILES",
+    "GUEST_FLAGS",
+    "RUNTIME_FILES",
+    "ScriptRuntime",
+    "bootstrap_argv",
+    "install_runtime",
+]
 
 GUEST_FLAGS = ("-I", "-S", "-X", "utf8")
 """The interpreter options of every script (see :func:`bootstrap_argv`)."""
@@ -26,6 +35,11 @@ RUNTIME_FILES: dict[str, tuple[str, str]] = {
     "agent_tools_protocol.py": ("sagents.script", "protocol.py"),
 }
 """Runtime file name → (package, resource) it is copied from."""
+
+COMPILED_FILES = ("agent_tools.py", "agent_tools_protocol.py")
+"""Runtime files the bootstrap imports: their bytecode is written beside them at install, since
+the sandbox binds the directory read-only and a script would otherwise compile them on every
+run (``bootstrap.py`` itself runs as ``__main__``, which Python never caches)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,20 +73,51 @@ def install_runtime(data_dir: Path) -> ScriptRuntime:
         content = resources.files(package).joinpath(resource).read_bytes()
         target = directory / name
         try:
-            if target.read_bytes() == content:
-                continue
+            unchanged = target.read_bytes() == content
         except FileNotFoundError:
-            pass
-        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(content)
-            os.chmod(temporary, 0o444)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+            unchanged = False
+        if not unchanged:
+            _write_read_only(directory, name, content)
+        if name in COMPILED_FILES:
+            _compile(directory, name, content)
     return ScriptRuntime(directory=directory, bootstrap=directory / "bootstrap.py")
+
+
+def _write_read_only(directory: Path, name: str, content: bytes) -> None:
+    """Write ``directory/name`` through a temporary file renamed into place, mode 0o444."""
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
+        os.chmod(temporary, 0o444)
+        os.replace(temporary, directory / name)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _compile(directory: Path, name: str, content: bytes) -> None:
+    """Write the bytecode of ``directory/name`` where the interpreter looks for it
+    (``__pycache__/<name>.<tag>.pyc``), checked against the source's hash (PEP 552), so a
+    stale or foreign file is never used: the interpreter then compiles the source instead."""
+    source = directory / name
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    code = compile(content, str(source), "exec", dont_inherit=True)
+    data = b"".join(  # PEP 552: magic, flags (hash-based, checked), source hash, code
+        (
+            importlib.util.MAGIC_NUMBER,
+            (0b11).to_bytes(4, "little"),
+            importlib.util.source_hash(content),
+            marshal.dumps(code),
+        )
+    )
+    try:
+        if cached.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    cached.parent.mkdir(exist_ok=True)
+    _write_read_only(cached.parent, cached.name, data)
 
 
 def bootstrap_argv(bootstrap: str, script: str, *, python: str | None = None) -> list[str]:

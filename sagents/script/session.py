@@ -176,9 +176,15 @@ class RunScriptTool:
         self._hub = hub or default_hub()
         self._audit = audit
         limits = self._settings.limits
-        self._launcher: Launcher = launcher or SandboxLauncher(
-            sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S
-        )
+        # Its own launcher is entered with the tool: it keeps a spare sandbox for the next run
+        # and tears finished runs' sandboxes down after their result (docs/run_script.md).
+        self._own_launcher: SandboxLauncher | None = None
+        if launcher is None:
+            self._own_launcher = SandboxLauncher(
+                sandbox, timeout_s=limits.timeout_s + CLEANUP_TIMEOUT_S
+            )
+            launcher = self._own_launcher
+        self._launcher: Launcher = launcher
         self._owns_tasks = background is None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -205,6 +211,8 @@ class RunScriptTool:
                     ts=self._hub.clock.time(),
                 ),
             )
+        if self._own_launcher is not None:
+            await self._own_launcher.__aenter__()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         if self._owns_tasks:
@@ -231,7 +239,11 @@ class RunScriptTool:
                         await handle.wait()
             self._tg.cancel_scope.cancel()
             tg, self._tg = self._tg, None
-            await tg.__aexit__(None, None, None)
+            try:
+                await tg.__aexit__(None, None, None)
+            finally:
+                if self._own_launcher is not None:
+                    await self._own_launcher.__aexit__(None, None, None)  # kills the spare
 
     # -- what the session sees ------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from sagents.skill.schema import SkillProblem, SkillSchema
 
-__all__ = ["SkillProxy", "SkillSource"]
+__all__ = ["FetchingSkillSource", "SkillProxy", "SkillSource", "prepare_skill"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,28 @@ class SkillSource(Protocol):
     def reload(self) -> None:
         """Re-read everything from disk."""
         ...
+
+
+@runtime_checkable
+class FetchingSkillSource(Protocol):
+    """A source whose skills' files arrive on first use (the skills of an MCP server,
+    :class:`~sagents.skill.mcp_source.MCPSkillSource`)."""
+
+    async def fetch_skill(self, name: str) -> None:
+        """Make sure skill ``name``'s files are present and current (nothing for a name the
+        source does not have)."""
+        ...
+
+
+async def prepare_skill(source: SkillSource, name: str) -> None:
+    """Await ``source``'s fetch of ``name`` when its files arrive on first use (a no-op for a
+    ``SkillManager``); call it before reading a skill's body or files.
+
+    Raises:
+        SkillError: the source could not fetch the skill.
+    """
+    if isinstance(source, FetchingSkillSource):
+        await source.fetch_skill(name)
 
 
 def _not_a_source(value: object) -> str:
@@ -129,6 +151,16 @@ class SkillProxy:
         if self._available is not None and name not in self._available:
             return None
         return self._find(name)
+
+    async def fetch_skill(self, name: str) -> None:
+        """Fetch ``name`` from the source that serves it, if the session may use it and that
+        source fetches on first use (see :func:`prepare_skill`)."""
+        if self._available is not None and name not in self._available:
+            return
+        for source in self._sources:
+            if source.get_skill(name) is not None:
+                await prepare_skill(source, name)
+                return
 
     def problems(self) -> list[SkillProblem]:
         """The sources' problems for the session's skills, plus unknown whitelisted names."""

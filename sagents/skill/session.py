@@ -20,7 +20,7 @@ from sagents.skill.disclosure import (
     read_skill_resource,
     render_skills_prompt,
 )
-from sagents.skill.proxy import SkillSource
+from sagents.skill.proxy import SkillSource, prepare_skill
 from sagents.skill.sandbox_sync import SandboxSkillManager
 
 __all__ = ["DEFAULT_SKILL_TOOL_NAMES", "SkillSession"]
@@ -70,7 +70,9 @@ class SkillSession:
 
         Raises:
             SkillNotFoundError: The session has no such skill (the hint lists the names).
+            SkillError: The skill's files could not be fetched (an MCP server's skill).
         """
+        await self.prepare(name)
         if self._sandbox is not None:
             loaded = await self._sandbox.load(name)
         else:
@@ -81,6 +83,16 @@ class SkillSession:
         if name not in self._active:
             self._active.append(name)
         return loaded
+
+    async def prepare(self, name: str) -> None:
+        """Fetch skill ``name``'s files when they arrive on first use (an MCP server's
+        skill); nothing for a local one. :meth:`load` calls it; call it before
+        :meth:`read_skill_file` when the source may be remote.
+
+        Raises:
+            SkillError: The skill's files could not be fetched.
+        """
+        await prepare_skill(self._skills, name)
 
     async def load_skill(self, name: str) -> str:
         """The ``load_skill`` tool: the skill's instructions and files, as text for the model.

@@ -112,5 +112,6 @@ class SkillTools:
 
     async def _read_skill_file(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         session = self.session(call.session_context)
+        await session.prepare(str(arguments["name"]))  # an MCP server's skill: fetched once
         text = session.read_skill_file(str(arguments["name"]), str(arguments["path"]))
         return ToolResult.from_text(text)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import stat
 from pathlib import Path
 
 import pytest
 
 from sagents.errors import ConfigError
-from sagents.script.runtime import RUNTIME_FILES, install_runtime
+from sagents.script.runtime import COMPILED_FILES, RUNTIME_FILES, install_runtime
 from sagents.script.settings import ScriptLimits, ScriptsParams
 
 
@@ -43,10 +44,36 @@ def test_invalid_limits_are_refused() -> None:
 
 def test_the_runtime_is_written_read_only_and_refreshed_when_changed(tmp_path: Path) -> None:
     runtime = install_runtime(tmp_path)
-    assert sorted(p.name for p in runtime.directory.iterdir()) == sorted(RUNTIME_FILES)
+    files = sorted(p.name for p in runtime.directory.iterdir() if p.name != "__pycache__")
+    assert files == sorted(RUNTIME_FILES)
     assert stat.S_IMODE(runtime.bootstrap.stat().st_mode) == 0o444
     helper = runtime.directory / "agent_tools.py"
     helper.chmod(0o644)
     helper.write_text("tampered")
     install_runtime(tmp_path)
     assert "def call_many" in helper.read_text()
+
+
+def test_the_imported_runtime_files_get_checked_bytecode_written_once(tmp_path: Path) -> None:
+    runtime = install_runtime(tmp_path)
+    for name in COMPILED_FILES:
+        source = runtime.directory / name
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        data = cached.read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER
+        assert int.from_bytes(data[4:8], "little") == 0b11  # PEP 552: hash-based, checked
+        assert data[8:16] == importlib.util.source_hash(source.read_bytes())
+        assert stat.S_IMODE(cached.stat().st_mode) == 0o444
+        before = cached.stat().st_ino
+        install_runtime(tmp_path)
+        assert cached.stat().st_ino == before  # unchanged: left alone
+
+
+def test_bytecode_of_a_changed_helper_is_rewritten(tmp_path: Path) -> None:
+    runtime = install_runtime(tmp_path)
+    helper = runtime.directory / "agent_tools.py"
+    cached = Path(importlib.util.cache_from_source(str(helper)))
+    cached.chmod(0o644)
+    cached.write_bytes(b"stale")
+    install_runtime(tmp_path)
+    assert cached.read_bytes()[8:16] == importlib.util.source_hash(helper.read_bytes())

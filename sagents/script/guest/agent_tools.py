@@ -18,37 +18,61 @@ file named ``agent_tools.py`` cannot shadow them.
 
 from __future__ import annotations
 
-import difflib
+import _thread
 import itertools
-import json
 import os
 import sys
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+
+# Start-up cost matters (every run imports this module): json, threading, difflib and the
+# protocol module (json, typing) are imported on first use, so an empty script pays none of
+# them. Names for annotations only come from typing under TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+_PROTOCOL_MODULE = "_sagents_script_protocol"
 
 
 def _load_protocol() -> Any:
-    """The protocol module: the bootstrap's copy, the sibling copy, or the package's."""
-    loaded = sys.modules.get("_sagents_script_protocol")
-    if loaded is not None:  # inside run_script the bootstrap loaded it by exact path
+    """The protocol module: already loaded, the sibling copy (the runtime directory, loaded by
+    exact path: a workspace module of that name never shadows it), or the package's."""
+    loaded = sys.modules.get(_PROTOCOL_MODULE)
+    if loaded is not None:
         return loaded
     sibling = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_tools_protocol.py")
-    if os.path.isfile(sibling):  # imported from the runtime directory by hand
-        import importlib.util
+    if os.path.isfile(sibling):  # run_script's runtime directory
+        from _frozen_importlib import ModuleSpec  # loaded at start-up, unlike importlib
+        from _frozen_importlib_external import SourceFileLoader
 
-        spec = importlib.util.spec_from_file_location("_sagents_script_protocol", sibling)
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["_sagents_script_protocol"] = module
-            spec.loader.exec_module(module)
-            return module
+        loader = SourceFileLoader(_PROTOCOL_MODULE, sibling)
+        module = type(sys)(_PROTOCOL_MODULE)
+        module.__spec__ = ModuleSpec(_PROTOCOL_MODULE, loader, origin=sibling)
+        module.__loader__ = loader
+        module.__file__ = sibling
+        sys.modules[_PROTOCOL_MODULE] = module
+        try:
+            loader.exec_module(module)
+        except BaseException:
+            del sys.modules[_PROTOCOL_MODULE]
+            raise
+        return module
     from sagents.script import protocol  # imported from the installed package
 
     return protocol
 
 
-_protocol: Any = _load_protocol()
+class _LazyProtocol:
+    """Stands for the protocol module until first use, then replaces itself with it."""
+
+    def __getattr__(self, name: str) -> Any:
+        module = _load_protocol()
+        globals()["_protocol"] = module
+        return getattr(module, name)
+
+
+_protocol: Any = _LazyProtocol()
+
 
 __all__ = ["ToolError", "call", "call_many", "call_raw", "describe", "progress", "tools"]
 
@@ -89,6 +113,8 @@ class _Slot:
 
 class _Connection:
     def __init__(self, request_fd: int, reply_fd: int) -> None:
+        import threading
+
         self._request_fd = request_fd
         self._reply = os.fdopen(reply_fd, "rb", buffering=1024 * 1024, closefd=False)
         self._write_lock = threading.Lock()
@@ -149,7 +175,7 @@ class _Connection:
 
 
 _connection: _Connection | None = None
-_connection_lock = threading.Lock()
+_connection_lock = _thread.allocate_lock()
 
 
 def _connect() -> _Connection:
@@ -169,6 +195,8 @@ def _connect() -> _Connection:
 
 
 def _request(message: dict[str, Any]) -> tuple[bool, Any]:
+    import threading
+
     event = threading.Event()
     slot = _Slot(lambda _slot: event.set())
     _connect().send([message], [slot])
@@ -196,6 +224,8 @@ def _hinted(error: ToolError) -> ToolError:
         if not ok or not isinstance(value, list):
             return error
         _callable_names = [str(item.get("name", "")) for item in value if isinstance(item, dict)]
+    import difflib
+
     close = difflib.get_close_matches(error.tool, _callable_names, n=3)
     if not close:
         return error
@@ -223,6 +253,8 @@ def _value(tool: str, ok: bool, value: Any) -> Any:
     if value.get("structured") is not None:
         return value["structured"]
     text = value.get("text", "")
+    import json
+
     try:
         return json.loads(text)
     except ValueError:
@@ -289,6 +321,8 @@ def call_many(
     Raises:
         ToolError: the first failure (in input order), once the calls already sent have settled.
     """
+    import threading
+
     checked = [_check_args(tool, args) for args in args_list]
     total = len(checked)
     results: list[Any] = [None] * total

@@ -1,10 +1,13 @@
 """run_script bootstrap, run as ``python -I -S <runtime>/bootstrap.py <script.py>``. STDLIB ONLY.
 
-Loads the protocol module and ``agent_tools`` from this file's own directory by exact path and
-registers them in ``sys.modules`` before the script runs, so that a workspace file named
-``agent_tools.py`` cannot shadow the helper. Moves the request/reply descriptors to fds 3 and 4
-when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``), then runs the script as
-``__main__``.
+Loads ``agent_tools`` from this file's own directory by exact path and registers it in
+``sys.modules`` before the script runs, so that a workspace file named ``agent_tools.py`` cannot
+shadow the helper (the helper loads the protocol module the same way). Moves the request/reply
+descriptors to fds 3 and 4 when the launcher passed them elsewhere (``SAGENTS_SCRIPT_FDS``),
+then runs the script as ``__main__``.
+
+Run as ``bootstrap.py --spare`` (a spare sandbox the host starts ahead of a run), it imports
+what a run needs and then waits on fd 3 for the run: see :func:`_wait_for_run`.
 
 What a script may import, in this order (docs/run_script.md): the standard library, then
 ``agent_tools``, then the packages of the interpreter's own ``site-packages`` (``-S``: no ``.pth``
@@ -15,25 +18,33 @@ standard library, an installed package or the helper.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
-from importlib.machinery import ModuleSpec, SourceFileLoader
-from types import ModuleType, TracebackType
 
-# Start-up cost matters here (every run pays it): no runpy, importlib.util or traceback at
-# import time; traceback is imported only when the script fails.
+# The interpreter's own import machinery, already loaded at start-up: importing
+# importlib.machinery would load the importlib package for nothing.
+from _frozen_importlib import ModuleSpec
+from _frozen_importlib_external import SourceFileLoader
+
+# Start-up cost matters here (every run pays it): no runpy, importlib, types or traceback at
+# import time; traceback is imported only when the script fails, fcntl only when descriptors
+# must move.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType, TracebackType
 
 __all__: list[str] = []
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FDS_ENV = "SAGENTS_SCRIPT_FDS"
+_SPARE_ARG = "--spare"  # instead of a script: a spare that waits on fd 3 for its run
+_MAX_HANDOVER_BYTES = 1 << 20
 
 
 def _load(name: str, filename: str) -> ModuleType:
     path = os.path.join(_HERE, filename)
     loader = SourceFileLoader(name, path)
-    module = ModuleType(name)
+    module = type(sys)(name)
     module.__spec__ = ModuleSpec(name, loader, origin=path)
     module.__spec__.has_location = True
     module.__loader__ = loader
@@ -48,7 +59,7 @@ def _run_main(script: str) -> None:
     behaviour for a file, without importing runpy)."""
     with open(script, "rb") as file:
         code = compile(file.read(), script, "exec", dont_inherit=True)
-    main = ModuleType("__main__")
+    main = type(sys)("__main__")
     main.__file__ = script
     sys.modules["__main__"] = main
     exec(code, main.__dict__)  # running the user's script is the purpose; exec adds builtins
@@ -73,8 +84,15 @@ def _move_fds() -> None:
     if value is None:
         return
     request_fd, reply_fd = (int(part) for part in value.split(","))
+    _place_fds(request_fd, reply_fd)
+
+
+def _place_fds(request_fd: int, reply_fd: int) -> None:
+    """Move the request and reply descriptors to fds 3 and 4."""
     if (request_fd, reply_fd) == (3, 4):
         return
+    import fcntl
+
     spare_request = fcntl.fcntl(request_fd, fcntl.F_DUPFD_CLOEXEC, 10)
     spare_reply = fcntl.fcntl(reply_fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(request_fd)
@@ -84,6 +102,55 @@ def _move_fds() -> None:
     os.close(spare_request)
     os.close(spare_reply)
     os.environ[_FDS_ENV] = "3,4"
+
+
+def _wait_for_run() -> str:
+    """A spare sandbox: wait for the run on fd 3 (a Unix socket from the host), after saying
+    ``R`` (ready): the script's path and the run's variables (``KEY=value``), NUL-separated,
+    and, passed with them (``SCM_RIGHTS``), the run's request and reply descriptors, which
+    become fds 3 and 4. Returns the script's path; exits quietly when the host closes the
+    socket without a run (a spare it dropped).
+
+    Only the interpreter's C socket module is imported: every module loaded here would make the
+    run's exit slower too (the interpreter tears each one down), so what a tool call needs is
+    imported by the helper on first use, as in a cold start."""
+    import _socket
+
+    control = _socket.socket(fileno=3)
+    try:  # noqa: SIM105  # contextlib would be one more module to tear down at exit
+        control.send(b"R")
+    except OSError:  # the host may have handed the run over already, and closed its end
+        pass
+    chunks: list[bytes] = []
+    fds: list[int] = []
+    size = 0
+    space = _socket.CMSG_SPACE(8)  # two descriptors
+    while size < _MAX_HANDOVER_BYTES:
+        try:
+            data, ancillary, _flags, _address = control.recvmsg(65536, space)
+        except OSError:  # the host dropped this spare
+            break
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds += [
+                    int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, usable, 4)
+                ]
+        if not data:
+            break
+        chunks.append(data)
+        size += len(data)
+    control.detach()  # fd 3 is replaced below, or closed at exit
+    if len(fds) != 2 or not chunks:
+        os._exit(0)
+    script, *variables = b"".join(chunks).decode("utf-8", "surrogateescape").split("\0")
+    _place_fds(fds[0], fds[1])
+    for variable in variables:
+        key, _, value = variable.partition("=")
+        os.environ[key] = value
+    os.environ[_FDS_ENV] = "3,4"
+    return script
 
 
 def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
@@ -108,11 +175,13 @@ def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
 def _main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
-    script = os.path.abspath(sys.argv[1])
-    _move_fds()
-    _load("_sagents_script_protocol", "agent_tools_protocol.py")
-    _load("agent_tools", "agent_tools.py")
-    sys.argv = sys.argv[1:]
+    _load("agent_tools", "agent_tools.py")  # it loads its protocol module on first use
+    if sys.argv[1] == _SPARE_ARG:
+        script = _wait_for_run()
+    else:
+        script = os.path.abspath(sys.argv[1])
+        _move_fds()
+    sys.argv = [script, *sys.argv[2:]]
     sys.path.extend(_site_packages())
     sys.path.append(os.getcwd())
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper

@@ -2,15 +2,16 @@
 extension code (``sagents.gateway.Gateway``), so that the upstream side of both is tested.
 
 Usage: ``python ext_server.py SKILLS_DIR``. Tools: ``slow`` (waits until ``release`` is
-called; past 0.5 s it becomes a task for a client that declared Tasks), ``release``, and
-``seen`` (whether ``slow`` started, and how many requests of each method the server served).
+called; past 0.5 s it becomes a task for a client that declared Tasks), ``release``,
+``seen`` (whether ``slow`` started, and how many requests of each method the server served)
+and ``announce`` (sends ``notifications/resources/list_changed``: its skills changed).
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -33,9 +34,11 @@ class Provider(SpecProvider):
         self.started = False
         self.release = anyio.Event()
         self.methods: Counter[str] = Counter()
+        self.announce: Callable[[], Awaitable[object]] | None = None
 
     def list_specs(self) -> list[ToolSpec]:
-        return [_spec(name, "read_only", server=None) for name in ("slow", "release", "seen")]
+        names = ("slow", "release", "seen", "announce")
+        return [_spec(name, "read_only", server=None) for name in names]
 
     async def run_tool(
         self,
@@ -54,6 +57,10 @@ class Provider(SpecProvider):
         if name == "release":
             self.release.set()
             return ToolResult.from_text("released")
+        if name == "announce":
+            assert self.announce is not None
+            await self.announce()
+            return ToolResult.from_text("announced")
         return ToolResult.from_structured({"started": self.started, "methods": self.methods})
 
 
@@ -73,6 +80,7 @@ async def main() -> None:
         background_after_s=BACKGROUND_AFTER_S,
     ) as gateway:
         gateway.server.middleware.append(count)
+        provider.announce = lambda: gateway.notify_list_changed("resources")
         await gateway.run_stdio()
 
 

@@ -1,0 +1,90 @@
+"""The skills of upstream MCP servers in ``sagents serve`` (docs/gateway.md, "Skills of
+upstream servers").
+
+A server whose config entry says ``"skills": true`` has its skills (the MCP Skills extension)
+joined to the gateway's, after the local skill roots, as ``<server>__<skill>``
+(:class:`~sagents.skill.mcp_source.MCPSkillSource`): listed from its ``skills/list`` within its
+``listTimeout``, fetched on first use within its ``callTimeout``, through the supervisor's
+sessions (the call path's concurrency slots and restart handling). A server that is not ready
+hides its skills.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Awaitable, Callable
+
+import mcp_types as mt
+
+from sagents.audit.store import default_data_dir
+from sagents.config.loader import SagentsConfig
+from sagents.errors import UpstreamUnavailableError
+from sagents.mcp.ext_types import ListSkillsRequest, ListSkillsResult
+from sagents.mcp.supervisor import MCPSupervisor
+from sagents.skill.mcp_skills import FETCH_TIMEOUT_S
+from sagents.skill.mcp_source import MCPSkillSource, SkillServer
+
+__all__ = ["UPSTREAM_SKILLS_DIR", "SupervisorSkillRequests", "upstream_skill_source"]
+
+UPSTREAM_SKILLS_DIR = "mcp-skills"
+"""Where fetched skills are kept, under the data directory (one directory per gateway
+process, removed when it stops)."""
+
+
+class SupervisorSkillRequests:
+    """``skills/list`` and ``resources/read`` on the supervisor's upstream sessions (set
+    :attr:`supervisor` once the tool core is open)."""
+
+    def __init__(self) -> None:
+        self.supervisor: MCPSupervisor | None = None
+
+    def _require(self, server: str) -> MCPSupervisor:
+        if self.supervisor is None:
+            raise UpstreamUnavailableError(
+                f"MCP server {server!r} is not connected yet", details={"server": server}
+            )
+        return self.supervisor
+
+    async def list_skills(self, server: str, cursor: str | None) -> ListSkillsResult:
+        """One page of ``skills/list`` on ``server``."""
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        return await self._require(server).send_request(
+            server, ListSkillsRequest(params=params), ListSkillsResult
+        )
+
+    async def read_resource(self, server: str, uri: str) -> mt.ReadResourceResult:
+        """``resources/read`` of ``uri`` on ``server``."""
+        return await self._require(server).read_resource(server, uri)
+
+    def ready(self, server: str) -> bool:
+        """Whether ``server`` is up (its skills are shown only then)."""
+        if self.supervisor is None:
+            return False
+        try:
+            return self.supervisor.status(server).state == "ready"
+        except KeyError:
+            return False
+
+
+def upstream_skill_source(
+    config: SagentsConfig,
+    requests: SupervisorSkillRequests,
+    *,
+    on_changed: Callable[[str], Awaitable[None]],
+) -> MCPSkillSource | None:
+    """The skills of the config's skill-serving servers, or None when there are none."""
+    wanted = set(config.skills.servers)
+    servers = [
+        SkillServer(
+            name=server.name,
+            list_timeout_s=server.settings.list_timeout,
+            fetch_timeout_s=server.settings.call_timeout or FETCH_TIMEOUT_S,
+        )
+        for server in config.servers
+        if server.name in wanted
+    ]
+    if not servers:
+        return None
+    cache = default_data_dir() / UPSTREAM_SKILLS_DIR / f"{os.getpid()}-{secrets.token_hex(4)}"
+    return MCPSkillSource(servers, requests, cache, ready=requests.ready, on_changed=on_changed)
