@@ -9,8 +9,9 @@ on the call is bounded exactly as ``anyio.move_on_after`` would bound it. On oth
 than asyncio (trio), the coroutine runs inside ``anyio.move_on_after`` from its start, because
 a cancel scope cannot be entered under one the coroutine already entered.
 
-One difference, invisible to a call's result: during the first step (before the coroutine first
-suspends), ``anyio.current_effective_deadline()`` does not see the call's timeout.
+One difference, invisible to a call's result: on asyncio the timeout is asyncio's own, not an
+anyio cancel scope, so ``anyio.current_effective_deadline()`` inside the tool does not include
+it (an enclosing scope's deadline still shows).
 """
 
 from __future__ import annotations
