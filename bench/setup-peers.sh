@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the peer libraries the benchmarks compare against into their own venv,
 # bench/.venv-peers, never into the project's .venv or its dependencies:
-#   - pydantic-ai-slim (FunctionToolset) and openai-agents (FunctionTool), for bench_tool_dispatch.py.
+#   - pydantic-ai-slim (FunctionToolset) and openai-agents (FunctionTool), for bench_tool_dispatch.py;
+#   - fastmcp (its proxy server), for bench_serve_proxy.py.
 # The benchmarks run the peers in a child process of this venv, beside sagents in the same run.
 # Idempotent: a second run only checks. Usage: bench/setup-peers.sh
 set -euo pipefail
@@ -10,7 +11,7 @@ venv="$here/.venv-peers"
 python="${PYTHON:-python3}"
 
 # Pinned to the versions the figures in bench/RESULTS.md were measured with.
-peers=("pydantic-ai-slim==2.68.0" "openai-agents==0.24.0")
+peers=("pydantic-ai-slim==2.68.0" "openai-agents==0.24.0" "fastmcp==4.1.6")
 
 say() { printf 'setup-peers: %s\n' "$*" >&2; }
 
@@ -25,6 +26,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "${peers[@]}"
     echo "$want" > "$stamp"
 fi
-"$venv/bin/python" -c 'import pydantic_ai, agents' \
+"$venv/bin/python" -c 'import pydantic_ai, agents, fastmcp' \
     || { say "the peers do not import; delete $venv and run again"; exit 1; }
 say "peers ready in $venv"

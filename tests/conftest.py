@@ -35,6 +35,8 @@ SLOW = frozenset(
         "tests/gateway/test_replicas.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_stdin_lines.py",
+        "tests/gateway/test_forwarded_progress.py::test_sagents_serve_asks_its_upstream_for_progress_only_for_a_client_that_asked",
+        "tests/gateway/test_stdio_transport.py::test_sagents_serve_ends_cleanly_when_its_client_closes_stdout",
         "tests/gateway/test_tool_search.py::test_sagents_serve_tool_search_over_stdio_with_the_fleet_server",
         "tests/mcp/test_sandbox_examples.py",
         "tests/mcp/test_sandboxed.py",

@@ -37,7 +37,10 @@ def _scanned() -> list[Path]:
         files.extend(
             path
             for path in sorted((ROOT / directory).rglob("*"))
-            if path.suffix in SCANNED_SUFFIXES and path.is_file()
+            if path.suffix in SCANNED_SUFFIXES
+            and path.is_file()
+            # not the installed packages of a venv inside the tree (bench/setup-peers.sh's)
+            and not any(part.startswith(".venv") for part in path.relative_to(ROOT).parts)
         )
     this = Path(__file__).resolve()
     return [path for path in files if path.resolve() != this]

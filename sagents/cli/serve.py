@@ -347,8 +347,8 @@ def serve(
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if signalled and settings.transport == "stdio":
-        # Everything is closed; only the worker thread blocked reading stdin is left, and the
-        # interpreter would wait for it (until the client closed stdin) before exiting.
+        # Everything is closed; a worker thread may still be reading a stdin the transport
+        # cannot poll (a file), and the interpreter would wait for it before exiting.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

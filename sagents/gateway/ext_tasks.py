@@ -16,6 +16,10 @@ as ``script_status``), kept in the task store, never resumed after a restart.
   elicitation form, as on every other connection); unknown or answered keys are ignored.
 - ``tasks/cancel``: cancels the call (its whole process tree for run_script) and answers once
   it has ended; a finished task is left as it is (the same empty answer).
+- ``notifications/tasks`` (SEP-2663, "Task Status Notifications"): a ``subscriptions/listen``
+  stream of the task's owner that names it in ``taskIds`` gets the task's whole state (what
+  ``tasks/get`` would answer) each time its status changes: ``input_required`` and back to
+  ``working``, and its end (:meth:`TasksExtension.watch`).
 
 Over HTTP the client must send ``Mcp-Name: <taskId>`` with the three methods (SEP-2663,
 "Streamable HTTP: Routing Headers"); the SDK checks ``Mcp-Name`` only for its core methods,
@@ -116,6 +120,11 @@ class _TaskInput:
     pending: dict[str, _Pending] = field(default_factory=dict)
     keys: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     updated_at: float | None = None
+    hand_off: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the call asks for input: it becomes a task at once, so that the client sees
+    the question on ``tasks/get``."""
+    changed: Callable[[], None] | None = None
+    """Called when the pending requests change (status notifications), once a task."""
 
 
 class TaskAsker(ClientAsker):
@@ -148,12 +157,17 @@ class TaskAsker(ClientAsker):
         )
         self._input.pending[key] = pending
         self._input.updated_at = datetime.now(UTC).timestamp()
+        self._input.hand_off.set()
+        if self._input.changed is not None:
+            self._input.changed()  # input_required
         try:
             with anyio.move_on_after(APPROVAL_TIMEOUT_S):
                 await pending.answered.wait()
         finally:
             self._input.pending.pop(key, None)
             self._input.updated_at = datetime.now(UTC).timestamp()
+            if self._input.changed is not None:
+                self._input.changed()  # working again
         return pending.response or mt.ElicitResult(action="cancel")
 
 
@@ -173,6 +187,7 @@ class TasksExtension(Extension):
         self._tasks = tasks
         self._scope_of = scope_of
         self._inputs: dict[str, _TaskInput] = {}
+        self._watchers: dict[str, dict[object, Callable[[dict[str, Any]], None]]] = {}
 
     def methods(self) -> Sequence[MethodBinding]:
         """The three task methods, on 2026-07-28 connections only (the extension's base)."""
@@ -218,6 +233,10 @@ class TasksExtension(Extension):
         """Record that the call ``task_id`` became a task; its ``CreateTaskResult`` is what
         the client receives (the task is in the registry and the store already)."""
         self._inputs[task_id] = task_input
+        session_id = self._scope_of(request.ctx).session_id
+        task_input.changed = lambda: self._publish(session_id, task_id)
+        if task_input.pending:
+            self._publish(session_id, task_id)  # asked before it was a task: input_required already
         now = _iso(datetime.now(UTC).timestamp())
         request.created = CreateTaskResult(
             task_id=task_id,
@@ -230,8 +249,64 @@ class TasksExtension(Extension):
         )
 
     def finished(self, info: TaskInfo) -> None:
-        """Forget a finished task's input requests."""
+        """Tell the task's watchers how it ended; forget its input requests."""
+        watchers = self._watchers.pop(info.task_id, {})
+        if watchers:
+            state = _notification_params(self._live(info))
+            for deliver in list(watchers.values()):
+                deliver(state)
         self._inputs.pop(info.task_id, None)
+
+    # Status notifications -----------------------------------------------------------------
+
+    def watch(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        task_ids: Sequence[str],
+        deliver: Callable[[dict[str, Any]], None],
+    ) -> tuple[list[str], Callable[[], None]]:
+        """Deliver ``notifications/tasks`` params for the caller's running tasks among
+        ``task_ids`` (a listen stream's ``taskIds``): their state at once, then at each
+        status change; another caller's, unknown and finished tasks are not honored.
+
+        Returns:
+            The task ids honored, and a function that ends the watch.
+        """
+        scope = self._scope_of(ctx)
+        token = object()
+        honored: list[str] = []
+        for task_id in dict.fromkeys(task_ids):
+            try:
+                info = self._tasks.live.get(scope.session_id, task_id)
+            except TaskNotFoundError:
+                continue
+            if info.status != "running":
+                continue
+            self._watchers.setdefault(task_id, {})[token] = deliver
+            honored.append(task_id)
+            deliver(_notification_params(self._live(info)))  # sent after the acknowledgment
+
+        def stop() -> None:
+            for task_id in honored:
+                watchers = self._watchers.get(task_id)
+                if watchers is not None:
+                    watchers.pop(token, None)
+                    if not watchers:
+                        del self._watchers[task_id]
+
+        return honored, stop
+
+    def _publish(self, session_id: str, task_id: str) -> None:
+        watchers = self._watchers.get(task_id)
+        if not watchers:
+            return
+        try:
+            info = self._tasks.live.get(session_id, task_id)
+        except TaskNotFoundError:
+            return
+        state = _notification_params(self._live(info))
+        for deliver in list(watchers.values()):
+            deliver(state)
 
     # Methods ------------------------------------------------------------------------------
 
@@ -382,6 +457,13 @@ class TasksExtension(Extension):
                 _HEADER_MISMATCH,
                 f"{MCP_NAME_HEADER} header does not match the request's taskId",
             )
+
+
+def _notification_params(state: DetailedTaskResult) -> dict[str, Any]:
+    """A ``DetailedTask`` as ``notifications/tasks`` params (no ``resultType``)."""
+    params = state.model_dump(by_alias=True, mode="json", exclude_none=True)
+    params.pop("resultType", None)
+    return params
 
 
 def _aborted(reason: str = "gateway restarted") -> dict[str, Any]:

@@ -38,12 +38,14 @@ from sagents.errors import (
 )
 from sagents.gateway.policy import Profile
 from sagents.mcp import TOOL_NAME_SEPARATOR, ServerCatalog
+from sagents.mcp.ext_types import ReadResourceDirectoryResult
 
 __all__ = [
     "FORWARDED_CACHE_HINTS",
     "UPSTREAM_URI_PREFIX",
     "CatalogSource",
     "UpstreamForwarding",
+    "forwarded_error",
     "forwarding_handlers",
     "split_upstream_uri",
     "upstream_uri",
@@ -88,6 +90,24 @@ class CatalogSource(Protocol):
         """``completion/complete`` upstream."""
         ...
 
+    async def read_directory(
+        self, server: str, uri: str, cursor: str | None = None
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` upstream."""
+        ...
+
+    def on_resource_updated(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
+        """Await ``listener(server, uri)`` for each update of a subscribed resource."""
+        ...
+
+    async def subscribe_resource(self, server: str, uri: str) -> None:
+        """Subscribe to ``uri`` on ``server`` (kept across its restarts)."""
+        ...
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """End the subscription to ``uri`` on ``server``."""
+        ...
+
 
 def upstream_uri(server: str, uri: str) -> str:
     """The gateway's URI of ``uri`` of ``server`` (a template's text works the same way)."""
@@ -104,7 +124,7 @@ def split_upstream_uri(uri: str) -> tuple[str, str] | None:
     return server, original
 
 
-def _error(error: SagentsError) -> MCPError:
+def forwarded_error(error: SagentsError) -> MCPError:
     """The JSON-RPC error a client gets for a failed upstream request."""
     if isinstance(error, UpstreamProtocolError) and "jsonrpc_code" in error.details:
         return MCPError(int(error.details["jsonrpc_code"]), error.message)
@@ -178,7 +198,7 @@ class UpstreamForwarding:
         try:
             result = await self.source.get_prompt(server, prompt.name, params.arguments)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
         messages = [
             message.model_copy(update={"content": _rewrite_block(server, message.content)})
             for message in result.messages
@@ -207,6 +227,23 @@ class UpstreamForwarding:
                     found.append(template.model_copy(update={"uri_template": uri}))
         return found
 
+    def offered_resource(self, profile: Profile | None, uri: str) -> tuple[str, str]:
+        """``(server, upstream URI)`` of a gateway URI the session is offered.
+
+        Raises:
+            MCPError: ``-32002`` for a URI not offered (or of a server that is down).
+        """
+        split = split_upstream_uri(uri)
+        if split is None or self.source is None:
+            raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
+        if split[0] not in self._catalogs(profile) or not _resource_offered(profile, uri):
+            raise MCPError(_RESOURCE_NOT_FOUND, f"resource {uri!r} is not offered")
+        return split
+
+    def resource_offered(self, profile: Profile | None, uri: str) -> bool:
+        """Whether the profile's ``resources`` patterns offer the gateway URI ``uri``."""
+        return _resource_offered(profile, uri)
+
     async def read_resource(self, profile: Profile | None, uri: str) -> mt.ReadResourceResult:
         """``resources/read`` of a gateway URI, forwarded to its server.
 
@@ -214,21 +251,46 @@ class UpstreamForwarding:
             MCPError: ``-32002`` for a URI not offered (or of a server that is down); the
                 upstream's error otherwise.
         """
-        split = split_upstream_uri(uri)
-        if split is None or self.source is None:
-            raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
-        server, original = split
-        if server not in self._catalogs(profile) or not _resource_offered(profile, uri):
-            raise MCPError(_RESOURCE_NOT_FOUND, f"resource {uri!r} is not offered")
+        server, original = self.offered_resource(profile, uri)
+        assert self.source is not None
         try:
             result = await self.source.read_resource(server, original)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
         contents = [
             item.model_copy(update={"uri": upstream_uri(server, item.uri)})
             for item in result.contents
         ]
         return result.model_copy(update={"contents": contents})
+
+    async def read_directory(
+        self, profile: Profile | None, uri: str, cursor: str | None
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` of a gateway URI, forwarded to a server that declared
+        ``directoryRead``; the children's URIs rewritten, those outside the offer left out.
+
+        Raises:
+            MCPError: ``-32602`` for a URI not offered, or of a server without directory
+                reads (the Skills extension: not a directory resource); the upstream's error
+                otherwise.
+        """
+        try:
+            server, original = self.offered_resource(profile, uri)
+        except MCPError:
+            raise MCPError(mt.INVALID_PARAMS, f"{uri!r} is not a directory resource") from None
+        catalog = self._catalogs(profile).get(server)
+        if self.source is None or catalog is None or not catalog.directory_read:
+            raise MCPError(mt.INVALID_PARAMS, f"{uri!r} is not a directory resource")
+        try:
+            result = await self.source.read_directory(server, original, cursor)
+        except SagentsError as error:
+            raise forwarded_error(error) from error
+        children = [
+            child.model_copy(update={"uri": upstream_uri(server, child.uri)})
+            for child in result.resources
+        ]
+        offered = [child for child in children if _resource_offered(profile, child.uri)]
+        return result.model_copy(update={"resources": offered})
 
     # completion --------------------------------------------------------------------------
 
@@ -266,7 +328,7 @@ class UpstreamForwarding:
         try:
             return await self.source.complete(server, upstream_ref, argument, context)
         except SagentsError as error:
-            raise _error(error) from error
+            raise forwarded_error(error) from error
 
 
 def _no_completion() -> mt.CompleteResult:

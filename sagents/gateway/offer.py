@@ -128,9 +128,14 @@ class SessionOffer(SpecProvider):
 
     def get(self, name: str) -> ToolSpec | None:
         """The offered tool ``name``, or None."""
-        # run_script's spec (its description lists the callable tools) is built only for it.
-        specs = self.list_specs() if name == RUN_SCRIPT_TOOL_NAME else self.provider_specs()
-        return next((spec for spec in specs if spec.name == name), None)
+        if name == RUN_SCRIPT_TOOL_NAME:
+            # run_script's spec (its description lists the callable tools) is built only for it
+            return next((spec for spec in self.list_specs() if spec.name == name), None)
+        try:  # one lookup, not a scan of every tool (this runs on every call)
+            spec = self.provider.get_tool_spec(name)
+        except (UnknownToolError, NotAllowedError):
+            return None
+        return spec if spec.name == name and self._allows(spec) else None
 
     def for_scripts(self) -> ScriptOffer:
         """What this session's scripts may be offered (see the module docstring)."""

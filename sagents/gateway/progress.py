@@ -15,12 +15,14 @@ from typing import Any
 import anyio
 import mcp_types as mt
 from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.gateway.seams import ScriptProgressLike, ToolProgressLike
 
-__all__ = ["ProgressForwarder"]
+__all__ = ["ProgressForwarder", "has_progress_token", "progress_listened"]
 
 # MCP spec 2025-06-18, "Logging": the RFC 5424 levels, least severe first.
 _LOG_LEVELS: tuple[mt.LoggingLevel, ...] = (
@@ -33,6 +35,42 @@ _LOG_LEVELS: tuple[mt.LoggingLevel, ...] = (
     "alert",
     "emergency",
 )
+_PROGRESS_LOG_LEVELS = frozenset({"info", "warning"})  # the levels tool_progress text goes out at
+
+
+def has_progress_token(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """True when the request carries a progress token (``_meta.progressToken``)."""
+    meta: Mapping[str, Any] = ctx.meta or {}
+    return meta.get("progress_token", meta.get("progressToken")) is not None
+
+
+def progress_listened(ctx: ServerRequestContext[Any, Any], *, logs_requested: bool) -> bool:
+    """Whether anything a :class:`ProgressForwarder` sends for this request reaches the client.
+
+    True when the request carries a progress token; when it came in process (the SDK's direct
+    dispatcher hands progress to the caller's callback, and carries no token); when
+    ``tool_progress`` text would go out as log messages: on handshake-era connections whose
+    client asked for log messages (``logs_requested``: it sent ``logging/setLevel``), on
+    2026-07-28 ones when the request opted in to ``info`` or ``warning`` (MCP 2026-07-28,
+    "Logging": the per-request log level).
+
+    Args:
+        ctx: The request's context.
+        logs_requested: The client set a log level on this (handshake-era) connection.
+    """
+    if has_progress_token(ctx) or _in_process(ctx):
+        return True
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return bool(allowed_log_levels(ctx.protocol_version, ctx.meta) & _PROGRESS_LOG_LEVELS)
+    return logs_requested
+
+
+def _in_process(ctx: ServerRequestContext[Any, Any]) -> bool:
+    # The SDK exposes the dispatch context's transport only on its private request channel;
+    # when it cannot be read, the request counts as in process (listened: the safe side).
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    transport = getattr(outbound, "transport", None)
+    return getattr(transport, "kind", "direct") == "direct"
 
 
 class ProgressForwarder:
@@ -52,8 +90,7 @@ class ProgressForwarder:
     ) -> None:
         self._ctx = ctx
         self._min_log = _LOG_LEVELS.index(log_level)
-        meta: Mapping[str, Any] = ctx.meta or {}
-        self._has_token = meta.get("progress_token", meta.get("progressToken")) is not None
+        self._has_token = has_progress_token(ctx)
         self._last: float | None = None  # nothing sent yet
 
     async def forward(self, events: MemoryObjectReceiveStream[object]) -> None:

@@ -32,7 +32,7 @@ import hashlib
 import hmac
 import json
 import logging
-import sys
+import os
 import uuid
 import warnings
 import weakref
@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Self
 
 import anyio
 import mcp_types as mt
@@ -51,7 +51,6 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
-    ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
     ToolsListChanged,
@@ -89,6 +88,7 @@ from sagents.gateway.background import (
     task_tools,
 )
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway.ext_directory import install_directory_read
 from sagents.gateway.ext_skills import SkillsExtension
 from sagents.gateway.ext_tasks import TASK_REQUEST, TasksExtension
 from sagents.gateway.extensions import install_extension
@@ -102,13 +102,16 @@ from sagents.gateway.http_security import Credential, request_credential
 from sagents.gateway.offer import ScriptHost, SessionOffer
 from sagents.gateway.pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway.policy import Profile
-from sagents.gateway.progress import ProgressForwarder
+from sagents.gateway.progress import ProgressForwarder, progress_listened
 from sagents.gateway.questions import ElicitationQuestioner
 from sagents.gateway.request_state import ApprovalStates, request_state_boundary
 from sagents.gateway.seams import ProgressSource, ResourceSource
+from sagents.gateway.subscriptions import GatewayListen, ResourceRelay, subscription_handlers
+from sagents.gateway.task_input import ForwardedTaskInput
 from sagents.gateway.tasks import GatewayTasks, TaskScope
 from sagents.gateway.tool_search import SearchState, ToolSearch
 from sagents.gateway.workspaces import Workspaces
+from sagents.mcp.tasks_client import TASK_INPUT
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store.embedded import MemoryApprovals
 from sagents.store.open import GatewayStore
@@ -160,6 +163,8 @@ class _ClientSession:
     calls are never listed, only reached by the handle their starter received."""
     granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
+    logs_requested: bool = False
+    """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
     search: SearchState = field(default_factory=SearchState)
     """With ``--tool-search``, the tools this session expanded."""
 
@@ -257,9 +262,11 @@ class Gateway:
         self.task_store = task_store
         self._running = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        # 2026-07-28 clients hear of changes on subscriptions/listen streams (the SDK's)
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._changes)
+        # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
+        self._relay = ResourceRelay(upstream) if upstream is not None else None
+        self._listen = GatewayListen(self._changes, self._relay, self._profile_of)
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -279,6 +286,7 @@ class Gateway:
                 cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
                 on_subscriptions_listen=self._listen,
                 **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
+                **(subscription_handlers(self._relay, self._subscriber_of) if self._relay else {}),
             )
         self.server.notifications = NotificationOptions(
             resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
@@ -291,9 +299,11 @@ class Gateway:
                 resources, lambda ctx: self.offered_skills(self._session_for(ctx).profile)
             )
             install_extension(self.server, skills)
+            install_directory_read(self.server, resources, self._profile_of, upstream)
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
         self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
         install_extension(self.server, self._task_ext)
+        self._listen.tasks = self._task_ext  # notifications/tasks on listen streams
         if store is not None:
             self.use_store(store)
 
@@ -319,6 +329,8 @@ class Gateway:
 
     async def __aenter__(self) -> Self:
         await self._tasks.__aenter__()
+        if self._relay is not None:
+            await self._relay.__aenter__()
         self._running = True
         return self
 
@@ -330,6 +342,8 @@ class Gateway:
     ) -> bool | None:
         self._running = False
         self._listen.close()
+        if self._relay is not None:
+            await self._relay.__aexit__(None, None, None)
         return await self._tasks.__aexit__(exc_type, exc, tb)
 
     def initialization_options(self) -> InitializationOptions:
@@ -378,12 +392,9 @@ class Gateway:
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin/stdout until it closes them."""
-        from mcp.server.stdio import stdio_server
+        from sagents.gateway.stdio_transport import stdio_streams
 
-        from sagents.gateway.stdin_lines import BoundedLines
-
-        stdin = cast("anyio.AsyncFile[str]", BoundedLines(sys.stdin.buffer))  # one line is capped
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.initialization_options())
 
     # Sessions -------------------------------------------------------------------------------
@@ -460,6 +471,10 @@ class Gateway:
     def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
         return self._session_for(ctx).profile
 
+    def _subscriber_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, Profile | None]:
+        session = self._session_for(ctx)
+        return f"session:{session.session_id}", session.profile
+
     def session_owner(self, session_id: str) -> str:
         """The identity of the credential that opened a live session ("" without token or
         for an unknown session): who besides the operator may answer its approvals."""
@@ -482,7 +497,9 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
     ) -> mt.EmptyResult:
         """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
-        self._session_for(ctx).log_level = params.level
+        session = self._session_for(ctx)
+        session.log_level = params.level
+        session.logs_requested = True
         return mt.EmptyResult()
 
     # tools/list --------------------------------------------------------------------------------
@@ -677,7 +694,7 @@ class Gateway:
         (:class:`~sagents.gateway.approval.GatewayCallApprover`) so that it is not asked twice.
         """
         name = spec.name
-        tool_call_id = f"call_{uuid.uuid4().hex[:16]}"
+        tool_call_id = f"call_{os.urandom(8).hex()}"
         workspace = self.workspace
         if isinstance(workspace, Workspaces):
             # created on the first call that runs here (docs/gateway.md, "Sessions and
@@ -696,8 +713,12 @@ class Gateway:
             self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
         )
 
+        server = spec.source.server or name
+
         async def call() -> ToolResult:
             token = CLIENT_ASKER.set(asker)
+            # an upstream task's own questions go to this call's client
+            input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
             try:
                 with (
                     bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
@@ -709,32 +730,43 @@ class Gateway:
             except SagentsError as error:  # the provider should return it; never end the session
                 return ToolResult.from_exception(error)
             finally:
+                TASK_INPUT.reset(input_token)
                 CLIENT_ASKER.reset(token)
 
+        async def run() -> ToolResult:
+            hand_off_after = self.background_after_s
+            if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                hand_off_after = 0.0  # a run_script of a Tasks client is a task
+            # a Tasks client's call becomes a task early when it asks for input
+            early = task_input.hand_off if task_input is not None else None
+            if (hand_off_after is None and early is None) or _asks_the_user(spec):
+                return await call()
+            task_id = await self._tasks.start(session.session_id, name, call)
+            done = await self._tasks.wait(
+                task_id,
+                hand_off_after=hand_off_after,
+                on_done=self._notifier(ctx),
+                hand_off_now=early,
+            )
+            if done is None:
+                await self._tasks.handed_off(session.scope, task_id, name)
+                if task_request is not None and task_input is not None:
+                    self._task_ext.created(task_request, task_id, task_input)
+            return done if done is not None else handed_off_result(name, task_id)
+
+        if self.progress is None or not _progress_wanted(ctx, session, spec):
+            # Nobody would see the call's progress: no subscription, so the provider's call
+            # is not listened to either (an upstream is then not asked for progress).
+            return await run()
         forwarder = ProgressForwarder(ctx, log_level=session.log_level)
         events: MemoryObjectReceiveStream[object] | None = None
         stop = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
-                if self.progress is not None:
-                    events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
-                    tg.start_soon(forwarder.forward, events)
+                events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
+                tg.start_soon(forwarder.forward, events)
                 try:
-                    hand_off_after = self.background_after_s
-                    if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
-                        hand_off_after = 0.0  # a run_script of a Tasks client is a task
-                    if hand_off_after is None or _asks_the_user(spec):
-                        result = await call()
-                    else:
-                        task_id = await self._tasks.start(session.session_id, name, call)
-                        done = await self._tasks.wait(
-                            task_id, hand_off_after=hand_off_after, on_done=self._notifier(ctx)
-                        )
-                        if done is None:
-                            await self._tasks.handed_off(session.scope, task_id, name)
-                            if task_request is not None and task_input is not None:
-                                self._task_ext.created(task_request, task_id, task_input)
-                        result = done if done is not None else handed_off_result(name, task_id)
+                    result = await run()
                 finally:
                     # Ending the subscription ends the forwarder once it has sent what was
                     # emitted (cancelling it could lose an event it is in the middle of sending).
@@ -891,6 +923,21 @@ def _denied(request: ApprovalRequest) -> ToolResult:
             details={"tool": request.tools[0]},
         )
     )
+
+
+def _progress_wanted(
+    ctx: ServerRequestContext[Any, Any], session: _ClientSession, spec: ToolSpec
+) -> bool:
+    """Whether the call's progress is subscribed to (docs/gateway.md, "Progress").
+
+    The gateway's own tools (``run_script``, built-ins, local tools) report in process, so
+    their progress is always followed. A forwarded upstream tool is followed only when the
+    client would see it (:func:`~sagents.gateway.progress.progress_listened`): otherwise the
+    upstream is not asked for progress at all, which keeps the forwarded call at its cost.
+    """
+    if spec.source.kind != "mcp":
+        return True
+    return progress_listened(ctx, logs_requested=session.logs_requested)
 
 
 def _asks_the_user(spec: ToolSpec) -> bool:

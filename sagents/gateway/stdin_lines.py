@@ -1,11 +1,12 @@
 """Line-by-line reading of the gateway's stdin with a cap on one line (docs/gateway.md).
 
-The ``mcp`` SDK's ``stdio_server`` reads its stdin with ``async for line in stdin``; over the
-default reader a client that never sends a newline (``sagents serve < /dev/zero``) makes one line
-grow until the process is killed for memory. :class:`BoundedLines` is handed to ``stdio_server``
-instead: it yields the same decoded lines, but a line longer than ``max_bytes`` is read in chunks
-and thrown away, and :data:`OVERLONG_LINE` (not JSON, so the SDK reports it as a parse error and
-goes on) takes its place.
+A client that never sends a newline (``sagents serve < /dev/zero``) must not make one line grow
+until the process is killed for memory. :data:`MAX_LINE_BYTES` is that cap and
+:data:`OVERLONG_LINE` (not JSON, so the SDK reports it as a parse error and goes on) what takes
+the place of a longer line; the gateway's stdio transport
+(:mod:`sagents.gateway.stdio_transport`) applies them as it reads. :class:`BoundedLines` does
+the same over a blocking binary stream read in a worker thread, for an ``mcp`` SDK
+``stdio_server(stdin=...)`` of an embedding application.
 """
 
 from __future__ import annotations

@@ -134,9 +134,12 @@ class GatewayTasks:
         *,
         hand_off_after: float | None,
         on_done: Callable[[TaskInfo], Awaitable[None]] | None = None,
+        hand_off_now: anyio.Event | None = None,
     ) -> ToolResult | None:
         """Wait for a call or hand it off (see ``BackgroundTasks.wait``)."""
-        return await self.live.wait(task_id, hand_off_after=hand_off_after, on_done=on_done)
+        return await self.live.wait(
+            task_id, hand_off_after=hand_off_after, on_done=on_done, hand_off_now=hand_off_now
+        )
 
     async def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
         """Keep a handed-off call in the store (its end is written only after this row)."""

@@ -52,12 +52,15 @@ class ServerCatalog:
         resources: ``resources/list``, every page.
         templates: ``resources/templates/list``, every page.
         completions: True when the server announced the ``completions`` capability.
+        directory_read: True when the server declared the Skills extension with
+            ``directoryRead: true`` (it serves ``resources/directory/read``).
     """
 
     prompts: tuple[types.Prompt, ...] = ()
     resources: tuple[types.Resource, ...] = ()
     templates: tuple[types.ResourceTemplate, ...] = ()
     completions: bool = False
+    directory_read: bool = False
 
 
 async def list_all(
@@ -144,7 +147,13 @@ async def list_catalog(
         resources=resources,
         templates=templates,
         completions=caps is not None and caps.completions is not None,
+        directory_read=_declares_directory_read(caps),
     )
+
+
+def _declares_directory_read(caps: types.ServerCapabilities | None) -> bool:
+    skills = (caps.extensions or {}).get("io.modelcontextprotocol/skills") if caps else None
+    return isinstance(skills, dict) and skills.get("directoryRead") is True
 
 
 async def _guarded(

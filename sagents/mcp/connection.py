@@ -36,10 +36,12 @@ from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
 from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog, list_catalog
 from sagents.mcp.convert import mcp_tool_name, tool_to_spec
 from sagents.mcp.params import ServerParams, describe_params
+from sagents.mcp.resource_subscriptions import ResourceUpdatedCallback, UpstreamSubscriptions
 from sagents.mcp.session import ToolListFilter, open_session
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
 from sagents.mcp.stdio import StdioProcess
+from sagents.mcp.tasks_client import TaskStatuses
 
 __all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
 
@@ -85,6 +87,8 @@ class ServerConnection:
             (a client's lists then change too).
         on_catalog_announced: Awaited with ``(server, kind)`` after the server announced a
             change of its prompts or resources and they were listed again, changed or not.
+        on_resource_updated: Awaited with ``(server, uri)`` for each coalesced update of a
+            subscribed resource (:attr:`subscriptions`).
     """
 
     def __init__(
@@ -97,8 +101,12 @@ class ServerConnection:
         on_tools_changed: ToolsChangedCallback | None = None,
         on_catalog_changed: CatalogChangedCallback | None = None,
         on_catalog_announced: CatalogChangedCallback | None = None,
+        on_resource_updated: ResourceUpdatedCallback | None = None,
     ) -> None:
         self.name = name
+        self._on_resource_updated = on_resource_updated
+        self.subscriptions = UpstreamSubscriptions(name, on_update=lambda: self._wake.set())
+        """The resources subscribed to on this server, kept across restarts."""
         self._on_catalog_changed = on_catalog_changed
         self._on_catalog_announced = on_catalog_announced
         self._catalog = ServerCatalog()
@@ -131,6 +139,8 @@ class ServerConnection:
         self._closing = False
         self._call_scopes: set[anyio.CancelScope] = set()
         self._tool_filter: ToolListFilter | None = None
+        self.task_statuses: TaskStatuses | None = None
+        """The live session's ``notifications/tasks`` (tasks are watched with them)."""
         self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
 
     # ---- what callers see -------------------------------------------------------------------
@@ -328,6 +338,10 @@ class ServerConnection:
         elif isinstance(message, types.ResourceListChangedNotification):
             self._relist_catalog.add("resources")
             self._wake.set()
+        elif isinstance(message, types.ResourceUpdatedNotification) and self.subscriptions.note(
+            message.params.uri
+        ):
+            self._wake.set()
 
     async def _refresh_catalog(
         self, session: ClientSession, kinds: set[CatalogKind]
@@ -400,6 +414,7 @@ class ServerConnection:
                     connect_scope.deadline = math.inf
                     session = opened.session
                     self._tool_filter = opened.tool_filter
+                    self.task_statuses = opened.task_statuses
                     await self._list_tools(session)
                     hidden = self._catalog_kinds()  # what the loss of a connection hid
                     changed = await self._refresh_catalog(session, {"prompts", "resources"})
@@ -407,6 +422,8 @@ class ServerConnection:
                         if self._wants_listen(session):
                             # Subscribed before `ready`: events have no replay.
                             await tg.start(self._listen, session)
+                        self.subscriptions.task_group = tg
+                        await self.subscriptions.restore(session)  # after a restart
                         self._session, self._pid = session, opened.pid
                         self._consecutive_failures = 0
                         self._last_error = None
@@ -414,6 +431,7 @@ class ServerConnection:
                         # New items, or back after a loss: told once the server is ready.
                         await self._catalog_changed(changed | (hidden & self._catalog_kinds()))
                         await self._serve(session)
+                        self.subscriptions.lost()
                         tg.cancel_scope.cancel()
             except Exception as error:  # noqa: BLE001 - the supervision boundary of one connection
                 self._last_error = _describe(error)
@@ -425,6 +443,7 @@ class ServerConnection:
         if self._last_error:
             logger.warning("MCP server %r failed: %s", self.name, self._last_error)
         self._abort_calls()
+        self.subscriptions.lost()
         self._session = None
         self._pid = None
         self._consecutive_failures += 1
@@ -529,6 +548,32 @@ class ServerConnection:
                 kinds, self._relist_catalog = self._relist_catalog, set()
                 await self._catalog_changed(await self._refresh_catalog(session, kinds))
                 await self._catalog_changed(kinds, announced=True)
+            for uri in self.subscriptions.take():
+                await self._resource_updated(uri)
+
+    async def _resource_updated(self, uri: str) -> None:
+        if self._on_resource_updated is None or self._closing:
+            return
+        with anyio.move_on_after(CATALOG_NOTIFY_TIMEOUT):  # a stuck listener stalls no worker
+            try:
+                await self._on_resource_updated(self.name, uri)
+            except Exception as error:  # noqa: BLE001 - a listener's failure is not the server's
+                logger.warning("MCP server %r: update listener failed: %s", self.name, error)
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Subscribe to ``uri`` on the server (now if it is ready, else when it is).
+
+        Raises:
+            ValueError: the server offers no subscriptions, or too many are open.
+            MCPError: the server refused.
+        """
+        session = self._session if self._state == "ready" and not self._dead else None
+        await self.subscriptions.add(session, uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop hearing about ``uri`` (never raises: the URI is dropped here either way)."""
+        session = self._session if self._state == "ready" and not self._dead else None
+        await self.subscriptions.remove(session, uri)
 
     async def _answers_ping(self, session: ClientSession) -> bool:
         """True when the server answers ``ping`` in time (an error answer counts: it lives)."""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "DIRECTORY_MIME_TYPE",
     "MAX_SKILL_BYTES",
     "MAX_SKILL_FILES",
     "SKILLS_EXTENSION",
@@ -38,11 +39,16 @@ __all__ = [
     "GetTaskRequest",
     "ListSkillsRequest",
     "ListSkillsResult",
+    "ReadResourceDirectoryRequest",
+    "ReadResourceDirectoryRequestParams",
+    "ReadResourceDirectoryResult",
     "SkillEntry",
     "SkillFile",
     "TaskIdParams",
     "TaskState",
     "TaskStatus",
+    "TaskStatusNotification",
+    "TaskStatusNotificationParams",
     "UpdateTaskRequest",
     "UpdateTaskRequestParams",
 ]
@@ -50,6 +56,8 @@ __all__ = [
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
+DIRECTORY_MIME_TYPE: Final = "inode/directory"
+"""``mimeType`` of a directory resource (the Skills extension's "Directory Resources")."""
 MAX_SKILL_FILES: Final = 512
 """Files per skill every host accepts (the Skills extension's "Limits")."""
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
@@ -117,6 +125,30 @@ class GetSkillResult(mt.CacheableResult):
     result_type: mt.ResultType = "complete"
 
 
+class ReadResourceDirectoryRequestParams(mt.RequestParams):
+    uri: str
+    """URI of the directory resource (no trailing slash)."""
+    cursor: str | None = None
+
+
+class ReadResourceDirectoryRequest(
+    mt.Request[ReadResourceDirectoryRequestParams, Literal["resources/directory/read"]]
+):
+    """``resources/directory/read``: a directory resource's direct children (the Skills
+    extension's "Reading Directories"; served when ``directoryRead`` is declared)."""
+
+    method: Literal["resources/directory/read"] = "resources/directory/read"
+    params: ReadResourceDirectoryRequestParams
+
+
+class ReadResourceDirectoryResult(mt.PaginatedResult):
+    """The answer to ``resources/directory/read``: files with their ``Resource`` metadata,
+    subdirectories with ``mimeType: "inode/directory"``."""
+
+    resources: list[mt.Resource]
+    result_type: mt.ResultType = "complete"
+
+
 # Tasks -----------------------------------------------------------------------------------------
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
@@ -156,6 +188,25 @@ class DetailedTaskResult(mt.Result, TaskState):
     error: dict[str, Any] | None = None
     """The JSON-RPC error object (``failed``)."""
     result_type: mt.ResultType = "complete"
+
+
+class TaskStatusNotificationParams(mt.NotificationParams, TaskState):
+    """``notifications/tasks`` params: the task's whole ``DetailedTask``, as ``tasks/get``
+    would answer it (SEP-2663, "Task Status Notifications")."""
+
+    input_requests: mt.InputRequests | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class TaskStatusNotification(
+    mt.Notification[TaskStatusNotificationParams, Literal["notifications/tasks"]]
+):
+    """``notifications/tasks``: a task's status changed (sent on a ``subscriptions/listen``
+    stream that named the task in ``taskIds``)."""
+
+    method: Literal["notifications/tasks"] = "notifications/tasks"
+    params: TaskStatusNotificationParams
 
 
 class TaskIdParams(mt.RequestParams):

@@ -46,7 +46,7 @@ from sagents.mcp.params import ServerParams, SseServerParameters, StreamableHttp
 from sagents.mcp.sandboxed import open_sandboxed_stdio_transport
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.stdio import StdioProcess, open_stdio_transport
-from sagents.mcp.tasks_client import TasksClient
+from sagents.mcp.tasks_client import TasksClient, TaskStatuses
 
 __all__ = [
     "CLIENT_INFO",
@@ -297,6 +297,8 @@ class OpenedSession:
     session: ClientSession
     pid: int | None = None
     tool_filter: ToolListFilter | None = None
+    task_statuses: TaskStatuses | None = None
+    """The session's ``notifications/tasks`` (see :func:`sagents.mcp.tasks_client.resolve_task`)."""
 
 
 async def open_session(
@@ -328,6 +330,7 @@ async def open_session(
         OSError, MCPError, httpx2.HTTPError, RuntimeError: the server could not be reached or
             the handshake failed (the caller turns these into a failed status).
     """
+    statuses = TaskStatuses()
     if not isinstance(
         params, StdioServerParameters | SseServerParameters | StreamableHttpServerParameters
     ):
@@ -337,10 +340,10 @@ async def open_session(
                 message_handler=message_handler,
                 client_info=CLIENT_INFO,
                 cache=None,
-                extensions=[TasksClient()],
+                extensions=[TasksClient(statuses)],
             )
         )
-        return OpenedSession(session=client.session)
+        return OpenedSession(session=client.session, task_statuses=statuses)
     pid: int | None = None
     read: ReadStream[SessionMessage | Exception]
     write: WriteStream[SessionMessage]
@@ -383,8 +386,9 @@ async def open_session(
             # long calls of an upstream offering the Tasks extension are polled, not held open
             extensions={TASKS_EXTENSION: {}},
             result_claims={TASKS_EXTENSION: TasksClient().claims()},
+            notification_bindings=statuses.notifications(),
         )
     )
     await negotiate(session, discover_timeout=settings.discover_timeout)
     tool_filter.version = session.protocol_version
-    return OpenedSession(session=session, pid=pid, tool_filter=tool_filter)
+    return OpenedSession(session=session, pid=pid, tool_filter=tool_filter, task_statuses=statuses)

@@ -66,6 +66,7 @@ STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for 
 MAX_LINE_CHARS = 64 * 1024 * 1024
 """Longest stdout line kept (characters): a longer one is dropped, with a note in the log,
 rather than held in the gateway's memory while the server never ends it."""
+WRITE_BATCH_MESSAGES = 64  # requests ready together are written to a server's stdin at once
 
 # The process-wide mutable state of this module, on purpose: process groups of servers that
 # are running now, killed by the atexit hook below if the interpreter exits before they close,
@@ -315,8 +316,18 @@ async def frame_stdio(
         try:
             async with write_recv:
                 async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await stdin.send((data + "\n").encode(encoding))
+                    # the requests ready together go out in one write (one wake-up of the server)
+                    lines = [message.message.model_dump_json(by_alias=True, exclude_unset=True)]
+                    while len(lines) < WRITE_BATCH_MESSAGES:
+                        try:
+                            ready = write_recv.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        lines.append(
+                            ready.message.model_dump_json(by_alias=True, exclude_unset=True)
+                        )
+                    lines.append("")
+                    await stdin.send("\n".join(lines).encode(encoding))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_send.aclose()  # the server cannot read: let pending requests fail now
 

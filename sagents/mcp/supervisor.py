@@ -53,7 +53,13 @@ from sagents.errors import (
 from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
 from sagents.mcp.connection import ServerConnection, ToolsChangedCallback
 from sagents.mcp.convert import check_server_name, convert_result
+from sagents.mcp.ext_types import (
+    ReadResourceDirectoryRequest,
+    ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult,
+)
 from sagents.mcp.params import ServerParams, StreamableHttpServerParameters
+from sagents.mcp.resource_subscriptions import ResourceUpdatedCallback, supports_subscribe
 from sagents.mcp.session import track_send
 from sagents.mcp.settings import ServerSettings
 from sagents.mcp.status import ServerStatus
@@ -110,6 +116,7 @@ class MCPSupervisor:
         self._connections: dict[str, ServerConnection] = {}
         self._catalog_listeners: list[CatalogChangedCallback] = []
         self._announce_listeners: list[CatalogChangedCallback] = []
+        self._update_listeners: list[ResourceUpdatedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closed = False
@@ -240,6 +247,7 @@ class MCPSupervisor:
             on_tools_changed=self._on_tools_changed,
             on_catalog_changed=self._catalog_changed,
             on_catalog_announced=self._catalog_announced,
+            on_resource_updated=self._resource_updated,
         )
         self._connections[name] = connection
         try:
@@ -366,6 +374,57 @@ class MCPSupervisor:
         for listener in list(self._catalog_listeners):
             await listener(server, kind)
 
+    # ---- resource subscriptions -------------------------------------------------------------
+
+    def on_resource_updated(self, listener: ResourceUpdatedCallback) -> None:
+        """Await ``listener(server, uri)`` for each update of a subscribed resource (``uri``
+        as the server spells it; coalesced, and only for URIs subscribed to, or their
+        sub-resources)."""
+        if listener not in self._update_listeners:
+            self._update_listeners.append(listener)
+
+    async def _resource_updated(self, server: str, uri: str) -> None:
+        for listener in list(self._update_listeners):
+            await listener(server, uri)
+
+    def subscribable(self, server: str) -> bool:
+        """Whether ``server`` is ready and announced ``resources.subscribe``."""
+        connection = self._connections.get(server)
+        session = connection._session if connection is not None else None
+        return (
+            session is not None
+            and connection is not None
+            and (connection.state == "ready" and supports_subscribe(session))
+        )
+
+    async def subscribe_resource(self, server: str, uri: str) -> None:
+        """Subscribe to ``uri`` (as the server spells it) on ``server``; kept across its
+        restarts until :meth:`unsubscribe_resource`.
+
+        Raises:
+            UnknownToolError: no such server.
+            UpstreamProtocolError: the server offers no subscriptions, too many are open, or it
+                refused (its JSON-RPC code in ``details["jsonrpc_code"]``).
+            UpstreamUnavailableError, ToolTimeoutError: as for :meth:`get_prompt`.
+        """
+        connection = self._connections.get(server)
+
+        async def send(session: ClientSession) -> None:
+            assert connection is not None
+            try:
+                await connection.subscribe_resource(uri)
+            except ValueError as error:
+                raise UpstreamProtocolError(str(error), details={"server": server}) from None
+
+        await self._request(server, f"resources/subscribe {uri!r}", send, None)
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """Stop the subscription to ``uri`` on ``server`` (never raises)."""
+        connection = self._connections.get(server)
+        if connection is not None:
+            with anyio.move_on_after(connection.settings.call_timeout or 30.0):
+                await connection.unsubscribe_resource(uri)
+
     def catalogs(self) -> dict[str, ServerCatalog]:
         """Each ready server's prompts, resources and templates, in registration order; a
         server that is not ready is left out (its items are hidden, the others' are not)."""
@@ -421,6 +480,29 @@ class MCPSupervisor:
             return result
 
         return await self._request(server, f"resources/read {uri!r}", send, timeout)
+
+    async def read_directory(
+        self,
+        server: str,
+        uri: str,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like call_tool's
+    ) -> ReadResourceDirectoryResult:
+        """``resources/directory/read`` of ``uri`` (as the server spells it) on ``server`` (a
+        server declaring ``directoryRead``; the Skills extension, "Reading Directories").
+
+        Raises:
+            The errors of :meth:`get_prompt`.
+        """
+
+        async def send(session: ClientSession) -> ReadResourceDirectoryResult:
+            request = ReadResourceDirectoryRequest(
+                params=ReadResourceDirectoryRequestParams(uri=uri, cursor=cursor)
+            )
+            return await session.send_request(request, ReadResourceDirectoryResult)
+
+        return await self._request(server, f"resources/directory/read {uri!r}", send, timeout)
 
     async def complete(
         self,
@@ -596,7 +678,11 @@ class MCPSupervisor:
                 with track_send() as mark, connection.call_scope() as scope:
                     try:
                         raw = await call_tool_or_task(
-                            session, tool, arguments, progress_callback=progress_callback
+                            session,
+                            tool,
+                            arguments,
+                            progress_callback=progress_callback,
+                            statuses=connection.task_statuses,
                         )
                     except anyio.get_cancelled_exc_class():
                         # Timed out or cancelled by the caller: is the server still there?

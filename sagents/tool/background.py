@@ -196,8 +196,12 @@ class BackgroundTasks:
         *,
         hand_off_after: float | None,
         on_done: Callable[[TaskInfo], Awaitable[None]] | None = None,
+        hand_off_now: anyio.Event | None = None,
     ) -> ToolResult | None:
         """Wait up to ``hand_off_after`` seconds for the task; hand it off if it is still running.
+
+        ``hand_off_now``, once set, hands it off before that (the call is waiting for an answer
+        that only a background call can be asked for).
 
         Returns:
             The result when the task ended in time (the task is then forgotten, it was never a
@@ -208,8 +212,19 @@ class BackgroundTasks:
         """
         task = self._tasks[task_id]
         try:
-            with anyio.move_on_after(hand_off_after):
-                await task.done.wait()
+            with anyio.move_on_after(hand_off_after) as timer:
+                if hand_off_now is None:
+                    await task.done.wait()
+                else:
+                    async with anyio.create_task_group() as tg:
+
+                        async def early() -> None:
+                            await hand_off_now.wait()
+                            timer.cancel()
+
+                        tg.start_soon(early)
+                        await task.done.wait()
+                        tg.cancel_scope.cancel()
         except BaseException:
             task.scope.cancel()
             with anyio.CancelScope(shield=True):

@@ -207,7 +207,11 @@ async def test_skill_files_are_resources_that_can_be_read(gateway: ConfiguredGat
                 await client.read_resource("skill://missing/SKILL.md")
             with pytest.raises(Exception, match="not a path inside"):
                 await client.read_resource("skill://triage/../other/SKILL.md")
-    assert listed[:2] == ["skill://other/SKILL.md", "skill://triage/SKILL.md"]
+    assert listed[:3] == [
+        "skill://other/SKILL.md",
+        "skill://other/references/notes.md",
+        "skill://triage/SKILL.md",
+    ]
     content = read.contents[0]
     assert isinstance(content, mt.TextResourceContents)
     assert "- network" in content.text

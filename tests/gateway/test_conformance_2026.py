@@ -52,6 +52,7 @@ PASSING_2026 = {
 PASSING_EXTENSIONS = {
     "sep-2640-skills-enumeration",
     "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
     "tasks-capability-negotiation",
     "tasks-dispatch-and-envelope",
     "tasks-mrtr-input",

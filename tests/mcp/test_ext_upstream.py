@@ -126,4 +126,7 @@ async def test_cancelling_a_call_that_became_a_task_sends_tasks_cancel(tmp_path:
                 tg.cancel_scope.cancel()
             seen = structured(await tm.run_tool("up__seen", {}))
     assert seen["methods"].get("tasks/cancel", 0) == 1
-    assert seen["methods"].get("notifications/cancelled", 0) == 0  # SEP-2663: not for tasks
+    # SEP-2663: not for tasks; the one notifications/cancelled ends the task's listen stream
+    # (2026-07-28 "Subscriptions": how a stdio client ends a subscription)
+    assert seen["methods"].get("subscriptions/listen", 0) == 2  # list changes, and the task
+    assert seen["methods"].get("notifications/cancelled", 0) == 1

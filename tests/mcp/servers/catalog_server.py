@@ -9,7 +9,14 @@ resource templates and completion, for the forwarding tests. Run over stdio as
   from ``1``, ``2``, ``10``;
 - tools: ``add_prompt`` and ``add_resource`` (each adds one and announces the changed list:
   ``notifications/*/list_changed`` on handshake-era sessions, ``subscriptions/listen`` events
-  on 2026-07-28 ones), ``fail_reads`` (later reads answer JSON-RPC -32603).
+  on 2026-07-28 ones), ``fail_reads`` (later reads answer JSON-RPC -32603), ``touch(uri)``
+  (announces an update of ``uri``: ``notifications/resources/updated`` on a handshake-era
+  session that subscribed to it, a ``subscriptions/listen`` event on 2026-07-28), ``flood(n,
+  uri)`` (``n`` updates of ``uri`` and of ``n`` URIs nobody subscribed to, whatever was
+  subscribed: a hostile server) and ``subscriptions`` (what was subscribed and unsubscribed);
+- resource subscriptions (``resources/subscribe`` / ``resources/unsubscribe``, or
+  ``subscriptions/listen`` with ``resourceSubscriptions``), unless started with a further
+  argument ``nosub``; with ``legacy`` it refuses ``server/discover`` (a handshake-era server).
 
 A test fixture, not library code.
 """
@@ -32,6 +39,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ResourceUpdated,
 )
 from mcp.shared.exceptions import MCPError
 
@@ -39,9 +47,12 @@ NAMES = ("alice", "albert", "bob")
 IDS = ("1", "2", "10")
 
 
-def build_server(label: str) -> Server[Any]:
-    """The server; ``label`` prefixes every text it returns."""
+def build_server(label: str, *, subscribe: bool = True) -> Server[Any]:
+    """The server; ``label`` prefixes every text it returns; ``subscribe`` offers resource
+    subscriptions."""
     bus = InMemorySubscriptionBus()
+    subscribed: set[str] = set()
+    history: list[str] = []
     prompts = [
         types.Prompt(
             name="greet",
@@ -128,12 +139,25 @@ def build_server(label: str) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         schema: dict[str, Any] = {"type": "object", "properties": {}}
+        touch: dict[str, Any] = {
+            "type": "object",
+            "properties": {"uri": {"type": "string"}, "n": {"type": "integer"}},
+        }
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=name, input_schema=schema)
-                for name in ("add_prompt", "add_resource", "fail_reads")
+                *(
+                    types.Tool(name=name, input_schema=schema)
+                    for name in ("add_prompt", "add_resource", "fail_reads", "subscriptions")
+                ),
+                types.Tool(name="touch", input_schema=touch),
+                types.Tool(name="flood", input_schema=touch),
             ]
         )
+
+    async def updated(ctx: ServerRequestContext[Any], uri: str) -> None:
+        await bus.publish(ResourceUpdated(uri=uri))
+        with contextlib.suppress(Exception):  # no standing channel on 2026-07-28
+            await ctx.session.send_resource_updated(uri)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -150,12 +174,71 @@ def build_server(label: str) -> Server[Any]:
                 await ctx.session.send_resource_list_changed()
         elif params.name == "fail_reads":
             failing["reads"] = True
+        elif params.name == "touch":
+            uri = str((params.arguments or {})["uri"])
+            if any(uri.startswith(s) for s in subscribed) or ctx.protocol_version == "2026-07-28":
+                await updated(ctx, uri)
+        elif params.name == "flood":
+            uri, n = str((params.arguments or {})["uri"]), int((params.arguments or {})["n"])
+            for i in range(n):
+                await updated(ctx, f"note://unknown/{i}")
+                await updated(ctx, uri)
+        elif params.name == "subscriptions":
+            return types.CallToolResult(
+                content=[types.TextContent(text=" ".join(history))],
+                structured_content={"subscribed": sorted(subscribed), "history": history},
+            )
         else:
             raise MCPError(code=-32602, message=f"unknown tool {params.name!r}")
         return types.CallToolResult(content=[types.TextContent(text="done")])
 
+    async def on_subscribe(
+        ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        subscribed.add(str(params.uri))
+        history.append(f"+{params.uri}")
+        return types.EmptyResult()
+
+    async def on_unsubscribe(
+        ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        subscribed.discard(str(params.uri))
+        history.append(f"-{params.uri}")
+        return types.EmptyResult()
+
+    listener = ListenHandler(bus)
+
+    async def on_listen(
+        ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        uris = params.notifications.resource_subscriptions or []
+        if not subscribe and uris:
+            params = params.model_copy(
+                update={
+                    "notifications": params.notifications.model_copy(
+                        update={"resource_subscriptions": None}
+                    )
+                }
+            )
+            uris = []
+        for uri in uris:
+            subscribed.add(uri)
+            history.append(f"+{uri}")
+        try:
+            return await listener(ctx, params)
+        finally:
+            for uri in uris:
+                subscribed.discard(uri)
+                history.append(f"-{uri}")
+
+    handlers: dict[str, Any] = (
+        {"on_subscribe_resource": on_subscribe, "on_unsubscribe_resource": on_unsubscribe}
+        if subscribe
+        else {}
+    )
     return Server(
         "catalog",
+        **handlers,
         version="1.0",
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
@@ -165,18 +248,35 @@ def build_server(label: str) -> Server[Any]:
         on_completion=complete,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        on_subscriptions_listen=ListenHandler(bus),
+        on_subscriptions_listen=on_listen,
     )
 
 
-async def _serve(label: str) -> None:
-    server = build_server(label)
+async def _serve(label: str, flags: list[str]) -> None:
+    server = build_server(label, subscribe="nosub" not in flags)
     options = server.create_initialization_options(
         NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
     )
     async with stdio_server() as (read, write):
-        await server.run(read, write, options)
+        if "legacy" not in flags:
+            await server.run(read, write, options)
+            return
+        # a handshake-era server: server/discover goes unanswered (the client falls back to
+        # initialize after its discover timeout)
+        send, receive = anyio.create_memory_object_stream[Any](16)
+
+        async def drop_discover() -> None:
+            async with send:
+                async for item in read:
+                    message = getattr(getattr(item, "message", None), "method", None)
+                    if message != "server/discover":
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drop_discover)
+            await server.run(receive, write, options)
+            tg.cancel_scope.cancel()
 
 
 if __name__ == "__main__":
-    anyio.run(_serve, sys.argv[1] if len(sys.argv) > 1 else "catalog")
+    anyio.run(_serve, sys.argv[1] if len(sys.argv) > 1 else "catalog", sys.argv[2:])

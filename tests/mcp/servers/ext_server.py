@@ -3,8 +3,11 @@ extension code (``sagents.gateway.Gateway``), so that the upstream side of both 
 
 Usage: ``python ext_server.py SKILLS_DIR``. Tools: ``slow`` (waits until ``release`` is
 called; past 0.5 s it becomes a task for a client that declared Tasks), ``release``,
-``seen`` (whether ``slow`` started, and how many requests of each method the server served)
-and ``announce`` (sends ``notifications/resources/list_changed``: its skills changed).
+``seen`` (whether ``slow`` started, and how many requests of each method the server served),
+``announce`` (sends ``notifications/resources/list_changed``: its skills changed), ``ask``
+(asks its client a question through the task, ``input_required`` with one form elicitation,
+and returns ``answer: <action> <content>``; a write tool, so never retried), and
+``ask_twice`` (two questions in turn).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
+import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.gateway import Gateway
+from sagents.gateway.approval import CLIENT_ASKER
 from sagents.gateway.sources import SkillResources
 from sagents.skill import SkillManager
 from sagents.tool.context import SessionContext
@@ -38,7 +43,11 @@ class Provider(SpecProvider):
 
     def list_specs(self) -> list[ToolSpec]:
         names = ("slow", "release", "seen", "announce")
-        return [_spec(name, "read_only", server=None) for name in names]
+        return [
+            *(_spec(name, "read_only", server=None) for name in names),
+            _spec("ask", "write", server=None),
+            _spec("ask_twice", "write", server=None),
+        ]
 
     async def run_tool(
         self,
@@ -54,6 +63,19 @@ class Provider(SpecProvider):
             self.started = True
             await self.release.wait()
             return ToolResult.from_text("slow done")
+        if name in ("ask", "ask_twice"):
+            asker = CLIENT_ASKER.get()
+            assert asker is not None
+            schema: mt.ElicitRequestedSchema = {
+                "type": "object",
+                "properties": {"colour": {"type": "string", "enum": ["red", "blue"]}},
+                "required": ["colour"],
+            }
+            answers = []
+            for question in ("Which colour?", "And again?")[: 1 if name == "ask" else 2]:
+                got = await asker.choose(question, schema)
+                answers.append(f"{got.action} {(got.content or {}).get('colour', '')}".strip())
+            return ToolResult.from_text("answer: " + "; ".join(answers))
         if name == "release":
             self.release.set()
             return ToolResult.from_text("released")
