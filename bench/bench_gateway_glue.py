@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.tool.context import SessionContext
 
@@ -41,7 +41,7 @@ async def main() -> None:
         }
         config.write_text(json.dumps({"mcpServers": {"fault": upstream}}))
         settings = GatewaySettings(config=config, mode="auto")
-        async with ConfiguredGateway(settings) as gateway:
+        async with open_gateway(settings) as gateway:
             context = SessionContext(session_id="bench")
             args = {"a": 1, "b": 2}
             await gateway.manager.run_tool("fault__add", args, context)

@@ -47,7 +47,7 @@ from sagents.agent.events import (
 from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta
 from sagents.agent.questions import EventQuestioner
 from sagents.agent.scripts import open_run_script
-from sagents.agent.session import AgentSession, bind_agent_session, current_agent_session
+from sagents.agent.session import AgentSession, current_agent_session
 from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
 from sagents.agent.suggestion import (
     SuggestWhen,
@@ -364,16 +364,22 @@ class SAgent:
                 reason, error = "error", failure.to_dict()
             else:
                 questions = EventQuestioner(run, state.questioner)
-                with scope, bind_agent_session(state), bind_questioner(questions):
+                compressor = HistoryCompressor(
+                    run,
+                    model=self.model,
+                    budget=self.max_history_tokens,
+                    settings=self.compression,
+                    system=lambda session: self._system(session, run.system_extra),
+                )
+                with (
+                    scope,
+                    state.running(
+                        approver=EventApprover(run) if approver is not None else None,
+                        compressor=compressor,
+                    ),
+                    bind_questioner(questions),
+                ):
                     self._scopes.add(scope)
-                    state.run_approver = EventApprover(run) if approver is not None else None
-                    state.run_compressor = HistoryCompressor(
-                        run,
-                        model=self.model,
-                        budget=self.max_history_tokens,
-                        settings=self.compression,
-                        system=lambda session: self._system(session, run.system_extra),
-                    )
                     try:
                         async with anyio.create_task_group() as tg:
                             for queue in run.queues:
@@ -386,8 +392,6 @@ class SAgent:
                                 tg.cancel_scope.cancel()
                     finally:
                         self._scopes.discard(scope)
-                        state.run_approver = None
-                        state.run_compressor = None
             if scope.cancelled_caught:
                 reason = "cancelled"
             await run.emit(
@@ -555,21 +559,19 @@ class SAgent:
                     "unknown_tool", f"no tool named {name!r}", hint=error.hint
                 )
             return ToolResult.from_exception(error)
-        try:
-            if name in run.extra_names:
-                return await run.extras.run_tool(
-                    name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
-                )
-            return await state.tool_manager.run_tool(
-                name,
-                arguments,
-                context,
-                tool_call_id=call["id"],
-                timeout=self.tool_timeout,
-                approver=EventApprover(run) if run.approver is not None else None,
+        # A failed call is already its result (ToolManager.run_tool, the one boundary).
+        if name in run.extra_names:
+            return await run.extras.run_tool(
+                name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
             )
-        except SagentsError as failure:  # providers return errors; never end the run for one
-            return ToolResult.from_exception(failure)
+        return await state.tool_manager.run_tool(
+            name,
+            arguments,
+            context,
+            tool_call_id=call["id"],
+            timeout=self.tool_timeout,
+            approver=EventApprover(run) if run.approver is not None else None,
+        )
 
     def _tool_message(self, tool_call_id: str, result: ToolResult) -> dict[str, Any]:
         return {

@@ -196,6 +196,27 @@ class AgentSession:
             return {"compressed": False, "error": "no run of this session is in progress"}
         return await self.run_compressor.compress(reason="requested", focus=focus)
 
+    @contextmanager
+    def running(
+        self, *, approver: Approver | None, compressor: HistoryCompressor | None
+    ) -> Iterator[None]:
+        """Lend the session to one run of the agent loop for the block.
+
+        Inside it, :attr:`run_approver` and :attr:`run_compressor` are the run's and the
+        session is :func:`current_agent_session`; leaving gives them back, so that nothing of
+        a finished run stays reachable from the session.
+
+        Args:
+            approver: The approver that asks through the run (its approval events), or None.
+            compressor: What compresses the run's history.
+        """
+        self.run_approver, self.run_compressor = approver, compressor
+        try:
+            with bind_agent_session(self):
+                yield
+        finally:
+            self.run_approver = self.run_compressor = None
+
     def context_for_tools(self) -> SessionContext:
         """The context passed to tools: the session's, with this state under
         :data:`AGENT_SESSION_KEY` in ``trusted``."""

@@ -1,34 +1,32 @@
 """The permission mode of ``sagents call``: which calls run, which are asked, which are refused.
 
-The rules are the gateway's (docs/gateway.md, "Modes and approvals"): ``read_only`` tools always
-run; in ``auto`` mode write and destructive tools run without asking; in ``ask`` mode (the
-default) a person approves each write or destructive call at a terminal prompt, and without a
-terminal the call is refused, naming the reason; in ``read_only`` mode only ``read_only`` tools
-run. A refusal is an error result (``not_allowed`` or ``approval_denied``), printed like any
-result, so ``--json`` keeps one shape.
+The rule is the one every caller applies (:func:`sagents.tool.approval.approval_needed`, the
+rule of the library's ``ToolProxy`` and of the gateway; docs/tools.md, "Permission modes and
+approvals"): ``read_only`` tools always run; in ``read_only`` mode nothing else does; in
+``auto`` mode write tools run unasked; in ``ask`` mode (the default) a write tool is asked
+about; a destructive tool is asked about in every mode. The one asking is the command line's
+:class:`~sagents.cli.terminal_approval.TerminalApprover`; without a terminal nobody can be
+asked, and the call is refused, naming the flag that allows it (``--mode auto`` for a write
+tool, ``--yes`` for any). A refusal is an error result (``not_allowed`` or
+``approval_denied``), printed like any result, so ``--json`` keeps one shape.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import anyio
-import anyio.to_thread
-from rich.console import Console
-
-from sagents.core.literal import literal_text
 from sagents.core.permissions import PermissionMode
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import ApprovalDeniedError, NotAllowedError
+from sagents.tool.approval import Approver, approval_needed, settle_answer
 
-__all__ = ["ALLOW_ANSWERS", "approve_call", "read_answer"]
+__all__ = ["approve_call", "read_answer"]
 
-ALLOW_ANSWERS = frozenset({"y", "yes", "a", "allow"})
-"""Answers to the prompt that allow the call; anything else (or end of input) denies it."""
+_SESSION = "sagents-call"  # one call, one session: nothing is remembered between calls
 
 
 def read_answer(prompt: str) -> str:
@@ -46,70 +44,61 @@ def read_answer(prompt: str) -> str:
     return line.rstrip("\n")
 
 
-def _refusal(error: NotAllowedError | ApprovalDeniedError) -> ToolResult:
-    return ToolResult.from_exception(error)
-
-
 async def approve_call(
     spec: ToolSpec,
     arguments: Mapping[str, Any],
     mode: PermissionMode,
     *,
-    interactive: bool,
-    ask: Callable[[str], str],
-    console: Console | None = None,
+    approver: Approver | None,
+    yes: bool = False,
 ) -> ToolResult | None:
     """Decide whether one ``sagents call`` may run.
 
     Args:
         spec: The tool to call.
-        arguments: Its arguments (shown whole in the prompt).
+        arguments: Its arguments (shown whole in the request).
         mode: The ``--mode`` given.
-        interactive: stdin and stderr are a terminal (a person can answer).
-        ask: Shows a prompt and reads one answer line; raises ``EOFError`` at end of input.
-        console: Where the request is shown (stderr by default).
+        approver: Who is asked (the terminal prompt); None when nobody can be asked (stdin or
+            stderr is not a terminal).
+        yes: ``--yes``: a call that would be asked about runs unasked.
 
     Returns:
         None when the call may run; otherwise the error result to print instead of running it.
     """
-    if spec.permission == "read_only" or mode == "auto":
-        return None
     what = f"{spec.permission} tool {spec.name!r}"
     details = {"tool": spec.name, "permission": spec.permission, "mode": mode}
-    if mode == "read_only":
-        return _refusal(
-            NotAllowedError(
-                f"the {what} was not called: --mode read_only runs only read_only tools",
-                hint="use --mode ask (asks first) or --mode auto to call it",
-                details=details,
-            )
-        )
-    if not interactive:
-        return _refusal(
-            NotAllowedError(
-                f"the {what} was not called: --mode ask needs a terminal to ask for approval, "
-                "and nobody was asked (stdin or stderr is not a terminal)",
-                hint="run it on a terminal to be asked, or pass --mode auto to call it unasked",
-                details=details,
-            )
-        )
-    screen = console or Console(stderr=True)
-    heading = literal_text(f"sagents call: the {what} wants to run", style="bold")
-    screen.print(heading)
-    if spec.summary:
-        screen.print(literal_text(f"description: {spec.summary}"))
-    screen.print(literal_text("arguments:"))
-    screen.print(literal_text(json.dumps(dict(arguments), indent=2, ensure_ascii=False)))
     try:
-        answer = await anyio.to_thread.run_sync(ask, "allow this call? [y/N]: ")
-    except EOFError:
-        answer = ""
-    if answer.strip().lower() in ALLOW_ANSWERS:
+        request = approval_needed(spec, arguments, mode=mode, session_id=_SESSION)
+    except NotAllowedError as refused:
+        hint = (
+            "use --mode ask (asks first) or --mode auto to call it"
+            if mode == "read_only"
+            else "change the tool's permission class in the configuration to call it"
+        )
+        return ToolResult.from_exception(
+            NotAllowedError(f"the {what} was not called: {refused.message}", hint=hint,
+                            details=details)
+        )  # fmt: skip
+    if request is None or yes:
         return None
-    return _refusal(
+    flags = "--yes" if spec.permission == "destructive" else "--mode auto or --yes"
+    if approver is None:
+        return ToolResult.from_exception(
+            NotAllowedError(
+                f"the {what} was not called: it needs an approval in {mode!r} mode, and nobody "
+                "was asked (stdin or stderr is not a terminal)",
+                hint=f"run it on a terminal to be asked, or pass {flags} to call it unasked",
+                details=details,
+            )
+        )
+    # one call: "allow for this session" would have nothing to remember
+    request = dataclasses.replace(request, offered=("allow_once", "deny"))
+    if settle_answer(request, await approver.approve(request)) != "deny":
+        return None
+    return ToolResult.from_exception(
         ApprovalDeniedError(
             f"the {what} was not called: denied at the terminal prompt",
-            hint="answer 'y' to allow it, or pass --mode auto to call it unasked",
+            hint=f"answer 'allow once' to run it, or pass {flags} to call it unasked",
             details=details,
         )
     )

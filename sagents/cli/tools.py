@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sagents.cli.call_approval import approve_call, read_answer
+from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
 from sagents.core.literal import literal_text, printable
@@ -325,9 +326,19 @@ def call_command(
         str,
         typer.Option(
             "--mode",
-            help="ask (a terminal prompt for write and destructive tools), auto or read-only.",
+            help="ask (a terminal prompt for write and destructive tools), auto (write tools "
+            "run unasked; destructive ones are still asked about) or read-only.",
         ),
     ] = "ask",
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Run a call that would be asked about (a destructive tool, or a write tool "
+            "in ask mode) without asking.",
+        ),
+    ] = False,
 ) -> None:
     """Call one tool and print its result (exit code 1 when the result is an error)."""
     try:
@@ -337,6 +348,7 @@ def call_command(
     arguments = _parse_args(args, as_json)
     loaded = _owner(_load(config, as_json), name)
     interactive = sys.stdin.isatty() and Console(stderr=True).is_terminal
+    approver = TerminalApprover(ask=read_answer) if interactive else None
 
     async def work(manager: ToolManager) -> ToolResult | str:
         registered = name
@@ -349,8 +361,8 @@ def call_command(
             manager.get_tool_spec(registered),
             arguments,
             chosen_mode,
-            interactive=interactive,
-            ask=read_answer,
+            approver=approver,
+            yes=yes,
         )
         if refusal is not None:
             return refusal

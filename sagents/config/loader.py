@@ -21,7 +21,7 @@ from typing import Any
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
 
-from sagents.config.models import ConfigFileParams, ServerEntryParams
+from sagents.config.models import ConfigFileParams, ServerEntryParams, documented_key
 from sagents.core.limits import ScriptLimits
 from sagents.errors import ConfigError
 from sagents.mcp.convert import check_server_name
@@ -154,6 +154,11 @@ def parse_config(
     """
     if not isinstance(data, dict):
         raise ConfigError("the configuration must be a JSON object", file=file)
+    for name in data:  # other clients' keys are ignored here, so check the spelling first
+        documented = documented_key(ConfigFileParams, str(name))
+        if documented is not None:
+            message, respell = _respelled(str(name), documented)
+            raise ConfigError(message, file=file, key=str(name), hint=respell)
     try:
         model = ConfigFileParams.model_validate(data)
     except ValidationError as error:
@@ -219,6 +224,10 @@ def parse_config(
 def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
     """The message and hint of an unknown key at ``loc``: the closest known key, if any."""
     name = str(loc[-1])
+    target = _model_at(ConfigFileParams, loc[:-1])
+    documented = documented_key(target, name) if target is not None else None
+    if documented is not None:
+        return _respelled(name, documented)
     known = _known_keys(ConfigFileParams, loc[:-1])
     if not known:
         return f"unknown key {name!r}", None
@@ -227,14 +236,27 @@ def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
     return message, "known keys here: " + ", ".join(known)
 
 
-def _known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
-    """The keys (their JSON spelling) of the model found at ``loc`` below ``model``."""
+def _respelled(name: str, documented: str) -> tuple[str, str]:
+    """The message and hint of a key spelled otherwise than documented."""
+    return (
+        f"unknown key {name!r}: the configuration spells it {documented!r}",
+        f"rename it to {documented!r} (keys are spelled as docs/configuration.md shows them)",
+    )
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model found at ``loc`` below ``model``, if any."""
     annotation: Any = model
     for part in loc:
         annotation = _step(annotation, part)
         if annotation is None:
-            return []
-    target = _model_in(annotation)
+            return None
+    return _model_in(annotation)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys (their JSON spelling) of the model found at ``loc`` below ``model``."""
+    target = _model_at(model, loc)
     if target is None:
         return []
     return [info.alias or name for name, info in target.model_fields.items()]

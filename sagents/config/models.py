@@ -41,6 +41,7 @@ __all__ = [
     "SkillsParams",
     "StoreParams",
     "WebFetchParams",
+    "documented_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,9 @@ TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHt
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    # One spelling per key: the documented camelCase one (docs/configuration.md). A field's
+    # Python name (``call_timeout``) is not a second spelling: it is refused, naming the key.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ServerSandboxParams(_Strict):
@@ -160,6 +163,15 @@ class ScriptsParams(_Strict):
         except ValidationError as error:
             first = error.errors()[0]
             key = ".".join(str(part) for part in ("scripts", *first["loc"]))
+            documented = documented_key(cls, str(first["loc"][-1])) if first["loc"] else None
+            if first["type"] == "extra_forbidden" and documented is not None:
+                raise ConfigError(
+                    f"unknown key {str(first['loc'][-1])!r}: the configuration spells it "
+                    f"{documented!r}",
+                    file=file,
+                    key=key,
+                    hint=f"rename it to {documented!r}",
+                ) from None
             raise ConfigError(first["msg"], file=file, key=key) from None
 
 
@@ -249,7 +261,7 @@ class StoreParams(_Strict):
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     provider: str | None = None
 
@@ -257,7 +269,7 @@ class SandboxParams(BaseModel):
 class ConfigFileParams(BaseModel):
     """The whole file. Other clients' top-level keys are ignored."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     mcp_servers: dict[str, ServerEntryParams] | None = Field(default=None, alias="mcpServers")
     servers: dict[str, ServerEntryParams] | None = None
@@ -276,3 +288,12 @@ class ConfigFileParams(BaseModel):
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""
         return dict(self.mcp_servers or self.servers or {})
+
+
+def documented_key(model: type[BaseModel], name: str) -> str | None:
+    """The documented (camelCase) key of ``model`` that ``name`` is another spelling of: the
+    field's Python name (``call_timeout`` for ``callTimeout``); None when ``name`` is none."""
+    field = model.model_fields.get(name)
+    if field is None or field.alias is None or field.alias == name:
+        return None
+    return field.alias

@@ -11,7 +11,7 @@ from sagents.gateway.approval import (
 )
 from sagents.gateway.background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
 from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
-from sagents.gateway.factory import build_gateway
+from sagents.gateway.factory import build_gateway, open_gateway
 from sagents.gateway.http_server import build_http_app, check_bind, serve_http
 from sagents.gateway.policy import Profile, is_offered
 from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider
@@ -38,6 +38,7 @@ __all__ = [
     "current_client_asker",
     "is_offered",
     "load_profiles",
+    "open_gateway",
     "serve_http",
     "spec_to_mcp_tool",
     "to_call_tool_result",

@@ -31,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core.literal import printable
 from sagents.errors import NotAllowedError
+from sagents.gateway.http_security import request_credential
 from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, settle_answer
 
 __all__ = [
@@ -119,6 +120,12 @@ class ClientAsker:
 
     def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
         self._ctx = ctx
+
+    @property
+    def identity(self) -> str:
+        """The identity of the request's credential ("" without a token): who besides the
+        operator may answer an approval of this call in the console."""
+        return request_credential(self._ctx.request).identity
 
     @property
     def can_ask(self) -> bool:

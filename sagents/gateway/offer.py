@@ -24,7 +24,9 @@ by: hiding a tool and refusing it are the same decision.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sagents.core.permissions import PermissionMode
@@ -33,11 +35,14 @@ from sagents.core.spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.gateway.approval import decided
 from sagents.gateway.policy import Profile, is_offered
+from sagents.progress.hub import ProgressHub
 from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script.session import script_callable_specs
 from sagents.tool.context import SessionContext
+from sagents.tool.handler import ToolCall
 from sagents.tool.provider import ToolProvider
 from sagents.tool.spec_provider import SpecProvider
+from sagents.tool.tool_manager import ToolManager
 
 __all__ = ["ScriptHost", "ScriptOffer", "SessionOffer"]
 
@@ -87,6 +92,8 @@ class SessionOffer(SpecProvider):
         self.scripts = scripts
         self.hidden = frozenset(hidden)
         self._restricted: frozenset[str] | None = None
+        self._script_calls: ToolManager | None = None
+        self._script_schema = ""
 
     @property
     def restricted(self) -> frozenset[str] | None:
@@ -137,6 +144,31 @@ class SessionOffer(SpecProvider):
             return None
         return spec if spec.name == name and self._allows(spec) else None
 
+    def _run_script_calls(self, listed: ToolSpec) -> ToolManager:
+        """The registry the host's ``run_script`` runs through, so that its call has the
+        boundary of every other call (``ToolManager.run_tool``: the arguments validated
+        against the listed schema, a failure such as a sandbox that cannot start becomes the
+        call's result). Rebuilt only when the listed schema changes."""
+        schema = json.dumps(listed.input_schema, sort_keys=True)
+        if self._script_calls is None or self._script_schema != schema:
+            scripts = self.scripts
+            assert scripts is not None
+
+            async def run_script(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+                return await scripts.run(
+                    arguments,
+                    call.session_context,
+                    tools=self.for_scripts(),
+                    tool_call_id=call.tool_call_id,
+                )
+
+            # Nothing listens to this hub: the run's own events go to the script host's. The
+            # run is bounded by its own limits (scripts.timeoutSec), not by a call timeout.
+            manager = ToolManager(progress_hub=ProgressHub())
+            manager.register_tool((replace(listed, timeout=math.inf), run_script))
+            self._script_calls, self._script_schema = manager, schema
+        return self._script_calls
+
     def for_scripts(self) -> ScriptOffer:
         """What this session's scripts may be offered (see the module docstring)."""
         return ScriptOffer(self)
@@ -152,14 +184,12 @@ class SessionOffer(SpecProvider):
         strict: bool = False,
     ) -> ToolResult:
         """Run an offered tool (``run_script`` through the script host); refuse any other."""
-        if self.get(name) is None:
+        listed = self.get(name)
+        if listed is None:
             return _not_offered(name)
         if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
-            return await self.scripts.run(
-                _arguments(args),
-                session_context or SessionContext(),
-                tools=self.for_scripts(),
-                tool_call_id=tool_call_id,
+            return await self._run_script_calls(listed).run_tool(
+                name, args, session_context, tool_call_id=tool_call_id, timeout=timeout
             )
         return await self.provider.run_tool(
             name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
@@ -207,17 +237,6 @@ class ScriptOffer(SpecProvider):
                 timeout=timeout,
                 strict=strict,
             )
-
-
-def _arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    """run_script's arguments as an object (a JSON text is parsed; anything else is empty, and
-    the script host then names what is missing)."""
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            return {}
-    return dict(args) if isinstance(args, Mapping) else {}
 
 
 def _not_offered(name: str) -> ToolResult:

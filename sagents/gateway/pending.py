@@ -238,7 +238,8 @@ class ConsoleScriptApprover:
     Args:
         pending: Where the card waits.
         route: ``console`` or ``both``.
-        owner_of: The identity of a session's credential (see :attr:`PendingApproval.owner`).
+        owner_of: The identity of a session's credential (see :attr:`PendingApproval.owner`);
+            None takes the credential of the gateway call the run belongs to.
         permission_of: A tool's permission class, for the card.
     """
 
@@ -247,7 +248,7 @@ class ConsoleScriptApprover:
         pending: PendingApprovals,
         *,
         route: ApprovalRoute,
-        owner_of: Callable[[str], str],
+        owner_of: Callable[[str], str] | None = None,
         permission_of: Callable[[str], str] | None = None,
     ) -> None:
         self._pending = pending
@@ -258,11 +259,15 @@ class ConsoleScriptApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask "allow once" / "deny" for the script's write tools."""
-        item = PendingApproval.for_request(request, owner=self._owner_of(request.session_id))
+        asker = current_client_asker()
+        if self._owner_of is not None:
+            owner = self._owner_of(request.session_id)
+        else:
+            owner = asker.identity if asker is not None else ""
+        item = PendingApproval.for_request(request, owner=owner)
         if self._permission_of is not None:
             item = replace(item, permissions=tuple(self._permission_of(t) for t in item.tools))
         client: Callable[[], Awaitable[ApprovalAnswer | None]] | None = None
-        asker = current_client_asker()
         if self._route == "both" and asker is not None and asker.can_ask:
 
             async def ask_client() -> ApprovalAnswer | None:

@@ -1,17 +1,18 @@
 """``sagents serve`` on the real layers: the config's MCP servers, skills and progress.
 
-:class:`ConfiguredGateway` is the :class:`~sagents.gateway.server.Gateway` that
-:func:`~sagents.gateway.factory.build_gateway` returns (docs/gateway.md):
+:func:`open_configured_gateway` opens what a config asks for (checked first by
+:func:`plan_gateway`), then builds the :class:`ConfiguredGateway` over those open parts
+(docs/gateway.md; :func:`~sagents.gateway.factory.open_gateway` is the public entry point):
 
 - one :class:`~sagents.tool.tool_manager.ToolManager` holds every configured MCP server's tools
   (``<server>__<tool>``, with their annotations and permission classes), the local tools of the
-  ``localTools`` modules (plain names; a clash with any other tool is refused) and, when the
-  config has a ``skills`` section, ``load_skill`` / ``read_skill_file``;
-- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`, set as the
-  gateway's provider once the manager is open (before that the gateway serves no tools); each
-  session's mode and profile filter what is offered (:mod:`sagents.gateway.policy`) and the
-  proxy applies its mode, with the answer the gateway got from the client
-  (:class:`~sagents.gateway.approval.GatewayCallApprover`);
+  ``localTools`` modules (plain names; a clash with any other tool is refused), the built-in
+  tools the config enables and, when the config has a ``skills`` section, ``load_skill`` /
+  ``read_skill_file``;
+- the gateway serves it through a :class:`~sagents.tool.tool_proxy.ToolProxy`, given to it at
+  construction; each session's mode and profile filter what is offered
+  (:mod:`sagents.gateway.policy`) and the proxy applies its mode, with the answer the gateway
+  got from the client (:class:`~sagents.gateway.approval.GatewayCallApprover`);
 - the manager's progress hub feeds each call's ``tool_progress`` (upstream
   ``notifications/progress`` arrive as ``info`` text) to the client as
   ``notifications/progress`` (:class:`~sagents.gateway.sources.HubProgressSource`);
@@ -25,10 +26,10 @@
 - an upstream ``notifications/tools/list_changed`` is applied to the registry by the tool core,
   then passed on to every connected client.
 
-Servers are started side by side when the gateway is entered
+Servers are started side by side as the manager opens
 (:func:`sagents.config.tools.build_tool_manager`); one that cannot start is logged, stays
 registered as ``failed`` with no tools and is retried in the background, so one broken server
-does not keep the others from being served. ``sagents serve`` enters without waiting for them
+does not keep the others from being served. ``sagents serve`` opens without waiting for them
 (``wait_for_servers=False``): ``initialize`` is answered at once, a ``tools/list`` waits at most
 :data:`FIRST_LIST_WAIT_S` for servers still on their first start, and a server that becomes
 ready later is announced with ``notifications/tools/list_changed``. Local tools are registered
@@ -41,9 +42,10 @@ from __future__ import annotations
 
 import importlib
 import logging
-from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import mcp_types as mt
@@ -59,16 +61,19 @@ from sagents.errors import (
     ToolNameConflictError,
 )
 from sagents.gateway.approval import GatewayCallApprover
-from sagents.gateway.empty import EmptyProvider
 from sagents.gateway.forwarding import UpstreamForwarding
-from sagents.gateway.pending import ConsoleScriptApprover
+from sagents.gateway.pending import ConsoleScriptApprover, PendingApprovals
 from sagents.gateway.policy import Profile
 from sagents.gateway.scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway.server import Gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import HubProgressSource, SkillResources
 from sagents.gateway.tool_search import ToolRanker, ToolSearch
-from sagents.gateway.upstream_skills import SupervisorSkillRequests, upstream_skill_source
+from sagents.gateway.upstream_skills import (
+    SkillsWithoutServers,
+    SupervisorSkillRequests,
+    upstream_skill_source,
+)
 from sagents.gateway.workspaces import Workspaces
 from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
 from sagents.progress.hub import ProgressHub
@@ -92,7 +97,7 @@ from sagents.tool.impl import (
 from sagents.tool.tool_manager import Registrable, ToolManager
 from sagents.tool.tool_proxy import ToolProxy
 
-__all__ = ["ConfiguredGateway"]
+__all__ = ["ConfiguredGateway", "GatewayPlan", "open_configured_gateway", "plan_gateway"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,148 +106,231 @@ FIRST_LIST_WAIT_S = 8.0
 below the MCP Inspector's 10 s request timeout."""
 
 
-class ConfiguredGateway(Gateway):
-    """The gateway of a config file; ``async with`` starts its servers and closes them.
+@dataclass(frozen=True, kw_only=True)
+class GatewayPlan:
+    """What a gateway of a config file will open, checked before anything opens.
 
-    Args:
-        settings: What ``sagents serve`` was given (``settings.config`` may be None: then only
-            the gateway's own tools are served).
-        approver: Decides approvals instead of asking the client (tests); None asks the client.
-        wait_for_servers: True (the default) enters only after every server's first start
-            attempt; False enters at once and each server's tools are offered (with
-            ``notifications/tools/list_changed`` to connected clients) as it becomes ready,
-            so that ``sagents serve`` answers ``initialize`` without waiting for upstreams. A
-            local tool then keeps its name, and an upstream tool of the same name is skipped
-            with a warning.
+    Built by :func:`plan_gateway`; :func:`open_configured_gateway` opens it.
+    """
+
+    settings: GatewaySettings
+    config: SagentsConfig
+    local_tools: list[tuple[str, Registrable]]
+    skills: SkillSource | None
+    """The skills of the config's directories (the upstream servers' join them on opening)."""
+    workspaces: Workspaces
+    store_location: StoreLocation
+    background_after_s: float | None
+    approver: Approver | None = None
+    wait_for_servers: bool = True
+    image_model: VisionModel | None = None
+    tool_ranker: ToolRanker | None = None
+
+
+def plan_gateway(
+    settings: GatewaySettings,
+    *,
+    approver: Approver | None = None,
+    wait_for_servers: bool = True,
+    image_model: VisionModel | None = None,
+    tool_ranker: ToolRanker | None = None,
+) -> GatewayPlan:
+    """Read and check what ``settings`` asks for; nothing is opened or started.
 
     Raises:
-        ConfigError: the config file is unreadable or invalid, a skill directory is missing, or
-            a ``localTools`` module cannot be imported or has no ``TOOLS`` (raised here, before
-            anything starts); on entering, a local tool whose name is already taken.
+        ConfigError: the config file is unreadable or invalid, a skill directory is missing,
+            a ``localTools`` module cannot be imported or has no ``TOOLS``, or
+            ``settings.tool_search`` without a ``tool_ranker``.
+    """
+    if settings.tool_search and tool_ranker is None:
+        raise ConfigError(
+            "tool search needs a ranking: pass tool_ranker (sagents serve passes "
+            "sagents.agent.suggest_tools)",
+            key="--tool-search",
+        )
+    config = load_config(settings.config) if settings.config else SagentsConfig()
+    background = settings.background_after_s
+    if background is None:
+        background = config.background_calls.auto_after_sec
+    return GatewayPlan(
+        settings=settings,
+        config=config,
+        local_tools=_local_tools(config),
+        skills=_skills(config, settings),
+        workspaces=Workspaces(
+            settings.workspace or default_data_dir() / WORKSPACES_DIR,
+            shared=settings.shared_workspace,
+        ),
+        store_location=_store_location(config, settings),
+        background_after_s=background,
+        approver=approver,
+        wait_for_servers=wait_for_servers,
+        image_model=image_model,
+        tool_ranker=tool_ranker,
+    )
+
+
+@asynccontextmanager
+async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[ConfiguredGateway]:
+    """Open what ``plan`` names, in order, then build and enter the gateway over them.
+
+    One exit stack owns every part: the store, the tool manager with its upstream servers and
+    local tools, the run_script host with its runtime (none where bubblewrap is unavailable,
+    with a warning), the built-in tools on it, then the gateway's own tasks. A failure while
+    opening closes what was opened; leaving closes them in reverse order (the manager before
+    the store, shielded).
+
+    Raises:
+        ConfigError: a local or built-in tool whose name is already taken, or an unknown
+            built-in tool.
+    """
+    config = plan.config
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(
+            open_store(plan.store_location, data_dir=default_data_dir())
+        )
+        manager = await build_tool_manager(
+            config, progress_hub=ProgressHub(), wait=plan.wait_for_servers
+        )
+        stack.push_async_callback(_close_shielded, manager)
+        for key, tool in plan.local_tools:
+            try:
+                manager.register_tool(tool)
+            except ToolNameConflictError as error:
+                raise ConfigError(error.message, file=_file(config), key=key) from error
+        pending = PendingApprovals()
+        scripts: GatewayScripts | None = GatewayScripts(
+            hub=manager.progress_hub,
+            workspaces=plan.workspaces,
+            limits=config.scripts,
+            audit=store.audit,
+            protected={"config file": plan.settings.config} if plan.settings.config else None,
+            approver=_script_approver(plan.settings, pending, manager),
+            list_tools=not plan.settings.tool_search,  # a long list would undo tool search
+        )
+        try:
+            scripts = await stack.enter_async_context(scripts)  # type: ignore[arg-type]  # set above
+        except SandboxUnavailableError as error:
+            logger.warning("run_script is not offered: %s", error)
+            scripts = None
+        _register_builtins(manager, config, scripts, store, plan.image_model)
+        requests = SupervisorSkillRequests()
+        requests.supervisor = manager.mcp_supervisor
+        upstream_skills = upstream_skill_source(config, requests, on_changed=_no_listener)
+        if upstream_skills is not None:
+            # entered after the manager, so its listings end before the servers close
+            await stack.enter_async_context(upstream_skills)
+        gateway = ConfiguredGateway(
+            plan,
+            manager=manager,
+            store=store,
+            scripts=scripts,
+            pending=pending,
+            upstream_skills=upstream_skills,
+        )
+        if upstream_skills is not None:  # listed once the gateway hears of their changes
+            for server in config.skills.servers:
+                if requests.ready(server):  # the others: once they list tools
+                    upstream_skills.refresh_soon(server)
+        yield await stack.enter_async_context(gateway)
+
+
+async def _no_listener(server: str) -> None:
+    """The upstream skills' change listener until the gateway registers its own."""
+
+
+class ConfiguredGateway(Gateway):
+    """The gateway of a config file, built from parts already open.
+
+    :func:`~sagents.gateway.factory.open_gateway` (or ``build_gateway``) opens the parts and
+    builds it; entering it starts only the gateway's own tasks. It serves ``manager`` through
+    a :class:`~sagents.tool.tool_proxy.ToolProxy` whose approver takes the answer the gateway
+    got from the client (:class:`~sagents.gateway.approval.GatewayCallApprover`), with the
+    manager's progress hub as the source of each call's progress, the store's tasks and
+    approvals, ``scripts`` for ``run_script``, and the upstream servers' prompts and
+    resources; it registers the skill tools of the plan's skills in ``manager``.
+
+    Args:
+        plan: What the config asked for (:func:`plan_gateway`).
+        manager: The open tool registry (upstream, local and built-in tools).
+        store: The open store (tasks, approvals, audit).
+        scripts: The open run_script host, or None (not offered).
+        pending: The approvals waiting for the web console (the script host's approver
+            shares it).
+        upstream_skills: The open skills of the skill-serving upstream servers, or None.
+
+    Raises:
+        ConfigError: a skill tool's name is already taken.
     """
 
     def __init__(
         self,
-        settings: GatewaySettings,
+        plan: GatewayPlan,
         *,
-        approver: Approver | None = None,
-        wait_for_servers: bool = True,
-        image_model: VisionModel | None = None,
-        tool_ranker: ToolRanker | None = None,
+        manager: ToolManager,
+        store: GatewayStore,
+        scripts: GatewayScripts | None,
+        pending: PendingApprovals,
+        upstream_skills: MCPSkillSource | None = None,
     ) -> None:
-        if settings.tool_search and tool_ranker is None:
-            raise ConfigError(
-                "tool search needs a ranking: pass tool_ranker (sagents serve passes "
-                "sagents.agent.suggest_tools)",
-                key="--tool-search",
-            )
+        settings = plan.settings
         self.settings = settings
-        self._wait_for_servers = wait_for_servers
-        self._image_model = image_model
-        self.config = load_config(settings.config) if settings.config else SagentsConfig()
-        self.hub = ProgressHub()
-        self._manager: ToolManager | None = None
-        self._local_tools = _local_tools(self.config)
-        self._skill_requests = SupervisorSkillRequests()
-        self.upstream_skills = upstream_skill_source(
-            self.config, self._skill_requests, on_changed=self._upstream_skills_changed
-        )
-        self.skills = _skills(self.config, settings, self.upstream_skills)
-        self.workspaces = Workspaces(
-            settings.workspace or default_data_dir() / WORKSPACES_DIR,
-            shared=settings.shared_workspace,
-        )
-        self._scripts: GatewayScripts | None = None
-        self.store_location = _store_location(self.config, settings)
-        self.store: GatewayStore | None = None
-        self.forwarding = UpstreamForwarding(before=self._first_start)
-        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
-        background = settings.background_after_s
-        if background is None:
-            background = self.config.background_calls.auto_after_sec
+        self.config = plan.config
+        self.upstream_skills = upstream_skills
+        self.skills: SkillSource | None = plan.skills
+        if upstream_skills is not None:  # local roots first: they win a shared name
+            self.skills = (
+                SkillProxy([plan.skills, upstream_skills])
+                if plan.skills is not None
+                else upstream_skills
+            )
+        self.workspaces = plan.workspaces
+        self.store_location = plan.store_location
+        self.store: GatewayStore = store
+        self._manager = manager
+        self.hub = manager.progress_hub
+        self._scripts = scripts
+        self._wait_for_servers = plan.wait_for_servers
+        self.forwarding = UpstreamForwarding(manager.mcp_supervisor, before=self._first_start)
         super().__init__(
-            EmptyProvider(),  # until entered: then the manager's proxy
+            # the session's mode is applied by the proxy; the gateway asks the client first
+            ToolProxy(manager, approver=GatewayCallApprover()),
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
             progress=HubProgressSource(self.hub),
-            resources=SkillResources(self.skills, upstream=self.upstream_skills)
+            resources=SkillResources(self.skills, upstream=upstream_skills)
             if self.skills is not None
             else None,
-            approver=approver,
-            background_after_s=background,
-            workspace=self.workspaces,
+            approver=plan.approver,
+            background_after_s=plan.background_after_s,
+            workspace=plan.workspaces,
+            scripts=scripts,
+            store=store,
             upstream=self.forwarding,
             approvals=settings.approvals,
-            tool_search=ToolSearch(tool_ranker)
-            if settings.tool_search and tool_ranker is not None
+            pending=pending,
+            tool_search=ToolSearch(plan.tool_ranker)
+            if settings.tool_search and plan.tool_ranker is not None
             else None,
             name=settings.name,
         )
+        if self.skills is not None:
+            SkillTools(self._skill_session).register(manager)
+        for status in manager.mcp_server_statuses():
+            if status.state == "failed":
+                logger.warning("MCP server %r failed: %s", status.name, status.last_error)
+        manager.on_mcp_tools_changed(self._upstream_tools_changed)
+        if manager.mcp_supervisor is not None:
+            manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)
+            manager.mcp_supervisor.on_catalog_announced(self._upstream_catalog_announced)
+        if upstream_skills is not None:
+            upstream_skills.on_changed = self._upstream_skills_changed
 
     @property
     def manager(self) -> ToolManager:
-        """The tool registry (upstream, local and skill tools), once the gateway is entered.
-
-        Raises:
-            RuntimeError: the gateway has not been entered.
-        """
-        if self._manager is None:
-            raise RuntimeError("enter the gateway (async with) before using its manager")
+        """The tool registry (upstream, local, built-in and skill tools)."""
         return self._manager
-
-    async def __aenter__(self) -> Self:
-        # One exit stack owns what is opened here; it closes them in reverse order, on a
-        # failure while opening as on leaving (the manager before the store, shielded).
-        async with AsyncExitStack() as stack:
-            store = await stack.enter_async_context(
-                open_store(self.store_location, data_dir=default_data_dir())
-            )
-            self.store = store
-            self.use_store(store)
-            manager = await build_tool_manager(
-                self.config, progress_hub=self.hub, wait=self._wait_for_servers
-            )
-            stack.push_async_callback(_close_shielded, manager)
-            self._manager = manager
-            for key, tool in self._local_tools:
-                try:
-                    manager.register_tool(tool)
-                except ToolNameConflictError as error:
-                    raise ConfigError(error.message, file=_file(self.config), key=key) from error
-            if self.skills is not None:
-                SkillTools(self._skill_session).register(manager)
-            for status in manager.mcp_server_statuses():
-                if status.state == "failed":
-                    logger.warning("MCP server %r failed: %s", status.name, status.last_error)
-            manager.on_mcp_tools_changed(self._upstream_tools_changed)
-            supervisor = manager.mcp_supervisor
-            if supervisor is not None:
-                self.forwarding.source = supervisor
-                supervisor.on_catalog_changed(self._upstream_catalog_changed)
-                supervisor.on_catalog_announced(self._upstream_catalog_announced)
-                self._skill_requests.supervisor = supervisor
-            if self.upstream_skills is not None:
-                # entered after the manager, so its listings end before the servers close
-                await stack.enter_async_context(self.upstream_skills)
-                for server in self.config.skills.servers:
-                    if self._skill_requests.ready(server):  # the others: once they list tools
-                        self.upstream_skills.refresh_soon(server)
-            # the session's mode is applied by the proxy; the gateway asks the client first
-            self.provider = ToolProxy(manager, approver=GatewayCallApprover())
-            stack.callback(self._unbind)
-            self._scripts = await self._start_scripts(stack)
-            self.scripts = self._scripts
-            self._register_builtins(manager)
-            await super().__aenter__()
-            stack.push_async_exit(super().__aexit__)
-            self._stack = stack.pop_all()
-        return self
-
-    def _unbind(self) -> None:
-        self.provider = EmptyProvider()
-        self.forwarding.source = None
-        self.scripts = None
 
     def _skill_session(self, context: SessionContext) -> SkillSession:
         """A session's skills: its profile's, held to loaded skills' ``allowed-tools`` through
@@ -251,7 +339,10 @@ class ConfiguredGateway(Gateway):
         offer = self.session_offer(context.session_id)
         profile = offer.profile if offer is not None else self.profile
         source: SkillSource = self.skills
-        offered = self.offered_skills(profile)
+        if profile is not None and profile.servers is not None and self.upstream_skills:
+            hidden = frozenset(self.config.skills.servers) - frozenset(profile.servers)
+            source = SkillsWithoutServers(source, hidden)  # by name: also skills listed later
+        offered = super().offered_skills(profile)
         if offered is not None:
             source = SkillProxy(source, available_skills=sorted(offered))
         return SkillSession(source, tools=offer)
@@ -273,114 +364,6 @@ class ConfiguredGateway(Gateway):
             assert self.skills is not None
             return frozenset(s.name for s in self.skills.list_skills()) - hidden
         return names - hidden
-
-    def _register_builtins(self, manager: ToolManager) -> None:
-        """The built-in shell and file tools the config enables (``builtinTools.enabled``), on
-        the sessions' sandbox; none where bubblewrap is unavailable (with a warning)."""
-        names = self.config.builtin_tools
-        if not names:
-            return
-        if self._scripts is None:
-            logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
-            return
-        if "compress_history" in names:
-            raise ConfigError(
-                "compress_history cannot be offered by sagents serve: the MCP client keeps "
-                "the conversation",
-                file=_file(self.config),
-                key="builtinTools.enabled",
-                hint="it works in the agent loop (SAgent, sagents chat); remove it here",
-            )
-        unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
-        if unknown:
-            raise ConfigError(
-                f"unknown built-in tool {unknown[0]!r}",
-                file=_file(self.config),
-                key="builtinTools.enabled",
-                hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
-            )
-        try:
-            register_builtin_tools(
-                manager,
-                self._scripts.sandbox_for,
-                names=names,
-                web_fetch=WebFetchSettings(**self.config.web_fetch),
-                **self._memory_and_todo(),
-                image_model=self._image_model,
-                image=ImageSettings(
-                    **{
-                        key: value
-                        for key, value in self.config.image_understanding.items()
-                        if key in ("max_bytes", "max_pixels", "max_side")
-                    }
-                ),
-            )
-        except ToolNameConflictError as error:
-            raise ConfigError(
-                error.message, file=_file(self.config), key="builtinTools.enabled"
-            ) from error
-
-    def _memory_and_todo(self) -> dict[str, Any]:
-        """The memory and todo stores of the built-in tools: the SQLite files, or the tables
-        of the PostgreSQL store replicas share (docs/scale-out.md)."""
-        memory = MemoryStore(anonymous_user=self.config.memory_anonymous_user)
-        if self.store is None or not self.store.shared:
-            return {"memory": memory}
-        from sagents.store.postgres import PostgresStore
-        from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
-        from sagents.tool.impl.todo import TodoStore
-
-        assert isinstance(self.store, PostgresStore)
-        memory.backend = PostgresMemory(self.store.pool)
-        memory.audit = self.store.audit
-        return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(self.store.pool))}
-
-    def _script_approver(self) -> ConsoleScriptApprover | None:
-        """run_script's approver when the console is asked (None: the client, by elicitation)."""
-        if self.approvals == "elicitation":
-            return None
-
-        def permission_of(name: str) -> str:
-            if self._manager is None or not self._manager.has_tool(name):
-                return "write"
-            return self._manager.get_tool_spec(name).permission
-
-        return ConsoleScriptApprover(
-            self.pending,
-            route=self.approvals,
-            owner_of=self.session_owner,
-            permission_of=permission_of,
-        )
-
-    async def _start_scripts(self, stack: AsyncExitStack) -> GatewayScripts | None:
-        """run_script's host, opened on ``stack``, or None (with a warning) where bubblewrap is
-        unavailable."""
-        scripts = GatewayScripts(
-            hub=self.hub,
-            workspaces=self.workspaces,
-            limits=self.config.scripts,
-            audit=self.store.audit if self.store is not None else None,
-            protected={"config file": self.settings.config} if self.settings.config else None,
-            approver=self._script_approver(),
-            list_tools=not self.settings.tool_search,  # a long list would undo tool search
-        )
-        try:
-            opened = await scripts.__aenter__()
-        except SandboxUnavailableError as error:
-            logger.warning("run_script is not offered: %s", error)
-            return None
-        # Not shielded, and told of no exception: it exits task groups entered in this task.
-        stack.push_async_callback(opened.__aexit__, None, None, None)
-        return opened
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, AsyncExitStack()
-        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _first_start(self) -> None:
         if self._manager is not None and not self._wait_for_servers:
@@ -425,6 +408,92 @@ class ConfiguredGateway(Gateway):
 
     async def _upstream_skills_changed(self, server: str) -> None:
         await self.notify_list_changed("resources")  # skill:// resources came or went
+
+
+def _register_builtins(
+    manager: ToolManager,
+    config: SagentsConfig,
+    scripts: GatewayScripts | None,
+    store: GatewayStore | None,
+    image_model: VisionModel | None,
+) -> None:
+    """The built-in shell and file tools the config enables (``builtinTools.enabled``), on
+    the sessions' sandbox; none where bubblewrap is unavailable (with a warning).
+
+    Raises:
+        ConfigError: an unknown built-in tool, ``compress_history``, or a name already taken.
+    """
+    names = config.builtin_tools
+    if not names:
+        return
+    if scripts is None:
+        logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
+        return
+    if "compress_history" in names:
+        raise ConfigError(
+            "compress_history cannot be offered by sagents serve: the MCP client keeps "
+            "the conversation",
+            file=_file(config),
+            key="builtinTools.enabled",
+            hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+        )
+    unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
+    if unknown:
+        raise ConfigError(
+            f"unknown built-in tool {unknown[0]!r}",
+            file=_file(config),
+            key="builtinTools.enabled",
+            hint=f"the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}",
+        )
+    try:
+        register_builtin_tools(
+            manager,
+            scripts.sandbox_for,
+            names=names,
+            web_fetch=WebFetchSettings(**config.web_fetch),
+            **_memory_and_todo(config, store),
+            image_model=image_model,
+            image=ImageSettings(
+                **{
+                    key: value
+                    for key, value in config.image_understanding.items()
+                    if key in ("max_bytes", "max_pixels", "max_side")
+                }
+            ),
+        )
+    except ToolNameConflictError as error:
+        raise ConfigError(error.message, file=_file(config), key="builtinTools.enabled") from error
+
+
+def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[str, Any]:
+    """The memory and todo stores of the built-in tools: the SQLite files, or the tables
+    of the PostgreSQL store replicas share (docs/scale-out.md)."""
+    memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
+    if store is None or not store.shared:
+        return {"memory": memory}
+    from sagents.store.postgres import PostgresStore
+    from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+    from sagents.tool.impl.todo import TodoStore
+
+    assert isinstance(store, PostgresStore)
+    memory.backend = PostgresMemory(store.pool)
+    memory.audit = store.audit
+    return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.pool))}
+
+
+def _script_approver(
+    settings: GatewaySettings, pending: PendingApprovals, manager: ToolManager
+) -> ConsoleScriptApprover | None:
+    """run_script's approver when the console is asked (None: the client, by elicitation)."""
+    if settings.approvals == "elicitation":
+        return None
+
+    def permission_of(name: str) -> str:
+        if not manager.has_tool(name):
+            return "write"
+        return manager.get_tool_spec(name).permission
+
+    return ConsoleScriptApprover(pending, route=settings.approvals, permission_of=permission_of)
 
 
 def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:
@@ -473,13 +542,10 @@ def _local_tools(config: SagentsConfig) -> list[tuple[str, Registrable]]:
     return found
 
 
-def _skills(
-    config: SagentsConfig, settings: GatewaySettings, upstream: MCPSkillSource | None
-) -> SkillSource | None:
-    """The skills of the config's directories, then of its skill-serving MCP servers (each
-    session's profile filters them), or None without any."""
+def _skills(config: SagentsConfig, settings: GatewaySettings) -> SkillSource | None:
+    """The skills of the config's directories (the profile's only), or None without any."""
     if not config.skills.directories:
-        return upstream
+        return None
     manager = SkillManager()
     for index, directory in enumerate(config.skills.directories):
         try:
@@ -490,6 +556,4 @@ def _skills(
                 file=str(config.source) if config.source else None,
                 key=f"skills.directories.{index}",
             ) from error
-    if upstream is not None:
-        return SkillProxy([manager, upstream])  # local roots first: they win a shared name
     return manager  # each session's profile filters it (ConfiguredGateway._skill_session)

@@ -37,7 +37,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
-from contextlib import nullcontext
+from contextlib import AsyncExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -202,6 +202,8 @@ class Gateway:
             (:mod:`sagents.gateway.forwarding`); None serves none of them.
         approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
             ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
+        pending: Where approvals wait for the console (shared with run_script's console
+            approver); a new one when None.
         tool_search: Tool-search mode (:mod:`sagents.gateway.tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -230,6 +232,7 @@ class Gateway:
         store: GatewayStore | None = None,
         upstream: UpstreamForwarding | None = None,
         approvals: ApprovalRoute = "elicitation",
+        pending: PendingApprovals | None = None,
         tool_search: ToolSearch | None = None,
         name: str = "sagents",
     ) -> None:
@@ -250,7 +253,7 @@ class Gateway:
             weakref.WeakValueDictionary()
         )
         self.approvals: ApprovalRoute = approvals
-        self.pending = PendingApprovals()
+        self.pending = pending if pending is not None else PendingApprovals()
         """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
@@ -261,6 +264,7 @@ class Gateway:
         """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         # 2026-07-28 clients hear of changes on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
@@ -328,10 +332,16 @@ class Gateway:
             self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
-        await self._tasks.__aenter__()
-        if self._relay is not None:
-            await self._relay.__aenter__()
-        self._running = True
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self._tasks)
+            if self._relay is not None:
+                await self._relay.__aenter__()
+                # told of no exception, as the relay expects: it only ends its subscriptions
+                stack.push_async_callback(self._relay.__aexit__, None, None, None)
+            stack.callback(self._listen.close)
+            stack.callback(setattr, self, "_running", False)  # first on leaving
+            self._running = True
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -340,11 +350,8 @@ class Gateway:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        self._running = False
-        self._listen.close()
-        if self._relay is not None:
-            await self._relay.__aexit__(None, None, None)
-        return await self._tasks.__aexit__(exc_type, exc, tb)
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
@@ -724,11 +731,12 @@ class Gateway:
                     bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
                     decided(answer, frozenset({name})) if answer else nullcontext(),
                 ):
+                    # A failed call is already its result (ToolManager.run_tool, the one
+                    # boundary); a provider that raises broke its contract, and the SDK answers
+                    # the request with a JSON-RPC internal error.
                     return await session.offer.run_tool(
                         name, arguments, context, tool_call_id=tool_call_id
                     )
-            except SagentsError as error:  # the provider should return it; never end the session
-                return ToolResult.from_exception(error)
             finally:
                 TASK_INPUT.reset(input_token)
                 CLIENT_ASKER.reset(token)

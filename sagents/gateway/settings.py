@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sagents.config.models import documented_key
 from sagents.core.permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway.policy import Profile
@@ -115,7 +116,7 @@ def is_loopback(host: str) -> bool:
 
 
 class _ProfileParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")  # one spelling per key: the documented one
 
     servers: list[str] | None = None
     tools: list[str] | None = None
@@ -165,6 +166,14 @@ def load_profiles(config: Path) -> dict[str, Profile]:
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
+            documented = documented_key(_ProfileParams, where)
+            if first["type"] == "extra_forbidden" and documented is not None:
+                raise ConfigError(
+                    f"unknown key {where!r}: the configuration spells it {documented!r}",
+                    file=str(config),
+                    key=f"{key}.{where}",
+                    hint=f"rename it to {documented!r}",
+                ) from error
             raise ConfigError(
                 f"invalid profile: {first['msg']}",
                 file=str(config),

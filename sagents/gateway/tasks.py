@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -87,17 +87,28 @@ class GatewayTasks:
         self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
         self._stopping = False
+        self._stack = AsyncExitStack()  # what __aenter__ took, given back by __aexit__
 
     async def __aenter__(self) -> Self:
-        store = self.store
-        if store is not None and store.shared:
-            store.on_cancel(self._cancel_requested)  # a dead replica's calls: swept by lease
-        elif isinstance(store, SqliteTasks):
-            self._lock = StartupLock(store.path.parent)
-            if self._lock.acquire():
-                await sweep_tasks(store)
-        await self.live.__aenter__()
+        # One stack owns what is taken here; leaving (or a failure while entering) gives it
+        # back in reverse order: the live calls end, then the listener and the lock go.
+        async with AsyncExitStack() as stack:
+            store = self.store
+            if store is not None and store.shared:
+                store.on_cancel(self._cancel_requested)  # a dead replica's calls: swept by lease
+                stack.callback(store.on_cancel, None)
+            elif isinstance(store, SqliteTasks):
+                lock = self._lock = StartupLock(store.path.parent)
+                stack.callback(lock.release)
+                if lock.acquire():
+                    await sweep_tasks(store)
+            await stack.enter_async_context(self.live)
+            stack.callback(self._stop)  # first on leaving
+            self._stack = stack.pop_all()
         return self
+
+    def _stop(self) -> None:
+        self._stopping = True  # what ends from now on was cancelled by the stop
 
     async def __aexit__(
         self,
@@ -105,14 +116,8 @@ class GatewayTasks:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        self._stopping = True  # what ends from now on was cancelled by the stop
-        try:
-            return await self.live.__aexit__(exc_type, exc, tb)
-        finally:
-            if self.store is not None and self.store.shared:
-                self.store.on_cancel(None)
-            if self._lock is not None:
-                self._lock.release()
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _cancel_requested(self, task_id: str) -> None:
         """Another replica's ``script_cancel``: cancel the call if this process runs it."""

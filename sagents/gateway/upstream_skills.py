@@ -11,6 +11,7 @@ hides its skills.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Awaitable, Callable
@@ -20,12 +21,22 @@ import mcp_types as mt
 from sagents.audit.store import default_data_dir
 from sagents.config.loader import SagentsConfig
 from sagents.errors import UpstreamUnavailableError
+from sagents.mcp import TOOL_NAME_SEPARATOR
 from sagents.mcp.ext_types import ListSkillsRequest, ListSkillsResult
 from sagents.mcp.supervisor import MCPSupervisor
 from sagents.skill.mcp_skills import FETCH_TIMEOUT_S
-from sagents.skill.mcp_source import MCPSkillSource, SkillServer
+from sagents.skill.mcp_source import MCPSkillSource, SkillServer, remove_abandoned_caches
+from sagents.skill.proxy import SkillSource, prepare_skill
+from sagents.skill.schema import SkillProblem, SkillSchema
 
-__all__ = ["UPSTREAM_SKILLS_DIR", "SupervisorSkillRequests", "upstream_skill_source"]
+__all__ = [
+    "UPSTREAM_SKILLS_DIR",
+    "SkillsWithoutServers",
+    "SupervisorSkillRequests",
+    "upstream_skill_source",
+]
+
+logger = logging.getLogger(__name__)
 
 UPSTREAM_SKILLS_DIR = "mcp-skills"
 """Where fetched skills are kept, under the data directory (one directory per gateway
@@ -86,5 +97,54 @@ def upstream_skill_source(
     ]
     if not servers:
         return None
-    cache = default_data_dir() / UPSTREAM_SKILLS_DIR / f"{os.getpid()}-{secrets.token_hex(4)}"
+    parent = default_data_dir() / UPSTREAM_SKILLS_DIR
+    for abandoned in remove_abandoned_caches(parent):  # a killed gateway's copies
+        logger.info("removed the skill copies of a gateway that ended: %s", abandoned)
+    cache = parent / f"{os.getpid()}-{secrets.token_hex(4)}"
     return MCPSkillSource(servers, requests, cache, ready=requests.ready, on_changed=on_changed)
+
+
+class SkillsWithoutServers:
+    """A session's skills without those of the MCP servers its profile's ``servers`` leaves
+    out, decided by name (``<server>__<skill>``) at every read, so a skill such a server lists
+    after the session started stays hidden too, and one an offered server lists later shows.
+
+    Args:
+        source: The gateway's skills (local roots, then the servers').
+        hidden: The skill-serving servers whose skills are hidden.
+    """
+
+    def __init__(self, source: SkillSource, hidden: frozenset[str]) -> None:
+        self._source = source
+        self._hidden = hidden
+
+    def _shown(self, name: str | None) -> bool:
+        if name is None:
+            return True
+        server, separator, _ = name.partition(TOOL_NAME_SEPARATOR)
+        return not separator or server not in self._hidden
+
+    def list_skills(self) -> list[SkillSchema]:
+        """The source's skills that are not hidden, in its order."""
+        return [skill for skill in self._source.list_skills() if self._shown(skill.name)]
+
+    def list_skill_names(self) -> list[str]:
+        """The names of :meth:`list_skills`, in the same order."""
+        return [skill.name for skill in self.list_skills()]
+
+    def get_skill(self, name: str) -> SkillSchema | None:
+        """The skill ``name``, or None when it is hidden or unknown."""
+        return self._source.get_skill(name) if self._shown(name) else None
+
+    async def fetch_skill(self, name: str) -> None:
+        """Fetch ``name`` if it is not hidden (see :func:`sagents.skill.proxy.prepare_skill`)."""
+        if self._shown(name):
+            await prepare_skill(self._source, name)
+
+    def problems(self) -> list[SkillProblem]:
+        """The source's problems, less those of hidden skills."""
+        return [problem for problem in self._source.problems() if self._shown(problem.skill)]
+
+    def reload(self) -> None:
+        """Reload the source."""
+        self._source.reload()

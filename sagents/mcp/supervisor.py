@@ -636,11 +636,7 @@ class MCPSupervisor:
             error, its code in ``details["jsonrpc_code"]``) or ``invalid_arguments``.
         """
         try:
-            connection = self._connections.get(server)
-            if connection is None:
-                raise UnknownToolError(
-                    f"no MCP server {server!r}", details={"server": server, "tool": tool}
-                )
+            connection = self._connection_for(server, tool)
             limit = timeout if timeout is not None else connection.settings.call_timeout
             result: ToolResult | None = None
             started = anyio.current_time()
@@ -661,6 +657,41 @@ class MCPSupervisor:
             return result
         except SagentsError as error:
             return ToolResult.from_exception(error)
+
+    async def call_tool_raising(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress_callback: ProgressFnT | None = None,
+    ) -> ToolResult:
+        """Call ``tool`` on ``server`` as :meth:`call_tool` does, but raise a failure as its
+        typed error and apply no timeout: the caller bounds the call.
+
+        This is the step of ``ToolManager.run_tool``'s call path (an MCP tool's registry
+        handler): ``run_tool`` decides the call's timeout (the server's ``call_timeout`` unless
+        the caller gives one) and is the one place a failure becomes a result
+        (docs/architecture.md, "Where errors become results"). Cancelling the caller, the
+        timeout included, sends ``notifications/cancelled`` upstream.
+
+        Raises:
+            UnknownToolError: no such server.
+            UpstreamUnavailableError: the server died or its connection ended during the call.
+            UpstreamProtocolError: a JSON-RPC error or an invalid result.
+            InvalidArgumentsError: the server refused the arguments (``-32602``).
+            ToolTimeoutError: the server answered ``-32001`` (request timeout).
+        """
+        connection = self._connection_for(server, tool)
+        return await self._call(connection, tool, arguments or {}, progress_callback)
+
+    def _connection_for(self, server: str, tool: str) -> ServerConnection:
+        connection = self._connections.get(server)
+        if connection is None:
+            raise UnknownToolError(
+                f"no MCP server {server!r}", details={"server": server, "tool": tool}
+            )
+        return connection
 
     async def _call(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from types import TracebackType
 
 import anyio
@@ -54,12 +55,19 @@ class ScriptProgressThrottle:
         self._finished = False
         self._wake: anyio.Event | None = None
         self._tg: anyio.abc.TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the timer's task group while entered
 
     async def __aenter__(self) -> ScriptProgressThrottle:
         self._wake = anyio.Event()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._run_timer)
+        async with AsyncExitStack() as stack:
+            stack.callback(self._deliver_pending)  # last on leaving: the final value goes out
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            # Told of no exception: the body's own error propagates unchanged (not grouped).
+            stack.push_async_callback(tg.__aexit__, None, None, None)
+            stack.callback(tg.cancel_scope.cancel)
+            tg.start_soon(self._run_timer)
+            self._tg, self._stack = tg, stack.pop_all()
         return self
 
     async def __aexit__(
@@ -69,13 +77,11 @@ class ScriptProgressThrottle:
         tb: TracebackType | None,
     ) -> None:
         assert self._tg is not None, "ScriptProgressThrottle was not entered"
-        self._tg.cancel_scope.cancel()
+        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            # The body's exception is not passed in, so it propagates unchanged (not grouped).
-            await self._tg.__aexit__(None, None, None)
+            await stack.__aexit__(exc_type, exc, tb)
         finally:
             self._tg = None
-            self._deliver_pending()
 
     @property
     def pending(self) -> ScriptProgressEvent | None:

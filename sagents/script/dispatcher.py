@@ -26,7 +26,6 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.core.result import ToolResult
-from sagents.errors import SagentsError
 from sagents.script import protocol as p
 from sagents.script.policy import ScriptPlan
 from sagents.script.records import CallRecord, summarize
@@ -48,7 +47,8 @@ QUEUE_PER_WORKER = 4  # accepted calls waiting per worker before fd 3 is no long
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """``async def call_tool(name, arguments) -> ToolResult``: one tool call, the direct-call path.
-Failures should come back as error results; exceptions are turned into results here."""
+A failed call comes back as its error result (``ToolManager.run_tool`` is the one boundary); an
+exception from it is a broken seam, and ends the run."""
 
 
 def result_payload(result: ToolResult) -> dict[str, Any]:
@@ -351,10 +351,8 @@ class ScriptDispatcher:
                 is_error=True,
             )
             raise
-        except SagentsError as error:
-            result = ToolResult.from_exception(error)
-        except Exception as error:  # noqa: BLE001  # the one exception->result boundary per request
-            result = ToolResult.from_error("execution_error", f"{type(error).__name__}: {error}")
+        # A failed call is already its result: ToolManager.run_tool is the boundary, here as on
+        # every call path (docs/architecture.md, "Where errors become results").
         duration = time.monotonic() - started
         try:
             line = p.encode_ok_reply(request.id, result_payload(result))

@@ -17,6 +17,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -133,10 +134,12 @@ class ScriptRunner:
         self._on_progress = on_progress
         self._session_id = session_id
         self._task_group: TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the task group while entered
 
     async def __aenter__(self) -> ScriptRunner:
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
+        async with AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -145,9 +148,11 @@ class ScriptRunner:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._task_group is not None
-        group, self._task_group = self._task_group, None
-        return await group.__aexit__(exc_type, exc, tb)
+        stack, self._stack = self._stack, AsyncExitStack()
+        try:
+            return await stack.__aexit__(exc_type, exc, tb)
+        finally:
+            self._task_group = None
 
     async def start(self, request: ScriptRequest) -> ScriptHandle:
         """Start a run in the runner's task group and return its handle at once.
@@ -169,16 +174,17 @@ class ScriptRunner:
 
     async def _run_handle(self, handle: ScriptHandle) -> None:
         ended: list[ScriptRecords] = []
+        result = None
         try:
-            handle._result = await self._execute(handle, ended)
+            result = await self._execute(handle, ended)
         finally:
-            handle._done.set()
+            handle.settle(result)
             # The records are complete (written) before the result; the audit entry and the
             # records' fsync (each milliseconds to tens of milliseconds on a busy disk) come
             # right after it, beyond any cancellation (docs/run_script.md, "Records and audit").
             with anyio.CancelScope(shield=True):
-                if handle._result is not None:
-                    await self._write_audit(handle, handle._result)
+                if result is not None:
+                    await self._write_audit(handle, result)
                 with anyio.move_on_after(CLEANUP_TIMEOUT_S):
                     for records in ended:
                         await anyio.to_thread.run_sync(
@@ -228,7 +234,7 @@ class ScriptRunner:
                 tool_call_id=request.tool_call_id,
             )
             reason = None
-            with handle._phase() as scope:
+            with handle.phase() as scope:
                 try:
                     decision = settle_answer(asked, await self._approver.approve(asked))
                 except NotAllowedError as error:  # an approver may refuse with its own reason
@@ -358,7 +364,7 @@ class ScriptRunner:
             with scope:
                 await dispatcher.serve(transport)
 
-        run_scope = handle._phase()
+        run_scope = handle.phase()
         with run_scope, anyio.move_on_after(self._limits.timeout_s) as timeout_scope:
             async with anyio.create_task_group() as tg:
                 dispatch_scope = anyio.CancelScope()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -188,6 +189,7 @@ class RunScriptTool:
         self._owns_tasks = background is None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the task group and the background calls
         self._live: dict[str, ScriptHandle] = {}
         self._mark_interrupted = mark_interrupted
         self.interrupted: tuple[str, ...] = ()
@@ -211,12 +213,24 @@ class RunScriptTool:
                     ts=self._hub.clock.time(),
                 ),
             )
-        if self._own_launcher is not None:
-            await self._own_launcher.__aenter__()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        if self._owns_tasks:
-            await self._tasks.__aenter__()
+        # One stack owns the spare sandbox launcher (when it is ours), the runs' task group
+        # and the background calls (when they are ours); leaving closes them in reverse
+        # order: the background calls, the live runs, then the launcher (it kills the spare).
+        async with AsyncExitStack() as stack:
+            if self._own_launcher is not None:
+                launcher = self._own_launcher
+                await launcher.__aenter__()
+                stack.push_async_callback(launcher.__aexit__, None, None, None)
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            # Told of no exception: the body's own error must come out unchanged, not wrapped
+            # in the group's ExceptionGroup.
+            stack.push_async_callback(tg.__aexit__, None, None, None)
+            stack.push_async_callback(self._stop_runs, tg)
+            if self._owns_tasks:
+                await stack.enter_async_context(self._tasks)
+            self._tg = tg
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -226,24 +240,22 @@ class RunScriptTool:
         tb: TracebackType | None,
     ) -> None:
         assert self._tg is not None, "RunScriptTool was not entered"
+        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            if self._owns_tasks:
-                await self._tasks.__aexit__(exc_type, exc, tb)
+            await stack.__aexit__(exc_type, exc, tb)
         finally:
-            with anyio.CancelScope(shield=True):
-                # Stop what is left cleanly: status 'cancelled', records closed, audit written.
-                for handle in list(self._live.values()):
-                    handle.cancel()
-                for handle in list(self._live.values()):
-                    with anyio.move_on_after(CLEANUP_TIMEOUT_S):
-                        await handle.wait()
-            self._tg.cancel_scope.cancel()
-            tg, self._tg = self._tg, None
-            try:
-                await tg.__aexit__(None, None, None)
-            finally:
-                if self._own_launcher is not None:
-                    await self._own_launcher.__aexit__(None, None, None)  # kills the spare
+            self._tg = None
+
+    async def _stop_runs(self, tg: anyio.abc.TaskGroup) -> None:
+        """Stop what is left cleanly (status 'cancelled', records closed, audit written), then
+        end the runs' task group."""
+        with anyio.CancelScope(shield=True):
+            for handle in list(self._live.values()):
+                handle.cancel()
+            for handle in list(self._live.values()):
+                with anyio.move_on_after(CLEANUP_TIMEOUT_S):
+                    await handle.wait()
+        tg.cancel_scope.cancel()
 
     # -- what the session sees ------------------------------------------------------------------
 

@@ -128,12 +128,19 @@ class ScriptHandle:
         if self._scope is not None:
             self._scope.cancel()
 
-    def _phase(self) -> anyio.CancelScope:
-        """A cancel scope for the next phase, already cancelled if cancel() came first."""
+    def phase(self) -> anyio.CancelScope:
+        """A cancel scope for the run's next phase (approval, then running), already
+        cancelled if :meth:`cancel` came first; the runner enters it."""
         self._scope = anyio.CancelScope()
         if self._cancelled:
             self._scope.cancel()
         return self._scope
+
+    def settle(self, result: ScriptRunResult | None) -> None:
+        """Record the run's end (the runner calls it once, also when the run failed to give a
+        result): :meth:`wait` returns ``result`` from then on."""
+        self._result = result
+        self._done.set()
 
     async def wait(self) -> ScriptRunResult:
         """Wait for the end and return the result."""

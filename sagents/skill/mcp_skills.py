@@ -16,6 +16,7 @@ Source: the Skills extension specification (github.com/modelcontextprotocol/ext-
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import logging
 import os
@@ -229,7 +230,12 @@ def _bytes(read: mt.ReadResourceResult, uri: str) -> bytes:
         if str(content.uri) != uri:
             continue
         if isinstance(content, mt.BlobResourceContents):
-            return base64.b64decode(content.blob)
+            try:
+                return base64.b64decode(content.blob)
+            except binascii.Error as error:
+                raise _Rejected(
+                    f"resources/read of {uri!r} sent a blob that is not base64: {error}"
+                ) from None
         return content.text.encode("utf-8")
     raise _Rejected(f"resources/read of {uri!r} returned no contents for it")
 

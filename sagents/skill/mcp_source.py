@@ -28,8 +28,10 @@ Source: the Skills extension specification (github.com/modelcontextprotocol/ext-
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import logging
+import os
 import shutil
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -63,6 +65,7 @@ from sagents.skill.rules import MAX_DESCRIPTION_CHARS
 from sagents.skill.schema import SkillProblem, SkillSchema
 
 __all__ = [
+    "LOCK_FILE",
     "MAX_CACHED_BYTES",
     "MAX_CACHED_SKILLS",
     "MAX_FILE_BYTES",
@@ -70,6 +73,7 @@ __all__ = [
     "SkillRequests",
     "SkillServer",
     "SkillServerStatus",
+    "remove_abandoned_caches",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,6 +84,9 @@ MAX_CACHED_BYTES = 256 * 1024 * 1024
 """Bytes of fetched skills kept at once; past it the least recently used copies are dropped."""
 MAX_FILE_BYTES = 1024 * 1024
 """Largest file of an upstream skill, as of a local one (what ``skill://`` reads serve)."""
+
+LOCK_FILE = ".lock"
+"""The file of a cache directory whose ``flock`` its source holds while entered."""
 
 _MAX_PAGES = 100  # skills/list pages followed at most (a cursor that never ends)
 _MISMATCH = "a file does not match its digest and size"
@@ -195,12 +202,15 @@ class MCPSkillSource:
         self._locks: dict[str, anyio.Lock] = {}
         self._listing: dict[str, anyio.Event] = {}  # a refresh is running (set when done)
         self._again: set[str] = set()  # refresh once more when the running one ends
+        self._dropping: set[anyio.Event] = set()  # copies a reload dropped, being removed
         self._tg: anyio.abc.TaskGroup | None = None
+        self._lock_fd: int | None = None  # held while entered (see remove_abandoned_caches)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         await anyio.to_thread.run_sync(lambda: self.cache.mkdir(parents=True, mode=0o700))
+        self._lock_fd = await anyio.to_thread.run_sync(_hold_lock, self.cache)
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -222,6 +232,9 @@ class MCPSkillSource:
                 await anyio.to_thread.run_sync(
                     lambda: shutil.rmtree(self.cache, ignore_errors=True)
                 )
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
     # ---- listing -----------------------------------------------------------------------------
 
@@ -251,14 +264,14 @@ class MCPSkillSource:
         limits = self._servers[server]
         before = (self._status[server], {n: s.entry for n, s in self._catalog[server].items()})
         try:
-            entries = await self._list(limits)
+            entries, cut = await self._list(limits)
         except _ListingFailed as error:
             logger.warning("skills of MCP server %r are hidden: %s", server, error)
             self._catalog[server] = {}
             self._rejected[server] = []
             self._status[server] = SkillServerStatus(name=server, state="failed", reason=str(error))
         else:
-            self._accept(server, entries)
+            self._accept(server, entries, cut=cut)
         after = (self._status[server], {n: s.entry for n, s in self._catalog[server].items()})
         changed = before != after
         if changed and self.on_changed is not None:
@@ -268,7 +281,9 @@ class MCPSkillSource:
                 logger.warning("skills of MCP server %r: change listener failed: %s", server, error)
         return changed
 
-    async def _list(self, server: SkillServer) -> list[SkillEntry]:
+    async def _list(self, server: SkillServer) -> tuple[list[SkillEntry], bool]:
+        """The entries of every page, and whether the walk stopped at :data:`_MAX_PAGES`
+        with a cursor still to follow."""
         entries: list[SkillEntry] = []
         with anyio.move_on_after(server.list_timeout_s):
             cursor: str | None = None
@@ -280,13 +295,18 @@ class MCPSkillSource:
                     raise _ListingFailed(f"skills/list failed: {_message(error)}") from None
                 entries.extend(page.skills)
                 if not page.next_cursor or page.next_cursor in seen:
-                    break
+                    return entries, False
                 seen.add(page.next_cursor)
                 cursor = page.next_cursor
-            return entries
+            logger.warning(
+                "skills of MCP server %r: skills/list was cut after %d pages",
+                server.name,
+                _MAX_PAGES,
+            )
+            return entries, True
         raise _ListingFailed(f"skills/list got no answer within {server.list_timeout_s} s")
 
-    def _accept(self, server: str, entries: list[SkillEntry]) -> None:
+    def _accept(self, server: str, entries: list[SkillEntry], *, cut: bool = False) -> None:
         accepted: dict[str, _Listed] = {}
         rejected: list[SkillProblem] = []
         for entry in entries:
@@ -309,7 +329,12 @@ class MCPSkillSource:
             accepted[listed.name] = listed
         self._catalog[server] = accepted
         self._rejected[server] = rejected
-        reason = f"{len(rejected)} skill(s) left out (see problems)" if rejected else None
+        reasons = [f"{len(rejected)} skill(s) left out (see problems)"] if rejected else []
+        if cut:
+            reasons.append(
+                f"skills/list was cut after {_MAX_PAGES} pages (a cursor that never ends)"
+            )
+        reason = "; ".join(reasons) or None
         names = tuple(_namespaced(server, name) for name in accepted)
         self._status[server] = SkillServerStatus(
             name=server, state="listed", skills=names, reason=reason
@@ -364,9 +389,9 @@ class MCPSkillSource:
 
     async def settled(self) -> None:
         """Wait until no listing is running (each is bounded by its server's
-        ``list_timeout_s``)."""
-        while self._listing:
-            await next(iter(self._listing.values())).wait()
+        ``list_timeout_s``) and the copies a :meth:`reload` dropped are removed."""
+        while self._listing or self._dropping:
+            await next(iter([*self._listing.values(), *self._dropping])).wait()
 
     async def _first_listing(self, server: str) -> None:
         """Wait (bounded) for a listing of ``server`` that is running and is its first."""
@@ -449,10 +474,23 @@ class MCPSkillSource:
         ]
 
     def reload(self) -> None:
-        """Drop every fetched copy (each is fetched again on its next use) and relist."""
+        """Drop every fetched copy (each is fetched again on its next use; the files are
+        removed in the background) and relist."""
+        dropped = [(name, fetched.skill.path) for name, fetched in self._fetched.items()]
         self._fetched.clear()
+        if dropped and self._tg is not None:  # their files too, as an eviction removes them
+            done = anyio.Event()
+            self._dropping.add(done)
+            self._tg.start_soon(self._drop_soon, dropped, done)
         for server in self._servers:
             self.refresh_soon(server)
+
+    async def _drop_soon(self, dropped: list[tuple[str, Path]], done: anyio.Event) -> None:
+        try:
+            await self._drop(dropped)
+        finally:
+            self._dropping.discard(done)
+            done.set()
 
     # ---- fetching ----------------------------------------------------------------------------
 
@@ -495,7 +533,7 @@ class MCPSkillSource:
             self._fetched[name] = _Fetched(
                 entry=listed.entry, skill=skill, size=sum(len(d) for d in files.values())
             )
-            await self._evict(keep=name)
+        await self._evict(keep=name)  # outside this lock: eviction takes the evicted ones'
 
     async def _download(self, listed: _Listed) -> dict[str, bytes]:
         assert not isinstance(listed.entry.resources, str)
@@ -534,6 +572,8 @@ class MCPSkillSource:
             _write(staging, files)
             shutil.rmtree(final, ignore_errors=True)
             staging.rename(final)
+        except OSError as error:  # a name too long for the disk, the disk full ...
+            raise self._failed(listed, f"its files cannot be written here: {error}") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         load = parse_skill_dir(final)
@@ -564,7 +604,7 @@ class MCPSkillSource:
 
     async def _evict(self, *, keep: str) -> None:
         """Drop the least recently used copies past the bounds (never ``keep``)."""
-        dropped: list[Path] = []
+        dropped: list[tuple[str, Path]] = []
         while len(self._fetched) > 1 and (
             len(self._fetched) > self._max_skills
             or sum(f.size for f in self._fetched.values()) > self._max_bytes
@@ -573,9 +613,15 @@ class MCPSkillSource:
             if oldest == keep:
                 self._fetched.move_to_end(oldest)
                 continue
-            dropped.append(self._fetched.pop(oldest).skill.path)
-        for path in dropped:
-            await anyio.to_thread.run_sync(_remove, path)
+            dropped.append((oldest, self._fetched.pop(oldest).skill.path))
+        await self._drop(dropped)
+
+    async def _drop(self, dropped: list[tuple[str, Path]]) -> None:
+        for name, path in dropped:
+            # under the skill's lock, and only if no fetch of it stored a new copy meanwhile
+            async with self._locks.setdefault(name, anyio.Lock()):
+                if name not in self._fetched:
+                    await anyio.to_thread.run_sync(_remove, path)
 
 
 class _ListingFailed(Exception):
@@ -584,6 +630,47 @@ class _ListingFailed(Exception):
 
 class _Stale(Exception):
     """A fetched file does not match the entry: the server may have changed it."""
+
+
+def remove_abandoned_caches(parent: Path) -> list[Path]:
+    """Remove the cache directories under ``parent`` that no entered source holds (those of
+    a process that was killed before it could remove its own); the ones removed.
+
+    Each entered :class:`MCPSkillSource` holds an exclusive ``flock`` on its cache's
+    :data:`LOCK_FILE` (an advisory lock the kernel drops when the process dies, whatever its
+    pid namespace), so a directory whose lock can be taken is abandoned. A directory without
+    that file (one being created) is left alone.
+    """
+    try:
+        children = sorted(parent.iterdir())
+    except FileNotFoundError:
+        return []
+    removed: list[Path] = []
+    for child in children:
+        try:
+            fd = os.open(child / LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a cache directory, or one still being created
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held: its gateway is running
+            continue
+        try:
+            shutil.rmtree(child, ignore_errors=True)
+            removed.append(child)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _hold_lock(cache: Path) -> int:
+    # locked before it gets its name, so that no sweep ever finds it unlocked
+    staging = cache / f"{LOCK_FILE}.{os.getpid()}"
+    fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    staging.rename(cache / LOCK_FILE)
+    return fd
 
 
 def _remove(path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self
@@ -113,10 +114,14 @@ class BackgroundTasks:
     def __init__(self) -> None:
         self._tasks: dict[str, _Task] = {}
         self._tg: TaskGroup | None = None
+        self._stack = AsyncExitStack()  # owns the task group while entered
 
     async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        async with AsyncExitStack() as stack:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # leaving cancels what still runs
+            self._tg = tg
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -126,9 +131,9 @@ class BackgroundTasks:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
-        self._tg.cancel_scope.cancel()
+        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            return await self._tg.__aexit__(exc_type, exc, tb)
+            return await stack.__aexit__(exc_type, exc, tb)
         finally:
             self._tg = None
 

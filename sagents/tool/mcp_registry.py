@@ -203,11 +203,12 @@ class MCPRegistry:
             # A progress token only when someone listens to the session as the call starts:
             # without one the SDK routes nothing and the server reports nothing for the call.
             binding = listened_tool_call()
-            return await supervisor.call_tool(
+            # Typed errors and no timer of its own: run_tool bounds the call by call.timeout
+            # and turns a failure into its result.
+            return await supervisor.call_tool_raising(
                 server,
                 original,
                 arguments,
-                timeout=call.timeout,
                 progress_callback=_progress_to(binding) if binding is not None else None,
             )
 

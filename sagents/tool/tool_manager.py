@@ -486,32 +486,12 @@ class ToolManager:
                         else to_tool_result(result, tool_name=registered)
                     )
             raise _timed_out(registered, limit)
-        except SagentsError as error:
-            logger.info("tool %r failed: [%s] %s", registered, error.code, error.message)
-            return ToolResult.from_exception(error)
         except anyio.get_cancelled_exc_class() as error:
             if _cancellation_requested():
                 raise  # the caller (or an enclosing scope) is being cancelled: propagate
-            # A stray cancellation exception (the tool awaited a future someone else
-            # cancelled, or raised CancelledError itself) while nobody cancels this task:
-            # letting it out would look like a cancellation to the caller and unwind it.
-            logger.error("tool %r raised a stray cancellation", registered, exc_info=error)
-            return ToolResult.from_error(
-                "execution_error",
-                f"tool {registered!r} failed: it raised {type(error).__name__} "
-                "although the call was not cancelled",
-                details={"exception": type(error).__name__},
-            )
-        except (Exception, SystemExit) as error:  # the one exception->result boundary
-            # SystemExit too: a tool calling sys.exit() must not end the host (the caller never
-            # crashes: docs/architecture.md, "Where errors become results"). KeyboardInterrupt
-            # and cancellation propagate.
-            logger.error("tool %r raised", registered, exc_info=error)
-            return ToolResult.from_error(
-                "execution_error",
-                f"tool {registered!r} failed: {_describe(error)}",
-                details={"exception": type(error).__name__},
-            )
+            return _error_result(error, registered)
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - the one exception->result boundary
+            return _error_result(error, registered)
 
     def _around(self, call: ToolCall) -> AbstractAsyncContextManager[object]:
         """What a call runs inside: its progress binding, then the added call contexts.
@@ -819,6 +799,36 @@ class ToolManager:
         self._exports.pop((name, True), None)
         for key in [k for k in self._api_exports if k[1] == name]:
             del self._api_exports[key]
+
+
+def _error_result(error: BaseException, tool: str) -> ToolResult:
+    """The one exception->result boundary of a tool call (``ToolManager.run_tool``'s).
+
+    A :class:`~sagents.errors.SagentsError` (the call's timeout, unknown names, invalid
+    arguments, an upstream's typed failure) keeps its code; any other exception of the
+    handler is an ``execution_error`` (``SystemExit`` too: a tool calling ``sys.exit()`` must
+    not end the host); a stray cancellation exception, raised while nobody cancels the task
+    (the tool awaited a future someone else cancelled), is an ``execution_error`` as well,
+    since letting it out would unwind the caller as if it were cancelled. KeyboardInterrupt
+    and real cancellation never get here (docs/architecture.md, "Where errors become results").
+    """
+    if isinstance(error, SagentsError):
+        logger.info("tool %r failed: [%s] %s", tool, error.code, error.message)
+        return ToolResult.from_exception(error)
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        logger.error("tool %r raised a stray cancellation", tool, exc_info=error)
+        return ToolResult.from_error(
+            "execution_error",
+            f"tool {tool!r} failed: it raised {type(error).__name__} "
+            "although the call was not cancelled",
+            details={"exception": type(error).__name__},
+        )
+    logger.error("tool %r raised", tool, exc_info=error)
+    return ToolResult.from_error(
+        "execution_error",
+        f"tool {tool!r} failed: {_describe(error)}",
+        details={"exception": type(error).__name__},
+    )
 
 
 def _cancellation_requested() -> bool:

@@ -3,6 +3,7 @@ file or stdin, ``--mode`` asks before write and destructive calls; ``sagents too
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -16,6 +17,8 @@ from typer.testing import CliRunner
 
 from sagents.cli.call_approval import approve_call
 from sagents.cli.main import app
+from sagents.cli.terminal_approval import TerminalApprover
+from sagents.core.permissions import PermissionMode
 from sagents.core.spec import ToolSource, ToolSpec
 from tests.cli.cli_helpers import SAGENTS, run_on_terminal
 from tests.mcp.helpers import SERVERS
@@ -85,8 +88,7 @@ def test_args_are_read_from_a_file_with_an_at_sign(tmp_path: Path) -> None:
             f"@{args}",
             "-c",
             str(config),
-            "--mode",
-            "auto",
+            "--yes",
             "--json",
         ],
     )
@@ -135,14 +137,28 @@ def test_ask_mode_without_a_terminal_refuses_a_destructive_call_saying_nobody_wa
     value = json.loads(result.stdout)
     assert value["error"]["code"] == "not_allowed"
     assert "nobody was asked" in value["error"]["message"]
-    assert "--mode auto" in value["error"]["hint"]
+    assert "pass --yes" in value["error"]["hint"]
     assert "denied" not in value["error"]["message"]
 
 
-def test_auto_mode_calls_a_destructive_tool_unasked(tmp_path: Path) -> None:
+def test_auto_mode_without_a_terminal_refuses_a_destructive_call_naming_the_flag(
+    tmp_path: Path,
+) -> None:
+    # As with ToolProxy: auto mode runs write tools unasked, a destructive one is asked about.
     config = _config(tmp_path, tmp_path / "m")
     argv = ["call", "fault__echo", "-a", '{"text": "hi"}', "-c", str(config), "--mode", "auto"]
-    result = runner.invoke(app, argv)
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 1
+    value = json.loads(result.stdout)
+    assert value["error"]["code"] == "not_allowed"
+    assert "nobody was asked" in value["error"]["message"]
+    assert "pass --yes" in value["error"]["hint"]
+
+
+def test_yes_calls_a_destructive_tool_unasked(tmp_path: Path) -> None:
+    config = _config(tmp_path, tmp_path / "m")
+    argv = ["call", "fault__echo", "-a", '{"text": "hi"}', "-c", str(config), "--mode", "auto"]
+    result = runner.invoke(app, [*argv, "--yes"])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "hi"
 
@@ -156,7 +172,7 @@ def test_read_only_mode_refuses_a_destructive_call_but_runs_a_read_only_one(
         ["call", "fault__echo", "-a", '{"text": "x"}', "-c", str(config), "--mode", "read-only"],
     )
     assert refused.exit_code == 1
-    assert "--mode read_only runs only read_only tools" in refused.stdout
+    assert "this session is read-only" in refused.stdout
     ran = runner.invoke(
         app,
         ["call", "fault__add", "-a", '{"a": 1, "b": 1}', "-c", str(config), "--mode", "read-only"],
@@ -181,10 +197,11 @@ def _spec(summary: str = "Deletes things.") -> ToolSpec:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("answer", "allowed"), [("y", True), ("yes", True), ("n", False), ("", False)]
+    ("answer", "allowed"), [("o", True), ("allow", True), ("n", False), ("", False)]
 )
-async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer(
-    answer: str, allowed: bool
+@pytest.mark.parametrize("mode", ["ask", "auto"])
+async def test_the_terminal_approver_is_asked_before_a_destructive_call_in_every_mode(
+    answer: str, allowed: bool, mode: PermissionMode
 ) -> None:
     screen = io.StringIO()
     prompts: list[str] = []
@@ -193,14 +210,12 @@ async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer(
         prompts.append(prompt)
         return answer
 
-    refusal = await approve_call(
-        _spec(), {"path": "/data"}, "ask", interactive=True, ask=ask,
-        console=Console(file=screen, width=80),
-    )  # fmt: skip
+    approver = TerminalApprover(console=Console(file=screen, width=80), ask=ask)
+    refusal = await approve_call(_spec(), {"path": "/data"}, mode, approver=approver)
     assert (refusal is None) is allowed
-    assert "destructive tool 'files__delete'" in screen.getvalue()
+    assert "files__delete (destructive)" in screen.getvalue()
     assert '"path": "/data"' in screen.getvalue()
-    assert prompts == ["allow this call? [y/N]: "]
+    assert prompts == ["allow once [o] / deny [d]: "]
     if refusal is not None:
         assert refusal.error is not None
         assert refusal.error.code == "approval_denied"
@@ -208,29 +223,51 @@ async def test_the_terminal_prompt_shows_the_call_and_reads_the_answer(
 
 
 @pytest.mark.anyio
+async def test_a_write_call_is_asked_in_ask_mode_only_and_never_offers_the_session() -> None:
+    spec = dataclasses.replace(_spec(), permission="write")
+    prompts: list[str] = []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return "o"
+
+    approver = TerminalApprover(console=Console(file=io.StringIO()), ask=ask)
+    assert await approve_call(spec, {}, "auto", approver=approver) is None
+    assert prompts == []
+    assert await approve_call(spec, {}, "ask", approver=approver) is None
+    assert prompts == ["allow once [o] / deny [d]: "]
+    refused = await approve_call(spec, {}, "ask", approver=None)
+    assert refused is not None
+    assert refused.error is not None
+    assert "pass --mode auto or --yes" in (refused.error.hint or "")
+
+
+@pytest.mark.anyio
 async def test_the_prompt_prints_model_text_literally() -> None:
     screen = io.StringIO()
-    spec = _spec("[bold red]SAFE[/] \x1b[2J\x1b[31mread-only\u202e")
-    await approve_call(
-        spec, {"note": "[blink]x[/blink]\x1b]0;owned\x07"}, "ask", interactive=True,
-        ask=lambda prompt: "n", console=Console(file=screen, force_terminal=True, width=200),
-    )  # fmt: skip
+    spec = _spec()
+    approver = TerminalApprover(
+        console=Console(file=screen, force_terminal=True, width=200), ask=lambda prompt: "n"
+    )
+    await approve_call(spec, {"note": "[blink]x[/blink]\x1b]0;owned\x07\u202e"}, "ask",
+                       approver=approver)  # fmt: skip
     shown = screen.getvalue()
-    assert "[bold red]SAFE[/]" in shown
-    assert "\\x1b[2J\\x1b[31mread-only\\u202e" in shown
-    assert "\x1b[2J" not in shown
     assert "\x1b]0;" not in shown
     assert "\u202e" not in shown
     assert "[blink]x[/blink]" in shown
 
 
-def test_on_a_terminal_the_call_is_asked_and_runs_when_allowed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["ask", "auto"])
+def test_on_a_terminal_a_destructive_call_is_asked_and_runs_when_allowed(
+    tmp_path: Path, mode: str
+) -> None:
     config = _config(tmp_path, tmp_path / "m")
     env = {**os.environ, "SAGENTS_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "120"}
     argv = [str(SAGENTS), "call", "fault__echo", "-a", '{"text": "ran"}', "-c", str(config)]
+    argv += ["--mode", mode]
     code, stdout, terminal = run_on_terminal(
-        argv, cwd=tmp_path, env=env, prompt=b"allow this call? [y/N]: ", answer=b"y\n"
+        argv, cwd=tmp_path, env=env, prompt=b"allow once [o] / deny [d]: ", answer=b"o\n"
     )
-    assert "destructive tool 'fault__echo'" in terminal
+    assert "fault__echo (destructive)" in terminal
     assert code == 0, terminal
     assert stdout.strip() == "ran"

@@ -23,11 +23,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
+from sagents.config.tools import build_tool_manager
 from sagents.core.permissions import PermissionMode
 from sagents.errors import ConfigError
 from sagents.gateway import build_gateway, serve_http
+from sagents.gateway import runtime as runtime_module
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
+from sagents.tool import ToolManager, ToolProxy
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +96,7 @@ def anyio_backend() -> str:
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ConfiguredGateway]:
     """One gateway in ``ask`` mode for the module (starting upstream servers takes seconds)."""
     config = write_config(tmp_path_factory.mktemp("shared"))
-    async with ConfiguredGateway(settings_for(config)) as shared:
+    async with open_gateway(settings_for(config)) as shared:
         yield shared
 
 
@@ -169,7 +173,7 @@ async def test_read_only_mode_hides_write_tools_and_a_broken_upstream_stops_noth
     document = json.loads(config.read_text())
     document["mcpServers"]["broken"] = {"command": str(tmp_path / "missing"), "connectTimeout": 2}
     config.write_text(json.dumps(document))
-    async with ConfiguredGateway(settings_for(config, profile="viewer")) as gateway:
+    async with open_gateway(settings_for(config, profile="viewer")) as gateway:
         with anyio.fail_after(30):
             async with Client(gateway.server, mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
@@ -183,7 +187,7 @@ async def test_read_only_mode_hides_write_tools_and_a_broken_upstream_stops_noth
 
 async def test_a_profile_selects_servers_and_skills(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    async with ConfiguredGateway(settings_for(config, mode="auto", profile="ops")) as gateway:
+    async with open_gateway(settings_for(config, mode="auto", profile="ops")) as gateway:
         with anyio.fail_after(30):
             async with Client(gateway.server, mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
@@ -326,33 +330,48 @@ async def test_a_local_tool_registered_twice_is_refused(tmp_path: Path) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
     config = write_config(tmp_path, localTools={"modules": [module, module]}, mcpServers={})
     with anyio.fail_after(30), pytest.raises(ConfigError, match=r"localTools\.modules\.1"):
-        async with ConfiguredGateway(settings_for(config)):
+        async with open_gateway(settings_for(config)):
             pass
 
 
-async def test_a_gateway_that_fails_to_open_closes_what_it_had_opened(tmp_path: Path) -> None:
+async def test_a_gateway_that_fails_to_open_closes_what_it_had_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
     config = write_config(tmp_path, localTools={"modules": [module, module]}, mcpServers={})
-    gateway = ConfiguredGateway(settings_for(config))
+    opened: list[ToolManager] = []
+    build = build_tool_manager
+
+    async def recorded(*args: Any, **kwargs: Any) -> ToolManager:
+        opened.append(await build(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(runtime_module, "build_tool_manager", recorded)
     with anyio.fail_after(30), pytest.raises(ConfigError):
-        await gateway.__aenter__()
-    assert gateway.manager.closed
-    assert gateway.provider.list_specs() == []  # no tools bound to a closed manager
+        async with open_gateway(settings_for(config)):
+            pass
+    assert len(opened) == 1
+    assert opened[0].closed
 
 
-async def test_leaving_the_gateway_closes_its_manager_and_unbinds_its_tools(tmp_path: Path) -> None:
+async def test_the_gateway_is_built_over_parts_already_open(tmp_path: Path) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
     config = write_config(tmp_path, localTools={"modules": [module]}, mcpServers={})
-    async with ConfiguredGateway(settings_for(config)) as gateway:
+    async with open_gateway(settings_for(config)) as gateway:
+        assert isinstance(gateway.provider, ToolProxy)
+        assert gateway.provider.tool_managers == (gateway.manager,)
         assert gateway.provider.list_specs()
+        assert not gateway.manager.closed
     assert gateway.manager.closed
-    assert gateway.provider.list_specs() == []
+    closed = await gateway.provider.run_tool("test_simple_text", {})
+    assert closed.error is not None
+    assert closed.error.code == "manager_closed"
 
 
 async def test_local_tools_are_served_under_their_plain_names(tmp_path: Path) -> None:
     module = "tests.gateway.fixtures.conformance_tools"
     config = write_config(tmp_path, localTools={"modules": [module]}, mcpServers={})
-    async with ConfiguredGateway(settings_for(config)) as served:
+    async with open_gateway(settings_for(config)) as served:
         with anyio.fail_after(30):
             async with Client(served.server, mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
@@ -367,5 +386,5 @@ async def test_a_local_tool_that_clashes_with_an_upstream_tool_is_refused(tmp_pa
         tmp_path, localTools={"modules": ["tests.gateway.fixtures.clashing_tools"]}
     )
     with anyio.fail_after(30), pytest.raises(ConfigError, match=r"localTools\.modules\.0"):
-        async with ConfiguredGateway(settings_for(config)):
+        async with open_gateway(settings_for(config)):
             pass

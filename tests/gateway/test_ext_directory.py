@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
 from sagents.gateway.ext_directory import DIRECTORY_PAGE_SIZE, skill_directory
-from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.sources import SkillResources
 from sagents.mcp.ext_types import (
@@ -131,7 +131,7 @@ async def test_a_forwarded_directory_is_read_upstream_and_rewritten(tmp_path: Pa
     base = "sagents://upstream/up/skill://pdf-tools"
     with anyio.fail_after(60):
         async with (
-            ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as gateway,
+            open_gateway(GatewaySettings(config=config, mode="auto")) as gateway,
             Client(gateway.server) as client,
         ):
             root = await read_dir(client, base)

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.forwarding import split_upstream_uri, upstream_uri
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
@@ -77,7 +78,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ConfiguredGateway]:
     config = write_config(tmp_path_factory.mktemp("forwarding"))
-    async with ConfiguredGateway(settings_for(config)) as shared:
+    async with open_gateway(settings_for(config)) as shared:
         yield shared
 
 
@@ -178,7 +179,7 @@ async def test_completion_is_forwarded_for_prompts_and_templates(
 
 async def test_a_profile_filters_prompts_and_resources_by_name_and_pattern(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    async with ConfiguredGateway(settings_for(config, "narrow")) as gateway:
+    async with open_gateway(settings_for(config, "narrow")) as gateway:
         with anyio.fail_after(30):
             async with Client(gateway.server, mode="legacy") as client:
                 names = [p.name for p in (await client.list_prompts()).prompts]
@@ -212,7 +213,7 @@ async def test_a_profile_of_servers_offers_only_their_prompts_and_resources(
     tmp_path: Path,
 ) -> None:
     config = write_config(tmp_path)
-    async with ConfiguredGateway(settings_for(config, "others")) as gateway:
+    async with open_gateway(settings_for(config, "others")) as gateway:
         with anyio.fail_after(30):
             async with Client(gateway.server, mode="legacy") as client:
                 names = {p.name for p in (await client.list_prompts()).prompts}
@@ -233,7 +234,7 @@ async def test_an_upstream_list_change_is_passed_on_and_listed(tmp_path: Path) -
             resources_changed.set()
 
     config = write_config(tmp_path)
-    async with ConfiguredGateway(settings_for(config)) as gateway:
+    async with open_gateway(settings_for(config)) as gateway:
         with anyio.fail_after(30):
             async with Client(gateway.server, mode="legacy", message_handler=on_message) as c:
                 before = {p.name for p in (await c.list_prompts()).prompts}
@@ -250,7 +251,7 @@ async def test_an_upstream_list_change_is_passed_on_and_listed(tmp_path: Path) -
 
 async def test_a_server_that_goes_down_hides_only_its_own_items(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    async with ConfiguredGateway(settings_for(config)) as gateway:
+    async with open_gateway(settings_for(config)) as gateway:
         supervisor = gateway.manager.mcp_supervisor
         assert supervisor is not None
         hidden = anyio.Event()
@@ -286,7 +287,7 @@ async def test_the_reference_everything_servers_prompts_resources_and_completion
 ) -> None:
     everything = {"command": "node", "args": [str(EVERYTHING), "stdio"], "connectTimeout": 60}
     config = write_config(tmp_path, everything=everything)
-    async with ConfiguredGateway(settings_for(config)) as gateway:
+    async with open_gateway(settings_for(config)) as gateway:
         with anyio.fail_after(60):
             async with Client(gateway.server, mode="legacy") as client:
                 names = {p.name for p in (await client.list_prompts()).prompts}
@@ -321,7 +322,7 @@ async def test_a_sandboxed_upstream_is_served_like_any_other(tmp_path: Path) -> 
         "connectTimeout": 60,
     }
     config = write_config(tmp_path, boxed=sandboxed)
-    async with ConfiguredGateway(settings_for(config)) as gateway:
+    async with open_gateway(settings_for(config)) as gateway:
         with anyio.fail_after(60):
             async with Client(gateway.server, mode="legacy") as client:
                 got = await client.get_prompt("boxed__greet", {"name": "ada"})

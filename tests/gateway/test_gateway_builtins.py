@@ -17,7 +17,7 @@ from mcp import Client
 from sagents.cli.vision import image_model_from_config
 from sagents.config import load_config
 from sagents.errors import ConfigError
-from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.testing import ScriptedModel, reply
 from tests.gateway.test_configured import text_of, write_config
@@ -55,7 +55,7 @@ async def _call(
     settings = GatewaySettings(
         config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
     )
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(60):
             async with Client(gateway.server, mode="legacy") as client:
                 result = await client.call_tool(tool, args)
@@ -134,7 +134,7 @@ async def test_image_understanding_from_the_config_asks_the_configured_vision_mo
         )
         vision = image_model_from_config(load_config(config))
         assert vision is not None
-        async with aclosing(vision), ConfiguredGateway(settings, image_model=vision) as gateway:
+        async with aclosing(vision), open_gateway(settings, image_model=vision) as gateway:
             with anyio.fail_after(60):
                 async with Client(gateway.server, mode="legacy") as client:
                     made = await client.call_tool(
@@ -155,5 +155,5 @@ async def test_compress_history_cannot_be_enabled_in_the_gateway(tmp_path: Path)
     config = write_config(tmp_path, builtinTools={"enabled": ["compress_history"]})
     settings = GatewaySettings(config=config, transport="http", port=0, workspace=tmp_path / "w")
     with pytest.raises(ConfigError, match="MCP client keeps the conversation"):
-        async with ConfiguredGateway(settings):
+        async with open_gateway(settings):
             pass

@@ -13,6 +13,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from sagents.errors import ConfigError
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from tests.gateway.test_configured import text_of, write_config
@@ -38,7 +39,7 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
     settings = GatewaySettings(
         config=write_config(root), mode="ask", transport="http", port=0, workspace=root / "ws"
     )
-    async with ConfiguredGateway(settings) as shared:
+    async with open_gateway(settings) as shared:
         yield shared
 
 
@@ -112,7 +113,7 @@ async def test_the_built_in_tools_the_config_enables_run_in_the_sandbox(tmp_path
     settings = GatewaySettings(
         config=config, mode="auto", transport="http", port=0, workspace=workspace
     )
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(60):
             async with Client(gateway.server, mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
@@ -135,5 +136,5 @@ async def test_an_unknown_built_in_tool_is_a_config_error_naming_the_key(tmp_pat
         config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
     )
     with pytest.raises(ConfigError, match=r"builtinTools\.enabled"):
-        async with ConfiguredGateway(settings):
+        async with open_gateway(settings):
             pass

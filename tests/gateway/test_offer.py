@@ -13,8 +13,8 @@ from mcp import Client
 
 from sagents.core.spec import ToolSource, ToolSpec
 from sagents.gateway import Profile
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.offer import SessionOffer
-from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_configured import text_of, write_config
@@ -65,7 +65,7 @@ async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -
         "tools": [],
         "description": "try a write",
     }
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(90):
             async with Client(gateway.server, mode="legacy") as client:
                 tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -85,7 +85,7 @@ async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -
 
 async def test_a_loaded_skills_allowed_tools_narrow_the_session_in_serve(tmp_path: Path) -> None:
     settings = GatewaySettings(config=_config(tmp_path), mode="auto", workspace=tmp_path / "ws")
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(90):
             async with Client(gateway.server, mode="legacy") as client:
                 before = {tool.name for tool in (await client.list_tools()).tools}

@@ -27,6 +27,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 
@@ -76,7 +77,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def gateway(config: Path) -> AsyncIterator[ConfiguredGateway]:
-    async with ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as shared:
+    async with open_gateway(GatewaySettings(config=config, mode="auto")) as shared:
         yield shared
 
 
@@ -163,7 +164,7 @@ async def test_resources_outside_the_offer_or_without_subscriptions_are_refused(
     settings = GatewaySettings(config=config, mode="auto", profile=profile)
     with anyio.fail_after(60):
         async with (
-            ConfiguredGateway(settings) as narrowed,
+            open_gateway(settings) as narrowed,
             Client(narrowed.server, mode="legacy") as c,
         ):
             with pytest.raises(MCPError) as foreign:
@@ -176,7 +177,7 @@ async def test_resources_outside_the_offer_or_without_subscriptions_are_refused(
     assert skill.value.error.code == -32002
     assert plain.value.error.code == -32002  # not offered by this profile either
     async with (
-        ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as full,
+        open_gateway(GatewaySettings(config=config, mode="auto")) as full,
         Client(full.server, mode="legacy") as c,
     ):
         with anyio.fail_after(60), pytest.raises(MCPError) as none:
@@ -193,7 +194,7 @@ async def test_a_listen_stream_honors_only_offered_uris_and_delivers_their_updat
     profile = load_profiles(config)["hello"]
     settings = GatewaySettings(config=config, mode="auto", profile=profile)
     with anyio.fail_after(60):
-        async with ConfiguredGateway(settings) as gateway, Client(gateway.server) as c:
+        async with open_gateway(settings) as gateway, Client(gateway.server) as c:
             async with c.listen(resource_subscriptions=[NOTE, ITEM, OTHER]) as stream:
                 assert stream.honored.resource_subscriptions == [NOTE]
                 await c.call_tool("notes__touch", {"uri": "note://items/1"})
@@ -228,7 +229,7 @@ async def test_a_flood_of_hostile_updates_is_coalesced_and_unknown_uris_are_drop
 async def test_an_upstream_restart_subscribes_again(config: Path) -> None:
     updates = Updates()
     with anyio.fail_after(120):
-        async with ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as gateway:
+        async with open_gateway(GatewaySettings(config=config, mode="auto")) as gateway:
             supervisor = gateway.manager.mcp_supervisor
             assert supervisor is not None
             async with Client(gateway.server, mode="legacy", message_handler=updates.handler) as c:

@@ -3,6 +3,7 @@ run_script runs, then started again (sagents.gateway.restart)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -195,3 +196,25 @@ async def test_the_restart_sweep_never_follows_a_symlink_out_of_a_sessions_recor
     assert json.loads((own / "run.json").read_text())["status"] == "aborted"
     for path in (victim, outside):
         assert json.loads(path.read_text()) == {"status": "running", "mine": True}
+
+
+async def test_a_sweep_that_fails_gives_the_startup_lock_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sagents.gateway import tasks as tasks_module
+    from sagents.gateway.restart import LOCK_NAME
+    from sagents.gateway.tasks import GatewayTasks
+
+    async def broken(store: object) -> None:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(tasks_module, "sweep_tasks", broken)
+    store = SqliteTaskStore(tmp_path / "tasks.sqlite3")
+    with pytest.raises(OSError, match="the disk went away"):
+        async with GatewayTasks(store):
+            pass
+    fd = os.open(tmp_path / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody holds it any more
+    finally:
+        os.close(fd)

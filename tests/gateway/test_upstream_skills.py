@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from sagents.audit.store import default_data_dir
 from sagents.errors import ConfigError
+from sagents.gateway.factory import build_gateway, open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings, load_profiles
 from sagents.mcp.ext_types import (
@@ -96,7 +97,7 @@ def _config(tmp_path: Path, servers: dict[str, Any], **extra: Any) -> Path:
 async def _gateway(config: Path, profile: str | None = None) -> AsyncIterator[ConfiguredGateway]:
     chosen = load_profiles(config)[profile] if profile else None
     settings = GatewaySettings(config=config, mode="auto", profile=chosen)
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         assert gateway.upstream_skills is not None
         with anyio.fail_after(60):
             await gateway.upstream_skills.settled()
@@ -340,7 +341,7 @@ async def test_an_upstream_that_never_lists_hides_only_its_skills_with_the_reaso
 async def test_skills_on_a_server_must_be_a_boolean_named_in_the_error(tmp_path: Path) -> None:
     up = {**_server("ext_server.py", str(tmp_path)), "skills": "yes"}
     with pytest.raises(ConfigError, match=r"mcpServers\.up\.skills"):
-        ConfiguredGateway(GatewaySettings(config=_config(tmp_path, {"up": up})))
+        build_gateway(GatewaySettings(config=_config(tmp_path, {"up": up})))
 
 
 async def test_sagents_serve_offers_an_upstreams_skill_and_removes_its_copies_on_exit(
@@ -374,18 +375,19 @@ async def test_an_upstream_that_starts_after_the_gateway_has_its_skills_listed_t
 ) -> None:
     up = _server("ext_server.py", str(_upstream_skills(tmp_path / "up")))
     settings = GatewaySettings(config=_config(tmp_path, {"up": up}), mode="auto")
-    gateway = ConfiguredGateway(settings, wait_for_servers=False)  # as sagents serve runs
-    source = _source(gateway)
-    listed = anyio.Event()
-    announced = source.on_changed
-    assert announced is not None
+    async with open_gateway(settings, wait_for_servers=False) as gateway:  # as serve runs
+        source = _source(gateway)
+        listed = anyio.Event()
+        announced = source.on_changed
+        assert announced is not None
 
-    async def spy(server: str) -> None:
-        listed.set()
-        await announced(server)
+        async def spy(server: str) -> None:
+            listed.set()
+            await announced(server)
 
-    source.on_changed = spy
-    async with gateway:
+        source.on_changed = spy  # no await since opening: a listing done already shows here
+        if source.statuses()[0].state == "listed":
+            listed.set()
         with anyio.fail_after(60):
             await listed.wait()
             async with Client(gateway.server, mode="auto") as client:

@@ -21,6 +21,7 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.mcp.ext_types import UpdateTaskRequest, UpdateTaskRequestParams
@@ -60,7 +61,7 @@ def write_config(root: Path) -> Path:
 @pytest.fixture(scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ConfiguredGateway]:
     config = write_config(tmp_path_factory.mktemp("task-input"))
-    async with ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as shared:
+    async with open_gateway(GatewaySettings(config=config, mode="auto")) as shared:
         yield shared
 
 
@@ -156,7 +157,7 @@ async def test_an_upstream_that_dies_while_the_user_is_asked_ends_the_call(
     tmp_path: Path,
 ) -> None:
     config = write_config(tmp_path)
-    async with ConfiguredGateway(GatewaySettings(config=config, mode="auto")) as gateway:
+    async with open_gateway(GatewaySettings(config=config, mode="auto")) as gateway:
         supervisor = gateway.manager.mcp_supervisor
         assert supervisor is not None
 

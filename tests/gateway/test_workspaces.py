@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from sagents.errors import ConfigError
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.gateway.workspaces import Workspaces
@@ -51,7 +52,7 @@ async def test_a_session_sees_neither_the_files_nor_the_records_of_another(
 ) -> None:
     root = tmp_path / "ws"
     settings = GatewaySettings(config=write_config(tmp_path), mode="auto", workspace=root)
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(120):
             planted = await _run(gateway, PLANT)
             probed = await _run(gateway, PROBE)
@@ -72,7 +73,7 @@ async def test_a_shared_workspace_is_one_folder_for_every_session(tmp_path: Path
     settings = GatewaySettings(
         config=write_config(tmp_path), mode="auto", workspace=root, shared_workspace=True
     )
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(120):
             await _run(gateway, PLANT.replace("statistics.py", "planted.py"))
             probed = await _run(gateway, PROBE.replace("statistics.mean([1, 2, 3])", "0"))
@@ -84,7 +85,7 @@ async def test_a_shared_workspace_is_one_folder_for_every_session(tmp_path: Path
 async def test_a_plain_upstream_call_creates_no_workspace_folder(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     settings = GatewaySettings(config=write_config(tmp_path), mode="auto", workspace=root)
-    async with ConfiguredGateway(settings) as gateway:
+    async with open_gateway(settings) as gateway:
         with anyio.fail_after(120):
             async with Client(gateway.server, mode="legacy") as client:
                 added = await client.call_tool("fault__add", {"a": 2, "b": 3})
@@ -119,7 +120,7 @@ async def test_serve_refuses_a_workspace_whose_sandboxes_would_bind_the_gateways
         config=write_config(tmp_path), mode="auto", workspace=root, shared_workspace=shared
     )
     with pytest.raises(ConfigError) as raised:
-        async with ConfiguredGateway(settings):
+        async with open_gateway(settings):
             pass
     assert "data dir" in raised.value.message
     assert raised.value.details["key"] == "--workspace"
@@ -133,7 +134,7 @@ async def test_serve_refuses_a_shared_workspace_that_holds_its_config_file(tmp_p
         config=config, mode="auto", workspace=config.parent, shared_workspace=True
     )
     with pytest.raises(ConfigError) as raised:
-        async with ConfiguredGateway(settings):
+        async with open_gateway(settings):
             pass
     assert "config file" in raised.value.message
     assert raised.value.details["key"] == "--workspace"

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 
 from sagents.core.spec import ToolSpec
-from sagents.gateway.runtime import ConfiguredGateway
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.settings import GatewaySettings
 from sagents.mcp import MCPSupervisor, ServerSettings
 from tests.mcp.helpers import ROOT, SERVERS
@@ -53,7 +53,7 @@ async def test_the_gateway_answers_before_a_blocked_server_and_announces_its_too
             announced.set()
 
     with anyio.fail_after(60):
-        async with ConfiguredGateway(settings, wait_for_servers=False) as gateway:
+        async with open_gateway(settings, wait_for_servers=False) as gateway:
             state = gateway.manager.mcp_server_status("late").state
             client = Client(gateway.server, mode="legacy", message_handler=on_message)
             async with client:

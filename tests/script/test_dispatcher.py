@@ -122,12 +122,22 @@ async def test_a_duplicate_id_in_flight_is_refused_without_disturbing_the_first(
     assert len(tools.calls) == 1
 
 
-async def test_an_exception_from_call_tool_becomes_an_error_result(tools: FakeTools) -> None:
+async def test_a_raising_tool_is_an_error_result_of_the_tool_managers_boundary() -> None:
     from sagents.core.spec import ToolSpec
+    from sagents.tool.handler import ToolCall
+    from sagents.tool.tool_manager import ToolManager
 
+    async def boom(arguments: dict[str, Any], call: ToolCall) -> Any:
+        raise RuntimeError("boom")
+
+    spec = ToolSpec(name="fleet__boom", permission="read_only")
+    manager = ToolManager()
+    manager.register_tool((spec, boom))
     transport, send, receive = memory_transport_pair()
-    boom = ToolSpec(name="fleet__boom", permission="read_only")
-    dispatcher = ScriptDispatcher(plan=plan_script([boom], [], "auto"), call_tool=tools)
+    dispatcher = ScriptDispatcher(
+        plan=plan_script([spec], [], "auto"),
+        call_tool=lambda name, arguments: manager.run_tool(name, arguments),
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(dispatcher.serve, transport)
         await send.send(b'{"id": 1, "op": "call", "tool": "fleet__boom"}\n')
@@ -136,7 +146,10 @@ async def test_an_exception_from_call_tool_becomes_an_error_result(tools: FakeTo
         tg.cancel_scope.cancel()
     assert reply["ok"] is True
     assert reply["result"]["is_error"] is True
-    assert reply["result"]["error"] == {"code": "execution_error", "message": "RuntimeError: boom"}
+    assert reply["result"]["error"] == {
+        "code": "execution_error",
+        "message": "tool 'fleet__boom' failed: RuntimeError: boom",
+    }
 
 
 async def test_serve_returns_at_end_of_stream_after_queued_calls_finish(tools: FakeTools) -> None:

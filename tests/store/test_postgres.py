@@ -130,16 +130,15 @@ async def test_a_refused_connection_is_a_clear_error_without_the_password(
 async def test_serve_puts_the_builtin_memory_todo_and_audit_on_the_shared_store(
     postgres_url: str,
 ) -> None:
-    from sagents.gateway.runtime import ConfiguredGateway
+    from sagents.gateway.runtime import _memory_and_todo, plan_gateway
     from sagents.gateway.settings import GatewaySettings
     from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
 
-    gateway = ConfiguredGateway(GatewaySettings(store=postgres_url))
-    embedded = gateway._memory_and_todo()
+    plan = plan_gateway(GatewaySettings(store=postgres_url))
+    embedded = _memory_and_todo(plan.config, None)
     async with replica(postgres_url, "a") as store:
-        gateway.store = store
-        shared = gateway._memory_and_todo()
-    assert gateway.store_location.kind == "postgresql"
+        shared = _memory_and_todo(plan.config, store)
+    assert plan.store_location.kind == "postgresql"
     assert embedded["memory"].backend is None
     assert "todo" not in embedded  # the built-in default: SQLite files
     assert isinstance(shared["memory"].backend, PostgresMemory)

@@ -23,6 +23,7 @@ import pytest
 from mcp import Client
 
 from sagents.gateway.console.live import LiveRuns
+from sagents.gateway.factory import open_gateway
 from sagents.gateway.http_server import serve_http
 from sagents.gateway.runtime import ConfiguredGateway
 from sagents.gateway.settings import GatewaySettings
@@ -81,24 +82,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         approvals="console",
         background_after_s=60.0,
     )
-    with anyio.from_thread.start_blocking_portal() as portal:
-        gateway = ConfiguredGateway(settings)
-        entered = portal.wrap_async_context_manager(gateway)
-        with entered:
-            scope: list[anyio.CancelScope] = []
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(open_gateway(settings)) as gateway,
+    ):
+        scope: list[anyio.CancelScope] = []
 
-            async def serve(*, task_status: Any) -> None:
-                with anyio.CancelScope() as cancel:
-                    scope.append(cancel)
-                    async with anyio.create_task_group() as tg:
-                        port = await tg.start(serve_http, gateway, settings)
-                        task_status.started(port)
+        async def serve(*, task_status: Any) -> None:
+            with anyio.CancelScope() as cancel:
+                scope.append(cancel)
+                async with anyio.create_task_group() as tg:
+                    port = await tg.start(serve_http, gateway, settings)
+                    task_status.started(port)
 
-            port = portal.start_task(serve)[1]
-            try:
-                yield Served(portal, gateway, f"http://127.0.0.1:{port}/console")
-            finally:
-                portal.call(scope[0].cancel)
+        port = portal.start_task(serve)[1]
+        try:
+            yield Served(portal, gateway, f"http://127.0.0.1:{port}/console")
+        finally:
+            portal.call(scope[0].cancel)
 
 
 @pytest.fixture(scope="module")
