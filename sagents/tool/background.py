@@ -9,6 +9,7 @@ its result is kept for the session and ``on_done`` is called (the gateway pushes
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,8 @@ from anyio.abc import TaskGroup
 
 from sagents.core.result import ToolResult
 from sagents.errors import TaskNotFoundError, ToolCancelledError
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CANCEL_TOOL",
@@ -166,6 +169,14 @@ class BackgroundTasks:
         try:
             with task.scope:
                 result = await call()
+        except Exception as error:
+            # The call's own boundary is its provider's run_tool (docs/architecture.md, "Where
+            # errors become results"); a provider that raises anyway has a bug, which must end
+            # this one call, not the task group every background call of the gateway runs in.
+            logger.error("the background call of %r raised", task.info.tool, exc_info=error)
+            result = ToolResult.from_error(
+                "internal_error", f"the call of {task.info.tool!r} failed: {error}"
+            )
         finally:
             self._finish(task, result)
             # In the finally: also when every task is cancelled (the gateway closing on

@@ -140,3 +140,45 @@ async def test_get_of_an_unknown_task_raises_task_not_found() -> None:
     async with BackgroundTasks() as tasks:
         with pytest.raises(TaskNotFoundError):
             tasks.get("s", "missing")
+
+
+async def test_a_background_call_that_raises_ends_as_an_error_and_the_tasks_go_on() -> None:
+    # The provider's run_tool is the boundary, but a broken provider raising must not end the
+    # task group every background call (and the gateway) runs in.
+    release = anyio.Event()
+    ended: list[Any] = []
+    got_end = anyio.Event()
+
+    async def broken() -> ToolResult:
+        await release.wait()
+        raise RuntimeError("provider bug")
+
+    async def fine() -> ToolResult:
+        return ToolResult.from_text("still here")
+
+    async def on_done(info: Any) -> None:
+        ended.append(info)
+        got_end.set()
+
+    async with BackgroundTasks() as tasks:
+        with anyio.fail_after(10):
+            handed = await tasks.start("s1", "fleet__slow", broken)
+            assert await tasks.wait(handed, hand_off_after=0.0, on_done=on_done) is None
+            release.set()
+            await got_end.wait()
+            waited = await tasks.start("s1", "fleet__slow", broken)
+            waited_result = await tasks.wait(waited, hand_off_after=5.0)
+            after = await tasks.start("s1", "fleet__fine", fine)
+            result = await tasks.wait(after, hand_off_after=5.0)
+            listed = tasks.get("s1", handed)
+    (info,) = ended
+    assert info.status == "error"
+    assert listed.status == "error"
+    assert info.result is not None
+    assert info.result.error is not None
+    assert info.result.error.code == "internal_error"
+    assert "provider bug" in info.result.error.message
+    assert waited_result is not None
+    assert waited_result.is_error
+    assert result is not None
+    assert result.text == "still here"
