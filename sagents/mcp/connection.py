@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
+from types import TracebackType
 
 import anyio
 import anyio.abc
@@ -247,18 +248,20 @@ class ServerConnection:
         self._suspect = True
         self._wake.set()
 
-    @contextmanager
-    def call_scope(self) -> Iterator[anyio.CancelScope]:
+    def call_scope(self) -> _CallScope:
         """A cancel scope around one call, cancelled when the connection dies or closes.
 
         So no call outlives its connection, whatever the transport does with pending requests.
         """
-        with anyio.CancelScope() as scope:
-            self._call_scopes.add(scope)
-            try:
-                yield scope
-            finally:
-                self._call_scopes.discard(scope)
+        return _CallScope(self._call_scopes)
+
+    def call_slot(self) -> _CallSlot:
+        """One of the ``max_concurrency`` slots, for the ``async with`` block of one call.
+
+        Like ``async with limiter``, except that a free slot is taken without a trip through
+        the event loop (the call itself yields soon enough); a full limiter is waited for.
+        """
+        return _CallSlot(self.limiter)
 
     def _abort_calls(self) -> None:
         for scope in list(self._call_scopes):
@@ -644,3 +647,44 @@ class ServerConnection:
         self._specs = tuple(specs)
         self._withheld = tuple(withheld)
         return changed
+
+
+class _CallScope:
+    """The context manager of :meth:`ServerConnection.call_scope` (no generator per call)."""
+
+    __slots__ = ("_scope", "_scopes")
+
+    def __init__(self, scopes: set[anyio.CancelScope]) -> None:
+        self._scopes = scopes
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope.__enter__()
+        self._scopes.add(scope)
+        return scope
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        self._scopes.discard(self._scope)
+        return self._scope.__exit__(et, ev, tb)
+
+
+class _CallSlot:
+    """The async context manager of :meth:`ServerConnection.call_slot`."""
+
+    __slots__ = ("_limiter",)
+
+    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+        self._limiter = limiter
+
+    async def __aenter__(self) -> None:
+        try:
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._limiter.release()

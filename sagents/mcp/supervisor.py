@@ -705,7 +705,7 @@ class MCPSupervisor:
         for attempt in range(2):
             session = await connection.ready_session()
             reason = "the connection closed during the call"
-            async with connection.limiter:
+            async with connection.call_slot():
                 with track_send() as mark, connection.call_scope() as scope:
                     try:
                         raw = await call_tool_or_task(

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import math
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +50,7 @@ from sagents.progress._scope import run_beside
 from sagents.progress.hub import ProgressHub
 
 __all__ = [
+    "LazyToolCall",
     "QuietToolCall",
     "ToolCallBinding",
     "bind_quiet_tool_call",
@@ -57,11 +59,13 @@ __all__ = [
     "emit_tool_progress",
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",
+    "listened_tool_call",
 ]
 
+_get_ident = threading.get_ident
 _STREAMS: Final[frozenset[str]] = frozenset(get_args(ProgressStream))
 
-_current: contextvars.ContextVar[ToolCallBinding | None] = contextvars.ContextVar(
+_current: contextvars.ContextVar[ToolCallBinding | LazyToolCall | None] = contextvars.ContextVar(
     "sagents_tool_call_binding", default=None
 )
 
@@ -250,7 +254,7 @@ class QuietToolCall:
 
     def __init__(self, binding: ToolCallBinding) -> None:
         self._binding = binding
-        self._token: contextvars.Token[ToolCallBinding | None] | None = None
+        self._token: contextvars.Token[ToolCallBinding | LazyToolCall | None] | None = None
 
     def __enter__(self) -> ToolCallBinding:
         self._token = _current.set(self._binding)
@@ -298,9 +302,134 @@ def bind_quiet_tool_call(hub: ProgressHub, session_id: str, tool_call_id: str) -
     return QuietToolCall(ToolCallBinding(hub, session_id, tool_call_id, coalesce=False))
 
 
+class LazyToolCall:
+    """A quiet call's progress binding, built only when something needs it.
+
+    What :meth:`~sagents.tool.ToolManager.run_tool` binds to a call that starts while nobody
+    listens to its session: the hub, the session and the call's id (a fresh ``call_<hex>`` id
+    drawn only if the binding is ever built). Emits while nobody listens are dropped without
+    building anything; once a consumer listens, or :func:`current_tool_call` asks, the
+    :class:`ToolCallBinding` of :func:`bind_quiet_tool_call` is built (uncoalesced) and used.
+    :meth:`close` sends the ``closed`` event only when someone listens by then.
+
+    Bind it with :meth:`bind` / :meth:`unbind` around the call (two context-variable
+    operations: the cheapest binding a call can have), or use it as a (sync or async) context
+    manager.
+
+    Args:
+        hub: The hub that routes the session's events.
+        session_id: The session the call belongs to, or None for a call without a session
+            (a fresh random id is drawn if it is ever needed; nobody can listen to it).
+        tool_call_id: The call's id, or None to draw one if it is ever needed.
+    """
+
+    __slots__ = (
+        "_binding",
+        "_closed",
+        "_session_id",
+        "_token",
+        "_tool_call_id",
+        "hub",
+        "loop_thread",
+    )
+    _token: contextvars.Token[ToolCallBinding | LazyToolCall | None]
+
+    def __init__(self, hub: ProgressHub, session_id: str | None, tool_call_id: str | None) -> None:
+        self.hub = hub
+        self._session_id = session_id
+        self._tool_call_id = tool_call_id
+        self.loop_thread = _get_ident()
+        self._binding: ToolCallBinding | None = None
+        self._closed = False
+
+    def binding(self) -> ToolCallBinding:
+        """The call's :class:`ToolCallBinding`, built on the first request."""
+        if self._binding is None:
+            tool_call_id = self._tool_call_id or f"call_{os.urandom(16).hex()}"
+            self._binding = ToolCallBinding(self.hub, self.session_id, tool_call_id, coalesce=False)
+            self._binding._loop_thread = self.loop_thread
+            if self._closed:
+                self._binding._closed = True
+        return self._binding
+
+    def emit(self, text: str, stream: ProgressStream = "stdout") -> None:
+        """:meth:`ToolCallBinding.emit`; dropped at once while nobody listens."""
+        if self._binding is None and (self._closed or not self._listened()):
+            return
+        self.binding().emit(text, stream)
+
+    def close(self) -> None:
+        """:meth:`ToolCallBinding.close`: the ``closed`` event when someone listens by now."""
+        if self._binding is None:
+            if self._closed or self._session_id is None or not self.hub.listening(self._session_id):
+                self._closed = True
+                return
+            self.binding()
+        self._closed = True
+        assert self._binding is not None
+        self._binding.close()
+
+    @property
+    def session_id(self) -> str:
+        """The session the call belongs to (a fresh random id if none was given)."""
+        if self._session_id is None:
+            self._session_id = os.urandom(16).hex()
+        return self._session_id
+
+    def _listened(self) -> bool:
+        # A session id drawn here was never given to anyone, so nobody can listen to it.
+        return self._session_id is not None and self.hub.listening(self._session_id)
+
+    def bind(self) -> contextvars.Token[ToolCallBinding | LazyToolCall | None]:
+        """Make this the running call's binding; returns the token for :meth:`unbind`."""
+        return _current.set(self)
+
+    def unbind(self, token: contextvars.Token[ToolCallBinding | LazyToolCall | None]) -> None:
+        """Undo :meth:`bind`, then :meth:`close`."""
+        _current.reset(token)
+        self.close()
+
+    def __enter__(self) -> LazyToolCall:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.unbind(self._token)
+
+    async def __aenter__(self) -> LazyToolCall:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def listened_tool_call() -> ToolCallBinding | None:
+    """The running call's binding when someone listens to its session now, else None.
+
+    Unlike :func:`current_tool_call`, builds no binding for a quiet call nobody listens to.
+    """
+    binding = _current.get()
+    if binding is None:
+        return None
+    if isinstance(binding, LazyToolCall):
+        return binding.binding() if binding._listened() else None
+    return binding if binding.hub.listening(binding.session_id) else None
+
+
 def current_tool_call() -> ToolCallBinding | None:
     """The binding of the tool call running in this context, or None outside one."""
-    return _current.get()
+    binding = _current.get()
+    return binding.binding() if isinstance(binding, LazyToolCall) else binding
 
 
 async def emit_tool_progress(text: str, stream: ProgressStream = "stdout") -> None:

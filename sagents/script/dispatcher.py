@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.core.result import ToolResult
@@ -116,7 +117,8 @@ class ScriptDispatcher:
         self._record = record
         self._on_change = on_change
         self._in_flight: set[p.RequestId] = set()
-        self._send_lock = anyio.Lock()
+        self._replies: list[bytes] = []  # reply lines queued for the next write
+        self._writing = False  # a task is writing the queued replies
         self._peer_gone = False
         self._calls = 0
         self._failed = 0
@@ -158,13 +160,32 @@ class ScriptDispatcher:
             self._on_change()
 
     async def _reply(self, transport: ScriptTransport, data: bytes) -> None:
+        """Queue a reply line; the first task to queue one writes every queued line at once.
+
+        Replies of calls that finish in the same loop tick (an upstream answering several
+        calls in one read) leave in one write, which wakes the script's reader once: while
+        other calls are in flight, the writer lets them run once before it writes. A task
+        that finds a writer at work returns at once; the writer sends its line in the next
+        batch, in the order queued.
+        """
         if self._peer_gone:
             return
-        async with self._send_lock:
-            try:
-                await transport.send_line(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._peer_gone = True
+        self._replies.append(data)
+        if self._writing:
+            return
+        self._writing = True
+        try:
+            if self._in_flight:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+            while self._replies and not self._peer_gone:
+                batch = b"".join(self._replies)
+                self._replies.clear()
+                try:
+                    await transport.send_line(batch)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    self._peer_gone = True
+        finally:
+            self._writing = False
 
     async def _error(
         self, transport: ScriptTransport, request_id: p.RequestId | None, code: str, message: str

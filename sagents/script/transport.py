@@ -50,7 +50,7 @@ class ScriptTransport(Protocol):
         ...
 
     async def send_line(self, data: bytes) -> None:
-        """Send one reply line (``data`` ends with a newline).
+        """Send reply lines: one, or several written at once (``data`` ends with a newline).
 
         Raises:
             anyio.BrokenResourceError: when the script no longer reads (fd 4 closed, exited).

@@ -103,6 +103,8 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
             document larger than :data:`MAX_ARGUMENTS_BYTES`, or one nested too deeply for
             Python's parser (about a thousand levels).
     """
+    if type(args) is dict:  # the common case first (a Mapping ABC check costs more)
+        return dict(args) if _surely_small(args) else _measured(tool_name, args)
     if args is None:
         return {}
     if isinstance(args, str):
@@ -126,8 +128,11 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         return parsed
     if not isinstance(args, Mapping):
         raise _not_an_object(tool_name, args)
-    if _surely_small(args):
-        return dict(args)
+    return dict(args) if _surely_small(args) else _measured(tool_name, args)
+
+
+def _measured(tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``args`` after measuring its JSON size exactly (refused past the limit)."""
     try:
         size = _json_size(args)
     except RecursionError:
@@ -201,7 +206,12 @@ class ArgumentValidator:
         return bool(self._validator.is_valid(arguments))
 
     def validate(
-        self, tool_name: str, arguments: Mapping[str, Any], *, strict: bool = False
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        *,
+        strict: bool = False,
+        owned: bool = False,
     ) -> dict[str, Any]:
         """Coerce ``arguments`` (see the module docstring) and validate them.
 
@@ -210,6 +220,9 @@ class ArgumentValidator:
             arguments: The parsed arguments object (not mutated).
             strict: True when the model saw the strict export: ``null`` for an optional
                 property then means "absent".
+            owned: ``arguments`` is a dict the caller made for this call (as
+                :func:`parse_arguments` returns): valid arguments are returned as they are,
+                not copied.
 
         Returns:
             The coerced arguments (a new dict).
@@ -218,11 +231,20 @@ class ArgumentValidator:
             InvalidArgumentsError: listing every problem (``details["problems"]`` holds
                 ``{"path", "expected", "got"}`` dicts).
         """
-        copied = dict(arguments)
+        copied = arguments if owned and type(arguments) is dict else dict(arguments)
         # Valid arguments are the common case: one validation pass, nothing coerced. Strict
         # calls always go through coercion (a valid null may still mean "absent" there).
-        if not strict and self.is_valid(copied):
-            return copied
+        if not strict:
+            fast = self._fast
+            if fast is None:
+                if self._validator.is_valid(copied):
+                    return copied
+            else:
+                try:
+                    if fast(copied):
+                        return copied
+                except (ValueError, TypeError, OverflowError):
+                    pass  # a value that is not JSON: coercion and the full validator decide
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
         if isinstance(coerced, dict) and self.is_valid(coerced):
             return coerced  # the coercion fixed everything (the common strict or "5" case)

@@ -99,6 +99,75 @@ class LocalTool:
             source=ToolSource(kind="local"),
         )
 
+    def bind_valid(
+        self, arguments: dict[str, Any], context: SessionContext | None
+    ) -> dict[str, Any]:
+        """:meth:`bind` for arguments that already satisfy :attr:`spec`'s input schema.
+
+        When pydantic would return every value as it is (each parameter a bare ``int``,
+        ``str``, ``bool``, ``float``, optional one of those, or unannotated; a scalar default
+        or none; no constraints; nothing injected; each value of exactly its type), the
+        arguments are the keyword arguments and pydantic is not run a second time over what
+        the compiled schema check just accepted (an absent parameter gets the function's own
+        default, which is the model's). Anything else goes through :meth:`bind`.
+
+        Args:
+            arguments: Arguments the input schema accepts (a dict owned by the call).
+            context: As :meth:`bind`.
+
+        Returns:
+            Parameter name -> value, for ``func(**kwargs)``.
+
+        Raises:
+            As :meth:`bind`.
+        """
+        accepted = self._as_is
+        if accepted is not None:
+            for name, value in arguments.items():
+                kinds = accepted[name]  # present: the schema refuses unknown properties
+                if kinds is not None and type(value) not in kinds:
+                    break
+            else:
+                return arguments
+        return self.bind(arguments, context)
+
+    @functools.cached_property
+    def _parameter_names(self) -> tuple[str, ...]:
+        return tuple(param.name for param in self.info.parameters)
+
+    @functools.cached_property
+    def _plain_binding(self) -> bool:
+        """True when nothing is injected and the argument model's fields are the parameters
+        in order (``p0``, ``p1``, ... aliased by the parameters' names)."""
+        resolved = self.resolved
+        return not resolved.injected and list(resolved.field_names) == list(self._parameter_names)
+
+    @functools.cached_property
+    def _as_is(self) -> dict[str, frozenset[type] | None] | None:
+        """Parameter name -> the exact value types pydantic returns unchanged (None: any), or
+        None when some parameter does not qualify (see :meth:`bind_valid`)."""
+        if not self._plain_binding:
+            return None
+        fields = self.resolved.model.model_fields
+        accepted: dict[str, frozenset[type] | None] = {}
+        for param in self.info.parameters:
+            field = fields[self.resolved.field_names[param.name]]
+            try:
+                kinds = _AS_IS.get(field.annotation, _NOT_AS_IS)
+            except TypeError:  # an unhashable annotation: not one of those
+                return None
+            if kinds is _NOT_AS_IS or field.metadata:
+                return None
+            if param.default is inspect.Parameter.empty:
+                if not field.is_required():
+                    return None  # a default from the annotation: pydantic fills it in
+            elif field.is_required() or field.default is not param.default:
+                return None
+            elif type(param.default) not in _SCALARS:
+                return None  # pydantic may copy a mutable default
+            accepted[param.name] = kinds
+        return accepted
+
     @property
     def injected(self) -> Mapping[str, Injection]:
         """Parameter name -> what the host injects (``SessionContext`` or an ``InjectedArg``)."""
@@ -109,7 +178,7 @@ class LocalTool:
         """True when the output schema wraps a non-object return as ``{"result": value}``."""
         return self.resolved.output_wrapped
 
-    def bind(self, arguments: Mapping[str, Any], context: SessionContext) -> dict[str, Any]:
+    def bind(self, arguments: Mapping[str, Any], context: SessionContext | None) -> dict[str, Any]:
         """Validate JSON-like arguments and return the keyword arguments for :attr:`func`.
 
         Validation is pydantic's lax mode (``"5"`` becomes ``5``); values are converted to what
@@ -119,7 +188,8 @@ class LocalTool:
 
         Args:
             arguments: The model's arguments (a JSON object).
-            context: The calling session.
+            context: The calling session; None only for a tool that injects nothing
+                (:attr:`injected` is empty).
 
         Returns:
             Parameter name -> value, for ``func(**kwargs)``.
@@ -133,7 +203,9 @@ class LocalTool:
         """
         resolved = self.resolved
         try:
-            validated = resolved.model.model_validate(dict(arguments))
+            validated = resolved.model.model_validate(
+                arguments if type(arguments) is dict else dict(arguments)
+            )
         except pydantic.ValidationError as error:
             problems = [_problem(e) for e in error.errors(include_url=False)]
             raise InvalidArgumentsError(
@@ -141,6 +213,8 @@ class LocalTool:
                 hint="fix the listed arguments and call again",
                 details={"tool": self.name, "problems": problems},
             ) from None
+        if self._plain_binding:  # the fields are the parameters, in order
+            return dict(zip(self._parameter_names, validated.__dict__.values(), strict=True))
         kwargs: dict[str, Any] = {}
         for param in self.info.parameters:
             name = param.name
@@ -148,6 +222,7 @@ class LocalTool:
                 kwargs[name] = getattr(validated, resolved.field_names[name])
                 continue
             injection = resolved.injected[name]
+            assert context is not None, "a tool that injects values needs a SessionContext"
             if injection is SessionContext:
                 kwargs[name] = context
                 continue
@@ -180,6 +255,17 @@ class LocalTool:
         if self.is_async:
             return await self.func(**kwargs)
         return await anyio.to_thread.run_sync(functools.partial(self.func, **kwargs))
+
+
+_SCALARS = frozenset({int, str, bool, float, type(None)})
+_NOT_AS_IS = frozenset[type]()
+# Annotation -> the value types pydantic's lax mode returns unchanged for it (None: any value);
+# ``int | None`` is also ``Optional[int]``.
+_AS_IS: dict[Any, frozenset[type] | None] = {
+    Any: None,
+    **{kind: frozenset({kind}) for kind in (int, str, bool, float)},
+    **{kind | None: frozenset({kind, type(None)}) for kind in (int, str, bool, float)},
+}
 
 
 def _problem(error: Any) -> str:

@@ -23,7 +23,7 @@ from sagents.core.result import ToolResult
 from sagents.core.spec import ToolSpec
 from sagents.errors import ToolNameConflictError, UnknownToolError
 from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
-from sagents.progress.binding import ToolCallBinding, current_tool_call
+from sagents.progress.binding import ToolCallBinding, listened_tool_call
 from sagents.tool.handler import ToolCall, ToolHandler
 
 if TYPE_CHECKING:
@@ -200,17 +200,16 @@ class MCPRegistry:
         supervisor = self.supervisor
 
         async def call_upstream(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
-            binding = current_tool_call()
             # A progress token only when someone listens to the session as the call starts:
             # without one the SDK routes nothing and the server reports nothing for the call.
-            listened = binding is not None and binding.hub.listening(binding.session_id)
+            binding = listened_tool_call()
             # Typed errors and no timer of its own: run_tool bounds the call by call.timeout
             # and turns a failure into its result.
             return await supervisor.call_tool_raising(
                 server,
                 original,
                 arguments,
-                progress_callback=_progress_to(binding) if listened and binding else None,
+                progress_callback=_progress_to(binding) if binding is not None else None,
             )
 
         return call_upstream

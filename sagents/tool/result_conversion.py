@@ -76,15 +76,18 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
     Raises:
         ResultSerializationError: for a value that has no JSON form, naming its type.
     """
+    kind = type(value)  # the most common results first, as the rules below convert them
+    if kind is str:
+        return _text_result(value, {"result": value} if wrap_result else None)
+    if kind is int:
+        return _text_result(int.__repr__(value), {"result": value} if wrap_result else value)
     if isinstance(value, ToolResult):
         return value
-    if type(value) not in _PLAIN_NUMBERS:  # numbers are none of these: skip the checks
+    if kind not in _PLAIN_NUMBERS:  # numbers are none of these: skip the checks
         if value is None:
-            return ToolResult(content=(TextContent(text=""),), structured=_wrap(None, wrap_result))
+            return _text_result("", _wrap(None, wrap_result))
         if isinstance(value, str):
-            return ToolResult(
-                content=(TextContent(text=value),), structured=_wrap(value, wrap_result)
-            )
+            return _text_result(value, _wrap(value, wrap_result))
         if isinstance(value, _BLOCK_TYPES):
             return ToolResult(content=(value,))
         if isinstance(value, bytes | bytearray | memoryview):
@@ -101,20 +104,36 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
             )
             text = _ENCODE(jsonable)
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as error:
-        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        kind_name = f"{kind.__module__}.{kind.__qualname__}"
         raise ResultSerializationError(
-            f"tool {tool_name!r} returned a value of type {kind!r} that cannot be converted "
+            f"tool {tool_name!r} returned a value of type {kind_name!r} that cannot be converted "
             f"to JSON: {error}",
             hint="Return str, dict, list, a dataclass or a pydantic model.",
-            details={"type": kind},
+            details={"type": kind_name},
         ) from None
     if isinstance(jsonable, str):
-        return ToolResult(
-            content=(TextContent(text=jsonable),), structured=_wrap(jsonable, wrap_result)
-        )
+        return _text_result(jsonable, _wrap(jsonable, wrap_result))
     # The JSON text block, as ToolResult.from_structured makes it (serialised once here).
-    structured = {"result": jsonable} if wrap_result else jsonable
-    return ToolResult(content=(TextContent(text=text),), structured=structured)
+    return _text_result(text, {"result": jsonable} if wrap_result else jsonable)
+
+
+_new = object.__new__
+
+
+def _text_result(text: str, structured: Any) -> ToolResult:
+    """``ToolResult(content=(TextContent(text=text),), structured=structured)``, built faster.
+
+    The frozen dataclasses' generated ``__init__`` sets each field through
+    ``object.__setattr__``, which is most of a trivial call's result cost; filling the
+    instances' ``__dict__`` at once gives equal objects (tests compare the two).
+    """
+    block = _new(TextContent)
+    block.__dict__.update(type="text", text=text)
+    result = _new(ToolResult)
+    result.__dict__.update(
+        content=(block,), structured=structured, is_error=False, error=None, meta={}
+    )
+    return result
 
 
 def _scalar_text(value: Any) -> str | None:

@@ -44,9 +44,10 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
-from sagents.progress.binding import bind_quiet_tool_call
+from sagents.progress.binding import LazyToolCall
 from sagents.tool.arguments import ArgumentValidator, parse_arguments
 from sagents.tool.context import SessionContext
+from sagents.tool.deadline import finish_within, first_step
 from sagents.tool.handler import ToolCall, ToolHandler
 from sagents.tool.local_tool import LocalTool, build_local_tool
 from sagents.tool.naming import to_exported_name
@@ -99,6 +100,9 @@ class _Entry:
     handler: ToolHandler
     validator: ArgumentValidator
     local: LocalTool | None = None
+    # Decided once per tool, read on every call:
+    direct: LocalTool | None = None  # an async local tool, called by run_tool itself
+    timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
 
 
 @dataclass(frozen=True)
@@ -428,16 +432,45 @@ class ToolManager:
         """
         if timeout is not None and (math.isnan(timeout) or timeout <= 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        context = session_context if session_context is not None else SessionContext()
         registered = name
         limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
         try:
-            self._check_open()
-            entry = self._find(name)
+            if self._closed:
+                self._check_open()
+            entry = self._entries.get(name) or self._find(name)
             registered = entry.spec.name
-            limit = call_timeout(timeout, entry.spec)
-            arguments = parse_arguments(registered, args)
-            arguments = entry.validator.validate(registered, arguments, strict=strict)
+            limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
+            arguments = entry.validator.validate(
+                registered, parse_arguments(registered, args), strict=strict, owned=True
+            )
+            local = entry.direct
+            if local is not None and not self._call_contexts:
+                # The common case, called here directly: no ToolCall, no handler frame, the
+                # session context built only for a tool that takes it, progress bound lazily,
+                # the timeout armed only if the coroutine waits (sagents.tool.deadline).
+                hub = self._progress_hub if self._progress_hub is not None else default_hub()
+                session_id = None if session_context is None else session_context.session_id
+                if session_id is None or not hub.listening(session_id):
+                    context = session_context
+                    if context is None and local.injected:
+                        context = SessionContext()
+                        session_id = context.session_id
+                    kwargs = local.bind_valid(arguments, context)
+                    pending = LazyToolCall(hub, session_id, tool_call_id or None)
+                    token = pending.bind()
+                    try:
+                        coroutine = local.func(**kwargs)
+                        finished, value = first_step(coroutine)
+                        if not finished:
+                            finished, value = await finish_within(coroutine, value, limit)
+                    finally:
+                        pending.unbind(token)
+                    if finished:
+                        return to_tool_result(
+                            value, tool_name=registered, wrap_result=local.output_wrapped
+                        )
+                    raise _timed_out(registered, limit)
+            context = session_context if session_context is not None else SessionContext()
             call = ToolCall(
                 tool_name=registered,
                 session_context=context,
@@ -452,11 +485,7 @@ class ToolManager:
                         if isinstance(result, ToolResult)
                         else to_tool_result(result, tool_name=registered)
                     )
-            raise ToolTimeoutError(
-                f"tool {registered!r} did not finish within {limit:g} seconds",
-                hint="Try again with a smaller request, or ask for a longer timeout.",
-                details={"timeout": limit},
-            )
+            raise _timed_out(registered, limit)
         except anyio.get_cancelled_exc_class() as error:
             if _cancellation_requested():
                 raise  # the caller (or an enclosing scope) is being cancelled: propagate
@@ -468,13 +497,13 @@ class ToolManager:
         """What a call runs inside: its progress binding, then the added call contexts.
 
         Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
-        a context variable (:func:`~sagents.progress.bind_quiet_tool_call`) instead of a task
+        a context variable (:class:`~sagents.progress.binding.LazyToolCall`) instead of a task
         group, hub tracking and a ``closed`` event.
         """
         hub = self.progress_hub
         session_id = call.session_context.session_id
         if not self._call_contexts and not hub.listening(session_id):
-            return bind_quiet_tool_call(hub, session_id, call.tool_call_id or "")
+            return LazyToolCall(hub, session_id, call.tool_call_id)
         return self._bound(hub, call)
 
     @contextlib.asynccontextmanager
@@ -484,7 +513,7 @@ class ToolManager:
             if hub.listening(session_id):
                 await around.enter_async_context(bind_tool_call(hub, session_id, progress_id))
             else:
-                around.enter_context(bind_quiet_tool_call(hub, session_id, progress_id))
+                around.enter_context(LazyToolCall(hub, session_id, progress_id))
             for factory in self._call_contexts:
                 await around.enter_async_context(factory(call))
             yield
@@ -817,6 +846,14 @@ def _cancellation_requested() -> bool:
     return task is None or task.cancelling() > 0
 
 
+def _timed_out(tool_name: str, limit: float) -> ToolTimeoutError:
+    return ToolTimeoutError(
+        f"tool {tool_name!r} did not finish within {limit:g} seconds",
+        hint="Try again with a smaller request, or ask for a longer timeout.",
+        details={"timeout": limit},
+    )
+
+
 def _describe(error: BaseException) -> str:
     """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
     if isinstance(error, ExceptionGroup):
@@ -833,7 +870,12 @@ def _make_entry(tool: Registrable) -> _Entry:
         if len(tool) != 2 or not isinstance(tool[0], ToolSpec) or not callable(tool[1]):
             raise ToolDefinitionError("register a (ToolSpec, handler) pair as a 2-tuple")
         spec, handler = tool
-        return _Entry(spec=spec, handler=handler, validator=_validator(spec, check=True))
+        return _Entry(
+            spec=spec,
+            handler=handler,
+            validator=_validator(spec, check=True),
+            timeout=call_timeout(None, spec),
+        )
     if isinstance(tool, LocalTool):
         local = tool
     elif callable(tool):
@@ -848,6 +890,8 @@ def _make_entry(tool: Registrable) -> _Entry:
         handler=_LocalHandler(local),
         validator=_validator(local.spec, check=False),  # pydantic made it: valid by construction
         local=local,
+        direct=local if local.is_async else None,
+        timeout=call_timeout(None, local.spec),
     )
 
 

@@ -342,3 +342,41 @@ def test_delivered_text_equals_emitted_text_in_order(
     assert per_character(texts(delivered)) == per_character([(s, t) for t, s, _ in pieces])
     assert all(text for _, text in texts(delivered))
     assert sum(1 for e in delivered if isinstance(e, ToolProgressEvent) and e.closed) == 1
+
+
+@pytest.mark.anyio
+async def test_a_lazy_binding_is_built_only_when_someone_listens() -> None:
+    from sagents.progress.binding import LazyToolCall, listened_tool_call
+
+    hub = ProgressHub()
+    pending = LazyToolCall(hub, "lazy", "call_lazy")
+    token = pending.bind()
+    try:
+        await emit_tool_progress("nobody hears this")
+        assert listened_tool_call() is None
+        assert pending._binding is None  # nothing was built for the quiet call
+        queue = EventQueue()
+        hub.register_progress_queue("lazy", queue)
+        binding = listened_tool_call()
+        assert binding is not None
+        assert binding.tool_call_id == "call_lazy"
+        await emit_tool_progress("heard")
+    finally:
+        pending.unbind(token)
+    events = waiting(queue)
+    assert texts(events) == [("stdout", "heard")]
+    assert isinstance(events[-1], ToolProgressEvent)
+    assert events[-1].closed
+
+
+@pytest.mark.anyio
+async def test_a_lazy_binding_without_a_session_draws_ids_only_when_asked() -> None:
+    from sagents.progress.binding import LazyToolCall
+
+    pending = LazyToolCall(ProgressHub(), None, None)
+    with pending:
+        binding = current_tool_call()
+        assert binding is not None
+        assert binding.tool_call_id.startswith("call_")
+        assert len(binding.session_id) == 32
+    assert current_tool_call() is None

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -29,10 +30,16 @@ class Guest:
     dispatcher: ScriptDispatcher
     records: list[CallRecord]
 
+    lines: list[bytes] = field(default_factory=list)  # received, not yet read
+
     async def reply(self) -> dict[str, Any]:
-        with anyio.fail_after(5):
-            line = await self.receive.receive()
-        parsed: dict[str, Any] = json.loads(line)
+        """The next reply line (several may arrive in one write)."""
+        while not self.lines:
+            with anyio.fail_after(5):
+                data = await self.receive.receive()
+            assert data.endswith(b"\n")
+            self.lines.extend(data.splitlines())
+        parsed: dict[str, Any] = json.loads(self.lines.pop(0))
         return parsed
 
 
@@ -243,3 +250,31 @@ async def test_calls_waiting_for_a_worker_are_few_the_rest_stay_unread(tools: Fa
         replies = [await guest.reply() for _ in range(200)]
     assert accepted <= 4 + QUEUE_PER_WORKER * 4 + 1  # in flight, queued, one being handed over
     assert sorted(r["id"] for r in replies) == list(range(200))
+
+
+async def test_replies_of_calls_that_finish_together_leave_in_one_write() -> None:
+    tools = FakeTools(block=anyio.Event())
+    transport, send, receive = memory_transport_pair()
+    records: list[CallRecord] = []
+    dispatcher = ScriptDispatcher(
+        plan=plan_script(SPECS, [], "auto"), call_tool=tools, record=records.append
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.serve, transport)
+        await send.send(
+            b"".join(
+                b'{"id": %d, "op": "call", "tool": "fleet__get", "args": {"sn": "%d"}}\n' % (i, i)
+                for i in range(3)
+            )
+        )
+        with anyio.fail_after(5):
+            while tools.in_flight < 3:
+                await anyio.lowlevel.checkpoint()
+            assert tools.block is not None
+            tools.block.set()  # all three finish in the same loop tick
+            data = await receive.receive()
+        tg.cancel_scope.cancel()
+    replies = [json.loads(line) for line in data.splitlines()]
+    assert sorted(reply["id"] for reply in replies) == [0, 1, 2]
+    assert all(reply["ok"] for reply in replies)
+    assert len(records) == 3

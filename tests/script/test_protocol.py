@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -98,3 +99,67 @@ def test_the_protocol_module_imports_only_the_standard_library() -> None:
         for alias in node.names
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def _reference_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The strict hook as first written: one key at a time."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _reference_decode(line: bytes) -> Any:
+    try:
+        return json.loads(
+            line.decode("utf-8"),
+            parse_constant=p._refuse_constant,
+            object_pairs_hook=_reference_object,
+        )
+    except ValueError as error:
+        return ("invalid_json", f"invalid JSON: {error}")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": 1, "op": "call", "id": 2}',
+        b'{"id": 1, "op": "call", "tool": "t", "args": {"sn": "a", "sn": "b"}}',
+        b'{"id": 1, "op": "call", "tool": "t", "args": {"rows": [1, {"k": 1, "k": 1}]}}',
+        b'{"id": 1, "op": "call", "tool": "t", "args": {"a": 1, "\\u0061": 2}}',
+        b'{"id": 1, "op"  :  "call", "tool": "t", "args": {"x" :1, "x":2}}',
+    ],
+)
+def test_duplicate_keys_anywhere_are_refused_naming_the_key(line: bytes) -> None:
+    with pytest.raises(p.ProtocolError) as caught:
+        p.parse_request(line)
+    assert caught.value.code == "invalid_json"
+    assert caught.value.message == _reference_decode(line)[1]
+    assert "duplicate key" in caught.value.message
+
+
+KEYS = st.sampled_from(["a", "b", "id", "\u00e9", "\\u0061"])
+HOSTILE_OBJECTS = st.recursive(
+    st.sampled_from(["1", "null", '"a"', "[]", "{}"]),
+    lambda inner: (
+        st.lists(st.tuples(KEYS, inner), max_size=4).map(
+            lambda pairs: "{" + ",".join(f'"{k}" : {v}' for k, v in pairs) + "}"
+        )
+        | st.lists(inner, max_size=3).map(lambda items: "[" + ",".join(items) + "]")
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOSTILE_OBJECTS)
+def test_strict_decoding_agrees_with_the_key_by_key_hook(text: str) -> None:
+    line = text.encode()
+    expected = _reference_decode(line)
+    try:
+        decoded: Any = p.decode_line(line, max_bytes=p.MAX_REQUEST_BYTES)
+    except p.ProtocolError as error:
+        decoded = (error.code, error.message)
+    assert decoded == expected

@@ -7,18 +7,24 @@ serialiser. Each must agree with the path it short-cuts.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 
+from sagents.core.result import TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError, ResultSerializationError
 from sagents.tool.arguments import MAX_ARGUMENTS_BYTES, ArgumentValidator, parse_arguments
-from sagents.tool.result_conversion import to_tool_result
+from sagents.tool.local_tool import build_local_tool
+from sagents.tool.result_conversion import _text_result, to_tool_result
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -121,3 +127,85 @@ def test_a_plain_number_result_reads_as_json_writes_it(value: int | float | bool
 def test_a_non_finite_float_result_is_still_refused(value: float) -> None:
     with pytest.raises(ResultSerializationError, match=r"builtins\.float"):
         to_tool_result(value, tool_name="t")
+
+
+def test_a_result_built_on_the_fast_path_equals_the_constructed_one() -> None:
+    built = _text_result("3", {"result": 3})
+    assert built == ToolResult(content=(TextContent(text="3"),), structured={"result": 3})
+    # Every field is set: a field added to the dataclasses must be added there too.
+    assert set(vars(built)) == {f.name for f in dataclasses.fields(ToolResult)}
+    assert set(vars(built.content[0])) == {f.name for f in dataclasses.fields(TextContent)}
+
+
+@given(st.integers() | st.text(max_size=8), st.booleans())
+def test_str_and_int_results_are_what_the_general_rules_give(value: int | str, wrap: bool) -> None:
+    result = to_tool_result(value, tool_name="t", wrap_result=wrap)
+    text = value if isinstance(value, str) else json.dumps(value)
+    structured = {"result": value} if wrap else (None if isinstance(value, str) else value)
+    assert result == ToolResult(content=(TextContent(text=text),), structured=structured)
+
+
+async def _as_is_tool(  # type: ignore[no-untyped-def]  # one parameter unannotated (Any)
+    count: int,
+    ratio: float = 0.5,
+    name: str | None = None,
+    flag: bool = False,
+    anything=None,
+) -> None:
+    """A tool whose every parameter pydantic returns as it is."""
+
+
+async def _constrained_tool(
+    count: Annotated[int, Field(ge=0)], tags: list[int] | None = None
+) -> None:
+    """A tool whose parameters need pydantic (a constraint, a list)."""
+
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4)
+)
+AS_IS_ARGUMENTS = st.fixed_dictionaries(
+    {},
+    optional={key: SCALARS for key in ("count", "ratio", "name", "flag", "anything", "extra")},
+)
+
+
+def _outcome(bind: Callable[[], dict[str, Any]]) -> dict[str, Any] | str:
+    try:
+        return bind()
+    except InvalidArgumentsError as error:
+        return error.message
+
+
+@settings(max_examples=400, deadline=None)
+@given(AS_IS_ARGUMENTS)
+@example({"count": 9.223372036854776e18})  # an integer to the schema, too large for pydantic
+def test_arguments_passed_as_they_are_equal_what_pydantic_binds(arguments: dict[str, Any]) -> None:
+    local = build_local_tool(_as_is_tool)
+    assert local._as_is is not None  # the tool qualifies for the shortcut
+    validator = ArgumentValidator(local.spec.input_schema, check=False)
+    if not validator.is_valid(arguments):
+        return  # refused before binding, by the schema check's errors
+    expected_or_error = _outcome(lambda: local.bind(arguments, None))
+    bound_or_error = _outcome(lambda: local.bind_valid(dict(arguments), None))
+    if isinstance(expected_or_error, str):  # the schema accepts what pydantic refuses
+        assert bound_or_error == expected_or_error  # (9.2e18 for an int): the same error
+        return
+    expected, bound = expected_or_error, bound_or_error
+    assert isinstance(bound, dict)
+    for name in expected:  # an absent parameter takes the function's default, which is pydantic's
+        value = bound.get(name, inspect.signature(_as_is_tool).parameters[name].default)
+        assert value == expected[name]
+        assert type(value) is type(expected[name])
+
+
+def test_parameters_that_need_pydantic_are_bound_by_pydantic() -> None:
+    local = build_local_tool(_constrained_tool)
+    assert local._as_is is None
+    assert local.bind_valid({"count": 1, "tags": [1]}, None) == {"count": 1, "tags": [1]}
+    with pytest.raises(InvalidArgumentsError):
+        local.bind_valid({"count": -1}, None)

@@ -1,0 +1,137 @@
+"""Awaiting a tool's coroutine under its timeout, without a timer for calls that never wait.
+
+A timeout can only take effect where a coroutine suspends: cancellation is delivered at an
+``await`` that yields to the event loop. A trivial tool (``async def add(a, b)``) never does, so
+for it a cancel scope and a timer, armed and disarmed on every call, cost more than the call
+itself. :func:`await_within` therefore runs the coroutine's first step directly, and arms the
+timeout (``asyncio.timeout``, Python docs "Timeouts") only if the coroutine suspends; from there
+on the call is bounded exactly as ``anyio.move_on_after`` would bound it. On other event loops
+than asyncio (trio), the coroutine runs inside ``anyio.move_on_after`` from its start, because
+a cancel scope cannot be entered under one the coroutine already entered.
+
+One difference, invisible to a call's result: on asyncio the timeout is asyncio's own, not an
+anyio cancel scope, so ``anyio.current_effective_deadline()`` inside the tool does not include
+it (an enclosing scope's deadline still shows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Coroutine, Generator
+from types import CoroutineType
+from typing import Any, Generic, TypeVar
+
+import anyio
+
+__all__ = ["await_within", "finish_within", "first_step"]
+
+T = TypeVar("T")
+
+
+_NOT_STARTED: Any = object()
+
+
+def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
+    """Run a coroutine's first step here, if it may be run by hand (see the module docstring).
+
+    Args:
+        coroutine: What the tool function returned.
+
+    Returns:
+        ``(True, value)`` when the coroutine returned ``value`` without waiting; else
+        ``(False, state)``, to pass to :func:`finish_within`.
+
+    Raises:
+        Whatever the coroutine raises in its first step.
+    """
+    if type(coroutine) is not CoroutineType or asyncio._get_running_loop() is None:
+        return False, _NOT_STARTED  # another awaitable, or not asyncio: not started here
+    try:
+        return False, coroutine.send(None)
+    except StopIteration as stop:  # returned without waiting: no timer was needed
+        return True, stop.value
+
+
+async def finish_within(
+    coroutine: Awaitable[T], state: Any, seconds: float
+) -> tuple[bool, T | None]:
+    """Await the rest of ``coroutine`` after :func:`first_step`, at most ``seconds``.
+
+    Returns:
+        ``(True, value)`` when it returned ``value``; ``(False, None)`` when the timeout ended
+        it (cancelled at the ``await`` where it waited).
+
+    Raises:
+        Whatever the coroutine raises; the caller's cancellation.
+    """
+    if state is _NOT_STARTED:  # the cancel scope from the start
+        with anyio.move_on_after(seconds):
+            return True, await coroutine
+        return False, None
+    assert isinstance(coroutine, CoroutineType)
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            return True, await _Resumed(coroutine, state)
+    except TimeoutError:
+        if timeout.expired():
+            return False, None
+        raise  # the tool's own TimeoutError
+
+
+async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
+    """Await ``coroutine``, at most ``seconds`` once it waits (:func:`first_step`, then
+    :func:`finish_within`).
+
+    Args:
+        coroutine: What the tool function returned: a coroutine object not started yet, or
+            any other awaitable (awaited in ``anyio.move_on_after``).
+        seconds: The timeout in seconds (positive; ``math.inf`` for none).
+
+    Returns:
+        ``(True, value)`` when the coroutine returned ``value``; ``(False, None)`` when the
+        timeout ended it.
+
+    Raises:
+        Whatever the coroutine raises; the caller's cancellation.
+    """
+    done, state = first_step(coroutine)
+    if done:
+        result: T = state
+        return True, result
+    return await finish_within(coroutine, state, seconds)
+
+
+class _Resumed(Generic[T]):
+    """Awaits the rest of a coroutine whose first step already ran and yielded ``yielded``.
+
+    What ``yield from`` does (PEP 380), for a coroutine that was started by hand: every value
+    the event loop sends or throws goes to the coroutine, every value it yields goes up.
+    """
+
+    __slots__ = ("_coroutine", "_yielded")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, T], yielded: Any) -> None:
+        self._coroutine = coroutine
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        coroutine, yielded = self._coroutine, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 - thrown in by the loop: passed on
+                try:
+                    yielded = coroutine.throw(error)
+                except StopIteration as stop:
+                    result: T = stop.value
+                    return result
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration as stop:
+                    result = stop.value
+                    return result

@@ -1,0 +1,152 @@
+"""The per-call timeout of async local tools, armed only once the tool waits
+(:mod:`sagents.tool.deadline`): the timeout still ends every call that waits too long, on
+asyncio and trio, whatever the tool entered before it first waited; a call that never waits
+arms no timer; cancellation and the tool's own exceptions pass as before."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from sagents.tool import SessionContext, ToolManager
+from sagents.tool.deadline import await_within
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def add(a: int, b: int = 1) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def work_then_hang(steps: int) -> str:
+    """Compute first, then wait forever."""
+    total = sum(range(steps))
+    await anyio.sleep_forever()
+    return str(total)
+
+
+async def hang_in_own_scopes() -> str:
+    """Enter a task group and a cancel scope before the first wait, then wait forever."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.sleep_forever)
+        with anyio.CancelScope():
+            await anyio.sleep_forever()
+    return "never"
+
+
+async def wait_then_answer(delay: float) -> dict[str, Any]:
+    """Wait a little (several suspensions), then answer."""
+    for _ in range(3):
+        await anyio.sleep(delay)
+    event = anyio.Event()
+    event.set()
+    await event.wait()
+    return {"waited": True}
+
+
+async def own_timeout() -> str:
+    """Raise a TimeoutError of its own after waiting."""
+    await anyio.lowlevel.checkpoint()
+    raise TimeoutError("the device did not answer")
+
+
+def _manager() -> ToolManager:
+    manager = ToolManager()
+    for function in (add, work_then_hang, hang_in_own_scopes, wait_then_answer, own_timeout):
+        manager.register_tool(function)
+    return manager
+
+
+async def test_a_tool_that_waits_after_working_still_times_out() -> None:
+    with anyio.fail_after(10):
+        result = await _manager().run_tool("work_then_hang", {"steps": 1000}, timeout=0.05)
+    assert result.error is not None
+    assert result.error.code == "timeout"
+    assert result.error.message == "tool 'work_then_hang' did not finish within 0.05 seconds"
+
+
+async def test_the_timeout_ends_a_tool_inside_the_scopes_it_entered_before_waiting() -> None:
+    with anyio.fail_after(10):
+        result = await _manager().run_tool("hang_in_own_scopes", {}, timeout=0.05)
+    assert result.error is not None
+    assert result.error.code == "timeout"
+
+
+async def test_a_tool_that_waits_several_times_returns_its_value() -> None:
+    with anyio.fail_after(10):
+        result = await _manager().run_tool("wait_then_answer", {"delay": 0.001}, timeout=5)
+    assert result.structured == {"waited": True}
+    assert not result.is_error
+
+
+async def test_a_tools_own_timeout_error_is_an_execution_error_not_a_timeout() -> None:
+    with anyio.fail_after(10):
+        result = await _manager().run_tool("own_timeout", {}, timeout=5)
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "TimeoutError: the device did not answer" in result.error.message
+
+
+async def test_cancelling_the_caller_while_the_tool_waits_propagates() -> None:
+    manager = _manager()
+    with anyio.fail_after(10), anyio.move_on_after(0.05) as scope:
+        await manager.run_tool("work_then_hang", {"steps": 10})
+    assert scope.cancelled_caught
+
+
+async def test_arguments_are_still_validated_and_coerced_on_the_direct_path() -> None:
+    manager = _manager()
+    with anyio.fail_after(10):
+        coerced = await manager.run_tool("add", '{"a": "2", "b": 3}')
+        refused = await manager.run_tool("add", {"a": True})
+    assert coerced.structured == {"result": 5}
+    assert refused.error is not None
+    assert refused.error.code == "invalid_arguments"
+    assert refused.error.message == (
+        "invalid arguments for tool 'add' (1 problem): /a: expected integer, got true (boolean)"
+    )
+
+
+@pytest.fixture
+def timers(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The delays of every timer scheduled on the running asyncio loop (``call_at``)."""
+    scheduled: list[float] = []
+    original = asyncio.BaseEventLoop.call_at
+
+    def spy(self: asyncio.BaseEventLoop, when: float, *args: Any, **kwargs: Any) -> Any:
+        scheduled.append(when - self.time())
+        return original(self, when, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "call_at", spy)
+    return scheduled
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_call_that_never_waits_arms_no_timer(timers: list[float]) -> None:
+    manager = _manager()
+    result = await manager.run_tool("add", {"a": 1, "b": 2}, SessionContext(session_id="s"))
+    assert result.structured == {"result": 3}
+    assert timers == []
+    # A call that waits arms exactly its own timeout (300 s by default).
+    await manager.run_tool("wait_then_answer", {"delay": 0})
+    assert any(299 < delay <= 300 for delay in timers)
+
+
+async def test_await_within_takes_any_awaitable() -> None:
+    class Ready:
+        def __await__(self) -> Any:
+            yield from anyio.lowlevel.checkpoint().__await__()
+            return 7
+
+    assert await await_within(Ready(), 5) == (True, 7)
+    assert await await_within(anyio.sleep_forever(), 0.01) == (False, None)
