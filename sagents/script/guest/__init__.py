@@ -1,3 +1,3 @@
-"""sagents.script.guest (the stdlib-only guest side; see docs/architecture.md, "One run_script")."""
+"""sagents.script.guest: the stdlib-only guest side (docs/architecture.md, "One run_script")."""
 
 __all__: list[str] = []
