@@ -21,12 +21,12 @@ import mcp_types as mt
 from mcp import Client
 from mcp.server.lowlevel.server import Server
 
-from sagents.core.permissions import ToolAnnotations
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._permissions import ToolAnnotations
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway, serve_http
-from sagents.gateway.settings import GatewaySettings
-from sagents.tool.context import SessionContext
+from sagents.gateway._settings import GatewaySettings
+from sagents.tool._context import SessionContext
 
 CALLS = 500  # tool calls per measured path
 CONCURRENCY = 4  # calls in flight (run_script's default limit)

@@ -23,9 +23,9 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.settings import GatewaySettings
-from sagents.tool.context import SessionContext
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.tool._context import SessionContext
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 200

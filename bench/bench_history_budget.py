@@ -14,8 +14,8 @@ import json
 import time
 from typing import Any
 
-from sagents.agent.compress import MessageTokens, message_tokens, split_history
-from sagents.core.tokens import default_token_counter
+from sagents.agent._compress import MessageTokens, message_tokens, split_history
+from sagents.core._tokens import default_token_counter
 
 REPEATS = 20
 

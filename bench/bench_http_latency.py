@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_gateway import EchoProvider  # noqa: E402 - the bench directory is not a package
 
 from sagents.gateway import Gateway, serve_http  # noqa: E402
-from sagents.gateway.settings import GatewaySettings  # noqa: E402
+from sagents.gateway._settings import GatewaySettings  # noqa: E402
 
 CALLS = 200  # sequential calls per measurement
 ROUNDS = 3  # interleaved measurements per target and protocol; the best p50 counts

@@ -36,7 +36,7 @@ import anyio
 import tiktoken
 from mcp import Client, StdioServerParameters
 
-from sagents.cli.script_host import run_with_manager
+from sagents.cli._script_host import run_with_manager
 from sagents.config.tools import build_tool_manager
 from sagents.demo import FLEET_SCRIPT, demo_config
 from sagents.script import ScriptLimits, ScriptRequest

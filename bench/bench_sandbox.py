@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from sagents.sandbox import Sandbox, SandboxParams, create_sandbox
-from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox._bwrap import python_runtime
 
 
 def _bare(argv: list[str], n: int) -> float:

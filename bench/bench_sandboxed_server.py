@@ -30,7 +30,7 @@ from mcp import StdioServerParameters
 
 from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
 from sagents.sandbox import DEFAULT_SANDBOX_UID
-from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox._bwrap import python_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ROOT / "tests" / "mcp" / "servers"

@@ -29,17 +29,17 @@ from typing import Any
 
 import anyio
 
-from sagents.audit.store import SqliteAuditStore
-from sagents.gateway.scripts import GatewayScripts
-from sagents.gateway.workspaces import Workspaces
-from sagents.progress.hub import ProgressHub
+from sagents.audit._store import SqliteAuditStore
+from sagents.gateway._scripts import GatewayScripts
+from sagents.gateway._workspaces import Workspaces
+from sagents.progress._hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams
-from sagents.sandbox.bwrap import python_runtime
-from sagents.script.runtime import install_runtime
-from sagents.script.sandbox_launcher import SandboxLauncher
-from sagents.script.session import RunScriptTool
-from sagents.script.settings import ScriptLimits
-from sagents.tool.context import SessionContext
+from sagents.sandbox._bwrap import python_runtime
+from sagents.script._runtime import install_runtime
+from sagents.script._sandbox_launcher import SandboxLauncher
+from sagents.script._session import RunScriptTool
+from sagents.script._settings import ScriptLimits
+from sagents.tool._context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 
 PAUSE_S = 0.5  # before each run, as between a model's turns

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sagents.script import protocol
+from sagents.script import _protocol as protocol
 
 LINES = 20_000
 REPEATS = 5

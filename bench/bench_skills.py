@@ -23,8 +23,8 @@ import anyio
 import yaml
 
 from sagents.skill import SandboxSkillManager, SkillManager, count_tokens, render_skills_prompt
-from sagents.skill.frontmatter import FrontMatterError, load_yaml_document
-from sagents.skill.parser import parse_skill_dir
+from sagents.skill._frontmatter import FrontMatterError, load_yaml_document
+from sagents.skill._parser import parse_skill_dir
 
 SKILLS = 200  # skills in the benchmark root
 FILES_PER_SKILL = 5  # extra files shipped by each skill

@@ -32,8 +32,8 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sagents.audit.store import AuditEntry, AuditStore  # noqa: E402
-from sagents.cli.script_host import run_with_manager  # noqa: E402
+from sagents.audit._store import AuditEntry, AuditStore  # noqa: E402
+from sagents.cli._script_host import run_with_manager  # noqa: E402
 from sagents.script import ScriptLimits, ScriptRequest  # noqa: E402
 from sagents.store import open_store, parse_store_url  # noqa: E402
 from sagents.tool.tool_manager import ToolManager  # noqa: E402

@@ -35,8 +35,8 @@ import anyio
 from mcp import StdioServerParameters
 
 from sagents.agent import OfflineToolSelector
-from sagents.core.spec import ToolSpec
-from sagents.core.tokens import default_token_counter
+from sagents.core._spec import ToolSpec
+from sagents.core._tokens import default_token_counter
 from sagents.tool import ToolManager
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ gateway in this process (its Tasks extension, ``pollIntervalMs`` 1000) whose too
 
 - baseline: ``call_tool_or_task`` without task statuses (polls ``tasks/get`` at the server's
   interval);
-- notified: with :class:`sagents.mcp.tasks_client.TaskStatuses` (a ``subscriptions/listen``
+- notified: with :class:`sagents.mcp._tasks_client.TaskStatuses` (a ``subscriptions/listen``
   stream naming the task; polls only as a fallback).
 
 Prints, per mode, the median ``tasks/get`` requests per call and the median delay between the
@@ -25,12 +25,12 @@ import anyio
 from mcp import Client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Gateway
-from sagents.mcp.tasks_client import TasksClient, TaskStatuses, call_tool_or_task
-from sagents.tool.context import SessionContext
-from sagents.tool.spec_provider import SpecProvider
+from sagents.mcp._tasks_client import TasksClient, TaskStatuses, call_tool_or_task
+from sagents.tool._context import SessionContext
+from sagents.tool._spec_provider import SpecProvider
 
 WORK_S = 2.5  # not a multiple of the poll interval: the baseline waits for its next poll
 REPEATS = 5

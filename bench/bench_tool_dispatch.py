@@ -35,14 +35,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.progress import ProgressHub
-from sagents.progress.binding import LazyToolCall
+from sagents.progress._binding import LazyToolCall
 from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy, build_local_tool
-from sagents.tool.arguments import ArgumentValidator, parse_arguments
-from sagents.tool.deadline import first_step
-from sagents.tool.result_conversion import to_tool_result
+from sagents.tool._arguments import ArgumentValidator, parse_arguments
+from sagents.tool._deadline import first_step
+from sagents.tool._result_conversion import to_tool_result
 
 CALLS = 2000
 WARMUP = 200

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
+from sagents.tool._local_tool import build_local_tool
 from sagents.tool.export_anthropic import to_anthropic_tool
 from sagents.tool.export_gemini import to_gemini_function_declaration
 from sagents.tool.export_responses import to_responses_tool
-from sagents.tool.local_tool import build_local_tool
 from sagents.tool.openai_export import to_openai_tool
 
 TOOLS = 300

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from sagents.tool.context import SessionContext
-from sagents.tool.local_tool import build_local_tool
+from sagents.tool._context import SessionContext
+from sagents.tool._local_tool import build_local_tool
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_nulls_to_absent,

@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_suggest import synthetic_registry  # the registry bench_suggest ranks
 
 from sagents.agent import SAgent, suggest_tools
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.core.tokens import default_token_counter
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.core._tokens import default_token_counter
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 
 K = 10
 REPEATS = 5

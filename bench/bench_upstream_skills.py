@@ -21,8 +21,8 @@ from pathlib import Path
 import anyio
 import mcp_types as mt
 
-from sagents.mcp.ext_types import ListSkillsResult, SkillEntry, SkillFile
-from sagents.skill.mcp_source import MCPSkillSource, SkillServer
+from sagents.mcp._ext_types import ListSkillsResult, SkillEntry, SkillFile
+from sagents.skill._mcp_source import MCPSkillSource, SkillServer
 
 SKILLS = 100  # skills the server offers
 FILES_PER_SKILL = 8  # files of each skill besides SKILL.md

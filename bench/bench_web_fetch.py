@@ -78,7 +78,7 @@ async def main() -> None:
                 return await fetcher.fetch(base + "/bomb")
 
             async def page_tool() -> object:
-                from sagents.tool.impl.web_fetch import html_to_markdown
+                from sagents.tool.impl._web_fetch import html_to_markdown
 
                 page = await fetcher.fetch(base + "/page")
                 return html_to_markdown(page.body.decode())

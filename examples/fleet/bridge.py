@@ -14,11 +14,11 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent, Tool
 
-from sagents.core.permissions import ToolAnnotations, classify_annotations
-from sagents.core.result import TextContent as SagentsText
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
-from sagents.script.dispatcher import CallTool
+from sagents.core._permissions import ToolAnnotations, classify_annotations
+from sagents.core._result import TextContent as SagentsText
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
+from sagents.script._dispatcher import CallTool
 
 __all__ = ["HERE", "fleet_client", "make_call_tool", "result_from_mcp", "spec_from_mcp"]
 

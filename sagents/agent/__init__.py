@@ -5,8 +5,8 @@ the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the 
 one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
-from sagents.agent.compress import CompressionSettings
-from sagents.agent.events import (
+from sagents.agent._compress import CompressionSettings
+from sagents.agent._events import (
     AgentEvent,
     DoneEvent,
     DoneReason,
@@ -19,20 +19,20 @@ from sagents.agent.events import (
     UsageEvent,
     WorkflowSelectedEvent,
 )
-from sagents.agent.loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
-from sagents.agent.model import ModelTurn, OpenAIChatModel, TextDelta, Usage
-from sagents.agent.selectors import (
+from sagents.agent._loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
+from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent._selectors import (
     EmbeddingsToolSelector,
     LLMToolSelector,
     choose_workflow_with_model,
 )
-from sagents.agent.session import (
+from sagents.agent._session import (
     AGENT_SESSION_KEY,
     AgentSession,
     AuditStatus,
     current_agent_session,
 )
-from sagents.agent.suggest import (
+from sagents.agent._suggest import (
     OfflineToolSelector,
     ToolSelector,
     Workflow,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from sagents.core.spec import ToolSpec
+    from sagents.core._spec import ToolSpec
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -54,7 +54,7 @@ __all__ = [
     "tool_document",
 ]
 
-logger = logging.getLogger("sagents.agent.suggest")
+logger = logging.getLogger("sagents.agent._suggest")
 
 NAME_WEIGHT = 2
 """How many times a tool's own name words count in its lexical document."""

@@ -1,5 +1,5 @@
 """The state of one ``SAgent.run_stream`` run and the loop's small helpers (see
-:mod:`sagents.agent.loop`)."""
+:mod:`sagents.agent._loop`)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from typing import Any, Final
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from sagents.agent.events import AgentEvent
-from sagents.agent.session import AgentSession
+from sagents.agent._events import AgentEvent
+from sagents.agent._session import AgentSession
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
 from sagents.errors import NotAllowedError
-from sagents.progress.hub import ProgressHub, default_hub
-from sagents.progress.queue import EventQueue
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
-from sagents.tool.provider import ToolProvider
+from sagents.progress._hub import ProgressHub, default_hub
+from sagents.progress._queue import EventQueue
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
+from sagents.tool._provider import ToolProvider
+from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_manager import ToolManager
-from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
     "EventApprover",

@@ -4,7 +4,7 @@ directory).
 Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors``.
 """
 
-from sagents.audit.store import (
+from sagents.audit._store import (
     AuditEntry,
     AuditKind,
     AuditStore,
@@ -12,7 +12,7 @@ from sagents.audit.store import (
     default_audit_path,
     default_data_dir,
 )
-from sagents.audit.tasks import SqliteTaskStore, StoredTask
+from sagents.audit._tasks import SqliteTaskStore, StoredTask
 
 __all__ = [
     "AuditEntry",

@@ -29,7 +29,7 @@ class LazyCommand:
     """A subcommand whose module is imported only when the subcommand is used.
 
     Attributes:
-        module: The module that defines it (``sagents.cli.serve``).
+        module: The module that defines it (``sagents.cli._serve``).
         attribute: The command's function, or a ``typer.Typer`` for a group of subcommands.
         short_help: The line shown by ``sagents --help``; the same as the first line of the
             function's docstring (or the group's help), which a test checks.
@@ -42,48 +42,48 @@ class LazyCommand:
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand(
-        module="sagents.cli.serve",
+        module="sagents.cli._serve",
         attribute="serve",
         short_help="Run the MCP gateway (stdio by default; --transport http for streamable HTTP).",
     ),
     "console": LazyCommand(
-        module="sagents.cli.console",
+        module="sagents.cli._console",
         attribute="console",
         short_help="Browse the audit and the records of past runs in a web console.",
     ),
     "run-script": LazyCommand(
-        module="sagents.cli.run_script",
+        module="sagents.cli._run_script",
         attribute="run_script",
         short_help=(
             "Run a script through run_script (sandboxed, tools of the config's MCP servers)."
         ),
     ),
     "demo": LazyCommand(
-        module="sagents.cli.demo",
+        module="sagents.cli._demo",
         attribute="demo",
         short_help=(
             "Run the bundled fleet job through run_script: 500 devices, one script, one summary."
         ),
     ),
     "tools": LazyCommand(
-        module="sagents.cli.tools",
+        module="sagents.cli._tools",
         attribute="tools_command",
         short_help="List every tool with its server, permission class and the server's status.",
     ),
     "call": LazyCommand(
-        module="sagents.cli.tools",
+        module="sagents.cli._tools",
         attribute="call_command",
         short_help=(
             "Call one tool and print its result (exit code 1 when the result is an error)."
         ),
     ),
     "chat": LazyCommand(
-        module="sagents.cli.chat",
+        module="sagents.cli._chat",
         attribute="chat",
         short_help="Chat with an agent that uses the configured tools and skills.",
     ),
     "skills": LazyCommand(
-        module="sagents.cli.skills",
+        module="sagents.cli._skills",
         attribute="app",
         short_help="List, show and validate Agent Skills directories.",
     ),

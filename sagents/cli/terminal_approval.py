@@ -1,8 +1,8 @@
 """The terminal approver of the command line (``sagents chat``, ``sagents run-script``).
 
-It answers the one approval protocol (:mod:`sagents.tool.approval`): a tool call waiting for
+It answers the one approval protocol (:mod:`sagents.tool._approval`): a tool call waiting for
 the user, or the one approval before a run_script run. What it shows is the model's text,
-printed literally (no Rich markup, control characters escaped, :mod:`sagents.core.literal`) and
+printed literally (no Rich markup, control characters escaped, :mod:`sagents.core._literal`) and
 whole: every line wrapped at the terminal's width, never cut.
 """
 
@@ -17,8 +17,8 @@ import anyio.to_thread
 from rich.console import Console
 from rich.syntax import Syntax
 
-from sagents.core.literal import literal_text, printable
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest
+from sagents.core._literal import literal_text, printable
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 
 __all__ = ["TerminalApprover"]
 

@@ -4,7 +4,7 @@ Floor 3 of ``docs/architecture.md`` ("Layers"), beside ``sagents.tool`` (it buil
 configured ``ToolManager``): shared by the CLI, run_script and the gateway.
 """
 
-from sagents.config.loader import (
+from sagents.config._loader import (
     BackgroundCallsSettings,
     MCPServerConfig,
     SagentsConfig,

@@ -7,7 +7,7 @@ server connected (docs/configuration.md, docs/mcp.md).
 
 from __future__ import annotations
 
-from sagents.config.loader import SagentsConfig
+from sagents.config._loader import SagentsConfig
 from sagents.progress import ProgressHub
 from sagents.tool.tool_manager import ToolManager
 

@@ -4,7 +4,7 @@ Floor 1 of ``docs/architecture.md`` ("Layers"): ``sagents.mcp`` builds these val
 importing ``sagents.tool``.
 """
 
-from sagents.core.permissions import (
+from sagents.core._permissions import (
     PERMISSION_CLASSES,
     PERMISSION_MODES,
     PermissionClass,
@@ -13,7 +13,7 @@ from sagents.core.permissions import (
     classify_annotations,
     parse_permission_mode,
 )
-from sagents.core.result import (
+from sagents.core._result import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
@@ -23,7 +23,7 @@ from sagents.core.result import (
     TextContent,
     ToolResult,
 )
-from sagents.core.spec import ToolSource, ToolSourceKind, ToolSpec
+from sagents.core._spec import ToolSource, ToolSourceKind, ToolSpec
 
 __all__ = [
     "PERMISSION_CLASSES",

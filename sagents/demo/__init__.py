@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sagents.config.loader import SagentsConfig, parse_config
+from sagents.config._loader import SagentsConfig, parse_config
 
 __all__ = ["FLEET_SCRIPT", "SERVER_NAME", "demo_config"]
 

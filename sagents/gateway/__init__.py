@@ -3,23 +3,23 @@
 Floor 5 of ``docs/architecture.md`` ("Layers"), beside ``sagents.agent``; see ``docs/gateway.md``.
 """
 
-from sagents.gateway.approval import (
+from sagents.gateway._approval import (
     ClientScriptApprover,
     ElicitationApprover,
     GatewayCallApprover,
     current_client_asker,
 )
-from sagents.gateway.background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
-from sagents.gateway.convert import spec_to_mcp_tool, to_call_tool_result
-from sagents.gateway.factory import build_gateway, open_gateway
-from sagents.gateway.http_server import build_http_app, check_bind, serve_http
-from sagents.gateway.offer import ScriptHost
-from sagents.gateway.policy import Profile, is_offered
-from sagents.gateway.seams import MemoryProgressSource, ProgressSource, ProxyProvider
-from sagents.gateway.server import Gateway
-from sagents.gateway.settings import GatewaySettings, load_profiles
-from sagents.gateway.tool_search import ToolSearch
-from sagents.gateway.workspaces import Workspaces
+from sagents.gateway._background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
+from sagents.gateway._convert import spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway._factory import build_gateway, open_gateway
+from sagents.gateway._http_server import build_http_app, check_bind, serve_http
+from sagents.gateway._offer import ScriptHost
+from sagents.gateway._policy import Profile, is_offered
+from sagents.gateway._seams import MemoryProgressSource, ProgressSource, ProxyProvider
+from sagents.gateway._server import Gateway
+from sagents.gateway._settings import GatewaySettings, load_profiles
+from sagents.gateway._tool_search import ToolSearch
+from sagents.gateway._workspaces import Workspaces
 
 __all__ = [
     "BackgroundRegistry",

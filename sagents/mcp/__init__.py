@@ -1,12 +1,12 @@
 """Upstream MCP servers on the official ``mcp`` SDK (floor 2 of ``docs/architecture.md``).
 
-:class:`MCPSupervisor` owns the connections; :mod:`sagents.mcp.params` says where servers are;
-:mod:`sagents.mcp.convert` turns MCP tools and results into sagents values.
+:class:`MCPSupervisor` owns the connections; :mod:`sagents.mcp._params` says where servers are;
+:mod:`sagents.mcp._convert` turns MCP tools and results into sagents values.
 """
 
-from sagents.mcp.catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
-from sagents.mcp.connection import ToolsChangedCallback
-from sagents.mcp.convert import (
+from sagents.mcp._catalog import CatalogChangedCallback, CatalogKind, ServerCatalog
+from sagents.mcp._connection import ToolsChangedCallback
+from sagents.mcp._convert import (
     TOOL_NAME_SEPARATOR,
     check_input_schema,
     check_server_name,
@@ -15,7 +15,7 @@ from sagents.mcp.convert import (
     split_tool_name,
     tool_to_spec,
 )
-from sagents.mcp.params import (
+from sagents.mcp._params import (
     InProcessServer,
     ServerParams,
     SseServerParameters,
@@ -23,9 +23,9 @@ from sagents.mcp.params import (
     StreamableHttpServerParameters,
     describe_params,
 )
-from sagents.mcp.settings import DEFAULT_MAX_CONCURRENCY, ServerSandbox, ServerSettings
-from sagents.mcp.status import ServerState, ServerStatus, WithheldTool
-from sagents.mcp.supervisor import MCPSupervisor, default_log_dir
+from sagents.mcp._settings import DEFAULT_MAX_CONCURRENCY, ServerSandbox, ServerSettings
+from sagents.mcp._status import ServerState, ServerStatus, WithheldTool
+from sagents.mcp._supervisor import MCPSupervisor, default_log_dir
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",

@@ -6,6 +6,6 @@
 MCP client (and an ``mcpServers`` entry of our own config) can use them.
 """
 
-from sagents.mcp_servers.serve import builtin_server, serve_stdio
+from sagents.mcp_servers._serve import builtin_server, serve_stdio
 
 __all__ = ["builtin_server", "serve_stdio"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 
 from sagents.audit import SqliteAuditStore
-from sagents.mcp_servers.serve import builtin_server, identity_arguments, serve_stdio
+from sagents.mcp_servers._serve import builtin_server, identity_arguments, serve_stdio
 from sagents.tool import SessionContext
 from sagents.tool.impl import BuiltinTools, MemoryStore
 

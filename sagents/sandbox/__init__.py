@@ -5,12 +5,12 @@
 docs/sandbox.md for the security model.
 """
 
-from sagents.sandbox.factory import create_sandbox
-from sagents.sandbox.hostfs import HostFiles, open_dir_fd, safe_open_in
-from sagents.sandbox.local import LocalSandbox
-from sagents.sandbox.memory import MemorySandbox
-from sagents.sandbox.protocol import Sandbox, SandboxProcess
-from sagents.sandbox.types import (
+from sagents.sandbox._factory import create_sandbox
+from sagents.sandbox._hostfs import HostFiles, open_dir_fd, safe_open_in
+from sagents.sandbox._local import LocalSandbox
+from sagents.sandbox._memory import MemorySandbox
+from sagents.sandbox._protocol import Sandbox, SandboxProcess
+from sagents.sandbox._types import (
     DEFAULT_CPU_CORES,
     DEFAULT_ENV_ALLOWLIST,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -30,7 +30,7 @@ from sagents.sandbox.types import (
     TaskState,
     TaskStatus,
 )
-from sagents.sandbox.utf8 import decode_utf8_window
+from sagents.sandbox._utf8 import decode_utf8_window
 
 __all__ = [
     "DEFAULT_CPU_CORES",

@@ -12,27 +12,27 @@ Usage::
     session_skills = SkillProxy(skill_manager, available_skills=["my_skill"])
 """
 
-from sagents.skill.activation import ToolRestrictor, activate_skill
-from sagents.skill.disclosure import (
+from sagents.skill._activation import ToolRestrictor, activate_skill
+from sagents.skill._disclosure import (
     LoadedSkill,
     count_tokens,
     load_skill,
     read_skill_resource,
     render_skills_prompt,
 )
-from sagents.skill.manager import SkillManager
-from sagents.skill.parser import SkillLoad, parse_skill_dir
-from sagents.skill.proxy import SkillProxy, SkillSource
-from sagents.skill.sandbox_sync import (
+from sagents.skill._manager import SkillManager
+from sagents.skill._parser import SkillLoad, parse_skill_dir
+from sagents.skill._proxy import SkillProxy, SkillSource
+from sagents.skill._sandbox_sync import (
     DEFAULT_SANDBOX_SKILLS_ROOT,
     SandboxFiles,
     SandboxSkillManager,
     SkillProjection,
     SyncOutcome,
 )
-from sagents.skill.schema import ProblemSeverity, SkillProblem, SkillSchema, SourceForm
-from sagents.skill.session import SkillSession
-from sagents.skill.skill_tool import LOAD_SKILL_SPEC, READ_SKILL_FILE_SPEC, SkillTools
+from sagents.skill._schema import ProblemSeverity, SkillProblem, SkillSchema, SourceForm
+from sagents.skill._session import SkillSession
+from sagents.skill._skill_tool import LOAD_SKILL_SPEC, READ_SKILL_FILE_SPEC, SkillTools
 
 __all__ = [
     "DEFAULT_SANDBOX_SKILLS_ROOT",

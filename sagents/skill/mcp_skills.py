@@ -34,20 +34,20 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from sagents.errors import SkillError
-from sagents.mcp.ext_types import (
+from sagents.mcp._ext_types import (
     MAX_SKILL_BYTES,
     MAX_SKILL_FILES,
     ListSkillsRequest,
     ListSkillsResult,
     SkillEntry,
 )
-from sagents.skill.frontmatter import (
+from sagents.skill._frontmatter import (
     FrontMatterError,
     decode_text,
     load_yaml_mapping,
     split_front_matter,
 )
-from sagents.skill.rules import check_name
+from sagents.skill._rules import check_name
 
 __all__ = ["FETCH_TIMEOUT_S", "fetch_mcp_skills"]
 

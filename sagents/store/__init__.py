@@ -6,10 +6,10 @@ Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors
 opened. docs/scale-out.md says what each guarantee becomes with replicas.
 """
 
-from sagents.store.embedded import EmbeddedStore, MemoryApprovals, SqliteTasks
-from sagents.store.location import DEFAULT_LEASE_S, StoreLocation, parse_store_url, redact_url
-from sagents.store.open import GatewayStore, open_store
-from sagents.store.protocols import ApprovalStore, AuditLog, CancelHandler, TaskStore
+from sagents.store._embedded import EmbeddedStore, MemoryApprovals, SqliteTasks
+from sagents.store._location import DEFAULT_LEASE_S, StoreLocation, parse_store_url, redact_url
+from sagents.store._open import GatewayStore, open_store
+from sagents.store._protocols import ApprovalStore, AuditLog, CancelHandler, TaskStore
 
 __all__ = [
     "DEFAULT_LEASE_S",

@@ -7,7 +7,7 @@ OpenAI client) runs unchanged against it. See ``docs/agent.md``, "Testing an age
 of ``docs/architecture.md`` ("Layers"), beside the CLI.
 """
 
-from sagents.testing.scripted import (
+from sagents.testing._scripted import (
     ReplyFunction,
     ScriptedModel,
     ScriptedReply,

@@ -4,9 +4,9 @@
 ``docs/architecture.md`` ("Layers"), which also draws the call path; see ``docs/tools.md``.
 """
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.tool.approval import (
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.tool._approval import (
     APPROVAL_ANSWERS,
     AllowAllApprover,
     ApprovalAnswer,
@@ -19,11 +19,12 @@ from sagents.tool.approval import (
     denial_reason,
     settle_answer,
 )
-from sagents.tool.context import InjectedArg, SessionContext
-from sagents.tool.handler import ToolCall, ToolHandler
-from sagents.tool.local_tool import LocalTool, build_local_tool
-from sagents.tool.provider import ToolProvider
-from sagents.tool.spec_provider import SpecProvider
+from sagents.tool._context import InjectedArg, SessionContext
+from sagents.tool._handler import ToolCall, ToolHandler
+from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._provider import ToolProvider
+from sagents.tool._spec_provider import SpecProvider
+from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import (
     DEFAULT_TOOL_TIMEOUT,
@@ -36,7 +37,6 @@ from sagents.tool.tool_progress import (
     emit_tool_progress_closed,
     emit_tool_progress_from_thread,
 )
-from sagents.tool.tool_proxy import ToolProxy
 
 __all__ = [
     "APPROVAL_ANSWERS",

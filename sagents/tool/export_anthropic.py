@@ -5,7 +5,7 @@ A tool is ``{"name", "description", "input_schema"}`` (Anthropic API reference, 
 Names follow ``^[a-zA-Z0-9_-]{1,64}$``, the same rule and mapping as the OpenAI export
 (:mod:`sagents.tool.naming`).
 
-* **Faithful** (default): ``input_schema`` is :func:`~sagents.tool.export_faithful.faithful_schema`
+* **Faithful** (default): ``input_schema`` is :func:`~sagents.tool._export_faithful.faithful_schema`
   (the API takes JSON Schema 2020-12 with a root ``type: object``).
 * **Strict** (``"strict": true``, Anthropic's "Structured outputs" / strict tool use, section
   "JSON Schema limitations", https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs):
@@ -35,15 +35,15 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sagents.core.result import ImageContent, ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ImageContent, ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
-from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
-from sagents.tool.export_faithful import faithful_schema
+from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
+from sagents.tool._export_faithful import faithful_schema
+from sagents.tool._json_schema import escape_pointer, fixed_length
+from sagents.tool._provider import ToolProvider
 from sagents.tool.export_inline import distribute_unions, inline_schema
-from sagents.tool.json_schema import escape_pointer, fixed_length
 from sagents.tool.naming import to_exported_name
-from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "ANTHROPIC_STRICT_FORMATS",
@@ -173,7 +173,7 @@ def anthropic_tool_result(
     """The ``tool_result`` block that answers ``call`` with ``result``.
 
     ``content`` is the model-facing text of the result
-    (:meth:`~sagents.core.result.ToolResult.to_tool_message`); a result with images (JPEG,
+    (:meth:`~sagents.core._result.ToolResult.to_tool_message`); a result with images (JPEG,
     PNG, GIF, WebP: the types the API takes) also carries them as base64 ``image`` blocks.
     ``is_error`` follows the result.
 

@@ -42,16 +42,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
-from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
-from sagents.tool.export_faithful import faithful_schema
+from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
+from sagents.tool._export_faithful import faithful_schema
+from sagents.tool._export_strict import strict_schema
+from sagents.tool._json_schema import escape_pointer, fixed_length, json_type
+from sagents.tool._provider import ToolProvider
 from sagents.tool.export_inline import distribute_unions, inline_schema, merge_schemas
-from sagents.tool.export_strict import strict_schema
-from sagents.tool.json_schema import escape_pointer, fixed_length, json_type
 from sagents.tool.naming import to_exported_name
-from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "GEMINI_NAME_PATTERN",
@@ -293,7 +293,7 @@ def gemini_function_response(
     """The ``functionResponse`` part that answers ``call`` with ``result``.
 
     The response object holds the model-facing text of the result
-    (:meth:`~sagents.core.result.ToolResult.to_tool_message`) under ``output``, or under
+    (:meth:`~sagents.core._result.ToolResult.to_tool_message`) under ``output``, or under
     ``error`` for a failed call, as the Gemini API asks ("Use 'output' key to specify function
     output and 'error' key to specify error details").
 

@@ -15,7 +15,7 @@ exactly what the original accepts. What cannot be rewritten so is refused with
 * an output past :data:`MAX_INLINED_NODES` schema nodes: a ladder of described ``$ref`` doubles
   with each rung, and a hostile upstream schema must not stall an export.
 
-Merges are those of :mod:`sagents.tool.schema_merge` (the strict export's): ``properties``
+Merges are those of :mod:`sagents.tool._schema_merge` (the strict export's): ``properties``
 merged recursively, ``required`` united, ``type`` and ``enum`` intersected, numeric bounds the
 tighter one, equal values kept, the first side's annotations (a ``$ref`` site's own words win
 over its definition's); anything else that both sides set differently is refused.
@@ -28,14 +28,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from sagents.errors import SchemaExportError
-from sagents.tool.export_faithful import resolve_ref
-from sagents.tool.json_schema import (
+from sagents.tool._export_faithful import resolve_ref
+from sagents.tool._json_schema import (
     SCHEMA_KEYWORDS,
     SCHEMA_LIST_KEYWORDS,
     SCHEMA_MAP_KEYWORDS,
     escape_pointer,
 )
-from sagents.tool.schema_merge import MergeConflict, merge_conjunction, types_exclude
+from sagents.tool._schema_merge import MergeConflict, merge_conjunction, types_exclude
 
 __all__ = ["MAX_INLINED_NODES", "distribute_unions", "inline_schema", "merge_schemas"]
 
@@ -51,7 +51,7 @@ def inline_schema(document: Mapping[str, Any], *, target: str) -> dict[str, Any]
 
     Args:
         document: A schema whose ``$ref`` all resolve inside it (the output of
-            :func:`~sagents.tool.export_faithful.faithful_schema` or of a strict export).
+            :func:`~sagents.tool._export_faithful.faithful_schema` or of a strict export).
         target: What the document is for, to name in errors ("Gemini", "Anthropic strict mode").
 
     Returns:
@@ -233,7 +233,7 @@ class _Inliner:
 
     def merge(self, first: Any, second: Any, path: str) -> Any:
         """The conjunction of two ref-free schemas as one schema
-        (:func:`~sagents.tool.schema_merge.merge_conjunction`), or a refusal."""
+        (:func:`~sagents.tool._schema_merge.merge_conjunction`), or a refusal."""
         if second is True or second == {}:
             return first
         if first is True or first == {}:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sagents.core.result import ImageContent, ToolResult
-from sagents.core.spec import ToolSpec
-from sagents.tool.export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
-from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.export_strict import strict_schema
+from sagents.core._result import ImageContent, ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
+from sagents.tool._export_faithful import faithful_schema
+from sagents.tool._export_strict import strict_schema
+from sagents.tool._provider import ToolProvider
 from sagents.tool.naming import to_exported_name
-from sagents.tool.provider import ToolProvider
 
 __all__ = [
     "parse_responses_function_call",
@@ -105,7 +105,7 @@ def responses_function_call_output(
     """The ``function_call_output`` item that answers ``call`` with ``result``.
 
     The output is the model-facing text of the result
-    (:meth:`~sagents.core.result.ToolResult.to_tool_message`); a result with images also
+    (:meth:`~sagents.core._result.ToolResult.to_tool_message`); a result with images also
     carries them, as ``input_image`` parts with data URLs after an ``input_text`` part.
 
     Raises:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sagents.mcp.params import ServerParams
-    from sagents.mcp.settings import ServerSettings
+    from sagents.mcp._params import ServerParams
+    from sagents.mcp._settings import ServerSettings
 
 __all__ = ["MCPServerDeclaration", "discovered_mcp_servers", "mcp_server"]
 
@@ -70,7 +70,7 @@ def mcp_server(
     Raises:
         ValueError: the name would make tool names ambiguous.
     """
-    from sagents.mcp.convert import check_server_name  # the declaring module uses mcp anyway
+    from sagents.mcp._convert import check_server_name  # the declaring module uses mcp anyway
 
     check_server_name(name)
     declared = MCPServerDeclaration(name=name, params=params, settings=settings, module=module)

@@ -22,7 +22,7 @@ half-way:
   and ``$defs`` are kept (the subset allows them, recursion included), and ``$defs`` are
   rewritten once each, so recursive schemas never recurse forever. ``allOf`` members and a
   ``$ref`` beside other keywords are merged into one schema with the same meaning
-  (:mod:`sagents.tool.schema_merge`), or refused. Nothing may stand beside a ``$ref`` in strict
+  (:mod:`sagents.tool._schema_merge`), or refused. Nothing may stand beside a ``$ref`` in strict
   mode (the ``openai`` SDK's own helper inlines such refs): a described ``$ref`` to a small
   definition (at most 64 nodes, counting what its refs point to) is inlined; any other becomes
   a one-member ``anyOf`` that carries the description, so output stays linear in the input,
@@ -48,9 +48,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sagents.core.spec import ToolSpec
-from sagents.tool.export_faithful import faithful_schema
-from sagents.tool.export_strict import (
+from sagents.core._spec import ToolSpec
+from sagents.tool._export_faithful import faithful_schema
+from sagents.tool._export_strict import (
     MAX_STRICT_NODES,
     STRICT_FORMATS,
     STRICT_KEYWORDS,

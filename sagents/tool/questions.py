@@ -1,6 +1,6 @@
 """Questions for the user: what ``questionnaire`` asks, and who answers (docs/builtin_tools.md).
 
-Like the approval protocol (:mod:`sagents.tool.approval`), one set of types serves every
+Like the approval protocol (:mod:`sagents.tool._approval`), one set of types serves every
 channel: a :class:`Questionnaire` (pydantic: validated where the model's arguments enter) is
 handed to a :class:`Questioner` that the host binds for the call (:func:`bind_questioner`): the
 agent loop (an event the application answers), ``sagents serve`` (MCP elicitation, form mode),

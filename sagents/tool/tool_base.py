@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from sagents.core.permissions import PermissionClass, ToolAnnotations
+from sagents.core._permissions import PermissionClass, ToolAnnotations
 from sagents.errors import ToolDefinitionError
-from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool._local_tool import LocalTool, build_local_tool
 
 __all__ = ["ToolOptions", "discovered_tools", "get_local_tool", "tool"]
 

@@ -2,9 +2,9 @@
 docs/architecture.md, "One tool call").
 
 One tool call: find the spec (registered or exported name) -> parse, coerce and validate the
-arguments (:mod:`sagents.tool.arguments`) -> the handler (a local function through
-``LocalTool.invoke``, or a registered :class:`~sagents.tool.handler.ToolHandler`) under a timeout
--> :func:`~sagents.tool.result_conversion.to_tool_result`. ``run_tool`` is the one
+arguments (:mod:`sagents.tool._arguments`) -> the handler (a local function through
+``LocalTool.invoke``, or a registered :class:`~sagents.tool._handler.ToolHandler`) under a timeout
+-> :func:`~sagents.tool._result_conversion.to_tool_result`. ``run_tool`` is the one
 exception->result boundary: every failure becomes a ``ToolResult`` with ``is_error=True`` and an
 ``error`` code; cancellation of the caller always propagates.
 
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import (
     SagentsError,
     ToolDefinitionError,
@@ -44,21 +44,21 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
-from sagents.progress.binding import LazyToolCall
-from sagents.tool.arguments import ArgumentValidator, parse_arguments
-from sagents.tool.context import SessionContext
-from sagents.tool.deadline import finish_within, first_step
-from sagents.tool.handler import ToolCall, ToolHandler
-from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.progress._binding import LazyToolCall
+from sagents.tool._arguments import ArgumentValidator, parse_arguments
+from sagents.tool._context import SessionContext
+from sagents.tool._deadline import finish_within, first_step
+from sagents.tool._handler import ToolCall, ToolHandler
+from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._result_conversion import to_tool_result
 from sagents.tool.naming import to_exported_name
-from sagents.tool.result_conversion import to_tool_result
 from sagents.tool.tool_base import discovered_tools, get_local_tool
 
 if TYPE_CHECKING:
     # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
     from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
-    from sagents.tool.api_export import ModelApi
-    from sagents.tool.mcp_registry import MCPRegistry
+    from sagents.tool._api_export import ModelApi
+    from sagents.tool._mcp_registry import MCPRegistry
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
@@ -358,7 +358,7 @@ class ToolManager:
 
     def _api_tools(self, api: ModelApi, strict: bool) -> list[dict[str, Any]]:
         # Imported here: the other APIs' exporters cost nothing to a caller that never asks.
-        from sagents.tool.api_export import export_tool_json, unique_names
+        from sagents.tool._api_export import export_tool_json, unique_names
 
         tools = []
         for name, exported in sorted(unique_names(api, self._entries).items()):
@@ -419,7 +419,7 @@ class ToolManager:
                 worker thread cannot be stopped: it is abandoned and finishes in the
                 background.
             strict: The model saw the strict export: ``null`` for an optional parameter means
-                "absent" (see :mod:`sagents.tool.arguments`).
+                "absent" (see :mod:`sagents.tool._arguments`).
 
         Returns:
             The tool's result, or an error result whose ``error.code`` is one of
@@ -447,7 +447,7 @@ class ToolManager:
             if local is not None and not self._call_contexts:
                 # The common case, called here directly: no ToolCall, no handler frame, the
                 # session context built only for a tool that takes it, progress bound lazily,
-                # the timeout armed only if the coroutine waits (sagents.tool.deadline).
+                # the timeout armed only if the coroutine waits (sagents.tool._deadline).
                 hub = self._progress_hub if self._progress_hub is not None else default_hub()
                 session_id = None if session_context is None else session_context.session_id
                 if session_id is None or not hub.listening(session_id):
@@ -497,7 +497,7 @@ class ToolManager:
         """What a call runs inside: its progress binding, then the added call contexts.
 
         Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
-        a context variable (:class:`~sagents.progress.binding.LazyToolCall`) instead of a task
+        a context variable (:class:`~sagents.progress._binding.LazyToolCall`) instead of a task
         group, hub tracking and a ``closed`` event.
         """
         hub = self.progress_hub
@@ -566,7 +566,7 @@ class ToolManager:
         Returns:
             The status of each server collected by this call.
         """
-        from sagents.mcp.settings import ServerSettings
+        from sagents.mcp._settings import ServerSettings
         from sagents.tool.mcp_tool_base import discovered_mcp_servers
 
         pending: dict[str, tuple[ServerParams, ServerSettings]] = {}
@@ -666,7 +666,7 @@ class ToolManager:
         if self._mcp is None:
             # Imported here: the MCP SDK costs about a second of start-up, which a manager
             # of local tools never pays.
-            from sagents.tool.mcp_registry import MCPRegistry
+            from sagents.tool._mcp_registry import MCPRegistry
 
             self._mcp = MCPRegistry(self)
             self.push_async_callback(self._mcp.supervisor.aclose)

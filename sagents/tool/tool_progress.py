@@ -6,7 +6,7 @@ call is :func:`sagents.progress.bind_tool_call`. Sync tools in worker threads us
 :func:`emit_tool_progress_from_thread`.
 """
 
-from sagents.progress.binding import (
+from sagents.progress._binding import (
     emit_tool_progress,
     emit_tool_progress_closed,
     emit_tool_progress_from_thread,

@@ -2,13 +2,13 @@
 
 ``from sagents.tool.tool_schema import ToolSpec, SseServerParameters,
 StreamableHttpServerParameters`` keeps working; the remote MCP parameters live in
-:mod:`sagents.mcp.params`. They are imported on first access (a module ``__getattr__``, PEP 562),
+:mod:`sagents.mcp._params`. They are imported on first access (a module ``__getattr__``, PEP 562),
 so that the value types do not pull in the MCP SDK.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from sagents.core.permissions import (
+from sagents.core._permissions import (
     PERMISSION_CLASSES,
     PERMISSION_MODES,
     PermissionClass,
@@ -16,7 +16,7 @@ from sagents.core.permissions import (
     ToolAnnotations,
     classify_annotations,
 )
-from sagents.core.result import (
+from sagents.core._result import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
@@ -26,10 +26,10 @@ from sagents.core.result import (
     TextContent,
     ToolResult,
 )
-from sagents.core.spec import ToolSource, ToolSourceKind, ToolSpec
+from sagents.core._spec import ToolSource, ToolSourceKind, ToolSpec
 
 if TYPE_CHECKING:
-    from sagents.mcp.params import SseServerParameters, StreamableHttpServerParameters
+    from sagents.mcp._params import SseServerParameters, StreamableHttpServerParameters
 
 __all__ = [
     "PERMISSION_CLASSES",
@@ -58,7 +58,7 @@ _MCP_NAMES = frozenset({"SseServerParameters", "StreamableHttpServerParameters"}
 
 def __getattr__(name: str) -> Any:
     if name in _MCP_NAMES:
-        from sagents.mcp import params
+        from sagents.mcp import _params as params
 
         return getattr(params, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,11 +18,11 @@ from sagents.agent import (
     HistoryCompressEvent,
     SAgent,
 )
-from sagents.agent.compress import SUMMARY_PREFIX, message_tokens, split_history
-from sagents.core.tokens import default_token_counter
+from sagents.agent._compress import SUMMARY_PREFIX, message_tokens, split_history
+from sagents.core._tokens import default_token_counter
 from sagents.skill import SkillManager
 from sagents.testing import ScriptedReply, http_error, reply, tool_call
-from sagents.testing.scripted import ScriptedModel
+from sagents.testing._scripted import ScriptedModel
 from sagents.tool import SessionContext, ToolManager, ToolProxy, tool
 from sagents.tool.impl import TodoStore, register_builtin_tools
 from tests.agent.helpers import assert_settled_once, collect, done_of

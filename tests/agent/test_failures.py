@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from sagents.agent import MessageDeltaEvent, OpenAIChatModel, SAgent
-from sagents.agent.model import retry_delay
+from sagents.agent._model import retry_delay
 from sagents.errors import ModelConfigError
 from sagents.testing import (
     ScriptedModel,

@@ -13,10 +13,10 @@ import pytest
 
 from sagents.agent import OfflineToolSelector, suggest_tools
 from sagents.agent._ranking import embedding_model, split_words
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.tool import ToolManager, ToolProxy
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 
 
 def spec(name: str, description: str, **params: str) -> ToolSpec:
@@ -226,7 +226,7 @@ def test_without_wordllama_bm25_ranks_alone_and_says_so(
     monkeypatch.setitem(sys.modules, "wordllama", None)  # import wordllama raises ImportError
     embedding_model.cache_clear()
     try:
-        with caplog.at_level(logging.WARNING, logger="sagents.agent.suggest"):
+        with caplog.at_level(logging.WARNING, logger="sagents.agent._suggest"):
             selector = OfflineToolSelector()
             assert selector.rank("send an email to bob", WORKSPACE, 1) == ["mail__send_email"]
             assert not selector.index(WORKSPACE).uses_embeddings

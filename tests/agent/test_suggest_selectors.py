@@ -21,7 +21,7 @@ from sagents.agent import (
     suggest_tools,
 )
 from sagents.agent._ranking import split_words
-from sagents.agent.selectors import parse_tool_names
+from sagents.agent._selectors import parse_tool_names
 from sagents.testing import ScriptedModel, http_error, reply
 from tests.agent.test_suggest import WORKSPACE, spec
 

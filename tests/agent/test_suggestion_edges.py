@@ -22,8 +22,8 @@ from sagents.agent._ranking import (
     bounded_query,
     embedding_model,
 )
-from sagents.agent.suggest import rank_workflows
-from sagents.core.spec import ToolSpec
+from sagents.agent._suggest import rank_workflows
+from sagents.core._spec import ToolSpec
 from sagents.testing import ScriptedModel, reply, tool_call
 from tests.agent.helpers import collect, done_of, tool_messages
 from tests.agent.test_tool_suggestion import ASK_WEATHER, _manager

@@ -18,7 +18,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from sagents.agent import LLMToolSelector, SAgent
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import SessionContext, ToolManager, ToolProxy, tool

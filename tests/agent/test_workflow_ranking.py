@@ -16,7 +16,7 @@ from sagents.agent import (
     choose_workflow_with_model,
     select_workflow,
 )
-from sagents.agent.suggest import DEFAULT_WORKFLOW_THRESHOLD, rank_workflows
+from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, rank_workflows
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, http_error, reply
 from tests.skill.helpers import spec_md, write_skill

@@ -15,11 +15,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sagents.cli.call_approval import approve_call
+from sagents.cli._call_approval import approve_call
 from sagents.cli.main import app
 from sagents.cli.terminal_approval import TerminalApprover
-from sagents.core.permissions import PermissionMode
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._permissions import PermissionMode
+from sagents.core._spec import ToolSource, ToolSpec
 from tests.cli.cli_helpers import SAGENTS, run_on_terminal
 from tests.mcp.helpers import SERVERS
 

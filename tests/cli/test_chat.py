@@ -16,7 +16,7 @@ from anyio.from_thread import start_blocking_portal
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sagents.cli.chat_session import ChatRenderer, TerminalApprover, json_line
+from sagents.cli._chat_session import ChatRenderer, TerminalApprover, json_line
 from sagents.cli.main import app
 from sagents.core.events import ScriptProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
@@ -158,7 +158,7 @@ async def test_the_terminal_approval_shows_control_characters_of_a_script_as_esc
 
 def test_model_text_tool_calls_and_results_are_printed_literally() -> None:
     from sagents.agent import MessageDeltaEvent, MessageEvent
-    from sagents.cli.chat_session import ChatRenderer
+    from sagents.cli._chat_session import ChatRenderer
     from sagents.core.events import ToolProgressEvent
 
     out, out_buffer = _terminal()

@@ -11,13 +11,13 @@ import mcp_types as mt
 import pytest
 from rich.console import Console
 
-from sagents.cli.run_script import setup_logging
-from sagents.cli.script_host import LiveProgress, NoTerminalApprover
+from sagents.cli._run_script import setup_logging
+from sagents.cli._script_host import LiveProgress, NoTerminalApprover
 from sagents.cli.terminal_approval import TerminalApprover
-from sagents.core.literal import LiteralFormatter, printable
-from sagents.gateway.approval import ClientScriptApprover, approval_form
-from sagents.script.values import ScriptProgressUpdate
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover, denial_reason
+from sagents.core._literal import LiteralFormatter, printable
+from sagents.gateway._approval import ClientScriptApprover, approval_form
+from sagents.script._values import ScriptProgressUpdate
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover, denial_reason
 
 MARKUP = "[bold red]SAFE[/]"
 CONTROLS = "\x1b[2J\x1b]0;owned\x07\r\u202e"
@@ -130,7 +130,7 @@ def test_denials_say_whether_anybody_was_asked() -> None:
 
 
 def test_sagents_tools_tables_show_server_text_literally() -> None:
-    from sagents.cli.tools import _print_rich
+    from sagents.cli._tools import _print_rich
 
     screen = io.StringIO()
     listing = {
@@ -154,7 +154,7 @@ def test_a_client_that_cannot_carry_the_request_was_not_asked() -> None:
     import anyio
     from mcp.shared.exceptions import NoBackChannelError
 
-    from sagents.gateway.approval import CLIENT_ASKER, ClientAsker
+    from sagents.gateway._approval import CLIENT_ASKER, ClientAsker
 
     class Unreachable(ClientAsker):
         def __init__(self) -> None:

@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from sagents.cli.run_script import exit_code_of
-from sagents.cli.script_host import (
+from sagents.cli._run_script import exit_code_of
+from sagents.cli._script_host import (
     LiveProgress,
     NoTerminalApprover,
     choose_approver,
@@ -17,8 +17,8 @@ from sagents.cli.script_host import (
 )
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import parse_config
-from sagents.script.values import ScriptProgressUpdate
-from sagents.tool.approval import AllowAllApprover, ApprovalRequest
+from sagents.script._values import ScriptProgressUpdate
+from sagents.tool._approval import AllowAllApprover, ApprovalRequest
 
 
 def _update(**changes: object) -> ScriptProgressUpdate:

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from sagents.cli.terminal_approval import TerminalApprover
-from sagents.tool.approval import AllowAllApprover, ApprovalRequest, DenyAllApprover
+from sagents.tool._approval import AllowAllApprover, ApprovalRequest, DenyAllApprover
 
 REQUEST = ApprovalRequest.for_script(("fleet__set",), "print(1)", description="d")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sagents.cli._workspace import prepare_workspace
 from sagents.cli.main import app
-from sagents.cli.workspace import prepare_workspace
 from sagents.errors import ConfigError
 
 runner = CliRunner()

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from sagents.config import parse_config
-from sagents.config.models import ScriptsParams
+from sagents.config._models import ScriptsParams
 from sagents.errors import ConfigError
-from sagents.gateway.settings import load_profiles
+from sagents.gateway._settings import load_profiles
 
 SERVER = {"command": "python"}
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sagents.config import load_config
-from sagents.config.loader import parse_config
+from sagents.config._loader import parse_config
 from sagents.errors import ConfigError
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sagents.config import parse_config
-from sagents.config.models import ScriptsParams as ConfigScriptsParams
-from sagents.core.limits import ScriptLimits
+from sagents.config._models import ScriptsParams as ConfigScriptsParams
+from sagents.core._limits import ScriptLimits
 from sagents.errors import ConfigError
 from sagents.script import ScriptsParams
 

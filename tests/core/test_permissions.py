@@ -1,6 +1,6 @@
 import pytest
 
-from sagents.core.permissions import ToolAnnotations, classify_annotations, parse_permission_mode
+from sagents.core._permissions import ToolAnnotations, classify_annotations, parse_permission_mode
 
 
 @pytest.mark.parametrize(

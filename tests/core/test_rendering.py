@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sagents.core.rendering import TOOL_ERROR_PREFIX, format_size
-from sagents.core.result import (
+from sagents.core._rendering import TOOL_ERROR_PREFIX, format_size
+from sagents.core._result import (
     AudioContent,
     EmbeddedResource,
     ImageContent,
@@ -16,8 +16,8 @@ from sagents.core.result import (
     TextContent,
     ToolResult,
 )
-from sagents.core.tokens import default_token_counter
-from sagents.core.truncation import ENV_MAX_TOOL_RESULT_TOKENS
+from sagents.core._tokens import default_token_counter
+from sagents.core._truncation import ENV_MAX_TOOL_RESULT_TOKENS
 
 PNG = base64.b64encode(b"\x89PNG" + b"\x00" * 12_296).decode()
 

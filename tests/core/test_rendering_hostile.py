@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sagents.core.result import ToolResult
-from sagents.core.tokens import default_token_counter
+from sagents.core._result import ToolResult
+from sagents.core._tokens import default_token_counter
 
 
 def test_a_huge_error_message_alone_uses_the_whole_budget_and_names_the_real_limit() -> None:

@@ -1,4 +1,4 @@
-from sagents.core.result import ErrorInfo, TextContent, ToolResult
+from sagents.core._result import ErrorInfo, TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sagents.core.tokens import (
+from sagents.core._tokens import (
     OFFLINE_ENCODING,
     EstimateCounter,
     TiktokenCounter,
@@ -39,7 +39,7 @@ def test_counting_works_without_home_and_without_a_cache_directory(
     env["TIKTOKEN_CACHE_DIR"] = os.path.join(os.fspath(tmp_path), "empty")
     env["HTTPS_PROXY"] = env["HTTP_PROXY"] = "http://127.0.0.1:9"  # any download would fail
     code = (
-        "from sagents.core.tokens import default_token_counter as d; c = d(); "
+        "from sagents.core._tokens import default_token_counter as d; c = d(); "
         "print(c.name, c.count('hello world'))"
     )
     done = subprocess.run(

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagents.core.tokens import EstimateCounter, default_token_counter
-from sagents.core.truncation import (
+from sagents.core._tokens import EstimateCounter, default_token_counter
+from sagents.core._truncation import (
     ENV_MAX_TOOL_RESULT_TOKENS,
     MAX_TOOL_RESULT_TOKENS,
     max_tool_result_tokens,
@@ -37,7 +37,7 @@ def test_an_invalid_budget_warns_and_uses_the_default(
     raw: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv(ENV_MAX_TOOL_RESULT_TOKENS, raw)
-    with caplog.at_level(logging.WARNING, logger="sagents.core.truncation"):
+    with caplog.at_level(logging.WARNING, logger="sagents.core._truncation"):
         assert max_tool_result_tokens() == MAX_TOOL_RESULT_TOKENS
     assert any(ENV_MAX_TOOL_RESULT_TOKENS in r.getMessage() for r in caplog.records)
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import anyio
 
-from sagents.core.permissions import PermissionClass, ToolAnnotations
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
-from sagents.gateway.seams import MemoryProgressSource
-from sagents.tool.context import SessionContext
-from sagents.tool.spec_provider import SpecProvider
+from sagents.core._permissions import PermissionClass, ToolAnnotations
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
+from sagents.gateway._seams import MemoryProgressSource
+from sagents.tool._context import SessionContext
+from sagents.tool._spec_provider import SpecProvider
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
-from sagents.core.result import ToolResult
+from sagents.core._result import ToolResult
 from sagents.errors import TaskNotFoundError
 from sagents.gateway import BackgroundTasks, Gateway
 from tests.gateway.fakes import FakeProvider

@@ -13,11 +13,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from sagents.audit.store import AuditEntry, SqliteAuditStore
-from sagents.audit.tasks import SqliteTaskStore
+from sagents.audit._store import AuditEntry, SqliteAuditStore
+from sagents.audit._tasks import SqliteTaskStore
 from sagents.gateway import Profile
-from sagents.gateway.settings import GatewaySettings
-from sagents.tool.background import TASK_ID_BYTES
+from sagents.gateway._settings import GatewaySettings
+from sagents.tool._background import TASK_ID_BYTES
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import http_gateway
 

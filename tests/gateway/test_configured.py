@@ -24,13 +24,13 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
 from sagents.config.tools import build_tool_manager
-from sagents.core.permissions import PermissionMode
+from sagents.core._permissions import PermissionMode
 from sagents.errors import ConfigError
+from sagents.gateway import _runtime as runtime_module
 from sagents.gateway import build_gateway, serve_http
-from sagents.gateway import runtime as runtime_module
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings, load_profiles
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings, load_profiles
 from sagents.tool import ToolManager, ToolProxy
 
 pytestmark = pytest.mark.anyio

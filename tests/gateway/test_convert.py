@@ -7,8 +7,8 @@ from typing import Any
 import mcp_types as mt
 import pytest
 
-from sagents.core.permissions import ToolAnnotations
-from sagents.core.result import (
+from sagents.core._permissions import ToolAnnotations
+from sagents.core._result import (
     AudioContent,
     EmbeddedResource,
     ImageContent,
@@ -16,9 +16,9 @@ from sagents.core.result import (
     TextContent,
     ToolResult,
 )
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.errors import ToolTimeoutError, UpstreamSchemaError
-from sagents.gateway.convert import ERROR_META_KEY, spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway._convert import ERROR_META_KEY, spec_to_mcp_tool, to_call_tool_result
 
 
 def test_spec_becomes_a_tool_with_schemas_annotations_and_meta() -> None:

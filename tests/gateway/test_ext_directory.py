@@ -15,11 +15,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.ext_directory import DIRECTORY_PAGE_SIZE, skill_directory
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.settings import GatewaySettings
-from sagents.gateway.sources import SkillResources
-from sagents.mcp.ext_types import (
+from sagents.gateway._ext_directory import DIRECTORY_PAGE_SIZE, skill_directory
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway._sources import SkillResources
+from sagents.mcp._ext_types import (
     DIRECTORY_MIME_TYPE,
     SKILLS_EXTENSION,
     ReadResourceDirectoryRequest,

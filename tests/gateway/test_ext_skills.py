@@ -11,8 +11,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.sources import SkillResources
-from sagents.mcp.ext_types import (
+from sagents.gateway._sources import SkillResources
+from sagents.mcp._ext_types import (
     SKILLS_EXTENSION,
     GetSkillRequest,
     GetSkillRequestParams,

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.sources import SkillResources
+from sagents.gateway._sources import SkillResources
 from sagents.skill import SkillManager
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_ext_skills import _get, _list

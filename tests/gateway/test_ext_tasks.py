@@ -14,11 +14,11 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from sagents.audit.tasks import SqliteTaskStore
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.audit._tasks import SqliteTaskStore
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.gateway import ClientScriptApprover, Gateway
-from sagents.mcp.ext_types import (
+from sagents.mcp._ext_types import (
     TASKS_EXTENSION,
     CancelTaskRequest,
     DetailedTaskResult,
@@ -27,10 +27,10 @@ from sagents.mcp.ext_types import (
     UpdateTaskRequest,
     UpdateTaskRequestParams,
 )
-from sagents.mcp.tasks_client import TasksClient
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
-from sagents.tool.approval import ApprovalRequest
-from sagents.tool.context import SessionContext
+from sagents.mcp._tasks_client import TasksClient
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
+from sagents.tool._approval import ApprovalRequest
+from sagents.tool._context import SessionContext
 from tests.gateway.fakes import FakeProvider, _spec
 
 pytestmark = pytest.mark.anyio

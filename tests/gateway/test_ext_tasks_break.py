@@ -13,17 +13,17 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from sagents.audit.tasks import SqliteTaskStore
+from sagents.audit._tasks import SqliteTaskStore
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.settings import GatewaySettings
-from sagents.mcp.ext_types import (
+from sagents.gateway._settings import GatewaySettings
+from sagents.mcp._ext_types import (
     CancelTaskRequest,
     TaskIdParams,
     UpdateTaskRequest,
     UpdateTaskRequestParams,
 )
-from sagents.mcp.tasks_client import TasksClient
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.mcp._tasks_client import TasksClient
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_ext_tasks import FakeScripts, get, tasks_client, until
 from tests.gateway.test_http import http_gateway

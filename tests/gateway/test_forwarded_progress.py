@@ -23,9 +23,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Gateway
-from sagents.gateway.sources import HubProgressSource
+from sagents.gateway._sources import HubProgressSource
 from sagents.tool import ToolManager
 from tests.gateway.fakes import FakeProvider, FakeToolProgress
 

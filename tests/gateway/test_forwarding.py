@@ -20,10 +20,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.forwarding import split_upstream_uri, upstream_uri
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings, load_profiles
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._forwarding import split_upstream_uri, upstream_uri
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings, load_profiles
 from tests.mcp.helpers import NODE_MODULES
 
 pytestmark = pytest.mark.anyio

@@ -14,11 +14,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from sagents.cli.vision import image_model_from_config
+from sagents.cli._vision import image_model_from_config
 from sagents.config import load_config
 from sagents.errors import ConfigError
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._settings import GatewaySettings
 from sagents.testing import ScriptedModel, reply
 from tests.gateway.test_configured import text_of, write_config
 

@@ -13,9 +13,9 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from sagents.errors import ConfigError
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings
 from tests.gateway.test_configured import text_of, write_config
 
 pytestmark = pytest.mark.anyio

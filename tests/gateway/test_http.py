@@ -15,7 +15,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
 from sagents.gateway import Gateway, Profile, serve_http
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._settings import GatewaySettings
 from tests.gateway.fakes import FakeProvider, FakeScriptProgress
 
 pytestmark = pytest.mark.anyio

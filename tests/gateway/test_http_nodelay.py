@@ -6,8 +6,8 @@ With Nagle on, a response written as headers then body waited for the client's d
 
 import socket
 
-from sagents.gateway.http_server import bind_listener
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._http_server import bind_listener
+from sagents.gateway._settings import GatewaySettings
 
 
 def test_the_listener_is_tcp_with_nagle_off_and_connections_inherit_it() -> None:

@@ -1,4 +1,4 @@
-"""Host, Origin and credentials are parsed once and exactly (sagents.gateway.http_security)."""
+"""Host, Origin and credentials are parsed once and exactly (sagents.gateway._http_security)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from sagents.gateway import Profile
-from sagents.gateway.http_security import (
+from sagents.gateway._http_security import (
     CREDENTIAL_SCOPE_KEY,
     Credential,
     CredentialError,
@@ -19,7 +19,7 @@ from sagents.gateway.http_security import (
     parse_host,
     parse_host_rule,
 )
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._settings import GatewaySettings
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import client, http_gateway
 

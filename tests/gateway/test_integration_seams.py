@@ -12,14 +12,14 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from sagents.core.result import EmbeddedResource, ResourceLink, ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import EmbeddedResource, ResourceLink, ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
 from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
-from sagents.gateway import approval as approval_module
+from sagents.gateway import _approval as approval_module
 from sagents.tool import ToolManager, ToolProxy
-from sagents.tool.approval import ApprovalRequest
-from sagents.tool.context import SessionContext
+from sagents.tool._approval import ApprovalRequest
+from sagents.tool._context import SessionContext
 from sagents.tool.tool_base import tool
 from tests.gateway.fakes import FakeProvider
 

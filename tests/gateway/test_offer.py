@@ -1,5 +1,5 @@
 """One per-session offer decides tools/list, tools/call and what run_script's scripts may call
-(sagents.gateway.offer): a profile's ``tools``, the mode, and loaded skills' ``allowed-tools``."""
+(sagents.gateway._offer): a profile's ``tools``, the mode, and loaded skills' ``allowed-tools``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Profile
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.offer import SessionOffer
-from sagents.gateway.settings import GatewaySettings, load_profiles
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._offer import SessionOffer
+from sagents.gateway._settings import GatewaySettings, load_profiles
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_configured import text_of, write_config
 

@@ -10,7 +10,7 @@ from mcp import Client
 
 from sagents.gateway import Gateway, GatewayCallApprover
 from sagents.tool import SessionContext, ToolManager, ToolProxy
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool.tool_base import tool
 
 pytestmark = pytest.mark.anyio

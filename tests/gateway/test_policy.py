@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sagents.core.permissions import PermissionClass, PermissionMode
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._permissions import PermissionClass, PermissionMode
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.errors import NotAllowedError
-from sagents.gateway.policy import Profile, is_offered
-from sagents.tool.approval import approval_needed
+from sagents.gateway._policy import Profile, is_offered
+from sagents.tool._approval import approval_needed
 
 
 def spec(

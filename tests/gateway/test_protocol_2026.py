@@ -13,10 +13,10 @@ import pytest
 from mcp import Client
 from mcp.shared.subscriptions import ToolsListChanged
 
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway
-from sagents.gateway.sources import SkillResources
-from sagents.mcp.ext_types import SKILLS_EXTENSION, TASKS_EXTENSION
+from sagents.gateway._sources import SkillResources
+from sagents.mcp._ext_types import SKILLS_EXTENSION, TASKS_EXTENSION
 from sagents.skill import SkillManager
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import http_gateway

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from sagents.gateway import Gateway
-from sagents.gateway.seams import ProxyProvider
+from sagents.gateway._seams import ProxyProvider
 from sagents.tool import ToolManager, ToolProxy
 from sagents.tool.impl import QuestionnaireSettings, register_builtin_tools
 from tests.gateway.test_server import error_code

@@ -26,8 +26,8 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
-from sagents.gateway.server import APPROVAL_INPUT_KEY
-from sagents.store.postgres import LEASE_REASON
+from sagents.gateway._server import APPROVAL_INPUT_KEY
+from sagents.store._postgres import LEASE_REASON
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """2026-07-28 approvals: ``requestState`` is sealed, bound to the session and call, single use,
-and expires (sagents.gateway.request_state)."""
+and expires (sagents.gateway._request_state)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.request_state import REQUEST_STATE_TTL_S, ApprovalStates
-from sagents.gateway.server import APPROVAL_INPUT_KEY
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._request_state import REQUEST_STATE_TTL_S, ApprovalStates
+from sagents.gateway._server import APPROVAL_INPUT_KEY
+from sagents.gateway._settings import GatewaySettings
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import http_gateway
 

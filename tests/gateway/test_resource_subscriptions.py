@@ -27,9 +27,9 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings, load_profiles
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings, load_profiles
 
 pytestmark = [
     pytest.mark.anyio,

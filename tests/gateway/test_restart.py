@@ -1,5 +1,5 @@
 """A run interrupted by a restart is not lost: ``sagents serve`` killed while a background
-run_script runs, then started again (sagents.gateway.restart)."""
+run_script runs, then started again (sagents.gateway._restart)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from sagents.audit.tasks import SqliteTaskStore
-from sagents.gateway.restart import (
+from sagents.audit._tasks import SqliteTaskStore
+from sagents.gateway._restart import (
     LOCK_NAME,
     RESTART_REASON,
     StartupLock,
     sweep_runs,
     sweep_tasks,
 )
-from sagents.gateway.workspaces import Workspaces
+from sagents.gateway._workspaces import Workspaces
 from tests.gateway.test_configured import write_config
 
 pytestmark = pytest.mark.anyio
@@ -201,9 +201,9 @@ async def test_the_restart_sweep_never_follows_a_symlink_out_of_a_sessions_recor
 async def test_a_sweep_that_fails_gives_the_startup_lock_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sagents.gateway import tasks as tasks_module
-    from sagents.gateway.restart import LOCK_NAME
-    from sagents.gateway.tasks import GatewayTasks
+    from sagents.gateway import _tasks as tasks_module
+    from sagents.gateway._restart import LOCK_NAME
+    from sagents.gateway._tasks import GatewayTasks
 
     async def broken(store: object) -> None:
         raise OSError("the disk went away")

@@ -14,11 +14,11 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from sagents.core.permissions import PermissionMode
-from sagents.core.spec import ToolSpec
+from sagents.core._permissions import PermissionMode
+from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.convert import ERROR_META_KEY
-from sagents.tool.approval import DenyAllApprover
+from sagents.gateway._convert import ERROR_META_KEY
+from sagents.tool._approval import DenyAllApprover
 from tests.gateway.fakes import FakeProvider, FakeScriptProgress, FakeToolProgress
 
 pytestmark = pytest.mark.anyio

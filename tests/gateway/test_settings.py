@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sagents.cli.serve import resolve_settings
+from sagents.cli._serve import resolve_settings
 from sagents.errors import ConfigError
-from sagents.gateway.http_server import check_bind
-from sagents.gateway.settings import GatewaySettings, is_loopback, load_profiles, token_profiles
+from sagents.gateway._http_server import check_bind
+from sagents.gateway._settings import GatewaySettings, is_loopback, load_profiles, token_profiles
 
 
 def write_config(tmp_path: Path, data: object) -> Path:

@@ -9,9 +9,9 @@ import pytest
 
 from sagents.core.events import ToolProgressEvent
 from sagents.errors import PathNotAllowedError, SkillNotFoundError, SkillResourceNotFoundError
-from sagents.gateway.sources import HubProgressSource, SkillResources, skill_uri
-from sagents.progress.hub import ProgressHub
-from sagents.skill.manager import SkillManager
+from sagents.gateway._sources import HubProgressSource, SkillResources, skill_uri
+from sagents.progress._hub import ProgressHub
+from sagents.skill._manager import SkillManager
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 

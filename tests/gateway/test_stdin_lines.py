@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.gateway.stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE, BoundedLines
+from sagents.gateway._stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE, BoundedLines
 
 
 async def _lines(data: bytes, max_bytes: int) -> list[str]:

@@ -23,8 +23,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from sagents.gateway.stdin_lines import OVERLONG_LINE
-from sagents.gateway.stdio_transport import ReadStream, WriteStream, stdio_streams
+from sagents.gateway._stdin_lines import OVERLONG_LINE
+from sagents.gateway._stdio_transport import ReadStream, WriteStream, stdio_streams
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = Path(__file__).parent / "fixtures" / "stdio_echo.py"

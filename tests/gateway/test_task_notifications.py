@@ -21,10 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.settings import GatewaySettings
-from sagents.mcp.ext_types import TaskStatusNotificationParams
-from sagents.mcp.tasks_client import TasksClient
-from sagents.script.policy import RUN_SCRIPT_TOOL_NAME
+from sagents.gateway._settings import GatewaySettings
+from sagents.mcp._ext_types import TaskStatusNotificationParams
+from sagents.mcp._tasks_client import TasksClient
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_ext_tasks import FakeScripts, until
 from tests.gateway.test_ext_tasks_break import _start, _update

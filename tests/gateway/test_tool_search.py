@@ -21,13 +21,13 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from sagents.agent import suggest_tools
-from sagents.cli.serve import resolve_settings
-from sagents.core.spec import ToolSpec
+from sagents.cli._serve import resolve_settings
+from sagents.core._spec import ToolSpec
 from sagents.errors import ConfigError
 from sagents.gateway import Gateway, Profile
-from sagents.gateway.settings import GatewaySettings
-from sagents.gateway.tool_search import ToolSearch
-from sagents.tool.approval import AllowAllApprover
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway._tool_search import ToolSearch
+from sagents.tool._approval import AllowAllApprover
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_http import client as http_client
 from tests.gateway.test_http import http_gateway

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway
-from sagents.gateway.tool_search import ToolRanker, ToolSearch
-from sagents.tool.approval import AllowAllApprover
+from sagents.gateway._tool_search import ToolRanker, ToolSearch
+from sagents.tool._approval import AllowAllApprover
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_server import error_code
 from tests.gateway.test_tool_search import OWN, names, searching, structured

@@ -26,12 +26,12 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from sagents.audit.store import default_data_dir
+from sagents.audit._store import default_data_dir
 from sagents.errors import ConfigError
-from sagents.gateway.factory import build_gateway, open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings, load_profiles
-from sagents.mcp.ext_types import (
+from sagents.gateway._factory import build_gateway, open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings, load_profiles
+from sagents.mcp._ext_types import (
     GetSkillRequest,
     GetSkillRequestParams,
     GetSkillResult,
@@ -39,8 +39,8 @@ from sagents.mcp.ext_types import (
     ListSkillsResult,
 )
 from sagents.skill import SkillManager
+from sagents.skill._mcp_source import MCPSkillSource
 from sagents.skill.mcp_skills import fetch_mcp_skills
-from sagents.skill.mcp_source import MCPSkillSource
 
 pytestmark = pytest.mark.anyio
 

@@ -14,13 +14,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from sagents.config import load_config
-from sagents.gateway.upstream_skills import (
+from sagents.gateway._upstream_skills import (
     UPSTREAM_SKILLS_DIR,
     SupervisorSkillRequests,
     upstream_skill_source,
 )
-from sagents.mcp.ext_types import GetSkillRequest, GetSkillRequestParams, GetSkillResult
-from sagents.skill.mcp_source import MCPSkillSource
+from sagents.mcp._ext_types import GetSkillRequest, GetSkillRequestParams, GetSkillResult
+from sagents.skill._mcp_source import MCPSkillSource
 from tests.gateway.test_upstream_skills import (
     ROOT,
     _config,
@@ -131,7 +131,7 @@ async def test_the_copies_of_a_killed_gateway_are_removed_by_the_next_one_and_no
     code = (
         "import sys, anyio\n"
         "from pathlib import Path\n"
-        "from sagents.skill.mcp_source import MCPSkillSource\n"
+        "from sagents.skill._mcp_source import MCPSkillSource\n"
         "async def main():\n"
         "    async with MCPSkillSource([], None, Path(sys.argv[1])) as source:\n"
         "        (source.cache / 'docs').mkdir()\n"

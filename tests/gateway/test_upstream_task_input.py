@@ -21,11 +21,11 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings
-from sagents.mcp.ext_types import UpdateTaskRequest, UpdateTaskRequestParams
-from sagents.mcp.tasks_client import TasksClient
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.mcp._ext_types import UpdateTaskRequest, UpdateTaskRequestParams
+from sagents.mcp._tasks_client import TasksClient
 from tests.gateway.test_ext_tasks import until
 
 pytestmark = pytest.mark.anyio

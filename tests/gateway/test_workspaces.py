@@ -1,5 +1,5 @@
 """Each client session of ``sagents serve`` has its own workspace and records
-(sagents.gateway.workspaces); one shared folder only with ``shared_workspace``."""
+(sagents.gateway._workspaces); one shared folder only with ``shared_workspace``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from mcp import Client
 
 from sagents.errors import ConfigError
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings
-from sagents.gateway.workspaces import Workspaces
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway._workspaces import Workspaces
 from tests.gateway.test_configured import text_of, write_config
 
 pytestmark = pytest.mark.anyio

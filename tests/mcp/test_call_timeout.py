@@ -6,11 +6,11 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.mcp import ServerSettings
 from sagents.tool import DEFAULT_TOOL_TIMEOUT, ToolManager
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 from tests.mcp.servers.fault_server import build_server
 
 pytestmark = pytest.mark.anyio

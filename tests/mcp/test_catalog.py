@@ -14,7 +14,7 @@ from mcp.server import Server
 
 from sagents.errors import UnknownToolError, UpstreamProtocolError
 from sagents.mcp import MCPSupervisor
-from sagents.mcp.catalog import list_all
+from sagents.mcp._catalog import list_all
 from tests.mcp.servers.catalog_server import build_server
 
 pytestmark = pytest.mark.anyio

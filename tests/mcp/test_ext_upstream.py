@@ -17,7 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from sagents.errors import SkillError
-from sagents.mcp.session import negotiate
+from sagents.mcp._session import negotiate
 from sagents.skill import SkillManager
 from sagents.skill.mcp_skills import fetch_mcp_skills
 from sagents.tool import ToolManager

@@ -19,9 +19,9 @@ from mcp import StdioServerParameters
 
 from sagents.config import SagentsConfig, parse_config
 from sagents.mcp import MCPSupervisor, ServerSettings
-from sagents.mcp.sandboxed import default_home_root
+from sagents.mcp._sandboxed import default_home_root
 from sagents.sandbox import DEFAULT_SANDBOX_UID
-from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox._bwrap import python_runtime
 from tests.mcp.helpers import PEERS, ROOT, SERVERS, documented_config
 
 pytestmark = pytest.mark.anyio

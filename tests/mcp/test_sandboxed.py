@@ -22,11 +22,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import StdioServerParameters
 
 from sagents.errors import SandboxError, UpstreamUnavailableError
-from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings, sandboxed, stdio
-from sagents.mcp.sandboxed import default_home_root, sandbox_params
-from sagents.mcp.stdio import StdioProcess
+from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
+from sagents.mcp import _sandboxed as sandboxed
+from sagents.mcp import _stdio as stdio
+from sagents.mcp._sandboxed import default_home_root, sandbox_params
+from sagents.mcp._stdio import StdioProcess
 from sagents.sandbox import DEFAULT_SANDBOX_UID
-from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox._bwrap import python_runtime
 from tests.mcp.helpers import ROOT, SERVERS
 
 pytestmark = pytest.mark.anyio

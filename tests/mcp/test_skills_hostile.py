@@ -16,7 +16,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from sagents.errors import SkillError
-from sagents.mcp.ext_types import ListSkillsResult, SkillEntry, SkillFile
+from sagents.mcp._ext_types import ListSkillsResult, SkillEntry, SkillFile
 from sagents.skill.mcp_skills import fetch_mcp_skills
 
 pytestmark = pytest.mark.anyio

@@ -13,9 +13,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 
-from sagents.core.spec import ToolSpec
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.settings import GatewaySettings
+from sagents.core._spec import ToolSpec
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._settings import GatewaySettings
 from sagents.mcp import MCPSupervisor, ServerSettings
 from tests.mcp.helpers import ROOT, SERVERS
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.mcp import MCPSupervisor, ServerSettings
-from sagents.mcp.stdio import watchdog_pid
+from sagents.mcp._stdio import watchdog_pid
 from tests.mcp.helpers import ROOT, child_pids, fault_server, process_state, tiny_legacy
 
 pytestmark = pytest.mark.anyio

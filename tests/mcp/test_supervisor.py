@@ -8,7 +8,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from sagents.core import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.errors import ToolDefinitionError, ToolNameConflictError, UpstreamUnavailableError
 from sagents.mcp import MCPSupervisor, ServerSettings
 from tests.mcp.servers.fault_server import build_server

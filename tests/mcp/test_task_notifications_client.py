@@ -16,8 +16,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from sagents.mcp.ext_types import CreateTaskResult, TaskIdParams
-from sagents.mcp.tasks_client import TasksClient, TaskStatuses, call_tool_or_task
+from sagents.mcp._ext_types import CreateTaskResult, TaskIdParams
+from sagents.mcp._tasks_client import TasksClient, TaskStatuses, call_tool_or_task
 from tests.mcp.test_tasks_client_hostile import NOW, _Raw, base
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from sagents.errors import UpstreamProtocolError
-from sagents.mcp.ext_types import CreateTaskResult, TaskIdParams
-from sagents.mcp.tasks_client import TasksClient, call_tool_or_task
+from sagents.mcp._ext_types import CreateTaskResult, TaskIdParams
+from sagents.mcp._tasks_client import TasksClient, call_tool_or_task
 
 pytestmark = pytest.mark.anyio
 

@@ -346,7 +346,7 @@ def test_delivered_text_equals_emitted_text_in_order(
 
 @pytest.mark.anyio
 async def test_a_lazy_binding_is_built_only_when_someone_listens() -> None:
-    from sagents.progress.binding import LazyToolCall, listened_tool_call
+    from sagents.progress._binding import LazyToolCall, listened_tool_call
 
     hub = ProgressHub()
     pending = LazyToolCall(hub, "lazy", "call_lazy")
@@ -371,7 +371,7 @@ async def test_a_lazy_binding_is_built_only_when_someone_listens() -> None:
 
 @pytest.mark.anyio
 async def test_a_lazy_binding_without_a_session_draws_ids_only_when_asked() -> None:
-    from sagents.progress.binding import LazyToolCall
+    from sagents.progress._binding import LazyToolCall
 
     pending = LazyToolCall(ProgressHub(), None, None)
     with pending:

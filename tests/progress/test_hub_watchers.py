@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sagents.core.events import Event, ToolProgressEvent
-from sagents.progress.hub import ProgressHub
+from sagents.progress._hub import ProgressHub
 
 pytestmark = pytest.mark.anyio
 

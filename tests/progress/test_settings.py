@@ -41,7 +41,7 @@ def test_the_hub_reads_its_environment_when_created() -> None:
 def test_an_invalid_value_warns_and_falls_back_to_the_default(
     name: str, value: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="sagents.progress.settings"):
+    with caplog.at_level(logging.WARNING, logger="sagents.progress._settings"):
         settings = ProgressSettings.from_env({name: value})
     assert settings == ProgressSettings()
     assert name in caplog.text

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox, local
-from sagents.sandbox.types import SandboxKind
+from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox
+from sagents.sandbox import _local as local
+from sagents.sandbox._types import SandboxKind
 
 TEST_LIMITS = SandboxLimits(
     memory_bytes=512 * 1024**2,

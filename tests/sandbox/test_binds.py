@@ -14,7 +14,7 @@ from sagents.sandbox import (
     SandboxParams,
     create_sandbox,
 )
-from sagents.sandbox.bwrap import python_runtime
+from sagents.sandbox._bwrap import python_runtime
 
 pytestmark = pytest.mark.anyio
 

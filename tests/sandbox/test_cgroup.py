@@ -10,15 +10,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.sandbox import SandboxLimits, SandboxParams, create_sandbox, local
-from sagents.sandbox import cgroup as cgroup_module
-from sagents.sandbox.cgroup import (
+from sagents.sandbox import SandboxLimits, SandboxParams, create_sandbox
+from sagents.sandbox import _cgroup as cgroup_module
+from sagents.sandbox import _local as local
+from sagents.sandbox._cgroup import (
     CPU_PERIOD_US,
     cgroup_support,
     create_cgroup,
     remove_stale_cgroups,
 )
-from sagents.sandbox.process import LocalProcess
+from sagents.sandbox._process import LocalProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +81,7 @@ async def test_without_a_cpu_cgroup_the_tree_runs_under_sched_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, way: str
 ) -> None:
     monkeypatch.setattr(  # as where the cpu controller is not writable
-        "sagents.sandbox.local.create_cgroup",
+        "sagents.sandbox._local.create_cgroup",
         lambda **kw: create_cgroup(**{**kw, "cpu_cores": None}),
     )
     if way == "fork":
@@ -101,7 +102,7 @@ async def test_the_tree_cannot_leave_sched_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "sagents.sandbox.local.create_cgroup",
+        "sagents.sandbox._local.create_cgroup",
         lambda **kw: create_cgroup(**{**kw, "cpu_cores": None}),
     )
     async with create_sandbox("local", SandboxParams(workspace=str(tmp_path / "ws"))) as sandbox:

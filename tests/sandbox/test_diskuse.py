@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents.sandbox.diskuse import (
+from sagents.sandbox._diskuse import (
     ENTRY_COST_BYTES,
     directory_usage_bytes,
     held_unlinked_bytes,

@@ -25,8 +25,8 @@ from sagents.sandbox import (
     open_dir_fd,
     safe_open_in,
 )
-from sagents.sandbox.bwrap import ETC_FILES
-from sagents.sandbox.process import LocalProcess
+from sagents.sandbox._bwrap import ETC_FILES
+from sagents.sandbox._process import LocalProcess
 
 pytestmark = pytest.mark.anyio
 

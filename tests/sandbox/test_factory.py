@@ -15,10 +15,10 @@ from sagents.sandbox import (
     ReadOnlyBind,
     SandboxLimits,
     SandboxParams,
-    cgroup,
     create_sandbox,
-    local,
 )
+from sagents.sandbox import _cgroup as cgroup
+from sagents.sandbox import _local as local
 
 
 def test_local_without_bubblewrap_says_how_to_install_it(

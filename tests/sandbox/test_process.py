@@ -1,10 +1,10 @@
-"""The write-budget watchdog's pacing (sagents.sandbox.process)."""
+"""The write-budget watchdog's pacing (sagents.sandbox._process)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sagents.sandbox.process import (
+from sagents.sandbox._process import (
     WATCHDOG_MAX_INTERVAL_SECONDS,
     WATCHDOG_POLL_SECONDS,
     watchdog_interval,

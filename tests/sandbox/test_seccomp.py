@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from sagents.sandbox.seccomp import seccomp_filter
+from sagents.sandbox._seccomp import seccomp_filter
 
 
 def _instructions(prog: bytes) -> list[tuple[int, int, int, int]]:

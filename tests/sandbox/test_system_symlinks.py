@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents.sandbox import bwrap
+from sagents.sandbox import _bwrap as bwrap
 
 
 def _links(args: list[str]) -> dict[str, str]:

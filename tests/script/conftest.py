@@ -11,15 +11,15 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.core.permissions import PermissionClass
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
-from sagents.script.launcher import PlainLauncher
-from sagents.script.runner import ScriptRunner
-from sagents.script.runtime import ScriptRuntime, install_runtime
-from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptProgressUpdate
-from sagents.tool.approval import AllowAllApprover, Approver
+from sagents.core._permissions import PermissionClass
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
+from sagents.script._launcher import PlainLauncher
+from sagents.script._runner import ScriptRunner
+from sagents.script._runtime import ScriptRuntime, install_runtime
+from sagents.script._settings import ScriptLimits
+from sagents.script._values import ScriptProgressUpdate
+from sagents.tool._approval import AllowAllApprover, Approver
 
 
 def _spec(name: str, permission: PermissionClass, description: str = "") -> ToolSpec:

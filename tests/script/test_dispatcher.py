@@ -13,11 +13,11 @@ import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from sagents.script import protocol as p
-from sagents.script.dispatcher import OTHER_TOOLS_KEY, QUEUE_PER_WORKER, ScriptDispatcher
-from sagents.script.policy import plan_script
-from sagents.script.records import CallRecord
-from sagents.script.transport import LineSplitter, OverlongLine, memory_transport_pair
+from sagents.script import _protocol as p
+from sagents.script._dispatcher import OTHER_TOOLS_KEY, QUEUE_PER_WORKER, ScriptDispatcher
+from sagents.script._policy import plan_script
+from sagents.script._records import CallRecord
+from sagents.script._transport import LineSplitter, OverlongLine, memory_transport_pair
 from tests.script.conftest import SPECS, FakeTools
 
 pytestmark = pytest.mark.anyio
@@ -123,8 +123,8 @@ async def test_a_duplicate_id_in_flight_is_refused_without_disturbing_the_first(
 
 
 async def test_a_raising_tool_is_an_error_result_of_the_tool_managers_boundary() -> None:
-    from sagents.core.spec import ToolSpec
-    from sagents.tool.handler import ToolCall
+    from sagents.core._spec import ToolSpec
+    from sagents.tool._handler import ToolCall
     from sagents.tool.tool_manager import ToolManager
 
     async def boom(arguments: dict[str, Any], call: ToolCall) -> Any:

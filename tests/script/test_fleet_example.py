@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from sagents.script import ScriptRequest, ScriptRunner
-from sagents.script.runtime import ScriptRuntime
+from sagents.script._runtime import ScriptRuntime
 
 FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 sys.path.insert(0, str(FLEET))  # the examples import each other by plain module name

@@ -8,7 +8,7 @@ import textwrap
 import anyio
 import pytest
 
-from sagents.script.values import ScriptRequest, ScriptRunResult
+from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import RunnerFactory
 
 pytestmark = pytest.mark.anyio

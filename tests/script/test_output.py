@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagents.script.output import OutputCapture, RunSummary, format_model_text, format_summary_line
+from sagents.script._output import OutputCapture, RunSummary, format_model_text, format_summary_line
 
 
 def test_small_output_is_kept_whole_and_written_through() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sagents.errors import ScriptRejectedError
-from sagents.script.policy import offered_specs, plan_script
+from sagents.script._policy import offered_specs, plan_script
 from tests.script.conftest import SPECS
 
 

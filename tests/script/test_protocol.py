@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagents.script import protocol as p
+from sagents.script import _protocol as p
 
 json_values = st.recursive(
     st.none()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sagents.script import records as records_module
-from sagents.script.records import (
+from sagents.script import _records as records_module
+from sagents.script._records import (
     MAX_RECORDED_ARGUMENTS_CHARS,
     TRUNCATED_KEY,
     CallRecord,
@@ -81,7 +81,7 @@ def test_script_ids_sort_by_time_and_summaries_are_short() -> None:
 
 
 def test_runs_left_running_are_marked_aborted_after_a_restart(tmp_path: Path) -> None:
-    from sagents.script.records import mark_interrupted_runs
+    from sagents.script._records import mark_interrupted_runs
 
     left = ScriptRecords.create(tmp_path, "left-running", "")
     left.close()

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.script.records import CALLS_BATCH_LINES, CallRecord, ScriptRecords
-from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptRequest, ScriptRunResult
+from sagents.script._records import CALLS_BATCH_LINES, CallRecord, ScriptRecords
+from sagents.script._settings import ScriptLimits
+from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio

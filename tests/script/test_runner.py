@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from sagents.errors import NotAllowedError
-from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover
+from sagents.script._settings import ScriptLimits
+from sagents.script._values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
@@ -553,7 +553,7 @@ async def test_the_helper_outside_run_script_raises_a_clear_error(
 async def test_a_launch_failure_is_a_sandbox_error(
     make_runner: RunnerFactory,
 ) -> None:
-    from sagents.script.launcher import PlainLauncher
+    from sagents.script._launcher import PlainLauncher
 
     result = await _run(make_runner, "print(1)\n", launcher=PlainLauncher(python="/nonexistent/py"))
     assert result.status == "sandbox_error"

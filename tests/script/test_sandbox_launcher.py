@@ -12,12 +12,12 @@ import pytest
 
 from sagents.errors import SandboxError
 from sagents.sandbox import LocalSandbox, SandboxLimits, SandboxParams, create_sandbox
-from sagents.script.launcher import LaunchSpec
-from sagents.script.runner import ScriptRunner
-from sagents.script.runtime import ScriptRuntime
-from sagents.script.sandbox_launcher import RUNTIME_MOUNT, SandboxLauncher
-from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptRequest, ScriptRunResult
+from sagents.script._launcher import LaunchSpec
+from sagents.script._runner import ScriptRunner
+from sagents.script._runtime import ScriptRuntime
+from sagents.script._sandbox_launcher import RUNTIME_MOUNT, SandboxLauncher
+from sagents.script._settings import ScriptLimits
+from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import SPECS, FakeTools
 
 pytestmark = pytest.mark.anyio

@@ -11,25 +11,25 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.audit.store import AuditEntry
+from sagents.audit._store import AuditEntry
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.core.events import BackgroundDoneEvent, Event, ScriptProgressEvent
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
 from sagents.errors import SandboxError
-from sagents.gateway.background import BackgroundTasks
-from sagents.progress.clock import ManualClock
-from sagents.progress.hub import ProgressHub
+from sagents.gateway._background import BackgroundTasks
+from sagents.progress._clock import ManualClock
+from sagents.progress._hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
-from sagents.script.records import ScriptRecords
-from sagents.script.runtime import ScriptRuntime
-from sagents.script.session import RunScriptSettings, RunScriptTool
-from sagents.script.settings import ScriptLimits
-from sagents.tool.approval import ApprovalAnswer, ApprovalRequest
-from sagents.tool.context import SessionContext
-from sagents.tool.handler import ToolCall
+from sagents.script._records import ScriptRecords
+from sagents.script._runtime import ScriptRuntime
+from sagents.script._session import RunScriptSettings, RunScriptTool
+from sagents.script._settings import ScriptLimits
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
+from sagents.tool._context import SessionContext
+from sagents.tool._handler import ToolCall
+from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
-from sagents.tool.tool_proxy import ToolProxy
 
 pytestmark = pytest.mark.anyio
 

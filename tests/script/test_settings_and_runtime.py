@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sagents.errors import ConfigError
-from sagents.script.runtime import COMPILED_FILES, RUNTIME_FILES, install_runtime
-from sagents.script.settings import ScriptLimits, ScriptsParams
+from sagents.script._runtime import COMPILED_FILES, RUNTIME_FILES, install_runtime
+from sagents.script._settings import ScriptLimits, ScriptsParams
 
 
 def test_scripts_settings_map_to_limits() -> None:

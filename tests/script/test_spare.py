@@ -11,12 +11,12 @@ import anyio
 import pytest
 
 from sagents.sandbox import LocalSandbox, SandboxLimits, SandboxParams
-from sagents.sandbox.process import LocalProcess
-from sagents.script.runner import ScriptRunner
-from sagents.script.runtime import ScriptRuntime
-from sagents.script.sandbox_launcher import SandboxLauncher
-from sagents.script.settings import ScriptLimits
-from sagents.script.values import ScriptRequest, ScriptRunResult
+from sagents.sandbox._process import LocalProcess
+from sagents.script._runner import ScriptRunner
+from sagents.script._runtime import ScriptRuntime
+from sagents.script._sandbox_launcher import SandboxLauncher
+from sagents.script._settings import ScriptLimits
+from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import SPECS, FakeTools
 
 pytestmark = pytest.mark.anyio

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from sagents.errors import PathNotAllowedError, SkillResourceNotFoundError
-from sagents.gateway.sources import SkillResources
+from sagents.gateway._sources import SkillResources
 from sagents.skill import SkillManager, read_skill_resource
-from sagents.skill.files import SkillFileEscape, open_skill_file
+from sagents.skill._files import SkillFileEscape, open_skill_file
 from tests.skill.helpers import spec_md, write_skill
 
 SECRET = "host secret"

@@ -3,7 +3,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sagents.skill.frontmatter import (
+from sagents.skill._frontmatter import (
     FrontMatterError,
     decode_text,
     load_yaml_document,

@@ -8,10 +8,10 @@ import pytest
 
 from sagents.errors import PathNotAllowedError, SkillNotFoundError, SkillResourceNotFoundError
 from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy, SkillSession
-from sagents.skill.activation import activate_skill
-from sagents.skill.disclosure import load_skill, read_skill_resource, render_skills_prompt
-from sagents.skill.frontmatter import FrontMatterError, load_yaml_mapping
-from sagents.skill.parser import parse_skill_dir
+from sagents.skill._activation import activate_skill
+from sagents.skill._disclosure import load_skill, read_skill_resource, render_skills_prompt
+from sagents.skill._frontmatter import FrontMatterError, load_yaml_mapping
+from sagents.skill._parser import parse_skill_dir
 from tests.skill.helpers import FakeToolProxy, MemoryFiles, spec_md, write_skill
 
 

@@ -14,11 +14,11 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from sagents.errors import SkillError, SkillNotFoundError
-from sagents.mcp.ext_types import ListSkillsResult, SkillEntry, SkillFile
+from sagents.mcp._ext_types import ListSkillsResult, SkillEntry, SkillFile
 from sagents.skill import SkillProxy
-from sagents.skill.disclosure import load_skill
-from sagents.skill.mcp_source import MCPSkillSource, SkillServer
-from sagents.skill.proxy import prepare_skill
+from sagents.skill._disclosure import load_skill
+from sagents.skill._mcp_source import MCPSkillSource, SkillServer
+from sagents.skill._proxy import prepare_skill
 
 pytestmark = pytest.mark.anyio
 

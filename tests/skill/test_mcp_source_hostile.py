@@ -11,8 +11,8 @@ import mcp_types as mt
 import pytest
 
 from sagents.errors import SkillError
-from sagents.mcp.ext_types import ListSkillsResult
-from sagents.skill import mcp_source
+from sagents.mcp._ext_types import ListSkillsResult
+from sagents.skill import _mcp_source as mcp_source
 from tests.skill.test_mcp_source import FakeServer, _skill_md, _source
 
 pytestmark = pytest.mark.anyio

@@ -6,8 +6,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagents.skill.parser import parse_skill_dir
-from sagents.skill.schema import SkillProblem
+from sagents.skill._parser import parse_skill_dir
+from sagents.skill._schema import SkillProblem
 from tests.skill.helpers import FIXTURES, spec_md, write_skill
 
 

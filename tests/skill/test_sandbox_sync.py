@@ -6,7 +6,7 @@ import pytest
 
 from sagents.errors import SkillNotFoundError
 from sagents.skill import SandboxSkillManager, SkillManager, SkillProxy
-from sagents.skill.sandbox_sync import MANIFEST_NAME
+from sagents.skill._sandbox_sync import MANIFEST_NAME
 from tests.skill.helpers import MemoryFiles, copy_fixture, spec_md, write_skill
 
 Setup = tuple[SkillManager, Path, MemoryFiles, SandboxSkillManager]

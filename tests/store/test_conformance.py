@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.audit.store import AuditEntry
-from sagents.audit.tasks import RESULT_CHARS
+from sagents.audit._store import AuditEntry
+from sagents.audit._tasks import RESULT_CHARS
 from sagents.store import GatewayStore, open_store, parse_store_url
 
 pytestmark = pytest.mark.anyio
@@ -134,7 +134,7 @@ async def test_concurrent_audit_writers_lose_no_row(store: GatewayStore) -> None
 
 
 async def _reassign(store: GatewayStore, task_id: str, replica_id: str) -> None:
-    from sagents.store.postgres import PostgresStore
+    from sagents.store._postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)
     async with store._pool.connection() as db:  # the test plays a replica that died

@@ -54,9 +54,9 @@ def test_a_lease_must_be_positive() -> None:
 
 
 def test_the_config_store_expands_variables_and_the_flag_wins() -> None:
-    from sagents.config.loader import parse_config
-    from sagents.gateway.runtime import _store_location
-    from sagents.gateway.settings import GatewaySettings
+    from sagents.config._loader import parse_config
+    from sagents.gateway._runtime import _store_location
+    from sagents.gateway._settings import GatewaySettings
 
     config = parse_config(
         {"store": {"url": "postgresql://u:${PW}@db/x", "leaseSec": 5}}, environ={"PW": "s3"}
@@ -69,7 +69,7 @@ def test_the_config_store_expands_variables_and_the_flag_wins() -> None:
 
 
 def test_an_unknown_key_of_the_config_store_is_refused() -> None:
-    from sagents.config.loader import parse_config
+    from sagents.config._loader import parse_config
 
     with pytest.raises(ConfigError, match=r"store\.uri"):
         parse_config({"store": {"uri": "postgresql://db/x"}})

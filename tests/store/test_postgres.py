@@ -12,8 +12,8 @@ import pytest
 
 from sagents.errors import StoreSchemaError, StoreUnavailableError
 from sagents.store import parse_store_url
-from sagents.store.migrations import SCHEMA_VERSION
-from sagents.store.postgres import LEASE_REASON, PostgresStore
+from sagents.store._migrations import SCHEMA_VERSION
+from sagents.store._postgres import LEASE_REASON, PostgresStore
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -130,9 +130,9 @@ async def test_a_refused_connection_is_a_clear_error_without_the_password(
 async def test_serve_puts_the_builtin_memory_todo_and_audit_on_the_shared_store(
     postgres_url: str,
 ) -> None:
-    from sagents.gateway.runtime import _memory_and_todo, plan_gateway
-    from sagents.gateway.settings import GatewaySettings
-    from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+    from sagents.gateway._runtime import _memory_and_todo, plan_gateway
+    from sagents.gateway._settings import GatewaySettings
+    from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
 
     plan = plan_gateway(GatewaySettings(store=postgres_url))
     embedded = _memory_and_todo(plan.config, None)

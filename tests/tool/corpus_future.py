@@ -15,7 +15,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from sagents.tool.context import InjectedArg, SessionContext
+from sagents.tool._context import InjectedArg, SessionContext
 from tests.tool.corpus_types import Case
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError
-from sagents.tool.arguments import (
+from sagents.tool._arguments import (
     MAX_ARGUMENTS_BYTES,
     MAX_REPORTED_PROBLEMS,
     ArgumentValidator,

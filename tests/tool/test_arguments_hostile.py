@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sagents.errors import InvalidArgumentsError
-from sagents.tool.arguments import parse_arguments
+from sagents.tool._arguments import parse_arguments
 
 
 @pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', '{"x": [-Infinity]}'])

@@ -1,5 +1,5 @@
 """The per-call timeout of async local tools, armed only once the tool waits
-(:mod:`sagents.tool.deadline`): the timeout still ends every call that waits too long, on
+(:mod:`sagents.tool._deadline`): the timeout still ends every call that waits too long, on
 asyncio and trio, whatever the tool entered before it first waited; a call that never waits
 arms no timer; cancellation and the tool's own exceptions pass as before."""
 
@@ -13,7 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from sagents.tool import SessionContext, ToolManager
-from sagents.tool.deadline import await_within
+from sagents.tool._deadline import await_within
 
 pytestmark = pytest.mark.anyio
 

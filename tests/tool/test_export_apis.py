@@ -13,17 +13,18 @@ from typing import Any
 import pydantic
 import pytest
 
-from sagents.core.result import ImageContent, TextContent, ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ImageContent, TextContent, ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
 from sagents.tool import ToolManager, ToolProxy
+from sagents.tool._export_calls import ModelToolCall
+from sagents.tool._handler import ToolCall
 from sagents.tool.export_anthropic import (
     anthropic_strict_schema,
     anthropic_tool_result,
     parse_anthropic_tool_use,
     parse_anthropic_tool_uses,
 )
-from sagents.tool.export_calls import ModelToolCall
 from sagents.tool.export_gemini import (
     GEMINI_NAME_PATTERN,
     GEMINI_PARAMETER_NAME_PATTERN,
@@ -39,7 +40,6 @@ from sagents.tool.export_responses import (
     parse_responses_function_calls,
     responses_function_call_output,
 )
-from sagents.tool.handler import ToolCall
 from sagents.tool.naming import EXPORTED_NAME_PATTERN
 
 

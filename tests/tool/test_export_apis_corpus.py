@@ -24,10 +24,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError, ToolNameConflictError
 from sagents.tool import ToolManager
+from sagents.tool._export_strict import strict_absent_to_nulls, strict_schema
+from sagents.tool._handler import ToolCall
+from sagents.tool._json_schema import iter_subschemas, map_subschemas
 from sagents.tool.export_anthropic import anthropic_strict_schema
 from sagents.tool.export_gemini import (
     GEMINI_NAME_PATTERN,
@@ -37,9 +40,6 @@ from sagents.tool.export_gemini import (
     restore_gemini_arguments,
 )
 from sagents.tool.export_inline import distribute_unions, inline_schema
-from sagents.tool.export_strict import strict_absent_to_nulls, strict_schema
-from sagents.tool.handler import ToolCall
-from sagents.tool.json_schema import iter_subschemas, map_subschemas
 from sagents.tool.openai_export import faithful_schema
 from tests.tool.test_export_corpus import (
     HARD_CASES,

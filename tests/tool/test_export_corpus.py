@@ -22,12 +22,12 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from mcp import StdioServerParameters
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
 from sagents.mcp import MCPSupervisor, ServerSettings
 from sagents.tool import ToolManager
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_absent_to_nulls,

@@ -20,11 +20,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from sagents.core.result import TextContent, ToolResult
+from sagents.core._result import TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError, ResultSerializationError
-from sagents.tool.arguments import MAX_ARGUMENTS_BYTES, ArgumentValidator, parse_arguments
-from sagents.tool.local_tool import build_local_tool
-from sagents.tool.result_conversion import _text_result, to_tool_result
+from sagents.tool._arguments import MAX_ARGUMENTS_BYTES, ArgumentValidator, parse_arguments
+from sagents.tool._local_tool import build_local_tool
+from sagents.tool._result_conversion import _text_result, to_tool_result
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -101,7 +101,7 @@ def test_defining_and_calling_a_local_tool_does_not_import_mcp() -> None:
 
 
 def test_remote_parameter_classes_still_import_from_tool_schema() -> None:
-    from sagents.mcp.params import SseServerParameters, StreamableHttpServerParameters
+    from sagents.mcp._params import SseServerParameters, StreamableHttpServerParameters
     from sagents.tool import tool_schema
 
     assert tool_schema.SseServerParameters is SseServerParameters

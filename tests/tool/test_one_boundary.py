@@ -20,17 +20,17 @@ import pytest
 from mcp import Client
 
 from sagents.agent import SAgent
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSource, ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Gateway
 from sagents.sandbox import LocalSandbox, SandboxParams
-from sagents.script.runtime import ScriptRuntime, install_runtime
-from sagents.script.session import RunScriptSettings, RunScriptTool
-from sagents.script.settings import ScriptLimits
+from sagents.script._runtime import ScriptRuntime, install_runtime
+from sagents.script._session import RunScriptSettings, RunScriptTool
+from sagents.script._settings import ScriptLimits
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import SessionContext, ToolManager, ToolProxy
 from sagents.tool import tool_manager as tool_manager_module
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 from tests.agent.helpers import collect, done_of, tool_messages
 
 pytestmark = pytest.mark.anyio
@@ -195,7 +195,7 @@ async def test_a_gateway_run_script_whose_host_fails_is_a_result_of_the_boundary
     # The host's run_script runs inside run_tool too: a sandbox that cannot start for the
     # session is the call's result, not a protocol error.
     from sagents.errors import SandboxUnavailableError
-    from sagents.script.description import RUN_SCRIPT_INPUT_SCHEMA
+    from sagents.script._description import RUN_SCRIPT_INPUT_SCHEMA
     from tests.gateway.fakes import FakeProvider
 
     class BrokenHost:

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from sagents.core.spec import ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.errors import InvalidArgumentsError, SchemaExportError
-from sagents.tool.json_schema import clean_schema, strip_titles
+from sagents.tool._json_schema import clean_schema, strip_titles
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_absent_to_nulls,

@@ -1,5 +1,5 @@
 """The library's permission-mode contract: ToolProxy applies a SessionContext's mode, through the
-one approval protocol (sagents.tool.approval)."""
+one approval protocol (sagents.tool._approval)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sagents.core.permissions import PermissionClass, PermissionMode
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._permissions import PermissionClass, PermissionMode
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.tool import (
     AllowAllApprover,
     ApprovalAnswer,
@@ -20,7 +20,7 @@ from sagents.tool import (
     ToolProxy,
     settle_answer,
 )
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 
 pytestmark = pytest.mark.anyio
 

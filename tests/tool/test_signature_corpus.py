@@ -8,8 +8,8 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sagents.errors import SchemaExportError
-from sagents.tool.json_schema import iter_subschemas
-from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool._json_schema import iter_subschemas
+from sagents.tool._local_tool import LocalTool, build_local_tool
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_absent_to_nulls,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import UnknownToolError
 from sagents.tool import SessionContext, SpecProvider, ToolManager, ToolProvider, ToolProxy
 from sagents.tool.tool_base import tool

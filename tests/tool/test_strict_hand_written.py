@@ -10,21 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError, ToolDefinitionError, UpstreamSchemaError
-from sagents.mcp.convert import check_input_schema
+from sagents.mcp._convert import check_input_schema
 from sagents.tool import ToolManager
-from sagents.tool.export_strict import MAX_STRICT_NODES, STRICT_KEYWORDS
-from sagents.tool.handler import ToolCall
-from sagents.tool.json_schema import iter_subschemas
+from sagents.tool._export_strict import MAX_STRICT_NODES, STRICT_KEYWORDS
+from sagents.tool._handler import ToolCall
+from sagents.tool._json_schema import iter_subschemas
+from sagents.tool._schema_merge import MergeConflict, merge_conjunction
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_absent_to_nulls,
     strict_nulls_to_absent,
     strict_schema,
 )
-from sagents.tool.schema_merge import MergeConflict, merge_conjunction
 from tests.tool.test_export_corpus import HARD_CASES, UNEXPRESSIBLE_IN_STRICT
 
 Schema = dict[str, Any]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from sagents.tool.json_schema import iter_subschemas
+from sagents.tool._json_schema import iter_subschemas
 from sagents.tool.openai_export import (
     faithful_schema,
     strict_absent_to_nulls,

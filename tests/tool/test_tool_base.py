@@ -11,10 +11,10 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from sagents.core.permissions import ToolAnnotations
+from sagents.core._permissions import ToolAnnotations
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError, ToolExecutionError
-from sagents.tool.context import InjectedArg, SessionContext
-from sagents.tool.local_tool import LocalTool, build_local_tool
+from sagents.tool._context import InjectedArg, SessionContext
+from sagents.tool._local_tool import LocalTool, build_local_tool
 from sagents.tool.tool_base import discovered_tools, get_local_tool, tool
 from sagents.tool.tool_schema import ToolSpec
 

@@ -18,8 +18,8 @@ import anyio
 import pydantic
 import pytest
 
-from sagents.core.result import ImageContent, TextContent, ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ImageContent, TextContent, ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import (
     SagentsError,
     ToolDefinitionError,
@@ -28,8 +28,8 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.tool import SessionContext, ToolManager, ToolProvider, get_tool_manager
-from sagents.tool.arguments import MAX_ARGUMENTS_BYTES
-from sagents.tool.handler import ToolCall
+from sagents.tool._arguments import MAX_ARGUMENTS_BYTES
+from sagents.tool._handler import ToolCall
 from sagents.tool.openai_export import to_openai_tool
 from sagents.tool.tool_base import tool
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
 from sagents.tool import ToolManager, ToolProvider, ToolProxy
-from sagents.tool.handler import ToolCall
+from sagents.tool._handler import ToolCall
 
 
 class _Answer:
@@ -83,7 +83,7 @@ async def test_an_unknown_tool_is_an_unknown_tool_result(
 def test_unknown_names_in_the_whitelist_are_warned_about_and_ignored(
     managers: tuple[ToolManager, ToolManager], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="sagents.tool.tool_proxy"):
+    with caplog.at_level(logging.WARNING, logger="sagents.tool._tool_proxy"):
         proxy = ToolProxy(list(managers), available_tools=["read", "nonexistent"])
     assert proxy.available_tools == frozenset({"read"})
     assert any("'nonexistent'" in r.getMessage() for r in caplog.records)
@@ -93,7 +93,7 @@ def test_allow_widens_within_what_the_managers_hold(
     managers: tuple[ToolManager, ToolManager], caplog: pytest.LogCaptureFixture
 ) -> None:
     proxy = ToolProxy(list(managers), available_tools=["read"])
-    with caplog.at_level(logging.WARNING, logger="sagents.tool.tool_proxy"):
+    with caplog.at_level(logging.WARNING, logger="sagents.tool._tool_proxy"):
         added = proxy.allow(["write", "ghost"])
     assert added == ["write"]
     assert proxy.list_all_tools_name() == ["read", "write"]

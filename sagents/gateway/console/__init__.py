@@ -6,9 +6,9 @@ the progress hub. :func:`console_for_gateway` builds it for ``sagents serve --tr
 ``sagents console --data-dir DIR``.
 """
 
-from sagents.gateway.console.app import CONSOLE_PATH, ConsoleData, build_console_app
-from sagents.gateway.console.live import LiveRuns
-from sagents.gateway.console.mount import console_for_gateway, data_dir_console
+from sagents.gateway.console._app import CONSOLE_PATH, ConsoleData, build_console_app
+from sagents.gateway.console._live import LiveRuns
+from sagents.gateway.console._mount import console_for_gateway, data_dir_console
 
 __all__ = [
     "CONSOLE_PATH",

@@ -10,7 +10,7 @@ question to a vision model), ``compress_history`` (the agent loop's history, sum
 handler)`` pairs with ``source=ToolSource(kind="builtin")``.
 """
 
-from sagents.tool.impl.builtin import (
+from sagents.tool.impl._builtin import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_BUILTIN_TOOL_NAMES,
     BuiltinTools,
@@ -18,13 +18,13 @@ from sagents.tool.impl.builtin import (
     register_builtin_tools,
     single_sandbox,
 )
-from sagents.tool.impl.image import ImageSettings, ImageUnderstanding, VisionModel
-from sagents.tool.impl.memory import Memory, MemoryLimits, MemoryStore
-from sagents.tool.impl.output import OutputFollower, tail_delta
-from sagents.tool.impl.questionnaire import QuestionnaireSettings
-from sagents.tool.impl.settings import BuiltinSettings
-from sagents.tool.impl.todo import TodoItem, TodoStore
-from sagents.tool.impl.web_fetch import WebFetcher, WebFetchSettings
+from sagents.tool.impl._image import ImageSettings, ImageUnderstanding, VisionModel
+from sagents.tool.impl._memory import Memory, MemoryLimits, MemoryStore
+from sagents.tool.impl._output import OutputFollower, tail_delta
+from sagents.tool.impl._questionnaire import QuestionnaireSettings
+from sagents.tool.impl._settings import BuiltinSettings
+from sagents.tool.impl._todo import TodoItem, TodoStore
+from sagents.tool.impl._web_fetch import WebFetcher, WebFetchSettings
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",

@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
-from sagents.gateway.pending import PendingApprovals
-from sagents.gateway.server import Gateway
+from sagents.gateway._pending import PendingApprovals
+from sagents.gateway._server import Gateway
 from tests.gateway.fakes import FakeProvider
 
 pytestmark = pytest.mark.anyio

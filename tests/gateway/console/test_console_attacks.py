@@ -10,10 +10,10 @@ import anyio
 import httpx2
 import pytest
 
-from sagents.gateway.console.auth import MAX_SESSIONS, ConsoleAuth, Principal
-from sagents.gateway.console.records import MAX_CALL_LINE
-from sagents.gateway.pending import PendingApproval, PendingApprovals
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway.console._auth import MAX_SESSIONS, ConsoleAuth, Principal
+from sagents.gateway.console._records import MAX_CALL_LINE
 from tests.gateway.console.test_console_http import TOKEN, call, console_server, login
 
 pytestmark = pytest.mark.anyio

@@ -22,11 +22,11 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
-from sagents.gateway.console.live import LiveRuns
-from sagents.gateway.factory import open_gateway
-from sagents.gateway.http_server import serve_http
-from sagents.gateway.runtime import ConfiguredGateway
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._http_server import serve_http
+from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway.console._live import LiveRuns
 from tests.gateway.test_configured import text_of, write_config
 
 webdriver = pytest.importorskip("selenium.webdriver")

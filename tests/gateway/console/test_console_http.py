@@ -13,14 +13,14 @@ import anyio.lowlevel
 import httpx2
 import pytest
 
-from sagents.audit.store import AuditEntry, SqliteAuditStore
-from sagents.core.permissions import PermissionClass
+from sagents.audit._store import AuditEntry, SqliteAuditStore
+from sagents.core._permissions import PermissionClass
+from sagents.gateway._http_server import secure_app, serve_asgi, serve_http
+from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.gateway._server import Gateway
+from sagents.gateway._settings import GatewaySettings
 from sagents.gateway.console import data_dir_console
-from sagents.gateway.http_server import secure_app, serve_asgi, serve_http
-from sagents.gateway.pending import PendingApproval, PendingApprovals
-from sagents.gateway.server import Gateway
-from sagents.gateway.settings import GatewaySettings
-from sagents.tool.approval import ApprovalRequest
+from sagents.tool._approval import ApprovalRequest
 from tests.gateway.fakes import FakeProvider
 
 pytestmark = pytest.mark.anyio
@@ -284,7 +284,7 @@ async def until_pending(pending: PendingApprovals) -> None:
 
 
 async def test_a_direct_call_waits_for_the_console_and_only_its_principals_may_answer() -> None:
-    from sagents.gateway.policy import Profile
+    from sagents.gateway._policy import Profile
     from tests.gateway.test_http import client
 
     ops = Profile(name="ops")
@@ -343,8 +343,8 @@ async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_rec
 ) -> None:
     from starlette.testclient import TestClient
 
-    from sagents.gateway.console.records import CALLS_PAGE
-    from sagents.script.records import CallRecord, ScriptRecords
+    from sagents.gateway.console._records import CALLS_PAGE
+    from sagents.script._records import CallRecord, ScriptRecords
 
     workspace = tmp_path / "workspaces" / "sessions" / ("a" * 32)
     workspace.mkdir(parents=True)
@@ -380,8 +380,8 @@ async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_rec
 async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
-    from sagents.tool.context import SessionContext
-    from sagents.tool.impl.todo import TodoStore
+    from sagents.tool._context import SessionContext
+    from sagents.tool.impl._todo import TodoStore
 
     store = TodoStore(path=tmp_path / "todo.sqlite3")
     context = SessionContext(session_id="b" * 32)

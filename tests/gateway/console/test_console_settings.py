@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sagents.cli.console import console_settings
+from sagents.cli._console import console_settings
+from sagents.cli._serve import resolve_settings
 from sagents.cli.main import app
-from sagents.cli.serve import resolve_settings
 from sagents.errors import ConfigError
-from sagents.gateway.factory import EmptyProvider
-from sagents.gateway.http_server import build_http_app, console_allowed
-from sagents.gateway.server import Gateway
-from sagents.gateway.settings import GatewaySettings
+from sagents.gateway._factory import EmptyProvider
+from sagents.gateway._http_server import build_http_app, console_allowed
+from sagents.gateway._server import Gateway
+from sagents.gateway._settings import GatewaySettings
 
 
 def settings(**extra: object) -> GatewaySettings:

@@ -21,14 +21,14 @@ import anyio
 import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from sagents.core.result import ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway
-from sagents.gateway.approval import CLIENT_ASKER
-from sagents.gateway.sources import SkillResources
+from sagents.gateway._approval import CLIENT_ASKER
+from sagents.gateway._sources import SkillResources
 from sagents.skill import SkillManager
-from sagents.tool.context import SessionContext
-from sagents.tool.spec_provider import SpecProvider
+from sagents.tool._context import SessionContext
+from sagents.tool._spec_provider import SpecProvider
 from tests.gateway.fakes import _spec
 
 BACKGROUND_AFTER_S = 0.5

@@ -21,13 +21,13 @@ import anyio
 import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from sagents.core.result import EmbeddedResource, ResourceLink, ToolResult
-from sagents.core.spec import ToolSpec
+from sagents.core._result import EmbeddedResource, ResourceLink, ToolResult
+from sagents.core._spec import ToolSpec
 from sagents.errors import SkillNotFoundError
 from sagents.gateway import Gateway
-from sagents.mcp.ext_types import ListSkillsResult, SkillEntry, SkillFile
-from sagents.tool.context import SessionContext
-from sagents.tool.spec_provider import SpecProvider
+from sagents.mcp._ext_types import ListSkillsResult, SkillEntry, SkillFile
+from sagents.tool._context import SessionContext
+from sagents.tool._spec_provider import SpecProvider
 from tests.gateway.fakes import _spec
 
 GOOD_MD = "---\nname: good\ndescription: A good skill\n---\nGood instructions\n"

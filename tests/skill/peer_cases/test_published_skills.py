@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents.skill.parser import parse_skill_dir
+from sagents.skill._parser import parse_skill_dir
 
 SHAPES = {
     # skills/pdf/SKILL.md: plain description, a license sentence with a period

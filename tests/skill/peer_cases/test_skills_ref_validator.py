@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sagents.skill.parser import parse_skill_dir
+from sagents.skill._parser import parse_skill_dir
 
 LONG_NAME = "a" * 70
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sagents.core.result import ToolResult
+from sagents.core._result import ToolResult
 from sagents.sandbox import Sandbox, create_sandbox
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import BuiltinSettings, register_builtin_tools, single_sandbox

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from sagents.core.result import ToolResult
+from sagents.core._result import ToolResult
 from sagents.sandbox import Sandbox, create_sandbox
 from sagents.testing import ScriptedModel, reply
 from sagents.tool import SessionContext, ToolManager

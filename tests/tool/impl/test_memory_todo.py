@@ -17,10 +17,10 @@ from sagents.audit import SqliteAuditStore
 from sagents.core.events import ToolProgressEvent
 from sagents.progress import ProgressHub
 from sagents.store import AuditLog, parse_store_url
-from sagents.store.postgres import PostgresStore
+from sagents.store._postgres import PostgresStore
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import MemoryLimits, MemoryStore, TodoStore, register_builtin_tools
-from sagents.tool.impl.postgres import PostgresMemory, PostgresTodos
+from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
 from tests.tool.impl import conformance_memory_todo as checks
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagents.tool.impl.output import OutputFollower, tail_delta
+from sagents.tool.impl._output import OutputFollower, tail_delta
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from sagents.core._result import ToolResult
 from sagents.core.events import ToolProgressEvent
-from sagents.core.result import ToolResult
 from sagents.progress import ProgressHub
 from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox
 from sagents.tool import SessionContext, ToolManager

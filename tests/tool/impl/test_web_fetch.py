@@ -19,7 +19,7 @@ import trustme
 from sagents.sandbox import create_sandbox
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import WebFetchSettings, register_builtin_tools, single_sandbox
-from sagents.tool.impl.netguard import refusal_reason
+from sagents.tool.impl._netguard import refusal_reason
 
 pytestmark = pytest.mark.anyio
 

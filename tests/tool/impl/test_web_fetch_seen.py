@@ -12,7 +12,7 @@ from sagents.agent import SAgent
 from sagents.config import parse_config
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import SessionContext, ToolManager
-from sagents.tool.conversation import urls_in
+from sagents.tool._conversation import urls_in
 from sagents.tool.impl import WebFetchSettings, register_builtin_tools
 from tests.agent.helpers import collect, done_of, tool_messages
 from tests.tool.impl.test_web_fetch import PAGE, Server, _fetch, _send, _serve

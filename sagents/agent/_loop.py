@@ -1,0 +1,581 @@
+"""``SAgent``: the agent loop on any OpenAI-compatible model (see ``docs/agent.md``).
+
+One run: build the system prompt (the agent's, plus the session's skills fragment), send the
+history and the session's tools, stream the answer, run its tool calls (concurrently, bounded,
+results in call order), append the results, repeat until the model answers without tool calls
+or ``max_turns`` model calls were made.
+
+Every tool call is settled exactly once: each ``tool_call_id`` of an assistant message in the
+history gets exactly one ``role: tool`` message, whatever happens (a tool error, an unknown tool,
+invalid JSON arguments, a timeout, a denial, cancellation, ``max_turns``, the model's stream
+breaking: an assistant message enters the history only once it is complete).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectSendStream
+
+from sagents.agent._compress import CompressionSettings, HistoryCompressor
+from sagents.agent._events import (
+    AgentEvent,
+    DoneEvent,
+    DoneReason,
+    MessageDeltaEvent,
+    MessageEvent,
+    UsageEvent,
+)
+from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent._questions import EventQuestioner
+from sagents.agent._run import (
+    EventApprover,
+    RunState,
+    as_proxy,
+    final_text,
+    forward_events,
+    normalise_assistant,
+    progress_hubs,
+    running_loop,
+    settle_history,
+)
+from sagents.agent._scripts import open_run_script
+from sagents.agent._session import AgentSession, current_agent_session
+from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
+from sagents.agent._suggestion import (
+    SuggestWhen,
+    ToolSuggester,
+    ToolSuggestion,
+    allowed_tools,
+    check_suggest_when,
+    expansion_result,
+    request_query,
+)
+from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.errors import NotAllowedError, SagentsError
+from sagents.script._session import RunScriptSettings
+from sagents.skill._proxy import SkillSource
+from sagents.skill._skill_tool import SkillTools
+from sagents.tool._approval import Approver
+from sagents.tool._context import SessionContext
+from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
+from sagents.tool._handler import ToolCall
+from sagents.tool._provider import ToolProvider
+from sagents.tool._tool_proxy import ToolProxy
+from sagents.tool.questions import Questioner, bind_questioner, current_questioner
+
+__all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_TURNS = 20
+"""Model calls one run may make."""
+
+DEFAULT_MAX_PARALLEL_TOOLS = 8
+"""Tool calls of one assistant message that run at the same time."""
+
+_EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
+_SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
+_CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
+
+
+class SAgent:
+    """An agent: a model, a system prompt and a loop.
+
+    Args:
+        model: The model client.
+        system_prompt: The agent's instructions (the session's skills fragment is added).
+        max_turns: Model calls one run may make; reaching it ends the run with
+            ``done(reason="max_turns")``, every call settled.
+        max_parallel_tools: Tool calls of one answer that run at once.
+        tool_timeout: Seconds one tool call may take; the tool layer's default when None.
+        max_tool_result_tokens: Truncation of each tool result (the tool layer's default when
+            None).
+        run_script: Offer ``run_script`` when the session has MCP tools (and a sandbox starts).
+        script_settings: run_script's limits.
+        max_tools_per_turn: Turns tool suggestion on: each pick offers at most this many of
+            the session's tools (plus the always-included and the loop's own tools, and
+            ``tool_expand_tools``); None (the default) offers every allowed tool, for models
+            that never call an expansion tool. See ``docs/agent.md``, "Tool suggestion".
+        tool_suggestion: When the pick runs: ``first_turn`` of each request (default) or
+            ``every_turn``.
+        always_include_tools: Tool names offered in every turn when the session allows them.
+        tool_suggester: The ranking: a ``ToolSelector`` (``sagents.agent._selectors`` has a
+            model-call and an embeddings one) or a function ``(query, specs, k) -> names``
+            (may be async); the offline ``sagents.agent.suggest_tools`` when None.
+        workflows: The agent's workflows (``Workflow(name=, description=, steps=[...])``).
+        workflow_select: Before the first turn of each request choose one of the workflows
+            or the session's skills and put it into the system prompt: True or ``offline``
+            (the offline ranking), ``model`` (one model call); False (default) never. See
+            ``docs/agent.md``, "Workflow selection".
+        workflow_threshold: The least offline score (0 to 1) that counts as a fit.
+        name: A name for logs.
+        max_history_tokens: When the next request (system prompt and history, counted
+            offline) passes this many tokens, older turns are summarised first (see
+            ``docs/agent.md``, "History compression"); None: only when the model calls
+            ``compress_history``.
+        compression: How the history is compressed (:class:`CompressionSettings`).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: OpenAIChatModel,
+        system_prompt: str = "",
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        tool_timeout: float | None = None,
+        max_tool_result_tokens: int | None = None,
+        run_script: bool = True,
+        script_settings: RunScriptSettings | None = None,
+        max_tools_per_turn: int | None = None,
+        tool_suggestion: SuggestWhen = "first_turn",
+        always_include_tools: Sequence[str] = (),
+        tool_suggester: ToolSuggester | None = None,
+        workflows: Sequence[Workflow] = (),
+        workflow_select: WorkflowSelect = False,
+        workflow_threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
+        name: str = "agent",
+        max_history_tokens: int | None = None,
+        compression: CompressionSettings | None = None,
+    ) -> None:
+        if max_history_tokens is not None and max_history_tokens < 1:
+            raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
+        if max_parallel_tools < 1:
+            raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools!r}")
+        check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
+        self.model = model
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.max_parallel_tools = max_parallel_tools
+        self.tool_timeout = tool_timeout
+        self.max_tool_result_tokens = max_tool_result_tokens
+        self.run_script = run_script
+        self.script_settings = script_settings
+        self.suggestion = (
+            None
+            if max_tools_per_turn is None
+            else ToolSuggestion(
+                k=max_tools_per_turn,
+                when=tool_suggestion,
+                always_include=always_include_tools,
+                suggester=tool_suggester,
+            )
+        )
+        self.workflows = tuple(workflows)
+        self.workflow_selection = (
+            None
+            if workflow_select is False
+            else WorkflowSelection(
+                workflows, how=workflow_select, threshold=workflow_threshold, model=model
+            )
+        )
+        self.name = name
+        self.max_history_tokens = max_history_tokens
+        self.compression = compression or CompressionSettings()
+        self._sessions: dict[str, AgentSession] = {}
+        self._scopes: set[anyio.CancelScope] = set()
+
+    # -- public API -----------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> AgentSession | None:
+        """The state of session ``session_id``, once a run has used it."""
+        return self._sessions.get(session_id)
+
+    def forget(self, session_id: str) -> None:
+        """Drop a session's state."""
+        self._sessions.pop(session_id, None)
+
+    def cancel(self) -> None:
+        """Cancel every run of this agent in progress: each ends with ``done(cancelled)``."""
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def run_stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tool_manager: ToolProvider | None = None,
+        skill_manager: SkillSource | None = None,
+        session_context: SessionContext | None = None,
+        approver: Approver | None = None,
+        session: AgentSession | None = None,
+        questioner: Questioner | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
+
+        Args:
+            messages: The history so far (OpenAI chat messages), without the system prompt.
+            tool_manager: The session's tools: a ``ToolProxy`` (used as it is, so a skill's
+                ``allowed-tools`` narrows it) or a ``ToolManager`` (wrapped in one).
+            skill_manager: The session's skills (a ``SkillProxy``), if any: adds
+                ``load_skill``/``read_skill_file`` and the skills fragment of the prompt.
+            session_context: Who calls, and the permission mode; ``ask`` in a new session
+                when None.
+            approver: Answers the approvals the mode asks for; without one they are refused.
+            session: The state to use (agents as tools pass a fresh one); the agent's state of
+                ``session_context.session_id`` when None.
+            questioner: Answers the ``questionnaire`` tool's questions (besides the
+                ``questionnaire.request`` event, which can be answered directly).
+
+        The run executes in a task this iterator owns. A consumer that stops iterating early
+        should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
+        it stops when the iterator is garbage-collected. Runs on asyncio.
+        """
+        context = session_context or SessionContext()
+        state = session or self._session_for(context, tool_manager, skill_manager, approver)
+        state.approver = approver if approver is not None else state.approver
+        state.questioner = questioner if questioner is not None else state.questioner
+        state.messages = settle_history(messages)
+        send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
+        # The run lives in a task this generator owns (started here, cancelled and awaited in
+        # its finally), not in a task group entered here: a task group spanning a ``yield``
+        # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
+        driver = running_loop().create_task(self._drive(state, send))
+        try:
+            async with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            driver.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([driver])
+        if not driver.cancelled() and driver.exception() is not None:
+            raise driver.exception()  # type: ignore[misc]  # a bug in the loop: never hide it
+
+    def as_tool(
+        self,
+        name: str,
+        description: str,
+        *,
+        tools: Sequence[str] = (),
+    ) -> tuple[ToolSpec, Any]:
+        """This agent as a tool another agent can call: ``(spec, handler)`` for
+        ``ToolManager.register_tool``.
+
+        The call's ``task`` becomes the first user message of a fresh history; the sub-agent
+        runs with the caller's session context and approver, and sees only those of ``tools``
+        that the caller may call (never more). The result is its final answer.
+
+        Args:
+            name: The tool's name.
+            description: What the sub-agent does (the model reads it).
+            tools: Names of the caller's tools the sub-agent may use.
+        """
+        spec = ToolSpec(
+            name=name,
+            description=description,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What the agent should do."}
+                },
+                "required": ["task"],
+                "additionalProperties": False,
+            },
+            permission="read_only",  # its own calls are asked about one by one
+        )
+        wanted = tuple(tools)
+
+        async def handle(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+            caller = current_agent_session()
+            if caller is None:
+                return ToolResult.from_error(
+                    "not_allowed",
+                    f"agent tool {name!r} runs only inside an agent's run",
+                    hint="call it from SAgent.run_stream",
+                )
+            parent = caller.tool_manager
+            allowed = [n for n in wanted if parent.has_tool(n)]
+            approver = caller.run_approver or caller.approver  # asks through the caller's run
+            sub_proxy = ToolProxy(list(parent.tool_managers), available_tools=allowed)
+            sub_context = dataclasses.replace(caller.context, agent=name)  # same session
+            sub_session = AgentSession(sub_context, sub_proxy, approver=approver)
+            done: DoneEvent | None = None
+            async for event in self.run_stream(
+                [{"role": "user", "content": str(arguments.get("task", ""))}],
+                tool_manager=sub_proxy,
+                session_context=sub_context,
+                approver=approver,
+                session=sub_session,
+                questioner=current_questioner(),  # asks through the caller's run
+            ):
+                if isinstance(event, DoneEvent):
+                    done = event
+            if done is None or done.reason != "stop":
+                reason = "no answer" if done is None else done.reason
+                return ToolResult.from_error(
+                    "execution_error", f"agent {name!r} did not finish: {reason}"
+                )
+            return ToolResult.from_text(final_text(done.messages))
+
+        return spec, handle
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _session_for(
+        self,
+        context: SessionContext,
+        tool_manager: ToolProvider | None,
+        skills: SkillSource | None,
+        approver: Approver | None,
+    ) -> AgentSession:
+        found = self._sessions.get(context.session_id)
+        if found is not None and (
+            tool_manager is None
+            or tool_manager is found.tool_manager
+            or any(tool_manager is held for held in found.tool_manager.tool_managers)
+        ):
+            found.context = context
+            return found
+        proxy = as_proxy(tool_manager)
+        state = AgentSession(context, proxy, skill_source=skills, approver=approver)
+        self._sessions[context.session_id] = state
+        return state
+
+    async def _drive(self, state: AgentSession, send: MemoryObjectSendStream[AgentEvent]) -> None:
+        """Run the loop; always ends with one ``done`` event (unless the consumer is gone)."""
+        hubs = progress_hubs(state.tool_manager)
+        approver = state.approver or state.tool_manager.approver
+        run = RunState(session=state, send=send, approver=approver, hubs=hubs)
+        reason: DoneReason = "stop"
+        error: dict[str, Any] | None = None
+        async with send, AsyncExitStack() as stack:
+            scope = anyio.CancelScope()
+            try:
+                # Opened here, outside the run's scopes, so that the stack closes them in order.
+                await stack.enter_async_context(run.extras)
+                for hub in hubs:
+                    queue = await stack.enter_async_context(hub.subscribe(state.session_id))
+                    run.queues.append(queue)
+                await self._prepare(run, stack)
+            except SagentsError as failure:  # a sandbox or skill projection failed
+                reason, error = "error", failure.to_dict()
+            else:
+                questions = EventQuestioner(run, state.questioner)
+                compressor = HistoryCompressor(
+                    run,
+                    model=self.model,
+                    budget=self.max_history_tokens,
+                    settings=self.compression,
+                    system=lambda session: self._system(session, run.system_extra),
+                )
+                with (
+                    scope,
+                    state.running(
+                        approver=EventApprover(run) if approver is not None else None,
+                        compressor=compressor,
+                    ),
+                    bind_questioner(questions),
+                ):
+                    self._scopes.add(scope)
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            for queue in run.queues:
+                                tg.start_soon(forward_events, run, queue)
+                            try:
+                                reason = await self._turns(run)
+                            except SagentsError as failure:  # the model endpoint failed
+                                reason, error = "error", failure.to_dict()
+                            finally:
+                                tg.cancel_scope.cancel()
+                    finally:
+                        self._scopes.discard(scope)
+            if scope.cancelled_caught:
+                reason = "cancelled"
+            await run.emit(
+                DoneEvent(
+                    reason=reason,
+                    messages=tuple(state.messages),
+                    audit_status=state.audit_status.snapshot(),
+                    error=error,
+                    turns=run.turns,
+                )
+            )
+
+    async def _turns(self, run: RunState) -> DoneReason:
+        state = run.session
+        if self.workflow_selection is not None:
+            run.system_extra = await self.workflow_selection.select(run)
+        while True:
+            if run.turns >= self.max_turns:
+                return "max_turns"
+            run.turns += 1
+            if state.run_compressor is not None:
+                await state.run_compressor.compress_if_over_budget()
+            tools = await self._offered_tools(run)
+            request = [*self._system(state, run.system_extra), *state.messages]
+            turn: ModelTurn | None = None
+            async with aclosing(self.model.stream_turn(request, tools)) as stream:
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        await run.emit(MessageDeltaEvent(delta=item.text))
+                    else:
+                        turn = item
+            assert turn is not None  # stream_turn always ends with a ModelTurn or raises
+            message = normalise_assistant(turn.message)
+            state.messages.append(message)
+            await run.emit(MessageEvent(message=message))
+            if turn.usage is not None:
+                await run.emit(
+                    UsageEvent(
+                        turn=run.turns,
+                        prompt_tokens=turn.usage.prompt_tokens,
+                        completion_tokens=turn.usage.completion_tokens,
+                    )
+                )
+            calls = message.get("tool_calls") or []
+            if not calls:
+                return "stop"
+            offered = {t["function"]["name"] for t in tools}
+            await self._run_calls(run, calls, offered)
+
+    async def _prepare(self, run: RunState, stack: AsyncExitStack) -> None:
+        """Session set-up before the first turn: run_script, skills (``init_more``)."""
+        state = run.session
+        sandbox = None
+        if self.run_script and not state.tool_manager.has_tool("run_script"):
+            opened = await open_run_script(
+                stack,
+                proxy=state.tool_manager,
+                context=state.context_for_tools(),
+                approver=EventApprover(run),
+                hub=run.hubs[0],
+                settings=self.script_settings,
+            )
+            if opened is not None:
+                tool, sandbox = opened
+                # with suggestion, its description counts the tools instead of listing each
+                run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
+                run.extra_names.add("run_script")
+        await state.init_more(sandbox=sandbox)
+        if state.skills is not None:
+            skills = state.skills
+            names = SkillTools(lambda _context: skills).register(run.extras)
+            run.extra_names.update(n for n in names if not state.tool_manager.has_tool(n))
+        if self.suggestion is not None:  # the protocol tool: the loop's own wins the name
+
+            async def expand(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+                allowed = allowed_tools(
+                    state.tool_manager, state.context.permission_mode, skip=run.extra_names
+                )
+                return expansion_result(state, arguments, allowed, own=run.extra_names)
+
+            run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
+            run.extra_names.add(EXPAND_TOOL_NAME)
+
+    def _system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
+        parts = [self.system_prompt] if self.system_prompt else []
+        if state.skills is not None:
+            fragment = state.skills.system_prompt(max_tokens=_SKILLS_PROMPT_TOKENS)
+            if fragment:
+                parts.append(fragment)
+        if extra:  # this request's workflow or skill
+            parts.append(extra)
+        return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
+
+    async def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
+        """The session's tools for this turn: a read-only session is offered only read-only
+        tools; disabled tools never; then the loop's own (skills, run_script). With
+        suggestion on, only the picked, expanded and always-included ones of the session's
+        (:mod:`sagents.agent._suggestion`)."""
+        state = run.session
+        allowed = allowed_tools(
+            state.tool_manager, state.context.permission_mode, skip=run.extra_names
+        )
+        run.allowed_names = {a.name for a in allowed}
+        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+        if self.suggestion is None:
+            return [dict(a.exported) for a in allowed] + own
+        picks = run.turns == 1 or self.suggestion.when == "every_turn"
+        query = (
+            request_query(state.messages, every_turn=self.suggestion.when == "every_turn")
+            if picks
+            else None
+        )
+        return await self.suggestion.offered(state, allowed, own, query=query)
+
+    async def _run_calls(
+        self, run: RunState, calls: list[dict[str, Any]], offered: set[str]
+    ) -> None:
+        """Run one answer's tool calls and settle each exactly once, in call order."""
+        state = run.session
+        results: dict[str, dict[str, Any]] = {}
+        limiter = anyio.CapacityLimiter(self.max_parallel_tools)
+
+        async def one(call: dict[str, Any]) -> None:
+            async with limiter:
+                result = await self._run_call(run, call, offered)
+            results[call["id"]] = self._tool_message(call["id"], result)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for call in calls:
+                    tg.start_soon(one, call)
+        finally:
+            settled = []
+            for call in calls:
+                message = results.get(call["id"])
+                if message is None:  # cancelled before it finished
+                    message = self._tool_message(
+                        call["id"],
+                        ToolResult.from_error(
+                            "cancelled", "the call was cancelled before it finished"
+                        ),
+                    )
+                state.messages.append(message)
+                settled.append(message)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE_S):
+                for message in settled:
+                    await run.emit(MessageEvent(message=message))
+
+    async def _run_call(self, run: RunState, call: dict[str, Any], offered: set[str]) -> ToolResult:
+        state = run.session
+        function = call.get("function") or {}
+        name = str(function.get("name") or "")
+        arguments = function.get("arguments")
+        context = state.context_for_tools()
+        if name not in offered and name in run.allowed_names and self.suggestion is not None:
+            return not_offered_result(name)  # allowed, but not offered: expand it first
+        if name not in offered:
+            error = NotAllowedError(
+                f"tool {name!r} is not offered in this session",
+                hint="Call one of the tools you were given.",
+                details={"name": name},
+            )
+            if not state.tool_manager.has_tool(name) and name not in run.extra_names:
+                return ToolResult.from_error(
+                    "unknown_tool", f"no tool named {name!r}", hint=error.hint
+                )
+            return ToolResult.from_exception(error)
+        # A failed call is already its result (ToolManager.run_tool, the one boundary).
+        if name in run.extra_names:
+            return await run.extras.run_tool(
+                name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
+            )
+        return await state.tool_manager.run_tool(
+            name,
+            arguments,
+            context,
+            tool_call_id=call["id"],
+            timeout=self.tool_timeout,
+            approver=EventApprover(run) if run.approver is not None else None,
+        )
+
+    def _tool_message(self, tool_call_id: str, result: ToolResult) -> dict[str, Any]:
+        return {
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
+        }

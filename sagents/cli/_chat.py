@@ -1,0 +1,137 @@
+"""``sagents chat``: a terminal chat with an agent over the configured tools (see
+``docs/agent.md``, "sagents chat").
+
+``sagents chat [--config FILE] [--model M] [--base-url URL] [--mode ask|auto|read-only]
+[--skills DIR] [--json] [--prompt TEXT] [--no-stream]``
+
+The model endpoint comes from ``--base-url``/``--model`` or ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY`` and ``SAGENTS_MODEL``. Text streams as it arrives; tool progress is shown by
+stream (stderr in red), run_script progress as a status line; write tools in ``ask`` mode are
+approved on the terminal, with the arguments or the script shown whole (wrapped, never cut).
+``/tools``, ``/skills``, ``/history`` and ``/quit`` are commands; Ctrl-C cancels the turn and a
+second Ctrl-C quits. ``--json`` prints every event as one NDJSON line on stdout; ``--prompt TEXT``
+runs one turn and exits (approvals are then asked only when stdin is a terminal).
+
+Exit codes: 0 when the last turn ended normally; 1 when it ended in an error or was cancelled;
+2 for a usage or configuration error (printed on stderr, with what to set).
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from sagents.cli._tools import config_path
+from sagents.config import load_config
+from sagents.core._permissions import PermissionMode, parse_permission_mode
+from sagents.errors import ConfigError, ModelConfigError
+from sagents.tool._context import SessionContext
+
+__all__ = ["chat"]
+
+_USAGE_EXIT = 2
+
+
+def _usage_error(message: str, hint: str | None = None) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    if hint:
+        typer.echo(f"hint: {hint}", err=True)
+    return typer.Exit(_USAGE_EXIT)
+
+
+def chat(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="The mcpServers file. Default: $SAGENTS_CONFIG."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model name. Default: $SAGENTS_MODEL.")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="An OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
+        ),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="Permission mode: ask, auto or read-only.")
+    ] = "ask",
+    skills: Annotated[
+        list[Path] | None, typer.Option("--skills", help="A directory of skills (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the events as NDJSON.")] = False,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", help="Run one turn with this text and exit.")
+    ] = None,
+    no_stream: Annotated[
+        bool, typer.Option("--no-stream", help="Ask the model for whole answers.")
+    ] = False,
+    system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
+    max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per turn.")] = 20,
+    max_history_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-history-tokens",
+            min=1,
+            help="Summarise older turns when a request passes this many tokens.",
+        ),
+    ] = None,
+) -> None:
+    """Chat with an agent that uses the configured tools and skills."""
+    from sagents.agent import OpenAIChatModel, SAgent
+    from sagents.cli._chat_questions import TerminalQuestioner
+    from sagents.cli._chat_session import TerminalApprover, run_chat
+    from sagents.skill import SkillManager, SkillProxy
+    from sagents.tool._approval import Approver
+
+    try:
+        chosen: PermissionMode = parse_permission_mode(mode)
+    except ValueError as error:
+        raise _usage_error(str(error)) from None
+    try:
+        chat_model = OpenAIChatModel(model, base_url=base_url, stream=not no_stream)
+    except ModelConfigError as error:
+        raise _usage_error(error.message, error.hint) from None
+    path = config_path(config)
+    loaded = None
+    if config is not None or path.exists():
+        try:
+            loaded = load_config(path)
+        except ConfigError as error:
+            raise _usage_error(error.message) from None
+    skill_proxy = None
+    if skills:
+        manager = SkillManager()
+        for root in skills:
+            if not root.is_dir():
+                raise _usage_error(f"--skills {str(root)!r} is not a directory")
+            manager.add_skill_dir(root)
+        skill_proxy = SkillProxy(manager)
+    interactive = sys.stdin.isatty()
+    approver: Approver | None = TerminalApprover() if interactive and not as_json else None
+    agent = SAgent(
+        model=chat_model,
+        system_prompt=system,
+        max_turns=max_turns,
+        max_history_tokens=max_history_tokens,
+    )
+    context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
+    questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
+    code = anyio.run(
+        run_chat,
+        agent,
+        loaded,
+        skill_proxy,
+        context,
+        approver,
+        as_json,
+        prompt,
+        interactive,
+        questioner,
+    )
+    raise typer.Exit(code)

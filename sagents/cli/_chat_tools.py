@@ -1,0 +1,62 @@
+"""The built-in tools ``sagents chat`` offers from the configuration (``builtinTools.enabled``,
+docs/agent.md, "sagents chat").
+
+The chat has no sandbox of its own, so it offers the built-in tools that need none: ``web_fetch``
+(without ``save_to``), ``memory_*``, ``todo_*``, ``compress_history`` and ``questionnaire``
+(the last is offered whenever the chat can ask, named or not). The others are skipped with a
+warning on stderr.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from sagents.config._loader import SagentsConfig
+from sagents.tool.impl import MemoryStore, WebFetchSettings, register_builtin_tools
+from sagents.tool.tool_manager import ToolManager
+
+__all__ = ["CHAT_BUILTIN_TOOL_NAMES", "register_chat_builtins"]
+
+CHAT_BUILTIN_TOOL_NAMES: tuple[str, ...] = (
+    "web_fetch",
+    "memory_store",
+    "memory_search",
+    "memory_delete",
+    "todo_write",
+    "todo_read",
+    "compress_history",
+    "questionnaire",
+)
+"""The built-in tools that work without a sandbox."""
+
+
+def register_chat_builtins(
+    manager: ToolManager,
+    config: SagentsConfig | None,
+    *,
+    questionnaire: bool,
+    console: Console | None = None,
+) -> list[str]:
+    """Register the configured built-in tools the chat can run (and ``questionnaire`` when it
+    can ask); return their names. A name another tool already has is left to that tool."""
+    wanted = list(config.builtin_tools) if config is not None else []
+    if questionnaire and "questionnaire" not in wanted:
+        wanted.append("questionnaire")
+    skipped = [name for name in wanted if name not in CHAT_BUILTIN_TOOL_NAMES]
+    if skipped:
+        (console or Console(stderr=True)).print(
+            f"built-in tools {', '.join(skipped)} need a sandbox: not offered in sagents chat",
+            style="yellow",
+        )
+    names = [n for n in wanted if n in CHAT_BUILTIN_TOOL_NAMES and not manager.has_tool(n)]
+    if names:
+        register_builtin_tools(
+            manager,
+            None,
+            names=names,
+            web_fetch=WebFetchSettings(**config.web_fetch) if config is not None else None,
+            memory=MemoryStore(
+                anonymous_user=config.memory_anonymous_user if config is not None else None
+            ),
+        )
+    return names

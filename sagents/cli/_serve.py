@@ -1,0 +1,354 @@
+"""``sagents serve``: run the MCP gateway over stdio (default) or streamable HTTP.
+
+See docs/gateway.md.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import anyio
+import typer
+
+from sagents.cli._logs import setup_logging
+from sagents.cli._vision import image_model_from_config
+from sagents.cli._workspace import prepare_workspace
+from sagents.config._loader import load_config
+from sagents.core._permissions import PermissionMode, parse_permission_mode
+from sagents.errors import ConfigError, StoreError
+from sagents.gateway._factory import build_gateway
+from sagents.gateway._http_server import (
+    CONSOLE_PATH,
+    MCP_PATH,
+    check_bind,
+    console_allowed,
+    serve_http,
+)
+from sagents.gateway._settings import (
+    APPROVAL_ROUTES,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    TOKEN_ENV,
+    ApprovalRoute,
+    GatewaySettings,
+    TransportName,
+    load_profiles,
+    token_profiles,
+)
+from sagents.gateway._tool_search import ToolRanker
+from sagents.store._location import parse_store_url
+
+if TYPE_CHECKING:
+    from sagents.agent import OpenAIChatModel
+
+__all__ = ["resolve_settings", "serve"]
+
+
+def resolve_settings(
+    *,
+    config: Path | None,
+    profile: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    mode: str | None,
+    workspace: Path | None,
+    background_after: float | None,
+    allowed_hosts: list[str],
+    shared_workspace: bool = False,
+    store: str | None = None,
+    approvals: str = "elicitation",
+    console: bool = True,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_proxy: bool = False,
+    tool_search: bool = False,
+) -> GatewaySettings:
+    """Turn the command line (and the environment's bearer token) into settings.
+
+    Raises:
+        ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
+            HTTP bind without a bearer token; ``--tool-search`` over HTTP without one; a
+            malformed ``--store`` address.
+    """
+    if store:
+        parse_store_url(store)  # refused here, before anything starts
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown transport {transport!r}; use stdio or http", key="--transport")
+    chosen_transport: TransportName = "http" if transport == "http" else "stdio"
+    try:
+        chosen_mode: PermissionMode = parse_permission_mode(mode) if mode else "ask"
+    except ValueError as error:
+        raise ConfigError(str(error), key="--mode") from error
+    profiles = load_profiles(config) if config is not None else {}
+    chosen = None
+    if profile is not None:
+        if profile not in profiles:
+            known = ", ".join(sorted(profiles)) or "none defined"
+            raise ConfigError(
+                f"unknown profile {profile!r} (profiles: {known})",
+                file=str(config) if config else None,
+                key="--profile",
+            )
+        chosen = profiles[profile]
+        if chosen.mode is not None and mode is None:
+            chosen_mode = chosen.mode
+    if background_after is not None and background_after < 0:
+        raise ConfigError("must be 0 or more seconds", key="--background-after")
+    route = _approval_route(approvals, chosen_transport, console)
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "--tls-cert and --tls-key go together", key="--tls-key" if tls_cert else "--tls-cert"
+        )
+    settings = GatewaySettings(
+        config=config,
+        profile=chosen,
+        transport=chosen_transport,
+        host=host,
+        port=port,
+        mode=chosen_mode,
+        workspace=workspace,
+        shared_workspace=shared_workspace,
+        bearer_token=os.environ.get(TOKEN_ENV) or None,
+        token_profiles=token_profiles(profiles) if chosen_transport == "http" else {},
+        background_after_s=background_after,
+        allowed_hosts=tuple(allowed_hosts),
+        store=store or None,
+        approvals=route,
+        console=console and chosen_transport == "http",
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_proxy=tls_proxy,
+        tool_search=tool_search,
+    )
+    if chosen_transport == "http":
+        check_bind(settings)
+        if tool_search and not (settings.bearer_token or settings.token_profiles):
+            raise ConfigError(
+                "--tool-search keeps each client's expanded tools, and over HTTP a 2026-07-28 "
+                "client is told apart only by its bearer token: without a token every such "
+                "client would share (and change) one tool list",
+                key="--tool-search",
+                hint=f"set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
+                "or serve over stdio",
+            )
+    return settings
+
+
+def _approval_route(value: str, transport: TransportName, console: bool) -> ApprovalRoute:
+    """Read ``--approvals``: the console answers only where it is served.
+
+    Raises:
+        ConfigError: an unknown value, or ``console``/``both`` without the console.
+    """
+    if value not in APPROVAL_ROUTES:
+        raise ConfigError(
+            f"unknown approvals route {value!r}; use {', '.join(APPROVAL_ROUTES)}",
+            key="--approvals",
+        )
+    route: ApprovalRoute = value
+    if route != "elicitation" and (transport != "http" or not console):
+        raise ConfigError(
+            f"--approvals {route} needs the web console, which only --transport http serves",
+            key="--approvals",
+            hint="add --transport http (and leave out --no-console), or use --approvals "
+            "elicitation",
+        )
+    return route
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
+    """Cancel ``scope`` on the first SIGTERM or SIGINT (noted in ``received``); a second one
+    ends the process at once (the handlers are gone by then)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            received.append(signum)
+            print(
+                f"sagents serve: {signal.Signals(signum).name}, closing the upstream servers",
+                file=sys.stderr,
+            )
+            scope.cancel()
+            return
+
+
+def _image_model(settings: GatewaySettings) -> OpenAIChatModel | None:
+    """The vision model of ``image_understanding`` when the config enables it (a config
+    error is left for the gateway to report)."""
+    if settings.config is None:
+        return None
+    try:
+        return image_model_from_config(load_config(settings.config))
+    except ConfigError:
+        return None
+
+
+def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
+    if not settings.tool_search:
+        return None
+    from sagents.agent._suggest import suggest_tools  # the ranking loads only when asked for
+
+    return suggest_tools
+
+
+async def _run(settings: GatewaySettings) -> bool:
+    """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
+    received: list[int] = []
+    image_model = _image_model(settings)
+    # Upstreams start in the background: initialize is answered at once, and each server's
+    # tools are announced (notifications/tools/list_changed) as it becomes ready.
+    # SIGTERM and SIGINT end the serving like stdin's EOF: the gateway then closes in order
+    # (each upstream gets its stdin closed, then its process group is ended, every step
+    # bounded), instead of the process dying with its upstreams left running.
+    try:
+        async with (
+            build_gateway(
+                settings,
+                wait_for_servers=False,
+                tool_ranker=_tool_ranker(settings),
+                image_model=image_model,
+            ) as gateway,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            if settings.transport == "stdio":
+                await gateway.run_stdio()
+            else:
+                port = await tg.start(serve_http, gateway, settings)
+                scheme = "https" if settings.tls_cert else "http"
+                print(
+                    f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
+                )
+                if console_allowed(settings):
+                    print(
+                        f"sagents serve: console at {scheme}://{settings.host}:{port}"
+                        f"{CONSOLE_PATH}/",
+                        file=sys.stderr,
+                    )
+                await anyio.sleep_forever()
+            tg.cancel_scope.cancel()
+    finally:
+        if image_model is not None:
+            with anyio.CancelScope(shield=True):
+                await image_model.aclose()
+    return bool(received)
+
+
+def serve(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="mcpServers JSON file with sagents settings.")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Named profile from the config.")
+    ] = None,
+    transport: Annotated[str, typer.Option("--transport", help="stdio or http.")] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="HTTP bind address (non-loopback needs a token).")
+    ] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option("--port", help="HTTP port (0: a free one).")] = DEFAULT_PORT,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="ask, auto or read-only (default ask).")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace", help="Root of the sessions' workspaces (one directory per session)."
+        ),
+    ] = None,
+    shared_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--shared-workspace",
+            help="Every session uses --workspace itself (trusted users only: sessions see "
+            "each other's files and records).",
+        ),
+    ] = False,
+    background_after: Annotated[
+        float | None,
+        typer.Option("--background-after", help="Seconds before a call becomes a background call."),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="postgresql://user:password@host:5432/db: state shared by replicas "
+            "(docs/scale-out.md); default: SQLite files in the data dir.",
+        ),
+    ] = None,
+    approvals: Annotated[
+        str,
+        typer.Option(
+            "--approvals",
+            help="Who approves writes: elicitation (the MCP client), console (the web "
+            "console) or both (first answer wins).",
+        ),
+    ] = "elicitation",
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console at /console/.")
+    ] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="TLS certificate (PEM): serve HTTPS.")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")
+    ] = None,
+    behind_tls_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--behind-tls-proxy",
+            help="A TLS-terminating proxy is in front: serve the console beyond loopback over "
+            "plain HTTP to it, with Secure cookies.",
+        ),
+    ] = False,
+    tool_search: Annotated[
+        bool,
+        typer.Option(
+            "--tool-search",
+            help="List search_tools and tool_expand_tools, then only the tools each session "
+            "expanded (for clients with many tools; over HTTP it needs a bearer token).",
+        ),
+    ] = False,
+) -> None:
+    """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
+    setup_logging()
+    try:
+        if workspace is not None:
+            workspace = prepare_workspace(workspace, command="sagents serve")
+        settings = resolve_settings(
+            config=config,
+            profile=profile,
+            transport=transport,
+            host=host,
+            port=port,
+            mode=mode,
+            workspace=workspace,
+            background_after=background_after,
+            allowed_hosts=list(allowed_host or []),
+            shared_workspace=shared_workspace,
+            store=store,
+            approvals=approvals,
+            console=not no_console,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_proxy=behind_tls_proxy,
+            tool_search=tool_search,
+        )
+        signalled = anyio.run(_run, settings)
+    except (ConfigError, StoreError) as error:
+        print(f"sagents serve: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if signalled and settings.transport == "stdio":
+        # Everything is closed; a worker thread may still be reading a stdin the transport
+        # cannot poll (a file), and the interpreter would wait for it before exiting.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

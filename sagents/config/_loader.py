@@ -1,0 +1,457 @@
+"""Load the configuration file into plain frozen values (docs/configuration.md).
+
+``${VAR}`` (and VS Code's ``${env:VAR}``) in ``env`` values, ``headers`` values and ``apiKey`` is
+replaced by the environment variable; a missing variable is an error naming file and key. Every
+error is a :class:`~sagents.errors.ConfigError` naming the file and the key (``mcpServers.x.url``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp import StdioServerParameters
+from pydantic import BaseModel, ValidationError
+
+from sagents.config._models import ConfigFileParams, ServerEntryParams, documented_key
+from sagents.core._limits import ScriptLimits
+from sagents.errors import ConfigError, SandboxError
+from sagents.mcp._convert import check_server_name
+from sagents.mcp._params import ServerParams, SseServerParameters, StreamableHttpServerParameters
+from sagents.mcp._sandboxed import check_config_file
+from sagents.mcp._settings import ServerSandbox, ServerSettings
+
+__all__ = [
+    "BackgroundCallsSettings",
+    "MCPServerConfig",
+    "SagentsConfig",
+    "SkillsSettings",
+    "load_config",
+    "parse_config",
+]
+
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPServerConfig:
+    """One enabled server: its name, where it is, and how sagents treats it."""
+
+    name: str
+    params: ServerParams
+    settings: ServerSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackgroundCallsSettings:
+    """Seconds after which a long call becomes a background call (None: never)."""
+
+    auto_after_sec: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillsSettings:
+    """Where skills come from.
+
+    Attributes:
+        directories: Skill roots (one folder per skill); relative ones are resolved against
+            the config file's directory.
+        servers: Enabled MCP servers whose skills join them (``"skills": true`` in the
+            server's entry), in file order; their skills are ``<server>__<skill>``.
+    """
+
+    directories: tuple[Path, ...] = ()
+    servers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SagentsConfig:
+    """The loaded configuration.
+
+    Attributes:
+        servers: Enabled servers, in file order.
+        disabled: Names of servers switched off in the file.
+        scripts: run_script limits (the ``scripts`` block).
+        background_calls: Background-call settings.
+        sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
+        skills: The skill directories and the servers whose skills join them.
+        local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
+        builtin_tools: Names of the built-in tools to offer (gateway).
+        web_fetch: ``builtinTools.webFetch`` as keyword arguments of
+            ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
+        memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
+            sessions without one (None: they are refused the memory tools).
+        image_understanding: ``builtinTools.imageUnderstanding`` (only the keys the file
+            sets, snake_case: ``model``, ``base_url``, ``api_key_env``, ``max_bytes``,
+            ``max_pixels``, ``max_side``).
+        store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
+        store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
+        source: The file it came from, if any.
+    """
+
+    servers: tuple[MCPServerConfig, ...] = ()
+    disabled: tuple[str, ...] = ()
+    scripts: ScriptLimits = field(default_factory=ScriptLimits)
+    background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    skills: SkillsSettings = field(default_factory=SkillsSettings)
+    local_tools: tuple[str, ...] = ()
+    builtin_tools: tuple[str, ...] = ()
+    web_fetch: Mapping[str, Any] = field(default_factory=dict)
+    memory_anonymous_user: str | None = None
+    image_understanding: Mapping[str, Any] = field(default_factory=dict)
+    store_url: str | None = field(default=None, repr=False)
+    store_lease_s: float | None = None
+    source: Path | None = None
+
+    def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
+        """``{name: (params, settings)}`` for :meth:`sagents.mcp.MCPSupervisor.add_servers`."""
+        return {s.name: (s.params, s.settings) for s in self.servers}
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> SagentsConfig:
+    """Read and parse a configuration file.
+
+    Args:
+        path: The JSON file.
+        environ: Variables for ``${VAR}`` expansion; default ``os.environ``.
+
+    Raises:
+        ConfigError: unreadable file, invalid JSON (with line and column), or a bad key.
+    """
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the configuration: {error.strerror}", file=file) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}", file=file
+        ) from None
+    return parse_config(data, file=file, environ=environ, source=Path(path))
+
+
+def parse_config(
+    data: Any,
+    *,
+    file: str = "<config>",
+    environ: Mapping[str, str] | None = None,
+    source: Path | None = None,
+) -> SagentsConfig:
+    """Parse an already-decoded configuration document (see :func:`load_config`).
+
+    Raises:
+        ConfigError: naming ``file`` and the key at fault.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration must be a JSON object", file=file)
+    for name in data:  # other clients' keys are ignored here, so check the spelling first
+        documented = documented_key(ConfigFileParams, str(name))
+        if documented is not None:
+            message, respell = _respelled(str(name), documented)
+            raise ConfigError(message, file=file, key=str(name), hint=respell)
+    try:
+        model = ConfigFileParams.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden":
+            message, hint = _unknown_key(first["loc"])
+            raise ConfigError(message, file=file, key=key, hint=hint) from None
+        raise ConfigError(first["msg"], file=file, key=key) from None
+    env = os.environ if environ is None else environ
+    section = "mcpServers" if model.mcp_servers is not None else "servers"
+    servers: list[MCPServerConfig] = []
+    disabled: list[str] = []
+    secrets = _holds_secrets(model)
+    for name, entry in model.entries().items():
+        key = f"{section}.{name}"
+        try:
+            check_server_name(name)
+        except ValueError as error:
+            raise ConfigError(str(error), file=file, key=key) from None
+        if entry.disabled or not entry.enabled:
+            disabled.append(name)
+            continue
+        params = _params(entry, key=key, file=file, env=env)
+        isolation = _sandbox(
+            name, entry, params, key=f"{key}.sandbox", file=file, source=source, secrets=secrets
+        )
+        settings = _settings(entry, isolation)
+        servers.append(MCPServerConfig(name=name, params=params, settings=settings))
+    sandbox = model.sandbox.model_dump(exclude_none=True)
+    return SagentsConfig(
+        servers=tuple(servers),
+        disabled=tuple(disabled),
+        scripts=model.scripts.to_limits(),
+        background_calls=BackgroundCallsSettings(
+            auto_after_sec=model.background_calls.auto_after_sec
+        ),
+        sandbox=sandbox,
+        skills=SkillsSettings(
+            directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories),
+            servers=tuple(
+                name
+                for name, entry in model.entries().items()
+                if entry.skills and name not in disabled
+            ),
+        ),
+        local_tools=tuple(model.local_tools.modules),
+        builtin_tools=tuple(model.builtin_tools.enabled),
+        web_fetch={
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in model.builtin_tools.web_fetch.model_dump(exclude_unset=True).items()
+            if value is not None
+        },
+        memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
+        image_understanding=model.builtin_tools.image_understanding.model_dump(exclude_none=True),
+        store_url=(
+            _expand(model.store.url, key="store.url", file=file, env=env)
+            if model.store.url
+            else None
+        ),
+        store_lease_s=model.store.lease_seconds,
+        source=source,
+    )
+
+
+def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
+    """The message and hint of an unknown key at ``loc``: the closest known key, if any."""
+    name = str(loc[-1])
+    target = _model_at(ConfigFileParams, loc[:-1])
+    documented = documented_key(target, name) if target is not None else None
+    if documented is not None:
+        return _respelled(name, documented)
+    known = _known_keys(ConfigFileParams, loc[:-1])
+    if not known:
+        return f"unknown key {name!r}", None
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    message = f"unknown key {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    return message, "known keys here: " + ", ".join(known)
+
+
+def _respelled(name: str, documented: str) -> tuple[str, str]:
+    """The message and hint of a key spelled otherwise than documented."""
+    return (
+        f"unknown key {name!r}: the configuration spells it {documented!r}",
+        f"rename it to {documented!r} (keys are spelled as docs/configuration.md shows them)",
+    )
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model found at ``loc`` below ``model``, if any."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return None
+    return _model_in(annotation)
+
+
+def _known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys (their JSON spelling) of the model found at ``loc`` below ``model``."""
+    target = _model_at(model, loc)
+    if target is None:
+        return []
+    return [info.alias or name for name, info in target.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    """The annotation one step down ``part`` (a field's key, or a dict key or list index)."""
+    model = _model_in(annotation)
+    if model is not None:
+        for name, info in model.model_fields.items():
+            if part in (name, info.alias):
+                return info.annotation
+        return None
+    for arg in (annotation, *typing.get_args(annotation)):
+        origin = typing.get_origin(arg)
+        if origin in (dict, Mapping):
+            return typing.get_args(arg)[1]
+        if origin in (list, tuple, Sequence):
+            return typing.get_args(arg)[0]
+    return None
+
+
+def _skill_dir(entry: str, source: Path | None) -> Path:
+    path = Path(entry).expanduser()
+    if not path.is_absolute() and source is not None:
+        path = source.parent / path
+    return path
+
+
+def _expand(value: str, *, key: str, file: str, env: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise ConfigError(
+                f"environment variable {name!r} is not set",
+                file=file,
+                key=key,
+                hint=f"export {name}=... or write the value into the file",
+            )
+        return env[name]
+
+    return _VAR.sub(replace, value)
+
+
+def _expand_map(
+    values: Mapping[str, str], *, key: str, file: str, env: Mapping[str, str]
+) -> dict[str, str]:
+    return {k: _expand(v, key=f"{key}.{k}", file=file, env=env) for k, v in values.items()}
+
+
+def _params(
+    entry: ServerEntryParams, *, key: str, file: str, env: Mapping[str, str]
+) -> ServerParams:
+    kind = entry.type or entry.transport
+    if entry.command is not None and entry.url is not None:
+        raise ConfigError("give either 'command' or 'url', not both", file=file, key=key)
+    if entry.command is not None:
+        if kind not in (None, "stdio"):
+            raise ConfigError(f"'command' needs type 'stdio', not {kind!r}", file=file, key=key)
+        return StdioServerParameters(
+            command=entry.command,
+            args=list(entry.args),
+            env=_expand_map(entry.env, key=f"{key}.env", file=file, env=env) or None,
+            cwd=entry.cwd,
+        )
+    if entry.url is None:
+        raise ConfigError("a server needs 'command' (stdio) or 'url'", file=file, key=key)
+    if kind == "stdio":
+        raise ConfigError("type 'stdio' needs 'command', not 'url'", file=file, key=key)
+    headers = _expand_map(entry.headers, key=f"{key}.headers", file=file, env=env) or None
+    api_key = (
+        _expand(entry.api_key, key=f"{key}.apiKey", file=file, env=env)
+        if entry.api_key is not None
+        else None
+    )
+    if kind == "sse" or (kind is None and entry.url.rstrip("/").endswith("/sse")):
+        return SseServerParameters(url=entry.url, headers=headers, api_key=api_key)
+    return StreamableHttpServerParameters(url=entry.url, headers=headers, api_key=api_key)
+
+
+def _sandbox(
+    name: str,
+    entry: ServerEntryParams,
+    params: ServerParams,
+    *,
+    key: str,
+    file: str,
+    source: Path | None,
+    secrets: bool,
+) -> ServerSandbox | None:
+    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host).
+
+    Raises:
+        ConfigError: the block is on a server that is not stdio, or a value is unusable
+            (relative path outside a file, ``/``, a path inside a writable one, a bad name, a
+            path that would show the config file: see
+            :func:`sagents.mcp._sandboxed.check_config_file`).
+    """
+    block = entry.sandbox
+    if block is None:
+        return None
+    if not isinstance(params, StdioServerParameters):
+        raise ConfigError(
+            "'sandbox' applies only to stdio servers ('command')",
+            file=file,
+            key=key,
+            hint="a remote server runs elsewhere: remove 'sandbox' from this entry",
+        )
+
+    def path(value: str, where: str) -> str:
+        expanded = Path(value).expanduser()
+        if not expanded.is_absolute():
+            if source is None:
+                raise ConfigError(
+                    f"sandbox path {value!r} must be absolute", file=file, key=f"{key}.{where}"
+                )
+            expanded = source.parent / expanded
+        return str(expanded)
+
+    try:
+        sandbox = ServerSandbox(
+            network=block.network,
+            readable=tuple(path(p, f"readable.{i}") for i, p in enumerate(block.readable)),
+            writable=tuple(path(p, f"writable.{i}") for i, p in enumerate(block.writable)),
+            env=tuple(block.env),
+            home=path(block.home, "home") if block.home is not None else None,
+            memory_mb=block.memory_mb,
+            cpu_seconds=block.cpu_sec,
+            cpu_cores=block.cpu_cores,
+            max_processes=block.max_processes,
+            uid=block.uid,
+            config_file=os.path.abspath(source) if source is not None else None,
+            config_has_secrets=secrets,
+        )
+    except ValueError as error:
+        raise ConfigError(str(error), file=file, key=key) from None
+    try:
+        check_config_file(name, sandbox)
+    except SandboxError as error:
+        where = error.details.get("where")
+        raise ConfigError(
+            error.message, file=file, key=f"{key}.{where}" if where else key, hint=error.hint
+        ) from None
+    return sandbox
+
+
+def _holds_secrets(model: ConfigFileParams) -> bool:
+    """Whether the file writes a secret into itself: a server's ``env`` or ``headers`` value
+    or ``apiKey``, or the store's URL with a password, given as it is rather than by
+    ``${NAME}`` references (any value without one counts, ``"1"`` included: the file cannot
+    say which values are keys)."""
+
+    def literal(value: str) -> bool:
+        return bool(value.strip()) and "${" not in value
+
+    for entry in model.entries().values():
+        values = [*entry.env.values(), *entry.headers.values()]
+        if entry.api_key is not None:
+            values.append(entry.api_key)
+        if any(literal(value) for value in values):
+            return True
+    url = model.store.url or ""
+    return literal(url) and "@" in url.split("//", 1)[-1].split("/", 1)[0]
+
+
+def _settings(entry: ServerEntryParams, sandbox: ServerSandbox | None = None) -> ServerSettings:
+    given: dict[str, Any] = {
+        "connect_timeout": entry.connect_timeout,
+        "discover_timeout": entry.discover_timeout,
+        "list_timeout": entry.list_timeout,
+        "call_timeout": entry.call_timeout,
+        "max_concurrency": entry.max_concurrency,
+        "ping_timeout": entry.ping_timeout,
+    }
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if entry.ping_interval is not None:
+        chosen["ping_interval"] = entry.ping_interval or None  # 0: no idle pings
+    return ServerSettings(
+        permission=entry.permission,
+        tool_permissions=dict(entry.tool_permissions),
+        sandbox=sandbox,
+        **chosen,
+    )

@@ -1,0 +1,299 @@
+"""Pydantic models of the configuration file: the trust boundary (docs/configuration.md).
+
+The file is the standard ``mcpServers`` JSON of Claude Desktop and Cursor (VS Code's ``servers``
+also loads), with sagents' own per-server keys beside the standard ones and global sections
+(``scripts``, ``backgroundCalls``, ``sandbox``). Unknown per-server keys are refused, so that a
+typo does not silently do nothing; unknown top-level keys of other clients are ignored.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from sagents.core._limits import ScriptLimits
+from sagents.core._permissions import PermissionClass
+from sagents.errors import ConfigError
+
+__all__ = [
+    "BackgroundCallsParams",
+    "BuiltinToolsParams",
+    "ConfigFileParams",
+    "ImageUnderstandingParams",
+    "LocalToolsParams",
+    "MemoryParams",
+    "SandboxParams",
+    "ScriptsParams",
+    "ServerEntryParams",
+    "ServerSandboxParams",
+    "SkillsParams",
+    "StoreParams",
+    "WebFetchParams",
+    "documented_key",
+]
+
+logger = logging.getLogger(__name__)
+
+TransportName = Literal["stdio", "sse", "http", "streamable-http", "streamableHttp"]
+
+
+class _Strict(BaseModel):
+    # One spelling per key: the documented camelCase one (docs/configuration.md). A field's
+    # Python name (``call_timeout``) is not a second spelling: it is refused, naming the key.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSandboxParams(_Strict):
+    """A stdio server's ``sandbox`` block (docs/mcp.md, "Sandboxed servers"): run it in its own
+    bubblewrap sandbox. Paths may start with ``~``; relative ones are relative to the config
+    file's directory."""
+
+    network: bool = False
+    readable: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
+    home: str | None = None
+    memory_mb: int | None = Field(default=1024, alias="memoryMb", gt=0)
+    cpu_sec: int | None = Field(default=None, alias="cpuSec", gt=0)
+    cpu_cores: float | None = Field(default=1.0, alias="cpuCores", gt=0)
+    max_processes: int | None = Field(default=64, alias="maxProcesses", gt=0)
+    uid: int | None = Field(default=None, ge=0, lt=2**31)
+
+
+class ServerEntryParams(_Strict):
+    """One entry of ``mcpServers``: standard keys, then sagents' own (camelCase, all optional)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    type: TransportName | None = None
+    transport: TransportName | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    # Claude Desktop / Cursor spell "off" as disabled; sagents also reads enabled.
+    disabled: bool = False
+    enabled: bool = True
+    connect_timeout: float | None = Field(default=None, alias="connectTimeout", gt=0)
+    discover_timeout: float | None = Field(default=None, alias="discoverTimeout", gt=0)
+    list_timeout: float | None = Field(default=None, alias="listTimeout", gt=0)
+    call_timeout: float | None = Field(default=None, alias="callTimeout", gt=0)
+    max_concurrency: int | None = Field(default=None, alias="maxConcurrency", ge=1)
+    # Seconds between liveness pings of an idle server; 0 turns the idle pings off.
+    ping_interval: float | None = Field(default=None, alias="pingInterval", ge=0)
+    ping_timeout: float | None = Field(default=None, alias="pingTimeout", gt=0)
+    permission: PermissionClass | None = None
+    tool_permissions: dict[str, PermissionClass] = Field(
+        default_factory=dict, alias="toolPermissions"
+    )
+    api_key: str | None = Field(default=None, alias="apiKey")
+    # true: a sandbox with every default; an object: see ServerSandboxParams.
+    sandbox: ServerSandboxParams | None = None
+    # true: the server's skills (the MCP Skills extension) join the gateway's skills.
+    skills: StrictBool = False
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
+
+
+class ScriptsParams(_Strict):
+    """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes, 32 MiB of
+    output; docs/run_script.md), in one shape::
+
+        "scripts": {"maxCalls": 2000, "maxConcurrency": 4, "timeoutSec": 1800,
+                    "maxOutputBytes": 33554432}
+
+    ``maxParallel``, an older spelling of ``maxConcurrency``, is still read, with a warning.
+    """
+
+    max_calls: int = Field(default=2000, alias="maxCalls", ge=1)
+    max_concurrency: int = Field(default=4, alias="maxConcurrency", ge=1)
+    timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
+    max_output_bytes: int = Field(default=32 * 1024 * 1024, alias="maxOutputBytes", gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_spelling(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or "maxParallel" not in raw:
+            return raw
+        if "maxConcurrency" in raw:
+            raise ValueError("give 'maxConcurrency' only: 'maxParallel' is its older spelling")
+        logger.warning(
+            "scripts.maxParallel is deprecated: rename it to scripts.maxConcurrency "
+            "(docs/configuration.md)"
+        )
+        renamed = dict(raw)
+        renamed["maxConcurrency"] = renamed.pop("maxParallel")
+        return renamed
+
+    def to_limits(self) -> ScriptLimits:
+        """The run limits these settings give."""
+        return ScriptLimits(
+            max_calls=self.max_calls,
+            max_concurrency=self.max_concurrency,
+            timeout_s=self.timeout_sec,
+            max_output_bytes=self.max_output_bytes,
+        )
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], *, file: str | None = None) -> ScriptsParams:
+        """Validate a ``scripts`` block on its own.
+
+        Raises:
+            ConfigError: naming the file and the ``scripts.<key>`` that is wrong.
+        """
+        try:
+            return cls.model_validate(dict(raw))
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(str(part) for part in ("scripts", *first["loc"]))
+            documented = documented_key(cls, str(first["loc"][-1])) if first["loc"] else None
+            if first["type"] == "extra_forbidden" and documented is not None:
+                raise ConfigError(
+                    f"unknown key {str(first['loc'][-1])!r}: the configuration spells it "
+                    f"{documented!r}",
+                    file=file,
+                    key=key,
+                    hint=f"rename it to {documented!r}",
+                ) from None
+            raise ConfigError(first["msg"], file=file, key=key) from None
+
+
+class BackgroundCallsParams(_Strict):
+    """``backgroundCalls``: when a long call becomes a background call."""
+
+    auto_after_sec: float | None = Field(default=None, alias="autoAfterSec", gt=0)
+
+
+class SkillsParams(_Strict):
+    """``skills``: directories holding skills (each a folder with ``SKILL.md``), served by the
+    gateway as the ``load_skill`` / ``read_skill_file`` tools and as ``skill://`` resources."""
+
+    directories: list[str] = Field(default_factory=list)
+
+
+class LocalToolsParams(_Strict):
+    """``localTools``: Python modules whose ``TOOLS`` list is registered under plain names."""
+
+    modules: list[str] = Field(default_factory=list)
+
+
+class WebFetchParams(_Strict):
+    """``builtinTools.webFetch``: what ``web_fetch`` may reach beyond public addresses, and its
+    caps (docs/builtin_tools.md)."""
+
+    allow_networks: list[str] = Field(default_factory=list, alias="allowNetworks")
+    allow_hosts: list[str] = Field(default_factory=list, alias="allowHosts")
+    allow_domains: list[str] = Field(default_factory=list, alias="allowDomains")
+    deny_domains: list[str] = Field(default_factory=list, alias="denyDomains")
+    max_redirects: int | None = Field(default=None, alias="maxRedirects", ge=0, le=20)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
+    timeout_seconds: float | None = Field(default=None, alias="timeoutSec", gt=0)
+    seen_urls_only: bool | None = Field(default=None, alias="seenUrlsOnly")
+
+    @field_validator("allow_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as error:
+                raise ValueError(f"{network!r} is not a network (CIDR, e.g. 10.0.0.0/8)") from error
+        return value
+
+
+class MemoryParams(_Strict):
+    """``builtinTools.memory``: ``anonymousUser`` is the user of sessions that have none (all
+    such sessions then share its memories); unset, they are refused the memory tools."""
+
+    anonymous_user: str | None = Field(default=None, alias="anonymousUser", min_length=1)
+
+
+class ImageUnderstandingParams(_Strict):
+    """``builtinTools.imageUnderstanding``: the vision model of ``image_understanding`` (an
+    OpenAI-compatible endpoint; ``$SAGENTS_MODEL``/``$OPENAI_BASE_URL`` when unset) and its
+    caps (docs/builtin_tools.md)."""
+
+    model: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, alias="baseUrl", min_length=1)
+    api_key_env: str | None = Field(default=None, alias="apiKeyEnv", min_length=1)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", gt=0)
+    max_pixels: int | None = Field(default=None, alias="maxPixels", gt=0)
+    max_side: int | None = Field(default=None, alias="maxSide", gt=0)
+
+
+class BuiltinToolsParams(_Strict):
+    """``builtinTools``: the built-in tools the gateway offers (none by default)."""
+
+    enabled: list[str] = Field(default_factory=list)
+    web_fetch: WebFetchParams = Field(default_factory=WebFetchParams, alias="webFetch")
+    memory: MemoryParams = Field(default_factory=MemoryParams)
+    image_understanding: ImageUnderstandingParams = Field(
+        default_factory=ImageUnderstandingParams, alias="imageUnderstanding"
+    )
+
+
+class StoreParams(_Strict):
+    """``store``: where ``sagents serve`` keeps its state (docs/scale-out.md): ``url``
+    ``postgresql://...`` for replicas sharing one database (``${VAR}`` is expanded), unset for
+    the embedded SQLite files; ``leaseSec`` is a replica's heartbeat lease."""
+
+    url: str | None = Field(default=None, min_length=1)
+    lease_seconds: float | None = Field(default=None, alias="leaseSec", gt=0)
+
+
+class SandboxParams(BaseModel):
+    """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    provider: str | None = None
+
+
+class ConfigFileParams(BaseModel):
+    """The whole file. Other clients' top-level keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    mcp_servers: dict[str, ServerEntryParams] | None = Field(default=None, alias="mcpServers")
+    servers: dict[str, ServerEntryParams] | None = None
+    scripts: ScriptsParams = Field(default_factory=ScriptsParams)
+    background_calls: BackgroundCallsParams = Field(
+        default_factory=BackgroundCallsParams, alias="backgroundCalls"
+    )
+    sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    skills: SkillsParams = Field(default_factory=SkillsParams)
+    local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")
+    builtin_tools: BuiltinToolsParams = Field(
+        default_factory=BuiltinToolsParams, alias="builtinTools"
+    )
+    store: StoreParams = Field(default_factory=StoreParams)
+
+    def entries(self) -> dict[str, Any]:
+        """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""
+        return dict(self.mcp_servers or self.servers or {})
+
+
+def documented_key(model: type[BaseModel], name: str) -> str | None:
+    """The documented (camelCase) key of ``model`` that ``name`` is another spelling of: the
+    field's Python name (``call_timeout`` for ``callTimeout``); None when ``name`` is none."""
+    field = model.model_fields.get(name)
+    if field is None or field.alias is None or field.alias == name:
+        return None
+    return field.alias

@@ -1,0 +1,272 @@
+"""Serving the gateway over streamable HTTP (the ``mcp`` SDK's transport, on uvicorn/starlette).
+
+Security (docs/gateway.md, "HTTP security"):
+
+- binds 127.0.0.1 by default; binding anything but loopback requires a bearer token, otherwise
+  :func:`check_bind` refuses to start with a :class:`~sagents.errors.ConfigError`;
+- DNS-rebinding protection is always on: the ``Host`` header must name the bound host (loopback
+  names for a loopback bind) and port, or an allowed host, otherwise the request gets 421; a
+  foreign ``Origin`` gets 403 (parsed exactly, :mod:`sagents.gateway._http_security`);
+- credentials are parsed once, there: two ``Authorization`` headers or a malformed one get
+  401; when any token is configured every request must carry ``Authorization: Bearer <token>``
+  (compared in constant time); a token bound to a profile selects that profile.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sagents.errors import ConfigError
+from sagents.gateway._affinity import SessionAffinityCheck
+from sagents.gateway._http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
+from sagents.gateway._server import Gateway
+from sagents.gateway._settings import GatewaySettings, is_loopback
+
+__all__ = [
+    "CONSOLE_PATH",
+    "MCP_PATH",
+    "bind_listener",
+    "build_http_app",
+    "check_bind",
+    "console_allowed",
+    "secure_app",
+    "serve_asgi",
+    "serve_http",
+]
+
+logger = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+CONSOLE_PATH = "/console"
+"""Where the web console is served (docs/console.md)."""
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_GRACE_S = 1  # seconds open streams get to end when the server stops
+
+
+def check_bind(settings: GatewaySettings) -> None:
+    """Refuse settings that would expose the gateway without authentication.
+
+    Raises:
+        ConfigError: the host is not loopback and no bearer token is configured.
+    """
+    if is_loopback(settings.host):
+        return
+    if settings.bearer_token or settings.token_profiles:
+        return
+    raise ConfigError(
+        f"refusing to bind {settings.host!r} without a bearer token: anyone who can reach this "
+        "address could use every tool",
+        key="--host",
+        hint="set SAGENTS_GATEWAY_TOKEN (clients then send 'Authorization: Bearer <token>'), or "
+        "bind 127.0.0.1",
+    )
+
+
+def _security_middleware(
+    app: ASGIApp, settings: GatewaySettings, port: int | None, *, tokens: bool = True
+) -> GatewaySecurityMiddleware:
+    hosts = list(_LOOPBACK_HOSTS) if is_loopback(settings.host) else [settings.host]
+    allowed: list[HostRule] = []
+    for value in settings.allowed_hosts:
+        try:
+            allowed.append(parse_host_rule(value))
+        except ValueError as error:
+            raise ConfigError(
+                str(error), key="--allowed-host", hint="give 'host:port' or 'host:*'"
+            ) from error
+    return GatewaySecurityMiddleware(
+        app,
+        hosts=hosts,
+        port=port if port else None,
+        allowed=allowed,
+        origin_any_port=is_loopback(settings.host),
+        tokens=[settings.bearer_token or "", *settings.token_profiles] if tokens else [],
+    )
+
+
+def console_allowed(settings: GatewaySettings) -> bool:
+    """Whether the web console may be served with these settings: on loopback, or over TLS
+    (``--tls-cert``/``--tls-key``, or ``--behind-tls-proxy``) beyond it, since its login
+    sends the bearer token in a form."""
+    if not settings.console:
+        return False
+    return is_loopback(settings.host) or settings.tls_cert is not None or settings.tls_proxy
+
+
+class _ConsoleRouter:
+    """Sends ``/console`` and everything below it to the console, the rest to ``/mcp``'s app."""
+
+    def __init__(self, mcp: ASGIApp, console: ASGIApp) -> None:
+        self.mcp = mcp
+        self.console = console
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+            await self.console(scope, receive, send)
+        else:
+            await self.mcp(scope, receive, send)
+
+
+def build_http_app(
+    gateway: Gateway, settings: GatewaySettings, *, port: int | None = None
+) -> ASGIApp:
+    """The ASGI app serving ``gateway`` at ``/mcp`` with the protections above.
+
+    Args:
+        gateway: The gateway to serve.
+        settings: Bind address, tokens, allowed hosts.
+        port: The bound port a ``Host`` header must name; None uses ``settings.port`` (0: any
+            port, for an app built before its socket is bound).
+
+    The web console is served at ``/console/`` beside it (docs/console.md) when
+    :func:`console_allowed`: behind the same ``Host`` and ``Origin`` checks, with its own login
+    (a browser cannot send the bearer header).
+
+    Raises:
+        ConfigError: see :func:`check_bind`; or a malformed ``--allowed-host``.
+    """
+    check_bind(settings)
+    app: Starlette = gateway.server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=settings.host,
+        # Host/Origin are checked, exactly, by GatewaySecurityMiddleware (the SDK's check
+        # matches "host:*" as a prefix and accepts "127.0.0.1:1@evil.com").
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    served: ASGIApp = app
+    if gateway.replica_id is not None:  # replicas: 2025 sessions need affinity
+        served = SessionAffinityCheck(app, replica_id=gateway.replica_id)
+    bound = settings.port if port is None else port
+    mcp = _security_middleware(served, settings, bound)
+    if settings.console and not console_allowed(settings):
+        logger.warning(
+            "the web console is not served on %s without TLS: give --tls-cert and --tls-key, "
+            "or --behind-tls-proxy when a TLS-terminating proxy is in front",
+            settings.host,
+        )
+    if not console_allowed(settings):
+        return mcp
+    from sagents.gateway.console import console_for_gateway  # jinja2 only when served
+
+    console = _security_middleware(
+        console_for_gateway(gateway, settings), settings, bound, tokens=False
+    )
+    return _ConsoleRouter(mcp, console)
+
+
+def bind_listener(settings: GatewaySettings) -> socket.socket:
+    """The gateway's listening socket: bound, listening, non-blocking, Nagle off.
+
+    Raises:
+        ConfigError: the address cannot be bound (``--port``).
+    """
+    family = socket.AF_INET6 if ":" in settings.host.strip("[]") else socket.AF_INET
+    # proto=IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets whose proto says TCP, and accepted sockets inherit the listener's proto. With
+    # Nagle on, a response written as headers then body waits for the client's delayed ACK
+    # (~40 ms on Linux) on every call. The listener's TCP_NODELAY is inherited too.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((settings.host.strip("[]"), settings.port))
+    except OSError as error:
+        sock.close()
+        raise ConfigError(
+            f"cannot bind {settings.host}:{settings.port}: {error.strerror}", key="--port"
+        ) from error
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(
+    gateway: Gateway,
+    settings: GatewaySettings,
+    *,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve over HTTP until cancelled; reports the bound port through ``task_status``.
+
+    The socket is bound before serving starts, so ``await tg.start(serve_http, ...)`` returns a
+    port that accepts connections (port 0 picks a free one).
+
+    Raises:
+        ConfigError: see :func:`check_bind`; or the address cannot be bound.
+    """
+    check_bind(settings)
+    await serve_asgi(
+        lambda port: build_http_app(gateway, settings, port=port),
+        settings,
+        task_status=task_status,
+    )
+
+
+def secure_app(app: ASGIApp, settings: GatewaySettings, port: int | None) -> ASGIApp:
+    """``app`` behind the gateway's ``Host`` and ``Origin`` checks, without the bearer check
+    (for an app with a login of its own: ``sagents console``)."""
+    return _security_middleware(app, settings, port, tokens=False)
+
+
+async def serve_asgi(
+    build: Callable[[int], ASGIApp],
+    settings: GatewaySettings,
+    *,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the app ``build(port)`` returns on ``settings``' address (TLS when
+    ``settings.tls_cert``) until cancelled; reports the bound port through ``task_status``.
+
+    Raises:
+        ConfigError: the address cannot be bound, or ``build`` refuses the settings.
+    """
+    sock = bind_listener(settings)
+    port = int(sock.getsockname()[1])
+    try:
+        app = build(port)
+    except ConfigError:
+        sock.close()
+        raise
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACE_S,
+        ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
+        ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
+    )
+    server = uvicorn.Server(config)
+    stopped = anyio.Event()
+
+    async def run_server() -> None:
+        # Shielded so that cancelling serve_http shuts uvicorn down through its own graceful
+        # path (should_exit) instead of cancelling it mid-lifespan.
+        try:
+            with anyio.CancelScope(shield=True):
+                await server.serve(sockets=[sock])
+        finally:
+            stopped.set()
+            sock.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_server)
+        task_status.started(port)
+        try:
+            await stopped.wait()
+        finally:
+            server.should_exit = True
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(_GRACE_S * 3):
+                    await stopped.wait()
+                server.force_exit = True
+                await stopped.wait()

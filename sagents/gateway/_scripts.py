@@ -1,0 +1,294 @@
+"""run_script inside ``sagents serve``: one sandbox and :class:`RunScriptTool` per client session.
+
+The gateway offers ``run_script`` when upstream MCP tools exist (docs/gateway.md). Each client
+session gets, on its first script or built-in tool call, its own sandbox over its own workspace
+(:class:`~sagents.gateway._workspaces.Workspaces`: records, files, modules are the session's
+only) and its own :class:`~sagents.script._session.RunScriptTool` (its session id scopes
+progress, approvals and records), calling only what the session's offer lets scripts call
+(:meth:`sagents.gateway._offer.SessionOffer.for_scripts`). The script runtime, the audit store
+and the progress hub are shared. Each session lives in a task of this object's task group, so
+its sandbox and tool are entered and left in one task whatever task the call came from.
+
+The gateway's own approval gate treats ``run_script`` as read-only: what a script may do is
+decided by run_script's pre-run check (listed write tools need one approval in ``ask`` mode,
+asked of the client through MCP elicitation by
+:class:`~sagents.gateway._approval.ClientScriptApprover`; destructive and long-task-only tools
+are refused), so the call itself needs no second approval, and read-only sessions keep
+run_script for their read-only tools.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+
+from sagents.audit._store import AuditStore, SqliteAuditStore, default_data_dir
+from sagents.core._permissions import PermissionMode
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.errors import ConfigError
+from sagents.gateway._approval import ClientScriptApprover
+from sagents.gateway._restart import StartupLock, sweep_runs
+from sagents.gateway._workspaces import Workspaces
+from sagents.progress._hub import ProgressHub
+from sagents.sandbox._factory import create_sandbox
+from sagents.sandbox._protocol import Sandbox
+from sagents.script._description import run_script_spec, should_offer_run_script
+from sagents.script._runtime import install_runtime
+from sagents.script._session import (
+    RunScriptSettings,
+    RunScriptTool,
+    script_callable_specs,
+)
+from sagents.script._settings import ScriptLimits
+from sagents.tool._approval import Approver
+from sagents.tool._context import SessionContext
+from sagents.tool._provider import ToolProvider
+from sagents.tool._spec_provider import SpecProvider
+
+__all__ = ["GatewayScripts"]
+
+logger = logging.getLogger(__name__)
+
+WORKSPACES_DIR = "workspaces"  # the default root under the data dir
+
+
+class GatewayScripts:
+    """run_script (and the built-in tools' sandboxes) for every client session of one gateway;
+    an async context manager.
+
+    Args:
+        hub: Where ``script.progress`` events go (the gateway forwards them to the client).
+        workspaces: The layout of the sessions' workspaces (the same object the gateway puts
+            in each call's ``SessionContext``); ``<data dir>/workspaces``, one per session,
+            when None.
+        limits: ``scripts`` limits of the config.
+        data_dir: Where the script runtime and the audit store live; the default data dir
+            (``$SAGENTS_DATA_DIR``) when None.
+        protected: Other host paths no sandbox may bind, by what they are (``config file``:
+            the mcpServers commands the next start runs on the host).
+        audit: Where each run's ``gateway_call`` entry goes (the gateway's store);
+            ``<data dir>/audit.sqlite3`` when None.
+        approver: Asked before a run that lists write tools; None asks the client of the
+            call (:class:`~sagents.gateway._approval.ClientScriptApprover`).
+        list_tools: run_script's description lists each callable tool (the default); False
+            only counts them (``--tool-search``: the script's ``tools()`` lists them).
+
+    Raises:
+        SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
+        ConfigError: on entering, the sessions' sandboxes would bind the data dir or a
+            ``protected`` path.
+    """
+
+    def __init__(
+        self,
+        *,
+        hub: ProgressHub,
+        workspaces: Workspaces | None,
+        limits: ScriptLimits,
+        data_dir: Path | None = None,
+        protected: Mapping[str, Path] | None = None,
+        audit: AuditStore | None = None,
+        approver: Approver | None = None,
+        list_tools: bool = True,
+    ) -> None:
+        self._hub = hub
+        self._audit_store = audit
+        self._approver = approver
+        self._list_tools = list_tools
+        self._data_dir = data_dir or default_data_dir()
+        self._protected = {"data dir": self._data_dir, **(protected or {})}
+        self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
+        self._settings = RunScriptSettings(limits=limits)
+        self._sessions: dict[str, _Session] = {}
+        self._lock = anyio.Lock()
+        self._stop = anyio.Event()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stack = AsyncExitStack()
+        self.on_start: Callable[[str, str | None, str], None] | None = None
+        """Told ``(session id, tool call id, description)`` as each run_script call starts
+        (the web console shows the description of a live run); must not block."""
+        self.aborted: list[str] = []
+        """Records directories of runs a previous process left running, marked at start."""
+
+    async def __aenter__(self) -> Self:
+        self._check_data_dir_not_bound()
+        root = self.workspaces.root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
+        self._runtime = install_runtime(self._data_dir)
+        self._audit: AuditStore = self._audit_store or SqliteAuditStore(
+            path=self._data_dir / "audit.sqlite3"
+        )
+        self._stack = AsyncExitStack()
+        try:
+            lock = StartupLock(root)
+            self._stack.callback(lock.release)
+            if lock.acquire():
+                self.aborted = await sweep_runs(self.workspaces, self._audit)
+            else:
+                logger.info("another gateway uses %s: interrupted runs are left to it", root)
+            self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()  # each session's task leaves its RunScriptTool (runs end 'cancelled')
+        try:
+            await self._stack.aclose()  # the sessions' task group
+        finally:
+            self._tg = None
+
+    def _check_data_dir_not_bound(self) -> None:
+        """Refuse a workspace root whose sandboxes would bind the data dir (the audit store,
+        the background-task store, the script runtime: a script could rewrite them) or a
+        protected path (the config file: a script could change what the host runs).
+
+        Raises:
+            ConfigError: one of them is inside (or is) what sandboxes bind.
+        """
+        area = Path(os.path.realpath(self.workspaces.bound_area()))
+        shown = "the workspace" if self.workspaces.shared else "the sessions' workspaces"
+        for what, path in self._protected.items():
+            real = Path(os.path.realpath(path))
+            if real == area or area in real.parents:
+                raise ConfigError(
+                    f"the gateway's {what} {str(real)!r} is inside {shown} ({str(area)!r}): "
+                    "scripts could rewrite it",
+                    key="--workspace",
+                    hint=f"give --workspace a directory that does not contain the {what}",
+                )
+
+    async def sandbox_for(self, context: SessionContext) -> Sandbox:
+        """The calling session's sandbox (the built-in tools' resolver)."""
+        return (await self._session(context)).sandbox
+
+    def spec(self, specs: list[ToolSpec], mode: PermissionMode) -> ToolSpec | None:
+        """run_script's spec for tools ``specs``, or None when no MCP tool makes it worth it.
+
+        The description is the one of a session in ``mode``; the permission class is
+        ``read_only`` for the gateway's own gate (see the module docstring).
+        """
+        callable_specs = script_callable_specs(specs)
+        if not should_offer_run_script(callable_specs):
+            return None
+        spec = run_script_spec(
+            callable_specs, mode=mode, limits=self._settings.limits, list_tools=self._list_tools
+        )
+        return dataclasses.replace(spec, permission="read_only")
+
+    async def run(
+        self,
+        arguments: dict[str, Any],
+        context: SessionContext,
+        *,
+        tools: ToolProvider,
+        tool_call_id: str | None,
+    ) -> ToolResult:
+        """Run one ``run_script`` call for the calling session.
+
+        Args:
+            arguments: run_script's arguments (``code``, ``tools``, ``description``).
+            context: The calling session.
+            tools: What the session's scripts may call (the session's offer for scripts,
+                :meth:`sagents.gateway._offer.SessionOffer.for_scripts`).
+            tool_call_id: The call's id (progress events carry it).
+        """
+        session = await self._session(context)
+        session.tools.target = tools
+        code = arguments.get("code")
+        listed = arguments.get("tools") or []
+        description = arguments.get("description") or ""
+        if not isinstance(code, str) or not isinstance(listed, list):
+            return ToolResult.from_error(
+                "invalid_arguments",
+                "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
+            )
+        if self.on_start is not None:
+            self.on_start(context.session_id, tool_call_id, str(description))
+        return await session.tool.run(
+            code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
+        )
+
+    async def _session(self, context: SessionContext) -> _Session:
+        async with self._lock:
+            found = self._sessions.get(context.session_id)
+            if found is None:
+                if self._tg is None:
+                    raise RuntimeError("enter GatewayScripts (async with) before running scripts")
+                found = await self._tg.start(self._host, context)
+                self._sessions[context.session_id] = found
+            return found
+
+    async def _host(
+        self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[_Session]
+    ) -> None:
+        workspace = self.workspaces.for_session(context.session_id)
+        tools = _SessionTools()
+        async with (
+            create_sandbox("local", workspace=str(workspace)) as sandbox,
+            RunScriptTool(
+                tools=tools,
+                session=context,
+                sandbox=sandbox,
+                runtime=self._runtime,
+                approver=self._approver or ClientScriptApprover(),
+                settings=self._settings,
+                hub=self._hub,
+                audit=self._audit,
+                mark_interrupted=False,  # swept once at start, see __aenter__
+            ) as tool,
+        ):
+            task_status.started(_Session(sandbox=sandbox, tool=tool, tools=tools))
+            await self._stop.wait()
+
+
+@dataclass
+class _SessionTools(SpecProvider):
+    """What a session's scripts call: its offer for scripts, once a run_script call gave it
+    (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
+
+    target: ToolProvider | None = None
+
+    def list_specs(self) -> list[ToolSpec]:
+        return [] if self.target is None else self.target.list_specs()
+
+    async def run_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
+        strict: bool = False,
+    ) -> ToolResult:
+        if self.target is None:
+            return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
+        return await self.target.run_tool(
+            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
+        )
+
+
+@dataclass(frozen=True)
+class _Session:
+    sandbox: Sandbox
+    tool: RunScriptTool
+    tools: _SessionTools = field(default_factory=_SessionTools)

@@ -1,0 +1,981 @@
+"""The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
+low-level server.
+
+One :class:`Gateway` serves one shared :class:`~sagents.tool.ToolProvider` to any number of
+client sessions, each with its own state (tools allowed for the session, background tasks):
+
+- ``tools/list``: the provider's tools that the session's mode and profile offer
+  (:mod:`sagents.gateway._policy`), plus ``script_status`` / ``script_cancel`` when background
+  calls are on;
+- ``tools/call``: policy, approval (MCP elicitation; on 2026-07-28 connections through
+  ``InputRequiredResult``; otherwise a refusal that says how to allow the call), then the
+  provider's ``run_tool``, with the call's progress forwarded as ``notifications/progress``
+  (values strictly increasing, nothing after the result) and cancellation from the client
+  cancelling the provider's call;
+- ``resources/list`` / ``resources/read``: the session's background tasks
+  (``sagents://tasks/<id>``), so that finished results can be listed and read.
+
+Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session,
+bound to the credential it was opened with (a request of another token is refused). A 2026-07-28
+connection is one request and carries no client identity, so those requests share one session
+per (bearer token, profile): "allow for this session" is not offered to them (a grant must not
+leak to another client), and their background calls are scoped to the token. Without a token
+(HTTP on loopback) nothing tells clients apart: their background calls are never listed, each is
+reached only through its unguessable handle, which only its starter received. What each client
+is offered is that session's :class:`~sagents.gateway._offer.SessionOffer`; docs/gateway.md
+("Threat model") says what a session can see of another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import uuid
+import warnings
+import weakref
+from collections.abc import Mapping
+from contextlib import AsyncExitStack, nullcontext
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import anyio
+import mcp_types as mt
+from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.caching import CacheableMethod, CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from sagents import __version__
+from sagents.audit._tasks import SqliteTaskStore
+from sagents.core._permissions import PermissionMode
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.errors import (
+    ApprovalDeniedError,
+    NotAllowedError,
+    SagentsError,
+    UnknownToolError,
+    UpstreamSchemaError,
+)
+from sagents.gateway._approval import (
+    CLIENT_ASKER,
+    ClientAsker,
+    ElicitationApprover,
+    answer_from_elicitation,
+    approval_form,
+    decided,
+    refusal_text,
+)
+from sagents.gateway._background import (
+    CANCEL_TOOL,
+    STATUS_TOOL,
+    TASK_URI_PREFIX,
+    TaskInfo,
+    handed_off_result,
+    task_tools,
+)
+from sagents.gateway._convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway._ext_directory import install_directory_read
+from sagents.gateway._ext_skills import SkillsExtension
+from sagents.gateway._ext_tasks import TASK_REQUEST, TasksExtension
+from sagents.gateway._extensions import install_extension
+from sagents.gateway._forwarding import (
+    FORWARDED_CACHE_HINTS,
+    UpstreamForwarding,
+    forwarding_handlers,
+    split_upstream_uri,
+)
+from sagents.gateway._http_security import Credential, request_credential
+from sagents.gateway._offer import ScriptHost, SessionOffer
+from sagents.gateway._pending import ApprovalRoute, PendingApproval, PendingApprovals
+from sagents.gateway._policy import Profile
+from sagents.gateway._progress import ProgressForwarder, progress_listened
+from sagents.gateway._questions import ElicitationQuestioner
+from sagents.gateway._request_state import ApprovalStates, request_state_boundary
+from sagents.gateway._seams import ProgressSource, ResourceSource
+from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscription_handlers
+from sagents.gateway._task_input import ForwardedTaskInput
+from sagents.gateway._tasks import GatewayTasks, TaskScope
+from sagents.gateway._tool_search import SearchState, ToolSearch
+from sagents.gateway._workspaces import Workspaces
+from sagents.mcp._tasks_client import TASK_INPUT
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
+from sagents.store._embedded import MemoryApprovals
+from sagents.store._open import GatewayStore
+from sagents.store._protocols import ApprovalStore, TaskStore
+from sagents.tool._approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    approval_needed,
+    settle_answer,
+)
+from sagents.tool._context import SessionContext
+from sagents.tool._provider import ToolProvider
+from sagents.tool.questions import bind_questioner
+
+__all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_INPUT_KEY = "sagents_approval"
+"""Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("tools/list", "resources/list", "resources/read")
+}
+"""``ttlMs``/``cacheScope`` of the list results (2026-07-28, "Caching"): private, since what a
+session is offered depends on its token and profile; immediately stale, since upstream lists
+and skill files change without notice on the 2026-07-28 protocol (no standing channel)."""
+_STATE_KEY = "sagents.gateway.session"
+_INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
+_RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
+
+
+@dataclass(kw_only=True)
+class _ClientSession:
+    """Per-client-session state, kept apart from every other session."""
+
+    session_id: str
+    profile: Profile | None
+    mode: PermissionMode
+    offer: SessionOffer
+    identity: str = ""
+    owner: str = ""
+    """Who the session's background calls belong to across restarts ("" when nothing
+    identifies the client: a tokenless HTTP client)."""
+    announced: bool = False
+    anonymous: bool = False
+    """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
+    calls are never listed, only reached by the handle their starter received."""
+    granted: set[str] = field(default_factory=set)
+    log_level: mt.LoggingLevel = "debug"
+    logs_requested: bool = False
+    """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
+    search: SearchState = field(default_factory=SearchState)
+    """With ``--tool-search``, the tools this session expanded."""
+
+    @property
+    def scope(self) -> TaskScope:
+        """What the session's background calls are scoped to."""
+        return TaskScope(session_id=self.session_id, owner=self.owner, anonymous=self.anonymous)
+
+
+class Gateway:
+    """The MCP server façade over one tool provider; an async context manager.
+
+    Args:
+        provider: The tools served: a ``ToolProxy``, a ``ToolManager`` or any other
+            :class:`~sagents.tool.ToolProvider`.
+        mode: Default permission mode of sessions (a profile's mode wins).
+        profile: Profile of sessions that carry no bearer token bound to another one.
+        token_profiles: Over HTTP, the profile bound to each bearer token.
+        progress: Where the progress events of each call come from; None forwards none.
+        resources: Resources served beside the background tasks (skill files), filtered by the
+            session profile's skills; None serves only the tasks.
+        approver: Decides approvals instead of asking the client (tests, a terminal); None asks
+            the client through MCP elicitation, and refuses when it cannot.
+        background_after_s: Seconds after which a call becomes a background call; None never.
+        workspace: Passed on in each call's ``SessionContext``: one directory, or the layout of
+            per-session workspaces (each call gets its session's).
+        scripts: Runs ``run_script`` for the sessions (offered per session, see
+            :class:`~sagents.gateway._offer.SessionOffer`); None offers no ``run_script``
+            beyond what the provider itself holds.
+        task_store: Where handed-off calls are kept, so that ``script_status`` answers for
+            them after a restart (:mod:`sagents.gateway._restart`); None keeps them in memory.
+        store: An entered store whose tasks, approvals and shared secret the gateway uses
+            (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
+        upstream: Forwards the upstream servers' prompts, resources, templates and completion
+            (:mod:`sagents.gateway._forwarding`); None serves none of them.
+        approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
+            ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
+        pending: Where approvals wait for the console (shared with run_script's console
+            approver); a new one when None.
+        tool_search: Tool-search mode (:mod:`sagents.gateway._tool_search`): list
+            ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
+            lists every offered tool.
+        name: Server name announced to clients.
+
+    Use::
+
+        async with Gateway(provider) as gateway:
+            await gateway.run_stdio()
+    """
+
+    def __init__(
+        self,
+        provider: ToolProvider,
+        *,
+        mode: PermissionMode = "ask",
+        profile: Profile | None = None,
+        token_profiles: Mapping[str, Profile] | None = None,
+        progress: ProgressSource | None = None,
+        resources: ResourceSource | None = None,
+        approver: Approver | None = None,
+        background_after_s: float | None = None,
+        workspace: str | Workspaces | None = None,
+        scripts: ScriptHost | None = None,
+        task_store: SqliteTaskStore | TaskStore | None = None,
+        store: GatewayStore | None = None,
+        upstream: UpstreamForwarding | None = None,
+        approvals: ApprovalRoute = "elicitation",
+        pending: PendingApprovals | None = None,
+        tool_search: ToolSearch | None = None,
+        name: str = "sagents",
+    ) -> None:
+        self.provider = provider
+        self.mode: PermissionMode = mode
+        self.profile = profile
+        self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
+        self.progress = progress
+        self.resources = resources
+        self.approver = approver
+        self.background_after_s = background_after_s
+        self.workspace = workspace
+        self.scripts = scripts
+        self.upstream = upstream
+        self.tool_search = tool_search
+        self._shared_sessions: dict[str, _ClientSession] = {}
+        self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
+            weakref.WeakValueDictionary()
+        )
+        self.approvals: ApprovalRoute = approvals
+        self.pending = pending if pending is not None else PendingApprovals()
+        """Approvals waiting for the web console (docs/console.md)."""
+        self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
+        self._tasks = GatewayTasks(task_store)
+        self._approval_states = ApprovalStates()
+        self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
+        self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
+        self.replica_id: str | None = None
+        """This process's name among replicas of a shared store; None when not replicated."""
+        self.task_store = task_store
+        self._running = False
+        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams
+        self._changes = InMemorySubscriptionBus()
+        # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
+        self._relay = ResourceRelay(upstream) if upstream is not None else None
+        self._listen = GatewayListen(self._changes, self._relay, self._profile_of)
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
+            # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = _GatewayServer(
+                name,
+                version=__version__,
+                instructions=(
+                    "sagents gateway: the tools of the configured MCP servers, run_script and "
+                    "skills, with permissions and live progress."
+                ),
+                on_list_tools=self._on_list_tools,
+                on_call_tool=self._on_call_tool,
+                on_list_resources=self._on_list_resources,
+                on_read_resource=self._on_read_resource,
+                on_set_logging_level=self._on_set_logging_level,
+                cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
+                on_subscriptions_listen=self._listen,
+                **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
+                **(subscription_handlers(self._relay, self._subscriber_of) if self._relay else {}),
+            )
+        self.server.notifications = NotificationOptions(
+            resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
+        )
+        self._state_boundary = request_state_boundary(name)
+        self.server.middleware.append(self._state_boundary)
+        self._name = name
+        if resources is not None:  # the MCP Skills extension (docs/gateway.md)
+            skills = SkillsExtension(
+                resources, lambda ctx: self.offered_skills(self._session_for(ctx).profile)
+            )
+            install_extension(self.server, skills)
+            install_directory_read(self.server, resources, self._profile_of, upstream)
+        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
+        self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
+        install_extension(self.server, self._task_ext)
+        self._listen.tasks = self._task_ext  # notifications/tasks on listen streams
+        if store is not None:
+            self.use_store(store)
+
+    def use_store(self, store: GatewayStore) -> None:
+        """Keep background calls and approvals in ``store`` (before entering the gateway).
+
+        A shared store (replicas) also supplies the key that seals ``requestState`` and the
+        one that derives the session of each 2026-07-28 client (its token and profile), so
+        that any replica can answer an approval another asked for, and the client's calls
+        share one workspace whichever replica serves them (docs/scale-out.md).
+        """
+        self._tasks.store = store.tasks
+        self._approvals = store.approvals
+        if store.shared and store.secret is not None:
+            self.replica_id = store.replica_id
+            key = store.secret
+            boundary = request_state_boundary(
+                self._name, key=hashlib.sha256(b"request state" + key).digest()
+            )
+            index = self.server.middleware.index(self._state_boundary)
+            self.server.middleware[index] = self._state_boundary = boundary
+            self._session_key = hashlib.sha256(b"session" + key).digest()
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self._tasks)
+            if self._relay is not None:
+                await self._relay.__aenter__()
+                # told of no exception, as the relay expects: it only ends its subscriptions
+                stack.push_async_callback(self._relay.__aexit__, None, None, None)
+            stack.callback(self._listen.close)
+            stack.callback(setattr, self, "_running", False)  # first on leaving
+            self._running = True
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
+
+    def initialization_options(self) -> InitializationOptions:
+        """The server's initialization options (it announces both list-changed kinds)."""
+        return self.server.create_initialization_options()
+
+    async def notify_tools_changed(self) -> int:
+        """Send ``notifications/tools/list_changed`` to every connected handshake-era client.
+
+        Called when the provider's tools change (an upstream server's list changed). Clients
+        on 2026-07-28 connections hear of it on their ``subscriptions/listen`` streams.
+
+        Returns:
+            How many handshake-era clients were notified.
+        """
+        return await self.notify_list_changed("tools")
+
+    async def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> int:
+        """Send ``notifications/<kind>/list_changed`` to every connected handshake-era client
+        (an upstream server's tools, prompts or resources changed, or it came or went); 2026-07-28
+        clients hear of it on their ``subscriptions/listen`` streams.
+
+        Returns:
+            How many handshake-era clients were notified.
+        """
+        if kind == "tools":
+            await self._changes.publish(ToolsListChanged())
+        elif kind == "prompts":
+            await self._changes.publish(PromptsListChanged())
+        else:
+            await self._changes.publish(ResourcesListChanged())
+        sent = 0
+        for connection in list(self._connections):
+            send = {
+                "tools": connection.send_tool_list_changed,
+                "prompts": connection.send_prompt_list_changed,
+                "resources": connection.send_resource_list_changed,
+            }[kind]
+            try:
+                await send()
+                sent += 1
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not notify a client of changed %s: %s", kind, error)
+                self._connections.discard(connection)
+        return sent
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin/stdout until it closes them."""
+        from sagents.gateway._stdio_transport import stdio_streams
+
+        async with stdio_streams() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.initialization_options())
+
+    # Sessions -------------------------------------------------------------------------------
+
+    def _profile_for(self, credential: Credential) -> Profile | None:
+        if credential.token is not None and credential.token in self.token_profiles:
+            return self.token_profiles[credential.token]
+        return self.profile
+
+    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
+        credential = request_credential(ctx.request)
+        profile = self._profile_for(credential)
+        mode = profile.mode if profile is not None and profile.mode is not None else self.mode
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            key = f"shared:{credential.identity}:{profile.name if profile else ''}"
+            session = self._shared_sessions.get(key)
+            if session is None:
+                session_id = None
+                if self._session_key is not None:  # the same session on every replica
+                    digest = hmac.new(self._session_key, key.encode(), hashlib.sha256)
+                    session_id = digest.hexdigest()[:32]
+                session = self._new_session(ctx, profile, mode, credential, session_id)
+                # Over HTTP without a token nothing tells clients apart (over stdio and in
+                # memory there is one client).
+                session.anonymous = ctx.request is not None and credential.token is None
+                self._shared_sessions[key] = session
+            return session
+        # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
+        # has none); Connection.state is the documented per-connection scratch space.
+        self._connections.add(ctx.session._connection)
+        state: dict[str, Any] = ctx.session._connection.state
+        found = state.get(_STATE_KEY)
+        if isinstance(found, _ClientSession):
+            if found.identity != credential.identity:
+                # An Mcp-Session-Id is not a credential: a request of another token (or none)
+                # must not reach a session, its profile and grants, by knowing its id.
+                raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
+            return found
+        session = self._new_session(ctx, profile, mode, credential)
+        state[_STATE_KEY] = session
+        return session
+
+    def _new_session(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        profile: Profile | None,
+        mode: PermissionMode,
+        credential: Credential,
+        session_id: str | None = None,
+    ) -> _ClientSession:
+        hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
+        offer = SessionOffer(
+            self.provider, mode=mode, profile=profile, scripts=self.scripts, hidden=hidden
+        )
+        profile_name = profile.name if profile is not None else ""
+        if credential.token is not None:
+            owner = f"token:{credential.identity}:{profile_name}"
+        elif ctx.request is None:
+            owner = f"local:{profile_name}"  # stdio (or in memory): the one client
+        else:
+            owner = ""
+        session = _ClientSession(
+            session_id=session_id or uuid.uuid4().hex,
+            profile=profile,
+            mode=mode,
+            identity=credential.identity,
+            offer=offer,
+            owner=owner,
+        )
+        self._offers[session.session_id] = offer
+        self._sessions[session.session_id] = session
+        return session
+
+    def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
+        return self._session_for(ctx).profile
+
+    def _subscriber_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, Profile | None]:
+        session = self._session_for(ctx)
+        return f"session:{session.session_id}", session.profile
+
+    def session_owner(self, session_id: str) -> str:
+        """The identity of the credential that opened a live session ("" without token or
+        for an unknown session): who besides the operator may answer its approvals."""
+        session = self._sessions.get(session_id)
+        return session.identity if session is not None else ""
+
+    @property
+    def tasks(self) -> GatewayTasks:
+        """The background calls of every session (the web console lists and cancels them)."""
+        return self._tasks
+
+    def session_offer(self, session_id: str) -> SessionOffer | None:
+        """The offer of the session ``session_id`` (as a call's ``SessionContext`` names it).
+
+        The skills layer narrows it to a loaded skill's ``allowed-tools``.
+        """
+        return self._offers.get(session_id)
+
+    async def _on_set_logging_level(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
+    ) -> mt.EmptyResult:
+        """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
+        session = self._session_for(ctx)
+        session.log_level = params.level
+        session.logs_requested = True
+        return mt.EmptyResult()
+
+    # tools/list --------------------------------------------------------------------------------
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
+        # sorted by name, run_script last: the same set lists the same way, whatever order
+        # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
+        specs = sorted(session.offer.list_specs(), key=_list_order)
+        if self.tool_search is not None:
+            specs = self.tool_search.listed(self._search_state(session), specs)
+        tools: list[mt.Tool] = []
+        for spec in specs:
+            try:
+                tools.append(spec_to_mcp_tool(spec))
+            except UpstreamSchemaError as error:
+                logger.warning("withholding tool %r: %s", spec.name, error)
+        if self.background_after_s is not None:
+            tools.extend(task_tools())
+        if self.tool_search is not None:  # the list is this session's: never shared, never stale
+            return mt.ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
+        return mt.ListToolsResult(tools=tools)
+
+    # tools/call --------------------------------------------------------------------------------
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        session = self._session_for(ctx)
+        await self._announce_restart(ctx, session)
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
+            return to_call_tool_result(
+                await self._tasks.tool(session.scope, params.name, arguments)
+            )
+        if self.tool_search is not None and self.tool_search.is_own(params.name):
+            return to_call_tool_result(
+                await self._search_call(ctx, session, params.name, arguments)
+            )
+        spec = session.offer.get(params.name)
+        if spec is None:
+            error = UnknownToolError(
+                f"no tool {params.name!r} is offered to this session",
+                hint="call tools/list for the tools this session may call",
+                details={"tool": params.name},
+            )
+            return to_call_tool_result(ToolResult.from_exception(error))
+        try:
+            spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
+        except UpstreamSchemaError as schema_error:
+            return to_call_tool_result(ToolResult.from_exception(schema_error))
+        if self.tool_search is not None:  # offered but not listed: expand it first
+            refusal = self.tool_search.refusal(self._search_state(session), spec.name)
+            if refusal is not None:
+                return to_call_tool_result(refusal)
+        # grants are kept in the store: replicas share them (docs/scale-out.md)
+        granted = (
+            frozenset()
+            if spec.permission == "read_only"
+            else await self._approvals.granted(session.session_id)
+        )
+        try:
+            request = approval_needed(
+                spec, arguments, mode=session.mode, session_id=session.session_id,
+                granted=granted,
+            )  # fmt: skip
+        except NotAllowedError as refused:  # not offered either: a tool the filter let through
+            return to_call_tool_result(ToolResult.from_exception(refused))
+        # Nothing to ask (the mode, or a grant this or another replica kept): the proxy runs it
+        # as decided here, without asking again.
+        answer: ApprovalAnswer | None = "allow_once"
+        if request is not None:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
+                # one session per token: a grant must not leak to another client
+                request = replace(request, offered=("allow_once", "deny"))
+            asked = await self._approval(ctx, params, request)
+            if isinstance(asked, mt.InputRequiredResult):
+                return asked
+            if asked is None:
+                return to_call_tool_result(_refused(request))
+            if asked == "deny":
+                return to_call_tool_result(_denied(request))
+            if asked == "allow_session":
+                session.granted.add(spec.name)
+                await self._approvals.grant(session.session_id, spec.name)
+            answer = asked
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
+
+    def _search_state(self, session: _ClientSession) -> SearchState:
+        """The session's tool search; refused for a session nothing identifies."""
+        if session.anonymous:
+            raise MCPError(
+                _INVALID_REQUEST,
+                "tool search keeps the expanded tools per client, and this request carries no "
+                "identity: send a bearer token (SAGENTS_GATEWAY_TOKEN), or use a session",
+            )
+        return session.search
+
+    async def _search_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> ToolResult:
+        """``search_tools`` / ``tool_expand_tools``; after an expansion the client is told that
+        its list changed (handshake-era connections; others see it on their next list)."""
+        assert self.tool_search is not None
+        state = self._search_state(session)
+        result, changed = await self.tool_search.call(
+            state, name, arguments, session.offer.list_specs()
+        )
+        if changed and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client its tools changed: %s", error)
+        return result
+
+    async def _approval(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        request: ApprovalRequest,
+    ) -> ApprovalAnswer | mt.InputRequiredResult | None:
+        """The answer; an ``InputRequiredResult`` to ask a 2026-07-28 client; None to refuse."""
+        if self.approver is not None:
+            return settle_answer(request, await self.approver.approve(request))
+        can_elicit = ctx.session.check_client_capability(
+            mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
+        )
+        if self.approvals != "elicitation":
+            return await self._console_approval(ctx, request, can_elicit=can_elicit)
+        if not can_elicit:
+            return None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
+            tool, arguments = request.tools[0], dict(request.arguments or {})
+            if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
+                params.request_state, request.session_id, tool, arguments
+            ):
+                return answer_from_elicitation(response, request)
+            state = await self._approvals.issue(request.session_id, tool, arguments)
+            message, schema = approval_form(request)
+            elicit = mt.ElicitRequest(
+                params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
+            )
+            return mt.InputRequiredResult(
+                input_requests={APPROVAL_INPUT_KEY: elicit}, request_state=state
+            )
+        try:
+            return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+        except NoBackChannelError:
+            return None  # this connection cannot carry a server-to-client request
+
+    async def _console_approval(
+        self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
+    ) -> ApprovalAnswer:
+        """Ask the console (and, with ``both``, a client that can be asked mid-call)."""
+        owner = request_credential(ctx.request).identity
+        client = None
+        if (
+            self.approvals == "both"
+            and can_elicit
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+
+            async def client() -> ApprovalAnswer | None:
+                try:
+                    return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+                except NoBackChannelError:
+                    return None
+
+        return await self.pending.ask(
+            PendingApproval.for_request(request, owner=owner), client=client
+        )
+
+    async def _run(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        answer: ApprovalAnswer | None = None,
+    ) -> ToolResult:
+        """Run the call with its progress forwarded; hand it off after ``background_after_s``.
+
+        ``answer`` is the approval the call already got, handed to the session's ``ToolProxy``
+        (:class:`~sagents.gateway._approval.GatewayCallApprover`) so that it is not asked twice.
+        """
+        name = spec.name
+        tool_call_id = f"call_{os.urandom(8).hex()}"
+        workspace = self.workspace
+        if isinstance(workspace, Workspaces):
+            # created on the first call that runs here (docs/gateway.md, "Sessions and
+            # workspaces"): an upstream MCP tool never uses the session's folder
+            runs_here = spec.source.kind != "mcp" or name == RUN_SCRIPT_TOOL_NAME
+            folder = workspace.for_session if runs_here else workspace.path_for
+            workspace = str(folder(session.session_id))
+        context = SessionContext(
+            session_id=session.session_id,
+            workspace=workspace,
+            permission_mode=session.mode,
+        )
+
+        task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
+        asker, task_input = (
+            self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
+        )
+
+        server = spec.source.server or name
+
+        async def call() -> ToolResult:
+            token = CLIENT_ASKER.set(asker)
+            # an upstream task's own questions go to this call's client
+            input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
+            try:
+                with (
+                    bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
+                    decided(answer, frozenset({name})) if answer else nullcontext(),
+                ):
+                    # A failed call is already its result (ToolManager.run_tool, the one
+                    # boundary); a provider that raises broke its contract, and the SDK answers
+                    # the request with a JSON-RPC internal error.
+                    return await session.offer.run_tool(
+                        name, arguments, context, tool_call_id=tool_call_id
+                    )
+            finally:
+                TASK_INPUT.reset(input_token)
+                CLIENT_ASKER.reset(token)
+
+        async def run() -> ToolResult:
+            hand_off_after = self.background_after_s
+            if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
+                hand_off_after = 0.0  # a run_script of a Tasks client is a task
+            # a Tasks client's call becomes a task early when it asks for input
+            early = task_input.hand_off if task_input is not None else None
+            if (hand_off_after is None and early is None) or _asks_the_user(spec):
+                return await call()
+            task_id = await self._tasks.start(session.session_id, name, call)
+            done = await self._tasks.wait(
+                task_id,
+                hand_off_after=hand_off_after,
+                on_done=self._notifier(ctx),
+                hand_off_now=early,
+            )
+            if done is None:
+                await self._tasks.handed_off(session.scope, task_id, name)
+                if task_request is not None and task_input is not None:
+                    self._task_ext.created(task_request, task_id, task_input)
+            return done if done is not None else handed_off_result(name, task_id)
+
+        if self.progress is None or not _progress_wanted(ctx, session, spec):
+            # Nobody would see the call's progress: no subscription, so the provider's call
+            # is not listened to either (an upstream is then not asked for progress).
+            return await run()
+        forwarder = ProgressForwarder(ctx, log_level=session.log_level)
+        events: MemoryObjectReceiveStream[object] | None = None
+        stop = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
+                tg.start_soon(forwarder.forward, events)
+                try:
+                    result = await run()
+                finally:
+                    # Ending the subscription ends the forwarder once it has sent what was
+                    # emitted (cancelling it could lose an event it is in the middle of sending).
+                    stop.set()
+            if events is not None:
+                await forwarder.drain(events)  # before the result: nothing is sent after it
+        finally:
+            if events is not None:
+                events.close()
+        return result
+
+    async def _subscribe(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        stop: anyio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[MemoryObjectReceiveStream[object]],
+    ) -> None:
+        assert self.progress is not None
+        async with self.progress.subscribe(session_id, tool_call_id) as events:
+            task_status.started(events.clone())
+            await stop.wait()
+
+    def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
+        connection = ctx.session._connection  # see _session_for: the standalone channel
+
+        async def on_done(info: TaskInfo) -> None:
+            await self._tasks.finished(info)
+            self._task_ext.finished(info)
+            await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
+            try:
+                await connection.send_resource_list_changed()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await connection.log(
+                        "info",
+                        {
+                            "event": "background.done",
+                            "task_id": info.task_id,
+                            "tool": info.tool,
+                            "status": info.status,
+                            "uri": TASK_URI_PREFIX + info.task_id,
+                        },
+                        logger="sagents.gateway",
+                    )
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not notify the client of task %s: %s", info.task_id, error)
+
+        return on_done
+
+    # Background tasks: announcements and resources ------------------------------------------
+
+    async def _announce_restart(
+        self, ctx: ServerRequestContext[Any, Any], session: _ClientSession
+    ) -> None:
+        """Tell a reconnecting owner, once, of its calls a restart ended (handshake sessions)."""
+        if session.announced:
+            return
+        session.announced = True
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # no standing channel: script_status lists them
+        for stored in await self._tasks.unannounced(session.owner):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await ctx.session.send_log_message(
+                        "warning",
+                        {
+                            "event": "background.done",
+                            "task_id": stored.task_id,
+                            "tool": stored.tool,
+                            "status": "failed",
+                            "reason": stored.reason,
+                            "uri": TASK_URI_PREFIX + stored.task_id,
+                        },
+                        logger="sagents.gateway",
+                        related_request_id=ctx.request_id,  # on this request's own stream
+                    )
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                logger.info("could not tell the client of task %s: %s", stored.task_id, error)
+
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The skill names a session of ``profile`` is offered (None: every skill)."""
+        return profile.skills if profile is not None else None
+
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        session = self._session_for(ctx)
+        resources = [
+            mt.Resource(
+                uri=TASK_URI_PREFIX + info.task_id,
+                name=f"task {info.task_id}",
+                description=f"background call of {info.tool!r}: {info.status}",
+                mime_type="application/json",
+            )
+            for info in self._tasks.listed(session.scope)
+        ]
+        if self.resources is not None:
+            resources.extend(
+                mt.Resource(
+                    uri=link.uri,
+                    name=link.name,
+                    title=link.title,
+                    description=link.description,
+                    mime_type=link.mime_type,
+                    size=link.size,
+                )
+                for link in self.resources.list_resources(self.offered_skills(session.profile))
+            )
+        if self.upstream is not None:
+            resources.extend(self.upstream.list_resources(session.profile))
+        return mt.ListResourcesResult(resources=resources)
+
+    async def _on_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        session = self._session_for(ctx)
+        uri = str(params.uri)
+        try:
+            if uri.startswith(TASK_URI_PREFIX):
+                view = await self._tasks.view(session.scope, uri.removeprefix(TASK_URI_PREFIX))
+                text = json.dumps(view, ensure_ascii=False)
+                return mt.ReadResourceResult(
+                    contents=[
+                        mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+                    ]
+                )
+            if self.upstream is not None and split_upstream_uri(uri) is not None:
+                return await self.upstream.read_resource(session.profile, uri)
+            if self.resources is None:
+                raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
+            found = await self.resources.read_resource(uri, self.offered_skills(session.profile))
+        except SagentsError as error:
+            raise MCPError(_RESOURCE_NOT_FOUND, error.message) from error
+        block = to_mcp_content(found)
+        assert isinstance(block, mt.EmbeddedResource)
+        return mt.ReadResourceResult(contents=[block.resource])
+
+
+def _list_order(spec: ToolSpec) -> tuple[bool, str]:
+    return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
+
+
+def _denied(request: ApprovalRequest) -> ToolResult:
+    return ToolResult.from_exception(
+        ApprovalDeniedError(
+            f"the call of {request.tools[0]!r} was not approved",
+            hint=(
+                "the user did not approve it (declined, cancelled or no answer in time); "
+                "do not retry the same call without asking the user"
+            ),
+            details={"tool": request.tools[0]},
+        )
+    )
+
+
+def _progress_wanted(
+    ctx: ServerRequestContext[Any, Any], session: _ClientSession, spec: ToolSpec
+) -> bool:
+    """Whether the call's progress is subscribed to (docs/gateway.md, "Progress").
+
+    The gateway's own tools (``run_script``, built-ins, local tools) report in process, so
+    their progress is always followed. A forwarded upstream tool is followed only when the
+    client would see it (:func:`~sagents.gateway._progress.progress_listened`): otherwise the
+    upstream is not asked for progress at all, which keeps the forwarded call at its cost.
+    """
+    if spec.source.kind != "mcp":
+        return True
+    return progress_listened(ctx, logs_requested=session.logs_requested)
+
+
+def _asks_the_user(spec: ToolSpec) -> bool:
+    """The built-in ``questionnaire`` waits for the user through this very request (an
+    elicitation): it is never handed off to the background."""
+    return spec.source.kind == "builtin" and spec.name == "questionnaire"
+
+
+def _refused(request: ApprovalRequest) -> ToolResult:
+    return ToolResult.from_exception(
+        NotAllowedError(refusal_text(request), details={"tool": request.tools[0]})
+    )
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's low-level server, announcing the list changes the gateway sends.
+
+    The SDK's streamable HTTP session manager builds each session's initialization options
+    with no arguments: without this default, handshake-era HTTP clients would be told that no
+    list changes while the gateway sends them ``notifications/*/list_changed``.
+    """
+
+    notifications: NotificationOptions | None = None
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or self.notifications, experimental_capabilities, extensions
+        )

@@ -1,0 +1,336 @@
+"""The gateway's stdio transport: JSON-RPC lines on the process's stdin and stdout, without a
+worker thread per message (docs/gateway.md, "stdio").
+
+The ``mcp`` SDK stays the protocol implementation: :func:`stdio_streams` only hands its
+``Server.run`` the two memory object streams the SDK's own ``mcp.server.stdio.stdio_server``
+would, with the same framing (MCP spec 2025-11-25, "Transports", "stdio": one JSON-RPC message
+per line, UTF-8) and the same claim of the standard descriptors (while serving, fd 0 reads the
+null device and fd 1 writes to stderr, so that stray output of a handler never reaches the
+wire; both are restored on exit). What differs is how the bytes move:
+
+- the reader reads what is there (up to :data:`READ_CHUNK` bytes, any number of lines) in the
+  event loop, waiting for stdin to be readable only when nothing is, instead of one
+  worker-thread hand-off per line; a line over
+  :data:`~sagents.gateway._stdin_lines.MAX_LINE_BYTES` is thrown away as it arrives and
+  :data:`~sagents.gateway._stdin_lines.OVERLONG_LINE` takes its place; each line is decoded as
+  UTF-8 with invalid bytes replaced and validated as the SDK does (an invalid line reaches the
+  server as the SDK's exception, which it answers as the SDK does);
+- the writer takes every reply that is ready, joins them and writes the batch with one
+  non-blocking ``write`` on a pipe or socket, waiting for the pipe to drain when it is full
+  (partial writes are resumed, so a huge reply arrives whole and replies never interleave);
+  while it waits it takes nothing more, so the server's sends wait too (back-pressure). On a
+  terminal, a regular file or a stdout shared with stderr (``2>&1``), which must not be made
+  non-blocking under other writers, each batch is written in a worker thread instead.
+
+When the client closes its end of stdout (``EPIPE``), the transport stops reading, so that
+``Server.run`` ends as on stdin's end of file; replies still being produced are dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import mcp_types as types
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from sagents.gateway._stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE
+
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = ["READ_CHUNK", "WRITE_BATCH_BYTES", "ReadStream", "WriteStream", "stdio_streams"]
+
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+"""What the client sent: each line's message, or the validation error of a bad line."""
+WriteStream = MemoryObjectSendStream[SessionMessage]
+"""What goes to the client, one message per line."""
+
+logger = logging.getLogger(__name__)
+
+READ_CHUNK = 256 * 1024
+"""Most bytes read from stdin at once (one read may carry many lines)."""
+WRITE_BATCH_BYTES = 1024 * 1024
+"""Replies ready together are joined into one write up to about this many bytes."""
+_SHUTDOWN_FLUSH_S = 5.0
+"""Seconds given, on exit, to write the replies already handed to the transport."""
+
+
+@dataclass(kw_only=True)
+class _Wire:
+    """The private descriptors the transport reads and writes, and how to give them back."""
+
+    read_fd: int
+    write_fd: int
+    pollable_read: bool
+    nonblocking_read: bool
+    nonblocking_write: bool
+    restore: list[tuple[int, int]]  # (standard fd, private duplicate) to dup2 back on exit
+    block_on_exit: list[int]  # the private descriptors made non-blocking here
+
+
+@asynccontextmanager
+async def stdio_streams(
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """The read and write streams of ``Server.run`` over this process's stdin and stdout.
+
+    Args:
+        stdin_fd: The descriptor the client writes to (0: stdin, then diverted to the null
+            device while serving).
+        stdout_fd: The descriptor the client reads (1: stdout, then diverted to stderr while
+            serving).
+        max_line_bytes: The longest line read (bytes, newline excluded); at least 1.
+
+    Yields:
+        ``(read_stream, write_stream)``: messages (or the SDK's validation error of a bad line)
+        from the client; messages to it. The serving loop closes the write stream when it ends.
+
+    Raises:
+        ValueError: ``max_line_bytes`` below 1.
+        OSError: stdin or stdout is not an open descriptor.
+    """
+    if max_line_bytes < 1:
+        raise ValueError(f"max_line_bytes must be at least 1, not {max_line_bytes}")
+    wire = _claim(stdin_fd, stdout_fd)
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    try:
+        async with anyio.create_task_group() as tg:
+            reading = await tg.start(_read_lines, wire, read_send, max_line_bytes)
+            tg.start_soon(_write_messages, wire, write_receive, reading)
+            try:
+                yield read_receive, write_send
+            finally:
+                reading.cancel()  # the client may keep stdin open after the serving ended
+                write_send.close()  # the serving loop closes its own; this one too
+                tg.cancel_scope.deadline = anyio.current_time() + _SHUTDOWN_FLUSH_S
+    finally:
+        read_receive.close()
+        _release(wire)
+
+
+def _claim(stdin_fd: int, stdout_fd: int) -> _Wire:
+    """Take private duplicates of the wire's descriptors and divert the standard ones."""
+    read_mode, write_mode = os.fstat(stdin_fd).st_mode, os.fstat(stdout_fd).st_mode
+    pipe_in = stat.S_ISFIFO(read_mode) or stat.S_ISSOCK(read_mode)
+    pollable_read = pipe_in or os.isatty(stdin_fd)
+    # Non-blocking applies to the open file, which other processes (a terminal's) or our own
+    # stderr (2>&1) may share: only on a pipe or socket of its own.
+    own_pipe = sys.platform != "win32" and not _same_file(stdout_fd, 2)
+    nonblocking_read = pipe_in and own_pipe
+    nonblocking_write = (stat.S_ISFIFO(write_mode) or stat.S_ISSOCK(write_mode)) and own_pipe
+    restore: list[tuple[int, int]] = []
+    read_fd, write_fd = stdin_fd, stdout_fd
+    if sys.platform != "win32":
+        read_fd = fcntl.fcntl(stdin_fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        write_fd = fcntl.fcntl(stdout_fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        for standard, private, diversion in (
+            (stdin_fd, read_fd, _null_reader),
+            (stdout_fd, write_fd, _stderr_writer),
+        ):
+            if standard not in (0, 1):
+                continue  # a caller's descriptor: not ours to divert
+            try:
+                replacement = diversion()
+                try:
+                    os.dup2(replacement, standard)
+                finally:
+                    os.close(replacement)
+            except OSError as error:
+                logger.info("could not divert fd %d away from the wire: %s", standard, error)
+                continue
+            restore.append((standard, private))
+    block_on_exit = []
+    for fd, wanted in ((read_fd, nonblocking_read), (write_fd, nonblocking_write)):
+        if wanted and os.get_blocking(fd):
+            os.set_blocking(fd, False)
+            block_on_exit.append(fd)
+    return _Wire(
+        read_fd=read_fd,
+        write_fd=write_fd,
+        pollable_read=pollable_read,
+        nonblocking_read=nonblocking_read,
+        nonblocking_write=nonblocking_write,
+        restore=restore,
+        block_on_exit=block_on_exit,
+    )
+
+
+def _release(wire: _Wire) -> None:
+    """Point the standard descriptors back at the wire and close the private duplicates."""
+    for fd in wire.block_on_exit:
+        with suppress(OSError):
+            os.set_blocking(fd, True)
+    for standard, private in wire.restore:
+        with suppress(OSError):
+            os.dup2(private, standard)
+    for fd in {wire.read_fd, wire.write_fd}:
+        if fd > 2:
+            with suppress(OSError):
+                os.close(fd)
+
+
+def _same_file(a: int, b: int) -> bool:
+    try:
+        first, second = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def _null_reader() -> int:
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _stderr_writer() -> int:
+    try:
+        return fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+
+
+# Reading ------------------------------------------------------------------------------------
+
+
+async def _read_chunk(wire: _Wire) -> bytes:
+    if not wire.pollable_read:  # a regular file or device: no readiness to wait for
+        return await anyio.to_thread.run_sync(os.read, wire.read_fd, READ_CHUNK)
+    if not wire.nonblocking_read:  # a terminal: wait, then read what is there
+        await anyio.wait_readable(wire.read_fd)
+    while True:
+        try:
+            return os.read(wire.read_fd, READ_CHUNK)
+        except BlockingIOError:  # nothing there yet (or another reader was first)
+            await anyio.wait_readable(wire.read_fd)
+
+
+async def _read_lines(
+    wire: _Wire,
+    send: MemoryObjectSendStream[SessionMessage | Exception],
+    max_line_bytes: int,
+    *,
+    task_status: TaskStatus[anyio.CancelScope],
+) -> None:
+    """Send each line's message (or its validation error) until stdin ends or is cancelled."""
+    with anyio.CancelScope() as scope, send:
+        task_status.started(scope)
+        pending = bytearray()
+        dropping = False  # inside a line over the cap: its bytes are not kept
+        while True:
+            try:
+                chunk = await _read_chunk(wire)
+            except OSError as error:
+                logger.info("stdin failed: %s", error)
+                chunk = b""
+            if not chunk:
+                break
+            start = 0
+            if b"\n" not in chunk:
+                await anyio.lowlevel.checkpoint()  # a client flooding one line: let others run
+            while True:
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if not dropping and len(pending) + len(piece) > max_line_bytes:
+                    pending.clear()
+                    dropping = True
+                if end < 0:
+                    if not dropping:
+                        pending += piece
+                    break
+                if dropping:
+                    line = OVERLONG_LINE
+                    dropping = False
+                elif pending:
+                    pending += piece
+                    line = pending.decode("utf-8", errors="replace") + "\n"
+                    pending.clear()
+                else:
+                    line = piece.decode("utf-8", errors="replace") + "\n"
+                await send.send(_parse(line))
+                start = end + 1
+        if dropping:
+            await send.send(_parse(OVERLONG_LINE))
+        elif pending:  # the last line, without its newline
+            await send.send(_parse(pending.decode("utf-8", errors="replace")))
+
+
+def _parse(line: str) -> SessionMessage | Exception:
+    """The line's message, or the exception the SDK's stdio transport hands the server (the
+    line is validated as the SDK reads it: decoded, newline included)."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:  # pydantic's ValidationError: the server answers it as the SDK's
+        return error
+
+
+# Writing ------------------------------------------------------------------------------------
+
+
+def _encode(message: SessionMessage) -> bytes:
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+async def _write_messages(
+    wire: _Wire, receive: MemoryObjectReceiveStream[SessionMessage], reading: anyio.CancelScope
+) -> None:
+    """Write every message as a line, the ones ready together in one write."""
+    broken = False
+    with receive:
+        async for message in receive:
+            if broken:
+                continue  # the client is gone: drop what is still produced
+            batch = [_encode(message)]
+            size = len(batch[0])
+            while size < WRITE_BATCH_BYTES:
+                try:
+                    ready = receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+                batch.append(_encode(ready))
+                size += len(batch[-1])
+            batch.append(b"")
+            try:
+                await _write_all(wire, b"\n".join(batch))
+            except (BrokenPipeError, ConnectionResetError) as error:
+                logger.info("the client closed stdout (%s); ending the session", error)
+                broken = True
+                reading.cancel()  # the serving loop then ends as on stdin's end of file
+
+
+async def _write_all(wire: _Wire, data: bytes) -> None:
+    if not wire.nonblocking_write:
+        await anyio.to_thread.run_sync(_write_blocking, wire.write_fd, data)
+        return
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(wire.write_fd, view)
+        except BlockingIOError:
+            await anyio.wait_writable(wire.write_fd)
+            continue
+        view = view[written:]
+
+
+def _write_blocking(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,291 @@
+"""The gateway's background calls: the live registry, the store behind it, and their tools.
+
+:class:`GatewayTasks` answers ``script_status`` / ``script_cancel`` and the task resources
+(``sagents://tasks/<id>``) for one session's :class:`TaskScope`, from the live registry
+(:class:`~sagents.tool._background.BackgroundTasks`) first and then from the task store
+(a :class:`~sagents.store._protocols.TaskStore`: SQLite for one process, PostgreSQL shared by
+replicas), which keeps handed-off calls across restarts (docs/gateway.md, "Background calls";
+docs/scale-out.md):
+
+- a session sees its own live calls; its owner (a token and profile, or the one local client)
+  also sees the calls of earlier processes, those a restart ended as ``failed`` included;
+- a session without identity (2026-07-28 over HTTP without a token) lists nothing: each call
+  is reached only through its handle, 128 random bits that only its starter received;
+- entering sweeps what a previous process left ``running`` (:mod:`sagents.gateway._restart`),
+  when no other gateway shares the store; a shared store sweeps the calls of dead replicas
+  by lease instead;
+- on a shared store, ``script_cancel`` of a call another replica runs asks that replica
+  (:meth:`~sagents.store._protocols.TaskStore.request_cancel`) and waits for its end, and this
+  replica cancels its own calls when another asks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.core._result import ToolResult
+from sagents.errors import TaskNotFoundError
+from sagents.gateway._restart import StartupLock, sweep_tasks
+from sagents.store._embedded import SqliteTasks
+from sagents.store._protocols import TaskStore
+from sagents.tool._background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
+
+__all__ = [
+    "REMOTE_CANCEL_WAIT_S",
+    "STOP_REASON",
+    "GatewayTasks",
+    "TaskScope",
+    "stored_task_json",
+]
+
+REMOTE_CANCEL_WAIT_S = 10.0
+"""Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
+with the call as the store shows it, ``running`` if that replica did not answer)."""
+_REMOTE_POLL_S = 0.1  # seconds between reads of the store while a remote cancel is awaited
+STOP_REASON = "gateway stopped"
+"""The ``reason`` kept with a call that was still running when the gateway stopped (it is
+``cancelled``, by the gateway rather than by a client)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskScope:
+    """Whose background calls a request may see.
+
+    Attributes:
+        session_id: The gateway session (its live calls).
+        owner: The owner key of the session's calls in the store ("" when nothing identifies
+            the client).
+        anonymous: The session may be shared by clients without identity: list nothing.
+    """
+
+    session_id: str
+    owner: str = ""
+    anonymous: bool = False
+
+
+class GatewayTasks:
+    """Live background calls and their store; an async context manager.
+
+    Args:
+        store: Where handed-off calls are kept across restarts; None keeps them in memory.
+    """
+
+    def __init__(self, store: TaskStore | SqliteTaskStore | None = None) -> None:
+        self.live = BackgroundTasks()
+        self.store: TaskStore | None = (
+            SqliteTasks(store) if isinstance(store, SqliteTaskStore) else store
+        )
+        self._own: dict[str, str] = {}  # ids this process handed off -> their session
+        self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
+        self._lock: StartupLock | None = None
+        self._stopping = False
+        self._stack = AsyncExitStack()  # what __aenter__ took, given back by __aexit__
+
+    async def __aenter__(self) -> Self:
+        # One stack owns what is taken here; leaving (or a failure while entering) gives it
+        # back in reverse order: the live calls end, then the listener and the lock go.
+        async with AsyncExitStack() as stack:
+            store = self.store
+            if store is not None and store.shared:
+                store.on_cancel(self._cancel_requested)  # a dead replica's calls: swept by lease
+                stack.callback(store.on_cancel, None)
+            elif isinstance(store, SqliteTasks):
+                lock = self._lock = StartupLock(store.path.parent)
+                stack.callback(lock.release)
+                if lock.acquire():
+                    await sweep_tasks(store)
+            await stack.enter_async_context(self.live)
+            stack.callback(self._stop)  # first on leaving
+            self._stack = stack.pop_all()
+        return self
+
+    def _stop(self) -> None:
+        self._stopping = True  # what ends from now on was cancelled by the stop
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, AsyncExitStack()
+        return bool(await stack.__aexit__(exc_type, exc, tb))
+
+    async def _cancel_requested(self, task_id: str) -> None:
+        """Another replica's ``script_cancel``: cancel the call if this process runs it."""
+        session_id = self._own.get(task_id)
+        if session_id is None:
+            return
+        with anyio.move_on_after(REMOTE_CANCEL_WAIT_S), suppress(TaskNotFoundError):
+            await self.live.cancel(session_id, task_id)  # not found: it ended meanwhile
+
+    async def start(
+        self, session_id: str, tool: str, call: Callable[[], Awaitable[ToolResult]]
+    ) -> str:
+        """Start a call in the live registry (see ``BackgroundTasks.start``)."""
+        return await self.live.start(session_id, tool, call)
+
+    async def wait(
+        self,
+        task_id: str,
+        *,
+        hand_off_after: float | None,
+        on_done: Callable[[TaskInfo], Awaitable[None]] | None = None,
+        hand_off_now: anyio.Event | None = None,
+    ) -> ToolResult | None:
+        """Wait for a call or hand it off (see ``BackgroundTasks.wait``)."""
+        return await self.live.wait(
+            task_id, hand_off_after=hand_off_after, on_done=on_done, hand_off_now=hand_off_now
+        )
+
+    async def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
+        """Keep a handed-off call in the store (its end is written only after this row)."""
+        self._own[task_id] = scope.session_id
+        if self.store is None:
+            return
+        recorded = self._recorded[task_id] = anyio.Event()
+        try:
+            await self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
+        finally:
+            recorded.set()
+
+    async def finished(self, info: TaskInfo) -> None:
+        """Record how a handed-off call ended (with :data:`STOP_REASON` when the gateway
+        stopping cancelled it)."""
+        if self.store is not None and info.result is not None:
+            stopped = self._stopping and info.status == "cancelled"
+            recorded = self._recorded.pop(info.task_id, None)
+            if recorded is not None:
+                await recorded.wait()
+            await self.store.finished(
+                info.task_id,
+                status=info.status,
+                result=info.result.text,
+                is_error=info.result.is_error,
+                reason=STOP_REASON if stopped else None,
+            )
+
+    async def unannounced(self, owner: str) -> list[StoredTask]:
+        """The owner's calls a restart ended that it was not told of yet (then told)."""
+        return await self.store.take_unannounced(owner) if self.store is not None else []
+
+    def listed(self, scope: TaskScope) -> list[TaskInfo]:
+        """The session's live background calls, as listed (none for an anonymous session)."""
+        return [] if scope.anonymous else self.live.list(scope.session_id)
+
+    async def tool(self, scope: TaskScope, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """``script_status(id?)`` or ``script_cancel(id)`` for the session."""
+        task_id = arguments.get("id")
+        if task_id is not None and not isinstance(task_id, str):
+            return ToolResult.from_error("invalid_arguments", "'id' must be a string")
+        try:
+            if name == CANCEL_TOOL:
+                if task_id is None:
+                    return ToolResult.from_error("invalid_arguments", "'id' is required")
+                try:
+                    info = await self.live.cancel(scope.session_id, task_id)
+                except TaskNotFoundError:
+                    if task_id in self._own:  # another live session's: not this one's
+                        raise
+                    return ToolResult.from_structured(await self.cancel_elsewhere(scope, task_id))
+                return ToolResult.from_structured(task_json(info))
+            if task_id is None:
+                if scope.anonymous:
+                    return ToolResult.from_error(
+                        "invalid_arguments",
+                        "background calls are not listed on a connection without a bearer "
+                        "token (other clients may share it); pass the id the call returned",
+                        hint="call script_status(id=...) with the task id of the handed-off call",
+                    )
+                listing = [task_json(i) for i in self.live.list(scope.session_id)]
+                earlier = await self._earlier(scope)
+                return ToolResult.from_structured({"tasks": earlier + listing})
+            return ToolResult.from_structured(await self.view(scope, task_id))
+        except TaskNotFoundError as error:
+            return ToolResult.from_exception(error)
+
+    async def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """One call as JSON: a live one of the session, else one the store holds for it.
+
+        Raises:
+            TaskNotFoundError: neither.
+        """
+        try:
+            return task_json(self.live.get(scope.session_id, task_id), full=True)
+        except TaskNotFoundError:
+            return await self._stored(scope, task_id)
+
+    def runs_in_another_session(self, scope: TaskScope, task_id: str) -> bool:
+        """Whether this process handed off ``task_id`` for another session than ``scope``'s."""
+        session = self._own.get(task_id)
+        return session is not None and session != scope.session_id
+
+    async def cancel_elsewhere(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """Cancel a call another replica runs (through the store), and wait for its end.
+
+        Raises:
+            TaskNotFoundError: the store has no such call for this session.
+        """
+        view = await self._stored(scope, task_id)
+        if view["status"] != "running" or self.store is None:
+            return view
+        if not await self.store.request_cancel(task_id):
+            return view  # nobody else shares the store: a call left by an earlier process
+        with anyio.move_on_after(REMOTE_CANCEL_WAIT_S):
+            while view["status"] == "running":
+                await anyio.sleep(_REMOTE_POLL_S)
+                view = await self._stored(scope, task_id)
+        return view
+
+    async def _stored(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
+        """A call of an earlier process (or of this one, once it ended): its owner sees it; a
+        call without owner is reached by its handle alone.
+
+        Raises:
+            TaskNotFoundError: the store has no such call for this session.
+        """
+        stored = await self.store.get(task_id) if self.store is not None else None
+        if stored is None or (stored.owner and stored.owner != scope.owner):
+            raise TaskNotFoundError(
+                f"no background task {task_id!r} in this session",
+                hint="call script_status without an id to list this session's tasks",
+                details={"task_id": task_id},
+            )
+        return stored_task_json(stored)
+
+    async def _earlier(self, scope: TaskScope) -> list[dict[str, Any]]:
+        """The owner's calls of earlier processes (this process's are listed live)."""
+        if self.store is None or not scope.owner:
+            return []
+        return [
+            stored_task_json(stored, full=False)
+            for stored in await self.store.owned(scope.owner)
+            if stored.task_id not in self._own
+        ]
+
+
+def stored_task_json(stored: StoredTask, *, full: bool = True) -> dict[str, Any]:
+    """A stored call in the shape of :func:`~sagents.tool._background.task_json` (plus
+    ``reason`` when a restart ended it)."""
+    data: dict[str, Any] = {
+        "id": stored.task_id,
+        "tool": stored.tool,
+        "status": stored.status,
+        "started_at": stored.started_at,
+        "finished_at": stored.finished_at,
+    }
+    if stored.reason is not None:
+        data["reason"] = stored.reason
+    if stored.result is not None:
+        data["result"] = stored.result if full else stored.result[:200]
+    if stored.is_error is not None:
+        data["is_error"] = stored.is_error
+    return data

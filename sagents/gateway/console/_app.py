@@ -1,0 +1,650 @@
+"""The console's Starlette app: pages, forms, live updates (docs/console.md).
+
+Served at ``/console/`` by ``sagents serve --transport http`` (behind the gateway's ``Host`` and
+``Origin`` checks) and by ``sagents console --data-dir DIR`` (records and audit only). Every
+response carries a Content-Security-Policy without inline script (``script-src 'self'``) and
+``frame-ancestors 'none'``; templates autoescape, and text written by a model, a tool or a
+script is shown with its control characters as escapes
+(:func:`~sagents.core._literal.printable`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sagents.audit._store import SqliteAuditStore
+from sagents.core._literal import printable
+from sagents.errors import TaskNotFoundError
+from sagents.gateway._pending import PendingApprovals
+from sagents.gateway._settings import ApprovalRoute
+from sagents.gateway._tasks import GatewayTasks
+from sagents.gateway._workspaces import Workspaces
+from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession, Principal
+from sagents.gateway.console._live import LiveRuns
+from sagents.gateway.console._records import (
+    CALLS_PAGE,
+    AuditFilter,
+    filter_audit,
+    find_run,
+    format_number,
+    format_time,
+    list_runs,
+    read_calls,
+    read_shown,
+    read_todo,
+    todo_sessions,
+    valid_run_id,
+)
+
+__all__ = ["CONSOLE_PATH", "ConsoleData", "build_console_app"]
+
+CONSOLE_PATH = "/console"
+"""Where the console is served (pages under ``/console/``)."""
+
+_HERE = Path(__file__).parent
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_HEADERS = (
+    (b"content-security-policy", _CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer makes Origin "null"
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+)
+"""Sent on every console response: pages, errors, static files and unknown paths alike."""
+_HEARTBEAT_S = 15.0  # seconds between SSE comments that keep a quiet stream open
+_AUDIT_SCAN = 5000  # audit entries read for one Audit page (then filtered)
+_AUDIT_SHOWN = 200
+_RECORD_FILES = ("script.py", "calls.jsonl", "output.txt", "run.json")
+
+
+@dataclass(kw_only=True)
+class ConsoleData:
+    """What the console shows; a gateway fills every field, ``sagents console`` the disk ones.
+
+    Attributes:
+        workspaces: The sessions' workspaces (run records).
+        audit_path: The audit store's file. todo_path: The built-in todo store's file.
+        live: The gateway's live events (None: no gateway).
+        pending: Approvals waiting for the console (None: no gateway).
+        approvals: Who the gateway asks (``--approvals``).
+        tasks: The gateway's background calls (None: no gateway).
+        owner_of: The identity of a session's credential ("" when unknown).
+        operator_tokens: Tokens of the operator; session_tokens: profiles' tokens.
+        secure_cookies: Send the cookie with ``Secure`` (TLS, or a TLS proxy in front).
+    """
+
+    workspaces: Workspaces
+    audit_path: Path
+    todo_path: Path
+    live: LiveRuns | None = None
+    pending: PendingApprovals | None = None
+    approvals: ApprovalRoute = "elicitation"
+    tasks: GatewayTasks | None = None
+    owner_of: Callable[[str], str] = field(default=lambda _session_id: "")
+    operator_tokens: tuple[str, ...] = ()
+    session_tokens: tuple[str, ...] = ()
+    secure_cookies: bool = False
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(_HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=lambda value: printable(value) if isinstance(value, str) else value,
+    )
+    env.filters["time"] = format_time
+    env.filters["number"] = format_number
+    env.filters["short"] = lambda value: str(value)[:8] if value else ""
+    env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
+    return env
+
+
+class _Console:
+    def __init__(self, data: ConsoleData) -> None:
+        self.data = data
+        self.auth = ConsoleAuth(
+            operator_tokens=data.operator_tokens, session_tokens=data.session_tokens
+        )
+        self.env = _environment()
+        self.audit = SqliteAuditStore(path=data.audit_path)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _session(self, request: Request) -> tuple[ConsoleSession, bool]:
+        found = self.auth.session(request.cookies.get(COOKIE_NAME))
+        if found is not None:
+            return found, False
+        return self.auth.new_session(), True
+
+    def _secure(self, request: Request) -> bool:
+        return self.data.secure_cookies or request.url.scheme == "https"
+
+    def _finish(
+        self, response: Response, request: Request, session: ConsoleSession, new: bool
+    ) -> Response:
+        if new:
+            response.set_cookie(
+                COOKIE_NAME,
+                session.sid,
+                path=CONSOLE_PATH + "/",
+                httponly=True,
+                samesite="strict",
+                secure=self._secure(request),
+            )
+        return response
+
+    def _html(
+        self, session: ConsoleSession, template: str, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        html = self.env.get_template(template).render(
+            csrf=session.csrf,
+            base=CONSOLE_PATH,
+            gateway=self.data.live is not None,
+            principal=session.principal,
+            page=template.removesuffix(".html"),
+            approvals_route=self.data.approvals,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code)
+
+    def _page(
+        self,
+        request: Request,
+        session: ConsoleSession,
+        new: bool,
+        template: str,
+        status_code: int = 200,
+        **context: Any,
+    ) -> Response:
+        response = self._html(session, template, status_code, **context)
+        return self._finish(response, request, session, new)
+
+    def _login_required(
+        self, request: Request, session: ConsoleSession, new: bool, error: str = ""
+    ) -> Response:
+        return self._page(request, session, new, "login.html", status_code=401, error=error)
+
+    async def _form(self, request: Request) -> dict[str, str]:
+        form = await request.form()
+        return {k: v for k, v in form.items() if isinstance(v, str)}
+
+    def _visible(self, principal: Principal, session_id: str) -> bool:
+        return principal.operator or principal.may_see(self.data.owner_of(session_id))
+
+    def page(
+        self, handler: Callable[[Request, ConsoleSession, Principal], Any]
+    ) -> Callable[[Request], Any]:
+        """A GET page that needs a logged-in principal."""
+
+        async def endpoint(request: Request) -> Response:
+            session, new = self._session(request)
+            if session.principal is None:
+                return self._login_required(request, session, new)
+            response = await handler(request, session, session.principal)
+            return self._finish(response, request, session, new)
+
+        return endpoint
+
+    def action(
+        self, handler: Callable[[Request, ConsoleSession, Principal, dict[str, str]], Any]
+    ) -> Callable[[Request], Any]:
+        """A POST that needs a logged-in principal and the session's CSRF token."""
+
+        async def endpoint(request: Request) -> Response:
+            session = self.auth.session(request.cookies.get(COOKIE_NAME))
+            form = await self._form(request)
+            given = form.get("csrf") or request.headers.get("x-csrf-token")
+            if session is None or not self.auth.csrf_ok(session, given):
+                return self._finish(
+                    PlainTextResponse("missing or wrong CSRF token", status_code=403),
+                    request,
+                    session or self.auth.new_session(),
+                    False,
+                )
+            if session.principal is None:
+                return self._login_required(request, session, False)
+            response = await handler(request, session, session.principal, form)
+            return self._finish(response, request, session, False)
+
+        return endpoint
+
+    def render(
+        self, request: Request, session: ConsoleSession, template: str, **ctx: Any
+    ) -> Response:
+        return self._html(session, template, **ctx)
+
+    # -- login ---------------------------------------------------------------------------------
+
+    async def login_page(self, request: Request) -> Response:
+        session, new = self._session(request)
+        if session.principal is not None:
+            return self._finish(
+                RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, session, new
+            )
+        return self._login_required(request, session, new)
+
+    async def login(self, request: Request) -> Response:
+        session = self.auth.session(request.cookies.get(COOKIE_NAME))
+        form = await self._form(request)
+        if session is None or not self.auth.csrf_ok(session, form.get("csrf")):
+            fresh = self.auth.new_session()
+            return self._page(
+                request, fresh, True, "login.html", status_code=403,
+                error="The form expired: enter the token again.",
+            )  # fmt: skip
+        principal = self.auth.principal_for(form.get("token", "").strip())
+        if principal is None:
+            return self._login_required(request, session, False, error="That token is not valid.")
+        self.auth.drop(session.sid)  # a new cookie after login: no session fixation
+        fresh = self.auth.new_session(principal)
+        return self._finish(RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, fresh, True)
+
+    async def logout(
+        self, request: Request, session: ConsoleSession, principal: Principal, form: dict[str, str]
+    ) -> Response:
+        self.auth.drop(session.sid)
+        response = RedirectResponse(f"{CONSOLE_PATH}/login", 303)
+        response.delete_cookie(COOKIE_NAME, path=CONSOLE_PATH + "/")
+        return response
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def _run_rows(self, principal: Principal) -> list[dict[str, Any]]:
+        rows: dict[str, dict[str, Any]] = {}
+        for record in list_runs(self.data.workspaces):
+            if not self._visible(principal, record.session_id):
+                continue
+            info = record.info
+            rows[record.script_id] = {
+                "script_id": record.script_id,
+                "session_id": record.session_id,
+                "tool": "run_script",
+                "status": record.status,
+                "calls": info.get("calls", 0),
+                "failures": info.get("failed", 0),
+                "elapsed_s": info.get("duration_s"),
+                "started": record.started,
+                "done": None,
+                "total": None,
+                "message": None,
+                "description": "",
+            }
+        if self.data.live is not None:
+            for run in self.data.live.runs.values():
+                if not self._visible(principal, run.session_id):
+                    continue
+                progress = run.progress
+                row = rows.setdefault(
+                    run.script_id,
+                    {"script_id": run.script_id, "session_id": run.session_id,
+                     "tool": "run_script", "started": run.first_seen},
+                )  # fmt: skip
+                row.update(
+                    status=progress.get("status", "running"),
+                    calls=progress.get("calls", 0),
+                    failures=progress.get("failures", 0),
+                    elapsed_s=progress.get("elapsed_s"),
+                    done=progress.get("done"),
+                    total=progress.get("total"),
+                    message=progress.get("message"),
+                    description=run.description,
+                )
+        return sorted(rows.values(), key=lambda r: r["script_id"], reverse=True)
+
+    async def runs(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        rows = await anyio.to_thread.run_sync(self._run_rows, p)
+        return self.render(request, session, "runs.html", runs=rows)
+
+    def _run_page(self, request: Request, p: Principal) -> dict[str, Any] | None:
+        script_id = request.path_params["script_id"]
+        if not valid_run_id(script_id):
+            return None
+        live = self.data.live.run_of(script_id) if self.data.live is not None else None
+        session_id = live.session_id if live is not None else None
+        record = find_run(self.data.workspaces, script_id, session_id)
+        if record is None and live is None:
+            return None
+        owner_session = (
+            live.session_id if live is not None else (record.session_id if record else "")
+        )
+        if not self._visible(p, owner_session):
+            return None
+        try:
+            page = max(int(request.query_params.get("page", "0")), 0)
+        except ValueError:
+            page = 0
+        script, script_cut = read_shown(record.path / "script.py") if record else ("", False)
+        output, output_cut = read_shown(record.path / "output.txt") if record else ("", False)
+        calls, more = read_calls(record.path, page) if record else ([], False)
+        info = record.info if record else {}
+        progress = live.progress if live is not None else {}
+        status = progress.get("status") or (record.status if record else "running")
+        description = live.description if live is not None else ""
+        return {
+            "script_id": script_id,
+            "session_id": owner_session,
+            "status": status,
+            "live": status == "running",
+            "info": info,
+            "progress": progress,
+            "description": description,
+            "script": script,
+            "script_cut": script_cut,
+            "output": output,
+            "output_cut": output_cut,
+            "calls": calls,
+            "calls_page": page,
+            "calls_more": more,
+            "calls_first": page * CALLS_PAGE,
+            "files": _RECORD_FILES if record else (),
+            "streams": self.data.live.text_of(live.tool_call_id)
+            if self.data.live is not None and live is not None
+            else {},
+        }
+
+    async def _audit_description(self, script_id: str) -> str:
+        """A finished run's description, from its audit entry ("" when there is none)."""
+        if not self.data.audit_path.is_file():
+            return ""
+        for entry in await self.audit.entries(kind="gateway_call", limit=_AUDIT_SCAN):
+            if entry.data.get("script_id") == script_id:
+                return str(entry.data.get("description", ""))
+        return ""
+
+    async def run(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        context = await anyio.to_thread.run_sync(self._run_page, request, p)
+        if context is None:
+            return PlainTextResponse("no such run", status_code=404)
+        if not context["description"]:
+            context["description"] = await self._audit_description(context["script_id"])
+        return self.render(request, session, "run.html", **context)
+
+    async def run_file(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        name = request.path_params["name"]
+        script_id = request.path_params["script_id"]
+        if name not in _RECORD_FILES or not valid_run_id(script_id):
+            return PlainTextResponse("no such record", status_code=404)
+        live = self.data.live.run_of(script_id) if self.data.live is not None else None
+        record = find_run(self.data.workspaces, script_id, live.session_id if live else None)
+        if record is None or not self._visible(
+            p, record.session_id or (live.session_id if live else "")
+        ):
+            return PlainTextResponse("no such record", status_code=404)
+        text, _ = await anyio.to_thread.run_sync(read_shown, record.path / name, 16 * 1024 * 1024)
+        return PlainTextResponse(text, headers={"Content-Disposition": "inline"})
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    async def approvals(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        pending = self.data.pending
+        items = [] if pending is None else pending.pending(owner=None if p.operator else p.identity)
+        return self.render(request, session, "approvals.html", items=items)
+
+    async def answer(
+        self, request: Request, session: ConsoleSession, p: Principal, form: dict[str, str]
+    ) -> Response:
+        pending = self.data.pending
+        decision = form.get("decision", "")
+        if pending is None or decision not in ("allow_once", "allow_session", "deny"):
+            return PlainTextResponse("unknown decision", status_code=400)
+        try:
+            found = pending.answer(
+                request.path_params["approval_id"],
+                cast(Any, decision),
+                by=None if p.operator else p.identity,
+            )
+        except ValueError as error:
+            return PlainTextResponse(str(error), status_code=400)
+        if not found:
+            return PlainTextResponse(
+                "no such approval is waiting (answered already, timed out, or not yours)",
+                status_code=404,
+            )
+        return RedirectResponse(f"{CONSOLE_PATH}/approvals", 303)
+
+    # -- background ----------------------------------------------------------------------------
+
+    async def background(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        rows: list[dict[str, Any]] = []
+        if self.data.tasks is not None:
+            for info in reversed(self.data.tasks.live.list_all()):
+                if not self._visible(p, info.session_id):
+                    continue
+                rows.append(
+                    {
+                        "id": info.task_id,
+                        "tool": info.tool,
+                        "session_id": info.session_id,
+                        "status": info.status,
+                        "started_at": info.started_at,
+                        "finished_at": info.finished_at,
+                        "result": info.result.text[:500] if info.result is not None else "",
+                    }
+                )
+        return self.render(request, session, "background.html", tasks=rows)
+
+    async def cancel(
+        self, request: Request, session: ConsoleSession, p: Principal, form: dict[str, str]
+    ) -> Response:
+        tasks = self.data.tasks
+        task_id = request.path_params["task_id"]
+        found = None
+        if tasks is not None:
+            found = next((t for t in tasks.live.list_all() if t.task_id == task_id), None)
+        if tasks is None or found is None or not self._visible(p, found.session_id):
+            return PlainTextResponse("no such background call", status_code=404)
+        try:
+            with anyio.fail_after(30):
+                await tasks.live.cancel(found.session_id, task_id)
+        except TaskNotFoundError:
+            return PlainTextResponse("no such background call", status_code=404)
+        return RedirectResponse(f"{CONSOLE_PATH}/background", 303)
+
+    # -- audit and todo ------------------------------------------------------------------------
+
+    async def audit_page(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        query = request.query_params
+        wanted = AuditFilter(
+            tool=query.get("tool", "").strip(),
+            status=query.get("status", "").strip(),
+            session=query.get("session", "").strip(),
+            since=_parse_time(query.get("since", "")),
+            until=_parse_time(query.get("until", "")),
+            search=query.get("q", "").strip(),
+        )
+        entries = []
+        if self.data.audit_path.is_file():
+            entries = await self.audit.entries(limit=_AUDIT_SCAN)
+        visible = [e for e in entries if self._visible(p, e.session_id or "")]
+        shown = filter_audit(visible, wanted, _AUDIT_SHOWN)
+        return self.render(
+            request, session, "audit.html", entries=shown, filters=query,
+            tools=sorted({e.tool for e in visible}), statuses=sorted({e.status for e in visible}),
+        )  # fmt: skip
+
+    async def todo(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        path = self.data.todo_path
+        sessions = [s for s in await anyio.to_thread.run_sync(todo_sessions, path)
+                    if self._visible(p, s)]  # fmt: skip
+        chosen = request.query_params.get("session") or (sessions[0] if sessions else "")
+        items = []
+        if chosen in sessions:
+            items = await anyio.to_thread.run_sync(read_todo, path, chosen)
+        return self.render(
+            request, session, "todo.html", sessions=sessions, chosen=chosen, items=items,
+            exists=path.is_file(),
+        )  # fmt: skip
+
+    # -- live updates --------------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        session = self.auth.session(request.cookies.get(COOKIE_NAME))
+        if session is None or session.principal is None:
+            return self._finish(
+                PlainTextResponse("log in first", status_code=401),
+                request,
+                session or self.auth.new_session(),
+                False,
+            )
+        principal = session.principal
+        live = self.data.live
+        run_id = request.query_params.get("run", "")
+        run = live.run_of(run_id) if live is not None and valid_run_id(run_id) else None
+
+        async def stream() -> AsyncIterator[bytes]:
+            if live is None:
+                yield b": no gateway\n\n"
+                return
+            async with live.subscribe() as updates:
+                if not run_id and self.data.pending is not None:
+                    # What waits now, as of the subscription: a page rendered just before a
+                    # request arrived reloads (no event can fall between render and here).
+                    owner = None if principal.operator else principal.identity
+                    ids = sorted(p.approval_id for p in self.data.pending.pending(owner=owner))
+                    yield _sse({"type": "approvals.state", "ids": ids})
+                if run is not None and self._visible(principal, run.session_id):
+                    snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
+                                "progress": run.progress}  # fmt: skip
+                    yield _sse(snapshot)
+                while True:
+                    with anyio.move_on_after(_HEARTBEAT_S):
+                        update = await updates.receive()
+                        if not self._visible(principal, update.session_id):
+                            continue
+                        event = update.event
+                        if not _wanted(event, run_id, run.tool_call_id if run else None):
+                            continue
+                        yield _sse(event)
+                        continue
+                    yield b": keep-alive\n\n"
+
+        response = StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
+        )
+        return self._finish(response, request, session, False)
+
+    async def index(self, request: Request) -> Response:
+        return RedirectResponse(f"{CONSOLE_PATH}/runs", 303)
+
+
+def _wanted(event: dict[str, Any], run_id: str, tool_call_id: str | None) -> bool:
+    """Whether a page receives ``event``: a run's page its own progress and output; the lists
+    everything but output."""
+    kind = event.get("type")
+    if not run_id:
+        return kind != "tool_progress"
+    if kind == "tool_progress":
+        return tool_call_id is not None and event.get("tool_call_id") == tool_call_id
+    if kind == "script.progress":
+        return event.get("script_id") == run_id
+    return False
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+
+
+def _parse_time(value: str) -> float | None:
+    """``YYYY-mm-dd[ HH:MM[:SS]]`` (UTC, a ``T`` also accepted) or Unix seconds; None if empty
+    or unreadable."""
+    value = value.strip().replace("T", " ")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    import calendar
+
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return float(calendar.timegm(time.strptime(value, fmt)))
+        except ValueError:
+            continue
+    return None
+
+
+def build_console_app(data: ConsoleData) -> Starlette:
+    """The console as an ASGI app whose routes start with ``/console`` (see the module doc).
+
+    When ``data.live`` and ``data.pending`` are set, pending-approval changes are passed to the
+    open pages as ``approvals.changed`` events.
+    """
+    console = _Console(data)
+    if data.live is not None and data.pending is not None:
+        live = data.live
+        data.pending.listeners.append(
+            lambda session_id: live.broadcast(session_id, {"type": "approvals.changed"})
+        )
+    routes = [
+        Route(CONSOLE_PATH, console.index),
+        Route(CONSOLE_PATH + "/", console.index),
+        Route(CONSOLE_PATH + "/login", console.login_page, methods=["GET"]),
+        Route(CONSOLE_PATH + "/login", console.login, methods=["POST"]),
+        Route(CONSOLE_PATH + "/logout", console.action(console.logout), methods=["POST"]),
+        Route(CONSOLE_PATH + "/runs", console.page(console.runs)),
+        Route(CONSOLE_PATH + "/runs/{script_id}", console.page(console.run)),
+        Route(CONSOLE_PATH + "/runs/{script_id}/files/{name}", console.page(console.run_file)),
+        Route(CONSOLE_PATH + "/approvals", console.page(console.approvals)),
+        Route(
+            CONSOLE_PATH + "/approvals/{approval_id}",
+            console.action(console.answer),
+            methods=["POST"],
+        ),
+        Route(CONSOLE_PATH + "/background", console.page(console.background)),
+        Route(
+            CONSOLE_PATH + "/background/{task_id}/cancel",
+            console.action(console.cancel),
+            methods=["POST"],
+        ),
+        Route(CONSOLE_PATH + "/audit", console.page(console.audit_page)),
+        Route(CONSOLE_PATH + "/todo", console.page(console.todo)),
+        Route(CONSOLE_PATH + "/events", console.events),
+        Mount(CONSOLE_PATH + "/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+
+
+class _SecurityHeaders:
+    """Puts :data:`_HEADERS` on every response of the app (replacing any of the same name)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name for name, _ in _HEADERS}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": [*kept, *_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

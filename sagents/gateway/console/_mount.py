@@ -1,0 +1,85 @@
+"""Building the console for a running gateway, or for a data directory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from sagents.audit._store import default_data_dir
+from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
+from sagents.gateway._server import Gateway
+from sagents.gateway._settings import GatewaySettings
+from sagents.gateway._workspaces import Workspaces
+from sagents.gateway.console._app import ConsoleData, build_console_app
+from sagents.gateway.console._live import LiveRuns
+from sagents.progress._hub import ProgressHub
+
+__all__ = ["console_for_gateway", "data_dir_console"]
+
+AUDIT_FILE = "audit.sqlite3"
+TODO_FILE = "todo.sqlite3"
+
+
+def console_for_gateway(gateway: Gateway, settings: GatewaySettings) -> Starlette:
+    """The console of an entered gateway: its hub's events, pending approvals, background calls
+    and the records and audit of its data dir.
+
+    The console watches the gateway's progress hub from now on (for the gateway's lifetime).
+    """
+    live = LiveRuns()
+    hub = getattr(gateway.progress, "hub", None)
+    if isinstance(hub, ProgressHub):
+        hub.watch(live)
+    if isinstance(gateway.scripts, GatewayScripts):
+        gateway.scripts.on_start = live.note_start
+    data_dir = default_data_dir()
+    workspace = gateway.workspace
+    if isinstance(workspace, Workspaces):
+        workspaces = workspace
+    elif isinstance(workspace, str):
+        workspaces = Workspaces(Path(workspace), shared=True)
+    else:
+        workspaces = Workspaces(data_dir / WORKSPACES_DIR)
+    data = ConsoleData(
+        workspaces=workspaces,
+        audit_path=data_dir / AUDIT_FILE,
+        todo_path=data_dir / TODO_FILE,
+        live=live,
+        pending=gateway.pending,
+        approvals=gateway.approvals,
+        tasks=gateway.tasks,
+        owner_of=gateway.session_owner,
+        operator_tokens=(settings.bearer_token,) if settings.bearer_token else (),
+        session_tokens=tuple(settings.token_profiles),
+        secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
+    )
+    return build_console_app(data)
+
+
+def data_dir_console(
+    data_dir: Path,
+    *,
+    workspace: Path | None = None,
+    shared_workspace: bool = False,
+    token: str | None = None,
+    secure_cookies: bool = False,
+) -> Starlette:
+    """The console of a data directory without a gateway (``sagents console``): past runs'
+    records and the audit, read only.
+
+    Args:
+        data_dir: The gateway's data dir (``audit.sqlite3``, ``todo.sqlite3``, ``workspaces/``).
+        workspace: The sessions' workspaces root, when the gateway ran with ``--workspace``.
+        shared_workspace: That root was one shared workspace (``--shared-workspace``).
+        token: The token the console asks for (None: none, loopback only).
+        secure_cookies: Send the session cookie with ``Secure``.
+    """
+    data = ConsoleData(
+        workspaces=Workspaces(workspace or data_dir / WORKSPACES_DIR, shared=shared_workspace),
+        audit_path=data_dir / AUDIT_FILE,
+        todo_path=data_dir / TODO_FILE,
+        operator_tokens=(token,) if token else (),
+        secure_cookies=secure_cookies,
+    )
+    return build_console_app(data)

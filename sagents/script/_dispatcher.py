@@ -1,0 +1,372 @@
+"""The host side of a script's requests: checks, limits, queueing, dispatch
+(docs/run_script.md, "How it runs").
+
+:class:`ScriptDispatcher` reads requests from a :class:`~sagents.script._transport.ScriptTransport`
+and answers each one. It survives anything a script sends: invalid JSON, overlong lines,
+NaN/Infinity, invalid UTF-8, unknown operations, duplicate ids, a closed descriptor, an exit
+mid-call. Each is answered with an error or ignored; none ends the host.
+
+Every ``call`` is counted, checked against the run's :class:`~sagents.script._policy.ScriptPlan`
+and the call limit, queued, and run by at most ``max_concurrency`` workers through the
+``call_tool`` seam, the same path as a direct call (the integration wires it to
+``ToolProxy.run_tool``). Each call that was dispatched or refused is recorded. Cancelling
+:meth:`ScriptDispatcher.serve` cancels the calls in flight (and, through ``call_tool``, upstream).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from sagents.core._result import ToolResult
+from sagents.script import _protocol as p
+from sagents.script._policy import ScriptPlan
+from sagents.script._records import CallRecord, summarize
+from sagents.script._transport import OverlongLine, ScriptTransport
+
+__all__ = [
+    "OTHER_TOOLS_KEY",
+    "QUEUE_PER_WORKER",
+    "CallTool",
+    "DispatchCounters",
+    "ScriptDispatcher",
+    "result_payload",
+]
+
+OTHER_TOOLS_KEY = "<other>"
+"""The ``calls_per_tool`` key counting calls of names neither callable nor refused by the plan:
+a script cannot grow the counters (or run.json, the audit entry, ``--json``) with made-up names."""
+QUEUE_PER_WORKER = 4  # accepted calls waiting per worker before fd 3 is no longer read
+
+CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+"""``async def call_tool(name, arguments) -> ToolResult``: one tool call, the direct-call path.
+A failed call comes back as its error result (``ToolManager.run_tool`` is the one boundary); an
+exception from it is a broken seam, and ends the run."""
+
+
+def result_payload(result: ToolResult) -> dict[str, Any]:
+    """The ``result`` object of a call reply: ``{"text", "structured", "is_error", "error"}``."""
+    error = None
+    if result.error is not None:
+        error = {"code": result.error.code, "message": result.error.message}
+    return {
+        "text": result.text,
+        "structured": result.structured,
+        "is_error": result.is_error,
+        "error": error,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class DispatchCounters:
+    """A snapshot of a run's calls and the script's own progress.
+
+    Attributes:
+        calls: Call requests received (refused ones included).
+        failed: Calls that failed or were refused.
+        calls_per_tool: Calls per tool name (of calls under the limit); names the plan does
+            not know are counted under :data:`OTHER_TOOLS_KEY`.
+        done: The script's last ``progress`` done value, if any.
+        total: Its total, if any.
+        message: Its message, if any.
+    """
+
+    calls: int = 0
+    failed: int = 0
+    calls_per_tool: Mapping[str, int] | None = None
+    done: float | None = None
+    total: float | None = None
+    message: str | None = None
+
+
+class ScriptDispatcher:
+    """Serves one script's requests.
+
+    Args:
+        plan: Which tools the script may call, and why others are refused.
+        call_tool: The seam that runs one tool call.
+        max_calls: Tool calls allowed per script (``scripts.maxCalls``); later ones are refused.
+        max_concurrency: Calls in flight at once (``scripts.maxConcurrency``).
+        record: Called with each call's record (dispatched, refused or cancelled).
+        on_change: Called (synchronously, must not block) whenever counters or progress change.
+    """
+
+    def __init__(
+        self,
+        *,
+        plan: ScriptPlan,
+        call_tool: CallTool,
+        max_calls: int = 2000,
+        max_concurrency: int = 4,
+        record: Callable[[CallRecord], None] | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        if max_calls < 0 or max_concurrency < 1:
+            raise ValueError("max_calls must be >= 0 and max_concurrency >= 1")
+        self._plan = plan
+        self._call_tool = call_tool
+        self._max_calls = max_calls
+        self._max_concurrency = max_concurrency
+        self._record = record
+        self._on_change = on_change
+        self._in_flight: set[p.RequestId] = set()
+        self._replies: list[bytes] = []  # reply lines queued for the next write
+        self._writing = False  # a task is writing the queued replies
+        self._peer_gone = False
+        self._calls = 0
+        self._failed = 0
+        self._per_tool: Counter[str] = Counter()
+        self._limit_recorded = False
+        self._progress: tuple[float | None, float | None, str | None] = (None, None, None)
+        self.protocol_errors = 0
+        """Lines that broke the protocol (answered with an error or ignored)."""
+
+    def counters(self) -> DispatchCounters:
+        """The current counters."""
+        done, total, message = self._progress
+        return DispatchCounters(
+            calls=self._calls,
+            failed=self._failed,
+            calls_per_tool=dict(self._per_tool),
+            done=done,
+            total=total,
+            message=message,
+        )
+
+    async def serve(self, transport: ScriptTransport) -> None:
+        """Answer requests until the script closes fd 3 and queued calls are done.
+
+        Cancel it to cancel the calls in flight; their records say ``cancelled``.
+        """
+        send, receive = anyio.create_memory_object_stream[p.CallRequest](
+            QUEUE_PER_WORKER * self._max_concurrency
+        )
+        async with anyio.create_task_group() as tg:
+            async with receive:
+                for _ in range(self._max_concurrency):
+                    tg.start_soon(self._worker, receive.clone(), transport)
+            async with send:
+                await self._read_requests(transport, send)
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    async def _reply(self, transport: ScriptTransport, data: bytes) -> None:
+        """Queue a reply line; the first task to queue one writes every queued line at once.
+
+        Replies of calls that finish in the same loop tick (an upstream answering several
+        calls in one read) leave in one write, which wakes the script's reader once: while
+        other calls are in flight, the writer lets them run once before it writes. A task
+        that finds a writer at work returns at once; the writer sends its line in the next
+        batch, in the order queued.
+        """
+        if self._peer_gone:
+            return
+        self._replies.append(data)
+        if self._writing:
+            return
+        self._writing = True
+        try:
+            if self._in_flight:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+            while self._replies and not self._peer_gone:
+                batch = b"".join(self._replies)
+                self._replies.clear()
+                try:
+                    await transport.send_line(batch)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    self._peer_gone = True
+        finally:
+            self._writing = False
+
+    async def _error(
+        self, transport: ScriptTransport, request_id: p.RequestId | None, code: str, message: str
+    ) -> None:
+        await self._reply(transport, p.encode_error_reply(request_id, code, message))
+
+    async def _read_requests(
+        self, transport: ScriptTransport, queue: MemoryObjectSendStream[p.CallRequest]
+    ) -> None:
+        while True:
+            line = await transport.receive_line()
+            if line is None:
+                return
+            if isinstance(line, OverlongLine):
+                self.protocol_errors += 1
+                await self._error(
+                    transport,
+                    None,
+                    p.ERROR_LINE_TOO_LONG,
+                    f"request line of {line.size} bytes over the {p.MAX_REQUEST_BYTES}-byte cap",
+                )
+                continue
+            if not line.strip():
+                continue
+            try:
+                request = p.parse_request(line)
+            except p.ProtocolError as error:
+                self.protocol_errors += 1
+                await self._error(transport, error.request_id, error.code, error.message)
+                continue
+            if isinstance(request, p.ProgressNotice):
+                self._progress = (request.done, request.total, request.message)
+                self._changed()
+                if request.id is not None:
+                    await self._reply(transport, p.encode_ok_reply(request.id, None))
+                continue
+            if request.id in self._in_flight:
+                self.protocol_errors += 1
+                await self._error(
+                    transport, None, p.ERROR_DUPLICATE_ID, f"id {request.id!r} is already in use"
+                )
+                continue
+            if isinstance(request, p.ToolsRequest):
+                await self._reply(transport, p.encode_ok_reply(request.id, self._tool_list()))
+            elif isinstance(request, p.DescribeRequest):
+                await self._describe(transport, request)
+            else:
+                await self._accept_call(transport, queue, request)
+
+    def _tool_list(self) -> list[dict[str, Any]]:
+        return [
+            {"name": spec.name, "description": spec.summary, "permission": spec.permission}
+            for spec in self._plan.callable.values()
+        ]
+
+    def _refusal(self, tool: str) -> tuple[str, str] | None:
+        if tool in self._plan.callable:
+            return None
+        if tool in self._plan.refusals:
+            return p.ERROR_NOT_ALLOWED, self._plan.refusals[tool]
+        return (
+            p.ERROR_UNKNOWN_TOOL,
+            f"no tool {tool!r} is available to this script; tools() lists the callable ones",
+        )
+
+    async def _describe(self, transport: ScriptTransport, request: p.DescribeRequest) -> None:
+        refusal = self._refusal(request.tool)
+        if refusal is not None:
+            await self._error(transport, request.id, *refusal)
+            return
+        spec = self._plan.callable[request.tool]
+        description = {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": dict(spec.input_schema),
+            "output_schema": dict(spec.output_schema) if spec.output_schema else None,
+            "permission": spec.permission,
+        }
+        await self._reply(transport, p.encode_ok_reply(request.id, description))
+
+    def _write_record(
+        self,
+        request: p.CallRequest,
+        ts: float,
+        duration: float,
+        code: str | None,
+        text: str,
+        *,
+        is_error: bool,
+    ) -> None:
+        if self._record is not None:
+            self._record(
+                CallRecord(
+                    ts=ts,
+                    tool=request.tool,
+                    arguments=request.args,
+                    duration_s=round(duration, 6),
+                    is_error=is_error,
+                    error_code=code,
+                    summary=summarize(text),
+                )
+            )
+
+    async def _accept_call(
+        self,
+        transport: ScriptTransport,
+        queue: MemoryObjectSendStream[p.CallRequest],
+        request: p.CallRequest,
+    ) -> None:
+        self._calls += 1
+        if self._calls > self._max_calls:
+            self._failed += 1
+            message = (
+                f"call limit reached: a script may make at most {self._max_calls} tool calls "
+                "(scripts.maxCalls)"
+            )
+            if (
+                not self._limit_recorded
+            ):  # record the first refusal only: a loop cannot fill the disk
+                self._limit_recorded = True
+                self._write_record(request, time.time(), 0.0, p.ERROR_LIMIT, message, is_error=True)
+            self._changed()
+            await self._error(transport, request.id, p.ERROR_LIMIT, message)
+            return
+        known = request.tool in self._plan.callable or request.tool in self._plan.refusals
+        self._per_tool[request.tool if known else OTHER_TOOLS_KEY] += 1  # bounded by the plan
+        refusal = self._refusal(request.tool)
+        if refusal is not None:
+            self._failed += 1
+            self._write_record(request, time.time(), 0.0, refusal[0], refusal[1], is_error=True)
+            self._changed()
+            await self._error(transport, request.id, *refusal)
+            return
+        self._in_flight.add(request.id)
+        self._changed()
+        # A short queue: when the workers are behind, stop reading fd 3 (the script's writes
+        # then block) rather than hold up to max_calls request lines of 4 MiB in memory.
+        try:
+            queue.send_nowait(request)
+        except anyio.WouldBlock:
+            await queue.send(request)
+
+    async def _worker(
+        self, queue: MemoryObjectReceiveStream[p.CallRequest], transport: ScriptTransport
+    ) -> None:
+        async with queue:
+            async for request in queue:
+                await self._run_call(transport, request)
+
+    async def _run_call(self, transport: ScriptTransport, request: p.CallRequest) -> None:
+        ts, started = time.time(), time.monotonic()
+        try:
+            result = await self._call_tool(request.tool, request.args)
+        except anyio.get_cancelled_exc_class():
+            self._failed += 1
+            self._in_flight.discard(request.id)
+            self._write_record(
+                request,
+                ts,
+                time.monotonic() - started,
+                p.ERROR_CANCELLED,
+                "cancelled: the script ended or was stopped",
+                is_error=True,
+            )
+            raise
+        # A failed call is already its result: ToolManager.run_tool is the boundary, here as on
+        # every call path (docs/architecture.md, "Where errors become results").
+        duration = time.monotonic() - started
+        try:
+            line = p.encode_ok_reply(request.id, result_payload(result))
+        except (TypeError, ValueError) as error:
+            result = ToolResult.from_error("unserializable_result", f"result is not JSON: {error}")
+            line = p.encode_ok_reply(request.id, result_payload(result))
+        if len(line) > p.MAX_REPLY_BYTES:
+            message = f"result of {len(line)} bytes is over the {p.MAX_REPLY_BYTES}-byte cap"
+            result = ToolResult.from_error(p.ERROR_RESULT_TOO_LARGE, message)
+            line = p.encode_ok_reply(request.id, result_payload(result))
+        if result.is_error:
+            self._failed += 1
+        code = result.error.code if result.error is not None else None
+        self._write_record(request, ts, duration, code, result.text, is_error=result.is_error)
+        self._in_flight.discard(request.id)
+        self._changed()
+        await self._reply(transport, line)

@@ -1,3 +1,0 @@
-"""sagents.script.guest: the stdlib-only guest side (docs/architecture.md, "One run_script")."""
-
-__all__: list[str] = []

@@ -1,0 +1,226 @@
+"""The embedded store of one gateway process: SQLite files in the data directory, and memory
+for what never outlives the process (pending approvals, session grants).
+
+This is the default of ``sagents serve``. The SQLite stores themselves live in
+:mod:`sagents.audit`; this module gives them the async interfaces of
+:mod:`sagents.store._protocols`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sagents.audit._store import SqliteAuditStore, default_data_dir
+from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.store._protocols import CancelHandler
+
+__all__ = [
+    "MAX_PENDING_APPROVALS",
+    "REQUEST_STATE_TTL_S",
+    "ApprovalStates",
+    "EmbeddedStore",
+    "MemoryApprovals",
+    "SqliteTasks",
+    "call_digest",
+    "nonce_of",
+]
+
+REQUEST_STATE_TTL_S = 600.0
+"""Seconds an approval's ``requestState`` stays valid (the time a user has to answer)."""
+MAX_PENDING_APPROVALS = 1024
+"""Approvals asked and not yet answered that are kept; past it the oldest can no longer be
+answered (it is asked again), so memory stays bounded."""
+AUDIT_FILE = "audit.sqlite3"
+TASKS_FILE = "background.sqlite3"
+
+
+def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
+    """What a pending approval is bound to: the tool and its arguments (SHA-256, hex)."""
+    payload = json.dumps([tool, dict(arguments)], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def nonce_of(state: str | None) -> str | None:
+    """The nonce inside a ``requestState`` payload (``{"nonce": ...}``), or None."""
+    try:
+        nonce = json.loads(state or "")["nonce"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return nonce if isinstance(nonce, str) else None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    session_id: str
+    call: str
+    expires_at: float
+
+
+class ApprovalStates:
+    """Nonces of pending approvals, in memory: minted for one session and call, redeemed once.
+
+    Args:
+        clock: Seconds, monotonic (tests pass their own).
+        ttl_s: Seconds a nonce stays redeemable.
+    """
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, ttl_s: float = REQUEST_STATE_TTL_S
+    ) -> None:
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+
+    def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+        """A new state for asking ``session_id`` to approve this call."""
+        self._prune()
+        while len(self._pending) >= MAX_PENDING_APPROVALS:
+            self._pending.popitem(last=False)
+        nonce = secrets.token_urlsafe(18)
+        self._pending[nonce] = _Pending(
+            session_id, call_digest(tool, arguments), self._clock() + self._ttl_s
+        )
+        return json.dumps({"nonce": nonce})
+
+    def redeem(
+        self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Whether ``state`` is a pending approval of this session and call (then spent)."""
+        self._prune()
+        nonce = nonce_of(state)
+        pending = self._pending.get(nonce) if nonce is not None else None
+        if pending is None or nonce is None:
+            return False
+        if pending.session_id != session_id or pending.call != call_digest(tool, arguments):
+            return False
+        del self._pending[nonce]
+        return True
+
+    def _prune(self) -> None:
+        now = self._clock()
+        for nonce in [n for n, p in self._pending.items() if p.expires_at <= now]:
+            del self._pending[nonce]
+
+
+class MemoryApprovals:
+    """The :class:`~sagents.store._protocols.ApprovalStore` of one process (nothing persists:
+    the ``requestState`` seal's key is per process too, so a restart refuses old states).
+
+    Args:
+        states: The pending nonces (a new :class:`ApprovalStates` when None).
+    """
+
+    def __init__(self, states: ApprovalStates | None = None) -> None:
+        self.states = states or ApprovalStates()
+        self._grants: dict[str, set[str]] = {}
+
+    async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+        """See :meth:`ApprovalStates.issue`."""
+        return self.states.issue(session_id, tool, arguments)
+
+    async def redeem(
+        self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """See :meth:`ApprovalStates.redeem`."""
+        return self.states.redeem(state, session_id, tool, arguments)
+
+    async def grant(self, session_id: str, tool: str) -> None:
+        """Remember the grant in memory."""
+        self._grants.setdefault(session_id, set()).add(tool)
+
+    async def granted(self, session_id: str) -> frozenset[str]:
+        """The session's grants."""
+        return frozenset(self._grants.get(session_id, ()))
+
+
+class SqliteTasks:
+    """The :class:`~sagents.store._protocols.TaskStore` of one process, on a
+    :class:`~sagents.audit._tasks.SqliteTaskStore` (each statement is a short local write, run
+    in the event loop's thread as before).
+
+    Args:
+        store: The SQLite task store.
+    """
+
+    shared = False
+
+    def __init__(self, store: SqliteTaskStore) -> None:
+        self.sqlite = store
+
+    @property
+    def path(self) -> Path:
+        """The database file (its folder holds the start-up lock)."""
+        return self.sqlite.path
+
+    async def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
+        """See :meth:`SqliteTaskStore.started`."""
+        self.sqlite.started(task_id, owner=owner, tool=tool, started_at=started_at)
+
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """See :meth:`SqliteTaskStore.finished`."""
+        self.sqlite.finished(
+            task_id, status=status, result=result, is_error=is_error, reason=reason
+        )
+
+    async def mark_interrupted(self, reason: str) -> list[StoredTask]:
+        """See :meth:`SqliteTaskStore.mark_interrupted`."""
+        return self.sqlite.mark_interrupted(reason)
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        """See :meth:`SqliteTaskStore.get`."""
+        return self.sqlite.get(task_id)
+
+    async def owned(self, owner: str) -> list[StoredTask]:
+        """See :meth:`SqliteTaskStore.owned`."""
+        return self.sqlite.owned(owner)
+
+    async def take_unannounced(self, owner: str) -> list[StoredTask]:
+        """See :meth:`SqliteTaskStore.take_unannounced`."""
+        return self.sqlite.take_unannounced(owner)
+
+    async def request_cancel(self, task_id: str) -> bool:
+        """No other process shares this store: nobody to ask."""
+        return False
+
+    def on_cancel(self, handler: CancelHandler | None) -> None:
+        """Nothing arrives from other processes."""
+
+
+@dataclass(kw_only=True)
+class EmbeddedStore:
+    """Every kind of state of one gateway process (``sagents serve`` without ``--store``).
+
+    Attributes:
+        directory: Where the SQLite files are (the data directory by default).
+    """
+
+    directory: Path = field(default_factory=default_data_dir)
+    shared = False
+    replica_id = "local"
+    secret: bytes | None = None
+    """Key material shared by replicas (none: each process has its own)."""
+
+    def __post_init__(self) -> None:
+        self.audit = SqliteAuditStore(path=self.directory / AUDIT_FILE)
+        self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
+        self.approvals = MemoryApprovals()
+
+    async def __aenter__(self) -> EmbeddedStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+    def holds(self, session_id: str) -> bool:
+        """Whether a legacy session could live on another process (never, embedded)."""
+        return True

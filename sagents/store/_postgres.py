@@ -1,0 +1,483 @@
+"""The shared store of gateway replicas, on PostgreSQL (psycopg 3, async, with a pool).
+
+One :class:`PostgresStore` per gateway process (a *replica*), all on one database
+(docs/scale-out.md):
+
+- :attr:`~PostgresStore.audit`, :attr:`~PostgresStore.tasks`, :attr:`~PostgresStore.approvals`:
+  the interfaces of :mod:`sagents.store._protocols`, on the tables of
+  :mod:`sagents.store._migrations` (applied on entering);
+- heartbeats with leases: each replica renews its row in ``sagents_replicas`` every third of its
+  lease; on each beat it also marks ``failed`` the running background tasks of replicas whose
+  lease ran out (a replica killed by SIGKILL, a machine gone), so another replica notices a
+  dead one within one lease and a beat;
+- cancellation across replicas: ``script_cancel`` on replica B of a task that replica A runs
+  sends ``NOTIFY sagents_cancel`` with the task id; A ``LISTEN``\\s on a connection of its own
+  and cancels the task (its end is written to the store as usual);
+- secrets shared by the replicas (the ``requestState`` sealing key, the key that derives the
+  session ids of 2026-07-28 clients), created by the first replica that needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+import psycopg
+from psycopg.rows import TupleRow
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from sagents.audit._store import AuditEntry, AuditKind
+from sagents.audit._tasks import RESULT_CHARS, StoredTask
+from sagents.errors import StoreSchemaError, StoreUnavailableError
+from sagents.store._embedded import (
+    MAX_PENDING_APPROVALS,
+    REQUEST_STATE_TTL_S,
+    call_digest,
+    nonce_of,
+)
+from sagents.store._location import StoreLocation
+from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from sagents.store._protocols import CancelHandler
+
+__all__ = [
+    "CANCEL_CHANNEL",
+    "LEASE_REASON",
+    "PostgresApprovals",
+    "PostgresAudit",
+    "PostgresStore",
+    "PostgresTasks",
+]
+
+logger = logging.getLogger(__name__)
+
+CANCEL_CHANNEL = "sagents_cancel"
+"""The ``LISTEN``/``NOTIFY`` channel of cancel requests (payload: a task id)."""
+LEASE_REASON = "gateway replica stopped (no heartbeat within its lease)"
+"""The ``reason`` of a background task whose replica died."""
+CONNECT_TIMEOUT_S = 10.0  # seconds to reach the database before a clear error
+POOL_MAX = 10  # connections per replica
+_TASK_COLUMNS = "task_id, owner, tool, status, started_at, finished_at, result, is_error, reason"
+
+
+def _task(row: TupleRow) -> StoredTask:
+    task_id, owner, tool, status, started, finished, result, is_error, reason = row
+    return StoredTask(
+        task_id=task_id,
+        owner=owner,
+        tool=tool,
+        status=status,
+        started_at=float(started),
+        finished_at=float(finished) if finished is not None else None,
+        result=result,
+        is_error=is_error,
+        reason=reason,
+    )
+
+
+class PostgresAudit:
+    """Audit rows in ``sagents_audit`` (the :class:`~sagents.store._protocols.AuditLog`)."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Insert one entry."""
+        data = Jsonb(dict(entry.data), dumps=lambda v: json.dumps(v, default=str))
+        async with self._pool.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_audit (ts, kind, session_id, tool, status, data) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
+            )
+
+    async def entries(self, *, kind: AuditKind | None = None, limit: int = 100) -> list[AuditEntry]:
+        """The latest entries first, optionally of one kind."""
+        query = "SELECT ts, kind, session_id, tool, status, data FROM sagents_audit"
+        params: tuple[Any, ...] = ()
+        if kind is not None:
+            query += " WHERE kind = %s"
+            params = (kind,)
+        async with self._pool.connection() as db:
+            cursor = await db.execute(query + " ORDER BY id DESC LIMIT %s", (*params, limit))
+            rows = await cursor.fetchall()
+        return [
+            AuditEntry(ts=ts, kind=k, session_id=sid, tool=tool, status=status, data=data)
+            for ts, k, sid, tool, status, data in rows
+        ]
+
+
+class PostgresTasks:
+    """Background tasks in ``sagents_tasks``, each tagged with the replica running it."""
+
+    shared = True
+
+    def __init__(self, pool: AsyncConnectionPool, replica_id: str) -> None:
+        self._pool = pool
+        self.replica_id = replica_id
+        self._on_cancel: CancelHandler | None = None
+
+    async def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
+        """Record a task this replica handed off to the background."""
+        async with self._pool.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_tasks (task_id, owner, tool, status, started_at, replica_id) "
+                "VALUES (%s, %s, %s, 'running', %s, %s) ON CONFLICT (task_id) DO UPDATE SET "
+                "owner = EXCLUDED.owner, tool = EXCLUDED.tool, status = 'running', "
+                "started_at = EXCLUDED.started_at, replica_id = EXCLUDED.replica_id",
+                (task_id, owner, tool, started_at, self.replica_id),
+            )
+
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """Record how a task ended (its result text, cut to ``RESULT_CHARS``; ``reason`` when
+        the gateway, not a client, ended it)."""
+        async with self._pool.connection() as db:
+            await db.execute(
+                "UPDATE sagents_tasks SET status = %s, finished_at = %s, result = %s, "
+                "is_error = %s, reason = %s, announced = TRUE WHERE task_id = %s",
+                (status, time.time(), result[:RESULT_CHARS], is_error, reason, task_id),
+            )
+
+    async def mark_interrupted(self, reason: str) -> list[StoredTask]:
+        """Mark ``failed`` the running tasks of replicas whose lease ran out (or whose row is
+        gone); returns them, as marked."""
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                "UPDATE sagents_tasks AS t SET status = 'failed', is_error = TRUE, reason = %s, "
+                "finished_at = extract(epoch FROM now()) "
+                "WHERE t.status = 'running' AND t.replica_id <> %s AND NOT EXISTS ("
+                "  SELECT 1 FROM sagents_replicas AS r WHERE r.replica_id = t.replica_id"
+                "  AND r.heartbeat_at >= now() - make_interval(secs => r.lease_s)) "
+                f"RETURNING {_TASK_COLUMNS}",
+                (reason, self.replica_id),
+            )
+            return [_task(row) for row in await cursor.fetchall()]
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        """One task, or None."""
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                f"SELECT {_TASK_COLUMNS} FROM sagents_tasks WHERE task_id = %s", (task_id,)
+            )
+            row = await cursor.fetchone()
+        return _task(row) if row is not None else None
+
+    async def owned(self, owner: str) -> list[StoredTask]:
+        """The tasks of ``owner``, oldest first (none for the empty owner)."""
+        if not owner:
+            return []
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                f"SELECT {_TASK_COLUMNS} FROM sagents_tasks WHERE owner = %s ORDER BY started_at",
+                (owner,),
+            )
+            return [_task(row) for row in await cursor.fetchall()]
+
+    async def take_unannounced(self, owner: str) -> list[StoredTask]:
+        """The owner's tasks a dead process left, not announced yet (then announced, once:
+        the update and the read are one statement, so two replicas never both announce)."""
+        if not owner:
+            return []
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                "UPDATE sagents_tasks SET announced = TRUE WHERE owner = %s "
+                f"AND status = 'failed' AND NOT announced RETURNING {_TASK_COLUMNS}",
+                (owner,),
+            )
+            rows = await cursor.fetchall()
+        return sorted((_task(row) for row in rows), key=lambda task: task.started_at)
+
+    async def request_cancel(self, task_id: str) -> bool:
+        """``NOTIFY`` the replicas; the one running ``task_id`` cancels it."""
+        async with self._pool.connection() as db:
+            await db.execute("SELECT pg_notify(%s, %s)", (CANCEL_CHANNEL, task_id))
+        return True
+
+    def on_cancel(self, handler: CancelHandler | None) -> None:
+        """Set what runs for each cancel request this replica receives."""
+        self._on_cancel = handler
+
+    async def cancel_requested(self, task_id: str) -> None:
+        """A cancel request arrived (from :meth:`PostgresStore._listen`)."""
+        if self._on_cancel is not None:
+            await self._on_cancel(task_id)
+
+
+class PostgresApprovals:
+    """Pending approvals and session grants shared by the replicas: an approval asked through
+    one replica can be answered through another."""
+
+    def __init__(self, pool: AsyncConnectionPool, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
+        self._pool = pool
+        self._ttl_s = ttl_s
+
+    async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+        """A new state for asking ``session_id`` to approve this call (at most
+        ``MAX_PENDING_APPROVALS`` kept per session: the oldest is dropped)."""
+        nonce = secrets.token_urlsafe(18)
+        async with self._pool.connection() as db, db.transaction():
+            await db.execute("DELETE FROM sagents_pending_approvals WHERE expires_at <= now()")
+            await db.execute(
+                "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
+                "VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
+                (nonce, session_id, call_digest(tool, arguments), self._ttl_s),
+            )
+            await db.execute(
+                "DELETE FROM sagents_pending_approvals WHERE nonce IN ("
+                "  SELECT nonce FROM sagents_pending_approvals WHERE session_id = %s"
+                "  ORDER BY expires_at DESC OFFSET %s)",
+                (session_id, MAX_PENDING_APPROVALS),
+            )
+        return json.dumps({"nonce": nonce})
+
+    async def redeem(
+        self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Whether ``state`` is a pending approval of this session and call (then spent, by
+        whichever replica redeems it first)."""
+        nonce = nonce_of(state)
+        if nonce is None:
+            return False
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                "DELETE FROM sagents_pending_approvals WHERE nonce = %s AND session_id = %s "
+                "AND call = %s AND expires_at > now() RETURNING nonce",
+                (nonce, session_id, call_digest(tool, arguments)),
+            )
+            return await cursor.fetchone() is not None
+
+    async def grant(self, session_id: str, tool: str) -> None:
+        """Remember the grant."""
+        async with self._pool.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_grants (session_id, tool) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (session_id, tool),
+            )
+
+    async def granted(self, session_id: str) -> frozenset[str]:
+        """The session's grants."""
+        async with self._pool.connection() as db:
+            cursor = await db.execute(
+                "SELECT tool FROM sagents_grants WHERE session_id = %s", (session_id,)
+            )
+            return frozenset(row[0] for row in await cursor.fetchall())
+
+
+class PostgresStore:
+    """The state of one replica on a shared PostgreSQL database; an async context manager.
+
+    Args:
+        location: A ``postgresql://`` location (:func:`sagents.store._location.parse_store_url`).
+        replica_id: This replica's name in ``sagents_replicas`` (random when None).
+
+    Raises:
+        StoreUnavailableError: on entering, the database cannot be reached or refuses the
+            credentials.
+        StoreSchemaError: on entering, the database's schema is newer than this sagents.
+    """
+
+    shared = True
+
+    def __init__(self, location: StoreLocation, *, replica_id: str | None = None) -> None:
+        self.location = location
+        self.replica_id = (
+            replica_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        )
+        self.lease_s = location.lease_s
+        self.secret: bytes | None = None
+        self._pool = AsyncConnectionPool(
+            location.url,
+            min_size=1,
+            max_size=POOL_MAX,
+            open=False,
+            timeout=CONNECT_TIMEOUT_S,
+            kwargs={"autocommit": True},
+        )
+        self.audit = PostgresAudit(self._pool)
+        self.tasks = PostgresTasks(self._pool, self.replica_id)
+        self.approvals = PostgresApprovals(self._pool)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._listening = anyio.Event()
+
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        """The replica's connection pool (the built-in tools' PostgreSQL backends use it)."""
+        return self._pool
+
+    async def __aenter__(self) -> Self:
+        await self._prepare()
+        try:
+            await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except PoolTimeout as error:
+            raise self._unavailable(str(error)) from error
+        try:
+            self.secret = await self._secret("request_state_key")
+            await self._beat()
+            self._tg = anyio.create_task_group()
+            await self._tg.__aenter__()
+            self._tg.start_soon(self._heartbeats)
+            await self._tg.start(self._listen)
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close()
+
+    async def _close(self) -> None:
+        try:
+            if self._tg is not None:
+                tg, self._tg = self._tg, None
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    with anyio.move_on_after(CONNECT_TIMEOUT_S):
+                        async with self._pool.connection() as db:
+                            await db.execute(
+                                "DELETE FROM sagents_replicas WHERE replica_id = %s",
+                                (self.replica_id,),
+                            )
+                except (psycopg.Error, PoolTimeout) as error:
+                    logger.info("could not remove replica %s: %s", self.replica_id, error)
+                finally:
+                    await self._pool.close()
+
+    def _unavailable(self, reason: str) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"cannot reach the store {self.location.shown}: {reason.strip()}",
+            hint="check that PostgreSQL runs there and accepts this user and password "
+            "(pg_isready; the server's pg_hba.conf), or start without --store",
+            details={"store": self.location.shown},
+        )
+
+    async def _prepare(self) -> None:
+        """Reach the database once (for a clear error) and bring its schema up to date.
+
+        Raises:
+            StoreUnavailableError, StoreSchemaError: see the class.
+        """
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                self.location.url, connect_timeout=int(CONNECT_TIMEOUT_S)
+            )
+        except psycopg.OperationalError as error:
+            raise self._unavailable(str(error)) from error
+        async with connection, connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtext('sagents_schema'))")
+            await connection.execute(
+                "CREATE TABLE IF NOT EXISTS sagents_schema (version INTEGER NOT NULL)"
+            )
+            cursor = await connection.execute("SELECT version FROM sagents_schema")
+            row = await cursor.fetchone()
+            version = row[0] if row is not None else 0
+            if version > SCHEMA_VERSION:
+                raise StoreSchemaError(
+                    f"the store {self.location.shown} has schema version {version}; this "
+                    f"sagents knows versions up to {SCHEMA_VERSION}",
+                    hint="upgrade sagents on this machine to the release the other replicas run",
+                    details={
+                        "store": self.location.shown,
+                        "found": version,
+                        "expected": SCHEMA_VERSION,
+                    },
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                await connection.execute(MIGRATIONS[number - 1])
+            if row is None:
+                await connection.execute(
+                    "INSERT INTO sagents_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
+                )
+            elif version != SCHEMA_VERSION:
+                await connection.execute(
+                    "UPDATE sagents_schema SET version = %s", (SCHEMA_VERSION,)
+                )
+
+    async def _secret(self, name: str) -> bytes:
+        """The shared secret ``name`` (32 random bytes, created by the first replica)."""
+        async with self._pool.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_secrets (name, value) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO NOTHING",
+                (name, secrets.token_bytes(32)),
+            )
+            cursor = await db.execute("SELECT value FROM sagents_secrets WHERE name = %s", (name,))
+            row = await cursor.fetchone()
+        assert row is not None
+        return bytes(row[0])
+
+    async def _beat(self) -> None:
+        async with self._pool.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_replicas (replica_id, host, lease_s) VALUES (%s, %s, %s) "
+                "ON CONFLICT (replica_id) DO UPDATE SET heartbeat_at = now(), "
+                "lease_s = EXCLUDED.lease_s",
+                (self.replica_id, socket.gethostname(), self.lease_s),
+            )
+
+    async def sweep(self) -> list[StoredTask]:
+        """Mark the running tasks of dead replicas ``failed`` and forget those replicas."""
+        failed = await self.tasks.mark_interrupted(LEASE_REASON)
+        async with self._pool.connection() as db:
+            await db.execute(
+                "DELETE FROM sagents_replicas WHERE replica_id <> %s "
+                "AND heartbeat_at < now() - make_interval(secs => lease_s)",
+                (self.replica_id,),
+            )
+        if failed:
+            logger.warning(
+                "background calls of a stopped replica, now failed: %s",
+                ", ".join(task.task_id for task in failed),
+            )
+        return failed
+
+    async def _heartbeats(self) -> None:
+        while True:
+            try:
+                await self._beat()
+                await self.sweep()
+            except (psycopg.Error, PoolTimeout) as error:
+                logger.warning("store heartbeat failed (replica %s): %s", self.replica_id, error)
+            await anyio.sleep(self.lease_s / 3)
+
+    async def _listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Receive cancel requests on a connection of its own (reconnecting when it drops)."""
+        started = False
+        while True:
+            try:
+                connection = await psycopg.AsyncConnection.connect(
+                    self.location.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
+                )
+                async with connection:
+                    await connection.execute(f"LISTEN {CANCEL_CHANNEL}")
+                    if not started:
+                        started = True
+                        task_status.started()
+                    async for notify in connection.notifies():
+                        assert self._tg is not None  # this task runs in it
+                        # each cancel waits for its task to end: not in the listener's way
+                        self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
+            except psycopg.OperationalError as error:
+                if not started:
+                    raise self._unavailable(str(error)) from error
+                logger.warning("store listener lost its connection: %s", error)
+                await anyio.sleep(1.0)

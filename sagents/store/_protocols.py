@@ -1,0 +1,107 @@
+"""The store seams: one async interface per kind of shared state (docs/scale-out.md).
+
+Each has an embedded implementation (:mod:`sagents.store._embedded`: SQLite files, or memory for
+what never outlives a process) and a PostgreSQL one (:mod:`sagents.store._postgres`); the
+conformance suite in ``tests/store`` runs against both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from sagents.audit._store import AuditEntry, AuditKind
+from sagents.audit._tasks import StoredTask
+
+__all__ = ["ApprovalStore", "AuditLog", "CancelHandler", "TaskStore"]
+
+CancelHandler = Callable[[str], Awaitable[None]]
+"""Called with a task id when another replica asks for that task to be cancelled."""
+
+
+class AuditLog(Protocol):
+    """Audit rows: written by every replica, read back latest first."""
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Store one entry."""
+        ...
+
+    async def entries(self, *, kind: AuditKind | None = None, limit: int = 100) -> list[AuditEntry]:
+        """The latest entries first, optionally of one kind."""
+        ...
+
+
+class TaskStore(Protocol):
+    """Background calls handed off by a gateway (see ``sagents.audit._tasks`` for the fields).
+
+    Attributes:
+        shared: True when other gateway processes use the same store at the same time
+            (replicas): running tasks are then swept by lease, not at start-up, and a cancel
+            can reach the replica that runs a task.
+    """
+
+    shared: bool
+
+    async def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
+        """Record a task handed off to the background (by this process)."""
+        ...
+
+    async def finished(
+        self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
+    ) -> None:
+        """Record how a task ended (``reason`` when the gateway, not a client, ended it)."""
+        ...
+
+    async def mark_interrupted(self, reason: str) -> list[StoredTask]:
+        """Mark the tasks of processes that are gone ``failed``; returns them, as marked.
+
+        Embedded: every ``running`` task (called only by a gateway that is alone). Shared: the
+        tasks of replicas whose lease expired.
+        """
+        ...
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        """One task, or None."""
+        ...
+
+    async def owned(self, owner: str) -> list[StoredTask]:
+        """The tasks of ``owner``, oldest first (none for the empty owner)."""
+        ...
+
+    async def take_unannounced(self, owner: str) -> list[StoredTask]:
+        """The owner's tasks ended by a restart that it was not told of yet (then told)."""
+        ...
+
+    async def request_cancel(self, task_id: str) -> bool:
+        """Ask the process running ``task_id`` to cancel it; False when nobody can be asked."""
+        ...
+
+    def on_cancel(self, handler: CancelHandler | None) -> None:
+        """Set what runs when another process asks for a task of this one to be cancelled."""
+        ...
+
+
+class ApprovalStore(Protocol):
+    """Pending approvals (2026-07-28 ``requestState`` nonces) and session grants.
+
+    A nonce is minted for one session and one call and redeemed once, before it expires; a
+    grant ("allow for this session") names a tool a session may call without asking again.
+    """
+
+    async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+        """A new ``requestState`` payload for asking ``session_id`` to approve this call."""
+        ...
+
+    async def redeem(
+        self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Whether ``state`` is a pending approval of this session and call (then spent)."""
+        ...
+
+    async def grant(self, session_id: str, tool: str) -> None:
+        """Remember that the session allowed ``tool`` for the rest of the session."""
+        ...
+
+    async def granted(self, session_id: str) -> frozenset[str]:
+        """The tools the session allowed for the rest of the session."""
+        ...

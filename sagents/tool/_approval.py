@@ -1,0 +1,289 @@
+"""The one approval protocol: what a call waiting for the user looks like, and who answers it.
+
+Every caller that needs a human's yes or no uses these types: the library's
+:class:`~sagents.tool._tool_proxy.ToolProxy` when a session's mode asks, the agent loop
+(``sagents.agent``), and the command line. An :class:`ApprovalRequest` is a frozen value that
+shows exactly what will run (the tool names and their permission classes, the arguments or the
+script as literal text, the session); an :class:`Approver` answers it with one of three words:
+
+- ``allow_once``: run this call;
+- ``allow_session``: run it, and do not ask again for these tools in this session;
+- ``deny``: do not run it.
+
+An approver may also say why it denied (:class:`ExplainsDenial`, read by
+:func:`denial_reason`): whether a person was asked at all, or nobody could be.
+
+A request says which answers it offers (:attr:`ApprovalRequest.offered`): a destructive tool and
+a run_script approval offer only ``allow_once`` and ``deny``. An answer outside the offer counts
+as ``deny`` (:func:`settle_answer`). See ``docs/tools.md``, "Permission modes and approvals".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
+
+from sagents.core._permissions import PermissionClass, PermissionMode
+from sagents.core._spec import ToolSpec
+from sagents.errors import NotAllowedError
+
+__all__ = [
+    "APPROVAL_ANSWERS",
+    "AllowAllApprover",
+    "ApprovalAnswer",
+    "ApprovalKind",
+    "ApprovalRequest",
+    "Approver",
+    "DenyAllApprover",
+    "ExplainsDenial",
+    "approval_needed",
+    "denial_reason",
+    "settle_answer",
+]
+
+ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
+"""The three answers to an approval request."""
+
+ApprovalKind = Literal["tool_call", "script"]
+"""What waits: one tool call, or one run_script run (its listed write tools)."""
+
+APPROVAL_ANSWERS: Final[tuple[ApprovalAnswer, ...]] = get_args(ApprovalAnswer)
+"""Every :data:`ApprovalAnswer`, in the order a prompt shows them."""
+
+_ONCE_OR_DENY: Final[tuple[ApprovalAnswer, ...]] = ("allow_once", "deny")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """One call (or one script) waiting for the user's answer.
+
+    Build it with :meth:`for_tool_call` or :meth:`for_script`.
+
+    Attributes:
+        kind: ``tool_call`` or ``script``.
+        tools: The tools it concerns: the one tool of a call, or a script's write tools.
+        permissions: The permission class of each tool in :attr:`tools`.
+        arguments: A tool call's arguments, as the model sent them (None for a script).
+        script: A script's source, whole (None for a tool call).
+        description: A script's ``description``, or an empty string.
+        session_id: The session asking.
+        tool_call_id: The model's id of the call, when there is one.
+        offered: The answers the user may give, in prompt order.
+    """
+
+    kind: ApprovalKind
+    tools: tuple[str, ...]
+    permissions: Mapping[str, PermissionClass] = field(default_factory=dict)
+    arguments: Mapping[str, Any] | None = None
+    script: str | None = None
+    description: str = ""
+    session_id: str = ""
+    tool_call_id: str | None = None
+    offered: tuple[ApprovalAnswer, ...] = APPROVAL_ANSWERS
+
+    @classmethod
+    def for_tool_call(
+        cls,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        permission: PermissionClass,
+        session_id: str,
+        tool_call_id: str | None = None,
+    ) -> ApprovalRequest:
+        """The request for one tool call; a destructive tool is never offered ``allow_session``.
+
+        Args:
+            tool: The tool's registered name.
+            arguments: The call's arguments.
+            permission: The tool's permission class.
+            session_id: The calling session.
+            tool_call_id: The model's id of the call, if any.
+        """
+        offered = _ONCE_OR_DENY if permission == "destructive" else APPROVAL_ANSWERS
+        return cls(
+            kind="tool_call",
+            tools=(tool,),
+            permissions={tool: permission},
+            arguments=dict(arguments),
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            offered=offered,
+        )
+
+    @classmethod
+    def for_script(
+        cls,
+        tools: tuple[str, ...],
+        script: str,
+        *,
+        description: str = "",
+        session_id: str = "",
+        tool_call_id: str | None = None,
+    ) -> ApprovalRequest:
+        """The one request before a run_script run: offers only ``allow_once`` and ``deny``.
+
+        Args:
+            tools: The listed write tools the script may call.
+            script: The script's source.
+            description: run_script's ``description`` argument.
+            session_id: The calling session.
+            tool_call_id: The model's id of the run_script call, if any.
+        """
+        return cls(
+            kind="script",
+            tools=tuple(tools),
+            permissions=dict.fromkeys(tools, "write"),
+            script=script,
+            description=description,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            offered=_ONCE_OR_DENY,
+        )
+
+    @property
+    def rememberable(self) -> bool:
+        """Whether ``allow_session`` is offered."""
+        return "allow_session" in self.offered
+
+    def shown_text(self) -> str:
+        """What a prompt shows, literally and whole: the arguments as indented JSON, or the
+        script's source (never cut: the user must be able to read what they approve)."""
+        if self.script is not None:
+            return self.script
+        return json.dumps(dict(self.arguments or {}), ensure_ascii=False, indent=2, default=str)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (the ``approval.request`` event of the agent loop carries it)."""
+        return {
+            "kind": self.kind,
+            "tools": list(self.tools),
+            "permissions": dict(self.permissions),
+            "arguments": None if self.arguments is None else dict(self.arguments),
+            "script": self.script,
+            "description": self.description,
+            "session_id": self.session_id,
+            "tool_call_id": self.tool_call_id,
+            "offered": list(self.offered),
+        }
+
+
+@runtime_checkable
+class Approver(Protocol):
+    """Answers approval requests: a terminal prompt, an MCP elicitation, allow-all, deny-all."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Return ``allow_once``, ``allow_session`` or ``deny``; never raise for a refusal."""
+        ...
+
+
+@runtime_checkable
+class ExplainsDenial(Protocol):
+    """An approver that can say why it denied: whether a person was asked at all."""
+
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """What happened, for the model and the records, after ``approve`` answered ``deny``
+        (for example "the user denied ...", or "nobody was asked ...: no terminal")."""
+        ...
+
+
+@dataclass(frozen=True)
+class AllowAllApprover:
+    """Allows every request once (trusted callers, CI that must write)."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Always ``allow_once``."""
+        return "allow_once"
+
+
+@dataclass(frozen=True)
+class DenyAllApprover:
+    """Denies every request (non-interactive callers that must not write)."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Always ``deny``."""
+        return "deny"
+
+    def denial_reason(self, request: ApprovalRequest) -> str:
+        """Nobody was asked: this caller denies every approval."""
+        return (
+            f"nobody was asked to approve {_what(request)}: this session cannot ask for "
+            "approvals, so they are denied without asking"
+        )
+
+
+def settle_answer(request: ApprovalRequest, answer: object) -> ApprovalAnswer:
+    """The answer that counts: ``answer`` when the request offered it, else ``deny``."""
+    for offered in request.offered:
+        if answer == offered:
+            return offered
+    return "deny"
+
+
+def denial_reason(approver: object, request: ApprovalRequest) -> str:
+    """Why ``approver`` denied ``request``: its own words when it can say
+    (:class:`ExplainsDenial`), else a neutral "not approved" that claims no user decision."""
+    if isinstance(approver, ExplainsDenial):
+        return approver.denial_reason(request)
+    if request.kind == "script":
+        return f"the write tools {', '.join(request.tools)} were not approved"
+    return f"the call of {', '.join(request.tools)} was not approved"
+
+
+def _what(request: ApprovalRequest) -> str:
+    if request.kind == "script":
+        return f"the write tools {', '.join(request.tools)}"
+    return f"the call of {', '.join(request.tools)}"
+
+
+def approval_needed(
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    *,
+    mode: PermissionMode,
+    session_id: str,
+    granted: Collection[str] = (),
+    tool_call_id: str | None = None,
+) -> ApprovalRequest | None:
+    """What a session's mode asks of one call (``docs/tools.md``, "Permission modes and
+    approvals"): the one rule that ``ToolProxy`` and the gateway apply.
+
+    ``read_only`` tools run; ``disabled`` tools never; in ``read_only`` mode nothing else runs;
+    ``write`` and ``long_task_only`` tools run in ``auto`` mode, or when the session already
+    allowed them (``granted``), and are asked about otherwise; ``destructive`` tools are asked
+    about on every call, in every mode.
+
+    Args:
+        spec: The tool.
+        arguments: The call's arguments (shown in the request).
+        mode: The session's permission mode.
+        session_id: The calling session.
+        granted: The tools the session answered ``allow_session`` for.
+        tool_call_id: The model's id of the call, if any.
+
+    Returns:
+        None when the call runs without asking; else the request to ask.
+
+    Raises:
+        NotAllowedError: the tool is disabled, or the session is read-only.
+    """
+    permission, name = spec.permission, spec.name
+    if permission == "read_only":
+        return None
+    if permission == "disabled":
+        raise NotAllowedError(
+            f"tool {name!r} is disabled", details={"name": name, "permission": permission}
+        )
+    if mode == "read_only":
+        raise NotAllowedError(
+            f"tool {name!r} is a {permission} tool and this session is read-only",
+            hint="Use read-only tools, or ask the user to switch the session to ask or auto.",
+            details={"name": name, "permission": permission, "mode": mode},
+        )
+    if permission != "destructive" and (mode == "auto" or name in granted):
+        return None
+    return ApprovalRequest.for_tool_call(
+        name, arguments, permission=permission, session_id=session_id, tool_call_id=tool_call_id
+    )

@@ -1,0 +1,65 @@
+"""``SessionContext``: who is calling, from where, under which permission mode.
+
+A caller passes a SessionContext with every ``run_tool`` call (docs/agent.md, "Session state and
+``SessionContext``"). Its trusted values reach a tool only through parameters the tool declares
+as injected (a parameter annotated with ``SessionContext``, or
+``Annotated[T, InjectedArg("key")]``); they never override an argument the model sent by matching
+its name, and injected parameters never appear in the model's schema.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sagents.core._permissions import PermissionMode
+
+__all__ = ["InjectedArg", "SessionContext"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionContext:
+    """The calling session.
+
+    Attributes:
+        session_id: Identifies the session (progress, background tasks and approvals are
+            scoped to it). A random id by default.
+        user_id: The end user, if known.
+        workspace: The session's workspace directory, as the sandbox sees it (a string, since a
+            remote sandbox's paths are not host paths), or None.
+        permission_mode: ``ask``, ``auto`` or ``read_only``.
+        agent: The calling agent's name within the session (sub-agents of one session share
+            its todo list; memories are scoped per user and agent), or None.
+        trusted: Values the host vouches for (tenant, auth subject, ...), injected only into
+            parameters declared with :class:`InjectedArg`.
+    """
+
+    session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
+    user_id: str | None = None
+    workspace: str | None = None
+    permission_mode: PermissionMode = "ask"
+    agent: str | None = None
+    trusted: Mapping[str, Any] = field(default_factory=dict)
+
+    def lookup(self, key: str) -> Any:
+        """Return the trusted value ``key``: one of the fields above, else ``trusted[key]``.
+
+        Raises:
+            KeyError: when the context has no such value.
+        """
+        if key in ("session_id", "user_id", "workspace", "permission_mode", "agent"):
+            return getattr(self, key)
+        return self.trusted[key]
+
+
+@dataclass(frozen=True)
+class InjectedArg:
+    """Marks a tool parameter as injected by the host: ``Annotated[str, InjectedArg("user_id")]``.
+
+    Args:
+        key: The :meth:`SessionContext.lookup` key; None means the parameter's own name.
+    """
+
+    key: str | None = None

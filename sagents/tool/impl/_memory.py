@@ -1,0 +1,461 @@
+"""Long-term memory: ``memory_store``, ``memory_search``, ``memory_delete`` (docs/builtin_tools.md).
+
+Memories belong to one user (``SessionContext.user_id``) and one scope within that user: the
+calling agent's (``SessionContext.agent``) by default, or ``user`` (shared by the user's
+agents). Nothing ever crosses users; deduplication only compares memories of the same scope.
+Search is SQLite FTS5 with BM25 ranking (Porter stemming), or, for gateway replicas sharing a
+PostgreSQL store (docs/scale-out.md), PostgreSQL full-text search (``tsvector``, ``ts_rank``,
+English stemming) through a :class:`MemoryBackend` with the same scoping rules. Writes and
+deletes are recorded in the audit store. The same :class:`MemoryStore` backs the
+``sagents.mcp_servers.memory`` MCP server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from sagents.audit import AuditEntry, AuditStore, SqliteAuditStore, default_data_dir
+from sagents.core._result import ToolResult
+from sagents.errors import InvalidArgumentsError, NotAllowedError, QuotaExceededError
+from sagents.tool._context import SessionContext
+from sagents.tool._handler import ToolCall
+
+__all__ = [
+    "USER_SCOPE",
+    "Memory",
+    "MemoryBackend",
+    "MemoryLimits",
+    "MemoryStore",
+    "memory_digest",
+    "memory_tool",
+    "scope_of",
+]
+
+Scope = Literal["agent", "user"]
+USER_SCOPE = "*"
+"""The agent column of memories shared by all of a user's agents."""
+_USER_SCOPE = USER_SCOPE
+
+_SCHEMA = """
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    content TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    UNIQUE (user_id, agent, digest)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    id UNINDEXED, content, tags, tokenize = 'porter unicode61'
+);
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryLimits:
+    """Caps of the memory store.
+
+    Attributes:
+        max_chars: Characters of one memory.
+        max_tags: Tags of one memory; max_tag_chars: characters of one tag.
+        max_per_scope: Memories one scope (user and agent) holds at most.
+        default_results / max_results: Search results when the call does not say, and at most.
+    """
+
+    max_chars: int = 4000
+    max_tags: int = 16
+    max_tag_chars: int = 64
+    max_per_scope: int = 1000
+    default_results: int = 5
+    max_results: int = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """One stored memory (``created``/``updated``: seconds since the Unix epoch)."""
+
+    id: str
+    content: str
+    tags: tuple[str, ...]
+    scope: Scope
+    created: float
+    updated: float
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object of the memory."""
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        if self.score is None:
+            del data["score"]
+        return data
+
+
+def memory_digest(content: str) -> str:
+    """What deduplicates memories of one scope: the text, case and spacing folded (SHA-256)."""
+    normal = " ".join(content.casefold().split())
+    return hashlib.sha256(normal.encode()).hexdigest()
+
+
+def _fts_query(text: str) -> str:
+    words = re.findall(r"\w+", text)
+    return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+
+
+def scope_of(context: SessionContext, scope: Scope, anonymous_user: str | None) -> tuple[str, str]:
+    """``(user, agent column)`` of a call, for ``scope``.
+
+    Raises:
+        NotAllowedError: the session has no user and the store has no ``anonymous_user``.
+    """
+    user = context.user_id or anonymous_user
+    if not user:
+        raise NotAllowedError(
+            "long-term memory needs a user, and this session has none",
+            hint="the host sets SessionContext.user_id (or MemoryStore(anonymous_user=...) for "
+            "a single-user host)",
+        )
+    return user, (_USER_SCOPE if scope == "user" else (context.agent or ""))
+
+
+class MemoryBackend(Protocol):
+    """Where memories live when not in the SQLite file (the PostgreSQL store of replicas).
+
+    Every method gets the user and the agent column(s) already resolved by
+    :func:`scope_of`; content and tags are already checked.
+    """
+
+    async def store(
+        self, user: str, agent: str, content: str, tags: tuple[str, ...], max_per_scope: int
+    ) -> tuple[Memory, bool]:
+        """Insert, or merge the tags into the scope's memory of the same digest.
+
+        Raises:
+            QuotaExceededError: the scope already holds ``max_per_scope`` memories.
+        """
+        ...
+
+    async def search(
+        self, user: str, agents: Sequence[str], words: Sequence[str], limit: int
+    ) -> list[Memory]:
+        """Memories of ``user`` in ``agents`` matching any of ``words``, best first."""
+        ...
+
+    async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
+        """Delete one memory of ``user`` in ``agents``; None when there is none."""
+        ...
+
+
+@dataclass(kw_only=True)
+class MemoryStore:
+    """Memories in one SQLite file with an FTS5 index.
+
+    Attributes:
+        path: The database (``<data dir>/memory.sqlite3`` by default).
+        limits: :class:`MemoryLimits`.
+        audit: Where writes and deletes are recorded (the default audit store; None: not
+            recorded).
+        anonymous_user: The user of sessions without ``user_id`` (None: such sessions are
+            refused, so that no two unknown users ever share memories).
+        backend: Where memories live instead of ``path`` (PostgreSQL); None: the SQLite file.
+    """
+
+    path: Path = field(default_factory=lambda: default_data_dir() / "memory.sqlite3")
+    limits: MemoryLimits = field(default_factory=MemoryLimits)
+    audit: AuditStore | None = field(default_factory=SqliteAuditStore)
+    anonymous_user: str | None = None
+    backend: MemoryBackend | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=10.0)
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def _check(self, content: str, tags: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+        content = content.strip()
+        if not content:
+            raise InvalidArgumentsError("a memory cannot be empty")
+        limits = self.limits
+        if len(content) > limits.max_chars:
+            raise QuotaExceededError(
+                f"a memory holds at most {limits.max_chars:,} characters, this one has "
+                f"{len(content):,}",
+                hint="store a shorter summary, or several memories",
+                details={"limit": "max_chars"},
+            )
+        clean = tuple(dict.fromkeys(t.strip().lower() for t in tags if t.strip()))
+        if len(clean) > limits.max_tags or any(len(t) > limits.max_tag_chars for t in clean):
+            raise QuotaExceededError(
+                f"at most {limits.max_tags} tags of at most {limits.max_tag_chars} characters",
+                details={"limit": "max_tags"},
+            )
+        return content, clean
+
+    def _store(
+        self, user: str, agent: str, content: str, tags: tuple[str, ...]
+    ) -> tuple[Memory, bool]:
+        now = time.time()
+        digest = memory_digest(content)
+        scope: Scope = "user" if agent == _USER_SCOPE else "agent"
+        connection = self._connect()
+        try:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")  # check-then-insert under the write lock
+                row = connection.execute(
+                    "SELECT id, tags, created FROM memories "
+                    "WHERE user_id = ? AND agent = ? AND digest = ?",
+                    (user, agent, digest),
+                ).fetchone()
+                if row is not None:
+                    merged = tuple(dict.fromkeys([*json.loads(row[1]), *tags]))
+                    connection.execute(
+                        "UPDATE memories SET tags = ?, updated = ? WHERE id = ?",
+                        (json.dumps(merged), now, row[0]),
+                    )
+                    connection.execute(
+                        "UPDATE memories_fts SET tags = ? WHERE id = ?", (" ".join(merged), row[0])
+                    )
+                    stored = connection.execute(
+                        "SELECT content FROM memories WHERE id = ?", (row[0],)
+                    ).fetchone()[0]
+                    memory = Memory(
+                        id=row[0],
+                        content=stored,
+                        tags=merged,
+                        scope=scope,
+                        created=row[2],
+                        updated=now,
+                    )
+                    return memory, False
+                (count,) = connection.execute(
+                    "SELECT count(*) FROM memories WHERE user_id = ? AND agent = ?", (user, agent)
+                ).fetchone()
+                if count >= self.limits.max_per_scope:
+                    raise QuotaExceededError(
+                        f"this memory scope is full ({self.limits.max_per_scope:,} memories)",
+                        hint="delete memories that are no longer useful (memory_delete)",
+                        details={"limit": "max_per_scope"},
+                    )
+                memory_id = uuid.uuid4().hex[:12]
+                connection.execute(
+                    "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (memory_id, user, agent, content, digest, json.dumps(tags), now, now),
+                )
+                connection.execute(
+                    "INSERT INTO memories_fts (id, content, tags) VALUES (?, ?, ?)",
+                    (memory_id, content, " ".join(tags)),
+                )
+        finally:
+            connection.close()
+        memory = Memory(
+            id=memory_id, content=content, tags=tags, scope=scope, created=now, updated=now
+        )
+        return memory, True
+
+    def _search(
+        self, user: str, agents: Sequence[str], query: str, limit: int, tags: Sequence[str]
+    ) -> list[Memory]:
+        match = _fts_query(query)
+        if not match:
+            raise InvalidArgumentsError("the search query has no words")
+        marks = ",".join("?" * len(agents))
+        sql = (
+            "SELECT m.id, m.content, m.tags, m.agent, m.created, m.updated, "
+            "bm25(memories_fts) AS rank FROM memories_fts JOIN memories m ON m.id = "
+            f"memories_fts.id WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent IN "
+            f"({marks}) ORDER BY rank LIMIT ?"
+        )
+        wanted = {t.strip().lower() for t in tags if t.strip()}
+        connection = self._connect()
+        try:
+            rows = connection.execute(
+                sql, (match, user, *agents, limit if not wanted else limit * 20)
+            ).fetchall()
+        finally:
+            connection.close()
+        found = []
+        for memory_id, content, tag_json, agent, created, updated, rank in rows:
+            memory_tags = tuple(json.loads(tag_json))
+            if wanted and not wanted <= set(memory_tags):
+                continue
+            scope: Scope = "user" if agent == _USER_SCOPE else "agent"
+            found.append(
+                Memory(
+                    id=memory_id,
+                    content=content,
+                    tags=memory_tags,
+                    scope=scope,
+                    created=created,
+                    updated=updated,
+                    score=round(-rank, 6),
+                )
+            )
+        return found[:limit]
+
+    def _delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
+        marks = ",".join("?" * len(agents))
+        connection = self._connect()
+        try:
+            with connection:
+                row = connection.execute(
+                    "SELECT id, content, tags, agent, created, updated FROM memories "
+                    f"WHERE id = ? AND user_id = ? AND agent IN ({marks})",
+                    (memory_id, user, *agents),
+                ).fetchone()
+                if row is None:
+                    return None
+                connection.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+                connection.execute("DELETE FROM memories_fts WHERE id = ?", (memory_id,))
+        finally:
+            connection.close()
+        scope: Scope = "user" if row[3] == _USER_SCOPE else "agent"
+        return Memory(
+            id=row[0],
+            content=row[1],
+            tags=tuple(json.loads(row[2])),
+            scope=scope,
+            created=row[4],
+            updated=row[5],
+        )
+
+    async def _audit(self, kind: Literal["memory_write", "memory_delete"], **data: Any) -> None:
+        if self.audit is not None:
+            session_id = data.pop("session_id", None)
+            entry = AuditEntry(
+                kind=kind,
+                ts=time.time(),
+                tool="memory_store" if kind == "memory_write" else "memory_delete",
+                status="ok",
+                session_id=session_id,
+                data=data,
+            )
+            await self.audit.record(entry)
+
+    async def store(
+        self,
+        context: SessionContext,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        scope: Scope = "agent",
+    ) -> tuple[Memory, bool]:
+        """Store a memory; ``(memory, created)`` (False: the scope already held the same text,
+        whose tags now include ``tags``).
+
+        Raises:
+            NotAllowedError: no user. QuotaExceededError: a limit. InvalidArgumentsError: empty.
+        """
+        user, agent = scope_of(context, scope, self.anonymous_user)
+        content, clean = self._check(content, tags)
+        if self.backend is not None:
+            memory, created = await self.backend.store(
+                user, agent, content, clean, self.limits.max_per_scope
+            )
+        else:
+            memory, created = await anyio.to_thread.run_sync(
+                self._store, user, agent, content, clean
+            )
+        await self._audit(
+            "memory_write",
+            session_id=context.session_id,
+            user_id=user,
+            agent=agent,
+            memory_id=memory.id,
+            created=created,
+            chars=len(content),
+        )
+        return memory, created
+
+    def _visible(self, context: SessionContext) -> tuple[str, list[str]]:
+        user, agent = scope_of(context, "agent", self.anonymous_user)
+        return user, [agent, _USER_SCOPE]
+
+    async def search(
+        self,
+        context: SessionContext,
+        query: str,
+        *,
+        limit: int | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[Memory]:
+        """The caller's memories (its agent scope and its user scope) matching ``query``,
+        best first (BM25)."""
+        user, agents = self._visible(context)
+        count = min(limit or self.limits.default_results, self.limits.max_results)
+        if self.backend is None:
+            return await anyio.to_thread.run_sync(self._search, user, agents, query, count, tags)
+        words = re.findall(r"\w+", query)
+        if not words:
+            raise InvalidArgumentsError("the search query has no words")
+        wanted = {t.strip().lower() for t in tags if t.strip()}
+        found = await self.backend.search(user, agents, words, count if not wanted else count * 20)
+        return [m for m in found if wanted <= set(m.tags)][:count]
+
+    async def delete(self, context: SessionContext, memory_id: str) -> Memory:
+        """Delete one of the caller's memories.
+
+        Raises:
+            InvalidArgumentsError: no such memory among the caller's (another user's id is
+                indistinguishable from an unknown one).
+        """
+        user, agents = self._visible(context)
+        if self.backend is not None:
+            memory = await self.backend.delete(user, agents, memory_id)
+        else:
+            memory = await anyio.to_thread.run_sync(self._delete, user, agents, memory_id)
+        if memory is None:
+            raise InvalidArgumentsError(
+                f"no memory {memory_id!r} among yours",
+                hint="memory_search returns the ids of your memories",
+            )
+        await self._audit(
+            "memory_delete",
+            session_id=context.session_id,
+            user_id=user,
+            agent=agents[0],
+            memory_id=memory_id,
+        )
+        return memory
+
+
+async def memory_tool(
+    store: MemoryStore, name: str, arguments: dict[str, Any], call: ToolCall
+) -> ToolResult:
+    """Run ``memory_store``, ``memory_search`` or ``memory_delete`` with validated arguments."""
+    context = call.session_context
+    if name == "memory_store":
+        memory, created = await store.store(
+            context,
+            arguments["content"],
+            tags=arguments.get("tags", ()),
+            scope=arguments.get("scope", "agent"),
+        )
+        return ToolResult.from_structured({"memory": memory.to_json(), "duplicate": not created})
+    if name == "memory_search":
+        found = await store.search(
+            context,
+            arguments["query"],
+            limit=arguments.get("limit"),
+            tags=arguments.get("tags", ()),
+        )
+        return ToolResult.from_structured({"memories": [m.to_json() for m in found]})
+    if name == "memory_delete":
+        memory = await store.delete(context, arguments["id"])
+        return ToolResult.from_structured({"deleted": memory.to_json()})
+    raise KeyError(f"no memory tool {name!r}")
