@@ -15,14 +15,27 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 PUBLIC_MODULES = (
+    # the packages' façades
     "sagents",
-    "sagents.tool",
-    "sagents.agent",
+    "sagents.errors",
+    "sagents.core",
+    "sagents.sandbox",
+    "sagents.audit",
+    "sagents.store",
     "sagents.mcp",
-    "sagents.skill",
+    "sagents.progress",
+    "sagents.tool",
+    "sagents.tool.impl",
+    "sagents.config",
     "sagents.script",
+    "sagents.skill",
     "sagents.gateway",
+    "sagents.gateway.console",
+    "sagents.agent",
+    "sagents.cli",
     "sagents.testing",
+    "sagents.demo",
+    "sagents.mcp_servers",
     # the documented import paths of the tool layer (docs/tools.md)
     "sagents.tool.tool_base",
     "sagents.tool.tool_schema",
@@ -30,7 +43,28 @@ PUBLIC_MODULES = (
     "sagents.tool.mcp_proxy",
     "sagents.tool.mcp_tool_base",
     "sagents.tool.tool_manager",
+    # the exporters and names (docs/tool-schema.md), the questionnaire (docs/builtin_tools.md)
+    "sagents.tool.openai_export",
+    "sagents.tool.export_responses",
+    "sagents.tool.export_anthropic",
+    "sagents.tool.export_gemini",
+    "sagents.tool.export_inline",
+    "sagents.tool.naming",
+    "sagents.tool.questions",
+    # build_tool_manager (docs/cli-tools.md), fetch_mcp_skills (docs/skills.md), the typed
+    # events (docs/progress.md), the terminal approver (docs/run_script.md)
+    "sagents.config.tools",
+    "sagents.skill.mcp_skills",
+    "sagents.core.events",
+    "sagents.cli.terminal_approval",
+    # entry points a user types: `sagents` (pyproject.toml), `python -m ...` (docs/)
+    "sagents.cli.main",
+    "sagents.mcp_servers.memory",
+    "sagents.mcp_servers.todo",
+    "sagents.demo.fleet_server",
 )
+"""Every public module: a module under ``sagents/`` whose name (or a package's) does not start
+with ``_`` is listed here and documented in ``docs/api.md`` (tests/test_public_api.py)."""
 
 
 @pytest.fixture

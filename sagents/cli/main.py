@@ -21,7 +21,7 @@ import typer.main
 
 from sagents import __version__
 
-__all__ = ["LAZY_COMMANDS", "LazyCommand", "app", "load_command", "main"]
+__all__ = ["app", "main"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,15 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
-__all__ = [
-    "DEVICE_COUNT",
-    "Alert",
-    "Device",
-    "DeviceList",
-    "DeviceStatus",
-    "build_server",
-    "fleet_status",
-]
+__all__ = ["build_server"]
 
 DEVICE_COUNT = 500
 SEED = 20261129
