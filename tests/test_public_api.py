@@ -5,6 +5,7 @@ The public API is a short, documented list (``PUBLIC_MODULES`` of
 leading ``_`` as in httpx and anyio, so a refactor of the internals cannot break a user.
 """
 
+import ast
 import importlib
 from pathlib import Path
 from types import ModuleType
@@ -70,6 +71,53 @@ def test_the_meta_test_sees_a_new_public_module() -> None:
     assert _is_private("sagents.tool._new_module")
     assert _is_private("sagents.script._guest.agent_tools")
     assert "sagents.tool._tool_proxy" in _module_names()
+
+
+RE_EXPORTS_ALLOWED = frozenset({"sagents.tool.tool_progress", "sagents.tool.mcp_proxy"})
+"""Modules that only re-export: the tool layer's historical import paths (docs/tools.md)."""
+
+
+def _only_re_exports(path: Path) -> bool:
+    """Whether a module holds nothing but imports, ``__all__`` and its docstring."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    imports = 0
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports += 1
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and [
+            target.id
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        ] == ["__all__"]:
+            continue
+        else:
+            return False
+    return imports > 0
+
+
+def test_no_module_is_a_second_import_path_for_names_defined_elsewhere() -> None:
+    shims = sorted(
+        name
+        for name in _module_names()
+        if not (ROOT / Path(*name.split("."))).is_dir()  # a package's façade re-exports
+        and name not in RE_EXPORTS_ALLOWED
+        and _only_re_exports(ROOT / Path(*name.split(".")).with_suffix(".py"))
+    )
+    assert not shims, (
+        f"these modules only re-export names defined elsewhere: {shims}; import those names "
+        "from the module that defines them (or the package's façade) and delete the module"
+    )
+
+
+def test_a_module_of_imports_and_all_is_seen_as_a_re_export(tmp_path: Path) -> None:
+    shim = tmp_path / "shim.py"
+    shim.write_text('"""Doc."""\n\nfrom a import b\n\n__all__ = ["b"]\n', encoding="utf-8")
+    real = tmp_path / "real.py"
+    real.write_text('"""Doc."""\n\nfrom a import b\n\nC = b\n', encoding="utf-8")
+    assert _only_re_exports(shim)
+    assert not _only_re_exports(real)
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

@@ -38,6 +38,7 @@ from sagents.cli._call_approval import read_answer
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config._loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
+from sagents.core._limits import ScriptLimits
 from sagents.core._literal import printable
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
@@ -48,7 +49,6 @@ from sagents.script._runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script._runtime import install_runtime
 from sagents.script._sandbox_launcher import SandboxLauncher
 from sagents.script._session import script_callable_specs
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import (
     ScriptHandle,
     ScriptProgressUpdate,

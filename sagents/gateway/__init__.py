@@ -9,7 +9,6 @@ from sagents.gateway._approval import (
     GatewayCallApprover,
     current_client_asker,
 )
-from sagents.gateway._background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
 from sagents.gateway._convert import spec_to_mcp_tool, to_call_tool_result
 from sagents.gateway._factory import build_gateway, open_gateway
 from sagents.gateway._http_server import build_http_app, check_bind, serve_http
@@ -20,6 +19,7 @@ from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, load_profiles
 from sagents.gateway._tool_search import ToolSearch
 from sagents.gateway._workspaces import Workspaces
+from sagents.tool._background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
 
 __all__ = [
     "BackgroundRegistry",

@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 
 from sagents.audit._store import AuditStore, SqliteAuditStore, default_data_dir
+from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
@@ -50,7 +51,6 @@ from sagents.script._session import (
     RunScriptTool,
     script_callable_specs,
 )
-from sagents.script._settings import ScriptLimits
 from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider

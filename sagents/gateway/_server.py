@@ -79,14 +79,6 @@ from sagents.gateway._approval import (
     decided,
     refusal_text,
 )
-from sagents.gateway._background import (
-    CANCEL_TOOL,
-    STATUS_TOOL,
-    TASK_URI_PREFIX,
-    TaskInfo,
-    handed_off_result,
-    task_tools,
-)
 from sagents.gateway._convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
 from sagents.gateway._ext_directory import install_directory_read
 from sagents.gateway._ext_skills import SkillsExtension
@@ -122,6 +114,14 @@ from sagents.tool._approval import (
     Approver,
     approval_needed,
     settle_answer,
+)
+from sagents.tool._background import (
+    CANCEL_TOOL,
+    STATUS_TOOL,
+    TASK_URI_PREFIX,
+    TaskInfo,
+    handed_off_result,
+    task_tools,
 )
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider

@@ -6,6 +6,8 @@ Floor 4 of ``docs/architecture.md`` ("Layers"), which also draws one run; see
 ``docs/run_script.md``.
 """
 
+from sagents.config._models import ScriptsParams
+from sagents.core._limits import ScriptLimits
 from sagents.script._description import (
     run_script_description,
     run_script_spec,
@@ -19,7 +21,6 @@ from sagents.script._runner import ScriptRunner
 from sagents.script._runtime import ScriptRuntime, install_runtime
 from sagents.script._sandbox_launcher import SandboxLauncher, SandboxScriptProcess
 from sagents.script._session import RunScriptSettings, RunScriptTool
-from sagents.script._settings import ScriptLimits, ScriptsParams
 from sagents.script._values import (
     ScriptHandle,
     ScriptProgressUpdate,

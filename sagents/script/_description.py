@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, offered_specs
-from sagents.script._settings import ScriptLimits
 
 __all__ = [
     "RUN_SCRIPT_INPUT_SCHEMA",

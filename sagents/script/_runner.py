@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, TaskGroup
 
 from sagents.audit._store import AuditEntry, AuditStore
+from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError, SandboxError, ScriptRejectedError
@@ -39,7 +40,6 @@ from sagents.script._policy import ScriptPlan, plan_script
 from sagents.script._records import CALLS_FLUSH_INTERVAL_S, ScriptRecords, new_script_id
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
-from sagents.script._settings import ScriptLimits
 from sagents.script._transport import PipeTransport
 from sagents.script._values import (
     ScriptHandle,

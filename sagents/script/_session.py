@@ -40,6 +40,7 @@ import anyio
 import anyio.abc
 
 from sagents.audit._store import AuditStore
+from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.core.events import (
@@ -60,7 +61,6 @@ from sagents.script._records import mark_interrupted_runs
 from sagents.script._runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
 from sagents.tool._approval import Approver
 from sagents.tool._background import BackgroundTasks, TaskInfo, handed_off_result

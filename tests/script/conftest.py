@@ -11,13 +11,13 @@ from typing import Any
 import anyio
 import pytest
 
+from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionClass
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.script._launcher import PlainLauncher
 from sagents.script._runner import ScriptRunner
 from sagents.script._runtime import ScriptRuntime, install_runtime
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptProgressUpdate
 from sagents.tool._approval import AllowAllApprover, Approver
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from sagents.core._limits import ScriptLimits
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.script._description import (
     run_script_description,
     run_script_spec,
     should_offer_run_script,
 )
-from sagents.script._settings import ScriptLimits
 from tests.script.conftest import SPECS
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sagents.core._limits import ScriptLimits
 from sagents.errors import NotAllowedError
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls

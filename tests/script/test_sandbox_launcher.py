@@ -10,13 +10,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sagents.core._limits import ScriptLimits
 from sagents.errors import SandboxError
 from sagents.sandbox import LocalSandbox, SandboxLimits, SandboxParams, create_sandbox
 from sagents.script._launcher import LaunchSpec
 from sagents.script._runner import ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import RUNTIME_MOUNT, SandboxLauncher
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import SPECS, FakeTools
 

@@ -12,19 +12,19 @@ import anyio
 import pytest
 
 from sagents.audit._store import AuditEntry
+from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.core.events import BackgroundDoneEvent, Event, ScriptProgressEvent
 from sagents.errors import SandboxError
-from sagents.gateway._background import BackgroundTasks
 from sagents.progress._clock import ManualClock
 from sagents.progress._hub import ProgressHub
 from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
 from sagents.script._records import ScriptRecords
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._session import RunScriptSettings, RunScriptTool
-from sagents.script._settings import ScriptLimits
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
+from sagents.tool._background import BackgroundTasks
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 from sagents.tool._tool_proxy import ToolProxy

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from sagents.config._models import ScriptsParams
+from sagents.core._limits import ScriptLimits
 from sagents.errors import ConfigError
 from sagents.script._runtime import COMPILED_FILES, RUNTIME_FILES, install_runtime
-from sagents.script._settings import ScriptLimits, ScriptsParams
 
 
 def test_scripts_settings_map_to_limits() -> None:
