@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 
 from sagents.audit._store import SqliteAuditStore
+from sagents.core._limits import ScriptLimits
 from sagents.gateway._scripts import GatewayScripts
 from sagents.gateway._workspaces import Workspaces
 from sagents.progress._hub import ProgressHub
@@ -38,7 +39,6 @@ from sagents.sandbox._bwrap import python_runtime
 from sagents.script._runtime import install_runtime
 from sagents.script._sandbox_launcher import SandboxLauncher
 from sagents.script._session import RunScriptTool
-from sagents.script._settings import ScriptLimits
 from sagents.tool._context import SessionContext
 from sagents.tool.tool_manager import ToolManager
 

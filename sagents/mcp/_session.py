@@ -298,7 +298,7 @@ class OpenedSession:
     pid: int | None = None
     tool_filter: ToolListFilter | None = None
     task_statuses: TaskStatuses | None = None
-    """The session's ``notifications/tasks`` (see :func:`sagents.mcp._tasks_client.resolve_task`)."""
+    """The session's ``notifications/tasks`` (:func:`sagents.mcp._tasks_client.resolve_task`)."""
 
 
 async def open_session(

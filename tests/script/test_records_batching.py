@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sagents.core._limits import ScriptLimits
 from sagents.script._records import CALLS_BATCH_LINES, CallRecord, ScriptRecords
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 

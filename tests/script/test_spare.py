@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sagents.core._limits import ScriptLimits
 from sagents.sandbox import LocalSandbox, SandboxLimits, SandboxParams
 from sagents.sandbox._process import LocalProcess
 from sagents.script._runner import ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
-from sagents.script._settings import ScriptLimits
 from sagents.script._values import ScriptRequest, ScriptRunResult
 from tests.script.conftest import SPECS, FakeTools
 

@@ -20,13 +20,13 @@ import pytest
 from mcp import Client
 
 from sagents.agent import SAgent
+from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Gateway
 from sagents.sandbox import LocalSandbox, SandboxParams
 from sagents.script._runtime import ScriptRuntime, install_runtime
 from sagents.script._session import RunScriptSettings, RunScriptTool
-from sagents.script._settings import ScriptLimits
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import SessionContext, ToolManager, ToolProxy
 from sagents.tool import tool_manager as tool_manager_module
