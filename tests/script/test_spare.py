@@ -207,3 +207,23 @@ async def test_back_to_back_runs_each_get_their_own_run_whatever_state_the_spare
                 while launcher.spare_process is None:
                     await launcher._changed.wait()  # a spare exists, ready or not
     assert launcher.spares_used >= 4  # the runs after each wait took a spare
+
+
+def _replace_directory(path: Path) -> None:
+    path.rename(path.with_name("old-" + path.name))
+    path.mkdir()
+    (path / "data.txt").write_text("new")
+
+
+async def test_a_spare_is_not_used_once_its_workspace_was_replaced(
+    runtime: ScriptRuntime, workspace: Path, launcher: SandboxLauncher
+) -> None:
+    await _run(_runner(runtime, workspace, launcher), "pass\n")
+    spare = await _spare(launcher)
+    _replace_directory(workspace)  # the same path, another directory: the spare holds the old
+    result = await _run(_runner(runtime, workspace, launcher), "print(open('data.txt').read())\n")
+    assert result.status == "ok", result.output
+    assert result.output.splitlines()[1:] == ["new"]
+    assert launcher.spares_used == 0
+    with anyio.fail_after(30):
+        await spare.wait()  # dropped: killed
