@@ -443,8 +443,11 @@ class SandboxLauncher:
     ) -> None:
         """Own one sandbox process from spawn to teardown (a spare: until taken or dropped)."""
         timeout = self._timeout_s
-        if hosted.spare and timeout is not None and self._spare_idle_s is not None:
-            timeout += self._spare_idle_s  # the runner's own timeout ends a run first
+        if hosted.spare and self._spare_idle_s is not None:
+            if timeout is None and isinstance(sandbox, LocalSandbox):
+                timeout = sandbox.params.limits.wall_timeout_seconds  # what a cold run gets
+            if timeout is not None:  # counted from the spare's start: its idle time on top
+                timeout += self._spare_idle_s  # the runner's own timeout ends a run first
         self._hosted.add(hosted)
         try:
             async with sandbox.spawn(

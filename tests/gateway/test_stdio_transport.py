@@ -348,3 +348,35 @@ def test_sagents_serve_ends_cleanly_when_its_client_closes_stdout(tmp_path: Path
     code, err = close_stdout_mid_session(process, "tools/list")
     assert code == 0, err
     assert "Traceback" not in err
+
+
+@pytest.mark.anyio
+async def test_a_character_split_between_two_reads_arrives_whole() -> None:
+    line = '{"jsonrpc": "2.0", "id": "caf\u00e9-\u6f22\u5b57", "method": "ping"}\n'.encode()
+    cut = line.index("\u6f22".encode()) + 1  # inside the 3-byte character
+    with pipes() as (client_w, read_fd, write_fd, _), anyio.fail_after(10):
+        async with transport(read_fd, write_fd) as (read_stream, write_stream):
+            os.write(client_w, line[:cut])
+            first = await anyio.to_thread.run_sync(os.write, client_w, line[cut:])
+            os.close(client_w)
+            items = await receive_all(read_stream)
+            write_stream.close()
+    assert first == len(line) - cut
+    assert [request_id(item) for item in items] == ["caf\u00e9-\u6f22\u5b57"]
+
+
+@pytest.mark.anyio
+async def test_replies_to_a_regular_file_are_written_whole_one_per_line(tmp_path: Path) -> None:
+    out = tmp_path / "stdout.jsonl"
+    with pipes() as (client_w, read_fd, _, _), anyio.fail_after(10):
+        write_fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            async with transport(read_fd, write_fd) as (_, write_stream):
+                async with write_stream:
+                    for number in range(20):
+                        await write_stream.send(ping(number, padding=100_000))
+                os.close(client_w)
+        finally:
+            os.close(write_fd)
+    lines = await anyio.to_thread.run_sync(out.read_bytes)
+    assert [json.loads(line)["id"] for line in lines.splitlines()] == list(range(20))

@@ -6,6 +6,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -227,3 +228,26 @@ async def test_a_spare_is_not_used_once_its_workspace_was_replaced(
     assert launcher.spares_used == 0
     with anyio.fail_after(30):
         await spare.wait()  # dropped: killed
+
+
+class _TimeoutsSeen(LocalSandbox):
+    """A local sandbox that notes the wall bound each spawn was given."""
+
+    timeouts: list[float | None]
+
+    def spawn(self, argv: Any, **kwargs: Any) -> Any:
+        self.timeouts.append(kwargs.get("timeout"))
+        return super().spawn(argv, **kwargs)
+
+
+async def test_a_spare_without_a_launcher_bound_adds_its_idle_time_to_the_sandboxs_own(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    limits = SandboxLimits(wall_timeout_seconds=30.0)
+    sandbox = _TimeoutsSeen(SandboxParams(workspace=str(workspace), limits=limits))
+    sandbox.timeouts = []
+    async with SandboxLauncher(sandbox, spare_idle_s=50.0) as launcher:  # no timeout_s
+        await _run(_runner(runtime, workspace, launcher), "pass\n")
+        await _spare(launcher)
+    # The cold run: the sandbox's own 30 s; the spare: those 30 s after up to 50 s unused.
+    assert sandbox.timeouts == [None, 80.0]
