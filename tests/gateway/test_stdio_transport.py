@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
@@ -23,6 +24,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
+from sagents.gateway import _stdio_transport
 from sagents.gateway._stdin_lines import OVERLONG_LINE
 from sagents.gateway._stdio_transport import ReadStream, WriteStream, stdio_streams
 
@@ -380,3 +382,32 @@ async def test_replies_to_a_regular_file_are_written_whole_one_per_line(tmp_path
             os.close(write_fd)
     lines = await anyio.to_thread.run_sync(out.read_bytes)
     assert [json.loads(line)["id"] for line in lines.splitlines()] == list(range(20))
+
+
+@pytest.mark.anyio
+async def test_leaving_ends_even_when_a_terminal_stdout_is_never_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_stdio_transport, "_SHUTDOWN_FLUSH_S", 0.1)
+    master, terminal = os.openpty()  # written in a worker thread, which blocks: nobody reads
+    drained = threading.Event()
+
+    def drain_late() -> None:  # unblocks the writer if leaving waited for it (the failure)
+        if not drained.wait(30):
+            with suppress(OSError):
+                while os.read(master, 1 << 16):
+                    pass
+
+    watchdog = threading.Thread(target=drain_late, daemon=True)
+    watchdog.start()
+    in_r, in_w = os.pipe()
+    try:
+        with anyio.fail_after(10):
+            async with transport(in_r, terminal) as (_, write_stream):
+                await write_stream.send(ping(1, padding=4 * MIB))  # more than the terminal holds
+                write_stream.close()
+    finally:
+        drained.set()
+        for fd in (in_r, in_w, terminal, master):
+            with suppress(OSError):
+                os.close(fd)
