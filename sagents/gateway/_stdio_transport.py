@@ -20,7 +20,8 @@ wire; both are restored on exit). What differs is how the bytes move:
   (partial writes are resumed, so a huge reply arrives whole and replies never interleave);
   while it waits it takes nothing more, so the server's sends wait too (back-pressure). On a
   terminal, a regular file or a stdout shared with stderr (``2>&1``), which must not be made
-  non-blocking under other writers, each batch is written in a worker thread instead.
+  non-blocking under other writers, each batch is written in a worker thread instead (left
+  behind, on exit, if it is still blocked after the flush deadline).
 
 When the client closes its end of stdout (``EPIPE``), the transport stops reading, so that
 ``Server.run`` ends as on stdin's end of file; replies still being produced are dropped.
@@ -318,7 +319,11 @@ async def _write_messages(
 
 async def _write_all(wire: _Wire, data: bytes) -> None:
     if not wire.nonblocking_write:
-        await anyio.to_thread.run_sync(_write_blocking, wire.write_fd, data)
+        # Abandoned on cancel (the shutdown's flush deadline): a terminal or a pipe shared with
+        # stderr that nobody reads must not hold the exit. The thread writes through its own
+        # duplicate, so closing the wire's descriptor cannot point its writes elsewhere.
+        fd = os.dup(wire.write_fd)
+        await anyio.to_thread.run_sync(_write_blocking, fd, data, abandon_on_cancel=True)
         return
     view = memoryview(data)
     while view:
@@ -331,6 +336,10 @@ async def _write_all(wire: _Wire, data: bytes) -> None:
 
 
 def _write_blocking(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    """Write all of ``data`` to ``fd``, then close ``fd`` (a duplicate made for this write)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

@@ -24,6 +24,7 @@ written through the sandbox's file API instead.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import stat
@@ -49,6 +50,8 @@ __all__ = [
     "summarize",
 ]
 
+logger = logging.getLogger(__name__)
+
 RECORDS_DIR = (".agent", "scripts")
 SUMMARY_CHARS = 200  # result summary in calls.jsonl, characters
 MAX_RECORDED_ARGUMENTS_CHARS = 4096  # a call's arguments in calls.jsonl, as JSON characters
@@ -60,6 +63,12 @@ CALLS_BATCH_LINES = 256
 CALLS_BATCH_BYTES = 64 * 1024
 CALLS_FLUSH_INTERVAL_S = 1.0
 
+_FILE_NAMES = {
+    "script": "script.py",
+    "calls": "calls.jsonl",
+    "output": "output.txt",
+    "run": "run.json",
+}
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -126,6 +135,7 @@ class ScriptRecords:
         self._calls_bytes = 0
         self._pending: list[bytes] = []  # calls.jsonl lines not written yet
         self._pending_bytes = 0
+        self._failed: dict[str, OSError] = {}  # file key -> its first write error
 
     @property
     def relative_dir(self) -> str:
@@ -171,13 +181,27 @@ class ScriptRecords:
                 os.close(fd)
         records = cls(workspace=workspace, script_id=script_id, fds=fds)
         records._write_all("script", code.encode("utf-8", "surrogatepass"))  # kept open: synced
+        if "script" in records._failed:  # never run a script cut short
+            records.close()
+            raise records._failed["script"]
         records.write_status({"script_id": script_id, "status": "running", "started": time.time()})
         return records
 
+    @property
+    def write_failures(self) -> dict[str, str]:
+        """The files that could not be written (file name → the first error): a full disk or
+        a quota leaves the records incomplete, but never ends the run or loses its result."""
+        return {_FILE_NAMES.get(key, key): str(error) for key, error in self._failed.items()}
+
     def _write_all(self, key: str, data: bytes) -> None:
+        if key in self._failed and key != "run":  # appended files: no line after a torn one
+            return
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fds[key], view) :]
+        try:
+            while view:
+                view = view[os.write(self._fds[key], view) :]
+        except OSError as error:  # ENOSPC, EDQUOT, EIO: noted, the run goes on
+            self._failed.setdefault(key, error)
 
     def write_call(self, record: CallRecord) -> None:
         """Append one line to ``calls.jsonl`` (arguments capped, the file bounded: see the
@@ -223,8 +247,12 @@ class ScriptRecords:
     def write_status(self, status: Mapping[str, Any]) -> None:
         """Replace the content of ``run.json`` (through its open descriptor)."""
         fd = self._fds["run"]
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+        except OSError as error:
+            self._failed.setdefault("run", error)
+            return
         self._write_all("run", (json.dumps(dict(status), default=str) + "\n").encode())
 
     def close(self) -> None:
@@ -242,8 +270,11 @@ class ScriptRecords:
         (idempotent; blocking: run it in a worker thread)."""
         try:
             self.flush()
-            for fd in self._fds.values():
-                os.fsync(fd)
+            for key, fd in self._fds.items():
+                try:
+                    os.fsync(fd)
+                except OSError as error:  # EIO, or a file that cannot be synced: logged
+                    logger.warning("run_script %s: %s not synced: %s", self.script_id, key, error)
         finally:
             self.close()
 

@@ -401,6 +401,12 @@ class ScriptRunner:
         dispatcher: ScriptDispatcher | None = None,
     ) -> ScriptRunResult:
         counters = dispatcher.counters() if dispatcher is not None else None
+        if records is not None:
+            records.flush()  # every call line before the final status
+            if records.write_failures:
+                failures = "; ".join(f"{n}: {e}" for n, e in records.write_failures.items())
+                lost = f"the records are incomplete ({failures}): free disk space"
+                note = f"{note}; {lost}" if note else lost
         ran = records is not None and run.exit_code is not None
         duration = time.monotonic() - run.started if ran else 0.0
         summary = RunSummary(
@@ -428,7 +434,6 @@ class ScriptRunner:
             truncated=capture.truncated if capture else False,
         )
         if records is not None:
-            records.flush()  # every call line before the final status
             records.write_status({**result.to_dict(), "output": None, "ended": time.time()})
         self._progress(handle, run, dispatcher, status)
         return result

@@ -19,7 +19,8 @@ its session), the launcher hosts each run's sandbox in a task of its own, and ke
 (fresh namespaces, a fresh cgroup, the interpreter started and the helper loaded) waiting on
 fd 3 for its run, so the next run only hands over its script path, variables and pipes. A spare
 serves one run, is keyed by what it was started with (sandbox and its parameters, workspace,
-read-only mode, the runtime's files; a spare whose key no longer matches is dropped), ends after
+read-only mode, the runtime's files, which directories the workspace and its read-only
+sub-paths are; a spare whose key no longer matches is dropped), ends after
 :data:`SPARE_IDLE_S` unused, and is killed when the launcher exits. The wait for a finished
 run's tree to go (the kernel tearing its namespaces down) and the removal of its cgroup happen in
 that task, after the run's result. Not entered, each run's sandbox is started and torn down in
@@ -189,6 +190,21 @@ def _relative_script(spec: LaunchSpec) -> tuple[str, str]:
     return host_ws, script_rel
 
 
+def _identities(host_ws: str, subpaths: tuple[str, ...]) -> tuple[Any, ...]:
+    """Which directories the workspace and its read-only sub-paths are (device, inode): a
+    spare binds the directories it was started with, so one replaced at the same path since
+    (removed and made again) needs a fresh spare."""
+    found: list[Any] = []
+    for path in (host_ws, *(os.path.join(host_ws, sub) for sub in subpaths)):
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append(None)
+        else:
+            found.append((info.st_dev, info.st_ino))
+    return tuple(found)
+
+
 def _runtime_state(spec: LaunchSpec) -> tuple[Any, ...]:
     """What identifies the runtime's files (a refreshed helper needs a fresh spare)."""
     state: list[Any] = [str(spec.bootstrap)]
@@ -311,10 +327,13 @@ class SandboxLauncher:
 
     def _key(self, sandbox: Sandbox, spec: LaunchSpec) -> tuple[Any, ...]:
         params = sandbox.params if isinstance(sandbox, LocalSandbox) else None
+        host_ws = os.path.realpath(spec.workspace)
+        subpaths = params.read_only_subpaths if params is not None else ()
         return (
             id(sandbox),
             params,
-            os.path.realpath(spec.workspace),
+            host_ws,
+            _identities(host_ws, subpaths),
             spec.read_only_workspace,
             _runtime_state(spec),
             self._timeout_s,
@@ -424,8 +443,11 @@ class SandboxLauncher:
     ) -> None:
         """Own one sandbox process from spawn to teardown (a spare: until taken or dropped)."""
         timeout = self._timeout_s
-        if hosted.spare and timeout is not None and self._spare_idle_s is not None:
-            timeout += self._spare_idle_s  # the runner's own timeout ends a run first
+        if hosted.spare and self._spare_idle_s is not None:
+            if timeout is None and isinstance(sandbox, LocalSandbox):
+                timeout = sandbox.params.limits.wall_timeout_seconds  # what a cold run gets
+            if timeout is not None:  # counted from the spare's start: its idle time on top
+                timeout += self._spare_idle_s  # the runner's own timeout ends a run first
         self._hosted.add(hosted)
         try:
             async with sandbox.spawn(

@@ -4,8 +4,10 @@ A timeout can only take effect where a coroutine suspends: cancellation is deliv
 ``await`` that yields to the event loop. A trivial tool (``async def add(a, b)``) never does, so
 for it a cancel scope and a timer, armed and disarmed on every call, cost more than the call
 itself. :func:`await_within` therefore runs the coroutine's first step directly, and arms the
-timeout (``asyncio.timeout``, Python docs "Timeouts") only if the coroutine suspends; from there
-on the call is bounded exactly as ``anyio.move_on_after`` would bound it. On other event loops
+timeout (``asyncio.timeout_at``, Python docs "Timeouts") only if the coroutine suspends, at the
+deadline counted from before that first step; from there on the call is bounded exactly as
+``anyio.move_on_after`` would bound it (work done before the first wait counts, and a first
+wait after the deadline ends the call at once). On other event loops
 than asyncio (trio), the coroutine runs inside ``anyio.move_on_after`` from its start, because
 a cancel scope cannot be entered under one the coroutine already entered.
 
@@ -44,10 +46,12 @@ def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
     Raises:
         Whatever the coroutine raises in its first step.
     """
-    if type(coroutine) is not CoroutineType or asyncio._get_running_loop() is None:
+    loop = asyncio._get_running_loop()
+    if type(coroutine) is not CoroutineType or loop is None:
         return False, _NOT_STARTED  # another awaitable, or not asyncio: not started here
+    started = loop.time()  # the timeout counts from here, the work before the first wait too
     try:
-        return False, coroutine.send(None)
+        return False, _Suspended(coroutine.send(None), started)
     except StopIteration as stop:  # returned without waiting: no timer was needed
         return True, stop.value
 
@@ -55,7 +59,8 @@ def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
 async def finish_within(
     coroutine: Awaitable[T], state: Any, seconds: float
 ) -> tuple[bool, T | None]:
-    """Await the rest of ``coroutine`` after :func:`first_step`, at most ``seconds``.
+    """Await the rest of ``coroutine`` after :func:`first_step`, at most ``seconds`` from the
+    call's start (before its first step).
 
     Returns:
         ``(True, value)`` when it returned ``value``; ``(False, None)`` when the timeout ended
@@ -69,10 +74,11 @@ async def finish_within(
             return True, await coroutine
         return False, None
     assert isinstance(coroutine, CoroutineType)
-    timeout = asyncio.timeout(seconds)
+    assert isinstance(state, _Suspended)
+    timeout = asyncio.timeout_at(state.started + seconds)  # already past: ends it at once
     try:
         async with timeout:
-            return True, await _Resumed(coroutine, state)
+            return True, await _Resumed(coroutine, state.yielded)
     except TimeoutError:
         if timeout.expired():
             return False, None
@@ -80,7 +86,7 @@ async def finish_within(
 
 
 async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
-    """Await ``coroutine``, at most ``seconds`` once it waits (:func:`first_step`, then
+    """Await ``coroutine``, at most ``seconds`` (:func:`first_step`, then
     :func:`finish_within`).
 
     Args:
@@ -100,6 +106,17 @@ async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T
         result: T = state
         return True, result
     return await finish_within(coroutine, state, seconds)
+
+
+class _Suspended:
+    """Where :func:`first_step` left a coroutine: what it yielded, and when the call started
+    (the event loop's clock, seconds)."""
+
+    __slots__ = ("started", "yielded")
+
+    def __init__(self, yielded: Any, started: float) -> None:
+        self.yielded = yielded
+        self.started = started
 
 
 class _Resumed(Generic[T]):

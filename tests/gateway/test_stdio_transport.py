@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
@@ -23,6 +24,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
+from sagents.gateway import _stdio_transport
 from sagents.gateway._stdin_lines import OVERLONG_LINE
 from sagents.gateway._stdio_transport import ReadStream, WriteStream, stdio_streams
 
@@ -348,3 +350,64 @@ def test_sagents_serve_ends_cleanly_when_its_client_closes_stdout(tmp_path: Path
     code, err = close_stdout_mid_session(process, "tools/list")
     assert code == 0, err
     assert "Traceback" not in err
+
+
+@pytest.mark.anyio
+async def test_a_character_split_between_two_reads_arrives_whole() -> None:
+    line = '{"jsonrpc": "2.0", "id": "caf\u00e9-\u6f22\u5b57", "method": "ping"}\n'.encode()
+    cut = line.index("\u6f22".encode()) + 1  # inside the 3-byte character
+    with pipes() as (client_w, read_fd, write_fd, _), anyio.fail_after(10):
+        async with transport(read_fd, write_fd) as (read_stream, write_stream):
+            os.write(client_w, line[:cut])
+            first = await anyio.to_thread.run_sync(os.write, client_w, line[cut:])
+            os.close(client_w)
+            items = await receive_all(read_stream)
+            write_stream.close()
+    assert first == len(line) - cut
+    assert [request_id(item) for item in items] == ["caf\u00e9-\u6f22\u5b57"]
+
+
+@pytest.mark.anyio
+async def test_replies_to_a_regular_file_are_written_whole_one_per_line(tmp_path: Path) -> None:
+    out = tmp_path / "stdout.jsonl"
+    with pipes() as (client_w, read_fd, _, _), anyio.fail_after(10):
+        write_fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            async with transport(read_fd, write_fd) as (_, write_stream):
+                async with write_stream:
+                    for number in range(20):
+                        await write_stream.send(ping(number, padding=100_000))
+                os.close(client_w)
+        finally:
+            os.close(write_fd)
+    lines = await anyio.to_thread.run_sync(out.read_bytes)
+    assert [json.loads(line)["id"] for line in lines.splitlines()] == list(range(20))
+
+
+@pytest.mark.anyio
+async def test_leaving_ends_even_when_a_terminal_stdout_is_never_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_stdio_transport, "_SHUTDOWN_FLUSH_S", 0.1)
+    master, terminal = os.openpty()  # written in a worker thread, which blocks: nobody reads
+    drained = threading.Event()
+
+    def drain_late() -> None:  # unblocks the writer if leaving waited for it (the failure)
+        if not drained.wait(30):
+            with suppress(OSError):
+                while os.read(master, 1 << 16):
+                    pass
+
+    watchdog = threading.Thread(target=drain_late, daemon=True)
+    watchdog.start()
+    in_r, in_w = os.pipe()
+    try:
+        with anyio.fail_after(10):
+            async with transport(in_r, terminal) as (_, write_stream):
+                await write_stream.send(ping(1, padding=4 * MIB))  # more than the terminal holds
+                write_stream.close()
+    finally:
+        drained.set()
+        for fd in (in_r, in_w, terminal, master):
+            with suppress(OSError):
+                os.close(fd)

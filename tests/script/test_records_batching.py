@@ -150,3 +150,38 @@ async def test_records_are_complete_after_a_cancel_and_durable_once_it_is_over(
     assert result.status == "cancelled"
     _assert_one_line_per_call(workspace, result, tools)
     assert len(synced) == 5  # leaving the runner waited for the records to be durable
+
+
+async def test_a_full_disk_under_calls_jsonl_gives_a_result_that_says_the_records_are_incomplete(
+    make_runner: RunnerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create = ScriptRecords.create
+
+    def on_a_full_disk(workspace: Path, script_id: str, code: str) -> ScriptRecords:
+        records = create(workspace, script_id, code)
+        full = os.open("/dev/full", os.O_WRONLY | os.O_CLOEXEC)  # every write: ENOSPC
+        try:
+            os.dup2(full, records._fds["calls"])
+        finally:
+            os.close(full)
+        return records
+
+    monkeypatch.setattr(ScriptRecords, "create", on_a_full_disk)
+    result = await _run(make_runner, MAKE_CALLS)
+    assert result.status == "ok"  # the run is not lost: its result says what is missing
+    assert result.calls == CALLS
+    assert "calls done" in result.output
+    assert "the records are incomplete (calls.jsonl: [Errno 28] No space left on device)" in (
+        result.output
+    )
+
+
+def test_a_script_that_cannot_be_written_whole_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_space(fd: int, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        ScriptRecords.create(tmp_path, "run1", "print('cut short')\n")

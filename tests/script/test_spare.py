@@ -6,6 +6,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -207,3 +208,46 @@ async def test_back_to_back_runs_each_get_their_own_run_whatever_state_the_spare
                 while launcher.spare_process is None:
                     await launcher._changed.wait()  # a spare exists, ready or not
     assert launcher.spares_used >= 4  # the runs after each wait took a spare
+
+
+def _replace_directory(path: Path) -> None:
+    path.rename(path.with_name("old-" + path.name))
+    path.mkdir()
+    (path / "data.txt").write_text("new")
+
+
+async def test_a_spare_is_not_used_once_its_workspace_was_replaced(
+    runtime: ScriptRuntime, workspace: Path, launcher: SandboxLauncher
+) -> None:
+    await _run(_runner(runtime, workspace, launcher), "pass\n")
+    spare = await _spare(launcher)
+    _replace_directory(workspace)  # the same path, another directory: the spare holds the old
+    result = await _run(_runner(runtime, workspace, launcher), "print(open('data.txt').read())\n")
+    assert result.status == "ok", result.output
+    assert result.output.splitlines()[1:] == ["new"]
+    assert launcher.spares_used == 0
+    with anyio.fail_after(30):
+        await spare.wait()  # dropped: killed
+
+
+class _TimeoutsSeen(LocalSandbox):
+    """A local sandbox that notes the wall bound each spawn was given."""
+
+    timeouts: list[float | None]
+
+    def spawn(self, argv: Any, **kwargs: Any) -> Any:
+        self.timeouts.append(kwargs.get("timeout"))
+        return super().spawn(argv, **kwargs)
+
+
+async def test_a_spare_without_a_launcher_bound_adds_its_idle_time_to_the_sandboxs_own(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    limits = SandboxLimits(wall_timeout_seconds=30.0)
+    sandbox = _TimeoutsSeen(SandboxParams(workspace=str(workspace), limits=limits))
+    sandbox.timeouts = []
+    async with SandboxLauncher(sandbox, spare_idle_s=50.0) as launcher:  # no timeout_s
+        await _run(_runner(runtime, workspace, launcher), "pass\n")
+        await _spare(launcher)
+    # The cold run: the sandbox's own 30 s; the spare: those 30 s after up to 50 s unused.
+    assert sandbox.timeouts == [None, 80.0]

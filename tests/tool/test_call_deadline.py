@@ -150,3 +150,39 @@ async def test_await_within_takes_any_awaitable() -> None:
 
     assert await await_within(Ready(), 5) == (True, 7)
     assert await await_within(anyio.sleep_forever(), 0.01) == (False, None)
+
+
+async def test_the_timeout_counts_the_work_done_before_the_first_wait() -> None:
+    past_first_wait: list[bool] = []
+
+    async def work_past_the_timeout(seconds: float) -> str:
+        """Compute for longer than the timeout, wait once, then wait forever."""
+        start = anyio.current_time()
+        while anyio.current_time() - start < seconds:  # CPU work, no await
+            pass
+        await anyio.lowlevel.checkpoint()
+        past_first_wait.append(True)
+        await anyio.sleep_forever()
+        return "never"
+
+    manager = ToolManager()
+    manager.register_tool(work_past_the_timeout)
+    with anyio.fail_after(10):
+        result = await manager.run_tool("work_past_the_timeout", {"seconds": 0.2}, timeout=0.1)
+    assert result.error is not None
+    assert result.error.code == "timeout"
+    assert past_first_wait == []  # the timeout had passed: ended at the first wait
+
+
+async def test_a_tool_whose_first_step_raises_gives_an_execution_error() -> None:
+    async def fail_at_once(reason: str) -> str:
+        """Raise before ever waiting."""
+        raise LookupError(reason)
+
+    manager = ToolManager()
+    manager.register_tool(fail_at_once)
+    with anyio.fail_after(10):
+        result = await manager.run_tool("fail_at_once", {"reason": "no such device"}, timeout=5)
+    assert result.error is not None
+    assert result.error.code == "execution_error"
+    assert "LookupError: no such device" in result.error.message
