@@ -1,6 +1,6 @@
 """The public list is the documented list: docs/api.md names exactly what the public modules
 export (``__all__``, recorded by tests/test_public_api_snapshot.py), and every import path the
-docs show is a public module that exports the imported names.
+docs and the examples show is a public module that exports the imported names.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ from tests.test_public_api_snapshot import PUBLIC_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+# what a new user copies: the examples are held to the same public paths as the docs
+EXAMPLES = sorted(
+    path
+    for path in (ROOT / "examples").rglob("*")
+    if path.suffix in {".py", ".json", ".md"} and path.is_file()
+)
 
 FROM_IMPORT = re.compile(
     r"^\s*from\s+(sagents(?:\.\w+)*)\s+import\s+(\([^)]*\)|[^\n#]+)", re.MULTILINE
@@ -72,9 +78,9 @@ def test_the_listing_parser_reads_headings_and_rows() -> None:
 
 def _imports_in_docs() -> list[tuple[str, str, list[str]]]:
     """(file, module, names) of every ``from sagents... import`` / ``import sagents...`` /
-    ``-m sagents...`` in docs/ and the README."""
+    ``-m sagents...`` in docs/, the README and examples/."""
     found = []
-    for path in DOCS:
+    for path in [*DOCS, *EXAMPLES]:
         text = path.read_text(encoding="utf-8")
         where = path.relative_to(ROOT).as_posix()
         for match in FROM_IMPORT.finditer(text):
@@ -108,6 +114,7 @@ def test_the_docs_import_scan_sees_each_form() -> None:
     assert IMPORT.search("import sagents.tool")
     assert RUN_MODULE.search('"args": ["-m", "sagents.mcp_servers.memory"]')
     assert len(_imports_in_docs()) > 20
+    assert any(where.startswith("examples/") for where, _, _ in _imports_in_docs())
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)
