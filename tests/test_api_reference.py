@@ -121,3 +121,39 @@ def test_the_docs_import_scan_sees_each_form() -> None:
 def test_every_public_module_has_a_section_in_the_reference(name: str) -> None:
     page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     assert f"## `{name}`" in page
+
+
+DOTTED = re.compile(r"`(sagents(?:\.\w+)+)`")
+NOT_NAMES = {"sagents.json", "sagents.pem", "sagents.X"}  # file names and a placeholder
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or a name reached by attributes from the longest module."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(target, part):
+                return False
+            target = getattr(target, part)
+        return True
+    return False
+
+
+def test_every_dotted_name_the_docs_cite_exists() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT).as_posix()}: {dotted}"
+        for path in DOCS
+        for dotted in sorted(set(DOTTED.findall(path.read_text(encoding="utf-8"))))
+        if dotted not in NOT_NAMES and not _resolves(dotted)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_dotted_name_check_refuses_a_missing_name() -> None:
+    assert _resolves("sagents.tool.tool_manager.call_timeout")
+    assert _resolves("sagents.tool.ToolManager.run_tool")
+    assert not _resolves("sagents.tool.call_timeout")
