@@ -88,3 +88,4 @@ def test_build_gateway_with_a_snake_case_key_names_the_documented_one(tmp_path: 
     with pytest.raises(ConfigError, match="spells it 'callTimeout'") as caught:
         build_gateway(GatewaySettings(config=config, workspace=tmp_path))
     assert "mcpServers.a.call_timeout" in str(caught.value)
+    assert "))" not in str(caught.value)  # one sentence, no parentheses inside parentheses
