@@ -1,6 +1,6 @@
 """The public list is the documented list: docs/api.md names exactly what the public modules
 export (``__all__``, recorded by tests/test_public_api_snapshot.py), and every import path the
-docs show is a public module that exports the imported names.
+docs and the examples show is a public module that exports the imported names.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ from tests.test_public_api_snapshot import PUBLIC_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+# what a new user copies: the examples are held to the same public paths as the docs
+EXAMPLES = sorted(
+    path
+    for path in (ROOT / "examples").rglob("*")
+    if path.suffix in {".py", ".json", ".md"} and path.is_file()
+)
 
 FROM_IMPORT = re.compile(
     r"^\s*from\s+(sagents(?:\.\w+)*)\s+import\s+(\([^)]*\)|[^\n#]+)", re.MULTILINE
@@ -72,9 +78,9 @@ def test_the_listing_parser_reads_headings_and_rows() -> None:
 
 def _imports_in_docs() -> list[tuple[str, str, list[str]]]:
     """(file, module, names) of every ``from sagents... import`` / ``import sagents...`` /
-    ``-m sagents...`` in docs/ and the README."""
+    ``-m sagents...`` in docs/, the README and examples/."""
     found = []
-    for path in DOCS:
+    for path in [*DOCS, *EXAMPLES]:
         text = path.read_text(encoding="utf-8")
         where = path.relative_to(ROOT).as_posix()
         for match in FROM_IMPORT.finditer(text):
@@ -108,9 +114,46 @@ def test_the_docs_import_scan_sees_each_form() -> None:
     assert IMPORT.search("import sagents.tool")
     assert RUN_MODULE.search('"args": ["-m", "sagents.mcp_servers.memory"]')
     assert len(_imports_in_docs()) > 20
+    assert any(where.startswith("examples/") for where, _, _ in _imports_in_docs())
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)
 def test_every_public_module_has_a_section_in_the_reference(name: str) -> None:
     page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     assert f"## `{name}`" in page
+
+
+DOTTED = re.compile(r"`(sagents(?:\.\w+)+)`")
+NOT_NAMES = {"sagents.json", "sagents.pem", "sagents.X"}  # file names and a placeholder
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or a name reached by attributes from the longest module."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(target, part):
+                return False
+            target = getattr(target, part)
+        return True
+    return False
+
+
+def test_every_dotted_name_the_docs_cite_exists() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT).as_posix()}: {dotted}"
+        for path in DOCS
+        for dotted in sorted(set(DOTTED.findall(path.read_text(encoding="utf-8"))))
+        if dotted not in NOT_NAMES and not _resolves(dotted)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_dotted_name_check_refuses_a_missing_name() -> None:
+    assert _resolves("sagents.tool.tool_manager.call_timeout")
+    assert _resolves("sagents.tool.ToolManager.run_tool")
+    assert not _resolves("sagents.tool.call_timeout")

@@ -14,11 +14,9 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent, Tool
 
-from sagents.core._permissions import ToolAnnotations, classify_annotations
-from sagents.core._result import TextContent as SagentsText
-from sagents.core._result import ToolResult
-from sagents.core._spec import ToolSource, ToolSpec
-from sagents.script._dispatcher import CallTool
+from sagents.core import TextContent as SagentsText
+from sagents.core import ToolAnnotations, ToolResult, ToolSource, ToolSpec, classify_annotations
+from sagents.script import CallTool
 
 __all__ = ["HERE", "fleet_client", "make_call_tool", "result_from_mcp", "spec_from_mcp"]
 

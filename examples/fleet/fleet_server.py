@@ -4,25 +4,9 @@ Run it over stdio: ``python examples/fleet/fleet_server.py`` or
 ``python -m sagents.demo.fleet_server`` (see ``mcp_servers.json``).
 """
 
-from sagents.demo.fleet_server import (
-    DEVICE_COUNT,
-    Alert,
-    Device,
-    DeviceList,
-    DeviceStatus,
-    build_server,
-    fleet_status,
-)
+from sagents.demo.fleet_server import build_server
 
-__all__ = [
-    "DEVICE_COUNT",
-    "Alert",
-    "Device",
-    "DeviceList",
-    "DeviceStatus",
-    "build_server",
-    "fleet_status",
-]
+__all__ = ["build_server"]
 
 if __name__ == "__main__":
     build_server().run("stdio")

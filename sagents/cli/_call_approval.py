@@ -70,11 +70,12 @@ async def approve_call(
     try:
         request = approval_needed(spec, arguments, mode=mode, session_id=_SESSION)
     except NotAllowedError as refused:
-        hint = (
-            "use --mode ask (asks first) or --mode auto to call it"
-            if mode == "read_only"
-            else "change the tool's permission class in the configuration to call it"
-        )
+        if mode != "read_only":
+            hint = "change the tool's permission class in the configuration to call it"
+        elif spec.permission == "destructive":  # asked before in every mode
+            hint = "use --mode ask or --mode auto (asks first; add --yes to call it unasked)"
+        else:
+            hint = "use --mode ask (asks first) or --mode auto to call it"
         return ToolResult.from_exception(
             NotAllowedError(f"the {what} was not called: {refused.message}", hint=hint,
                             details=details)

@@ -244,7 +244,7 @@ def _respelled(name: str, documented: str) -> tuple[str, str]:
     """The message and hint of a key spelled otherwise than documented."""
     return (
         f"unknown key {name!r}: the configuration spells it {documented!r}",
-        f"rename it to {documented!r} (keys are spelled as docs/configuration.md shows them)",
+        f"rename it to {documented!r}, the spelling docs/configuration.md shows",
     )
 
 

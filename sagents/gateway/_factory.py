@@ -10,8 +10,9 @@ is bound after the gateway exists) and enters it; leaving closes everything in r
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 from sagents.gateway._empty import EmptyProvider
 from sagents.gateway._runtime import ConfiguredGateway, open_configured_gateway, plan_gateway
@@ -23,15 +24,44 @@ from sagents.tool.impl import VisionModel
 __all__ = ["EmptyProvider", "build_gateway", "open_gateway"]
 
 
-@asynccontextmanager
-async def open_gateway(
+class _OpenOnce(AbstractAsyncContextManager[ConfiguredGateway]):
+    """The context manager of one gateway: entered once, with an error that says so otherwise
+    (a generator-based one fails on a second entry with an unrelated ``AttributeError``)."""
+
+    def __init__(
+        self, call: str, opener: Callable[[], AbstractAsyncContextManager[ConfiguredGateway]]
+    ) -> None:
+        self._call = call
+        self._make = opener  # called on entering: open_gateway checks the config then
+        self._opener: AbstractAsyncContextManager[ConfiguredGateway] | None = None
+
+    async def __aenter__(self) -> ConfiguredGateway:
+        if self._opener is not None:
+            raise RuntimeError(
+                f"this {self._call} was already entered: each call opens one gateway, "
+                f"entered once; call {self._call} again for another"
+            )
+        self._opener = self._make()
+        return await self._opener.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._opener is not None, "__aexit__ without __aenter__"
+        return await self._opener.__aexit__(exc_type, exc, tb)
+
+
+def open_gateway(
     settings: GatewaySettings,
     *,
     approver: Approver | None = None,
     wait_for_servers: bool = True,
     image_model: VisionModel | None = None,
     tool_ranker: ToolRanker | None = None,
-) -> AsyncIterator[ConfiguredGateway]:
+) -> AbstractAsyncContextManager[ConfiguredGateway]:
     """Open the gateway ``sagents serve`` runs, and close it on leaving.
 
     Use::
@@ -59,16 +89,20 @@ async def open_gateway(
             ``localTools`` module cannot be imported or has no ``TOOLS``,
             ``settings.tool_search`` without a ``tool_ranker``; or, while opening, a local or
             built-in tool whose name is already taken (what was opened is closed again).
+        RuntimeError: the same ``open_gateway(...)`` entered a second time.
     """
-    plan = plan_gateway(
-        settings,
-        approver=approver,
-        wait_for_servers=wait_for_servers,
-        image_model=image_model,
-        tool_ranker=tool_ranker,
-    )
-    async with open_configured_gateway(plan) as gateway:
-        yield gateway
+
+    def opener() -> AbstractAsyncContextManager[ConfiguredGateway]:
+        plan = plan_gateway(
+            settings,
+            approver=approver,
+            wait_for_servers=wait_for_servers,
+            image_model=image_model,
+            tool_ranker=tool_ranker,
+        )
+        return open_configured_gateway(plan)
+
+    return _OpenOnce("open_gateway(...)", opener)
 
 
 def build_gateway(
@@ -95,4 +129,4 @@ def build_gateway(
         image_model=image_model,
         tool_ranker=tool_ranker,
     )
-    return open_configured_gateway(plan)
+    return _OpenOnce("build_gateway(...)", lambda: open_configured_gateway(plan))

@@ -134,7 +134,9 @@ def build_http_app(
 
     Raises:
         ConfigError: see :func:`check_bind`; or a malformed ``--allowed-host``.
+        RuntimeError: the gateway was closed (its ``async with`` block has ended).
     """
+    gateway._check_not_closed("build_http_app()")  # the package's own check
     check_bind(settings)
     app: Starlette = gateway.server.streamable_http_app(
         streamable_http_path=MCP_PATH,

@@ -264,6 +264,7 @@ class Gateway:
         """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
+        self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
         self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         # 2026-07-28 clients hear of changes on subscriptions/listen streams
@@ -332,6 +333,13 @@ class Gateway:
             self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
+        if self._lifecycle != "new":
+            raise RuntimeError(
+                f"this gateway is {'already open' if self._lifecycle == 'open' else 'closed'}: "
+                "a gateway is entered once ('async with ... as gateway:'); to serve again, "
+                "build a new one"
+            )
+        self._lifecycle = "open"
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self._tasks)
             if self._relay is not None:
@@ -351,7 +359,20 @@ class Gateway:
         tb: TracebackType | None,
     ) -> bool | None:
         stack, self._stack = self._stack, AsyncExitStack()
+        self._lifecycle = "closed"
         return bool(await stack.__aexit__(exc_type, exc, tb))
+
+    def _check_not_closed(self, what: str) -> None:
+        """Raise when the gateway's ``async with`` block has ended: ``what`` would use closed parts.
+
+        Raises:
+            RuntimeError: the gateway was closed; the message names ``what``.
+        """
+        if self._lifecycle == "closed":
+            raise RuntimeError(
+                f"{what} on a closed gateway: its 'async with' block has ended and what it "
+                "opened is closed; call it inside the block, or open a new gateway"
+            )
 
     def initialization_options(self) -> InitializationOptions:
         """The server's initialization options (it announces both list-changed kinds)."""
@@ -398,8 +419,14 @@ class Gateway:
         return sent
 
     async def run_stdio(self) -> None:
-        """Serve one client over this process's stdin/stdout until it closes them."""
+        """Serve one client over this process's stdin/stdout until it closes them.
+
+        Raises:
+            RuntimeError: the gateway was closed (its ``async with`` block has ended).
+        """
         from sagents.gateway._stdio_transport import stdio_streams
+
+        self._check_not_closed("run_stdio()")
 
         async with stdio_streams() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.initialization_options())

@@ -173,6 +173,8 @@ def test_read_only_mode_refuses_a_destructive_call_but_runs_a_read_only_one(
     )
     assert refused.exit_code == 1
     assert "this session is read-only" in refused.stdout
+    # --mode auto alone still asks before a destructive call: the hint names what runs it
+    assert "--mode ask or --mode auto (asks first; add --yes" in refused.stdout
     ran = runner.invoke(
         app,
         ["call", "fault__add", "-a", '{"a": 1, "b": 1}', "-c", str(config), "--mode", "read-only"],

@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sagents.demo.fleet_server import fleet_status
 from sagents.script import ScriptRequest, ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 
@@ -19,7 +20,7 @@ sys.path.insert(0, str(FLEET))  # the examples import each other by plain module
 bridge = importlib.import_module("bridge")
 fleet_server = importlib.import_module("fleet_server")
 make_call_tool, spec_from_mcp = bridge.make_call_tool, bridge.spec_from_mcp
-build_server, fleet_status = fleet_server.build_server, fleet_server.fleet_status
+build_server = fleet_server.build_server
 
 pytestmark = pytest.mark.anyio
 
