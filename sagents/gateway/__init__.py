@@ -14,6 +14,7 @@ from sagents.gateway._factory import build_gateway, open_gateway
 from sagents.gateway._http_server import build_http_app, check_bind, serve_http
 from sagents.gateway._offer import ScriptHost
 from sagents.gateway._policy import Profile, is_offered
+from sagents.gateway._runtime import ConfiguredGateway
 from sagents.gateway._seams import MemoryProgressSource, ProgressSource, ProxyProvider
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, load_profiles
@@ -25,6 +26,7 @@ __all__ = [
     "BackgroundRegistry",
     "BackgroundTasks",
     "ClientScriptApprover",
+    "ConfiguredGateway",
     "ElicitationApprover",
     "Gateway",
     "GatewayCallApprover",
