@@ -2,8 +2,8 @@
 
 policy check → approval → records → launch with fds 3/4 → dispatcher + output drain → exit,
 timeout, output cap or cancel (whole tree killed, calls in flight cancelled) → records complete
-→ the model-facing text; then, after the result, one audit entry and the records made durable
-(``fsync``): :meth:`ScriptRunner.run` returns after them, an entered runner waits for them.
+→ one audit entry → the model-facing text; then, after the result, the records made durable
+(``fsync``): :meth:`ScriptRunner.run` returns after it, an entered runner waits for it.
 
 :meth:`ScriptRunner.run` waits for the result. Inside ``async with runner:``,
 :meth:`ScriptRunner.start` returns a :class:`ScriptHandle` at once, to be awaited or cancelled
@@ -178,14 +178,17 @@ class ScriptRunner:
         try:
             result = await self._execute(handle, ended)
         finally:
-            handle.settle(result)
-            # The records are complete (written) before the result; the audit entry and the
-            # records' fsync (each milliseconds to tens of milliseconds on a busy disk) come
+            # The records are complete (written) and the audit entry is in the store before the
+            # result, so whoever gets the result finds the run (the console, another replica);
+            # the records' fsync (milliseconds to tens of milliseconds on a busy disk) comes
             # right after it, beyond any cancellation (docs/run_script.md, "Records and audit").
-            with anyio.CancelScope(shield=True):
+            try:
                 if result is not None:
-                    await self._write_audit(handle, result)
-                with anyio.move_on_after(CLEANUP_TIMEOUT_S):
+                    with anyio.CancelScope(shield=True):
+                        await self._write_audit(handle, result)
+            finally:
+                handle.settle(result)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
                     for records in ended:
                         await anyio.to_thread.run_sync(
                             records.sync_and_close, abandon_on_cancel=True
