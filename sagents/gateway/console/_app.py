@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sagents.audit._store import SqliteAuditStore
 from sagents.core._literal import printable
 from sagents.errors import TaskNotFoundError
-from sagents.gateway._pending import PendingApprovals
+from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.gateway._settings import ApprovalRoute
 from sagents.gateway._tasks import GatewayTasks
 from sagents.gateway._workspaces import Workspaces
@@ -402,7 +402,9 @@ class _Console:
     async def approvals(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         pending = self.data.pending
         items = [] if pending is None else pending.pending(owner=None if p.operator else p.identity)
-        return self.render(request, session, "approvals.html", items=items)
+        return self.render(
+            request, session, "approvals.html", items=items, pending_ids=",".join(_ids_of(items))
+        )
 
     async def answer(
         self, request: Request, session: ConsoleSession, p: Principal, form: dict[str, str]
@@ -524,7 +526,7 @@ class _Console:
                     # What waits now, as of the subscription: a page rendered just before a
                     # request arrived reloads (no event can fall between render and here).
                     owner = None if principal.operator else principal.identity
-                    ids = sorted(p.approval_id for p in self.data.pending.pending(owner=owner))
+                    ids = _ids_of(self.data.pending.pending(owner=owner))
                     yield _sse({"type": "approvals.state", "ids": ids})
                 if run is not None and self._visible(principal, run.session_id):
                     snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
@@ -549,6 +551,12 @@ class _Console:
 
     async def index(self, request: Request) -> Response:
         return RedirectResponse(f"{CONSOLE_PATH}/runs", 303)
+
+
+def _ids_of(items: list[PendingApproval]) -> list[str]:
+    """The ids of what waits, in the one order both the approvals page (its ``data-pending``)
+    and the event stream's ``approvals.state`` use: the page reloads while the two differ."""
+    return sorted(item.approval_id for item in items)
 
 
 def _wanted(event: dict[str, Any], run_id: str, tool_call_id: str | None) -> bool:

@@ -58,9 +58,18 @@ class Served:
         self.portal = portal
         self.gateway = gateway
         self.base = base
+        self.started: list[Future[Any]] = []
 
     def start(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self.portal.start_task_soon(fn, *args)
+        future = self.portal.start_task_soon(fn, *args)
+        self.started.append(future)
+        return future
+
+    def cancel_the_rest(self) -> None:
+        """Cancel what a failed test left running (a call waiting for an approval nobody gives
+        would hold the portal open until the approval timeout)."""
+        for future in self.started:
+            future.cancel()
 
     def live(self) -> LiveRuns:
         hub = self.gateway.hub
@@ -96,9 +105,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                     task_status.started(port)
 
         port = portal.start_task(serve)[1]
+        served = Served(portal, gateway, f"http://127.0.0.1:{port}/console")
         try:
-            yield Served(portal, gateway, f"http://127.0.0.1:{port}/console")
+            yield served
         finally:
+            served.cancel_the_rest()
             portal.call(scope[0].cancel)
 
 
@@ -221,6 +232,7 @@ def test_a_run_appears_its_bar_moves_and_stdout_and_stderr_have_panes(
     (workspace / "go1").touch()
     wait(browser, lambda b: bar("value")(b) == "2")
     browser.get(f"{served.base}/runs/{run.script_id}")
+    browser.execute_script("window.sagentsMark = 'this document'")
     wait(browser, lambda b: "out 2" in text(b, "#pane-stdout"))
     assert "err 2" in text(browser, "#pane-stderr")
     assert "out" not in text(browser, "#pane-stderr")
@@ -235,20 +247,47 @@ def test_a_run_appears_its_bar_moves_and_stdout_and_stderr_have_panes(
     wait(browser, lambda b: text(b, "#status") == "ok" and "done" in text(b, "#output"))
     assert text(browser, "#exit-code") == "0"
     assert "fault__add" in text(browser, "#calls-table")
+    assert browser.execute_script("return window.sagentsMark") == "this document"  # no reload
     shot(browser, "run")
 
 
 ECHO = "from agent_tools import call\nprint(call('fault__echo', {'text': 'hello from echo'}))\n"
 
 
+def first_card(browser: WebDriver) -> dict[str, str]:
+    """The first card's text, its buttons' and its arguments' (waits for one; a live update may
+    swap the page's content between two reads, so all are read in one go, again if it did)."""
+
+    def read(b: WebDriver) -> dict[str, str] | None:
+        cards = b.find_elements(By.CSS_SELECTOR, "article.card")
+        if not cards:
+            return None
+        arguments = cards[0].find_elements(By.CSS_SELECTOR, "pre.arguments")
+        return {
+            "text": cards[0].text,
+            "buttons": " ".join(e.text for e in cards[0].find_elements(By.TAG_NAME, "button")),
+            "arguments": arguments[0].text if arguments else "",
+            "bold": str(bool(cards[0].find_elements(By.CSS_SELECTOR, "pre.arguments b"))),
+        }
+
+    return wait(browser, read)  # type: ignore[no-any-return]
+
+
+def click_first_card(browser: WebDriver, button: str) -> None:
+    def click(b: WebDriver) -> bool:
+        cards = b.find_elements(By.CSS_SELECTOR, "article.card")
+        if not cards:
+            return False
+        cards[0].find_element(By.CSS_SELECTOR, f"button.{button}").click()
+        return True
+
+    wait(browser, click)
+
+
 def approve_card(browser: WebDriver, served: Served, button: str) -> dict[str, str]:
     browser.get(f"{served.base}/approvals")
-    card = wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "article.card"))[0]
-    seen = {
-        "text": card.text,
-        "buttons": " ".join(e.text for e in card.find_elements(By.TAG_NAME, "button")),
-    }
-    card.find_element(By.CSS_SELECTOR, f"button.{button}").click()
+    seen = first_card(browser)
+    click_first_card(browser, button)
     wait(browser, lambda b: not b.find_elements(By.CSS_SELECTOR, "article.card"))
     return seen
 
@@ -296,15 +335,30 @@ def test_a_direct_write_call_can_be_allowed_for_this_session(
 
     results = served.start(twice)
     browser.get(f"{served.base}/approvals")
-    card = wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "article.card"))[0]
-    arguments = card.find_element(By.CSS_SELECTOR, "pre.arguments").text
-    assert "<script>alert(1)</script><b>bold</b>\\u001b[31m" in arguments  # JSON, literally
-    assert not card.find_elements(By.CSS_SELECTOR, "pre.arguments b")
-    card.find_element(By.CSS_SELECTOR, "button.allow-session").click()
+    card = first_card(browser)
+    assert "<script>alert(1)</script><b>bold</b>\\u001b[31m" in card["arguments"]  # JSON, literally
+    assert card["bold"] == "False"
+    click_first_card(browser, "allow-session")
     first, second = results.result(timeout=WAIT_S)
     assert first.is_error is False
     assert text_of(second) == "again"  # not asked again in this session
     assert served.gateway.pending.pending() == []
+
+
+def test_the_approvals_page_shows_a_new_card_in_place_without_reloading(
+    served: Served, browser: WebDriver
+) -> None:
+    browser.get(f"{served.base}/approvals")
+    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "p.empty"))
+    browser.execute_script("window.sagentsMark = 'this document'")
+    result = call_tool(served, "fault__echo", {"text": "in place"})  # a new session: asked
+    card = first_card(browser)
+    assert "fault__echo" in card["text"]
+    assert browser.execute_script("return window.sagentsMark") == "this document"
+    click_first_card(browser, "deny")
+    outcome = result.result(timeout=WAIT_S)
+    assert outcome.is_error is True
+    assert "was not approved" in text_of(outcome)
 
 
 def test_model_written_text_renders_literally_in_runs_and_run_pages(

@@ -3,9 +3,11 @@ headers, escaping, and the pending-approval store it answers through."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -392,3 +394,36 @@ async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
     assert "b" * 32 in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>bold</b>" not in page
+
+
+async def test_the_approvals_page_and_its_first_event_name_the_same_pending_ids() -> None:
+    """The page reloads while what it shows differs from what the event stream says waits; with
+    several requests (ids of both cases) both must list them in one order, or it reloads forever."""
+    settings = GatewaySettings(transport="http", port=0)  # loopback, no token: operator
+    items = [
+        replace(PendingApproval.for_request(call("fleet__reboot", session_id="s1"), owner=""),
+                approval_id=approval_id)
+        for approval_id in ("abc", "Abd", "_x", "Zz", "-q")
+    ]  # fmt: skip
+    with anyio.fail_after(20):
+        async with (
+            console_server(settings) as (base, gateway),
+            httpx2.AsyncClient() as http,
+            anyio.create_task_group() as tg,
+        ):
+            for item in items:
+                tg.start_soon(gateway.pending.ask, item)
+            while len(gateway.pending.pending()) < len(items):
+                await gateway.pending.changed()
+            page = await http.get(f"{base}/console/approvals")
+            async with http.stream("GET", f"{base}/console/events") as events:
+                async for line in events.aiter_lines():
+                    if line.startswith("data:"):
+                        first = json.loads(line.removeprefix("data:"))
+                        break
+            tg.cancel_scope.cancel()
+    shown = re.search(r'id="approvals" data-pending="([^"]*)"', page.text)
+    assert shown is not None, page.text[:500]
+    assert first["type"] == "approvals.state"
+    assert sorted(first["ids"]) == sorted(i.approval_id for i in items)
+    assert shown.group(1) == ",".join(first["ids"])

@@ -119,8 +119,40 @@
     if (FINAL.has(event.status) && body.dataset.live === "1") {
       body.dataset.live = "0";
       // The records are complete once the run has ended: show them (calls, output, exit code).
-      window.setTimeout(function () { window.location.reload(); }, 500);
+      window.setTimeout(refresh, 500);
     }
+  }
+
+  // A page brings itself up to date by fetching itself and swapping in its <main>, never by
+  // reloading: a reload is a navigation, which loses what the reader was looking at and races
+  // any navigation of their own (a click, a link). The fetched HTML is parsed inert
+  // (DOMParser runs no script, and the CSP forbids inline handlers); it is the page the server
+  // renders, with every model-written text escaped. One fetch at a time; a request that comes
+  // during one runs once after it.
+  let refreshing = false;
+  let again = false;
+
+  function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    again = false;
+    fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) {
+        if (!response.ok || response.redirected) { throw new Error("status " + response.status); }
+        return response.text();
+      })
+      .then(function (html) {
+        const fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
+        const main = document.querySelector("main");
+        if (fresh && main && !fresh.isEqualNode(main)) {  // unchanged: keep what is shown
+          main.replaceWith(document.importNode(fresh, true));
+        }
+      })
+      .catch(function () { window.location.reload(); })  // logged out, or the gateway went away
+      .finally(function () {
+        refreshing = false;
+        if (again) { refresh(); }
+      });
   }
 
   function connect(query) {
@@ -134,13 +166,13 @@
       } else if (page === "run") {
         runPage(event);
       } else if (page === "approvals" && event.type === "approvals.changed") {
-        window.location.reload();
+        refresh();
       } else if (page === "approvals" && event.type === "approvals.state") {
         const shown = document.getElementById("approvals").dataset.pending || "";
-        if (shown !== (event.ids || []).join(",")) { window.location.reload(); }
+        if (shown !== (event.ids || []).join(",")) { refresh(); }
       } else if (page === "background" && (event.type === "background.done"
                  || (event.type === "script.progress" && FINAL.has(event.status)))) {
-        window.setTimeout(function () { window.location.reload(); }, 300);
+        window.setTimeout(refresh, 300);
       }
     };
     window.addEventListener("beforeunload", function () { source.close(); });
