@@ -262,14 +262,19 @@ async def test_a_memory_bomb_split_over_processes_is_contained_by_the_cgroup(
             assert isinstance(proc, LocalProcess)
             seen = b""
             with anyio.fail_after(60):
-                while seen.count(b"held") + seen.count(b"exit") < 4:
+                # Until two were killed (at most two can hold at once), or all four hold and
+                # none was killed (no limit: fail at once rather than at the timeout).
+                while seen.count(b"exit 137") < 2 and not (
+                    seen.count(b"held") == 4 and b"exit" not in seen
+                ):
                     seen += await proc.stdout.receive()
             directory, limit_file = _memory_cgroup_of(proc.pid)  # entered: the tree runs
             v1 = limit_file.endswith("bytes")
             peak = int(_read(f"{directory}/memory.{'max_usage_in_bytes' if v1 else 'peak'}"))
             await proc.kill()
-    assert seen.count(b"held") <= 2, seen  # three would be 240 MiB
-    assert seen.count(b"exit 137") >= 2, seen  # the others were killed (SIGKILL) inside
+    # Three holding at once would be 240 MiB; a hog may still say "held" after another was
+    # killed and its memory freed, so it is the kills and the peak that show the limit held.
+    assert seen.count(b"exit 137") >= 2, seen  # killed (SIGKILL) inside the sandbox
     assert peak <= 200 * 1024**2
     assert _host_is_healthy()
 
