@@ -111,6 +111,20 @@ async def rounds(
     return {name: sorted(figures)[1] for name, figures in seen.items()}  # by calls/s
 
 
+def _echo_calls(manager: ToolManager, client: Client, args: dict[str, str]) -> tuple[Call, Call]:
+    """``run_tool`` on the server's ``echo`` (its result checked), and the SDK client's call."""
+
+    async def run_tool() -> object:
+        result = await manager.run_tool("bench__echo", args)
+        assert not result.is_error, result
+        return result
+
+    async def sdk() -> object:
+        return await client.call_tool("echo", args)
+
+    return run_tool, sdk
+
+
 async def bench_case(transport: str, sdk_target: object, params: object, total: int) -> None:
     args = {"text": "x"} if transport == "stdio" else {"message": "x"}
     with tempfile.TemporaryDirectory() as logs:
@@ -128,13 +142,7 @@ async def bench_case(transport: str, sdk_target: object, params: object, total: 
                 assert not result.is_error, result
                 return result
 
-            async def run_tool() -> object:
-                result = await manager.run_tool("bench__echo", args)
-                assert not result.is_error, result
-                return result
-
-            async def sdk() -> object:
-                return await client.call_tool("echo", args)
+            run_tool, sdk = _echo_calls(manager, client, args)
 
             for concurrency in (1, 8):
                 figures = await rounds(
@@ -186,13 +194,7 @@ async def cpu_only() -> dict[str, float]:
         async with ToolManager() as manager, Client(stdio) as client:
             await manager.register_mcp_server("bench", stdio, settings)
 
-            async def run_tool() -> object:
-                result = await manager.run_tool("bench__echo", args)
-                assert not result.is_error, result
-                return result
-
-            async def sdk() -> object:
-                return await client.call_tool("echo", args)
+            run_tool, sdk = _echo_calls(manager, client, args)
 
             seen: dict[str, list[float]] = {"sdk": [], "run_tool": []}
             for _ in range(CPU_ROUNDS):
