@@ -3,7 +3,8 @@
 run_script writes one ``gateway_call`` entry per script (never one per inner call). The default
 store is an embedded SQLite file, ``<data dir>/audit.sqlite3``; the data directory is
 ``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``.
-SQLite calls run in worker threads (``anyio.to_thread``), each on its own short connection.
+SQLite calls run in worker threads (``anyio.to_thread``), one at a time on a connection that the
+store opens on first use and keeps until :meth:`SqliteAuditStore.close`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 
@@ -27,6 +29,8 @@ __all__ = [
     "default_audit_path",
     "default_data_dir",
 ]
+
+_T = TypeVar("_T")
 
 AuditKind = Literal["gateway_call", "memory_write", "memory_delete"]
 """``gateway_call``: one call that the gateway ran on the model's behalf (a whole run_script);
@@ -62,8 +66,11 @@ def default_audit_path() -> Path:
     return default_data_dir() / "audit.sqlite3"
 
 
-def connect_private(path: Path) -> sqlite3.Connection:
+def connect_private(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open the SQLite file ``path`` readable by this user only, whatever the umask.
+
+    ``check_same_thread`` is :func:`sqlite3.connect`'s: False for a connection that several
+    threads use in turn, under a lock of the caller's.
 
     The gateway's stores hold every call's arguments and background results: a missing folder
     is created 0700, the file is created 0600 (SQLite gives its journal files the database
@@ -80,7 +87,7 @@ def connect_private(path: Path) -> sqlite3.Connection:
             os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
-    return sqlite3.connect(path, timeout=10.0)
+    return sqlite3.connect(path, timeout=10.0, check_same_thread=check_same_thread)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,50 +124,89 @@ class AuditStore(Protocol):
         ...
 
 
+class _Link:
+    """The store's one connection, opened on first use, used by one thread at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.connection: sqlite3.Connection | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SqliteAuditStore:
     """An audit store in one SQLite file (created with its folder on first use).
+
+    The store keeps one connection, opened on first use (opening one, and checking the schema,
+    for every entry cost more than the entry); :meth:`close` closes it, and a later call opens
+    a new one. A connection that failed is dropped, so the next call starts afresh. Each entry
+    is committed before :meth:`record` returns, so other connections (the console, another
+    process) see it at once.
 
     Attributes:
         path: The database file; :func:`default_audit_path` by default.
     """
 
     path: Path = field(default_factory=default_audit_path)
+    _link: _Link = field(default_factory=_Link, init=False, repr=False, compare=False)
 
-    def _connect(self) -> sqlite3.Connection:
-        connection = connect_private(self.path)
-        connection.executescript(_SCHEMA)
-        return connection
+    def _use(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work`` on the connection (opened if needed), one thread at a time."""
+        link = self._link
+        with link.lock:
+            if link.connection is None:
+                connection = connect_private(self.path, check_same_thread=False)
+                try:
+                    connection.executescript(_SCHEMA)
+                except BaseException:
+                    connection.close()
+                    raise
+                link.connection = connection
+            try:
+                return work(link.connection)
+            except sqlite3.Error:
+                link.connection.close()
+                link.connection = None
+                raise
 
     def _insert(self, entry: AuditEntry) -> None:
         data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
-        connection = self._connect()
-        try:
+
+        def insert(connection: sqlite3.Connection) -> None:
             with connection:
                 connection.execute(
                     "INSERT INTO audit (ts, kind, session_id, tool, status, data) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
                 )
-        finally:
-            connection.close()
+
+        self._use(insert)
 
     def _select(self, kind: str | None, limit: int) -> list[AuditEntry]:
-        connection = self._connect()
-        try:
-            query = "SELECT ts, kind, session_id, tool, status, data FROM audit"
-            params: tuple[Any, ...] = ()
-            if kind is not None:
-                query += " WHERE kind = ?"
-                params = (kind,)
-            rows = connection.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit))
-            return [
-                AuditEntry(
-                    ts=ts, kind=k, session_id=sid, tool=tool, status=status, data=json.loads(data)
-                )
-                for ts, k, sid, tool, status, data in rows.fetchall()
-            ]
-        finally:
+        query = "SELECT ts, kind, session_id, tool, status, data FROM audit"
+        params: tuple[Any, ...] = ()
+        if kind is not None:
+            query += " WHERE kind = ?"
+            params = (kind,)
+
+        def select(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return connection.execute(
+                query + " ORDER BY id DESC LIMIT ?", (*params, limit)
+            ).fetchall()
+
+        return [
+            AuditEntry(
+                ts=ts, kind=k, session_id=sid, tool=tool, status=status, data=json.loads(data)
+            )
+            for ts, k, sid, tool, status, data in self._use(select)
+        ]
+
+    def close(self) -> None:
+        """Close the store's connection, if open (idempotent; blocking: it waits for a call in
+        a worker thread to finish)."""
+        link = self._link
+        with link.lock:
+            connection, link.connection = link.connection, None
+        if connection is not None:
             connection.close()
 
     async def record(self, entry: AuditEntry) -> None:

@@ -101,9 +101,10 @@ __all__ = ["ConfiguredGateway", "GatewayPlan", "open_configured_gateway", "plan_
 
 logger = logging.getLogger(__name__)
 
-FIRST_LIST_WAIT_S = 8.0
-"""Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``);
-below the MCP Inspector's 10 s request timeout."""
+FIRST_LIST_WAIT_S = 20.0
+"""Seconds a ``tools/list`` waits for servers still on their first start (``sagents serve``):
+long enough for a server started by ``npx``/``uvx`` or on a loaded machine, well below the MCP
+SDKs' default request timeout (60 s), so that a client that lists once finds their tools."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -291,6 +292,9 @@ class ConfiguredGateway(Gateway):
         self.hub = manager.progress_hub
         self._scripts = scripts
         self._wait_for_servers = plan.wait_for_servers
+        self.first_list_wait_s = FIRST_LIST_WAIT_S
+        """How long a list or call waits for servers still on their first start (read at each
+        wait)."""
         self.forwarding = UpstreamForwarding(manager.mcp_supervisor, before=self._first_start)
         super().__init__(
             # the session's mode is applied by the proxy; the gateway asks the client first
@@ -370,9 +374,9 @@ class ConfiguredGateway(Gateway):
             # Servers still on their first start get a short while, so that a client that
             # lists (or calls) once right after initialize finds their tools; later ones are
             # announced. Once every server made its first attempt, this returns at once.
-            await self._manager.wait_mcp_servers(FIRST_LIST_WAIT_S)
+            await self._manager.wait_mcp_servers(self.first_list_wait_s)
         if self.upstream_skills is not None:  # and their skills' first listing, as briefly
-            await self.upstream_skills.first_listings(FIRST_LIST_WAIT_S)
+            await self.upstream_skills.first_listings(self.first_list_wait_s)
 
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None

@@ -51,13 +51,14 @@ A failed call comes back as its error result (``ToolManager.run_tool`` is the on
 exception from it is a broken seam, and ends the run."""
 
 
-def result_payload(result: ToolResult) -> dict[str, Any]:
-    """The ``result`` object of a call reply: ``{"text", "structured", "is_error", "error"}``."""
+def result_payload(result: ToolResult, text: str | None = None) -> dict[str, Any]:
+    """The ``result`` object of a call reply: ``{"text", "structured", "is_error", "error"}``
+    (``text``: ``result.text`` when the caller has it already)."""
     error = None
     if result.error is not None:
         error = {"code": result.error.code, "message": result.error.message}
     return {
-        "text": result.text,
+        "text": result.text if text is None else text,
         "structured": result.structured,
         "is_error": result.is_error,
         "error": error,
@@ -332,7 +333,19 @@ class ScriptDispatcher:
         self, queue: MemoryObjectReceiveStream[p.CallRequest], transport: ScriptTransport
     ) -> None:
         async with queue:
-            async for request in queue:
+            while True:
+                # A waiting request is taken at once: ``receive`` would first yield to the loop,
+                # one more turn per call. The worker still yields wherever its call or reply
+                # waits, and finds at most the queue's few requests waiting in between.
+                try:
+                    request = queue.receive_nowait()
+                except anyio.WouldBlock:
+                    try:
+                        request = await queue.receive()
+                    except anyio.EndOfStream:
+                        return
+                except anyio.EndOfStream:
+                    return
                 await self._run_call(transport, request)
 
     async def _run_call(self, transport: ScriptTransport, request: p.CallRequest) -> None:
@@ -354,19 +367,22 @@ class ScriptDispatcher:
         # A failed call is already its result: ToolManager.run_tool is the boundary, here as on
         # every call path (docs/architecture.md, "Where errors become results").
         duration = time.monotonic() - started
+        text = result.text
         try:
-            line = p.encode_ok_reply(request.id, result_payload(result))
+            line = p.encode_ok_reply(request.id, result_payload(result, text))
         except (TypeError, ValueError) as error:
             result = ToolResult.from_error("unserializable_result", f"result is not JSON: {error}")
             line = p.encode_ok_reply(request.id, result_payload(result))
+            text = result.text
         if len(line) > p.MAX_REPLY_BYTES:
             message = f"result of {len(line)} bytes is over the {p.MAX_REPLY_BYTES}-byte cap"
             result = ToolResult.from_error(p.ERROR_RESULT_TOO_LARGE, message)
             line = p.encode_ok_reply(request.id, result_payload(result))
+            text = result.text
         if result.is_error:
             self._failed += 1
         code = result.error.code if result.error is not None else None
-        self._write_record(request, ts, duration, code, result.text, is_error=result.is_error)
+        self._write_record(request, ts, duration, code, text, is_error=result.is_error)
         self._in_flight.discard(request.id)
         self._changed()
         await self._reply(transport, line)

@@ -173,6 +173,12 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+# Built once: ``json.loads``/``json.dumps`` with options build a new decoder/encoder per call.
+_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_object).decode
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+
+
 def decode_line(line: bytes, *, max_bytes: int) -> Any:
     """Decode one line (its trailing newline optional) strictly into a JSON value.
 
@@ -186,7 +192,9 @@ def decode_line(line: bytes, *, max_bytes: int) -> Any:
         raise ProtocolError(ERROR_LINE_TOO_LONG, f"line of {len(line)} bytes over {max_bytes}")
     try:
         text = line.decode("utf-8")
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_object)
+        if text.startswith("\ufeff"):  # what json.loads says; the decoder alone does not check
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _DECODE(text)
     except UnicodeDecodeError as error:
         raise ProtocolError(ERROR_INVALID_JSON, f"invalid UTF-8: {error.reason}") from None
     except RecursionError:
@@ -204,12 +212,11 @@ def encode_line(message: Any) -> bytes:
         ValueError: for NaN/Infinity or a value JSON cannot hold.
         TypeError: for a value that is not JSON-serialisable.
     """
-    text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = _ENCODE(message)
     try:
-        return text.encode("utf-8") + b"\n"
+        return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-        return text.encode("ascii") + b"\n"
+        return (_ENCODE_ASCII(message) + "\n").encode("ascii")
 
 
 def encode_ok_reply(request_id: RequestId | None, result: Any) -> bytes:

@@ -63,6 +63,11 @@ CALLS_BATCH_LINES = 256
 CALLS_BATCH_BYTES = 64 * 1024
 CALLS_FLUSH_INTERVAL_S = 1.0
 
+# Built once (``json.dumps`` with options builds an encoder per call); a string is encoded by
+# the C function that ``json.dumps(text, ensure_ascii=False)`` itself uses.
+_encode_arguments = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_encode_text = json.encoder.encode_basestring
+
 _FILE_NAMES = {
     "script": "script.py",
     "calls": "calls.jsonl",
@@ -208,16 +213,17 @@ class ScriptRecords:
         module docstring)."""
         if self._calls_bytes >= MAX_CALLS_LOG_BYTES:
             return
-        arguments = json.dumps(record.arguments, ensure_ascii=False, default=str)
+        arguments = _encode_arguments(record.arguments)
         if len(arguments) > MAX_RECORDED_ARGUMENTS_CHARS:
             preview = arguments[:MAX_RECORDED_ARGUMENTS_CHARS] + "…"
             arguments = json.dumps({TRUNCATED_KEY: preview, "chars": len(arguments)})
-        line = (  # not json.dumps of a dict: the arguments are serialised once, above
-            f'{{"ts": {record.ts!r}, "tool": {json.dumps(record.tool, ensure_ascii=False)}, '
+        code = record.error_code
+        line = (  # what json.dumps of the dict gives; the arguments are serialised once, above
+            f'{{"ts": {record.ts!r}, "tool": {_encode_text(record.tool)}, '
             f'"arguments": {arguments}, "duration_s": {record.duration_s!r}, '
-            f'"is_error": {json.dumps(record.is_error)}, '
-            f'"error_code": {json.dumps(record.error_code, ensure_ascii=False)}, '
-            f'"summary": {json.dumps(record.summary, ensure_ascii=False)}}}\n'
+            f'"is_error": {"true" if record.is_error else "false"}, '
+            f'"error_code": {"null" if code is None else _encode_text(code)}, '
+            f'"summary": {_encode_text(record.summary)}}}\n'
         ).encode("utf-8", "backslashreplace")
         if self._calls_bytes + len(line) > MAX_CALLS_LOG_BYTES:
             note = {"truncated": True, "note": f"calls.jsonl reached {MAX_CALLS_LOG_BYTES} "

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.store._protocols import CancelHandler
@@ -219,7 +221,8 @@ class EmbeddedStore:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        return None
+        with anyio.CancelScope(shield=True):  # the audit's connection, kept since its first use
+            await anyio.to_thread.run_sync(self.audit.close)
 
     def holds(self, session_id: str) -> bool:
         """Whether a legacy session could live on another process (never, embedded)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from sagents.audit import AuditEntry, SqliteAuditStore, default_audit_path, default_data_dir
+from sagents.audit import _store as store_module
 
 pytestmark = pytest.mark.anyio
 
@@ -50,3 +52,55 @@ def test_the_data_dir_follows_the_environment(
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
     assert default_data_dir() == tmp_path / "h" / ".local" / "share" / "sagents"
+
+
+async def test_a_store_keeps_one_connection_until_closed_and_reopens_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[sqlite3.Connection] = []
+    real = store_module.connect_private
+
+    def counting(path: Path, **kwargs: bool) -> sqlite3.Connection:
+        opened.append(real(path, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(store_module, "connect_private", counting)
+    store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
+    for n in range(5):
+        await store.record(AuditEntry(kind="gateway_call", ts=float(n), tool="t", status="ok"))
+    assert len(await store.entries()) == 5
+    assert len(opened) == 1
+    store.close()
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed, not merely forgotten
+        opened[0].execute("SELECT 1")
+    assert len(await store.entries()) == 5
+    assert len(opened) == 2
+    store.close()
+
+
+async def test_entries_recorded_from_many_threads_at_once_are_all_stored(tmp_path: Path) -> None:
+    store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
+    other = SqliteAuditStore(path=tmp_path / "audit.sqlite3")  # another reader, as the console
+    async with anyio.create_task_group() as tg:
+        for n in range(40):
+            entry = AuditEntry(kind="gateway_call", ts=float(n), tool="t", status="ok")
+            tg.start_soon(store.record, entry)
+    assert sorted(e.ts for e in await other.entries(limit=100)) == [float(n) for n in range(40)]
+    store.close()
+    other.close()
+
+
+async def test_a_failed_connection_is_dropped_and_the_next_call_opens_a_new_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.sqlite3"
+    store = SqliteAuditStore(path=path)
+    await store.record(AuditEntry(kind="gateway_call", ts=0.0, tool="t", status="ok"))
+    with sqlite3.connect(path) as admin:
+        admin.execute("DROP TABLE audit")
+    with pytest.raises(sqlite3.OperationalError):
+        await store.entries()
+    await store.record(AuditEntry(kind="gateway_call", ts=1.0, tool="t", status="ok"))
+    assert [e.ts for e in await store.entries()] == [1.0]  # the schema was made again
+    store.close()

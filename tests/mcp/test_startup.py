@@ -54,6 +54,9 @@ async def test_the_gateway_answers_before_a_blocked_server_and_announces_its_too
 
     with anyio.fail_after(60):
         async with open_gateway(settings, wait_for_servers=False) as gateway:
+            gateway.first_list_wait_s = (
+                1.0  # the first list waits this long for 'late', then goes on
+            )
             state = gateway.manager.mcp_server_status("late").state
             client = Client(gateway.server, mode="legacy", message_handler=on_message)
             async with client:

@@ -163,3 +163,20 @@ def test_strict_decoding_agrees_with_the_key_by_key_hook(text: str) -> None:
     except p.ProtocolError as error:
         decoded = (error.code, error.message)
     assert decoded == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_a_line_is_encoded_as_json_dumps_encodes_it(value: Any) -> None:
+    expected = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    assert p.encode_line(value) == expected.encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"\xef\xbb\xbf{}", b"", b"{} x", b'{"a": NaN}', b'{"a": 1,}', b"[1", b'"\\ud800"x'],
+)
+def test_strict_decoding_reports_errors_in_the_words_of_json_loads(line: bytes) -> None:
+    with pytest.raises(p.ProtocolError) as caught:
+        p.decode_line(line, max_bytes=p.MAX_REQUEST_BYTES)
+    assert caught.value.message == _reference_decode(line)[1]

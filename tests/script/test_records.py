@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sagents.script import _records as records_module
 from sagents.script._records import (
@@ -153,3 +155,51 @@ def test_the_calls_log_stops_at_its_cap_with_one_last_line_saying_so(
     assert lines[-1]["truncated"] is True
     assert all("truncated" not in line for line in lines[:-1])
     assert [line["arguments"]["i"] for line in lines[:-1]] == list(range(len(lines) - 1))
+
+
+TEXTS = st.text() | st.sampled_from(["\ud800 lone", 'é\n"\\', "\x00\x1f\u2028"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tool=TEXTS,
+    arguments=st.dictionaries(TEXTS, st.none() | st.booleans() | st.integers() | TEXTS, max_size=4),
+    is_error=st.booleans(),
+    error_code=st.none() | TEXTS,
+    summary=TEXTS,
+    ts=st.floats(min_value=0, max_value=4e9),
+)
+def test_a_calls_log_line_is_what_json_dumps_writes_for_the_record(
+    tmp_path_factory: pytest.TempPathFactory,
+    tool: str,
+    arguments: dict[str, object],
+    is_error: bool,
+    error_code: str | None,
+    summary: str,
+    ts: float,
+) -> None:
+    records = ScriptRecords.create(tmp_path_factory.mktemp("w"), "run1", "")
+    record = CallRecord(
+        ts=ts,
+        tool=tool,
+        arguments=arguments,
+        duration_s=0.25,
+        is_error=is_error,
+        error_code=error_code,
+        summary=summary,
+    )
+    records.write_call(record)
+    records.close()
+    fields = {
+        "ts": ts,
+        "tool": tool,
+        "arguments": arguments,
+        "duration_s": 0.25,
+        "is_error": is_error,
+        "error_code": error_code,
+        "summary": summary,
+    }
+    expected = json.dumps(fields, ensure_ascii=False) + "\n"
+    assert (records.path / "calls.jsonl").read_bytes() == expected.encode(
+        "utf-8", "backslashreplace"
+    )

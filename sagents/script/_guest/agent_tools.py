@@ -343,7 +343,10 @@ def call_many(
             with state:
                 outstanding -= 1
                 settled += 1
-                state.notify()
+                # Wake the sender only when it can go on: a batch's room, a failure, or the
+                # last reply (not on each reply, a thread switch each in a busy sandbox).
+                if outstanding == batch or settled == sent or index in failures:
+                    state.notify()
 
         return done
 
@@ -363,7 +366,8 @@ def call_many(
             [{"op": "call", "tool": tool, "args": checked[i]} for i in indexes],
             [_Slot(settle(i)) for i in indexes],
         )
-        sent += size
+        with state:
+            sent += size
     with state:
         while settled < sent:
             state.wait()
