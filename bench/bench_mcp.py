@@ -9,6 +9,11 @@ timeout, progress binding and the result boundary on top), with each path's rati
 
 Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 400] [--stdio-only] [--json]
 
+``--cpu`` measures host CPU per call only, over longer rounds than calls/s can be judged by on a
+loaded machine: ``run_tool`` and the SDK client alternating, 5 rounds of 500 calls at
+concurrency 4 over stdio, the median round of each (prints ms per call and the ratio, one JSON
+line with ``--json``).
+
 ``--json`` prints, as the last line, the ratios by case (``"stdio c=1"``: ``{"supervisor": ..,
 "run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in alternating rounds
 (SDK, supervisor, run_tool, then again), so that a change of load hits them alike.
@@ -106,6 +111,20 @@ async def rounds(
     return {name: sorted(figures)[1] for name, figures in seen.items()}  # by calls/s
 
 
+def _echo_calls(manager: ToolManager, client: Client, args: dict[str, str]) -> tuple[Call, Call]:
+    """``run_tool`` on the server's ``echo`` (its result checked), and the SDK client's call."""
+
+    async def run_tool() -> object:
+        result = await manager.run_tool("bench__echo", args)
+        assert not result.is_error, result
+        return result
+
+    async def sdk() -> object:
+        return await client.call_tool("echo", args)
+
+    return run_tool, sdk
+
+
 async def bench_case(transport: str, sdk_target: object, params: object, total: int) -> None:
     args = {"text": "x"} if transport == "stdio" else {"message": "x"}
     with tempfile.TemporaryDirectory() as logs:
@@ -123,13 +142,7 @@ async def bench_case(transport: str, sdk_target: object, params: object, total: 
                 assert not result.is_error, result
                 return result
 
-            async def run_tool() -> object:
-                result = await manager.run_tool("bench__echo", args)
-                assert not result.is_error, result
-                return result
-
-            async def sdk() -> object:
-                return await client.call_tool("echo", args)
+            run_tool, sdk = _echo_calls(manager, client, args)
 
             for concurrency in (1, 8):
                 figures = await rounds(
@@ -167,10 +180,47 @@ async def main(total: int, http: bool) -> None:
         await process.wait()
 
 
+CPU_ROUNDS = 5
+CPU_CALLS = 500
+CPU_CONCURRENCY = 4
+
+
+async def cpu_only() -> dict[str, float]:
+    """Host CPU ms per call of ``run_tool`` and of the SDK client, alternating rounds."""
+    stdio = StdioServerParameters(command=sys.executable, args=[str(FAULT)])
+    args = {"text": "x"}
+    with tempfile.TemporaryDirectory() as logs:
+        settings = ServerSettings(connect_timeout=60.0, max_concurrency=8, log_dir=Path(logs))
+        async with ToolManager() as manager, Client(stdio) as client:
+            await manager.register_mcp_server("bench", stdio, settings)
+
+            run_tool, sdk = _echo_calls(manager, client, args)
+
+            seen: dict[str, list[float]] = {"sdk": [], "run_tool": []}
+            for _ in range(CPU_ROUNDS):
+                for name, call in (("sdk", sdk), ("run_tool", run_tool)):
+                    cpu = (await measure(call, CPU_CALLS, CPU_CONCURRENCY))[3]
+                    seen[name].append(cpu)
+    figures = {name: statistics.median(values) for name, values in seen.items()}
+    figures["ratio"] = figures["run_tool"] / figures["sdk"]
+    return figures
+
+
 if __name__ == "__main__":
     flags = {arg for arg in sys.argv[1:] if arg.startswith("--")}
     counts = [int(arg) for arg in sys.argv[1:] if not arg.startswith("--")]
     QUIET = "--json" in flags
+    if "--cpu" in flags:
+        cpu = anyio.run(cpu_only)
+        if QUIET:
+            print(json.dumps(cpu))
+        else:
+            print(
+                f"stdio c={CPU_CONCURRENCY}, {CPU_ROUNDS} x {CPU_CALLS} calls: host CPU "
+                f"SDK {cpu['sdk']:.3f} ms/call, run_tool {cpu['run_tool']:.3f} ms/call, "
+                f"run_tool / SDK {cpu['ratio']:.2f}"
+            )
+        sys.exit(0)
     anyio.run(main, counts[0] if counts else 400, "--stdio-only" not in flags)
     if QUIET:
         print(json.dumps(RATIOS))

@@ -40,7 +40,7 @@ from sagents.core._spec import ToolSpec
 from sagents.progress import ProgressHub
 from sagents.progress._binding import LazyToolCall
 from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy, build_local_tool
-from sagents.tool._arguments import ArgumentValidator, parse_arguments
+from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
 from sagents.tool._deadline import first_step
 from sagents.tool._result_conversion import to_tool_result
 
@@ -181,6 +181,12 @@ async def breakdown(rounds: int) -> dict[str, float]:
         pending = LazyToolCall(hub, "s", None)
         pending.unbind(pending.bind())
 
+    scalars = ScalarParameters(local.scalar_kinds or {})
+
+    async def scalar_check() -> None:
+        scalars.accepts(arguments)
+        validator.is_valid(arguments)
+
     async def parse_and_check() -> None:
         validator.validate("add", parse_arguments("add", arguments), owned=True)
 
@@ -201,11 +207,12 @@ async def breakdown(rounds: int) -> dict[str, float]:
 
     pieces: dict[str, Callable[[], Awaitable[None]]] = {
         "run_tool, whole": whole,
-        "parse + compiled schema check": parse_and_check,
-        "binding the checked arguments as they are (bind_valid)": binding_as_is,
+        "one-pass scalar check + compiled schema check": scalar_check,
         "the function's first step (it returns: no timer)": function,
         "to_tool_result (ToolResult and its text block)": result,
         "the lazy progress binding (nobody listens)": lazy_binding,
+        "not on the path of scalar tools: parse + schema check": parse_and_check,
+        "not on the path of scalar tools: bind_valid": binding_as_is,
         "not on the path: pydantic binding (LocalTool.bind)": pydantic_binding,
         "not on the path: a timer (anyio.move_on_after)": timeout_scope,
         "not on the path: a ToolCall value": call_value,

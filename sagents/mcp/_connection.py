@@ -15,6 +15,7 @@ makes the worker list the tools again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -137,7 +138,7 @@ class ServerConnection:
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
         self._closing = False
-        self._call_scopes: set[anyio.CancelScope] = set()
+        self._call_scopes: set[_CallScope] = set()
         self._tool_filter: ToolListFilter | None = None
         self.task_statuses: TaskStatuses | None = None
         """The live session's ``notifications/tasks`` (tasks are watched with them)."""
@@ -650,24 +651,64 @@ class ServerConnection:
 
 
 class _CallScope:
-    """The context manager of :meth:`ServerConnection.call_scope` (no generator per call)."""
+    """The context manager of :meth:`ServerConnection.call_scope` (no generator per call).
 
-    __slots__ = ("_scope", "_scopes")
+    ``with`` gives an anyio cancel scope. ``async with`` on asyncio gives ``asyncio.timeout(None)``
+    instead, which arms nothing until the connection cancels it (then it fires at once), at a
+    fraction of a cancel scope's cost per call; on other loops (trio) the cancel scope again.
+    Either way :attr:`cancelled_caught` says whether the connection's end stopped the block.
+    """
 
-    def __init__(self, scopes: set[anyio.CancelScope]) -> None:
+    __slots__ = ("_scope", "_scopes", "_timeout", "cancelled_caught")
+
+    def __init__(self, scopes: set[_CallScope]) -> None:
         self._scopes = scopes
-        self._scope = anyio.CancelScope()
+        self._scope: anyio.CancelScope | None = None
+        self._timeout: asyncio.Timeout | None = None
+        self.cancelled_caught = False
 
-    def __enter__(self) -> anyio.CancelScope:
-        scope = self._scope.__enter__()
-        self._scopes.add(scope)
-        return scope
+    def cancel(self) -> None:
+        """End the block (the connection died or closes)."""
+        if self._timeout is not None:
+            if not self._timeout.expired():
+                self._timeout.reschedule(-math.inf)  # due now: cancels at the next wait
+        elif self._scope is not None:
+            self._scope.cancel()
+
+    def __enter__(self) -> _CallScope:
+        self._scope = anyio.CancelScope().__enter__()
+        self._scopes.add(self)
+        return self
 
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> bool:
-        self._scopes.discard(self._scope)
-        return self._scope.__exit__(et, ev, tb)
+        self._scopes.discard(self)
+        assert self._scope is not None
+        swallowed = self._scope.__exit__(et, ev, tb)
+        self.cancelled_caught = self._scope.cancelled_caught
+        return bool(swallowed)
+
+    async def __aenter__(self) -> _CallScope:
+        if asyncio._get_running_loop() is None:  # not asyncio (trio): a cancel scope
+            return self.__enter__()
+        self._timeout = asyncio.timeout(None)
+        await self._timeout.__aenter__()
+        self._scopes.add(self)
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if self._timeout is None:
+            return self.__exit__(et, ev, tb)
+        self._scopes.discard(self)
+        try:
+            await self._timeout.__aexit__(et, ev, tb)
+        except TimeoutError:  # raised only for the cancellation this scope delivered
+            self.cancelled_caught = True
+            return True
+        return False
 
 
 class _CallSlot:

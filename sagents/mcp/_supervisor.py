@@ -706,39 +706,40 @@ class MCPSupervisor:
             session = await connection.ready_session()
             reason = "the connection closed during the call"
             async with connection.call_slot():
-                with track_send() as mark, connection.call_scope() as scope:
-                    try:
-                        raw = await call_tool_or_task(
-                            session,
-                            tool,
-                            arguments,
-                            progress_callback=progress_callback,
-                            statuses=connection.task_statuses,
-                        )
-                    except anyio.get_cancelled_exc_class():
-                        # Timed out or cancelled by the caller: is the server still there?
-                        connection.check_liveness()
-                        raise
-                    except MCPError as error:
-                        if _session_expired(error) and isinstance(
-                            connection.params, StreamableHttpServerParameters
-                        ):
-                            # HTTP 404 for our session id: the server never ran the request,
-                            # so a new session (re-initialisation) may safely send it again.
-                            reason = "the server no longer knows our HTTP session"
-                            mark.sent = False
-                        elif error.code != CONNECTION_CLOSED and not connection.closing:
-                            raise _jsonrpc_error(name, tool, error) from None
-                    except _TRANSPORT_ERRORS as error:
-                        reason = f"the transport failed during the call: {error}"
-                    except (RuntimeError, ValidationError) as error:
-                        raise UpstreamProtocolError(
-                            f"MCP server {name!r} answered tools/call {tool!r} with an invalid "
-                            f"result: {error}",
-                            details=details,
-                        ) from None
-                    else:
-                        return convert_result(raw)
+                with track_send() as mark:
+                    async with connection.call_scope() as scope:
+                        try:
+                            raw = await call_tool_or_task(
+                                session,
+                                tool,
+                                arguments,
+                                progress_callback=progress_callback,
+                                statuses=connection.task_statuses,
+                            )
+                        except anyio.get_cancelled_exc_class():
+                            # Timed out or cancelled by the caller: is the server still there?
+                            connection.check_liveness()
+                            raise
+                        except MCPError as error:
+                            if _session_expired(error) and isinstance(
+                                connection.params, StreamableHttpServerParameters
+                            ):
+                                # HTTP 404 for our session id: the server never ran the request,
+                                # so a new session (re-initialisation) may safely send it again.
+                                reason = "the server no longer knows our HTTP session"
+                                mark.sent = False
+                            elif error.code != CONNECTION_CLOSED and not connection.closing:
+                                raise _jsonrpc_error(name, tool, error) from None
+                        except _TRANSPORT_ERRORS as error:
+                            reason = f"the transport failed during the call: {error}"
+                        except (RuntimeError, ValidationError) as error:
+                            raise UpstreamProtocolError(
+                                f"MCP server {name!r} answered tools/call {tool!r} with an invalid "
+                                f"result: {error}",
+                                details=details,
+                            ) from None
+                        else:
+                            return convert_result(raw)
                 if scope.cancelled_caught:
                     reason = "the connection ended during the call"
             connection.mark_dead(reason)

@@ -50,6 +50,7 @@ __all__ = [
     "MAX_REPORTED_PROBLEMS",
     "ArgumentProblem",
     "ArgumentValidator",
+    "ScalarParameters",
     "parse_arguments",
 ]
 
@@ -508,6 +509,47 @@ def _surely_small(args: Mapping[str, Any]) -> bool:
         if bound > _SMALL_ENOUGH:
             return False
     return True
+
+
+class ScalarParameters:
+    """The parameters of a tool that takes only bare scalars, for a one-pass check of a call's
+    arguments before the compiled schema check.
+
+    Made for a tool whose every parameter pydantic returns unchanged when it gets a value of
+    exactly its type (``LocalTool.bind_valid``): for such a tool, :meth:`accepts` stands for
+    :func:`parse_arguments` (the size bound), the copy and the binding together, so that a call
+    costs one loop over the arguments and the compiled schema check. Anything it does not accept
+    takes the general path, which gives every error message.
+
+    Args:
+        kinds: Parameter name -> the exact value types accepted as they are (scalars only).
+    """
+
+    __slots__ = ("_bound", "_kinds")
+
+    def __init__(self, kinds: Mapping[str, frozenset[type]]) -> None:
+        self._kinds = dict(kinds)
+        # What _surely_small counts for everything but the strings' own characters: the braces,
+        # each key (6 bytes a character at most, quotes, colon, comma) and a scalar value.
+        self._bound = 2 + sum(6 * len(name) + 4 + 25 for name in kinds)
+
+    def accepts(self, arguments: dict[str, Any]) -> bool:
+        """True when each argument names a parameter, each value is of exactly one of its
+        parameter's types (an ``int`` within 64 bits), and the whole is surely far below
+        :data:`MAX_ARGUMENTS_BYTES`; the schema check is still the caller's to make."""
+        kinds, bound = self._kinds, self._bound
+        for key, value in arguments.items():
+            kind = type(value)
+            if kind not in kinds.get(key, _NO_KINDS):
+                return False
+            if kind is str:
+                bound += 6 * len(value)
+            elif kind is int and not -(2**63) < value < 2**63:
+                return False
+        return bound <= _SMALL_ENOUGH
+
+
+_NO_KINDS = frozenset[type]()
 
 
 def _json_size(args: Mapping[str, Any]) -> int:

@@ -147,6 +147,10 @@ class _Resumed(Generic[T]):
                     result: T = stop.value
                     return result
             else:
+                if sent is None:
+                    # What asyncio's task always sends: ``yield from`` starts by sending None,
+                    # so the rest is delegated natively (no Python frame per resumption).
+                    return (yield from coroutine.__await__())
                 try:
                     yielded = coroutine.send(sent)
                 except StopIteration as stop:

@@ -132,6 +132,16 @@ class LocalTool:
         return self.bind(arguments, context)
 
     @functools.cached_property
+    def scalar_kinds(self) -> dict[str, frozenset[type]] | None:
+        """Parameter name -> the exact scalar types :meth:`bind_valid` passes as they are, when
+        every parameter has such types (none unannotated); else None."""
+        accepted = self._as_is
+        if accepted is None:
+            return None
+        kinds = {name: kind for name, kind in accepted.items() if kind is not None}
+        return kinds if len(kinds) == len(accepted) else None
+
+    @functools.cached_property
     def _parameter_names(self) -> tuple[str, ...]:
         return tuple(param.name for param in self.info.parameters)
 

@@ -45,7 +45,7 @@ from sagents.errors import (
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.progress._binding import LazyToolCall
-from sagents.tool._arguments import ArgumentValidator, parse_arguments
+from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
 from sagents.tool._context import SessionContext
 from sagents.tool._deadline import finish_within, first_step
 from sagents.tool._handler import ToolCall, ToolHandler
@@ -102,6 +102,7 @@ class _Entry:
     local: LocalTool | None = None
     # Decided once per tool, read on every call:
     direct: LocalTool | None = None  # an async local tool, called by run_tool itself
+    scalars: ScalarParameters | None = None  # a direct tool of bare scalar parameters only
     timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
 
 
@@ -440,9 +441,24 @@ class ToolManager:
             entry = self._entries.get(name) or self._find(name)
             registered = entry.spec.name
             limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
-            arguments = entry.validator.validate(
-                registered, parse_arguments(registered, args), strict=strict, owned=True
+            scalars = entry.scalars
+            as_is = (
+                scalars is not None
+                and type(args) is dict
+                and not strict
+                and scalars.accepts(args)
+                and entry.validator.is_valid(args)
             )
+            if as_is:
+                # Bare scalars of exactly their parameters' types, within the size bound, and
+                # accepted by the compiled schema check: the keyword arguments as they are
+                # (never changed here: the function gets its own dict from the call).
+                assert isinstance(args, dict)
+                arguments = args
+            else:
+                arguments = entry.validator.validate(
+                    registered, parse_arguments(registered, args), strict=strict, owned=True
+                )
             local = entry.direct
             if local is not None and not self._call_contexts:
                 # The common case, called here directly: no ToolCall, no handler frame, the
@@ -455,7 +471,7 @@ class ToolManager:
                     if context is None and local.injected:
                         context = SessionContext()
                         session_id = context.session_id
-                    kwargs = local.bind_valid(arguments, context)
+                    kwargs = arguments if as_is else local.bind_valid(arguments, context)
                     pending = LazyToolCall(hub, session_id, tool_call_id or None)
                     token = pending.bind()
                     try:
@@ -470,6 +486,8 @@ class ToolManager:
                             value, tool_name=registered, wrap_result=local.output_wrapped
                         )
                     raise _timed_out(registered, limit)
+            if as_is:
+                arguments = dict(arguments)  # the handler's own, as validate() returns it
             context = session_context if session_context is not None else SessionContext()
             call = ToolCall(
                 tool_name=registered,
@@ -478,13 +496,17 @@ class ToolManager:
                 timeout=limit,
             )
             async with self._around(call):
-                with anyio.move_on_after(limit):
-                    result = await entry.handler(arguments, call)
-                    return (
-                        result
-                        if isinstance(result, ToolResult)
-                        else to_tool_result(result, tool_name=registered)
-                    )
+                # As for the direct call: the timer is armed only once the handler waits.
+                coroutine = entry.handler(arguments, call)
+                finished, result = first_step(coroutine)
+                if not finished:
+                    finished, result = await finish_within(coroutine, result, limit)
+            if finished:
+                return (
+                    result
+                    if isinstance(result, ToolResult)
+                    else to_tool_result(result, tool_name=registered)
+                )
             raise _timed_out(registered, limit)
         except anyio.get_cancelled_exc_class() as error:
             if _cancellation_requested():
@@ -885,12 +907,14 @@ def _make_entry(tool: Registrable) -> _Entry:
             f"cannot register {type(tool).__name__!r} as a tool",
             hint="Register a function, a LocalTool or a (ToolSpec, handler) pair.",
         )
+    kinds = local.scalar_kinds if local.is_async else None
     return _Entry(
         spec=local.spec,
         handler=_LocalHandler(local),
         validator=_validator(local.spec, check=False),  # pydantic made it: valid by construction
         local=local,
         direct=local if local.is_async else None,
+        scalars=ScalarParameters(kinds) if kinds is not None else None,
         timeout=call_timeout(None, local.spec),
     )
 

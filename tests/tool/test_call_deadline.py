@@ -12,7 +12,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sagents.tool import SessionContext, ToolManager
+from sagents.core._result import ToolResult
+from sagents.core._spec import ToolSpec
+from sagents.tool import SessionContext, ToolCall, ToolManager
 from sagents.tool._deadline import await_within
 
 pytestmark = pytest.mark.anyio
@@ -186,3 +188,68 @@ async def test_a_tool_whose_first_step_raises_gives_an_execution_error() -> None
     assert result.error is not None
     assert result.error.code == "execution_error"
     assert "LookupError: no such device" in result.error.message
+
+
+class _Handler:
+    """A registered handler (as MCP tools and built-ins are): answers at once, or after
+    entering a cancel scope and a task group of its own and waiting forever."""
+
+    def __init__(self, *, hang: bool) -> None:
+        self.hang = hang
+
+    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        if self.hang:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.sleep_forever)
+                with anyio.CancelScope():
+                    await anyio.sleep_forever()
+        return ToolResult.from_text(f"{call.tool_name} in {call.timeout:g} s")
+
+
+def _handler_manager() -> ToolManager:
+    manager = ToolManager()
+    schema = {"type": "object", "properties": {}}
+    manager.register_tool((ToolSpec(name="answer", input_schema=schema), _Handler(hang=False)))
+    manager.register_tool((ToolSpec(name="hang", input_schema=schema), _Handler(hang=True)))
+    return manager
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_handler_call_that_never_waits_arms_no_timer(timers: list[float]) -> None:
+    result = await _handler_manager().run_tool("answer", {}, timeout=7)
+    assert result.content == ToolResult.from_text("answer in 7 s").content
+    assert timers == []
+
+
+async def test_the_timeout_ends_a_handler_inside_the_scopes_it_entered_before_waiting() -> None:
+    with anyio.fail_after(10):
+        result = await _handler_manager().run_tool("hang", {}, timeout=0.05)
+    assert result.error is not None
+    assert result.error.code == "timeout"
+    assert result.error.message == "tool 'hang' did not finish within 0.05 seconds"
+
+
+async def test_cancelling_the_caller_while_a_handler_waits_propagates() -> None:
+    manager = _handler_manager()
+    with anyio.fail_after(10), anyio.move_on_after(0.05) as scope:
+        await manager.run_tool("hang", {})
+    assert scope.cancelled_caught
+
+
+def block_briefly(seconds: float) -> str:
+    """Block the worker thread (a sync tool)."""
+    import time
+
+    time.sleep(seconds)
+    return "done"
+
+
+async def test_a_sync_tool_still_times_out_and_still_answers() -> None:
+    manager = ToolManager()
+    manager.register_tool(block_briefly)
+    with anyio.fail_after(10):
+        slow = await manager.run_tool("block_briefly", {"seconds": 0.5}, timeout=0.05)
+        quick = await manager.run_tool("block_briefly", {"seconds": 0}, timeout=5)
+    assert slow.error is not None
+    assert slow.error.code == "timeout"
+    assert quick.content == ToolResult.from_text("done").content

@@ -7,13 +7,15 @@ serialiser. Each must agree with the path it short-cuts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
 import math
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
+import anyio
 import jsonschema
 import pytest
 from hypothesis import example, given, settings
@@ -22,6 +24,7 @@ from pydantic import Field
 
 from sagents.core._result import TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError, ResultSerializationError
+from sagents.tool import ToolCall, ToolManager
 from sagents.tool._arguments import MAX_ARGUMENTS_BYTES, ArgumentValidator, parse_arguments
 from sagents.tool._local_tool import build_local_tool
 from sagents.tool._result_conversion import _text_result, to_tool_result
@@ -209,3 +212,70 @@ def test_parameters_that_need_pydantic_are_bound_by_pydantic() -> None:
     assert local.bind_valid({"count": 1, "tags": [1]}, None) == {"count": 1, "tags": [1]}
     with pytest.raises(InvalidArgumentsError):
         local.bind_valid({"count": -1}, None)
+
+
+async def _scalar_tool(
+    count: int, ratio: float = 0.5, name: str | None = None, flag: bool = False
+) -> dict[str, Any]:
+    """A tool of bare scalar parameters only: run_tool passes valid arguments as they are."""
+    values = {"count": count, "ratio": ratio, "name": name, "flag": flag}
+    return {key: [value, type(value).__name__] for key, value in values.items()}
+
+
+@contextlib.asynccontextmanager
+async def _nothing(call: ToolCall) -> AsyncIterator[None]:
+    yield
+
+
+def _scalar_managers() -> tuple[ToolManager, ToolManager]:
+    """The same tool on the shortcut and, with a call context added, on the general path."""
+    short, general = ToolManager(), ToolManager()
+    short.register_tool(_scalar_tool)
+    general.register_tool(_scalar_tool)
+    general.add_call_context(_nothing)
+    return short, general
+
+
+SCALAR_ARGUMENTS = st.fixed_dictionaries(
+    {}, optional={key: SCALARS for key in ("count", "ratio", "name", "flag", "extra")}
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCALAR_ARGUMENTS)
+@example({"count": 2**63})  # an integer past 64 bits: measured and bound the general way
+@example({"count": True})  # a bool is not an integer to the schema
+@example({"count": 1, "ratio": 2})  # an int for a float: pydantic keeps it an int
+def test_scalar_arguments_give_what_the_general_path_gives(arguments: dict[str, Any]) -> None:
+    short, general = _scalar_managers()
+    sent = dict(arguments)
+    expected = anyio.run(general.run_tool, "_scalar_tool", dict(arguments))
+    got = anyio.run(short.run_tool, "_scalar_tool", sent)
+    assert got == expected
+    assert sent == arguments  # the caller's dict is not changed
+
+
+def test_a_scalar_tool_still_refuses_too_large_and_unknown_arguments() -> None:
+    short, _ = _scalar_managers()
+    large_name = "a" * MAX_ARGUMENTS_BYTES
+    large = anyio.run(short.run_tool, "_scalar_tool", {"count": 1, "name": large_name})
+    unknown = anyio.run(short.run_tool, "_scalar_tool", {"count": 1, "colour": "red"})
+    assert large.error is not None
+    assert "too large" in large.error.message
+    assert unknown.error is not None
+    assert unknown.error.message == (
+        "invalid arguments for tool '_scalar_tool' (1 problem): "
+        "/colour: expected no such property (declared: count, ratio, name, flag), "
+        'got "red" (string)'
+    )
+
+
+def test_only_tools_of_bare_scalars_take_the_shortcut() -> None:
+    assert build_local_tool(_scalar_tool).scalar_kinds == {
+        "count": frozenset({int}),
+        "ratio": frozenset({float}),
+        "name": frozenset({str, type(None)}),
+        "flag": frozenset({bool}),
+    }
+    assert build_local_tool(_as_is_tool).scalar_kinds is None  # an unannotated parameter
+    assert build_local_tool(_constrained_tool).scalar_kinds is None
