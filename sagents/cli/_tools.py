@@ -348,7 +348,7 @@ def call_command(
     arguments = _parse_args(args, as_json)
     loaded = _owner(_load(config, as_json), name)
     interactive = sys.stdin.isatty() and Console(stderr=True).is_terminal
-    approver = TerminalApprover(ask=read_answer) if interactive else None
+    approver = TerminalApprover(ask=read_answer, caller=None) if interactive else None
 
     async def work(manager: ToolManager) -> ToolResult | str:
         registered = name

@@ -50,10 +50,13 @@ class TerminalApprover:
         console: Where the request is shown (stderr, so that ``--json`` stdout stays clean).
         ask: Reads one answer line (``input`` by default; replaced in tests). End of input, or
             an answer that is not offered, denies.
+        caller: Who makes a direct call, for its heading ("The model wants to call ...");
+            None for a person who typed the call (``sagents call``): "Call ... with:".
     """
 
     console: Console = field(default_factory=lambda: Console(stderr=True))
     ask: Callable[[str], str] = _read_line
+    caller: str | None = "The model"
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
@@ -91,9 +94,8 @@ class TerminalApprover:
             script = printable(request.script or "")
             self.console.print(Syntax(script, "python", line_numbers=True, word_wrap=True))
             return
-        self.console.print(
-            literal_text(f"The model wants to call {tools} with:", style="bold"), overflow="fold"
-        )
+        heading = f"{self.caller} wants to call" if self.caller else "Call"
+        self.console.print(literal_text(f"{heading} {tools} with:", style="bold"), overflow="fold")
         self.console.print(literal_text(request.shown_text()), overflow="fold", soft_wrap=False)
 
     def denial_reason(self, request: ApprovalRequest) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
 import types
@@ -39,6 +40,18 @@ __all__ = [
 ]
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+logger = logging.getLogger(__name__)
+
+# sagents' own keys of a server entry (not the standard command/args/env/url... nor one that is
+# a top-level key too): at the top level they are a mistake, not another client's key.
+_STANDARD_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "transport", "headers",
+                         "disabled"}  # fmt: skip
+_SERVER_KEYS_ONLY = frozenset(
+    field.alias or name
+    for name, field in ServerEntryParams.model_fields.items()
+    if name not in _STANDARD_SERVER_KEYS and name not in ConfigFileParams.model_fields
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +173,12 @@ def parse_config(
         if documented is not None:
             message, respell = _respelled(str(name), documented)
             raise ConfigError(message, file=file, key=str(name), hint=respell)
+        if name in _SERVER_KEYS_ONLY:
+            logger.warning(
+                "%s: %r at the top level is ignored: it is a key of a server entry "
+                "(mcpServers.<name>.%s; docs/configuration.md)",
+                file, name, name,
+            )  # fmt: skip
     try:
         model = ConfigFileParams.model_validate(data)
     except ValidationError as error:

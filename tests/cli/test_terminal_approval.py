@@ -56,3 +56,23 @@ async def test_the_terminal_approver_denies_at_end_of_input() -> None:
 
     approver = TerminalApprover(console=Console(file=io.StringIO()), ask=ask)
     assert await approver.approve(REQUEST) == "deny"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("caller", "heading"),
+    [("The model", "The model wants to call fleet__reboot (destructive) with:"),
+     (None, "Call fleet__reboot (destructive) with:")],
+)  # fmt: skip
+async def test_a_direct_calls_heading_names_who_calls(caller: str | None, heading: str) -> None:
+    """The model's call says so; one a person typed (``sagents call``) does not blame a model."""
+    screen = io.StringIO()
+    approver = TerminalApprover(
+        console=Console(file=screen, width=100), ask=lambda _: "d", caller=caller
+    )
+    request = ApprovalRequest.for_tool_call(
+        "fleet__reboot", {"id": 1}, permission="destructive", session_id=""
+    )
+    assert await approver.approve(request) == "deny"
+    assert heading in screen.getvalue()
+    assert ("model" in screen.getvalue()) is (caller is not None)

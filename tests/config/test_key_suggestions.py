@@ -64,3 +64,25 @@ def test_load_config_names_the_file_the_key_and_the_suggestion(tmp_path: Path) -
     assert str(path) in text
     assert "mcpServers.time.callTimout" in text
     assert "did you mean 'callTimeout'?" in text
+
+
+@pytest.mark.parametrize(
+    ("key", "where"),
+    [("callTimeout", "mcpServers.<name>.callTimeout"), ("toolPermissions", None),
+     ("pingInterval", None), ("apiKey", None)],
+)  # fmt: skip
+def test_a_server_entrys_key_at_the_top_level_is_named_in_a_warning(
+    key: str, where: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Other clients' top-level keys are ignored on purpose; one of sagents' own server keys
+    there is a mistake (it belongs in an entry), so it is named rather than dropped silently."""
+    document = {"mcpServers": {"a": {"command": "x"}}, key: 3, "globalShortcut": "Ctrl+K"}
+    with caplog.at_level("WARNING", logger="sagents.config"):
+        config = parse_config(document, file="c.json")
+    assert [s.name for s in config.servers] == ["a"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1, warned  # not for the other client's key
+    assert key in warned[0]
+    assert "c.json" in warned[0]
+    assert "ignored" in warned[0]
+    assert (where or f"mcpServers.<name>.{key}") in warned[0]

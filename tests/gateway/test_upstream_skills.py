@@ -358,13 +358,29 @@ async def test_sagents_serve_offers_an_upstreams_skill_and_removes_its_copies_on
         env=env,
         cwd=str(ROOT),
     )
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ResourceListChangedNotification):
+            changed.set()
+
+    skill = "skill://up/pdf-tools/SKILL.md"
     with anyio.fail_after(90):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, message_handler=on_message) as session,
+        ):
             await session.initialize()
-            uris = [str(r.uri) for r in (await session.list_resources()).resources]
+            # serve does not wait for its upstreams: a skill listed after the client's first
+            # resources/list comes with notifications/resources/list_changed, as a client sees
+            while skill not in (
+                uris := [str(r.uri) for r in (await session.list_resources()).resources]
+            ):
+                await changed.wait()
+                changed = anyio.Event()
             loaded = await session.call_tool("load_skill", {"name": "up__pdf-tools"})
             copies = [p.name for p in (data / "mcp-skills").iterdir()]
-    assert "skill://up/pdf-tools/SKILL.md" in uris
+    assert skill in uris
     assert "Use scripts/fill.py" in _text(loaded)
     assert len(copies) == 1  # this process's own cache directory
     assert list((data / "mcp-skills").iterdir()) == []  # removed when serve stopped
