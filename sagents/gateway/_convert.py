@@ -6,10 +6,15 @@
 2025-11-25, "Tools"). A layer error (``ToolResult.error``) travels in the result's ``_meta``
 under ``sagents/error`` beside its text block, so an MCP client sees the text and a sagents client
 can rebuild the code.
+
+The ``_meta`` of a result keeps every key but the 2026-07-28 ``serverInfo`` stamp
+(``io.modelcontextprotocol/serverInfo``), which names the server that answered: the gateway's
+own server stamps its answers, so a forwarded result must not carry its upstream's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as mt
@@ -25,10 +30,28 @@ from sagents.core._result import (
 from sagents.core._spec import ToolSpec
 from sagents.errors import UpstreamSchemaError
 
-__all__ = ["ERROR_META_KEY", "spec_to_mcp_tool", "to_call_tool_result", "to_mcp_content"]
+__all__ = [
+    "ERROR_META_KEY",
+    "check_servable",
+    "spec_to_mcp_tool",
+    "to_call_tool_result",
+    "to_mcp_content",
+]
 
 ERROR_META_KEY = "sagents/error"
 """``_meta`` key of a result that carries a layer error: ``{"code", "message", "hint"}``."""
+
+
+def check_servable(spec: ToolSpec) -> None:
+    """Check that :func:`spec_to_mcp_tool` can describe ``spec``, without building the tool
+    (``tools/call`` checks this on every call: a tool withheld from the list is not callable).
+
+    Raises:
+        UpstreamSchemaError: as :func:`spec_to_mcp_tool`.
+    """
+    _check_object_root(spec.name, "inputSchema", spec.input_schema)
+    if spec.output_schema:
+        _check_object_root(spec.name, "outputSchema", spec.output_schema)
 
 
 def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
@@ -68,9 +91,17 @@ def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
     )
 
 
-def to_mcp_content(block: ContentBlock) -> mt.ContentBlock:
-    """Convert one content block to its MCP type."""
+def to_mcp_content(block: ContentBlock, *, validated: bool = False) -> mt.ContentBlock:
+    """Convert one content block to its MCP type.
+
+    Args:
+        block: The block.
+        validated: Its values came out of a validated MCP model (a forwarded upstream result):
+            the text block, the one kind on a hot path, is built without validating it again.
+    """
     if isinstance(block, TextContent):
+        if validated:
+            return mt.TextContent.model_construct(text=block.text)
         return mt.TextContent(text=block.text)
     if isinstance(block, ImageContent):
         return mt.ImageContent(data=block.data, mime_type=block.mime_type)
@@ -97,23 +128,45 @@ def to_mcp_content(block: ContentBlock) -> mt.ContentBlock:
     return mt.EmbeddedResource(resource=resource)
 
 
-def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
+def to_call_tool_result(result: ToolResult, *, validated: bool = False) -> mt.CallToolResult:
     """Convert a ``ToolResult`` to an MCP ``CallToolResult``.
 
     ``isError`` with no content gets one text block naming the failure, since some clients crash
-    on an empty error.
+    on an empty error. The ``serverInfo`` stamp of ``_meta`` is left out (see the module
+    docstring).
+
+    Args:
+        result: The result.
+        validated: Its values came out of a ``CallToolResult`` the upstream's client session
+            validated (a forwarded call): the result is built without validating it again (the
+            SDK's server still checks what it sends against the protocol's schema).
     """
-    content = [to_mcp_content(block) for block in result.content]
+    content = [to_mcp_content(block, validated=validated) for block in result.content]
     if result.is_error and not content:
         message = result.error.message if result.error else "the tool reported an error"
         content = [mt.TextContent(text=message)]
-    meta: dict[str, Any] = _copy_json(dict(result.meta)) if result.meta else {}
+    meta: dict[str, Any] = (
+        {
+            key: _copy_any(value)
+            for key, value in result.meta.items()
+            if key != mt.SERVER_INFO_META_KEY
+        }
+        if result.meta
+        else {}
+    )
     if result.error is not None:
         meta[ERROR_META_KEY] = {
             "code": result.error.code,
             "message": result.error.message,
             "hint": result.error.hint,
         }
+    if validated:
+        return mt.CallToolResult.model_construct(
+            content=content,
+            structured_content=result.structured,
+            is_error=result.is_error,
+            meta=meta or None,
+        )
     return mt.CallToolResult(
         content=content,
         structured_content=result.structured,
@@ -123,15 +176,20 @@ def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
 
 
 def _object_schema(tool: str, field: str, schema: dict[str, Any]) -> dict[str, Any]:
+    _check_object_root(tool, field, schema)
     copied = _copy_json(schema)
-    root = copied.setdefault("type", "object")
+    copied.setdefault("type", "object")
+    return copied
+
+
+def _check_object_root(tool: str, field: str, schema: Mapping[str, Any]) -> None:
+    root = schema.get("type", "object")
     if root != "object":
         raise UpstreamSchemaError(
             f"the {field} of tool {tool!r} has root type {root!r}; MCP requires 'object'",
             hint="fix the tool's schema; the gateway withholds this tool until then",
             details={"tool": tool, "field": field},
         )
-    return copied
 
 
 def _copy_json(value: dict[str, Any]) -> dict[str, Any]:

@@ -187,6 +187,23 @@ class SessionOffer(SpecProvider):
         listed = self.get(name)
         if listed is None:
             return _not_offered(name)
+        return await self.run_offered(
+            listed, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
+        )
+
+    async def run_offered(
+        self,
+        listed: ToolSpec,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
+        strict: bool = False,
+    ) -> ToolResult:
+        """Run ``listed``, a spec :meth:`get` just returned (the gateway's ``tools/call`` looked
+        it up already: it is not looked up again)."""
+        name = listed.name
         if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
             return await self._run_script_calls(listed).run_tool(
                 name, args, session_context, tool_call_id=tool_call_id, timeout=timeout

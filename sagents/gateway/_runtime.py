@@ -295,6 +295,7 @@ class ConfiguredGateway(Gateway):
         self.first_list_wait_s = FIRST_LIST_WAIT_S
         """How long a list or call waits for servers still on their first start (read at each
         wait)."""
+        self._servers_started = False  # every server made its first start attempt
         self.forwarding = UpstreamForwarding(manager.mcp_supervisor, before=self._first_start)
         super().__init__(
             # the session's mode is applied by the proxy; the gateway asks the client first
@@ -370,11 +371,11 @@ class ConfiguredGateway(Gateway):
         return names - hidden
 
     async def _first_start(self) -> None:
-        if self._manager is not None and not self._wait_for_servers:
+        if self._manager is not None and not (self._wait_for_servers or self._servers_started):
             # Servers still on their first start get a short while, so that a client that
             # lists (or calls) once right after initialize finds their tools; later ones are
-            # announced. Once every server made its first attempt, this returns at once.
-            await self._manager.wait_mcp_servers(self.first_list_wait_s)
+            # announced. Once every server made its first attempt, it is not asked again.
+            self._servers_started = await self._manager.wait_mcp_servers(self.first_list_wait_s)
         if self.upstream_skills is not None:  # and their skills' first listing, as briefly
             await self.upstream_skills.first_listings(self.first_list_wait_s)
 

@@ -79,7 +79,12 @@ from sagents.gateway._approval import (
     decided,
     refusal_text,
 )
-from sagents.gateway._convert import spec_to_mcp_tool, to_call_tool_result, to_mcp_content
+from sagents.gateway._convert import (
+    check_servable,
+    spec_to_mcp_tool,
+    to_call_tool_result,
+    to_mcp_content,
+)
 from sagents.gateway._ext_directory import install_directory_read
 from sagents.gateway._ext_skills import SkillsExtension
 from sagents.gateway._ext_tasks import TASK_REQUEST, TasksExtension
@@ -102,6 +107,7 @@ from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscri
 from sagents.gateway._task_input import ForwardedTaskInput
 from sagents.gateway._tasks import GatewayTasks, TaskScope
 from sagents.gateway._tool_search import SearchState, ToolSearch
+from sagents.gateway._tracing import trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
@@ -167,6 +173,8 @@ class _ClientSession:
     """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
     search: SearchState = field(default_factory=SearchState)
     """With ``--tool-search``, the tools this session expanded."""
+    workspace_path: str | None = None
+    """The session's workspace path (not created) once a call named it."""
 
     @property
     def scope(self) -> TaskScope:
@@ -296,6 +304,7 @@ class Gateway:
         self.server.notifications = NotificationOptions(
             resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
         )
+        trace_only_when_used(self.server.middleware)  # the SDK's spans, when they can be used
         self._state_boundary = request_state_boundary(name)
         self.server.middleware.append(self._state_boundary)
         self._name = name
@@ -585,7 +594,7 @@ class Gateway:
             )
             return to_call_tool_result(ToolResult.from_exception(error))
         try:
-            spec_to_mcp_tool(spec)  # a tool withheld from tools/list is not callable either
+            check_servable(spec)  # a tool withheld from tools/list is not callable either
         except UpstreamSchemaError as schema_error:
             return to_call_tool_result(ToolResult.from_exception(schema_error))
         if self.tool_search is not None:  # offered but not listed: expand it first
@@ -623,7 +632,9 @@ class Gateway:
                 session.granted.add(spec.name)
                 await self._approvals.grant(session.session_id, spec.name)
             answer = asked
-        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
+        result = await self._run(ctx, session, spec, arguments, answer)
+        # a forwarded call's result came out of the CallToolResult its upstream session validated
+        return to_call_tool_result(result, validated=spec.source.kind == "mcp")
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""
@@ -733,9 +744,12 @@ class Gateway:
         if isinstance(workspace, Workspaces):
             # created on the first call that runs here (docs/gateway.md, "Sessions and
             # workspaces"): an upstream MCP tool never uses the session's folder
-            runs_here = spec.source.kind != "mcp" or name == RUN_SCRIPT_TOOL_NAME
-            folder = workspace.for_session if runs_here else workspace.path_for
-            workspace = str(folder(session.session_id))
+            if spec.source.kind != "mcp" or name == RUN_SCRIPT_TOOL_NAME:
+                workspace = str(workspace.for_session(session.session_id))
+            else:
+                if session.workspace_path is None:
+                    session.workspace_path = str(workspace.path_for(session.session_id))
+                workspace = session.workspace_path
         context = SessionContext(
             session_id=session.session_id,
             workspace=workspace,
@@ -761,8 +775,8 @@ class Gateway:
                     # A failed call is already its result (ToolManager.run_tool, the one
                     # boundary); a provider that raises broke its contract, and the SDK answers
                     # the request with a JSON-RPC internal error.
-                    return await session.offer.run_tool(
-                        name, arguments, context, tool_call_id=tool_call_id
+                    return await session.offer.run_offered(
+                        spec, arguments, context, tool_call_id=tool_call_id
                     )
             finally:
                 TASK_INPUT.reset(input_token)

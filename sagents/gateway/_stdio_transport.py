@@ -15,13 +15,14 @@ wire; both are restored on exit). What differs is how the bytes move:
   :data:`~sagents.gateway._stdin_lines.OVERLONG_LINE` takes its place; each line is decoded as
   UTF-8 with invalid bytes replaced and validated as the SDK does (an invalid line reaches the
   server as the SDK's exception, which it answers as the SDK does);
-- the writer takes every reply that is ready, joins them and writes the batch with one
-  non-blocking ``write`` on a pipe or socket, waiting for the pipe to drain when it is full
-  (partial writes are resumed, so a huge reply arrives whole and replies never interleave);
-  while it waits it takes nothing more, so the server's sends wait too (back-pressure). On a
-  terminal, a regular file or a stdout shared with stderr (``2>&1``), which must not be made
-  non-blocking under other writers, each batch is written in a worker thread instead (left
-  behind, on exit, if it is still blocked after the flush deadline).
+- each reply is written by the task that sends it, with one non-blocking ``write`` on a pipe
+  or socket (:class:`WireWriter`: no hand-off to a writer task per reply); what a full pipe
+  does not take goes to the writer task, which resumes it once the pipe drains (so a huge reply
+  arrives whole and replies never interleave), and until it is out the server's sends wait
+  (back-pressure). On a terminal, a regular file or a stdout shared with stderr (``2>&1``),
+  which must not be made non-blocking under other writers, each reply is written by the writer
+  task in a worker thread instead (left behind, on exit, if it is still blocked after the flush
+  deadline).
 
 When the client closes its end of stdout (``EPIPE``), the transport stops reading, so that
 ``Server.run`` ends as on stdin's end of file; replies still being produced are dropped.
@@ -50,19 +51,15 @@ from sagents.gateway._stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["READ_CHUNK", "WRITE_BATCH_BYTES", "ReadStream", "WriteStream", "stdio_streams"]
+__all__ = ["READ_CHUNK", "ReadStream", "WireWriter", "WriteStream", "stdio_streams"]
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 """What the client sent: each line's message, or the validation error of a bad line."""
-WriteStream = MemoryObjectSendStream[SessionMessage]
-"""What goes to the client, one message per line."""
 
 logger = logging.getLogger(__name__)
 
 READ_CHUNK = 256 * 1024
 """Most bytes read from stdin at once (one read may carry many lines)."""
-WRITE_BATCH_BYTES = 1024 * 1024
-"""Replies ready together are joined into one write up to about this many bytes."""
 _SHUTDOWN_FLUSH_S = 5.0
 """Seconds given, on exit, to write the replies already handed to the transport."""
 
@@ -86,12 +83,7 @@ async def stdio_streams(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     max_line_bytes: int = MAX_LINE_BYTES,
-) -> AsyncIterator[
-    tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
-    ]
-]:
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], WireWriter]]:
     """The read and write streams of ``Server.run`` over this process's stdin and stdout.
 
     Args:
@@ -113,16 +105,16 @@ async def stdio_streams(
         raise ValueError(f"max_line_bytes must be at least 1, not {max_line_bytes}")
     wire = _claim(stdin_fd, stdout_fd)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
             reading = await tg.start(_read_lines, wire, read_send, max_line_bytes)
-            tg.start_soon(_write_messages, wire, write_receive, reading)
+            writer = WireWriter(wire, reading)
+            tg.start_soon(writer.run)
             try:
-                yield read_receive, write_send
+                yield read_receive, writer
             finally:
                 reading.cancel()  # the client may keep stdin open after the serving ended
-                write_send.close()  # the serving loop closes its own; this one too
+                writer.close()  # the serving loop closes it; a caller may not have
                 tg.cancel_scope.deadline = anyio.current_time() + _SHUTDOWN_FLUSH_S
     finally:
         read_receive.close()
@@ -290,31 +282,107 @@ def _encode(message: SessionMessage) -> bytes:
     return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
-async def _write_messages(
-    wire: _Wire, receive: MemoryObjectReceiveStream[SessionMessage], reading: anyio.CancelScope
-) -> None:
-    """Write every message as a line, the ones ready together in one write."""
-    broken = False
-    with receive:
-        async for message in receive:
-            if broken:
-                continue  # the client is gone: drop what is still produced
-            batch = [_encode(message)]
-            size = len(batch[0])
-            while size < WRITE_BATCH_BYTES:
-                try:
-                    ready = receive.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-                batch.append(_encode(ready))
-                size += len(batch[-1])
-            batch.append(b"")
+class WireWriter:
+    """What the server sends to the client, each message a line (``Server.run``'s write stream).
+
+    A message goes out from the sender's own task, in one non-blocking ``write``, when nothing
+    is waiting to be written: no hand-off to a writer task and back per reply. What a write
+    leaves over (a full pipe), and every message on a descriptor that must stay blocking (a
+    terminal, a regular file, a stdout shared with stderr), is left to :meth:`run`, the writer
+    task, which writes it whole; until it is out, further sends wait (back-pressure, and no two
+    messages interleave). Like a memory object stream: :meth:`send_nowait` raises
+    ``anyio.WouldBlock`` while they would wait, and sending after :meth:`close` raises
+    ``anyio.ClosedResourceError``. After the client closed its end (``EPIPE``), messages are
+    accepted and dropped, and reading stops, so that the serving loop ends as on end of file.
+    """
+
+    def __init__(self, wire: _Wire, reading: anyio.CancelScope) -> None:
+        self._wire = wire
+        self._reading = reading
+        self._pending = bytearray()  # accepted, not yet written: the writer task's
+        self._wake = anyio.Event()  # the writer task has something to do
+        self._drained = anyio.Event()  # nothing is pending any more
+        self._drained.set()
+        self._closed = False
+        self._broken = False
+
+    async def send(self, message: SessionMessage) -> None:
+        """Write ``message`` (or hand it to the writer task), once earlier ones are out.
+
+        Raises:
+            anyio.ClosedResourceError: the stream was closed.
+        """
+        while self._pending:
+            await self._drained.wait()
+        self.send_nowait(message)
+
+    def send_nowait(self, message: SessionMessage) -> None:
+        """Write ``message`` now, or hand what the pipe does not take to the writer task.
+
+        Raises:
+            anyio.WouldBlock: an earlier message is still being written.
+            anyio.ClosedResourceError: the stream was closed.
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._pending:
+            raise anyio.WouldBlock
+        if self._broken:
+            return  # the client is gone: drop what is still produced
+        data = _encode(message) + b"\n"
+        if self._wire.nonblocking_write:
             try:
-                await _write_all(wire, b"\n".join(batch))
+                written = os.write(self._wire.write_fd, data)
+            except BlockingIOError:
+                written = 0
             except (BrokenPipeError, ConnectionResetError) as error:
-                logger.info("the client closed stdout (%s); ending the session", error)
-                broken = True
-                reading.cancel()  # the serving loop then ends as on stdin's end of file
+                self._break(error)
+                return
+            if written == len(data):
+                return
+            data = data[written:]
+        self._pending += data
+        self._drained = anyio.Event()
+        self._wake.set()
+
+    def close(self) -> None:
+        """Accept no more messages; the writer task ends once the pending ones are written."""
+        self._closed = True
+        self._wake.set()
+
+    async def aclose(self) -> None:
+        """Same as :meth:`close`."""
+        self.close()
+
+    async def __aenter__(self) -> WireWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def run(self) -> None:
+        """The writer task: write what the senders left over, until closed and written."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if self._pending:
+                try:
+                    await _write_all(self._wire, bytes(self._pending))
+                except (BrokenPipeError, ConnectionResetError) as error:
+                    self._break(error)
+                self._pending.clear()
+                self._drained.set()
+            if self._closed:
+                return
+
+    def _break(self, error: OSError) -> None:
+        logger.info("the client closed stdout (%s); ending the session", error)
+        self._broken = True
+        self._reading.cancel()  # the serving loop then ends as on stdin's end of file
+
+
+WriteStream = WireWriter
+"""What goes to the client, one message per line."""
 
 
 async def _write_all(wire: _Wire, data: bytes) -> None:

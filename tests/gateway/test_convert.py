@@ -18,7 +18,12 @@ from sagents.core._result import (
 )
 from sagents.core._spec import ToolSpec
 from sagents.errors import ToolTimeoutError, UpstreamSchemaError
-from sagents.gateway._convert import ERROR_META_KEY, spec_to_mcp_tool, to_call_tool_result
+from sagents.gateway._convert import (
+    ERROR_META_KEY,
+    check_servable,
+    spec_to_mcp_tool,
+    to_call_tool_result,
+)
 
 
 def test_spec_becomes_a_tool_with_schemas_annotations_and_meta() -> None:
@@ -56,7 +61,8 @@ def test_converted_schema_is_a_copy() -> None:
     assert schema["properties"]["a"] == {"type": "string"}
 
 
-def test_every_content_block_kind_and_structured_content_survive() -> None:
+@pytest.mark.parametrize("validated", [False, True])
+def test_every_content_block_kind_and_structured_content_survive(validated: bool) -> None:
     result = ToolResult(
         content=(
             TextContent(text="hello"),
@@ -69,7 +75,12 @@ def test_every_content_block_kind_and_structured_content_survive() -> None:
         structured={"x": [1, 2]},
         meta={"trace": "t1"},
     )
-    wire = to_call_tool_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
+    call = to_call_tool_result(result, validated=validated)
+    wire = call.model_dump(by_alias=True, exclude_none=True, mode="json")
+    # what was set is the same either way (the SDK dumps both ways on its paths)
+    assert call.model_dump(by_alias=True, exclude_unset=True, mode="json") == (
+        to_call_tool_result(result).model_dump(by_alias=True, exclude_unset=True, mode="json")
+    )
     assert wire["content"] == [
         {"type": "text", "text": "hello"},
         {"type": "image", "data": "aW1n", "mimeType": "image/png"},
@@ -125,3 +136,38 @@ def test_a_root_without_type_gets_type_object() -> None:
 def test_a_non_object_root_is_an_upstream_schema_error() -> None:
     with pytest.raises(UpstreamSchemaError, match="root type 'array'"):
         spec_to_mcp_tool(ToolSpec(name="t", input_schema={"type": "array"}))
+
+
+@pytest.mark.parametrize("validated", [False, True])
+def test_the_upstreams_server_info_stamp_is_left_out_and_the_rest_of_meta_kept(
+    validated: bool,
+) -> None:
+    result = ToolResult(
+        content=(TextContent(text="x"),),
+        meta={mt.SERVER_INFO_META_KEY: {"name": "upstream", "version": "1"}, "k": {"v": [1]}},
+    )
+    call = to_call_tool_result(result, validated=validated)
+    assert call.meta == {"k": {"v": [1]}}
+
+
+@pytest.mark.parametrize(
+    ("input_schema", "output_schema", "servable"),
+    [
+        ({"type": "object"}, None, True),
+        ({"properties": {}}, {"properties": {}}, True),
+        ({"type": "array"}, None, False),
+        ({"type": "object"}, {"type": "string"}, False),
+    ],
+)
+def test_check_servable_agrees_with_spec_to_mcp_tool(
+    input_schema: dict[str, Any], output_schema: dict[str, Any] | None, servable: bool
+) -> None:
+    spec = ToolSpec(name="t", input_schema=input_schema, output_schema=output_schema)
+    outcomes = []
+    for check in (check_servable, spec_to_mcp_tool):
+        try:
+            check(spec)
+            outcomes.append(True)
+        except UpstreamSchemaError:
+            outcomes.append(False)
+    assert outcomes == [servable, servable]

@@ -170,6 +170,19 @@ async def test_a_10_mib_reply_arrives_whole_through_a_pipe_smaller_than_it() -> 
 
 
 @pytest.mark.anyio
+async def test_a_reply_is_on_the_wire_when_its_send_returns() -> None:
+    # written by the sending task itself: no hand-off to a writer task per reply
+    with pipes() as (_, read_fd, write_fd, client_r), anyio.fail_after(10):
+        async with transport(read_fd, write_fd) as (_read_stream, write_stream):
+            write_stream.send_nowait(ping(1))
+            await write_stream.send(ping(2))
+            os.set_blocking(client_r, False)
+            written = os.read(client_r, 1 << 16)
+            write_stream.close()
+    assert [json.loads(line)["id"] for line in written.splitlines()] == [1, 2]
+
+
+@pytest.mark.anyio
 async def test_concurrent_replies_are_written_whole_one_per_line() -> None:
     count = 40
     with pipes() as (_, read_fd, write_fd, client_r), anyio.fail_after(60):
