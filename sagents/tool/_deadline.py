@@ -11,9 +11,12 @@ wait after the deadline ends the call at once). On other event loops
 than asyncio (trio), the coroutine runs inside ``anyio.move_on_after`` from its start, because
 a cancel scope cannot be entered under one the coroutine already entered.
 
-One difference, invisible to a call's result: on asyncio the timeout is asyncio's own, not an
-anyio cancel scope, so ``anyio.current_effective_deadline()`` inside the tool does not include
-it (an enclosing scope's deadline still shows).
+Two differences, invisible to a well-behaved tool's result: on asyncio the timeout is asyncio's
+own, not an anyio cancel scope, so ``anyio.current_effective_deadline()`` inside the tool does not
+include it (an enclosing scope's deadline still shows); and it cancels the tool once, where a
+cancel scope cancels it at every later wait too, so a tool that catches the cancellation and goes
+on runs to its end. On either loop, a tool that returns after the deadline this way gets a
+timeout, not its late answer.
 """
 
 from __future__ import annotations
@@ -63,26 +66,29 @@ async def finish_within(
     call's start (before its first step).
 
     Returns:
-        ``(True, value)`` when it returned ``value``; ``(False, None)`` when the timeout ended
-        it (cancelled at the ``await`` where it waited).
+        ``(True, value)`` when it returned ``value`` in time; ``(False, None)`` when the timeout
+        ended it (cancelled at the ``await`` where it waited), or it returned after the deadline.
 
     Raises:
         Whatever the coroutine raises; the caller's cancellation.
     """
     if state is _NOT_STARTED:  # the cancel scope from the start
-        with anyio.move_on_after(seconds):
-            return True, await coroutine
-        return False, None
+        with anyio.move_on_after(seconds) as scope:
+            value = await coroutine
+        # An answer that came after the deadline (the tool caught the cancellation and went
+        # on) is a timeout too.
+        return (False, None) if scope.cancel_called else (True, value)
     assert isinstance(coroutine, CoroutineType)
     assert isinstance(state, _Suspended)
     timeout = asyncio.timeout_at(state.started + seconds)  # already past: ends it at once
     try:
         async with timeout:
-            return True, await _Resumed(coroutine, state.yielded)
+            value = await _Resumed(coroutine, state.yielded)
     except TimeoutError:
         if timeout.expired():
             return False, None
         raise  # the tool's own TimeoutError
+    return (False, None) if timeout.expired() else (True, value)
 
 
 async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T | None]:

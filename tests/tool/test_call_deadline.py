@@ -6,6 +6,7 @@ arms no timer; cancellation and the tool's own exceptions pass as before."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import anyio
@@ -234,6 +235,42 @@ async def test_cancelling_the_caller_while_a_handler_waits_propagates() -> None:
     with anyio.fail_after(10), anyio.move_on_after(0.05) as scope:
         await manager.run_tool("hang", {})
     assert scope.cancelled_caught
+
+
+class _Swallower:
+    """A handler that catches the timeout's cancellation, then waits a little more and answers
+    (a library that absorbs ``CancelledError`` in its cleanup)."""
+
+    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        with contextlib.suppress(BaseException):  # what the misbehaving handler does
+            await anyio.sleep(10)
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(0.05)
+        return ToolResult.from_text("late")
+
+
+async def swallow_then_answer() -> str:
+    """The same as a local tool."""
+    with contextlib.suppress(BaseException):  # what the misbehaving tool does
+        await anyio.sleep(10)
+    with anyio.CancelScope(shield=True):
+        await anyio.sleep(0.05)
+    return "late"
+
+
+async def test_a_call_that_swallows_the_timeouts_cancellation_is_still_a_timeout() -> None:
+    """A late answer after the deadline is not a success: the call timed out."""
+    manager = ToolManager()
+    schema = {"type": "object", "properties": {}}
+    manager.register_tool((ToolSpec(name="swallow", input_schema=schema), _Swallower()))
+    manager.register_tool(swallow_then_answer)
+    with anyio.fail_after(10):
+        handler = await manager.run_tool("swallow", {}, timeout=0.05)
+        local = await manager.run_tool("swallow_then_answer", {}, timeout=0.05)
+    for result, name in ((handler, "swallow"), (local, "swallow_then_answer")):
+        assert result.error is not None, result
+        assert result.error.code == "timeout"
+        assert result.error.message == f"tool {name!r} did not finish within 0.05 seconds"
 
 
 def block_briefly(seconds: float) -> str:
