@@ -124,12 +124,23 @@ class AuditStore(Protocol):
         ...
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` as (device, inode); None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 class _Link:
-    """The store's one connection, opened on first use, used by one thread at a time."""
+    """The store's one connection, opened on first use, used by one thread at a time, and the
+    file it was opened on (device, inode)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.connection: sqlite3.Connection | None = None
+        self.file: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +164,11 @@ class SqliteAuditStore:
         """Run ``work`` on the connection (opened if needed), one thread at a time."""
         link = self._link
         with link.lock:
+            if link.connection is not None and _identity(self.path) != link.file:
+                # removed or replaced (cleared, rotated): the kept connection would write to
+                # the old file, or fail; the entry goes to the file now at the path
+                link.connection.close()
+                link.connection = None
             if link.connection is None:
                 connection = connect_private(self.path, check_same_thread=False)
                 try:
@@ -161,6 +177,7 @@ class SqliteAuditStore:
                     connection.close()
                     raise
                 link.connection = connection
+                link.file = _identity(self.path)
             try:
                 return work(link.connection)
             except sqlite3.Error:

@@ -104,3 +104,27 @@ async def test_a_failed_connection_is_dropped_and_the_next_call_opens_a_new_one(
     await store.record(AuditEntry(kind="gateway_call", ts=1.0, tool="t", status="ok"))
     assert [e.ts for e in await store.entries()] == [1.0]  # the schema was made again
     store.close()
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+async def test_an_entry_after_the_file_was_removed_or_replaced_is_not_lost(
+    tmp_path: Path, how: str
+) -> None:
+    """The kept connection follows the file: cleared or rotated by its owner, the next entry
+    goes to the file now at the path (a connection to the old one would write nowhere)."""
+    path = tmp_path / "audit.sqlite3"
+    store = SqliteAuditStore(path=path)
+    await store.record(
+        AuditEntry(ts=1.0, kind="gateway_call", session_id="s", tool="t", status="ok")
+    )
+    path.unlink()
+    if how == "replaced":
+        await SqliteAuditStore(path=path).record(
+            AuditEntry(ts=2.0, kind="gateway_call", session_id="s", tool="other", status="ok")
+        )
+    await store.record(
+        AuditEntry(ts=3.0, kind="gateway_call", session_id="s", tool="after", status="ok")
+    )
+    seen = [e.tool for e in await SqliteAuditStore(path=path).entries()]
+    store.close()
+    assert seen == (["after"] if how == "removed" else ["after", "other"])
