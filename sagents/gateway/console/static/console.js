@@ -24,6 +24,7 @@
   const body = document.body;
   const base = body.dataset.base || "/console";
   const page = body.dataset.page;
+  let source = null;  // the page's event stream (see connect)
   const FINAL = new Set(["ok", "error", "timeout", "cancelled", "rejected", "output_limit", "killed", "sandbox_error"]);
 
   function cell(row, cls, text) {
@@ -118,6 +119,7 @@
     setText(document.getElementById("progress-message"), event.message || "");
     if (FINAL.has(event.status) && body.dataset.live === "1") {
       body.dataset.live = "0";
+      if (source) { source.close(); }  // nothing more comes for an ended run
       // The records are complete once the run has ended: show them (calls, output, exit code).
       window.setTimeout(refresh, 500);
     }
@@ -157,7 +159,7 @@
 
   function connect(query) {
     if (!window.EventSource) { return; }
-    const source = new EventSource(base + "/events" + query);
+    source = new EventSource(base + "/events" + query);
     source.onmessage = function (message) {
       let event;
       try { event = JSON.parse(message.data); } catch (e) { return; }
