@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import json
 import math
@@ -184,13 +185,21 @@ def _outcome(bind: Callable[[], dict[str, Any]]) -> dict[str, Any] | str:
         return error.message
 
 
+@functools.cache
+def _as_is_local() -> tuple[Any, ArgumentValidator]:
+    """The tool and its validator, built once for every example (building a tool creates a
+    pydantic model, whose docstring lookup scans ``sys.modules``: slow enough, hundreds of times
+    over under load, to reach the test's timeout)."""
+    local = build_local_tool(_as_is_tool)
+    return local, ArgumentValidator(local.spec.input_schema, check=False)
+
+
 @settings(max_examples=400, deadline=None)
 @given(AS_IS_ARGUMENTS)
 @example({"count": 9.223372036854776e18})  # an integer to the schema, too large for pydantic
 def test_arguments_passed_as_they_are_equal_what_pydantic_binds(arguments: dict[str, Any]) -> None:
-    local = build_local_tool(_as_is_tool)
+    local, validator = _as_is_local()
     assert local._as_is is not None  # the tool qualifies for the shortcut
-    validator = ArgumentValidator(local.spec.input_schema, check=False)
     if not validator.is_valid(arguments):
         return  # refused before binding, by the schema check's errors
     expected_or_error = _outcome(lambda: local.bind(arguments, None))
@@ -227,8 +236,10 @@ async def _nothing(call: ToolCall) -> AsyncIterator[None]:
     yield
 
 
+@functools.cache
 def _scalar_managers() -> tuple[ToolManager, ToolManager]:
-    """The same tool on the shortcut and, with a call context added, on the general path."""
+    """The same tool on the shortcut and, with a call context added, on the general path (built
+    once: see :func:`_as_is_local`)."""
     short, general = ToolManager(), ToolManager()
     short.register_tool(_scalar_tool)
     general.register_tool(_scalar_tool)
