@@ -12,6 +12,7 @@ background hand-off here.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import time
@@ -41,7 +42,6 @@ from sagents.config.tools import build_tool_manager
 from sagents.core._limits import ScriptLimits
 from sagents.core._literal import printable
 from sagents.core._permissions import PermissionMode
-from sagents.core._result import ToolResult
 from sagents.errors import SandboxError
 from sagents.sandbox._factory import create_sandbox
 from sagents.script._launcher import Launcher
@@ -322,8 +322,8 @@ async def run_with_manager(
     )
     specs = script_callable_specs(manager.list_specs())
 
-    async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
-        return await manager.run_tool(name, arguments, session)
+    # The manager's own coroutine, not a wrapper's: one frame fewer on every resumption of a call.
+    call_tool = functools.partial(manager.run_tool, session_context=session)
 
     started = time.monotonic()
     try:
