@@ -32,6 +32,9 @@ from sagents.script._records import CallRecord, summarize
 from sagents.script._transport import OverlongLine, ScriptTransport
 
 __all__ = [
+    "HOLD_MAX_BYTES",
+    "HOLD_MAX_S",
+    "HOLD_QUEUED_PER_WORKER",
     "OTHER_TOOLS_KEY",
     "QUEUE_PER_WORKER",
     "CallTool",
@@ -44,6 +47,12 @@ OTHER_TOOLS_KEY = "<other>"
 """The ``calls_per_tool`` key counting calls of names neither callable nor refused by the plan:
 a script cannot grow the counters (or run.json, the audit entry, ``--json``) with made-up names."""
 QUEUE_PER_WORKER = 4  # accepted calls waiting per worker before fd 3 is no longer read
+# Replies are held back (and then leave in one write) only while at least this many accepted
+# calls per worker wait for one: the workers have work for rounds to come, so a reply sent
+# later slows no call down, and the script's reader wakes once per batch instead of per reply.
+HOLD_QUEUED_PER_WORKER = 2
+HOLD_MAX_BYTES = 64 * 1024  # held replies past this size are written at once (a pipe's buffer)
+HOLD_MAX_S = 0.05  # no reply is held longer than this, in seconds
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """``async def call_tool(name, arguments) -> ToolResult``: one tool call, the direct-call path.
@@ -97,6 +106,8 @@ class ScriptDispatcher:
         max_concurrency: Calls in flight at once (``scripts.maxConcurrency``).
         record: Called with each call's record (dispatched, refused or cancelled).
         on_change: Called (synchronously, must not block) whenever counters or progress change.
+        hold_max_s: The longest a reply is held back for a batch, in seconds (see
+            :meth:`_reply`).
     """
 
     def __init__(
@@ -108,9 +119,10 @@ class ScriptDispatcher:
         max_concurrency: int = 4,
         record: Callable[[CallRecord], None] | None = None,
         on_change: Callable[[], None] | None = None,
+        hold_max_s: float = HOLD_MAX_S,
     ) -> None:
-        if max_calls < 0 or max_concurrency < 1:
-            raise ValueError("max_calls must be >= 0 and max_concurrency >= 1")
+        if max_calls < 0 or max_concurrency < 1 or hold_max_s < 0:
+            raise ValueError("max_calls must be >= 0, max_concurrency >= 1 and hold_max_s >= 0")
         self._plan = plan
         self._call_tool = call_tool
         self._max_calls = max_calls
@@ -119,7 +131,12 @@ class ScriptDispatcher:
         self._on_change = on_change
         self._in_flight: set[p.RequestId] = set()
         self._replies: list[bytes] = []  # reply lines queued for the next write
+        self._replies_bytes = 0
         self._writing = False  # a task is writing the queued replies
+        self._queued = 0  # accepted calls not yet taken by a worker
+        self._hold_at = HOLD_QUEUED_PER_WORKER * max_concurrency
+        self._held = anyio.Event()  # set when a reply is held: the flusher bounds its wait
+        self._hold_max_s = hold_max_s
         self._peer_gone = False
         self._calls = 0
         self._failed = 0
@@ -149,44 +166,72 @@ class ScriptDispatcher:
         send, receive = anyio.create_memory_object_stream[p.CallRequest](
             QUEUE_PER_WORKER * self._max_concurrency
         )
-        async with anyio.create_task_group() as tg:
-            async with receive:
-                for _ in range(self._max_concurrency):
-                    tg.start_soon(self._worker, receive.clone(), transport)
-            async with send:
-                await self._read_requests(transport, send)
+        async with anyio.create_task_group() as flusher:
+            flusher.start_soon(self._flush_held, transport)
+            async with anyio.create_task_group() as tg:
+                async with receive:
+                    for _ in range(self._max_concurrency):
+                        tg.start_soon(self._worker, receive.clone(), transport)
+                async with send:
+                    await self._read_requests(transport, send)
+            await self._write(transport)  # anything still held (nothing waits any more)
+            flusher.cancel_scope.cancel()
 
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
 
     async def _reply(self, transport: ScriptTransport, data: bytes) -> None:
-        """Queue a reply line; the first task to queue one writes every queued line at once.
+        """Queue a reply line; write every queued line at once, unless the workers have enough
+        waiting calls that the replies can wait for a batch.
 
-        Replies of calls that finish in the same loop tick (an upstream answering several
-        calls in one read) leave in one write, which wakes the script's reader once: while
-        other calls are in flight, the writer lets them run once before it writes. A task
-        that finds a writer at work returns at once; the writer sends its line in the next
-        batch, in the order queued.
+        A reply is held while at least :data:`HOLD_QUEUED_PER_WORKER` accepted calls per
+        worker wait in the queue (then no worker would start a call sooner if the script got
+        its reply now), up to :data:`HOLD_MAX_BYTES` of replies and at most
+        ``hold_max_s`` (see :meth:`_flush_held`). Otherwise the first task to queue a
+        reply writes: while other calls are in flight it lets them run once first, so replies
+        of calls that finish in the same loop tick leave in one write, which wakes the
+        script's reader once. A task that finds a writer at work returns at once; the writer
+        sends its line in the next batch, in the order queued.
         """
         if self._peer_gone:
             return
         self._replies.append(data)
+        self._replies_bytes += len(data)
         if self._writing:
+            return
+        if self._queued >= self._hold_at and self._replies_bytes < HOLD_MAX_BYTES:
+            if len(self._replies) == 1:
+                self._held.set()
+            return
+        await self._write(transport, yield_first=bool(self._in_flight))
+
+    async def _write(self, transport: ScriptTransport, *, yield_first: bool = False) -> None:
+        """Write the queued replies (and those queued meanwhile) unless a writer is at work."""
+        if self._writing or not self._replies:
             return
         self._writing = True
         try:
-            if self._in_flight:
+            if yield_first:
                 await anyio.lowlevel.cancel_shielded_checkpoint()
             while self._replies and not self._peer_gone:
                 batch = b"".join(self._replies)
                 self._replies.clear()
+                self._replies_bytes = 0
                 try:
                     await transport.send_line(batch)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._peer_gone = True
         finally:
             self._writing = False
+
+    async def _flush_held(self, transport: ScriptTransport) -> None:
+        """Write held replies at most ``hold_max_s`` after the first of them was held."""
+        while True:
+            await self._held.wait()
+            self._held = anyio.Event()
+            await anyio.sleep(self._hold_max_s)
+            await self._write(transport)
 
     async def _error(
         self, transport: ScriptTransport, request_id: p.RequestId | None, code: str, message: str
@@ -324,6 +369,7 @@ class ScriptDispatcher:
         self._changed()
         # A short queue: when the workers are behind, stop reading fd 3 (the script's writes
         # then block) rather than hold up to max_calls request lines of 4 MiB in memory.
+        self._queued += 1
         try:
             queue.send_nowait(request)
         except anyio.WouldBlock:
@@ -346,6 +392,7 @@ class ScriptDispatcher:
                         return
                 except anyio.EndOfStream:
                     return
+                self._queued -= 1
                 await self._run_call(transport, request)
 
     async def _run_call(self, transport: ScriptTransport, request: p.CallRequest) -> None:

@@ -8,6 +8,7 @@ directory read-only; the bootstrap loads the other two by exact path.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import marshal
 import os
@@ -102,15 +103,7 @@ def _compile(directory: Path, name: str, content: bytes) -> None:
     stale or foreign file is never used: the interpreter then compiles the source instead."""
     source = directory / name
     cached = Path(importlib.util.cache_from_source(str(source)))
-    code = compile(content, str(source), "exec", dont_inherit=True)
-    data = b"".join(  # PEP 552: magic, flags (hash-based, checked), source hash, code
-        (
-            importlib.util.MAGIC_NUMBER,
-            (0b11).to_bytes(4, "little"),
-            importlib.util.source_hash(content),
-            marshal.dumps(code),
-        )
-    )
+    data = _bytecode(content, str(source))
     try:
         if cached.read_bytes() == data:
             return
@@ -118,6 +111,22 @@ def _compile(directory: Path, name: str, content: bytes) -> None:
         pass
     cached.parent.mkdir(exist_ok=True)
     _write_read_only(cached.parent, cached.name, data)
+
+
+@functools.lru_cache(maxsize=8)
+def _bytecode(content: bytes, filename: str) -> bytes:
+    """The ``.pyc`` bytes of ``content`` (PEP 552: magic, flags (hash-based, checked), source
+    hash, code). Compiled once per process and source: every run installs the runtime, and
+    compiling the helper and the protocol took milliseconds of each run's start."""
+    code = compile(content, filename, "exec", dont_inherit=True)
+    return b"".join(
+        (
+            importlib.util.MAGIC_NUMBER,
+            (0b11).to_bytes(4, "little"),
+            importlib.util.source_hash(content),
+            marshal.dumps(code),
+        )
+    )
 
 
 def bootstrap_argv(bootstrap: str, script: str, *, python: str | None = None) -> list[str]:

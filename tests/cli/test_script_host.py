@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import anyio
 import pytest
 from rich.console import Console
 
@@ -14,11 +16,16 @@ from sagents.cli._script_host import (
     choose_approver,
     failure_object,
     limits_of,
+    run_with_manager,
 )
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import parse_config
-from sagents.script._values import ScriptProgressUpdate
+from sagents.core._limits import ScriptLimits
+from sagents.sandbox import LocalSandbox, SandboxParams
+from sagents.script._sandbox_launcher import SandboxLauncher
+from sagents.script._values import ScriptProgressUpdate, ScriptRequest
 from sagents.tool._approval import AllowAllApprover, ApprovalRequest
+from sagents.tool.tool_manager import ToolManager
 
 
 def _update(**changes: object) -> ScriptProgressUpdate:
@@ -102,3 +109,37 @@ def test_a_failure_object_has_the_keys_of_a_run() -> None:
 )  # fmt: skip
 def test_only_ok_exits_0(status: str, code: int) -> None:
     assert exit_code_of(status) == code
+
+
+@pytest.mark.anyio
+async def test_runs_given_an_entered_launcher_use_its_spare_and_keep_their_results(
+    tmp_path: Path,
+) -> None:
+    def echo(sn: str) -> str:
+        """Echo a serial number."""
+        return sn
+
+    workspace = tmp_path / "ws"
+    code = "from agent_tools import call\nprint(call('echo', {'sn': 'A1'}))\n"
+    sandbox = LocalSandbox(SandboxParams(workspace=str(workspace)))
+    async with ToolManager() as manager, SandboxLauncher(sandbox) as launcher:
+        manager.register_tool(echo)
+        results = []
+        for _ in range(2):
+            with anyio.fail_after(90):
+                results.append(
+                    await run_with_manager(
+                        manager,
+                        ScriptRequest(code=code, tools=("echo",)),
+                        workspace=workspace,
+                        limits=ScriptLimits(timeout_s=60.0),
+                        mode="auto",
+                        launcher=launcher,
+                    )
+                )
+                if launcher.spares_used == 0:
+                    await launcher.spare_ready()
+    assert [(r.status, r.calls, r.output.splitlines()[-1]) for r in results] == [
+        ("ok", 1, "A1")
+    ] * 2
+    assert launcher.spares_used == 1

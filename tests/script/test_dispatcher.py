@@ -13,8 +13,14 @@ import anyio.lowlevel
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from sagents.core._result import ToolResult
 from sagents.script import _protocol as p
-from sagents.script._dispatcher import OTHER_TOOLS_KEY, QUEUE_PER_WORKER, ScriptDispatcher
+from sagents.script._dispatcher import (
+    HOLD_MAX_BYTES,
+    OTHER_TOOLS_KEY,
+    QUEUE_PER_WORKER,
+    ScriptDispatcher,
+)
 from sagents.script._policy import plan_script
 from sagents.script._records import CallRecord
 from sagents.script._transport import LineSplitter, OverlongLine, memory_transport_pair
@@ -278,3 +284,94 @@ async def test_replies_of_calls_that_finish_together_leave_in_one_write() -> Non
     assert sorted(reply["id"] for reply in replies) == [0, 1, 2]
     assert all(reply["ok"] for reply in replies)
     assert len(records) == 3
+
+
+@dataclass(kw_only=True)
+class GatedTools:
+    """``fleet__get`` waits for its own gate (by ``sn``); ``fleet__text`` answers at once."""
+
+    gates: dict[str, anyio.Event] = field(default_factory=dict)
+    text: str = "plain"
+
+    async def __call__(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        if name == "fleet__get":
+            await self.gates.setdefault(str(arguments["sn"]), anyio.Event()).wait()
+            return ToolResult.from_structured({"sn": arguments["sn"]})
+        await anyio.lowlevel.checkpoint()
+        return ToolResult.from_text(self.text)
+
+
+def _calls(tool: str, ids: range) -> bytes:
+    return b"".join(
+        p.encode_line({"id": i, "op": "call", "tool": tool, "args": {"sn": str(i)}}) for i in ids
+    )
+
+
+@asynccontextmanager
+async def gated(tools: GatedTools, *, hold_max_s: float) -> AsyncIterator[Guest]:
+    transport, send, receive = memory_transport_pair()
+    records: list[CallRecord] = []
+    dispatcher = ScriptDispatcher(
+        plan=plan_script(SPECS, [], "auto"),
+        call_tool=tools,
+        record=records.append,
+        hold_max_s=hold_max_s,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.serve, transport)
+        yield Guest(send=send, receive=receive, dispatcher=dispatcher, records=records)
+        tg.cancel_scope.cancel()
+
+
+async def test_replies_wait_for_a_batch_while_calls_queue_up_and_every_call_gets_one() -> None:
+    tools = GatedTools()
+    async with gated(tools, hold_max_s=3600) as guest:
+        await guest.send.send(_calls("fleet__get", range(40)))
+        writes: list[bytes] = []
+        with anyio.fail_after(5):
+            for i in range(10):  # 30 calls still wait: every reply can wait for a batch
+                while str(i) not in tools.gates:
+                    await anyio.lowlevel.checkpoint()
+                tools.gates[str(i)].set()
+                while len(guest.records) <= i:
+                    await anyio.lowlevel.checkpoint()
+            with pytest.raises(anyio.WouldBlock):
+                guest.receive.receive_nowait()
+            for i in range(10, 40):
+                while str(i) not in tools.gates:
+                    await anyio.lowlevel.checkpoint()
+                tools.gates[str(i)].set()
+            while sum(data.count(b"\n") for data in writes) < 40:
+                writes.append(await guest.receive.receive())
+    replies = [json.loads(line) for data in writes for line in data.splitlines()]
+    assert sorted(reply["id"] for reply in replies) == list(range(40))
+    assert all(reply["ok"] and reply["result"]["structured"] for reply in replies)
+    assert len(writes) < 40
+    assert len(guest.records) == 40
+
+
+async def test_a_reply_is_not_held_when_few_calls_wait() -> None:
+    tools = GatedTools()
+    async with gated(tools, hold_max_s=3600) as guest:
+        await guest.send.send(_calls("fleet__get", range(3)) + _calls("fleet__text", range(3, 5)))
+        assert {(await guest.reply())["id"], (await guest.reply())["id"]} == {3, 4}
+
+
+async def test_a_held_reply_leaves_within_the_bound_when_no_other_call_ends() -> None:
+    tools = GatedTools()
+    async with gated(tools, hold_max_s=0.01) as guest:
+        # Three workers stay busy, the fourth answers one call, then 30 calls wait behind it.
+        lines = _calls("fleet__get", range(3)) + _calls("fleet__text", range(3, 4))
+        await guest.send.send(lines + _calls("fleet__get", range(4, 34)))
+        reply = await guest.reply()
+    assert reply["id"] == 3
+    assert reply["result"]["text"] == "plain"
+
+
+async def test_held_replies_past_the_byte_bound_are_written_at_once() -> None:
+    tools = GatedTools(text="x" * HOLD_MAX_BYTES)
+    async with gated(tools, hold_max_s=3600) as guest:
+        lines = _calls("fleet__get", range(3)) + _calls("fleet__text", range(3, 4))
+        await guest.send.send(lines + _calls("fleet__get", range(4, 34)))
+        reply = await guest.reply()
+    assert reply["id"] == 3
