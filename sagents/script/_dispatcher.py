@@ -37,6 +37,7 @@ __all__ = [
     "HOLD_QUEUED_PER_WORKER",
     "OTHER_TOOLS_KEY",
     "QUEUE_PER_WORKER",
+    "REPLY_BACKLOG_BYTES",
     "CallTool",
     "DispatchCounters",
     "ScriptDispatcher",
@@ -53,6 +54,10 @@ QUEUE_PER_WORKER = 4  # accepted calls waiting per worker before fd 3 is no long
 HOLD_QUEUED_PER_WORKER = 2
 HOLD_MAX_BYTES = 64 * 1024  # held replies past this size are written at once (a pipe's buffer)
 HOLD_MAX_S = 0.05  # no reply is held longer than this, in seconds
+# Replies queued behind a write that waits (the script does not read fd 4) past this size make
+# the calls that finish wait too: workers then take no new call, the queue fills, and fd 3 is
+# no longer read, so a script that stops reading holds at most this much of the host's memory.
+REPLY_BACKLOG_BYTES = 1024 * 1024
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """``async def call_tool(name, arguments) -> ToolResult``: one tool call, the direct-call path.
@@ -133,6 +138,7 @@ class ScriptDispatcher:
         self._replies: list[bytes] = []  # reply lines queued for the next write
         self._replies_bytes = 0
         self._writing = False  # a task is writing the queued replies
+        self._taken = anyio.Event()  # set when the writer takes the queued replies (or stops)
         self._queued = 0  # accepted calls not yet taken by a worker
         self._hold_at = HOLD_QUEUED_PER_WORKER * max_concurrency
         self._held = anyio.Event()  # set when a reply is held: the flusher bounds its wait
@@ -199,6 +205,9 @@ class ScriptDispatcher:
         self._replies.append(data)
         self._replies_bytes += len(data)
         if self._writing:
+            # Back-pressure: past the backlog bound, wait for the writer to take the queue.
+            while self._writing and self._replies_bytes > REPLY_BACKLOG_BYTES:
+                await self._taken.wait()
             return
         if self._queued >= self._hold_at and self._replies_bytes < HOLD_MAX_BYTES:
             if len(self._replies) == 1:
@@ -218,12 +227,19 @@ class ScriptDispatcher:
                 batch = b"".join(self._replies)
                 self._replies.clear()
                 self._replies_bytes = 0
+                self._taken_now()
                 try:
                     await transport.send_line(batch)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._peer_gone = True
         finally:
             self._writing = False
+            self._taken_now()
+
+    def _taken_now(self) -> None:
+        """Wake the calls waiting for the writer to take the queued replies."""
+        self._taken.set()
+        self._taken = anyio.Event()
 
     async def _flush_held(self, transport: ScriptTransport) -> None:
         """Write held replies at most ``hold_max_s`` after the first of them was held."""

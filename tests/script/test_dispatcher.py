@@ -375,3 +375,58 @@ async def test_held_replies_past_the_byte_bound_are_written_at_once() -> None:
         await guest.send.send(lines + _calls("fleet__get", range(4, 34)))
         reply = await guest.reply()
     assert reply["id"] == 3
+
+
+@dataclass(kw_only=True)
+class StalledTransport:
+    """A script that stopped reading fd 4: every write waits until ``reading`` is set."""
+
+    incoming: MemoryObjectReceiveStream[bytes]
+    reading: anyio.Event = field(default_factory=anyio.Event)
+    written: list[bytes] = field(default_factory=list)
+    lines: int = 0
+    splitter: LineSplitter = field(default_factory=LineSplitter)
+
+    async def receive_line(self) -> bytes | OverlongLine | None:
+        while (line := self.splitter.pop()) is None:
+            try:
+                self.splitter.feed(await self.incoming.receive())
+            except anyio.EndOfStream:
+                return None
+        return line
+
+    async def send_line(self, data: bytes) -> None:
+        await self.reading.wait()
+        self.written.append(data)
+        self.lines += data.count(b"\n")
+
+
+async def test_replies_to_a_script_that_stopped_reading_stay_bounded_then_all_arrive() -> None:
+    big = 20_000
+    calls = 0
+
+    async def text(name: str, arguments: dict[str, Any]) -> ToolResult:
+        nonlocal calls
+        calls += 1
+        await anyio.lowlevel.checkpoint()
+        return ToolResult.from_text("x" * big)
+
+    send, receive = anyio.create_memory_object_stream[bytes](1000)
+    transport = StalledTransport(incoming=receive)
+    dispatcher = ScriptDispatcher(plan=plan_script(SPECS, [], "auto"), call_tool=text)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.serve, transport)
+        await send.send(_calls("fleet__text", range(300)))
+        for _ in range(3000):
+            await anyio.lowlevel.checkpoint()  # everything the dispatcher would do unread
+        stalled_at = calls
+        transport.reading.set()
+        with anyio.fail_after(10):
+            while transport.lines < 300:
+                await anyio.lowlevel.checkpoint()
+        tg.cancel_scope.cancel()
+    # Unbounded, all 300 calls (6 MB of replies) would have run while nothing was read.
+    assert stalled_at * big < 4 * 1024 * 1024
+    replies = [json.loads(line) for data in transport.written for line in data.splitlines()]
+    assert sorted(reply["id"] for reply in replies) == list(range(300))
+    assert calls == 300
