@@ -16,7 +16,6 @@ Run: ``.venv/bin/python bench/bench_serve_path.py [calls, default 2000]``.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import statistics
 import sys
@@ -24,28 +23,15 @@ import tempfile
 from pathlib import Path
 
 import anyio
+from bench_serve_proxy import echo_config
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULT = ROOT / "tests" / "mcp" / "servers" / "fault_server.py"
 TIMELINE = ROOT / "bench" / "_serve_timeline.py"
 
 
 async def drive(calls: int, out: Path, data: str) -> None:
-    config = Path(data) / "mcp_servers.json"
-    config.write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "echo": {
-                        "command": sys.executable,
-                        "args": [str(FAULT)],
-                        "permission": "read_only",
-                    }
-                }
-            }
-        )
-    )
+    config = echo_config(data)
     params = StdioServerParameters(
         command=sys.executable,
         args=[str(TIMELINE), "serve", "--config", str(config), "--mode", "auto"],
