@@ -75,6 +75,15 @@ def _process_cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def echo_config(data: str) -> Path:
+    """Write, in ``data``, the ``mcpServers`` file of a gateway whose only upstream is the echo
+    server (``read_only``); return its path."""
+    config = Path(data) / "mcp_servers.json"
+    servers = {"echo": {"command": sys.executable, "args": [str(FAULT)], "permission": "read_only"}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    return config
+
+
 async def measure(
     call: Call, total: int, concurrency: int, server: int | None
 ) -> tuple[float, float, float]:
@@ -102,20 +111,7 @@ async def measure(
 async def main(total: int, quiet: bool) -> dict[str, float]:
     direct = StdioServerParameters(command=sys.executable, args=[str(FAULT)])
     with tempfile.TemporaryDirectory() as data:
-        config = Path(data) / "mcp_servers.json"
-        config.write_text(
-            json.dumps(
-                {
-                    "mcpServers": {
-                        "echo": {
-                            "command": sys.executable,
-                            "args": [str(FAULT)],
-                            "permission": "read_only",
-                        }
-                    }
-                }
-            )
-        )
+        config = echo_config(data)
         proxy = StdioServerParameters(
             command=sys.executable,
             args=[*SERVE, "--config", str(config), "--mode", "auto"],

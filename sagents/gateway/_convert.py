@@ -91,17 +91,9 @@ def spec_to_mcp_tool(spec: ToolSpec) -> mt.Tool:
     )
 
 
-def to_mcp_content(block: ContentBlock, *, validated: bool = False) -> mt.ContentBlock:
-    """Convert one content block to its MCP type.
-
-    Args:
-        block: The block.
-        validated: Its values came out of a validated MCP model (a forwarded upstream result):
-            the text block, the one kind on a hot path, is built without validating it again.
-    """
+def to_mcp_content(block: ContentBlock) -> mt.ContentBlock:
+    """Convert one content block to its MCP type."""
     if isinstance(block, TextContent):
-        if validated:
-            return mt.TextContent.model_construct(text=block.text)
         return mt.TextContent(text=block.text)
     if isinstance(block, ImageContent):
         return mt.ImageContent(data=block.data, mime_type=block.mime_type)
@@ -128,20 +120,15 @@ def to_mcp_content(block: ContentBlock, *, validated: bool = False) -> mt.Conten
     return mt.EmbeddedResource(resource=resource)
 
 
-def to_call_tool_result(result: ToolResult, *, validated: bool = False) -> mt.CallToolResult:
+def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
     """Convert a ``ToolResult`` to an MCP ``CallToolResult``.
 
     ``isError`` with no content gets one text block naming the failure, since some clients crash
     on an empty error. The ``serverInfo`` stamp of ``_meta`` is left out (see the module
-    docstring).
-
-    Args:
-        result: The result.
-        validated: Its values came out of a ``CallToolResult`` the upstream's client session
-            validated (a forwarded call): the result is built without validating it again (the
-            SDK's server still checks what it sends against the protocol's schema).
+    docstring). The models are built by their validating constructors: pydantic-core
+    validates these few fields faster than ``model_construct`` sets them in Python.
     """
-    content = [to_mcp_content(block, validated=validated) for block in result.content]
+    content = [to_mcp_content(block) for block in result.content]
     if result.is_error and not content:
         message = result.error.message if result.error else "the tool reported an error"
         content = [mt.TextContent(text=message)]
@@ -160,13 +147,6 @@ def to_call_tool_result(result: ToolResult, *, validated: bool = False) -> mt.Ca
             "message": result.error.message,
             "hint": result.error.hint,
         }
-    if validated:
-        return mt.CallToolResult.model_construct(
-            content=content,
-            structured_content=result.structured,
-            is_error=result.is_error,
-            meta=meta or None,
-        )
     return mt.CallToolResult(
         content=content,
         structured_content=result.structured,

@@ -632,9 +632,7 @@ class Gateway:
                 session.granted.add(spec.name)
                 await self._approvals.grant(session.session_id, spec.name)
             answer = asked
-        result = await self._run(ctx, session, spec, arguments, answer)
-        # a forwarded call's result came out of the CallToolResult its upstream session validated
-        return to_call_tool_result(result, validated=spec.source.kind == "mcp")
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""

@@ -8,9 +8,10 @@ per line, UTF-8) and the same claim of the standard descriptors (while serving, 
 null device and fd 1 writes to stderr, so that stray output of a handler never reaches the
 wire; both are restored on exit). What differs is how the bytes move:
 
-- the reader reads what is there (up to :data:`READ_CHUNK` bytes, any number of lines) in the
-  event loop, waiting for stdin to be readable only when nothing is, instead of one
-  worker-thread hand-off per line; a line over
+- the server's own receive reads what is there (up to :data:`READ_CHUNK` bytes, any number
+  of lines) in the event loop, waiting for stdin to be readable only when nothing is
+  (:class:`WireReader`: no reader task, no hand-off between tasks per message, instead of one
+  worker-thread hand-off per line); a line over
   :data:`~sagents.gateway._stdin_lines.MAX_LINE_BYTES` is thrown away as it arrives and
   :data:`~sagents.gateway._stdin_lines.OVERLONG_LINE` takes its place; each line is decoded as
   UTF-8 with invalid bytes replaced and validated as the SDK does (an invalid line reaches the
@@ -34,6 +35,7 @@ import logging
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -42,8 +44,6 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
-from anyio.abc import TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
 from sagents.gateway._stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE
@@ -51,10 +51,7 @@ from sagents.gateway._stdin_lines import MAX_LINE_BYTES, OVERLONG_LINE
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["READ_CHUNK", "ReadStream", "WireWriter", "WriteStream", "stdio_streams"]
-
-ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
-"""What the client sent: each line's message, or the validation error of a bad line."""
+__all__ = ["READ_CHUNK", "ReadStream", "WireReader", "WireWriter", "WriteStream", "stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +80,7 @@ async def stdio_streams(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     max_line_bytes: int = MAX_LINE_BYTES,
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], WireWriter]]:
+) -> AsyncIterator[tuple[WireReader, WireWriter]]:
     """The read and write streams of ``Server.run`` over this process's stdin and stdout.
 
     Args:
@@ -104,20 +101,18 @@ async def stdio_streams(
     if max_line_bytes < 1:
         raise ValueError(f"max_line_bytes must be at least 1, not {max_line_bytes}")
     wire = _claim(stdin_fd, stdout_fd)
-    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    reader = WireReader(wire, max_line_bytes)
     try:
         async with anyio.create_task_group() as tg:
-            reading = await tg.start(_read_lines, wire, read_send, max_line_bytes)
-            writer = WireWriter(wire, reading)
+            writer = WireWriter(wire, reader)
             tg.start_soon(writer.run)
             try:
-                yield read_receive, writer
+                yield reader, writer
             finally:
-                reading.cancel()  # the client may keep stdin open after the serving ended
                 writer.close()  # the serving loop closes it; a caller may not have
                 tg.cancel_scope.deadline = anyio.current_time() + _SHUTDOWN_FLUSH_S
     finally:
-        read_receive.close()
+        reader.close()
         _release(wire)
 
 
@@ -204,66 +199,140 @@ def _stderr_writer() -> int:
 # Reading ------------------------------------------------------------------------------------
 
 
-async def _read_chunk(wire: _Wire) -> bytes:
-    if not wire.pollable_read:  # a regular file or device: no readiness to wait for
-        return await anyio.to_thread.run_sync(os.read, wire.read_fd, READ_CHUNK)
-    if not wire.nonblocking_read:  # a terminal: wait, then read what is there
-        await anyio.wait_readable(wire.read_fd)
-    while True:
-        try:
-            return os.read(wire.read_fd, READ_CHUNK)
-        except BlockingIOError:  # nothing there yet (or another reader was first)
-            await anyio.wait_readable(wire.read_fd)
+class WireReader:
+    """What the client sent, each line's message (``Server.run``'s read stream).
 
+    No reader task: :meth:`receive` reads the wire itself, in the receiving task, when no line
+    it read before is left (one read may carry many lines), so a message reaches the server
+    without a hand-off between tasks. Like a memory object stream's receiving end: iterating
+    ends (``anyio.EndOfStream``) at the wire's end of file, after :meth:`stop` (the client
+    closed its end of stdout) and after :meth:`close`.
+    """
 
-async def _read_lines(
-    wire: _Wire,
-    send: MemoryObjectSendStream[SessionMessage | Exception],
-    max_line_bytes: int,
-    *,
-    task_status: TaskStatus[anyio.CancelScope],
-) -> None:
-    """Send each line's message (or its validation error) until stdin ends or is cancelled."""
-    with anyio.CancelScope() as scope, send:
-        task_status.started(scope)
-        pending = bytearray()
-        dropping = False  # inside a line over the cap: its bytes are not kept
-        while True:
+    def __init__(self, wire: _Wire, max_line_bytes: int) -> None:
+        self._wire = wire
+        self._max_line_bytes = max_line_bytes
+        self._lines: deque[str] = deque()  # read, not yet received
+        self._pending = bytearray()  # the unfinished line
+        self._dropping = False  # inside a line over the cap: its bytes are not kept
+        self._ended = False  # end of file (or a failed read): nothing more will be read
+        self._stopped = False
+        self._waiting: anyio.CancelScope | None = None  # a receive waiting for stdin
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next line's message, or the SDK's validation error of a bad line.
+
+        Raises:
+            anyio.EndOfStream: stdin ended, or the stream was stopped or closed.
+        """
+        while not self._lines:
+            if self._ended or self._stopped:
+                raise anyio.EndOfStream
             try:
-                chunk = await _read_chunk(wire)
+                chunk = await self._read()
             except OSError as error:
                 logger.info("stdin failed: %s", error)
                 chunk = b""
+            if self._stopped:
+                raise anyio.EndOfStream
             if not chunk:
-                break
-            start = 0
-            if b"\n" not in chunk:
+                self._end()
+            elif not self._split(chunk):
                 await anyio.lowlevel.checkpoint()  # a client flooding one line: let others run
-            while True:
-                end = chunk.find(b"\n", start)
-                piece = chunk[start:] if end < 0 else chunk[start:end]
-                if not dropping and len(pending) + len(piece) > max_line_bytes:
-                    pending.clear()
-                    dropping = True
-                if end < 0:
-                    if not dropping:
-                        pending += piece
-                    break
-                if dropping:
-                    line = OVERLONG_LINE
-                    dropping = False
-                elif pending:
-                    pending += piece
-                    line = pending.decode("utf-8", errors="replace") + "\n"
-                    pending.clear()
-                else:
-                    line = piece.decode("utf-8", errors="replace") + "\n"
-                await send.send(_parse(line))
-                start = end + 1
-        if dropping:
-            await send.send(_parse(OVERLONG_LINE))
-        elif pending:  # the last line, without its newline
-            await send.send(_parse(pending.decode("utf-8", errors="replace")))
+        if self._stopped:
+            raise anyio.EndOfStream
+        return _parse(self._lines.popleft())
+
+    async def _read(self) -> bytes:
+        """What stdin has (up to :data:`READ_CHUNK` bytes), waiting only when nothing is there;
+        empty at end of file and once stopped."""
+        wire = self._wire
+        if not wire.pollable_read:  # a regular file or device: no readiness to wait for
+            return await anyio.to_thread.run_sync(os.read, wire.read_fd, READ_CHUNK)
+        if wire.nonblocking_read:
+            try:
+                return os.read(wire.read_fd, READ_CHUNK)
+            except BlockingIOError:  # nothing there yet
+                pass
+        with anyio.CancelScope() as waiting:  # stop() ends the wait
+            self._waiting = waiting
+            try:
+                while True:
+                    await anyio.wait_readable(wire.read_fd)
+                    try:
+                        return os.read(wire.read_fd, READ_CHUNK)
+                    except BlockingIOError:  # another reader was first
+                        continue
+            finally:
+                self._waiting = None
+        return b""
+
+    def _split(self, chunk: bytes) -> bool:
+        """Queue the lines ``chunk`` ends; keep the rest. Whether a line ended in it."""
+        start = 0
+        ended = False
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if not self._dropping and len(self._pending) + len(piece) > self._max_line_bytes:
+                self._pending.clear()
+                self._dropping = True
+            if end < 0:
+                if not self._dropping:
+                    self._pending += piece
+                return ended
+            ended = True
+            if self._dropping:
+                self._lines.append(OVERLONG_LINE)
+                self._dropping = False
+            elif self._pending:
+                self._pending += piece
+                self._lines.append(self._pending.decode("utf-8", errors="replace") + "\n")
+                self._pending.clear()
+            else:
+                self._lines.append(piece.decode("utf-8", errors="replace") + "\n")
+            start = end + 1
+
+    def _end(self) -> None:
+        self._ended = True
+        if self._dropping:
+            self._lines.append(OVERLONG_LINE)
+        elif self._pending:  # the last line, without its newline
+            self._lines.append(self._pending.decode("utf-8", errors="replace"))
+            self._pending.clear()
+
+    def stop(self) -> None:
+        """Read no more: a waiting :meth:`receive` and every later one end the stream."""
+        self._stopped = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    def close(self) -> None:
+        """Same as :meth:`stop`."""
+        self.stop()
+
+    async def aclose(self) -> None:
+        """Same as :meth:`stop`."""
+        self.stop()
+
+    def __aiter__(self) -> WireReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> WireReader:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+ReadStream = WireReader
+"""What the client sent: each line's message, or the validation error of a bad line."""
 
 
 def _parse(line: str) -> SessionMessage | Exception:
@@ -296,9 +365,9 @@ class WireWriter:
     accepted and dropped, and reading stops, so that the serving loop ends as on end of file.
     """
 
-    def __init__(self, wire: _Wire, reading: anyio.CancelScope) -> None:
+    def __init__(self, wire: _Wire, reader: WireReader) -> None:
         self._wire = wire
-        self._reading = reading
+        self._reader = reader
         self._pending = bytearray()  # accepted, not yet written: the writer task's
         self._wake = anyio.Event()  # the writer task has something to do
         self._drained = anyio.Event()  # nothing is pending any more
@@ -378,7 +447,7 @@ class WireWriter:
     def _break(self, error: OSError) -> None:
         logger.info("the client closed stdout (%s); ending the session", error)
         self._broken = True
-        self._reading.cancel()  # the serving loop then ends as on stdin's end of file
+        self._reader.stop()  # the serving loop then ends as on stdin's end of file
 
 
 WriteStream = WireWriter

@@ -236,6 +236,29 @@ async def test_a_closed_client_end_ends_reading_and_later_replies_are_dropped() 
         assert os.write(client_w, b"\n") == 1  # stdin itself was never closed by the transport
 
 
+@pytest.mark.anyio
+async def test_a_closed_client_end_ends_a_receive_already_waiting_for_stdin() -> None:
+    with pipes() as (client_w, read_fd, write_fd, client_r), anyio.fail_after(10):
+        async with transport(read_fd, write_fd) as (read_stream, write_stream):
+            ended = anyio.Event()
+
+            async def receive_until_the_end() -> None:
+                with pytest.raises(anyio.EndOfStream):
+                    await read_stream.receive()  # nothing on stdin: it waits
+                ended.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(receive_until_the_end)
+                await anyio.wait_all_tasks_blocked()
+                os.close(client_r)  # the client went away; its stdin end stays open
+                await write_stream.send(ping(1))  # EPIPE
+                await ended.wait()
+            with pytest.raises(anyio.EndOfStream):
+                await read_stream.receive()  # and every later receive
+            write_stream.close()
+        assert os.write(client_w, b"\n") == 1  # stdin itself was never closed by the transport
+
+
 def test_a_cap_below_one_byte_is_refused() -> None:
     async def enter() -> None:
         async with stdio_streams(stdin_fd=0, stdout_fd=1, max_line_bytes=0):
