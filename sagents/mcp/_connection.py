@@ -143,7 +143,8 @@ class ServerConnection:
         self._tool_filter: ToolListFilter | None = None
         self.task_statuses: TaskStatuses | None = None
         """The live session's ``notifications/tasks`` (tasks are watched with them)."""
-        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
+        # A semaphore, not a CapacityLimiter: no per-task borrower bookkeeping on every call
+        self.limiter = anyio.Semaphore(settings.max_concurrency, fast_acquire=True)
 
     # ---- what callers see -------------------------------------------------------------------
 
@@ -208,6 +209,13 @@ class ServerConnection:
         """Wait until the first start attempt ended (however it ended)."""
         while not self.first_start_done:
             await self._changed.wait()
+
+    @property
+    def live_session(self) -> ClientSession | None:
+        """The session when a call may use it right now, else None (see :meth:`ready_session`)."""
+        if self._state == "ready" and not self._dead and not self._suspect:
+            return self._session
+        return None
 
     async def ready_session(self) -> ClientSession:
         """Return the live session, restarting a failed server first (once, with backoff).
@@ -745,7 +753,7 @@ class _CallSlot:
 
     __slots__ = ("_limiter",)
 
-    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+    def __init__(self, limiter: anyio.Semaphore) -> None:
         self._limiter = limiter
 
     async def __aenter__(self) -> None:
