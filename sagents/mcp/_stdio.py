@@ -357,7 +357,10 @@ async def frame_stdio(
                             parts.append(piece)
                             message = _parse_line("".join(parts), log)
                             if message is not None:
-                                await read_send.send(message)
+                                try:  # to the waiting session at once, without a checkpoint
+                                    read_send.send_nowait(message)
+                                except anyio.WouldBlock:  # it is busy: wait for it
+                                    await read_send.send(message)
                         parts, size, dropping = [], 0, False
                     if dropping:
                         continue
