@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -142,7 +143,8 @@ class ServerConnection:
         self._tool_filter: ToolListFilter | None = None
         self.task_statuses: TaskStatuses | None = None
         """The live session's ``notifications/tasks`` (tasks are watched with them)."""
-        self.limiter = anyio.CapacityLimiter(settings.max_concurrency)
+        # A semaphore, not a CapacityLimiter: no per-task borrower bookkeeping on every call
+        self.limiter = anyio.Semaphore(settings.max_concurrency, fast_acquire=True)
 
     # ---- what callers see -------------------------------------------------------------------
 
@@ -207,6 +209,13 @@ class ServerConnection:
         """Wait until the first start attempt ended (however it ended)."""
         while not self.first_start_done:
             await self._changed.wait()
+
+    @property
+    def live_session(self) -> ClientSession | None:
+        """The session when a call may use it right now, else None (see :meth:`ready_session`)."""
+        if self._state == "ready" and not self._dead and not self._suspect:
+            return self._session
+        return None
 
     async def ready_session(self) -> ClientSession:
         """Return the live session, restarting a failed server first (once, with backoff).
@@ -653,27 +662,49 @@ class ServerConnection:
 class _CallScope:
     """The context manager of :meth:`ServerConnection.call_scope` (no generator per call).
 
-    ``with`` gives an anyio cancel scope. ``async with`` on asyncio gives ``asyncio.timeout(None)``
-    instead, which arms nothing until the connection cancels it (then it fires at once), at a
-    fraction of a cancel scope's cost per call; on other loops (trio) the cancel scope again.
-    Either way :attr:`cancelled_caught` says whether the connection's end stopped the block.
+    ``with`` gives an anyio cancel scope. ``async with`` on asyncio arms nothing: it notes the
+    task, and :meth:`cancel` has the loop cancel that task, the way ``asyncio.timeout`` does
+    when it expires (Python docs, "Timeouts"), and the exit takes back exactly that cancellation
+    (``Task.uncancel``), at a fraction of a cancel scope's (or an ``asyncio.Timeout``'s) cost
+    per call; on other loops (trio) the cancel scope again. Either way :attr:`cancelled_caught`
+    says whether the connection's end stopped the block.
     """
 
-    __slots__ = ("_scope", "_scopes", "_timeout", "cancelled_caught")
+    __slots__ = (
+        "_cancelling",
+        "_fired",
+        "_handle",
+        "_left",
+        "_scope",
+        "_scopes",
+        "_task",
+        "cancelled_caught",
+    )
 
     def __init__(self, scopes: set[_CallScope]) -> None:
         self._scopes = scopes
         self._scope: anyio.CancelScope | None = None
-        self._timeout: asyncio.Timeout | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
+        self._handle: asyncio.Handle | None = None
+        self._fired = False
+        self._left = False
         self.cancelled_caught = False
 
     def cancel(self) -> None:
         """End the block (the connection died or closes)."""
-        if self._timeout is not None:
-            if not self._timeout.expired():
-                self._timeout.reschedule(-math.inf)  # due now: cancels at the next wait
+        if self._task is not None:
+            if self._handle is None and not self._left:
+                # From the loop, as asyncio.Timeout does: the block is then waiting, and its
+                # exit can still call this off if it leaves first.
+                self._handle = self._task.get_loop().call_soon(self._deliver)
         elif self._scope is not None:
             self._scope.cancel()
+
+    def _deliver(self) -> None:
+        assert self._task is not None
+        self._fired = True
+        self._task.cancel()
 
     def __enter__(self) -> _CallScope:
         self._scope = anyio.CancelScope().__enter__()
@@ -690,22 +721,28 @@ class _CallScope:
         return bool(swallowed)
 
     async def __aenter__(self) -> _CallScope:
-        if asyncio._get_running_loop() is None:  # not asyncio (trio): a cancel scope
+        task = asyncio.current_task() if asyncio._get_running_loop() is not None else None
+        if task is None:  # not asyncio (trio): a cancel scope
             return self.__enter__()
-        self._timeout = asyncio.timeout(None)
-        await self._timeout.__aenter__()
+        self._task = task
+        self._cancelling = task.cancelling()
         self._scopes.add(self)
         return self
 
     async def __aexit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> bool:
-        if self._timeout is None:
+        task = self._task
+        if task is None:
             return self.__exit__(et, ev, tb)
         self._scopes.discard(self)
-        try:
-            await self._timeout.__aexit__(et, ev, tb)
-        except TimeoutError:  # raised only for the cancellation this scope delivered
+        self._left = True
+        if self._handle is not None and not self._fired:
+            self._handle.cancel()  # asked for, not delivered: the block left first
+            return False
+        # As asyncio.Timeout's exit: the cancellation this scope asked for is taken back; the
+        # block's CancelledError is swallowed only when no other cancellation is pending.
+        if self._fired and task.uncancel() <= self._cancelling and et is asyncio.CancelledError:
             self.cancelled_caught = True
             return True
         return False
@@ -716,7 +753,7 @@ class _CallSlot:
 
     __slots__ = ("_limiter",)
 
-    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+    def __init__(self, limiter: anyio.Semaphore) -> None:
         self._limiter = limiter
 
     async def __aenter__(self) -> None:

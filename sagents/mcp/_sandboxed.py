@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 from mcp import StdioServerParameters
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from sagents.errors import SandboxError
@@ -365,7 +366,7 @@ async def open_sandboxed_stdio_transport(
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-        anyio.abc.ObjectSendStream[SessionMessage],
+        WriteStream[SessionMessage],
         StdioProcess,
     ]
 ]:

@@ -40,9 +40,11 @@ from anyio.streams.text import TextReceiveStream
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from sagents.mcp._pipe_writer import PipeWriter
 from sagents.mcp._watchdog import group_alive
 
 __all__ = [
@@ -298,13 +300,13 @@ def _parse_line(line: str, log: IO[str] | CappedLog) -> SessionMessage | None:
 
 Transport = tuple[
     anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-    anyio.abc.ObjectSendStream[SessionMessage],
+    WriteStream[SessionMessage],
 ]
 
 
 @asynccontextmanager
 async def frame_stdio(
-    stdin: anyio.abc.ByteSendStream,
+    stdin: anyio.abc.ByteSendStream | int,
     stdout: anyio.abc.ByteReceiveStream,
     *,
     encoding: str,
@@ -318,8 +320,12 @@ async def frame_stdio(
     are noted in ``log`` and skipped; invalid UTF-8 is replaced. On exit ``stop`` is awaited,
     shielded, to end the process.
 
+    Requests to a pipe descriptor are written by the sending task (:class:`PipeWriter`); to a
+    byte stream, by a writer task that writes the requests ready together at once.
+
     Args:
-        stdin: The server's stdin.
+        stdin: The server's stdin: the non-blocking write end of its pipe (closed here, before
+            ``stop``), or a byte stream.
         stdout: The server's stdout.
         encoding: Text encoding of the lines (``StdioServerParameters.encoding``).
         log: The server's log (notes about skipped lines go there).
@@ -329,6 +335,11 @@ async def frame_stdio(
     closing = False
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    pipe = (
+        PipeWriter(stdin, encoding=encoding, on_broken=read_send.close)
+        if isinstance(stdin, int)
+        else None
+    )
 
     async def read_stdout() -> None:
         text = TextReceiveStream(stdout, encoding=encoding, errors="replace")
@@ -346,7 +357,10 @@ async def frame_stdio(
                             parts.append(piece)
                             message = _parse_line("".join(parts), log)
                             if message is not None:
-                                await read_send.send(message)
+                                try:  # to the waiting session at once, without a checkpoint
+                                    read_send.send_nowait(message)
+                                except anyio.WouldBlock:  # it is busy: wait for it
+                                    await read_send.send(message)
                         parts, size, dropping = [], 0, False
                     if dropping:
                         continue
@@ -362,7 +376,7 @@ async def frame_stdio(
             if not closing:
                 handle.hung_up = True
 
-    async def write_stdin() -> None:
+    async def write_stdin(stdin: anyio.abc.ByteSendStream) -> None:
         try:
             async with write_recv:
                 async for message in write_recv:
@@ -384,17 +398,26 @@ async def frame_stdio(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_stdout)
-            tg.start_soon(write_stdin)
+            if pipe is not None:
+                tg.start_soon(pipe.run)
+            else:
+                assert not isinstance(stdin, int)
+                tg.start_soon(write_stdin, stdin)
             try:
-                yield read_recv, write_send
+                yield read_recv, write_send if pipe is None else pipe
             finally:
                 closing = True
                 with anyio.CancelScope(shield=True):
                     await write_send.aclose()
+                    if pipe is not None:
+                        await pipe.aclose()
+                        pipe.close_fd()
                     await stop()
                 tg.cancel_scope.cancel()
     finally:
         read_recv.close()
+        if pipe is not None:
+            pipe.close_fd()
 
 
 def watch_group(pgid: int) -> None:
@@ -418,7 +441,7 @@ async def open_stdio_transport(
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-        anyio.abc.ObjectSendStream[SessionMessage],
+        WriteStream[SessionMessage],
         StdioProcess,
     ]
 ]:
@@ -439,23 +462,31 @@ async def open_stdio_transport(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")
     log_offset = log.tell()
+    # The server's stdin is a pipe of our own (not the event loop's transport), so that each
+    # request is written by the task that sends it (PipeWriter); both ends are close-on-exec.
+    stdin_read, stdin_write = os.pipe()
     try:
+        os.set_blocking(stdin_write, False)
         process = await anyio.open_process(
             [params.command, *params.args],
+            stdin=stdin_read,
             env=get_default_environment() | (params.env or {}),
             stderr=subprocess.PIPE,
             cwd=params.cwd,
             start_new_session=True,
         )
     except BaseException:
+        os.close(stdin_write)
         log.close()
         raise
+    finally:
+        os.close(stdin_read)  # the server's end, now the child's only
     watch_group(process.pid)
     handle = StdioProcess(_HostGroup(process), log_path=log_path, log_offset=log_offset)
+    handed = False  # frame_stdio closes stdin_write once it has it
     try:
         if on_start is not None:
             on_start(handle)
-        assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
         drained = anyio.Event()
@@ -464,8 +495,9 @@ async def open_stdio_transport(
         async with anyio.create_task_group() as tg:
             tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)
             try:
+                handed = True
                 async with frame_stdio(
-                    process.stdin,
+                    stdin_write,
                     process.stdout,
                     encoding=params.encoding,
                     log=capped,
@@ -476,6 +508,8 @@ async def open_stdio_transport(
             finally:
                 copying.cancel()
     finally:
+        if not handed:
+            os.close(stdin_write)
         forget_group(process.pid)
         log.close()
 
@@ -492,11 +526,9 @@ async def _wait_exit(process: anyio.abc.Process, limit: float) -> bool:
 
 async def _stop(process: anyio.abc.Process, drained: anyio.Event) -> None:
     """Close stdin, wait, then end the whole process group (even after the leader exited);
-    give its stderr a moment to reach the log (``drained``) before the pipes close."""
-    assert process.stdin is not None
+    give its stderr a moment to reach the log (``drained``) before the pipes close (its stdin,
+    a pipe of our own, is closed already)."""
     assert process.stdout is not None
-    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        await process.stdin.aclose()
     await _wait_exit(process, STDIN_CLOSE_GRACE)
     if process.returncode is None or group_alive(process.pid):
         await terminate_posix_process_tree(process, TERM_GRACE)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -63,7 +63,7 @@ from sagents.mcp._resource_subscriptions import ResourceUpdatedCallback, support
 from sagents.mcp._session import track_send
 from sagents.mcp._settings import ServerSettings
 from sagents.mcp._status import ServerStatus
-from sagents.mcp._tasks_client import call_tool_or_task
+from sagents.mcp._tasks_client import resolve_claimed
 
 __all__ = ["MCPSupervisor", "default_log_dir"]
 
@@ -658,16 +658,19 @@ class MCPSupervisor:
         except SagentsError as error:
             return ToolResult.from_exception(error)
 
-    async def call_tool_raising(
+    def call_tool_raising(
         self,
         server: str,
         tool: str,
         arguments: dict[str, Any] | None = None,
         *,
         progress_callback: ProgressFnT | None = None,
-    ) -> ToolResult:
+    ) -> Coroutine[Any, Any, ToolResult]:
         """Call ``tool`` on ``server`` as :meth:`call_tool` does, but raise a failure as its
         typed error and apply no timeout: the caller bounds the call.
+
+        Returns the call's coroutine itself, to be awaited (one frame less on every
+        resumption of the call); an unknown server raises at once.
 
         This is the step of ``ToolManager.run_tool``'s call path (an MCP tool's registry
         handler): ``run_tool`` decides the call's timeout (the server's ``call_timeout`` unless
@@ -683,7 +686,7 @@ class MCPSupervisor:
             ToolTimeoutError: the server answered ``-32001`` (request timeout).
         """
         connection = self._connection_for(server, tool)
-        return await self._call(connection, tool, arguments or {}, progress_callback)
+        return self._call(connection, tool, arguments or {}, progress_callback)
 
     def _connection_for(self, server: str, tool: str) -> ServerConnection:
         connection = self._connections.get(server)
@@ -701,21 +704,26 @@ class MCPSupervisor:
         progress_callback: ProgressFnT | None,
     ) -> ToolResult:
         name = connection.name
-        details = {"server": name, "tool": tool}
         for attempt in range(2):
-            session = await connection.ready_session()
+            session = connection.live_session
+            if session is None:
+                session = await connection.ready_session()
             reason = "the connection closed during the call"
             async with connection.call_slot():
                 with track_send() as mark:
                     async with connection.call_scope() as scope:
                         try:
-                            raw = await call_tool_or_task(
-                                session,
+                            # call_tool_or_task, inlined (one frame less per resumption)
+                            raw = await session.call_tool(
                                 tool,
                                 arguments,
                                 progress_callback=progress_callback,
-                                statuses=connection.task_statuses,
+                                allow_claimed=True,
                             )
+                            if type(raw) is not types.CallToolResult:
+                                raw = await resolve_claimed(
+                                    raw, session, tool, statuses=connection.task_statuses
+                                )
                         except anyio.get_cancelled_exc_class():
                             # Timed out or cancelled by the caller: is the server still there?
                             connection.check_liveness()
@@ -736,7 +744,7 @@ class MCPSupervisor:
                             raise UpstreamProtocolError(
                                 f"MCP server {name!r} answered tools/call {tool!r} with an invalid "
                                 f"result: {error}",
-                                details=details,
+                                details={"server": name, "tool": tool},
                             ) from None
                         else:
                             return convert_result(raw)
@@ -750,7 +758,7 @@ class MCPSupervisor:
             raise UpstreamUnavailableError(
                 f"MCP server {name!r} is unavailable: {reason}",
                 hint="the server will be restarted on the next call",
-                details={**details, "log": str(connection.log_path)},
+                details={"server": name, "tool": tool, "log": str(connection.log_path)},
             )
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -66,6 +66,7 @@ __all__ = [
     "TaskStatuses",
     "TasksClient",
     "call_tool_or_task",
+    "resolve_claimed",
     "resolve_task",
 ]
 
@@ -202,6 +203,21 @@ async def call_tool_or_task(
     raw = await session.call_tool(
         name, arguments, progress_callback=progress_callback, allow_claimed=True
     )
+    if isinstance(raw, mt.CallToolResult):
+        return raw
+    return await resolve_claimed(raw, session, name, statuses=statuses)
+
+
+async def resolve_claimed(
+    raw: Any, session: ClientSession, name: str, *, statuses: TaskStatuses | None = None
+) -> mt.CallToolResult:
+    """The end of a ``tools/call`` whose answer is not a ``CallToolResult``: a task is polled
+    to its end (:func:`resolve_task`); anything else is refused.
+
+    Raises:
+        MCPError: the task failed, or a poll failed.
+        UnexpectedClaimedResult: another extension's result shape (none is declared).
+    """
     if isinstance(raw, CreateTaskResult):
         context = ClaimContext(session=session, tool_name=name, read_timeout_seconds=None)
         return await resolve_task(raw, context, statuses=statuses)

@@ -14,7 +14,7 @@ Upstream progress notifications (MCP spec, "Progress") become ``tool_progress`` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp.shared.dispatcher import ProgressFnT
@@ -199,13 +199,16 @@ class MCPRegistry:
         original = spec.source.original_name or spec.name
         supervisor = self.supervisor
 
-        async def call_upstream(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        def call_upstream(
+            arguments: dict[str, Any], call: ToolCall
+        ) -> Coroutine[Any, Any, ToolResult]:
             # A progress token only when someone listens to the session as the call starts:
             # without one the SDK routes nothing and the server reports nothing for the call.
             binding = listened_tool_call()
             # Typed errors and no timer of its own: run_tool bounds the call by call.timeout
-            # and turns a failure into its result.
-            return await supervisor.call_tool_raising(
+            # and turns a failure into its result. The supervisor's coroutine itself is the
+            # handler's (no frame of this function for every resumption of the call).
+            return supervisor.call_tool_raising(
                 server,
                 original,
                 arguments,

@@ -77,3 +77,19 @@ async def test_an_abort_after_the_block_left_cancels_nothing_later() -> None:
         await anyio.sleep(0.01)  # not cancelled by the abort above
         await anyio.lowlevel.checkpoint()
     assert not scope.cancelled_caught
+
+
+async def test_an_outer_cancellation_with_the_connections_end_is_not_lost() -> None:
+    scopes: set[_CallScope] = set()
+    waited_on: list[bool] = []
+    with anyio.fail_after(10):
+        with anyio.CancelScope() as outer:
+            async with _CallScope(scopes):
+                for each in list(scopes):
+                    each.cancel()  # the connection ends ...
+                outer.cancel()  # ... while the caller is cancelled too
+                await anyio.sleep_forever()
+            await anyio.lowlevel.checkpoint()  # the caller's cancellation still comes
+            waited_on.append(True)
+    assert outer.cancelled_caught
+    assert waited_on == []
