@@ -440,8 +440,8 @@ def listened_tool_call() -> ToolCallBinding | None:
 def current_tool_call() -> ToolCallBinding | None:
     """The binding of the tool call running in this context, or None outside one.
 
-    None, too, inside a call that nothing can listen to and that binds nothing: one of no
-    session and no ``tool_call_id`` run by the ToolManager outside any other call
+    None, too, inside a call that nothing can listen to and that binds nothing: an async local
+    tool run by the ToolManager with no session and no ``tool_call_id``, outside any other call
     (docs/progress.md).
     """
     binding = _current.get()
