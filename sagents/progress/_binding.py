@@ -393,11 +393,6 @@ class LazyToolCall:
     def unbind(self, token: contextvars.Token[ToolCallBinding | LazyToolCall | None]) -> None:
         """Undo :meth:`bind`, then :meth:`close`."""
         _current.reset(token)
-        if self._binding is None and (
-            self._session_id is None or not self.hub.listening(self._session_id)
-        ):
-            self._closed = True  # what close() does while nobody listens, one call less
-            return
         self.close()
 
     def __enter__(self) -> LazyToolCall:
