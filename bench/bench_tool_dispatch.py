@@ -173,6 +173,9 @@ async def breakdown(rounds: int) -> dict[str, float]:
     async def whole() -> None:
         await tm.run_tool("add", arguments, context)
 
+    async def whole_anonymous() -> None:
+        await tm.run_tool("add", arguments)
+
     async def timeout_scope() -> None:
         with anyio.move_on_after(300):  # noqa: ASYNC100 - the scope's own cost is measured
             pass
@@ -181,11 +184,10 @@ async def breakdown(rounds: int) -> dict[str, float]:
         pending = LazyToolCall(hub, "s", None)
         pending.unbind(pending.bind())
 
-    scalars = ScalarParameters(local.scalar_kinds or {})
+    scalars = ScalarParameters(local.scalar_kinds or {}, validator)
 
     async def scalar_check() -> None:
         scalars.accepts(arguments)
-        validator.is_valid(arguments)
 
     async def parse_and_check() -> None:
         validator.validate("add", parse_arguments("add", arguments), owned=True)
@@ -206,11 +208,12 @@ async def breakdown(rounds: int) -> dict[str, float]:
         ToolCall(tool_name="add", session_context=context, tool_call_id="c", timeout=300.0)
 
     pieces: dict[str, Callable[[], Awaitable[None]]] = {
-        "run_tool, whole": whole,
+        "run_tool, whole (no session: nothing bound)": whole_anonymous,
+        "run_tool, whole (a session nobody listens to)": whole,
         "one-pass scalar check + compiled schema check": scalar_check,
         "the function's first step (it returns: no timer)": function,
         "to_tool_result (ToolResult and its text block)": result,
-        "the lazy progress binding (nobody listens)": lazy_binding,
+        "not on the path of a call of no session: the lazy binding": lazy_binding,
         "not on the path of scalar tools: parse + schema check": parse_and_check,
         "not on the path of scalar tools: bind_valid": binding_as_is,
         "not on the path: pydantic binding (LocalTool.bind)": pydantic_binding,

@@ -27,7 +27,9 @@ Bound lazily: a call that starts while nobody listens to its session (no queue r
 :meth:`~sagents.progress.ProgressHub.listening`) gets :func:`bind_quiet_tool_call` instead, which
 costs a context variable and nothing else (no helper task, no hub tracking). Should a consumer
 register while such a call runs, the call's text still reaches it, uncoalesced (each emit is one
-event), and its ``closed`` event too; with nobody listening, ``closed`` is not even built.
+event), and its ``closed`` event too; with nobody listening, ``closed`` is not even built. The
+ToolManager binds a :class:`LazyToolCall` instead; a call of no session and no id outside any
+bound call gets nothing bound (docs/progress.md).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ __all__ = [
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",
     "listened_tool_call",
+    "raw_tool_call",
 ]
 
 _get_ident = threading.get_ident
@@ -68,6 +71,9 @@ _STREAMS: Final[frozenset[str]] = frozenset(get_args(ProgressStream))
 _current: contextvars.ContextVar[ToolCallBinding | LazyToolCall | None] = contextvars.ContextVar(
     "sagents_tool_call_binding", default=None
 )
+raw_tool_call: Callable[[], ToolCallBinding | LazyToolCall | None] = _current.get
+"""What the context variable holds: the running call's binding (built or lazy), or None outside
+any bound call. Unlike :func:`current_tool_call`, builds nothing (the C method, no frame)."""
 
 
 class ToolCallBinding:
@@ -427,7 +433,12 @@ def listened_tool_call() -> ToolCallBinding | None:
 
 
 def current_tool_call() -> ToolCallBinding | None:
-    """The binding of the tool call running in this context, or None outside one."""
+    """The binding of the tool call running in this context, or None outside one.
+
+    None, too, inside a call that nothing can listen to and that binds nothing: an async local
+    tool run by the ToolManager with no session and no ``tool_call_id``, outside any other call
+    (docs/progress.md).
+    """
     binding = _current.get()
     return binding.binding() if isinstance(binding, LazyToolCall) else binding
 

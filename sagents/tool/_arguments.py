@@ -513,40 +513,56 @@ def _surely_small(args: Mapping[str, Any]) -> bool:
 
 class ScalarParameters:
     """The parameters of a tool that takes only bare scalars, for a one-pass check of a call's
-    arguments before the compiled schema check.
+    arguments, then the compiled schema check.
 
     Made for a tool whose every parameter pydantic returns unchanged when it gets a value of
     exactly its type (``LocalTool.bind_valid``): for such a tool, :meth:`accepts` stands for
-    :func:`parse_arguments` (the size bound), the copy and the binding together, so that a call
-    costs one loop over the arguments and the compiled schema check. Anything it does not accept
-    takes the general path, which gives every error message.
+    :func:`parse_arguments` (the size bound), the copy, the validation and the binding together,
+    so that a call costs one loop over the arguments and the compiled schema check. Anything it
+    does not accept takes the general path, which gives every error message.
 
     Args:
         kinds: Parameter name -> the exact value types accepted as they are (scalars only).
+        validator: The tool's validator, whose :meth:`ArgumentValidator.is_valid` has the last
+            word; None to make only the one-pass check.
     """
 
-    __slots__ = ("_bound", "_kinds")
+    __slots__ = ("_bound", "_kinds", "_validator")
 
-    def __init__(self, kinds: Mapping[str, frozenset[type]]) -> None:
+    def __init__(
+        self, kinds: Mapping[str, frozenset[type]], validator: ArgumentValidator | None = None
+    ) -> None:
         self._kinds = dict(kinds)
         # What _surely_small counts for everything but the strings' own characters: the braces,
         # each key (6 bytes a character at most, quotes, colon, comma) and a scalar value.
         self._bound = 2 + sum(6 * len(name) + 4 + 25 for name in kinds)
+        self._validator = validator
 
     def accepts(self, arguments: dict[str, Any]) -> bool:
         """True when each argument names a parameter, each value is of exactly one of its
-        parameter's types (an ``int`` within 64 bits), and the whole is surely far below
-        :data:`MAX_ARGUMENTS_BYTES`; the schema check is still the caller's to make."""
+        parameter's types (an ``int`` within 64 bits), the whole is surely far below
+        :data:`MAX_ARGUMENTS_BYTES`, and the validator (if any) finds them valid as they are."""
         kinds, bound = self._kinds, self._bound
         for key, value in arguments.items():
             kind = type(value)
-            if kind not in kinds.get(key, _NO_KINDS):
+            if kind not in kinds.get(key, ()):
                 return False
             if kind is str:
                 bound += 6 * len(value)
             elif kind is int and not -(2**63) < value < 2**63:
                 return False
-        return bound <= _SMALL_ENOUGH
+        if bound > _SMALL_ENOUGH:
+            return False
+        validator = self._validator
+        if validator is None:
+            return True
+        fast = validator._fast
+        if fast is not None:
+            try:
+                return fast(arguments)
+            except (ValueError, TypeError, OverflowError):
+                pass  # as ArgumentValidator.is_valid: the jsonschema package decides
+        return validator.is_valid(arguments)
 
 
 _NO_KINDS = frozenset[type]()

@@ -80,7 +80,8 @@ def to_tool_result(value: Any, *, tool_name: str, wrap_result: bool = False) -> 
     if kind is str:
         return _text_result(value, {"result": value} if wrap_result else None)
     if kind is int:
-        return _text_result(int.__repr__(value), {"result": value} if wrap_result else value)
+        # str of an exact int is its repr (and json's text), without int.__repr__'s lookup
+        return _text_result(str(value), {"result": value} if wrap_result else value)
     if isinstance(value, ToolResult):
         return value
     if kind not in _PLAIN_NUMBERS:  # numbers are none of these: skip the checks
@@ -125,14 +126,20 @@ def _text_result(text: str, structured: Any) -> ToolResult:
 
     The frozen dataclasses' generated ``__init__`` sets each field through
     ``object.__setattr__``, which is most of a trivial call's result cost; filling the
-    instances' ``__dict__`` at once gives equal objects (tests compare the two).
+    instances' ``__dict__`` item by item (no keyword dict to build and merge) gives equal
+    objects (tests compare the two).
     """
     block = _new(TextContent)
-    block.__dict__.update(type="text", text=text)
+    fields = block.__dict__
+    fields["type"] = "text"
+    fields["text"] = text
     result = _new(ToolResult)
-    result.__dict__.update(
-        content=(block,), structured=structured, is_error=False, error=None, meta={}
-    )
+    fields = result.__dict__
+    fields["content"] = (block,)
+    fields["structured"] = structured
+    fields["is_error"] = False
+    fields["error"] = None
+    fields["meta"] = {}
     return result
 
 
@@ -146,7 +153,7 @@ def _scalar_text(value: Any) -> str | None:
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
-        return int.__repr__(value)
+        return str(value)
     if kind is float:
         return float.__repr__(value) if math.isfinite(value) else _ENCODE(value)  # raises
     return None

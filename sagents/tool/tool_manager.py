@@ -44,7 +44,7 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
-from sagents.progress._binding import LazyToolCall
+from sagents.progress._binding import LazyToolCall, raw_tool_call
 from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
 from sagents.tool._context import SessionContext
 from sagents.tool._deadline import finish_within, first_step
@@ -103,6 +103,8 @@ class _Entry:
     # Decided once per tool, read on every call:
     direct: LocalTool | None = None  # an async local tool, called by run_tool itself
     scalars: ScalarParameters | None = None  # a direct tool of bare scalar parameters only
+    injects: bool = False  # the direct tool takes host-injected values (direct.injected)
+    wrapped: bool = False  # the direct tool's output schema wraps it (direct.output_wrapped)
     timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
 
 
@@ -442,18 +444,12 @@ class ToolManager:
             registered = entry.spec.name
             limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
             scalars = entry.scalars
-            as_is = (
-                scalars is not None
-                and type(args) is dict
-                and not strict
-                and scalars.accepts(args)
-                and entry.validator.is_valid(args)
-            )
-            if as_is:
+            as_is = False
+            if scalars is not None and type(args) is dict and not strict and scalars.accepts(args):
                 # Bare scalars of exactly their parameters' types, within the size bound, and
                 # accepted by the compiled schema check: the keyword arguments as they are
                 # (never changed here: the function gets its own dict from the call).
-                assert isinstance(args, dict)
+                as_is = True
                 arguments = args
             else:
                 arguments = entry.validator.validate(
@@ -468,22 +464,28 @@ class ToolManager:
                 session_id = None if session_context is None else session_context.session_id
                 if session_id is None or not hub.listening(session_id):
                     context = session_context
-                    if context is None and local.injected:
+                    if context is None and entry.injects:
                         context = SessionContext()
                         session_id = context.session_id
                     kwargs = arguments if as_is else local.bind_valid(arguments, context)
-                    pending = LazyToolCall(hub, session_id, tool_call_id or None)
-                    token = pending.bind()
+                    if session_id is None and not tool_call_id and raw_tool_call() is None:
+                        # Nobody can listen to a call of no session and no id, and there is no
+                        # outer call's binding to hide: nothing to bind (docs/progress.md).
+                        pending, token = None, None
+                    else:
+                        pending = LazyToolCall(hub, session_id, tool_call_id or None)
+                        token = pending.bind()
                     try:
                         coroutine = local.func(**kwargs)
                         finished, value = first_step(coroutine)
                         if not finished:
                             finished, value = await finish_within(coroutine, value, limit)
                     finally:
-                        pending.unbind(token)
+                        if pending is not None and token is not None:
+                            pending.unbind(token)
                     if finished:
                         return to_tool_result(
-                            value, tool_name=registered, wrap_result=local.output_wrapped
+                            value, tool_name=registered, wrap_result=entry.wrapped
                         )
                     raise _timed_out(registered, limit)
             if as_is:
@@ -908,13 +910,16 @@ def _make_entry(tool: Registrable) -> _Entry:
             hint="Register a function, a LocalTool or a (ToolSpec, handler) pair.",
         )
     kinds = local.scalar_kinds if local.is_async else None
+    validator = _validator(local.spec, check=False)  # pydantic made it: valid by construction
     return _Entry(
         spec=local.spec,
         handler=_LocalHandler(local),
-        validator=_validator(local.spec, check=False),  # pydantic made it: valid by construction
+        validator=validator,
         local=local,
         direct=local if local.is_async else None,
-        scalars=ScalarParameters(kinds) if kinds is not None else None,
+        scalars=ScalarParameters(kinds, validator) if kinds is not None else None,
+        injects=bool(local.injected),
+        wrapped=local.output_wrapped,
         timeout=call_timeout(None, local.spec),
     )
 

@@ -257,6 +257,7 @@ SCALAR_ARGUMENTS = st.fixed_dictionaries(
 @example({"count": 2**63})  # an integer past 64 bits: measured and bound the general way
 @example({"count": True})  # a bool is not an integer to the schema
 @example({"count": 1, "ratio": 2})  # an int for a float: pydantic keeps it an int
+@example({"count": 1, "ratio": math.nan})  # not JSON: a float all the same, refused by neither
 def test_scalar_arguments_give_what_the_general_path_gives(arguments: dict[str, Any]) -> None:
     short, general = _scalar_managers()
     sent = dict(arguments)

@@ -12,6 +12,7 @@ from sagents.progress import (
     ManualClock,
     ProgressHub,
     ProgressSettings,
+    ToolCallBinding,
     current_tool_call,
 )
 from sagents.tool import (
@@ -201,6 +202,36 @@ async def test_a_nested_quiet_call_restores_the_outer_calls_binding() -> None:
     manager.register_tool(outer)
     await manager.run_tool("outer", {}, tool_call_id="call_outer")
     assert seen == ["call_inner", "call_outer"]
+    assert current_tool_call() is None
+
+
+@pytest.mark.anyio
+async def test_a_call_of_no_session_and_no_id_binds_nothing_unless_it_runs_inside_a_call() -> None:
+    hub = _CountingHub()
+    manager = ToolManager(progress_hub=hub)
+    seen: list[object] = []
+
+    async def inner() -> str:
+        await emit_tool_progress("nobody can listen to this\n")
+        seen.append(current_tool_call())
+        return "inner"
+
+    async def outer() -> str:
+        binding = current_tool_call()
+        await manager.run_tool("inner", {})  # nested: bound, so the outer binding is hidden
+        seen.append(current_tool_call() is binding)
+        return "outer"
+
+    manager.register_tool(inner)
+    manager.register_tool(outer)
+    assert (await manager.run_tool("inner", {})).to_tool_message() == "inner"
+    assert seen == [None]  # at the top, nobody can listen: nothing was bound
+    assert (await manager.run_tool("outer", {}, tool_call_id="call_outer")).text == "outer"
+    nested = seen[1]
+    assert isinstance(nested, ToolCallBinding)
+    assert nested.tool_call_id not in ("call_outer", "")  # its own id, drawn when asked
+    assert seen[2] is True  # the outer binding is back after the nested call
+    assert hub.published == []
     assert current_tool_call() is None
 
 
