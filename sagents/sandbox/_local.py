@@ -486,6 +486,7 @@ class LocalSandbox:
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        started = False
         try:
             async with self._launch(
                 task.argv,
@@ -500,7 +501,21 @@ class LocalSandbox:
             ) as proc:
                 task.process = proc
                 task_status.started()
+                started = True
                 await proc.wait()
+        except Exception as error:
+            if not started:
+                raise  # start() raises it to its caller
+            # After the start, a failure (the teardown of the process tree or its cgroup) is
+            # this task's, never the sandbox owner's: raised here it would end the task group,
+            # and the group cancels the task that entered the sandbox, whatever it is doing.
+            logger.warning(
+                "background task %s (%s): its teardown failed: %s: %s",
+                task.task_id,
+                task.argv[0],
+                type(error).__name__,
+                error,
+            )
         finally:
             task.done.set()
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from sagents.errors import SandboxError
 from sagents.sandbox import Sandbox, create_sandbox
+from sagents.sandbox import _local as local_provider
+from sagents.sandbox._process import open_process
 
 pytestmark = pytest.mark.anyio
 
@@ -172,3 +178,22 @@ async def test_a_background_start_that_cannot_launch_is_a_clear_error(tmp_path: 
         task = await sandbox.start(["echo", "still works"])
         with anyio.fail_after(30):
             assert (await sandbox.wait(task)).exit_code == 0
+
+
+async def test_a_background_tasks_failed_teardown_never_cancels_the_sandboxs_owner(
+    process_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    @asynccontextmanager
+    async def failing_teardown(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async with open_process(*args, **kwargs) as proc:
+            yield proc
+        raise OSError(errno.EBUSY, "Device or resource busy")  # as a cgroup that stays busy
+
+    monkeypatch.setattr(local_provider, "open_process", failing_teardown)
+    task_id = await process_sandbox.start(["sh", "-c", "exit 3"])
+    with anyio.fail_after(30):
+        status = await process_sandbox.wait(task_id, timeout=25)
+        for _ in range(5):
+            await anyio.sleep(0.01)  # the sandbox's owner runs on (it was cancelled before)
+    assert (status.state, status.exit_code) == ("exited", 3)
+    assert "Device or resource busy" in caplog.text
