@@ -154,3 +154,35 @@ async def test_sending_after_close_raises_closed_resource_error() -> None:
             await writer.aclose()
             with pytest.raises(anyio.ClosedResourceError):
                 await writer.send(_request(1, "x"))
+
+
+async def test_a_sender_waiting_behind_a_cancelled_writer_task_fails_instead_of_hanging() -> None:
+    # The transport's task group is cancelled (the connection closes) while a request's rest
+    # waits in a full pipe: the writer task ends without writing it. A sender waiting behind it
+    # (the SDK's shielded courtesy cancel of an aborted call) must fail then, not wait for a
+    # drain nobody will do: under the SDK's 5 s abandon bound that held every close of a
+    # server that stopped reading for 5 s; without a bound, forever.
+    with _pipe() as (_read, write), anyio.fail_after(10):
+        writer = PipeWriter(write, encoding="utf-8", on_broken=lambda: None)
+        outcome: list[str] = []
+        async with anyio.create_task_group() as outer:
+            async with anyio.create_task_group() as transport:
+                transport.start_soon(writer.run)
+                await writer.send(_request(1, "a" * 200_000))  # the rest waits in a full pipe
+
+                async def courtesy_cancel() -> None:
+                    with anyio.move_on_after(2, shield=True) as bound:  # as the SDK (5 s)
+                        try:
+                            await writer.send(_request(2, "b"))
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            outcome.append("failed")
+                            return
+                        outcome.append("sent")
+                    if bound.cancelled_caught:
+                        outcome.append("gave up")
+
+                outer.start_soon(courtesy_cancel)
+                await anyio.wait_all_tasks_blocked()
+                transport.cancel_scope.cancel()  # the connection closes
+        writer.close_fd()
+    assert outcome == ["failed"]
