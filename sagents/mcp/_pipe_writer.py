@@ -81,7 +81,22 @@ class PipeWriter:
             self._wake.set()
 
     async def run(self) -> None:
-        """The writer task: write what the senders left over, until closed (or broken)."""
+        """The writer task: write what the senders left over, until closed (or broken).
+
+        However it ends (cancelled with its task group too), nothing writes after it: a
+        remainder it did not write is dropped, the senders waiting behind it and every later
+        send fail (``anyio.ClosedResourceError``, or ``anyio.BrokenResourceError`` once broken)
+        instead of waiting for a drain.
+        """
+        try:
+            await self._run()
+        finally:
+            if not self._broken:
+                self._closed = True
+            self._pending = b""
+            self._drained.set()
+
+    async def _run(self) -> None:
         while not self._closed and not self._broken:
             await self._wake.wait()
             self._wake = anyio.Event()
