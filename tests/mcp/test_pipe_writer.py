@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -186,3 +187,30 @@ async def test_a_sender_waiting_behind_a_cancelled_writer_task_fails_instead_of_
                 transport.cancel_scope.cancel()  # the connection closes
         writer.close_fd()
     assert outcome == ["failed"]
+
+
+async def test_the_rest_of_a_request_never_goes_to_a_descriptor_that_reused_the_pipes_number(
+    tmp_path: Path,
+) -> None:
+    # A request's rest is handed to the writer task, and the transport closes the pipe before
+    # that task ran (the connection ends in the same tick). The descriptor's number is free
+    # then: whatever opens next (another server's pipe, a log file) gets it, and the writer
+    # task must not write the rest there.
+    log = tmp_path / "someone_elses.log"
+    with _pipe() as (_read, write), anyio.fail_after(10):
+        writer = PipeWriter(write, encoding="utf-8", on_broken=lambda: None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.run)
+            await anyio.wait_all_tasks_blocked()
+            await writer.send(_request(1, "a" * 200_000))  # the rest is the writer task's
+            await writer.aclose()
+            writer.close_fd()  # no checkpoint since the send: the writer task has not run
+            other = os.open(log, os.O_WRONLY | os.O_CREAT, 0o600)  # the lowest free number
+            try:
+                reused = other == write
+                await anyio.wait_all_tasks_blocked()
+            finally:
+                os.close(other)
+            tg.cancel_scope.cancel()
+    assert reused  # the situation the test is about
+    assert log.read_bytes() == b""
