@@ -163,28 +163,27 @@ async def test_a_sender_waiting_behind_a_cancelled_writer_task_fails_instead_of_
     # (the SDK's shielded courtesy cancel of an aborted call) must fail then, not wait for a
     # drain nobody will do: under the SDK's 5 s abandon bound that held every close of a
     # server that stopped reading for 5 s; without a bound, forever.
+    outcome: list[str] = []
+
+    async def courtesy_cancel(writer: PipeWriter) -> None:
+        with anyio.move_on_after(2, shield=True) as bound:  # as the SDK (5 s)
+            try:
+                await writer.send(_request(2, "b"))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                outcome.append("failed")
+                return
+            outcome.append("sent")
+        if bound.cancelled_caught:
+            outcome.append("gave up")
+
     with _pipe() as (_read, write), anyio.fail_after(10):
         writer = PipeWriter(write, encoding="utf-8", on_broken=lambda: None)
-        outcome: list[str] = []
-        async with anyio.create_task_group() as outer:
-            async with anyio.create_task_group() as transport:
-                transport.start_soon(writer.run)
-                await writer.send(_request(1, "a" * 200_000))  # the rest waits in a full pipe
-
-                async def courtesy_cancel() -> None:
-                    with anyio.move_on_after(2, shield=True) as bound:  # as the SDK (5 s)
-                        try:
-                            await writer.send(_request(2, "b"))
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            outcome.append("failed")
-                            return
-                        outcome.append("sent")
-                    if bound.cancelled_caught:
-                        outcome.append("gave up")
-
-                outer.start_soon(courtesy_cancel)
-                await anyio.wait_all_tasks_blocked()
-                transport.cancel_scope.cancel()  # the connection closes
+        async with anyio.create_task_group() as outer, anyio.create_task_group() as transport:
+            transport.start_soon(writer.run)
+            await writer.send(_request(1, "a" * 200_000))  # the rest waits in a full pipe
+            outer.start_soon(courtesy_cancel, writer)
+            await anyio.wait_all_tasks_blocked()
+            transport.cancel_scope.cancel()  # the connection closes
         writer.close_fd()
     assert outcome == ["failed"]
 
