@@ -81,15 +81,32 @@ class PipeWriter:
             self._wake.set()
 
     async def run(self) -> None:
-        """The writer task: write what the senders left over, until closed (or broken)."""
+        """The writer task: write what the senders left over, until closed (or broken).
+
+        However it ends (cancelled with its task group too), nothing writes after it: a
+        remainder it did not write is dropped, the senders waiting behind it and every later
+        send fail (``anyio.ClosedResourceError``, or ``anyio.BrokenResourceError`` once broken)
+        instead of waiting for a drain.
+        """
+        try:
+            await self._run()
+        finally:
+            if not self._broken:
+                self._closed = True
+            self._pending = b""
+            self._drained.set()
+
+    async def _run(self) -> None:
         while not self._closed and not self._broken:
             await self._wake.wait()
             self._wake = anyio.Event()
+            if not self._fd_open:
+                break  # closed before this task ran: the number may be someone else's now
             if not self._pending:
                 continue
             view = memoryview(self._pending)
             try:
-                while view:
+                while view and self._fd_open:  # closed while this task waited: stop
                     try:
                         view = view[os.write(self._fd, view) :]
                     except BlockingIOError:
@@ -116,6 +133,7 @@ class PipeWriter:
         """Close the pipe (the server's stdin then ends); a pending remainder is dropped."""
         if self._fd_open:
             self._fd_open = False
+            self._closed = True  # nothing is written to the number any more
             anyio.notify_closing(self._fd)  # a writer waiting on it gets ClosedResourceError
             with contextlib.suppress(OSError):
                 os.close(self._fd)

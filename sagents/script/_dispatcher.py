@@ -180,7 +180,11 @@ class ScriptDispatcher:
                         tg.start_soon(self._worker, receive.clone(), transport)
                 async with send:
                     await self._read_requests(transport, send)
-            await self._write(transport)  # anything still held (nothing waits any more)
+            # A write under way (the flusher's, with replies queued behind it) ends first: the
+            # flusher must not be cancelled in the middle of it. Then anything still held.
+            while self._writing:
+                await self._taken.wait()
+            await self._write(transport)
             flusher.cancel_scope.cancel()
 
     def _changed(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -154,3 +155,61 @@ async def test_sending_after_close_raises_closed_resource_error() -> None:
             await writer.aclose()
             with pytest.raises(anyio.ClosedResourceError):
                 await writer.send(_request(1, "x"))
+
+
+async def test_a_sender_waiting_behind_a_cancelled_writer_task_fails_instead_of_hanging() -> None:
+    # The transport's task group is cancelled (the connection closes) while a request's rest
+    # waits in a full pipe: the writer task ends without writing it. A sender waiting behind it
+    # (the SDK's shielded courtesy cancel of an aborted call) must fail then, not wait for a
+    # drain nobody will do: under the SDK's 5 s abandon bound that held every close of a
+    # server that stopped reading for 5 s; without a bound, forever.
+    outcome: list[str] = []
+
+    async def courtesy_cancel(writer: PipeWriter) -> None:
+        with anyio.move_on_after(2, shield=True) as bound:  # as the SDK (5 s)
+            try:
+                await writer.send(_request(2, "b"))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                outcome.append("failed")
+                return
+            outcome.append("sent")
+        if bound.cancelled_caught:
+            outcome.append("gave up")
+
+    with _pipe() as (_read, write), anyio.fail_after(10):
+        writer = PipeWriter(write, encoding="utf-8", on_broken=lambda: None)
+        async with anyio.create_task_group() as outer, anyio.create_task_group() as transport:
+            transport.start_soon(writer.run)
+            await writer.send(_request(1, "a" * 200_000))  # the rest waits in a full pipe
+            outer.start_soon(courtesy_cancel, writer)
+            await anyio.wait_all_tasks_blocked()
+            transport.cancel_scope.cancel()  # the connection closes
+        writer.close_fd()
+    assert outcome == ["failed"]
+
+
+async def test_the_rest_of_a_request_never_goes_to_a_descriptor_that_reused_the_pipes_number(
+    tmp_path: Path,
+) -> None:
+    # A request's rest is handed to the writer task, and the transport closes the pipe before
+    # that task ran (the connection ends in the same tick). The descriptor's number is free
+    # then: whatever opens next (another server's pipe, a log file) gets it, and the writer
+    # task must not write the rest there.
+    log = tmp_path / "someone_elses.log"
+    with _pipe() as (_read, write), anyio.fail_after(10):
+        writer = PipeWriter(write, encoding="utf-8", on_broken=lambda: None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.run)
+            await anyio.wait_all_tasks_blocked()
+            await writer.send(_request(1, "a" * 200_000))  # the rest is the writer task's
+            await writer.aclose()
+            writer.close_fd()  # no checkpoint since the send: the writer task has not run
+            other = os.open(log, os.O_WRONLY | os.O_CREAT, 0o600)  # the lowest free number
+            try:
+                reused = other == write
+                await anyio.wait_all_tasks_blocked()
+            finally:
+                os.close(other)
+            tg.cancel_scope.cancel()
+    assert reused  # the situation the test is about
+    assert log.read_bytes() == b""

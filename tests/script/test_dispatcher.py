@@ -430,3 +430,61 @@ async def test_replies_to_a_script_that_stopped_reading_stay_bounded_then_all_ar
     replies = [json.loads(line) for data in transport.written for line in data.splitlines()]
     assert sorted(reply["id"] for reply in replies) == list(range(300))
     assert calls == 300
+
+
+@dataclass(kw_only=True)
+class SlowReaderTransport(StalledTransport):
+    """A script that reads fd 4 slowly: a write waits until ``reading`` is set; ``writing`` is
+    set once a write waits."""
+
+    writing: anyio.Event = field(default_factory=anyio.Event)
+
+    async def send_line(self, data: bytes) -> None:
+        self.writing.set()
+        await super().send_line(data)
+
+
+async def test_replies_a_held_batch_write_still_owes_reach_the_script_before_serve_returns() -> (
+    None
+):
+    # The flusher writes held replies; the script reads slowly, so that write waits. Meanwhile
+    # every call finishes (their replies queue behind the flusher's write) and the script closes
+    # fd 3. Serve must not return (and cancel the flusher mid-write) before they are out:
+    # before the hold, the worker that wrote the batch finished its write inside serve.
+    tools = GatedTools()
+    send, receive = anyio.create_memory_object_stream[bytes](1000)
+    transport = SlowReaderTransport(incoming=receive)
+    records: list[CallRecord] = []
+    dispatcher = ScriptDispatcher(
+        plan=plan_script(SPECS, [], "auto"),
+        call_tool=tools,
+        record=records.append,
+        hold_max_s=0.0,
+    )
+    served = anyio.Event()
+
+    async def serve() -> None:
+        await dispatcher.serve(transport)
+        served.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve)
+            await send.send(_calls("fleet__get", range(40)))
+            while "0" not in tools.gates:
+                await anyio.lowlevel.checkpoint()
+            tools.gates["0"].set()  # 30+ calls still queue: its reply is held, then flushed
+            await transport.writing.wait()  # the flusher's write waits for the slow reader
+            for i in range(1, 40):
+                while str(i) not in tools.gates:
+                    await anyio.lowlevel.checkpoint()
+                tools.gates[str(i)].set()
+            await send.aclose()  # the script sent everything (fd 3 at its end)
+            while len(records) < 40:
+                await anyio.lowlevel.checkpoint()
+            for _ in range(100):
+                await anyio.lowlevel.checkpoint()  # serve's end, if it does not wait
+            transport.reading.set()  # the script reads on
+            await served.wait()
+    replies = [json.loads(line) for data in transport.written for line in data.splitlines()]
+    assert sorted(reply["id"] for reply in replies) == list(range(40))
