@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from typing import Any
 
 import anyio
@@ -273,20 +274,25 @@ async def test_a_call_that_swallows_the_timeouts_cancellation_is_still_a_timeout
         assert result.error.message == f"tool {name!r} did not finish within 0.05 seconds"
 
 
-def block_briefly(seconds: float) -> str:
-    """Block the worker thread (a sync tool)."""
-    import time
+_RELEASE = threading.Event()
 
-    time.sleep(seconds)
+
+def block_briefly(seconds: float) -> str:
+    """Block the worker thread (a sync tool) until released, at most ``seconds``."""
+    _RELEASE.wait(seconds)
     return "done"
 
 
 async def test_a_sync_tool_still_times_out_and_still_answers() -> None:
     manager = ToolManager()
     manager.register_tool(block_briefly)
-    with anyio.fail_after(10):
-        slow = await manager.run_tool("block_briefly", {"seconds": 0.5}, timeout=0.05)
-        quick = await manager.run_tool("block_briefly", {"seconds": 0}, timeout=5)
+    _RELEASE.clear()
+    try:
+        with anyio.fail_after(10):
+            slow = await manager.run_tool("block_briefly", {"seconds": 30}, timeout=0.05)
+            quick = await manager.run_tool("block_briefly", {"seconds": 0}, timeout=5)
+    finally:
+        _RELEASE.set()  # the abandoned worker thread of the slow call ends now
     assert slow.error is not None
     assert slow.error.code == "timeout"
     assert quick.content == ToolResult.from_text("done").content
