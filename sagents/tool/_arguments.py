@@ -553,19 +553,7 @@ class ScalarParameters:
                 return False
         if bound > _SMALL_ENOUGH:
             return False
-        validator = self._validator
-        if validator is None:
-            return True
-        fast = validator._fast
-        if fast is not None:
-            try:
-                return fast(arguments)
-            except (ValueError, TypeError, OverflowError):
-                pass  # as ArgumentValidator.is_valid: the jsonschema package decides
-        return validator.is_valid(arguments)
-
-
-_NO_KINDS = frozenset[type]()
+        return self._validator is None or self._validator.is_valid(arguments)
 
 
 def _json_size(args: Mapping[str, Any]) -> int:
