@@ -695,6 +695,31 @@ async def test_etc_holds_only_the_allowlisted_world_readable_files(bwrap_sandbox
     assert names <= {"root", "sandbox", "nobody"}  # not the host's user list
 
 
+def _host_alternatives() -> dict[str, str]:
+    top = "/etc/alternatives"
+    return {
+        name: os.readlink(f"{top}/{name}")
+        for name in os.listdir(top)
+        if os.path.islink(f"{top}/{name}")
+    }
+
+
+async def test_commands_behind_etc_alternatives_run_and_links_to_manual_pages_are_absent(
+    bwrap_sandbox: Sandbox,
+) -> None:
+    links = _host_alternatives()
+    if "awk" not in links:
+        pytest.skip("this host has no awk behind /etc/alternatives")
+    script = "awk 'BEGIN { print 6 * 7 }'; ls /etc/alternatives"
+    done = await bwrap_sandbox.run(["sh", "-c", script])
+    assert done.exit_code == 0, done.stderr
+    answer, *inside = done.stdout.decode().split()
+    assert answer == "42"
+    manuals = {name for name, target in links.items() if "/man/" in target}
+    assert "awk" in inside
+    assert not manuals & set(inside)
+
+
 async def test_a_user_namespace_cannot_be_created_inside(bwrap_sandbox: Sandbox) -> None:
     code, out = await _py(
         bwrap_sandbox,

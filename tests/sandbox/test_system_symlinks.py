@@ -47,3 +47,24 @@ def test_an_added_or_replaced_link_is_seen_on_the_next_launch(tmp_path: Path) ->
 
 def test_a_missing_directory_gives_no_links(tmp_path: Path) -> None:
     assert bwrap._symlinks_of(str(tmp_path / "absent")) == []
+
+
+def test_links_to_manual_pages_are_left_out_and_the_others_kept(tmp_path: Path) -> None:
+    kept = {
+        "awk": "/usr/bin/mawk",
+        "java": "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
+        "mvn": "/usr/share/maven/bin/mvn",
+        "manpath-tool": "/usr/bin/manpath",  # "man" in a command's name is not a manual page
+    }
+    manuals = {
+        "awk.1.gz": "/usr/share/man/man1/mawk.1.gz",
+        "vim.da.1.gz": "/usr/share/man/da/man1/vim.1.gz",
+        "ABORT.7.gz": "/usr/share/postgresql/15/man/man7/ABORT.7.gz",
+        "java.1.gz": "/usr/lib/jvm/java-17-openjdk-amd64/man/man1/java.1.gz",
+        "mvn.1.gz": "/usr/share/maven/man/mvn.1.gz",
+    }
+    for name, target in {**kept, **manuals}.items():
+        (tmp_path / name).symlink_to(target)
+    assert _links(bwrap._symlinks_of(str(tmp_path))) == {
+        f"{tmp_path}/{name}": target for name, target in kept.items()
+    }
