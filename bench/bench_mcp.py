@@ -7,7 +7,7 @@ concurrency 1 and 8, for three paths to the same server in the same run: the bar
 timeout, progress binding and the result boundary on top), with each path's ratio to the SDK
 (1.0 = as fast as the bare SDK client).
 
-Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 400] [--stdio-only] [--json]
+Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 700] [--stdio-only] [--json]
 
 ``--cpu`` measures host CPU per call only, over longer rounds than calls/s can be judged by on a
 loaded machine: ``run_tool`` and the SDK client alternating, 5 rounds of 500 calls at
@@ -15,8 +15,9 @@ concurrency 4 over stdio, the median round of each (prints ms per call and the r
 line with ``--json``).
 
 ``--json`` prints, as the last line, the ratios by case (``"stdio c=1"``: ``{"supervisor": ..,
-"run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in alternating rounds
-(SDK, supervisor, run_tool, then again), so that a change of load hits them alike.
+"run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in 7 alternating
+rounds, the order rotated each round, so that a change of load hits them alike; a path's ratio
+is the median of its per-round ratios to the SDK.
 """
 
 from __future__ import annotations
@@ -83,32 +84,55 @@ RATIOS: dict[str, dict[str, float]] = {}
 QUIET = False
 
 
-def report(transport: str, concurrency: int, sdk: Figures, **paths: Figures) -> None:
-    """Print one line per path: calls/s, p50 and p99 ms, and the ratio of calls/s to the SDK's."""
+def report(
+    transport: str, concurrency: int, sdk: Figures, paired: dict[str, float], **paths: Figures
+) -> None:
+    """Print one line per path: calls/s, p50 and p99 ms (its median round), and its ratio to the
+    SDK: the median over the rounds of its calls/s divided by the SDK's in the same round."""
     rows = {"sdk": sdk, **paths}
     case = RATIOS.setdefault(f"{transport} c={concurrency}", {})
     for name, (rate, p50, p99, cpu) in rows.items():
+        ratio = paired.get(name, 1.0)
         if name != "sdk":
-            case[name] = rate / sdk[0]
+            case[name] = ratio
             case[f"{name} CPU / sdk CPU"] = cpu / sdk[3]
         if not QUIET:
             print(
                 f"{transport:<6} c={concurrency}  {name:<11} {rate:7.0f} calls/s"
-                f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {rate / sdk[0]:.2f}"
+                f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {ratio:.2f}"
                 f"  host CPU {cpu:5.2f} ms/call ({cpu / sdk[3]:.2f} x sdk)"
             )
 
 
+ROUNDS = 7
+
+
 async def rounds(
     sdk: Call, others: dict[str, Call], total: int, concurrency: int
-) -> dict[str, Figures]:
-    """Alternate the paths over 3 rounds of ``total // 3`` calls; the median round of each."""
+) -> tuple[dict[str, Figures], dict[str, float]]:
+    """Alternate the paths over ``ROUNDS`` rounds of ``total // ROUNDS`` calls, the order
+    rotated each round (no path always runs right after the same one).
+
+    Returns:
+        The median round of each path (by calls/s), and each other path's median, over the
+        rounds, of its calls/s divided by the SDK's in the same round: at concurrency 1 a
+        round lasts a second or less, shorter than the swings of a shared machine, and a
+        ratio paired within a round is far steadier than one of two medians.
+    """
     paths = {"sdk": sdk, **others}
+    names = list(paths)
     seen: dict[str, list[Figures]] = {name: [] for name in paths}
-    for _ in range(3):
-        for name, call in paths.items():
-            seen[name].append(await measure(call, max(total // 3, 1), concurrency))
-    return {name: sorted(figures)[1] for name, figures in seen.items()}  # by calls/s
+    for turn in range(ROUNDS):
+        shift = turn % len(names)
+        for name in names[shift:] + names[:shift]:
+            seen[name].append(await measure(paths[name], max(total // ROUNDS, 1), concurrency))
+    paired = {
+        name: statistics.median(
+            mine[0] / base[0] for mine, base in zip(seen[name], seen["sdk"], strict=True)
+        )
+        for name in others
+    }
+    return {name: sorted(figures)[ROUNDS // 2] for name, figures in seen.items()}, paired
 
 
 def _echo_calls(manager: ToolManager, client: Client, args: dict[str, str]) -> tuple[Call, Call]:
@@ -145,10 +169,10 @@ async def bench_case(transport: str, sdk_target: object, params: object, total: 
             run_tool, sdk = _echo_calls(manager, client, args)
 
             for concurrency in (1, 8):
-                figures = await rounds(
+                figures, paired = await rounds(
                     sdk, {"supervisor": supervisor, "run_tool": run_tool}, total, concurrency
                 )
-                report(transport, concurrency, figures.pop("sdk"), **figures)
+                report(transport, concurrency, figures.pop("sdk"), paired, **figures)
 
 
 async def main(total: int, http: bool) -> None:
@@ -221,6 +245,6 @@ if __name__ == "__main__":
                 f"run_tool / SDK {cpu['ratio']:.2f}"
             )
         sys.exit(0)
-    anyio.run(main, counts[0] if counts else 400, "--stdio-only" not in flags)
+    anyio.run(main, counts[0] if counts else 700, "--stdio-only" not in flags)
     if QUIET:
         print(json.dumps(RATIOS))
