@@ -123,6 +123,17 @@ class _LazyGroup(typer.core.TyperGroup):
             self._stand_ins[name] = stand_in
             self.commands[name] = stand_in
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The listing with each command's whole help line, wrapped (click cuts it short)."""
+        rows = [
+            (name, command.get_short_help_str(limit=1000))
+            for name in self.list_commands(ctx)
+            if (command := self.get_command(ctx, name)) is not None and not command.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
         if name is not None and command is not None and command is self._stand_ins.get(name):
@@ -138,6 +149,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     cls=_LazyGroup,
+    # The root's help and errors in click's plain layout: Typer's Rich layout imports Rich,
+    # markdown-it and Pygments (over 150 ms, twice the rest of ``sagents --help``) to print a
+    # dozen lines. A subcommand's own help keeps the Rich layout (its module is loaded anyway).
+    rich_markup_mode=None,
 )
 
 

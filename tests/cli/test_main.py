@@ -48,7 +48,7 @@ def test_every_subcommand_module_is_listed_lazily() -> None:
     assert list(group.commands) == ["version", *LAZY_COMMANDS]
 
 
-def test_root_help_imports_no_subcommand_module() -> None:
+def test_root_help_imports_no_subcommand_module_nor_rich() -> None:
     program = textwrap.dedent(
         """
         import json, sys
@@ -58,7 +58,8 @@ def test_root_help_imports_no_subcommand_module() -> None:
             main()
         except SystemExit:
             pass
-        heavy = ("mcp", "mcp_types", "openai", "starlette", "uvicorn", "httpx", "pydantic")
+        heavy = ("mcp", "mcp_types", "openai", "starlette", "uvicorn", "httpx", "pydantic",
+                 "rich", "markdown_it", "pygments")
         print(json.dumps(sorted(
             m for m in sys.modules
             if m.split(".")[0] in heavy
@@ -81,6 +82,14 @@ def test_the_version_option_prints_the_version_and_exits_0() -> None:
         result = CliRunner().invoke(app, [option])
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == __version__
+
+
+def test_root_help_lists_each_commands_whole_help_line() -> None:
+    result = CliRunner().invoke(app, ["--help"], terminal_width=60)
+    assert result.exit_code == 0, result.output
+    listing = " ".join(result.stdout.split())
+    for name, entry in LAZY_COMMANDS.items():
+        assert f"{name} {entry.short_help}" in listing
 
 
 def test_the_version_option_is_listed_in_help() -> None:
