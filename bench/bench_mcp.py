@@ -7,7 +7,7 @@ concurrency 1 and 8, for three paths to the same server in the same run: the bar
 timeout, progress binding and the result boundary on top), with each path's ratio to the SDK
 (1.0 = as fast as the bare SDK client).
 
-Run: .venv/bin/python bench/bench_mcp.py [calls per case, default 700] [--stdio-only] [--json]
+Run: .venv/bin/python bench/bench_mcp.py [calls per path, default 900] [--stdio-only] [--json]
 
 ``--cpu`` measures host CPU per call only, over longer rounds than calls/s can be judged by on a
 loaded machine: ``run_tool`` and the SDK client alternating, 5 rounds of 500 calls at
@@ -15,9 +15,9 @@ concurrency 4 over stdio, the median round of each (prints ms per call and the r
 line with ``--json``).
 
 ``--json`` prints, as the last line, the ratios by case (``"stdio c=1"``: ``{"supervisor": ..,
-"run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in 7 alternating
-rounds, the order rotated each round, so that a change of load hits them alike; a path's ratio
-is the median of its per-round ratios to the SDK.
+"run_tool": ..}``) for ``bench/summary.py``. The three paths of a case run in 9 alternating
+rounds, the order rotated each round, so that a change of load hits them alike; a path's ratios
+(calls/s, host CPU per call) are the medians of its per-round ratios to the SDK.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ EVERYTHING = ROOT / ".peers/node/node_modules/@modelcontextprotocol/server-every
 Call = Callable[[], Awaitable[object]]
 
 
-async def measure(call: Call, total: int, concurrency: int) -> tuple[float, float, float, float]:
-    """Run ``total`` calls, ``concurrency`` at once; (calls/s, p50 ms, p99 ms, host CPU ms/call).
+async def measure(
+    call: Call, total: int, concurrency: int, *, warm_up: bool = True
+) -> tuple[float, float, float, float]:
+    """Run ``total`` calls, ``concurrency`` at once (after 20 unmeasured ones when ``warm_up``);
+    (calls/s, p50 ms, p99 ms, host CPU ms/call).
 
     Host CPU is this process's CPU time (``time.process_time``): the client side of the call,
     which the load of the machine disturbs far less than wall time; the server's own process
@@ -64,7 +67,7 @@ async def measure(call: Call, total: int, concurrency: int) -> tuple[float, floa
             await call()
             latencies.append(time.perf_counter() - start)
 
-    for _ in range(20):  # warm-up
+    for _ in range(20 if warm_up else 0):
         await call()
     began, cpu = time.perf_counter(), time.process_time()
     async with anyio.create_task_group() as tg:
@@ -84,40 +87,44 @@ RATIOS: dict[str, dict[str, float]] = {}
 QUIET = False
 
 
+Paired = dict[str, tuple[float, float]]
+
+
 def report(
-    transport: str, concurrency: int, sdk: Figures, paired: dict[str, float], **paths: Figures
+    transport: str, concurrency: int, sdk: Figures, paired: Paired, **paths: Figures
 ) -> None:
-    """Print one line per path: calls/s, p50 and p99 ms (its median round), and its ratio to the
-    SDK: the median over the rounds of its calls/s divided by the SDK's in the same round."""
+    """Print one line per path: calls/s, p50 and p99 ms and host CPU of its median round, and
+    its paired ratios to the SDK (calls/s, host CPU per call; see :func:`rounds`)."""
     rows = {"sdk": sdk, **paths}
     case = RATIOS.setdefault(f"{transport} c={concurrency}", {})
     for name, (rate, p50, p99, cpu) in rows.items():
-        ratio = paired.get(name, 1.0)
+        ratio, cpu_ratio = paired.get(name, (1.0, 1.0))
         if name != "sdk":
             case[name] = ratio
-            case[f"{name} CPU / sdk CPU"] = cpu / sdk[3]
+            case[f"{name} CPU / sdk CPU"] = cpu_ratio
         if not QUIET:
             print(
                 f"{transport:<6} c={concurrency}  {name:<11} {rate:7.0f} calls/s"
-                f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  ratio {ratio:.2f}"
-                f"  host CPU {cpu:5.2f} ms/call ({cpu / sdk[3]:.2f} x sdk)"
+                f"  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  paired ratio {ratio:.2f}"
+                f"  host CPU {cpu:5.2f} ms/call ({cpu_ratio:.2f} x sdk, paired)"
             )
 
 
-ROUNDS = 7
+ROUNDS = 9  # a multiple of the three paths: each runs first, second and last equally often
 
 
 async def rounds(
     sdk: Call, others: dict[str, Call], total: int, concurrency: int
-) -> tuple[dict[str, Figures], dict[str, float]]:
-    """Alternate the paths over ``ROUNDS`` rounds of ``total // ROUNDS`` calls, the order
-    rotated each round (no path always runs right after the same one).
+) -> tuple[dict[str, Figures], Paired]:
+    """Alternate the paths over ``ROUNDS`` rounds of ``total // ROUNDS`` calls each (at least
+    one), the order rotated each round; only each path's first round is preceded by a warm-up.
 
     Returns:
-        The median round of each path (by calls/s), and each other path's median, over the
-        rounds, of its calls/s divided by the SDK's in the same round: at concurrency 1 a
-        round lasts a second or less, shorter than the swings of a shared machine, and a
-        ratio paired within a round is far steadier than one of two medians.
+        The median round of each path (by calls/s), and each other path's paired ratios: the
+        median, over the rounds, of its calls/s divided by the SDK's in the same round, and
+        the same for its host CPU per call. At concurrency 1 a round lasts a second or less,
+        shorter than the swings of a shared machine, and a ratio paired within a round is far
+        steadier than one of two medians.
     """
     paths = {"sdk": sdk, **others}
     names = list(paths)
@@ -125,10 +132,17 @@ async def rounds(
     for turn in range(ROUNDS):
         shift = turn % len(names)
         for name in names[shift:] + names[:shift]:
-            seen[name].append(await measure(paths[name], max(total // ROUNDS, 1), concurrency))
+            seen[name].append(
+                await measure(paths[name], max(total // ROUNDS, 1), concurrency, warm_up=turn == 0)
+            )
     paired = {
-        name: statistics.median(
-            mine[0] / base[0] for mine, base in zip(seen[name], seen["sdk"], strict=True)
+        name: (
+            statistics.median(
+                mine[0] / base[0] for mine, base in zip(seen[name], seen["sdk"], strict=True)
+            ),
+            statistics.median(
+                mine[3] / base[3] for mine, base in zip(seen[name], seen["sdk"], strict=True)
+            ),
         )
         for name in others
     }
@@ -245,6 +259,6 @@ if __name__ == "__main__":
                 f"run_tool / SDK {cpu['ratio']:.2f}"
             )
         sys.exit(0)
-    anyio.run(main, counts[0] if counts else 700, "--stdio-only" not in flags)
+    anyio.run(main, counts[0] if counts else 900, "--stdio-only" not in flags)
     if QUIET:
         print(json.dumps(RATIOS))

@@ -76,7 +76,7 @@ def _cli_start() -> dict[str, float]:
 
 
 def _mcp() -> dict[str, float]:
-    report = _run_json("bench_mcp.py", "700", "--stdio-only")
+    report = _run_json("bench_mcp.py", "900", "--stdio-only")
     return {
         f"{case} {label}": value
         for case, paths in report.items()

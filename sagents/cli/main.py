@@ -119,9 +119,19 @@ class _LazyGroup(typer.core.TyperGroup):
             if name in self.commands:
                 continue
             # Name and help only: enough for the listing, typo suggestions and completion.
-            stand_in = typer.core.TyperCommand(name=name, help=entry.short_help)
+            stand_in = typer.core.TyperCommand(
+                name=name, help=entry.short_help, short_help=entry.short_help
+            )
             self._stand_ins[name] = stand_in
             self.commands[name] = stand_in
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            # The help on stdout, as ``sagents --help`` prints it (click's way writes it to
+            # stderr), and exit status 2: no command was given.
+            typer.echo(ctx.get_help())
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The listing with each command's whole help line, wrapped (click cuts it short)."""
@@ -149,9 +159,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     cls=_LazyGroup,
-    # The root's help and errors in click's plain layout: Typer's Rich layout imports Rich,
-    # markdown-it and Pygments (over 150 ms, twice the rest of ``sagents --help``) to print a
-    # dozen lines. A subcommand's own help keeps the Rich layout (its module is loaded anyway).
+    # The root's help, and usage errors (Typer takes their layout from the root), in click's
+    # plain layout: Typer's Rich layout imports Rich, markdown-it and Pygments (over 150 ms,
+    # twice the rest of ``sagents --help``) to print a dozen lines. A lazy subcommand's own
+    # ``--help`` keeps the Rich layout (its module is loaded anyway).
     rich_markup_mode=None,
 )
 

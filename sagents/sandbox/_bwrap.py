@@ -73,8 +73,9 @@ NETWORK_ETC_FILES = ("resolv.conf", "gai.conf")
 # /etc/alternatives holds the symlinks behind some /usr/bin commands: recreated, not bound.
 ETC_SYMLINK_DIRS = ("alternatives",)
 # A link to a manual page (``.../man/man7/ABORT.7.gz``, ``.../man/mvn.1.gz``) is not recreated:
-# nothing in a sandbox reads them, and they are most of /etc/alternatives (PostgreSQL alone adds
-# over 200), each a step of bubblewrap's at every start (about 15 ms for 320 of them).
+# they are most of /etc/alternatives (PostgreSQL alone adds over 200), each a step of
+# bubblewrap's at every start (about 15 ms for 320 of them), and ``man`` does not run in a
+# sandbox anyway (no /etc/manpath.config). The pages behind them dangle inside.
 _MANUAL_PAGE = re.compile(r"/man/(?:[^/]+/)?man[0-9n][^/]*/[^/]+$|/man/[^/]+\.[0-9n][^/]*$")
 SETPRIV_PATHS = ("/usr/bin/setpriv", "/usr/sbin/setpriv")  # util-linux, inside /usr
 # Kept by bubblewrap for the setpriv step only (setpriv gives them all up before the program

@@ -32,7 +32,7 @@ def test_help_of_a_lazy_subcommand_shows_its_own_options() -> None:
 def test_a_mistyped_lazy_subcommand_gets_a_suggestion() -> None:
     result = CliRunner().invoke(app, ["servee"])
     assert result.exit_code == 2
-    assert "serve" in result.output
+    assert "Did you mean 'serve'?" in result.output
 
 
 @pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
@@ -90,6 +90,16 @@ def test_root_help_lists_each_commands_whole_help_line() -> None:
     listing = " ".join(result.stdout.split())
     for name, entry in LAZY_COMMANDS.items():
         assert f"{name} {entry.short_help}" in listing
+
+
+def test_no_command_prints_the_help_on_stdout_and_exits_2() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", "from sagents.cli.main import main; main()"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 2
+    assert "run-script" in completed.stdout
+    assert completed.stderr == ""
 
 
 def test_the_version_option_is_listed_in_help() -> None:
