@@ -713,14 +713,15 @@ class MCPSupervisor:
                 with track_send() as mark:
                     async with connection.call_scope() as scope:
                         try:
-                            # call_tool_or_task, inlined (one frame less per resumption)
+                            # _tasks_client.call_tool_or_task's two steps, here: one frame less
+                            # on every resumption of the call
                             raw = await session.call_tool(
                                 tool,
                                 arguments,
                                 progress_callback=progress_callback,
                                 allow_claimed=True,
                             )
-                            if type(raw) is not types.CallToolResult:
+                            if not isinstance(raw, types.CallToolResult):
                                 raw = await resolve_claimed(
                                     raw, session, tool, statuses=connection.task_statuses
                                 )
