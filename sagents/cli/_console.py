@@ -13,6 +13,7 @@ import typer
 
 from sagents.cli._logs import setup_logging
 from sagents.errors import ConfigError
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import TOKEN_ENV, GatewaySettings, is_loopback
 
 __all__ = ["console", "console_settings"]
@@ -65,20 +66,24 @@ def console_settings(
 
 async def _serve(settings: GatewaySettings, data_dir: Path, workspace: Path | None,
                  shared: bool) -> None:  # fmt: skip
-    from sagents.gateway._http_server import CONSOLE_PATH, secure_app, serve_asgi
+    from sagents.gateway._http_server import CONSOLE_PATH, secure_app, serve_asgi, web_auth_of
     from sagents.gateway.console import data_dir_console
 
+    secret = OperatorSecret.load_or_create(data_dir)
     app = data_dir_console(
         data_dir,
         workspace=workspace,
         shared_workspace=shared,
         token=settings.bearer_token,
         secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
+        secret=secret,
     )
+    web = web_auth_of(settings, secret)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(serve_asgi, lambda p: secure_app(app, settings, p), settings)
+        port = await tg.start(serve_asgi, lambda p: secure_app(app, settings, p, web=web), settings)
         scheme = "https" if settings.tls_cert else "http"
-        print(f"sagents console: {scheme}://{settings.host}:{port}{CONSOLE_PATH}/", file=sys.stderr)
+        url = secret.login_url(f"{scheme}://{settings.host}:{port}{CONSOLE_PATH}/")
+        print(f"sagents console: log in at {url}", file=sys.stderr)
 
 
 def console(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import anyio
 import typer
 
+from sagents.audit._store import default_data_dir
 from sagents.cli._logs import setup_logging
 from sagents.cli._vision import image_model_from_config
 from sagents.cli._workspace import prepare_workspace
@@ -28,6 +29,7 @@ from sagents.gateway._http_server import (
     console_allowed,
     serve_http,
 )
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import (
     APPROVAL_ROUTES,
     DEFAULT_HOST,
@@ -223,11 +225,10 @@ async def _run(settings: GatewaySettings) -> bool:
                     f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
                 )
                 if console_allowed(settings):
-                    print(
-                        f"sagents serve: console at {scheme}://{settings.host}:{port}"
-                        f"{CONSOLE_PATH}/",
-                        file=sys.stderr,
-                    )
+                    # The operator's login (docs/console.md): the secret the app was built with.
+                    secret = OperatorSecret.load_or_create(default_data_dir())
+                    url = secret.login_url(f"{scheme}://{settings.host}:{port}{CONSOLE_PATH}/")
+                    print(f"sagents serve: console at {url}", file=sys.stderr)
                 await anyio.sleep_forever()
             tg.cancel_scope.cancel()
     finally:

@@ -167,6 +167,9 @@ class GatewaySecurityMiddleware:
         allowed: Extra accepted ``Host`` values (``--allowed-host``).
         origin_any_port: Accept an ``Origin`` on any port of ``hosts`` (loopback binds).
         tokens: The configured bearer tokens; empty: no token is required.
+        token_required: With ``tokens``, a request without ``Authorization`` gets 401; False
+            lets it through without a credential (an app with a login of its own, such as the
+            console: a token given must still be one of ``tokens``).
     """
 
     def __init__(
@@ -178,6 +181,7 @@ class GatewaySecurityMiddleware:
         allowed: Sequence[HostRule] = (),
         origin_any_port: bool = True,
         tokens: Iterable[str] = (),
+        token_required: bool = True,
     ) -> None:
         self.app = app
         self.served = {h.lower() for h in hosts}
@@ -186,6 +190,7 @@ class GatewaySecurityMiddleware:
         self.port = port
         self.origin_any_port = origin_any_port
         self.tokens = [t.encode() for t in tokens if t]
+        self.token_required = token_required
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -203,7 +208,7 @@ class GatewaySecurityMiddleware:
         except CredentialError as error:
             await _unauthorized(send, str(error))
             return
-        if self.tokens:
+        if self.tokens and (token is not None or self.token_required):
             given = (token or "").encode()
             if not any(hmac.compare_digest(given, known) for known in self.tokens):
                 await _unauthorized(send, "a valid bearer token is required")

@@ -25,11 +25,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from sagents.audit._store import default_data_dir
 from sagents.errors import ConfigError
 from sagents.gateway._affinity import SessionAffinityCheck
 from sagents.gateway._http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, is_loopback
+from sagents.gateway._web_auth import WebAuth
 
 __all__ = [
     "CONSOLE_PATH",
@@ -41,6 +44,7 @@ __all__ = [
     "secure_app",
     "serve_asgi",
     "serve_http",
+    "web_auth_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -72,8 +76,15 @@ def check_bind(settings: GatewaySettings) -> None:
 
 
 def _security_middleware(
-    app: ASGIApp, settings: GatewaySettings, port: int | None, *, tokens: bool = True
+    app: ASGIApp,
+    settings: GatewaySettings,
+    port: int | None,
+    *,
+    web: WebAuth | None = None,
 ) -> GatewaySecurityMiddleware:
+    """``app`` behind the ``Host``, ``Origin`` and bearer checks: the gateway's tokens required
+    (``/mcp``), or with ``web`` its tokens verified when given and the rest left to the app's
+    login (the console)."""
     hosts = list(_LOOPBACK_HOSTS) if is_loopback(settings.host) else [settings.host]
     allowed: list[HostRule] = []
     for value in settings.allowed_hosts:
@@ -89,7 +100,8 @@ def _security_middleware(
         port=port if port else None,
         allowed=allowed,
         origin_any_port=is_loopback(settings.host),
-        tokens=[settings.bearer_token or "", *settings.token_profiles] if tokens else [],
+        tokens=web.tokens if web else [settings.bearer_token or "", *settings.token_profiles],
+        token_required=web is None,
     )
 
 
@@ -160,10 +172,24 @@ def build_http_app(
         return mcp
     from sagents.gateway.console import console_for_gateway  # jinja2 only when served
 
+    secret = OperatorSecret.load_or_create(default_data_dir())
     console = _security_middleware(
-        console_for_gateway(gateway, settings), settings, bound, tokens=False
+        console_for_gateway(gateway, settings, secret=secret),
+        settings,
+        bound,
+        web=web_auth_of(settings, secret),
     )
     return _ConsoleRouter(mcp, console)
+
+
+def web_auth_of(settings: GatewaySettings, secret: OperatorSecret) -> WebAuth:
+    """Who the gateway's web surfaces accept: the operator secret and ``SAGENTS_GATEWAY_TOKEN``
+    as the operator, profiles' tokens for their own sessions."""
+    return WebAuth(
+        secret=secret,
+        operator_tokens=(settings.bearer_token,) if settings.bearer_token else (),
+        session_tokens=tuple(settings.token_profiles),
+    )
 
 
 def bind_listener(settings: GatewaySettings) -> socket.socket:
@@ -214,10 +240,13 @@ async def serve_http(
     )
 
 
-def secure_app(app: ASGIApp, settings: GatewaySettings, port: int | None) -> ASGIApp:
-    """``app`` behind the gateway's ``Host`` and ``Origin`` checks, without the bearer check
-    (for an app with a login of its own: ``sagents console``)."""
-    return _security_middleware(app, settings, port, tokens=False)
+def secure_app(
+    app: ASGIApp, settings: GatewaySettings, port: int | None, *, web: WebAuth
+) -> ASGIApp:
+    """``app`` behind the gateway's ``Host`` and ``Origin`` checks, a bearer token verified
+    against ``web``'s when one is given (for an app with a login of its own:
+    ``sagents console``)."""
+    return _security_middleware(app, settings, port, web=web)
 
 
 async def serve_asgi(

@@ -18,6 +18,7 @@ session that asks (:attr:`PendingApproval.owner`).
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -39,6 +40,7 @@ from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 
 __all__ = [
     "APPROVAL_ROUTES",
+    "MAX_PENDING_PER_PRINCIPAL",
     "ApprovalRoute",
     "ConsoleScriptApprover",
     "PendingApproval",
@@ -46,6 +48,10 @@ __all__ = [
 ]
 
 _ARGUMENTS_CHARS = 20_000  # characters of a call's arguments kept for the card
+MAX_PENDING_PER_PRINCIPAL = 32
+"""Requests of one principal (:attr:`PendingApproval.owner`) waiting at once; one more is denied
+at once, so that no client can fill the console (or its memory) with cards."""
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,8 +208,17 @@ class PendingApprovals:
                 a console answer does. None from it means it could not be asked.
 
         Returns:
-            The answer; ``deny`` when nobody answered within the timeout.
+            The answer; ``deny`` when nobody answered within the timeout, or at once when
+            :data:`MAX_PENDING_PER_PRINCIPAL` requests of the same owner wait already.
         """
+        if len(self.pending(owner=item.owner)) >= MAX_PENDING_PER_PRINCIPAL:
+            logger.warning(
+                "denied %s without asking: %d approvals of the same client wait in the console "
+                "already",
+                ", ".join(item.tools),
+                MAX_PENDING_PER_PRINCIPAL,
+            )
+            return "deny"
         waiting = _Waiting(item=item)
         self._waiting[item.approval_id] = waiting
         self._notify(item.session_id)

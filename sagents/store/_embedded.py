@@ -12,7 +12,6 @@ import hashlib
 import json
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +21,12 @@ import anyio
 
 from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.store._fair import FairMap
 from sagents.store._protocols import CancelHandler
 
 __all__ = [
     "MAX_PENDING_APPROVALS",
+    "MAX_PENDING_APPROVALS_PER_SESSION",
     "REQUEST_STATE_TTL_S",
     "ApprovalStates",
     "EmbeddedStore",
@@ -38,8 +39,11 @@ __all__ = [
 REQUEST_STATE_TTL_S = 600.0
 """Seconds an approval's ``requestState`` stays valid (the time a user has to answer)."""
 MAX_PENDING_APPROVALS = 1024
-"""Approvals asked and not yet answered that are kept; past it the oldest can no longer be
-answered (it is asked again), so memory stays bounded."""
+"""Approvals asked and not yet answered that are kept; past it the oldest of the session that
+holds the most can no longer be answered (it is asked again), so memory stays bounded."""
+MAX_PENDING_APPROVALS_PER_SESSION = 64
+"""Of those, kept for one session: a 2026-07-28 session is one per token and profile (docs/
+gateway.md, "Threat model"), so one client cannot push out the others' pending approvals."""
 AUDIT_FILE = "audit.sqlite3"
 TASKS_FILE = "background.sqlite3"
 
@@ -79,17 +83,16 @@ class ApprovalStates:
     ) -> None:
         self._clock = clock
         self._ttl_s = ttl_s
-        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._pending: FairMap[str, _Pending] = FairMap(
+            limit=MAX_PENDING_APPROVALS, per_owner=MAX_PENDING_APPROVALS_PER_SESSION
+        )
 
     def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call."""
         self._prune()
-        while len(self._pending) >= MAX_PENDING_APPROVALS:
-            self._pending.popitem(last=False)
         nonce = secrets.token_urlsafe(18)
-        self._pending[nonce] = _Pending(
-            session_id, call_digest(tool, arguments), self._clock() + self._ttl_s
-        )
+        pending = _Pending(session_id, call_digest(tool, arguments), self._clock() + self._ttl_s)
+        self._pending.put(nonce, pending, session_id)
         return json.dumps({"nonce": nonce})
 
     def redeem(
@@ -103,13 +106,13 @@ class ApprovalStates:
             return False
         if pending.session_id != session_id or pending.call != call_digest(tool, arguments):
             return False
-        del self._pending[nonce]
+        self._pending.pop(nonce)
         return True
 
     def _prune(self) -> None:
         now = self._clock()
         for nonce in [n for n, p in self._pending.items() if p.expires_at <= now]:
-            del self._pending[nonce]
+            self._pending.pop(nonce)
 
 
 class MemoryApprovals:

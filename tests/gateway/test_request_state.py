@@ -118,6 +118,25 @@ def test_pending_approvals_expire_are_bound_to_their_session_and_are_spent_once(
     assert not states.redeem("not json", "s1", "t", {})
 
 
+def test_one_session_flooding_approvals_never_evicts_another_sessions_pending_one() -> None:
+    """A 2026-07-28 session is one per token and profile: one client asking for thousands of
+    approvals loses its own oldest states, never another client's."""
+    from sagents.store._embedded import (
+        MAX_PENDING_APPROVALS,
+        MAX_PENDING_APPROVALS_PER_SESSION,
+    )
+
+    states = ApprovalStates()
+    victim = states.issue("shared:alice:", "fleet__reboot", {"sn": "SN1"})
+    flood = [states.issue("shared:mallory:", "t", {"n": n})
+             for n in range(2 * MAX_PENDING_APPROVALS)]  # fmt: skip
+    assert states.redeem(victim, "shared:alice:", "fleet__reboot", {"sn": "SN1"})
+    assert states.redeem(flood[-1], "shared:mallory:", "t", {"n": len(flood) - 1})
+    oldest_kept = len(flood) - MAX_PENDING_APPROVALS_PER_SESSION
+    assert not states.redeem(flood[oldest_kept - 1], "shared:mallory:", "t",
+                             {"n": oldest_kept - 1})  # fmt: skip
+
+
 async def test_a_state_minted_for_one_token_is_refused_for_another() -> None:
     ops = Profile(name="ops", mode="ask")
     settings = GatewaySettings(

@@ -36,12 +36,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sagents.audit._store import SqliteAuditStore
 from sagents.core._literal import printable
 from sagents.errors import TaskNotFoundError
+from sagents.gateway._operator_secret import LOGIN_QUERY, OperatorSecret
 from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.gateway._settings import ApprovalRoute
 from sagents.gateway._tasks import GatewayTasks
+from sagents.gateway._web_auth import Principal, TooManyLogins, WebAuth
 from sagents.gateway._workspaces import Workspaces
-from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession, Principal
-from sagents.gateway.console._live import LiveRuns
+from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession
+from sagents.gateway.console._live import (
+    MAX_STREAMS_PER_PRINCIPAL,
+    LiveRuns,
+    LiveUpdate,
+    TooManyStreams,
+)
 from sagents.gateway.console._records import (
     CALLS_PAGE,
     AuditFilter,
@@ -95,6 +102,8 @@ class ConsoleData:
         owner_of: The identity of a session's credential ("" when unknown).
         operator_tokens: Tokens of the operator; session_tokens: profiles' tokens.
         secure_cookies: Send the cookie with ``Secure`` (TLS, or a TLS proxy in front).
+        secret: The operator secret; None: the one of the data directory (the audit file's
+            directory), made when there is none (:mod:`sagents.gateway._operator_secret`).
     """
 
     workspaces: Workspaces
@@ -108,6 +117,16 @@ class ConsoleData:
     operator_tokens: tuple[str, ...] = ()
     session_tokens: tuple[str, ...] = ()
     secure_cookies: bool = False
+    secret: OperatorSecret | None = None
+
+    def web_auth(self) -> WebAuth:
+        """The tokens the console accepts (the secret made when there is none yet)."""
+        secret = self.secret or OperatorSecret.load_or_create(self.audit_path.parent)
+        return WebAuth(
+            secret=secret,
+            operator_tokens=self.operator_tokens,
+            session_tokens=self.session_tokens,
+        )
 
 
 def _environment() -> Environment:
@@ -126,9 +145,8 @@ def _environment() -> Environment:
 class _Console:
     def __init__(self, data: ConsoleData) -> None:
         self.data = data
-        self.auth = ConsoleAuth(
-            operator_tokens=data.operator_tokens, session_tokens=data.session_tokens
-        )
+        self.web = data.web_auth()
+        self.auth = ConsoleAuth(on_close=data.live.close_streams if data.live else None)
         self.env = _environment()
         self.audit = SqliteAuditStore(path=data.audit_path)
 
@@ -139,6 +157,15 @@ class _Console:
         if found is not None:
             return found, False
         return self.auth.new_session(), True
+
+    def _caller(self, request: Request) -> tuple[ConsoleSession, bool, Principal | None]:
+        """The request's session (new: a cookie to set) and who it acts as: a bearer token's
+        principal (a machine: the session is a throwaway, no cookie), else the session's."""
+        bearer = self.web.bearer(request)
+        if bearer is not None:
+            return ConsoleSession(sid="", principal=bearer), False, bearer
+        session, new = self._session(request)
+        return session, new, None if session.closed else session.principal
 
     def _secure(self, request: Request) -> bool:
         return self.data.secure_cookies or request.url.scheme == "https"
@@ -201,10 +228,10 @@ class _Console:
         """A GET page that needs a logged-in principal."""
 
         async def endpoint(request: Request) -> Response:
-            session, new = self._session(request)
-            if session.principal is None:
+            session, new, principal = self._caller(request)
+            if principal is None:
                 return self._login_required(request, session, new)
-            response = await handler(request, session, session.principal)
+            response = await handler(request, session, principal)
             return self._finish(response, request, session, new)
 
         return endpoint
@@ -215,8 +242,12 @@ class _Console:
         """A POST that needs a logged-in principal and the session's CSRF token."""
 
         async def endpoint(request: Request) -> Response:
-            session = self.auth.session(request.cookies.get(COOKIE_NAME))
             form = await self._form(request)
+            bearer = self.web.bearer(request)
+            if bearer is not None:  # a browser cannot be made to send this header: no CSRF
+                machine = ConsoleSession(sid="", principal=bearer)
+                return cast(Response, await handler(request, machine, bearer, form))
+            session = self.auth.session(request.cookies.get(COOKIE_NAME))
             given = form.get("csrf") or request.headers.get("x-csrf-token")
             if session is None or not self.auth.csrf_ok(session, given):
                 return self._finish(
@@ -225,7 +256,7 @@ class _Console:
                     session or self.auth.new_session(),
                     False,
                 )
-            if session.principal is None:
+            if session.principal is None or session.closed:
                 return self._login_required(request, session, False)
             response = await handler(request, session, session.principal, form)
             return self._finish(response, request, session, False)
@@ -240,12 +271,37 @@ class _Console:
     # -- login ---------------------------------------------------------------------------------
 
     async def login_page(self, request: Request) -> Response:
-        session, new = self._session(request)
-        if session.principal is not None:
+        session, new, principal = self._caller(request)
+        if principal is not None:
             return self._finish(
                 RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, session, new
             )
         return self._login_required(request, session, new)
+
+    def _logged_in(
+        self, request: Request, session: ConsoleSession | None, token: str
+    ) -> Response | None:
+        """Log ``session``'s browser in with ``token``: a new cookie and a redirect to the
+        Runs page (the token leaves the address bar); None when the token is not accepted.
+
+        Raises:
+            TooManyLogins: this client failed too often lately.
+        """
+        principal = self.web.login(request, token)
+        if principal is None:
+            return None
+        if session is not None:
+            self.auth.drop(session.sid)  # a new cookie after login: no session fixation
+        fresh = self.auth.new_session(principal)
+        return self._finish(RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, fresh, True)
+
+    def _too_many(self, request: Request, error: TooManyLogins) -> Response:
+        session, new = self._session(request)
+        response = self._page(
+            request, session, new, "login.html", status_code=429, error=str(error)
+        )
+        response.headers["Retry-After"] = str(max(1, round(error.retry_after_s)))
+        return response
 
     async def login(self, request: Request) -> Response:
         session = self.auth.session(request.cookies.get(COOKIE_NAME))
@@ -256,12 +312,13 @@ class _Console:
                 request, fresh, True, "login.html", status_code=403,
                 error="The form expired: enter the token again.",
             )  # fmt: skip
-        principal = self.auth.principal_for(form.get("token", "").strip())
-        if principal is None:
+        try:
+            answer = self._logged_in(request, session, form.get("token", "").strip())
+        except TooManyLogins as error:
+            return self._too_many(request, error)
+        if answer is None:
             return self._login_required(request, session, False, error="That token is not valid.")
-        self.auth.drop(session.sid)  # a new cookie after login: no session fixation
-        fresh = self.auth.new_session(principal)
-        return self._finish(RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, fresh, True)
+        return answer
 
     async def logout(
         self, request: Request, session: ConsoleSession, principal: Principal, form: dict[str, str]
@@ -504,53 +561,82 @@ class _Console:
     # -- live updates --------------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        session = self.auth.session(request.cookies.get(COOKIE_NAME))
-        if session is None or session.principal is None:
-            return self._finish(
-                PlainTextResponse("log in first", status_code=401),
-                request,
-                session or self.auth.new_session(),
-                False,
-            )
-        principal = session.principal
+        bearer = self.web.bearer(request)
+        session = None if bearer else self.auth.session(request.cookies.get(COOKIE_NAME))
+        principal = bearer or (session.principal if session and not session.closed else None)
+        if principal is None:
+            return PlainTextResponse("log in first", status_code=401)
         live = self.data.live
+        if live is not None and live.streams_of(principal.identity) >= MAX_STREAMS_PER_PRINCIPAL:
+            return PlainTextResponse(
+                f"{MAX_STREAMS_PER_PRINCIPAL} console pages with live updates are open already: "
+                "close one",
+                status_code=429,
+            )
         run_id = request.query_params.get("run", "")
         run = live.run_of(run_id) if live is not None and valid_run_id(run_id) else None
+
+        def alive() -> bool:
+            """Re-checked at every event and heartbeat: a logout or an eviction ends the
+            stream even if an event was already buffered for it."""
+            return session is None or not session.closed
 
         async def stream() -> AsyncIterator[bytes]:
             if live is None:
                 yield b": no gateway\n\n"
                 return
-            async with live.subscribe() as updates:
-                if not run_id and self.data.pending is not None:
-                    # What waits now, as of the subscription: a page rendered just before a
-                    # request arrived reloads (no event can fall between render and here).
-                    owner = None if principal.operator else principal.identity
-                    ids = _ids_of(self.data.pending.pending(owner=owner))
-                    yield _sse({"type": "approvals.state", "ids": ids})
-                if run is not None and self._visible(principal, run.session_id):
-                    snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
-                                "progress": run.progress}  # fmt: skip
-                    yield _sse(snapshot)
-                while True:
-                    with anyio.move_on_after(_HEARTBEAT_S):
-                        update = await updates.receive()
-                        if not self._visible(principal, update.session_id):
-                            continue
-                        event = update.event
-                        if not _wanted(event, run_id, run.tool_call_id if run else None):
-                            continue
-                        yield _sse(event)
-                        continue
-                    yield b": keep-alive\n\n"
+            try:
+                subscription = live.subscribe(
+                    key=session.sid if session else "", principal=principal.identity
+                )
+                async with subscription as updates:
+                    if not run_id and self.data.pending is not None:
+                        # What waits now, as of the subscription: a page rendered just before
+                        # a request arrived reloads (no event can fall between render and here).
+                        owner = None if principal.operator else principal.identity
+                        ids = _ids_of(self.data.pending.pending(owner=owner))
+                        yield _sse({"type": "approvals.state", "ids": ids})
+                    if run is not None and self._visible(principal, run.session_id):
+                        snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
+                                    "progress": run.progress}  # fmt: skip
+                        yield _sse(snapshot)
+                    while True:
+                        update: LiveUpdate | None = None
+                        with anyio.move_on_after(_HEARTBEAT_S):
+                            update = await updates.receive()
+                        if not alive():
+                            return
+                        if update is None:
+                            yield b": keep-alive\n\n"
+                        elif self._visible(principal, update.session_id) and _wanted(
+                            update.event, run_id, run.tool_call_id if run else None
+                        ):
+                            yield _sse(update.event)
+            except (TooManyStreams, anyio.EndOfStream):
+                return  # too many opened meanwhile; or the session's streams were closed
 
         response = StreamingResponse(
             stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
         )
-        return self._finish(response, request, session, False)
+        return response
 
     async def index(self, request: Request) -> Response:
-        return RedirectResponse(f"{CONSOLE_PATH}/runs", 303)
+        """``/console/``: with ``?token=`` (the login URL printed at start), log the browser in
+        and drop the token from the address bar; else on to the Runs page."""
+        token = request.query_params.get(LOGIN_QUERY)
+        if token is None:
+            return RedirectResponse(f"{CONSOLE_PATH}/runs", 303)
+        session = self.auth.session(request.cookies.get(COOKIE_NAME))
+        try:
+            answer = self._logged_in(request, session, token.strip())
+        except TooManyLogins as error:
+            return self._too_many(request, error)
+        if answer is not None:
+            return answer
+        fresh, new = self._session(request)
+        return self._login_required(
+            request, fresh, new, error="That login URL's token is not valid."
+        )
 
 
 def _ids_of(items: list[PendingApproval]) -> list[str]:

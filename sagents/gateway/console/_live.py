@@ -2,16 +2,18 @@
 
 :class:`LiveRuns` watches the hub (:meth:`~sagents.progress._hub.ProgressHub.watch`): it keeps
 the latest ``script.progress`` of recent runs, the ``tool_progress`` text of recent calls per
-stream (bounded), and passes every event to the console's open Server-Sent-Events streams, each
+stream (bounded in all and per principal: one principal's runs cannot push out another's), and
+passes every event to the console's open Server-Sent-Events streams, each
 a bounded memory stream (an event that does not fit a slow page is dropped for it; the page
-reloads what it shows from the records when a run ends).
+reloads what it shows from the records when a run ends). Open streams are counted per
+principal (at most :data:`MAX_STREAMS_PER_PRINCIPAL`) and closed with the console session that
+opened them (:meth:`LiveRuns.close_streams`).
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,13 +22,27 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.core.events import Event, ScriptProgressEvent, ToolProgressEvent
+from sagents.store._fair import FairMap
 
-__all__ = ["LiveRun", "LiveRuns", "LiveUpdate"]
+__all__ = ["LiveRun", "LiveRuns", "LiveUpdate", "TooManyStreams"]
 
-MAX_RUNS = 200  # runs kept in memory, oldest dropped first
+MAX_RUNS = 200  # runs kept in memory, oldest of the principal with the most dropped first
 MAX_CALL_TEXT = 256 * 1024  # characters of tool_progress text kept per call and stream
 MAX_CALLS = 200  # calls whose text is kept
+MAX_PER_PRINCIPAL = 50  # of those runs and calls, kept for one principal (its oldest dropped)
 SUBSCRIBER_BUFFER = 512  # events buffered for one open page
+MAX_STREAMS_PER_PRINCIPAL = 16  # open pages (event streams) of one principal
+
+
+class TooManyStreams(Exception):
+    """A principal already has :data:`MAX_STREAMS_PER_PRINCIPAL` open event streams."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Subscriber:
+    send: MemoryObjectSendStream[LiveUpdate]
+    key: str  # the console session that opened it
+    principal: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,20 +66,24 @@ class LiveRun:
 
 
 class LiveRuns:
-    """Watches the hub for the console (a :class:`~sagents.progress._hub.HubWatcher`)."""
+    """Watches the hub for the console (a :class:`~sagents.progress._hub.HubWatcher`).
 
-    def __init__(self) -> None:
-        self.runs: OrderedDict[str, LiveRun] = OrderedDict()
-        self._text: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._descriptions: OrderedDict[str, str] = OrderedDict()
-        self._subscribers: list[MemoryObjectSendStream[LiveUpdate]] = []
+    Args:
+        owner_of: The principal (credential identity) of a gateway session, whom its runs'
+            memory is charged to.
+    """
+
+    def __init__(self, *, owner_of: Callable[[str], str] = lambda _session_id: "") -> None:
+        self._owner_of = owner_of
+        self.runs: FairMap[str, LiveRun] = _bounded(MAX_RUNS)
+        self._text: FairMap[str, dict[str, str]] = _bounded(MAX_CALLS)
+        self._descriptions: FairMap[str, str] = _bounded(MAX_RUNS)
+        self._subscribers: list[_Subscriber] = []
 
     def note_start(self, session_id: str, tool_call_id: str | None, description: str) -> None:
         """A run_script call starts (its description, shown while it runs)."""
         if tool_call_id:
-            self._descriptions[tool_call_id] = description
-            while len(self._descriptions) > MAX_RUNS:
-                self._descriptions.popitem(last=False)
+            self._descriptions.put(tool_call_id, description, self._owner_of(session_id))
 
     def offer(self, session_id: str, event: Event) -> None:
         """Take one event of ``session_id`` (called by the hub; never blocks)."""
@@ -71,24 +91,21 @@ class LiveRuns:
         if isinstance(event, ScriptProgressEvent):
             run = self.runs.get(event.script_id)
             if run is None:
-                description = self._descriptions.get(event.tool_call_id or "", "")
+                description = self._descriptions.get(event.tool_call_id or "") or ""
                 run = LiveRun(
                     script_id=event.script_id,
                     session_id=session_id,
                     tool_call_id=event.tool_call_id,
                     description=description,
                 )
-                self.runs[event.script_id] = run
-                while len(self.runs) > MAX_RUNS:
-                    self.runs.popitem(last=False)
+                self.runs.put(event.script_id, run, self._owner_of(session_id))
             run.progress = data
             data = {**data, "description": run.description}
         elif isinstance(event, ToolProgressEvent) and event.text:
             streams = self._text.get(event.tool_call_id)
             if streams is None:
-                streams = self._text[event.tool_call_id] = {}
-                while len(self._text) > MAX_CALLS:
-                    self._text.popitem(last=False)
+                streams = {}
+                self._text.put(event.tool_call_id, streams, self._owner_of(session_id))
             kept = streams.get(event.stream, "") + event.text
             streams[event.stream] = kept[-MAX_CALL_TEXT:]
         self.broadcast(session_id, data)
@@ -96,31 +113,61 @@ class LiveRuns:
     def broadcast(self, session_id: str, data: dict[str, Any]) -> None:
         """Pass one event object of ``session_id`` to every open page (never blocks)."""
         update = LiveUpdate(session_id=session_id, event=data)
-        for send in list(self._subscribers):
+        for subscriber in list(self._subscribers):
             try:
-                send.send_nowait(update)
+                subscriber.send.send_nowait(update)
             except anyio.WouldBlock:
                 pass  # this page is behind: progress is droppable, it reloads at the end
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subscribers.remove(send)
+                self._subscribers.remove(subscriber)
 
     def text_of(self, tool_call_id: str | None) -> dict[str, str]:
         """The kept ``tool_progress`` text of a call, by stream."""
-        return dict(self._text.get(tool_call_id or "", {}))
+        return dict(self._text.get(tool_call_id or "") or {})
 
     def run_of(self, script_id: str) -> LiveRun | None:
         """The live state of a run, if it is recent."""
         return self.runs.get(script_id)
 
+    def streams_of(self, principal: str) -> int:
+        """How many event streams ``principal`` has open."""
+        return sum(s.principal == principal for s in self._subscribers)
+
+    def close_streams(self, key: str) -> None:
+        """End the streams opened under ``key`` (a console session that ended): their
+        receivers see the end of the stream once they have read what was buffered."""
+        for subscriber in [s for s in self._subscribers if s.key == key]:
+            self._subscribers.remove(subscriber)
+            subscriber.send.close()
+
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[MemoryObjectReceiveStream[LiveUpdate]]:
-        """Receive every update while the block is open."""
+    async def subscribe(
+        self, *, key: str = "", principal: str = ""
+    ) -> AsyncIterator[MemoryObjectReceiveStream[LiveUpdate]]:
+        """Receive every update while the block is open.
+
+        Args:
+            key: The console session opening the stream (:meth:`close_streams` ends it).
+            principal: Who opens it: at most :data:`MAX_STREAMS_PER_PRINCIPAL` each.
+
+        Raises:
+            TooManyStreams: ``principal`` has that many open already.
+        """
+        if self.streams_of(principal) >= MAX_STREAMS_PER_PRINCIPAL:
+            raise TooManyStreams(
+                f"{MAX_STREAMS_PER_PRINCIPAL} console pages are open with live updates already"
+            )
         send, receive = anyio.create_memory_object_stream[LiveUpdate](SUBSCRIBER_BUFFER)
-        self._subscribers.append(send)
+        subscriber = _Subscriber(send, key, principal)
+        self._subscribers.append(subscriber)
         try:
             yield receive
         finally:
-            if send in self._subscribers:
-                self._subscribers.remove(send)
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
             send.close()
             receive.close()
+
+
+def _bounded(limit: int) -> FairMap[str, Any]:
+    return FairMap(limit=limit, per_owner=MAX_PER_PRINCIPAL)

@@ -7,6 +7,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from sagents.audit._store import default_data_dir
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
@@ -21,13 +22,19 @@ AUDIT_FILE = "audit.sqlite3"
 TODO_FILE = "todo.sqlite3"
 
 
-def console_for_gateway(gateway: Gateway, settings: GatewaySettings) -> Starlette:
+def console_for_gateway(
+    gateway: Gateway, settings: GatewaySettings, *, secret: OperatorSecret | None = None
+) -> Starlette:
     """The console of an entered gateway: its hub's events, pending approvals, background calls
     and the records and audit of its data dir.
 
     The console watches the gateway's progress hub from now on (for the gateway's lifetime).
+
+    Args:
+        gateway: The gateway. settings: Its tokens and cookie settings.
+        secret: The operator secret; None: the data dir's (made when there is none).
     """
-    live = LiveRuns()
+    live = LiveRuns(owner_of=gateway.session_owner)
     hub = getattr(gateway.progress, "hub", None)
     if isinstance(hub, ProgressHub):
         hub.watch(live)
@@ -53,6 +60,7 @@ def console_for_gateway(gateway: Gateway, settings: GatewaySettings) -> Starlett
         operator_tokens=(settings.bearer_token,) if settings.bearer_token else (),
         session_tokens=tuple(settings.token_profiles),
         secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
+        secret=secret,
     )
     return build_console_app(data)
 
@@ -64,6 +72,7 @@ def data_dir_console(
     shared_workspace: bool = False,
     token: str | None = None,
     secure_cookies: bool = False,
+    secret: OperatorSecret | None = None,
 ) -> Starlette:
     """The console of a data directory without a gateway (``sagents console``): past runs'
     records and the audit, read only.
@@ -72,8 +81,9 @@ def data_dir_console(
         data_dir: The gateway's data dir (``audit.sqlite3``, ``todo.sqlite3``, ``workspaces/``).
         workspace: The sessions' workspaces root, when the gateway ran with ``--workspace``.
         shared_workspace: That root was one shared workspace (``--shared-workspace``).
-        token: The token the console asks for (None: none, loopback only).
+        token: Another token of the operator (``SAGENTS_GATEWAY_TOKEN``), besides the secret.
         secure_cookies: Send the session cookie with ``Secure``.
+        secret: The operator secret; None: ``data_dir``'s own (made when there is none).
     """
     data = ConsoleData(
         workspaces=Workspaces(workspace or data_dir / WORKSPACES_DIR, shared=shared_workspace),
@@ -81,5 +91,6 @@ def data_dir_console(
         todo_path=data_dir / TODO_FILE,
         operator_tokens=(token,) if token else (),
         secure_cookies=secure_cookies,
+        secret=secret or OperatorSecret.load_or_create(data_dir),
     )
     return build_console_app(data)

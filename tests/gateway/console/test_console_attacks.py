@@ -14,7 +14,13 @@ from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway.console._auth import MAX_SESSIONS, ConsoleAuth, Principal
 from sagents.gateway.console._records import MAX_CALL_LINE
-from tests.gateway.console.test_console_http import TOKEN, call, console_server, login
+from tests.gateway.console.test_console_http import (
+    TOKEN,
+    call,
+    console_server,
+    logged_in,
+    login,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +41,7 @@ async def test_static_files_and_unknown_console_paths_carry_the_csp() -> None:
 
 
 def test_anonymous_sessions_never_evict_a_logged_in_one() -> None:
-    auth = ConsoleAuth(operator_tokens=[TOKEN], session_tokens=[])
+    auth = ConsoleAuth()
     operator = auth.new_session(Principal(operator=True))
     for _ in range(MAX_SESSIONS + 10):
         auth.new_session()  # a page load without a cookie, as anyone on the port can make
@@ -78,8 +84,6 @@ async def test_with_both_a_console_answer_after_the_clients_is_refused() -> None
 
 
 def test_records_with_ill_typed_fields_and_a_huge_line_still_render(tmp_path: Path) -> None:
-    from starlette.testclient import TestClient
-
     from sagents.gateway.console import data_dir_console
 
     run_id = "20261201-120000-0123abcd"
@@ -94,7 +98,7 @@ def test_records_with_ill_typed_fields_and_a_huge_line_still_render(tmp_path: Pa
     (run_dir / "calls.jsonl").write_text(
         "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
     )
-    with TestClient(data_dir_console(tmp_path), raise_server_exceptions=False) as http:
+    with logged_in(data_dir_console(tmp_path), tmp_path) as http:
         runs = http.get("/console/runs")
         run = http.get(f"/console/runs/{run_id}")
     assert runs.status_code == 200

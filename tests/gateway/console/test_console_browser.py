@@ -22,8 +22,10 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
+from sagents.audit._store import default_data_dir
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._http_server import serve_http
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._runtime import ConfiguredGateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway.console._live import LiveRuns
@@ -421,3 +423,18 @@ def test_the_todo_page_says_when_there_is_no_list(served: Served, browser: WebDr
     wait(browser, lambda b: b.find_elements(By.TAG_NAME, "h1"))
     assert text(browser, "h1") == "Todo"
     shot(browser, "todo")
+
+
+def test_the_printed_login_url_logs_the_browser_in_and_leaves_the_address_bar(
+    served: Served, browser: WebDriver
+) -> None:
+    browser.delete_all_cookies()
+    browser.get(f"{served.base}/approvals")
+    assert browser.find_elements(By.ID, "token"), "without a login the console is nobody's"
+    secret = OperatorSecret.load_or_create(default_data_dir())
+    browser.get(secret.login_url(f"{served.base}/"))  # the URL `sagents serve` prints
+    wait(browser, lambda b: b.find_elements(By.ID, "runs"))
+    assert browser.current_url == f"{served.base}/runs"  # the token left the address bar
+    assert "operator" in text(browser, ".who")
+    browser.get(f"{served.base}/approvals")
+    assert not browser.find_elements(By.ID, "token")

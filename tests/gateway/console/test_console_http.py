@@ -14,10 +14,13 @@ import anyio
 import anyio.lowlevel
 import httpx2
 import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
-from sagents.audit._store import AuditEntry, SqliteAuditStore
+from sagents.audit._store import AuditEntry, SqliteAuditStore, default_data_dir
 from sagents.core._permissions import PermissionClass
-from sagents.gateway._http_server import secure_app, serve_asgi, serve_http
+from sagents.gateway._http_server import secure_app, serve_asgi, serve_http, web_auth_of
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
@@ -53,6 +56,22 @@ def csrf_of(html: str) -> str:
     found = re.search(r'name="csrf-token" content="([^"]+)"', html)
     assert found is not None, html[:500]
     return found.group(1)
+
+
+async def operator_login(http: httpx2.AsyncClient, base: str) -> None:
+    """Log ``http`` in as the operator through the login URL the gateway prints at start (the
+    operator secret of its data directory)."""
+    secret = OperatorSecret.load_or_create(default_data_dir())
+    answer = await http.get(f"{base}/console/?token={secret.value}")
+    assert answer.status_code == 303, answer.text[:500]
+
+
+def logged_in(app: Starlette, data_dir: Path) -> TestClient:
+    """A test client of ``sagents console --data-dir data_dir``'s app, logged in as the
+    operator through its login URL (the secret of that data directory); use it in ``with``."""
+    http = TestClient(app)
+    http.get(f"/console/?token={OperatorSecret.load_or_create(data_dir).value}")
+    return http
 
 
 async def login(http: httpx2.AsyncClient, base: str, token: str = TOKEN) -> httpx2.Response:
@@ -101,8 +120,6 @@ async def test_the_session_cookie_is_httponly_samesite_strict_and_changes_at_log
 
 
 def test_the_cookie_is_secure_behind_a_tls_proxy(tmp_path: Path) -> None:
-    from starlette.testclient import TestClient
-
     app = data_dir_console(tmp_path, token=TOKEN, secure_cookies=True)
     with TestClient(app) as http:
         page = http.get("/console/login")
@@ -110,9 +127,10 @@ def test_the_cookie_is_secure_behind_a_tls_proxy(tmp_path: Path) -> None:
 
 
 async def test_a_post_without_the_csrf_token_is_refused_with_403() -> None:
-    settings = GatewaySettings(transport="http", port=0)  # loopback, no token: operator
+    settings = GatewaySettings(transport="http", port=0)
     with anyio.fail_after(20):
         async with console_server(settings) as (base, gateway), httpx2.AsyncClient() as http:
+            await operator_login(http, base)
             page = await http.get(f"{base}/console/approvals")
             request = call("fleet__reboot", session_id="s1")
             item = PendingApproval.for_request(request, owner="")
@@ -140,6 +158,7 @@ async def test_a_foreign_origin_or_host_is_refused_as_for_mcp() -> None:
     settings = GatewaySettings(transport="http", port=0)
     with anyio.fail_after(20):
         async with console_server(settings) as (base, _), httpx2.AsyncClient() as http:
+            await operator_login(http, base)
             origin = await http.post(
                 f"{base}/console/login", headers={"Origin": "http://evil.example"}
             )
@@ -154,6 +173,7 @@ async def test_pages_carry_a_csp_without_inline_script_and_no_inline_script() ->
     settings = GatewaySettings(transport="http", port=0)
     with anyio.fail_after(20):
         async with console_server(settings) as (base, _), httpx2.AsyncClient() as http:
+            await operator_login(http, base)
             pages = [await http.get(f"{base}/console/{name}")
                      for name in ("runs", "approvals", "background", "audit", "todo")]  # fmt: skip
     for page in pages:
@@ -166,15 +186,13 @@ async def test_pages_carry_a_csp_without_inline_script_and_no_inline_script() ->
 
 
 async def test_model_written_text_renders_literally(tmp_path: Path) -> None:
-    from starlette.testclient import TestClient
-
     store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
     await store.record(
         AuditEntry(kind="gateway_call", ts=1.0, tool="run_script", status="ok",
                    session_id="s", data={"description": XSS, "script_id": "x"})
     )  # fmt: skip
     app = data_dir_console(tmp_path)
-    with TestClient(app) as http:
+    with logged_in(app, tmp_path) as http:
         page = http.get("/console/audit")
     assert "<script>alert(1)" not in page.text
     assert "<b>bold</b>" not in page.text
@@ -184,8 +202,6 @@ async def test_model_written_text_renders_literally(tmp_path: Path) -> None:
 async def test_the_audit_filters_by_tool_status_session_time_and_description(
     tmp_path: Path,
 ) -> None:
-    from starlette.testclient import TestClient
-
     store = SqliteAuditStore(path=tmp_path / "audit.sqlite3")
     rows = [
         ("run_script", "ok", "s1", 1_000.0, "count the devices"),
@@ -199,7 +215,7 @@ async def test_the_audit_filters_by_tool_status_session_time_and_description(
     app = data_dir_console(tmp_path)
 
     def shown(query: str) -> list[str]:
-        with TestClient(app) as http:
+        with logged_in(app, tmp_path) as http:
             text = http.get("/console/audit" + query).text
         return re.findall(r'<td class="description literal">([^<]*)</td>', text)
 
@@ -268,12 +284,18 @@ async def test_with_both_the_clients_answer_wins_when_it_comes_first() -> None:
 async def test_sagents_console_serves_a_data_dir_without_a_gateway(tmp_path: Path) -> None:
     settings = GatewaySettings(transport="http", port=0)
     app = data_dir_console(tmp_path)
+    web = web_auth_of(settings, OperatorSecret.load_or_create(tmp_path))
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg, httpx2.AsyncClient() as http:
-            port = await tg.start(serve_asgi, lambda p: secure_app(app, settings, p), settings)
+            secured = lambda p: secure_app(app, settings, p, web=web)  # noqa: E731
+            port = await tg.start(serve_asgi, secured, settings)
+            anonymous = await http.get(f"http://127.0.0.1:{port}/console/runs")
+            secret = OperatorSecret.load_or_create(tmp_path).value
+            await http.get(f"http://127.0.0.1:{port}/console/?token={secret}")
             page = await http.get(f"http://127.0.0.1:{port}/console/runs")
             mcp = await http.get(f"http://127.0.0.1:{port}/mcp")
             tg.cancel_scope.cancel()
+    assert anonymous.status_code == 401
     assert page.status_code == 200
     assert "No runs yet." in page.text
     assert mcp.status_code == 404
@@ -343,8 +365,6 @@ async def test_a_direct_call_waits_for_the_console_and_only_its_principals_may_a
 async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_records(
     tmp_path: Path,
 ) -> None:
-    from starlette.testclient import TestClient
-
     from sagents.gateway.console._records import CALLS_PAGE
     from sagents.script._records import CallRecord, ScriptRecords
 
@@ -360,7 +380,7 @@ async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_rec
                           "exit_code": 0, "calls": CALLS_PAGE + 3, "failed": 0})  # fmt: skip
     records.close()
     app = data_dir_console(tmp_path)
-    with TestClient(app) as http:
+    with logged_in(app, tmp_path) as http:
         runs = http.get("/console/runs").text
         first = http.get("/console/runs/20261201-120000-0123abcd").text
         second = http.get("/console/runs/20261201-120000-0123abcd?page=1").text
@@ -380,8 +400,6 @@ async def test_sagents_console_shows_past_runs_their_calls_by_page_and_their_rec
 
 
 async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
-    from starlette.testclient import TestClient
-
     from sagents.tool._context import SessionContext
     from sagents.tool.impl._todo import TodoStore
 
@@ -389,7 +407,7 @@ async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
     context = SessionContext(session_id="b" * 32)
     await store.write(context, [{"id": "t1", "content": XSS, "status": "pending"}])
     app = data_dir_console(tmp_path)
-    with TestClient(app) as http:
+    with logged_in(app, tmp_path) as http:
         page = http.get("/console/todo").text
     assert "b" * 32 in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -399,7 +417,7 @@ async def test_the_todo_page_shows_a_sessions_list(tmp_path: Path) -> None:
 async def test_the_approvals_page_and_its_first_event_name_the_same_pending_ids() -> None:
     """The page reloads while what it shows differs from what the event stream says waits; with
     several requests (ids of both cases) both must list them in one order, or it reloads forever."""
-    settings = GatewaySettings(transport="http", port=0)  # loopback, no token: operator
+    settings = GatewaySettings(transport="http", port=0)
     items = [
         replace(PendingApproval.for_request(call("fleet__reboot", session_id="s1"), owner=""),
                 approval_id=approval_id)
@@ -415,6 +433,7 @@ async def test_the_approvals_page_and_its_first_event_name_the_same_pending_ids(
                 tg.start_soon(gateway.pending.ask, item)
             while len(gateway.pending.pending()) < len(items):
                 await gateway.pending.changed()
+            await operator_login(http, base)
             page = await http.get(f"{base}/console/approvals")
             async with http.stream("GET", f"{base}/console/events") as events:
                 async for line in events.aiter_lines():
