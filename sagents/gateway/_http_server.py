@@ -9,7 +9,10 @@ Security (docs/gateway.md, "HTTP security"):
   foreign ``Origin`` gets 403 (parsed exactly, :mod:`sagents.gateway._http_security`);
 - credentials are parsed once, there: two ``Authorization`` headers or a malformed one get
   401; when any token is configured every request must carry ``Authorization: Bearer <token>``
-  (compared in constant time); a token bound to a profile selects that profile.
+  (compared in constant time); a token bound to a profile selects that profile;
+- the web console needs a login or a bearer token on every route, also on loopback without
+  configured tokens: the operator secret of the data dir (:mod:`~sagents.gateway._operator_secret`)
+  and the rule of :mod:`~sagents.gateway._web_auth`.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ someone allowed to answer it does, or :data:`~sagents.gateway._approval.APPROVAL
 passes (then it is denied, as an unanswered elicitation is).
 
 The interface the console uses is two calls: :meth:`PendingApprovals.pending` (what waits) and
-:meth:`PendingApprovals.answer` (answer one). Who may answer: the operator (the gateway's own
-token, or anyone on a loopback gateway without tokens), or the principal whose token opened the
-session that asks (:attr:`PendingApproval.owner`).
+:meth:`PendingApprovals.answer` (answer one). Who may answer: the operator (the operator secret
+or the gateway's own token; docs/gateway.md, "Threat model"), or the principal whose token
+opened the session that asks (:attr:`PendingApproval.owner`).
 
 "Allow for this session" is offered only for a direct call of a write tool, never for a script
 (docs/run_script.md, "Approvals") nor for a destructive tool.

@@ -12,12 +12,14 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import httpx2
+import mcp_types as mt
 import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
 from sagents.cli.main import app
 from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
+from tests.gateway.console.test_console_http import csrf_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = "from sagents.cli.main import main; main()"
@@ -71,28 +73,58 @@ async def read_stderr_until(process: anyio.abc.Process, marker: bytes) -> str:
 async def test_serve_prints_a_login_url_and_nothing_else_makes_the_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A loopback gateway without configured tokens: what only reaches the port is refused;
-    the URL printed on the operator's terminal logs a browser in; a machine sends the secret
-    as a bearer token."""
+    """The red team's path on a real loopback gateway without configured tokens: a client's
+    write call waits for the console; a process that only reaches the port loads the approvals
+    page, takes its CSRF token and posts "Allow once" (401, nothing approved); the URL printed on
+    the operator's terminal logs a browser in, which answers; a machine sends the secret as a
+    bearer token."""
+    from tests.gateway.test_configured import write_config
+
     data = tmp_path / "data"
     monkeypatch.delenv("SAGENTS_GATEWAY_TOKEN", raising=False)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(data)}
     command = [sys.executable, "-c", CODE, "serve", "--transport", "http", "--port", "0",
-               "--approvals", "console"]  # fmt: skip
-    with anyio.fail_after(90):
+               "--config", str(write_config(tmp_path)), "--approvals", "console"]  # fmt: skip
+    results: list[mt.CallToolResult] = []
+    with anyio.fail_after(120):
         async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
             line = await read_stderr_until(process, b"console at ")
             url = line.split("console at ", 1)[1].strip()
             base = url.split("/console/", 1)[0]
             secret_file = data / OPERATOR_SECRET_FILE
             secret = secret_file.read_text().strip()
-            async with httpx2.AsyncClient() as intruder, httpx2.AsyncClient() as browser:
+            machine_auth = {"Authorization": f"Bearer {secret}"}
+            async with (
+                httpx2.AsyncClient() as intruder,
+                httpx2.AsyncClient() as browser,
+                httpx2.AsyncClient(headers=machine_auth) as machine,
+                anyio.create_task_group() as tg,
+            ):
+
+                async def write_call() -> None:
+                    async with Client(f"{base}/mcp", mode="legacy") as client:
+                        await client.list_tools()  # the upstream is ready once it lists
+                        results.append(await client.call_tool("fault__echo", {"text": "x"}))
+
+                async with machine.stream("GET", f"{base}/console/events") as stream:
+                    tg.start_soon(write_call)
+                    async for event in stream.aiter_lines():  # until the call waits
+                        if '"approvals.changed"' in event:
+                            break
+                listed = await machine.get(f"{base}/console/approvals")
+                found = re.search(r'id="approvals" data-pending="([^"]*)"', listed.text)
+                waiting = [i for i in (found.group(1) if found else "").split(",") if i]
+                answer_url = f"{base}/console/approvals/{waiting[0]}"
                 refused = await intruder.get(f"{base}/console/approvals")
+                posted = await intruder.post(
+                    answer_url, data={"decision": "allow_once", "csrf": csrf_of(refused.text)}
+                )
                 events = await intruder.get(f"{base}/console/events")
+                still = await machine.get(f"{base}/console/approvals")
                 login = await browser.get(url)
                 page = await browser.get(f"{base}/console/approvals")
-                machine = await intruder.get(
-                    f"{base}/console/approvals", headers={"Authorization": f"Bearer {secret}"}
+                denied = await browser.post(
+                    answer_url, data={"decision": "deny", "csrf": csrf_of(page.text)}
                 )
             process.send_signal(signal.SIGINT)
             await process.wait()
@@ -100,12 +132,16 @@ async def test_serve_prints_a_login_url_and_nothing_else_makes_the_operator(
     assert url.endswith(f"?token={secret}")
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     assert refused.status_code == 401
+    assert waiting[0] not in refused.text
+    assert posted.status_code == 401
     assert events.status_code == 401
+    assert waiting[0] in still.text  # the intruder approved nothing
     assert login.status_code == 303
     assert login.headers["location"] == "/console/runs"
     assert page.status_code == 200
-    assert "<h1>Approvals</h1>" in page.text
-    assert machine.status_code == 200
+    assert denied.status_code == 303
+    assert results[0].is_error is True
+    assert "not approved" in str(results[0].content)
 
 
 @pytest.mark.anyio
