@@ -61,16 +61,25 @@ class OperatorSecret:
 
         Raises:
             ConfigError: the file is not a regular file of ours, other users may read or
-                write it, or it does not hold a secret (remove it: a new one is made).
+                write it, or it does not hold a secret (remove it: a new one is made); or
+                there is none and the data directory cannot hold one.
         """
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = data_dir / OPERATOR_SECRET_FILE
         try:
             return cls._read(path)
         except FileNotFoundError:
             pass
-        temporary = data_dir / f".{OPERATOR_SECRET_FILE}.{secrets.token_hex(8)}"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            temporary = data_dir / f".{OPERATOR_SECRET_FILE}.{secrets.token_hex(8)}"
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot make the operator secret in {str(data_dir)!r}: {error.strerror}",
+                file=str(path),
+                hint="give a data directory this user can write (SAGENTS_DATA_DIR, or "
+                "--data-dir for sagents console)",
+            ) from error
         try:
             with os.fdopen(fd, "w", encoding="ascii") as file:
                 file.write(secrets.token_urlsafe(_SECRET_BYTES) + "\n")
@@ -84,8 +93,8 @@ class OperatorSecret:
     def _read(cls, path: Path) -> OperatorSecret:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise
+        except (FileNotFoundError, NotADirectoryError):
+            raise FileNotFoundError(path) from None  # no secret yet (or no data dir)
         except OSError as error:  # a symbolic link (ELOOP), a directory, no permission
             raise _bad(path, f"cannot be read ({error.strerror})") from error
         with os.fdopen(fd, "r", encoding="ascii", errors="replace") as file:

@@ -180,6 +180,14 @@ def test_an_unsafe_or_malformed_secret_file_is_a_clear_config_error(
     assert "remove the file" in (raised.value.hint or "")
 
 
+def test_a_data_dir_that_cannot_hold_the_secret_is_a_clear_config_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ConfigError) as raised:
+        OperatorSecret.load_or_create(tmp_path / "a-file" / "data")
+    assert "cannot make the operator secret" in str(raised.value)
+    assert "SAGENTS_DATA_DIR" in (raised.value.hint or "")
+
+
 def test_failed_logins_are_limited_per_client_and_regained_over_time() -> None:
     now = [0.0]
     limiter = LoginLimiter(burst=3, refill_s=10.0, clock=lambda: now[0])
