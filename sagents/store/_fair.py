@@ -32,19 +32,38 @@ class FairMap(Generic[K, V]):
         self._entries: OrderedDict[K, tuple[str, V]] = OrderedDict()
         self._counts: Counter[str] = Counter()
 
-    def put(self, key: K, value: V, owner: str) -> None:
-        """Add or replace ``key`` (then the newest), charged to ``owner``; evicts as above."""
+    def put(self, key: K, value: V, owner: str) -> list[V]:
+        """Add or replace ``key`` (then the newest), charged to ``owner``.
+
+        Returns:
+            The values evicted to make room (as above), oldest first.
+        """
         self.pop(key)
+        evicted: list[V] = []
         if self._counts[owner] >= self._per_owner:
-            self.pop(self._oldest_of(owner))
+            evicted.append(self._pop_oldest_of(owner))
         while len(self._entries) >= self._limit:
             biggest, _ = self._counts.most_common(1)[0]
-            self.pop(self._oldest_of(biggest))
+            evicted.append(self._pop_oldest_of(biggest))
         self._entries[key] = (owner, value)
         self._counts[owner] += 1
+        return evicted
 
-    def _oldest_of(self, owner: str) -> K:
-        return next(k for k, (o, _) in self._entries.items() if o == owner)
+    def touch(self, key: K) -> None:
+        """Make ``key`` the newest entry (a use), evicting nothing."""
+        if key in self._entries:
+            self._entries.move_to_end(key)
+
+    def _pop_oldest_of(self, owner: str) -> V:
+        key = next(k for k, (o, _) in self._entries.items() if o == owner)
+        _, value = self._entries.pop(key)
+        self._uncount(owner)
+        return value
+
+    def _uncount(self, owner: str) -> None:
+        self._counts[owner] -= 1
+        if not self._counts[owner]:
+            del self._counts[owner]
 
     def get(self, key: K) -> V | None:
         """The value of ``key``, or None."""
@@ -57,9 +76,7 @@ class FairMap(Generic[K, V]):
         if found is None:
             return None
         owner, value = found
-        self._counts[owner] -= 1
-        if not self._counts[owner]:
-            del self._counts[owner]
+        self._uncount(owner)
         return value
 
     def values(self) -> list[V]:

@@ -9,8 +9,8 @@ state-changing request carries the session's CSRF token (a form field or the ``X
 header), compared in constant time.
 
 Nobody is the operator for reaching the port: a session without a login is nobody. Closing a
-session (logout, or eviction when :data:`MAX_SESSIONS` are kept) closes its event streams
-(``on_close``).
+session (logout, or eviction when :data:`MAX_SESSIONS` are kept, or
+:data:`MAX_SESSIONS_PER_PRINCIPAL` of its principal) closes its event streams (``on_close``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sagents.gateway._web_auth import Principal
+from sagents.store._fair import FairMap
 
 __all__ = ["COOKIE_NAME", "ConsoleAuth", "ConsoleSession", "Principal"]
 
 COOKIE_NAME = "sagents_console"
 MAX_SESSIONS = 1000  # console logins kept, the least recently used dropped first
+MAX_SESSIONS_PER_PRINCIPAL = 100  # of those, one principal's: its own oldest go first
 MAX_ANONYMOUS = 1000  # sessions not logged in yet (a login form shown), kept apart
 
 
@@ -54,7 +56,11 @@ class ConsoleAuth:
 
     def __init__(self, *, on_close: Callable[[str], None] | None = None) -> None:
         self._on_close = on_close
-        self._sessions: OrderedDict[str, ConsoleSession] = OrderedDict()
+        # Logged-in sessions, bounded per principal: no number of logins with a profile's token
+        # can push the operator's session out.
+        self._sessions: FairMap[str, ConsoleSession] = FairMap(
+            limit=MAX_SESSIONS, per_owner=MAX_SESSIONS_PER_PRINCIPAL
+        )
         # Anyone who reaches the port gets one of these with each cookieless request: they are
         # kept apart, so that no number of them can push a logged-in session out.
         self._anonymous: OrderedDict[str, ConsoleSession] = OrderedDict()
@@ -63,31 +69,30 @@ class ConsoleAuth:
         """The session behind a cookie value, or None."""
         if not sid:
             return None
-        for pool in (self._sessions, self._anonymous):
-            found = pool.get(sid)
-            if found is not None:
-                pool.move_to_end(sid)
-                return found
-        return None
+        found = self._sessions.get(sid)
+        if found is not None:
+            self._sessions.touch(sid)
+            return found
+        found = self._anonymous.get(sid)
+        if found is not None:
+            self._anonymous.move_to_end(sid)
+        return found
 
     def new_session(self, principal: Principal | None = None) -> ConsoleSession:
         """A new session (a new cookie value), logged in as ``principal`` when given."""
         session = ConsoleSession(sid=secrets.token_urlsafe(32), principal=principal)
-        pool, limit = (
-            (self._anonymous, MAX_ANONYMOUS)
-            if principal is None
-            else (self._sessions, MAX_SESSIONS)
-        )
-        pool[session.sid] = session
-        while len(pool) > limit:
-            _, evicted = pool.popitem(last=False)
-            self._close(evicted)
+        if principal is None:
+            self._anonymous[session.sid] = session
+            while len(self._anonymous) > MAX_ANONYMOUS:
+                self._anonymous.popitem(last=False)
+        else:
+            for evicted in self._sessions.put(session.sid, session, principal.identity):
+                self._close(evicted)
         return session
 
     def drop(self, sid: str) -> None:
         """Forget a session (logout); its streams end."""
-        for pool in (self._sessions, self._anonymous):
-            found = pool.pop(sid, None)
+        for found in (self._sessions.pop(sid), self._anonymous.pop(sid, None)):
             if found is not None:
                 self._close(found)
 

@@ -250,14 +250,25 @@ async def test_logout_ends_an_open_event_stream_before_it_delivers_more() -> Non
     assert again.status_code == 401
 
 
+def test_one_principals_logins_never_log_another_principal_out() -> None:
+    auth = ConsoleAuth()
+    operator = auth.new_session(Principal(operator=True, identity="op"))
+    mallory = [auth.new_session(Principal(operator=False, identity="mallory"))
+               for _ in range(2 * MAX_SESSIONS)]  # fmt: skip
+    assert auth.session(operator.sid) is operator
+    assert not operator.closed
+    assert auth.session(mallory[-1].sid) is mallory[-1]
+    assert mallory[0].closed  # mallory's own oldest went
+
+
 async def test_an_evicted_console_session_loses_its_streams_and_its_access() -> None:
     live = LiveRuns()
     auth = ConsoleAuth(on_close=live.close_streams)
     first = auth.new_session(Principal(operator=True, identity="op"))
     with anyio.fail_after(10):
         async with live.subscribe(key=first.sid, principal="op") as updates:
-            for _ in range(MAX_SESSIONS):
-                auth.new_session(Principal(operator=True, identity="op"))  # evicts the first
+            for n in range(MAX_SESSIONS):  # evicts the first
+                auth.new_session(Principal(operator=True, identity=f"op-{n}"))
             live.broadcast("s1", {"type": "approvals.changed"})
             with pytest.raises(anyio.EndOfStream):
                 await updates.receive()
