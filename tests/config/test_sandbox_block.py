@@ -11,6 +11,7 @@ import pytest
 from sagents.config import load_config
 from sagents.errors import ConfigError
 from sagents.mcp import ServerSandbox
+from sagents.sandbox import NetworkPolicy
 
 
 def _load(tmp_path: Path, entry: dict[str, Any]) -> ServerSandbox | None:
@@ -155,3 +156,50 @@ def test_a_secret_of_another_server_or_of_the_store_counts_too(tmp_path: Path) -
         path.write_text(json.dumps(document))
         with pytest.raises(ConfigError, match="holds secrets"):
             load_config(path)
+
+
+def test_a_network_allowlist_becomes_the_servers_network_policy(tmp_path: Path) -> None:
+    allow = ["api.github.com", "*.example.org", "10.1.0.0/16", "127.0.0.1:5432", "[::1]:8080", "*"]
+    block = {"command": "node", "sandbox": {"network": {"allow": allow}}}
+    sandbox = _load(tmp_path, block)
+    assert sandbox is not None
+    assert sandbox.network == NetworkPolicy(allow=tuple(allow))
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ("http://api.github.com", "is a URL"),
+        ("api.github.com/path", "is not a network"),
+        ("127.0.0.1:99999", "a port is 1 to 65535"),
+        ("127.0.0.1:", "a port is 1 to 65535"),
+        ("10.1.2.3/16", "has host bits set"),
+        ("bad host", "is not a host name"),
+        ("", "is not a host name"),
+        ("[::1]80", "is not a host name"),
+        ("1.2.3", "is not a host name"),
+    ],
+)
+def test_a_malformed_allowlist_entry_is_refused_naming_its_key(
+    tmp_path: Path, entry: str, words: str
+) -> None:
+    block = {"network": {"allow": ["api.github.com", entry]}}
+    error = _error(tmp_path, {"command": "node", "sandbox": block})
+    assert error.details["key"] == "mcpServers.files.sandbox.network.allow.1"
+    assert words in error.message
+    assert repr(entry) in error.message
+
+
+@pytest.mark.parametrize(
+    ("network", "key"),
+    [
+        ({"allow": []}, "mcpServers.files.sandbox.network.allow"),
+        ({"allowed": ["x.org"]}, "mcpServers.files.sandbox.network.allowed"),
+        ("yes", "mcpServers.files.sandbox.network"),
+    ],
+)
+def test_a_malformed_network_block_is_refused_naming_its_key(
+    tmp_path: Path, network: object, key: str
+) -> None:
+    error = _error(tmp_path, {"command": "node", "sandbox": {"network": network}})
+    assert error.details["key"] == key

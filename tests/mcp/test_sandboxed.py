@@ -4,6 +4,7 @@ sandbox that cannot work."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -27,9 +28,10 @@ from sagents.mcp import _sandboxed as sandboxed
 from sagents.mcp import _stdio as stdio
 from sagents.mcp._sandboxed import default_home_root, sandbox_params
 from sagents.mcp._stdio import StdioProcess
-from sagents.sandbox import DEFAULT_SANDBOX_UID
+from sagents.sandbox import DEFAULT_SANDBOX_UID, NetworkPolicy
 from sagents.sandbox._bwrap import python_runtime
 from tests.mcp.helpers import ROOT, SERVERS
+from tests.sandbox.http_peer import http_peer
 
 pytestmark = pytest.mark.anyio
 
@@ -176,18 +178,46 @@ async def test_with_the_network_off_a_server_cannot_connect_out(
     assert answer.startswith("ERROR")
 
 
-async def test_with_the_network_on_a_server_can_connect_out(
+async def test_with_the_network_on_a_server_reaches_only_its_listed_hosts_through_the_proxy(
     sup: MCPSupervisor, tmp_path: Path
 ) -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
-        answer = await _call(sup, "connect", host="127.0.0.1", port=port)
+    async with http_peer() as port:
+        allow = NetworkPolicy(allow=(f"127.0.0.1:{port}",))
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=allow))
+        fetched = await _call(sup, "fetch", url=f"http://127.0.0.1:{port}/tools")
+        direct = await _call(sup, "connect", host="127.0.0.1", port=port)
+        other = await _call(sup, "fetch", url=f"http://127.0.0.1:{port + 1}/")
+        metadata = await _call(sup, "fetch", url="http://169.254.169.254/latest/meta-data/")
     own = await _call(sup, "unix_pair")  # an abstract socket of its own tree still works
-    assert answer == "CONNECTED"
+    assert fetched == "HTTP 200 peer /tools"
+    assert direct.startswith("ERROR"), direct  # the host's loopback is not in its namespace
+    assert other.startswith("HTTP 403 sagents egress proxy refused"), other
+    assert "not listed in network.allow" in other
+    assert metadata.startswith("HTTP 403"), metadata
     assert own == "PAIRED"
+
+
+async def test_a_sandboxed_server_cannot_reach_the_gateways_port_even_when_listed(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    with socket.socket() as gateway:  # a port of this process, as the gateway's /mcp is
+        gateway.bind(("127.0.0.1", 0))
+        gateway.listen()
+        port = gateway.getsockname()[1]
+        allow = NetworkPolicy(allow=(f"127.0.0.1:{port}", "*"))
+        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=allow))
+        answer = await _call(sup, "fetch", url=f"http://127.0.0.1:{port}/console/approvals")
+    assert answer.startswith("HTTP 403"), answer
+    assert "a port of the gateway (this host process) itself" in answer
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_sandboxed_server_cannot_create_a_vsock_socket(
+    sup: MCPSupervisor, tmp_path: Path, network: bool
+) -> None:
+    await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=network))
+    answer = await _call(sup, "vsock")
+    assert answer.startswith(f"ERROR OSError: [Errno {errno.EAFNOSUPPORT}]"), answer
 
 
 @contextmanager
@@ -210,23 +240,7 @@ async def test_a_sandboxed_server_cannot_reach_the_hosts_abstract_unix_sockets(
         answer = await _call(sup, "connect_unix", name=name)
         with pytest.raises(BlockingIOError):
             listener.accept()
-    assert answer.startswith("ERROR"), answer
-    if network:
-        assert "PermissionError" in answer  # refused by the Landlock scope, not absent
-
-
-async def test_without_landlock_scoping_the_abstract_sockets_stay_reachable_and_it_is_said(
-    sup: MCPSupervisor,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    monkeypatch.setattr(sandboxed, "abstract_unix_scope_supported", lambda: False)
-    with _abstract_listener() as (name, _):
-        await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=True))
-        answer = await _call(sup, "connect_unix", name=name)
-    assert answer == "CONNECTED"
-    assert "abstract Unix sockets are reachable" in caplog.text
+    assert answer.startswith("ERROR"), answer  # not in the server's network namespace
 
 
 async def test_closing_a_sandboxed_server_ends_its_whole_tree(

@@ -4,6 +4,7 @@ and the host must stay healthy afterwards."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -792,3 +793,42 @@ async def test_keys_in_the_hosts_session_keyring_are_not_readable(bwrap_sandbox:
     assert code == 0, out
     assert secret.decode() not in out
     assert out.splitlines()[0] == "-1 38"  # ENOSYS: no key management call at all
+
+
+
+_FAMILY_PROBE = """\
+import socket
+for name, family, kind in [
+    ("AF_VSOCK", 40, socket.SOCK_STREAM),
+    ("AF_PACKET", 17, socket.SOCK_RAW),
+    ("AF_ALG", 38, socket.SOCK_SEQPACKET),
+    ("AF_BLUETOOTH", 31, socket.SOCK_STREAM),
+    ("AF_UNIX", 1, socket.SOCK_STREAM),
+    ("AF_INET", 2, socket.SOCK_STREAM),
+    ("AF_INET6", 10, socket.SOCK_STREAM),
+    ("AF_NETLINK", 16, socket.SOCK_RAW),
+]:
+    try:
+        socket.socket(family, kind).close()
+        print(name, "CREATED")
+    except OSError as exc:
+        print(name, exc.errno)
+for name, family in [("pair_AF_VSOCK", 40), ("pair_AF_UNIX", 1)]:
+    try:
+        for end in socket.socketpair(family, socket.SOCK_STREAM):
+            end.close()
+        print(name, "CREATED")
+    except OSError as exc:
+        print(name, exc.errno)
+"""
+
+
+async def test_only_the_needed_socket_families_can_be_created(bwrap_sandbox: Sandbox) -> None:
+    _code, out = await _py(bwrap_sandbox, _FAMILY_PROBE)
+    results = dict(line.split(" ", 1) for line in out.splitlines())
+    for family in ("AF_VSOCK", "AF_PACKET", "AF_ALG", "AF_BLUETOOTH", "pair_AF_VSOCK"):
+        # refused by the filter, whatever this kernel would have answered
+        assert results[family] == str(errno.EAFNOSUPPORT), out
+    for family in ("AF_UNIX", "AF_INET", "AF_INET6", "pair_AF_UNIX"):
+        assert results[family] == "CREATED", out
+    assert results["AF_NETLINK"] == "CREATED", out  # the C library's getaddrinfo asks the kernel

@@ -2,7 +2,9 @@
 
 Each tool tries one thing the escape suite (tests/sandbox/test_escape.py) tries and answers
 what happened as text (``ERROR <reason>`` when the attempt failed): ``read``, ``write``,
-``connect``, ``connect_unix`` (an abstract Unix socket), ``unix_pair`` (one of its own),
+``connect`` (a raw TCP connection), ``fetch`` (an HTTP GET of ``url`` through the proxy its
+environment names, as any HTTP client does), ``vsock`` (create an ``AF_VSOCK`` socket),
+``connect_unix`` (an abstract Unix socket), ``unix_pair`` (one of its own),
 ``environ``, ``orphan`` (a grandchild in a session of its own), ``fork`` (up to ``n``
 children), ``allocate`` (``mb`` MiB), ``setuid`` (a set-user-ID file), ``userns`` (a new user
 namespace), ``sysctl`` (write ``kernel.core_pattern``), ``fds``, ``pids``, ``whoami``,
@@ -18,6 +20,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +40,21 @@ def _write(args: dict[str, str]) -> str:
 def _connect(args: dict[str, object]) -> str:
     with socket.create_connection((str(args["host"]), int(str(args["port"]))), timeout=3):
         return "CONNECTED"
+
+
+def _fetch(args: dict[str, object]) -> str:
+    """GET ``url``; an HTTP error answers ``HTTP <status> <reason>``, a refused tunnel the
+    client's own error."""
+    try:
+        with urllib.request.urlopen(str(args["url"]), timeout=10) as response:
+            return f"HTTP {response.status} {response.read().decode(errors='replace')}"
+    except urllib.error.HTTPError as error:
+        return f"HTTP {error.code} {error.reason} {error.read().decode(errors='replace')}"
+
+
+def _vsock(args: dict[str, object]) -> str:
+    socket.socket(40, socket.SOCK_STREAM).close()  # AF_VSOCK
+    return "CREATED"
 
 
 def _connect_unix(args: dict[str, object]) -> str:
@@ -159,6 +178,8 @@ TOOLS: dict[str, Callable[[Any], str]] = {
     "read": _read,
     "write": _write,
     "connect": _connect,
+    "fetch": _fetch,
+    "vsock": _vsock,
     "connect_unix": _connect_unix,
     "unix_pair": _unix_pair,
     "orphan": _orphan,

@@ -1,0 +1,504 @@
+"""The egress proxy of sandboxes with network (docs/sandbox.md, "The network").
+
+A ``local`` sandbox made with network gets a network namespace of its own, like every other
+sandbox: its only interface is its own loopback, so the host's loopback services, the gateway's
+ports and the host's abstract Unix sockets are not there at all. Its one way out is this proxy,
+run by the host process for each process tree: an HTTP proxy (``CONNECT`` tunnels and plain
+``http://`` requests) listening on a Unix socket that is bound into the sandbox at
+:data:`EGRESS_SOCKET_PATH`, where a small forwarder (:mod:`sagents.sandbox._egress_guest`)
+offers it on ``127.0.0.1`` of the sandbox's namespace and names it in ``HTTP_PROXY`` /
+``HTTPS_PROXY`` / ``ALL_PROXY``. The same bridge as Anthropic's sandbox-runtime, without socat.
+
+Every request is checked against the sandbox's :class:`NetworkPolicy` with ``web_fetch``'s
+address rules (:mod:`sagents.sandbox._addresses`): the host name is resolved once by the proxy,
+every address of the answer is checked, and the connection goes to the checked address (a
+second DNS answer never reaches a socket). A port this host process listens on (the gateway's
+``/mcp``, its console, ``/metrics``) is refused whatever the allowlist says; the connection is
+closed before any byte is sent. A refusal answers ``403`` whose reason phrase and body say why
+(HTTP clients show the phrase: Python's ``Tunnel connection failed: 403 ...``).
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import logging
+import os
+import re
+import shutil
+import struct
+import tempfile
+import urllib.parse
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import anyio.abc
+from anyio.abc import SocketAttribute
+
+from sagents.sandbox._addresses import (
+    IPAddress,
+    Resolver,
+    parse_address,
+    refusal_reason,
+    system_resolver,
+)
+
+__all__ = [
+    "ANY_PUBLIC_HOST",
+    "EGRESS_SOCKET_PATH",
+    "GUEST_SOURCE",
+    "NetworkPolicy",
+    "egress_proxy",
+    "guest_argv",
+    "network_policy",
+]
+
+logger = logging.getLogger(__name__)
+
+ANY_PUBLIC_HOST = "*"
+"""The allowlist entry that ``network: true`` stands for: any public host, any port."""
+EGRESS_SOCKET_PATH = "/run/sagents/egress.sock"  # where the proxy's socket appears inside
+GUEST_SOURCE = (Path(__file__).parent / "_egress_guest.py").read_text(encoding="utf-8")
+"""The forwarder run inside (``python -I -S -c GUEST_SOURCE SOCKET PROGRAM ARGV...``)."""
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers of one request
+HEAD_TIMEOUT_SECONDS = 30.0  # for the request head to arrive
+CONNECT_TIMEOUT_SECONDS = 30.0  # resolving and connecting to the destination
+MAX_CONNECTIONS = 128  # open connections of one process tree through the proxy
+_CHUNK = 65536
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"}
+)
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_NAME = re.compile(rf"(?=.{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*\Z")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_CHANGED = (
+    "a sandbox with network reaches only public hosts: 'network: true' no longer reaches "
+    "loopback, link-local, private or cloud metadata addresses"
+)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: Literal["any", "name", "suffix", "network"]
+    name: str = ""
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+    port: int | None = None
+
+    def port_matches(self, port: int) -> bool:
+        return self.port is None or self.port == port
+
+
+def _entry_error(entry: str, why: str = "") -> ValueError:
+    shape = (
+        "a host name, '*.domain', '*', an address or a network (CIDR), optionally with ':port' "
+        "(an IPv6 address in brackets: '[::1]:8080')"
+    )
+    return ValueError(f"network allow entry {entry!r} {why or 'is not ' + shape}")
+
+
+def _parse_port(entry: str, text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise _entry_error(entry, f"has port {text!r}: a port is 1 to 65535")
+    return int(text)
+
+
+def _parse_rule(entry: str) -> _Rule:
+    """One allowlist entry as a rule.
+
+    Raises:
+        ValueError: the entry is none of the accepted shapes; the message names it.
+    """
+    if not isinstance(entry, str) or entry != entry.strip() or not entry:
+        raise _entry_error(str(entry))
+    text = entry.lower()
+    if "://" in text:
+        raise _entry_error(entry, "is a URL: write its host only, with ':port' if needed")
+    port: int | None = None
+    bracketed = text.startswith("[")
+    if bracketed:
+        host, close, rest = text[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise _entry_error(entry)
+        if rest:
+            port = _parse_port(entry, rest[1:])
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+        port = _parse_port(entry, port_text)
+    else:
+        host = text  # a name, or an IPv6 address or network without a port
+    if host == ANY_PUBLIC_HOST:
+        return _Rule("any", port=port)
+    try:
+        network = ipaddress.ip_network(host, strict=True)
+    except ValueError as error:
+        if "/" in host or bracketed or ":" in host:
+            raise _entry_error(entry, f"is not a network: {error}") from None
+    else:
+        return _Rule("network", network=network, port=port)
+    if host.startswith("*.") and _NAME.match(host[2:]):
+        return _Rule("suffix", name=host[2:], port=port)
+    if _NAME.match(host) and not all(label.isdigit() for label in host.split(".")):
+        return _Rule("name", name=host.rstrip("."), port=port)
+    raise _entry_error(entry)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkPolicy:
+    """Where a sandbox with network may connect, through the egress proxy.
+
+    Each entry of ``allow`` is one of (docs/sandbox.md, "The network"):
+
+    - ``"*"``: any **public** host (what ``network=True`` means);
+    - a host name (``"api.github.com"``) or ``"*.example.org"`` (its subdomains, not itself):
+      that name, whose addresses must all be public;
+    - an address or a network (``"127.0.0.1"``, ``"10.1.0.0/16"``, ``"[::1]"``): connections
+      to addresses in it, private, loopback or link-local included, whatever name led there;
+
+    each optionally with ``":port"`` (``"127.0.0.1:5432"``); without one, every port. A name
+    that resolves to a non-public address is refused unless that address is listed too. The
+    ports this host process listens on are refused whatever is listed.
+
+    Raises:
+        ValueError: an entry of none of these shapes (the message names it), or no entry.
+    """
+
+    allow: tuple[str, ...] = (ANY_PUBLIC_HOST,)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.allow, str):
+            raise ValueError(f"network allow must be a list of entries, got {self.allow!r}")
+        if not self.allow:
+            raise ValueError("network allow is empty: list a destination, or turn the network off")
+        for entry in self.allow:
+            _parse_rule(entry)
+
+    @functools.cached_property
+    def _rules(self) -> tuple[_Rule, ...]:
+        return tuple(_parse_rule(entry) for entry in self.allow)
+
+    def names_permit(self, host: str, port: int) -> bool:
+        """Whether an entry lets the name ``host`` (or ``*``) be asked for on ``port``."""
+        for rule in self._rules:
+            if not rule.port_matches(port):
+                continue
+            if rule.kind == "any":
+                return True
+            if rule.kind == "name" and host == rule.name:
+                return True
+            if rule.kind == "suffix" and host.endswith("." + rule.name):
+                return True
+        return False
+
+    def lists_networks(self, port: int) -> bool:
+        """Whether an address or network entry applies to ``port``."""
+        return any(r.kind == "network" and r.port_matches(port) for r in self._rules)
+
+    def refusal(self, host: str, port: int, address: IPAddress, *, literal: bool) -> str | None:
+        """Why a connection to ``address`` (``host`` resolved, or given as ``literal``) on
+        ``port`` is refused, or None when it is allowed."""
+        for rule in self._rules:
+            network = rule.network
+            if (
+                network is not None
+                and rule.port_matches(port)
+                and address.version == network.version
+                and address in network
+            ):
+                return None
+        reason = refusal_reason(address)
+        if reason is not None:
+            where = f"{str(address)!r} is" if literal else f"{host!r} resolves to {str(address)!r},"
+            return f"{where} {reason} not listed in network.allow; {_CHANGED}"
+        if self._any(port) if literal else self.names_permit(host, port):
+            return None
+        return f"not in network.allow {list(self.allow)!r}"
+
+    def _any(self, port: int) -> bool:
+        return any(r.kind == "any" and r.port_matches(port) for r in self._rules)
+
+
+def network_policy(network: bool | NetworkPolicy) -> NetworkPolicy | None:
+    """``SandboxParams.network`` as a policy: True is any public host, False none (None)."""
+    if isinstance(network, NetworkPolicy):
+        return network
+    return NetworkPolicy() if network else None
+
+
+# -- the ports of this process --------------------------------------------------------------
+
+
+def _proc_address(text: str) -> IPAddress:
+    """An address of ``/proc/net/tcp*``: 32-bit words in the host's byte order."""
+    words = [int(text[i : i + 8], 16) for i in range(0, len(text), 8)]
+    return ipaddress.ip_address(b"".join(struct.pack("=I", word) for word in words))
+
+
+def own_listeners() -> list[tuple[IPAddress, int]]:
+    """``(address, port)`` of every TCP socket this process listens on (Linux ``/proc``)."""
+    inodes: set[str] = set()
+    for name in os.listdir("/proc/self/fd"):
+        with suppress(OSError):
+            link = os.readlink(f"/proc/self/fd/{name}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    found: list[tuple[IPAddress, int]] = []
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        try:
+            lines = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address, port = fields[1].split(":")
+                found.append((_proc_address(address), int(port, 16)))
+    return found
+
+
+def _is_own_port(address: IPAddress, port: int, local: IPAddress) -> bool:
+    """Whether a connection to ``address:port`` (made from ``local``) reached this process."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    on_this_host = address.is_loopback or address == local
+    for listening, listening_port in own_listeners():
+        if listening_port != port:
+            continue
+        if isinstance(listening, ipaddress.IPv6Address) and listening.ipv4_mapped is not None:
+            listening = listening.ipv4_mapped
+        if listening == address or (listening.is_unspecified and on_this_host):
+            return True
+    return False
+
+
+# -- the proxy -------------------------------------------------------------------------------
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Request:
+    method: str
+    host: str
+    port: int
+    literal: bool
+    head: bytes  # what goes to the destination first (empty for CONNECT)
+
+    @property
+    def target(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def _host(text: str | None) -> tuple[str, bool]:
+    """A request's host, lower case, and whether it is an address literal."""
+    host = (text or "").lower().rstrip(".")
+    try:
+        parse_address(host)
+    except ValueError:
+        if not _NAME.match(host):
+            raise _Refused(400, f"{text!r} is not a host name or an address") from None
+        return host, False
+    return host, True
+
+
+def _parse_request(head: bytes) -> _Request:
+    """Parse a request head (without its final empty line)."""
+    try:
+        lines = head.decode("ascii").split("\r\n")
+    except UnicodeDecodeError:
+        raise _Refused(400, "the request head is not ASCII") from None
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not _TOKEN.match(parts[0]) or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
+        raise _Refused(400, f"malformed request line {lines[0][:200]!r}")
+    method, target, version = parts
+    headers: list[tuple[str, str]] = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not _TOKEN.match(name):
+            raise _Refused(400, f"malformed header line {line[:200]!r}")
+        headers.append((name, value.strip()))
+    if method == "CONNECT":
+        split = urllib.parse.urlsplit("//" + target)
+        try:
+            port = split.port
+        except ValueError:
+            port = None
+        if port is None or split.path or split.username is not None:
+            raise _Refused(400, f"CONNECT needs host:port, got {target[:200]!r}")
+        host, literal = _host(split.hostname)
+        return _Request(method=method, host=host, port=port, literal=literal, head=b"")
+    split = urllib.parse.urlsplit(target)
+    if split.scheme != "http" or not split.hostname:
+        raise _Refused(
+            400, "a request through the proxy names an http:// URL; https goes through CONNECT"
+        )
+    try:
+        port = split.port or 80
+    except ValueError:
+        raise _Refused(400, f"bad port in {target[:200]!r}") from None
+    host, literal = _host(split.hostname)
+    origin = (split.path or "/") + (f"?{split.query}" if split.query else "")
+    kept = [(n, v) for n, v in headers if n.lower() not in _HOP_BY_HOP]
+    if not any(n.lower() == "host" for n, _ in kept):
+        kept.insert(0, ("Host", split.netloc.rpartition("@")[2]))
+    # One request per connection: the next may name another host, so it needs a new one.
+    text = f"{method} {origin} {version}\r\n"
+    text += "".join(f"{n}: {v}\r\n" for n, v in kept) + "Connection: close\r\n\r\n"
+    return _Request(method=method, host=host, port=port, literal=literal, head=text.encode())
+
+
+async def _read_head(client: anyio.abc.SocketStream) -> tuple[bytes, bytes] | None:
+    """The request head and the bytes after it, or None when the client left first."""
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        if len(buffer) > MAX_HEAD_BYTES:
+            raise _Refused(431, f"the request head is over {MAX_HEAD_BYTES} bytes")
+        try:
+            buffer += await client.receive(_CHUNK)
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            return None
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def _printable(text: str) -> str:
+    return "".join(c if " " <= c <= "~" else "?" for c in text)[:400]
+
+
+async def _answer(client: anyio.abc.SocketStream, status: int, message: str) -> None:
+    body = (message + "\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {_printable(message)}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await client.send(head.encode() + body)
+
+
+async def _copy(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+        async for chunk in source:
+            await sink.send(chunk)
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await sink.send_eof()
+
+
+class _Proxy:
+    def __init__(self, policy: NetworkPolicy, resolver: Resolver, label: str) -> None:
+        self._policy = policy
+        self._resolver = resolver
+        self._label = label
+        self._open = 0
+
+    async def handle(self, client: anyio.abc.SocketStream) -> None:
+        async with client:
+            if self._open >= MAX_CONNECTIONS:
+                await _answer(client, 503, f"over {MAX_CONNECTIONS} connections at once")
+                return
+            self._open += 1
+            try:
+                await self._serve(client)
+            except _Refused as refused:
+                logger.warning("egress proxy of %s: %s", self._label, refused.message)
+                await _answer(client, refused.status, refused.message)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+                # one connection's failure is that connection's: the proxy keeps serving
+                logger.info("egress proxy of %s: a connection failed: %s", self._label, error)
+            finally:
+                self._open -= 1
+
+    async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        with anyio.fail_after(HEAD_TIMEOUT_SECONDS):
+            got = await _read_head(client)
+        if got is None:
+            return
+        head, rest = got
+        request = _parse_request(head)
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                upstream = await self._connect(request)
+        except TimeoutError:
+            raise _Refused(504, f"connecting to {request.target} timed out") from None
+        async with upstream:
+            if request.method == "CONNECT":
+                await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if request.head or rest:
+                await upstream.send(request.head + rest)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_copy, client, upstream)
+                tg.start_soon(_copy, upstream, client)
+
+    async def _connect(self, request: _Request) -> anyio.abc.SocketStream:
+        """Resolve once, check every address, connect to the first, check it is not ours."""
+        policy, host, port = self._policy, request.host, request.port
+        refused = f"refused {request.target}"
+        if request.literal:
+            addresses = [parse_address(host)]
+        elif not policy.names_permit(host, port) and not policy.lists_networks(port):
+            raise _Refused(403, f"{refused}: not in network.allow {list(policy.allow)!r}")
+        else:
+            try:
+                addresses = [parse_address(a) for a in await self._resolver(host, port)]
+            except OSError as error:
+                raise _Refused(502, f"cannot resolve {host!r}: {error}") from None
+            if not addresses:
+                raise _Refused(502, f"{host!r} has no address")
+        for address in addresses:
+            why = policy.refusal(host, port, address, literal=request.literal)
+            if why is not None:
+                raise _Refused(403, f"{refused}: {why}")
+        try:
+            upstream = await anyio.connect_tcp(str(addresses[0]), port)
+        except OSError as error:
+            raise _Refused(502, f"cannot connect to {request.target}: {error}") from None
+        local = parse_address(str(upstream.extra(SocketAttribute.local_address)[0]))
+        own = await anyio.to_thread.run_sync(_is_own_port, addresses[0], port, local)
+        if own:
+            await upstream.aclose()  # before any byte was sent
+            raise _Refused(
+                403,
+                f"{refused}: it is a port of the gateway (this host process) itself, which no "
+                "sandbox may reach, listed or not",
+            )
+        return upstream
+
+
+@asynccontextmanager
+async def egress_proxy(
+    policy: NetworkPolicy, *, label: str, resolver: Resolver = system_resolver
+) -> AsyncIterator[str]:
+    """Run the egress proxy of one process tree; yield the host path of its Unix socket.
+
+    The socket lives in a fresh directory of mode 0700 (nothing else on the host reaches it)
+    and is itself writable by everyone, so that the sandbox's unprivileged uid can connect
+    through the bind. Leaving the context closes the proxy and every connection through it.
+
+    Args:
+        policy: What the tree may reach.
+        label: Names the sandbox in the log (``MCP server 'fleet'``).
+        resolver: ``(host, port) -> addresses`` (the system's by default).
+    """
+    directory = tempfile.mkdtemp(prefix="sagents-egress-")
+    path = os.path.join(directory, "proxy.sock")
+    proxy = _Proxy(policy, resolver, label)
+    try:
+        listener = await anyio.create_unix_listener(path, mode=0o666)
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, proxy.handle)
+            yield path
+            tg.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def guest_argv(python: str, argv: Sequence[str]) -> list[str]:
+    """The command line that runs ``argv`` behind the forwarder inside the sandbox."""
+    return [python, "-I", "-S", "-c", GUEST_SOURCE, EGRESS_SOCKET_PATH, argv[0], *argv]
