@@ -29,6 +29,7 @@ from sagents.mcp._convert import check_server_name
 from sagents.mcp._params import ServerParams, SseServerParameters, StreamableHttpServerParameters
 from sagents.mcp._sandboxed import check_config_file
 from sagents.mcp._settings import ServerSandbox, ServerSettings
+from sagents.sandbox import NetworkPolicy
 
 __all__ = [
     "BackgroundCallsSettings",
@@ -412,7 +413,7 @@ def _sandbox(
 
     try:
         sandbox = ServerSandbox(
-            network=block.network,
+            network=NetworkPolicy(allow=tuple(block.network.allow)) if block.network else False,
             readable=tuple(path(p, f"readable.{i}") for i, p in enumerate(block.readable)),
             writable=tuple(path(p, f"writable.{i}") for i, p in enumerate(block.writable)),
             env=tuple(block.env),

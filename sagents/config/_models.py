@@ -11,9 +11,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,6 +27,7 @@ from pydantic import (
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionClass
 from sagents.errors import ConfigError
+from sagents.sandbox import ANY_PUBLIC_HOST, NetworkPolicy
 
 __all__ = [
     "BackgroundCallsParams",
@@ -37,6 +39,7 @@ __all__ = [
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
+    "ServerNetworkParams",
     "ServerSandboxParams",
     "SkillsParams",
     "StoreParams",
@@ -55,12 +58,25 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _allow_entry(entry: str) -> str:
+    NetworkPolicy(allow=(entry,))  # the message names the entry and what it should be
+    return entry
+
+
+class ServerNetworkParams(_Strict):
+    """A sandboxed server's ``network`` block: ``{"allow": [...]}`` (docs/mcp.md, "Sandboxed
+    servers"); ``true`` stands for ``{"allow": ["*"]}``, any public host."""
+
+    allow: list[Annotated[str, AfterValidator(_allow_entry)]] = Field(min_length=1)
+
+
 class ServerSandboxParams(_Strict):
     """A stdio server's ``sandbox`` block (docs/mcp.md, "Sandboxed servers"): run it in its own
     bubblewrap sandbox. Paths may start with ``~``; relative ones are relative to the config
     file's directory."""
 
-    network: bool = False
+    # false (None): no network; true: any public host; {"allow": [...]}: what it lists.
+    network: ServerNetworkParams | None = None
     readable: list[str] = Field(default_factory=list)
     writable: list[str] = Field(default_factory=list)
     env: list[str] = Field(default_factory=list)
@@ -70,6 +86,17 @@ class ServerSandboxParams(_Strict):
     cpu_cores: float | None = Field(default=1.0, alias="cpuCores", gt=0)
     max_processes: int | None = Field(default=64, alias="maxProcesses", gt=0)
     uid: int | None = Field(default=None, ge=0, lt=2**31)
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {"allow": [ANY_PUBLIC_HOST]}
+        if value is False or value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValueError('network is true, false or {"allow": [...]}')
+        return value
 
 
 class ServerEntryParams(_Strict):

@@ -8,12 +8,13 @@ with :meth:`~sagents.sandbox.LocalSandbox.spawn` and framed as JSON-RPC lines by
 as a host stdio server (:func:`sagents.mcp._stdio.frame_stdio`); its stderr is copied to the
 server's log with the same cap (:class:`~sagents.mcp._stdio.CappedLog`). Closing it closes its
 stdin, gives it :data:`~sagents.mcp._stdio.STDIN_CLOSE_GRACE` seconds to exit, then ends the
-whole tree (bubblewrap's PID namespace and cgroup).
+whole tree (bubblewrap's PID namespace and cgroup). A server with network reaches the outside
+only through the egress proxy that :class:`~sagents.sandbox.LocalSandbox` runs in this process
+for its tree, with the server's allowlist (docs/sandbox.md, "The network").
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -46,7 +47,6 @@ from sagents.sandbox import (
     SandboxParams,
 )
 from sagents.sandbox._bwrap import python_runtime
-from sagents.sandbox._landlock import abstract_unix_scope_supported, scoped_argv
 from sagents.sandbox._local import SANDBOX_PATH
 from sagents.sandbox._process import LocalProcess
 
@@ -59,8 +59,6 @@ __all__ = [
     "open_sandboxed_stdio_transport",
     "sandbox_params",
 ]
-
-logger = logging.getLogger(__name__)
 
 HOME_PATH = "/workspace"  # where the server's home appears inside (its HOME)
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -317,25 +315,6 @@ def check_command(server: str, params: StdioServerParameters, box: SandboxParams
     return found
 
 
-def _server_argv(
-    server: str, params: StdioServerParameters, sandbox: ServerSandbox, program: str
-) -> list[str]:
-    """The server's command line inside: with the network on, in a Landlock domain that
-    refuses the host's abstract Unix sockets (:mod:`sagents.sandbox._landlock`) where the
-    kernel can; a kernel that cannot leaves them reachable, with a warning."""
-    argv = [params.command, *params.args]
-    if not sandbox.network:
-        return argv  # a network namespace of its own has no host socket at all
-    if not abstract_unix_scope_supported():
-        logger.warning(
-            "MCP server %r shares the host's network and this kernel has no Landlock ABI 6 "
-            "(Linux >= 6.12): the host's abstract Unix sockets are reachable from its sandbox",
-            server,
-        )
-        return argv
-    return scoped_argv(python_runtime()[1], program, argv)
-
-
 class _SandboxTree:
     """A sandboxed server's tree as a :class:`~sagents.mcp._stdio.RunningProcess`."""
 
@@ -390,8 +369,8 @@ async def open_sandboxed_stdio_transport(
     box_params = sandbox_params(
         server, params, sandbox, home_root=home_root, log_dir=log_path.parent
     )
-    program = check_command(server, params, box_params)
-    argv = _server_argv(server, params, sandbox, program)
+    check_command(server, params, box_params)
+    argv = [params.command, *params.args]
     box = await anyio.to_thread.run_sync(LocalSandbox, box_params)  # probes bubblewrap
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("a", encoding="utf-8", errors="replace")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from sagents.core._permissions import PermissionClass
+from sagents.sandbox import NetworkPolicy
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -46,8 +47,11 @@ class ServerSandbox:
     close. Host paths appear inside at their own paths.
 
     Attributes:
-        network: True keeps the host's network (the host's loopback included); False gives
-            the server a network namespace of its own with only its loopback.
+        network: False (the default): no network. True: any public host, through the
+            gateway's egress proxy (never loopback, link-local, private or cloud metadata
+            addresses); a :class:`~sagents.sandbox.NetworkPolicy`: what its ``allow`` lists
+            (docs/mcp.md, "Sandboxed servers"). The server always has a network namespace of
+            its own: the host's loopback and the gateway's ports are not in it.
         readable: Host paths shown read-only (a path through a symlink is shown at its own
             path and at its target's).
         writable: Host paths shown read-write.
@@ -73,7 +77,7 @@ class ServerSandbox:
             it either. True when unknown.
     """
 
-    network: bool = False
+    network: bool | NetworkPolicy = False
     readable: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     env: tuple[str, ...] = ()

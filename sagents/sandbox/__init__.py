@@ -9,6 +9,7 @@ from sagents.sandbox._factory import create_sandbox
 from sagents.sandbox._hostfs import HostFiles, open_dir_fd, safe_open_in
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._memory import MemorySandbox
+from sagents.sandbox._network import ANY_PUBLIC_HOST, NetworkPolicy
 from sagents.sandbox._protocol import Sandbox, SandboxProcess
 from sagents.sandbox._types import (
     DEFAULT_CPU_CORES,
@@ -33,6 +34,7 @@ from sagents.sandbox._types import (
 from sagents.sandbox._utf8 import decode_utf8_window
 
 __all__ = [
+    "ANY_PUBLIC_HOST",
     "DEFAULT_CPU_CORES",
     "DEFAULT_ENV_ALLOWLIST",
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -45,6 +47,7 @@ __all__ = [
     "KillReason",
     "LocalSandbox",
     "MemorySandbox",
+    "NetworkPolicy",
     "ReadOnlyBind",
     "ReadWriteBind",
     "Sandbox",

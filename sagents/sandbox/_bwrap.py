@@ -8,8 +8,9 @@ created world-traversable, nothing else of ``/root``), the workspace (read-write
 in ``read_only`` mode) with ``.agent`` and the other read-only sub-paths bound read-only over
 it, a size-bounded private ``/tmp`` and ``/dev/shm`` (``--size``, bubblewrap >= 0.8), a new
 ``/proc`` with ``/proc/sys`` read-only, and a minimal read-only ``/dev``. Every namespace is
-unshared (no network), the child gets a new session and dies with its parent, and the
-environment is cleared and rebuilt from an allowlist.
+unshared (a sandbox with network reaches the outside only through the egress proxy's socket,
+bound in: :mod:`sagents.sandbox._egress`), the child gets a new session and dies with its
+parent, and the environment is cleared and rebuilt from an allowlist.
 
 Started by root, bubblewrap maps the sandbox's uid 0 to the host's uid 0, so file modes would
 not protect anything: a root-owned ``0600`` file in a bound directory would be readable. With
@@ -31,6 +32,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from sagents.errors import SandboxUnavailableError
+from sagents.sandbox._egress import EGRESS_SOCKET_PATH
 from sagents.sandbox._types import ReadOnlyBind, ReadWriteBind
 
 __all__ = [
@@ -38,7 +40,6 @@ __all__ = [
     "ETC_SYMLINK_DIRS",
     "INSTALL_HINT",
     "LAUNCHER_PROBE_ENV",
-    "NETWORK_ETC_FILES",
     "REQUIRED_OPTIONS",
     "SETPRIV_PATHS",
     "BindFd",
@@ -67,9 +68,6 @@ ETC_FILES = (
     "ssl/certs/ca-certificates.crt",
     "ssl/openssl.cnf",
 )
-# Shown only when the sandbox keeps the host's network: name resolution needs the resolver's
-# address (a world-readable regular file, or a symlink to one, bound as its target).
-NETWORK_ETC_FILES = ("resolv.conf", "gai.conf")
 # /etc/alternatives holds the symlinks behind some /usr/bin commands: recreated, not bound.
 ETC_SYMLINK_DIRS = ("alternatives",)
 # A link to a manual page (``.../man/man7/ABORT.7.gz``, ``.../man/mvn.1.gz``) is not recreated:
@@ -162,7 +160,7 @@ def python_runtime() -> tuple[str, str]:
     return prefix, os.path.realpath(sys.executable)
 
 
-def _system_args(network: bool = False) -> list[str]:
+def _system_args() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{top}"
@@ -175,7 +173,7 @@ def _system_args(network: bool = False) -> list[str]:
         args += _parent_dirs(f"/etc/{name}", (), made)
     for name in ETC_SYMLINK_DIRS:
         args += _parent_dirs(f"/etc/{name}/.", (), made)
-    for name in (*ETC_FILES, *(NETWORK_ETC_FILES if network else ())):
+    for name in ETC_FILES:
         host = f"/etc/{name}"
         if _world_readable_file(host):
             args += ["--ro-bind", host, host]
@@ -285,7 +283,7 @@ def build_bwrap_argv(
     setpriv: str | None = None,
     data_fds: Sequence[BindFd] = (),
     extra_rw_binds: Sequence[ReadWriteBind] = (),
-    network: bool = False,
+    egress_socket: str | None = None,
 ) -> list[str]:
     """Return the full ``bwrap ... -- argv`` command line.
 
@@ -312,7 +310,10 @@ def build_bwrap_argv(
             (``--ro-bind-data``): the ``passwd`` and ``group`` of :func:`identity_files`.
         extra_rw_binds: Host paths bound read-write (before the read-only ones, so that a
             read-only path inside a writable one stays read-only).
-        network: True keeps the host's network namespace (and binds ``/etc/resolv.conf``).
+        egress_socket: The host path of the egress proxy's Unix socket, bound read-only at
+            :data:`~sagents.sandbox._egress.EGRESS_SOCKET_PATH` (a sandbox with network; the
+            caller starts ``argv`` behind the forwarder); None binds nothing. The network
+            namespace is always the sandbox's own.
     """
     prefix, _ = python_runtime()
     if run_as is not None:
@@ -320,10 +321,7 @@ def build_bwrap_argv(
             raise ValueError("run_as needs setpriv")
         # No user namespace: the program must be a *host* uid other than root, which only a
         # uid change in the initial namespace gives.
-        namespaces = [
-            ns for ns in _NAMESPACES_WITHOUT_USER if not (network and ns == "--unshare-net")
-        ]
-        args = [bwrap, *namespaces, "--die-with-parent", "--new-session"]
+        args = [bwrap, *_NAMESPACES_WITHOUT_USER, "--die-with-parent", "--new-session"]
         args += ["--cap-drop", "ALL"]
         for cap in _DROP_CAPS:
             args += ["--cap-add", cap]
@@ -331,9 +329,7 @@ def build_bwrap_argv(
         # --cap-drop ALL: as uid 0 inside, bubblewrap would otherwise keep every capability
         # of the new user namespace, enough to remount the read-only binds read-write.
         args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        if network:
-            args += ["--share-net"]
-    args += _system_args(network)
+    args += _system_args()
     for fd, dest in data_fds:
         args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
     # bubblewrap creates the missing parents of a bind with the host parent's mode (/root is
@@ -358,14 +354,17 @@ def build_bwrap_argv(
         args += ["--ro-bind-fd", str(fd), dest]
     # Their parents, after the /tmp tmpfs: a bind below /tmp gets world-traversable parents in
     # it too (the host's /tmp/pytest-of-root is 0700).
+    shown = list(extra_ro_binds)
+    if egress_socket is not None:
+        shown.append(ReadOnlyBind(host_path=egress_socket, sandbox_path=EGRESS_SOCKET_PATH))
     for dest in (
         *(b.sandbox_path for b in extra_rw_binds),
-        *(b.sandbox_path for b in extra_ro_binds),
+        *(b.sandbox_path for b in shown),
     ):
         args += _parent_dirs(dest, mounted, made)
     for rw in extra_rw_binds:
         args += ["--bind", rw.host_path, rw.sandbox_path]
-    for extra in extra_ro_binds:
+    for extra in shown:
         args += ["--ro-bind", extra.host_path, extra.sandbox_path]
     args += ["--remount-ro", "/"]  # the sandbox's own root tmpfs: nothing to write there
     if seccomp_fd is not None:

@@ -20,7 +20,6 @@ closed before any byte is sent. A refusal answers ``403`` whose reason phrase an
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import os
@@ -33,34 +32,18 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
 
-from sagents.sandbox._addresses import (
-    IPAddress,
-    Resolver,
-    parse_address,
-    refusal_reason,
-    system_resolver,
-)
+from sagents.sandbox._addresses import IPAddress, Resolver, parse_address, system_resolver
+from sagents.sandbox._network import HOST_NAME, NetworkPolicy
 
-__all__ = [
-    "ANY_PUBLIC_HOST",
-    "EGRESS_SOCKET_PATH",
-    "GUEST_SOURCE",
-    "NetworkPolicy",
-    "egress_proxy",
-    "guest_argv",
-    "network_policy",
-]
+__all__ = ["EGRESS_SOCKET_PATH", "GUEST_SOURCE", "egress_proxy", "guest_argv", "own_listeners"]
 
 logger = logging.getLogger(__name__)
 
-ANY_PUBLIC_HOST = "*"
-"""The allowlist entry that ``network: true`` stands for: any public host, any port."""
 EGRESS_SOCKET_PATH = "/run/sagents/egress.sock"  # where the proxy's socket appears inside
 GUEST_SOURCE = (Path(__file__).parent / "_egress_guest.py").read_text(encoding="utf-8")
 """The forwarder run inside (``python -I -S -c GUEST_SOURCE SOCKET PROGRAM ARGV...``)."""
@@ -72,162 +55,7 @@ _CHUNK = 65536
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"}
 )
-_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
-_NAME = re.compile(rf"(?=.{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*\Z")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
-_CHANGED = (
-    "a sandbox with network reaches only public hosts: 'network: true' no longer reaches "
-    "loopback, link-local, private or cloud metadata addresses"
-)
-
-
-@dataclass(frozen=True)
-class _Rule:
-    kind: Literal["any", "name", "suffix", "network"]
-    name: str = ""
-    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
-    port: int | None = None
-
-    def port_matches(self, port: int) -> bool:
-        return self.port is None or self.port == port
-
-
-def _entry_error(entry: str, why: str = "") -> ValueError:
-    shape = (
-        "a host name, '*.domain', '*', an address or a network (CIDR), optionally with ':port' "
-        "(an IPv6 address in brackets: '[::1]:8080')"
-    )
-    return ValueError(f"network allow entry {entry!r} {why or 'is not ' + shape}")
-
-
-def _parse_port(entry: str, text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise _entry_error(entry, f"has port {text!r}: a port is 1 to 65535")
-    return int(text)
-
-
-def _parse_rule(entry: str) -> _Rule:
-    """One allowlist entry as a rule.
-
-    Raises:
-        ValueError: the entry is none of the accepted shapes; the message names it.
-    """
-    if not isinstance(entry, str) or entry != entry.strip() or not entry:
-        raise _entry_error(str(entry))
-    text = entry.lower()
-    if "://" in text:
-        raise _entry_error(entry, "is a URL: write its host only, with ':port' if needed")
-    port: int | None = None
-    bracketed = text.startswith("[")
-    if bracketed:
-        host, close, rest = text[1:].partition("]")
-        if not close or (rest and not rest.startswith(":")):
-            raise _entry_error(entry)
-        if rest:
-            port = _parse_port(entry, rest[1:])
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-        port = _parse_port(entry, port_text)
-    else:
-        host = text  # a name, or an IPv6 address or network without a port
-    if host == ANY_PUBLIC_HOST:
-        return _Rule("any", port=port)
-    try:
-        network = ipaddress.ip_network(host, strict=True)
-    except ValueError as error:
-        if "/" in host or bracketed or ":" in host:
-            raise _entry_error(entry, f"is not a network: {error}") from None
-    else:
-        return _Rule("network", network=network, port=port)
-    if host.startswith("*.") and _NAME.match(host[2:]):
-        return _Rule("suffix", name=host[2:], port=port)
-    if _NAME.match(host) and not all(label.isdigit() for label in host.split(".")):
-        return _Rule("name", name=host.rstrip("."), port=port)
-    raise _entry_error(entry)
-
-
-@dataclass(frozen=True, kw_only=True)
-class NetworkPolicy:
-    """Where a sandbox with network may connect, through the egress proxy.
-
-    Each entry of ``allow`` is one of (docs/sandbox.md, "The network"):
-
-    - ``"*"``: any **public** host (what ``network=True`` means);
-    - a host name (``"api.github.com"``) or ``"*.example.org"`` (its subdomains, not itself):
-      that name, whose addresses must all be public;
-    - an address or a network (``"127.0.0.1"``, ``"10.1.0.0/16"``, ``"[::1]"``): connections
-      to addresses in it, private, loopback or link-local included, whatever name led there;
-
-    each optionally with ``":port"`` (``"127.0.0.1:5432"``); without one, every port. A name
-    that resolves to a non-public address is refused unless that address is listed too. The
-    ports this host process listens on are refused whatever is listed.
-
-    Raises:
-        ValueError: an entry of none of these shapes (the message names it), or no entry.
-    """
-
-    allow: tuple[str, ...] = (ANY_PUBLIC_HOST,)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.allow, str):
-            raise ValueError(f"network allow must be a list of entries, got {self.allow!r}")
-        if not self.allow:
-            raise ValueError("network allow is empty: list a destination, or turn the network off")
-        for entry in self.allow:
-            _parse_rule(entry)
-
-    @functools.cached_property
-    def _rules(self) -> tuple[_Rule, ...]:
-        return tuple(_parse_rule(entry) for entry in self.allow)
-
-    def names_permit(self, host: str, port: int) -> bool:
-        """Whether an entry lets the name ``host`` (or ``*``) be asked for on ``port``."""
-        for rule in self._rules:
-            if not rule.port_matches(port):
-                continue
-            if rule.kind == "any":
-                return True
-            if rule.kind == "name" and host == rule.name:
-                return True
-            if rule.kind == "suffix" and host.endswith("." + rule.name):
-                return True
-        return False
-
-    def lists_networks(self, port: int) -> bool:
-        """Whether an address or network entry applies to ``port``."""
-        return any(r.kind == "network" and r.port_matches(port) for r in self._rules)
-
-    def refusal(self, host: str, port: int, address: IPAddress, *, literal: bool) -> str | None:
-        """Why a connection to ``address`` (``host`` resolved, or given as ``literal``) on
-        ``port`` is refused, or None when it is allowed."""
-        for rule in self._rules:
-            network = rule.network
-            if (
-                network is not None
-                and rule.port_matches(port)
-                and address.version == network.version
-                and address in network
-            ):
-                return None
-        reason = refusal_reason(address)
-        if reason is not None:
-            where = f"{str(address)!r} is" if literal else f"{host!r} resolves to {str(address)!r},"
-            return f"{where} {reason} not listed in network.allow; {_CHANGED}"
-        if self._any(port) if literal else self.names_permit(host, port):
-            return None
-        return f"not in network.allow {list(self.allow)!r}"
-
-    def _any(self, port: int) -> bool:
-        return any(r.kind == "any" and r.port_matches(port) for r in self._rules)
-
-
-def network_policy(network: bool | NetworkPolicy) -> NetworkPolicy | None:
-    """``SandboxParams.network`` as a policy: True is any public host, False none (None)."""
-    if isinstance(network, NetworkPolicy):
-        return network
-    return NetworkPolicy() if network else None
-
-
 # -- the ports of this process --------------------------------------------------------------
 
 
@@ -303,8 +131,9 @@ def _host(text: str | None) -> tuple[str, bool]:
     try:
         parse_address(host)
     except ValueError:
-        if not _NAME.match(host):
-            raise _Refused(400, f"{text!r} is not a host name or an address") from None
+        if not HOST_NAME.match(host):
+            why = f"refused a request for {text!r}: not a host name or an address"
+            raise _Refused(400, why) from None
         return host, False
     return host, True
 
@@ -314,16 +143,16 @@ def _parse_request(head: bytes) -> _Request:
     try:
         lines = head.decode("ascii").split("\r\n")
     except UnicodeDecodeError:
-        raise _Refused(400, "the request head is not ASCII") from None
+        raise _Refused(400, "refused a request whose head is not ASCII") from None
     parts = lines[0].split(" ")
     if len(parts) != 3 or not _TOKEN.match(parts[0]) or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
-        raise _Refused(400, f"malformed request line {lines[0][:200]!r}")
+        raise _Refused(400, f"refused a malformed request line {lines[0][:200]!r}")
     method, target, version = parts
     headers: list[tuple[str, str]] = []
     for line in lines[1:]:
         name, colon, value = line.partition(":")
         if not colon or not _TOKEN.match(name):
-            raise _Refused(400, f"malformed header line {line[:200]!r}")
+            raise _Refused(400, f"refused a malformed header line {line[:200]!r}")
         headers.append((name, value.strip()))
     if method == "CONNECT":
         split = urllib.parse.urlsplit("//" + target)
@@ -332,18 +161,19 @@ def _parse_request(head: bytes) -> _Request:
         except ValueError:
             port = None
         if port is None or split.path or split.username is not None:
-            raise _Refused(400, f"CONNECT needs host:port, got {target[:200]!r}")
+            raise _Refused(400, f"refused CONNECT {target[:200]!r}: it needs host:port")
         host, literal = _host(split.hostname)
         return _Request(method=method, host=host, port=port, literal=literal, head=b"")
     split = urllib.parse.urlsplit(target)
     if split.scheme != "http" or not split.hostname:
         raise _Refused(
-            400, "a request through the proxy names an http:// URL; https goes through CONNECT"
+            400,
+            f"refused {target[:200]!r}: a request names an http:// URL; https goes through CONNECT",
         )
     try:
         port = split.port or 80
     except ValueError:
-        raise _Refused(400, f"bad port in {target[:200]!r}") from None
+        raise _Refused(400, f"refused {target[:200]!r}: a bad port") from None
     host, literal = _host(split.hostname)
     origin = (split.path or "/") + (f"?{split.query}" if split.query else "")
     kept = [(n, v) for n, v in headers if n.lower() not in _HOP_BY_HOP]
@@ -360,7 +190,7 @@ async def _read_head(client: anyio.abc.SocketStream) -> tuple[bytes, bytes] | No
     buffer = b""
     while b"\r\n\r\n" not in buffer:
         if len(buffer) > MAX_HEAD_BYTES:
-            raise _Refused(431, f"the request head is over {MAX_HEAD_BYTES} bytes")
+            raise _Refused(431, f"refused a request head over {MAX_HEAD_BYTES} bytes")
         try:
             buffer += await client.receive(_CHUNK)
         except (anyio.EndOfStream, anyio.BrokenResourceError):
@@ -374,6 +204,7 @@ def _printable(text: str) -> str:
 
 
 async def _answer(client: anyio.abc.SocketStream, status: int, message: str) -> None:
+    message = f"sagents egress proxy {message}"
     body = (message + "\n").encode()
     head = (
         f"HTTP/1.1 {status} {_printable(message)}\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -401,7 +232,7 @@ class _Proxy:
     async def handle(self, client: anyio.abc.SocketStream) -> None:
         async with client:
             if self._open >= MAX_CONNECTIONS:
-                await _answer(client, 503, f"over {MAX_CONNECTIONS} connections at once")
+                await _answer(client, 503, f"refused a connection: over {MAX_CONNECTIONS} at once")
                 return
             self._open += 1
             try:
@@ -426,7 +257,7 @@ class _Proxy:
             with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
                 upstream = await self._connect(request)
         except TimeoutError:
-            raise _Refused(504, f"connecting to {request.target} timed out") from None
+            raise _Refused(504, f"timed out connecting to {request.target}") from None
         async with upstream:
             if request.method == "CONNECT":
                 await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")

@@ -30,9 +30,11 @@ from sagents.sandbox._bwrap import (
     python_runtime,
 )
 from sagents.sandbox._cgroup import Cgroup, cgroup_support, create_cgroup
+from sagents.sandbox._egress import egress_proxy, guest_argv
 from sagents.sandbox._hostfs import HostFiles, open_dir_fd, safe_open_in
 from sagents.sandbox._identity import grant_workspace, sandbox_identity
 from sagents.sandbox._launcher import find_helpers
+from sagents.sandbox._network import network_policy
 from sagents.sandbox._process import LocalProcess, ProcessSpec, open_process
 from sagents.sandbox._seccomp import seccomp_filter
 from sagents.sandbox._types import (
@@ -171,10 +173,11 @@ class LocalSandbox:
                 f"programs run as the host's root ({why}): file modes do not protect the "
                 "host's files in the directories the sandbox binds"
             )
-        if self.params.network:
+        policy = network_policy(self.params.network)
+        if policy is not None and self.isolated:
             warnings.append(
-                "network: programs share the host's network namespace and can reach the "
-                "network, the host's loopback services included"
+                "network: programs reach, through the egress proxy (HTTP and HTTPS only), "
+                f"what network.allow {list(policy.allow)!r} lets through"
             )
         if not self._cgroups.available:
             warnings.append(
@@ -254,6 +257,8 @@ class LocalSandbox:
         stderr: str | int,
         timeout: float | None,  # noqa: ASYNC109
     ) -> AsyncIterator[LocalProcess]:
+        """Start one process tree; with network, behind an egress proxy of its own that
+        outlives it (docs/sandbox.md, "The network")."""
         if not argv:
             raise ValueError("argv must name a program")
         if timeout is not None and timeout <= 0:
@@ -268,8 +273,17 @@ class LocalSandbox:
         rw_binds = self.params.extra_rw_binds
         to_close: list[int] = []
         cgroup: Cgroup | None = None
+        egress = AsyncExitStack()  # the tree's egress proxy, closed once the tree is gone
         try:
             if self._bwrap is not None:
+                policy = network_policy(self.params.network)
+                egress_socket: str | None = None
+                if policy is not None:
+                    label = f"the sandbox of {self._host_workspace!r}"
+                    egress_socket = await egress.enter_async_context(
+                        egress_proxy(policy, label=label)
+                    )
+                    argv = guest_argv(self._python, argv)
                 ws_fd = os.open(self._host_workspace, _O_PATH_DIR)
                 to_close.append(ws_fd)
                 ro_dirs = self._read_only_dirs()
@@ -314,7 +328,7 @@ class LocalSandbox:
                     setpriv=self._setpriv,
                     data_fds=data_fds,
                     extra_rw_binds=rw_binds,
-                    network=self.params.network,
+                    egress_socket=egress_socket,
                 )
                 launch_env: dict[str, str] = dict(LAUNCHER_ENV)
                 host_cwd = "/"
@@ -368,6 +382,7 @@ class LocalSandbox:
                 to_close.clear()
                 yield proc
         finally:
+            await egress.aclose()
             for fd in to_close:
                 os.close(fd)
             if cgroup is not None:

@@ -22,6 +22,12 @@ Keyrings are not namespaced: the program inherits the host's session keyring and
 it, could read the keys in it whatever its uid. ``add_key``, ``request_key`` and ``keyctl``
 answer ``ENOSYS``, as in the default seccomp profiles of container runtimes.
 
+Sockets: only the address families a program needs exist inside, ``AF_UNIX``, ``AF_INET``,
+``AF_INET6`` and ``AF_NETLINK`` (the C library's ``getaddrinfo`` asks the kernel for the
+interfaces' addresses). ``socket`` and ``socketpair`` of any other family (``AF_VSOCK``, which
+reaches the hypervisor and other virtual machines whatever the network namespace; ``AF_PACKET``,
+``AF_ALG``, ``AF_BLUETOOTH``, ...) answer ``EAFNOSUPPORT``, as for a family the kernel lacks.
+
 It is classic BPF, assembled here (no libseccomp needed); bubblewrap installs it with
 ``--seccomp FD`` right before it execs the program.
 """
@@ -32,10 +38,11 @@ import errno
 import platform
 import struct
 
-__all__ = ["CLONE_NEWUSER", "SETID_BITS", "seccomp_filter"]
+__all__ = ["ALLOWED_FAMILIES", "CLONE_NEWUSER", "SETID_BITS", "seccomp_filter"]
 
 SETID_BITS = 0o6000  # S_ISUID | S_ISGID
 CLONE_NEWUSER = 0x10000000
+ALLOWED_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -48,19 +55,22 @@ _X32_BIT = 0x40000000
 
 # (audit arch, {syscall: index of its mode argument}, {syscall: index of its clone flags},
 #  syscalls refused outright: io_uring_setup/enter/register, openat2, clone3, and the key
-#  management calls add_key/request_key/keyctl)
-_ARCHES: dict[str, tuple[int, dict[int, int], dict[int, int], tuple[int, ...]]] = {
+#  management calls add_key/request_key/keyctl; socket and socketpair, whose first argument
+#  is the address family)
+_ARCHES: dict[str, tuple[int, dict[int, int], dict[int, int], tuple[int, ...], tuple[int, ...]]] = {
     "x86_64": (
         0xC000003E,
         {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 259: 2, 268: 2, 452: 2},
         {56: 0, 272: 0},
         (425, 426, 427, 437, 435, 248, 249, 250),
+        (41, 53),
     ),
     "aarch64": (
         0xC00000B7,
         {52: 1, 53: 2, 33: 2, 56: 3, 452: 2},
         {220: 0, 97: 0},
         (425, 426, 427, 437, 435, 217, 218, 219),
+        (198, 199),
     ),
 }
 
@@ -79,7 +89,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     arch = _ARCHES.get(machine or platform.machine())
     if arch is None:
         return None
-    audit_arch, mode_calls, clone_calls, refused = arch
+    audit_arch, mode_calls, clone_calls, refused, socket_calls = arch
     prog = [
         _op(_LD_ABS, 4),  # seccomp_data.arch
         _op(_JEQ, audit_arch, 1, 0),
@@ -98,6 +108,13 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
             _op(_RET, _ERRNO | errno.EPERM),
             _op(_RET, _ALLOW),
         ]
+    for nr in socket_calls:
+        families = len(ALLOWED_FAMILIES)
+        prog += [_op(_JEQ, nr, 0, families + 3), _op(_LD_ABS, 16)]  # low 32 bits: an int
+        prog += [
+            _op(_JEQ, family, families - index, 0) for index, family in enumerate(ALLOWED_FAMILIES)
+        ]
+        prog += [_op(_RET, _ERRNO | errno.EAFNOSUPPORT), _op(_RET, _ALLOW)]
     for nr in refused:
         prog += [_op(_JEQ, nr, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
     prog.append(_op(_RET, _ALLOW))

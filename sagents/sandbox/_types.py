@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sagents.sandbox._network import NetworkPolicy
+
 __all__ = [
     "DEFAULT_CPU_CORES",
     "DEFAULT_ENV_ALLOWLIST",
@@ -168,9 +170,12 @@ class SandboxParams:
         extra_rw_binds: Host paths visible read-write in every sandboxed process (a directory
             the sandbox's uid cannot write gets one ACL entry, as the workspace does); the
             write budget measures only the workspace.
-        network: True keeps the host's network namespace (and shows ``/etc/resolv.conf``):
-            programs can then reach the network, the host's loopback included. False (the
-            default) gives them a network namespace of their own with only its loopback.
+        network: False (the default): no network at all. True or a :class:`NetworkPolicy`:
+            the programs' only way out is the host's egress proxy (``HTTP_PROXY`` /
+            ``HTTPS_PROXY``: ``CONNECT`` and plain ``http://``), which lets through what the
+            policy allows; True is any public host, never loopback, link-local, private or
+            cloud metadata addresses (docs/sandbox.md, "The network"). Either way the programs
+            have a network namespace of their own with only its loopback.
         read_only_subpaths: Workspace-relative paths that stay read-only inside even in
             ``read_write`` mode (``.agent`` by default: run_script's records live there).
         workspace_path: Where the workspace appears inside the sandbox (``local``/``memory``);
@@ -189,7 +194,7 @@ class SandboxParams:
     env: tuple[tuple[str, str], ...] = ()
     extra_ro_binds: tuple[ReadOnlyBind, ...] = ()
     extra_rw_binds: tuple[ReadWriteBind, ...] = ()
-    network: bool = False
+    network: bool | NetworkPolicy = False
     read_only_subpaths: tuple[str, ...] = (".agent",)
     workspace_path: str = "/workspace"
     sandbox_uid: int | None = None

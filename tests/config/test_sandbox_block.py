@@ -41,7 +41,7 @@ def test_a_full_block_becomes_the_servers_sandbox(tmp_path: Path) -> None:
     }
     sandbox = _load(tmp_path, {"command": "node", "sandbox": block})
     assert sandbox == ServerSandbox(
-        network=True,
+        network=NetworkPolicy(),  # any public host
         readable=("/opt/mcp", str(tmp_path / "code")),
         writable=(str(Path("~/data").expanduser()),),
         env=("GITHUB_TOKEN",),
@@ -194,7 +194,8 @@ def test_a_malformed_allowlist_entry_is_refused_naming_its_key(
     ("network", "key"),
     [
         ({"allow": []}, "mcpServers.files.sandbox.network.allow"),
-        ({"allowed": ["x.org"]}, "mcpServers.files.sandbox.network.allowed"),
+        ({"allowed": ["x.org"]}, "mcpServers.files.sandbox.network.allow"),  # missing
+        ({"allow": ["x.org"], "deny": ["y.org"]}, "mcpServers.files.sandbox.network.deny"),
         ("yes", "mcpServers.files.sandbox.network"),
     ],
 )

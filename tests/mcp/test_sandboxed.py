@@ -24,7 +24,6 @@ from mcp import StdioServerParameters
 
 from sagents.errors import SandboxError, UpstreamUnavailableError
 from sagents.mcp import MCPSupervisor, ServerSandbox, ServerSettings
-from sagents.mcp import _sandboxed as sandboxed
 from sagents.mcp import _stdio as stdio
 from sagents.mcp._sandboxed import default_home_root, sandbox_params
 from sagents.mcp._stdio import StdioProcess

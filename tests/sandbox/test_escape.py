@@ -795,7 +795,6 @@ async def test_keys_in_the_hosts_session_keyring_are_not_readable(bwrap_sandbox:
     assert out.splitlines()[0] == "-1 38"  # ENOSYS: no key management call at all
 
 
-
 _FAMILY_PROBE = """\
 import socket
 for name, family, kind in [

@@ -39,6 +39,7 @@ __all__ = [
     "system_resolver",
 ]
 
+
 def domain_matches(host: str, domains: Iterable[str]) -> bool:
     """True when ``host`` is one of ``domains`` or a subdomain of one (case-insensitive;
     a leading ``*.`` or ``.`` on a domain means the same)."""
