@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import struct
 import tempfile
 import urllib.parse
@@ -51,6 +52,7 @@ MAX_HEAD_BYTES = 16 * 1024  # request line and headers of one request
 HEAD_TIMEOUT_SECONDS = 30.0  # for the request head to arrive
 CONNECT_TIMEOUT_SECONDS = 30.0  # resolving and connecting to the destination
 MAX_CONNECTIONS = 128  # open connections of one process tree through the proxy
+CLOSE_GRACE_SECONDS = 5.0  # for the connections to end once the proxy shut them
 _CHUNK = 65536
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"}
@@ -185,18 +187,28 @@ def _parse_request(head: bytes) -> _Request:
     return _Request(method=method, host=host, port=port, literal=literal, head=text.encode())
 
 
-async def _read_head(client: anyio.abc.SocketStream) -> tuple[bytes, bytes] | None:
-    """The request head and the bytes after it, or None when the client left first."""
+async def _receive_head(client: anyio.abc.SocketStream) -> bytes:
+    """Bytes up to and past the end of the request head, or fewer when the client stopped
+    (end of file) or sent more than :data:`MAX_HEAD_BYTES` without ending it."""
     buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > MAX_HEAD_BYTES:
-            raise _Refused(431, f"refused a request head over {MAX_HEAD_BYTES} bytes")
+    while b"\r\n\r\n" not in buffer and len(buffer) <= MAX_HEAD_BYTES:
         try:
             buffer += await client.receive(_CHUNK)
         except (anyio.EndOfStream, anyio.BrokenResourceError):
-            return None
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    return head, rest
+            break
+    return buffer
+
+
+def _split_head(buffer: bytes) -> tuple[bytes, bytes] | None:
+    """The request head and the bytes after it; None when the client left before its end.
+
+    Raises:
+        _Refused: a head over :data:`MAX_HEAD_BYTES`.
+    """
+    head, end, rest = buffer.partition(b"\r\n\r\n")
+    if len(head) > MAX_HEAD_BYTES:
+        raise _Refused(431, f"refused a request head over {MAX_HEAD_BYTES} bytes")
+    return (head, rest) if end else None
 
 
 def _printable(text: str) -> str:
@@ -214,6 +226,11 @@ async def _answer(client: anyio.abc.SocketStream, status: int, message: str) -> 
         await client.send(head.encode() + body)
 
 
+async def _shut_after(seconds: float, sock: socket.socket) -> None:
+    await anyio.sleep(seconds)
+    _shut(sock)
+
+
 async def _copy(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
         async for chunk in source:
@@ -222,19 +239,44 @@ async def _copy(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) ->
         await sink.send_eof()
 
 
+def _raw(stream: anyio.abc.SocketStream) -> socket.socket:
+    return stream.extra(SocketAttribute.raw_socket)
+
+
+def _shut(sock: socket.socket) -> None:
+    """End both directions of ``sock``: a read pending on it returns end of file.
+
+    Connections end this way rather than by cancelling their reads: anyio's Unix socket streams
+    on asyncio may raise ``InvalidStateError`` when a pending read is cancelled just as data
+    arrives (agronholm/anyio#1267).
+    """
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class _Proxy:
     def __init__(self, policy: NetworkPolicy, resolver: Resolver, label: str) -> None:
         self._policy = policy
         self._resolver = resolver
         self._label = label
-        self._open = 0
+        self._open: set[socket.socket] = set()  # the raw sockets of every open connection
+        self._connections = 0
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    def shut_down(self) -> None:
+        """End every open connection (their reads return end of file)."""
+        for sock in list(self._open):
+            _shut(sock)
 
     async def handle(self, client: anyio.abc.SocketStream) -> None:
         async with client:
-            if self._open >= MAX_CONNECTIONS:
-                await _answer(client, 503, f"refused a connection: over {MAX_CONNECTIONS} at once")
-                return
-            self._open += 1
+            if self._connections >= 2 * MAX_CONNECTIONS:
+                return  # not even an answer: each waiting head costs the host a descriptor
+            if self._connections == 0:
+                self.idle = anyio.Event()
+            self._connections += 1
+            self._open.add(_raw(client))
             try:
                 await self._serve(client)
             except _Refused as refused:
@@ -244,13 +286,22 @@ class _Proxy:
                 # one connection's failure is that connection's: the proxy keeps serving
                 logger.info("egress proxy of %s: a connection failed: %s", self._label, error)
             finally:
-                self._open -= 1
+                self._open.discard(_raw(client))
+                self._connections -= 1
+                if self._connections == 0:
+                    self.idle.set()
 
     async def _serve(self, client: anyio.abc.SocketStream) -> None:
-        with anyio.fail_after(HEAD_TIMEOUT_SECONDS):
-            got = await _read_head(client)
+        async with anyio.create_task_group() as tg:
+            # a head that does not arrive in time: the connection is shut, not its read cancelled
+            tg.start_soon(_shut_after, HEAD_TIMEOUT_SECONDS, _raw(client))
+            buffer = await _receive_head(client)
+            tg.cancel_scope.cancel()
+        got = _split_head(buffer)
         if got is None:
             return
+        if self._connections > MAX_CONNECTIONS:  # answered once its head is read: no reset
+            raise _Refused(503, f"refused a connection: over {MAX_CONNECTIONS} at once")
         head, rest = got
         request = _parse_request(head)
         try:
@@ -258,14 +309,18 @@ class _Proxy:
                 upstream = await self._connect(request)
         except TimeoutError:
             raise _Refused(504, f"timed out connecting to {request.target}") from None
-        async with upstream:
-            if request.method == "CONNECT":
-                await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            if request.head or rest:
-                await upstream.send(request.head + rest)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_copy, client, upstream)
-                tg.start_soon(_copy, upstream, client)
+        self._open.add(_raw(upstream))
+        try:
+            async with upstream:
+                if request.method == "CONNECT":
+                    await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                if request.head or rest:
+                    await upstream.send(request.head + rest)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_copy, client, upstream)
+                    tg.start_soon(_copy, upstream, client)
+        finally:
+            self._open.discard(_raw(upstream))
 
     async def _connect(self, request: _Request) -> anyio.abc.SocketStream:
         """Resolve once, check every address, connect to the first, check it is not ours."""
@@ -324,8 +379,13 @@ async def egress_proxy(
         listener = await anyio.create_unix_listener(path, mode=0o666)
         async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, proxy.handle)
-            yield path
-            tg.cancel_scope.cancel()
+            try:
+                yield path
+            finally:
+                proxy.shut_down()
+                with anyio.move_on_after(CLOSE_GRACE_SECONDS, shield=True):
+                    await proxy.idle.wait()
+                tg.cancel_scope.cancel()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -1,7 +1,7 @@
 """A real HTTP server in a process of its own, on 127.0.0.1 (the egress proxy refuses the host
 process's own ports, so a peer that a sandbox may reach must live elsewhere). A test fixture.
 
-Every GET answers ``peer <path>``.
+Every GET answers ``peer <path>``; ``/headers`` answers the request's header lines instead.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import http.server, sys
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = f"peer {self.path}".encode()
+        if self.path == "/headers":
+            body = str(self.headers).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
