@@ -248,7 +248,7 @@ def _shut(sock: socket.socket) -> None:
 
     Connections end this way rather than by cancelling their reads: anyio's Unix socket streams
     on asyncio may raise ``InvalidStateError`` when a pending read is cancelled just as data
-    arrives (agronholm/anyio#1267).
+    arrives (a known anyio bug, unfixed in 4.16).
     """
     with suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
