@@ -283,8 +283,11 @@ class _Proxy:
                 logger.warning("egress proxy of %s: %s", self._label, refused.message)
                 await _answer(client, refused.status, refused.message)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                # one connection's failure is that connection's: the proxy keeps serving
                 logger.info("egress proxy of %s: a connection failed: %s", self._label, error)
+            except Exception:
+                # the one boundary of a proxied connection: its failure is that connection's,
+                # the proxy (and the process tree behind it) keeps running
+                logger.exception("egress proxy of %s: a connection failed", self._label)
             finally:
                 self._open.discard(_raw(client))
                 self._connections -= 1
@@ -333,7 +336,7 @@ class _Proxy:
         else:
             try:
                 addresses = [parse_address(a) for a in await self._resolver(host, port)]
-            except OSError as error:
+            except (OSError, ValueError) as error:
                 raise _Refused(502, f"cannot resolve {host!r}: {error}") from None
             if not addresses:
                 raise _Refused(502, f"{host!r} has no address")

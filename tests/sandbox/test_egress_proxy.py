@@ -179,3 +179,18 @@ async def test_a_request_head_that_never_ends_is_shut(monkeypatch: pytest.Monkey
         await slow.send(b"GET http://a.org/ HTTP/1.1\r\n")
         with anyio.fail_after(60), pytest.raises(anyio.EndOfStream):
             await slow.receive()  # shut by the proxy, answered nothing
+
+
+async def test_a_resolver_failure_or_garbage_is_a_clear_error() -> None:
+    async def garbage(host: str, port: int) -> Sequence[str]:
+        return ["not an address"]
+
+    async def failing(host: str, port: int) -> Sequence[str]:
+        raise socket.gaierror(-2, "Name or service not known")
+
+    answers = []
+    for resolver in (garbage, failing):
+        async with egress_proxy(NetworkPolicy(), label="t", resolver=resolver) as path:
+            answers.append(await _ask(path, b"CONNECT a.org:443 HTTP/1.1\r\n\r\n"))
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 502 sagents egress proxy cannot resolve 'a.org'")
