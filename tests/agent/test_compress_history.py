@@ -96,6 +96,15 @@ def _steps() -> list[ScriptedReply]:
     ]
 
 
+def _compressing_agent(model: ScriptedModel, records: Path) -> SAgent:
+    return SAgent(
+        model=model.chat_model(),
+        run_script=False,
+        max_history_tokens=BUDGET,
+        compression=CompressionSettings(records_dir=records),
+    )
+
+
 def _request_tokens(body: dict[str, Any]) -> int:
     counter = default_token_counter()
     return sum(message_tokens(m, counter) for m in body["messages"])
@@ -258,12 +267,7 @@ async def test_the_tools_a_suggestion_step_picked_survive_and_are_named(tmp_path
     session.audit_status["suggested_tools"] = ["read_page"]
     session.audit_status["tools_expanded"] = True
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=tmp_path / "records"),
-        )
+        agent = _compressing_agent(model, tmp_path / "records")
         events = await collect(
             agent, [{"role": "user", "content": "go"}], session_context=context, session=session
         )
@@ -284,12 +288,7 @@ async def test_a_dropped_load_skill_call_with_arguments_nested_100000_deep_is_co
     steps[0] = tool_call("load_skill", deep, id="c_skill")
     script = Script(steps, reply(SUMMARY))
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=tmp_path / "records"),
-        )
+        agent = _compressing_agent(model, tmp_path / "records")
         events = await collect(
             agent,
             [{"role": "user", "content": "write the report from the document"}],
