@@ -37,8 +37,9 @@ from sagents.agent._events import HistoryCompressedEvent, HistoryCompressEvent
 from sagents.agent._model import ModelTurn, OpenAIChatModel
 from sagents.audit._store import default_data_dir
 from sagents.core._tokens import TokenCounter, default_token_counter
-from sagents.errors import ModelError, SagentsError
+from sagents.errors import InvalidArgumentsError, ModelError, SagentsError
 from sagents.skill import load_skill
+from sagents.tool._arguments import parse_arguments
 
 if TYPE_CHECKING:
     from sagents.agent._run import RunState
@@ -180,11 +181,11 @@ def _skill_name(call: Mapping[str, Any]) -> str | None:
     function = call.get("function") or {}
     if function.get("name") != "load_skill":
         return None
-    try:
-        arguments = json.loads(function.get("arguments") or "{}")
-    except json.JSONDecodeError:
+    try:  # the model's text: depth- and size-safe, as the call itself was parsed
+        arguments = parse_arguments("load_skill", function.get("arguments"))
+    except InvalidArgumentsError:
         return None
-    name = arguments.get("name") if isinstance(arguments, dict) else None
+    name = arguments.get("name")
     return name if isinstance(name, str) else None
 
 

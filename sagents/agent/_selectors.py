@@ -16,10 +16,8 @@ answers nothing usable, so a run never loses its tools to a selector's error.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -88,21 +86,30 @@ LLM_WORKFLOW_PROMPT = (
 )
 """The system prompt of :func:`choose_workflow_with_model`."""
 
-_ARRAY = re.compile(r"\[.*\]", re.DOTALL)
+
+def _json_or_none(text: str) -> Any:
+    """``text`` parsed as JSON, or None when it is not JSON or nests too deeply to parse."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _outermost(text: str, opening: str, closing: str) -> str | None:
+    """From the first ``opening`` to the last ``closing`` after it (no regex over model text)."""
+    start, end = text.find(opening), text.rfind(closing)
+    return text[start : end + 1] if 0 <= start < end else None
 
 
 def parse_tool_names(text: str) -> list[str] | None:
     """The names of a selector answer: the first JSON array of strings in ``text`` (a code
     fence or words around it are ignored), or ``{"tools": [...]}``. None when there is none."""
-    candidates: list[Any] = []
     stripped = text.strip()
-    try:
-        candidates.append(json.loads(stripped))
-    except ValueError:
-        match = _ARRAY.search(stripped)
-        if match is not None:
-            with contextlib.suppress(ValueError):
-                candidates.append(json.loads(match.group(0)))
+    candidates = [_json_or_none(stripped)]
+    if candidates[0] is None:
+        inner = _outermost(stripped, "[", "]")
+        if inner is not None:
+            candidates.append(_json_or_none(inner))
     for value in candidates:
         if isinstance(value, dict):
             value = value.get("tools")
@@ -272,9 +279,6 @@ class EmbeddingsToolSelector:
         return matrix / norms
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
 async def choose_workflow_with_model(
     model: OpenAIChatModel,
     query: str,
@@ -310,11 +314,8 @@ async def choose_workflow_with_model(
     except ModelError as error:
         logger.warning("workflow_select: the model call failed (%s); choosing offline", error)
         return choose_workflow(query, workflows, skills, threshold=threshold)
-    match = _OBJECT.search(text)
-    answer: Any = None
-    if match is not None:
-        with contextlib.suppress(ValueError):
-            answer = json.loads(match.group(0))
+    inner = _outermost(text, "{", "}")
+    answer = None if inner is None else _json_or_none(inner)
     if isinstance(answer, dict) and "name" in answer:
         name = answer["name"]
         if name is None:

@@ -9,8 +9,11 @@
   read contents, embedded resources and resource links in prompt messages) are rewritten the
   same way.
 - What a session sees is filtered by its profile: ``servers`` (as for tools), ``prompts``
-  (names) and ``resources`` (glob patterns, ``fnmatch`` syntax, over the gateway's URIs and
-  templates); a name or URI outside the offer is refused as unknown, whatever way it is named.
+  (names) and ``resources`` (globs over the gateway's URIs and templates, ``*`` within a path
+  segment, ``**`` across: :mod:`sagents.gateway._resource_policy`); a name or URI outside the
+  offer is refused as unknown, whatever way it is named. URIs are normalised before any match,
+  and the normalised URI is the one forwarded; one with dot-segments or encoded separators is
+  refused.
 - Failure isolation: only ready servers' items are listed (:meth:`MCPSupervisor.catalogs`), so
   one server down hides only its own; a request to it fails with a JSON-RPC error naming it.
 
@@ -22,7 +25,6 @@ SDK's low-level server its ``on_list_prompts``, ``on_get_prompt``,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 import mcp_types as mt
@@ -37,6 +39,7 @@ from sagents.errors import (
     UpstreamProtocolError,
 )
 from sagents.gateway._policy import Profile
+from sagents.gateway._resource_policy import normalised_uri, resource_offered
 from sagents.mcp import TOOL_NAME_SEPARATOR, ServerCatalog
 from sagents.mcp._ext_types import ReadResourceDirectoryResult
 
@@ -228,11 +231,21 @@ class UpstreamForwarding:
         return found
 
     def offered_resource(self, profile: Profile | None, uri: str) -> tuple[str, str]:
-        """``(server, upstream URI)`` of a gateway URI the session is offered.
+        """``(server, upstream URI)`` of a gateway URI the session is offered, normalised
+        (:func:`~sagents.gateway._resource_policy.normalised_uri`): the URI checked is the URI
+        forwarded.
 
         Raises:
-            MCPError: ``-32002`` for a URI not offered (or of a server that is down).
+            MCPError: ``-32602`` for a URI with dot-segments or encoded separators; ``-32002``
+                for a URI not offered (or of a server that is down).
         """
+        try:
+            uri = normalised_uri(uri)
+        except ValueError as error:
+            raise MCPError(
+                mt.INVALID_PARAMS,
+                f"{error}; name the resource without '.', '..', '%2F' or '%5C' in its path",
+            ) from None
         split = split_upstream_uri(uri)
         if split is None or self.source is None:
             raise MCPError(_RESOURCE_NOT_FOUND, f"unknown resource {uri!r}")
@@ -336,8 +349,7 @@ def _no_completion() -> mt.CompleteResult:
 
 
 def _resource_offered(profile: Profile | None, uri: str) -> bool:
-    patterns = profile.resources if profile is not None else None
-    return patterns is None or any(fnmatchcase(uri, pattern) for pattern in patterns)
+    return resource_offered(profile.resources if profile is not None else None, uri)
 
 
 def _rewrite_block(server: str, block: Any) -> Any:

@@ -30,7 +30,8 @@ class Profile:
         skills: Skill names offered; None offers every skill (passed on to the skills layer).
         prompts: Upstream prompt names offered (``<server>__<prompt>``); None offers every
             prompt of the offered servers.
-        resources: Glob patterns (``fnmatch``) of the upstream resource URIs and templates
+        resources: Glob patterns (``*`` within a path segment, ``**`` across segments) of the
+            normalised upstream resource URIs and templates
             offered (``sagents://upstream/<server>/...``); None offers every one of the
             offered servers.
         mode: The permission mode of sessions under this profile; None keeps the gateway's.

@@ -22,6 +22,7 @@ from sagents.config._models import documented_key
 from sagents.core._permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway._policy import Profile
+from sagents.gateway._resource_policy import check_resource_patterns
 
 __all__ = [
     "APPROVAL_ROUTES",
@@ -183,13 +184,19 @@ def load_profiles(config: Path) -> dict[str, Profile]:
             mode = parse_permission_mode(params.mode) if params.mode is not None else None
         except ValueError as error:
             raise ConfigError(str(error), file=str(config), key=f"{key}.mode") from error
+        resources = frozenset(params.resources) if params.resources is not None else None
+        try:
+            if resources is not None:
+                check_resource_patterns(resources)
+        except ValueError as error:
+            raise ConfigError(str(error), file=str(config), key=f"{key}.resources") from error
         profiles[name] = Profile(
             name=name,
             servers=frozenset(params.servers) if params.servers is not None else None,
             tools=frozenset(params.tools) if params.tools is not None else None,
             skills=frozenset(params.skills) if params.skills is not None else None,
             prompts=frozenset(params.prompts) if params.prompts is not None else None,
-            resources=frozenset(params.resources) if params.resources is not None else None,
+            resources=resources,
             mode=mode,
             bearer_token_env=params.bearer_token_env,
         )

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import re
 import shutil
 import stat as stat_mod
 import uuid
@@ -23,9 +22,10 @@ from collections.abc import Iterator
 
 from sagents.errors import PathNotAllowedError
 from sagents.sandbox._diskuse import directory_usage_bytes, open_dir_below
+from sagents.sandbox._patterns import glob_regex
 from sagents.sandbox._types import DirEntry, FileStat
 
-__all__ = ["HostFiles", "glob_regex", "open_dir_fd", "safe_open_in"]
+__all__ = ["HostFiles", "open_dir_fd", "safe_open_in"]
 
 MAX_SYMLINK_HOPS = 40  # as the kernel's MAXSYMLINKS
 MAX_GLOB_RESULTS = 10_000  # a glob over a huge tree stops here
@@ -141,37 +141,6 @@ def _kind(mode: int) -> str:
     if stat_mod.S_ISDIR(mode):
         return "dir"
     return "other"
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob ``pattern`` (relative, ``/``-separated) to a regex over relative paths.
-
-    ``**`` spans directories, ``*`` and ``?`` do not, ``[...]`` is a character class.
-    """
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
-            end = pattern.index("]", i + 1)
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 class HostFiles:
@@ -430,7 +399,7 @@ class HostFiles:
         regex = glob_regex(pattern)
         found: list[str] = []
         for rel in self._walk():
-            if regex.match(rel):
+            if regex.fullmatch(rel):
                 found.append(posixpath.join(self.sandbox_root, rel))
                 if len(found) >= MAX_GLOB_RESULTS:
                     break

@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager
 
 from sagents.errors import PathNotAllowedError, SandboxError, TaskNotFoundError
 from sagents.sandbox._background import BackgroundTask
-from sagents.sandbox._hostfs import glob_regex
+from sagents.sandbox._patterns import glob_regex
 from sagents.sandbox._protocol import SandboxProcess
 from sagents.sandbox._types import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -220,7 +220,7 @@ class MemorySandbox:
             raise PathNotAllowedError(f"glob pattern {pattern!r} may not contain '..'")
         regex = glob_regex(pattern)
         paths = [p for p in (*self._files, *self._dirs) if p != self._root]
-        return sorted(p for p in paths if regex.match(p[len(self._root) + 1 :]))
+        return sorted(p for p in paths if regex.fullmatch(p[len(self._root) + 1 :]))
 
     # -- programs -----------------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ it loading. Nothing here writes to the skill directory.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -79,7 +78,6 @@ _SEED_KEYS = frozenset(
         "allowed_tools",
     }
 )
-_SEED_HEADING = re.compile(r"#\s*Skill:\s*(.+?)\s*#*\s*")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -386,9 +384,21 @@ def _display_name(seed: dict[str, Any], body: str) -> str | None:
         return str(seed["name"])
     for line in body.split("\n"):
         if line.strip():
-            match = _SEED_HEADING.fullmatch(line.strip())
-            return match.group(1) if match else None
+            return _seed_heading(line.strip())
     return None
+
+
+def _seed_heading(line: str) -> str | None:
+    """The name of a ``# Skill: NAME ##`` heading, read without a regex: the heading is a
+    skill author's (an upstream server's) text, and the regex this replaces
+    (``#\\s*Skill:\\s*(.+?)\\s*#*\\s*``) backtracked cubically over runs of spaces."""
+    if not line.startswith("#"):
+        return None
+    rest = line[1:].lstrip()
+    if not rest.startswith("Skill:"):
+        return None
+    name = rest.removeprefix("Skill:").strip().rstrip("#").rstrip()
+    return name or None
 
 
 def _stringify(value: Any) -> str:

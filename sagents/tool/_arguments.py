@@ -14,6 +14,13 @@ ones described here. ``jsonschema`` itself is imported on the first refusal or s
 It works on any JSON Schema document (local tools' and MCP tools' alike), following local
 ``$ref`` pointers (``#/$defs/...``) through the validator's own resolver.
 
+Patterns: a schema's ``pattern`` and ``patternProperties`` come from whoever wrote the tool (an
+upstream server) and are matched against what the model wrote, so both validators match them
+in linear time: ``jsonschema-rs`` with its ``regex``-crate engine (not the backtracking
+``fancy-regex``), the ``jsonschema`` package with RE2 for ``pattern``, ``patternProperties`` and
+``additionalProperties``. A pattern RE2 cannot evaluate (lookaround, backreferences) is not
+enforced here: the server that wrote it checks it in its own process (docs/tools.md, "One call").
+
 Rules (docs/tools.md, "One call", step 3):
 
 - ``"5"`` -> ``5`` where the schema wants an integer (and not a string); ``"2.5"`` -> ``2.5``
@@ -31,7 +38,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +51,8 @@ from sagents.tool._json_schema import json_type
 if TYPE_CHECKING:
     import jsonschema.exceptions
     from jsonschema.protocols import Validator
+
+    from sagents.sandbox._patterns import LinearRegex
 
 __all__ = [
     "MAX_ARGUMENTS_BYTES",
@@ -63,7 +72,9 @@ MAX_REPORTED_PROBLEMS = 20
 """At most this many problems are listed in one error (the count of the rest is given)."""
 
 _INTEGER = re.compile(r"^\s*[-+]?\d+(\.0*)?\s*$")
-_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+# Unambiguous (each character has one way to match), so linear on model text: the earlier
+# "\d+\.?\d*" split a run of digits every possible way, quadratic in its length.
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,7 +205,15 @@ class ArgumentValidator:
         cls = jsonschema.validators.validator_for(
             self._schema, default=jsonschema.Draft202012Validator
         )
-        validator: Validator = cls(self._schema)
+        linear = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped stub
+            cls,
+            validators={
+                "pattern": _pattern_keyword,
+                "patternProperties": _pattern_properties_keyword,
+                "additionalProperties": _additional_properties_keyword,
+            },
+        )
+        validator: Validator = linear(self._schema)
         return validator
 
     def is_valid(self, arguments: Any) -> bool:
@@ -356,7 +375,10 @@ def _compiled(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
         return None
     try:
         validator = jsonschema_rs.validator_for(
-            dict(schema), validate_formats=False, retriever=_refuse_retrieval
+            dict(schema),
+            validate_formats=False,
+            retriever=_refuse_retrieval,
+            pattern_options=jsonschema_rs.RegexOptions(),  # linear time, never fancy-regex
         )
     except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError, TypeError):
         return None
@@ -442,7 +464,7 @@ def _problems(error: jsonschema.exceptions.ValidationError) -> list[ArgumentProb
         extras = [
             key
             for key in error.instance
-            if key not in declared and not any(re.search(p, key) for p in patterns)
+            if key not in declared and not any(_pattern_matches(p, key) for p in patterns)
         ]
         return [
             ArgumentProblem(
@@ -453,6 +475,71 @@ def _problems(error: jsonschema.exceptions.ValidationError) -> list[ArgumentProb
             for key in extras
         ] or [ArgumentProblem(path=path, expected=expected, got=error.message)]
     return [ArgumentProblem(path=path, expected=_expected(error), got=_describe(error.instance))]
+
+
+@functools.lru_cache(maxsize=1024)
+def _linear(pattern: str) -> LinearRegex | None:
+    """A schema's pattern compiled by RE2; None when RE2 cannot evaluate it (not enforced)."""
+    from sagents.sandbox._patterns import compile_regex  # the refusal path only: import cost
+
+    try:
+        return compile_regex(pattern)
+    except ValueError:
+        return None
+
+
+def _pattern_matches(pattern: Any, text: str) -> bool:
+    """``re.search`` semantics in linear time; a pattern RE2 cannot evaluate matches."""
+    regex = _linear(pattern) if isinstance(pattern, str) else None
+    return regex is None or regex.search(text) is not None
+
+
+def _pattern_keyword(
+    validator: Validator, pattern: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    """``pattern``, as the ``jsonschema`` package checks it, in linear time."""
+    import jsonschema.exceptions
+
+    if validator.is_type(instance, "string") and not _pattern_matches(pattern, instance):
+        yield jsonschema.exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties_keyword(
+    validator: Any, patterns: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    """``patternProperties`` in linear time (a pattern RE2 cannot evaluate applies to none)."""
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        regex = _linear(pattern)
+        for key, value in instance.items():
+            if regex is not None and regex.search(key) is not None:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties_keyword(
+    validator: Any, additional: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema.exceptions.ValidationError]:
+    """``additionalProperties`` with ``patternProperties`` matched in linear time."""
+    import jsonschema.exceptions
+
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [
+        key
+        for key in instance
+        if key not in declared and not any(_pattern_matches(p, key) for p in patterns)
+    ]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        listed = ", ".join(repr(each) for each in sorted(extras, key=str))
+        yield jsonschema.exceptions.ValidationError(
+            f"Additional properties are not allowed ({listed} unexpected)"
+        )
 
 
 def _pointer_part(key: str) -> str:

@@ -19,15 +19,15 @@ call without a context is the registry's raw call and applies no mode.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.errors import InvalidArgumentsError, NotAllowedError, UnknownToolError
 from sagents.tool._approval import AllowAllApprover, Approver, approval_needed, settle_answer
+from sagents.tool._arguments import parse_arguments
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
 
@@ -226,10 +226,13 @@ class ToolProxy:
             registered, provider = self._locate(name)
             if session_context is not None and enforced:
                 spec = provider.get_tool_spec(registered)
+                # Parsed once, depth- and size-safe; the approval shows, and the provider runs,
+                # this very value (docs/tools.md, "One call").
+                args = parse_arguments(registered, args)
                 await self._check_mode(
                     spec, args, session_context, tool_call_id, approver or self.approver
                 )
-        except (UnknownToolError, NotAllowedError) as error:
+        except (UnknownToolError, NotAllowedError, InvalidArgumentsError) as error:
             return ToolResult.from_exception(error)
         if isinstance(provider, ToolProxy):  # a proxy over a proxy: decide once, not twice
             return await provider.run_tool(
@@ -259,7 +262,7 @@ class ToolProxy:
     async def _check_mode(
         self,
         spec: ToolSpec,
-        args: Mapping[str, Any] | str | None,
+        args: Mapping[str, Any],
         context: SessionContext,
         tool_call_id: str | None,
         approver: Approver | None,
@@ -267,7 +270,7 @@ class ToolProxy:
         """Raise :class:`NotAllowedError` unless the session's mode lets this call run."""
         request = approval_needed(
             spec,
-            _arguments_shown(args),
+            args,
             mode=context.permission_mode,
             session_id=context.session_id,
             granted=self._session_allowed.get(context.session_id, ()),
@@ -344,20 +347,6 @@ class ToolProxy:
             else:
                 known.add(registered)
         return known
-
-
-def _arguments_shown(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
-    """The arguments as an approval shows them (a JSON text the model sent is parsed if it can
-    be; otherwise shown as it is, under ``"arguments"``)."""
-    if args is None:
-        return {}
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args) if args.strip() else {}
-        except ValueError:
-            return {"arguments": args}
-        return parsed if isinstance(parsed, dict) else {"arguments": parsed}
-    return args
 
 
 def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:

@@ -96,6 +96,15 @@ def _steps() -> list[ScriptedReply]:
     ]
 
 
+def _compressing_agent(model: ScriptedModel, records: Path) -> SAgent:
+    return SAgent(
+        model=model.chat_model(),
+        run_script=False,
+        max_history_tokens=BUDGET,
+        compression=CompressionSettings(records_dir=records),
+    )
+
+
 def _request_tokens(body: dict[str, Any]) -> int:
     counter = default_token_counter()
     return sum(message_tokens(m, counter) for m in body["messages"])
@@ -258,12 +267,7 @@ async def test_the_tools_a_suggestion_step_picked_survive_and_are_named(tmp_path
     session.audit_status["suggested_tools"] = ["read_page"]
     session.audit_status["tools_expanded"] = True
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=tmp_path / "records"),
-        )
+        agent = _compressing_agent(model, tmp_path / "records")
         events = await collect(
             agent, [{"role": "user", "content": "go"}], session_context=context, session=session
         )
@@ -274,3 +278,27 @@ async def test_the_tools_a_suggestion_step_picked_survive_and_are_named(tmp_path
     summary = compressed[0]["messages"][0]["content"]
     assert "Tools picked for this session: read_page." in summary
     assert "expanded" in summary
+
+
+async def test_a_dropped_load_skill_call_with_arguments_nested_100000_deep_is_compressed(
+    tmp_path: Path,
+) -> None:
+    deep = '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    steps = _steps()
+    steps[0] = tool_call("load_skill", deep, id="c_skill")
+    script = Script(steps, reply(SUMMARY))
+    async with ScriptedModel(script) as model:
+        agent = _compressing_agent(model, tmp_path / "records")
+        events = await collect(
+            agent,
+            [{"role": "user", "content": "write the report from the document"}],
+            tool_manager=_manager(tmp_path),
+            skill_manager=_skills(tmp_path / "skills"),
+            session_context=SessionContext(session_id="s1", permission_mode="auto"),
+        )
+    done = done_of(events)
+    assert done.reason == "stop", done.error
+    finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
+    assert finished
+    assert all(e.ok for e in finished)
+    assert_settled_once(done.messages)

@@ -282,3 +282,23 @@ async def test_a_stream_without_any_choice_is_a_clear_model_error(body: bytes) -
     assert done.error is not None
     assert "no choices" in done.error["message"]
     assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize("permission", ["read_only", "write"])
+async def test_tool_call_arguments_nested_100000_deep_end_the_run_with_done(
+    permission: str,
+) -> None:
+    deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    name = "get_weather" if permission == "read_only" else "save"
+    replies = [
+        ScriptedReply(tool_calls=(ScriptedToolCall(name=name, arguments=deep),)),
+        reply("ok"),
+    ]
+    async with ScriptedModel(replies) as model:
+        agent = SAgent(model=model.chat_model())
+        events = await collect(agent, USER, tool_manager=_manager(), approver=BrokenApprover())
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    (result,) = tool_messages(done.messages)
+    assert "invalid_arguments" in result["content"]
+    assert "nested too deeply" in result["content"]

@@ -48,6 +48,9 @@ def test_every_selector_is_a_tool_selector() -> None:
         ("use the email tool", None),
         ("[1, 2]", None),
         ('["a", ', None),
+        ("[" * 100_000 + "]" * 100_000, None),
+        ("The tools: " + "[" * 100_000, None),
+        ("[" * 50_000 + '"a"' + "]" * 50_000, None),
     ],
 )
 def test_a_selector_answer_is_read_as_a_json_list_of_names(

@@ -153,8 +153,13 @@ async def test_the_model_may_choose_none() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "answer",
-    [reply('{"name": "deploy_to_mars"}'), reply("the release one"), http_error(401)],
-    ids=["unknown", "garbage", "http-401"],
+    [
+        reply('{"name": "deploy_to_mars"}'),
+        reply("the release one"),
+        http_error(401),
+        reply('{"name": ' + "{" * 10_000 + "}" * 10_000 + "}"),
+    ],
+    ids=["unknown", "garbage", "http-401", "nested-10000-deep"],
 )
 async def test_a_bad_model_answer_falls_back_to_the_offline_choice(answer: Any) -> None:
     query = "ship a new release to PyPI"

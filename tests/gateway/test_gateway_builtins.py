@@ -157,3 +157,42 @@ async def test_compress_history_cannot_be_enabled_in_the_gateway(tmp_path: Path)
     with pytest.raises(ConfigError, match="MCP client keeps the conversation"):
         async with open_gateway(settings):
             pass
+
+
+async def test_a_catastrophic_grep_in_one_session_does_not_stop_another_sessions_call(
+    tmp_path: Path,
+) -> None:
+    """docs/security.md, "Patterns others wrote": RE2 in the gateway's process."""
+    section = {"enabled": ["file_write", "file_read", "grep", "glob"]}
+    config = write_config(tmp_path, builtinTools=section)
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    texts: dict[str, str] = {}
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(60):  # generous: both sessions' calls take milliseconds
+            async with (
+                Client(gateway.server, mode="legacy") as attacker,
+                Client(gateway.server, mode="legacy") as bystander,
+            ):
+                await attacker.call_tool(
+                    "file_write", {"path": "evil.txt", "content": "a" * 30 + "!\n"}
+                )
+                await attacker.call_tool("file_write", {"path": "a" * 60, "content": "x"})
+                await bystander.call_tool("file_write", {"path": "mine.txt", "content": "hi"})
+
+                async def evil() -> None:
+                    grep = await attacker.call_tool("grep", {"pattern": "(a+)+$"})
+                    glob = await attacker.call_tool("glob", {"pattern": "*a*a*a*a*a*a*a*a*b"})
+                    texts["grep"], texts["glob"] = text_of(grep), text_of(glob)
+
+                async def other() -> None:
+                    read = await bystander.call_tool("file_read", {"path": "mine.txt"})
+                    texts["other"] = text_of(read)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(evil)
+                    tg.start_soon(other)
+    assert texts["grep"].startswith("no match for '(a+)+$'")
+    assert texts["glob"].startswith("no path matches")
+    assert "hi" in texts["other"]

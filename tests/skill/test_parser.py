@@ -358,3 +358,24 @@ def test_an_oversized_skill_md_is_refused_with_a_reason(tmp_path: Path) -> None:
     load = parse_skill_dir(write_skill(tmp_path, "huge", md))
     assert load.skill is None
     assert "larger than 1048576 bytes" in load.problems[0].reason
+
+
+@pytest.mark.parametrize(
+    ("heading", "display"),
+    [
+        ("# Skill: Seedy", "Seedy"),
+        ("#Skill:Seedy ##", "Seedy"),
+        ("# Skill: a # b #", "a # b"),
+        ("# Skill:", None),
+        ("Skill: Seedy", None),
+        # a backtracking regex took minutes over this line (cubic in the spaces)
+        ("# Skill: x" + " " * 20_000 + "y", "x" + " " * 20_000 + "y"),
+    ],
+)
+def test_the_seed_heading_is_read_in_linear_time(
+    tmp_path: Path, heading: str, display: str | None
+) -> None:
+    seed = "id: seedy\ndescription: d\n"
+    load = parse_skill_dir(write_skill(tmp_path, "seedy", heading + "\n", skill_yaml=seed))
+    assert load.skill is not None
+    assert load.skill.display_name == display

@@ -11,7 +11,6 @@ size cap ``file_too_large``; every cap that cuts a result says so in the result.
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from sagents.errors import (
     FileToolError,
 )
 from sagents.sandbox import Sandbox
-from sagents.sandbox._hostfs import glob_regex
+from sagents.sandbox._patterns import compile_regex, glob_regex
 from sagents.tool.impl._settings import BuiltinSettings
 
 __all__ = ["FileTools", "decode_text", "is_binary"]
@@ -277,7 +276,11 @@ class FileTools:
                         pending.append(child)
                 elif entry.kind == "file" and entry.size <= self._s.file_max_bytes:
                     relative = posixpath.relpath(child, stat.path)
-                    if matcher is None or matcher.match(relative) or matcher.match(entry.name):
+                    if (
+                        matcher is None
+                        or matcher.fullmatch(relative)
+                        or matcher.fullmatch(entry.name)
+                    ):
                         found.append(child)
         return sorted(found)[: self._s.grep_max_files]
 
@@ -290,15 +293,14 @@ class FileTools:
         include: str | None = None,
         ignore_case: bool = False,
     ) -> ToolResult:
-        """Search text files under ``path`` for a regex; binary and oversized files are skipped.
+        """Search text files under ``path`` for a regex (RE2 syntax, matched in linear time:
+        docs/builtin_tools.md, "grep"); binary and oversized files are skipped.
 
         Raises:
-            ValueError: for an invalid regular expression (the message says why).
+            ValueError: for an invalid regular expression, or a backreference or lookaround
+                (the message says why).
         """
-        try:
-            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as error:
-            raise ValueError(f"invalid regular expression {pattern!r}: {error}") from error
+        regex = compile_regex(pattern, ignore_case=ignore_case)
         files = await self._files_under(sandbox, path, include)
         matches: list[dict[str, Any]] = []
         more = False

@@ -117,20 +117,61 @@ def _fts_query(text: str) -> str:
     return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
 
 
+MAX_NAME_CHARS = 256  # a user or agent name longer than this is refused
+_NAME_REFUSED = frozenset("*?%[]/\\")  # wildcards (glob, SQL LIKE) and path separators
+
+
+def _checked_name(kind: str, name: str) -> str:
+    """``name`` (a user's or an agent's) as a memory scope may use it.
+
+    The user scope's agent column is ``*``, so an agent named ``*`` would write into every agent
+    of the user; wildcards, path separators, dot names, control characters, surrounding spaces
+    and empty names are refused alike, so that a name is only ever one literal scope.
+
+    Raises:
+        NotAllowedError: naming the rule the name breaks.
+    """
+    problem = None
+    if not name.strip():
+        problem = "is empty"
+    elif name != name.strip():
+        problem = "starts or ends with a space"
+    elif len(name) > MAX_NAME_CHARS:
+        problem = f"is longer than {MAX_NAME_CHARS} characters"
+    elif name in (".", ".."):
+        problem = "is a path"
+    elif any(c in _NAME_REFUSED for c in name):
+        problem = "holds a wildcard or a path separator (* ? % [ ] / \\)"
+    elif any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name):
+        problem = "holds a control character"
+    if problem is None:
+        return name
+    raise NotAllowedError(
+        f"long-term memory refuses the {kind} name {name!r}: it {problem}",
+        hint=f"the host names the {kind} with a plain literal name (SessionContext."
+        f"{'user_id' if kind == 'user' else 'agent'})",
+        details={"kind": kind},
+    )
+
+
 def scope_of(context: SessionContext, scope: Scope, anonymous_user: str | None) -> tuple[str, str]:
     """``(user, agent column)`` of a call, for ``scope``.
 
     Raises:
-        NotAllowedError: the session has no user and the store has no ``anonymous_user``.
+        NotAllowedError: the session has no user and the store has no ``anonymous_user``; a
+            user or agent name that is empty, a wildcard (``*``), path-like or otherwise not
+            one literal name.
     """
-    user = context.user_id or anonymous_user
-    if not user:
+    user = context.user_id if context.user_id is not None else anonymous_user
+    if user is None:
         raise NotAllowedError(
             "long-term memory needs a user, and this session has none",
             hint="the host sets SessionContext.user_id (or MemoryStore(anonymous_user=...) for "
             "a single-user host)",
         )
-    return user, (_USER_SCOPE if scope == "user" else (context.agent or ""))
+    user = _checked_name("user", user)
+    agent = "" if context.agent is None else _checked_name("agent", context.agent)
+    return user, (_USER_SCOPE if scope == "user" else agent)
 
 
 class MemoryBackend(Protocol):

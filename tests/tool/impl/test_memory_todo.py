@@ -276,3 +276,37 @@ async def test_concurrent_stores_of_one_text_make_one_memory(backing: Backing) -
             tg.start_soon(store)
     assert len(ids) == 12
     assert len(set(ids)) == 1
+
+
+BAD_NAMES = ["*", "", " ", " alice", "a*", "?", "%", "a%b", "[ab]", "a/b", "..", ".", "a\\b"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+async def test_an_agent_or_user_name_that_is_not_one_literal_name_is_refused(
+    backing: Backing, name: str
+) -> None:
+    call = _caller(backing.manager())
+    for context in (_user("alice", name), _user(name, "planner")):
+        for tool, arguments in [
+            ("memory_store", {"content": "the deploy key is in vault"}),
+            ("memory_search", {"query": "deploy key"}),
+            ("memory_delete", {"id": "m1"}),
+        ]:
+            with anyio.fail_after(20):
+                result = await backing.manager().run_tool(tool, arguments, context)
+            assert result.error is not None, (tool, name)
+            assert result.error.code == "not_allowed"
+            assert "refuses the" in result.error.message
+            assert repr(name) in result.error.message
+    found, _ = await call("memory_search", {"query": "deploy key"}, _user("alice", "coder"))
+    assert found["memories"] == []  # nothing reached alice's user scope
+
+
+async def test_an_agent_named_star_does_not_write_into_the_user_scope(backing: Backing) -> None:
+    call = _caller(backing.manager())
+    _, code = await call("memory_store", {"content": "planted by *"}, _user("alice", "*"))
+    assert code == "not_allowed"
+    found, _ = await call("memory_search", {"query": "planted"}, _user("alice", "coder"))
+    assert found["memories"] == []
+    _, code = await call("memory_store", {"content": "plain agent"}, _user("alice", "x.y-z_1"))
+    assert code is None

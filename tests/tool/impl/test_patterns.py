@@ -1,0 +1,123 @@
+"""Model-written patterns are matched in linear time (docs/builtin_tools.md, "Regular
+expressions and globs"): a pathological `grep` or `glob` finishes, and other calls of the same
+process are answered meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.core._result import ToolResult
+from sagents.sandbox import Sandbox, SandboxParams, create_sandbox
+from sagents.tool import SessionContext, ToolManager
+from sagents.tool.impl import register_builtin_tools, single_sandbox
+
+pytestmark = pytest.mark.anyio
+
+BOUND_S = 60.0  # generous: both calls together take milliseconds with a linear-time engine
+EVIL_REGEX = "(a+)+$"  # Python's re takes 2**n steps over n "a" and a "!"
+EVIL_GLOB = "*a*a*a*a*a*a*a*a*b"  # fnmatch-style translation: about n**8 steps over n "a"
+
+
+class Env:
+    def __init__(self, manager: ToolManager, sandbox: Sandbox) -> None:
+        self.manager = manager
+        self.sandbox = sandbox
+
+    async def call(self, name: str, session: str = "s1", **arguments: Any) -> ToolResult:
+        return await self.manager.run_tool(name, arguments, SessionContext(session_id=session))
+
+
+@pytest.fixture(params=["local", "memory"])
+async def env(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Env]:
+    params = SandboxParams(workspace=str(tmp_path / "ws"))
+    async with create_sandbox(request.param, params) as sandbox:
+        manager = ToolManager()
+        register_builtin_tools(manager, single_sandbox(sandbox))
+        await sandbox.write_file("evil.txt", b"a" * 30 + b"!\n")
+        await sandbox.write_file("a" * 60, b"x\n")
+        await sandbox.write_file("notes.md", b"hello\n")
+        yield Env(manager, sandbox)
+
+
+async def _together(env: Env, name: str, **arguments: Any) -> tuple[ToolResult, ToolResult]:
+    """The pathological call and another session's `file_read`, started together; both must
+    finish within the bound."""
+    results: dict[str, ToolResult] = {}
+
+    async def evil() -> None:
+        results["evil"] = await env.call(name, session="attacker", **arguments)
+
+    async def other() -> None:
+        results["other"] = await env.call("file_read", session="bystander", path="notes.md")
+
+    with anyio.fail_after(BOUND_S):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(evil)
+            tg.start_soon(other)
+    return results["evil"], results["other"]
+
+
+async def test_a_catastrophic_grep_pattern_finishes_and_other_calls_are_answered(
+    env: Env,
+) -> None:
+    evil, other = await _together(env, "grep", pattern=EVIL_REGEX)
+    assert not evil.is_error, evil.text
+    assert evil.structured["matches"] == []
+    assert "hello" in other.text
+
+
+async def test_a_catastrophic_glob_finishes_and_other_calls_are_answered(env: Env) -> None:
+    evil, other = await _together(env, "glob", pattern=EVIL_GLOB)
+    assert not evil.is_error, evil.text
+    assert evil.structured["paths"] == []
+    assert "hello" in other.text
+    matched = await env.call("glob", pattern="*a*a*a*a*a*a*a*a*")
+    assert [p.rsplit("/", 1)[-1] for p in matched.structured["paths"]] == ["a" * 60]
+
+
+async def test_a_catastrophic_grep_include_glob_finishes(env: Env) -> None:
+    with anyio.fail_after(BOUND_S):
+        result = await env.call("grep", pattern="x", include=EVIL_GLOB)
+    assert not result.is_error, result.text
+    assert result.structured["matches"] == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "named"),
+    [
+        (r"(a)\1", "backreferences"),
+        ("(?P<w>a)(?P=w)", "named backreference"),
+        ("foo(?=bar)", "lookahead"),
+        ("foo(?!bar)", "negative lookahead"),
+        ("(?<=foo)bar", "lookbehind"),
+        ("(?<!foo)bar", "negative lookbehind"),
+    ],
+)
+async def test_grep_refuses_backreferences_and_lookaround_naming_them(
+    env: Env, pattern: str, named: str
+) -> None:
+    result = await env.call("grep", pattern=pattern)
+    assert result.is_error
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    assert named in result.text
+    assert "RE2" in result.text
+
+
+async def test_grep_keeps_the_python_syntax_re2_shares(env: Env) -> None:
+    await env.sandbox.write_file("code.py", b"def run(x):\n    return x\nclass Thing:\n")
+    result = await env.call("grep", pattern=r"^(?:def|class)\s+(?P<name>\w+)", include="*.py")
+    assert [m["line"] for m in result.structured["matches"]] == [1, 3]
+    folded = await env.call("grep", pattern="THING", include="*.py", ignore_case=True)
+    assert [m["line"] for m in folded.structured["matches"]] == [3]
+
+
+async def test_an_invalid_glob_class_is_a_clear_error(env: Env) -> None:
+    result = await env.call("glob", pattern="[z-a]*")
+    assert result.is_error
+    assert "invalid glob pattern" in result.text
