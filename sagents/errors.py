@@ -39,7 +39,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   ├── SandboxUnavailableError     sandbox_unavailable
     │   ├── PathNotAllowedError         path_not_allowed     (path)
     │   ├── SandboxLimitError           limit_exceeded
-    │   └── TaskNotFoundError           task_not_found
+    │   ├── TaskNotFoundError           task_not_found
+    │   └── TooManyTasksError           too_many_tasks       (limit)
     ├── SkillError                      skill_error
     │   ├── SkillNotFoundError          skill_not_found
     │   ├── SkillFormatError            invalid_skill        (file, field)
@@ -110,6 +111,7 @@ __all__ = [
     "StoreSchemaError",
     "StoreUnavailableError",
     "TaskNotFoundError",
+    "TooManyTasksError",
     "ToolCallError",
     "ToolCancelledError",
     "ToolDefinitionError",
@@ -354,7 +356,8 @@ class UrlNotAllowedError(WebFetchError):
 
 
 class QuotaExceededError(ToolCallError):
-    """A store's limit (entries, bytes) would be passed. ``details["limit"]`` names it."""
+    """A store's limit (entries, bytes) or a workspace's disk quota would be passed.
+    ``details["limit"]`` names the setting (``quotas.workspaceBytes``)."""
 
     code = "quota_exceeded"
 
@@ -411,6 +414,13 @@ class TaskNotFoundError(SandboxError):
     """No background task with that id belongs to this session."""
 
     code = "task_not_found"
+
+
+class TooManyTasksError(SandboxError):
+    """As many background tasks as the sandbox allows are running already.
+    ``details["limit"]`` names the setting (``quotas.backgroundTasksPerSession``)."""
+
+    code = "too_many_tasks"
 
 
 class SkillError(SagentsError):

@@ -7,6 +7,7 @@ configured ``ToolManager``): shared by the CLI, run_script and the gateway.
 from sagents.config._loader import (
     BackgroundCallsSettings,
     MCPServerConfig,
+    QuotaSettings,
     SagentsConfig,
     SkillsSettings,
     load_config,
@@ -16,6 +17,7 @@ from sagents.config._loader import (
 __all__ = [
     "BackgroundCallsSettings",
     "MCPServerConfig",
+    "QuotaSettings",
     "SagentsConfig",
     "SkillsSettings",
     "load_config",

@@ -34,6 +34,7 @@ from sagents.sandbox import NetworkPolicy
 __all__ = [
     "BackgroundCallsSettings",
     "MCPServerConfig",
+    "QuotaSettings",
     "SagentsConfig",
     "SkillsSettings",
     "load_config",
@@ -69,6 +70,21 @@ class BackgroundCallsSettings:
     """Seconds after which a long call becomes a background call (None: never)."""
 
     auto_after_sec: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuotaSettings:
+    """The ``quotas`` block (docs/configuration.md); None: no quota.
+
+    Attributes:
+        workspace_bytes: ``quotas.workspaceBytes``: what one session's workspace, its run
+            records and its background tasks' logs may hold together, in bytes.
+        background_tasks_per_session: ``quotas.backgroundTasksPerSession``: background tasks
+            one session may run at once.
+    """
+
+    workspace_bytes: int | None = None
+    background_tasks_per_session: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +124,7 @@ class SagentsConfig:
             ``max_pixels``, ``max_side``).
         store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
         store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
+        quotas: The ``quotas`` block.
         source: The file it came from, if any.
     """
 
@@ -124,6 +141,7 @@ class SagentsConfig:
     image_understanding: Mapping[str, Any] = field(default_factory=dict)
     store_url: str | None = field(default=None, repr=False)
     store_lease_s: float | None = None
+    quotas: QuotaSettings = field(default_factory=QuotaSettings)
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -241,6 +259,10 @@ def parse_config(
             else None
         ),
         store_lease_s=model.store.lease_seconds,
+        quotas=QuotaSettings(
+            workspace_bytes=model.quotas.workspace_bytes,
+            background_tasks_per_session=model.quotas.background_tasks_per_session,
+        ),
         source=source,
     )
 

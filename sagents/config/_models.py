@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictInt,
     ValidationError,
     field_validator,
     model_validator,
@@ -36,6 +37,7 @@ __all__ = [
     "ImageUnderstandingParams",
     "LocalToolsParams",
     "MemoryParams",
+    "QuotasParams",
     "SandboxParams",
     "ScriptsParams",
     "ServerEntryParams",
@@ -285,6 +287,21 @@ class StoreParams(_Strict):
     lease_seconds: float | None = Field(default=None, alias="leaseSec", gt=0)
 
 
+class QuotasParams(_Strict):
+    """``quotas``: what the sessions of ``sagents serve`` may make the host store and run
+    (docs/configuration.md, docs/security.md). Unset: no quota.
+
+    ``workspaceBytes`` bounds each session's workspace (its files, run records and background
+    task logs, counted together across runs); ``backgroundTasksPerSession`` caps the
+    background tasks one session runs at once.
+    """
+
+    workspace_bytes: StrictInt | None = Field(default=None, alias="workspaceBytes", gt=0)
+    background_tasks_per_session: StrictInt | None = Field(
+        default=None, alias="backgroundTasksPerSession", gt=0
+    )
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -311,6 +328,7 @@ class ConfigFileParams(BaseModel):
         default_factory=BuiltinToolsParams, alias="builtinTools"
     )
     store: StoreParams = Field(default_factory=StoreParams)
+    quotas: QuotasParams = Field(default_factory=QuotasParams)
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 
 from sagents.audit._store import AuditStore, SqliteAuditStore, default_data_dir
+from sagents.config._loader import QuotaSettings
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
@@ -44,6 +45,7 @@ from sagents.gateway._workspaces import Workspaces
 from sagents.progress._hub import ProgressHub
 from sagents.sandbox._factory import create_sandbox
 from sagents.sandbox._protocol import Sandbox
+from sagents.sandbox._types import SandboxLimits, SandboxParams
 from sagents.script._description import run_script_spec, should_offer_run_script
 from sagents.script._runtime import install_runtime
 from sagents.script._session import (
@@ -61,6 +63,7 @@ __all__ = ["GatewayScripts"]
 logger = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"  # the default root under the data dir
+TASK_LOGS_DIR = "task-logs"  # <data dir>/task-logs/<session id>/: background tasks' logs
 
 
 class GatewayScripts:
@@ -83,6 +86,10 @@ class GatewayScripts:
             call (:class:`~sagents.gateway._approval.ClientScriptApprover`).
         list_tools: run_script's description lists each callable tool (the default); False
             only counts them (``--tool-search``: the script's ``tools()`` lists them).
+        quotas: The ``quotas`` block: each session's sandbox holds its workspace, records and
+            background tasks' logs (kept in ``<data dir>/task-logs/<session id>``) to
+            ``quotas.workspaceBytes`` and runs at most ``quotas.backgroundTasksPerSession``
+            background tasks at once (docs/security.md).
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -101,8 +108,10 @@ class GatewayScripts:
         audit: AuditStore | None = None,
         approver: Approver | None = None,
         list_tools: bool = True,
+        quotas: QuotaSettings | None = None,
     ) -> None:
         self._hub = hub
+        self._quotas = quotas or QuotaSettings()
         self._audit_store = audit
         self._approver = approver
         self._list_tools = list_tools
@@ -243,7 +252,7 @@ class GatewayScripts:
         workspace = self.workspaces.for_session(context.session_id)
         tools = _SessionTools()
         async with (
-            create_sandbox("local", workspace=str(workspace)) as sandbox,
+            create_sandbox("local", self._sandbox_params(workspace, context.session_id)) as sandbox,
             RunScriptTool(
                 tools=tools,
                 session=context,
@@ -258,6 +267,16 @@ class GatewayScripts:
         ):
             task_status.started(_Session(sandbox=sandbox, tool=tool, tools=tools))
             await self._stop.wait()
+
+    def _sandbox_params(self, workspace: Path, session_id: str) -> SandboxParams:
+        """A session's sandbox: its workspace, its logs under the data dir, the quotas."""
+        limits = dataclasses.replace(
+            SandboxLimits(),
+            workspace_bytes=self._quotas.workspace_bytes,
+            background_tasks=self._quotas.background_tasks_per_session,
+        )
+        logs = self._data_dir / TASK_LOGS_DIR / session_id
+        return SandboxParams(workspace=str(workspace), limits=limits, logs_dir=str(logs))
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The ``local`` (bubblewrap) and ``passthrough`` providers: programs run on this host.
 
 ``local`` isolates every process tree with bubblewrap (see :mod:`sagents.sandbox._bwrap`), a
-per-tree cgroup where cgroups are writable, rlimits, and a write-budget watchdog.
+per-tree cgroup where cgroups are writable, rlimits, and a watchdog for the write budget and
+the workspace quota (``SandboxLimits.workspace_bytes``: the workspace and the background tasks'
+logs together, checked before a program starts and measured while it runs).
 ``passthrough`` runs the same programs with the same environment allowlist, rlimits and cgroup
 but *without any isolation*: only by explicit choice, with a warning in the log (docs/sandbox.md).
 """
@@ -20,7 +22,12 @@ from dataclasses import replace
 import anyio
 import anyio.abc
 
-from sagents.errors import SandboxError, TaskNotFoundError
+from sagents.errors import (
+    QuotaExceededError,
+    SandboxError,
+    TaskNotFoundError,
+    TooManyTasksError,
+)
 from sagents.sandbox._background import BackgroundTask, drain_capped, read_log_range
 from sagents.sandbox._bwrap import (
     build_bwrap_argv,
@@ -30,6 +37,7 @@ from sagents.sandbox._bwrap import (
     python_runtime,
 )
 from sagents.sandbox._cgroup import Cgroup, cgroup_support, create_cgroup
+from sagents.sandbox._diskuse import directory_usage_bytes
 from sagents.sandbox._egress import egress_proxy, guest_argv
 from sagents.sandbox._hostfs import HostFiles, open_dir_fd, safe_open_in
 from sagents.sandbox._identity import grant_workspace, sandbox_identity
@@ -57,6 +65,8 @@ SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"  # PATH inside
 LAUNCHER_ENV = {"PATH": "/usr/bin:/bin"}  # bwrap's own environment (readable at /proc/1/environ)
 DRAIN_GRACE_SECONDS = 5.0  # after the tree is gone, how long pipes may take to report EOF
 _O_PATH_DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+QUOTA_SETTING = "quotas.workspaceBytes"  # the gateway's key; errors name it and the field
+TASKS_SETTING = "quotas.backgroundTasksPerSession"
 
 
 class LocalSandbox:
@@ -130,7 +140,11 @@ class LocalSandbox:
     async def __aenter__(self) -> LocalSandbox:
         self._stack = AsyncExitStack()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
-        self._logs_dir = tempfile.mkdtemp(prefix="sagents-tasks-")
+        if self.params.logs_dir is None:
+            self._logs_dir = tempfile.mkdtemp(prefix="sagents-tasks-")
+        else:
+            os.makedirs(self.params.logs_dir, mode=0o700, exist_ok=True)
+            self._logs_dir = self.params.logs_dir
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -147,7 +161,14 @@ class LocalSandbox:
             await stack.aclose()  # the task group: every task has been killed, so this is quick
         self._tg = None
         if self._logs_dir is not None:
-            shutil.rmtree(self._logs_dir, ignore_errors=True)
+            if self.params.logs_dir is None:
+                shutil.rmtree(self._logs_dir, ignore_errors=True)
+            else:  # a shared directory: remove only this sandbox's logs
+                for task in self._tasks.values():
+                    with suppress(FileNotFoundError):
+                        os.unlink(task.log_path)
+                with suppress(OSError):  # only once empty: another sandbox may share it
+                    os.rmdir(self._logs_dir)
             self._logs_dir = None
 
     def describe(self) -> SandboxInfo:
@@ -203,6 +224,43 @@ class LocalSandbox:
             warnings=tuple(warnings),
             uid=self._run_as[0] if self._run_as is not None else os.geteuid(),
         )
+
+    # -- the workspace quota ------------------------------------------------------------------
+
+    def usage_bytes(self) -> int:
+        """What this sandbox makes the host store, in bytes: the workspace and the background
+        tasks' logs (the measure of the write budget and of ``limits.workspace_bytes``).
+        Blocking: call it from a worker thread."""
+        used = self._files.usage_bytes()
+        logs = self._logs_dir
+        if logs is not None and not _inside(logs, self._host_workspace):
+            with suppress(FileNotFoundError):
+                used += directory_usage_bytes(logs)
+        return used
+
+    async def _check_quota(self, adding: int = 0) -> None:
+        """Refuse to start anything (or to write ``adding`` bytes more) once the workspace
+        quota is used up.
+
+        Raises:
+            QuotaExceededError: the workspace (and the logs) hold the quota or more, or
+                would with ``adding`` bytes more.
+        """
+        quota = self.params.limits.workspace_bytes
+        if quota is None:
+            return
+        used = await anyio.to_thread.run_sync(self.usage_bytes)
+        if used + adding >= quota:
+            more = f" and {adding:,} bytes more would not fit" if adding else ""
+            raise QuotaExceededError(
+                f"the workspace quota is used up: the workspace and its task logs hold "
+                f"{used:,} bytes of {quota:,}{more} ({QUOTA_SETTING}, "
+                "SandboxLimits.workspace_bytes)",
+                hint=(
+                    f"remove files from the workspace, or ask the operator to raise {QUOTA_SETTING}"
+                ),
+                details={"limit": QUOTA_SETTING, "used_bytes": used, "quota_bytes": quota},
+            )
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -268,6 +326,7 @@ class LocalSandbox:
             raise ValueError(f"extra_fds numbers must be dense from 3, got {sorted(fd_map)}")
         if cwd is not None and not cwd.startswith("/"):
             cwd = f"{self._workspace}/{cwd}"  # relative to the workspace, like the file API
+        await self._check_quota()
         limits = self.params.limits
         binds = (*self.params.extra_ro_binds, *extra_ro_binds)
         rw_binds = self.params.extra_rw_binds
@@ -370,7 +429,11 @@ class LocalSandbox:
                 stderr=stderr,
                 limits=rlimits,
                 cgroup=cgroup,
-                budget_probe=self._files.usage_bytes if limits.write_budget_bytes else None,
+                budget_probe=(
+                    self.usage_bytes
+                    if limits.write_budget_bytes or limits.workspace_bytes
+                    else None
+                ),
                 budget_device=os.stat(self._host_workspace).st_dev,
                 helpers=self._helpers,
             )
@@ -480,12 +543,25 @@ class LocalSandbox:
         """Start ``argv`` in the background (see :meth:`Sandbox.start`)."""
         if self._tg is None or self._logs_dir is None:
             raise SandboxError("start() needs the sandbox context: use 'async with sandbox:'")
+        cap = self.params.limits.background_tasks
+        running = sum(1 for task in self._tasks.values() if not task.done.is_set())
+        if cap is not None and running >= cap:
+            raise TooManyTasksError(
+                f"{running} background tasks are running, as many as this sandbox allows "
+                f"({TASKS_SETTING}, SandboxLimits.background_tasks)",
+                hint="wait for a task to end or kill one, then start this one",
+                details={"limit": TASKS_SETTING, "running": running, "cap": cap},
+            )
         task_id = uuid.uuid4().hex[:12]
         log_path = os.path.join(self._logs_dir, f"{task_id}.log")
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         task = BackgroundTask(task_id=task_id, argv=tuple(argv), log_path=log_path)
         try:
             await self._tg.start(self._run_task, task, log_fd, cwd, env, timeout)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(log_path)
+            raise
         finally:
             os.close(log_fd)
         self._tasks[task_id] = task
@@ -580,7 +656,9 @@ class LocalSandbox:
         return await anyio.to_thread.run_sync(self._files.read_file, path)
 
     async def write_file(self, path: str, data: bytes) -> str:
-        """Write the file atomically (see :meth:`Sandbox.write_file`)."""
+        """Write the file atomically (see :meth:`Sandbox.write_file`); refused with
+        ``quota_exceeded`` when it would not fit the workspace quota."""
+        await self._check_quota(len(data))
         return await anyio.to_thread.run_sync(self._files.write_file, path, data)
 
     async def list_dir(self, path: str) -> list[DirEntry]:
@@ -606,6 +684,12 @@ class LocalSandbox:
     async def glob(self, pattern: str) -> list[str]:
         """Match a glob pattern under the workspace (see :meth:`Sandbox.glob`)."""
         return await anyio.to_thread.run_sync(self._files.glob, pattern)
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it (both resolved)."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip("/") + "/")
 
 
 def _memfd_with(data: bytes) -> int:

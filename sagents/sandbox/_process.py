@@ -5,7 +5,7 @@
 rlimits and with exactly the descriptors it was given before anything of it runs. The parent
 drains the pipes without threads (``anyio.wait_readable``), learns of the exit through a
 pidfd, and ends the whole tree — PID namespace, cgroup, process group — on timeout, on a
-write-budget overrun, on request, or when the owning context exits.
+write-budget or workspace-quota overrun, on request, or when the owning context exits.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ class ProcessSpec:
         limits: rlimits to set; the cgroup carries the tree-wide ones.
         cgroup: The tree's cgroup, or None.
         new_session: Start a new session (process group) for the tree.
-        budget_probe: Returns the workspace's current usage in bytes (for the write budget).
+        budget_probe: Returns the workspace's current usage in bytes (for the write budget and
+            the workspace quota, ``limits.workspace_bytes``: the tree ends once the usage
+            passes it, whatever the tree's own share).
         budget_device: ``st_dev`` of the workspace: files on it that the tree unlinked but still
             holds open or mapped count against the write budget too.
         helpers: ``prlimit`` and ``setpriv`` for the spawn way (see
@@ -189,9 +191,19 @@ class LocalProcess:
             used += held_unlinked_bytes(pids, device)
         return used
 
+    def _over(self, used: int, baseline: int) -> KillReason | None:
+        """Why a tree that has ``used`` bytes on disk (``baseline`` when it started) must end."""
+        limits = self._spec.limits
+        if limits.workspace_bytes is not None and used > limits.workspace_bytes:
+            return "workspace_quota"
+        if limits.write_budget_bytes is not None and used - baseline > limits.write_budget_bytes:
+            return "write_budget"
+        return None
+
     async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
         probe = self._spec.budget_probe
-        budget = self._spec.limits.write_budget_bytes
+        limits = self._spec.limits
+        budget = limits.write_budget_bytes or limits.workspace_bytes  # anything to measure?
         interval = WATCHDOG_POLL_SECONDS
         deadline = anyio.current_time() + timeout if timeout is not None else None
         baseline = 0
@@ -213,6 +225,9 @@ class LocalProcess:
             if self._rebase and probe and budget:
                 self._rebase = False
                 baseline = await anyio.to_thread.run_sync(self._disk_usage)
+                if self._over(baseline, baseline) is not None:  # a spare, after the quota went
+                    await self.kill("workspace_quota")
+                    return
                 continue
             if deadline is not None and anyio.current_time() >= deadline:
                 await self.kill("timeout")
@@ -222,8 +237,9 @@ class LocalProcess:
                 used = await anyio.to_thread.run_sync(self._disk_usage)
                 took = anyio.current_time() - started
                 interval = watchdog_interval(took)
-                if used - baseline > budget:
-                    await self.kill("write_budget")
+                reason = self._over(used, baseline)
+                if reason is not None:
+                    await self.kill(reason)
                     return
 
     def restart_write_budget(self) -> None:

@@ -42,7 +42,9 @@ SandboxMode = Literal["read_write", "read_only"]
 IsolationLevel = Literal["bubblewrap", "none", "in_memory"]
 """What stands between a sandboxed program and the host."""
 
-KillReason = Literal["timeout", "output_limit", "write_budget", "killed", "cancelled"]
+KillReason = Literal[
+    "timeout", "output_limit", "write_budget", "workspace_quota", "killed", "cancelled"
+]
 """Why a run or task was ended by the sandbox rather than exiting by itself."""
 
 TaskState = Literal["running", "exited", "killed"]
@@ -78,6 +80,15 @@ class SandboxLimits:
         cpu_cores: CPU time of the whole tree per wall-clock second, in cores (cgroup ``cpu``
             quota where that controller is writable; elsewhere the tree runs under
             ``SCHED_IDLE`` instead: it gets CPU only when nothing else wants it). Default 1 core.
+        workspace_bytes: The workspace's quota: the most that the workspace and the host-side
+            logs of background tasks may hold together, in bytes, whatever process or file
+            call wrote it and however many runs it took (the same measure as the write budget).
+            A program does not start once the quota is used up, and a running tree is ended
+            past it (``workspace_quota``). None (the default): no quota. The gateway sets it
+            from ``quotas.workspaceBytes``.
+        background_tasks: How many background tasks (``start``) may run at once; one more is
+            refused with ``too_many_tasks``. None (the default): no cap. The gateway sets it
+            from ``quotas.backgroundTasksPerSession``.
         limit_address_space: True sets ``memory_bytes`` as each process's RLIMIT_AS too; False
             leaves the address space unbounded wherever the memory cgroup bounds the tree, for
             runtimes that reserve far more virtual memory than they use (Node's V8 cannot
@@ -94,6 +105,8 @@ class SandboxLimits:
     write_budget_bytes: int | None = 1024**3
     wall_timeout_seconds: float | None = 600.0
     cpu_cores: float | None = DEFAULT_CPU_CORES
+    workspace_bytes: int | None = None
+    background_tasks: int | None = None
     limit_address_space: bool = True
 
     def __post_init__(self) -> None:
@@ -107,6 +120,8 @@ class SandboxLimits:
             "write_budget_bytes",
             "wall_timeout_seconds",
             "cpu_cores",
+            "workspace_bytes",
+            "background_tasks",
         ):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -180,6 +195,10 @@ class SandboxParams:
             ``read_write`` mode (``.agent`` by default: run_script's records live there).
         workspace_path: Where the workspace appears inside the sandbox (``local``/``memory``);
             ``passthrough`` always uses the host path.
+        logs_dir: The host directory where background tasks' logs go (created mode 0700 if
+            missing; each sandbox writes only its own files there and removes them when it
+            closes). None: a new temporary directory. The logs count against
+            ``limits.workspace_bytes`` wherever they are.
         sandbox_uid: When sagents runs as root, the unprivileged host uid (and gid) that
             ``local`` programs run as, so that file modes protect the host's files; the
             workspace directory is given to it. None: :data:`DEFAULT_SANDBOX_UID`; ``0`` keeps
@@ -198,6 +217,7 @@ class SandboxParams:
     read_only_subpaths: tuple[str, ...] = (".agent",)
     workspace_path: str = "/workspace"
     sandbox_uid: int | None = None
+    logs_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.sandbox_uid is not None and not 0 <= self.sandbox_uid < 2**31:

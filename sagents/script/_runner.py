@@ -30,7 +30,12 @@ from sagents.audit._store import AuditEntry, AuditStore
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSpec
-from sagents.errors import NotAllowedError, SandboxError, ScriptRejectedError
+from sagents.errors import (
+    NotAllowedError,
+    QuotaExceededError,
+    SandboxError,
+    ScriptRejectedError,
+)
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._types import SandboxParams
 from sagents.script._dispatcher import CallTool, ScriptDispatcher
@@ -309,7 +314,7 @@ class ScriptRunner:
             process = await self._launcher.launch(
                 spec, request_fd=request_write, reply_fd=reply_read
             )
-        except (SandboxError, OSError) as error:
+        except (SandboxError, QuotaExceededError, OSError) as error:
             transport.close()
             run.status, run.note = "sandbox_error", f"the sandbox could not start: {error}"
             return

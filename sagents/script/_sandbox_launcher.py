@@ -44,7 +44,7 @@ import anyio
 import anyio.abc
 from anyio.abc import ByteReceiveStream
 
-from sagents.errors import SandboxError
+from sagents.errors import QuotaExceededError, SandboxError
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._process import LocalProcess
 from sagents.sandbox._protocol import Sandbox, SandboxProcess
@@ -527,7 +527,7 @@ class SandboxLauncher:
                 {3: theirs.fileno()},
                 [ReadOnlyBind(host_path=runtime_host, sandbox_path=runtime_inside)],
             )
-        except (SandboxError, OSError) as error:
+        except (SandboxError, QuotaExceededError, OSError) as error:
             ours.close()
             logger.info("no spare sandbox for the next run: %s", error)
             return

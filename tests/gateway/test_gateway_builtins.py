@@ -196,3 +196,41 @@ async def test_a_catastrophic_grep_in_one_session_does_not_stop_another_sessions
     assert texts["grep"].startswith("no match for '(a+)+$'")
     assert texts["glob"].startswith("no path matches")
     assert "hi" in texts["other"]
+
+
+async def test_a_sessions_background_tasks_and_workspace_are_held_to_the_quotas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = write_config(
+        tmp_path,
+        builtinTools={"enabled": ["execute_shell_command", "kill_shell"]},
+        quotas={"workspaceBytes": 20 * 1024**2, "backgroundTasksPerSession": 2},
+    )
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as client:
+                shell = "execute_shell_command"
+                sleeping = {"command": "echo started; sleep 60", "wait_seconds": 0}
+                first = await client.call_tool(shell, sleeping)
+                assert first.is_error is False, text_of(first)
+                log_path = str((first.structured_content or {})["log_path"])
+                assert log_path.startswith(str(tmp_path / "data" / "task-logs"))
+                assert (await client.call_tool(shell, sleeping)).is_error is False
+                third = await client.call_tool(shell, sleeping)
+                assert third.is_error is True
+                assert "too_many_tasks" in text_of(third)
+                assert "quotas.backgroundTasksPerSession" in text_of(third)
+                task_id = (first.structured_content or {})["task_id"]
+                await client.call_tool("kill_shell", {"task_id": task_id})
+                writes = []
+                for n in range(3):  # 12 MiB each: the third finds the 20 MiB quota used
+                    command = {"command": f"head -c 12582912 /dev/zero > f{n}"}
+                    writes.append(await client.call_tool(shell, command))
+                assert [w.is_error for w in writes[:2]] == [False, False]
+                assert writes[2].is_error is True
+                assert "quota_exceeded" in text_of(writes[2])
+                assert "quotas.workspaceBytes" in text_of(writes[2])

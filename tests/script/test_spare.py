@@ -251,3 +251,22 @@ async def test_a_spare_without_a_launcher_bound_adds_its_idle_time_to_the_sandbo
         await _spare(launcher)
     # The cold run: the sandbox's own 30 s; the spare: those 30 s after up to 50 s unused.
     assert sandbox.timeouts == [None, 80.0]
+
+
+async def test_six_runs_in_one_workspace_are_held_to_the_workspace_quota(
+    runtime: ScriptRuntime, workspace: Path
+) -> None:
+    # Each run writes 12 MiB, under its 16 MiB write budget; the workspace's 40 MiB quota
+    # holds across the runs, spare sandbox or not (at most one run's budget past it).
+    limits = SandboxLimits(write_budget_bytes=16 * 1024**2, workspace_bytes=40 * 1024**2)
+    sandbox = LocalSandbox(SandboxParams(workspace=str(workspace), limits=limits))
+    results = []
+    async with SandboxLauncher(sandbox) as launcher:
+        for n in range(6):
+            code = f"open('f{n}', 'wb').write(bytes(12 * 1024 * 1024))\n"
+            results.append(await _run(_runner(runtime, workspace, launcher), code))
+    assert [r.status for r in results[:3]] == ["ok"] * 3
+    for refused in results[4:]:
+        assert refused.status == "sandbox_error"
+        assert "quotas.workspaceBytes" in refused.output
+    assert len(os.listdir(workspace)) <= 4 + 1  # f0..f3 at most, and .agent
