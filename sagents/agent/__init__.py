@@ -16,11 +16,12 @@ from sagents.agent._events import (
     MessageEvent,
     QuestionnaireRequestEvent,
     QuestionnaireResultEvent,
+    ReasoningDeltaEvent,
     UsageEvent,
     WorkflowSelectedEvent,
 )
 from sagents.agent._loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
-from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent._model import ModelTurn, OpenAIChatModel, ReasoningDelta, TextDelta, Usage
 from sagents.agent._selectors import (
     EmbeddingsToolSelector,
     LLMToolSelector,
@@ -63,6 +64,8 @@ __all__ = [
     "OpenAIChatModel",
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",
+    "ReasoningDelta",
+    "ReasoningDeltaEvent",
     "SAgent",
     "TextDelta",
     "ToolSelector",

@@ -12,8 +12,10 @@ project's token counter), or when the model calls ``compress_history``, the loop
 4. restores what must survive in the summary message: each loaded skill's instructions (as
    ``load_skill`` gave them), the session's task list (``todo_read``, when the session has it)
    and the tools a suggestion step picked or expanded (``audit_status``);
-5. replaces the older part with that one message, records what it dropped (a JSON file in the
-   session's records folder) and says so: a ``history.compressed`` event.
+5. replaces the older part with the user's own messages of it, verbatim (the task that started
+   the run and every later instruction: a summary never replaces them), and that one message;
+   records what it dropped (a JSON file in the session's records folder) and says so: a
+   ``history.compressed`` event.
 
 A model failure while summarising leaves the history untouched; ``history.compressed`` then has
 ``ok=false`` and the error.
@@ -54,7 +56,7 @@ __all__ = [
     "split_history",
 ]
 
-CompressionReason = Literal["budget", "requested"]
+CompressionReason = Literal["budget", "requested", "context_length"]
 
 SUMMARY_PREFIX: Final = "[Summary of the earlier conversation]"
 _SUMMARY_PROMPT: Final = (
@@ -175,6 +177,16 @@ def _render(message: Mapping[str, Any], tokens: int, counter: TokenCounter) -> s
     if counter.exceeds(text, tokens):
         text = counter.head(text, tokens) + " [...cut]"
     return text
+
+
+def _users_own(dropped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The user's messages of the dropped part, verbatim (not earlier summaries)."""
+    return [
+        dict(m)
+        for m in dropped
+        if m.get("role") == "user"
+        and not (isinstance(m.get("content"), str) and m["content"].startswith(SUMMARY_PREFIX))
+    ]
 
 
 def _skill_name(call: Mapping[str, Any]) -> str | None:
@@ -321,7 +333,9 @@ class HistoryCompressor:
         )
         if messages is not state.messages or len(messages) < cut:
             raise RuntimeError("the history changed while it was being compressed")
-        messages[start:cut] = [{"role": "user", "content": content}]  # in place: the run holds it
+        # the user's own messages stay as they were, before the summary (in place: the run
+        # holds the list)
+        messages[start:cut] = [*_users_own(dropped), {"role": "user", "content": content}]
         report.update(compressed=True, tokens_after=self.request_tokens(), record=str(record))
         await self._run.emit(
             HistoryCompressedEvent(

@@ -35,6 +35,7 @@ __all__ = [
     "MessageEvent",
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",
+    "ReasoningDeltaEvent",
     "UsageEvent",
     "WorkflowSelectedEvent",
 ]
@@ -53,6 +54,19 @@ class MessageDeltaEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": "message.delta", "delta": ...}``."""
+        return {"type": self.type, "delta": self.delta}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningDeltaEvent:
+    """A piece of the model's reasoning as it streams (``reasoning_content`` of DeepSeek,
+    vLLM, ...); kept in the assistant message's ``reasoning_content``, never in its text."""
+
+    type: Literal["reasoning.delta"] = "reasoning.delta"
+    delta: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "reasoning.delta", "delta": ...}``."""
         return {"type": self.type, "delta": self.delta}
 
 
@@ -148,8 +162,9 @@ class HistoryCompressEvent:
     """Older turns are about to be summarised (sent before the summary is asked for).
 
     Attributes:
-        reason: ``budget`` (the request passed ``max_history_tokens``) or ``requested`` (the
-            model called ``compress_history``).
+        reason: ``budget`` (the request passed ``max_history_tokens``), ``requested`` (the
+            model called ``compress_history``) or ``context_length`` (the model refused the
+            request as too long).
         messages: Messages in the history. dropped: those to be summarised. kept: the latest,
             kept as they are.
         tokens_before: Tokens of the request (system prompt and history).
@@ -290,6 +305,7 @@ class QuestionnaireResultEvent:
 
 AgentEvent: TypeAlias = (
     MessageDeltaEvent
+    | ReasoningDeltaEvent
     | MessageEvent
     | UsageEvent
     | WorkflowSelectedEvent

@@ -31,9 +31,10 @@ from sagents.agent._events import (
     DoneReason,
     MessageDeltaEvent,
     MessageEvent,
+    ReasoningDeltaEvent,
     UsageEvent,
 )
-from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent._model import ModelTurn, OpenAIChatModel, ReasoningDelta, TextDelta
 from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     EventApprover,
@@ -61,7 +62,7 @@ from sagents.agent._suggestion import (
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import NotAllowedError, SagentsError
+from sagents.errors import ContextLengthError, NotAllowedError, SagentsError
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
@@ -73,7 +74,12 @@ from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.questions import Questioner, bind_questioner, current_questioner
 
-__all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
+__all__ = [
+    "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_TOOL_CALLS_PER_ANSWER",
+    "DEFAULT_MAX_TURNS",
+    "SAgent",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,9 +89,18 @@ DEFAULT_MAX_TURNS = 20
 DEFAULT_MAX_PARALLEL_TOOLS = 8
 """Tool calls of one assistant message that run at the same time."""
 
+DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
+"""Tool calls of one assistant message that run at all; the rest are settled with an error."""
+
 _EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
 _CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
+_TRUNCATED: Final = ToolResult.from_error(
+    "output_truncated",
+    "this call was not run: your answer was cut by the output token limit "
+    "(finish_reason: length) before its tool calls were complete",
+    hint="Make the call again with shorter arguments, or split the work into smaller calls.",
+)
 
 
 class SAgent:
@@ -97,6 +112,9 @@ class SAgent:
         max_turns: Model calls one run may make; reaching it ends the run with
             ``done(reason="max_turns")``, every call settled.
         max_parallel_tools: Tool calls of one answer that run at once.
+        max_tool_calls_per_answer: Tool calls of one answer that run at all (each asked about
+            as its permission says); the calls past it are not run and are settled with a
+            ``too_many_tool_calls`` error that tells the model the limit.
         tool_timeout: Seconds one tool call may take; the tool layer's default when None.
         max_tool_result_tokens: Truncation of each tool result (the tool layer's default when
             None).
@@ -133,6 +151,7 @@ class SAgent:
         system_prompt: str = "",
         max_turns: int = DEFAULT_MAX_TURNS,
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        max_tool_calls_per_answer: int = DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
         tool_timeout: float | None = None,
         max_tool_result_tokens: int | None = None,
         run_script: bool = True,
@@ -154,11 +173,16 @@ class SAgent:
             raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools!r}")
+        if max_tool_calls_per_answer < 1:
+            raise ValueError(
+                f"max_tool_calls_per_answer must be at least 1, not {max_tool_calls_per_answer!r}"
+            )
         check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.max_parallel_tools = max_parallel_tools
+        self.max_tool_calls_per_answer = max_tool_calls_per_answer
         self.tool_timeout = tool_timeout
         self.max_tool_result_tokens = max_tool_result_tokens
         self.run_script = run_script
@@ -243,16 +267,25 @@ class SAgent:
         # its finally), not in a task group entered here: a task group spanning a ``yield``
         # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
         driver = running_loop().create_task(self._drive(state, send))
+        ended = False
         try:
             async with receive:
                 async for event in receive:
+                    ended = ended or isinstance(event, DoneEvent)
                     yield event
         finally:
             driver.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([driver])
-        if not driver.cancelled() and driver.exception() is not None:
-            raise driver.exception()  # type: ignore[misc]  # a bug in the loop: never hide it
+        failure = None if driver.cancelled() else driver.exception()
+        if failure is not None and not ended:  # a bug in the loop: said, never raised
+            logger.error("the agent loop failed", exc_info=failure)
+            yield DoneEvent(
+                reason="error",
+                messages=tuple(settle_history(state.messages)),
+                audit_status=state.audit_status.snapshot(),
+                error=_internal(failure),
+            )
 
     def as_tool(
         self,
@@ -388,6 +421,9 @@ class SAgent:
                                 reason = await self._turns(run)
                             except SagentsError as failure:  # the model endpoint failed
                                 reason, error = "error", failure.to_dict()
+                            except Exception as failure:  # a bug: a clear error, not a raise
+                                logger.exception("the agent loop failed")
+                                reason, error = "error", _internal(failure)
                             finally:
                                 tg.cancel_scope.cancel()
                     finally:
@@ -415,15 +451,7 @@ class SAgent:
             if state.run_compressor is not None:
                 await state.run_compressor.compress_if_over_budget()
             tools = await self._offered_tools(run)
-            request = [*self._system(state, run.system_extra), *state.messages]
-            turn: ModelTurn | None = None
-            async with aclosing(self.model.stream_turn(request, tools)) as stream:
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        await run.emit(MessageDeltaEvent(delta=item.text))
-                    else:
-                        turn = item
-            assert turn is not None  # stream_turn always ends with a ModelTurn or raises
+            turn = await self._model_turn(run, tools)
             message = normalise_assistant(turn.message)
             state.messages.append(message)
             await run.emit(MessageEvent(message=message))
@@ -438,8 +466,57 @@ class SAgent:
             calls = message.get("tool_calls") or []
             if not calls:
                 return "stop"
+            if turn.finish_reason == "length":  # cut by the output limit: run none of it
+                await self._run_calls(
+                    run, calls, set(), refused=dict.fromkeys((c["id"] for c in calls), _TRUNCATED)
+                )
+                continue
+            cap = self.max_tool_calls_per_answer
+            refused = dict.fromkeys((c["id"] for c in calls[cap:]), self._too_many(len(calls)))
             offered = {t["function"]["name"] for t in tools}
-            await self._run_calls(run, calls, offered)
+            await self._run_calls(run, calls, offered, refused=refused)
+
+    async def _model_turn(self, run: RunState, tools: list[dict[str, Any]]) -> ModelTurn:
+        """One model call, its text and reasoning passed on as they stream. With automatic
+        compression on (``max_history_tokens``), a request the model finds too long is
+        compressed and sent once more."""
+        state = run.session
+        compressed = False
+        while True:
+            request = [*self._system(state, run.system_extra), *state.messages]
+            try:
+                return await self._stream_turn(run, request, tools)
+            except ContextLengthError:
+                if compressed or self.max_history_tokens is None or state.run_compressor is None:
+                    raise
+                report = await state.run_compressor.compress(reason="context_length")
+                if not report["compressed"]:
+                    raise
+                compressed = True
+
+    async def _stream_turn(
+        self, run: RunState, request: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelTurn:
+        turn: ModelTurn | None = None
+        async with aclosing(self.model.stream_turn(request, tools)) as stream:
+            async for item in stream:
+                if isinstance(item, TextDelta):
+                    await run.emit(MessageDeltaEvent(delta=item.text))
+                elif isinstance(item, ReasoningDelta):
+                    await run.emit(ReasoningDeltaEvent(delta=item.text))
+                else:
+                    turn = item
+        assert turn is not None  # stream_turn always ends with a ModelTurn or raises
+        return turn
+
+    def _too_many(self, count: int) -> ToolResult:
+        cap = self.max_tool_calls_per_answer
+        return ToolResult.from_error(
+            "too_many_tool_calls",
+            f"this call was not run: the answer made {count} tool calls and at most {cap} of "
+            "one answer run (SAgent max_tool_calls_per_answer)",
+            hint=f"Make at most {cap} calls in one answer; repeat the ones you still need.",
+        )
 
     async def _prepare(self, run: RunState, stack: AsyncExitStack) -> None:
         """Session set-up before the first turn: run_script, skills (``init_more``)."""
@@ -507,11 +584,19 @@ class SAgent:
         return await self.suggestion.offered(state, allowed, own, query=query)
 
     async def _run_calls(
-        self, run: RunState, calls: list[dict[str, Any]], offered: set[str]
+        self,
+        run: RunState,
+        calls: list[dict[str, Any]],
+        offered: set[str],
+        *,
+        refused: Mapping[str, ToolResult],
     ) -> None:
-        """Run one answer's tool calls and settle each exactly once, in call order."""
+        """Run one answer's tool calls and settle each exactly once, in call order; a call in
+        ``refused`` is not run: that result settles it."""
         state = run.session
-        results: dict[str, dict[str, Any]] = {}
+        results = {
+            call_id: self._tool_message(call_id, result) for call_id, result in refused.items()
+        }
         limiter = anyio.CapacityLimiter(self.max_parallel_tools)
 
         async def one(call: dict[str, Any]) -> None:
@@ -522,7 +607,8 @@ class SAgent:
         try:
             async with anyio.create_task_group() as tg:
                 for call in calls:
-                    tg.start_soon(one, call)
+                    if call["id"] not in refused:
+                        tg.start_soon(one, call)
         finally:
             settled = []
             for call in calls:
@@ -579,3 +665,10 @@ class SAgent:
             "tool_call_id": tool_call_id,
             "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
         }
+
+
+def _internal(failure: BaseException) -> dict[str, Any]:
+    return SagentsError(
+        f"the agent loop failed: {failure!r}",
+        hint="this is a bug in sagents: report it with the log; the history is settled",
+    ).to_dict()
