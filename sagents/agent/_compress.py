@@ -28,15 +28,15 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from sagents.agent._chat_model import ChatModel, ModelRequest, complete
 from sagents.agent._events import HistoryCompressedEvent, HistoryCompressEvent
-from sagents.agent._model import ModelTurn, OpenAIChatModel
+from sagents.agent._messages import Message, TextPart
 from sagents.audit._store import default_data_dir
 from sagents.core._tokens import TokenCounter, default_token_counter
 from sagents.errors import InvalidArgumentsError, ModelError, SagentsError
@@ -91,7 +91,7 @@ class CompressionSettings:
     keep_recent_tokens: int | None = None
     summary_tokens: int | None = None
     summary_input_tokens: int = 30_000
-    model: OpenAIChatModel | None = None
+    model: ChatModel | None = None
     records_dir: Path | None = None
 
     def keep_tokens(self, budget: int | None) -> int:
@@ -232,7 +232,7 @@ class HistoryCompressor:
         self,
         run: RunState,
         *,
-        model: OpenAIChatModel,
+        model: ChatModel,
         budget: int | None,
         settings: CompressionSettings,
         system: Callable[[AgentSession], list[dict[str, Any]]],
@@ -356,13 +356,11 @@ class HistoryCompressor:
         ask = "Summarise this part of the conversation:\n\n" + transcript
         if focus:
             ask += f"\n\nKeep in particular: {focus}"
-        request = [{"role": "system", "content": _SUMMARY_PROMPT}, {"role": "user", "content": ask}]
-        turn: ModelTurn | None = None
-        async with aclosing(self._model.stream_turn(request)) as stream:
-            async for item in stream:
-                if isinstance(item, ModelTurn):
-                    turn = item
-        text = str((turn.message.get("content") if turn else None) or "").strip()
+        request = ModelRequest(
+            system_prompt=_SUMMARY_PROMPT,
+            messages=(Message(role="user", parts=(TextPart(text=ask),)),),
+        )
+        text = (await complete(self._model, request)).message.text.strip()
         if not text:
             raise ModelError(f"the model {self._model.model!r} answered an empty summary")
         cap = self._settings.summary_cap(self._budget)

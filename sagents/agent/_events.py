@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from sagents.agent._messages import Message
 from sagents.core.events import (
     ApprovalRequestEvent,
     ApprovalResultEvent,
@@ -136,6 +137,10 @@ class DoneEvent:
         error: The error (``{"code", "message", "hint", "details"}``) when ``reason`` is
             ``error``.
         turns: The model calls made.
+        history: The same history as :class:`~sagents.agent.Message` values, the form a
+            :class:`~sagents.agent.ChatModel` takes (``messages`` is its OpenAI rendering,
+            which has no place for provider-only parts such as reasoning signatures). Not in
+            :meth:`to_dict`, which carries ``messages``.
     """
 
     type: Literal["done"] = "done"
@@ -144,6 +149,7 @@ class DoneEvent:
     audit_status: Mapping[str, Any] = field(default_factory=dict)
     error: Mapping[str, Any] | None = None
     turns: int = 0
+    history: tuple[Message, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": "done", "reason", "messages", "audit_status", "error", "turns"}``."""

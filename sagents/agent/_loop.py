@@ -17,13 +17,22 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AsyncExitStack
 from typing import Any, Final
 
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
+from sagents.agent._chat_model import (
+    ChatModel,
+    Finish,
+    ModelRequest,
+    ModelSettings,
+    ReasoningDelta,
+    TextDelta,
+    close_stream,
+)
 from sagents.agent._compress import CompressionSettings, HistoryCompressor
 from sagents.agent._events import (
     AgentEvent,
@@ -34,7 +43,8 @@ from sagents.agent._events import (
     ReasoningDeltaEvent,
     UsageEvent,
 )
-from sagents.agent._model import ModelTurn, OpenAIChatModel, ReasoningDelta, TextDelta
+from sagents.agent._messages import Message, as_messages, as_openai_messages
+from sagents.agent._model import ModelTurn, model_from_string
 from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     EventApprover,
@@ -62,7 +72,7 @@ from sagents.agent._suggestion import (
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import ContextLengthError, NotAllowedError, SagentsError
+from sagents.errors import ContextLengthError, ModelError, NotAllowedError, SagentsError
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
@@ -107,7 +117,12 @@ class SAgent:
     """An agent: a model, a system prompt and a loop.
 
     Args:
-        model: The model client.
+        model: The model: any :class:`~sagents.agent.ChatModel` (``OpenAIChatModel``, a
+            ``ScriptedModel``'s ``chat_model()``, your own adapter), or a ``"provider:model"``
+            string (``openai:gpt-4.1-mini``; a bare name means ``openai:``), built with the
+            provider's usual variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+        model_settings: Settings of every model call (temperature, max tokens, parallel tool
+            calls, tool choice), the same for every adapter.
         system_prompt: The agent's instructions (the session's skills fragment is added).
         max_turns: Model calls one run may make; reaching it ends the run with
             ``done(reason="max_turns")``, every call settled.
@@ -147,8 +162,9 @@ class SAgent:
     def __init__(
         self,
         *,
-        model: OpenAIChatModel,
+        model: ChatModel | str,
         system_prompt: str = "",
+        model_settings: ModelSettings | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
         max_tool_calls_per_answer: int = DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
@@ -178,7 +194,8 @@ class SAgent:
                 f"max_tool_calls_per_answer must be at least 1, not {max_tool_calls_per_answer!r}"
             )
         check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
-        self.model = model
+        self.model: ChatModel = model_from_string(model) if isinstance(model, str) else model
+        self.model_settings = model_settings or ModelSettings()
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.max_parallel_tools = max_parallel_tools
@@ -202,7 +219,7 @@ class SAgent:
             None
             if workflow_select is False
             else WorkflowSelection(
-                workflows, how=workflow_select, threshold=workflow_threshold, model=model
+                workflows, how=workflow_select, threshold=workflow_threshold, model=self.model
             )
         )
         self.name = name
@@ -228,7 +245,7 @@ class SAgent:
 
     async def run_stream(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Message | Mapping[str, Any]],
         *,
         tool_manager: ToolProvider | None = None,
         skill_manager: SkillSource | None = None,
@@ -240,7 +257,8 @@ class SAgent:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
         Args:
-            messages: The history so far (OpenAI chat messages), without the system prompt.
+            messages: The history so far, without the system prompt: :class:`Message` values
+                or OpenAI-format chat messages (dicts), or both.
             tool_manager: The session's tools: a ``ToolProxy`` (used as it is, so a skill's
                 ``allowed-tools`` narrows it) or a ``ToolManager`` (wrapped in one).
             skill_manager: The session's skills (a ``SkillProxy``), if any: adds
@@ -261,7 +279,7 @@ class SAgent:
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
         state.questioner = questioner if questioner is not None else state.questioner
-        state.messages = settle_history(messages)
+        state.messages = settle_history(as_openai_messages(messages))
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``
@@ -285,6 +303,7 @@ class SAgent:
                 messages=tuple(settle_history(state.messages)),
                 audit_status=state.audit_status.snapshot(),
                 error=_internal(failure),
+                history=tuple(as_messages(state.messages)),
             )
 
     def as_tool(
@@ -437,6 +456,7 @@ class SAgent:
                     audit_status=state.audit_status.snapshot(),
                     error=error,
                     turns=run.turns,
+                    history=tuple(as_messages(state.messages)),
                 )
             )
 
@@ -497,17 +517,37 @@ class SAgent:
     async def _stream_turn(
         self, run: RunState, request: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelTurn:
-        turn: ModelTurn | None = None
-        async with aclosing(self.model.stream_turn(request, tools)) as stream:
+        system = [m for m in request if m.get("role") == "system"]
+        lead = len(system) if system == request[: len(system)] else 0
+        call = ModelRequest(
+            system_prompt="\n\n".join(str(m.get("content") or "") for m in request[:lead]),
+            messages=tuple(as_messages(request[lead:])),
+            tools=tuple(_spec_of(t) for t in tools),
+            settings=self.model_settings,
+        )
+        finish: Finish | None = None
+        stream = self.model.stream(call)
+        try:
             async for item in stream:
                 if isinstance(item, TextDelta):
                     await run.emit(MessageDeltaEvent(delta=item.text))
                 elif isinstance(item, ReasoningDelta):
                     await run.emit(ReasoningDeltaEvent(delta=item.text))
-                else:
-                    turn = item
-        assert turn is not None  # stream_turn always ends with a ModelTurn or raises
-        return turn
+                elif isinstance(item, Finish):
+                    finish = item
+        finally:
+            await close_stream(stream)
+        if finish is None:
+            raise ModelError(
+                f"the model {self.model.model!r} ended its answer without a finish",
+                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
+            )
+        response = finish.response
+        return ModelTurn(
+            message=response.message.to_openai(),
+            finish_reason=response.finish_reason,
+            usage=response.usage,
+        )
 
     def _too_many(self, count: int) -> ToolResult:
         cap = self.max_tool_calls_per_answer
@@ -672,3 +712,14 @@ def _internal(failure: BaseException) -> dict[str, Any]:
         f"the agent loop failed: {failure!r}",
         hint="this is a bug in sagents: report it with the log; the history is settled",
     ).to_dict()
+
+
+def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
+    """The offered tool (an OpenAI function export) as the seam's ``ToolSpec``: the name the
+    model calls and the exported schema."""
+    function = tool.get("function") or {}
+    return ToolSpec(
+        name=str(function.get("name") or ""),
+        description=str(function.get("description") or ""),
+        input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+    )

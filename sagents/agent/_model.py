@@ -2,7 +2,7 @@
 
 Built on the official ``openai`` SDK (``AsyncOpenAI``), so it talks to OpenAI, vLLM, Ollama, LM
 Studio, LiteLLM, DeepSeek, Qwen and every other server of that wire format (OpenAI API
-reference, "Chat Completions"). One :meth:`OpenAIChatModel.stream` call is one model turn: it
+reference, "Chat Completions"). One :meth:`OpenAIChatModel.stream_turn` call is one model turn: it
 yields :class:`TextDelta` pieces as the text arrives and ends with one :class:`ModelTurn` (the
 complete assistant message, with its ``tool_calls``, and the usage). ``stream=False`` asks for
 the whole answer at once (for servers that garble streamed tool-call deltas) and yields the same
@@ -36,6 +36,7 @@ import os
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -45,6 +46,21 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
+from sagents.agent._chat_model import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    finish_reason,
+)
+from sagents.agent._messages import Message
 from sagents.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -67,6 +83,7 @@ __all__ = [
     "ReasoningDelta",
     "TextDelta",
     "Usage",
+    "model_from_string",
     "retry_delay",
 ]
 
@@ -102,28 +119,6 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, vLLM; OpenRo
 
 
 @dataclass(frozen=True, kw_only=True)
-class Usage:
-    """Tokens of one model call, as the endpoint reported them."""
-
-    prompt_tokens: int
-    completion_tokens: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class TextDelta:
-    """A piece of the assistant's text, as it streams."""
-
-    text: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReasoningDelta:
-    """A piece of the model's reasoning (``reasoning_content``), as it streams."""
-
-    text: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class ModelTurn:
     """The end of one model call.
 
@@ -146,7 +141,7 @@ class ModelTurn:
         return list(self.message.get("tool_calls") or [])
 
 
-ModelEvent = TextDelta | ReasoningDelta | ModelTurn
+TurnEvent = TextDelta | ReasoningDelta | ModelTurn
 
 
 def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
@@ -359,8 +354,8 @@ class OpenAIChatModel:
                 raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
-        self.model = model or os.environ.get("SAGENTS_MODEL") or ""
-        self.stream = stream
+        self.model = _without_prefix(model or os.environ.get("SAGENTS_MODEL") or "")
+        self.streaming = stream  # `stream` is the seam's method
         self.timeout = timeout
         self.deadline = deadline
         self.max_retries = max_retries
@@ -393,9 +388,52 @@ class OpenAIChatModel:
         """Close the HTTP client."""
         await self.client.close()
 
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """One model call on the model seam (:class:`~sagents.agent.ChatModel`): the request
+        in the Chat Completions form, the answer as neutral events ending with a
+        :class:`~sagents.agent.Finish`. Tool-call events come once each call is complete."""
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        messages.extend(m.to_openai() for m in request.messages)
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": dict(spec.input_schema),
+                },
+            }
+            for spec in request.tools
+        ]
+        turn: ModelTurn | None = None
+        async with aclosing(self.stream_turn(messages, tools, request.settings)) as events:
+            async for event in events:
+                if isinstance(event, ModelTurn):
+                    turn = event
+                else:
+                    yield event
+        assert turn is not None  # stream_turn ends with a ModelTurn or raises
+        message = Message.from_openai(turn.message)
+        for index, call in enumerate(message.tool_calls):
+            yield ToolCallStart(index=index, id=call.id, name=call.name)
+            yield ToolCallArgumentsDelta(index=index, arguments=call.arguments)
+            yield ToolCallEnd(index=index, call=call)
+        if turn.usage is not None:
+            yield turn.usage
+        yield Finish(
+            response=ModelResponse(
+                message=message, finish_reason=finish_reason(turn.finish_reason), usage=turn.usage
+            )
+        )
+
     async def stream_turn(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
-    ) -> AsyncGenerator[ModelEvent, None]:
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
         """One model call: :class:`TextDelta` (and :class:`ReasoningDelta`) pieces, then one
         :class:`ModelTurn`.
 
@@ -418,13 +456,14 @@ class OpenAIChatModel:
         request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if tools:
             request["tools"] = list(tools)
+        request.update(_settings_fields(settings, has_tools=bool(tools)))
         if self.extra_body:
             request["extra_body"] = dict(self.extra_body)
         ends = math.inf if self.deadline is None else anyio.current_time() + self.deadline
         attempt = 0
         while True:
             try:
-                if self.stream:
+                if self.streaming:
                     stream = await self._bounded(
                         self.client.chat.completions.create(
                             **request, stream=True, stream_options={"include_usage": True}
@@ -516,7 +555,7 @@ class OpenAIChatModel:
             details={"limit": "timeout", "seconds": self.timeout},
         )
 
-    async def _read_stream(self, stream: Any, ends: float) -> AsyncIterator[ModelEvent]:
+    async def _read_stream(self, stream: Any, ends: float) -> AsyncIterator[TurnEvent]:
         accumulator = _Accumulator()
         chosen = False  # whether any chunk carried a choice
         passed_on = False  # whether a piece of the answer was yielded
@@ -563,8 +602,8 @@ class OpenAIChatModel:
             raise _Cut(cut)
         yield accumulator.turn()
 
-    def _take_choice(self, accumulator: _Accumulator, choice: Any) -> list[ModelEvent]:
-        events: list[ModelEvent] = []
+    def _take_choice(self, accumulator: _Accumulator, choice: Any) -> list[TurnEvent]:
+        events: list[TurnEvent] = []
         delta = choice.delta
         if delta is not None:
             for name in _REASONING_FIELDS:
@@ -599,7 +638,7 @@ class OpenAIChatModel:
             "retry the turn; if it keeps happening, check the server's logs and that "
             "SAGENTS_MODEL (--model) names a chat model it serves"
         )
-        if self.stream:  # llama-cpp-python answers a streamed tool choice with an empty body
+        if self.streaming:  # llama-cpp-python answers a streamed tool choice with an empty body
             hint += (
                 "; some servers cannot stream an answer with tool calls: ask for whole "
                 "answers with stream=False (--no-stream)"
@@ -695,8 +734,8 @@ def _error_text(error: openai.APIStatusError) -> str:
     return str(error.message)
 
 
-def _from_completion(completion: Any) -> list[ModelEvent]:
-    events: list[ModelEvent] = []
+def _from_completion(completion: Any) -> list[TurnEvent]:
+    events: list[TurnEvent] = []
     choice = completion.choices[0] if completion.choices else None
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish_reason = None
@@ -732,3 +771,52 @@ def _from_completion(completion: Any) -> list[ModelEvent]:
         )
     events.append(ModelTurn(message=message, finish_reason=finish_reason, usage=usage))
     return events
+
+
+def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:
+    """The Chat Completions fields of :class:`ModelSettings` (only those that are set)."""
+    if settings is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if settings.temperature is not None:
+        fields["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        fields["max_tokens"] = settings.max_tokens
+    if has_tools and settings.parallel_tool_calls is not None:
+        fields["parallel_tool_calls"] = settings.parallel_tool_calls
+    choice = settings.tool_choice
+    if has_tools and choice is not None:
+        named = {"type": "function", "function": {"name": choice}}
+        fields["tool_choice"] = choice if choice in ("auto", "none", "required") else named
+    return fields
+
+
+_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
+
+
+def _without_prefix(model: str) -> str:
+    provider, colon, name = model.partition(":")
+    return name if colon and provider == "openai" else model
+
+
+def model_from_string(spec: str | None = None, **options: Any) -> OpenAIChatModel:
+    """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
+
+    ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`, with
+    ``options``: ``base_url``, ``stream``, ...). ``openai-responses:``, ``anthropic:`` and
+    ``gemini:`` name adapters this version does not have yet.
+
+    Raises:
+        ModelConfigError: no model is named, or its provider has no adapter here.
+    """
+    spec = spec or os.environ.get("SAGENTS_MODEL") or ""
+    provider, colon, _name = spec.partition(":")
+    if colon and provider in _PROVIDERS and provider != "openai":
+        raise ModelConfigError(
+            f"model {spec!r} names the {provider!r} adapter, which this version of sagents "
+            "does not have yet",
+            hint="use a Chat Completions endpoint: openai:MODEL (or a bare MODEL name) with "
+            "OPENAI_BASE_URL pointing at a compatible server",
+            details={"provider": provider},
+        )
+    return OpenAIChatModel(_without_prefix(spec) or None, **options)

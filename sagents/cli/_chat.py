@@ -50,7 +50,8 @@ def chat(
         typer.Option("--config", "-c", help="The mcpServers file. Default: $SAGENTS_CONFIG."),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="The model name. Default: $SAGENTS_MODEL.")
+        str | None,
+        typer.Option("--model", help="The model: NAME or openai:NAME. Default: $SAGENTS_MODEL."),
     ] = None,
     base_url: Annotated[
         str | None,
@@ -83,7 +84,7 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import OpenAIChatModel, SAgent
+    from sagents.agent import SAgent, model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -94,7 +95,7 @@ def chat(
     except ValueError as error:
         raise _usage_error(str(error)) from None
     try:
-        chat_model = OpenAIChatModel(model, base_url=base_url, stream=not no_stream)
+        chat_model = model_from_string(model, base_url=base_url, stream=not no_stream)
     except ModelConfigError as error:
         raise _usage_error(error.message, error.hint) from None
     path = config_path(config)

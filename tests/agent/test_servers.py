@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ from sagents.agent import (
     CompressionSettings,
     HistoryCompressEvent,
     MessageDeltaEvent,
+    ModelEvent,
+    ModelRequest,
     ReasoningDeltaEvent,
     SAgent,
 )
@@ -498,13 +500,16 @@ class BrokenModel:
 
     model = "broken"
 
-    async def stream_turn(self, messages: Any, tools: Any = ()) -> Any:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         raise KeyError("a bug in an adapter")
         yield  # an async generator
 
+    async def aclose(self) -> None:
+        pass
+
 
 async def test_a_bug_below_the_loop_ends_the_run_with_done_error_never_a_raise() -> None:
-    agent = SAgent(model=BrokenModel(), run_script=False)  # type: ignore[arg-type]
+    agent = SAgent(model=BrokenModel(), run_script=False)
     done = done_of(await collect(agent, USER, tool_manager=ToolManager()))
     assert done.reason == "error"
     assert done.error is not None

@@ -307,4 +307,5 @@ def test_chat_offers_the_configured_builtins_that_need_no_sandbox_and_compresses
     assert "history.compress" in types
     assert "history.compressed" in types
     assert "You compress a conversation" in requests[2]["messages"][0]["content"]
-    assert requests[3]["messages"][0]["content"].startswith("[Summary of the earlier")
+    assert requests[3]["messages"][0] == {"role": "user", "content": "plan"}  # kept verbatim
+    assert requests[3]["messages"][1]["content"].startswith("[Summary of the earlier")
