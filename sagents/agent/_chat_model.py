@@ -12,7 +12,8 @@ else. ``OpenAIChatModel`` is the first adapter.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -34,6 +35,7 @@ __all__ = [
     "Usage",
     "close_stream",
     "complete",
+    "usage_sink",
 ]
 
 
@@ -201,8 +203,19 @@ def finish_reason(raw: str | None) -> FinishReason:
     return _FINISH_REASONS.get(raw or "", "other")
 
 
-async def complete(model: ChatModel, request: ModelRequest) -> ModelResponse:
-    """One model call, waited for whole: its :class:`ModelResponse`.
+UsageSink = Callable[[str, Usage], Awaitable[None]]
+"""Told the purpose and the usage of each model call :func:`complete` makes."""
+
+usage_sink: ContextVar[UsageSink | None] = ContextVar("sagents_usage_sink", default=None)
+"""Where :func:`complete` reports usage: the agent loop sets it for its run, so the calls of
+compression, tool selection and workflow selection are ``usage`` events too."""
+
+
+async def complete(
+    model: ChatModel, request: ModelRequest, *, purpose: str = "turn"
+) -> ModelResponse:
+    """One model call, waited for whole: its :class:`ModelResponse`; its usage goes to the
+    current :data:`usage_sink` with ``purpose``.
 
     Raises:
         ModelError: the call failed, or the adapter ended without a :class:`Finish`.
@@ -219,6 +232,9 @@ async def complete(model: ChatModel, request: ModelRequest) -> ModelResponse:
         await close_stream(events)
     if response is None:
         raise ModelError(f"the model {model.model!r} ended its answer without a finish")
+    sink = usage_sink.get()
+    if sink is not None and response.usage is not None:
+        await sink(purpose, response.usage)
     return response
 
 

@@ -360,7 +360,7 @@ class HistoryCompressor:
             system_prompt=_SUMMARY_PROMPT,
             messages=(Message(role="user", parts=(TextPart(text=ask),)),),
         )
-        text = (await complete(self._model, request)).message.text.strip()
+        text = (await complete(self._model, request, purpose="compression")).message.text.strip()
         if not text:
             raise ModelError(f"the model {self._model.model!r} answered an empty summary")
         cap = self._settings.summary_cap(self._budget)

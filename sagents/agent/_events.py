@@ -86,20 +86,29 @@ class MessageEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class UsageEvent:
-    """The tokens of one model call (``turn`` counts from 1)."""
+    """The tokens of one model call (``turn`` counts from 1); ``cached_tokens`` and
+    ``reasoning_tokens`` when the provider reported them, else None. ``purpose``: ``turn`` (a
+    call of the loop), ``compression``, ``tool_selection`` or ``workflow_selection``."""
 
     type: Literal["usage"] = "usage"
     turn: int
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    purpose: str = "turn"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "usage", "turn", "prompt_tokens", "completion_tokens"}``."""
+        """``{"type": "usage", "turn", "purpose", "prompt_tokens", "completion_tokens",
+        "cached_tokens", "reasoning_tokens"}``."""
         return {
             "type": self.type,
             "turn": self.turn,
+            "purpose": self.purpose,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
 
 

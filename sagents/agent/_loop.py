@@ -31,7 +31,9 @@ from sagents.agent._chat_model import (
     ModelSettings,
     ReasoningDelta,
     TextDelta,
+    Usage,
     close_stream,
+    usage_sink,
 )
 from sagents.agent._compress import CompressionSettings, HistoryCompressor
 from sagents.agent._events import (
@@ -461,6 +463,19 @@ class SAgent:
             )
 
     async def _turns(self, run: RunState) -> DoneReason:
+        """:meth:`_model_turns`, with the usage of every other model call of the run
+        (compression, tool and workflow selection) reported as ``usage`` events."""
+
+        async def report(purpose: str, usage: Usage) -> None:
+            await run.emit(_usage_event(run.turns, usage, purpose))
+
+        token = usage_sink.set(report)
+        try:
+            return await self._model_turns(run)
+        finally:
+            usage_sink.reset(token)
+
+    async def _model_turns(self, run: RunState) -> DoneReason:
         state = run.session
         if self.workflow_selection is not None:
             run.system_extra = await self.workflow_selection.select(run)
@@ -476,13 +491,7 @@ class SAgent:
             state.messages.append(message)
             await run.emit(MessageEvent(message=message))
             if turn.usage is not None:
-                await run.emit(
-                    UsageEvent(
-                        turn=run.turns,
-                        prompt_tokens=turn.usage.prompt_tokens,
-                        completion_tokens=turn.usage.completion_tokens,
-                    )
-                )
+                await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.get("tool_calls") or []
             if not calls:
                 return "stop"
@@ -722,4 +731,15 @@ def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
         name=str(function.get("name") or ""),
         description=str(function.get("description") or ""),
         input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+    )
+
+
+def _usage_event(turn: int, usage: Usage, purpose: str) -> UsageEvent:
+    return UsageEvent(
+        turn=turn,
+        purpose=purpose,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
     )

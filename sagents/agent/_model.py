@@ -569,10 +569,7 @@ class OpenAIChatModel:
                         break
                     chosen = chosen or bool(chunk.choices)
                     if chunk.usage is not None:
-                        accumulator.usage = Usage(
-                            prompt_tokens=chunk.usage.prompt_tokens or 0,
-                            completion_tokens=chunk.usage.completion_tokens or 0,
-                        )
+                        accumulator.usage = _usage(chunk.usage)
                     for choice in chunk.choices:
                         for event in self._take_choice(accumulator, choice):
                             passed_on = True
@@ -765,10 +762,7 @@ def _from_completion(completion: Any) -> list[TurnEvent]:
         events.append(TextDelta(text=message["content"]))
     usage = None
     if completion.usage is not None:
-        usage = Usage(
-            prompt_tokens=completion.usage.prompt_tokens or 0,
-            completion_tokens=completion.usage.completion_tokens or 0,
-        )
+        usage = _usage(completion.usage)
     events.append(ModelTurn(message=message, finish_reason=finish_reason, usage=usage))
     return events
 
@@ -820,3 +814,18 @@ def model_from_string(spec: str | None = None, **options: Any) -> OpenAIChatMode
             details={"provider": provider},
         )
     return OpenAIChatModel(_without_prefix(spec) or None, **options)
+
+
+def _usage(usage: Any) -> Usage:
+    """The usage the endpoint reported, with the cached and reasoning tokens when it says them
+    (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``)."""
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    cached = getattr(prompt_details, "cached_tokens", None)
+    reasoning = getattr(completion_details, "reasoning_tokens", None)
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=cached if isinstance(cached, int) else None,
+        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+    )

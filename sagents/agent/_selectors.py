@@ -132,9 +132,9 @@ def _known_names(names: Sequence[str], tools: Sequence[ToolSpec], k: int) -> lis
     return chosen[:k]
 
 
-async def _text_of(model: ChatModel, messages: list[dict[str, Any]]) -> str:
-    response = await complete(model, ModelRequest(messages=tuple(as_messages(messages))))
-    return response.message.text
+async def _text_of(model: ChatModel, messages: list[dict[str, Any]], purpose: str) -> str:
+    request = ModelRequest(messages=tuple(as_messages(messages)))
+    return (await complete(model, request, purpose=purpose)).message.text
 
 
 class LLMToolSelector:
@@ -177,7 +177,7 @@ class LLMToolSelector:
             {"role": "user", "content": f"Request:\n{query}\n\nTools:\n{listing}"},
         ]
         try:
-            text = await _text_of(self.model, messages)
+            text = await _text_of(self.model, messages, "tool_selection")
         except ModelError as error:
             logger.warning("tool suggestion: the selector call failed (%s); ranking offline", error)
             return await self.fallback.select(query, tools, k)
@@ -307,7 +307,7 @@ async def choose_workflow_with_model(
         {"role": "user", "content": f"Request:\n{query}\n\nWorkflows and skills:\n{listing}"},
     ]
     try:
-        text = await _text_of(model, messages)
+        text = await _text_of(model, messages, "workflow_selection")
     except ModelError as error:
         logger.warning("workflow_select: the model call failed (%s); choosing offline", error)
         return choose_workflow(query, workflows, skills, threshold=threshold)

@@ -2,7 +2,7 @@
 ``docs/agent.md``, "sagents chat").
 
 ``sagents chat [--config FILE] [--model M] [--base-url URL] [--mode ask|auto|read-only]
-[--skills DIR] [--json] [--prompt TEXT] [--no-stream]``
+[--skills DIR] [--json] [--prompt TEXT] [--no-stream] [--tool-choice C]``
 
 The model endpoint comes from ``--base-url``/``--model`` or ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY`` and ``SAGENTS_MODEL``. Text streams as it arrives; tool progress is shown by
@@ -72,6 +72,13 @@ def chat(
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Ask the model for whole answers.")
     ] = False,
+    tool_choice: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-choice",
+            help="auto, none, required, or a tool name (some servers ignore tools without it).",
+        ),
+    ] = None,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
     max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per turn.")] = 20,
     max_history_tokens: Annotated[
@@ -84,7 +91,7 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import SAgent, model_from_string
+    from sagents.agent import ModelSettings, SAgent, model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -117,6 +124,7 @@ def chat(
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
     agent = SAgent(
         model=chat_model,
+        model_settings=ModelSettings(tool_choice=tool_choice),
         system_prompt=system,
         max_turns=max_turns,
         max_history_tokens=max_history_tokens,

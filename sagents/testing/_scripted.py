@@ -94,6 +94,7 @@ class ScriptedReply:
             goes away or the server closes (to test cancellation mid-stream); when not
             streaming, answer nothing until the server closes (then HTTP 503).
         break_after_chunks: When streaming, break the connection after this many chunks.
+        delay: Seconds the server waits before it answers.
     """
 
     content: str | None = None
@@ -106,6 +107,7 @@ class ScriptedReply:
     completion_tokens: int = 5
     hang_after_chunks: int | None = None
     break_after_chunks: int | None = None
+    delay: float = 0.0
 
 
 WireEnd = Literal["close", "reset", "hang", "keepalive"]
@@ -215,13 +217,18 @@ class ScriptedModel:
             recorded answer played back as it was), a string (a text reply) or a
             :data:`ReplyFunction`; or one :data:`ReplyFunction` that answers every request.
             A request after the end of the script gets an HTTP 500 naming the problem.
+        port: The port on 127.0.0.1 (0, the default: a free one).
 
     Use as an async context manager; :attr:`base_url` is valid inside it.
     """
 
     def __init__(
-        self, script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction
+        self,
+        script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction,
+        *,
+        port: int = 0,
     ) -> None:
+        self._wanted_port = port
         self._script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction = (
             script
         )
@@ -276,7 +283,7 @@ class ScriptedModel:
         # Inherited by accepted connections: without it, Nagle's algorithm against the client's
         # delayed ACK adds ~40 ms to every whole (non-streamed) answer on loopback.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._wanted_port))
         sock.listen(128)
         sock.setblocking(False)
         self._port = int(sock.getsockname()[1])
@@ -343,6 +350,8 @@ class ScriptedModel:
         body = await request.json()
         self.requests.append(body)
         scripted = self._take(body)
+        if isinstance(scripted, ScriptedReply) and scripted.delay > 0:
+            await anyio.sleep(scripted.delay)  # the server's pace, as scripted
         if isinstance(scripted, WireReply):
             headers = {"content-type": "text/event-stream", **scripted.headers}
             return StreamingResponse(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sagents.agent import (
     ChatModel,
+    CompressionSettings,
     Finish,
     Message,
     ModelEvent,
@@ -28,6 +30,7 @@ from sagents.agent import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    UsageEvent,
     Workflow,
     choose_workflow_with_model,
     model_from_string,
@@ -274,3 +277,39 @@ def test_done_to_dict_stays_json_without_history() -> None:
 
     done = DoneEvent(reason="stop", messages=({"role": "user", "content": "x"},))
     assert json.loads(json.dumps(done.to_dict()))["messages"] == [{"role": "user", "content": "x"}]
+
+
+async def test_the_calls_of_selection_and_compression_are_usage_events_too(
+    tmp_path: Path,
+) -> None:
+    workflows = [
+        Workflow(name="release", description="ship a release of the package", steps=["tag"]),
+        Workflow(name="triage", description="sort the incoming bug reports", steps=["label"]),
+    ]
+    script = [
+        ScriptedReply(content='{"name": "triage"}', prompt_tokens=70, completion_tokens=7),
+        ScriptedReply(content="SUMMARY", prompt_tokens=200, completion_tokens=20),
+        ScriptedReply(content="sorted", prompt_tokens=90, completion_tokens=3),
+    ]
+    history = [
+        {"role": "user", "content": "sort these bug reports"},
+        {"role": "assistant", "content": "Which ones?"},
+        {"role": "user", "content": "the new ones, and sort these bug reports by area"},
+    ]
+    async with ScriptedModel(script) as server:
+        agent = SAgent(
+            model=server.chat_model(),
+            workflows=workflows,
+            workflow_select="model",
+            run_script=False,
+            max_history_tokens=40,
+            compression=CompressionSettings(keep_recent_tokens=5, records_dir=tmp_path),
+        )
+        events = await collect(agent, history, session_context=AUTO)
+    assert done_of(events).reason == "stop"
+    usage = [(e.purpose, e.prompt_tokens) for e in events if isinstance(e, UsageEvent)]
+    assert usage == [
+        ("workflow_selection", 70),
+        ("compression", 200),
+        ("turn", 90),
+    ]

@@ -24,6 +24,7 @@ from sagents.agent import (
     ModelRequest,
     ReasoningDeltaEvent,
     SAgent,
+    UsageEvent,
 )
 from sagents.agent._events import AgentEvent, DoneEvent
 from sagents.core.events import ApprovalRequestEvent
@@ -275,6 +276,26 @@ async def test_deepseek_reasoning_is_streamed_kept_and_sent_back_on_the_tool_cal
     assert sent["reasoning_content"] == "The user wants the weather; call get_weather."
     assert done.messages[-1]["content"] == "Sunny in Hangzhou."
     assert done.messages[-1]["reasoning_content"] == "Sunny, say so."
+
+
+async def test_usage_carries_cached_and_reasoning_tokens_when_reported() -> None:
+    usage = {
+        "prompt_tokens": 2006,
+        "completion_tokens": 300,
+        "total_tokens": 2306,
+        "prompt_tokens_details": {"cached_tokens": 1920},
+        "completion_tokens_details": {"reasoning_tokens": 64},
+    }
+    body = [
+        _chunk({"role": "assistant", "content": "hi"}),
+        _chunk({}, "stop"),
+        {**_chunk({}), "choices": [], "usage": usage},
+    ]
+    events, done, _model, _tools = await run([WireReply.from_json({"body": body, "done": True})])
+    assert done.reason == "stop"
+    (event,) = [e for e in events if isinstance(e, UsageEvent)]
+    assert (event.prompt_tokens, event.completion_tokens) == (2006, 300)
+    assert (event.cached_tokens, event.reasoning_tokens) == (1920, 64)
 
 
 # -- cut, stalled and truncated answers ---------------------------------------------------------
