@@ -267,7 +267,7 @@ def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         if message.get("role") == "tool":
             logger.warning("dropped a tool message that answers no call: %.200r", message)
             continue
-        if message.get("role") == "assistant" and message.get("tool_calls"):
+        if message.get("role") == "assistant":  # ids, arguments, content: as sent back
             message = normalise_assistant(message)
         settled.append(message)
         ids = [str(c["id"]) for c in message.get("tool_calls") or []]

@@ -142,6 +142,25 @@ async def test_a_null_content_would_get_a_500_from_llama_cpp_python_so_none_is_s
     assert all(isinstance(m["content"], str) for m in model.requests[1]["messages"])
 
 
+async def test_an_input_history_with_null_content_is_sent_with_strings() -> None:
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "k1", "function": {"name": "get_weather", "arguments": ""}}],
+        },
+        {"role": "tool", "tool_call_id": "k1", "content": "sunny"},
+        {"role": "user", "content": "and now?"},
+    ]
+    _events, done, model, _tools = await run(["fine"], messages=history)
+    assert done.reason == "stop"
+    sent = model.requests[0]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "assistant"] == ["", ""]
+    assert sent[2]["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
 async def test_a_validation_500_is_not_retried_and_does_not_say_try_again_later() -> None:
     _events, done, model, _tools = await run(
         wire("llama_cpp_python_null_content_500") * 4, model_options={"max_retries": 3}
