@@ -143,7 +143,7 @@ async def test_a_null_content_would_get_a_500_from_llama_cpp_python_so_none_is_s
 
 
 async def test_an_input_history_with_null_content_is_sent_with_strings() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None},
         {
