@@ -61,6 +61,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
         ├── ModelNotFoundError          model_not_found
         ├── ContextLengthError          context_length_exceeded
         ├── ModelUnavailableError       model_unavailable
+        ├── ModelQuotaError             model_quota_exhausted
+        ├── ModelTimeoutError           model_timeout
         └── ModelStreamError            model_stream_broken
 
 Catch the narrowest class you can act on; ``code`` is what crosses process boundaries.
@@ -88,7 +90,9 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelNotFoundError",
+    "ModelQuotaError",
     "ModelStreamError",
+    "ModelTimeoutError",
     "ModelUnavailableError",
     "NotAllowedError",
     "PathNotAllowedError",
@@ -546,6 +550,20 @@ class ModelUnavailableError(ModelError):
     """The endpoint kept failing (429, 5xx, connection errors) after every retry."""
 
     code = "model_unavailable"
+
+
+class ModelQuotaError(ModelError):
+    """The account behind the key has no quota or credit left (HTTP 429 ``insufficient_quota``
+    and the like): waiting does not help, so it is never retried."""
+
+    code = "model_quota_exhausted"
+
+
+class ModelTimeoutError(ModelError):
+    """A model call sent nothing for its idle timeout (keep-alive comments do not count), or
+    passed its overall deadline (``details["limit"]``: which, ``details["seconds"]``)."""
+
+    code = "model_timeout"
 
 
 class ModelStreamError(ModelError):

@@ -34,6 +34,7 @@ PUBLIC_MODULES = (
     "sagents.agent",
     "sagents.cli",
     "sagents.testing",
+    "sagents.testing.serve",
     "sagents.demo",
     "sagents.mcp_servers",
     # the documented import paths of the tool layer (docs/tools.md)

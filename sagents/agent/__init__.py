@@ -1,10 +1,23 @@
-"""sagents.agent: the agent loop (``SAgent.run_stream``) on any OpenAI-compatible model.
+"""sagents.agent: the agent loop (``SAgent.run_stream``) on any model behind the model seam
+(``ChatModel`` over provider-neutral ``Message`` values; ``OpenAIChatModel`` is its adapter for
+OpenAI-compatible Chat Completions endpoints).
 
 ``from sagents.agent import SAgent, OpenAIChatModel`` is the public path. The loop sits beside
 the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the tool layer's
 one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
+from sagents.agent._chat_model import (
+    ChatModel,
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from sagents.agent._compress import CompressionSettings
 from sagents.agent._events import (
     AgentEvent,
@@ -16,11 +29,28 @@ from sagents.agent._events import (
     MessageEvent,
     QuestionnaireRequestEvent,
     QuestionnaireResultEvent,
+    ReasoningDeltaEvent,
     UsageEvent,
     WorkflowSelectedEvent,
 )
 from sagents.agent._loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
-from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta, Usage
+from sagents.agent._messages import (
+    Message,
+    Part,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+)
+from sagents.agent._model import (
+    ModelTurn,
+    OpenAIChatModel,
+    ReasoningDelta,
+    TextDelta,
+    Usage,
+    model_from_string,
+)
 from sagents.agent._selectors import (
     EmbeddingsToolSelector,
     LLMToolSelector,
@@ -41,6 +71,7 @@ from sagents.agent._suggest import (
     select_workflow,
     suggest_tools,
 )
+from sagents.core._spec import ToolSpec
 
 __all__ = [
     "AGENT_SESSION_KEY",
@@ -49,23 +80,42 @@ __all__ = [
     "AgentEvent",
     "AgentSession",
     "AuditStatus",
+    "ChatModel",
     "CompressionSettings",
     "DoneEvent",
     "DoneReason",
     "EmbeddingsToolSelector",
+    "Finish",
     "HistoryCompressEvent",
     "HistoryCompressedEvent",
     "LLMToolSelector",
+    "Message",
     "MessageDeltaEvent",
     "MessageEvent",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
     "ModelTurn",
     "OfflineToolSelector",
     "OpenAIChatModel",
+    "Part",
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",
+    "ReasoningDelta",
+    "ReasoningDeltaEvent",
+    "ReasoningPart",
+    "Role",
     "SAgent",
     "TextDelta",
+    "TextPart",
+    "ToolCall",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolResultPart",
     "ToolSelector",
+    "ToolSpec",
     "Usage",
     "UsageEvent",
     "Workflow",
@@ -74,6 +124,7 @@ __all__ = [
     "choose_workflow",
     "choose_workflow_with_model",
     "current_agent_session",
+    "model_from_string",
     "select_workflow",
     "suggest_tools",
 ]

@@ -12,8 +12,10 @@ project's token counter), or when the model calls ``compress_history``, the loop
 4. restores what must survive in the summary message: each loaded skill's instructions (as
    ``load_skill`` gave them), the session's task list (``todo_read``, when the session has it)
    and the tools a suggestion step picked or expanded (``audit_status``);
-5. replaces the older part with that one message, records what it dropped (a JSON file in the
-   session's records folder) and says so: a ``history.compressed`` event.
+5. replaces the older part with the user's own messages of it, verbatim (the task that started
+   the run and every later instruction: a summary never replaces them), and that one message;
+   records what it dropped (a JSON file in the session's records folder) and says so: a
+   ``history.compressed`` event.
 
 A model failure while summarising leaves the history untouched; ``history.compressed`` then has
 ``ok=false`` and the error.
@@ -26,15 +28,15 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from sagents.agent._chat_model import ChatModel, ModelRequest, complete
 from sagents.agent._events import HistoryCompressedEvent, HistoryCompressEvent
-from sagents.agent._model import ModelTurn, OpenAIChatModel
+from sagents.agent._messages import Message, TextPart
 from sagents.audit._store import default_data_dir
 from sagents.core._tokens import TokenCounter, default_token_counter
 from sagents.errors import InvalidArgumentsError, ModelError, SagentsError
@@ -54,7 +56,7 @@ __all__ = [
     "split_history",
 ]
 
-CompressionReason = Literal["budget", "requested"]
+CompressionReason = Literal["budget", "requested", "context_length"]
 
 SUMMARY_PREFIX: Final = "[Summary of the earlier conversation]"
 _SUMMARY_PROMPT: Final = (
@@ -89,7 +91,7 @@ class CompressionSettings:
     keep_recent_tokens: int | None = None
     summary_tokens: int | None = None
     summary_input_tokens: int = 30_000
-    model: OpenAIChatModel | None = None
+    model: ChatModel | None = None
     records_dir: Path | None = None
 
     def keep_tokens(self, budget: int | None) -> int:
@@ -177,6 +179,16 @@ def _render(message: Mapping[str, Any], tokens: int, counter: TokenCounter) -> s
     return text
 
 
+def _users_own(dropped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The user's messages of the dropped part, verbatim (not earlier summaries)."""
+    return [
+        dict(m)
+        for m in dropped
+        if m.get("role") == "user"
+        and not (isinstance(m.get("content"), str) and m["content"].startswith(SUMMARY_PREFIX))
+    ]
+
+
 def _skill_name(call: Mapping[str, Any]) -> str | None:
     function = call.get("function") or {}
     if function.get("name") != "load_skill":
@@ -220,7 +232,7 @@ class HistoryCompressor:
         self,
         run: RunState,
         *,
-        model: OpenAIChatModel,
+        model: ChatModel,
         budget: int | None,
         settings: CompressionSettings,
         system: Callable[[AgentSession], list[dict[str, Any]]],
@@ -321,7 +333,9 @@ class HistoryCompressor:
         )
         if messages is not state.messages or len(messages) < cut:
             raise RuntimeError("the history changed while it was being compressed")
-        messages[start:cut] = [{"role": "user", "content": content}]  # in place: the run holds it
+        # the user's own messages stay as they were, before the summary (in place: the run
+        # holds the list)
+        messages[start:cut] = [*_users_own(dropped), {"role": "user", "content": content}]
         report.update(compressed=True, tokens_after=self.request_tokens(), record=str(record))
         await self._run.emit(
             HistoryCompressedEvent(
@@ -342,13 +356,11 @@ class HistoryCompressor:
         ask = "Summarise this part of the conversation:\n\n" + transcript
         if focus:
             ask += f"\n\nKeep in particular: {focus}"
-        request = [{"role": "system", "content": _SUMMARY_PROMPT}, {"role": "user", "content": ask}]
-        turn: ModelTurn | None = None
-        async with aclosing(self._model.stream_turn(request)) as stream:
-            async for item in stream:
-                if isinstance(item, ModelTurn):
-                    turn = item
-        text = str((turn.message.get("content") if turn else None) or "").strip()
+        request = ModelRequest(
+            system_prompt=_SUMMARY_PROMPT,
+            messages=(Message(role="user", parts=(TextPart(text=ask),)),),
+        )
+        text = (await complete(self._model, request, purpose="compression")).message.text.strip()
         if not text:
             raise ModelError(f"the model {self._model.model!r} answered an empty summary")
         cap = self._settings.summary_cap(self._budget)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from sagents.agent._messages import Message
 from sagents.core.events import (
     ApprovalRequestEvent,
     ApprovalResultEvent,
@@ -35,6 +36,7 @@ __all__ = [
     "MessageEvent",
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",
+    "ReasoningDeltaEvent",
     "UsageEvent",
     "WorkflowSelectedEvent",
 ]
@@ -57,6 +59,19 @@ class MessageDeltaEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReasoningDeltaEvent:
+    """A piece of the model's reasoning as it streams (``reasoning_content`` of DeepSeek,
+    vLLM, ...); kept in the assistant message's ``reasoning_content``, never in its text."""
+
+    type: Literal["reasoning.delta"] = "reasoning.delta"
+    delta: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "reasoning.delta", "delta": ...}``."""
+        return {"type": self.type, "delta": self.delta}
+
+
+@dataclass(frozen=True, kw_only=True)
 class MessageEvent:
     """A complete OpenAI-format message appended to the history: the assistant's (with its
     ``tool_calls``) or a ``role: tool`` result."""
@@ -71,20 +86,29 @@ class MessageEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class UsageEvent:
-    """The tokens of one model call (``turn`` counts from 1)."""
+    """The tokens of one model call (``turn`` counts from 1); ``cached_tokens`` and
+    ``reasoning_tokens`` when the provider reported them, else None. ``purpose``: ``turn`` (a
+    call of the loop), ``compression``, ``tool_selection`` or ``workflow_selection``."""
 
     type: Literal["usage"] = "usage"
     turn: int
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    purpose: str = "turn"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "usage", "turn", "prompt_tokens", "completion_tokens"}``."""
+        """``{"type": "usage", "turn", "purpose", "prompt_tokens", "completion_tokens",
+        "cached_tokens", "reasoning_tokens"}``."""
         return {
             "type": self.type,
             "turn": self.turn,
+            "purpose": self.purpose,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
 
 
@@ -122,6 +146,10 @@ class DoneEvent:
         error: The error (``{"code", "message", "hint", "details"}``) when ``reason`` is
             ``error``.
         turns: The model calls made.
+        history: The same history as :class:`~sagents.agent.Message` values, the form a
+            :class:`~sagents.agent.ChatModel` takes (``messages`` is its OpenAI rendering,
+            which has no place for provider-only parts such as reasoning signatures). Not in
+            :meth:`to_dict`, which carries ``messages``.
     """
 
     type: Literal["done"] = "done"
@@ -130,6 +158,7 @@ class DoneEvent:
     audit_status: Mapping[str, Any] = field(default_factory=dict)
     error: Mapping[str, Any] | None = None
     turns: int = 0
+    history: tuple[Message, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": "done", "reason", "messages", "audit_status", "error", "turns"}``."""
@@ -148,8 +177,9 @@ class HistoryCompressEvent:
     """Older turns are about to be summarised (sent before the summary is asked for).
 
     Attributes:
-        reason: ``budget`` (the request passed ``max_history_tokens``) or ``requested`` (the
-            model called ``compress_history``).
+        reason: ``budget`` (the request passed ``max_history_tokens``), ``requested`` (the
+            model called ``compress_history``) or ``context_length`` (the model refused the
+            request as too long).
         messages: Messages in the history. dropped: those to be summarised. kept: the latest,
             kept as they are.
         tokens_before: Tokens of the request (system prompt and history).
@@ -290,6 +320,7 @@ class QuestionnaireResultEvent:
 
 AgentEvent: TypeAlias = (
     MessageDeltaEvent
+    | ReasoningDeltaEvent
     | MessageEvent
     | UsageEvent
     | WorkflowSelectedEvent

@@ -17,13 +17,24 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AsyncExitStack
 from typing import Any, Final
 
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
+from sagents.agent._chat_model import (
+    ChatModel,
+    Finish,
+    ModelRequest,
+    ModelSettings,
+    ReasoningDelta,
+    TextDelta,
+    Usage,
+    close_stream,
+    usage_sink,
+)
 from sagents.agent._compress import CompressionSettings, HistoryCompressor
 from sagents.agent._events import (
     AgentEvent,
@@ -31,9 +42,11 @@ from sagents.agent._events import (
     DoneReason,
     MessageDeltaEvent,
     MessageEvent,
+    ReasoningDeltaEvent,
     UsageEvent,
 )
-from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent._messages import Message, as_messages, as_openai_messages
+from sagents.agent._model import ModelTurn, model_from_string
 from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     EventApprover,
@@ -61,7 +74,7 @@ from sagents.agent._suggestion import (
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import NotAllowedError, SagentsError
+from sagents.errors import ContextLengthError, ModelError, NotAllowedError, SagentsError
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
@@ -73,7 +86,12 @@ from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.questions import Questioner, bind_questioner, current_questioner
 
-__all__ = ["DEFAULT_MAX_PARALLEL_TOOLS", "DEFAULT_MAX_TURNS", "SAgent"]
+__all__ = [
+    "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_TOOL_CALLS_PER_ANSWER",
+    "DEFAULT_MAX_TURNS",
+    "SAgent",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,20 +101,37 @@ DEFAULT_MAX_TURNS = 20
 DEFAULT_MAX_PARALLEL_TOOLS = 8
 """Tool calls of one assistant message that run at the same time."""
 
+DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
+"""Tool calls of one assistant message that run at all; the rest are settled with an error."""
+
 _EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
 _CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
+_TRUNCATED: Final = ToolResult.from_error(
+    "output_truncated",
+    "this call was not run: your answer was cut by the output token limit "
+    "(finish_reason: length) before its tool calls were complete",
+    hint="Make the call again with shorter arguments, or split the work into smaller calls.",
+)
 
 
 class SAgent:
     """An agent: a model, a system prompt and a loop.
 
     Args:
-        model: The model client.
+        model: The model: any :class:`~sagents.agent.ChatModel` (``OpenAIChatModel``, a
+            ``ScriptedModel``'s ``chat_model()``, your own adapter), or a ``"provider:model"``
+            string (``openai:gpt-4.1-mini``; a bare name means ``openai:``), built with the
+            provider's usual variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+        model_settings: Settings of every model call (temperature, max tokens, parallel tool
+            calls, tool choice), the same for every adapter.
         system_prompt: The agent's instructions (the session's skills fragment is added).
         max_turns: Model calls one run may make; reaching it ends the run with
             ``done(reason="max_turns")``, every call settled.
         max_parallel_tools: Tool calls of one answer that run at once.
+        max_tool_calls_per_answer: Tool calls of one answer that run at all (each asked about
+            as its permission says); the calls past it are not run and are settled with a
+            ``too_many_tool_calls`` error that tells the model the limit.
         tool_timeout: Seconds one tool call may take; the tool layer's default when None.
         max_tool_result_tokens: Truncation of each tool result (the tool layer's default when
             None).
@@ -129,10 +164,12 @@ class SAgent:
     def __init__(
         self,
         *,
-        model: OpenAIChatModel,
+        model: ChatModel | str,
         system_prompt: str = "",
+        model_settings: ModelSettings | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        max_tool_calls_per_answer: int = DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
         tool_timeout: float | None = None,
         max_tool_result_tokens: int | None = None,
         run_script: bool = True,
@@ -154,11 +191,17 @@ class SAgent:
             raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, not {max_parallel_tools!r}")
+        if max_tool_calls_per_answer < 1:
+            raise ValueError(
+                f"max_tool_calls_per_answer must be at least 1, not {max_tool_calls_per_answer!r}"
+            )
         check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
-        self.model = model
+        self.model: ChatModel = model_from_string(model) if isinstance(model, str) else model
+        self.model_settings = model_settings or ModelSettings()
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.max_parallel_tools = max_parallel_tools
+        self.max_tool_calls_per_answer = max_tool_calls_per_answer
         self.tool_timeout = tool_timeout
         self.max_tool_result_tokens = max_tool_result_tokens
         self.run_script = run_script
@@ -178,7 +221,7 @@ class SAgent:
             None
             if workflow_select is False
             else WorkflowSelection(
-                workflows, how=workflow_select, threshold=workflow_threshold, model=model
+                workflows, how=workflow_select, threshold=workflow_threshold, model=self.model
             )
         )
         self.name = name
@@ -204,7 +247,7 @@ class SAgent:
 
     async def run_stream(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Message | Mapping[str, Any]],
         *,
         tool_manager: ToolProvider | None = None,
         skill_manager: SkillSource | None = None,
@@ -216,7 +259,8 @@ class SAgent:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
         Args:
-            messages: The history so far (OpenAI chat messages), without the system prompt.
+            messages: The history so far, without the system prompt: :class:`Message` values
+                or OpenAI-format chat messages (dicts), or both.
             tool_manager: The session's tools: a ``ToolProxy`` (used as it is, so a skill's
                 ``allowed-tools`` narrows it) or a ``ToolManager`` (wrapped in one).
             skill_manager: The session's skills (a ``SkillProxy``), if any: adds
@@ -237,22 +281,32 @@ class SAgent:
         state = session or self._session_for(context, tool_manager, skill_manager, approver)
         state.approver = approver if approver is not None else state.approver
         state.questioner = questioner if questioner is not None else state.questioner
-        state.messages = settle_history(messages)
+        state.messages = settle_history(as_openai_messages(messages))
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``
         # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
         driver = running_loop().create_task(self._drive(state, send))
+        ended = False
         try:
             async with receive:
                 async for event in receive:
+                    ended = ended or isinstance(event, DoneEvent)
                     yield event
         finally:
             driver.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([driver])
-        if not driver.cancelled() and driver.exception() is not None:
-            raise driver.exception()  # type: ignore[misc]  # a bug in the loop: never hide it
+        failure = None if driver.cancelled() else driver.exception()
+        if failure is not None and not ended:  # a bug in the loop: said, never raised
+            logger.error("the agent loop failed", exc_info=failure)
+            yield DoneEvent(
+                reason="error",
+                messages=tuple(settle_history(state.messages)),
+                audit_status=state.audit_status.snapshot(),
+                error=_internal(failure),
+                history=tuple(as_messages(state.messages)),
+            )
 
     def as_tool(
         self,
@@ -388,6 +442,9 @@ class SAgent:
                                 reason = await self._turns(run)
                             except SagentsError as failure:  # the model endpoint failed
                                 reason, error = "error", failure.to_dict()
+                            except Exception as failure:  # a bug: a clear error, not a raise
+                                logger.exception("the agent loop failed")
+                                reason, error = "error", _internal(failure)
                             finally:
                                 tg.cancel_scope.cancel()
                     finally:
@@ -401,10 +458,24 @@ class SAgent:
                     audit_status=state.audit_status.snapshot(),
                     error=error,
                     turns=run.turns,
+                    history=tuple(as_messages(state.messages)),
                 )
             )
 
     async def _turns(self, run: RunState) -> DoneReason:
+        """:meth:`_model_turns`, with the usage of every other model call of the run
+        (compression, tool and workflow selection) reported as ``usage`` events."""
+
+        async def report(purpose: str, usage: Usage) -> None:
+            await run.emit(_usage_event(run.turns, usage, purpose))
+
+        token = usage_sink.set(report)
+        try:
+            return await self._model_turns(run)
+        finally:
+            usage_sink.reset(token)
+
+    async def _model_turns(self, run: RunState) -> DoneReason:
         state = run.session
         if self.workflow_selection is not None:
             run.system_extra = await self.workflow_selection.select(run)
@@ -415,31 +486,86 @@ class SAgent:
             if state.run_compressor is not None:
                 await state.run_compressor.compress_if_over_budget()
             tools = await self._offered_tools(run)
-            request = [*self._system(state, run.system_extra), *state.messages]
-            turn: ModelTurn | None = None
-            async with aclosing(self.model.stream_turn(request, tools)) as stream:
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        await run.emit(MessageDeltaEvent(delta=item.text))
-                    else:
-                        turn = item
-            assert turn is not None  # stream_turn always ends with a ModelTurn or raises
+            turn = await self._model_turn(run, tools)
             message = normalise_assistant(turn.message)
             state.messages.append(message)
             await run.emit(MessageEvent(message=message))
             if turn.usage is not None:
-                await run.emit(
-                    UsageEvent(
-                        turn=run.turns,
-                        prompt_tokens=turn.usage.prompt_tokens,
-                        completion_tokens=turn.usage.completion_tokens,
-                    )
-                )
+                await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.get("tool_calls") or []
             if not calls:
                 return "stop"
+            if turn.finish_reason == "length":  # cut by the output limit: run none of it
+                await self._run_calls(
+                    run, calls, set(), refused=dict.fromkeys((c["id"] for c in calls), _TRUNCATED)
+                )
+                continue
+            cap = self.max_tool_calls_per_answer
+            refused = dict.fromkeys((c["id"] for c in calls[cap:]), self._too_many(len(calls)))
             offered = {t["function"]["name"] for t in tools}
-            await self._run_calls(run, calls, offered)
+            await self._run_calls(run, calls, offered, refused=refused)
+
+    async def _model_turn(self, run: RunState, tools: list[dict[str, Any]]) -> ModelTurn:
+        """One model call, its text and reasoning passed on as they stream. With automatic
+        compression on (``max_history_tokens``), a request the model finds too long is
+        compressed and sent once more."""
+        state = run.session
+        compressed = False
+        while True:
+            request = [*self._system(state, run.system_extra), *state.messages]
+            try:
+                return await self._stream_turn(run, request, tools)
+            except ContextLengthError:
+                if compressed or self.max_history_tokens is None or state.run_compressor is None:
+                    raise
+                report = await state.run_compressor.compress(reason="context_length")
+                if not report["compressed"]:
+                    raise
+                compressed = True
+
+    async def _stream_turn(
+        self, run: RunState, request: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelTurn:
+        system = [m for m in request if m.get("role") == "system"]
+        lead = len(system) if system == request[: len(system)] else 0
+        call = ModelRequest(
+            system_prompt="\n\n".join(str(m.get("content") or "") for m in request[:lead]),
+            messages=tuple(as_messages(request[lead:])),
+            tools=tuple(_spec_of(t) for t in tools),
+            settings=self.model_settings,
+        )
+        finish: Finish | None = None
+        stream = self.model.stream(call)
+        try:
+            async for item in stream:
+                if isinstance(item, TextDelta):
+                    await run.emit(MessageDeltaEvent(delta=item.text))
+                elif isinstance(item, ReasoningDelta):
+                    await run.emit(ReasoningDeltaEvent(delta=item.text))
+                elif isinstance(item, Finish):
+                    finish = item
+        finally:
+            await close_stream(stream)
+        if finish is None:
+            raise ModelError(
+                f"the model {self.model.model!r} ended its answer without a finish",
+                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
+            )
+        response = finish.response
+        return ModelTurn(
+            message=response.message.to_openai(),
+            finish_reason=response.finish_reason,
+            usage=response.usage,
+        )
+
+    def _too_many(self, count: int) -> ToolResult:
+        cap = self.max_tool_calls_per_answer
+        return ToolResult.from_error(
+            "too_many_tool_calls",
+            f"this call was not run: the answer made {count} tool calls and at most {cap} of "
+            "one answer run (SAgent max_tool_calls_per_answer)",
+            hint=f"Make at most {cap} calls in one answer; repeat the ones you still need.",
+        )
 
     async def _prepare(self, run: RunState, stack: AsyncExitStack) -> None:
         """Session set-up before the first turn: run_script, skills (``init_more``)."""
@@ -507,11 +633,19 @@ class SAgent:
         return await self.suggestion.offered(state, allowed, own, query=query)
 
     async def _run_calls(
-        self, run: RunState, calls: list[dict[str, Any]], offered: set[str]
+        self,
+        run: RunState,
+        calls: list[dict[str, Any]],
+        offered: set[str],
+        *,
+        refused: Mapping[str, ToolResult],
     ) -> None:
-        """Run one answer's tool calls and settle each exactly once, in call order."""
+        """Run one answer's tool calls and settle each exactly once, in call order; a call in
+        ``refused`` is not run: that result settles it."""
         state = run.session
-        results: dict[str, dict[str, Any]] = {}
+        results = {
+            call_id: self._tool_message(call_id, result) for call_id, result in refused.items()
+        }
         limiter = anyio.CapacityLimiter(self.max_parallel_tools)
 
         async def one(call: dict[str, Any]) -> None:
@@ -522,7 +656,8 @@ class SAgent:
         try:
             async with anyio.create_task_group() as tg:
                 for call in calls:
-                    tg.start_soon(one, call)
+                    if call["id"] not in refused:
+                        tg.start_soon(one, call)
         finally:
             settled = []
             for call in calls:
@@ -579,3 +714,32 @@ class SAgent:
             "tool_call_id": tool_call_id,
             "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
         }
+
+
+def _internal(failure: BaseException) -> dict[str, Any]:
+    return SagentsError(
+        f"the agent loop failed: {failure!r}",
+        hint="this is a bug in sagents: report it with the log; the history is settled",
+    ).to_dict()
+
+
+def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
+    """The offered tool (an OpenAI function export) as the seam's ``ToolSpec``: the name the
+    model calls and the exported schema."""
+    function = tool.get("function") or {}
+    return ToolSpec(
+        name=str(function.get("name") or ""),
+        description=str(function.get("description") or ""),
+        input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+    )
+
+
+def _usage_event(turn: int, usage: Usage, purpose: str) -> UsageEvent:
+    return UsageEvent(
+        turn=turn,
+        purpose=purpose,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+    )

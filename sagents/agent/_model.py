@@ -2,16 +2,28 @@
 
 Built on the official ``openai`` SDK (``AsyncOpenAI``), so it talks to OpenAI, vLLM, Ollama, LM
 Studio, LiteLLM, DeepSeek, Qwen and every other server of that wire format (OpenAI API
-reference, "Chat Completions"). One :meth:`OpenAIChatModel.stream` call is one model turn: it
+reference, "Chat Completions"). One :meth:`OpenAIChatModel.stream_turn` call is one model turn: it
 yields :class:`TextDelta` pieces as the text arrives and ends with one :class:`ModelTurn` (the
 complete assistant message, with its ``tool_calls``, and the usage). ``stream=False`` asks for
 the whole answer at once (for servers that garble streamed tool-call deltas) and yields the same
 sequence.
 
-Retries: HTTP 408, 409, 429 and 5xx, and connection errors before any answer arrived, are
-retried with exponential backoff (jittered, capped), waiting what ``Retry-After`` says when the
-server says it. 401/403, 404 and context-length errors are not retried and raise errors that
-say what to check.
+Retries: HTTP 408, 409, 429 and 5xx, and connection errors or a broken stream before any
+answer arrived, are retried with exponential backoff (jittered, capped), waiting what
+``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` says when the server says it; a
+wait longer than ``max_retry_wait`` ends the call with a clear error instead of retrying early.
+401/403, 404, context-length errors, an exhausted quota (429 ``insufficient_quota``) and a
+request the server rejects as invalid (a 4xx, or a 5xx whose body is a validation error) are
+not retried and raise errors that say what to check.
+
+Time: ``timeout`` bounds each wait for the next piece of the answer (SSE keep-alive comments do
+not count as a piece), ``deadline`` the whole call, retries included.
+
+What real servers send is accepted as the docs/agent.md table "Servers' quirks" lists: tool-call
+fragments that repeat the name or the id, change the id, carry cumulative arguments or a JSON
+object, lack an ``index``; ``reasoning_content`` / ``reasoning`` deltas (kept in the message as
+``reasoning_content``, which DeepSeek requires back on tool-call turns). A stream that ends
+without a ``finish_reason`` was cut and is never taken as an answer.
 """
 
 from __future__ import annotations
@@ -19,12 +31,14 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import os
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import httpx2 as httpx
@@ -32,55 +46,76 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
+from sagents.agent._chat_model import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    finish_reason,
+)
+from sagents.agent._messages import Message
 from sagents.errors import (
     ContextLengthError,
     ModelAuthError,
     ModelConfigError,
     ModelError,
     ModelNotFoundError,
+    ModelQuotaError,
     ModelStreamError,
+    ModelTimeoutError,
     ModelUnavailableError,
 )
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_WAIT_S",
+    "DEFAULT_MODEL_DEADLINE_S",
     "DEFAULT_MODEL_TIMEOUT_S",
     "ModelTurn",
     "OpenAIChatModel",
+    "ReasoningDelta",
     "TextDelta",
     "Usage",
+    "model_from_string",
     "retry_delay",
 ]
 
 DEFAULT_MODEL_TIMEOUT_S = 120.0
-"""Seconds one model request may take (connect, and between streamed bytes)."""
+"""Seconds one model request may wait for the connection, or for the next piece of the answer
+(SSE keep-alive comments do not count)."""
+
+DEFAULT_MODEL_DEADLINE_S = 600.0
+"""Seconds one model call may take in all, retries and their waits included."""
 
 DEFAULT_MAX_RETRIES = 4
 """Retries of a model request that failed with a retryable error."""
 
+DEFAULT_MAX_RETRY_WAIT_S = 60.0
+"""The longest wait before a retry that the call accepts (a server's ``Retry-After`` included)."""
+
 _RETRY_BASE_S = 0.5  # first backoff, doubled at each retry
-_RETRY_MAX_S = 30.0  # no wait between retries is longer, Retry-After included
+_BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _CONTEXT_LENGTH_MARKERS = ("context_length_exceeded", "context length", "maximum context")
+# Error codes of a 429 that waiting does not cure (OpenAI API reference, "Error codes").
+_NO_QUOTA_CODES = frozenset(
+    {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "access_terminated"}
+)
+# A 5xx whose body says this is a validation failure of the request: sending it again fails
+# again (llama-cpp-python's server answers 500 with pydantic's message, docs/agent.md).
+_INVALID_REQUEST_MARKERS = ("validation error", "input should be", "invalid_request_error")
 logger = logging.getLogger(__name__)
 
 _SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error
 _NO_KEY = "sagents-no-key"  # local servers (vLLM, Ollama) need no key; the SDK needs a string
-
-
-@dataclass(frozen=True, kw_only=True)
-class Usage:
-    """Tokens of one model call, as the endpoint reported them."""
-
-    prompt_tokens: int
-    completion_tokens: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class TextDelta:
-    """A piece of the assistant's text, as it streams."""
-
-    text: str
+_REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, vLLM; OpenRouter, Ollama
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +125,8 @@ class ModelTurn:
     Attributes:
         message: The assistant message in OpenAI format (``role``, ``content``, and
             ``tool_calls`` when there are any, each ``{"id", "type": "function", "function":
-            {"name", "arguments"}}`` with ``arguments`` the raw string the model sent).
+            {"name", "arguments"}}`` with ``arguments`` the string the model sent; and
+            ``reasoning_content`` when the model reasoned aloud).
         finish_reason: The endpoint's ``finish_reason`` (``stop``, ``tool_calls``, ``length``).
         usage: The tokens of the call, when the endpoint reported them.
     """
@@ -105,67 +141,170 @@ class ModelTurn:
         return list(self.message.get("tool_calls") or [])
 
 
-ModelEvent = TextDelta | ModelTurn
+TurnEvent = TextDelta | ReasoningDelta | ModelTurn
 
 
 def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
     """Seconds to wait before retry ``attempt`` (1 for the first retry).
 
-    ``Retry-After`` (seconds, or an HTTP date) wins when present; otherwise exponential backoff
-    from 0.5 s with full jitter. Never more than 30 s.
+    What the server asks wins when it is a usable number: ``retry-after-ms``, then
+    ``Retry-After`` in seconds or as an HTTP date (RFC 9110, section 10.2.3), not capped (the
+    caller refuses a wait longer than it accepts). A value that is neither (``abc``, ``nan``,
+    negative) is ignored. Otherwise exponential backoff from 0.5 s with full jitter, at most
+    30 s.
     """
-    if headers is not None:
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            try:
-                return min(max(float(value) / 1000.0, 0.0), _RETRY_MAX_S)
-            except ValueError:
-                pass
-        value = headers.get("retry-after")
-        if value is not None:
-            try:
-                return min(max(float(value), 0.0), _RETRY_MAX_S)
-            except ValueError:
-                parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
-                if parsed is not None:
-                    return min(max(parsed.timestamp() - time.time(), 0.0), _RETRY_MAX_S)
-    backoff = min(_RETRY_BASE_S * 2 ** (attempt - 1), _RETRY_MAX_S)
+    asked = _server_wait(headers) if headers is not None else None
+    if asked is not None:
+        return asked
+    backoff = min(_RETRY_BASE_S * 2 ** (attempt - 1), _BACKOFF_MAX_S)
     return random.uniform(backoff / 2, backoff)
+
+
+def _server_wait(headers: Mapping[str, str]) -> float | None:
+    candidates: list[tuple[str | None, float]] = [
+        (headers.get("retry-after-ms"), 1000.0),
+        (headers.get("retry-after"), 1.0),
+    ]
+    for value, per_second in candidates:
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / per_second
+        except ValueError:
+            seconds = _http_date_wait(value) if per_second == 1.0 else math.nan
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _http_date_wait(value: str) -> float:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return math.nan
+    return max(parsed.timestamp() - time.time(), 0.0)
+
+
+def _text_of(value: Any) -> str:
+    """A fragment as text: a JSON object some servers send where a string belongs becomes its
+    JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _is_whole_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except RecursionError:
+        return True  # complete enough to parse this deep: the tool layer refuses it clearly
+    except ValueError:
+        return False
+    return True
+
+
+def _extra(model: Any, name: str) -> Any:
+    """A field the SDK's type does not declare (pydantic keeps it in ``model_extra``)."""
+    extra = getattr(model, "model_extra", None)
+    return extra.get(name) if isinstance(extra, dict) else None
 
 
 @dataclass(kw_only=True)
 class _Accumulator:
-    """Builds the assistant message out of streamed deltas."""
+    """Builds the assistant message out of streamed deltas, as each server sends them."""
 
     text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
+    legacy: dict[str, str] = field(default_factory=lambda: {"name": "", "arguments": ""})
     _at: dict[int, dict[str, Any]] = field(default_factory=dict)  # the call of each index
+    _last: int | None = None  # the index of the latest fragment
 
     def add_tool_call_delta(self, delta: Any) -> None:
-        """Add one tool-call delta to the call of its ``index``; a delta bringing a new ``id``
-        at an index that already has a call starts a new call (some servers send every
-        parallel call at index 0, each with its own id)."""
-        index = int(delta.index or 0)
-        call = self._at.get(index)
-        if call is None or (delta.id and call["id"] and delta.id != call["id"]):
+        """Add one tool-call fragment to its call.
+
+        The call is the one of the fragment's ``index`` (the latest one when it has none). A
+        fragment starts a new call when it brings a function name and either a new ``id`` at
+        an index whose call is complete (some servers send every parallel call at index 0), or
+        no call is open there. A repeated name or id (llama-cpp-python repeats both in every
+        fragment) is not appended; a new id without a name (an id that changes across the
+        fragments of one call) renames the call; arguments that repeat what came before plus
+        more (cumulative, not deltas) replace it; arguments sent as a JSON object count as its
+        JSON text.
+        """
+        function = delta.function
+        name = _text_of(function.name) if function is not None else ""
+        arguments = _text_of(function.arguments) if function is not None else ""
+        index = getattr(delta, "index", None)
+        index = index if isinstance(index, int) else None
+        key = index if index is not None else self._last
+        call = self._at.get(key) if key is not None else None
+        if call is not None and name and delta.id and delta.id != call["id"]:
+            complete = _is_whole_json(call["function"]["arguments"])
+            if call["function"]["name"] != name or complete:
+                call = None  # a new call at the same index
+        if call is None and index is None and not name and self.calls:
+            call = self.calls[-1]  # a fragment without index or name continues the last call
+        if call is None:
             call = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-            self._at[index] = call
             self.calls.append(call)
-        if delta.id:
-            call["id"] = delta.id
-        if delta.function is not None:
-            if delta.function.name:
-                call["function"]["name"] += delta.function.name
-            if delta.function.arguments:
-                call["function"]["arguments"] += delta.function.arguments
+            if index is None:
+                key = -len(self.calls)  # its own key: later fragments without index find it
+        if key is None:
+            key = -len(self.calls)
+        self._at[key] = call
+        self._last = key
+        if delta.id and not call["id"]:
+            call["id"] = delta.id  # the first id a call got stays its id
+        if name and call["function"]["name"] != name:
+            call["function"]["name"] += name
+        if arguments:
+            so_far = call["function"]["arguments"]
+            if so_far and arguments.startswith(so_far):
+                call["function"]["arguments"] = arguments  # cumulative
+            else:
+                call["function"]["arguments"] = so_far + arguments
+
+    def add_legacy_call(self, function_call: Any) -> None:
+        """The deprecated ``function_call`` some servers send beside ``tool_calls``."""
+        if function_call is None:
+            return
+        name = _text_of(getattr(function_call, "name", None))
+        if name:
+            self.legacy["name"] = name
+        self.legacy["arguments"] += _text_of(getattr(function_call, "arguments", None))
 
     def turn(self) -> ModelTurn:
+        self._repair_from_legacy()
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = list(self.calls)
         return ModelTurn(message=message, finish_reason=self.finish_reason, usage=self.usage)
+
+    def _repair_from_legacy(self) -> None:
+        """llama-cpp-python's chatml-function-calling handler puts the first piece of the
+        arguments only into the legacy ``function_call`` of its first fragment: when the one
+        call's arguments are the legacy ones without their start, take the legacy ones."""
+        if len(self.calls) != 1 or self.legacy["name"] != self.calls[0]["function"]["name"]:
+            return
+        function = self.calls[0]["function"]
+        whole = self.legacy["arguments"]
+        if len(whole) > len(function["arguments"]) and whole.endswith(function["arguments"]):
+            function["arguments"] = whole
+
+
+class _Cut(Exception):
+    """A streamed answer broke off before anything of it was passed on (retryable)."""
+
+    def __init__(self, error: ModelError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class OpenAIChatModel:
@@ -178,14 +317,20 @@ class OpenAIChatModel:
         api_key: The key; ``OPENAI_API_KEY`` when None. May be left out for a local
             ``base_url`` that needs none.
         stream: Stream the answer (default); False asks for it whole, with the same events.
-        timeout: Seconds one request may take (see :data:`DEFAULT_MODEL_TIMEOUT_S`).
+        timeout: Seconds to wait for the connection and for each next piece of the answer;
+            SSE keep-alive comments do not count (see :data:`DEFAULT_MODEL_TIMEOUT_S`).
+        deadline: Seconds one call may take in all, retries included (see
+            :data:`DEFAULT_MODEL_DEADLINE_S`); None: no limit but ``timeout``.
         max_retries: Retries of a retryable failure (see the module docstring).
+        max_retry_wait: The longest wait before a retry the call accepts; a server asking for
+            more (``Retry-After``) ends the call with ``model_unavailable`` at once.
         extra_body: Extra JSON fields of every request (``temperature``, vendor options).
         client: An ``AsyncOpenAI`` to use instead of building one (its retries are left to it).
 
     Raises:
         ModelConfigError: no model name, or neither an endpoint nor a key: the message names
             the variables and options to set.
+        ValueError: a timeout, deadline or wait that is not a positive number.
     """
 
     def __init__(
@@ -196,13 +341,27 @@ class OpenAIChatModel:
         api_key: str | None = None,
         stream: bool = True,
         timeout: float = DEFAULT_MODEL_TIMEOUT_S,
+        deadline: float | None = DEFAULT_MODEL_DEADLINE_S,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT_S,
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncOpenAI | None = None,
     ) -> None:
-        self.model = model or os.environ.get("SAGENTS_MODEL") or ""
-        self.stream = stream
+        for label, value in (
+            ("timeout", timeout),
+            ("deadline", deadline),
+            ("max_retry_wait", max_retry_wait),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
+        self.model = _without_prefix(model or os.environ.get("SAGENTS_MODEL") or "")
+        self.streaming = stream  # `stream` is the seam's method
+        self.timeout = timeout
+        self.deadline = deadline
         self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
         self.extra_body = dict(extra_body or {})
         if not self.model:
             raise ModelConfigError(
@@ -231,10 +390,54 @@ class OpenAIChatModel:
         """Close the HTTP client."""
         await self.client.close()
 
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """One model call on the model seam (:class:`~sagents.agent.ChatModel`): the request
+        in the Chat Completions form, the answer as neutral events ending with a
+        :class:`~sagents.agent.Finish`. Tool-call events come once each call is complete."""
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        messages.extend(m.to_openai() for m in request.messages)
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": dict(spec.input_schema),
+                },
+            }
+            for spec in request.tools
+        ]
+        turn: ModelTurn | None = None
+        async with aclosing(self.stream_turn(messages, tools, request.settings)) as events:
+            async for event in events:
+                if isinstance(event, ModelTurn):
+                    turn = event
+                else:
+                    yield event
+        assert turn is not None  # stream_turn ends with a ModelTurn or raises
+        message = Message.from_openai(turn.message)
+        for index, call in enumerate(message.tool_calls):
+            yield ToolCallStart(index=index, id=call.id, name=call.name)
+            yield ToolCallArgumentsDelta(index=index, arguments=call.arguments)
+            yield ToolCallEnd(index=index, call=call)
+        if turn.usage is not None:
+            yield turn.usage
+        yield Finish(
+            response=ModelResponse(
+                message=message, finish_reason=finish_reason(turn.finish_reason), usage=turn.usage
+            )
+        )
+
     async def stream_turn(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
-    ) -> AsyncGenerator[TextDelta | ModelTurn, None]:
-        """One model call: :class:`TextDelta` pieces, then one :class:`ModelTurn`.
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """One model call: :class:`TextDelta` (and :class:`ReasoningDelta`) pieces, then one
+        :class:`ModelTurn`.
 
         Args:
             messages: The whole request history, system prompt first (OpenAI format).
@@ -244,26 +447,37 @@ class OpenAIChatModel:
             ModelAuthError: HTTP 401/403.
             ModelNotFoundError: HTTP 404.
             ContextLengthError: the request is too long for the model.
-            ModelUnavailableError: retryable failures outlasted the retries.
-            ModelStreamError: the streamed answer broke off.
+            ModelQuotaError: the account has no quota left (never retried).
+            ModelUnavailableError: retryable failures outlasted the retries, or the server
+                asked for a longer wait than ``max_retry_wait``.
+            ModelTimeoutError: nothing came for ``timeout`` seconds, or ``deadline`` passed.
+            ModelStreamError: the streamed answer broke off, or ended without a finish
+                reason, after part of it was passed on.
             ModelError: any other error answer.
         """
         request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if tools:
             request["tools"] = list(tools)
+        request.update(_settings_fields(settings, has_tools=bool(tools)))
         if self.extra_body:
             request["extra_body"] = dict(self.extra_body)
+        ends = math.inf if self.deadline is None else anyio.current_time() + self.deadline
         attempt = 0
         while True:
             try:
-                if self.stream:
-                    stream = await self.client.chat.completions.create(
-                        **request, stream=True, stream_options={"include_usage": True}
+                if self.streaming:
+                    stream = await self._bounded(
+                        self.client.chat.completions.create(
+                            **request, stream=True, stream_options={"include_usage": True}
+                        ),
+                        ends,
                     )
-                    async for event in self._read_stream(stream):
+                    async for event in self._read_stream(stream, ends):
                         yield event
                 else:
-                    completion = await self.client.chat.completions.create(**request)
+                    completion = await self._bounded(
+                        self.client.chat.completions.create(**request), ends
+                    )
                     if not isinstance(completion, ChatCompletion):
                         raise self._not_a_completion(completion)
                     if not completion.choices:
@@ -272,10 +486,10 @@ class OpenAIChatModel:
                         yield event
                 return
             except openai.APIStatusError as error:
-                if error.status_code not in _RETRYABLE_STATUS or attempt >= self.max_retries:
+                if not self._retryable(error) or attempt >= self.max_retries:
                     raise self._status_error(error) from error
                 attempt += 1
-                await anyio.sleep(retry_delay(attempt, error.response.headers))
+                await self._wait(retry_delay(attempt, error.response.headers), ends, error)
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
                 if attempt >= self.max_retries:
                     raise ModelUnavailableError(
@@ -284,43 +498,128 @@ class OpenAIChatModel:
                         details={"attempts": attempt + 1},
                     ) from error
                 attempt += 1
-                await anyio.sleep(retry_delay(attempt, None))
+                await self._wait(retry_delay(attempt, None), ends, error)
+            except _Cut as cut:
+                if attempt >= self.max_retries:
+                    raise cut.error from None
+                attempt += 1
+                await self._wait(retry_delay(attempt, None), ends, cut)
 
-    async def _read_stream(self, stream: Any) -> AsyncIterator[TextDelta | ModelTurn]:
+    async def _bounded(self, request: Any, ends: float) -> Any:
+        """Await the request, within the call's deadline."""
+        with anyio.move_on_after(ends - anyio.current_time()) as scope:
+            return await request
+        assert scope.cancelled_caught
+        self._past_deadline()
+
+    def _past_deadline(self) -> NoReturn:
+        raise ModelTimeoutError(
+            f"the model call to {self.base_url!r} passed its deadline of {self.deadline:g} s",
+            hint="raise OpenAIChatModel(deadline=...) for long answers, or check the server",
+            details={"limit": "deadline", "seconds": self.deadline},
+        )
+
+    async def _wait(self, seconds: float, ends: float, error: BaseException) -> None:
+        if seconds > self.max_retry_wait:
+            raise ModelUnavailableError(
+                f"the model endpoint {self.base_url!r} asks to wait {seconds:g} s before "
+                f"retrying, longer than the {self.max_retry_wait:g} s this call waits: {error}",
+                hint=(
+                    "try again later, or raise OpenAIChatModel(max_retry_wait=...) to wait "
+                    "that long"
+                ),
+                details={"retry_after": seconds},
+            ) from error
+        if anyio.current_time() + seconds > ends:
+            self._past_deadline()
+        await anyio.sleep(seconds)
+
+    def _retryable(self, error: openai.APIStatusError) -> bool:
+        if error.status_code not in _RETRYABLE_STATUS:
+            return False
+        if error.status_code == 429 and _no_quota(error):
+            return False
+        return not (error.status_code >= 500 and _is_invalid_request(error))
+
+    async def _next(self, chunks: AsyncIterator[Any], ends: float) -> Any:
+        """The next chunk, waiting at most ``timeout`` (keep-alive comments are not chunks)
+        and never past the deadline; raises StopAsyncIteration at the end."""
+        left = ends - anyio.current_time()
+        with anyio.move_on_after(min(self.timeout, left)) as scope:
+            return await chunks.__anext__()
+        assert scope.cancelled_caught
+        if left <= self.timeout:
+            self._past_deadline()
+        raise ModelTimeoutError(
+            f"the model endpoint {self.base_url!r} sent nothing of its answer for "
+            f"{self.timeout:g} s (keep-alive comments do not count)",
+            hint="raise OpenAIChatModel(timeout=...) for a slow server, or check the server",
+            details={"limit": "timeout", "seconds": self.timeout},
+        )
+
+    async def _read_stream(self, stream: Any, ends: float) -> AsyncIterator[TurnEvent]:
         accumulator = _Accumulator()
         chosen = False  # whether any chunk carried a choice
+        passed_on = False  # whether a piece of the answer was yielded
         try:
             async with stream:
-                async for chunk in stream:
+                chunks = stream.__aiter__()
+                while True:
+                    try:
+                        chunk = await self._next(chunks, ends)
+                    except StopAsyncIteration:
+                        break
                     chosen = chosen or bool(chunk.choices)
                     if chunk.usage is not None:
-                        accumulator.usage = Usage(
-                            prompt_tokens=chunk.usage.prompt_tokens or 0,
-                            completion_tokens=chunk.usage.completion_tokens or 0,
-                        )
+                        accumulator.usage = _usage(chunk.usage)
                     for choice in chunk.choices:
-                        delta = choice.delta
-                        if delta is not None and delta.content:
-                            accumulator.text.append(delta.content)
-                            yield TextDelta(text=delta.content)
-                        if delta is not None and delta.tool_calls:
-                            for call_delta in delta.tool_calls:
-                                accumulator.add_tool_call_delta(call_delta)
-                        if choice.finish_reason:
-                            accumulator.finish_reason = choice.finish_reason
+                        for event in self._take_choice(accumulator, choice):
+                            passed_on = True
+                            yield event
         except (httpx.HTTPError, openai.APIError, ValueError) as error:
             # ValueError: a server-sent event whose data is not JSON (json.JSONDecodeError)
             if isinstance(error, openai.APIStatusError):
                 raise
-            raise ModelStreamError(
+            broken = ModelStreamError(
                 f"the model's streamed answer from {self.base_url!r} broke off: {error!r}",
                 hint="retry the turn; if it keeps happening, try stream=False (--no-stream)",
-            ) from error
+            )
+            if passed_on or isinstance(error, ValueError):
+                raise broken from error
+            raise _Cut(broken) from error
         if not chosen:
             raise self._no_choices("a stream")
-        if accumulator.finish_reason is None:  # a server quirk: the stream itself ended well
-            logger.debug("the streamed answer from %r had no finish_reason", self.base_url)
+        if accumulator.finish_reason is None:
+            cut = ModelStreamError(
+                f"the model's streamed answer from {self.base_url!r} ended without a finish "
+                "reason: it was cut off, so it is not taken as an answer",
+                hint="retry the turn; if it keeps happening, check the server or any proxy "
+                "between (a finished answer ends with a finish_reason and data: [DONE])",
+            )
+            if passed_on:
+                raise cut
+            raise _Cut(cut)
         yield accumulator.turn()
+
+    def _take_choice(self, accumulator: _Accumulator, choice: Any) -> list[TurnEvent]:
+        events: list[TurnEvent] = []
+        delta = choice.delta
+        if delta is not None:
+            for name in _REASONING_FIELDS:
+                piece = _extra(delta, name)
+                if isinstance(piece, str) and piece:
+                    accumulator.reasoning.append(piece)
+                    events.append(ReasoningDelta(text=piece))
+                    break
+            if delta.content:
+                accumulator.text.append(delta.content)
+                events.append(TextDelta(text=delta.content))
+            for call_delta in delta.tool_calls or ():
+                accumulator.add_tool_call_delta(call_delta)
+            accumulator.add_legacy_call(delta.function_call)
+        if choice.finish_reason:
+            accumulator.finish_reason = choice.finish_reason
+        return events
 
     def _not_a_completion(self, answer: object) -> ModelError:
         shown = answer if isinstance(answer, str) else repr(answer)
@@ -334,13 +633,19 @@ class OpenAIChatModel:
         )
 
     def _no_choices(self, what: str) -> ModelError:
+        hint = (
+            "retry the turn; if it keeps happening, check the server's logs and that "
+            "SAGENTS_MODEL (--model) names a chat model it serves"
+        )
+        if self.streaming:  # llama-cpp-python answers a streamed tool choice with an empty body
+            hint += (
+                "; some servers cannot stream an answer with tool calls: ask for whole "
+                "answers with stream=False (--no-stream)"
+            )
         return ModelError(
             f"the model endpoint {self.base_url!r} answered {what} with no choices: "
             f"no text and no tool call came back for model {self.model!r}",
-            hint=(
-                "retry the turn; if it keeps happening, check the server's logs and that "
-                "SAGENTS_MODEL (--model) names a chat model it serves"
-            ),
+            hint=hint,
         )
 
     def _status_error(self, error: openai.APIStatusError) -> ModelError:
@@ -370,7 +675,14 @@ class OpenAIChatModel:
                 hint="start a new conversation, or shorten the history",
                 details=details,
             )
-        if status in _RETRYABLE_STATUS:
+        if status == 429 and _no_quota(error):
+            return ModelQuotaError(
+                f"the model endpoint {self.base_url!r} says the account has no quota left "
+                f"(HTTP 429): {text}",
+                hint="check the plan and billing of the account behind OPENAI_API_KEY",
+                details=details,
+            )
+        if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
             return ModelUnavailableError(
                 f"the model endpoint {self.base_url!r} kept failing (HTTP {status}) after "
                 f"{self.max_retries} retries: {text}",
@@ -378,39 +690,71 @@ class OpenAIChatModel:
                 details=details,
             )
         return ModelError(
-            f"the model endpoint {self.base_url!r} answered HTTP {status}: {text}",
+            f"the model endpoint {self.base_url!r} rejected the request (HTTP {status}): {text}",
+            hint=(
+                "sending it again would fail the same way: the server does not accept this "
+                'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
+            ),
             details=details,
         )
 
 
-def _error_text(error: openai.APIStatusError) -> str:
+def _error_body(error: openai.APIStatusError) -> dict[str, Any]:
+    """The ``error`` object of an error answer (the body itself when it has none)."""
     body = error.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
-            parts = [str(inner.get("message") or "")]
-            if inner.get("code"):
-                parts.append(f"[{inner['code']}]")
-            return " ".join(p for p in parts if p) or json.dumps(body)
+            return inner
+    return {}
+
+
+def _no_quota(error: openai.APIStatusError) -> bool:
+    body = _error_body(error)
+    return str(body.get("code") or body.get("type")) in _NO_QUOTA_CODES
+
+
+def _is_invalid_request(error: openai.APIStatusError) -> bool:
+    body = _error_body(error)
+    text = " ".join(str(body.get(key) or "") for key in ("message", "type", "code")).lower()
+    if not text.strip():
+        text = str(error.message).lower()
+    return any(marker in text for marker in _INVALID_REQUEST_MARKERS)
+
+
+def _error_text(error: openai.APIStatusError) -> str:
+    body = error.body
+    inner = _error_body(error)
+    if inner:
+        parts = [str(inner.get("message") or "")]
+        if inner.get("code"):
+            parts.append(f"[{inner['code']}]")
+        return " ".join(p for p in parts if p) or json.dumps(body)
     return str(error.message)
 
 
-def _from_completion(completion: Any) -> list[TextDelta | ModelTurn]:
-    events: list[TextDelta | ModelTurn] = []
+def _from_completion(completion: Any) -> list[TurnEvent]:
+    events: list[TurnEvent] = []
     choice = completion.choices[0] if completion.choices else None
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish_reason = None
     if choice is not None:
         finish_reason = choice.finish_reason
         message["content"] = choice.message.content or None
+        for name in _REASONING_FIELDS:
+            reasoning = _extra(choice.message, name)
+            if isinstance(reasoning, str) and reasoning:
+                message["reasoning_content"] = reasoning
+                events.append(ReasoningDelta(text=reasoning))
+                break
         if choice.message.tool_calls:
             message["tool_calls"] = [
                 {
                     "id": call.id,
                     "type": "function",
                     "function": {
-                        "name": call.function.name,
-                        "arguments": call.function.arguments or "",
+                        "name": _text_of(call.function.name),
+                        "arguments": _text_of(call.function.arguments),
                     },
                 }
                 for call in choice.message.tool_calls
@@ -420,9 +764,70 @@ def _from_completion(completion: Any) -> list[TextDelta | ModelTurn]:
         events.append(TextDelta(text=message["content"]))
     usage = None
     if completion.usage is not None:
-        usage = Usage(
-            prompt_tokens=completion.usage.prompt_tokens or 0,
-            completion_tokens=completion.usage.completion_tokens or 0,
-        )
+        usage = _usage(completion.usage)
     events.append(ModelTurn(message=message, finish_reason=finish_reason, usage=usage))
     return events
+
+
+def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:
+    """The Chat Completions fields of :class:`ModelSettings` (only those that are set)."""
+    if settings is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if settings.temperature is not None:
+        fields["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        fields["max_tokens"] = settings.max_tokens
+    if has_tools and settings.parallel_tool_calls is not None:
+        fields["parallel_tool_calls"] = settings.parallel_tool_calls
+    choice = settings.tool_choice
+    if has_tools and choice is not None:
+        named = {"type": "function", "function": {"name": choice}}
+        fields["tool_choice"] = choice if choice in ("auto", "none", "required") else named
+    return fields
+
+
+_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
+
+
+def _without_prefix(model: str) -> str:
+    provider, colon, name = model.partition(":")
+    return name if colon and provider == "openai" else model
+
+
+def model_from_string(spec: str | None = None, **options: Any) -> OpenAIChatModel:
+    """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
+
+    ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`, with
+    ``options``: ``base_url``, ``stream``, ...). ``openai-responses:``, ``anthropic:`` and
+    ``gemini:`` name adapters this version does not have yet.
+
+    Raises:
+        ModelConfigError: no model is named, or its provider has no adapter here.
+    """
+    spec = spec or os.environ.get("SAGENTS_MODEL") or ""
+    provider, colon, _name = spec.partition(":")
+    if colon and provider in _PROVIDERS and provider != "openai":
+        raise ModelConfigError(
+            f"model {spec!r} names the {provider!r} adapter, which this version of sagents "
+            "does not have yet",
+            hint="use a Chat Completions endpoint: openai:MODEL (or a bare MODEL name) with "
+            "OPENAI_BASE_URL pointing at a compatible server",
+            details={"provider": provider},
+        )
+    return OpenAIChatModel(_without_prefix(spec) or None, **options)
+
+
+def _usage(usage: Any) -> Usage:
+    """The usage the endpoint reported, with the cached and reasoning tokens when it says them
+    (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``)."""
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    cached = getattr(prompt_details, "cached_tokens", None)
+    reasoning = getattr(completion_details, "reasoning_tokens", None)
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=cached if isinstance(cached, int) else None,
+        reasoning_tokens=reasoning if isinstance(reasoning, int) else None,
+    )

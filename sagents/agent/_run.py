@@ -33,6 +33,7 @@ __all__ = [
     "as_proxy",
     "final_text",
     "forward_events",
+    "new_call_id",
     "normalise_assistant",
     "progress_hubs",
     "running_loop",
@@ -42,6 +43,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
+_CALL_ID_CHARS: Final = 9
 
 
 @dataclass(kw_only=True)
@@ -197,9 +199,27 @@ def progress_hubs(provider: ToolProvider) -> list[ProgressHub]:
     return list(found.values())
 
 
+def new_call_id() -> str:
+    """A tool-call id for a call the model sent without one: 9 characters of ``[a-z0-9]``,
+    the strictest rule a known server applies (Mistral's API refuses any other id)."""
+    return uuid.uuid4().hex[:_CALL_ID_CHARS]
+
+
+def _arguments_text(arguments: Any) -> str:
+    """Arguments as the wire wants them back: a JSON string, ``{}`` when empty."""
+    if arguments is None or arguments == "":
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
 def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The assistant message as the history keeps it: every tool call with a unique, non-empty
-    id (some servers send none, or repeat one), so that each can be settled."""
+    """The assistant message as the history keeps it and sends it back: every tool call with
+    a unique, non-empty id (some servers send none, or repeat one; the model's own ids are
+    kept), its arguments a JSON string (``{}`` for none: some servers refuse ``""``), and
+    ``content`` a string (``""`` rather than null or absent: llama-cpp-python's server refuses
+    every request holding a null, docs/agent.md "Servers' quirks")."""
     normalised = dict(message)
     calls = []
     seen: set[str] = set()
@@ -207,18 +227,18 @@ def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
         call = {**call, "function": dict(call.get("function") or {})}
         call_id = str(call.get("id") or "")
         if not call_id or call_id in seen:
-            call_id = f"call_{uuid.uuid4().hex[:16]}"
+            call_id = new_call_id()
         seen.add(call_id)
         call["id"] = call_id
         call.setdefault("type", "function")
-        call["function"].setdefault("arguments", "")
+        call["function"]["arguments"] = _arguments_text(call["function"].get("arguments"))
         calls.append(call)
     if calls:
         normalised["tool_calls"] = calls
     else:
         normalised.pop("tool_calls", None)
-        if normalised.get("content") is None:  # endpoints refuse an assistant message with neither
-            normalised["content"] = ""
+    if normalised.get("content") is None:  # endpoints refuse null content in a history
+        normalised["content"] = ""
     return normalised
 
 
@@ -247,7 +267,7 @@ def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         if message.get("role") == "tool":
             logger.warning("dropped a tool message that answers no call: %.200r", message)
             continue
-        if message.get("role") == "assistant" and message.get("tool_calls"):
+        if message.get("role") == "assistant":  # ids, arguments, content: as sent back
             message = normalise_assistant(message)
         settled.append(message)
         ids = [str(c["id"]) for c in message.get("tool_calls") or []]

@@ -25,7 +25,9 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from sagents.agent._model import ModelTurn, OpenAIChatModel, TextDelta
+from sagents.agent._chat_model import ChatModel, ModelRequest, complete
+from sagents.agent._messages import as_messages
+from sagents.agent._model import OpenAIChatModel
 from sagents.agent._ranking import (
     RankingIndex,
     cosines,
@@ -130,14 +132,9 @@ def _known_names(names: Sequence[str], tools: Sequence[ToolSpec], k: int) -> lis
     return chosen[:k]
 
 
-async def _text_of(model: OpenAIChatModel, messages: list[dict[str, Any]]) -> str:
-    parts: list[str] = []
-    async for event in model.stream_turn(messages):
-        if isinstance(event, TextDelta):
-            parts.append(event.text)
-        elif isinstance(event, ModelTurn) and not parts:
-            parts.append(str(event.message.get("content") or ""))
-    return "".join(parts)
+async def _text_of(model: ChatModel, messages: list[dict[str, Any]], purpose: str) -> str:
+    request = ModelRequest(messages=tuple(as_messages(messages)))
+    return (await complete(model, request, purpose=purpose)).message.text
 
 
 class LLMToolSelector:
@@ -155,7 +152,7 @@ class LLMToolSelector:
 
     def __init__(
         self,
-        model: OpenAIChatModel,
+        model: ChatModel,
         *,
         fallback: ToolSelector | None = None,
         max_candidates: int = DEFAULT_LLM_CANDIDATES,
@@ -180,7 +177,7 @@ class LLMToolSelector:
             {"role": "user", "content": f"Request:\n{query}\n\nTools:\n{listing}"},
         ]
         try:
-            text = await _text_of(self.model, messages)
+            text = await _text_of(self.model, messages, "tool_selection")
         except ModelError as error:
             logger.warning("tool suggestion: the selector call failed (%s); ranking offline", error)
             return await self.fallback.select(query, tools, k)
@@ -280,7 +277,7 @@ class EmbeddingsToolSelector:
 
 
 async def choose_workflow_with_model(
-    model: OpenAIChatModel,
+    model: ChatModel,
     query: str,
     workflows: Sequence[Workflow],
     skills: Skills = None,
@@ -310,7 +307,7 @@ async def choose_workflow_with_model(
         {"role": "user", "content": f"Request:\n{query}\n\nWorkflows and skills:\n{listing}"},
     ]
     try:
-        text = await _text_of(model, messages)
+        text = await _text_of(model, messages, "workflow_selection")
     except ModelError as error:
         logger.warning("workflow_select: the model call failed (%s); choosing offline", error)
         return choose_workflow(query, workflows, skills, threshold=threshold)

@@ -21,8 +21,8 @@ from typing import Literal, TypeAlias
 
 import anyio.to_thread
 
+from sagents.agent._chat_model import ChatModel
 from sagents.agent._events import WorkflowSelectedEvent
-from sagents.agent._model import OpenAIChatModel
 from sagents.agent._run import RunState
 from sagents.agent._selectors import choose_workflow_with_model
 from sagents.agent._suggest import (
@@ -62,7 +62,7 @@ class WorkflowSelection:
         *,
         how: WorkflowSelect,
         threshold: float = DEFAULT_WORKFLOW_THRESHOLD,
-        model: OpenAIChatModel | None = None,
+        model: ChatModel | None = None,
     ) -> None:
         if how not in (True, "offline", "model"):
             raise ValueError(f"workflow_select must be True, 'offline' or 'model', not {how!r}")

@@ -2,7 +2,7 @@
 ``docs/agent.md``, "sagents chat").
 
 ``sagents chat [--config FILE] [--model M] [--base-url URL] [--mode ask|auto|read-only]
-[--skills DIR] [--json] [--prompt TEXT] [--no-stream]``
+[--skills DIR] [--json] [--prompt TEXT] [--no-stream] [--tool-choice C]``
 
 The model endpoint comes from ``--base-url``/``--model`` or ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY`` and ``SAGENTS_MODEL``. Text streams as it arrives; tool progress is shown by
@@ -50,7 +50,8 @@ def chat(
         typer.Option("--config", "-c", help="The mcpServers file. Default: $SAGENTS_CONFIG."),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="The model name. Default: $SAGENTS_MODEL.")
+        str | None,
+        typer.Option("--model", help="The model: NAME or openai:NAME. Default: $SAGENTS_MODEL."),
     ] = None,
     base_url: Annotated[
         str | None,
@@ -71,6 +72,13 @@ def chat(
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Ask the model for whole answers.")
     ] = False,
+    tool_choice: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-choice",
+            help="auto, none, required, or a tool name (some servers ignore tools without it).",
+        ),
+    ] = None,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
     max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per turn.")] = 20,
     max_history_tokens: Annotated[
@@ -83,7 +91,7 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import OpenAIChatModel, SAgent
+    from sagents.agent import ModelSettings, SAgent, model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -94,7 +102,7 @@ def chat(
     except ValueError as error:
         raise _usage_error(str(error)) from None
     try:
-        chat_model = OpenAIChatModel(model, base_url=base_url, stream=not no_stream)
+        chat_model = model_from_string(model, base_url=base_url, stream=not no_stream)
     except ModelConfigError as error:
         raise _usage_error(error.message, error.hint) from None
     path = config_path(config)
@@ -116,6 +124,7 @@ def chat(
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
     agent = SAgent(
         model=chat_model,
+        model_settings=ModelSettings(tool_choice=tool_choice),
         system_prompt=system,
         max_turns=max_turns,
         max_history_tokens=max_history_tokens,

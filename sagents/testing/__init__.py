@@ -1,9 +1,10 @@
 """sagents.testing: test an agent without a real model.
 
 :class:`ScriptedModel` is a real OpenAI-compatible Chat Completions server on 127.0.0.1 that
-plays back a script of replies (streamed as server-sent events, or whole) and records every
-request it received, so an agent built on :class:`sagents.agent.OpenAIChatModel` (or any other
-OpenAI client) runs unchanged against it. See ``docs/agent.md``, "Testing an agent". Floor 6
+plays back a script of replies (streamed as server-sent events, or whole; a :class:`WireReply`
+plays a recorded answer back byte for byte) and records every request it received, so an agent
+built on :class:`sagents.agent.OpenAIChatModel` (or any other OpenAI client) runs unchanged
+against it. See ``docs/agent.md``, "Testing an agent". Floor 6
 of ``docs/architecture.md`` ("Layers"), beside the CLI.
 """
 
@@ -12,7 +13,9 @@ from sagents.testing._scripted import (
     ScriptedModel,
     ScriptedReply,
     ScriptedToolCall,
+    WireReply,
     http_error,
+    load_wire,
     reply,
     tool_call,
 )
@@ -22,7 +25,9 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedToolCall",
+    "WireReply",
     "http_error",
+    "load_wire",
     "reply",
     "tool_call",
 ]

@@ -23,8 +23,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
 import uvicorn
@@ -42,7 +43,9 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedToolCall",
+    "WireReply",
     "http_error",
+    "load_wire",
     "reply",
     "tool_call",
 ]
@@ -50,6 +53,7 @@ __all__ = [
 MODEL_NAME = "scripted-model"
 _CHUNK_CHARS = 8  # characters of text per streamed chunk
 _SHUTDOWN_S = 5.0  # seconds uvicorn may take to stop
+_KEEPALIVE_EVERY_S = 0.05  # the pace of a keep-alive trickle (what the server does, not a wait)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +94,7 @@ class ScriptedReply:
             goes away or the server closes (to test cancellation mid-stream); when not
             streaming, answer nothing until the server closes (then HTTP 503).
         break_after_chunks: When streaming, break the connection after this many chunks.
+        delay: Seconds the server waits before it answers.
     """
 
     content: str | None = None
@@ -102,9 +107,75 @@ class ScriptedReply:
     completion_tokens: int = 5
     hang_after_chunks: int | None = None
     break_after_chunks: int | None = None
+    delay: float = 0.0
 
 
-ReplyFunction = Callable[[dict[str, Any]], ScriptedReply]
+WireEnd = Literal["close", "reset", "hang", "keepalive"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WireReply:
+    """A recorded HTTP answer, played back as it was: the status, the headers and the body's
+    pieces, each written (and flushed) on its own, then an end.
+
+    Attributes:
+        status: The HTTP status.
+        headers: The response headers (``content-type`` is ``text/event-stream`` unless given).
+        body: The body's pieces in order, sent verbatim (``data: {...}`` events, SSE
+            comments, a JSON document, or nothing at all).
+        end: After the body: ``close`` ends the response cleanly; ``reset`` breaks the
+            connection (no end of the chunked body); ``hang`` sends nothing more until the
+            client goes away; ``keepalive`` trickles SSE comments (``: keep-alive``) until the
+            client goes away.
+    """
+
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: tuple[str, ...] = ()
+    end: WireEnd = "close"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WireReply:
+        """A reply from its JSON form: ``{"status", "headers", "body": [piece, ...], "done",
+        "end"}``; a piece is a string sent verbatim or an object sent as one SSE event
+        (``data: <its JSON>``); ``"done": true`` adds ``data: [DONE]`` after the pieces.
+
+        Raises:
+            ValueError: the form is not that (the message names the field).
+        """
+        pieces: list[str] = []
+        for piece in data.get("body") or ():
+            if isinstance(piece, str):
+                pieces.append(piece)
+            elif isinstance(piece, dict):
+                pieces.append(f"data: {json.dumps(piece, ensure_ascii=False)}\n\n")
+            else:
+                raise ValueError(f"a body piece is a string or an object, not {piece!r}")
+        if data.get("done"):
+            pieces.append("data: [DONE]\n\n")
+        end = data.get("end", "close")
+        if end not in ("close", "reset", "hang", "keepalive"):
+            raise ValueError(f"end is close, reset, hang or keepalive, not {end!r}")
+        headers = data.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise ValueError(f"headers is an object, not {headers!r}")
+        return cls(
+            status=int(data.get("status", 200)),
+            headers={str(k): str(v) for k, v in headers.items()},
+            body=tuple(pieces),
+            end=end,
+        )
+
+
+def load_wire(path: str | Path) -> list[WireReply]:
+    """The replies of a recorded exchange: a JSON file whose ``replies`` are
+    :meth:`WireReply.from_json` forms (its other keys, such as ``server`` and ``sources``,
+    describe the recording)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [WireReply.from_json(reply) for reply in data["replies"]]
+
+
+ReplyFunction = Callable[[dict[str, Any]], "ScriptedReply | WireReply"]
 """Builds the reply to a request from its JSON body (a ``FunctionModel``-style script step)."""
 
 
@@ -142,17 +213,25 @@ class ScriptedModel:
     """A Chat Completions server on 127.0.0.1 that answers from a script.
 
     Args:
-        script: The replies in order, each a :class:`ScriptedReply`, a string (a text reply) or
-            a :data:`ReplyFunction`; or one :data:`ReplyFunction` that answers every request.
+        script: The replies in order, each a :class:`ScriptedReply`, a :class:`WireReply` (a
+            recorded answer played back as it was), a string (a text reply) or a
+            :data:`ReplyFunction`; or one :data:`ReplyFunction` that answers every request.
             A request after the end of the script gets an HTTP 500 naming the problem.
+        port: The port on 127.0.0.1 (0, the default: a free one).
 
     Use as an async context manager; :attr:`base_url` is valid inside it.
     """
 
     def __init__(
-        self, script: Sequence[ScriptedReply | str | ReplyFunction] | ReplyFunction
+        self,
+        script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction,
+        *,
+        port: int = 0,
     ) -> None:
-        self._script: Sequence[ScriptedReply | str | ReplyFunction] | ReplyFunction = script
+        self._wanted_port = port
+        self._script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction = (
+            script
+        )
         self._next = 0
         self.requests: list[dict[str, Any]] = []
         """The JSON body of every request received, in order."""
@@ -204,7 +283,7 @@ class ScriptedModel:
         # Inherited by accepted connections: without it, Nagle's algorithm against the client's
         # delayed ACK adds ~40 ms to every whole (non-streamed) answer on loopback.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._wanted_port))
         sock.listen(128)
         sock.setblocking(False)
         self._port = int(sock.getsockname()[1])
@@ -250,7 +329,7 @@ class ScriptedModel:
 
     # -- the endpoint ---------------------------------------------------------------------------
 
-    def _take(self, body: dict[str, Any]) -> ScriptedReply:
+    def _take(self, body: dict[str, Any]) -> ScriptedReply | WireReply:
         if callable(self._script):
             return self._script(body)
         if self._next >= len(self._script):
@@ -263,7 +342,7 @@ class ScriptedModel:
         self._next += 1
         if isinstance(step, str):
             return reply(step)
-        if isinstance(step, ScriptedReply):
+        if isinstance(step, ScriptedReply | WireReply):
             return step
         return step(body)
 
@@ -271,6 +350,13 @@ class ScriptedModel:
         body = await request.json()
         self.requests.append(body)
         scripted = self._take(body)
+        if isinstance(scripted, ScriptedReply) and scripted.delay > 0:
+            await anyio.sleep(scripted.delay)  # the server's pace, as scripted
+        if isinstance(scripted, WireReply):
+            headers = {"content-type": "text/event-stream", **scripted.headers}
+            return StreamingResponse(
+                _played(scripted, self._closing), status_code=scripted.status, headers=headers
+            )
         if scripted.status != 200:
             error = {"message": scripted.error_message, "type": "scripted_error"}
             if scripted.error_code is not None:
@@ -375,3 +461,16 @@ async def _sse(
     if include_usage:
         yield f"data: {json.dumps({**common, 'choices': [], 'usage': _usage(scripted)})}\n\n"
     yield "data: [DONE]\n\n"
+
+
+async def _played(wire: WireReply, closing: anyio.Event) -> AsyncIterator[str]:
+    for piece in wire.body:
+        yield piece
+    if wire.end == "reset":
+        raise ConnectionAbortedError("the recorded answer breaks the connection here")
+    if wire.end == "hang":
+        await closing.wait()  # until the client goes away (Starlette cancels) or we close
+    while wire.end == "keepalive" and not closing.is_set():
+        yield ": keep-alive\n\n"
+        with anyio.move_on_after(_KEEPALIVE_EVERY_S):
+            await closing.wait()

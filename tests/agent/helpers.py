@@ -8,13 +8,13 @@ from typing import Any
 
 import anyio
 
-from sagents.agent import AgentEvent, DoneEvent, SAgent
+from sagents.agent import AgentEvent, DoneEvent, Message, SAgent
 
 RUN_TIMEOUT_S = 30.0
 
 
 async def collect(
-    agent: SAgent, messages: Sequence[Mapping[str, Any]], **kwargs: Any
+    agent: SAgent, messages: Sequence[Message | Mapping[str, Any]], **kwargs: Any
 ) -> list[AgentEvent]:
     """Every event of one run, bounded in time."""
     events: list[AgentEvent] = []

@@ -146,10 +146,12 @@ async def test_over_the_budget_older_turns_become_one_summary_and_what_matters_s
     for body in compressed:
         messages = body["messages"]
         assert messages[0]["role"] == "system"
-        first = messages[1]
-        assert first["role"] == "user"
-        assert first["content"].startswith(SUMMARY_PREFIX)
-        assert SUMMARY in first["content"]
+        task, summary = messages[1:3]
+        # the user's own task survives verbatim, before the summary (never replaced by it)
+        assert task == {"role": "user", "content": "write the report from the document"}
+        assert summary["role"] == "user"
+        assert summary["content"].startswith(SUMMARY_PREFIX)
+        assert SUMMARY in summary["content"]
         assert SKILL_BODY in json.dumps(messages)  # the loaded skill is still there
         assert TODO_TEXT in json.dumps(messages)  # and the todo list
         assert_settled_once(messages[1:])
@@ -220,10 +222,11 @@ async def test_the_model_can_ask_for_compression_and_its_call_stays_paired(
     assert [e.reason for e in announced] == ["requested"]
     assert "Keep in particular: page numbers" in script.summaries[0]["messages"][1]["content"]
     messages = script.main[-1]["messages"]
-    assert messages[0]["content"].startswith(SUMMARY_PREFIX)
-    assert messages[1]["tool_calls"][0]["id"] == "c_compress"
-    assert messages[2]["tool_call_id"] == "c_compress"
-    assert "Compressed the history" in messages[2]["content"]
+    assert messages[0] == {"role": "user", "content": "go"}  # the task, verbatim
+    assert messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert messages[2]["tool_calls"][0]["id"] == "c_compress"
+    assert messages[3]["tool_call_id"] == "c_compress"
+    assert "Compressed the history" in messages[3]["content"]
     assert_settled_once(messages)
     assert_settled_once(done.messages)
 
@@ -275,7 +278,8 @@ async def test_the_tools_a_suggestion_step_picked_survive_and_are_named(tmp_path
     assert done.audit_status["suggested_tools"] == ["read_page"]
     compressed = [b for b in script.main if SUMMARY_PREFIX in json.dumps(b["messages"])]
     assert compressed
-    summary = compressed[0]["messages"][0]["content"]
+    assert compressed[0]["messages"][0] == {"role": "user", "content": "go"}
+    summary = compressed[0]["messages"][1]["content"]
     assert "Tools picked for this session: read_page." in summary
     assert "expanded" in summary
 

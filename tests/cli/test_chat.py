@@ -83,6 +83,40 @@ def test_chat_prompt_runs_a_tool_of_the_configured_servers_and_shows_it(env: Non
     assert "SN0001" in requests[1]["messages"][-1]["content"]
 
 
+def test_chat_tool_choice_and_a_provider_string_reach_the_request(env: None) -> None:
+    script = [tool_call("fleet__get_device_status", {"sn": "SN0001"}), reply("fine")]
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--config",
+                str(FLEET),
+                "--prompt",
+                "status?",
+                "--tool-choice",
+                "auto",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "openai:m",
+            ],
+            catch_exceptions=False,
+        )
+        requests = list(model.requests)
+    assert result.exit_code == 0, result.output
+    assert requests[0]["tool_choice"] == "auto"
+    assert requests[0]["model"] == "m"
+
+
+def test_chat_names_a_provider_it_has_no_adapter_for(env: None) -> None:
+    result = CliRunner().invoke(
+        app, ["chat", "--prompt", "hi", "--model", "anthropic:claude", "--base-url", "http://x/v1"]
+    )
+    assert result.exit_code == 2
+    assert "'anthropic'" in result.stderr
+
+
 def test_chat_without_an_endpoint_says_which_variables_to_set(env: None) -> None:
     result = CliRunner().invoke(app, ["chat", "--prompt", "hi", "--model", "m"])
     assert result.exit_code == 2
@@ -307,4 +341,5 @@ def test_chat_offers_the_configured_builtins_that_need_no_sandbox_and_compresses
     assert "history.compress" in types
     assert "history.compressed" in types
     assert "You compress a conversation" in requests[2]["messages"][0]["content"]
-    assert requests[3]["messages"][0]["content"].startswith("[Summary of the earlier")
+    assert requests[3]["messages"][0] == {"role": "user", "content": "plan"}  # kept verbatim
+    assert requests[3]["messages"][1]["content"].startswith("[Summary of the earlier")

@@ -1,0 +1,245 @@
+"""The model seam: :class:`ChatModel`, the protocol the agent loop, history compression, tool
+selection and workflow selection call, over provider-neutral values (docs/agent.md, "The model
+seam").
+
+One :meth:`ChatModel.stream` call is one model call: it takes a :class:`ModelRequest` (system
+prompt, :class:`~sagents.agent.Message` history, tools as ``ToolSpec``s, :class:`ModelSettings`)
+and yields :data:`ModelEvent`s — text and reasoning deltas, tool-call start / arguments delta /
+end, usage — ending with one :class:`Finish` that carries the complete :class:`ModelResponse`.
+An adapter raises :class:`~sagents.errors.ModelError` subclasses for what went wrong; nothing
+else. ``OpenAIChatModel`` is the first adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+from sagents.agent._messages import Message, ToolCall
+from sagents.core._spec import ToolSpec
+
+__all__ = [
+    "ChatModel",
+    "Finish",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "Usage",
+    "close_stream",
+    "complete",
+    "usage_sink",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings:
+    """Per-call settings, the same for every adapter; None leaves each to the provider.
+
+    Attributes:
+        temperature: Sampling temperature.
+        max_tokens: The most tokens of the answer.
+        parallel_tool_calls: Whether one answer may make several tool calls.
+        tool_choice: ``auto``, ``none``, ``required``, or the name of the one tool to call.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    parallel_tool_calls: bool | None = None
+    tool_choice: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """What one model call sends.
+
+    Attributes:
+        system_prompt: The instructions ("" for none).
+        messages: The history, oldest first.
+        tools: The tools offered, each by the name the model calls it and the JSON Schema of
+            its arguments as exported (docs/tool-schema.md).
+        settings: See :class:`ModelSettings`.
+    """
+
+    system_prompt: str = ""
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Tokens of one model call, as the provider reported them."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    """A piece of the assistant's text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (``reasoning_content``, thinking), as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStart:
+    """A tool call begins (``index`` counts the answer's calls from 0)."""
+
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallArgumentsDelta:
+    """A piece of a tool call's arguments (JSON text)."""
+
+    index: int
+    arguments: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEnd:
+    """A tool call is complete."""
+
+    index: int
+    call: ToolCall
+
+
+FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelResponse:
+    """The complete answer of one model call.
+
+    Attributes:
+        message: The assistant message.
+        finish_reason: Why the answer ended: ``stop``, ``tool_calls``, ``length`` (the output
+            limit cut it), ``content_filter``, or ``other``.
+        usage: The tokens, when reported.
+    """
+
+    message: Message
+    finish_reason: FinishReason = "stop"
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finish:
+    """The last event of a model call."""
+
+    response: ModelResponse
+
+    @property
+    def reason(self) -> FinishReason:
+        """The response's finish reason."""
+        return self.response.finish_reason
+
+
+ModelEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolCallArgumentsDelta
+    | ToolCallEnd
+    | Usage
+    | Finish
+)
+"""Anything :meth:`ChatModel.stream` yields."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model the agent loop can call (docs/agent.md, "The model seam").
+
+    Attributes:
+        model: The model's name, for logs and errors.
+    """
+
+    model: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """One model call: its events, the last one a :class:`Finish`.
+
+        Raises:
+            ModelError: the call failed (a subclass says how).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release the client's connections."""
+        ...
+
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+
+def finish_reason(raw: str | None) -> FinishReason:
+    """A provider's finish reason in the neutral vocabulary (``other`` for one it lacks)."""
+    return _FINISH_REASONS.get(raw or "", "other")
+
+
+UsageSink = Callable[[str, Usage], Awaitable[None]]
+"""Told the purpose and the usage of each model call :func:`complete` makes."""
+
+usage_sink: ContextVar[UsageSink | None] = ContextVar("sagents_usage_sink", default=None)
+"""Where :func:`complete` reports usage: the agent loop sets it for its run, so the calls of
+compression, tool selection and workflow selection are ``usage`` events too."""
+
+
+async def complete(
+    model: ChatModel, request: ModelRequest, *, purpose: str = "turn"
+) -> ModelResponse:
+    """One model call, waited for whole: its :class:`ModelResponse`; its usage goes to the
+    current :data:`usage_sink` with ``purpose``.
+
+    Raises:
+        ModelError: the call failed, or the adapter ended without a :class:`Finish`.
+    """
+    from sagents.errors import ModelError
+
+    response: ModelResponse | None = None
+    events = model.stream(request)
+    try:
+        async for event in events:
+            if isinstance(event, Finish):
+                response = event.response
+    finally:
+        await close_stream(events)
+    if response is None:
+        raise ModelError(f"the model {model.model!r} ended its answer without a finish")
+    sink = usage_sink.get()
+    if sink is not None and response.usage is not None:
+        await sink(purpose, response.usage)
+    return response
+
+
+async def close_stream(events: AsyncIterator[ModelEvent]) -> None:
+    """Close a model call's event stream (an async generator's ``aclose``), when it has one."""
+    closing = getattr(events, "aclose", None)
+    if closing is not None:
+        await closing()

@@ -1,0 +1,205 @@
+"""Provider-neutral messages: what the agent loop's history is made of (docs/agent.md, "The
+model seam").
+
+A :class:`Message` has a role (``system``, ``user``, ``assistant`` or ``tool``) and parts:
+:class:`TextPart`, :class:`ReasoningPart` (the model's reasoning, with the provider's opaque
+signature or id kept as it came), :class:`ToolCall` (id, name, arguments as a JSON string) and
+:class:`ToolResultPart`. :meth:`Message.to_openai` and :meth:`Message.from_openai` convert to and
+from the OpenAI Chat Completions form; fields of that form no part models (a message's ``name``,
+a multimodal ``content`` list) ride along in :attr:`Message.extra`, so the round trip keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Message",
+    "Part",
+    "ReasoningPart",
+    "Role",
+    "TextPart",
+    "ToolCall",
+    "ToolResultPart",
+    "as_messages",
+    "as_openai_messages",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+_ROLES = ("system", "user", "assistant", "tool")
+_MODELLED = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoning_content"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextPart:
+    """Text of a message."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningPart:
+    """The model's reasoning (``reasoning_content``, a thinking block).
+
+    Attributes:
+        text: The reasoning text (may be empty when the provider sends only a signature).
+        signature: The provider's opaque signature of it (Anthropic's thinking blocks), kept
+            exactly: some providers refuse the next request without it.
+        id: The provider's id of it (OpenAI Responses' reasoning items).
+        provider: Which provider made it (a part is sent back only to the provider it came
+            from, when that provider wants it).
+    """
+
+    text: str
+    signature: str | None = None
+    id: str | None = None
+    provider: str | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """One tool call of an assistant message.
+
+    Attributes:
+        id: The call's id (the model's own, or one the loop gave it).
+        name: The tool's name as the model called it.
+        arguments: The arguments as a JSON string (``{}`` for none).
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultPart:
+    """The result of one tool call (the one part of a ``tool`` message)."""
+
+    tool_call_id: str
+    content: str
+    type: Literal["tool_result"] = "tool_result"
+
+
+Part: TypeAlias = TextPart | ReasoningPart | ToolCall | ToolResultPart
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """One message of a conversation.
+
+    Attributes:
+        role: ``system``, ``user``, ``assistant`` or ``tool``.
+        parts: Its parts, in order.
+        extra: Fields of the OpenAI form no part models, kept for the round trip.
+    """
+
+    role: Role
+    parts: tuple[Part, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(f"a message's role is one of {', '.join(_ROLES)}, not {self.role!r}")
+
+    @property
+    def text(self) -> str:
+        """The text parts, joined."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning parts' text, joined."""
+        return "".join(p.text for p in self.parts if isinstance(p, ReasoningPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI Chat Completions form (lossy only for reasoning signatures and ids,
+        which that format has no place for)."""
+        message: dict[str, Any] = {"role": self.role}
+        content = self.extra.get("content")
+        message["content"] = content if content is not None else self.text
+        reasoning = self.reasoning
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        calls = self.tool_calls
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        for part in self.parts:
+            if isinstance(part, ToolResultPart):
+                message["tool_call_id"] = part.tool_call_id
+                message["content"] = part.content
+        message.update({k: v for k, v in self.extra.items() if k != "content"})
+        return message
+
+    @classmethod
+    def from_openai(cls, message: Mapping[str, Any]) -> Message:
+        """A message from its OpenAI Chat Completions form.
+
+        Raises:
+            ValueError: the form is not a chat message (the message says what is wrong).
+        """
+        role = message.get("role")
+        if role not in _ROLES:
+            raise ValueError(f"a chat message's role is one of {', '.join(_ROLES)}, not {role!r}")
+        extra = {k: v for k, v in message.items() if k not in _MODELLED}
+        parts: list[Part] = []
+        content = message.get("content")
+        if role == "tool":
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            parts.append(
+                ToolResultPart(tool_call_id=str(message.get("tool_call_id") or ""), content=text)
+            )
+        else:
+            reasoning = message.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                parts.append(ReasoningPart(text=reasoning))
+            if isinstance(content, str):
+                if content:
+                    parts.append(TextPart(text=content))
+            elif content is not None:  # a multimodal list: kept whole, its texts as parts
+                extra["content"] = content
+                parts.extend(
+                    TextPart(text=str(item["text"]))
+                    for item in content
+                    if isinstance(item, Mapping) and isinstance(item.get("text"), str)
+                )
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                arguments = function.get("arguments")
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(arguments or {}, ensure_ascii=False)
+                parts.append(
+                    ToolCall(
+                        id=str(call.get("id") or ""),
+                        name=str(function.get("name") or ""),
+                        arguments=arguments or "{}",
+                    )
+                )
+        return cls(role=role, parts=tuple(parts), extra=extra)
+
+
+def as_messages(items: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+    """:class:`Message` values from Messages or OpenAI-form dicts (mixed as they come)."""
+    return [item if isinstance(item, Message) else Message.from_openai(item) for item in items]
+
+
+def as_openai_messages(items: Sequence[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-form dicts from Messages or dicts (a dict is copied as it is)."""
+    return [item.to_openai() if isinstance(item, Message) else dict(item) for item in items]

@@ -1,0 +1,133 @@
+"""``python -m sagents.testing.serve --api chat [--port N] SCRIPT.json``: a scripted model
+server without code (docs/agent.md, "Testing an agent").
+
+It serves the script on 127.0.0.1, prints its base URL (``http://127.0.0.1:PORT/v1``) as the one
+line of stdout, and answers until it is interrupted (Ctrl-C, SIGTERM). The script is a JSON
+object ``{"replies": [...]}``; each reply is one of:
+
+- a string: a text answer;
+- ``{"content": "...", "tool_calls": [{"name": ..., "arguments": {...} or "raw text",
+  "id": ...}], "prompt_tokens": N, "completion_tokens": N, "delay": seconds}``: an answer
+  (every key optional);
+- ``{"error": {"status": 429, "message": "...", "code": "...", "retry_after": seconds},
+  "delay": seconds}``: an error answer;
+- ``{"wire": {...}}``: a recorded answer played back as it was (the form of
+  :meth:`~sagents.testing.WireReply.from_json`).
+
+Only the Chat Completions wire format (``--api chat``) is served in this version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from sagents.testing._scripted import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+)
+
+__all__ = ["main", "script_from_json"]
+
+_APIS = ("chat", "responses", "anthropic", "gemini")
+_SERVED = ("chat",)
+
+
+def script_from_json(data: Any) -> list[ScriptedReply | WireReply]:
+    """The replies of a script's JSON form (see the module docstring).
+
+    Raises:
+        ValueError: the form is not that; the message names the reply and what is wrong.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("replies"), list):
+        raise ValueError('a script is an object {"replies": [...]}')
+    return [_reply(number, item) for number, item in enumerate(data["replies"], start=1)]
+
+
+def _reply(number: int, item: Any) -> ScriptedReply | WireReply:
+    where = f"reply {number}"
+    if isinstance(item, str):
+        return ScriptedReply(content=item)
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where} is a string or an object, not {item!r}")
+    try:
+        if "wire" in item:
+            return WireReply.from_json(item["wire"])
+        delay = float(item.get("delay", 0))
+        if "error" in item:
+            error = item["error"]
+            retry_after = error.get("retry_after")
+            headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+            return ScriptedReply(
+                status=int(error.get("status", 500)),
+                error_message=str(error.get("message", "scripted error")),
+                error_code=error.get("code"),
+                headers=headers,
+                delay=delay,
+            )
+        calls = tuple(_call(call) for call in item.get("tool_calls") or ())
+        return ScriptedReply(
+            content=item.get("content"),
+            tool_calls=calls,
+            prompt_tokens=int(item.get("prompt_tokens", 10)),
+            completion_tokens=int(item.get("completion_tokens", 5)),
+            delay=delay,
+        )
+    except (TypeError, ValueError, AttributeError, KeyError) as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _call(call: Mapping[str, Any]) -> ScriptedToolCall:
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, str | Mapping):
+        raise ValueError(f"a tool call's arguments are an object or a string, not {arguments!r}")
+    return ScriptedToolCall(name=str(call["name"]), arguments=arguments, id=call.get("id"))
+
+
+async def _serve(script: Sequence[ScriptedReply | WireReply], port: int) -> None:
+    async with ScriptedModel(script, port=port) as model:
+        print(model.base_url, flush=True)
+        await anyio.sleep_forever()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server; the exit code (2 for bad arguments or a bad script)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sagents.testing.serve",
+        description="Serve a scripted model on 127.0.0.1 and print its base URL.",
+    )
+    parser.add_argument("--api", choices=_APIS, default="chat", help="the wire format")
+    parser.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    parser.add_argument("script", type=Path, help="the script (JSON)")
+    args = parser.parse_args(argv)
+    if args.api not in _SERVED:
+        print(
+            f"error: --api {args.api} is not served by this version; use --api chat",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        script = script_from_json(json.loads(args.script.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as error:
+        print(f"error: the script {str(args.script)!r} cannot be used: {error}", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(_serve, script, args.port)
+    except KeyboardInterrupt:
+        return 0
+    except OSError as error:
+        print(f"error: cannot serve on 127.0.0.1:{args.port}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""The model seam: provider-neutral messages, ``ChatModel``, model strings, settings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagents.agent import (
+    ChatModel,
+    CompressionSettings,
+    Finish,
+    Message,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    OpenAIChatModel,
+    ReasoningPart,
+    SAgent,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+    Workflow,
+    choose_workflow_with_model,
+    model_from_string,
+)
+from sagents.agent._selectors import LLMToolSelector
+from sagents.errors import ModelConfigError
+from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, tool_call
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+
+pytestmark = pytest.mark.anyio
+
+AUTO = SessionContext(permission_mode="auto")
+
+
+def weather_tools() -> ToolManager:
+    @tool(permission="read_only")
+    async def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    return manager
+
+
+# -- messages -----------------------------------------------------------------------------------
+
+OPENAI_HISTORY: list[dict[str, Any]] = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "weather?", "name": "ana"},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "call the tool",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    {"role": "user", "content": [{"type": "text", "text": "and this?"}, {"type": "image_url"}]},
+    {"role": "assistant", "content": "Sunny."},
+]
+
+
+def test_openai_messages_round_trip_through_message_values() -> None:
+    messages = [Message.from_openai(m) for m in OPENAI_HISTORY]
+    assert [m.to_openai() for m in messages] == OPENAI_HISTORY
+    assistant = messages[2]
+    assert assistant.tool_calls == (
+        ToolCall(id="c1", name="get_weather", arguments='{"city": "Paris"}'),
+    )
+    assert assistant.reasoning == "call the tool"
+    assert messages[3].parts == (ToolResultPart(tool_call_id="c1", content="sunny"),)
+    assert messages[4].text == "and this?"
+
+
+def test_object_or_empty_arguments_become_json_strings() -> None:
+    message = Message.from_openai(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "function": {"name": "f", "arguments": {"x": 1}}},
+                {"id": "b", "function": {"name": "g", "arguments": ""}},
+            ],
+        }
+    )
+    assert [c.arguments for c in message.tool_calls] == ['{"x": 1}', "{}"]
+    assert message.to_openai()["content"] == ""  # never null beside tool calls
+
+
+def test_a_reasoning_part_keeps_its_signature_and_id() -> None:
+    part = ReasoningPart(text="t", signature="sig==", id="rs_1", provider="anthropic")
+    message = Message(role="assistant", parts=(part, TextPart(text="hi")))
+    assert message.parts[0] == part
+    assert message.to_openai() == {"role": "assistant", "content": "hi", "reasoning_content": "t"}
+
+
+@pytest.mark.parametrize("role", ["robot", None])
+def test_a_message_with_an_unknown_role_is_refused(role: Any) -> None:
+    with pytest.raises(ValueError, match="role is one of"):
+        Message.from_openai({"role": role, "content": "x"})
+    with pytest.raises(ValueError, match="role is one of"):
+        Message(role=role)
+
+
+# -- any ChatModel ------------------------------------------------------------------------------
+
+
+class PythonModel:
+    """A ChatModel with no HTTP at all: a tool call, then the result's text."""
+
+    model = "python"
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        results = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
+        if results:
+            text = f"it is {results[-1].content}"
+            yield TextDelta(text=text)
+            message = Message(role="assistant", parts=(TextPart(text=text),))
+            yield Finish(response=ModelResponse(message=message, finish_reason="stop"))
+            return
+        call = ToolCall(id="p1", name=request.tools[0].name, arguments='{"city": "Rome"}')
+        yield ToolCallStart(index=0, id=call.id, name=call.name)
+        yield ToolCallEnd(index=0, call=call)
+        yield Usage(prompt_tokens=3, completion_tokens=2)
+        message = Message(role="assistant", parts=(call,))
+        yield Finish(response=ModelResponse(message=message, finish_reason="tool_calls"))
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_loop_runs_on_any_chat_model_and_done_carries_messages_and_history() -> None:
+    model = PythonModel()
+    assert isinstance(model, ChatModel)
+    agent = SAgent(model=model, system_prompt="You help.", run_script=False)
+    history = [Message(role="user", parts=(TextPart(text="weather in Rome?"),))]
+    events = await collect(agent, history, tool_manager=weather_tools(), session_context=AUTO)
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert_settled_once(done.messages)
+    assert done.messages[0] == {"role": "user", "content": "weather in Rome?"}
+    assert tool_messages(done.messages)[0]["content"] == "sunny in Rome"
+    assert done.messages[-1]["content"] == "it is sunny in Rome"
+    assert done.history == tuple(Message.from_openai(m) for m in done.messages)
+    first = model.requests[0]
+    assert first.system_prompt == "You help."
+    assert [t.name for t in first.tools] == ["get_weather"]
+    assert first.tools[0].input_schema["properties"]["city"]["type"] == "string"
+
+
+async def test_selectors_and_workflow_selection_take_any_chat_model() -> None:
+    class Answers:
+        model = "answers"
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            message = Message(role="assistant", parts=(TextPart(text=self.text),))
+            yield Finish(response=ModelResponse(message=message))
+
+        async def aclose(self) -> None:
+            pass
+
+    specs = [ToolSpec(name="get_weather"), ToolSpec(name="save_file")]
+    picked = await LLMToolSelector(Answers('["save_file"]')).select("store it", specs, 1)
+    assert picked == ["save_file"]
+    workflows = [
+        Workflow(name="release", description="ship a release of the package", steps=["tag"]),
+        Workflow(name="triage", description="sort the incoming bug reports", steps=["label"]),
+    ]
+    choice = await choose_workflow_with_model(
+        Answers('{"name": "triage"}'), "sort these bug reports", workflows
+    )
+    assert choice is not None
+    assert choice.name == "triage"
+
+
+async def test_openai_chat_model_speaks_the_seam() -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Oslo"}, id="c9")
+    async with ScriptedModel([ScriptedReply(content="let me see", tool_calls=(call,))]) as server:
+        request = ModelRequest(
+            system_prompt="be brief",
+            messages=(Message(role="user", parts=(TextPart(text="weather?"),)),),
+            tools=(ToolSpec(name="get_weather", description="the weather"),),
+        )
+        events = [e async for e in server.chat_model().stream(request)]
+    assert [type(e) for e in events] == [
+        TextDelta,
+        TextDelta,
+        ToolCallStart,
+        ToolCallArgumentsDelta,
+        ToolCallEnd,
+        Usage,
+        Finish,
+    ]
+    finish = events[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason == "tool_calls"
+    assert finish.response.message.text == "let me see"
+    assert finish.response.message.tool_calls == (
+        ToolCall(id="c9", name="get_weather", arguments='{"city": "Oslo"}'),
+    )
+    body = server.requests[0]
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}
+    assert body["tools"][0]["function"]["name"] == "get_weather"
+
+
+# -- settings and model strings -----------------------------------------------------------------
+
+
+async def test_model_settings_reach_the_request() -> None:
+    settings = ModelSettings(
+        temperature=0.2, max_tokens=300, parallel_tool_calls=False, tool_choice="get_weather"
+    )
+    async with ScriptedModel([tool_call("get_weather", {"city": "A"}), "ok"]) as server:
+        agent = SAgent(model=server.chat_model(), model_settings=settings, run_script=False)
+        await collect(
+            agent,
+            [{"role": "user", "content": "go"}],
+            tool_manager=weather_tools(),
+            session_context=AUTO,
+        )
+    body = server.requests[0]
+    assert body["temperature"] == 0.2
+    assert body["max_tokens"] == 300
+    assert body["parallel_tool_calls"] is False
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+
+
+def test_model_strings_name_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert model_from_string("openai:gpt-4.1-mini").model == "gpt-4.1-mini"
+    assert model_from_string("llama3.1:8b").model == "llama3.1:8b"  # a bare name, colon and all
+    monkeypatch.setenv("SAGENTS_MODEL", "openai:from-env")
+    assert model_from_string().model == "from-env"
+    assert OpenAIChatModel().model == "from-env"
+    agent = SAgent(model="openai:qwen2.5", run_script=False)
+    assert isinstance(agent.model, OpenAIChatModel)
+    assert agent.model.model == "qwen2.5"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai-responses"])
+def test_a_provider_without_an_adapter_here_is_a_clear_error(provider: str) -> None:
+    with pytest.raises(ModelConfigError) as caught:
+        SAgent(model=f"{provider}:some-model")
+    assert repr(provider) in caught.value.message
+    assert caught.value.details["provider"] == provider
+
+
+def test_done_to_dict_stays_json_without_history() -> None:
+    from sagents.agent import DoneEvent
+
+    done = DoneEvent(reason="stop", messages=({"role": "user", "content": "x"},))
+    assert json.loads(json.dumps(done.to_dict()))["messages"] == [{"role": "user", "content": "x"}]
+
+
+async def test_the_calls_of_selection_and_compression_are_usage_events_too(
+    tmp_path: Path,
+) -> None:
+    workflows = [
+        Workflow(name="release", description="ship a release of the package", steps=["tag"]),
+        Workflow(name="triage", description="sort the incoming bug reports", steps=["label"]),
+    ]
+    script = [
+        ScriptedReply(content='{"name": "triage"}', prompt_tokens=70, completion_tokens=7),
+        ScriptedReply(content="SUMMARY", prompt_tokens=200, completion_tokens=20),
+        ScriptedReply(content="sorted", prompt_tokens=90, completion_tokens=3),
+    ]
+    history = [
+        {"role": "user", "content": "sort these bug reports"},
+        {"role": "assistant", "content": "Which ones?"},
+        {"role": "user", "content": "the new ones, and sort these bug reports by area"},
+    ]
+    async with ScriptedModel(script) as server:
+        agent = SAgent(
+            model=server.chat_model(),
+            workflows=workflows,
+            workflow_select="model",
+            run_script=False,
+            max_history_tokens=40,
+            compression=CompressionSettings(keep_recent_tokens=5, records_dir=tmp_path),
+        )
+        events = await collect(agent, history, session_context=AUTO)
+    assert done_of(events).reason == "stop"
+    usage = [(e.purpose, e.prompt_tokens) for e in events if isinstance(e, UsageEvent)]
+    assert usage == [
+        ("workflow_selection", 70),
+        ("compression", 200),
+        ("turn", 90),
+    ]

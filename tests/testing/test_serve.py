@@ -1,0 +1,97 @@
+"""``python -m sagents.testing.serve``: a scripted model server without code."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.agent import OpenAIChatModel, SAgent
+from sagents.testing.serve import script_from_json
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import collect, done_of, tool_messages
+
+SCRIPT = {
+    "replies": [
+        {"error": {"status": 429, "message": "slow down", "retry_after": 0}},
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}]},
+        {"content": "Sunny in Paris.", "delay": 0.01},
+    ]
+}
+
+
+@pytest.mark.anyio
+async def test_the_server_prints_its_url_and_plays_the_script(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(SCRIPT), encoding="utf-8")
+
+    @tool(permission="read_only")
+    async def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    command = [sys.executable, "-m", "sagents.testing.serve", "--api", "chat", str(path)]
+    async with await anyio.open_process(command) as process:
+        try:
+            assert process.stdout is not None
+            with anyio.fail_after(60):
+                line = b""
+                async for piece in process.stdout:
+                    line += piece
+                    if b"\n" in line:
+                        break
+            base_url = line.decode().strip()
+            assert base_url.startswith("http://127.0.0.1:")
+            assert base_url.endswith("/v1")
+            model = OpenAIChatModel(model="m", base_url=base_url)
+            agent = SAgent(model=model, run_script=False)
+            events = await collect(
+                agent,
+                [{"role": "user", "content": "weather?"}],
+                tool_manager=manager,
+                session_context=SessionContext(permission_mode="auto"),
+            )
+            await model.aclose()
+        finally:
+            process.terminate()
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert tool_messages(done.messages)[0]["content"] == "sunny in Paris"
+    assert done.messages[-1]["content"] == "Sunny in Paris."
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ({"replies": "hi"}, '{"replies": [...]}'),
+        ({"replies": [3]}, "reply 1 is a string or an object"),
+        ({"replies": ["ok", {"tool_calls": [{"arguments": {}}]}]}, "reply 2"),
+        ({"replies": [{"wire": {"end": "explode"}}]}, "reply 1: end is close"),
+    ],
+    ids=["not-a-list", "number", "call-without-name", "bad-wire"],
+)
+def test_a_bad_script_is_a_clear_error(script: object, said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)):
+        script_from_json(script)
+
+
+def test_a_bad_script_file_or_an_api_not_served_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text("{not json", encoding="utf-8")
+    command = [sys.executable, "-m", "sagents.testing.serve", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "cannot be used" in result.stderr
+    assert result.stdout == ""
+    path.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    command = [sys.executable, "-m", "sagents.testing.serve", "--api", "anthropic", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "--api anthropic is not served" in result.stderr
