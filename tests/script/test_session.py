@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.audit._store import AuditEntry
+from sagents.audit._store import AuditEntry, AuditStore, SqliteAuditStore
 from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
@@ -30,6 +32,7 @@ from sagents.tool._handler import ToolCall
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
+from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +125,7 @@ class Setup:
     manager: ToolManager
     fleet: Fleet
     hub: RecordingHub
-    audit: ListAudit
+    audit: ListAudit | AuditStore
     approver: RecordingApprover
     workspace: Path
     runtime: ScriptRuntime
@@ -205,12 +208,40 @@ async def test_a_script_calls_tools_through_the_session_path_and_writes_one_audi
     assert lines[0] == "fleet__get"
     assert all("refused" in line for line in lines[1:]), result.text
     assert setup.fleet.calls == [("fleet__get", {"sn": "A1"}, SESSION)]
+    assert isinstance(setup.audit, ListAudit)
     assert len(setup.audit.entries) == 1
     entry = setup.audit.entries[0]
     assert entry.tool == "run_script"
     assert entry.session_id == SESSION
     assert entry.data["calls"] == 4
     assert result.structured["status"] == "ok"
+    assert result.structured["audit"] == "written"
+    assert "audit not written" not in result.text
+
+
+async def test_a_run_whose_audit_row_cannot_be_written_is_answered_saying_so(
+    setup: Setup, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run happened, so it is answered; but never as a plain ``ok`` without its row."""
+    audit = SqliteAuditStore(path=small_disk / "audit.sqlite3")
+    await audit.record(AuditEntry(kind="gateway_call", ts=0.0, tool="run_script", status="ok"))
+    fill_disk(small_disk)
+    setup.audit = audit
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A1'})['tool'])\n"
+    with caplog.at_level(logging.WARNING, logger="sagents.script"):
+        async with setup.tool() as run_script:
+            with anyio.fail_after(60):
+                result = await run_script.run(code + "#" + "x" * 65536, [], "full disk")
+    audit.close()
+    summary = result.text.splitlines()[0]
+    assert summary.startswith("run_script ok: 1 call, 0 failed"), result.text
+    assert re.search(r", audit not written: .*full[^\n]*$", summary), summary
+    assert result.structured["status"] == "ok"
+    assert result.structured["audit"] == "missing"
+    assert setup.fleet.calls == [("fleet__get", {"sn": "A1"}, SESSION)]
+    logged = [r.getMessage() for r in caplog.records if "audit not written" in r.getMessage()]
+    assert len(logged) == 1, caplog.text
+    assert result.structured["script_id"] in logged[0]
 
 
 async def test_the_registered_tool_runs_through_the_tool_manager(setup: Setup) -> None:
