@@ -125,7 +125,7 @@ class Setup:
     manager: ToolManager
     fleet: Fleet
     hub: RecordingHub
-    audit: ListAudit | AuditStore
+    audit: ListAudit
     approver: RecordingApprover
     workspace: Path
     runtime: ScriptRuntime
@@ -136,6 +136,7 @@ class Setup:
         mode: str = "auto",
         background_after_s: float | None = None,
         background: BackgroundTasks | None = None,
+        audit: AuditStore | None = None,
     ) -> RunScriptTool:
         session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
         return RunScriptTool(
@@ -148,7 +149,7 @@ class Setup:
                 limits=ScriptLimits(timeout_s=60.0), background_after_s=background_after_s
             ),
             hub=self.hub,
-            audit=self.audit,
+            audit=audit or self.audit,
             background=background,
         )
 
@@ -208,7 +209,6 @@ async def test_a_script_calls_tools_through_the_session_path_and_writes_one_audi
     assert lines[0] == "fleet__get"
     assert all("refused" in line for line in lines[1:]), result.text
     assert setup.fleet.calls == [("fleet__get", {"sn": "A1"}, SESSION)]
-    assert isinstance(setup.audit, ListAudit)
     assert len(setup.audit.entries) == 1
     entry = setup.audit.entries[0]
     assert entry.tool == "run_script"
@@ -226,10 +226,9 @@ async def test_a_run_whose_audit_row_cannot_be_written_is_answered_saying_so(
     audit = SqliteAuditStore(path=small_disk / "audit.sqlite3")
     await audit.record(AuditEntry(kind="gateway_call", ts=0.0, tool="run_script", status="ok"))
     fill_disk(small_disk)
-    setup.audit = audit
     code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A1'})['tool'])\n"
     with caplog.at_level(logging.WARNING, logger="sagents.script"):
-        async with setup.tool() as run_script:
+        async with setup.tool(audit=audit) as run_script:
             with anyio.fail_after(60):
                 result = await run_script.run(code + "#" + "x" * 65536, [], "full disk")
     audit.close()
