@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
@@ -33,6 +33,7 @@ __all__ = [
     "AuditEntry",
     "AuditKind",
     "AuditStore",
+    "ReachableStore",
     "SqliteAuditStore",
     "connect_private",
     "default_audit_path",
@@ -155,6 +156,20 @@ class AuditStore(Protocol):
 
         Raises:
             StoreError: the store cannot be written (``StoreUnavailableError``: not now).
+        """
+        ...
+
+
+@runtime_checkable
+class ReachableStore(Protocol):
+    """A store that knows when it is down (a database out of reach): a run that needs it is
+    refused before it starts rather than run without its audit row."""
+
+    async def ensure_reachable(self) -> None:
+        """Return at once unless the store was down at the last try; then try it again.
+
+        Raises:
+            StoreUnavailableError: it is still down.
         """
         ...
 
