@@ -25,6 +25,8 @@ from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
 from sagents.script._records import ScriptRecords
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._session import RunScriptSettings, RunScriptTool
+from sagents.store import parse_store_url
+from sagents.store._postgres import PostgresStore
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool._background import BackgroundTasks
 from sagents.tool._context import SessionContext
@@ -32,6 +34,7 @@ from sagents.tool._handler import ToolCall
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
+from tests.postgres_server import PostgresServer
 from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
@@ -389,3 +392,38 @@ async def test_closing_the_tool_stops_a_run_of_a_shared_registry_cleanly(setup: 
     assert info.result is not None
     assert info.result.structured["status"] == "cancelled"
     assert [entry.status for entry in setup.audit.entries] == ["cancelled"]
+
+
+async def test_runs_during_a_database_outage_have_their_row_or_say_so_and_are_refused_once_known(
+    setup: Setup, own_postgres: PostgresServer
+) -> None:
+    """A real PostgreSQL stopped (``pg_ctl stop -m immediate``) under a session, then started:
+    no run is answered as a plain ``ok`` without its row; once the store is known to be down
+    a run is refused before anything runs; after the restart, runs have their rows again."""
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A1'})['tool'])\n"
+    async with PostgresStore(parse_store_url(own_postgres.url())) as store:
+        async with setup.tool(audit=store.audit) as run_script:
+            with anyio.fail_after(180):
+                before = await run_script.run(code, [], "before")
+                await anyio.to_thread.run_sync(own_postgres.stop)
+                during = [await run_script.run(code, [], f"during {n}") for n in range(3)]
+                await anyio.to_thread.run_sync(own_postgres.start)
+                after = await run_script.run(code, [], "after")
+        rows = await store.audit.entries()
+    ran = [r for r in during if r.structured and "status" in r.structured]
+    refused = [r for r in during if r not in ran]
+    assert before.structured is not None
+    assert before.structured["audit"] == "written"
+    for result in ran:
+        assert result.structured is not None
+        assert result.structured["audit"] == "missing"
+        assert "audit not written: " in result.text.splitlines()[0]
+    assert refused, [r.text for r in during]  # the last ones at least: the store is known down
+    for result in refused:
+        assert result.is_error
+        assert result.error is not None
+        assert result.error.code == "store_unavailable"
+    assert len(setup.fleet.calls) == 2 + len(ran)  # a refused run ran nothing
+    assert after.structured is not None
+    assert after.structured["audit"] == "written"
+    assert [row.data["description"] for row in rows] == ["after", "before"]
