@@ -277,8 +277,15 @@ class GatewayTasks:
                 delay = END_RETRY_S[0]
 
     async def unannounced(self, owner: str) -> list[StoredTask]:
-        """The owner's calls a restart ended that it was not told of yet (then told)."""
-        return await self.store.take_unannounced(owner) if self.store is not None else []
+        """The owner's calls a restart ended that it was not told of yet (then told); none
+        while the store fails (they stay untold in it, for the owner's next session)."""
+        if self.store is None:
+            return []
+        try:
+            return await self.store.take_unannounced(owner)
+        except StoreError as error:
+            logger.warning("calls a restart ended are not announced now: %s", error)
+            return []
 
     def listed(self, scope: TaskScope) -> list[TaskInfo]:
         """The session's live background calls, as listed (none for an anonymous session)."""
@@ -317,7 +324,7 @@ class GatewayTasks:
                 earlier = await self._earlier(scope)
                 return ToolResult.from_structured({"tasks": earlier + listing})
             return ToolResult.from_structured(await self.view(scope, task_id))
-        except TaskNotFoundError as error:
+        except (TaskNotFoundError, StoreError) as error:
             return ToolResult.from_exception(error)
 
     async def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
