@@ -245,3 +245,21 @@ async def test_an_end_the_store_cannot_take_is_written_once_it_can(small_disk: P
     assert unwritten is not None
     assert unwritten.status == "running"
     assert (ended.status, ended.result) == ("ok", "slow done")
+
+
+async def test_a_gateway_starting_on_a_full_disk_serves_and_sweeps_nothing_it_cannot_write(
+    small_disk: Path,
+) -> None:
+    store = SqliteTaskStore(small_disk / "background.sqlite3")
+    store.started("left", owner="o", tool="run_script", started_at=1.0)  # a previous process's
+    filler = fill_disk(small_disk)
+    async with (
+        Gateway(FakeProvider(), background_after_s=30, task_store=store) as gateway,
+        Client(gateway.server) as client,
+    ):
+        result = await client.call_tool("fleet__status", {})
+    filler.unlink()
+    left = store.get("left")
+    assert not result.is_error
+    assert left is not None
+    assert left.status == "running"  # swept at the next start that can write it
