@@ -39,7 +39,7 @@ import anyio
 
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.core._result import ToolResult
-from sagents.errors import StoreError, TaskNotFoundError
+from sagents.errors import StoreError, StoreUnavailableError, TaskNotFoundError
 from sagents.gateway._restart import StartupLock, sweep_tasks
 from sagents.store._embedded import SqliteTasks
 from sagents.store._protocols import TaskStore
@@ -126,7 +126,10 @@ class GatewayTasks:
                 lock = self._lock = StartupLock(store.path.parent)
                 stack.callback(lock.release)
                 if lock.acquire():
-                    await sweep_tasks(store)
+                    try:
+                        await sweep_tasks(store)
+                    except StoreUnavailableError as error:  # a full disk: swept next start
+                        logger.warning("interrupted background calls not swept: %s", error)
             if store is not None:
                 retries = await stack.enter_async_context(anyio.create_task_group())
                 retries.start_soon(self._write_unwritten_ends)
