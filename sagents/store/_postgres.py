@@ -129,8 +129,7 @@ class _Database:
 
         Raises:
             StoreUnavailableError: no connection within ``wait_s`` seconds (the pool's timeout
-                by default), or
-                the connection broke (the database stopped or restarted).
+                by default), or the connection broke (the database stopped or restarted).
             StoreError: the database refused the statement.
         """
         try:
