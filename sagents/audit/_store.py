@@ -33,6 +33,7 @@ __all__ = [
     "AuditEntry",
     "AuditKind",
     "AuditStore",
+    "Paced",
     "ReachableStore",
     "SqliteAuditStore",
     "connect_private",
@@ -183,16 +184,24 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-_SCHEMA_STATEMENTS = tuple(part.strip() for part in _SCHEMA.split(";") if part.strip())
-
-
-class _Paced:
+class Paced:
     """A connection whose every statement waits for locks only until one deadline (SQLite's
-    busy timeout is per statement: a call of several would wait that long for each)."""
+    busy timeout is per statement: a call of several would wait that long for each).
 
-    def __init__(self, connection: sqlite3.Connection, deadline: float) -> None:
+    Args:
+        connection: The SQLite connection.
+        busy_timeout_s: Seconds, from now, that all its statements may wait in all.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, busy_timeout_s: float) -> None:
         self.connection = connection
-        self._deadline = deadline
+        self._deadline = time.monotonic() + busy_timeout_s
+
+    def script(self, schema: str) -> None:
+        """Run each statement of ``schema`` (``;``-separated, no ``;`` inside one)."""
+        for statement in schema.split(";"):
+            if statement.strip():
+                self.execute(statement)
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         left_ms = max(0, int((self._deadline - time.monotonic()) * 1000))
@@ -230,7 +239,7 @@ class SqliteAuditStore:
     busy_timeout_s: float = BUSY_TIMEOUT_S
     _link: _Link = field(default_factory=_Link, init=False, repr=False, compare=False)
 
-    def _use(self, work: Callable[[_Paced], _T]) -> _T:
+    def _use(self, work: Callable[[Paced], _T]) -> _T:
         """Run ``work`` on the connection (opened if needed), one thread at a time, every
         statement within one :attr:`busy_timeout_s` in all.
 
@@ -238,7 +247,6 @@ class SqliteAuditStore:
             StoreError: see :func:`sqlite_store_error`.
         """
         link = self._link
-        deadline = time.monotonic() + self.busy_timeout_s
         with link.lock:
             try:
                 if link.connection is not None and _identity(self.path) != link.file:
@@ -246,20 +254,20 @@ class SqliteAuditStore:
                     # to the old file, or fail; the entry goes to the file now at the path
                     link.connection.close()
                     link.connection = None
+                paced = None
                 if link.connection is None:
                     connection = connect_private(self.path, check_same_thread=False)
                     connection.isolation_level = None  # transactions are explicit
+                    paced = Paced(connection, self.busy_timeout_s)
                     try:
-                        paced = _Paced(connection, deadline)
-                        for statement in _SCHEMA_STATEMENTS:
-                            paced.execute(statement)
+                        paced.script(_SCHEMA)
                     except BaseException:
                         connection.close()
                         raise
                     link.connection = connection
                     link.file = _identity(self.path)
                 try:
-                    return work(_Paced(link.connection, deadline))
+                    return work(paced or Paced(link.connection, self.busy_timeout_s))
                 except sqlite3.Error:
                     link.connection.close()
                     link.connection = None
@@ -278,7 +286,7 @@ class SqliteAuditStore:
     def _insert(self, entry: AuditEntry) -> None:
         data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
 
-        def insert(db: _Paced) -> None:
+        def insert(db: Paced) -> None:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute(
@@ -301,7 +309,7 @@ class SqliteAuditStore:
             query += " WHERE kind = ?"
             params = (kind,)
 
-        def select(db: _Paced) -> list[tuple[Any, ...]]:
+        def select(db: Paced) -> list[tuple[Any, ...]]:
             return db.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
 
         return [

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sagents.audit._store import connect_private, sqlite_store_error
+from sagents.audit._store import BUSY_TIMEOUT_S, Paced, connect_private, sqlite_store_error
 
 __all__ = ["SqliteTaskStore", "StoredTask"]
 
@@ -76,14 +76,18 @@ class SqliteTaskStore:
 
     Args:
         path: The database file.
+        busy_timeout_s: Seconds one call waits, in all, for a lock another process holds
+            (then it fails with ``StoreUnavailableError``).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = path
+        self.busy_timeout_s = busy_timeout_s
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        """A connection in a transaction (committed when the block ends, then closed).
+    def _db(self) -> Iterator[Paced]:
+        """A connection in one transaction (committed when the block ends, then closed), all
+        its statements within one busy timeout.
 
         Raises:
             StoreError: see :func:`~sagents.audit._store.sqlite_store_error`.
@@ -91,9 +95,10 @@ class SqliteTaskStore:
         try:
             connection = connect_private(self.path)
             try:
-                connection.executescript(_SCHEMA)
+                db = Paced(connection, self.busy_timeout_s)
+                db.script(_SCHEMA)
                 with connection:
-                    yield connection
+                    yield db
             finally:
                 connection.close()
         except (sqlite3.Error, OSError) as error:

@@ -112,6 +112,24 @@ async def test_an_exclusive_lock_of_another_process_is_waited_on_once_within_the
     assert all(taken < 2 * busy_s for taken in timings), timings
 
 
+async def test_the_task_store_waits_on_another_process_lock_once_within_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "background.sqlite3"
+    busy_s = 2.0
+    tasks = SqliteTaskStore(path, busy_timeout_s=busy_s)
+    tasks.started("t1", owner="o", tool="run_script", started_at=1.0)
+    with exclusive_lock(path):
+        began = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as caught:
+            tasks.finished("t1", status="ok", result="done", is_error=False)
+        taken = time.monotonic() - began
+    written = tasks.finished("t1", status="ok", result="done", is_error=False)
+    assert "locked" in str(caught.value)
+    assert taken < 2 * busy_s  # schema check, update and commit: one timeout in all
+    assert written is True
+
+
 @pytest.mark.parametrize("name", ["audit.sqlite3", "background.sqlite3"])
 async def test_a_garbage_database_file_is_one_clear_error_on_entering_the_store(
     tmp_path: Path, name: str
