@@ -497,14 +497,19 @@ class ApprovalDeniedError(ScriptError):
 
 
 class StoreError(SagentsError):
-    """The shared store (audit, background tasks, approvals) failed. ``details`` holds
-    ``store``: the store's address without its password."""
+    """The store (audit, background tasks, approvals; SQLite or PostgreSQL) failed: every
+    backend raises this tree, never its driver's errors (``sqlite3.Error``, ``OSError``,
+    ``psycopg.Error``), so a caller catches one type. ``details`` holds ``store``: the store's
+    file or address without its password. This class itself: the store is broken (a file that
+    is not a database); its subclasses say when it is only out of reach or of another
+    version."""
 
     code = "store_error"
 
 
 class StoreUnavailableError(StoreError):
-    """The store cannot be reached (connection refused, authentication failed, timeout)."""
+    """The store cannot be reached or written now (connection refused or lost, authentication
+    failed, timeout, a full disk, a lock another process holds): trying again later may work."""
 
     code = "store_unavailable"
 

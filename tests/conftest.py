@@ -10,8 +10,10 @@ sandboxes, the installed ``sagents`` command, Node clients or many server proces
 """
 
 import os
+import subprocess
 import tempfile
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -97,9 +99,7 @@ def pytest_runtest_makereport(
     return report
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of this test session (skipped where the binaries are missing)."""
+def _new_postgres() -> Iterator[PostgresServer]:
     bin_dir = find_bin_dir()
     if bin_dir is None:
         pytest.skip(SKIP_REASON)
@@ -107,7 +107,38 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test session (skipped where the binaries are missing)."""
+    yield from _new_postgres()
+
+
 @pytest.fixture
 def postgres_url(postgres: PostgresServer) -> str:
     """The URI of a new, empty database on :func:`postgres`."""
     return postgres.new_database()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test alone, which the test may stop and start (outages)."""
+    yield from _new_postgres()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a file system of its own, 512 KiB (a tmpfs), for full-disk tests."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for the full-disk tests needs root")
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], capture_output=True, timeout=30)

@@ -32,10 +32,13 @@ _USER = "sagents"
 
 @dataclass(frozen=True)
 class PostgresServer:
-    """A running server; :meth:`new_database` gives each test its own database."""
+    """A running server; :meth:`new_database` gives each test its own database; :meth:`stop`
+    and :meth:`start` take it down and bring it back (outage tests)."""
 
     port: int
     bin_dir: Path
+    data: Path | None = None
+    prefix: tuple[str, ...] = ()
 
     def url(self, database: str = "postgres") -> str:
         """The libpq URI of ``database`` (trust authentication on 127.0.0.1)."""
@@ -51,6 +54,25 @@ class PostgresServer:
             timeout=60,
         )
         return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server at once (``pg_ctl stop -m immediate``: a crash, no clean shutdown)."""
+        assert self.data is not None
+        self._pg_ctl("-m", "immediate", "-w", "stop")
+
+    def start(self) -> None:
+        """Start the stopped server again on the same port and data (waits until it accepts)."""
+        assert self.data is not None
+        self._pg_ctl("-l", str(self.data.parent / "server.log"), "-w", "-t", "60", "start")
+
+    def _pg_ctl(self, *arguments: str) -> None:
+        assert self.data is not None
+        subprocess.run(
+            [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *arguments],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def find_bin_dir() -> Path | None:
@@ -100,29 +122,16 @@ def postgres_server(bin_dir: Path, *, durable: bool = False) -> Iterator[Postgre
         timeout=120,
     )
     fsync = "on" if durable else "off"
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync={fsync}"
-    options += " -c max_connections=200"
-    subprocess.run(
-        [
-            *prefix,
-            str(bin_dir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            options,
-            "-l",
-            str(root / "server.log"),
-            "-w",
-            "-t",
-            "60",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
+    # the settings live in the data directory, so that a later start (stop, start: the
+    # outage tests) brings the server back as it was
+    (data / "postgresql.auto.conf").write_text(
+        f"port = {port}\nunix_socket_directories = '{root}'\n"
+        f"listen_addresses = '127.0.0.1'\nfsync = {fsync}\nmax_connections = 200\n"
     )
+    server = PostgresServer(port=port, bin_dir=bin_dir, data=data, prefix=tuple(prefix))
+    server.start()
     try:
-        yield PostgresServer(port=port, bin_dir=bin_dir)
+        yield server
     finally:
         subprocess.run(
             [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],

@@ -1,10 +1,15 @@
-"""The audit store: one row per audited event, in SQLite (docs/run_script.md, "Records and audit").
+r"""The audit store: one row per audited event, in SQLite (docs/run_script.md, "Records and audit").
 
 run_script writes one ``gateway_call`` entry per script (never one per inner call). The default
 store is an embedded SQLite file, ``<data dir>/audit.sqlite3``; the data directory is
 ``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``.
 SQLite calls run in worker threads (``anyio.to_thread``), one at a time on a connection that the
 store opens on first use and keeps until :meth:`SqliteAuditStore.close`.
+
+Failures are :class:`~sagents.errors.StoreError`\s (:func:`sqlite_store_error`): a full disk or a
+lock another process holds past the busy timeout is a
+:class:`~sagents.errors.StoreUnavailableError`; a file that is not a database is a plain
+``StoreError`` that says how to move it aside.
 """
 
 from __future__ import annotations
@@ -13,22 +18,33 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
+from sagents.errors import StoreError, StoreUnavailableError
+
 __all__ = [
+    "BUSY_TIMEOUT_S",
     "AuditEntry",
     "AuditKind",
     "AuditStore",
+    "Paced",
+    "ReachableStore",
     "SqliteAuditStore",
     "connect_private",
     "default_audit_path",
     "default_data_dir",
+    "sqlite_store_error",
 ]
+
+BUSY_TIMEOUT_S = 10.0
+"""Seconds one store call waits, in all, for a lock another connection or process holds."""
+_BROKEN = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)  # the file itself is bad
 
 _T = TypeVar("_T")
 
@@ -64,6 +80,27 @@ def default_data_dir() -> Path:
 def default_audit_path() -> Path:
     """``<data dir>/audit.sqlite3`` (see :func:`default_data_dir`)."""
     return default_data_dir() / "audit.sqlite3"
+
+
+def sqlite_store_error(path: Path, error: sqlite3.Error | OSError) -> StoreError:
+    """The :class:`~sagents.errors.StoreError` for a failure of the SQLite file ``path``.
+
+    A file that is not a database (or is corrupt) is a ``StoreError`` naming the file and how
+    to move it aside; anything else (a full disk, a lock held past the busy timeout, a
+    folder that cannot be written) is a ``StoreUnavailableError``. One line each.
+    """
+    reason = " ".join(str(error).split()) or type(error).__name__
+    details = {"store": str(path)}
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _BROKEN:
+        aside = path.with_name(path.name + ".broken")
+        return StoreError(
+            f"{path} is not a SQLite database ({reason})",
+            hint=f"move it aside with 'mv {path} {aside}' and start again: a new one is "
+            "created; keep the old file for inspection",
+            details=details,
+        )
+    return StoreUnavailableError(f"cannot use the store {path}: {reason}", details=details)
 
 
 def connect_private(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
@@ -119,7 +156,21 @@ class AuditStore(Protocol):
         """Store one entry.
 
         Raises:
-            OSError or sqlite3.Error: when the store cannot be written.
+            StoreError: the store cannot be written (``StoreUnavailableError``: not now).
+        """
+        ...
+
+
+@runtime_checkable
+class ReachableStore(Protocol):
+    """A store that knows when it is down (a database out of reach): a run that needs it is
+    refused before it starts rather than run without its audit row."""
+
+    async def ensure_reachable(self) -> None:
+        """Return at once unless the store was down at the last try; then try it again.
+
+        Raises:
+            StoreUnavailableError: it is still down.
         """
         ...
 
@@ -131,6 +182,31 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+class Paced:
+    """A connection whose every statement waits for locks only until one deadline (SQLite's
+    busy timeout is per statement: a call of several would wait that long for each).
+
+    Args:
+        connection: The SQLite connection.
+        busy_timeout_s: Seconds, from now, that all its statements may wait in all.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, busy_timeout_s: float) -> None:
+        self.connection = connection
+        self._deadline = time.monotonic() + busy_timeout_s
+
+    def script(self, schema: str) -> None:
+        """Run each statement of ``schema`` (``;``-separated, no ``;`` inside one)."""
+        for statement in schema.split(";"):
+            if statement.strip():
+                self.execute(statement)
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        left_ms = max(0, int((self._deadline - time.monotonic()) * 1000))
+        self.connection.execute(f"PRAGMA busy_timeout = {left_ms}")
+        return self.connection.execute(sql, params)
 
 
 class _Link:
@@ -155,46 +231,74 @@ class SqliteAuditStore:
 
     Attributes:
         path: The database file; :func:`default_audit_path` by default.
+        busy_timeout_s: Seconds one call waits, in all, for a lock another process holds
+            (then it fails with ``StoreUnavailableError``).
     """
 
     path: Path = field(default_factory=default_audit_path)
+    busy_timeout_s: float = BUSY_TIMEOUT_S
     _link: _Link = field(default_factory=_Link, init=False, repr=False, compare=False)
 
-    def _use(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``work`` on the connection (opened if needed), one thread at a time."""
+    def _use(self, work: Callable[[Paced], _T]) -> _T:
+        """Run ``work`` on the connection (opened if needed), one thread at a time, every
+        statement within one :attr:`busy_timeout_s` in all.
+
+        Raises:
+            StoreError: see :func:`sqlite_store_error`.
+        """
         link = self._link
         with link.lock:
-            if link.connection is not None and _identity(self.path) != link.file:
-                # removed or replaced (cleared, rotated): the kept connection would write to
-                # the old file, or fail; the entry goes to the file now at the path
-                link.connection.close()
-                link.connection = None
-            if link.connection is None:
-                connection = connect_private(self.path, check_same_thread=False)
-                try:
-                    connection.executescript(_SCHEMA)
-                except BaseException:
-                    connection.close()
-                    raise
-                link.connection = connection
-                link.file = _identity(self.path)
             try:
-                return work(link.connection)
-            except sqlite3.Error:
-                link.connection.close()
-                link.connection = None
-                raise
+                if link.connection is not None and _identity(self.path) != link.file:
+                    # removed or replaced (cleared, rotated): the kept connection would write
+                    # to the old file, or fail; the entry goes to the file now at the path
+                    link.connection.close()
+                    link.connection = None
+                paced = None
+                if link.connection is None:
+                    connection = connect_private(self.path, check_same_thread=False)
+                    connection.isolation_level = None  # transactions are explicit
+                    paced = Paced(connection, self.busy_timeout_s)
+                    try:
+                        paced.script(_SCHEMA)
+                    except BaseException:
+                        connection.close()
+                        raise
+                    link.connection = connection
+                    link.file = _identity(self.path)
+                try:
+                    return work(paced or Paced(link.connection, self.busy_timeout_s))
+                except sqlite3.Error:
+                    link.connection.close()
+                    link.connection = None
+                    raise
+            except (sqlite3.Error, OSError) as error:
+                raise sqlite_store_error(self.path, error) from error
+
+    def check(self) -> None:
+        """Open the database (created if missing) and check that it is one.
+
+        Raises:
+            StoreError: see :func:`sqlite_store_error`.
+        """
+        self._use(lambda db: db.execute("SELECT count(*) FROM audit LIMIT 1"))
 
     def _insert(self, entry: AuditEntry) -> None:
         data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
 
-        def insert(connection: sqlite3.Connection) -> None:
-            with connection:
-                connection.execute(
+        def insert(db: Paced) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
                     "INSERT INTO audit (ts, kind, session_id, tool, status, data) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
                 )
+                db.execute("COMMIT")
+            except BaseException:
+                if db.connection.in_transaction:
+                    db.connection.rollback()
+                raise
 
         self._use(insert)
 
@@ -205,10 +309,8 @@ class SqliteAuditStore:
             query += " WHERE kind = ?"
             params = (kind,)
 
-        def select(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            return connection.execute(
-                query + " ORDER BY id DESC LIMIT ?", (*params, limit)
-            ).fetchall()
+        def select(db: Paced) -> list[tuple[Any, ...]]:
+            return db.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
 
         return [
             AuditEntry(

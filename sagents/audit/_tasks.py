@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sagents.audit._store import connect_private
+from sagents.audit._store import BUSY_TIMEOUT_S, Paced, connect_private, sqlite_store_error
 
 __all__ = ["SqliteTaskStore", "StoredTask"]
 
@@ -74,19 +76,46 @@ class SqliteTaskStore:
 
     Args:
         path: The database file.
+        busy_timeout_s: Seconds one call waits, in all, for a lock another process holds
+            (then it fails with ``StoreUnavailableError``).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = path
+        self.busy_timeout_s = busy_timeout_s
 
-    def _connect(self) -> sqlite3.Connection:
-        connection = connect_private(self.path)
-        connection.executescript(_SCHEMA)
-        return connection
+    @contextmanager
+    def _db(self) -> Iterator[Paced]:
+        """A connection in one transaction (committed when the block ends, then closed), all
+        its statements within one busy timeout.
+
+        Raises:
+            StoreError: see :func:`~sagents.audit._store.sqlite_store_error`.
+        """
+        try:
+            connection = connect_private(self.path)
+            try:
+                db = Paced(connection, self.busy_timeout_s)
+                db.script(_SCHEMA)
+                with connection:
+                    yield db
+            finally:
+                connection.close()
+        except (sqlite3.Error, OSError) as error:
+            raise sqlite_store_error(self.path, error) from error
+
+    def check(self) -> None:
+        """Open the database (created if missing) and check that it is one.
+
+        Raises:
+            StoreError: see :func:`~sagents.audit._store.sqlite_store_error`.
+        """
+        with self._db() as db:
+            db.execute("SELECT count(*) FROM tasks LIMIT 1")
 
     def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
         """Record a task handed off to the background."""
-        with self._connect() as db:
+        with self._db() as db:
             db.execute(
                 "INSERT OR REPLACE INTO tasks (task_id, owner, tool, status, started_at) "
                 "VALUES (?, ?, ?, 'running', ?)",
@@ -95,20 +124,26 @@ class SqliteTaskStore:
 
     def finished(
         self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
-    ) -> None:
+    ) -> bool:
         """Record how a task ended (its result text, cut to :data:`RESULT_CHARS`; ``reason``
-        when the gateway, not a client, ended it: ``gateway stopped``)."""
-        with self._connect() as db:
-            db.execute(
+        when the gateway, not a client, ended it: ``gateway stopped``).
+
+        Returns:
+            Whether it was written: a terminal status is written once, so a task already
+            ended (``failed`` by a restart's sweep) keeps its status.
+        """
+        with self._db() as db:
+            cursor = db.execute(
                 "UPDATE tasks SET status = ?, finished_at = ?, result = ?, is_error = ?, "
-                "reason = ?, announced = 1 WHERE task_id = ?",
+                "reason = ?, announced = 1 WHERE task_id = ? AND status = 'running'",
                 (status, time.time(), result[:RESULT_CHARS], int(is_error), reason, task_id),
             )
+            return cursor.rowcount == 1
 
     def mark_interrupted(self, reason: str) -> list[StoredTask]:
         """Mark every ``running`` task ``failed`` with ``reason``; returns them, as marked."""
         now = time.time()
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE status = 'running'").fetchall()
             db.execute(
                 "UPDATE tasks SET status = 'failed', finished_at = ?, reason = ?, is_error = 1 "
@@ -122,7 +157,7 @@ class SqliteTaskStore:
 
     def get(self, task_id: str) -> StoredTask | None:
         """One task, or None."""
-        with self._connect() as db:
+        with self._db() as db:
             row = db.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
             ).fetchone()
@@ -132,7 +167,7 @@ class SqliteTaskStore:
         """The tasks of ``owner``, oldest first (none for the empty owner)."""
         if not owner:
             return []
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE owner = ? ORDER BY started_at", (owner,)
             ).fetchall()
@@ -142,7 +177,7 @@ class SqliteTaskStore:
         """The owner's tasks ended by a restart that it was not told of yet (then told)."""
         if not owner:
             return []
-        with self._connect() as db:
+        with self._db() as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE owner = ? AND status = 'failed' "
                 "AND announced = 0 ORDER BY started_at",

@@ -315,6 +315,8 @@ class TasksExtension(Extension):
     ) -> DetailedTaskResult:
         self._check(ctx, params.task_id)
         scope = self._scope_of(ctx)
+        if self._tasks.superseded(params.task_id):  # a sweep ended it: as the store says
+            return await self._stored(scope, params.task_id)
         try:
             info = self._tasks.live.get(scope.session_id, params.task_id)
         except TaskNotFoundError:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from sagents.audit._store import AuditEntry, AuditStore
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.errors import StoreError
 from sagents.gateway._workspaces import Workspaces
 from sagents.script._records import RECORDS_DIR, mark_interrupted_runs
 from sagents.store._embedded import SqliteTasks
@@ -89,20 +90,22 @@ async def sweep_runs(workspaces: Workspaces, audit: AuditStore | None) -> list[s
             marked.append(str(workspace.relative_to(workspaces.root) / records))
             if audit is None:
                 continue
-            await audit.record(
-                AuditEntry(
-                    kind="gateway_call",
-                    ts=time.time(),
-                    tool="run_script",
-                    status="aborted",
-                    session_id=session,
-                    data={
-                        "script_id": script_id,
-                        "reason": RESTART_REASON,
-                        "records_dir": str(records),
-                    },
-                )
+            entry = AuditEntry(
+                kind="gateway_call",
+                ts=time.time(),
+                tool="run_script",
+                status="aborted",
+                session_id=session,
+                data={
+                    "script_id": script_id,
+                    "reason": RESTART_REASON,
+                    "records_dir": str(records),
+                },
             )
+            try:
+                await audit.record(entry)
+            except StoreError as error:  # the run's records say 'aborted' all the same
+                logger.warning("run %s marked aborted; audit not written: %s", records, error)
     if marked:
         logger.warning("runs interrupted by a restart, marked aborted: %s", ", ".join(marked))
     return marked

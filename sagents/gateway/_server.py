@@ -796,7 +796,9 @@ class Gateway:
                 hand_off_now=early,
             )
             if done is None:
-                await self._tasks.handed_off(session.scope, task_id, name)
+                refused = await self._tasks.handed_off(session.scope, task_id, name)
+                if refused is not None:  # not recorded, so stopped (docs/scale-out.md)
+                    return refused
                 if task_request is not None and task_input is not None:
                     self._task_ext.created(task_request, task_id, task_input)
             return done if done is not None else handed_off_result(name, task_id)

@@ -16,11 +16,18 @@ docs/scale-out.md):
   by lease instead;
 - on a shared store, ``script_cancel`` of a call another replica runs asks that replica
   (:meth:`~sagents.store._protocols.TaskStore.request_cancel`) and waits for its end, and this
-  replica cancels its own calls when another asks.
+  replica cancels its own calls when another asks;
+- when the store fails (:class:`~sagents.errors.StoreError`; docs/scale-out.md, "When the
+  database is down"): a hand-off that cannot be recorded does not go on (the call is stopped
+  and the answer says so: no JSON-RPC error for a call that would then run anyway); an end
+  that cannot be written is written again, with backoff, until it is; an end the store already
+  holds (a sweep marked the call ``failed``) is not overwritten, and the call is shown as the
+  store says.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
@@ -32,7 +39,7 @@ import anyio
 
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.core._result import ToolResult
-from sagents.errors import TaskNotFoundError
+from sagents.errors import StoreError, StoreUnavailableError, TaskNotFoundError
 from sagents.gateway._restart import StartupLock, sweep_tasks
 from sagents.store._embedded import SqliteTasks
 from sagents.store._protocols import TaskStore
@@ -46,6 +53,8 @@ __all__ = [
     "stored_task_json",
 ]
 
+logger = logging.getLogger(__name__)
+
 REMOTE_CANCEL_WAIT_S = 10.0
 """Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
 with the call as the store shows it, ``running`` if that replica did not answer)."""
@@ -53,6 +62,18 @@ _REMOTE_POLL_S = 0.1  # seconds between reads of the store while a remote cancel
 STOP_REASON = "gateway stopped"
 """The ``reason`` kept with a call that was still running when the gateway stopped (it is
 ``cancelled``, by the gateway rather than by a client)."""
+END_RETRY_S = (1.0, 30.0)  # first and longest wait between tries of writing a call's end
+
+
+@dataclass(frozen=True, kw_only=True)
+class _End:
+    """How a handed-off call ended, as written to the store."""
+
+    task_id: str
+    status: str
+    result: str
+    is_error: bool
+    reason: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +108,10 @@ class GatewayTasks:
         self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
         self._stopping = False
+        self._superseded: set[str] = set()  # ended in the store before they ended here
+        self._unrecorded: set[str] = set()  # hand-offs the store did not record (stopped)
+        self._unwritten: dict[str, _End] = {}  # ends the store did not take yet
+        self._end_waiting = anyio.Event()
         self._stack = AsyncExitStack()  # what __aenter__ took, given back by __aexit__
 
     async def __aenter__(self) -> Self:
@@ -101,7 +126,14 @@ class GatewayTasks:
                 lock = self._lock = StartupLock(store.path.parent)
                 stack.callback(lock.release)
                 if lock.acquire():
-                    await sweep_tasks(store)
+                    try:
+                        await sweep_tasks(store)
+                    except StoreUnavailableError as error:  # a full disk: swept next start
+                        logger.warning("interrupted background calls not swept: %s", error)
+            if store is not None:
+                retries = await stack.enter_async_context(anyio.create_task_group())
+                retries.start_soon(self._write_unwritten_ends)
+                stack.callback(retries.cancel_scope.cancel)  # after the live calls ended
             await stack.enter_async_context(self.live)
             stack.callback(self._stop)  # first on leaving
             self._stack = stack.pop_all()
@@ -146,36 +178,117 @@ class GatewayTasks:
             task_id, hand_off_after=hand_off_after, on_done=on_done, hand_off_now=hand_off_now
         )
 
-    async def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> None:
-        """Keep a handed-off call in the store (its end is written only after this row)."""
+    async def handed_off(self, scope: TaskScope, task_id: str, tool: str) -> ToolResult | None:
+        """Keep a handed-off call in the store (its end is written only after this row).
+
+        Returns:
+            None once recorded. When the store cannot record it, the hand-off does not go on:
+            the call is stopped (and waited for), and this is the answer to give instead, a
+            ``store_unavailable`` error (a client that retries does not run it twice).
+        """
         self._own[task_id] = scope.session_id
         if self.store is None:
-            return
+            return None
         recorded = self._recorded[task_id] = anyio.Event()
         try:
             await self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
+        except StoreError as error:
+            self._recorded.pop(task_id, None)
+            self._own.pop(task_id, None)
+            self._unrecorded.add(task_id)
+            logger.warning("background call %s not recorded, so stopped: %s", task_id, error)
+            with anyio.CancelScope(shield=True), suppress(TaskNotFoundError):
+                await self.live.cancel(scope.session_id, task_id)
+            return ToolResult.from_error(
+                error.code,
+                f"the call of {tool!r} ran past the time a call is waited on, and could not be "
+                f"handed off to the background: {error.message}; it was stopped",
+                hint="try again once the store is back (see the gateway's log)",
+                details=dict(error.details),
+            )
         finally:
             recorded.set()
+        return None
 
     async def finished(self, info: TaskInfo) -> None:
         """Record how a handed-off call ended (with :data:`STOP_REASON` when the gateway
-        stopping cancelled it)."""
-        if self.store is not None and info.result is not None:
-            stopped = self._stopping and info.status == "cancelled"
-            recorded = self._recorded.pop(info.task_id, None)
-            if recorded is not None:
-                await recorded.wait()
-            await self.store.finished(
-                info.task_id,
-                status=info.status,
-                result=info.result.text,
-                is_error=info.result.is_error,
-                reason=STOP_REASON if stopped else None,
+        stopping cancelled it). An end the store cannot take now is written later; an end it
+        already holds (a sweep's) is kept, and the call is shown as the store says."""
+        if self.store is None or info.result is None:
+            return
+        stopped = self._stopping and info.status == "cancelled"
+        recorded = self._recorded.pop(info.task_id, None)
+        if recorded is not None:
+            await recorded.wait()
+        if info.task_id in self._unrecorded:
+            self._unrecorded.discard(info.task_id)
+            return  # its hand-off was never recorded: no row to end
+        end = _End(
+            task_id=info.task_id,
+            status=info.status,
+            result=info.result.text,
+            is_error=info.result.is_error,
+            reason=STOP_REASON if stopped else None,
+        )
+        try:
+            await self._write_end(end)
+        except StoreError as error:
+            logger.warning(
+                "background call %s ended %s; the store did not take its end (%s): it is "
+                "written again when the store is back",
+                end.task_id,
+                end.status,
+                error,
             )
+            self._unwritten[end.task_id] = end
+            self._end_waiting.set()
+
+    def superseded(self, task_id: str) -> bool:
+        """Whether the store ended ``task_id`` before it ended here (a sweep marked it
+        ``failed``): the store's status is the call's."""
+        return task_id in self._superseded
+
+    async def _write_end(self, end: _End) -> None:
+        assert self.store is not None
+        written = await self.store.finished(
+            end.task_id,
+            status=end.status,
+            result=end.result,
+            is_error=end.is_error,
+            reason=end.reason,
+        )
+        if not written:
+            self._superseded.add(end.task_id)
+
+    async def _write_unwritten_ends(self) -> None:
+        """Write the ends the store did not take, again and again (with backoff) until it
+        takes them; what is left when the gateway stops is swept at the next start."""
+        delay = END_RETRY_S[0]
+        while True:
+            if not self._unwritten:
+                self._end_waiting = anyio.Event()
+                await self._end_waiting.wait()
+            await anyio.sleep(delay)
+            try:
+                for end in list(self._unwritten.values()):
+                    await self._write_end(end)
+                    del self._unwritten[end.task_id]
+                    logger.warning("the end of background call %s is written", end.task_id)
+            except StoreError:
+                delay = min(delay * 2, END_RETRY_S[1])
+            else:
+                delay = END_RETRY_S[0]
 
     async def unannounced(self, owner: str) -> list[StoredTask]:
-        """The owner's calls a restart ended that it was not told of yet (then told)."""
-        return await self.store.take_unannounced(owner) if self.store is not None else []
+        """The owner's calls a restart ended that it was not told of yet (then told); none
+        while the store fails (they stay untold in it, for the owner's next session)."""
+        if self.store is None:
+            return []
+        try:
+            return await self.store.take_unannounced(owner)
+        except StoreError as error:
+            logger.warning("calls a restart ended are not announced now: %s", error)
+            return []
 
     def listed(self, scope: TaskScope) -> list[TaskInfo]:
         """The session's live background calls, as listed (none for an anonymous session)."""
@@ -205,11 +318,16 @@ class GatewayTasks:
                         "token (other clients may share it); pass the id the call returned",
                         hint="call script_status(id=...) with the task id of the handed-off call",
                     )
-                listing = [task_json(i) for i in self.live.list(scope.session_id)]
+                listing = [
+                    task_json(i)
+                    if i.task_id not in self._superseded
+                    else await self.view(scope, i.task_id)
+                    for i in self.live.list(scope.session_id)
+                ]
                 earlier = await self._earlier(scope)
                 return ToolResult.from_structured({"tasks": earlier + listing})
             return ToolResult.from_structured(await self.view(scope, task_id))
-        except TaskNotFoundError as error:
+        except (TaskNotFoundError, StoreError) as error:
             return ToolResult.from_exception(error)
 
     async def view(self, scope: TaskScope, task_id: str) -> dict[str, Any]:
@@ -218,6 +336,8 @@ class GatewayTasks:
         Raises:
             TaskNotFoundError: neither.
         """
+        if task_id in self._superseded:
+            return await self._stored(scope, task_id)
         try:
             return task_json(self.live.get(scope.session_id, task_id), full=True)
         except TaskNotFoundError:

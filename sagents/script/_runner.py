@@ -12,9 +12,9 @@ later (the background hand-off of §4 builds on it).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AsyncExitStack
@@ -35,6 +35,7 @@ from sagents.errors import (
     QuotaExceededError,
     SandboxError,
     ScriptRejectedError,
+    StoreError,
 )
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._types import SandboxParams
@@ -188,9 +189,10 @@ class ScriptRunner:
             # the records' fsync (milliseconds to tens of milliseconds on a busy disk) comes
             # right after it, beyond any cancellation (docs/run_script.md, "Records and audit").
             try:
-                if result is not None:
+                if result is not None and self._audit is not None:
                     with anyio.CancelScope(shield=True):
-                        await self._write_audit(handle, result)
+                        missing = await self._write_audit(handle, result)
+                    result = _with_audit(result, missing)
             finally:
                 handle.settle(result)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
@@ -446,9 +448,9 @@ class ScriptRunner:
         self._progress(handle, run, dispatcher, status)
         return result
 
-    async def _write_audit(self, handle: ScriptHandle, result: ScriptRunResult) -> None:
-        if self._audit is None:
-            return
+    async def _write_audit(self, handle: ScriptHandle, result: ScriptRunResult) -> str | None:
+        """Write the run's one audit entry; None once written, else why it was not (logged)."""
+        assert self._audit is not None
         entry = AuditEntry(
             kind="gateway_call",
             ts=time.time(),
@@ -471,5 +473,21 @@ class ScriptRunner:
         try:
             with anyio.fail_after(CLEANUP_TIMEOUT_S):
                 await self._audit.record(entry)
-        except (OSError, sqlite3.Error, TimeoutError) as error:
-            logger.warning("run_script %s: audit entry not written: %s", result.script_id, error)
+        except StoreError as error:
+            reason = " ".join(error.message.split())
+        except TimeoutError:
+            reason = f"the store did not answer within {CLEANUP_TIMEOUT_S:g} s"
+        else:
+            return None
+        logger.warning("run_script %s: audit not written: %s", result.script_id, reason)
+        return reason
+
+
+def _with_audit(result: ScriptRunResult, missing: str | None) -> ScriptRunResult:
+    """``result`` saying whether its audit row was written: when it was not, its summary line
+    (the first of the output) ends with ``audit not written: <reason>``."""
+    if missing is None:
+        return dataclasses.replace(result, audit="written")
+    summary, newline, rest = result.output.partition("\n")
+    output = f"{summary}, audit not written: {missing}{newline}{rest}"
+    return dataclasses.replace(result, audit="missing", output=output)

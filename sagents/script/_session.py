@@ -39,7 +39,7 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 
-from sagents.audit._store import AuditStore
+from sagents.audit._store import AuditStore, ReachableStore
 from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
@@ -49,7 +49,7 @@ from sagents.core.events import (
     ScriptProgressEvent,
     ToolProgressEvent,
 )
-from sagents.errors import NotAllowedError, SandboxError
+from sagents.errors import NotAllowedError, SandboxError, StoreUnavailableError
 from sagents.progress._hub import ProgressHub, default_hub
 from sagents.progress._throttle import ScriptProgressThrottle
 from sagents.sandbox._local import LocalSandbox
@@ -333,6 +333,11 @@ class RunScriptTool:
     async def _call(self, request: ScriptRequest) -> ToolResult:
         if self._tg is None:
             raise RuntimeError("RunScriptTool.run() needs 'async with RunScriptTool(...)'")
+        if isinstance(self._audit, ReachableStore):
+            try:  # a store known to be down: refused before anything runs (no audit row)
+                await self._audit.ensure_reachable()
+            except StoreUnavailableError as error:
+                return ToolResult.from_exception(error)
         handle: ScriptHandle = await self._tg.start(self._host, request)
         try:
             result = await handle.wait()

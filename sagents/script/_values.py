@@ -75,6 +75,9 @@ class ScriptRunResult:
         records_dir: ``.agent/scripts/<id>/`` relative to the workspace, or None.
         output: The model-facing text (summary line, output, error tail).
         truncated: Whether the printed output was cut for the model.
+        audit: ``written`` once the run's audit row is in the store, ``missing`` when it
+            could not be written (the summary line then ends with
+            ``audit not written: <reason>``), None without an audit store.
     """
 
     script_id: str
@@ -87,10 +90,13 @@ class ScriptRunResult:
     records_dir: str | None
     output: str
     truncated: bool
+    audit: Literal["written", "missing"] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``status, exit_code, calls, failed, duration_s, records_dir,
-        output, truncated`` plus ``script_id`` and ``calls_per_tool``."""
+        output, truncated`` plus ``script_id``, ``calls_per_tool`` and, with an audit store,
+        ``audit`` (``written`` or ``missing``)."""
+        audit = {"audit": self.audit} if self.audit is not None else {}
         return {
             "status": self.status,
             "exit_code": self.exit_code,
@@ -102,6 +108,7 @@ class ScriptRunResult:
             "truncated": self.truncated,
             "script_id": self.script_id,
             "calls_per_tool": dict(self.calls_per_tool),
+            **audit,
         }
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import anyio
 
 from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.errors import StoreUnavailableError
 from sagents.store._fair import FairMap
 from sagents.store._protocols import CancelHandler
 
@@ -44,6 +47,9 @@ holds the most can no longer be answered (it is asked again), so memory stays bo
 MAX_PENDING_APPROVALS_PER_SESSION = 64
 """Of those, kept for one session: a 2026-07-28 session is one per token and profile (docs/
 gateway.md, "Threat model"), so one client cannot push out the others' pending approvals."""
+
+logger = logging.getLogger(__name__)
+
 AUDIT_FILE = "audit.sqlite3"
 TASKS_FILE = "background.sqlite3"
 
@@ -148,8 +154,8 @@ class MemoryApprovals:
 
 class SqliteTasks:
     """The :class:`~sagents.store._protocols.TaskStore` of one process, on a
-    :class:`~sagents.audit._tasks.SqliteTaskStore` (each statement is a short local write, run
-    in the event loop's thread as before).
+    :class:`~sagents.audit._tasks.SqliteTaskStore` (each call in a worker thread: a lock
+    another process holds is waited on there, not in the event loop).
 
     Args:
         store: The SQLite task store.
@@ -167,31 +173,40 @@ class SqliteTasks:
 
     async def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
         """See :meth:`SqliteTaskStore.started`."""
-        self.sqlite.started(task_id, owner=owner, tool=tool, started_at=started_at)
+        await anyio.to_thread.run_sync(
+            partial(self.sqlite.started, task_id, owner=owner, tool=tool, started_at=started_at)
+        )
 
     async def finished(
         self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
-    ) -> None:
+    ) -> bool:
         """See :meth:`SqliteTaskStore.finished`."""
-        self.sqlite.finished(
-            task_id, status=status, result=result, is_error=is_error, reason=reason
+        return await anyio.to_thread.run_sync(
+            partial(
+                self.sqlite.finished,
+                task_id,
+                status=status,
+                result=result,
+                is_error=is_error,
+                reason=reason,
+            )
         )
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:
         """See :meth:`SqliteTaskStore.mark_interrupted`."""
-        return self.sqlite.mark_interrupted(reason)
+        return await anyio.to_thread.run_sync(self.sqlite.mark_interrupted, reason)
 
     async def get(self, task_id: str) -> StoredTask | None:
         """See :meth:`SqliteTaskStore.get`."""
-        return self.sqlite.get(task_id)
+        return await anyio.to_thread.run_sync(self.sqlite.get, task_id)
 
     async def owned(self, owner: str) -> list[StoredTask]:
         """See :meth:`SqliteTaskStore.owned`."""
-        return self.sqlite.owned(owner)
+        return await anyio.to_thread.run_sync(self.sqlite.owned, owner)
 
     async def take_unannounced(self, owner: str) -> list[StoredTask]:
         """See :meth:`SqliteTaskStore.take_unannounced`."""
-        return self.sqlite.take_unannounced(owner)
+        return await anyio.to_thread.run_sync(self.sqlite.take_unannounced, owner)
 
     async def request_cancel(self, task_id: str) -> bool:
         """No other process shares this store: nobody to ask."""
@@ -221,6 +236,18 @@ class EmbeddedStore:
         self.approvals = MemoryApprovals()
 
     async def __aenter__(self) -> EmbeddedStore:
+        """Check both files: one that is not a database stops the start with a one-line
+        ``StoreError`` naming it; one that cannot be written now (a full disk, a lock) is
+        logged, and each run then says that its audit row was not written.
+
+        Raises:
+            StoreError: a file that is not a SQLite database.
+        """
+        for check in (self.audit.check, self.tasks.sqlite.check):
+            try:
+                await anyio.to_thread.run_sync(check)
+            except StoreUnavailableError as error:
+                logger.warning("the store is not usable now: %s", error)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

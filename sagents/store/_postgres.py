@@ -15,6 +15,15 @@ One :class:`PostgresStore` per gateway process (a *replica*), all on one databas
   and cancels the task (its end is written to the store as usual);
 - secrets shared by the replicas (the ``requestState`` sealing key, the key that derives the
   session ids of 2026-07-28 clients), created by the first replica that needs them.
+
+An outage of the database is a state, not a crash (docs/scale-out.md, "When the database is
+down"): every call raises :class:`~sagents.errors.StoreError` (``StoreUnavailableError`` while
+the database is out of reach), never a driver error; the pool checks each connection before
+handing it out and reconnects with backoff; the heartbeats and the listener go on and
+reconnect; :meth:`PostgresAudit.ensure_reachable` lets a run that needs the store be refused
+before it starts while the store is known to be down. A replica whose lease another replica
+took (its background calls marked ``failed`` by a sweep) stops those calls: their status stays
+what the sweep wrote (a terminal status is written once).
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self
 
@@ -38,7 +48,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import RESULT_CHARS, StoredTask
-from sagents.errors import StoreSchemaError, StoreUnavailableError
+from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
 from sagents.store._embedded import (
     MAX_PENDING_APPROVALS,
     REQUEST_STATE_TTL_S,
@@ -66,6 +76,12 @@ LEASE_REASON = "gateway replica stopped (no heartbeat within its lease)"
 """The ``reason`` of a background task whose replica died."""
 CONNECT_TIMEOUT_S = 10.0  # seconds to reach the database before a clear error
 POOL_MAX = 10  # connections per replica
+PROBE_TIMEOUT_S = 2  # seconds a check of a store known to be down waits to connect
+# Seconds one reconnection of the pool backs off for (1, 2, 4 s...) before it gives up; the
+# next call then starts a new one at once. Short, so that a restarted database is used again
+# within seconds, not after a backoff grown during a long outage.
+RECONNECT_TIMEOUT_S = 5.0
+LISTEN_BACKOFF_S = (0.5, 10.0)  # first and longest wait between reconnections of the listener
 _TASK_COLUMNS = "task_id, owner, tool, status, started_at, finished_at, result, is_error, reason"
 
 
@@ -84,16 +100,93 @@ def _task(row: TupleRow) -> StoredTask:
     )
 
 
+class _Database:
+    """The pool of a replica, with what it knows of the database's health.
+
+    Attributes:
+        down: Why the database was out of reach at the last try, or None (it answered).
+    """
+
+    def __init__(self, pool: AsyncConnectionPool, url: str, shown: str) -> None:
+        self.pool = pool
+        self.url = url
+        self.shown = shown
+        self.down: StoreUnavailableError | None = None
+
+    def unavailable(self, reason: str) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"cannot reach the store {self.shown}: {' '.join(reason.split())}",
+            hint="check that PostgreSQL runs there and accepts this user and password "
+            "(pg_isready; the server's pg_hba.conf), or start without --store",
+            details={"store": self.shown},
+        )
+
+    @asynccontextmanager
+    async def connection(
+        self, *, wait_s: float | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[TupleRow]]:
+        """A checked connection of the pool; driver errors become :class:`StoreError`.
+
+        Raises:
+            StoreUnavailableError: no connection within ``wait_s`` seconds (the pool's timeout
+                by default), or the connection broke (the database stopped or restarted).
+            StoreError: the database refused the statement.
+        """
+        try:
+            async with self.pool.connection(timeout=wait_s) as db:
+                yield db
+        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as error:
+            if self.down is None:
+                logger.warning("the store %s is out of reach: %s", self.shown, error)
+            self.down = self.unavailable(str(error))
+            raise self.down from error
+        except psycopg.Error as error:
+            raise StoreError(
+                f"the store {self.shown} refused a statement: {' '.join(str(error).split())}",
+                details={"store": self.shown},
+            ) from error
+        if self.down is not None:
+            logger.warning("the store %s answers again", self.shown)
+            self.down = None
+
+    async def ensure_reachable(self) -> None:
+        """Return at once unless the database was out of reach at the last try; then connect
+        to it once, outside the pool (which may be backing off), for at most
+        :data:`PROBE_TIMEOUT_S` seconds.
+
+        Raises:
+            StoreUnavailableError: it still is.
+        """
+        if self.down is None:
+            return
+        try:
+            probe = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=PROBE_TIMEOUT_S
+            )
+            async with probe:
+                await probe.execute("SELECT 1")
+        except psycopg.Error as error:
+            self.down = self.unavailable(str(error))
+            raise self.down from error
+        logger.warning("the store %s answers again", self.shown)
+        self.down = None
+
+
 class PostgresAudit:
     """Audit rows in ``sagents_audit`` (the :class:`~sagents.store._protocols.AuditLog`)."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+    def __init__(self, database: _Database) -> None:
+        self._db = database
+
+    async def ensure_reachable(self) -> None:
+        """Refuse (``StoreUnavailableError``) while the database is known to be out of reach:
+        a run that needs its audit row is refused before it starts."""
+        await self._db.ensure_reachable()
 
     async def record(self, entry: AuditEntry) -> None:
         """Insert one entry."""
         data = Jsonb(dict(entry.data), dumps=lambda v: json.dumps(v, default=str))
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "INSERT INTO sagents_audit (ts, kind, session_id, tool, status, data) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -107,7 +200,7 @@ class PostgresAudit:
         if kind is not None:
             query += " WHERE kind = %s"
             params = (kind,)
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(query + " ORDER BY id DESC LIMIT %s", (*params, limit))
             rows = await cursor.fetchall()
         return [
@@ -121,14 +214,15 @@ class PostgresTasks:
 
     shared = True
 
-    def __init__(self, pool: AsyncConnectionPool, replica_id: str) -> None:
-        self._pool = pool
+    def __init__(self, database: _Database, replica_id: str) -> None:
+        self._db = database
         self.replica_id = replica_id
         self._on_cancel: CancelHandler | None = None
+        self._running: set[str] = set()  # started here, not yet finished
 
     async def started(self, task_id: str, *, owner: str, tool: str, started_at: float) -> None:
         """Record a task this replica handed off to the background."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "INSERT INTO sagents_tasks (task_id, owner, tool, status, started_at, replica_id) "
                 "VALUES (%s, %s, %s, 'running', %s, %s) ON CONFLICT (task_id) DO UPDATE SET "
@@ -136,23 +230,45 @@ class PostgresTasks:
                 "started_at = EXCLUDED.started_at, replica_id = EXCLUDED.replica_id",
                 (task_id, owner, tool, started_at, self.replica_id),
             )
+        self._running.add(task_id)
 
     async def finished(
         self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
-    ) -> None:
+    ) -> bool:
         """Record how a task ended (its result text, cut to ``RESULT_CHARS``; ``reason`` when
-        the gateway, not a client, ended it)."""
-        async with self._pool.connection() as db:
-            await db.execute(
+        the gateway, not a client, ended it).
+
+        Returns:
+            Whether it was written: False when the task had already ended (a sweep marked it
+            ``failed`` while this replica was slow), whose status then stays.
+        """
+        async with self._db.connection() as db:
+            cursor = await db.execute(
                 "UPDATE sagents_tasks SET status = %s, finished_at = %s, result = %s, "
-                "is_error = %s, reason = %s, announced = TRUE WHERE task_id = %s",
+                "is_error = %s, reason = %s, announced = TRUE "
+                "WHERE task_id = %s AND status = 'running'",
                 (status, time.time(), result[:RESULT_CHARS], is_error, reason, task_id),
             )
+            written = cursor.rowcount == 1
+        self._running.discard(task_id)
+        return written
+
+    async def taken(self) -> list[str]:
+        """The tasks this replica runs that the store shows ended already (a sweep took them
+        when this replica's lease ran out): they are to be stopped."""
+        if not self._running:
+            return []
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "SELECT task_id FROM sagents_tasks WHERE task_id = ANY(%s) AND status <> 'running'",
+                (sorted(self._running),),
+            )
+            return [row[0] for row in await cursor.fetchall()]
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:
         """Mark ``failed`` the running tasks of replicas whose lease ran out (or whose row is
         gone); returns them, as marked."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 "UPDATE sagents_tasks AS t SET status = 'failed', is_error = TRUE, reason = %s, "
                 "finished_at = extract(epoch FROM now()) "
@@ -166,7 +282,7 @@ class PostgresTasks:
 
     async def get(self, task_id: str) -> StoredTask | None:
         """One task, or None."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 f"SELECT {_TASK_COLUMNS} FROM sagents_tasks WHERE task_id = %s", (task_id,)
             )
@@ -177,7 +293,7 @@ class PostgresTasks:
         """The tasks of ``owner``, oldest first (none for the empty owner)."""
         if not owner:
             return []
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 f"SELECT {_TASK_COLUMNS} FROM sagents_tasks WHERE owner = %s ORDER BY started_at",
                 (owner,),
@@ -189,7 +305,7 @@ class PostgresTasks:
         the update and the read are one statement, so two replicas never both announce)."""
         if not owner:
             return []
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 "UPDATE sagents_tasks SET announced = TRUE WHERE owner = %s "
                 f"AND status = 'failed' AND NOT announced RETURNING {_TASK_COLUMNS}",
@@ -200,7 +316,7 @@ class PostgresTasks:
 
     async def request_cancel(self, task_id: str) -> bool:
         """``NOTIFY`` the replicas; the one running ``task_id`` cancels it."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute("SELECT pg_notify(%s, %s)", (CANCEL_CHANNEL, task_id))
         return True
 
@@ -218,15 +334,15 @@ class PostgresApprovals:
     """Pending approvals and session grants shared by the replicas: an approval asked through
     one replica can be answered through another."""
 
-    def __init__(self, pool: AsyncConnectionPool, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
-        self._pool = pool
+    def __init__(self, database: _Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
+        self._db = database
         self._ttl_s = ttl_s
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call (at most
         ``MAX_PENDING_APPROVALS`` kept per session: the oldest is dropped)."""
         nonce = secrets.token_urlsafe(18)
-        async with self._pool.connection() as db, db.transaction():
+        async with self._db.connection() as db, db.transaction():
             await db.execute("DELETE FROM sagents_pending_approvals WHERE expires_at <= now()")
             await db.execute(
                 "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
@@ -249,7 +365,7 @@ class PostgresApprovals:
         nonce = nonce_of(state)
         if nonce is None:
             return False
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 "DELETE FROM sagents_pending_approvals WHERE nonce = %s AND session_id = %s "
                 "AND call = %s AND expires_at > now() RETURNING nonce",
@@ -259,7 +375,7 @@ class PostgresApprovals:
 
     async def grant(self, session_id: str, tool: str) -> None:
         """Remember the grant."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "INSERT INTO sagents_grants (session_id, tool) VALUES (%s, %s) "
                 "ON CONFLICT DO NOTHING",
@@ -268,7 +384,7 @@ class PostgresApprovals:
 
     async def granted(self, session_id: str) -> frozenset[str]:
         """The session's grants."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 "SELECT tool FROM sagents_grants WHERE session_id = %s", (session_id,)
             )
@@ -303,11 +419,16 @@ class PostgresStore:
             max_size=POOL_MAX,
             open=False,
             timeout=CONNECT_TIMEOUT_S,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT_S)},
+            # a connection is checked before it is handed out: after a restart of the
+            # database (even a fast one of an idle pool) a stale one is replaced, not used
+            check=AsyncConnectionPool.check_connection,
+            reconnect_timeout=RECONNECT_TIMEOUT_S,
         )
-        self.audit = PostgresAudit(self._pool)
-        self.tasks = PostgresTasks(self._pool, self.replica_id)
-        self.approvals = PostgresApprovals(self._pool)
+        self._db = _Database(self._pool, location.url, location.shown)
+        self.audit = PostgresAudit(self._db)
+        self.tasks = PostgresTasks(self._db, self.replica_id)
+        self.approvals = PostgresApprovals(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 
@@ -352,36 +473,41 @@ class PostgresStore:
             with anyio.CancelScope(shield=True):
                 try:
                     with anyio.move_on_after(CONNECT_TIMEOUT_S):
-                        async with self._pool.connection() as db:
+                        async with self._db.connection() as db:
                             await db.execute(
                                 "DELETE FROM sagents_replicas WHERE replica_id = %s",
                                 (self.replica_id,),
                             )
-                except (psycopg.Error, PoolTimeout) as error:
+                except StoreError as error:
                     logger.info("could not remove replica %s: %s", self.replica_id, error)
                 finally:
                     await self._pool.close()
 
     def _unavailable(self, reason: str) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"cannot reach the store {self.location.shown}: {reason.strip()}",
-            hint="check that PostgreSQL runs there and accepts this user and password "
-            "(pg_isready; the server's pg_hba.conf), or start without --store",
-            details={"store": self.location.shown},
-        )
+        return self._db.unavailable(reason)
 
     async def _prepare(self) -> None:
         """Reach the database once (for a clear error) and bring its schema up to date.
 
         Raises:
             StoreUnavailableError, StoreSchemaError: see the class.
+            StoreError: the database refused the migration.
         """
         try:
-            connection = await psycopg.AsyncConnection.connect(
-                self.location.url, connect_timeout=int(CONNECT_TIMEOUT_S)
-            )
+            await self._migrate()
         except psycopg.OperationalError as error:
             raise self._unavailable(str(error)) from error
+        except psycopg.Error as error:
+            raise StoreError(
+                f"cannot bring the schema of {self.location.shown} up to date: "
+                f"{' '.join(str(error).split())}",
+                details={"store": self.location.shown},
+            ) from error
+
+    async def _migrate(self) -> None:
+        connection = await psycopg.AsyncConnection.connect(
+            self.location.url, connect_timeout=int(CONNECT_TIMEOUT_S)
+        )
         async with connection, connection.transaction():
             await connection.execute("SELECT pg_advisory_xact_lock(hashtext('sagents_schema'))")
             await connection.execute(
@@ -414,7 +540,7 @@ class PostgresStore:
 
     async def _secret(self, name: str) -> bytes:
         """The shared secret ``name`` (32 random bytes, created by the first replica)."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "INSERT INTO sagents_secrets (name, value) VALUES (%s, %s) "
                 "ON CONFLICT (name) DO NOTHING",
@@ -426,7 +552,7 @@ class PostgresStore:
         return bytes(row[0])
 
     async def _beat(self) -> None:
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "INSERT INTO sagents_replicas (replica_id, host, lease_s) VALUES (%s, %s, %s) "
                 "ON CONFLICT (replica_id) DO UPDATE SET heartbeat_at = now(), "
@@ -437,7 +563,7 @@ class PostgresStore:
     async def sweep(self) -> list[StoredTask]:
         """Mark the running tasks of dead replicas ``failed`` and forget those replicas."""
         failed = await self.tasks.mark_interrupted(LEASE_REASON)
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             await db.execute(
                 "DELETE FROM sagents_replicas WHERE replica_id <> %s "
                 "AND heartbeat_at < now() - make_interval(secs => lease_s)",
@@ -451,17 +577,34 @@ class PostgresStore:
         return failed
 
     async def _heartbeats(self) -> None:
+        """Beat, sweep and stop the calls whose lease was taken, every third of the lease; a
+        database out of reach is logged (by the pool wrapper) and tried again next time."""
         while True:
             try:
                 await self._beat()
                 await self.sweep()
-            except (psycopg.Error, PoolTimeout) as error:
-                logger.warning("store heartbeat failed (replica %s): %s", self.replica_id, error)
+                await self._stop_taken()
+            except StoreError as error:
+                logger.debug("store heartbeat failed (replica %s): %s", self.replica_id, error)
             await anyio.sleep(self.lease_s / 3)
 
+    async def _stop_taken(self) -> None:
+        """Stop the calls of this replica that a sweep marked ``failed`` (this replica was slow,
+        not dead): each ends as the sweep said (its end is not written again)."""
+        for task_id in await self.tasks.taken():
+            logger.warning(
+                "background call %s was failed by another replica (this replica's lease ran "
+                "out): stopping it",
+                task_id,
+            )
+            assert self._tg is not None  # this runs in it
+            self._tg.start_soon(self.tasks.cancel_requested, task_id)
+
     async def _listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Receive cancel requests on a connection of its own (reconnecting when it drops)."""
+        """Receive cancel requests on a connection of its own (reconnecting with backoff when
+        it drops: the database restarted)."""
         started = False
+        delay = LISTEN_BACKOFF_S[0]
         while True:
             try:
                 connection = await psycopg.AsyncConnection.connect(
@@ -472,12 +615,18 @@ class PostgresStore:
                     if not started:
                         started = True
                         task_status.started()
+                    else:
+                        logger.warning("store listener reconnected")
+                    delay = LISTEN_BACKOFF_S[0]
                     async for notify in connection.notifies():
                         assert self._tg is not None  # this task runs in it
                         # each cancel waits for its task to end: not in the listener's way
                         self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
-            except psycopg.OperationalError as error:
+            except (psycopg.Error, OSError) as error:
                 if not started:
                     raise self._unavailable(str(error)) from error
-                logger.warning("store listener lost its connection: %s", error)
-                await anyio.sleep(1.0)
+                logger.warning(
+                    "store listener lost its connection (next try in %g s): %s", delay, error
+                )
+                await anyio.sleep(delay)
+                delay = min(delay * 2, LISTEN_BACKOFF_S[1])

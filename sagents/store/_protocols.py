@@ -20,7 +20,11 @@ CancelHandler = Callable[[str], Awaitable[None]]
 
 
 class AuditLog(Protocol):
-    """Audit rows: written by every replica, read back latest first."""
+    """Audit rows: written by every replica, read back latest first.
+
+    Every method of every store seam raises :class:`~sagents.errors.StoreError` (never its
+    driver's errors): ``StoreUnavailableError`` when the store is out of reach now.
+    """
 
     async def record(self, entry: AuditEntry) -> None:
         """Store one entry."""
@@ -48,8 +52,12 @@ class TaskStore(Protocol):
 
     async def finished(
         self, task_id: str, *, status: str, result: str, is_error: bool, reason: str | None = None
-    ) -> None:
-        """Record how a task ended (``reason`` when the gateway, not a client, ended it)."""
+    ) -> bool:
+        """Record how a task ended (``reason`` when the gateway, not a client, ended it).
+
+        A terminal status is written once (compare-and-set on ``running``): False when the
+        task had already ended (a sweep marked it ``failed``), whose status then stays.
+        """
         ...
 
     async def mark_interrupted(self, reason: str) -> list[StoredTask]:

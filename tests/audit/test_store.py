@@ -10,6 +10,7 @@ import pytest
 
 from sagents.audit import AuditEntry, SqliteAuditStore, default_audit_path, default_data_dir
 from sagents.audit import _store as store_module
+from sagents.errors import StoreUnavailableError
 
 pytestmark = pytest.mark.anyio
 
@@ -33,12 +34,13 @@ async def test_entries_round_trip_latest_first(tmp_path: Path) -> None:
     assert entries[0].session_id == "s"
 
 
-async def test_an_unwritable_store_raises_a_clear_os_or_sqlite_error(tmp_path: Path) -> None:
+async def test_an_unwritable_store_raises_a_store_error_naming_the_file(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     store = SqliteAuditStore(path=blocker / "audit.sqlite3")
-    with pytest.raises((OSError, sqlite3.Error)):
+    with pytest.raises(StoreUnavailableError) as caught:
         await store.record(AuditEntry(kind="gateway_call", ts=0.0, tool="t", status="ok"))
+    assert str(blocker / "audit.sqlite3") in str(caught.value)
 
 
 def test_the_data_dir_follows_the_environment(
@@ -99,7 +101,7 @@ async def test_a_failed_connection_is_dropped_and_the_next_call_opens_a_new_one(
     await store.record(AuditEntry(kind="gateway_call", ts=0.0, tool="t", status="ok"))
     with sqlite3.connect(path) as admin:
         admin.execute("DROP TABLE audit")
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(StoreUnavailableError, match="no such table"):
         await store.entries()
     await store.record(AuditEntry(kind="gateway_call", ts=1.0, tool="t", status="ok"))
     assert [e.ts for e in await store.entries()] == [1.0]  # the schema was made again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,10 +11,12 @@ import mcp_types as mt
 import pytest
 from mcp import Client
 
+from sagents.audit._tasks import SqliteTaskStore
 from sagents.core._result import ToolResult
 from sagents.errors import TaskNotFoundError
 from sagents.gateway import BackgroundTasks, Gateway
 from tests.gateway.fakes import FakeProvider
+from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -182,3 +185,81 @@ async def test_a_background_call_that_raises_ends_as_an_error_and_the_tasks_go_o
     assert waited_result.is_error
     assert result is not None
     assert result.text == "still here"
+
+
+async def test_a_hand_off_the_store_cannot_record_is_stopped_and_answered_as_such(
+    small_disk: Path,
+) -> None:
+    """Not a JSON-RPC error for a call that then runs anyway (a client that retries would run
+    it twice): the call is stopped, and the answer says why."""
+    provider = FakeProvider()
+    store = SqliteTaskStore(small_disk / "background.sqlite3")
+    async with (
+        Gateway(provider, background_after_s=0.05, task_store=store) as gateway,
+        Client(gateway.server, mode="legacy") as client,
+    ):
+        filler = fill_disk(small_disk)
+        with anyio.fail_after(30):
+            refused = await client.call_tool("fleet__slow", {})
+            await provider.cancelled.wait()
+        filler.unlink()
+        with anyio.fail_after(30):
+            handed = await client.call_tool("fleet__slow", {})
+            provider.release.set()
+    assert refused.is_error
+    assert "could not be handed off to the background" in text_of(refused)
+    assert "it was stopped" in text_of(refused)
+    assert "full" in text_of(refused)
+    assert handed.structured_content is not None
+    assert handed.structured_content["status"] == "running"
+
+
+async def test_an_end_the_store_cannot_take_is_written_once_it_can(small_disk: Path) -> None:
+    provider = FakeProvider()
+    store = SqliteTaskStore(small_disk / "background.sqlite3")
+    notices: list[Any] = []
+    noticed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.LoggingMessageNotification):
+            notices.append(message)
+            noticed.set()
+
+    async with (
+        Gateway(provider, background_after_s=0.05, task_store=store) as gateway,
+        Client(gateway.server, mode="legacy", message_handler=on_message) as client,
+    ):
+        with anyio.fail_after(30):
+            handed = await client.call_tool("fleet__slow", {})
+            assert handed.structured_content is not None
+            task_id = handed.structured_content["task_id"]
+            filler = fill_disk(small_disk)
+            provider.release.set()
+            await noticed.wait()  # ended, and its end not in the store (the disk is full)
+            unwritten = store.get(task_id)
+            filler.unlink()
+            ended = store.get(task_id)
+            while ended is None or ended.status == "running":
+                await anyio.sleep(0.1)  # the store's row: polled
+                ended = store.get(task_id)
+    assert unwritten is not None
+    assert unwritten.status == "running"
+    assert (ended.status, ended.result) == ("ok", "slow done")
+
+
+async def test_a_gateway_starting_on_a_full_disk_serves_and_sweeps_nothing_it_cannot_write(
+    small_disk: Path,
+) -> None:
+    store = SqliteTaskStore(small_disk / "background.sqlite3")
+    store.started("left", owner="o", tool="run_script", started_at=1.0)  # a previous process's
+    filler = fill_disk(small_disk)
+    async with (
+        Gateway(FakeProvider(), background_after_s=30, task_store=store) as gateway,
+        Client(gateway.server) as client,
+    ):
+        result = await client.call_tool("fleet__status", {})
+    filler.unlink()
+    left = store.get("left")
+    assert not result.is_error
+    assert left is not None
+    assert left.status == "running"  # swept at the next start that can write it

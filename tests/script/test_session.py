@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.audit._store import AuditEntry
+from sagents.audit._store import AuditEntry, AuditStore, SqliteAuditStore
 from sagents.core._limits import ScriptLimits
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
@@ -23,6 +25,8 @@ from sagents.sandbox import LocalSandbox, SandboxParams, create_sandbox
 from sagents.script._records import ScriptRecords
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._session import RunScriptSettings, RunScriptTool
+from sagents.store import parse_store_url
+from sagents.store._postgres import PostgresStore
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool._background import BackgroundTasks
 from sagents.tool._context import SessionContext
@@ -30,6 +34,8 @@ from sagents.tool._handler import ToolCall
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
+from tests.postgres_server import PostgresServer
+from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -133,6 +139,7 @@ class Setup:
         mode: str = "auto",
         background_after_s: float | None = None,
         background: BackgroundTasks | None = None,
+        audit: AuditStore | None = None,
     ) -> RunScriptTool:
         session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
         return RunScriptTool(
@@ -145,7 +152,7 @@ class Setup:
                 limits=ScriptLimits(timeout_s=60.0), background_after_s=background_after_s
             ),
             hub=self.hub,
-            audit=self.audit,
+            audit=audit or self.audit,
             background=background,
         )
 
@@ -211,6 +218,32 @@ async def test_a_script_calls_tools_through_the_session_path_and_writes_one_audi
     assert entry.session_id == SESSION
     assert entry.data["calls"] == 4
     assert result.structured["status"] == "ok"
+    assert result.structured["audit"] == "written"
+    assert "audit not written" not in result.text
+
+
+async def test_a_run_whose_audit_row_cannot_be_written_is_answered_saying_so(
+    setup: Setup, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run happened, so it is answered; but never as a plain ``ok`` without its row."""
+    audit = SqliteAuditStore(path=small_disk / "audit.sqlite3")
+    await audit.record(AuditEntry(kind="gateway_call", ts=0.0, tool="run_script", status="ok"))
+    fill_disk(small_disk)
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A1'})['tool'])\n"
+    with caplog.at_level(logging.WARNING, logger="sagents.script"):
+        async with setup.tool(audit=audit) as run_script:
+            with anyio.fail_after(60):
+                result = await run_script.run(code + "#" + "x" * 65536, [], "full disk")
+    audit.close()
+    summary = result.text.splitlines()[0]
+    assert summary.startswith("run_script ok: 1 call, 0 failed"), result.text
+    assert re.search(r", audit not written: .*full[^\n]*$", summary), summary
+    assert result.structured["status"] == "ok"
+    assert result.structured["audit"] == "missing"
+    assert setup.fleet.calls == [("fleet__get", {"sn": "A1"}, SESSION)]
+    logged = [r.getMessage() for r in caplog.records if "audit not written" in r.getMessage()]
+    assert len(logged) == 1, caplog.text
+    assert result.structured["script_id"] in logged[0]
 
 
 async def test_the_registered_tool_runs_through_the_tool_manager(setup: Setup) -> None:
@@ -359,3 +392,38 @@ async def test_closing_the_tool_stops_a_run_of_a_shared_registry_cleanly(setup: 
     assert info.result is not None
     assert info.result.structured["status"] == "cancelled"
     assert [entry.status for entry in setup.audit.entries] == ["cancelled"]
+
+
+async def test_runs_during_a_database_outage_have_their_row_or_say_so_and_are_refused_once_known(
+    setup: Setup, own_postgres: PostgresServer
+) -> None:
+    """A real PostgreSQL stopped (``pg_ctl stop -m immediate``) under a session, then started:
+    no run is answered as a plain ``ok`` without its row; once the store is known to be down
+    a run is refused before anything runs; after the restart, runs have their rows again."""
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A1'})['tool'])\n"
+    async with PostgresStore(parse_store_url(own_postgres.url())) as store:
+        async with setup.tool(audit=store.audit) as run_script:
+            with anyio.fail_after(180):
+                before = await run_script.run(code, [], "before")
+                await anyio.to_thread.run_sync(own_postgres.stop)
+                during = [await run_script.run(code, [], f"during {n}") for n in range(3)]
+                await anyio.to_thread.run_sync(own_postgres.start)
+                after = await run_script.run(code, [], "after")
+        rows = await store.audit.entries()
+    ran = [r for r in during if r.structured and "status" in r.structured]
+    refused = [r for r in during if r not in ran]
+    assert before.structured is not None
+    assert before.structured["audit"] == "written"
+    for result in ran:
+        assert result.structured is not None
+        assert result.structured["audit"] == "missing"
+        assert "audit not written: " in result.text.splitlines()[0]
+    assert refused, [r.text for r in during]  # the last ones at least: the store is known down
+    for result in refused:
+        assert result.is_error
+        assert result.error is not None
+        assert result.error.code == "store_unavailable"
+    assert len(setup.fleet.calls) == 2 + len(ran)  # a refused run ran nothing
+    assert after.structured is not None
+    assert after.structured["audit"] == "written"
+    assert [row.data["description"] for row in rows] == ["after", "before"]

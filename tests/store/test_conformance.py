@@ -97,6 +97,27 @@ async def test_tasks_of_a_gone_process_are_failed_and_announced_once(store: Gate
     assert await store.tasks.take_unannounced("") == []
 
 
+async def test_a_terminal_status_is_written_once(store: GatewayStore) -> None:
+    """A sweep that ended a call (its process seemed gone) is not contradicted later by that
+    process, slow but alive, writing its own end."""
+    await store.tasks.started("t1", owner="o", tool="run_script", started_at=1.0)
+    if store.shared:
+        await _reassign(store, "t1", "ghost-replica")
+    await store.tasks.mark_interrupted("gone")
+    late = await store.tasks.finished("t1", status="ok", result="done", is_error=False)
+    await store.tasks.started("t2", owner="o", tool="run_script", started_at=2.0)
+    first = await store.tasks.finished("t2", status="ok", result="done", is_error=False)
+    second = await store.tasks.finished("t2", status="cancelled", result="", is_error=True)
+    stored = {t.task_id: t for t in await store.tasks.owned("o")}
+    assert (late, first, second) == (False, True, False)
+    assert (stored["t1"].status, stored["t1"].reason, stored["t1"].result) == (
+        "failed",
+        "gone",
+        None,
+    )
+    assert (stored["t2"].status, stored["t2"].result) == ("ok", "done")
+
+
 async def test_a_pending_approval_is_redeemed_once_for_its_session_and_call(
     store: GatewayStore,
 ) -> None:

@@ -1,5 +1,7 @@
 """What only the shared PostgreSQL store does: replicas see one another's approvals, cancel
-requests and deaths; the schema is versioned; a bad address fails clearly."""
+requests and deaths; the schema is versioned; a bad address fails clearly; an outage of the
+database (a real server stopped and started) is a state, not a crash; a replica that was only
+slow gives way to the sweep that took its lease."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import anyio
 import psycopg
 import pytest
 
+from sagents.audit._store import AuditEntry
 from sagents.errors import StoreSchemaError, StoreUnavailableError
 from sagents.store import parse_store_url
 from sagents.store._migrations import SCHEMA_VERSION
@@ -20,8 +23,8 @@ pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def replica(url: str, name: str) -> AsyncIterator[PostgresStore]:
-    async with PostgresStore(parse_store_url(url), replica_id=name) as store:
+async def replica(url: str, name: str, *, lease_s: float = 15.0) -> AsyncIterator[PostgresStore]:
+    async with PostgresStore(parse_store_url(url, lease_s=lease_s), replica_id=name) as store:
         yield store
 
 
@@ -144,3 +147,101 @@ async def test_serve_puts_the_builtin_memory_todo_and_audit_on_the_shared_store(
     assert isinstance(shared["memory"].backend, PostgresMemory)
     assert shared["memory"].audit is store.audit
     assert isinstance(shared["todo"].backend, PostgresTodos)
+
+
+# Outages of a real server (pg_ctl stop -m immediate, then start): a state, not a crash.
+
+ENTRY = AuditEntry(kind="gateway_call", ts=1.0, tool="run_script", status="ok")
+
+
+async def test_a_fast_restart_of_an_idle_database_hands_out_no_stale_connection(
+    own_postgres: PostgresServer,
+) -> None:
+    url = own_postgres.url()
+    async with replica(url, "a") as store:
+        await store.audit.record(ENTRY)  # the pool now holds an open connection
+        await anyio.to_thread.run_sync(own_postgres.stop)
+        await anyio.to_thread.run_sync(own_postgres.start)
+        with anyio.fail_after(60):
+            await store.audit.record(ENTRY)
+            entries = await store.audit.entries()
+    assert len(entries) == 2
+
+
+async def test_during_an_outage_calls_are_store_unavailable_and_after_it_everything_serves_again(
+    own_postgres: PostgresServer,
+) -> None:
+    url = own_postgres.url()
+    cancelled: list[str] = []
+    heard = anyio.Event()
+
+    async def on_cancel(task_id: str) -> None:
+        cancelled.append(task_id)
+        heard.set()
+
+    async with replica(url, "a", lease_s=1.5) as a:
+        a.tasks.on_cancel(on_cancel)
+        await a.audit.record(ENTRY)
+        await anyio.to_thread.run_sync(own_postgres.stop)
+        with anyio.fail_after(60):
+            with pytest.raises(StoreUnavailableError) as during:
+                await a.audit.record(ENTRY)
+            with pytest.raises(StoreUnavailableError):  # known down: checked, still down
+                await a.audit.ensure_reachable()
+        await anyio.to_thread.run_sync(own_postgres.start)
+        with anyio.fail_after(60):
+            await a.audit.ensure_reachable()
+            await a.audit.record(ENTRY)
+            # the heartbeats go on: the replica's row is beaten again after the restart
+            await _sql(url, "UPDATE sagents_replicas SET heartbeat_at = now() - interval '1 h'")
+            while not await _sql(  # noqa: ASYNC110  # another process's row: polled
+                url,
+                "SELECT 1 FROM sagents_replicas WHERE replica_id = 'a' "
+                "AND heartbeat_at > now() - interval '1 minute'",
+            ):
+                await anyio.sleep(0.1)
+            # the cancel listener is back: a request from another replica reaches this one
+            async with replica(url, "b") as b:
+                while not heard.is_set():
+                    await b.tasks.request_cancel("task-1")
+                    with anyio.move_on_after(1):
+                        await heard.wait()
+        entries = await a.audit.entries()
+    assert "cannot reach the store" in str(during.value)
+    assert len(entries) == 2
+    assert cancelled[0] == "task-1"
+
+
+async def test_a_slow_replica_whose_lease_was_taken_stops_the_call_as_the_sweep_said(
+    postgres_url: str,
+) -> None:
+    stopped = anyio.Event()
+    stops: list[str] = []
+
+    async def on_cancel(task_id: str) -> None:
+        stops.append(task_id)
+        stopped.set()
+
+    async with (
+        replica(postgres_url, "slow", lease_s=0.9) as slow,
+        replica(postgres_url, "sweeper") as sweeper,
+    ):
+        slow.tasks.on_cancel(on_cancel)
+        await slow.tasks.started("t1", owner="o", tool="run_script", started_at=1.0)
+        with anyio.fail_after(60):
+            swept: list[str] = []
+            while not swept:  # the slow replica's lease runs out (it may beat in between)
+                await _sql(
+                    postgres_url,
+                    "UPDATE sagents_replicas SET heartbeat_at = now() - interval '1 hour' "
+                    "WHERE replica_id = 'slow'",
+                )
+                swept = [task.task_id for task in await sweeper.sweep()]
+            await stopped.wait()  # its next beat finds the call taken and stops it
+        written = await slow.tasks.finished("t1", status="cancelled", result="", is_error=True)
+        stored = await sweeper.tasks.get("t1")
+    assert swept == ["t1"]
+    assert stops[0] == "t1"
+    assert written is False
+    assert stored is not None
+    assert (stored.status, stored.reason) == ("failed", LEASE_REASON)
