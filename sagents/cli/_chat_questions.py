@@ -13,13 +13,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-from rich.console import Console
 
 from sagents.cli._chat_session import literal
+from sagents.cli._rich import stderr_console
 from sagents.tool.questions import Question, Questionnaire, QuestionnaireAnswer, check_answer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["TerminalQuestioner"]
 
@@ -47,7 +50,7 @@ class TerminalQuestioner:
         read: Reads one line (stdin by default; EOFError at its end).
     """
 
-    console: Console = field(default_factory=lambda: Console(stderr=True))
+    console: Console = field(default_factory=stderr_console)
     read: Callable[[], str] = _read_stdin
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
 

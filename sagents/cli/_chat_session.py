@@ -23,6 +23,7 @@ from rich.text import Text
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent._events import AgentEvent
 from sagents.cli._chat_tools import register_chat_builtins
+from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
@@ -73,8 +74,8 @@ def _read_line(prompt: str) -> str:
 class ChatRenderer:
     """Shows a run's events on the terminal (text on stdout, the rest on stderr)."""
 
-    out: Console = field(default_factory=Console)
-    err: Console = field(default_factory=lambda: Console(stderr=True))
+    out: Console = field(default_factory=stdout_console)
+    err: Console = field(default_factory=stderr_console)
     _in_text: bool = False
 
     def show(self, event: AgentEvent) -> None:

@@ -9,11 +9,15 @@ warning on stderr.
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
+from sagents.cli._rich import stderr_console
 from sagents.config._loader import SagentsConfig
 from sagents.tool.impl import MemoryStore, WebFetchSettings, register_builtin_tools
 from sagents.tool.tool_manager import ToolManager
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["CHAT_BUILTIN_TOOL_NAMES", "register_chat_builtins"]
 
@@ -44,7 +48,7 @@ def register_chat_builtins(
         wanted.append("questionnaire")
     skipped = [name for name in wanted if name not in CHAT_BUILTIN_TOOL_NAMES]
     if skipped:
-        (console or Console(stderr=True)).print(
+        (console or stderr_console()).print(
             f"built-in tools {', '.join(skipped)} need a sandbox: not offered in sagents chat",
             style="yellow",
         )

@@ -20,10 +20,10 @@ from typing import Annotated, Any
 
 import anyio
 import typer
-from rich.console import Console
 
 from sagents.audit._store import SqliteAuditStore
 from sagents.cli._logs import setup_logging
+from sagents.cli._rich import stderr_console
 from sagents.cli._script_host import (
     CliStatus,
     LiveProgress,
@@ -114,7 +114,7 @@ def run_script(
         _emit(prepared, as_json=as_json)
         raise typer.Exit(exit_code_of(prepared["status"]))
     code, loaded, chosen_mode, ws = prepared
-    interactive = sys.stdin.isatty() and Console(stderr=True).is_terminal
+    interactive = sys.stdin.isatty() and stderr_console().is_terminal
     approver = choose_approver(chosen_mode, interactive=interactive)
     names = tuple(name.strip() for name in tools.split(",") if name.strip())
 

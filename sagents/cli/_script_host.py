@@ -20,22 +20,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from sagents.audit._store import AuditStore, default_data_dir
 from sagents.cli._call_approval import read_answer
+from sagents.cli._rich import stderr_console
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config._loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
@@ -58,6 +49,10 @@ from sagents.script._values import (
 from sagents.tool._approval import AllowAllApprover, ApprovalAnswer, ApprovalRequest, Approver
 from sagents.tool._context import SessionContext
 from sagents.tool.tool_manager import ToolManager
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 __all__ = [
     "CLI_SESSION_ID",
@@ -166,7 +161,7 @@ class LiveProgress:
         console: Where to draw (stderr).
     """
 
-    console: Console = field(default_factory=lambda: Console(stderr=True))
+    console: Console = field(default_factory=stderr_console)
     _progress: Progress | None = None
     _task: TaskID | None = None
 
@@ -176,6 +171,15 @@ class LiveProgress:
     def _start(self) -> None:
         # Started at the first snapshot, so an approval prompt before the run is not drawn over.
         if self.console.is_terminal and self._progress is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}", style="bold", markup=False),

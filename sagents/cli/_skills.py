@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sagents.errors import SkillRootError
 from sagents.skill._manager import SkillManager, scan_root
@@ -84,6 +82,9 @@ def _list(dirs: _DirOption = None) -> None:
     """List the skills found in the roots, with their full descriptions."""
     manager = _manager(dirs)
     skills = manager.list_skills()
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(show_lines=True)
     for column in ("name", "description", "form", "path"):
         table.add_column(column, overflow="fold")

@@ -22,14 +22,13 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sagents.cli._call_approval import approve_call, read_answer
+from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
@@ -39,6 +38,9 @@ from sagents.core._result import ToolResult
 from sagents.errors import ConfigError, UnknownToolError
 from sagents.mcp import ServerStatus
 from sagents.tool.tool_manager import ToolManager
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "CONFIG_ENV",
@@ -188,7 +190,7 @@ def tools_command(
     if as_json:
         typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
         return
-    console = Console()
+    console = stdout_console()
     if console.is_terminal:
         _print_rich(console, listing)
     else:
@@ -196,6 +198,8 @@ def tools_command(
 
 
 def _print_rich(console: Console, listing: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="Tools")
     for column in ("tool", "server", "permission", "status", "description"):
         table.add_column(column)
@@ -347,7 +351,7 @@ def call_command(
         raise _fail(str(error), "usage_error", as_json) from None
     arguments = _parse_args(args, as_json)
     loaded = _owner(_load(config, as_json), name)
-    interactive = sys.stdin.isatty() and Console(stderr=True).is_terminal
+    interactive = sys.stdin.isatty() and stderr_console().is_terminal
     approver = TerminalApprover(ask=read_answer, caller=None) if interactive else None
 
     async def work(manager: ToolManager) -> ToolResult | str:

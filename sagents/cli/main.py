@@ -99,7 +99,7 @@ def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
     """
     entry = LAZY_COMMANDS[name]
     target: Any = getattr(importlib.import_module(entry.module), entry.attribute)
-    host = typer.Typer(add_completion=False)
+    host = typer.Typer(add_completion=False, rich_markup_mode=None)
     if isinstance(target, typer.Typer):
         host.add_typer(target, name=name)
     else:

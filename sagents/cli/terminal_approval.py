@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.to_thread
-from rich.console import Console
-from rich.syntax import Syntax
 
+from sagents.cli._rich import stderr_console
 from sagents.core._literal import literal_text, printable
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["TerminalApprover"]
 
@@ -54,7 +56,7 @@ class TerminalApprover:
             None for a person who typed the call (``sagents call``): "Call ... with:".
     """
 
-    console: Console = field(default_factory=lambda: Console(stderr=True))
+    console: Console = field(default_factory=stderr_console)
     ask: Callable[[str], str] = _read_line
     caller: str | None = "The model"
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -92,6 +94,8 @@ class TerminalApprover:
                     literal_text(f"description: {request.description}"), overflow="fold"
                 )
             script = printable(request.script or "")
+            from rich.syntax import Syntax
+
             self.console.print(Syntax(script, "python", line_numbers=True, word_wrap=True))
             return
         heading = f"{self.caller} wants to call" if self.caller else "Call"

@@ -41,6 +41,10 @@ __all__ = [
     "parse_config",
 ]
 
+# How close (difflib's ratio, case folded) an unknown top-level key must be to one of sagents'
+# keys to be refused as a typo of it: other clients' own keys must stay far below it.
+_TOP_LEVEL_TYPO_CUTOFF = 0.8
+
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 logger = logging.getLogger(__name__)
@@ -192,6 +196,9 @@ def parse_config(
         if documented is not None:
             message, respell = _respelled(str(name), documented)
             raise ConfigError(message, file=file, key=str(name), hint=respell)
+        misspelt = _misspelt_top_level(str(name))
+        if misspelt is not None:
+            raise ConfigError(misspelt[0], file=file, key=str(name), hint=misspelt[1])
         if name in _SERVER_KEYS_ONLY:
             logger.warning(
                 "%s: %r at the top level is ignored: it is a key of a server entry "
@@ -280,6 +287,26 @@ def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     message = f"unknown key {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
     return message, "known keys here: " + ", ".join(known)
+
+
+def _misspelt_top_level(name: str) -> tuple[str, str] | None:
+    """The message and hint of a top-level key that is not sagents' but close to one of its
+    keys (``mcpServer`` for ``mcpServers``), as a nested unknown key gets; None for a key of
+    sagents and for other clients' keys (``globalShortcut``, VS Code's ``inputs``), which are
+    ignored."""
+    known = [info.alias or field for field, info in ConfigFileParams.model_fields.items()]
+    if name in known or name in ConfigFileParams.model_fields or name in _SERVER_KEYS_ONLY:
+        return None
+    by_folded = {key.casefold(): key for key in known}
+    close = difflib.get_close_matches(
+        name.casefold(), list(by_folded), n=1, cutoff=_TOP_LEVEL_TYPO_CUTOFF
+    )
+    if not close:
+        return None
+    return (
+        f"unknown key {name!r}; did you mean {by_folded[close[0]]!r}?",
+        "known keys here: " + ", ".join(known),
+    )
 
 
 def _respelled(name: str, documented: str) -> tuple[str, str]:

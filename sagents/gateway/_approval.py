@@ -265,20 +265,26 @@ def current_client_asker() -> ClientAsker | None:
 
 
 def refusal_text(request: ApprovalRequest) -> str:
-    """The text of a call refused because nobody could be asked: says how to allow it."""
+    """The text of a call refused because nobody could be asked: says how to allow it (a
+    client that elicits, the web console's approvals page, or ``--mode auto`` for writes)."""
     tool = request.tools[0]
     permission = request.permissions.get(tool, "write")
     base = (
         f"The call of {tool!r} needs an approval ({permission} tool), and this "
         "MCP client cannot show approval requests (it did not declare the elicitation capability)."
     )
+    console = (
+        "have the operator answer it in the web console (`sagents serve --transport http "
+        "--approvals console`, or `--approvals both` to ask clients that can as well)"
+    )
     if permission == "destructive":
         return (
-            base + " Destructive tools are approved one call at a time: use a client that "
-            "supports MCP elicitation, or have the operator reclassify the tool as 'write' in the "
-            "sagents config and run `sagents serve --mode auto`."
+            base + f" Destructive tools are approved one call at a time: use a client that "
+            f"supports MCP elicitation, {console}, or have the operator reclassify the tool as "
+            "'write' in the sagents config and run `sagents serve --mode auto`."
         )
     return (
-        base + " To allow it, use a client that supports MCP elicitation, or restart the gateway "
-        "with `sagents serve --mode auto` (write tools then run without asking)."
+        base + f" To allow it, use a client that supports MCP elicitation, {console}, or "
+        "restart the gateway with `sagents serve --mode auto` (write tools then run without "
+        "asking)."
     )

@@ -34,15 +34,17 @@ RUN_SCRIPT_INPUT_SCHEMA: dict[str, Any] = {
         "tools": {
             "type": "array",
             "items": {"type": "string"},
+            "default": [],
             "description": "Write tools the script will call (read-only tools need not be "
-            "listed). Never list destructive or long-task-only tools.",
+            "listed; omit it when there are none). Never list destructive or long-task-only "
+            "tools.",
         },
         "description": {
             "type": "string",
             "description": "What the script does, in one sentence (shown to the user).",
         },
     },
-    "required": ["code", "tools", "description"],
+    "required": ["code", "description"],
     "additionalProperties": False,
 }
 

@@ -86,3 +86,27 @@ def test_a_server_entrys_key_at_the_top_level_is_named_in_a_warning(
     assert "c.json" in warned[0]
     assert "ignored" in warned[0]
     assert (where or f"mcpServers.<name>.{key}") in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "suggestion"),
+    [("mcpServer", "mcpServers"), ("mcpservers", "mcpServers"), ("Servers", "servers"),
+     ("script", "scripts"), ("builtinTool", "builtinTools"), ("stores", "store")],
+)  # fmt: skip
+def test_a_misspelt_top_level_key_is_refused_with_the_known_key(key: str, suggestion: str) -> None:
+    """A typo of one of sagents' own top-level keys would otherwise be ignored as another
+    client's key, and the file would load with nothing in it."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config({key: {"time": {"command": "x"}}}, file="cfg.json")
+    error = caught.value
+    assert error.details["key"] == key
+    assert f"did you mean {suggestion!r}?" in str(error)
+    assert "cfg.json" in str(error)
+    assert error.hint is not None
+    assert "mcpServers" in error.hint
+
+
+@pytest.mark.parametrize("key", ["globalShortcut", "inputs", "preferences", "$schema", "mcp"])
+def test_another_clients_top_level_key_still_loads(key: str) -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}, key: {"x": 1}})
+    assert [server.name for server in config.servers] == ["a"]

@@ -37,10 +37,11 @@ def test_read_only_mode_leaves_write_tools_out_of_the_description() -> None:
     assert "approves" not in text
 
 
-def test_the_spec_requires_code_tools_and_description() -> None:
+def test_the_spec_requires_code_and_description_and_tools_defaults_to_empty() -> None:
     spec = run_script_spec(SPECS, mode="auto")
     assert spec.name == "run_script"
-    assert spec.input_schema["required"] == ["code", "tools", "description"]
+    assert spec.input_schema["required"] == ["code", "description"]
+    assert spec.input_schema["properties"]["tools"]["default"] == []
     assert spec.source.kind == "builtin"
 
 
