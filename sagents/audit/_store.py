@@ -68,13 +68,25 @@ CREATE INDEX IF NOT EXISTS audit_kind_ts ON audit (kind, ts);
 
 
 def default_data_dir() -> Path:
-    """``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``."""
+    """``$SAGENTS_DATA_DIR``, else ``$XDG_DATA_HOME/sagents``, else ``~/.local/share/sagents``;
+    always absolute (a relative one against the current directory: the command line fixes it
+    once at start, :func:`resolve_data_dir`)."""
     explicit = os.environ.get("SAGENTS_DATA_DIR")
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(explicit).expanduser().absolute()
     xdg = os.environ.get("XDG_DATA_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "sagents"
+    return (base / "sagents").absolute()
+
+
+def resolve_data_dir() -> None:
+    """Make a relative ``$SAGENTS_DATA_DIR`` (``data``) absolute, against the current
+    directory, for the rest of the process and its children: every later reader (the sandbox's
+    binds, the stores, a server's home) then names the same directory, whatever directory it
+    works in. The command line calls it once, at start."""
+    explicit = os.environ.get("SAGENTS_DATA_DIR")
+    if explicit:
+        os.environ["SAGENTS_DATA_DIR"] = str(Path(explicit).expanduser().absolute())
 
 
 def default_audit_path() -> Path:

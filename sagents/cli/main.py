@@ -187,6 +187,9 @@ def _root(
     ] = False,
 ) -> None:
     """Tools, MCP servers, Agent Skills and sandboxed run_script for LLM agents."""
+    from sagents.audit._store import resolve_data_dir  # floor 0, stdlib only: cheap
+
+    resolve_data_dir()
 
 
 @app.command("version")

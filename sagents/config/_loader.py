@@ -44,6 +44,8 @@ __all__ = [
 # How close (difflib's ratio, case folded) an unknown top-level key must be to one of sagents'
 # keys to be refused as a typo of it: other clients' own keys must stay far below it.
 _TOP_LEVEL_TYPO_CUTOFF = 0.8
+# sagents' top-level keys that another layer reads from the same file (the gateway's profiles).
+_TOP_LEVEL_READ_ELSEWHERE = ("profiles",)
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -294,7 +296,10 @@ def _misspelt_top_level(name: str) -> tuple[str, str] | None:
     keys (``mcpServer`` for ``mcpServers``), as a nested unknown key gets; None for a key of
     sagents and for other clients' keys (``globalShortcut``, VS Code's ``inputs``), which are
     ignored."""
-    known = [info.alias or field for field, info in ConfigFileParams.model_fields.items()]
+    known = [
+        *(info.alias or field for field, info in ConfigFileParams.model_fields.items()),
+        *_TOP_LEVEL_READ_ELSEWHERE,
+    ]
     if name in known or name in ConfigFileParams.model_fields or name in _SERVER_KEYS_ONLY:
         return None
     by_folded = {key.casefold(): key for key in known}

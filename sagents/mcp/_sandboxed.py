@@ -75,7 +75,7 @@ def default_home_root() -> Path:
     """
     data = os.environ.get("SAGENTS_DATA_DIR")
     if data:
-        return Path(data).expanduser() / "mcp-home"
+        return Path(data).expanduser().absolute() / "mcp-home"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "sagents" / "mcp-home"
 

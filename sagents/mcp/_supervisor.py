@@ -89,7 +89,7 @@ def default_log_dir() -> Path:
     """
     data = os.environ.get("SAGENTS_DATA_DIR")
     if data:
-        return Path(data).expanduser() / "logs" / "mcp"
+        return Path(data).expanduser().absolute() / "logs" / "mcp"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "sagents" / "mcp"
 

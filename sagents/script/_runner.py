@@ -33,6 +33,7 @@ from sagents.core._spec import ToolSpec
 from sagents.errors import (
     NotAllowedError,
     QuotaExceededError,
+    SagentsError,
     SandboxError,
     ScriptRejectedError,
     StoreError,
@@ -181,8 +182,13 @@ class ScriptRunner:
     async def _run_handle(self, handle: ScriptHandle) -> None:
         ended: list[ScriptRecords] = []
         result = None
+        failure: Exception | None = None
         try:
             result = await self._execute(handle, ended)
+        except Exception as error:  # the run fails, never the runner's host: wait() raises it
+            failure = error
+            if not isinstance(error, SagentsError):  # a bug or a broken set-up
+                logger.exception("run %s failed before it could give a result", handle.script_id)
         finally:
             # The records are complete (written) and the audit entry is in the store before the
             # result, so whoever gets the result finds the run (the console, another replica);
@@ -194,7 +200,7 @@ class ScriptRunner:
                         missing = await self._write_audit(handle, result)
                     result = _with_audit(result, missing)
             finally:
-                handle.settle(result)
+                handle.settle(result, failure=failure)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
                     for records in ended:
                         await anyio.to_thread.run_sync(

@@ -408,7 +408,7 @@ class RunScriptTool:
                 self._live[handle.script_id] = handle
                 try:
                     task_status.started(handle)
-                    await handle.wait()
+                    await handle.ended()
                 finally:
                     self._live.pop(handle.script_id, None)
 

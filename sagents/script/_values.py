@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import anyio
 
+from sagents.errors import SagentsError, ScriptError
+
 __all__ = [
     "ScriptHandle",
     "ScriptProgressUpdate",
@@ -122,6 +124,7 @@ class ScriptHandle:
     _cancelled: bool = False
     _done: anyio.Event = field(default_factory=anyio.Event)
     _result: ScriptRunResult | None = None
+    _failure: Exception | None = None
 
     @property
     def done(self) -> bool:
@@ -143,14 +146,34 @@ class ScriptHandle:
             self._scope.cancel()
         return self._scope
 
-    def settle(self, result: ScriptRunResult | None) -> None:
+    def settle(self, result: ScriptRunResult | None, *, failure: Exception | None = None) -> None:
         """Record the run's end (the runner calls it once, also when the run failed to give a
-        result): :meth:`wait` returns ``result`` from then on."""
+        result, then with the error as ``failure``): :meth:`wait` returns ``result`` from then
+        on, or raises."""
         self._result = result
+        self._failure = failure
         self._done.set()
 
-    async def wait(self) -> ScriptRunResult:
-        """Wait for the end and return the result."""
+    async def ended(self) -> None:
+        """Wait for the end, whatever it was (a result or a failure)."""
         await self._done.wait()
-        assert self._result is not None
-        return self._result
+
+    async def wait(self) -> ScriptRunResult:
+        """Wait for the end and return the result.
+
+        Raises:
+            SagentsError: the run ended without a result: the error that stopped it (a
+                ``SandboxError`` when no sandbox could start...), or a ``ScriptError`` that
+                names an unexpected one; never an assertion.
+        """
+        await self._done.wait()
+        if self._result is not None:
+            return self._result
+        if isinstance(self._failure, SagentsError):
+            raise self._failure
+        reason = (
+            f"{type(self._failure).__name__}: {self._failure}"
+            if self._failure is not None
+            else "it was stopped before it started"
+        )
+        raise ScriptError(f"the run of {self.script_id!r} ended without a result: {reason}")

@@ -91,7 +91,8 @@ def test_a_server_entrys_key_at_the_top_level_is_named_in_a_warning(
 @pytest.mark.parametrize(
     ("key", "suggestion"),
     [("mcpServer", "mcpServers"), ("mcpservers", "mcpServers"), ("Servers", "servers"),
-     ("script", "scripts"), ("builtinTool", "builtinTools"), ("stores", "store")],
+     ("script", "scripts"), ("builtinTool", "builtinTools"), ("stores", "store"),
+     ("profile", "profiles")],
 )  # fmt: skip
 def test_a_misspelt_top_level_key_is_refused_with_the_known_key(key: str, suggestion: str) -> None:
     """A typo of one of sagents' own top-level keys would otherwise be ignored as another
@@ -106,7 +107,9 @@ def test_a_misspelt_top_level_key_is_refused_with_the_known_key(key: str, sugges
     assert "mcpServers" in error.hint
 
 
-@pytest.mark.parametrize("key", ["globalShortcut", "inputs", "preferences", "$schema", "mcp"])
+@pytest.mark.parametrize(
+    "key", ["globalShortcut", "inputs", "preferences", "$schema", "mcp", "profiles"]
+)
 def test_another_clients_top_level_key_still_loads(key: str) -> None:
     config = parse_config({"mcpServers": {"a": {"command": "x"}}, key: {"x": 1}})
     assert [server.name for server in config.servers] == ["a"]
