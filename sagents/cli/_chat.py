@@ -26,7 +26,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from sagents.cli._tools import config_path
+from sagents.cli._tools import ConfigOption, find_config
 from sagents.config import load_config
 from sagents.core._permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, ModelConfigError
@@ -45,10 +45,7 @@ def _usage_error(message: str, hint: str | None = None) -> typer.Exit:
 
 
 def chat(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="The mcpServers file. Default: $SAGENTS_CONFIG."),
-    ] = None,
+    config: ConfigOption = None,
     model: Annotated[
         str | None,
         typer.Option("--model", help="The model: NAME or openai:NAME. Default: $SAGENTS_MODEL."),
@@ -105,9 +102,9 @@ def chat(
         chat_model = model_from_string(model, base_url=base_url, stream=not no_stream)
     except ModelConfigError as error:
         raise _usage_error(error.message, error.hint) from None
-    path = config_path(config)
+    path = find_config(config)
     loaded = None
-    if config is not None or path.exists():
+    if path is not None:
         try:
             loaded = load_config(path)
         except ConfigError as error:

@@ -28,6 +28,7 @@ import anyio
 import typer
 
 from sagents.cli._call_approval import approve_call, read_answer
+from sagents.cli._logs import setup_logging
 from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import SagentsConfig, load_config
@@ -45,8 +46,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_CONFIG",
+    "ConfigOption",
     "call_command",
     "config_path",
+    "find_config",
     "only_server",
     "result_to_json",
     "tools_command",
@@ -58,7 +61,7 @@ DEFAULT_CONFIG = Path("sagents.json")
 
 T = TypeVar("T")
 
-_ConfigOption = Annotated[
+ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
@@ -71,10 +74,20 @@ _JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of
 
 def config_path(given: Path | None) -> Path:
     """The file to read: ``given``, else ``$SAGENTS_CONFIG``, else ``./sagents.json``."""
+    return find_config(given) or DEFAULT_CONFIG
+
+
+def find_config(given: Path | None) -> Path | None:
+    """The configuration file, found the same way by ``tools``, ``call`` and ``chat``:
+    ``--config``, else ``$SAGENTS_CONFIG`` (either is read even when missing, so that the
+    error names it), else ``./sagents.json`` when there is one; None when nothing names a file
+    and there is no ``./sagents.json``."""
     if given is not None:
         return given
     from_env = os.environ.get(CONFIG_ENV, "").strip()
-    return Path(from_env) if from_env else DEFAULT_CONFIG
+    if from_env:
+        return Path(from_env)
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
 
 
 def _fail(message: str, code: str, as_json: bool) -> typer.Exit:
@@ -132,9 +145,10 @@ def tools_listing(manager: ToolManager) -> dict[str, Any]:
 
     Returns:
         ``{"tools": [{"name", "exported_name", "server", "permission", "status",
-        "description"}], "servers": [{"name", "state", "transport", "protocol_version",
-        "last_error", "tools", "withheld": [{"name", "reason"}]}]}``; ``server`` and
-        ``status`` are None for a tool of no MCP server.
+        "description", "input_schema"}], "servers": [{"name", "state", "transport",
+        "protocol_version", "last_error", "tools", "withheld": [{"name", "reason"}]}]}``;
+        ``server`` and ``status`` are None for a tool of no MCP server; ``input_schema`` is
+        the JSON Schema of the tool's arguments as the tool declares it.
     """
     states = {s.name: s.state for s in manager.mcp_server_statuses()}
     exported = {t["function"]["name"]: t["function"] for t in manager.get_openai_tools()}
@@ -150,6 +164,7 @@ def tools_listing(manager: ToolManager) -> dict[str, Any]:
                 "permission": spec.permission,
                 "status": states.get(server) if server else None,
                 "description": spec.summary,
+                "input_schema": dict(spec.input_schema),
             }
         )
     return {"tools": tools, "servers": [_server_json(s) for s in manager.mcp_server_statuses()]}
@@ -168,20 +183,32 @@ def _server_json(status: ServerStatus) -> dict[str, Any]:
 
 
 def tools_command(
-    config: _ConfigOption = None,
+    config: ConfigOption = None,
     as_json: _JsonOption = False,
     server: Annotated[
         str | None,
         typer.Option("--server", "-s", help="Start and list only this server's tools."),
     ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            metavar="NAME",
+            help="Print the input schema (JSON Schema) of the tool NAME instead of the list.",
+        ),
+    ] = None,
 ) -> None:
     """List every tool with its server, permission class and the server's status."""
+    setup_logging(server_failures=False)  # the listing reports each failed server
     loaded = _load(config, as_json)
     if server is not None:
         narrowed = only_server(loaded, server)
         if narrowed is None:
             raise _fail(_unknown_server(loaded, server), "usage_error", as_json)
         loaded = narrowed
+    if schema is not None:
+        _print_schema(_owner(loaded, schema), schema, as_json)
+        return
 
     async def work(manager: ToolManager) -> dict[str, Any]:
         return tools_listing(manager)
@@ -195,6 +222,21 @@ def tools_command(
         _print_rich(console, listing)
     else:
         _print_plain(listing)
+
+
+def _print_schema(config: SagentsConfig, name: str, as_json: bool) -> None:
+    """Print the input schema of the tool ``name`` (registered or exported) as JSON."""
+
+    async def work(manager: ToolManager) -> dict[str, Any] | str:
+        registered = _registered(manager, name)
+        if registered is None:
+            return _unknown(manager, name)
+        return dict(manager.get_tool_spec(registered).input_schema)
+
+    found = _with_manager(config, work)
+    if isinstance(found, str):
+        raise _fail(found, "unknown_tool", as_json)
+    typer.echo(json.dumps(found, indent=2, ensure_ascii=False))
 
 
 def _print_rich(console: Console, listing: dict[str, Any]) -> None:
@@ -293,6 +335,16 @@ def _parse_args(text: str | None, as_json: bool) -> dict[str, Any]:
     return value
 
 
+def _registered(manager: ToolManager, name: str) -> str | None:
+    """The registered name of the tool ``name`` (registered or exported); None: no such tool."""
+    if manager.has_tool(name):
+        return name
+    try:
+        return manager.resolve_exported_name(name)
+    except UnknownToolError:
+        return None
+
+
 def _unknown(manager: ToolManager, name: str) -> str:
     message = f"unknown tool {name!r}"
     server = name.split("__", 1)[0] if "__" in name else None
@@ -321,7 +373,7 @@ def call_command(
             help="The arguments: a JSON object, @FILE to read it from a file, - for stdin.",
         ),
     ] = None,
-    config: _ConfigOption = None,
+    config: ConfigOption = None,
     as_json: _JsonOption = False,
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=0.001, help="Seconds for the call.")
@@ -345,6 +397,7 @@ def call_command(
     ] = False,
 ) -> None:
     """Call one tool and print its result (exit code 1 when the result is an error)."""
+    setup_logging()
     try:
         chosen_mode = parse_permission_mode(mode)
     except ValueError as error:
@@ -355,12 +408,9 @@ def call_command(
     approver = TerminalApprover(ask=read_answer, caller=None) if interactive else None
 
     async def work(manager: ToolManager) -> ToolResult | str:
-        registered = name
-        if not manager.has_tool(name):
-            try:
-                registered = manager.resolve_exported_name(name)
-            except UnknownToolError:
-                return _unknown(manager, name)
+        registered = _registered(manager, name)
+        if registered is None:
+            return _unknown(manager, name)
         refusal = await approve_call(
             manager.get_tool_spec(registered),
             arguments,

@@ -323,9 +323,6 @@ class ConfiguredGateway(Gateway):
         )
         if self.skills is not None:
             SkillTools(self._skill_session).register(manager)
-        for status in manager.mcp_server_statuses():
-            if status.state == "failed":
-                logger.warning("MCP server %r failed: %s", status.name, status.last_error)
         manager.on_mcp_tools_changed(self._upstream_tools_changed)
         if manager.mcp_supervisor is not None:
             manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)

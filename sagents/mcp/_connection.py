@@ -45,9 +45,13 @@ from sagents.mcp._status import ServerState, ServerStatus, WithheldTool
 from sagents.mcp._stdio import StdioProcess
 from sagents.mcp._tasks_client import TaskStatuses
 
-__all__ = ["MAX_TOOL_PAGES", "ServerConnection", "ToolsChangedCallback"]
+__all__ = ["MAX_TOOL_PAGES", "SERVER_FAILURE_LOG_KEY", "ServerConnection", "ToolsChangedCallback"]
 
 logger = logging.getLogger(__name__)
+
+SERVER_FAILURE_LOG_KEY = "sagents_failed_server"
+"""The attribute (the server's name) of the log record that reports a server's failure: a
+command that reports failures in its own output (``sagents tools``) leaves these records out."""
 
 MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
 MIN_RETRY_DELAY = 0.1  # seconds: the floor of repeated retries, so a backoff of 0 cannot spin
@@ -134,6 +138,7 @@ class ServerConnection:
         self._attempts = 0
         self._consecutive_failures = 0
         self._last_error: str | None = None
+        self._logged_error: str | None = None  # the failure last logged: logged once
         self._tools: dict[str, types.Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
         self._withheld: tuple[WithheldTool, ...] = ()
@@ -437,6 +442,7 @@ class ServerConnection:
                         self._session, self._pid = session, opened.pid
                         self._consecutive_failures = 0
                         self._last_error = None
+                        self._logged_error = None
                         self._set_state("ready")
                         # New items, or back after a loss: told once the server is ready.
                         await self._catalog_changed(changed | (hidden & self._catalog_kinds()))
@@ -450,8 +456,16 @@ class ServerConnection:
                 f"no answer to the handshake within {self.settings.connect_timeout} s"
             )
         self._explain_exit()
-        if self._last_error:
-            logger.warning("MCP server %r failed: %s", self.name, self._last_error)
+        if self._last_error and self._last_error != self._logged_error:
+            logger.warning(
+                "MCP server %r failed: %s",
+                self.name,
+                self._last_error,
+                extra={SERVER_FAILURE_LOG_KEY: self.name},
+            )
+            self._logged_error = self._last_error
+        elif self._last_error:  # the same failure again, at a restart: its status says so
+            logger.debug("MCP server %r failed again: %s", self.name, self._last_error)
         self._abort_calls()
         self.subscriptions.lost()
         self._session = None
