@@ -217,6 +217,12 @@ async def _run(settings: GatewaySettings) -> bool:
         ):
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
             if settings.transport == "stdio":
+                if sys.stdin.isatty():  # a person started it by hand: say what it waits for
+                    print(
+                        "sagents serve: waiting for an MCP client on stdin (stdio transport; "
+                        "an MCP client starts this command itself). Ctrl-C or Ctrl-D to stop.",
+                        file=sys.stderr,
+                    )
                 await gateway.run_stdio()
             else:
                 port = await tg.start(serve_http, gateway, settings)

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sagents.cli.main import app
+from tests.cli.cli_helpers import run_on_terminal
 from tests.mcp.helpers import SERVERS
 
 runner = CliRunner()
@@ -97,3 +98,21 @@ def test_chat_finds_the_config_as_tools_does(
         result = runner.invoke(app, command)
         assert result.exit_code == 2, (command, result.output)
         assert str(missing) in result.stderr, (command, result.stderr)
+
+
+def test_serve_over_stdio_on_a_terminal_says_on_stderr_that_it_waits_for_a_client(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+           "SAGENTS_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    code, stdout, shown = run_on_terminal(
+        [sys.executable, "-c", "from sagents.cli.main import main; main()", "serve"],
+        cwd=tmp_path,
+        env=env,
+        prompt=b"waiting for an MCP client",
+        answer=b"\x04",  # Ctrl-D: end of input, the gateway stops
+    )
+    assert code == 0, shown
+    assert stdout == ""  # stdout is the protocol's: nothing else goes there
+    (line,) = [line for line in shown.splitlines() if "waiting for an MCP client" in line]
+    assert line.startswith("sagents serve: ")

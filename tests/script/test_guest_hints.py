@@ -74,3 +74,14 @@ async def test_an_uncaught_tool_error_shows_only_the_users_frames(
     assert "agent_tools.py" not in result.output
     assert "ToolError: fleet__gett: [unknown_tool]" in result.output
     assert "Did you mean 'fleet__get'" in result.output
+
+
+async def test_a_syntax_error_shows_the_scripts_line_and_no_sandbox_frames(
+    make_runner: RunnerFactory,
+) -> None:
+    result = await _run(make_runner, "x = 1\nprint(x\n")
+    assert result.status == "error", result.output
+    assert "bootstrap.py" not in result.output
+    assert "Traceback" not in result.output  # as `python script.py` shows it: no frames
+    assert 'script.py", line 2' in result.output
+    assert "SyntaxError: '(' was never closed" in result.output

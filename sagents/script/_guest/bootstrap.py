@@ -155,12 +155,14 @@ def _wait_for_run() -> str:
 
 def _user_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
     """The traceback from the script's first frame on, without the frames of the helper files
-    of this directory (``agent_tools`` internals): the user's frames only."""
+    of this directory (``agent_tools`` internals): the user's frames only. None when the script
+    has no frame in it (a SyntaxError: compiling it failed here), as ``python script.py``
+    shows one: the error's own file, line and caret, no frames."""
     start = tb
     while start is not None and start.tb_frame.f_code.co_filename != script:
         start = start.tb_next
     if start is None:
-        return tb
+        return None
     kept = []
     node: TracebackType | None = start
     while node is not None:
