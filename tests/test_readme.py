@@ -74,7 +74,7 @@ def test_the_readme_has_exactly_the_two_set_up_commands() -> None:
 PYTHON_EXPECTATIONS = [
     ["get_weather", "sunny"],
     ["fleet__get_device_status", "SN0001", "not_allowed"],
-    ["my_skill"],
+    ["my-skill"],
     ["message.delta", "Sunny and 23", "'reason': 'stop'"],
 ]
 
