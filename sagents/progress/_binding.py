@@ -166,11 +166,15 @@ class ToolCallBinding:
         self._send(text, stream, self._clock.monotonic())
 
     def close(self) -> None:
-        """Flush, then send the ``closed`` event once (no-op when progress is disabled)."""
+        """Flush, then send the ``closed`` event once: only for a call that said something
+        (a call without progress has no stream to close, so no event at all), and never when
+        progress is disabled."""
         if self._closed:
             return
         self.flush()
         self._closed = True
+        if not self._last_sent:
+            return
         if self._enabled and (self._coalesce or self.hub.listening(self.session_id)):
             self.hub.publish(
                 self.session_id,
@@ -365,15 +369,11 @@ class LazyToolCall:
         self.binding().emit(text, stream)
 
     def close(self) -> None:
-        """:meth:`ToolCallBinding.close`: the ``closed`` event when someone listens by now."""
-        if self._binding is None:
-            if self._closed or self._session_id is None or not self.hub.listening(self._session_id):
-                self._closed = True
-                return
-            self.binding()
+        """:meth:`ToolCallBinding.close`: the ``closed`` event when the call said something
+        (then its binding exists) and someone listens by now."""
         self._closed = True
-        assert self._binding is not None
-        self._binding.close()
+        if self._binding is not None:
+            self._binding.close()
 
     @property
     def session_id(self) -> str:

@@ -341,7 +341,9 @@ def test_delivered_text_equals_emitted_text_in_order(
 
     assert per_character(texts(delivered)) == per_character([(s, t) for t, s, _ in pieces])
     assert all(text for _, text in texts(delivered))
-    assert sum(1 for e in delivered if isinstance(e, ToolProgressEvent) and e.closed) == 1
+    said = any(text for text, _, _ in pieces)  # a call that said nothing closes nothing
+    closed = sum(1 for e in delivered if isinstance(e, ToolProgressEvent) and e.closed)
+    assert closed == (1 if said else 0)
 
 
 @pytest.mark.anyio

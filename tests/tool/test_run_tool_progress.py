@@ -253,3 +253,40 @@ async def test_a_listened_call_whose_text_never_waits_starts_no_helper_task() ->
         events = _drain(queue)
     assert counts == [before]
     assert [e.text for e in events] == ["sent at once\n", ""]
+
+
+@pytest.mark.anyio
+async def test_a_call_that_says_nothing_sends_no_progress_event_at_all() -> None:
+    """No empty ``closed`` event for a call without progress (a synchronous tool, an async
+    one that emits nothing); a call that said something still gets its ``closed``."""
+    hub = ProgressHub()
+    manager = ToolManager(progress_hub=hub)
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async def quiet() -> str:
+        return "done"
+
+    async def talks() -> str:
+        await emit_tool_progress("step\n")
+        return "done"
+
+    for function in (add, quiet, talks):
+        manager.register_tool(function)
+    context = SessionContext(session_id="s1")
+    async with hub.subscribe("s1") as queue:
+        await manager.run_tool("add", {"a": 1, "b": 2}, context, tool_call_id="call_add")
+        await manager.run_tool("quiet", {}, context, tool_call_id="call_quiet")
+        silent: list[Event] = []
+        while len(queue):
+            silent.append(queue.receive_nowait())
+        await manager.run_tool("talks", {}, context, tool_call_id="call_talks")
+        said: list[Event] = []
+        while len(queue):
+            said.append(queue.receive_nowait())
+    assert silent == []
+    assert [(e.tool_call_id, e.text, e.closed) for e in said if isinstance(e, ToolProgressEvent)] == [
+        ("call_talks", "step\n", False),
+        ("call_talks", "", True),
+    ]
