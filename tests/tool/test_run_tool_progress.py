@@ -286,7 +286,5 @@ async def test_a_call_that_says_nothing_sends_no_progress_event_at_all() -> None
         while len(queue):
             said.append(queue.receive_nowait())
     assert silent == []
-    assert [(e.tool_call_id, e.text, e.closed) for e in said if isinstance(e, ToolProgressEvent)] == [
-        ("call_talks", "step\n", False),
-        ("call_talks", "", True),
-    ]
+    shown = [(e.tool_call_id, e.text, e.closed) for e in said if isinstance(e, ToolProgressEvent)]
+    assert shown == [("call_talks", "step\n", False), ("call_talks", "", True)]
