@@ -22,6 +22,7 @@ from typing import Any, Literal
 import anyio
 import httpcore2
 import httpx2
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from sagents.core._result import TextContent, ToolResult
 from sagents.errors import NotAllowedError, UrlNotAllowedError, WebFetchError
@@ -51,7 +52,7 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
 _PARSER = "lxml"  # BeautifulSoup's libxml2 parser: several times faster than html.parser
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9._-]+)""", re.IGNORECASE)
+_SNIFF_BYTES = 1024  # the HTML meta prescan looks this far (WHATWG HTML, "prescan a byte stream")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +111,8 @@ class FetchedPage:
         url: The URL asked for. final_url: the one that answered (after redirects).
         status: HTTP status of the final response. content_type: its media type, lower case.
         body: The body, decompressed, at most ``max_bytes``. body_truncated: more was sent.
-        charset: The text encoding (header, else ``<meta charset>``, else UTF-8).
+        charset: The Python codec of the text, chosen as browsers choose it
+            (:func:`page_encoding`).
         redirects: The URLs followed, in order.
         address: The address the final response came from.
     """
@@ -377,10 +379,7 @@ class WebFetcher:
         body = b"".join(parts)[:cap]
         content_type = response.headers.get("content-type", "")
         media = content_type.split(";", 1)[0].strip().lower()
-        charset = response.charset_encoding
-        if charset is None and "html" in media:
-            match = _META_CHARSET.search(body[:4096])
-            charset = match.group(1).decode("ascii") if match else None
+        charset = page_encoding(content_type, body)
         last = guard.connections[-1][2] if guard.connections else None
         return FetchedPage(
             url=url,
@@ -389,7 +388,7 @@ class WebFetcher:
             content_type=media,
             body=body,
             body_truncated=truncated,
-            charset=charset or "utf-8",
+            charset=charset,
             redirects=tuple(redirects),
             address=last,
         )
@@ -467,16 +466,36 @@ def _is_text(media: str) -> bool:
     return media == "" or media.startswith(_TEXT_TYPES) or media.endswith(("+json", "+xml"))
 
 
+def page_encoding(content_type: str, body: bytes) -> str:
+    """The Python codec to decode a page with, as browsers choose it (the WHATWG Encoding
+    Standard, "decode", and HTML's encoding sniffing): a byte order mark, else the
+    ``Content-Type`` charset, else (HTML) a ``<meta>`` charset in the first 1,024 bytes, else
+    UTF-8. Labels mean what they mean to a browser (``iso-8859-1`` and ``ascii`` are
+    windows-1252, ``gb2312`` is GBK, read by its superset GB 18030); an unknown label is
+    skipped. The label table is w3lib's (the Scrapy project's), kept to the standard.
+
+    Args:
+        content_type: The ``Content-Type`` header as sent ("" when there is none).
+        body: The body (its first bytes are enough).
+    """
+    bom, _ = read_bom(body)
+    if bom is not None:
+        return bom
+    declared = http_content_type_encoding(content_type or None)
+    media = content_type.split(";", 1)[0].strip().lower()
+    if declared is None and ("html" in media or not media):
+        declared = html_body_declared_encoding(body[:_SNIFF_BYTES])  # resolved, or None
+    return declared or "utf-8"
+
+
 def _convert(page: FetchedPage, format: Format) -> tuple[str | None, str]:
     if not _is_text(page.content_type):
         return None, (
             f"[binary content of type {page.content_type!r}, {len(page.body):,} bytes; "
             "pass save_to to store it in the workspace]"
         )
-    try:
-        text = page.body.decode(page.charset, errors="replace")
-    except LookupError:
-        text = page.body.decode("utf-8", errors="replace")
+    _, bom = read_bom(page.body)
+    text = page.body[len(bom or b"") :].decode(page.charset, errors="replace")
     is_html = "html" in page.content_type or (
         page.content_type == "" and text.lstrip()[:15].lower().startswith(("<!doctype", "<html"))
     )
