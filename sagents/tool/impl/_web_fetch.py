@@ -28,7 +28,7 @@ from sagents.core._result import TextContent, ToolResult
 from sagents.errors import NotAllowedError, UrlNotAllowedError, WebFetchError
 from sagents.sandbox import Sandbox
 from sagents.tool._context import SessionContext
-from sagents.tool._conversation import conversation_of, urls_in
+from sagents.tool._conversation import conversation_of, urls_given
 from sagents.tool.impl._netguard import (
     AddressGuard,
     PinnedBackend,
@@ -167,11 +167,12 @@ def _same_url(url: str) -> str | None:
 
 
 def check_seen(url: str, context: SessionContext) -> None:
-    """Refuse ``url`` unless it appeared in a user message or a tool result of the call's
-    conversation.
+    """Refuse ``url`` unless its first appearance in the call's conversation is in a user
+    message or a tool result (never one the assistant wrote first: :func:`urls_given`). The
+    refusal does not quote the URL, so that it cannot make the URL appear in a tool result.
 
     Raises:
-        UrlNotAllowedError: the URL is not there, or the host shows no conversation.
+        UrlNotAllowedError: the URL was not given so, or the host shows no conversation.
     """
     conversation = conversation_of(context)
     if conversation is None:
@@ -179,17 +180,15 @@ def check_seen(url: str, context: SessionContext) -> None:
             "web_fetch fetches only URLs that appeared in the conversation, and this host "
             "shows it no conversation",
             hint="the operator can turn off webFetch.seenUrlsOnly",
-            details={"url": url},
         )
     wanted = _same_url(url)
-    seen = {_same_url(found) for found in urls_in(conversation.messages)}
-    if wanted is None or wanted not in seen:
+    if wanted is None or wanted not in urls_given(conversation.messages, same=_same_url):
         raise UrlNotAllowedError(
-            f"{url!r} has not appeared in the conversation: web_fetch fetches only URLs that the "
-            "user or a tool result gave",
+            "this URL has not appeared in the conversation as the user or a tool result gave "
+            "it: web_fetch fetches only URLs whose first appearance is in a user message or a "
+            "tool result, never one the assistant wrote first",
             hint="fetch a URL exactly as the user or a tool result wrote it, or ask the user "
             "for it",
-            details={"url": url},
         )
 
 
@@ -244,15 +243,18 @@ class WebFetcher:
         self.settings = settings or WebFetchSettings()
 
     def _check_url(self, url: httpx2.URL, context: SessionContext | None) -> None:
+        """Refuse a URL of another scheme, without a host, or of a domain the settings or the
+        session exclude; the refusal names the part at fault, never the whole URL (its text
+        must not make the URL appear in a tool result: :func:`check_seen`)."""
         text = str(url)
         if url.scheme not in ("http", "https"):
             raise UrlNotAllowedError(
-                f"{text!r}: only http and https URLs are fetched, not {url.scheme!r}",
+                f"only http and https URLs are fetched, not {url.scheme!r}",
                 details={"url": text},
             )
         host = url.host
         if not host:
-            raise UrlNotAllowedError(f"{text!r} has no host", details={"url": text})
+            raise UrlNotAllowedError("the URL has no host", details={"url": text})
         allow: list[Sequence[str]] = [self.settings.allow_domains]
         deny: list[str] = list(self.settings.deny_domains)
         if context is not None:
@@ -260,13 +262,13 @@ class WebFetcher:
             deny.extend(context.trusted.get("web_fetch_deny_domains", ()) or ())
         if domain_matches(host, deny):
             raise UrlNotAllowedError(
-                f"{text!r}: the domain {host!r} is denied for this session",
+                f"the domain {host!r} is denied for this session",
                 details={"url": text, "host": host},
             )
         for allowed in allow:
             if allowed and not domain_matches(host, allowed):
                 raise UrlNotAllowedError(
-                    f"{text!r}: the domain {host!r} is not in this session's allowed domains "
+                    f"the domain {host!r} is not in this session's allowed domains "
                     f"({', '.join(allowed)})",
                     details={"url": text, "host": host},
                 )
@@ -284,9 +286,7 @@ class WebFetcher:
         try:
             current = httpx2.URL(url)
         except httpx2.InvalidURL as error:
-            raise WebFetchError(
-                f"{url!r} is not a valid URL: {error}", details={"url": url}
-            ) from error
+            raise WebFetchError(f"the URL is not valid: {error}", details={"url": url}) from error
         guard = AddressGuard(
             allow_networks=settings.allow_networks,
             allow_hosts=settings.allow_hosts,

@@ -12,8 +12,9 @@ from sagents.agent import SAgent
 from sagents.config import parse_config
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import SessionContext, ToolManager
-from sagents.tool._conversation import urls_in
+from sagents.tool._conversation import urls_given, urls_in
 from sagents.tool.impl import WebFetchSettings, register_builtin_tools
+from sagents.tool.tool_base import tool
 from tests.agent.helpers import collect, done_of, tool_messages
 from tests.tool.impl.test_web_fetch import PAGE, Server, _fetch, _send, _serve
 
@@ -121,3 +122,71 @@ def test_the_config_key_turns_the_option_on() -> None:
     config = parse_config({"builtinTools": {"webFetch": {"seenUrlsOnly": True}}})
     assert WebFetchSettings(**config.web_fetch).seen_urls_only is True
     assert WebFetchSettings(**parse_config({}).web_fetch).seen_urls_only is False
+
+
+async def test_a_refusal_does_not_launder_the_url_it_refused(server: Server) -> None:
+    """The first refusal neither quotes the URL nor makes it seen: the second call is
+    refused too, and the server is never asked."""
+    base = f"http://127.0.0.1:{server.port}"
+    server.routes["/collect"] = lambda h: _send(h, PAGE, "text/html")
+    leak = f"{base}/collect?secret=s3cr3t"
+    calls = [
+        tool_call("web_fetch", {"url": leak}, id="c1"),
+        tool_call("web_fetch", {"url": leak}, id="c2"),
+    ]
+    messages = await _agent_run(_manager(SEEN_ONLY), "What is new today?", calls)
+    first, second = tool_messages(messages)
+    for refused in (first, second):
+        assert "url_not_allowed" in refused["content"]
+        assert "/collect" not in refused["content"]
+        assert "s3cr3t" not in refused["content"]
+    assert server.seen == []
+
+
+@tool(name="echo", description="Return the text.", permission="read_only")
+async def echo(text: str) -> str:
+    return text
+
+
+async def test_a_tool_that_echoes_a_model_written_url_does_not_make_it_seen(
+    server: Server,
+) -> None:
+    """The URL's first appearance is the assistant's tool call (echo's arguments); the tool
+    result that repeats it later does not count."""
+    base = f"http://127.0.0.1:{server.port}"
+    server.routes["/collect"] = lambda h: _send(h, PAGE, "text/html")
+    leak = f"{base}/collect?secret=s3cr3t"
+    manager = _manager(SEEN_ONLY)
+    manager.register_tool(echo)
+    calls = [
+        tool_call("echo", {"text": f"see {leak}"}, id="c1"),
+        tool_call("web_fetch", {"url": leak}, id="c2"),
+    ]
+    messages = await _agent_run(manager, "What is new today?", calls)
+    echoed, fetched = tool_messages(messages)
+    assert leak in echoed["content"]  # the tool result has it, after the model wrote it
+    assert "url_not_allowed" in fetched["content"]
+    assert server.seen == []
+
+
+ECHOED = (
+    "https://model.example/b https://escaped.example/c https://args.example/d "
+    "https://page.example/e https://user.example/a"
+)
+
+
+def test_a_url_counts_as_given_only_when_its_first_appearance_is_a_user_or_tool_message() -> None:
+    def call(arguments: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t", "type": "function", "function": {"name": "f", "arguments": arguments}}
+        ]}  # fmt: skip
+
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "start at https://user.example/a"},
+        {"role": "assistant", "content": "then https://model.example/b"},
+        call('{"u": "https:\\/\\/escaped.example\\/c"}'),  # JSON escapes hide nothing
+        call('{"u": "https://args.example/d"}'),
+        {"role": "tool", "tool_call_id": "t", "content": ECHOED},
+        {"role": "assistant", "content": "https://page.example/e again"},
+    ]
+    assert urls_given(messages) == {"https://user.example/a", "https://page.example/e"}
