@@ -5,7 +5,9 @@ calling agent's (``SessionContext.agent``) by default, or ``user`` (shared by th
 agents). Nothing ever crosses users; deduplication only compares memories of the same scope.
 Search is SQLite FTS5 with BM25 ranking (Porter stemming), or, for gateway replicas sharing a
 PostgreSQL store (docs/scale-out.md), PostgreSQL full-text search (``tsvector``, ``ts_rank``,
-English stemming) through a :class:`MemoryBackend` with the same scoping rules. Writes and
+English stemming) through a :class:`MemoryBackend` with the same scoping rules; on both, a
+query's runs of Chinese, Japanese or Korean characters are matched as substrings
+(:func:`query_terms`), so that one or two characters find what they are part of. Writes and
 deletes are recorded in the audit store. The same :class:`MemoryStore` backs the
 ``sagents.mcp_servers.memory`` MCP server.
 """
@@ -19,7 +21,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -39,6 +41,8 @@ __all__ = [
     "MemoryStore",
     "memory_digest",
     "memory_tool",
+    "merge_found",
+    "query_terms",
     "scope_of",
 ]
 
@@ -112,8 +116,45 @@ def memory_digest(content: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()
 
 
-def _fts_query(text: str) -> str:
-    words = re.findall(r"\w+", text)
+# Runs of the scripts written without spaces between words (Han, Hiragana, Katakana) and of
+# Hangul (whose spaced words carry particles: 한국어를): full-text tokenizers keep a whole run as
+# one token (FTS5's unicode61) or need three characters (its trigram tokenizer), so a query
+# of one or two such characters would find nothing. They are matched as substrings instead.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0003134f]+"
+)
+
+
+def query_terms(query: str) -> tuple[list[str], list[str]]:
+    """``(words, runs)`` of a search query: its words outside the CJK scripts (searched with
+    full-text search, any of them) and its runs of CJK characters (each matched as a
+    substring of a memory's text or tags).
+
+    Raises:
+        InvalidArgumentsError: the query has neither.
+    """
+    runs = _CJK.findall(query)
+    words = re.findall(r"\w+", _CJK.sub(" ", query))
+    if not words and not runs:
+        raise InvalidArgumentsError("the search query has no words")
+    return words, runs
+
+
+def merge_found(*lists: Sequence[Memory]) -> list[Memory]:
+    """One list of the memories of several searches (full-text, substring): a memory found by
+    several has the sum of its scores; best first, then the most recently updated."""
+    merged: dict[str, Memory] = {}
+    for found in lists:
+        for memory in found:
+            known = merged.get(memory.id)
+            score = (memory.score or 0.0) + (known.score or 0.0 if known else 0.0)
+            merged[memory.id] = replace(memory, score=round(score, 6))
+    return sorted(merged.values(), key=lambda m: (-(m.score or 0.0), -m.updated))
+
+
+def _fts_query(words: Sequence[str]) -> str:
     return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
 
 
@@ -151,6 +192,20 @@ def _checked_name(kind: str, name: str) -> str:
         hint=f"the host names the {kind} with a plain literal name (SessionContext."
         f"{'user_id' if kind == 'user' else 'agent'})",
         details={"kind": kind},
+    )
+
+
+def _row_memory(row: tuple[Any, ...]) -> Memory:
+    memory_id, content, tag_json, agent, created, updated, score = row
+    scope: Scope = "user" if agent == _USER_SCOPE else "agent"
+    return Memory(
+        id=memory_id,
+        content=content,
+        tags=tuple(json.loads(tag_json)),
+        scope=scope,
+        created=created,
+        updated=updated,
+        score=round(float(score), 6),
     )
 
 
@@ -192,9 +247,15 @@ class MemoryBackend(Protocol):
         ...
 
     async def search(
-        self, user: str, agents: Sequence[str], words: Sequence[str], limit: int
+        self,
+        user: str,
+        agents: Sequence[str],
+        words: Sequence[str],
+        limit: int,
+        runs: Sequence[str] = (),
     ) -> list[Memory]:
-        """Memories of ``user`` in ``agents`` matching any of ``words``, best first."""
+        """Memories of ``user`` in ``agents`` matching any of ``words`` (full-text) or
+        containing any of ``runs`` (CJK, :func:`query_terms`), best first."""
         ...
 
     async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
@@ -312,42 +373,34 @@ class MemoryStore:
     def _search(
         self, user: str, agents: Sequence[str], query: str, limit: int, tags: Sequence[str]
     ) -> list[Memory]:
-        match = _fts_query(query)
-        if not match:
-            raise InvalidArgumentsError("the search query has no words")
+        words, runs = query_terms(query)
         marks = ",".join("?" * len(agents))
-        sql = (
-            "SELECT m.id, m.content, m.tags, m.agent, m.created, m.updated, "
-            "bm25(memories_fts) AS rank FROM memories_fts JOIN memories m ON m.id = "
-            f"memories_fts.id WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent IN "
-            f"({marks}) ORDER BY rank LIMIT ?"
+        select = (
+            "SELECT m.id, m.content, m.tags, m.agent, m.created, m.updated, {score} AS score "
+            "FROM memories_fts JOIN memories m ON m.id = memories_fts.id WHERE {match} "
+            f"AND m.user_id = ? AND m.agent IN ({marks}) ORDER BY score DESC, m.updated DESC "
+            "LIMIT ?"
         )
         wanted = {t.strip().lower() for t in tags if t.strip()}
+        fetch = limit if not wanted else limit * 20
+        searches: list[tuple[str, tuple[Any, ...]]] = []
+        if words:  # BM25: lower is better, so its negation is the score
+            sql = select.format(score="-bm25(memories_fts)", match="memories_fts MATCH ?")
+            searches.append((sql, (_fts_query(words), user, *agents, fetch)))
+        if runs:  # one point per run found in the text or the tags
+            hits = " + ".join(
+                "(instr(m.content, ?) > 0 OR instr(memories_fts.tags, ?) > 0)" for _ in runs
+            )
+            sql = select.format(score=hits, match=f"({hits.replace(' + ', ' OR ')})")
+            pairs = tuple(run for run in runs for _ in (0, 1))
+            searches.append((sql, (*pairs, *pairs, user, *agents, fetch)))
         connection = self._connect()
         try:
-            rows = connection.execute(
-                sql, (match, user, *agents, limit if not wanted else limit * 20)
-            ).fetchall()
+            results = [connection.execute(sql, values).fetchall() for sql, values in searches]
         finally:
             connection.close()
-        found = []
-        for memory_id, content, tag_json, agent, created, updated, rank in rows:
-            memory_tags = tuple(json.loads(tag_json))
-            if wanted and not wanted <= set(memory_tags):
-                continue
-            scope: Scope = "user" if agent == _USER_SCOPE else "agent"
-            found.append(
-                Memory(
-                    id=memory_id,
-                    content=content,
-                    tags=memory_tags,
-                    scope=scope,
-                    created=created,
-                    updated=updated,
-                    score=round(-rank, 6),
-                )
-            )
-        return found[:limit]
+        found = merge_found(*([_row_memory(row) for row in rows] for rows in results))
+        return [m for m in found if wanted <= set(m.tags)][:limit]
 
     def _delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
         marks = ",".join("?" * len(agents))
@@ -441,11 +494,10 @@ class MemoryStore:
         count = min(limit or self.limits.default_results, self.limits.max_results)
         if self.backend is None:
             return await anyio.to_thread.run_sync(self._search, user, agents, query, count, tags)
-        words = re.findall(r"\w+", query)
-        if not words:
-            raise InvalidArgumentsError("the search query has no words")
+        words, runs = query_terms(query)
         wanted = {t.strip().lower() for t in tags if t.strip()}
-        found = await self.backend.search(user, agents, words, count if not wanted else count * 20)
+        fetch = count if not wanted else count * 20
+        found = await self.backend.search(user, agents, words, fetch, runs)
         return [m for m in found if wanted <= set(m.tags)][:count]
 
     async def delete(self, context: SessionContext, memory_id: str) -> Memory:

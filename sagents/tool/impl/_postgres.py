@@ -7,7 +7,7 @@
 - memory: scoped by user and agent column exactly as :func:`~sagents.tool.impl._memory.scope_of`
   resolves them, deduplicated within a scope by digest under a lock on the scope, searched with
   PostgreSQL full-text search (``to_tsvector('english', ...)``, any of the query's words,
-  ``ts_rank`` best first).
+  ``ts_rank`` best first) and, for runs of CJK characters, as substrings (``strpos``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, cast
 from psycopg_pool import AsyncConnectionPool
 
 from sagents.errors import QuotaExceededError
-from sagents.tool.impl._memory import USER_SCOPE, Memory, Scope, memory_digest
+from sagents.tool.impl._memory import USER_SCOPE, Memory, Scope, memory_digest, merge_found
 from sagents.tool.impl._todo import Merge, Status, TodoItem
 
 __all__ = ["PostgresMemory", "PostgresTodos"]
@@ -154,31 +154,46 @@ class PostgresMemory:
         return memory, True
 
     async def search(
-        self, user: str, agents: Sequence[str], words: Sequence[str], limit: int
+        self,
+        user: str,
+        agents: Sequence[str],
+        words: Sequence[str],
+        limit: int,
+        runs: Sequence[str] = (),
     ) -> list[Memory]:
-        """Memories matching any of ``words`` (English stemming), best first by ``ts_rank``."""
-        query = " | ".join("'" + word.replace("'", "") + "'" for word in words)  # \\w+ words
+        """Memories matching any of ``words`` (English stemming, ``ts_rank``) or containing any
+        of ``runs`` (CJK runs, one point each: :func:`~sagents.tool.impl._memory.query_terms`),
+        best first."""
+        select = (
+            "SELECT id, content, tags, agent, created, updated, {score} AS score "
+            "FROM sagents_memories{source} WHERE {match} AND user_id = %s AND agent = ANY(%s) "
+            "ORDER BY score DESC, updated DESC LIMIT %s"
+        )
+        searches: list[tuple[str, tuple[Any, ...]]] = []
+        if words:
+            query = " | ".join("'" + word.replace("'", "") + "'" for word in words)  # \w+ words
+            sql = select.format(
+                score="ts_rank(search, q)",
+                source=", to_tsquery('english'::regconfig, %s) AS q",
+                match="search @@ q",
+            )
+            searches.append((sql, (query, user, list(agents), limit)))
+        if runs:
+            hits = " + ".join(
+                "(strpos(content, %s) > 0 OR strpos(tags_text, %s) > 0)::int" for _ in runs
+            )
+            match = " OR ".join(
+                "strpos(content, %s) > 0 OR strpos(tags_text, %s) > 0" for _ in runs
+            )
+            pairs = tuple(run for run in runs for _ in (0, 1))
+            sql = select.format(score=hits, source="", match=f"({match})")
+            searches.append((sql, (*pairs, *pairs, user, list(agents), limit)))
+        results = []
         async with self._pool.connection() as db:
-            cursor = await db.execute(
-                "SELECT id, content, tags, agent, created, updated, ts_rank(search, q) AS rank "
-                "FROM sagents_memories, to_tsquery('english'::regconfig, %s) AS q "
-                "WHERE search @@ q AND user_id = %s AND agent = ANY(%s) "
-                "ORDER BY rank DESC, updated DESC LIMIT %s",
-                (query, user, list(agents), limit),
-            )
-            rows = await cursor.fetchall()
-        return [
-            Memory(
-                id=memory_id,
-                content=content,
-                tags=tuple(tags),
-                scope=_scope(agent),
-                created=created,
-                updated=updated,
-                score=round(float(rank), 6),
-            )
-            for memory_id, content, tags, agent, created, updated, rank in rows
-        ]
+            for sql, values in searches:
+                cursor = await db.execute(cast(Any, sql), values)
+                results.append(await cursor.fetchall())
+        return merge_found(*([_memory(row) for row in rows] for rows in results))
 
     async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
         """Delete one memory of ``user`` in ``agents``; None when there is none."""
@@ -189,14 +204,18 @@ class PostgresMemory:
                 (memory_id, user, list(agents)),
             )
             row = await cursor.fetchone()
-        if row is None:
-            return None
-        memory_id, content, tags, agent, created, updated = row
-        return Memory(
-            id=memory_id,
-            content=content,
-            tags=tuple(tags),
-            scope=_scope(agent),
-            created=created,
-            updated=updated,
-        )
+        return None if row is None else _memory(row)
+
+
+def _memory(row: Sequence[Any]) -> Memory:
+    """A memory from a row ``(id, content, tags, agent, created, updated[, score])``."""
+    memory_id, content, tags, agent, created, updated, *score = row
+    return Memory(
+        id=memory_id,
+        content=content,
+        tags=tuple(tags),
+        scope=_scope(agent),
+        created=created,
+        updated=updated,
+        score=round(float(score[0]), 6) if score else None,
+    )

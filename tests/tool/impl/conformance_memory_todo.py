@@ -94,3 +94,41 @@ async def check_todo_update_changes_only_given_fields(call: Call, me: Any) -> No
     assert result["items"][0]["status"] == "done"
     result, _ = await call("todo_write", {"items": [{"content": "ship"}]}, me)
     assert [i["id"] for i in result["items"]] == ["a", "t1"]
+
+
+CJK_CORPUS = [
+    "用户喜欢喝绿茶，不喝咖啡。",  # Chinese
+    "部署在每周二站会之后进行。",  # Chinese
+    "ユーザーは東京に住んでいて、猫を飼っている。",  # Japanese
+    "사용자는 한국어로 답변을 받기를 원합니다.",  # Korean
+    "The cat is called Miso and likes tuna.",
+]
+
+
+async def check_cjk_queries_of_one_two_and_more_characters(call: Call, me: Any) -> None:
+    """Chinese, Japanese and Korean text is found by queries of 1, 2 and 4+ characters
+    (full-text tokenizers keep a run of such characters as one token)."""
+    for text in CJK_CORPUS:
+        _, code = await call("memory_store", {"content": text}, me)
+        assert code is None
+
+    async def contents(query: str) -> list[str]:
+        found, code = await call("memory_search", {"query": query}, me)
+        assert code is None, query
+        return [m["content"] for m in found["memories"]]
+
+    tea, deploy, tokyo, korean, miso = CJK_CORPUS
+    for query, expected in [
+        ("茶", [tea]), ("猫", [tokyo]), ("한", [korean]),  # one character
+        ("绿茶", [tea]), ("東京", [tokyo]), ("한국", [korean]),  # two
+        ("每周二站会", [deploy]), ("猫を飼っている", [tokyo]), ("한국어로 답변을", [korean]),  # 4+
+        ("北京", []),  # in no memory
+    ]:  # fmt: skip
+        assert await contents(query) == expected, query
+    assert sorted(await contents("Miso 猫")) == sorted([tokyo, miso])  # words and runs: any
+    found = await contents("咖啡 部署 会议")  # the memory with more of the runs comes first
+    assert found[0] in (tea, deploy)
+    assert set(found) == {tea, deploy}
+    tagged, _ = await call("memory_store", {"content": "notes", "tags": ["日本語"]}, me)
+    assert tagged["duplicate"] is False
+    assert await contents("日本") == ["notes"]  # tags are searched too

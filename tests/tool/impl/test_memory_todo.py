@@ -310,3 +310,9 @@ async def test_an_agent_named_star_does_not_write_into_the_user_scope(backing: B
     assert found["memories"] == []
     _, code = await call("memory_store", {"content": "plain agent"}, _user("alice", "x.y-z_1"))
     assert code is None
+
+
+async def test_cjk_queries_of_one_two_and_more_characters(backing: Backing) -> None:
+    await checks.check_cjk_queries_of_one_two_and_more_characters(
+        _caller(backing.manager()), _user("alice")
+    )
