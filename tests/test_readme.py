@@ -124,3 +124,14 @@ def test_inspect_sh_defaults_to_the_fleet_example(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     names = {tool["name"] for tool in json.loads(done.stdout)["tools"]}
     assert "fleet__get_device_status" in names
+
+
+def test_the_readme_names_every_package_set_up_installs_with_its_size() -> None:
+    """Each system package scripts/setup.sh may install, and ``.peers/``, is in the README's
+    table of what set-up installs, with a size in MB."""
+    setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    packages = re.findall(r"missing\+=\(([\w-]+)\)", setup)
+    assert sorted(packages) == ["bubblewrap", "chromium", "chromium-driver", "git", "postgresql"]
+    rows = [line for line in README.splitlines() if line.startswith("| ") and " MB" in line]
+    for name in [*packages, ".peers/", ".venv"]:
+        assert any(f"`{name}`" in row for row in rows), name
