@@ -141,6 +141,7 @@ class ScriptRecords:
         self._pending: list[bytes] = []  # calls.jsonl lines not written yet
         self._pending_bytes = 0
         self._failed: dict[str, OSError] = {}  # file key -> its first write error
+        self.started: float | None = None  # Unix time the run started (kept in run.json)
 
     @property
     def relative_dir(self) -> str:
@@ -189,7 +190,8 @@ class ScriptRecords:
         if "script" in records._failed:  # never run a script cut short
             records.close()
             raise records._failed["script"]
-        records.write_status({"script_id": script_id, "status": "running", "started": time.time()})
+        records.started = time.time()
+        records.write_status({"script_id": script_id, "status": "running"})
         return records
 
     @property
@@ -251,7 +253,10 @@ class ScriptRecords:
         self._write_all("output", data)
 
     def write_status(self, status: Mapping[str, Any]) -> None:
-        """Replace the content of ``run.json`` (through its open descriptor)."""
+        """Replace the content of ``run.json`` (through its open descriptor); it keeps the
+        run's ``started`` time (the console's Runs page shows it) unless ``status`` has one."""
+        if self.started is not None and "started" not in status:
+            status = {"started": self.started, **status}
         fd = self._fds["run"]
         try:
             os.ftruncate(fd, 0)

@@ -194,9 +194,17 @@ class _Console:
             principal=session.principal,
             page=template.removesuffix(".html"),
             approvals_route=self.data.approvals,
+            pending_count=self._pending_count(session.principal),
             **context,
         )
         return HTMLResponse(html, status_code=status_code)
+
+    def _pending_count(self, principal: Principal | None) -> int:
+        """How many approvals wait for ``principal`` (the navigation shows it on every page)."""
+        if principal is None or self.data.pending is None:
+            return 0
+        owner = None if principal.operator else principal.identity
+        return len(self.data.pending.pending(owner=owner))
 
     def _page(
         self,

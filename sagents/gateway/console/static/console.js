@@ -50,6 +50,8 @@
       setText(link, event.script_id);
       first.appendChild(link);
       row.appendChild(first);
+      const started = (event.ts || 0) - (event.elapsed_s || 0);  // seconds, as the server's column
+      cell(row, "started", started > 0 ? new Date(started * 1000).toISOString().slice(0, 19).replace("T", " ") : "");
       cell(row, "", "run_script");
       cell(row, "", "");
       cell(row, "status", "");
