@@ -14,7 +14,7 @@ import pytest
 from sagents.gateway._pending import PendingApproval
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway.console import data_dir_console
-from tests.gateway.console.test_console_http import call, console_server
+from tests.gateway.console.test_console_http import call, console_server, logged_in, operator_login
 
 pytestmark = pytest.mark.anyio
 
@@ -27,13 +27,14 @@ def _nav_count(html: str) -> str | None:
 
 
 async def test_every_page_shows_the_number_of_approvals_waiting_in_the_navigation() -> None:
-    settings = GatewaySettings(transport="http", port=0)  # loopback, no token: operator
+    settings = GatewaySettings(transport="http", port=0)
     with anyio.fail_after(30):
         async with (
             console_server(settings) as (base, gateway),
             httpx2.AsyncClient() as http,
             anyio.create_task_group() as tg,
         ):
+            await operator_login(http, base)
             before = {page: (await http.get(f"{base}/console/{page}")).text for page in PAGES}
             for tool in ("fleet__reboot", "fleet__wipe"):
                 item = PendingApproval.for_request(call(tool, session_id="s1"), owner="")
@@ -48,8 +49,6 @@ async def test_every_page_shows_the_number_of_approvals_waiting_in_the_navigatio
 
 
 def test_the_runs_page_shows_when_each_run_started(tmp_path: Path) -> None:
-    from starlette.testclient import TestClient
-
     from sagents.script._records import ScriptRecords
 
     workspace = tmp_path / "workspaces" / "sessions" / ("a" * 32)
@@ -58,7 +57,7 @@ def test_the_runs_page_shows_when_each_run_started(tmp_path: Path) -> None:
     records.write_status({"script_id": "20261201-120000-0123abcd", "status": "ok",
                           "exit_code": 0, "calls": 0, "failed": 0})  # fmt: skip
     records.close()
-    with TestClient(data_dir_console(tmp_path)) as http:
+    with logged_in(data_dir_console(tmp_path), tmp_path) as http:
         page = http.get("/console/runs").text
     assert "<th>Started (UTC)</th>" in page
     started = re.search(r'<td class="started">([^<]*)</td>', page)
