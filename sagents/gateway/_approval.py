@@ -8,18 +8,17 @@ this session" (not for destructive tools, nor on 2026-07-28 connections) and "de
 that did not declare the elicitation capability cannot be asked: the call is refused with a text
 that says how to allow it.
 
-The gateway asks before the call runs (so that the question precedes any background hand-off,
-and a 2026-07-28 client can be asked through ``InputRequiredResult``); the session's
-``ToolProxy`` then applies the same mode with :class:`GatewayCallApprover`, which hands it the
-answer already given (:func:`decided`).
+The gateway decides each call once, before it runs (so that the question precedes any
+background hand-off, and a 2026-07-28 client can be asked through ``InputRequiredResult``), a
+run_script's one approval included; the :class:`~sagents.tool.Decision` travels with the call
+in its ``SessionContext`` and nothing further down asks again (docs/architecture.md, "The
+decision").
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -44,7 +43,7 @@ __all__ = [
     "answer_from_elicitation",
     "approval_form",
     "current_client_asker",
-    "decided",
+    "denial_text",
     "refusal_text",
 ]
 
@@ -207,49 +206,37 @@ class ClientScriptApprover:
 
     def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
-        tools = ", ".join(request.tools)
         asker = CLIENT_ASKER.get()
-        if asker is None or not asker.can_ask or _NOT_ASKED.get():
-            return (
-                f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
-                "show approval requests (it did not declare the elicitation capability)"
-            )
+        asked = asker is not None and asker.can_ask and not _NOT_ASKED.get()
+        return denial_text(request, asked=asked)
+
+
+def denial_text(request: ApprovalRequest, *, asked: bool) -> str:
+    """Why a script's write tools do not run: the user was asked and did not approve them, or
+    nobody could be asked."""
+    tools = ", ".join(request.tools)
+    if not asked:
         return (
-            f"the user did not approve the write tools {tools} "
-            "(declined, cancelled or no answer in time)"
+            f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
+            "show approval requests (it did not declare the elicitation capability)"
         )
-
-
-_DECIDED: ContextVar[tuple[frozenset[str] | None, ApprovalAnswer] | None] = ContextVar(
-    "sagents_gateway_decided", default=None
-)
-"""The answer the gateway already has for the calls running in this context."""
-
-
-@contextmanager
-def decided(answer: ApprovalAnswer, tools: frozenset[str] | None = None) -> Iterator[None]:
-    """Within this block, :class:`GatewayCallApprover` answers ``answer`` for ``tools`` (None:
-    any tool; a script's calls, which run_script's pre-run check decided)."""
-    token = _DECIDED.set((tools, answer))
-    try:
-        yield
-    finally:
-        _DECIDED.reset(token)
+    return (
+        f"the user did not approve the write tools {tools} "
+        "(declined, cancelled or no answer in time)"
+    )
 
 
 class GatewayCallApprover:
-    """The approver of the gateway's ``ToolProxy``: the answer the gateway already got for this
-    call (:func:`decided`), else the client of the current call, asked through elicitation.
+    """An approver for a ``ToolProxy`` that a gateway call reaches undecided: asks the client
+    of the current call through elicitation. (The gateway's own calls arrive decided, in
+    their ``SessionContext``: the proxy does not ask.)
 
     Raises ``NotAllowedError`` (the call is refused, saying how to allow it) when nobody can be
     asked.
     """
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """The decided answer, or the client's."""
-        found = _DECIDED.get()
-        if found is not None and (found[0] is None or set(request.tools) <= found[0]):
-            return found[1]
+        """The client's answer."""
         asker = CLIENT_ASKER.get()
         if asker is not None and asker.can_ask:
             try:

@@ -16,12 +16,18 @@ An approver may also say why it denied (:class:`ExplainsDenial`, read by
 A request says which answers it offers (:attr:`ApprovalRequest.offered`): a destructive tool and
 a run_script approval offer only ``allow_once`` and ``deny``. An answer outside the offer counts
 as ``deny`` (:func:`settle_answer`). See ``docs/tools.md``, "Permission modes and approvals".
+
+A call is decided once (docs/architecture.md, "The decision"): the one policy step in front of
+it (``ToolProxy`` in the library and the agent loop, the gateway for an MCP client, run_script's
+pre-run check for a script) makes a :class:`Decision`, which travels with the call in its
+:class:`~sagents.tool._context.SessionContext` (``decision``); whatever runs the call further
+down reads it and never asks or decides again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
@@ -36,6 +42,8 @@ __all__ = [
     "ApprovalKind",
     "ApprovalRequest",
     "Approver",
+    "Decision",
+    "DecisionKind",
     "DenyAllApprover",
     "ExplainsDenial",
     "approval_needed",
@@ -48,6 +56,11 @@ ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
 
 ApprovalKind = Literal["tool_call", "script"]
 """What waits: one tool call, or one run_script run (its listed write tools)."""
+
+DecisionKind = Literal["allowed", "denied", "approved_once", "approved_session"]
+"""What the policy step decided for a call: it runs without asking (``allowed``), it does not run
+(``denied``), the user approved it (``approved_once``), or it runs on the session's grant
+(``approved_session``: "allow for this session", now or earlier)."""
 
 APPROVAL_ANSWERS: Final[tuple[ApprovalAnswer, ...]] = get_args(ApprovalAnswer)
 """Every :data:`ApprovalAnswer`, in the order a prompt shows them."""
@@ -168,6 +181,46 @@ class ApprovalRequest:
             "tool_call_id": self.tool_call_id,
             "offered": list(self.offered),
         }
+
+
+_KIND_OF_ANSWER: Final[dict[ApprovalAnswer, DecisionKind]] = {
+    "allow_once": "approved_once",
+    "allow_session": "approved_session",
+    "deny": "denied",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """The one policy step's outcome for a call (or for a script's calls), carried with it.
+
+    Attributes:
+        kind: See :data:`DecisionKind`.
+        tools: The registered names it lets run: the one tool of a direct call, or every tool
+            a script may call (its read-only tools and its listed, approved write tools).
+        reason: Why it was denied, for the model and the records ("" otherwise).
+    """
+
+    kind: DecisionKind
+    tools: frozenset[str] = frozenset()
+    reason: str = ""
+
+    @classmethod
+    def from_answer(
+        cls, answer: ApprovalAnswer, tools: Iterable[str], *, reason: str = ""
+    ) -> Decision:
+        """The decision an approval's answer makes (``deny`` → ``denied``, with ``reason``)."""
+        kind = _KIND_OF_ANSWER[answer]
+        return cls(kind=kind, tools=frozenset(tools), reason=reason if kind == "denied" else "")
+
+    @property
+    def runs(self) -> bool:
+        """Whether the call runs."""
+        return self.kind != "denied"
+
+    def covers(self, name: str) -> bool:
+        """Whether this decision lets the tool ``name`` run."""
+        return self.runs and name in self.tools
 
 
 @runtime_checkable

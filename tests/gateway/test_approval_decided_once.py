@@ -103,5 +103,5 @@ async def test_a_2026_client_that_denies_a_run_script_gets_a_rejection_and_nothi
             ran = await client.call_tool("run_script", script)
     assert ran.is_error is True
     assert "from-script" not in text_of(ran)
-    assert "not approved" in text_of(ran)
+    assert "the user did not approve the write tools fault__echo" in text_of(ran)
     assert len(answers.messages) == 1
