@@ -17,7 +17,6 @@ decision").
 
 from __future__ import annotations
 
-import json
 import logging
 from contextvars import ContextVar
 from typing import Any, Final
@@ -28,7 +27,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from sagents.core._literal import printable
 from sagents.errors import NotAllowedError
 from sagents.gateway._http_security import request_credential
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, settle_answer
@@ -36,6 +34,7 @@ from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, settle_answe
 __all__ = [
     "APPROVAL_TIMEOUT_S",
     "CLIENT_ASKER",
+    "ELICITATION_MAX_CHARS",
     "ClientAsker",
     "ClientScriptApprover",
     "ElicitationApprover",
@@ -45,9 +44,12 @@ __all__ = [
     "current_client_asker",
     "denial_text",
     "refusal_text",
+    "too_long_text",
 ]
 
-_ARGUMENTS_PREVIEW_CHARS = 2000  # characters of the arguments (or script) shown in a request
+ELICITATION_MAX_CHARS = 4000
+"""The longest approval message sent to an MCP client, in characters; a longer request is not
+asked there (docs/gateway.md, "Approvals")."""
 APPROVAL_TIMEOUT_S = 600.0
 """Seconds an approval request may wait for the user; no answer by then denies the call."""
 
@@ -60,31 +62,23 @@ _CHOICE_TITLES: Final[dict[ApprovalAnswer, str]] = {
 logger = logging.getLogger(__name__)
 
 
-def _cut(text: str, tail: str) -> str:
-    return text if len(text) <= _ARGUMENTS_PREVIEW_CHARS else text[:_ARGUMENTS_PREVIEW_CHARS] + tail
-
-
 def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSchema]:
     """The elicitation message and its requested schema for ``request``.
 
     Returns:
-        ``(message, schema)``: the message names the tool and its class with its arguments, or
-        a script's write tools, description and source (either cut past 2,000 characters); the
-        schema has one required enum field ``decision`` offering :attr:`ApprovalRequest.offered`.
+        ``(message, schema)``: the message is the request's one structured rendering
+        (:meth:`~sagents.tool.ApprovalRequest.view`), whole; the schema has one required enum
+        field ``decision`` offering :attr:`ApprovalRequest.offered`.
+
+    Raises:
+        NotAllowedError: the rendering is longer than :data:`ELICITATION_MAX_CHARS`: it is
+            never sent cut, and the error says where it can be approved whole.
     """
-    if request.kind == "script":
-        text = (
-            f"run_script wants to call the write tools {', '.join(request.tools)} "
-            f"({request.description}). Script:\n{_cut(request.script or '', chr(10) + '…')}"
+    message = request.view().text()
+    if len(message) > ELICITATION_MAX_CHARS:
+        raise NotAllowedError(
+            too_long_text(request, len(message)), details={"tools": list(request.tools)}
         )
-    else:
-        tool = request.tools[0]
-        arguments = json.dumps(dict(request.arguments or {}), ensure_ascii=False, sort_keys=True)
-        text = (
-            f"Allow the {request.permissions.get(tool, 'write')} tool {tool!r} to run with "
-            f"arguments {_cut(arguments, ' …')}?"
-        )
-    message = printable(text)  # the model's text: no control characters to the user
     schema: mt.ElicitRequestedSchema = {
         "type": "object",
         "properties": {
@@ -97,6 +91,23 @@ def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSche
         "required": ["decision"],
     }
     return message, schema
+
+
+def too_long_text(request: ApprovalRequest, length: int) -> str:
+    """Why a request was not asked through elicitation: it cannot be shown there whole."""
+    what = (
+        f"run_script's write tools {', '.join(request.tools)}"
+        if request.kind == "script"
+        else f"the call of {request.tools[0]!r}"
+    )
+    smaller = "a shorter script" if request.kind == "script" else "smaller arguments"
+    return (
+        f"the approval of {what} was not asked: it is {length:,} characters long, more than an "
+        f"MCP client's approval prompt is trusted to show whole ({ELICITATION_MAX_CHARS:,}), "
+        "and nobody approves what they cannot read. Approve it in the web console, which "
+        "shows every request whole (start the gateway with `--approvals console` or "
+        f"`--approvals both`, then open /console/approvals), or send {smaller}"
+    )
 
 
 def answer_from_elicitation(result: mt.ElicitResult, request: ApprovalRequest) -> ApprovalAnswer:

@@ -116,6 +116,7 @@ from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
 from sagents.tool._approval import (
+    MAX_DESCRIPTION_CHARS,
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
@@ -644,7 +645,12 @@ class Gateway:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
             # one session per token: a grant must not leak to another client
             request = replace(request, offered=("allow_once", "deny"))
-        asked = await self._approval(ctx, params, request)
+        try:
+            asked = await self._approval(ctx, params, request)
+        except NotAllowedError as unshowable:  # too long to be shown whole where it was asked
+            if script:
+                return Decision(kind="denied", tools=covered, reason=unshowable.message)
+            return to_call_tool_result(ToolResult.from_exception(unshowable))
         if isinstance(asked, mt.InputRequiredResult):
             return asked
         if script:
@@ -667,8 +673,13 @@ class Gateway:
         session's scripts are offered, with the session's grants; a run it rejects, or bad
         arguments, approves nothing (the run then says why it was rejected)."""
         code, listed = arguments.get("code"), arguments.get("tools") or []
-        if not isinstance(code, str) or not isinstance(listed, list):
+        description = arguments.get("description") or ""
+        if not (
+            isinstance(code, str) and isinstance(listed, list) and isinstance(description, str)
+        ):
             return None, frozenset()
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            return None, frozenset()  # refused by run_script's input schema, with the reason
         names = [str(name) for name in listed]
         try:
             plan = plan_script(
@@ -683,7 +694,7 @@ class Gateway:
         request = ApprovalRequest.for_script(
             plan.needs_approval,
             code,
-            description=str(arguments.get("description") or ""),
+            description=description,
             session_id=session.session_id,
         )
         return request, covered
@@ -770,7 +781,7 @@ class Gateway:
             async def client() -> ApprovalAnswer | None:
                 try:
                     return await ElicitationApprover(ClientAsker(ctx)).approve(request)
-                except NoBackChannelError:
+                except (NoBackChannelError, NotAllowedError):  # NotAllowed: too long to show
                     return None
 
         return await self.pending.ask(

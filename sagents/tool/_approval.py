@@ -31,16 +31,19 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
+from sagents.core._literal import printable
 from sagents.core._permissions import PermissionClass, PermissionMode
 from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError
 
 __all__ = [
     "APPROVAL_ANSWERS",
+    "MAX_DESCRIPTION_CHARS",
     "AllowAllApprover",
     "ApprovalAnswer",
     "ApprovalKind",
     "ApprovalRequest",
+    "ApprovalView",
     "Approver",
     "Decision",
     "DecisionKind",
@@ -66,6 +69,43 @@ APPROVAL_ANSWERS: Final[tuple[ApprovalAnswer, ...]] = get_args(ApprovalAnswer)
 """Every :data:`ApprovalAnswer`, in the order a prompt shows them."""
 
 _ONCE_OR_DENY: Final[tuple[ApprovalAnswer, ...]] = ("allow_once", "deny")
+
+MAX_DESCRIPTION_CHARS: Final = 200
+"""The most characters of run_script's ``description`` (its input schema's ``maxLength``): it
+is shown on one line of every approval."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalView:
+    """What every channel shows of a request (a terminal prompt, an MCP elicitation, the web
+    console), as separate fields that the model's text cannot restructure.
+
+    Attributes:
+        heading: One line in sagents' own words: what waits, its tools and their classes.
+        description: A script's ``description`` as one literal line (a JSON string: quotes,
+            newlines and control characters shown as escapes), or "" when there is none.
+        body_label: ``Script`` or ``Arguments``.
+        body: :meth:`ApprovalRequest.shown_text`: the script or the arguments, literal and
+            whole (control characters escaped; a script keeps its lines).
+    """
+
+    heading: str
+    description: str
+    body_label: str
+    body: str
+
+    def text(self) -> str:
+        """The plain-text rendering (an elicitation message): the heading, the description
+        line, then the body after a label that gives its size, so that nothing is hidden."""
+        lines = [self.heading]
+        if self.description:
+            lines.append(f"Description (the model's words, one line): {self.description}")
+        count = self.body.count("\n") + 1
+        lines.append(
+            f"{self.body_label} ({count} lines, {len(self.body)} characters, shown whole):"
+        )
+        lines.append(self.body)
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +207,35 @@ class ApprovalRequest:
         if self.script is not None:
             return self.script
         return json.dumps(dict(self.arguments or {}), ensure_ascii=False, indent=2, default=str)
+
+    def view(self) -> ApprovalView:
+        """The one structured rendering every channel shows (never cut: a channel that cannot
+        show all of it refuses to ask, and says where it can be approved)."""
+        tools = ", ".join(f"{name} ({self.permissions.get(name, 'write')})" for name in self.tools)
+        if self.kind == "script":
+            heading = printable(
+                f"run_script wants to call the write tools {tools}. Allow this script?",
+                newlines=False,
+            )
+            description = (
+                printable(json.dumps(self.description, ensure_ascii=False), newlines=False)
+                if self.description
+                else ""
+            )
+            return ApprovalView(
+                heading=heading,
+                description=description,
+                body_label="Script",
+                body=printable(self.shown_text()),
+            )
+        return ApprovalView(
+            heading=printable(
+                f"Allow the tool {tools} to run with these arguments?", newlines=False
+            ),
+            description="",
+            body_label="Arguments",
+            body=printable(self.shown_text()),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (the ``approval.request`` event of the agent loop carries it)."""
