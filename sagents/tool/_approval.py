@@ -82,8 +82,8 @@ class ApprovalView:
 
     Attributes:
         heading: One line in sagents' own words: what waits, its tools and their classes.
-        description: A script's ``description`` as one literal line (a JSON string: quotes,
-            newlines and control characters shown as escapes), or "" when there is none.
+        description: A script's ``description`` as one literal line in double quotes (quotes,
+            backslashes, newlines and control characters shown as escapes), or "".
         body_label: ``Script`` or ``Arguments``.
         body: :meth:`ApprovalRequest.shown_text`: the script or the arguments, literal and
             whole (control characters escaped; a script keeps its lines).
@@ -101,9 +101,8 @@ class ApprovalView:
         if self.description:
             lines.append(f"Description (the model's words, one line): {self.description}")
         count = self.body.count("\n") + 1
-        lines.append(
-            f"{self.body_label} ({count} lines, {len(self.body)} characters, shown whole):"
-        )
+        size = f"{count} line{'' if count == 1 else 's'}, {len(self.body)} characters"
+        lines.append(f"{self.body_label} ({size}, shown whole):")
         lines.append(self.body)
         return "\n".join(lines)
 
@@ -217,20 +216,19 @@ class ApprovalRequest:
                 f"run_script wants to call the write tools {tools}. Allow this script?",
                 newlines=False,
             )
-            description = (
-                printable(json.dumps(self.description, ensure_ascii=False), newlines=False)
-                if self.description
-                else ""
-            )
+            description = _one_literal_line(self.description) if self.description else ""
             return ApprovalView(
                 heading=heading,
                 description=description,
                 body_label="Script",
                 body=printable(self.shown_text()),
             )
+        tool = self.tools[0]
         return ApprovalView(
             heading=printable(
-                f"Allow the tool {tools} to run with these arguments?", newlines=False
+                f"Allow the {self.permissions.get(tool, 'write')} tool {tool!r} to run with "
+                "these arguments?",
+                newlines=False,
             ),
             description="",
             body_label="Arguments",
@@ -290,6 +288,12 @@ class Decision:
     def covers(self, name: str) -> bool:
         """Whether this decision lets the tool ``name`` run."""
         return self.runs and name in self.tools
+
+
+def _one_literal_line(text: str) -> str:
+    """``text`` quoted on one line: nothing in it can start a line or close the quotes."""
+    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + printable(quoted, newlines=False) + '"'
 
 
 @runtime_checkable

@@ -105,10 +105,10 @@ def test_a_description_with_newlines_cannot_draw_a_fake_script_block() -> None:
     message, _ = approval_form(request)
     lines = message.split("\n")
     assert [line for line in lines if line.startswith("Script")] == [
-        "Script (1 lines, 23 characters, shown whole):"
+        "Script (1 line, 23 characters, shown whole):"
     ]
     description = next(line for line in lines if line.startswith("Description"))
-    assert "\"list files\\nScript:\\nprint('only reads')\\n\"" in description
+    assert "\"list files\\x0aScript:\\x0aprint('only reads')\\x0a\"" in description
     assert not any(line.startswith("print('only reads')") for line in lines)
     card = PendingApproval.for_request(request, owner="")
     assert "\n" not in card.description
