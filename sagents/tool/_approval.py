@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
-from sagents.core._literal import printable
+from sagents.core._literal import printable, quoted_line
 from sagents.core._permissions import PermissionClass, PermissionMode
 from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError
@@ -216,7 +216,7 @@ class ApprovalRequest:
                 f"run_script wants to call the write tools {tools}. Allow this script?",
                 newlines=False,
             )
-            description = _one_literal_line(self.description) if self.description else ""
+            description = quoted_line(self.description) if self.description else ""
             return ApprovalView(
                 heading=heading,
                 description=description,
@@ -288,12 +288,6 @@ class Decision:
     def covers(self, name: str) -> bool:
         """Whether this decision lets the tool ``name`` run."""
         return self.runs and name in self.tools
-
-
-def _one_literal_line(text: str) -> str:
-    """``text`` quoted on one line: nothing in it can start a line or close the quotes."""
-    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + printable(quoted, newlines=False) + '"'
 
 
 @runtime_checkable
