@@ -765,16 +765,23 @@ async def test_the_script_runs_as_main_like_python_script_py_would(
     ]
 
 
+async def _run_decided(
+    make_runner: RunnerFactory, approver: _Recording, decision: Decision
+) -> ScriptRunResult:
+    """A run listing ``fleet__set`` whose request carries ``decision``."""
+    runner = make_runner(mode="ask", approver=approver)
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
+    request = ScriptRequest(code=code, tools=("fleet__set",), decision=decision)
+    with anyio.fail_after(60):
+        return await runner.run(request)
+
+
 async def test_a_run_that_carries_its_callers_decision_is_not_asked_again(
     make_runner: RunnerFactory, tools: FakeTools
 ) -> None:
     approver = _Recording("deny")
-    runner = make_runner(mode="ask", approver=approver)
-    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
     decision = Decision(kind="approved_once", tools=frozenset({"fleet__set"}))
-    request = ScriptRequest(code=code, tools=("fleet__set",), decision=decision)
-    with anyio.fail_after(60):
-        result = await runner.run(request)
+    result = await _run_decided(make_runner, approver, decision)
     assert result.status == "ok", result.output
     assert approver.requests == []
     assert [name for name, _ in tools.calls] == ["fleet__set"]
@@ -784,12 +791,8 @@ async def test_a_denied_decision_rejects_the_run_with_its_reason_and_nothing_run
     make_runner: RunnerFactory, tools: FakeTools
 ) -> None:
     approver = _Recording("allow_once")
-    runner = make_runner(mode="ask", approver=approver)
-    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
     decision = Decision(kind="denied", tools=frozenset({"fleet__set"}), reason="not today")
-    request = ScriptRequest(code=code, tools=("fleet__set",), decision=decision)
-    with anyio.fail_after(60):
-        result = await runner.run(request)
+    result = await _run_decided(make_runner, approver, decision)
     assert result.status == "rejected"
     assert "not today" in result.output
     assert approver.requests == []
