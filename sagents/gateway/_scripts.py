@@ -275,7 +275,7 @@ class GatewayScripts:
 
     def _sandbox_params(self, workspace: Path, session_id: str) -> SandboxParams:
         """A session's sandbox: its workspace, its logs under the data dir, the quotas."""
-        limits = dataclasses.replace(
+        limits = replace(
             SandboxLimits(),
             workspace_bytes=self._quotas.workspace_bytes,
             background_tasks=self._quotas.background_tasks_per_session,
