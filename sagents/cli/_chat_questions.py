@@ -19,6 +19,8 @@ import anyio
 
 from sagents.cli._chat_session import literal
 from sagents.cli._rich import stderr_console
+from sagents.core._literal import quoted_line
+from sagents.gateway._questions import QUESTION_FRAME
 from sagents.tool.questions import Question, Questionnaire, QuestionnaireAnswer, check_answer
 
 if TYPE_CHECKING:
@@ -60,9 +62,11 @@ class TerminalQuestioner:
             answers: dict[str, Any] = {}
             with anyio.move_on_after(time_limit):
                 try:
-                    title = questionnaire.title or "The assistant has some questions"
+                    # who asks, and the model's title on one quoted line (as in the gateway)
+                    title = quoted_line(questionnaire.title) if questionnaire.title else "-"
                     self.console.print(
-                        literal(f"{title} (/decline or /cancel to stop)"), style="bold"
+                        literal(f"{QUESTION_FRAME}{title} (/decline or /cancel to stop)"),
+                        style="bold",
                     )
                     for number, question in enumerate(questionnaire.questions, 1):
                         answers[question.id] = await self._one(number, question)

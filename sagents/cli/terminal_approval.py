@@ -89,9 +89,11 @@ class TerminalApprover:
                 literal_text(f"run_script wants to call the write tools {tools}", style="bold"),
                 overflow="fold",
             )
-            if request.description:
+            description = request.view().description  # one literal line: it draws nothing
+            if description:
                 self.console.print(
-                    literal_text(f"description: {request.description}"), overflow="fold"
+                    literal_text(f"description (the model's words, one line): {description}"),
+                    overflow="fold",
                 )
             script = printable(request.script or "")
             from rich.syntax import Syntax

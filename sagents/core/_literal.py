@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["LiteralFormatter", "literal_text", "printable"]
+__all__ = ["LiteralFormatter", "literal_text", "printable", "quoted_line"]
 
 # C0 controls but tab and newline, DEL, C1 controls, the Unicode bidirectional controls
 # (embeddings, overrides, isolates, marks) that can make a line read differently than it runs,
@@ -45,6 +45,15 @@ def printable(text: str, *, newlines: bool = True) -> str:
     """
     escaped = _UNPRINTABLE.sub(_escape, text)
     return escaped if newlines else escaped.replace("\n", "\\x0a")
+
+
+def quoted_line(text: str) -> str:
+    """``text`` in double quotes on one line: its quotes, backslashes, newlines and control
+    characters shown as escapes, so that nothing in it can start a line of its own or close
+    the quotes (model text placed inside a frame of ours: an approval's description, a
+    questionnaire's title)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + printable(escaped, newlines=False) + '"'
 
 
 def literal_text(text: str, *, style: str = "") -> Text:

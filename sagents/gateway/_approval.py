@@ -8,18 +8,16 @@ this session" (not for destructive tools, nor on 2026-07-28 connections) and "de
 that did not declare the elicitation capability cannot be asked: the call is refused with a text
 that says how to allow it.
 
-The gateway asks before the call runs (so that the question precedes any background hand-off,
-and a 2026-07-28 client can be asked through ``InputRequiredResult``); the session's
-``ToolProxy`` then applies the same mode with :class:`GatewayCallApprover`, which hands it the
-answer already given (:func:`decided`).
+The gateway decides each call once, before it runs (so that the question precedes any
+background hand-off, and a 2026-07-28 client can be asked through ``InputRequiredResult``), a
+run_script's one approval included; the :class:`~sagents.tool.Decision` travels with the call
+in its ``SessionContext`` and nothing further down asks again (docs/architecture.md, "The
+decision").
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -29,7 +27,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from sagents.core._literal import printable
 from sagents.errors import NotAllowedError
 from sagents.gateway._http_security import request_credential
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, settle_answer
@@ -37,6 +34,7 @@ from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, settle_answe
 __all__ = [
     "APPROVAL_TIMEOUT_S",
     "CLIENT_ASKER",
+    "ELICITATION_MAX_CHARS",
     "ClientAsker",
     "ClientScriptApprover",
     "ElicitationApprover",
@@ -44,11 +42,14 @@ __all__ = [
     "answer_from_elicitation",
     "approval_form",
     "current_client_asker",
-    "decided",
+    "denial_text",
     "refusal_text",
+    "too_long_text",
 ]
 
-_ARGUMENTS_PREVIEW_CHARS = 2000  # characters of the arguments (or script) shown in a request
+ELICITATION_MAX_CHARS = 4000
+"""The longest approval message sent to an MCP client, in characters; a longer request is not
+asked there (docs/gateway.md, "Approvals")."""
 APPROVAL_TIMEOUT_S = 600.0
 """Seconds an approval request may wait for the user; no answer by then denies the call."""
 
@@ -61,31 +62,23 @@ _CHOICE_TITLES: Final[dict[ApprovalAnswer, str]] = {
 logger = logging.getLogger(__name__)
 
 
-def _cut(text: str, tail: str) -> str:
-    return text if len(text) <= _ARGUMENTS_PREVIEW_CHARS else text[:_ARGUMENTS_PREVIEW_CHARS] + tail
-
-
 def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSchema]:
     """The elicitation message and its requested schema for ``request``.
 
     Returns:
-        ``(message, schema)``: the message names the tool and its class with its arguments, or
-        a script's write tools, description and source (either cut past 2,000 characters); the
-        schema has one required enum field ``decision`` offering :attr:`ApprovalRequest.offered`.
+        ``(message, schema)``: the message is the request's one structured rendering
+        (:meth:`~sagents.tool.ApprovalRequest.view`), whole; the schema has one required enum
+        field ``decision`` offering :attr:`ApprovalRequest.offered`.
+
+    Raises:
+        NotAllowedError: the rendering is longer than :data:`ELICITATION_MAX_CHARS`: it is
+            never sent cut, and the error says where it can be approved whole.
     """
-    if request.kind == "script":
-        text = (
-            f"run_script wants to call the write tools {', '.join(request.tools)} "
-            f"({request.description}). Script:\n{_cut(request.script or '', chr(10) + '…')}"
+    message = request.view().text()
+    if len(message) > ELICITATION_MAX_CHARS:
+        raise NotAllowedError(
+            too_long_text(request, len(message)), details={"tools": list(request.tools)}
         )
-    else:
-        tool = request.tools[0]
-        arguments = json.dumps(dict(request.arguments or {}), ensure_ascii=False, sort_keys=True)
-        text = (
-            f"Allow the {request.permissions.get(tool, 'write')} tool {tool!r} to run with "
-            f"arguments {_cut(arguments, ' …')}?"
-        )
-    message = printable(text)  # the model's text: no control characters to the user
     schema: mt.ElicitRequestedSchema = {
         "type": "object",
         "properties": {
@@ -98,6 +91,23 @@ def approval_form(request: ApprovalRequest) -> tuple[str, mt.ElicitRequestedSche
         "required": ["decision"],
     }
     return message, schema
+
+
+def too_long_text(request: ApprovalRequest, length: int) -> str:
+    """Why a request was not asked through elicitation: it cannot be shown there whole."""
+    what = (
+        f"run_script's write tools {', '.join(request.tools)}"
+        if request.kind == "script"
+        else f"the call of {request.tools[0]!r}"
+    )
+    smaller = "a shorter script" if request.kind == "script" else "smaller arguments"
+    return (
+        f"the approval of {what} was not asked: it is {length:,} characters long, more than an "
+        f"MCP client's approval prompt is trusted to show whole ({ELICITATION_MAX_CHARS:,}), "
+        "and nobody approves what they cannot read. Approve it in the web console, which "
+        "shows every request whole (start the gateway with `--approvals console` or "
+        f"`--approvals both`, then open /console/approvals), or send {smaller}"
+    )
 
 
 def answer_from_elicitation(result: mt.ElicitResult, request: ApprovalRequest) -> ApprovalAnswer:
@@ -207,49 +217,37 @@ class ClientScriptApprover:
 
     def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
-        tools = ", ".join(request.tools)
         asker = CLIENT_ASKER.get()
-        if asker is None or not asker.can_ask or _NOT_ASKED.get():
-            return (
-                f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
-                "show approval requests (it did not declare the elicitation capability)"
-            )
+        asked = asker is not None and asker.can_ask and not _NOT_ASKED.get()
+        return denial_text(request, asked=asked)
+
+
+def denial_text(request: ApprovalRequest, *, asked: bool) -> str:
+    """Why a script's write tools do not run: the user was asked and did not approve them, or
+    nobody could be asked."""
+    tools = ", ".join(request.tools)
+    if not asked:
         return (
-            f"the user did not approve the write tools {tools} "
-            "(declined, cancelled or no answer in time)"
+            f"nobody was asked to approve the write tools {tools}: this MCP client cannot "
+            "show approval requests (it did not declare the elicitation capability)"
         )
-
-
-_DECIDED: ContextVar[tuple[frozenset[str] | None, ApprovalAnswer] | None] = ContextVar(
-    "sagents_gateway_decided", default=None
-)
-"""The answer the gateway already has for the calls running in this context."""
-
-
-@contextmanager
-def decided(answer: ApprovalAnswer, tools: frozenset[str] | None = None) -> Iterator[None]:
-    """Within this block, :class:`GatewayCallApprover` answers ``answer`` for ``tools`` (None:
-    any tool; a script's calls, which run_script's pre-run check decided)."""
-    token = _DECIDED.set((tools, answer))
-    try:
-        yield
-    finally:
-        _DECIDED.reset(token)
+    return (
+        f"the user did not approve the write tools {tools} "
+        "(declined, cancelled or no answer in time)"
+    )
 
 
 class GatewayCallApprover:
-    """The approver of the gateway's ``ToolProxy``: the answer the gateway already got for this
-    call (:func:`decided`), else the client of the current call, asked through elicitation.
+    """An approver for a ``ToolProxy`` that a gateway call reaches undecided: asks the client
+    of the current call through elicitation. (The gateway's own calls arrive decided, in
+    their ``SessionContext``: the proxy does not ask.)
 
     Raises ``NotAllowedError`` (the call is refused, saying how to allow it) when nobody can be
     asked.
     """
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """The decided answer, or the client's."""
-        found = _DECIDED.get()
-        if found is not None and (found[0] is None or set(request.tools) <= found[0]):
-            return found[1]
+        """The client's answer."""
         asker = CLIENT_ASKER.get()
         if asker is not None and asker.can_ask:
             try:

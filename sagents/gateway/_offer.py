@@ -33,7 +33,6 @@ from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError, UnknownToolError
-from sagents.gateway._approval import decided
 from sagents.gateway._policy import Profile, is_offered
 from sagents.progress._hub import ProgressHub
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
@@ -245,15 +244,10 @@ class ScriptOffer(SpecProvider):
                     details={"tool": name},
                 )
             )
-        with decided("allow_once"):  # run_script's pre-run check approved the script's writes
-            return await self.offer.provider.run_tool(
-                name,
-                args,
-                session_context,
-                tool_call_id=tool_call_id,
-                timeout=timeout,
-                strict=strict,
-            )
+        # the context carries the run's decision (run_script's pre-run check): not decided again
+        return await self.offer.provider.run_tool(
+            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
+        )
 
 
 def _not_offered(name: str) -> ToolResult:

@@ -17,7 +17,6 @@ opened the session that asks (:attr:`PendingApproval.owner`).
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -27,7 +26,7 @@ from typing import Any, Literal
 
 import anyio
 
-from sagents.core._literal import printable
+from sagents.errors import NotAllowedError
 from sagents.gateway._approval import (
     APPROVAL_TIMEOUT_S,
     current_client_asker,
@@ -47,7 +46,6 @@ __all__ = [
     "PendingApprovals",
 ]
 
-_ARGUMENTS_CHARS = 20_000  # characters of a call's arguments kept for the card
 MAX_PENDING_PER_PRINCIPAL = 32
 """Requests of one principal (:attr:`PendingApproval.owner`) waiting at once; one more is denied
 at once, so that no client can fill the console (or its memory) with cards."""
@@ -64,8 +62,9 @@ class PendingApproval:
         session_id: The gateway session that asks.
         owner: Identity of the credential that opened the session ("" without token).
         tools: The tools the approval covers; permissions: their classes, in the same order.
-        arguments: A call's arguments as JSON text (cut past 20,000 characters); "" for a script.
-        script: The script of a run ("" for a call); description: its description.
+        arguments: A call's arguments as JSON text, whole (the console scrolls); "" for a script.
+        script: The script of a run, whole ("" for a call); description: its description as
+            one literal line (:meth:`sagents.tool.ApprovalRequest.view`).
         rememberable: Whether "Allow for this session" may be given (a direct write call only).
         created: Unix time, seconds.
     """
@@ -88,6 +87,7 @@ class PendingApproval:
         arguments, or a script with its description; "Allow for this session" only where the
         request offers it for a direct call of a write tool."""
         permissions = tuple(str(request.permissions.get(t, "write")) for t in request.tools)
+        view = request.view()  # the rendering every channel shows, whole (never cut)
         if request.kind == "script":
             return cls(
                 approval_id=secrets.token_urlsafe(16),
@@ -96,14 +96,9 @@ class PendingApproval:
                 owner=owner,
                 tools=tuple(request.tools),
                 permissions=permissions,
-                script=request.script or "",
-                description=printable(request.description),
+                script=view.body,
+                description=view.description,
             )
-        arguments = json.dumps(
-            dict(request.arguments or {}), ensure_ascii=False, indent=2, default=str
-        )
-        if len(arguments) > _ARGUMENTS_CHARS:
-            arguments = arguments[:_ARGUMENTS_CHARS] + "\n…"
         return cls(
             approval_id=secrets.token_urlsafe(16),
             kind="call",
@@ -111,7 +106,7 @@ class PendingApproval:
             owner=owner,
             tools=tuple(request.tools),
             permissions=permissions,
-            arguments=arguments,
+            arguments=view.body,
             rememberable=request.rememberable and permissions == ("write",),
         )
 
@@ -286,7 +281,10 @@ class ConsoleScriptApprover:
         if self._route == "both" and asker is not None and asker.can_ask:
 
             async def ask_client() -> ApprovalAnswer | None:
-                return await self._client.approve(request)
+                try:
+                    return await self._client.approve(request)
+                except NotAllowedError:  # too long for the client's prompt: the console only
+                    return None
 
             client = ask_client
         answer = await self._pending.ask(item, client=client)

@@ -4,10 +4,13 @@ multi-select enums).
 
 Each question is one field: a choice is a string ``enum``, several choices an ``array`` of
 them, free text a string, a number a ``number`` (``integer`` when it must be whole), with the
-question's default and range. ``accept`` gives the answers (checked against the questions),
-``decline`` and ``cancel`` say so, no answer within the time limit is ``timed_out``. A client
-that did not declare the elicitation capability (or a 2026-07-28 connection, which cannot carry
-a request in the middle of a call) cannot be asked: the call is refused, saying why.
+question's default and range. The message always starts with :data:`QUESTION_FRAME` (who
+asks, and that it is not an approval) and shows the model's title after it on one quoted line,
+so that a title cannot pass for the gateway's own approval wording. ``accept`` gives the
+answers (checked against the questions), ``decline`` and ``cancel`` say so, no answer within
+the time limit is ``timed_out``. A client that did not declare the elicitation capability (or
+a 2026-07-28 connection, which cannot carry a request in the middle of a call) cannot be
+asked: the call is refused, saying why.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ import anyio
 import mcp_types as mt
 from mcp.shared.exceptions import NoBackChannelError
 
-from sagents.core._literal import printable
+from sagents.core._literal import printable, quoted_line
 from sagents.errors import NotAllowedError
 from sagents.gateway._approval import ClientAsker
 from sagents.tool.questions import Question, Questionnaire, QuestionnaireAnswer
 
-__all__ = ["ElicitationQuestioner", "questionnaire_form"]
+__all__ = ["QUESTION_FRAME", "ElicitationQuestioner", "questionnaire_form"]
+
+QUESTION_FRAME = "Question from the model (not an approval; your answers only go back to it): "
+"""How every questionnaire's message starts: who asks, and that answering approves nothing. The
+model's title follows on the same line, quoted (docs/gateway.md, "Questions")."""
 
 _TEXT_MAX_CHARS = 10_000  # longest free-text answer a form accepts
 
@@ -34,7 +41,7 @@ _CANNOT_ASK = (
 
 
 def _field(question: Question) -> dict[str, Any]:
-    title = printable(question.prompt)
+    title = printable(question.prompt, newlines=False)  # one line: it draws no structure
     field: dict[str, Any]
     if question.kind == "single_choice":
         field = {"type": "string", "title": title, "enum": list(question.options)}
@@ -64,7 +71,9 @@ def questionnaire_form(questionnaire: Questionnaire) -> tuple[str, mt.ElicitRequ
         "properties": {q.id: _field(q) for q in questionnaire.questions},
         "required": [q.id for q in questionnaire.questions if q.required and q.default is None],
     }
-    message = printable(questionnaire.title or "The assistant has some questions for you.")
+    message = QUESTION_FRAME + (
+        quoted_line(questionnaire.title) if questionnaire.title else "a few questions for you."
+    )
     return message, schema
 
 

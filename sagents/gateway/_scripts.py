@@ -9,22 +9,22 @@ progress, approvals and records), calling only what the session's offer lets scr
 and the progress hub are shared. Each session lives in a task of this object's task group, so
 its sandbox and tool are entered and left in one task whatever task the call came from.
 
-The gateway's own approval gate treats ``run_script`` as read-only: what a script may do is
-decided by run_script's pre-run check (listed write tools need one approval in ``ask`` mode,
-asked of the client through MCP elicitation by
-:class:`~sagents.gateway._approval.ClientScriptApprover`; destructive and long-task-only tools
-are refused), so the call itself needs no second approval, and read-only sessions keep
-run_script for their read-only tools.
+``run_script`` is offered as a read-only tool (read-only sessions keep it for their read-only
+tools): what a script may do is decided by the gateway's one policy step before the call, with
+run_script's pre-run check (listed write tools need one approval in ``ask`` mode, asked through
+the same round trip as a direct write call; tools the session allowed are not asked again;
+destructive and long-task-only tools are refused). The decision reaches the session's
+:class:`~sagents.script._session.RunScriptTool` with the call (``SessionContext.decision``), so
+the run is never asked about again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -201,7 +201,7 @@ class GatewayScripts:
         spec = run_script_spec(
             callable_specs, mode=mode, limits=self._settings.limits, list_tools=self._list_tools
         )
-        return dataclasses.replace(spec, permission="read_only")
+        return replace(spec, permission="read_only")
 
     async def run(
         self,
@@ -233,7 +233,11 @@ class GatewayScripts:
         if self.on_start is not None:
             self.on_start(context.session_id, tool_call_id, str(description))
         return await session.tool.run(
-            code, [str(name) for name in listed], str(description), tool_call_id=tool_call_id
+            code,
+            [str(name) for name in listed],
+            str(description),
+            tool_call_id=tool_call_id,
+            decision=context.decision,  # the gateway decided before the call
         )
 
     async def _session(self, context: SessionContext) -> _Session:
@@ -242,7 +246,8 @@ class GatewayScripts:
             if found is None:
                 if self._tg is None:
                     raise RuntimeError("enter GatewayScripts (async with) before running scripts")
-                found = await self._tg.start(self._host, context)
+                # the session's tool outlives this call: not this call's decision
+                found = await self._tg.start(self._host, replace(context, decision=None))
                 self._sessions[context.session_id] = found
             return found
 
@@ -270,7 +275,7 @@ class GatewayScripts:
 
     def _sandbox_params(self, workspace: Path, session_id: str) -> SandboxParams:
         """A session's sandbox: its workspace, its logs under the data dir, the quotas."""
-        limits = dataclasses.replace(
+        limits = replace(
             SandboxLimits(),
             workspace_bytes=self._quotas.workspace_bytes,
             background_tasks=self._quotas.background_tasks_per_session,

@@ -37,7 +37,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping
-from contextlib import AsyncExitStack, nullcontext
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -67,6 +67,7 @@ from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
     SagentsError,
+    ScriptRejectedError,
     UnknownToolError,
     UpstreamSchemaError,
 )
@@ -76,7 +77,7 @@ from sagents.gateway._approval import (
     ElicitationApprover,
     answer_from_elicitation,
     approval_form,
-    decided,
+    denial_text,
     refusal_text,
 )
 from sagents.gateway._convert import (
@@ -110,14 +111,17 @@ from sagents.gateway._tool_search import SearchState, ToolSearch
 from sagents.gateway._tracing import trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
-from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, plan_script
 from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
 from sagents.tool._approval import (
+    MAX_DESCRIPTION_CHARS,
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
+    Decision,
+    DecisionKind,
     approval_needed,
     settle_answer,
 )
@@ -167,7 +171,6 @@ class _ClientSession:
     anonymous: bool = False
     """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
     calls are never listed, only reached by the handle their starter received."""
-    granted: set[str] = field(default_factory=set)
     log_level: mt.LoggingLevel = "debug"
     logs_requested: bool = False
     """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
@@ -601,38 +604,100 @@ class Gateway:
             refusal = self.tool_search.refusal(self._search_state(session), spec.name)
             if refusal is not None:
                 return to_call_tool_result(refusal)
+        decision = await self._decide(ctx, params, session, spec, arguments)
+        if not isinstance(decision, Decision):
+            return decision  # a refusal, or an InputRequiredResult asking a 2026-07-28 client
+        return to_call_tool_result(await self._run(ctx, session, spec, arguments, decision))
+
+    async def _decide(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        session: _ClientSession,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+    ) -> Decision | mt.CallToolResult | mt.InputRequiredResult:
+        """The one policy step of a call (docs/architecture.md, "The decision"): the
+        :class:`Decision` that travels with it, asking the user first when the session's mode
+        says so; a refused or denied direct call is its result here. A run_script's decision,
+        denied ones too, goes to its run (whose summary and records say why nothing ran)."""
         # grants are kept in the store: replicas share them (docs/scale-out.md)
         granted = (
             frozenset()
-            if spec.permission == "read_only"
+            if spec.permission == "read_only" and spec.name != RUN_SCRIPT_TOOL_NAME
             else await self._approvals.granted(session.session_id)
         )
+        script = spec.name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None
         try:
-            request = approval_needed(
-                spec, arguments, mode=session.mode, session_id=session.session_id,
-                granted=granted,
-            )  # fmt: skip
+            if script:
+                request, covered = self._script_request(session, arguments, granted)
+            else:
+                covered = frozenset({spec.name})
+                request = approval_needed(
+                    spec, arguments, mode=session.mode, session_id=session.session_id,
+                    granted=granted,
+                )  # fmt: skip
         except NotAllowedError as refused:  # not offered either: a tool the filter let through
             return to_call_tool_result(ToolResult.from_exception(refused))
-        # Nothing to ask (the mode, or a grant this or another replica kept): the proxy runs it
-        # as decided here, without asking again.
-        answer: ApprovalAnswer | None = "allow_once"
-        if request is not None:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
-                # one session per token: a grant must not leak to another client
-                request = replace(request, offered=("allow_once", "deny"))
+        if request is None:  # nothing to ask: the mode, or a grant this or another replica kept
+            kind: DecisionKind = "approved_session" if covered & granted else "allowed"
+            return Decision(kind=kind, tools=covered)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
+            # one session per token: a grant must not leak to another client
+            request = replace(request, offered=("allow_once", "deny"))
+        try:
             asked = await self._approval(ctx, params, request)
-            if isinstance(asked, mt.InputRequiredResult):
-                return asked
-            if asked is None:
-                return to_call_tool_result(_refused(request))
-            if asked == "deny":
-                return to_call_tool_result(_denied(request))
-            if asked == "allow_session":
-                session.granted.add(spec.name)
-                await self._approvals.grant(session.session_id, spec.name)
-            answer = asked
-        return to_call_tool_result(await self._run(ctx, session, spec, arguments, answer))
+        except NotAllowedError as unshowable:  # too long to be shown whole where it was asked
+            if script:
+                return Decision(kind="denied", tools=covered, reason=unshowable.message)
+            return to_call_tool_result(ToolResult.from_exception(unshowable))
+        if isinstance(asked, mt.InputRequiredResult):
+            return asked
+        if script:
+            reason = denial_text(request, asked=asked is not None)
+            return Decision.from_answer(asked or "deny", covered, reason=reason)
+        if asked is None:
+            return to_call_tool_result(_refused(request))
+        if asked == "deny":
+            return to_call_tool_result(_denied(request))
+        if asked == "allow_session":
+            await self._approvals.grant(session.session_id, spec.name)
+        return Decision.from_answer(asked, covered)
+
+    def _script_request(
+        self, session: _ClientSession, arguments: dict[str, Any], granted: frozenset[str]
+    ) -> tuple[ApprovalRequest | None, frozenset[str]]:
+        """A run_script's one approval (None: nothing to ask) and the tools its run may call.
+
+        run_script's pre-run check (:func:`sagents.script._policy.plan_script`) over what the
+        session's scripts are offered, with the session's grants; a run it rejects, or bad
+        arguments, approves nothing (the run then says why it was rejected)."""
+        code, listed = arguments.get("code"), arguments.get("tools") or []
+        description = arguments.get("description") or ""
+        if not (
+            isinstance(code, str) and isinstance(listed, list) and isinstance(description, str)
+        ):
+            return None, frozenset()
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            return None, frozenset()  # refused by run_script's input schema, with the reason
+        names = [str(name) for name in listed]
+        try:
+            plan = plan_script(
+                session.offer.for_scripts().list_specs(), names, session.mode,
+                session_allowed=granted,
+            )  # fmt: skip
+        except ScriptRejectedError:
+            return None, frozenset()
+        covered = frozenset(plan.callable)
+        if not plan.needs_approval:
+            return None, covered
+        request = ApprovalRequest.for_script(
+            plan.needs_approval,
+            code,
+            description=description,
+            session_id=session.session_id,
+        )
+        return request, covered
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""
@@ -683,7 +748,7 @@ class Gateway:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            tool, arguments = request.tools[0], dict(request.arguments or {})
+            tool, arguments = params.name, dict(params.arguments or {})  # bound to this call
             if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
                 params.request_state, request.session_id, tool, arguments
             ):
@@ -716,7 +781,7 @@ class Gateway:
             async def client() -> ApprovalAnswer | None:
                 try:
                     return await ElicitationApprover(ClientAsker(ctx)).approve(request)
-                except NoBackChannelError:
+                except (NoBackChannelError, NotAllowedError):  # NotAllowed: too long to show
                     return None
 
         return await self.pending.ask(
@@ -729,12 +794,13 @@ class Gateway:
         session: _ClientSession,
         spec: ToolSpec,
         arguments: dict[str, Any],
-        answer: ApprovalAnswer | None = None,
+        decision: Decision,
     ) -> ToolResult:
         """Run the call with its progress forwarded; hand it off after ``background_after_s``.
 
-        ``answer`` is the approval the call already got, handed to the session's ``ToolProxy``
-        (:class:`~sagents.gateway._approval.GatewayCallApprover`) so that it is not asked twice.
+        ``decision`` (:meth:`_decide`) travels with the call in its ``SessionContext``: the
+        session's ``ToolProxy`` and run_script's pre-run check hold the call to it and never
+        decide again.
         """
         name = spec.name
         tool_call_id = f"call_{os.urandom(8).hex()}"
@@ -752,6 +818,7 @@ class Gateway:
             session_id=session.session_id,
             workspace=workspace,
             permission_mode=session.mode,
+            decision=decision,
         )
 
         task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
@@ -766,10 +833,7 @@ class Gateway:
             # an upstream task's own questions go to this call's client
             input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
             try:
-                with (
-                    bind_questioner(ElicitationQuestioner(asker)),  # the questionnaire tool
-                    decided(answer, frozenset({name})) if answer else nullcontext(),
-                ):
+                with bind_questioner(ElicitationQuestioner(asker)):  # the questionnaire tool
                     # A failed call is already its result (ToolManager.run_tool, the one
                     # boundary); a provider that raises broke its contract, and the SDK answers
                     # the request with a JSON-RPC internal error.

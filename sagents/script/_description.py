@@ -15,6 +15,7 @@ from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, offered_specs
+from sagents.tool._approval import MAX_DESCRIPTION_CHARS
 
 __all__ = [
     "RUN_SCRIPT_INPUT_SCHEMA",
@@ -42,6 +43,7 @@ RUN_SCRIPT_INPUT_SCHEMA: dict[str, Any] = {
         "description": {
             "type": "string",
             "description": "What the script does, in one sentence (shown to the user).",
+            "maxLength": MAX_DESCRIPTION_CHARS,
         },
     },
     "required": ["code", "description"],

@@ -56,8 +56,10 @@ from sagents.script._values import (
     ScriptStatus,
 )
 from sagents.tool._approval import (
+    ApprovalAnswer,
     ApprovalRequest,
     Approver,
+    Decision,
     DenyAllApprover,
     denial_reason,
     settle_answer,
@@ -100,7 +102,8 @@ class ScriptRunner:
         mode: The session's permission mode.
         approver: Asked once before a run that lists write tools, in ``ask`` mode, with an
             ``ApprovalRequest.for_script`` (:mod:`sagents.tool._approval`); anything but
-            ``allow_once`` denies. None denies without asking.
+            ``allow_once`` denies. None denies without asking. Not asked for a request that
+            carries its caller's decision (``ScriptRequest.decision``).
         session_allowed: Tools the user already allowed for this session.
         limits: Calls, concurrency, time and output limits.
         audit: Where the run's ``gateway_call`` entry goes (none when None).
@@ -108,6 +111,10 @@ class ScriptRunner:
         session_id: The session, for approvals and the audit.
         on_output: Receives each chunk of the script's output with its stream (``stdout``,
             ``stderr``) as it arrives (must not block).
+        bind_decision: Makes the call seam of one run from the run's
+            :class:`~sagents.tool.Decision`, so that the decision travels with each of the
+            script's calls (``RunScriptTool`` puts it in the calls' ``SessionContext``) and
+            nothing further down decides again; None: ``call_tool`` as it is.
     """
 
     def __init__(
@@ -126,8 +133,10 @@ class ScriptRunner:
         on_progress: Callable[[ScriptProgressUpdate], None] | None = None,
         session_id: str | None = None,
         on_output: Callable[[str, bytes], None] | None = None,
+        bind_decision: Callable[[Decision], CallTool] | None = None,
     ) -> None:
         self._specs = list(specs)
+        self._bind = bind_decision
         self._on_output = on_output
         self._call_tool = call_tool
         self._workspace = workspace
@@ -240,8 +249,8 @@ class ScriptRunner:
         except ScriptRejectedError as error:
             note = str(error).removeprefix("run_script rejected: ")
             return await self._finish(handle, run, "rejected", note=note)
-        if plan.needs_approval:
-            decision = "deny"
+        decision = request.decision
+        if decision is None and plan.needs_approval:
             asked = ApprovalRequest.for_script(
                 plan.needs_approval,
                 request.code,
@@ -249,19 +258,26 @@ class ScriptRunner:
                 session_id=self._session_id or "",
                 tool_call_id=request.tool_call_id,
             )
+            answer: ApprovalAnswer = "deny"
             reason = None
             with handle.phase() as scope:
                 try:
-                    decision = settle_answer(asked, await self._approver.approve(asked))
+                    answer = settle_answer(asked, await self._approver.approve(asked))
                 except NotAllowedError as error:  # an approver may refuse with its own reason
                     reason = error.message
             if scope.cancelled_caught:
                 note = "the run was cancelled while waiting for approval; nothing ran"
                 return await self._finish(handle, run, "cancelled", note=note)
-            if decision != "allow_once":
+            if answer != "allow_once":
                 reason = reason or denial_reason(self._approver, asked)
-                note = f"run_script rejected: {reason}; nothing ran"
-                return await self._finish(handle, run, "rejected", note=note)
+            decision = Decision.from_answer(answer, plan.callable, reason=reason or "")
+        elif decision is None:
+            decision = Decision(kind="allowed", tools=frozenset(plan.callable))
+        unapproved = [name for name in plan.needs_approval if not decision.covers(name)]
+        if not decision.runs or unapproved:
+            reason = decision.reason or f"the write tools {', '.join(unapproved)} were not approved"
+            note = f"run_script rejected: {reason}; nothing ran"
+            return await self._finish(handle, run, "rejected", note=note)
         try:
             records = ScriptRecords.create(self._workspace, handle.script_id, request.code)
         except OSError as error:
@@ -275,7 +291,7 @@ class ScriptRunner:
             )
             dispatcher = ScriptDispatcher(
                 plan=plan,
-                call_tool=self._call_tool,
+                call_tool=self._call_tool if self._bind is None else self._bind(decision),
                 max_calls=self._limits.max_calls,
                 max_concurrency=self._limits.max_concurrency,
                 record=records.write_call,

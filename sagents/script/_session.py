@@ -31,7 +31,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -55,6 +55,7 @@ from sagents.progress._throttle import ScriptProgressThrottle
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._protocol import Sandbox
 from sagents.script._description import run_script_spec, should_offer_run_script
+from sagents.script._dispatcher import CallTool
 from sagents.script._launcher import Launcher
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script._records import mark_interrupted_runs
@@ -62,7 +63,7 @@ from sagents.script._runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
 from sagents.script._values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, Decision
 from sagents.tool._background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
@@ -301,8 +302,13 @@ class RunScriptTool:
         description: str = "",
         *,
         tool_call_id: str | None = None,
+        decision: Decision | None = None,
     ) -> ToolResult:
         """Run a script; hand it off to the background past ``background_after_s``.
+
+        Args:
+            decision: The caller's decision for the listed write tools (the gateway decided
+                before the call); None: the pre-run check asks this tool's approver once.
 
         Returns:
             The model-facing result (``is_error`` unless the status is ``ok``; ``structured``
@@ -313,7 +319,11 @@ class RunScriptTool:
             RuntimeError: outside ``async with``.
         """
         request = ScriptRequest(
-            code=code, tools=tuple(tools), description=description, tool_call_id=tool_call_id
+            code=code,
+            tools=tuple(tools),
+            description=description,
+            tool_call_id=tool_call_id,
+            decision=decision,
         )
         session_id = self._session.session_id
         task_id = await self._tasks.start(
@@ -402,6 +412,7 @@ class RunScriptTool:
                 on_progress=on_progress,
                 session_id=session_id,
                 on_output=on_output,
+                bind_decision=self._calls_under,
             )
             async with runner:
                 handle = await runner.start(request)
@@ -413,12 +424,22 @@ class RunScriptTool:
                     self._live.pop(handle.script_id, None)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One call from a script: the same path as a direct call."""
-        if name in NOT_FROM_SCRIPTS:  # the policy refuses these first; never reach them
-            return ToolResult.from_exception(
-                NotAllowedError(f"{name!r} cannot be called from a script")
-            )
-        return await self._tools.run_tool(name, arguments, self._session)
+        """One call from a script, with no decision: the session's own policy step decides."""
+        return await self._calls_under(None)(name, arguments)
+
+    def _calls_under(self, decision: Decision | None) -> CallTool:
+        """The call seam of one run: the same path as a direct call, its context carrying the
+        run's decision, so that nothing further down decides again."""
+        context = replace(self._session, decision=decision)
+
+        async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+            if name in NOT_FROM_SCRIPTS:  # the policy refuses these first; never reach them
+                return ToolResult.from_exception(
+                    NotAllowedError(f"{name!r} cannot be called from a script")
+                )
+            return await self._tools.run_tool(name, arguments, context)
+
+        return call_tool
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import anyio
 
 from sagents.errors import SagentsError, ScriptError
+from sagents.tool._approval import Decision
 
 __all__ = [
     "ScriptHandle",
@@ -37,12 +38,16 @@ class ScriptRequest:
         tools: Tools named by the model (write tools must be listed to be callable).
         description: What the script does, in a few words (shown in approvals and the audit).
         tool_call_id: The model's tool call id, carried into progress updates.
+        decision: The decision the caller already made for the run's write tools (the gateway
+            asks before the call, docs/gateway.md, "Approvals"); None: the runner's pre-run
+            check decides, asking its approver once if a listed write tool needs it.
     """
 
     code: str
     tools: Sequence[str] = ()
     description: str = ""
     tool_call_id: str | None = None
+    decision: Decision | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

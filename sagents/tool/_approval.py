@@ -16,26 +16,37 @@ An approver may also say why it denied (:class:`ExplainsDenial`, read by
 A request says which answers it offers (:attr:`ApprovalRequest.offered`): a destructive tool and
 a run_script approval offer only ``allow_once`` and ``deny``. An answer outside the offer counts
 as ``deny`` (:func:`settle_answer`). See ``docs/tools.md``, "Permission modes and approvals".
+
+A call is decided once (docs/architecture.md, "The decision"): the one policy step in front of
+it (``ToolProxy`` in the library and the agent loop, the gateway for an MCP client, run_script's
+pre-run check for a script) makes a :class:`Decision`, which travels with the call in its
+:class:`~sagents.tool._context.SessionContext` (``decision``); whatever runs the call further
+down reads it and never asks or decides again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
+from sagents.core._literal import printable, quoted_line
 from sagents.core._permissions import PermissionClass, PermissionMode
 from sagents.core._spec import ToolSpec
 from sagents.errors import NotAllowedError
 
 __all__ = [
     "APPROVAL_ANSWERS",
+    "MAX_DESCRIPTION_CHARS",
     "AllowAllApprover",
     "ApprovalAnswer",
     "ApprovalKind",
     "ApprovalRequest",
+    "ApprovalView",
     "Approver",
+    "Decision",
+    "DecisionKind",
     "DenyAllApprover",
     "ExplainsDenial",
     "approval_needed",
@@ -49,10 +60,51 @@ ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
 ApprovalKind = Literal["tool_call", "script"]
 """What waits: one tool call, or one run_script run (its listed write tools)."""
 
+DecisionKind = Literal["allowed", "denied", "approved_once", "approved_session"]
+"""What the policy step decided for a call: it runs without asking (``allowed``), it does not run
+(``denied``), the user approved it (``approved_once``), or it runs on the session's grant
+(``approved_session``: "allow for this session", now or earlier)."""
+
 APPROVAL_ANSWERS: Final[tuple[ApprovalAnswer, ...]] = get_args(ApprovalAnswer)
 """Every :data:`ApprovalAnswer`, in the order a prompt shows them."""
 
 _ONCE_OR_DENY: Final[tuple[ApprovalAnswer, ...]] = ("allow_once", "deny")
+
+MAX_DESCRIPTION_CHARS: Final = 200
+"""The most characters of run_script's ``description`` (its input schema's ``maxLength``): it
+is shown on one line of every approval."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalView:
+    """What every channel shows of a request (a terminal prompt, an MCP elicitation, the web
+    console), as separate fields that the model's text cannot restructure.
+
+    Attributes:
+        heading: One line in sagents' own words: what waits, its tools and their classes.
+        description: A script's ``description`` as one literal line in double quotes (quotes,
+            backslashes, newlines and control characters shown as escapes), or "".
+        body_label: ``Script`` or ``Arguments``.
+        body: :meth:`ApprovalRequest.shown_text`: the script or the arguments, literal and
+            whole (control characters escaped; a script keeps its lines).
+    """
+
+    heading: str
+    description: str
+    body_label: str
+    body: str
+
+    def text(self) -> str:
+        """The plain-text rendering (an elicitation message): the heading, the description
+        line, then the body after a label that gives its size, so that nothing is hidden."""
+        lines = [self.heading]
+        if self.description:
+            lines.append(f"Description (the model's words, one line): {self.description}")
+        count = self.body.count("\n") + 1
+        size = f"{count} line{'' if count == 1 else 's'}, {len(self.body)} characters"
+        lines.append(f"{self.body_label} ({size}, shown whole):")
+        lines.append(self.body)
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +207,34 @@ class ApprovalRequest:
             return self.script
         return json.dumps(dict(self.arguments or {}), ensure_ascii=False, indent=2, default=str)
 
+    def view(self) -> ApprovalView:
+        """The one structured rendering every channel shows (never cut: a channel that cannot
+        show all of it refuses to ask, and says where it can be approved)."""
+        tools = ", ".join(f"{name} ({self.permissions.get(name, 'write')})" for name in self.tools)
+        if self.kind == "script":
+            heading = printable(
+                f"run_script wants to call the write tools {tools}. Allow this script?",
+                newlines=False,
+            )
+            description = quoted_line(self.description) if self.description else ""
+            return ApprovalView(
+                heading=heading,
+                description=description,
+                body_label="Script",
+                body=printable(self.shown_text()),
+            )
+        tool = self.tools[0]
+        return ApprovalView(
+            heading=printable(
+                f"Allow the {self.permissions.get(tool, 'write')} tool {tool!r} to run with "
+                "these arguments?",
+                newlines=False,
+            ),
+            description="",
+            body_label="Arguments",
+            body=printable(self.shown_text()),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (the ``approval.request`` event of the agent loop carries it)."""
         return {
@@ -168,6 +248,46 @@ class ApprovalRequest:
             "tool_call_id": self.tool_call_id,
             "offered": list(self.offered),
         }
+
+
+_KIND_OF_ANSWER: Final[dict[ApprovalAnswer, DecisionKind]] = {
+    "allow_once": "approved_once",
+    "allow_session": "approved_session",
+    "deny": "denied",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """The one policy step's outcome for a call (or for a script's calls), carried with it.
+
+    Attributes:
+        kind: See :data:`DecisionKind`.
+        tools: The registered names it lets run: the one tool of a direct call, or every tool
+            a script may call (its read-only tools and its listed, approved write tools).
+        reason: Why it was denied, for the model and the records ("" otherwise).
+    """
+
+    kind: DecisionKind
+    tools: frozenset[str] = frozenset()
+    reason: str = ""
+
+    @classmethod
+    def from_answer(
+        cls, answer: ApprovalAnswer, tools: Iterable[str], *, reason: str = ""
+    ) -> Decision:
+        """The decision an approval's answer makes (``deny`` → ``denied``, with ``reason``)."""
+        kind = _KIND_OF_ANSWER[answer]
+        return cls(kind=kind, tools=frozenset(tools), reason=reason if kind == "denied" else "")
+
+    @property
+    def runs(self) -> bool:
+        """Whether the call runs."""
+        return self.kind != "denied"
+
+    def covers(self, name: str) -> bool:
+        """Whether this decision lets the tool ``name`` run."""
+        return self.runs and name in self.tools
 
 
 @runtime_checkable

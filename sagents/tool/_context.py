@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sagents.core._permissions import PermissionMode
+from sagents.tool._approval import Decision
 
 __all__ = ["InjectedArg", "SessionContext"]
 
@@ -34,6 +35,10 @@ class SessionContext:
             its todo list; memories are scoped per user and agent), or None.
         trusted: Values the host vouches for (tenant, auth subject, ...), injected only into
             parameters declared with :class:`InjectedArg`.
+        decision: The decision the policy step in front of this call already made (the
+            gateway, run_script's pre-run check, an outer ``ToolProxy``); a ``ToolProxy``
+            honours it instead of deciding again. None: not decided yet. Only the host that
+            made the decision sets it (docs/architecture.md, "The decision").
     """
 
     session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
@@ -42,6 +47,7 @@ class SessionContext:
     permission_mode: PermissionMode = "ask"
     agent: str | None = None
     trusted: Mapping[str, Any] = field(default_factory=dict)
+    decision: Decision | None = None
 
     def lookup(self, key: str) -> Any:
         """Return the trusted value ``key``: one of the fields above, else ``trusted[key]``.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio.to_thread
@@ -234,7 +234,8 @@ class LocalTool:
             injection = resolved.injected[name]
             assert context is not None, "a tool that injects values needs a SessionContext"
             if injection is SessionContext:
-                kwargs[name] = context
+                # the decision was this call's: the tool's own calls are decided on their own
+                kwargs[name] = context if context.decision is None else _undecided(context)
                 continue
             assert isinstance(injection, InjectedArg)
             key = injection.key or name
@@ -330,3 +331,7 @@ def _default_name(func: Callable[..., Any]) -> str | None:
         func = func.func
     name = getattr(func, "__name__", None)
     return name if isinstance(name, str) else None
+
+
+def _undecided(context: SessionContext) -> SessionContext:
+    return replace(context, decision=None)

@@ -15,18 +15,30 @@ write and destructive tools (``not_allowed``); ``ask`` asks the approver (the on
 protocol, :mod:`sagents.tool._approval`) before a write, and refuses it with a clear error when
 there is no approver; ``auto`` runs writes; a destructive tool is asked about in every mode. A
 call without a context is the registry's raw call and applies no mode.
+
+The proxy decides a call once (docs/architecture.md, "The decision"): the
+:class:`~sagents.tool.Decision` it makes goes on in the call's context, and a context that
+already carries one (the gateway decided, or run_script's pre-run check) is held to it — the
+tool runs when the decision covers it, and nobody is asked again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import InvalidArgumentsError, NotAllowedError, UnknownToolError
-from sagents.tool._approval import AllowAllApprover, Approver, approval_needed, settle_answer
+from sagents.tool._approval import (
+    Approver,
+    Decision,
+    DecisionKind,
+    approval_needed,
+    settle_answer,
+)
 from sagents.tool._arguments import parse_arguments
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
@@ -38,8 +50,6 @@ __all__ = ["ToolProxy"]
 
 logger = logging.getLogger(__name__)
 
-_DECIDED = AllowAllApprover()  # what an inner proxy is told once the outer one has decided
-
 
 class ToolProxy:
     """A whitelisted, prioritised view of several tool providers.
@@ -50,9 +60,10 @@ class ToolProxy:
             tool the providers hold (now and later). Unknown names are logged and ignored.
         approver: Answers the approvals a session's mode asks for (see the module docstring);
             a call may pass its own. None: calls that need an approval are refused.
-        enforce_mode: False when the caller applies the session's mode itself before every
-            call (the MCP gateway's policy, run_script's pre-run check), so that a call it has
-            already approved is not asked about twice.
+        enforce_mode: False: apply no mode at all, as the registry's raw call does. A caller
+            that decided a call itself does not need it: it passes its
+            :class:`~sagents.tool.Decision` in the call's ``SessionContext`` (``decision``),
+            which the proxy honours instead of deciding again.
     """
 
     def __init__(
@@ -221,29 +232,28 @@ class ToolProxy:
         Args:
             approver: Asked instead of the proxy's own approver for this call.
         """
-        enforced = session_context is not None and self.enforce_mode
         try:
             registered, provider = self._locate(name)
-            if session_context is not None and enforced:
-                spec = provider.get_tool_spec(registered)
-                # Parsed once, depth- and size-safe; the approval shows, and the provider runs,
-                # this very value (docs/tools.md, "One call").
-                args = parse_arguments(registered, args)
-                await self._check_mode(
-                    spec, args, session_context, tool_call_id, approver or self.approver
-                )
+            if session_context is not None and self.enforce_mode:
+                decision = session_context.decision
+                if decision is None:  # this proxy is the policy step: decide once, here
+                    spec = provider.get_tool_spec(registered)
+                    # Parsed once, depth- and size-safe; the approval shows, and the provider
+                    # runs, this very value (docs/tools.md, "One call").
+                    args = parse_arguments(registered, args)
+                    decision = await self._decide(
+                        spec, args, session_context, tool_call_id, approver or self.approver
+                    )
+                    session_context = replace(session_context, decision=decision)
+                elif not decision.covers(registered):
+                    raise NotAllowedError(
+                        f"the decision made for this call does not let {registered!r} run",
+                        hint="Call the tool directly; it is then approved on its own.",
+                        details={"name": registered, "decision": decision.kind},
+                    )
         except (UnknownToolError, NotAllowedError, InvalidArgumentsError) as error:
             return ToolResult.from_exception(error)
-        if isinstance(provider, ToolProxy):  # a proxy over a proxy: decide once, not twice
-            return await provider.run_tool(
-                registered,
-                args,
-                session_context,
-                tool_call_id=tool_call_id,
-                timeout=timeout,
-                strict=strict,
-                approver=_DECIDED if enforced else approver,
-            )
+        # The decision travels in the context: a provider further down never decides again.
         return await provider.run_tool(
             registered,
             args,
@@ -259,15 +269,16 @@ class ToolProxy:
 
     # -- internals ----------------------------------------------------------------------------
 
-    async def _check_mode(
+    async def _decide(
         self,
         spec: ToolSpec,
         args: Mapping[str, Any],
         context: SessionContext,
         tool_call_id: str | None,
         approver: Approver | None,
-    ) -> None:
-        """Raise :class:`NotAllowedError` unless the session's mode lets this call run."""
+    ) -> Decision:
+        """The decision for this call under the session's mode (asking ``approver`` if the mode
+        says so); raise :class:`NotAllowedError` unless it lets the call run."""
         request = approval_needed(
             spec,
             args,
@@ -277,7 +288,9 @@ class ToolProxy:
             tool_call_id=tool_call_id,
         )
         if request is None:
-            return
+            granted = spec.permission != "read_only" and context.permission_mode != "auto"
+            kind: DecisionKind = "approved_session" if granted else "allowed"
+            return Decision(kind=kind, tools=frozenset({spec.name}))
         permission, mode, name = spec.permission, context.permission_mode, spec.name
         if approver is None:
             raise NotAllowedError(
@@ -298,6 +311,7 @@ class ToolProxy:
             )
         if answer == "allow_session":
             self._session_allowed.setdefault(context.session_id, set()).add(name)
+        return Decision.from_answer(answer, {name})
 
     def _held(self) -> set[str]:
         held: set[str] = set()

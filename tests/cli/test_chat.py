@@ -276,6 +276,8 @@ def _chat_with_stdin(stdin: str) -> tuple[Any, list[dict[str, Any]]]:
 def test_chat_asks_a_questionnaire_as_a_terminal_form_on_piped_stdin(env: None) -> None:
     result, requests = _chat_with_stdin("Rome\n3, 1\n0\n2\n\n")
     assert result.exit_code == 0, result.output
+    assert "Question from the model (not an approval" in result.stderr  # who asks, always
+    assert '"Trip"' in result.stderr  # the model's title, quoted on one line
     assert "1. Where?" in result.stderr
     assert "   2) Rome" in result.stderr
     assert "below the minimum" in result.stderr  # 0 nights is asked again

@@ -15,9 +15,11 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from sagents.gateway import Gateway
+from sagents.gateway._questions import QUESTION_FRAME, questionnaire_form
 from sagents.gateway._seams import ProxyProvider
 from sagents.tool import ToolManager, ToolProxy
 from sagents.tool.impl import QuestionnaireSettings, register_builtin_tools
+from sagents.tool.questions import Questionnaire
 from tests.gateway.test_server import error_code
 
 pytestmark = pytest.mark.anyio
@@ -73,7 +75,7 @@ async def test_a_client_that_elicits_gets_one_form_and_its_answers_come_back() -
             result = await c.call_tool("questionnaire", QUESTIONS)
     assert result.is_error is False, _text(result)
     [form] = seen
-    assert form.message == "Deployment"
+    assert form.message == QUESTION_FRAME + '"Deployment"'
     properties = form.requested_schema["properties"]
     assert properties["env"] == {"type": "string", "title": "Where?", "enum": ["staging", "prod"]}
     assert properties["checks"]["type"] == "array"
@@ -172,3 +174,24 @@ async def test_a_questionnaire_is_never_handed_off_to_the_background() -> None:
     assert result.is_error is False, _text(result)
     assert result.structured_content is not None
     assert result.structured_content["status"] == "answered"
+
+
+def test_a_title_that_mimics_an_approval_is_framed_as_the_model_s_question_on_one_line() -> None:
+    mimic = (
+        "Allow the write tool 'fleet__reboot' to run with these arguments?\n"
+        "Arguments (1 line, 2 characters, shown whole):\n{}"
+    )
+    questionnaire = Questionnaire.model_validate(
+        {
+            "title": mimic,
+            "questions": [
+                {"id": "decision", "prompt": "Decision\nAllow once?", "kind": "text"},
+            ],
+        }
+    )
+    message, schema = questionnaire_form(questionnaire)
+    assert message.startswith("Question from the model (not an approval")
+    assert "\n" not in message  # the title draws no line of its own
+    assert not message.startswith("Allow")
+    assert message.endswith('"')
+    assert "\n" not in schema["properties"]["decision"]["title"]

@@ -13,7 +13,7 @@ import pytest
 from sagents.core._limits import ScriptLimits
 from sagents.errors import NotAllowedError
 from sagents.script._values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
-from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, DenyAllApprover
+from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Decision, DenyAllApprover
 from tests.script.conftest import FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
@@ -763,3 +763,37 @@ async def test_the_script_runs_as_main_like_python_script_py_would(
         "True",
         "True True",
     ]
+
+
+async def _run_decided(
+    make_runner: RunnerFactory, approver: _Recording, decision: Decision
+) -> ScriptRunResult:
+    """A run listing ``fleet__set`` whose request carries ``decision``."""
+    runner = make_runner(mode="ask", approver=approver)
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\n"
+    request = ScriptRequest(code=code, tools=("fleet__set",), decision=decision)
+    with anyio.fail_after(60):
+        return await runner.run(request)
+
+
+async def test_a_run_that_carries_its_callers_decision_is_not_asked_again(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    approver = _Recording("deny")
+    decision = Decision(kind="approved_once", tools=frozenset({"fleet__set"}))
+    result = await _run_decided(make_runner, approver, decision)
+    assert result.status == "ok", result.output
+    assert approver.requests == []
+    assert [name for name, _ in tools.calls] == ["fleet__set"]
+
+
+async def test_a_denied_decision_rejects_the_run_with_its_reason_and_nothing_runs(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    approver = _Recording("allow_once")
+    decision = Decision(kind="denied", tools=frozenset({"fleet__set"}), reason="not today")
+    result = await _run_decided(make_runner, approver, decision)
+    assert result.status == "rejected"
+    assert "not today" in result.output
+    assert approver.requests == []
+    assert tools.calls == []

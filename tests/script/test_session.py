@@ -143,7 +143,7 @@ class Setup:
     ) -> RunScriptTool:
         session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
         return RunScriptTool(
-            tools=ToolProxy(self.manager, enforce_mode=False),  # the run is approved once
+            tools=ToolProxy(self.manager),  # the run is decided once: its calls carry it
             session=session,
             sandbox=LocalSandbox(SandboxParams(workspace=str(self.workspace))),
             runtime=self.runtime,

@@ -3,6 +3,7 @@ one approval protocol (sagents.tool._approval)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from sagents.tool import (
     AllowAllApprover,
     ApprovalAnswer,
     ApprovalRequest,
+    Decision,
     DenyAllApprover,
     SessionContext,
     ToolManager,
@@ -21,6 +23,7 @@ from sagents.tool import (
     settle_answer,
 )
 from sagents.tool._handler import ToolCall
+from sagents.tool.tool_base import tool
 
 pytestmark = pytest.mark.anyio
 
@@ -182,3 +185,54 @@ async def test_a_proxy_over_a_proxy_asks_once() -> None:
     assert (await outer.run_tool("save", {}, _context("ask"))).text == "ran save"
     assert len(approver.requests) == 1
     assert (await outer.run_tool("save", {}, _context("read_only"))).is_error
+
+
+async def test_a_call_that_carries_a_decision_runs_without_asking_again() -> None:
+    recorder, approver = Recorder(), ScriptedApprover()
+    proxy = _proxy(recorder, approver=approver)
+    decided = Decision(kind="approved_once", tools=frozenset({"save"}))
+    context = replace(_context("ask"), decision=decided)
+    result = await proxy.run_tool("save", {}, context)
+    assert result.is_error is False
+    assert recorder.ran == ["save"]
+    assert approver.requests == []
+
+
+async def test_a_decision_for_another_tool_lets_nothing_else_run() -> None:
+    recorder, approver = Recorder(), ScriptedApprover("allow_once")
+    proxy = _proxy(recorder, approver=approver)
+    decided = Decision(kind="approved_once", tools=frozenset({"lookup"}))
+    result = await proxy.run_tool("save", {}, replace(_context("ask"), decision=decided))
+    assert result.error is not None
+    assert result.error.code == "not_allowed"
+    assert "does not let 'save' run" in result.error.message
+    assert recorder.ran == []
+    assert approver.requests == []  # decided once: not asked a second time either
+
+
+async def test_a_proxy_over_a_proxy_decides_once_and_the_inner_one_honours_it() -> None:
+    recorder = Recorder()
+    outer_approver, inner_approver = ScriptedApprover("allow_once"), ScriptedApprover()
+    inner = _proxy(recorder, approver=inner_approver)
+    outer = ToolProxy(inner, approver=outer_approver)
+    result = await outer.run_tool("save", {}, _context("ask"))
+    assert result.is_error is False
+    assert recorder.ran == ["save"]
+    assert len(outer_approver.requests) == 1
+    assert inner_approver.requests == []
+
+
+async def test_a_tool_never_sees_the_decision_of_its_own_call() -> None:
+    seen: list[Decision | None] = []
+
+    @tool(name="peek", description="Records the context it was given.", permission="write")
+    async def peek(context: SessionContext) -> str:
+        seen.append(context.decision)
+        return "ok"
+
+    async with ToolManager() as manager:
+        manager.register_tool(peek)
+        proxy = ToolProxy(manager, approver=AllowAllApprover())
+        result = await proxy.run_tool("peek", {}, _context("ask"))
+    assert result.is_error is False
+    assert seen == [None]  # its own calls are new calls, decided on their own
