@@ -6,11 +6,19 @@ rlimits and with exactly the descriptors it was given before anything of it runs
 drains the pipes without threads (``anyio.wait_readable``), learns of the exit through a
 pidfd, and ends the whole tree — PID namespace, cgroup, process group — on timeout, on a
 write-budget or workspace-quota overrun, on request, or when the owning context exits.
+
+The watchdog survives what happens to the host around it: a workspace removed under a running
+tree (an operator cleaning up) ends the write-budget measurement, with a warning; a scan that
+fails otherwise (no descriptor left, ``EMFILE``) is retried at the next interval, with a
+warning when it starts failing and a note when it works again. Neither ends the tree nor the
+process that runs it; the wall-clock timeout holds in every case.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 import signal
 import subprocess
@@ -28,6 +36,8 @@ from sagents.sandbox._launcher import Child, start_child
 from sagents.sandbox._types import KillReason, SandboxLimits
 
 __all__ = ["LocalProcess", "ProcessSpec", "open_process", "watchdog_interval"]
+
+logger = logging.getLogger(__name__)
 
 WATCHDOG_POLL_SECONDS = 0.25  # how often the write budget is measured, at most
 WATCHDOG_SCAN_SHARE = 10  # wait >= 10x the last scan's duration: a huge workspace costs <10% CPU
@@ -161,6 +171,7 @@ class LocalProcess:
         self._exited = anyio.Event()
         self._poke = anyio.Event()  # wakes the watchdog: exit, or a new write-budget baseline
         self._rebase = False
+        self._scan_error: int | None = None  # errno of the failing scans, while they fail
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
             self._pidfd = os.pidfd_open(child.pid)
@@ -200,16 +211,48 @@ class LocalProcess:
             return "write_budget"
         return None
 
+    async def _measure(self) -> int | None:
+        """The tree's disk usage; None when it cannot be measured now (logged)."""
+        try:
+            used = await anyio.to_thread.run_sync(self._disk_usage)
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                logger.warning(
+                    "the workspace of sandboxed process %d is gone (%s): its write budget is "
+                    "no longer measured",
+                    self.pid,
+                    error,
+                )
+                raise _WorkspaceGone from error
+            if self._scan_error != error.errno:
+                logger.warning(
+                    "cannot measure the disk use of sandboxed process %d (%s); retrying",
+                    self.pid,
+                    error,
+                )
+            self._scan_error = error.errno
+            return None
+        if self._scan_error is not None:
+            logger.warning("the disk use of sandboxed process %d is measured again", self.pid)
+            self._scan_error = None
+        return used
+
     async def _watch(self, timeout: float | None) -> None:  # noqa: ASYNC109 (internal)
-        probe = self._spec.budget_probe
+        deadline = anyio.current_time() + timeout if timeout is not None else None
+        try:
+            await self._watch_tree(deadline, measure=True)
+        except _WorkspaceGone:
+            await self._watch_tree(deadline, measure=False)  # the wall-clock timeout still holds
+
+    async def _watch_tree(self, deadline: float | None, *, measure: bool) -> None:
+        probe = self._spec.budget_probe if measure else None
         limits = self._spec.limits
         budget = limits.write_budget_bytes or limits.workspace_bytes  # anything to measure?
         interval = WATCHDOG_POLL_SECONDS
-        deadline = anyio.current_time() + timeout if timeout is not None else None
-        baseline = 0
+        baseline: int | None = 0
         if probe and budget:
             started = anyio.current_time()
-            baseline = await anyio.to_thread.run_sync(self._disk_usage)
+            baseline = await self._measure()  # None: the first scan that works is the baseline
             interval = watchdog_interval(anyio.current_time() - started)
         while not self._exited.is_set():
             wait_for = interval if probe and budget else None
@@ -224,9 +267,9 @@ class LocalProcess:
                 self._poke = anyio.Event()
             if self._rebase and probe and budget:
                 self._rebase = False
-                baseline = await anyio.to_thread.run_sync(self._disk_usage)
-                if self._over(baseline, baseline) is not None:  # a spare, after the quota went
-                    await self.kill("workspace_quota")
+                baseline = await self._measure()
+                if baseline is not None and self._over(baseline, baseline) is not None:
+                    await self.kill("workspace_quota")  # a spare, after the quota went
                     return
                 continue
             if deadline is not None and anyio.current_time() >= deadline:
@@ -234,9 +277,13 @@ class LocalProcess:
                 return
             if probe and budget:
                 started = anyio.current_time()
-                used = await anyio.to_thread.run_sync(self._disk_usage)
+                used = await self._measure()
                 took = anyio.current_time() - started
                 interval = watchdog_interval(took)
+                if used is None:
+                    continue
+                if baseline is None:
+                    baseline = used  # the first scan that worked (the quota holds from it)
                 reason = self._over(used, baseline)
                 if reason is not None:
                     await self.kill(reason)
@@ -310,6 +357,10 @@ class LocalProcess:
                 code = await anyio.to_thread.run_sync(self._child.reap, abandon_on_cancel=True)
                 self.returncode = code
                 self._exited.set()
+
+
+class _WorkspaceGone(Exception):
+    """The watched tree's workspace was removed: nothing is left to measure."""
 
 
 def watchdog_interval(scan_seconds: float) -> float:
