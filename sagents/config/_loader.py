@@ -131,6 +131,8 @@ class SagentsConfig:
         store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
         store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         quotas: The ``quotas`` block.
+        session_idle_timeout_s: ``sessionIdleTimeout``: seconds after which an idle client
+            session of ``sagents serve`` is ended, or None for the default (30 minutes).
         source: The file it came from, if any.
     """
 
@@ -148,6 +150,7 @@ class SagentsConfig:
     store_url: str | None = field(default=None, repr=False)
     store_lease_s: float | None = None
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
+    session_idle_timeout_s: float | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -272,6 +275,7 @@ def parse_config(
             workspace_bytes=model.quotas.workspace_bytes,
             background_tasks_per_session=model.quotas.background_tasks_per_session,
         ),
+        session_idle_timeout_s=model.session_idle_timeout,
         source=source,
     )
 

@@ -329,6 +329,9 @@ class ConfigFileParams(BaseModel):
     )
     store: StoreParams = Field(default_factory=StoreParams)
     quotas: QuotasParams = Field(default_factory=QuotasParams)
+    session_idle_timeout: float | None = Field(
+        default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
+    )
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

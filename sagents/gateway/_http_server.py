@@ -156,6 +156,8 @@ def build_http_app(
     app: Starlette = gateway.server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=settings.host,
+        # an idle session is ended, and what it holds released (docs/configuration.md)
+        session_idle_timeout=gateway.session_idle_timeout_s,
         # Host/Origin are checked, exactly, by GatewaySecurityMiddleware (the SDK's check
         # matches "host:*" as a prefix and accepts "127.0.0.1:1@evil.com").
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),

@@ -62,6 +62,7 @@ from sagents.errors import (
 )
 from sagents.gateway._approval import GatewayCallApprover
 from sagents.gateway._forwarding import UpstreamForwarding
+from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S
 from sagents.gateway._pending import ConsoleScriptApprover, PendingApprovals
 from sagents.gateway._policy import Profile
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
@@ -319,6 +320,8 @@ class ConfiguredGateway(Gateway):
             tool_search=ToolSearch(plan.tool_ranker)
             if settings.tool_search and plan.tool_ranker is not None
             else None,
+            session_idle_timeout_s=plan.config.session_idle_timeout_s
+            or DEFAULT_SESSION_IDLE_TIMEOUT_S,
             name=settings.name,
         )
         if self.skills is not None:

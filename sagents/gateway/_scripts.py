@@ -7,7 +7,9 @@ only) and its own :class:`~sagents.script._session.RunScriptTool` (its session i
 progress, approvals and records), calling only what the session's offer lets scripts call
 (:meth:`sagents.gateway._offer.SessionOffer.for_scripts`). The script runtime, the audit store
 and the progress hub are shared. Each session lives in a task of this object's task group, so
-its sandbox and tool are entered and left in one task whatever task the call came from.
+its sandbox and tool are entered and left in one task whatever task the call came from; that
+task ends when the gateway releases the session (:meth:`GatewayScripts.release`: the session
+ended or went idle), taking the sandbox, its spare and the tool with it.
 
 ``run_script`` is offered as a read-only tool (read-only sessions keep it for their read-only
 tools): what a script may do is decided by the gateway's one policy step before the call, with
@@ -24,7 +26,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -121,7 +123,6 @@ class GatewayScripts:
         self._settings = RunScriptSettings(limits=limits)
         self._sessions: dict[str, _Session] = {}
         self._lock = anyio.Lock()
-        self._stop = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
         self.on_start: Callable[[str, str | None, str], None] | None = None
@@ -159,7 +160,9 @@ class GatewayScripts:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop.set()  # each session's task leaves its RunScriptTool (runs end 'cancelled')
+        for session in self._sessions.values():
+            session.ended.set()  # each session's task leaves its RunScriptTool (runs: 'cancelled')
+        self._sessions.clear()
         try:
             await self._stack.aclose()  # the sessions' task group
         finally:
@@ -184,6 +187,25 @@ class GatewayScripts:
                     key="--workspace",
                     hint=f"give --workspace a directory that does not contain the {what}",
                 )
+
+    async def release(self, session_id: str, *, only_if: Callable[[], bool] | None = None) -> None:
+        """End what the session holds here: its run_script tool (runs still going end
+        ``cancelled``), its sandbox and the spare sandbox kept for its next run. Nothing
+        happens for a session that holds nothing; a later call of the session starts afresh.
+
+        Args:
+            session_id: The session.
+            only_if: Checked once no call can take the session's sandbox any more (an idle
+                session is released only if no call came in meanwhile); None: always.
+        """
+        async with self._lock:
+            if only_if is not None and not only_if():
+                return
+            found = self._sessions.pop(session_id, None)
+        if found is None:
+            return
+        found.ended.set()
+        await found.gone.wait()
 
     async def sandbox_for(self, context: SessionContext) -> Sandbox:
         """The calling session's sandbox (the built-in tools' resolver)."""
@@ -256,22 +278,37 @@ class GatewayScripts:
     ) -> None:
         workspace = self.workspaces.for_session(context.session_id)
         tools = _SessionTools()
-        async with (
-            create_sandbox("local", self._sandbox_params(workspace, context.session_id)) as sandbox,
-            RunScriptTool(
-                tools=tools,
-                session=context,
-                sandbox=sandbox,
-                runtime=self._runtime,
-                approver=self._approver or ClientScriptApprover(),
-                settings=self._settings,
-                hub=self._hub,
-                audit=self._audit,
-                mark_interrupted=False,  # swept once at start, see __aenter__
-            ) as tool,
-        ):
-            task_status.started(_Session(sandbox=sandbox, tool=tool, tools=tools))
-            await self._stop.wait()
+        ended, gone = anyio.Event(), anyio.Event()
+        started = False
+        try:
+            async with (
+                create_sandbox(
+                    "local", self._sandbox_params(workspace, context.session_id)
+                ) as sandbox,
+                RunScriptTool(
+                    tools=tools,
+                    session=context,
+                    sandbox=sandbox,
+                    runtime=self._runtime,
+                    approver=self._approver or ClientScriptApprover(),
+                    settings=self._settings,
+                    hub=self._hub,
+                    audit=self._audit,
+                    mark_interrupted=False,  # swept once at start, see __aenter__
+                ) as tool,
+            ):
+                task_status.started(
+                    _Session(sandbox=sandbox, tool=tool, tools=tools, ended=ended, gone=gone)
+                )
+                started = True
+                await ended.wait()
+        except Exception:
+            if not started:
+                raise  # the caller's error: the session could not get a sandbox
+            # One session's teardown must not end the task group every session lives in.
+            logger.exception("closing the sandbox of session %s failed", context.session_id)
+        finally:
+            gone.set()
 
     def _sandbox_params(self, workspace: Path, session_id: str) -> SandboxParams:
         """A session's sandbox: its workspace, its logs under the data dir, the quotas."""
@@ -311,8 +348,12 @@ class _SessionTools(SpecProvider):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Session:
     sandbox: Sandbox
     tool: RunScriptTool
-    tools: _SessionTools = field(default_factory=_SessionTools)
+    tools: _SessionTools
+    ended: anyio.Event
+    """Set to end the session's task (its sandbox and tool close)."""
+    gone: anyio.Event
+    """Set once they are closed."""

@@ -97,6 +97,7 @@ from sagents.gateway._forwarding import (
     split_upstream_uri,
 )
 from sagents.gateway._http_security import Credential, request_credential
+from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S, SessionLifetimes
 from sagents.gateway._offer import ScriptHost, SessionOffer
 from sagents.gateway._pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway._policy import Profile
@@ -178,6 +179,9 @@ class _ClientSession:
     """With ``--tool-search``, the tools this session expanded."""
     workspace_path: str | None = None
     """The session's workspace path (not created) once a call named it."""
+    connectionless: bool = False
+    """A 2026-07-28 session (one per token and profile): no transport tells when it ends, so
+    its resources are released once it idles (:mod:`sagents.gateway._lifetime`)."""
 
     @property
     def scope(self) -> TaskScope:
@@ -218,6 +222,10 @@ class Gateway:
         tool_search: Tool-search mode (:mod:`sagents.gateway._tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
+        session_idle_timeout_s: Seconds after which a session without a request in flight
+            (and without a running background call) is ended over HTTP, and a 2026-07-28
+            session's sandboxes are released (docs/configuration.md, ``sessionIdleTimeout``);
+            None never.
         name: Server name announced to clients.
 
     Use::
@@ -245,6 +253,7 @@ class Gateway:
         approvals: ApprovalRoute = "elicitation",
         pending: PendingApprovals | None = None,
         tool_search: ToolSearch | None = None,
+        session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
         name: str = "sagents",
     ) -> None:
         self.provider = provider
@@ -283,6 +292,11 @@ class Gateway:
         # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
         self._relay = ResourceRelay(upstream) if upstream is not None else None
         self._listen = GatewayListen(self._changes, self._relay, self._profile_of)
+        # the one owner of what sessions hold beyond their requests (sandboxes, records)
+        self.session_idle_timeout_s = session_idle_timeout_s
+        self._lifetimes = SessionLifetimes(
+            self._tasks, scripts=scripts, relay=self._relay, idle_timeout_s=session_idle_timeout_s
+        )
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -354,6 +368,7 @@ class Gateway:
         self._lifecycle = "open"
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self._tasks)
+            await stack.enter_async_context(self._lifetimes)
             if self._relay is not None:
                 await self._relay.__aenter__()
                 # told of no exception, as the relay expects: it only ends its subscriptions
@@ -466,6 +481,7 @@ class Gateway:
                 # Over HTTP without a token nothing tells clients apart (over stdio and in
                 # memory there is one client).
                 session.anonymous = ctx.request is not None and credential.token is None
+                session.connectionless = True
                 self._shared_sessions[key] = session
             return session
         # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
@@ -481,6 +497,9 @@ class Gateway:
             return found
         session = self._new_session(ctx, profile, mode, credential)
         state[_STATE_KEY] = session
+        # The connection's teardown (DELETE, transport closed, the SDK's idle expiry) ends
+        # the session: what it holds is released (Connection.exit_stack, the SDK's hook).
+        ctx.session._connection.exit_stack.callback(self._lifetimes.ended, session.session_id)
         return session
 
     def _new_session(
@@ -578,6 +597,15 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         session = self._session_for(ctx)
+        with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
+            return await self._call_tool(ctx, session, params)
+
+    async def _call_tool(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: _ClientSession,
+        params: mt.CallToolRequestParams,
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         await self._announce_restart(ctx, session)
         arguments: dict[str, Any] = dict(params.arguments or {})
         if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):

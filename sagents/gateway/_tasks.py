@@ -14,6 +14,10 @@ docs/scale-out.md):
 - entering sweeps what a previous process left ``running`` (:mod:`sagents.gateway._restart`),
   when no other gateway shares the store; a shared store sweeps the calls of dead replicas
   by lease instead;
+- a finished call is kept in the store, not in memory: once its end is written, the live
+  registry forgets it (its result is read back from the store), and ``script_status`` lists
+  a session's calls in pages of :data:`STATUS_PAGE_SIZE` (``cursor`` / ``next_cursor``);
+  without a store, finished calls stay in memory until their session ends;
 - on a shared store, ``script_cancel`` of a call another replica runs asks that replica
   (:meth:`~sagents.store._protocols.TaskStore.request_cancel`) and waits for its end, and this
   replica cancels its own calls when another asks;
@@ -47,6 +51,7 @@ from sagents.tool._background import CANCEL_TOOL, BackgroundTasks, TaskInfo, tas
 
 __all__ = [
     "REMOTE_CANCEL_WAIT_S",
+    "STATUS_PAGE_SIZE",
     "STOP_REASON",
     "GatewayTasks",
     "TaskScope",
@@ -58,6 +63,9 @@ logger = logging.getLogger(__name__)
 REMOTE_CANCEL_WAIT_S = 10.0
 """Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
 with the call as the store shows it, ``running`` if that replica did not answer)."""
+STATUS_PAGE_SIZE = 10
+"""Background calls one ``script_status`` listing answers at most; ``next_cursor`` (passed
+back as ``cursor``) gives the next ones."""
 _REMOTE_POLL_S = 0.1  # seconds between reads of the store while a remote cancel is awaited
 STOP_REASON = "gateway stopped"
 """The ``reason`` kept with a call that was still running when the gateway stopped (it is
@@ -104,7 +112,9 @@ class GatewayTasks:
         self.store: TaskStore | None = (
             SqliteTasks(store) if isinstance(store, SqliteTaskStore) else store
         )
-        self._own: dict[str, str] = {}  # ids this process handed off -> their session
+        self._own: dict[str, str] = {}  # ids this process runs in the background -> session
+        # the finished calls of each live session that the store keeps: (started at, id)
+        self._ended: dict[str, list[tuple[float, str]]] = {}
         self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
         self._stopping = False
@@ -242,6 +252,20 @@ class GatewayTasks:
             )
             self._unwritten[end.task_id] = end
             self._end_waiting.set()
+        else:
+            # written: the store keeps it, memory only its id for the session's listing
+            self._own.pop(info.task_id, None)
+            self.live.forget(info.task_id)
+            self._ended.setdefault(info.session_id, []).append((info.started_at, info.task_id))
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop what memory holds of an ended session's finished calls (the store keeps
+        them: their owner still lists and reads them)."""
+        self._ended.pop(session_id, None)
+        for info in self.live.list(session_id):
+            if info.status != "running":
+                self.live.forget(info.task_id)
+                self._own.pop(info.task_id, None)
 
     def superseded(self, task_id: str) -> bool:
         """Whether the store ended ``task_id`` before it ended here (a sweep marked it
@@ -299,6 +323,14 @@ class GatewayTasks:
         task_id = arguments.get("id")
         if task_id is not None and not isinstance(task_id, str):
             return ToolResult.from_error("invalid_arguments", "'id' must be a string")
+        cursor = arguments.get("cursor")
+        offset = _offset(cursor)
+        if offset is None:
+            return ToolResult.from_error(
+                "invalid_arguments",
+                f"'cursor' must be a next_cursor an earlier script_status returned, got {cursor!r}",
+                hint="call script_status without 'cursor' for the first page",
+            )
         try:
             if name == CANCEL_TOOL:
                 if task_id is None:
@@ -318,14 +350,7 @@ class GatewayTasks:
                         "token (other clients may share it); pass the id the call returned",
                         hint="call script_status(id=...) with the task id of the handed-off call",
                     )
-                listing = [
-                    task_json(i)
-                    if i.task_id not in self._superseded
-                    else await self.view(scope, i.task_id)
-                    for i in self.live.list(scope.session_id)
-                ]
-                earlier = await self._earlier(scope)
-                return ToolResult.from_structured({"tasks": earlier + listing})
+                return ToolResult.from_structured(await self._listing(scope, offset))
             return ToolResult.from_structured(await self.view(scope, task_id))
         except (TaskNotFoundError, StoreError) as error:
             return ToolResult.from_exception(error)
@@ -381,6 +406,39 @@ class GatewayTasks:
             )
         return stored_task_json(stored)
 
+    async def _listing(self, scope: TaskScope, offset: int) -> dict[str, Any]:
+        """One page of the session's calls, oldest first: its owner's calls in the store
+        (earlier processes', and this one's finished), the session's other finished calls,
+        then what runs now."""
+        earlier = await self._earlier(scope)
+        listed = {row["id"] for row in earlier}
+        rows: list[tuple[float, str, dict[str, Any] | None]] = [
+            (float(row["started_at"] or 0.0), row["id"], row) for row in earlier
+        ]
+        rows.extend(
+            (started, task_id, None)  # read from the store if it is on the page
+            for started, task_id in self._ended.get(scope.session_id, [])
+            if task_id not in listed
+        )
+        rows.extend(
+            # a call whose end the store holds from a sweep is shown as the store says
+            (i.started_at, i.task_id, None if i.task_id in self._superseded else task_json(i))
+            for i in self.live.list(scope.session_id)
+        )
+        rows.sort(key=lambda row: row[0])
+        tasks: list[dict[str, Any]] = []
+        for _, task_id, row in rows[offset : offset + STATUS_PAGE_SIZE]:
+            if row is None:
+                stored = await self.store.get(task_id) if self.store is not None else None
+                if stored is None:
+                    continue
+                row = stored_task_json(stored, full=False)
+            tasks.append(row)
+        page: dict[str, Any] = {"tasks": tasks}
+        if offset + STATUS_PAGE_SIZE < len(rows):
+            page["next_cursor"] = str(offset + STATUS_PAGE_SIZE)
+        return page
+
     async def _earlier(self, scope: TaskScope) -> list[dict[str, Any]]:
         """The owner's calls of earlier processes (this process's are listed live)."""
         if self.store is None or not scope.owner:
@@ -390,6 +448,16 @@ class GatewayTasks:
             for stored in await self.store.owned(scope.owner)
             if stored.task_id not in self._own
         ]
+
+
+def _offset(cursor: object) -> int | None:
+    """The listing offset a ``cursor`` names (0 without one); None for a cursor that is not
+    one this module gave."""
+    if cursor is None:
+        return 0
+    if isinstance(cursor, str) and cursor.isdigit() and len(cursor) < 10:
+        return int(cursor)
+    return None
 
 
 def stored_task_json(stored: StoredTask, *, full: bool = True) -> dict[str, Any]:

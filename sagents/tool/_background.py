@@ -254,6 +254,31 @@ class BackgroundTasks:
         task.on_done = on_done
         return None
 
+    async def wait_session(self, session_id: str) -> None:
+        """Wait until no task of ``session_id`` runs (those started meanwhile included)."""
+        while True:
+            running = [
+                t for t in self._tasks.values()
+                if t.info.session_id == session_id and not t.done.is_set()
+            ]  # fmt: skip
+            if not running:
+                return
+            for task in running:
+                await task.done.wait()
+
+    def running(self, session_id: str) -> bool:
+        """Whether a task of ``session_id`` runs now."""
+        return any(
+            t.info.session_id == session_id and not t.done.is_set() for t in self._tasks.values()
+        )
+
+    def forget(self, task_id: str) -> None:
+        """Drop a finished task and its result (kept elsewhere: the gateway's task store);
+        a running or unknown one is left as it is."""
+        task = self._tasks.get(task_id)
+        if task is not None and task.done.is_set():
+            del self._tasks[task_id]
+
     def list_all(self) -> list[TaskInfo]:
         """Every session's background tasks, oldest first (the operator's view)."""
         return [t.info for t in self._tasks.values() if t.backgrounded]
@@ -303,9 +328,19 @@ def task_tools() -> list[mt.Tool]:
             description=(
                 "Status of a background call (a long call handed off with a task id): running, "
                 "ok, error or cancelled, with its result once finished. Without 'id', lists this "
-                "session's background calls, finished ones included."
+                "session's background calls, finished ones included, a page at a time: pass "
+                "the answer's 'next_cursor' as 'cursor' for the next page."
             ),
-            input_schema={"type": "object", "properties": {"id": id_schema}},
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "id": id_schema,
+                    "cursor": {
+                        "type": "string",
+                        "description": "The 'next_cursor' of the previous page of the listing.",
+                    },
+                },
+            },
             annotations=mt.ToolAnnotations(read_only_hint=True),
         ),
         mt.Tool(
