@@ -502,6 +502,12 @@ class SandboxLauncher:
     async def _start_spare(self) -> None:
         """Start the next run's spare, like the last run's sandbox (errors are only logged: the
         next run then starts cold and reports them)."""
+        try:
+            await self._spawn_spare()
+        except OSError as error:  # its workspace or the runtime removed, no descriptor left
+            logger.warning("no spare sandbox for the next run: %s", error)
+
+    async def _spawn_spare(self) -> None:
         if self._spare_idle_s is None or self._last is None or self._tg is None:
             return
         sandbox, spec = self._last
