@@ -93,7 +93,7 @@ async def main(sessions: int, step: int, idle_s: float, as_json: bool) -> None:
             results["seconds_per_session"] = took / sessions
             print(f"{took / sessions * 1000:.0f} ms per session", flush=True)
 
-            before_idle = serve.usage()
+            before_idle = now  # the last measurement, settled
             for _ in range(IDLE_SESSIONS):
                 await short_session(serve.url, delete=False)
             dropped = serve.usage()

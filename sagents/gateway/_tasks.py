@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
@@ -50,9 +51,11 @@ from sagents.store._protocols import TaskStore
 from sagents.tool._background import CANCEL_TOOL, BackgroundTasks, TaskInfo, task_json
 
 __all__ = [
+    "RECENT_FINISHED",
     "REMOTE_CANCEL_WAIT_S",
     "STATUS_PAGE_SIZE",
     "STOP_REASON",
+    "SUMMARY_CHARS",
     "GatewayTasks",
     "TaskScope",
     "stored_task_json",
@@ -63,6 +66,10 @@ logger = logging.getLogger(__name__)
 REMOTE_CANCEL_WAIT_S = 10.0
 """Seconds ``script_cancel`` waits for another replica to end a call it runs (then it answers
 with the call as the store shows it, ``running`` if that replica did not answer)."""
+RECENT_FINISHED = 200
+"""Finished calls whose summary (the first :data:`SUMMARY_CHARS` of the result) stays in
+memory for the operator's view (the web console's background page); the store keeps them all."""
+SUMMARY_CHARS = 500
 STATUS_PAGE_SIZE = 10
 """Background calls one ``script_status`` listing answers at most; ``next_cursor`` (passed
 back as ``cursor``) gives the next ones."""
@@ -115,6 +122,7 @@ class GatewayTasks:
         self._own: dict[str, str] = {}  # ids this process runs in the background -> session
         # the finished calls of each live session that the store keeps: (started at, id)
         self._ended: dict[str, list[tuple[float, str]]] = {}
+        self._recent: deque[TaskInfo] = deque(maxlen=RECENT_FINISHED)
         self._recorded: dict[str, anyio.Event] = {}  # set once the hand-off row is written
         self._lock: StartupLock | None = None
         self._stopping = False
@@ -257,6 +265,19 @@ class GatewayTasks:
             self._own.pop(info.task_id, None)
             self.live.forget(info.task_id)
             self._ended.setdefault(info.session_id, []).append((info.started_at, info.task_id))
+            summary = ToolResult(
+                content=ToolResult.from_text(info.result.text[:SUMMARY_CHARS]).content,
+                is_error=info.result.is_error,
+            )
+            self._recent.append(replace(info, result=summary))
+
+    def operator_view(self) -> list[TaskInfo]:
+        """Every session's background calls, oldest first: those running and those that
+        ended lately (their results cut to :data:`SUMMARY_CHARS` once in the store)."""
+        live = self.live.list_all()
+        shown = {info.task_id for info in live}
+        recent = [info for info in self._recent if info.task_id not in shown]
+        return sorted([*recent, *live], key=lambda info: info.started_at)
 
     def forget_session(self, session_id: str) -> None:
         """Drop what memory holds of an ended session's finished calls (the store keeps

@@ -199,6 +199,7 @@ async def test_finished_background_calls_are_kept_in_the_store_and_listed_in_pag
             provider.release.set()  # every call ends
             await all_done.wait()
             in_memory = gateway.tasks.live.list_all()
+            operator_view = gateway.tasks.operator_view()
             listed: list[dict[str, Any]] = []
             pages = 0
             cursor: str | None = None
@@ -213,6 +214,8 @@ async def test_finished_background_calls_are_kept_in_the_store_and_listed_in_pag
             one = await client.call_tool("script_status", {"id": ids[0]})
             bad = await client.call_tool("script_status", {"cursor": "not-a-cursor"})
     assert in_memory == []  # the results are in the store, not in memory
+    assert [info.task_id for info in operator_view] == ids  # the console's recent ones
+    assert {info.status for info in operator_view} == {"ok"}
     assert [task["id"] for task in listed] == ids
     assert {task["status"] for task in listed} == {"ok"}
     assert pages == -(-calls // STATUS_PAGE_SIZE)
