@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -48,6 +49,7 @@ from sagents.gateway.console._live import (
     LiveRuns,
     LiveUpdate,
     TooManyStreams,
+    sse_frame,
 )
 from sagents.gateway.console._records import (
     CALLS_PAGE,
@@ -64,7 +66,7 @@ from sagents.gateway.console._records import (
     valid_run_id,
 )
 
-__all__ = ["CONSOLE_PATH", "ConsoleData", "build_console_app"]
+__all__ = ["CONSOLE_PATH", "ConsoleData", "build_console_app", "page_frames"]
 
 CONSOLE_PATH = "/console"
 """Where the console is served (pages under ``/console/``)."""
@@ -83,6 +85,10 @@ _HEADERS = (
 )
 """Sent on every console response: pages, errors, static files and unknown paths alike."""
 _HEARTBEAT_S = 15.0  # seconds between SSE comments that keep a quiet stream open
+# Seconds a page's stream waits after an event for the ones behind it, which then go out in
+# the same write: with many pages open, one write per event and page is what costs
+# (bench/bench_console_watchers.py --serve); a person watching does not see 50 ms.
+_COALESCE_S = 0.05
 _AUDIT_SCAN = 5000  # audit entries read for one Audit page (then filtered)
 _AUDIT_SHOWN = 200
 _RECORD_FILES = ("script.py", "calls.jsonl", "output.txt", "run.json")
@@ -595,7 +601,9 @@ class _Console:
                 return
             try:
                 subscription = live.subscribe(
-                    key=session.sid if session else "", principal=principal.identity
+                    key=session.sid if session else "",
+                    principal=principal.identity,
+                    output_of=run.tool_call_id if run is not None else None,
                 )
                 async with subscription as updates:
                     if not run_id and self.data.pending is not None:
@@ -603,23 +611,32 @@ class _Console:
                         # a request arrived reloads (no event can fall between render and here).
                         owner = None if principal.operator else principal.identity
                         ids = _ids_of(self.data.pending.pending(owner=owner))
-                        yield _sse({"type": "approvals.state", "ids": ids})
+                        yield sse_frame({"type": "approvals.state", "ids": ids})
                     if run is not None and self._visible(principal, run.session_id):
                         snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
                                     "progress": run.progress}  # fmt: skip
-                        yield _sse(snapshot)
+                        yield sse_frame(snapshot)
+                    tool_call_id = run.tool_call_id if run else None
                     while True:
-                        update: LiveUpdate | None = None
+                        batch: list[LiveUpdate] = []
                         with anyio.move_on_after(_HEARTBEAT_S):
-                            update = await updates.receive()
+                            batch.append(await updates.receive())
+                            await anyio.sleep(_COALESCE_S)  # a burst goes out as one write
+                            batch.extend(_waiting(updates))
                         if not alive():
                             return
-                        if update is None:
+                        if not batch:
                             yield b": keep-alive\n\n"
-                        elif self._visible(principal, update.session_id) and _wanted(
-                            update.event, run_id, run.tool_call_id if run else None
-                        ):
-                            yield _sse(update.event)
+                            continue
+                        frames = page_frames(
+                            batch,
+                            lambda u: (
+                                self._visible(principal, u.session_id)
+                                and _wanted(u.event, run_id, tool_call_id)
+                            ),
+                        )
+                        if frames:
+                            yield frames
             except (TooManyStreams, anyio.EndOfStream):
                 return  # too many opened meanwhile; or the session's streams were closed
 
@@ -666,8 +683,20 @@ def _wanted(event: dict[str, Any], run_id: str, tool_call_id: str | None) -> boo
     return False
 
 
-def _sse(data: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+def page_frames(batch: list[LiveUpdate], keep: Callable[[LiveUpdate], bool]) -> bytes:
+    """The frames of the updates in ``batch`` that a page ``keep``s, as one write (each
+    serialised once for every page: :attr:`LiveUpdate.frame`)."""
+    return b"".join(update.frame for update in batch if keep(update))
+
+
+def _waiting(updates: MemoryObjectReceiveStream[LiveUpdate]) -> list[LiveUpdate]:
+    """The updates already buffered for a page (taken without waiting)."""
+    found: list[LiveUpdate] = []
+    while True:
+        try:
+            found.append(updates.receive_nowait())
+        except anyio.WouldBlock:
+            return found
 
 
 def _parse_time(value: str) -> float | None:

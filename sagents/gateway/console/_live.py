@@ -7,11 +7,14 @@ passes every event to the console's open Server-Sent-Events streams, each
 a bounded memory stream (an event that does not fit a slow page is dropped for it; the page
 reloads what it shows from the records when a run ends). Open streams are counted per
 principal (at most :data:`MAX_STREAMS_PER_PRINCIPAL`) and closed with the console session that
-opened them (:meth:`LiveRuns.close_streams`).
+opened them (:meth:`LiveRuns.close_streams`). Each event is serialised once, as the SSE frame
+every page receives (:attr:`LiveUpdate.frame`), and a run's output (``tool_progress``) goes only
+to the pages that show that run's output, however many pages are open.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,7 +27,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from sagents.core.events import Event, ScriptProgressEvent, ToolProgressEvent
 from sagents.store._fair import FairMap
 
-__all__ = ["LiveRun", "LiveRuns", "LiveUpdate", "TooManyStreams"]
+__all__ = ["LiveRun", "LiveRuns", "LiveUpdate", "TooManyStreams", "sse_frame"]
 
 MAX_RUNS = 200  # runs kept in memory, oldest of the principal with the most dropped first
 MAX_CALL_TEXT = 256 * 1024  # characters of tool_progress text kept per call and stream
@@ -43,6 +46,12 @@ class _Subscriber:
     send: MemoryObjectSendStream[LiveUpdate]
     key: str  # the console session that opened it
     principal: str
+    output_of: str | None = None  # the call whose tool_progress output the page shows
+
+
+def sse_frame(data: dict[str, Any]) -> bytes:
+    """``data`` as one Server-Sent-Events ``data:`` frame (JSON, UTF-8)."""
+    return f"data: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +60,8 @@ class LiveUpdate:
 
     session_id: str
     event: dict[str, Any]
+    frame: bytes
+    """The event as the SSE frame a page sends: serialised once for every open page."""
 
 
 @dataclass(kw_only=True)
@@ -111,15 +122,21 @@ class LiveRuns:
         self.broadcast(session_id, data)
 
     def broadcast(self, session_id: str, data: dict[str, Any]) -> None:
-        """Pass one event object of ``session_id`` to every open page (never blocks)."""
-        update = LiveUpdate(session_id=session_id, event=data)
-        for subscriber in list(self._subscribers):
+        """Pass one event object of ``session_id`` to every open page that shows it (never
+        blocks): a ``tool_progress`` event only to the pages of its call's output."""
+        output = data.get("tool_call_id") if data.get("type") == "tool_progress" else None
+        pages = [s for s in self._subscribers if output is None or s.output_of == output]
+        if not pages:
+            return
+        update = LiveUpdate(session_id=session_id, event=data, frame=sse_frame(data))
+        for subscriber in pages:
             try:
                 subscriber.send.send_nowait(update)
             except anyio.WouldBlock:
                 pass  # this page is behind: progress is droppable, it reloads at the end
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subscribers.remove(subscriber)
+                if subscriber in self._subscribers:
+                    self._subscribers.remove(subscriber)
 
     def text_of(self, tool_call_id: str | None) -> dict[str, str]:
         """The kept ``tool_progress`` text of a call, by stream."""
@@ -142,13 +159,15 @@ class LiveRuns:
 
     @asynccontextmanager
     async def subscribe(
-        self, *, key: str = "", principal: str = ""
+        self, *, key: str = "", principal: str = "", output_of: str | None = None
     ) -> AsyncIterator[MemoryObjectReceiveStream[LiveUpdate]]:
-        """Receive every update while the block is open.
+        """Receive the updates while the block is open: every event but ``tool_progress``,
+        and the ``tool_progress`` of the call ``output_of`` (a run's page shows its output).
 
         Args:
             key: The console session opening the stream (:meth:`close_streams` ends it).
             principal: Who opens it: at most :data:`MAX_STREAMS_PER_PRINCIPAL` each.
+            output_of: The tool call id whose output the page shows, if any.
 
         Raises:
             TooManyStreams: ``principal`` has that many open already.
@@ -158,7 +177,7 @@ class LiveRuns:
                 f"{MAX_STREAMS_PER_PRINCIPAL} console pages are open with live updates already"
             )
         send, receive = anyio.create_memory_object_stream[LiveUpdate](SUBSCRIBER_BUFFER)
-        subscriber = _Subscriber(send, key, principal)
+        subscriber = _Subscriber(send, key, principal, output_of)
         self._subscribers.append(subscriber)
         try:
             yield receive
