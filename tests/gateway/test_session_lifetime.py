@@ -75,8 +75,6 @@ async def test_removing_the_workspace_of_a_live_session_does_not_end_the_gateway
             sessions = tmp_path / "data" / "workspaces" / "sessions"
             for workspace in sessions.iterdir():
                 shutil.rmtree(workspace)  # an operator cleans up
-            spares = sandbox_pids(serve.pid)
-            assert spares
             await short_session(serve.url)  # another session runs on
             await short_session(serve.url)
             assert serve.process.returncode is None
