@@ -54,6 +54,7 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   └── StoreSchemaError            store_schema_mismatch (found, expected)
     ├── ScriptError                     script_error
     │   ├── ScriptRejectedError         rejected
+    │   │   └── PreflightError          preflight_failed     (findings)
     │   └── ApprovalDeniedError         approval_denied
     └── ModelError                      model_error          (status)
         ├── ModelConfigError            model_not_configured
@@ -96,6 +97,7 @@ __all__ = [
     "ModelUnavailableError",
     "NotAllowedError",
     "PathNotAllowedError",
+    "PreflightError",
     "ProgressError",
     "QuotaExceededError",
     "ResultSerializationError",
@@ -488,6 +490,13 @@ class ScriptRejectedError(ScriptError):
     """The run was rejected by policy before it started (for example, a destructive tool)."""
 
     code = "rejected"
+
+
+class PreflightError(ScriptRejectedError):
+    """The pre-flight check found mistakes in a script before it ran (docs/run_script.md,
+    "Pre-flight check"). ``details["findings"]`` lists each as ``{"line", "tool", "problem"}``."""
+
+    code = "preflight_failed"
 
 
 class ApprovalDeniedError(ScriptError):

@@ -143,10 +143,10 @@ class ServerEntryParams(_Strict):
 
 class ScriptsParams(_Strict):
     """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes, 32 MiB of
-    output; docs/run_script.md), in one shape::
+    output; docs/run_script.md), and the pre-flight check's switch, in one shape::
 
         "scripts": {"maxCalls": 2000, "maxConcurrency": 4, "timeoutSec": 1800,
-                    "maxOutputBytes": 33554432}
+                    "maxOutputBytes": 33554432, "preflight": true}
 
     ``maxParallel``, an older spelling of ``maxConcurrency``, is still read, with a warning.
     """
@@ -155,6 +155,7 @@ class ScriptsParams(_Strict):
     max_concurrency: int = Field(default=4, alias="maxConcurrency", ge=1)
     timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
     max_output_bytes: int = Field(default=32 * 1024 * 1024, alias="maxOutputBytes", gt=0)
+    preflight: StrictBool = True
 
     @model_validator(mode="before")
     @classmethod
@@ -178,6 +179,7 @@ class ScriptsParams(_Strict):
             max_concurrency=self.max_concurrency,
             timeout_s=self.timeout_sec,
             max_output_bytes=self.max_output_bytes,
+            preflight=self.preflight,
         )
 
     @classmethod

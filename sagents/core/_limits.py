@@ -23,6 +23,9 @@ class ScriptLimits:
         max_model_chars: Printed characters shown to the model before head+tail cutting.
         drain_grace_s: Seconds to keep reading output after the script exits (a leftover
             child may hold the pipes open) before its tree is killed.
+        preflight: Check each script's statically visible tool calls against the run's plan
+            before anything runs (``scripts.preflight``; docs/run_script.md, "Pre-flight
+            check").
     """
 
     max_calls: int = 2000
@@ -31,6 +34,7 @@ class ScriptLimits:
     max_output_bytes: int = 32 * 1024 * 1024
     max_model_chars: int = 20_000
     drain_grace_s: float = 2.0
+    preflight: bool = True
 
     def __post_init__(self) -> None:
         if self.max_calls < 0 or self.max_concurrency < 1:

@@ -32,6 +32,7 @@ from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
     NotAllowedError,
+    PreflightError,
     QuotaExceededError,
     SagentsError,
     SandboxError,
@@ -44,6 +45,7 @@ from sagents.script._dispatcher import CallTool, ScriptDispatcher
 from sagents.script._launcher import Launcher, LaunchSpec, ScriptProcess
 from sagents.script._output import OutputCapture, RunSummary, format_model_text
 from sagents.script._policy import ScriptPlan, plan_script
+from sagents.script._preflight import check_script
 from sagents.script._records import CALLS_FLUSH_INTERVAL_S, ScriptRecords, new_script_id
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
@@ -249,6 +251,11 @@ class ScriptRunner:
         except ScriptRejectedError as error:
             note = str(error).removeprefix("run_script rejected: ")
             return await self._finish(handle, run, "rejected", note=note)
+        if self._limits.preflight:  # before any approval: nothing is asked for a wrong script
+            try:
+                check_script(request.code, plan)
+            except PreflightError as error:
+                return await self._finish(handle, run, "rejected", note=str(error), refusal=error)
         decision = request.decision
         if decision is None and plan.needs_approval:
             asked = ApprovalRequest.for_script(
@@ -431,6 +438,7 @@ class ScriptRunner:
         records: ScriptRecords | None = None,
         capture: OutputCapture | None = None,
         dispatcher: ScriptDispatcher | None = None,
+        refusal: PreflightError | None = None,
     ) -> ScriptRunResult:
         counters = dispatcher.counters() if dispatcher is not None else None
         if records is not None:
@@ -464,6 +472,7 @@ class ScriptRunner:
             records_dir=summary.records_dir,
             output=text,
             truncated=capture.truncated if capture else False,
+            error_code=refusal.code if refusal is not None else None,
         )
         if records is not None:
             records.write_status({**result.to_dict(), "output": None, "ended": time.time()})

@@ -41,7 +41,7 @@ import anyio.abc
 
 from sagents.audit._store import AuditStore, ReachableStore
 from sagents.core._limits import ScriptLimits
-from sagents.core._result import ToolResult
+from sagents.core._result import ErrorInfo, ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.core.events import (
     BackgroundDoneEvent,
@@ -356,10 +356,14 @@ class RunScriptTool:
             with anyio.CancelScope(shield=True):
                 await handle.wait()
             raise
+        error = None
+        if result.error_code is not None:  # refused before it ran: the code crosses the wire
+            error = ErrorInfo(code=result.error_code, message=result.output)
         return ToolResult(
             content=ToolResult.from_text(result.output).content,
             structured={**result.to_dict(), "output": None},
             is_error=result.status != "ok",
+            error=error,
         )
 
     async def _host(

@@ -85,6 +85,8 @@ class ScriptRunResult:
         audit: ``written`` once the run's audit row is in the store, ``missing`` when it
             could not be written (the summary line then ends with
             ``audit not written: <reason>``), None without an audit store.
+        error_code: The stable code of the error that refused the run before it started
+            (``preflight_failed``), or None.
     """
 
     script_id: str
@@ -98,12 +100,14 @@ class ScriptRunResult:
     output: str
     truncated: bool
     audit: Literal["written", "missing"] | None = None
+    error_code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``status, exit_code, calls, failed, duration_s, records_dir,
-        output, truncated`` plus ``script_id``, ``calls_per_tool`` and, with an audit store,
-        ``audit`` (``written`` or ``missing``)."""
+        output, truncated`` plus ``script_id``, ``calls_per_tool``, with an audit store
+        ``audit`` (``written`` or ``missing``), and ``error_code`` when set."""
         audit = {"audit": self.audit} if self.audit is not None else {}
+        extra = {} if self.error_code is None else {"error_code": self.error_code}
         return {
             "status": self.status,
             "exit_code": self.exit_code,
@@ -116,6 +120,7 @@ class ScriptRunResult:
             "script_id": self.script_id,
             "calls_per_tool": dict(self.calls_per_tool),
             **audit,
+            **extra,
         }
 
 

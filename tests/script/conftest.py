@@ -98,6 +98,11 @@ def tools() -> FakeTools:
 
 RunnerFactory = Callable[..., ScriptRunner]
 
+RUN_TIME_ONLY = ScriptLimits(timeout_s=60.0, preflight=False)
+"""Limits for a test of the run-time refusal of a call the pre-flight would refuse before the
+run (a tool name the source does not fix still reaches it; docs/run_script.md, "Pre-flight
+check")."""
+
 
 @pytest.fixture
 def make_runner(runtime: ScriptRuntime, workspace: Path, tools: FakeTools) -> RunnerFactory:

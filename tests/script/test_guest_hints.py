@@ -9,13 +9,13 @@ import anyio
 import pytest
 
 from sagents.script._values import ScriptRequest, ScriptRunResult
-from tests.script.conftest import RunnerFactory
+from tests.script.conftest import RUN_TIME_ONLY, RunnerFactory
 
 pytestmark = pytest.mark.anyio
 
 
 async def _run(make_runner: RunnerFactory, code: str) -> ScriptRunResult:
-    runner = make_runner()
+    runner = make_runner(limits=RUN_TIME_ONLY)  # these unknown names are the run's to hint at
     with anyio.fail_after(60):
         return await runner.run(ScriptRequest(code=textwrap.dedent(code), description="test"))
 

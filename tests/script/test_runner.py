@@ -14,7 +14,7 @@ from sagents.core._limits import ScriptLimits
 from sagents.errors import NotAllowedError
 from sagents.script._values import ScriptProgressUpdate, ScriptRequest, ScriptRunResult
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Decision, DenyAllApprover
-from tests.script.conftest import FakeTools, RunnerFactory, read_calls
+from tests.script.conftest import RUN_TIME_ONLY, FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -344,6 +344,7 @@ async def test_calls_to_tools_the_script_may_not_call_raise_tool_error(
         except ToolError as error:
             print("refused", error.tool, error.code, error.message)
         """,
+        limits=RUN_TIME_ONLY,
     )
     assert result.status == "ok", result.output
     assert f"refused {tool} {code}" in result.output
