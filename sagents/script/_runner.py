@@ -1,9 +1,10 @@
 """One run_script run, start to end (docs/architecture.md, "One run_script").
 
-policy check → approval → records → launch with fds 3/4 → dispatcher + output drain → exit,
-timeout, output cap or cancel (whole tree killed, calls in flight cancelled) → records complete
-→ one audit entry → the model-facing text; then, after the result, the records made durable
-(``fsync``): :meth:`ScriptRunner.run` returns after it, an entered runner waits for it.
+policy check → pre-flight check (docs/run_script.md) → approval → records → launch with fds
+3/4 → dispatcher + output drain → exit, timeout, output cap or cancel (whole tree killed, calls
+in flight cancelled) → records complete → one audit entry → the model-facing text; then, after
+the result, the records made durable (``fsync``): :meth:`ScriptRunner.run` returns after it, an
+entered runner waits for it.
 
 :meth:`ScriptRunner.run` waits for the result. Inside ``async with runner:``,
 :meth:`ScriptRunner.start` returns a :class:`ScriptHandle` at once, to be awaited or cancelled
