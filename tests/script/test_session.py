@@ -427,3 +427,20 @@ async def test_runs_during_a_database_outage_have_their_row_or_say_so_and_are_re
     assert after.structured is not None
     assert after.structured["audit"] == "written"
     assert [row.data["description"] for row in rows] == ["after", "before"]
+
+
+async def test_a_script_the_preflight_refuses_is_an_error_result_with_its_code(
+    setup: Setup,
+) -> None:
+    code = "from agent_tools import call\ncall('fleet__set', {'sn': 'A'})\ncall('fleet__gte', {})\n"
+    async with setup.tool(mode="ask") as run_script:
+        with anyio.fail_after(60):
+            result = await run_script.run(code, ["fleet__set"], "two calls")
+    assert result.is_error
+    assert result.error is not None
+    assert result.error.code == "preflight_failed"
+    assert "line 3: no tool 'fleet__gte'" in result.text
+    assert result.structured["error_code"] == "preflight_failed"
+    assert setup.approver.requests == []  # refused before the approval
+    assert setup.fleet.calls == []
+    assert [entry.status for entry in setup.audit.entries] == ["rejected"]
