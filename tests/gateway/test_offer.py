@@ -47,6 +47,9 @@ def _config(tmp_path: Path) -> Path:
     return config
 
 
+VISIBLE = "from agent_tools import call\ncall('fault__echo', {'text': 'x'})\n"
+
+
 async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -> None:
     config = _config(tmp_path)
     adder = load_profiles(config)["adder"]
@@ -58,8 +61,9 @@ async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -
     }
     unlisted_write = {
         "code": (
-            "from agent_tools import call, ToolError\n"
-            "try:\n    call('fault__echo', {'text': 'x'})\nexcept ToolError as e:\n"
+            "from agent_tools import call, ToolError\n"  # a name the pre-flight cannot read:
+            "name = 'fault__' + 'echo'\n"  # the run's own refusal is under test
+            "try:\n    call(name, {'text': 'x'})\nexcept ToolError as e:\n"
             "    print('refused:', e)\nprint('sum', call('fault__add', {'a': 1, 'b': 2})['sum'])"
         ),
         "tools": [],
@@ -71,6 +75,7 @@ async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -
                 tools = {tool.name: tool for tool in (await client.list_tools()).tools}
                 rejected = await client.call_tool("run_script", listed_write)
                 refused = await client.call_tool("run_script", unlisted_write)
+                visible = await client.call_tool("run_script", {**unlisted_write, "code": VISIBLE})
                 direct = await client.call_tool("fault__echo", {"text": "x"})
     assert set(tools) == {"fault__add", "run_script"}
     assert "fault__echo" not in (tools["run_script"].description or "")
@@ -80,6 +85,8 @@ async def test_a_profiles_tools_filter_holds_inside_run_script(tmp_path: Path) -
     text = text_of(refused)
     assert "refused:" in text
     assert "sum 3" in text
+    assert visible.is_error is True
+    assert "line 2: no tool 'fault__echo' is available to this script" in text_of(visible)
     assert direct.is_error is True
 
 
