@@ -313,6 +313,7 @@ class ConfiguredGateway(Gateway):
             background_after_s=plan.background_after_s,
             workspace=plan.workspaces,
             scripts=scripts,
+            script_preflight=plan.config.scripts.preflight,
             store=store,
             upstream=self.forwarding,
             approvals=settings.approvals,

@@ -113,6 +113,7 @@ from sagents.gateway._tracing import trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, plan_script
+from sagents.script._preflight import check_script
 from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
@@ -209,6 +210,9 @@ class Gateway:
         scripts: Runs ``run_script`` for the sessions (offered per session, see
             :class:`~sagents.gateway._offer.SessionOffer`); None offers no ``run_script``
             beyond what the provider itself holds.
+        script_preflight: Check a run_script's script before its approval is asked
+            (``scripts.preflight``; docs/run_script.md, "Pre-flight check"): a script with
+            visible mistakes is not asked about, and its run refuses it.
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway._restart`); None keeps them in memory.
         store: An entered store whose tasks, approvals and shared secret the gateway uses
@@ -247,6 +251,7 @@ class Gateway:
         background_after_s: float | None = None,
         workspace: str | Workspaces | None = None,
         scripts: ScriptHost | None = None,
+        script_preflight: bool = True,
         task_store: SqliteTaskStore | TaskStore | None = None,
         store: GatewayStore | None = None,
         upstream: UpstreamForwarding | None = None,
@@ -266,6 +271,7 @@ class Gateway:
         self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
+        self.script_preflight = script_preflight
         self.upstream = upstream
         self.tool_search = tool_search
         self._shared_sessions: dict[str, _ClientSession] = {}
@@ -698,7 +704,8 @@ class Gateway:
         """A run_script's one approval (None: nothing to ask) and the tools its run may call.
 
         run_script's pre-run check (:func:`sagents.script._policy.plan_script`) over what the
-        session's scripts are offered, with the session's grants; a run it rejects, or bad
+        session's scripts are offered, with the session's grants, then the pre-flight check of
+        the script (docs/run_script.md, "Pre-flight check"); a run either rejects, or bad
         arguments, approves nothing (the run then says why it was rejected)."""
         code, listed = arguments.get("code"), arguments.get("tools") or []
         description = arguments.get("description") or ""
@@ -714,7 +721,9 @@ class Gateway:
                 session.offer.for_scripts().list_specs(), names, session.mode,
                 session_allowed=granted,
             )  # fmt: skip
-        except ScriptRejectedError:
+            if self.script_preflight:
+                check_script(code, plan)  # a script with visible mistakes is not asked about
+        except ScriptRejectedError:  # and PreflightError: the run says why, nothing is asked
             return None, frozenset()
         covered = frozenset(plan.callable)
         if not plan.needs_approval:

@@ -105,3 +105,19 @@ async def test_a_2026_client_that_denies_a_run_script_gets_a_rejection_and_nothi
     assert "from-script" not in text_of(ran)
     assert "the user did not approve the write tools fault__echo" in text_of(ran)
     assert len(answers.messages) == 1
+
+
+async def test_a_script_the_preflight_refuses_is_never_asked_about(tmp_path: Path) -> None:
+    answers = Answers("allow_once")
+    broken = (
+        "from agent_tools import call\n"
+        "call('fault__echo', {'text': 'x'})\n"
+        "call('fault__ech', {'text': 'x'})\n"
+    )
+    script = {"code": broken, "tools": ["fault__echo"], "description": "echo with a typo"}
+    with anyio.fail_after(90):
+        async with Client(serve(tmp_path), mode="legacy", elicitation_callback=answers) as client:
+            refused = await client.call_tool("run_script", script)
+    assert refused.is_error is True
+    assert "line 3: no tool 'fault__ech' is available to this script" in text_of(refused)
+    assert answers.messages == []  # the gateway's approval step checks the script first
