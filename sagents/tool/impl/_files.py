@@ -14,6 +14,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from sagents.core._result import TextContent, ToolResult
 from sagents.errors import (
     BinaryFileError,
@@ -23,7 +25,7 @@ from sagents.errors import (
     FileToolError,
 )
 from sagents.sandbox import Sandbox
-from sagents.sandbox._patterns import compile_regex, glob_regex
+from sagents.sandbox._patterns import LinearRegex, compile_regex, glob_regex
 from sagents.tool.impl._settings import BuiltinSettings
 
 __all__ = ["FileTools", "decode_text", "is_binary"]
@@ -308,12 +310,14 @@ class FileTools:
             data = await sandbox.read_file(file)
             if is_binary(data):
                 continue
-            for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    if len(matches) >= self._s.grep_max_matches:
-                        more = True
-                        break
-                    matches.append({"path": file, "line": number, "text": line})
+            # RE2 is linear in the text, not in the pattern (its NFA, once a pattern outgrows
+            # its DFA's memory, takes thousands of steps per character): the search holds a
+            # worker thread (RE2 releases the GIL), never the event loop every session shares.
+            room = self._s.grep_max_matches - len(matches)
+            found, more = await anyio.to_thread.run_sync(
+                _matching_lines, regex, file, data, room, abandon_on_cancel=True
+            )
+            matches.extend(found)
             if more:
                 break
         limit = self._s.max_line_chars
@@ -325,3 +329,17 @@ class FileTools:
             content=(TextContent(text=text),),
             structured={"matches": matches, "truncated": more, "files_searched": len(files)},
         )
+
+
+def _matching_lines(
+    regex: LinearRegex, file: str, data: bytes, room: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """The lines of ``data`` that ``regex`` finds something in, at most ``room`` of them, and
+    whether there were more. Blocking: run it in a worker thread."""
+    found: list[dict[str, Any]] = []
+    for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
+        if regex.search(line):
+            if len(found) >= room:
+                return found, True
+            found.append({"path": file, "line": number, "text": line})
+    return found, False
