@@ -271,19 +271,19 @@ class FileTools:
         pending = [stat.path]
         while pending and len(found) < self._s.grep_max_files:
             directory = pending.pop()
+            files: list[tuple[str, str]] = []  # (path, name)
             for entry in await sandbox.list_dir(directory):
                 child = posixpath.join(directory, entry.name)
                 if entry.kind == "dir":
                     if entry.name not in (".git", "node_modules", "__pycache__", ".venv"):
                         pending.append(child)
                 elif entry.kind == "file" and entry.size <= self._s.file_max_bytes:
-                    relative = posixpath.relpath(child, stat.path)
-                    if (
-                        matcher is None
-                        or matcher.fullmatch(relative)
-                        or matcher.fullmatch(entry.name)
-                    ):
-                        found.append(child)
+                    files.append((child, entry.name))
+            if matcher is not None:  # in a worker thread, as grep's search (RE2 frees the GIL)
+                files = await anyio.to_thread.run_sync(
+                    _included, matcher, stat.path, files, abandon_on_cancel=True
+                )
+            found.extend(child for child, _ in files)
         return sorted(found)[: self._s.grep_max_files]
 
     async def grep(
@@ -343,3 +343,15 @@ def _matching_lines(
                 return found, True
             found.append({"path": file, "line": number, "text": line})
     return found, False
+
+
+def _included(
+    matcher: LinearRegex, root: str, files: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The ``(path, name)`` of ``files`` whose path under ``root`` or name ``matcher`` matches.
+    Blocking: run it in a worker thread."""
+    return [
+        (child, name)
+        for child, name in files
+        if matcher.fullmatch(posixpath.relpath(child, root)) or matcher.fullmatch(name)
+    ]

@@ -14,7 +14,7 @@ import pytest
 
 from sagents.core._result import ToolResult
 from sagents.sandbox import Sandbox, SandboxParams, create_sandbox
-from sagents.sandbox._patterns import compile_regex
+from sagents.sandbox._patterns import compile_regex, glob_regex
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import _files as files_module
 from sagents.tool.impl import register_builtin_tools, single_sandbox
@@ -142,6 +142,10 @@ class _Watched:
         self._regex = compile_regex(pattern, ignore_case=ignore_case)
         return self
 
+    def compile_glob(self, pattern: str) -> _Watched:
+        self._regex = glob_regex(pattern)
+        return self
+
     def search(self, text: str) -> object | None:
         self.started.set()
         self.running = True
@@ -149,6 +153,34 @@ class _Watched:
             return self._regex.search(text)
         finally:
             self.running = False
+
+    def fullmatch(self, text: str) -> object | None:
+        self.started.set()
+        self.running = True
+        try:
+            return self._regex.fullmatch(text)
+        finally:
+            self.running = False
+
+
+async def _grep_while_watched(env: Env, watched: _Watched, **arguments: Any) -> ToolResult:
+    """Run a grep; assert another task ran while one of ``watched``'s matches was running."""
+    seen: dict[str, bool] = {}
+    results: dict[str, ToolResult] = {}
+
+    async def evil() -> None:
+        results["evil"] = await env.call("grep", session="attacker", **arguments)
+
+    async def other() -> None:
+        started = await anyio.to_thread.run_sync(watched.started.wait, BOUND_S)
+        seen["ran during a match"] = started and watched.running
+
+    with anyio.fail_after(BOUND_S * 4):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(evil)
+            tg.start_soon(other)
+    assert seen["ran during a match"]
+    return results["evil"]
 
 
 async def test_a_costly_grep_search_runs_off_the_event_loop(
@@ -158,21 +190,20 @@ async def test_a_costly_grep_search_runs_off_the_event_loop(
     await env.sandbox.write_file("long.txt", b"a" * 50_000 + b"\n")
     watched = _Watched()
     monkeypatch.setattr(files_module, "compile_regex", watched.compile)
-    seen: dict[str, bool] = {}
-    results: dict[str, ToolResult] = {}
+    result = await _grep_while_watched(env, watched, pattern=COSTLY_REGEX, path="long.txt")
+    assert result.structured["matches"] == []
 
-    async def evil() -> None:
-        results["evil"] = await env.call(
-            "grep", session="attacker", pattern=COSTLY_REGEX, path="long.txt"
-        )
 
-    async def other() -> None:
-        started = await anyio.to_thread.run_sync(watched.started.wait, BOUND_S)
-        seen["ran during the search"] = started and watched.running
-
-    with anyio.fail_after(BOUND_S * 4):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(evil)
-            tg.start_soon(other)
-    assert seen["ran during the search"]
-    assert results["evil"].structured["matches"] == []
+async def test_a_costly_grep_include_glob_runs_off_the_event_loop(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``**`` then 2,000 classes: RE2's NFA takes ~0.06 s per 1,000 characters of a path."""
+    deep = "/".join(["ab" * 120] * 15)  # 3,614 characters
+    await env.sandbox.mkdir(deep)
+    for i in range(2):
+        await env.sandbox.write_file(f"{deep}/{i}", b"x\n")
+    watched = _Watched()
+    monkeypatch.setattr(files_module, "glob_regex", watched.compile_glob)
+    glob = "**" + "[ab/]" * 2000 + "c"  # a class may name "/"
+    result = await _grep_while_watched(env, watched, pattern="x", path="ab" * 120, include=glob)
+    assert result.structured["matches"] == []
