@@ -9,9 +9,10 @@ read:
 
 - percent-encodings of unreserved characters are decoded and the others' hex digits upper-cased,
   the scheme lower-cased (RFC 3986, section 6.2.2);
-- a URI whose path then still holds a dot-segment (``.`` or ``..``, also written ``%2e``) or an
-  encoded separator (``%2F``, ``%5C``, or a backslash) is refused: RFC 3986's dot-segment removal
-  (section 5.2.4) would make it name another resource than the one written;
+- a URI whose path, query or fragment then still holds a dot-segment (``.`` or ``..``, also
+  written ``%2e``) or an encoded separator (``%2F``, ``%5C``, or a backslash) is refused: RFC
+  3986's dot-segment removal (section 5.2.4), or an upstream that reads a query as part of a
+  path, would make it name another resource than the one written;
 - patterns are globs whose ``*`` and ``?`` never cross ``/`` and whose ``**`` does (matched by
   RE2, in linear time: :func:`sagents.sandbox._patterns.glob_regex`).
 """
@@ -29,6 +30,7 @@ _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _ENCODED_SEPARATORS = ("%2F", "%5C", "\\")
+_SEGMENT_MARKS = re.compile(r"[/?#]")  # what ends a segment, in the path and after it
 
 
 def _decoded_unreserved(match: re.Match[str]) -> str:
@@ -49,12 +51,13 @@ def normalised_uri(uri: str) -> str:
     scheme, colon, rest = text.partition(":")
     if not colon or not _SCHEME.fullmatch(scheme):
         scheme, rest = "", text
-    ends = [i for i in (rest.find("?"), rest.find("#")) if i >= 0]
-    path = rest[: min(ends)] if ends else rest
+    # The path with its query and fragment: a gateway URI's query is part of its upstream
+    # URI, and an upstream may read either as a path ("file:///public/a?/../../private").
+    path = rest
     if path.startswith("//"):  # an authority, then the path
         slash = path.find("/", 2)
         path = "" if slash < 0 else path[slash:]
-    if any(segment in (".", "..") for segment in path.split("/")):
+    if any(segment in (".", "..") for segment in _SEGMENT_MARKS.split(path)):
         raise ValueError(f"the resource URI {uri!r} has a '.' or '..' segment in its path")
     for separator in _ENCODED_SEPARATORS:
         if separator in path:

@@ -349,7 +349,10 @@ class _Proxy:
         except OSError as error:
             raise _Refused(502, f"cannot connect to {request.target}: {error}") from None
         local = parse_address(str(upstream.extra(SocketAttribute.local_address)[0]))
-        own = await anyio.to_thread.run_sync(_is_own_port, addresses[0], port, local)
+        # The peer reached, not the address written: a connection to 0.0.0.0 (or ::) reaches
+        # this host's loopback.
+        reached = parse_address(str(upstream.extra(SocketAttribute.remote_address)[0]))
+        own = await anyio.to_thread.run_sync(_is_own_port, reached, port, local)
         if own:
             await upstream.aclose()  # before any byte was sent
             raise _Refused(

@@ -45,6 +45,28 @@ def test_dot_segments_and_encoded_separators_are_refused_whatever_the_pattern(ur
     assert not resource_offered(None, uri)
 
 
+# A gateway URI's query is its upstream URI's path when that URI holds a '?' or '#': an upstream
+# that reads its URI as a path (``Path(uri.removeprefix("file://")).resolve()``) walks these.
+QUERY_ESCAPES = [
+    "file:///public/a?/../../private/secret.txt",
+    "file:///public/a#/../../private/secret.txt",
+    "file:///public/a?x=%2F..%2Fprivate",
+    "sagents://upstream/files/file:///public/a?/../../private/secret.txt",
+    "sagents://upstream/files/file:///public/a#/../private/secret.txt",
+]
+
+
+@pytest.mark.parametrize("uri", QUERY_ESCAPES)
+def test_dot_segments_after_a_query_or_fragment_mark_are_refused_too(uri: str) -> None:
+    with pytest.raises(ValueError, match=r"segment|separator"):
+        normalised_uri(uri)
+    assert not resource_offered(frozenset({"file:///public/**", "sagents://**"}), uri)
+
+
+def test_a_query_without_dot_segments_is_kept() -> None:
+    assert normalised_uri("note://items/a?page=2#top") == "note://items/a?page=2#top"
+
+
 def test_a_star_never_crosses_a_slash_and_a_double_star_does() -> None:
     assert resource_offered(PUBLIC, "file:///public/a.txt")
     assert not resource_offered(PUBLIC, "file:///public/sub/a.txt")

@@ -154,6 +154,30 @@ async def test_a_port_of_this_process_is_refused_after_connecting_before_any_byt
     assert b"a port of the gateway (this host process) itself" in answer
 
 
+@pytest.mark.parametrize(
+    ("family", "bound", "allowed", "target"),
+    [
+        (socket.AF_INET, "127.0.0.1", "0.0.0.0/0", "0.0.0.0"),
+        (socket.AF_INET, "127.0.0.1", "0.0.0.0", "0.0.0.0"),
+        (socket.AF_INET6, "::1", "::/0", "[::]"),
+    ],
+)
+async def test_the_unspecified_address_does_not_reach_a_port_of_this_process(
+    family: socket.AddressFamily, bound: str, allowed: str, target: str
+) -> None:
+    """Connecting to 0.0.0.0 (or ::) reaches this host's loopback: what counts is the peer the
+    connection reached, not the address written."""
+    with socket.socket(family) as gateway:
+        gateway.bind((bound, 0))
+        gateway.listen()
+        port = gateway.getsockname()[1]
+        allow = NetworkPolicy(allow=(allowed,))
+        async with egress_proxy(allow, label="t") as path:
+            answer = await _ask(path, f"CONNECT {target}:{port} HTTP/1.1\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 403"), answer
+    assert b"a port of the gateway (this host process) itself" in answer
+
+
 async def test_connections_over_the_cap_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(egress, "MAX_CONNECTIONS", 1)
     async with http_peer() as port:

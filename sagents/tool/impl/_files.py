@@ -14,6 +14,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from sagents.core._result import TextContent, ToolResult
 from sagents.errors import (
     BinaryFileError,
@@ -23,7 +25,7 @@ from sagents.errors import (
     FileToolError,
 )
 from sagents.sandbox import Sandbox
-from sagents.sandbox._patterns import compile_regex, glob_regex
+from sagents.sandbox._patterns import LinearRegex, compile_regex, glob_regex
 from sagents.tool.impl._settings import BuiltinSettings
 
 __all__ = ["FileTools", "decode_text", "is_binary"]
@@ -269,19 +271,19 @@ class FileTools:
         pending = [stat.path]
         while pending and len(found) < self._s.grep_max_files:
             directory = pending.pop()
+            files: list[tuple[str, str]] = []  # (path, name)
             for entry in await sandbox.list_dir(directory):
                 child = posixpath.join(directory, entry.name)
                 if entry.kind == "dir":
                     if entry.name not in (".git", "node_modules", "__pycache__", ".venv"):
                         pending.append(child)
                 elif entry.kind == "file" and entry.size <= self._s.file_max_bytes:
-                    relative = posixpath.relpath(child, stat.path)
-                    if (
-                        matcher is None
-                        or matcher.fullmatch(relative)
-                        or matcher.fullmatch(entry.name)
-                    ):
-                        found.append(child)
+                    files.append((child, entry.name))
+            if matcher is not None:  # in a worker thread, as grep's search (RE2 frees the GIL)
+                files = await anyio.to_thread.run_sync(
+                    _included, matcher, stat.path, files, abandon_on_cancel=True
+                )
+            found.extend(child for child, _ in files)
         return sorted(found)[: self._s.grep_max_files]
 
     async def grep(
@@ -308,12 +310,14 @@ class FileTools:
             data = await sandbox.read_file(file)
             if is_binary(data):
                 continue
-            for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    if len(matches) >= self._s.grep_max_matches:
-                        more = True
-                        break
-                    matches.append({"path": file, "line": number, "text": line})
+            # RE2 is linear in the text, not in the pattern (its NFA, once a pattern outgrows
+            # its DFA's memory, takes thousands of steps per character): the search holds a
+            # worker thread (RE2 releases the GIL), never the event loop every session shares.
+            room = self._s.grep_max_matches - len(matches)
+            found, more = await anyio.to_thread.run_sync(
+                _matching_lines, regex, file, data, room, abandon_on_cancel=True
+            )
+            matches.extend(found)
             if more:
                 break
         limit = self._s.max_line_chars
@@ -325,3 +329,29 @@ class FileTools:
             content=(TextContent(text=text),),
             structured={"matches": matches, "truncated": more, "files_searched": len(files)},
         )
+
+
+def _matching_lines(
+    regex: LinearRegex, file: str, data: bytes, room: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """The lines of ``data`` that ``regex`` finds something in, at most ``room`` of them, and
+    whether there were more. Blocking: run it in a worker thread."""
+    found: list[dict[str, Any]] = []
+    for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
+        if regex.search(line):
+            if len(found) >= room:
+                return found, True
+            found.append({"path": file, "line": number, "text": line})
+    return found, False
+
+
+def _included(
+    matcher: LinearRegex, root: str, files: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The ``(path, name)`` of ``files`` whose path under ``root`` or name ``matcher`` matches.
+    Blocking: run it in a worker thread."""
+    return [
+        (child, name)
+        for child, name in files
+        if matcher.fullmatch(posixpath.relpath(child, root)) or matcher.fullmatch(name)
+    ]

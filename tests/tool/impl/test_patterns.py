@@ -4,6 +4,7 @@ process are answered meanwhile."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ import pytest
 
 from sagents.core._result import ToolResult
 from sagents.sandbox import Sandbox, SandboxParams, create_sandbox
+from sagents.sandbox._patterns import compile_regex, glob_regex
 from sagents.tool import SessionContext, ToolManager
+from sagents.tool.impl import _files as files_module
 from sagents.tool.impl import register_builtin_tools, single_sandbox
 
 pytestmark = pytest.mark.anyio
@@ -121,3 +124,86 @@ async def test_an_invalid_glob_class_is_a_clear_error(env: Env) -> None:
     result = await env.call("glob", pattern="[z-a]*")
     assert result.is_error
     assert "invalid glob pattern" in result.text
+
+
+# RE2 is linear in the text but not in the pattern: this one runs RE2 out of DFA memory, and its
+# NFA fallback takes about 3,000 steps per character (seconds for 50,000 "a").
+COSTLY_REGEX = "(?:a?){1000}a{1000}b"
+
+
+class _Watched:
+    """Compiles patterns whose searches say when one started and whether one is running."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.running = False
+
+    def compile(self, pattern: str, *, ignore_case: bool = False) -> _Watched:
+        self._regex = compile_regex(pattern, ignore_case=ignore_case)
+        return self
+
+    def compile_glob(self, pattern: str) -> _Watched:
+        self._regex = glob_regex(pattern)
+        return self
+
+    def search(self, text: str) -> object | None:
+        self.started.set()
+        self.running = True
+        try:
+            return self._regex.search(text)
+        finally:
+            self.running = False
+
+    def fullmatch(self, text: str) -> object | None:
+        self.started.set()
+        self.running = True
+        try:
+            return self._regex.fullmatch(text)
+        finally:
+            self.running = False
+
+
+async def _grep_while_watched(env: Env, watched: _Watched, **arguments: Any) -> ToolResult:
+    """Run a grep; assert another task ran while one of ``watched``'s matches was running."""
+    seen: dict[str, bool] = {}
+    results: dict[str, ToolResult] = {}
+
+    async def evil() -> None:
+        results["evil"] = await env.call("grep", session="attacker", **arguments)
+
+    async def other() -> None:
+        started = await anyio.to_thread.run_sync(watched.started.wait, BOUND_S)
+        seen["ran during a match"] = started and watched.running
+
+    with anyio.fail_after(BOUND_S * 4):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(evil)
+            tg.start_soon(other)
+    assert seen["ran during a match"]
+    return results["evil"]
+
+
+async def test_a_costly_grep_search_runs_off_the_event_loop(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search RE2 takes seconds over leaves every other session's task running meanwhile."""
+    await env.sandbox.write_file("long.txt", b"a" * 50_000 + b"\n")
+    watched = _Watched()
+    monkeypatch.setattr(files_module, "compile_regex", watched.compile)
+    result = await _grep_while_watched(env, watched, pattern=COSTLY_REGEX, path="long.txt")
+    assert result.structured["matches"] == []
+
+
+async def test_a_costly_grep_include_glob_runs_off_the_event_loop(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``**`` then 2,000 classes: RE2's NFA takes ~0.06 s per 1,000 characters of a path."""
+    deep = "/".join(["ab" * 120] * 15)  # 3,614 characters
+    await env.sandbox.mkdir(deep)
+    for i in range(2):
+        await env.sandbox.write_file(f"{deep}/{i}", b"x\n")
+    watched = _Watched()
+    monkeypatch.setattr(files_module, "glob_regex", watched.compile_glob)
+    glob = "**" + "[ab/]" * 2000 + "c"  # a class may name "/"
+    result = await _grep_while_watched(env, watched, pattern="x", path="ab" * 120, include=glob)
+    assert result.structured["matches"] == []
