@@ -205,10 +205,18 @@ def _is_whole_json(text: str) -> bool:
     return True
 
 
-def _extra(model: Any, name: str) -> Any:
-    """A field the SDK's type does not declare (pydantic keeps it in ``model_extra``)."""
+def _reasoning(model: Any) -> str:
+    """The reasoning text a delta or message carries (``reasoning_content`` or ``reasoning``,
+    fields the SDK's type does not declare: pydantic keeps them in ``model_extra``, read once
+    per chunk, bench/bench_agent_loop.py), "" when none."""
     extra = getattr(model, "model_extra", None)
-    return extra.get(name) if isinstance(extra, dict) else None
+    if not extra or not isinstance(extra, dict):
+        return ""
+    for name in _REASONING_FIELDS:
+        piece = extra.get(name)
+        if isinstance(piece, str) and piece:
+            return piece
+    return ""
 
 
 @dataclass(kw_only=True)
@@ -544,11 +552,13 @@ class OpenAIChatModel:
     async def _next(self, chunks: AsyncIterator[Any], ends: float) -> Any:
         """The next chunk, waiting at most ``timeout`` (keep-alive comments are not chunks)
         and never past the deadline; raises StopAsyncIteration at the end."""
-        left = ends - anyio.current_time()
-        with anyio.move_on_after(min(self.timeout, left)) as scope:
+        now = anyio.current_time()
+        # A bare CancelScope: move_on_after wraps one in a generator context manager, a cost
+        # paid on every chunk (bench/bench_agent_loop.py).
+        with anyio.CancelScope(deadline=min(now + self.timeout, ends)) as scope:
             return await chunks.__anext__()
         assert scope.cancelled_caught
-        if left <= self.timeout:
+        if ends - now <= self.timeout:
             self._past_deadline()
         raise ModelTimeoutError(
             f"the model endpoint {self.base_url!r} sent nothing of its answer for "
@@ -605,12 +615,10 @@ class OpenAIChatModel:
         events: list[TurnEvent] = []
         delta = choice.delta
         if delta is not None:
-            for name in _REASONING_FIELDS:
-                piece = _extra(delta, name)
-                if isinstance(piece, str) and piece:
-                    accumulator.reasoning.append(piece)
-                    events.append(ReasoningDelta(text=piece))
-                    break
+            piece = _reasoning(delta)
+            if piece:
+                accumulator.reasoning.append(piece)
+                events.append(ReasoningDelta(text=piece))
             if delta.content:
                 accumulator.text.append(delta.content)
                 events.append(TextDelta(text=delta.content))
@@ -741,12 +749,10 @@ def _from_completion(completion: Any) -> list[TurnEvent]:
     if choice is not None:
         finish_reason = choice.finish_reason
         message["content"] = choice.message.content or None
-        for name in _REASONING_FIELDS:
-            reasoning = _extra(choice.message, name)
-            if isinstance(reasoning, str) and reasoning:
-                message["reasoning_content"] = reasoning
-                events.append(ReasoningDelta(text=reasoning))
-                break
+        reasoning = _reasoning(choice.message)
+        if reasoning:
+            message["reasoning_content"] = reasoning
+            events.append(ReasoningDelta(text=reasoning))
         if choice.message.tool_calls:
             message["tool_calls"] = [
                 {

@@ -65,6 +65,18 @@ class RunState:
     turns: int = 0
 
     async def emit(self, event: AgentEvent) -> None:
+        # Fast path (bench/bench_agent_loop.py: the lock and the send's checkpoint were two
+        # task switches per streamed event): with nobody draining or emitting, no progress
+        # event waiting and room in the buffer, handing the event over without a wait keeps
+        # the order the locked path keeps.
+        if not self.lock.locked() and not any(len(queue) for queue in self.queues):
+            try:
+                self.send.send_nowait(event)
+                return
+            except anyio.WouldBlock:
+                pass  # a slow consumer: wait for room below
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the consumer has gone: the history is still settled
         async with self.lock:
             try:
                 await self._drain_unlocked()
