@@ -28,7 +28,9 @@ from sagents.gateway._http_server import (
     check_bind,
     console_allowed,
     serve_http,
+    serve_metrics,
 )
+from sagents.gateway._metrics import METRICS_PATH
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import (
     APPROVAL_ROUTES,
@@ -69,6 +71,8 @@ def resolve_settings(
     tls_key: Path | None = None,
     tls_proxy: bool = False,
     tool_search: bool = False,
+    metrics_public: bool = False,
+    metrics_port: int | None = None,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
@@ -126,6 +130,8 @@ def resolve_settings(
         tls_key=tls_key,
         tls_proxy=tls_proxy,
         tool_search=tool_search,
+        metrics_public=metrics_public,
+        metrics_port=metrics_port,
     )
     if chosen_transport == "http":
         check_bind(settings)
@@ -216,6 +222,13 @@ async def _run(settings: GatewaySettings) -> bool:
             anyio.create_task_group() as tg,
         ):
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            if settings.metrics_port is not None:
+                metrics_port = await tg.start(serve_metrics, gateway, settings)
+                print(
+                    f"sagents serve: metrics at http://{settings.host}:{metrics_port}"
+                    f"{METRICS_PATH}",
+                    file=sys.stderr,
+                )
             if settings.transport == "stdio":
                 if sys.stdin.isatty():  # a person started it by hand: say what it waits for
                     print(
@@ -322,6 +335,23 @@ def serve(
             "expanded (for clients with many tools; over HTTP it needs a bearer token).",
         ),
     ] = False,
+    metrics_public: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-public",
+            help="Serve /metrics without a bearer token (default: the operator secret or "
+            f"{TOKEN_ENV} as 'Authorization: Bearer').",
+        ),
+    ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Also serve /metrics on this port of --host (with stdio too; 0: a free one).",
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     setup_logging()
@@ -346,6 +376,8 @@ def serve(
             tls_key=tls_key,
             tls_proxy=behind_tls_proxy,
             tool_search=tool_search,
+            metrics_public=metrics_public,
+            metrics_port=metrics_port,
         )
         signalled = anyio.run(_run, settings)
     except (ConfigError, StoreError) as error:

@@ -12,7 +12,9 @@ Security (docs/gateway.md, "HTTP security"):
   (compared in constant time); a token bound to a profile selects that profile;
 - the web console needs a login or a bearer token on every route, also on loopback without
   configured tokens: the operator secret of the data dir (:mod:`~sagents.gateway._operator_secret`)
-  and the rule of :mod:`~sagents.gateway._web_auth`.
+  and the rule of :mod:`~sagents.gateway._web_auth`;
+- ``/metrics`` (docs/observability.md) answers the operator's bearer token (the operator secret
+  or ``SAGENTS_GATEWAY_TOKEN``), or anyone with ``--metrics-public``.
 """
 
 from __future__ import annotations
@@ -20,18 +22,21 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sagents.audit._store import default_data_dir
 from sagents.errors import ConfigError
 from sagents.gateway._affinity import SessionAffinityCheck
 from sagents.gateway._http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
+from sagents.gateway._metrics import METRICS_PATH, MetricsApp
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, is_loopback
@@ -44,9 +49,11 @@ __all__ = [
     "build_http_app",
     "check_bind",
     "console_allowed",
+    "metrics_app",
     "secure_app",
     "serve_asgi",
     "serve_http",
+    "serve_metrics",
     "web_auth_of",
 ]
 
@@ -117,16 +124,22 @@ def console_allowed(settings: GatewaySettings) -> bool:
     return is_loopback(settings.host) or settings.tls_cert is not None or settings.tls_proxy
 
 
-class _ConsoleRouter:
-    """Sends ``/console`` and everything below it to the console, the rest to ``/mcp``'s app."""
+class _PathRouter:
+    """Sends ``/metrics``, and ``/console`` with everything below it, to their apps; the rest
+    to ``/mcp``'s app."""
 
-    def __init__(self, mcp: ASGIApp, console: ASGIApp) -> None:
+    def __init__(self, mcp: ASGIApp, metrics: ASGIApp, console: ASGIApp | None) -> None:
         self.mcp = mcp
+        self.metrics = metrics
         self.console = console
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+        if path == METRICS_PATH:
+            await self.metrics(scope, receive, send)
+        elif self.console is not None and (
+            path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        ):
             await self.console(scope, receive, send)
         else:
             await self.mcp(scope, receive, send)
@@ -173,18 +186,50 @@ def build_http_app(
             "or --behind-tls-proxy when a TLS-terminating proxy is in front",
             settings.host,
         )
+    secret = OperatorSecret.load_or_create(default_data_dir())
+    metrics = metrics_app(gateway, settings, bound, secret)
     if not console_allowed(settings):
-        return mcp
+        return _PathRouter(mcp, metrics, None)
     from sagents.gateway.console import console_for_gateway  # jinja2 only when served
 
-    secret = OperatorSecret.load_or_create(default_data_dir())
     console = _security_middleware(
         console_for_gateway(gateway, settings, secret=secret),
         settings,
         bound,
         web=web_auth_of(settings, secret),
     )
-    return _ConsoleRouter(mcp, console)
+    return _PathRouter(mcp, metrics, console)
+
+
+def metrics_app(
+    gateway: Gateway, settings: GatewaySettings, port: int | None, secret: OperatorSecret
+) -> ASGIApp:
+    """``/metrics`` (docs/observability.md) behind the ``Host`` and ``Origin`` checks: for the
+    operator's bearer token, or for anyone with ``settings.metrics_public``."""
+    web = web_auth_of(settings, secret)
+    app = MetricsApp(gateway.metrics, web, public=settings.metrics_public)
+    return _security_middleware(app, settings, port, web=web)
+
+
+async def serve_metrics(
+    gateway: Gateway,
+    settings: GatewaySettings,
+    *,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve only ``/metrics`` on ``settings.metrics_port`` (``--metrics-port``) until
+    cancelled; reports the bound port through ``task_status``.
+
+    Raises:
+        ConfigError: the address cannot be bound.
+    """
+    secret = OperatorSecret.load_or_create(default_data_dir())
+    listen = replace(settings, port=settings.metrics_port or 0)
+
+    def build(port: int) -> ASGIApp:
+        return Starlette(routes=[Route(METRICS_PATH, metrics_app(gateway, listen, port, secret))])
+
+    await serve_asgi(build, listen, task_status=task_status)
 
 
 def web_auth_of(settings: GatewaySettings, secret: OperatorSecret) -> WebAuth:

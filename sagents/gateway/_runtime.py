@@ -329,6 +329,7 @@ class ConfiguredGateway(Gateway):
             SkillTools(self._skill_session).register(manager)
         manager.on_mcp_tools_changed(self._upstream_tools_changed)
         if manager.mcp_supervisor is not None:
+            self.metrics.upstream = manager.mcp_supervisor.statuses
             manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)
             manager.mcp_supervisor.on_catalog_announced(self._upstream_catalog_announced)
         if upstream_skills is not None:

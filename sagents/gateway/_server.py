@@ -283,6 +283,13 @@ class Gateway:
         """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
+        from sagents.gateway._metrics import GatewayMetrics  # prometheus-client when served
+
+        self.metrics = GatewayMetrics(
+            sessions_open=lambda: len(self._sessions),
+            approvals_pending=lambda: len(self.pending.pending()),
+        )
+        """This gateway's Prometheus metrics (docs/observability.md)."""
         self._approval_states = ApprovalStates()
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
@@ -315,7 +322,7 @@ class Gateway:
                     "skills, with permissions and live progress."
                 ),
                 on_list_tools=self._on_list_tools,
-                on_call_tool=self._on_call_tool,
+                on_call_tool=self._counted_call_tool,
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
@@ -598,6 +605,19 @@ class Gateway:
         return mt.ListToolsResult(tools=tools)
 
     # tools/call --------------------------------------------------------------------------------
+
+    async def _counted_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """``tools/call``, counted where its answer is known (docs/observability.md)."""
+
+        def server() -> str | None:
+            spec = self._session_for(ctx).offer.get(params.name)
+            return spec.source.server if spec is not None else None
+
+        return await self.metrics.counting(
+            self._on_call_tool(ctx, params), tool=params.name, server=server
+        )
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams

@@ -82,6 +82,10 @@ class GatewaySettings:
         tls_cert: TLS certificate (PEM) to serve HTTPS with; tls_key: its private key.
         tls_proxy: A TLS-terminating proxy is in front (``--behind-tls-proxy``): the console
             may be served on a non-loopback bind over plain HTTP to it, with ``Secure`` cookies.
+        metrics_public: ``--metrics-public``: ``/metrics`` answers without a bearer token
+            (docs/observability.md).
+        metrics_port: ``--metrics-port``: also serve ``/metrics`` on this port of ``host``
+            (for the stdio transport too); None: only beside ``/mcp`` over HTTP.
     """
 
     config: Path | None = None
@@ -104,6 +108,8 @@ class GatewaySettings:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_proxy: bool = False
+    metrics_public: bool = False
+    metrics_port: int | None = None
 
 
 def is_loopback(host: str) -> bool:

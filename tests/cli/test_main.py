@@ -59,7 +59,7 @@ def test_root_help_imports_no_subcommand_module_nor_rich() -> None:
         except SystemExit:
             pass
         heavy = ("mcp", "mcp_types", "openai", "starlette", "uvicorn", "httpx", "pydantic",
-                 "rich", "markdown_it", "pygments")
+                 "rich", "markdown_it", "pygments", "prometheus_client")
         print(json.dumps(sorted(
             m for m in sys.modules
             if m.split(".")[0] in heavy

@@ -1,0 +1,194 @@
+"""The gateway's Prometheus metrics (docs/observability.md).
+
+Each :class:`~sagents.gateway.Gateway` has its own :class:`GatewayMetrics` and its own
+``CollectorRegistry`` (never the process-wide default one): two gateways in one process count
+apart. Counters move where a ``tools/call`` result is known (:meth:`GatewayMetrics.counting`);
+gauges are read from the gateway's state when scraped, so they cannot drift from it.
+
+``/metrics`` answers in the Prometheus text format (``prometheus-client``'s own encoder) to the
+operator's bearer token, or to anyone with ``--metrics-public`` (:func:`metrics_app`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeVar
+
+import mcp_types as mt
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from sagents.errors import UnknownToolError
+from sagents.gateway._convert import ERROR_META_KEY
+from sagents.gateway._web_auth import WebAuth
+from sagents.mcp._status import ServerState, ServerStatus
+
+__all__ = ["METRICS_PATH", "GatewayMetrics", "MetricsApp", "outcome_of"]
+
+METRICS_PATH = "/metrics"
+UNKNOWN_TOOL = "(unknown)"
+"""The ``tool`` label of calls to a name the session is not offered: a client chooses the
+names it sends, and each label value is a series Prometheus keeps."""
+_LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+_SERVER_STATES: tuple[ServerState, ...] = ("connecting", "ready", "failed", "restarting", "closed")
+
+_Result = TypeVar("_Result")
+
+
+def outcome_of(result: mt.CallToolResult) -> str:
+    """``ok``, or the error code of a failed call (``sagents/error`` in ``_meta``; ``error``
+    when the tool reported ``isError`` without one)."""
+    if not result.is_error:
+        return "ok"
+    error = (result.meta or {}).get(ERROR_META_KEY)
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) and code else "error"
+
+
+class GatewayMetrics:
+    """The counters of one gateway and the gauges read from its state.
+
+    Args:
+        sessions_open: How many client sessions are open.
+        approvals_pending: How many approvals wait for an answer.
+
+    Attributes:
+        registry: This gateway's registry (scraped by :class:`MetricsApp`).
+        upstream: The upstream servers' statuses, once there is a supervisor
+            (:meth:`sagents.mcp.MCPSupervisor.statuses`).
+    """
+
+    def __init__(
+        self, *, sessions_open: Callable[[], int], approvals_pending: Callable[[], int]
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.upstream: Callable[[], Sequence[ServerStatus]] | None = None
+        self.tool_calls = Counter(
+            "sagents_tool_calls",
+            "tools/call requests answered, by tool and outcome (ok or the error code).",
+            ("tool", "outcome"),
+            registry=self.registry,
+        )
+        self.call_seconds = Histogram(
+            "sagents_tool_call_duration_seconds",
+            "Time to answer a tools/call, by upstream server (empty: the gateway's own tools).",
+            ("server",),
+            buckets=_LATENCY_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.registry.register(_StateCollector(self, sessions_open, approvals_pending))
+
+    async def counting(
+        self,
+        call: Awaitable[_Result],
+        *,
+        tool: str,
+        server: Callable[[], str | None],
+    ) -> _Result:
+        """Await ``call`` (a ``tools/call`` handler's answer) and count it.
+
+        Args:
+            call: The handler's answer; a ``CallToolResult`` is counted, anything else (an
+                ``InputRequiredResult``: the call goes on in a later request) is not.
+            tool: The name the client called (counted as ``(unknown)`` when the answer is
+                ``unknown_tool``).
+            server: Its upstream server's name, read after the call (None: one of the
+                gateway's own tools, or not offered).
+        """
+        started = time.perf_counter()
+        result = await call
+        if isinstance(result, mt.CallToolResult):
+            self.call_seconds.labels(server() or "").observe(time.perf_counter() - started)
+            outcome = outcome_of(result)
+            name = UNKNOWN_TOOL if outcome == UnknownToolError.code else tool
+            self.tool_calls.labels(name, outcome).inc()
+        return result
+
+    def exposition(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+class _StateCollector(Collector):
+    """Gauges read from the gateway when scraped."""
+
+    def __init__(
+        self,
+        metrics: GatewayMetrics,
+        sessions_open: Callable[[], int],
+        approvals_pending: Callable[[], int],
+    ) -> None:
+        self._metrics = metrics
+        self._sessions_open = sessions_open
+        self._approvals_pending = approvals_pending
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # read at each scrape; nothing to check at registration
+
+    def collect(self) -> Iterable[Metric]:
+        yield GaugeMetricFamily(
+            "sagents_sessions_open", "Client sessions open.", value=self._sessions_open()
+        )
+        yield GaugeMetricFamily(
+            "sagents_approvals_pending",
+            "Approvals waiting for an answer (the web console's queue).",
+            value=self._approvals_pending(),
+        )
+        statuses = self._metrics.upstream() if self._metrics.upstream is not None else ()
+        states = GaugeMetricFamily(
+            "sagents_upstream_servers",
+            "Upstream MCP servers by state.",
+            labels=("state",),
+        )
+        for state in _SERVER_STATES:
+            states.add_metric((state,), sum(1 for s in statuses if s.state == state))
+        yield states
+        restarts = CounterMetricFamily(
+            "sagents_upstream_restarts",
+            "Times each upstream MCP server was restarted after its first start.",
+            labels=("server",),
+        )
+        for status in statuses:
+            restarts.add_metric((status.name,), status.restarts)
+        yield restarts
+
+
+class MetricsApp:
+    """``GET /metrics``: the gateway's metrics for the operator's bearer token (the operator
+    secret or ``SAGENTS_GATEWAY_TOKEN``), or for anyone when ``public``.
+
+    Behind :class:`~sagents.gateway._http_security.GatewaySecurityMiddleware`, which checks
+    ``Host``/``Origin`` and verifies a given token; this app decides who may read.
+    """
+
+    def __init__(self, metrics: GatewayMetrics, web: WebAuth, *, public: bool = False) -> None:
+        self._metrics = metrics
+        self._web = web
+        self._public = public
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response: Response
+        if request.method not in ("GET", "HEAD"):
+            response = PlainTextResponse("use GET", status_code=405, headers={"Allow": "GET"})
+        elif not self._public and not _is_operator(self._web, request):
+            response = PlainTextResponse(
+                "metrics need 'Authorization: Bearer <token>' with the operator secret or "
+                "SAGENTS_GATEWAY_TOKEN (docs/observability.md)",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        else:
+            response = Response(self._metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        await response(scope, receive, send)
+
+
+def _is_operator(web: WebAuth, request: Request) -> bool:
+    principal = web.bearer(request)
+    return principal is not None and principal.operator

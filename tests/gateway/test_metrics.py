@@ -1,0 +1,150 @@
+"""``/metrics`` (docs/observability.md): a real ``sagents serve`` scraped like Prometheus does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as mt
+import pytest
+from mcp import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from sagents.gateway._metrics import GatewayMetrics
+from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
+from tests.gateway.test_configured import write_config
+from tests.gateway.test_serve_cli import read_stderr_until
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE = "from sagents.cli.main import main; main()"
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The value of the sample ``name`` with exactly ``labels`` (0 when absent, as a counter
+    that has not moved yet)."""
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return found.value
+    return 0.0
+
+
+def names(text: str) -> set[str]:
+    return {family.name for family in text_string_to_metric_families(text)}
+
+
+def serve_command(tmp_path: Path, *extra: str) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(tmp_path / "data")}
+    env.pop("SAGENTS_GATEWAY_TOKEN", None)
+    command = [sys.executable, "-c", CODE, "serve", "--config", str(write_config(tmp_path)),
+               "--mode", "auto", *extra]  # fmt: skip
+    return command, env
+
+
+def secret_of(tmp_path: Path) -> str:
+    return (tmp_path / "data" / OPERATOR_SECRET_FILE).read_text().strip()
+
+
+async def test_tool_calls_move_the_counters_by_tool_and_outcome(tmp_path: Path) -> None:
+    command, env = serve_command(tmp_path, "--transport", "http", "--port", "0")
+    results: list[mt.CallToolResult] = []
+    with anyio.fail_after(120):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+            line = await read_stderr_until(process, b"/mcp")
+            url = line.split("sagents serve: ", 1)[1].strip()
+            base = url.removesuffix("/mcp")
+            auth = {"Authorization": f"Bearer {secret_of(tmp_path)}"}
+            async with httpx2.AsyncClient() as http:
+                refused = await http.get(f"{base}/metrics")
+                wrong = await http.get(f"{base}/metrics", headers={"Authorization": "Bearer x"})
+                foreign = await http.get(f"{base}/metrics", headers={**auth, "Host": "evil.com"})
+                before = await http.get(f"{base}/metrics", headers=auth)
+                async with Client(url, mode="legacy") as client:
+                    await client.list_tools()  # the upstream is ready once it lists
+                    results.append(await client.call_tool("fault__echo", {"text": "x"}))
+                    results.append(await client.call_tool("fault__echo", {}))
+                    results.append(await client.call_tool("no_such_tool", {}))
+                    during = await http.get(f"{base}/metrics", headers=auth)
+                after = await http.get(f"{base}/metrics", headers=auth)
+            process.send_signal(signal.SIGINT)
+            await process.wait()
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"] == "Bearer"
+    assert wrong.status_code == 401
+    assert foreign.status_code == 421
+    assert before.status_code == 200
+    assert before.headers["content-type"].startswith("text/plain; version=")
+    assert [r.is_error for r in results] == [False, True, True]
+    ok = {"tool": "fault__echo", "outcome": "ok"}
+    assert sample(before.text, "sagents_tool_calls_total", **ok) == 0
+    assert sample(after.text, "sagents_tool_calls_total", **ok) == 1
+    bad_error = results[1].meta["sagents/error"]["code"] if results[1].meta else None
+    assert bad_error is not None
+    assert sample(after.text, "sagents_tool_calls_total", tool="fault__echo", outcome=bad_error)
+    assert sample(
+        after.text, "sagents_tool_calls_total", tool="(unknown)", outcome="unknown_tool"
+    ) == 1  # fmt: skip
+    assert sample(after.text, "sagents_tool_call_duration_seconds_count", server="fault") == 2
+    assert sample(after.text, "sagents_tool_call_duration_seconds_count", server="") == 1
+    assert sample(during.text, "sagents_sessions_open") == 1
+    assert sample(after.text, "sagents_upstream_servers", state="ready") == 2
+    assert sample(after.text, "sagents_upstream_restarts_total", server="fault") == 0
+    assert sample(after.text, "sagents_approvals_pending") == 0
+    assert all(name.startswith("sagents_") for name in names(after.text))
+
+
+async def test_metrics_public_answers_without_a_token(tmp_path: Path) -> None:
+    command, env = serve_command(tmp_path, "--transport", "http", "--port", "0", "--metrics-public")
+    with anyio.fail_after(120):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+            line = await read_stderr_until(process, b"/mcp")
+            base = line.split("sagents serve: ", 1)[1].strip().removesuffix("/mcp")
+            async with httpx2.AsyncClient() as http:
+                scraped = await http.get(f"{base}/metrics")
+            process.send_signal(signal.SIGINT)
+            await process.wait()
+    assert scraped.status_code == 200
+    assert {"sagents_tool_calls", "sagents_sessions_open"} <= names(scraped.text)
+
+
+async def test_metrics_port_serves_metrics_beside_stdio(tmp_path: Path) -> None:
+    command, env = serve_command(tmp_path, "--metrics-port", "0")
+    with anyio.fail_after(120):
+        async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+            line = await read_stderr_until(process, b"metrics at ")
+            url = line.split("metrics at ", 1)[1].strip()
+            auth = {"Authorization": f"Bearer {secret_of(tmp_path)}"}
+            async with httpx2.AsyncClient() as http:
+                refused = await http.get(url)
+                scraped = await http.get(url, headers=auth)
+                other = await http.get(url.removesuffix("/metrics") + "/mcp", headers=auth)
+            assert process.stdin is not None
+            await process.stdin.aclose()  # stdio's EOF ends the gateway
+            code = await process.wait()
+    assert url.startswith("http://127.0.0.1:")
+    assert refused.status_code == 401
+    assert scraped.status_code == 200
+    assert sample(scraped.text, "sagents_sessions_open") == 0
+    assert other.status_code == 404
+    assert code == 0
+
+
+async def test_two_gateways_in_one_process_count_apart() -> None:
+    first = GatewayMetrics(sessions_open=lambda: 1, approvals_pending=lambda: 0)
+    second = GatewayMetrics(sessions_open=lambda: 2, approvals_pending=lambda: 0)
+
+    async def answer() -> mt.CallToolResult:
+        return mt.CallToolResult(content=[])
+
+    await first.counting(answer(), tool="t", server=lambda: None)
+    one = first.exposition().decode()
+    two = second.exposition().decode()
+    assert sample(one, "sagents_tool_calls_total", tool="t", outcome="ok") == 1
+    assert sample(two, "sagents_tool_calls_total", tool="t", outcome="ok") == 0
+    assert sample(two, "sagents_sessions_open") == 2
