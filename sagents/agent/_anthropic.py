@@ -130,7 +130,7 @@ class AnthropicModel:
         api_key: The key; ``ANTHROPIC_API_KEY`` when None.
         stream: Stream the answer (default); False asks for it whole, with the same events.
         timeout: Seconds to wait for the connection and for each next event of the answer
-            (``ping`` events count: they are events of the stream).
+            (``ping`` events do not count: the SDK skips them, as SSE comments).
         deadline: Seconds one call may take in all, retries included; None: no limit.
         max_retries: Retries of a retryable failure (see the module docstring).
         max_retry_wait: The longest wait before a retry the call accepts.
