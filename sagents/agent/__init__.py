@@ -7,6 +7,7 @@ the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the 
 one call path, and nothing below imports it. See ``docs/agent.md``.
 """
 
+from sagents.agent._anthropic import AnthropicModel
 from sagents.agent._chat_model import (
     ChatModel,
     Finish,
@@ -79,6 +80,7 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "AgentEvent",
     "AgentSession",
+    "AnthropicModel",
     "AuditStatus",
     "ChatModel",
     "CompressionSettings",

@@ -47,6 +47,7 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
 from sagents.agent._chat_model import (
+    ChatModel,
     Finish,
     ModelEvent,
     ModelRequest,
@@ -801,24 +802,30 @@ def _without_prefix(model: str) -> str:
     return name if colon and provider == "openai" else model
 
 
-def model_from_string(spec: str | None = None, **options: Any) -> OpenAIChatModel:
+def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
     """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
 
-    ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`, with
-    ``options``: ``base_url``, ``stream``, ...). ``openai-responses:``, ``anthropic:`` and
-    ``gemini:`` name adapters this version does not have yet.
+    ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`);
+    ``anthropic:NAME`` is the Messages API (:class:`~sagents.agent.AnthropicModel`, the extra
+    ``sagents[anthropic]``). ``options`` (``base_url``, ``stream``, ...) go to the adapter.
+    ``openai-responses:`` and ``gemini:`` name adapters this version does not have yet.
 
     Raises:
-        ModelConfigError: no model is named, or its provider has no adapter here.
+        ModelConfigError: no model is named, its provider has no adapter here, or the
+            adapter's SDK is not installed.
     """
     spec = spec or os.environ.get("SAGENTS_MODEL") or ""
-    provider, colon, _name = spec.partition(":")
+    provider, colon, name = spec.partition(":")
+    if colon and provider == "anthropic":
+        from sagents.agent._anthropic import AnthropicModel  # imported only when named
+
+        return AnthropicModel(name, **options)
     if colon and provider in _PROVIDERS and provider != "openai":
         raise ModelConfigError(
             f"model {spec!r} names the {provider!r} adapter, which this version of sagents "
             "does not have yet",
             hint="use a Chat Completions endpoint: openai:MODEL (or a bare MODEL name) with "
-            "OPENAI_BASE_URL pointing at a compatible server",
+            "OPENAI_BASE_URL pointing at a compatible server, or anthropic:MODEL",
             details={"provider": provider},
         )
     return OpenAIChatModel(_without_prefix(spec) or None, **options)

@@ -136,9 +136,11 @@ class WireReply:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WireReply:
-        """A reply from its JSON form: ``{"status", "headers", "body": [piece, ...], "done",
-        "end"}``; a piece is a string sent verbatim or an object sent as one SSE event
-        (``data: <its JSON>``); ``"done": true`` adds ``data: [DONE]`` after the pieces.
+        """A reply from its JSON form: ``{"status", "headers", "body": [piece, ...], "events":
+        [event, ...], "done", "end"}``; a piece is a string sent verbatim or an object sent as
+        one SSE event (``data: <its JSON>``); an event is an object sent as one named SSE event
+        (``event: <its type>`` then ``data: <its JSON>``, the form of Anthropic's Messages
+        stream), after the pieces; ``"done": true`` adds ``data: [DONE]`` last.
 
         Raises:
             ValueError: the form is not that (the message names the field).
@@ -151,6 +153,12 @@ class WireReply:
                 pieces.append(f"data: {json.dumps(piece, ensure_ascii=False)}\n\n")
             else:
                 raise ValueError(f"a body piece is a string or an object, not {piece!r}")
+        for event in data.get("events") or ():
+            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                raise ValueError(f"an event is an object with a string type, not {event!r}")
+            pieces.append(
+                f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+            )
         if data.get("done"):
             pieces.append("data: [DONE]\n\n")
         end = data.get("end", "close")
@@ -276,6 +284,8 @@ class ScriptedModel:
             routes=[
                 Route("/v1/chat/completions", self._completions, methods=["POST"]),
                 Route("/chat/completions", self._completions, methods=["POST"]),
+                # Anthropic's Messages API: recorded answers (WireReply) play back as they were
+                Route("/v1/messages", self._completions, methods=["POST"]),
             ]
         )
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -111,10 +111,21 @@ def test_chat_tool_choice_and_a_provider_string_reach_the_request(env: None) -> 
 
 def test_chat_names_a_provider_it_has_no_adapter_for(env: None) -> None:
     result = CliRunner().invoke(
-        app, ["chat", "--prompt", "hi", "--model", "anthropic:claude", "--base-url", "http://x/v1"]
+        app, ["chat", "--prompt", "hi", "--model", "gemini:flash", "--base-url", "http://x/v1"]
     )
     assert result.exit_code == 2
-    assert "'anthropic'" in result.stderr
+    assert "'gemini'" in result.stderr
+
+
+def test_chat_on_anthropic_without_a_key_names_the_variable(
+    env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = CliRunner().invoke(
+        app, ["chat", "--prompt", "hi", "--model", "anthropic:claude-sonnet-4-5"]
+    )
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in result.stderr
 
 
 def test_chat_without_an_endpoint_says_which_variables_to_set(env: None) -> None:
