@@ -28,8 +28,13 @@ def test_records_are_created_with_the_script_and_a_running_status(tmp_path: Path
         assert records.relative_dir == ".agent/scripts/run1/"
         assert (records.path / "script.py").read_text() == "print('hi')\n"
         assert json.loads((records.path / "run.json").read_text())["status"] == "running"
+        started = json.loads((records.path / "run.json").read_text())["started"]
         records.write_status({"status": "ok"})
-        assert json.loads((records.path / "run.json").read_text()) == {"status": "ok"}
+        # the run's start time is kept through every write (the console's Runs column)
+        assert json.loads((records.path / "run.json").read_text()) == {
+            "status": "ok",
+            "started": started,
+        }
     finally:
         records.close()
 
@@ -96,7 +101,9 @@ def test_runs_left_running_are_marked_aborted_after_a_restart(tmp_path: Path) ->
     assert mark_interrupted_runs(tmp_path) == ["left-running"]
     status = json.loads((left.path / "run.json").read_text())
     assert status["status"] == "aborted"
-    assert json.loads((done.path / "run.json").read_text()) == {"status": "ok"}
+    finished = json.loads((done.path / "run.json").read_text())
+    assert finished["status"] == "ok"
+    assert set(finished) == {"status", "started"}
     assert mark_interrupted_runs(tmp_path / "no-such-workspace") == []
 
 

@@ -504,7 +504,9 @@ class _Console:
     async def background(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         rows: list[dict[str, Any]] = []
         if self.data.tasks is not None:
-            for info in reversed(self.data.tasks.live.list_all()):
+            # running calls and those that ended lately (ended ones leave the live registry
+            # once the store has them)
+            for info in reversed(self.data.tasks.operator_view()):
                 if not self._visible(p, info.session_id):
                     continue
                 rows.append(
