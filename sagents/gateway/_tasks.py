@@ -265,11 +265,17 @@ class GatewayTasks:
             self._own.pop(info.task_id, None)
             self.live.forget(info.task_id)
             self._ended.setdefault(info.session_id, []).append((info.started_at, info.task_id))
-            summary = ToolResult(
-                content=ToolResult.from_text(info.result.text[:SUMMARY_CHARS]).content,
-                is_error=info.result.is_error,
+            self._keep_recent(info)
+
+    def _keep_recent(self, info: TaskInfo) -> None:
+        """Keep a finished call's summary for the operator's view (bounded)."""
+        result = info.result
+        if result is not None:
+            result = ToolResult(
+                content=ToolResult.from_text(result.text[:SUMMARY_CHARS]).content,
+                is_error=result.is_error,
             )
-            self._recent.append(replace(info, result=summary))
+        self._recent.append(replace(info, result=result))
 
     def operator_view(self) -> list[TaskInfo]:
         """Every session's background calls, oldest first: those running and those that
@@ -283,8 +289,11 @@ class GatewayTasks:
         """Drop what memory holds of an ended session's finished calls (the store keeps
         them: their owner still lists and reads them)."""
         self._ended.pop(session_id, None)
+        kept = {info.task_id for info in self._recent}
         for info in self.live.list(session_id):
             if info.status != "running":
+                if info.task_id not in kept:
+                    self._keep_recent(info)  # without a store, this is all the operator sees
                 self.live.forget(info.task_id)
                 self._own.pop(info.task_id, None)
 
