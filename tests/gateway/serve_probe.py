@@ -129,6 +129,22 @@ class Serve:
             await probe.list_tools()
             return self.usage()
 
+    async def settled_like(self, before: TreeUsage, wait_s: float = 60.0) -> TreeUsage:
+        """:meth:`settled_usage` measured again (at most ``wait_s`` seconds) until processes,
+        cgroups and descriptors are ``before``'s: the release of a session that just ended
+        runs after its client saw the end, so one measurement may come before it. A leak
+        never settles: the last measurement is returned for the caller to compare."""
+        usage = await self.settled_usage(wait_s)
+        with anyio.move_on_after(wait_s):
+            while (usage.processes, usage.cgroups, usage.fds) != (
+                before.processes,
+                before.cgroups,
+                before.fds,
+            ):
+                await anyio.sleep(0.25)  # descriptors have no event to wait on
+                usage = await self.settled_usage(wait_s)
+        return usage
+
 
 @asynccontextmanager
 async def http_serve(workdir: Path, settings: dict[str, Any] | None = None) -> AsyncIterator[Serve]:
