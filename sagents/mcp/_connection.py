@@ -55,6 +55,7 @@ command that reports failures in its own output (``sagents tools``) leaves these
 
 MAX_TOOL_PAGES = 1000  # tools/list pages followed before giving up on a paginator that never ends
 MIN_RETRY_DELAY = 0.1  # seconds: the floor of repeated retries, so a backoff of 0 cannot spin
+EXIT_STATUS_WAIT = 1.0  # seconds a server that hung up is given to be reaped (its exit status)
 CATALOG_NOTIFY_TIMEOUT = 10.0  # seconds a catalog listener may take (it tells clients)
 
 ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
@@ -455,7 +456,8 @@ class ServerConnection:
             self._last_error = (
                 f"no answer to the handshake within {self.settings.connect_timeout} s"
             )
-        self._explain_exit()
+        with anyio.CancelScope(shield=True):  # bounded: EXIT_STATUS_WAIT
+            await self._explain_exit()
         if self._last_error and self._last_error != self._logged_error:
             logger.warning(
                 "MCP server %r failed: %s",
@@ -479,12 +481,12 @@ class ServerConnection:
         self._process = process
         self._exit_code = None
 
-    def _explain_exit(self) -> None:
+    async def _explain_exit(self) -> None:
         """Add a stdio server's own exit (status, last stderr lines, log) to the last error."""
         process, self._process = self._process, None
         if process is None or not process.hung_up or self._closing:
             return
-        code = process.returncode
+        code = await process.reaped(EXIT_STATUS_WAIT)
         self._exit_code = code
         if code is None:
             how = "closed its stdout"

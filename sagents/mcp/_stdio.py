@@ -231,6 +231,14 @@ class StdioProcess:
         """SIGKILL the whole process tree now (a frozen server gets no grace period)."""
         self._process.kill_tree()
 
+    async def reaped(self, limit: float) -> int | None:
+        """The exit status once the leader is reaped, waiting at most ``limit`` seconds: a
+        server that hung up may not be reaped yet when its transport ends (None: still not)."""
+        with anyio.move_on_after(limit):
+            while self._process.returncode is None:  # noqa: ASYNC110 - no event for a child's exit
+                await anyio.sleep(_POLL)
+        return self._process.returncode
+
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines this run wrote to stderr (sagents' own notes left out)."""
         try:
