@@ -22,6 +22,8 @@ removes ours (named ``sagents-<16 hex>``) that hold no process, at start.
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 import re
 import signal
@@ -39,7 +41,10 @@ __all__ = [
     "remove_stale_cgroups",
 ]
 
+logger = logging.getLogger(__name__)
+
 CGROUP_ROOT = "/sys/fs/cgroup"
+REMOVE_TRIES = 50  # rmdir attempts (10 ms apart) while the kernel still holds an emptied cgroup
 KILL_ROUNDS = 200  # rounds of "read cgroup.procs, SIGKILL each" before giving up
 CPU_PERIOD_US = 100_000  # CFS period of the cpu quota: the kernel's default, 100 ms
 # A cgroup of ours this old and empty is stale; a younger one may be another process's, just
@@ -166,10 +171,28 @@ class Cgroup:
         return not self.pids()
 
     def remove(self) -> None:
-        """Remove the cgroup directories (after :meth:`kill_all`); missing ones are fine."""
+        """Remove the cgroup directories (after :meth:`kill_all`); missing ones are fine.
+
+        The kernel may still hold an emptied cgroup busy for a moment (``EBUSY``): it is tried
+        again, :data:`REMOVE_TRIES` times at most. One it still refuses is left, with a
+        warning, to :func:`remove_stale_cgroups` at a later start: a sandbox's teardown never
+        fails on it."""
         for d in self.dirs:
-            with contextlib.suppress(FileNotFoundError):
-                os.rmdir(d)
+            for _ in range(REMOVE_TRIES):
+                try:
+                    os.rmdir(d)
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        logger.warning("cannot remove the sandbox cgroup %s: %s", d, exc)
+                        break
+                    self.kill_all()
+                    time.sleep(0.01)  # no event tells when the kernel lets it go
+                else:
+                    break
+            else:
+                logger.warning("the sandbox cgroup %s stays busy; a later start removes it", d)
 
 
 def _write(path: str, value: str) -> None:
