@@ -35,6 +35,8 @@ SLOW = frozenset(
         "tests/gateway/test_conformance_2026.py",
         "tests/gateway/test_gateway_run_script.py",
         "tests/gateway/test_git_history_serve.py",
+        "tests/gateway/test_oauth.py",
+        "tests/gateway/test_oauth_keys.py",
         "tests/gateway/test_peer_clients.py",
         "tests/gateway/test_replicas.py",
         "tests/gateway/test_sandboxed_egress.py",

@@ -19,6 +19,7 @@ from sagents.cli._logs import setup_logging
 from sagents.cli._vision import image_model_from_config
 from sagents.cli._workspace import prepare_workspace
 from sagents.config._loader import load_config
+from sagents.config._oauth import check_url
 from sagents.core._permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError, StoreError
 from sagents.gateway._factory import build_gateway
@@ -27,6 +28,7 @@ from sagents.gateway._http_server import (
     MCP_PATH,
     check_bind,
     console_allowed,
+    resource_url,
     serve_http,
     serve_metrics,
 )
@@ -41,6 +43,7 @@ from sagents.gateway._settings import (
     GatewaySettings,
     TransportName,
     load_profiles,
+    scope_profiles,
     token_profiles,
 )
 from sagents.gateway._tool_search import ToolRanker
@@ -73,13 +76,15 @@ def resolve_settings(
     tool_search: bool = False,
     metrics_public: bool = False,
     metrics_port: int | None = None,
+    public_url: str | None = None,
 ) -> GatewaySettings:
     """Turn the command line (and the environment's bearer token) into settings.
 
     Raises:
         ConfigError: an unknown transport, mode or profile; a bad config file; a non-loopback
             HTTP bind without a bearer token; ``--tool-search`` over HTTP without one; a
-            malformed ``--store`` address.
+            malformed ``--store`` address; a bad ``oauth`` section or ``--public-url``; with
+            OAuth, a non-loopback bind without a public URL.
     """
     if store:
         parse_store_url(store)  # refused here, before anything starts
@@ -91,6 +96,11 @@ def resolve_settings(
     except ValueError as error:
         raise ConfigError(str(error), key="--mode") from error
     profiles = load_profiles(config) if config is not None else {}
+    oauth = load_config(config).oauth if config is not None else None
+    if public_url is not None:
+        public_url = check_url(public_url, key="--public-url").rstrip("/")
+    elif oauth is not None:
+        public_url = oauth.public_url
     chosen = None
     if profile is not None:
         if profile not in profiles:
@@ -132,10 +142,15 @@ def resolve_settings(
         tool_search=tool_search,
         metrics_public=metrics_public,
         metrics_port=metrics_port,
+        oauth=oauth if chosen_transport == "http" else None,
+        public_url=public_url,
+        scope_profiles=scope_profiles(profiles) if chosen_transport == "http" else (),
     )
     if chosen_transport == "http":
         check_bind(settings)
-        if tool_search and not (settings.bearer_token or settings.token_profiles):
+        if tool_search and not (
+            settings.bearer_token or settings.token_profiles or settings.oauth is not None
+        ):
             raise ConfigError(
                 "--tool-search keeps each client's expanded tools, and over HTTP a 2026-07-28 "
                 "client is told apart only by its bearer token: without a token every such "
@@ -243,6 +258,12 @@ async def _run(settings: GatewaySettings) -> bool:
                 print(
                     f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
                 )
+                if settings.oauth is not None:
+                    print(
+                        f"sagents serve: OAuth resource {resource_url(settings, port)} "
+                        f"(authorization server {settings.oauth.issuer})",
+                        file=sys.stderr,
+                    )
                 if console_allowed(settings):
                     # The operator's login (docs/console.md): the secret the app was built with.
                     secret = OperatorSecret.load_or_create(default_data_dir())
@@ -352,6 +373,14 @@ def serve(
             help="Also serve /metrics on this port of --host (with stdio too; 0: a free one).",
         ),
     ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            help="The URL clients reach the gateway at (https://gw.example.com), e.g. behind a "
+            "reverse proxy: the OAuth resource and default audience are it + /mcp.",
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP gateway (stdio by default; --transport http for streamable HTTP)."""
     setup_logging()
@@ -378,6 +407,7 @@ def serve(
             tool_search=tool_search,
             metrics_public=metrics_public,
             metrics_port=metrics_port,
+            public_url=public_url,
         )
         signalled = anyio.run(_run, settings)
     except (ConfigError, StoreError) as error:

@@ -23,6 +23,7 @@ from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
 
 from sagents.config._models import ConfigFileParams, ServerEntryParams, documented_key
+from sagents.config._oauth import OAuthConfig, oauth_config
 from sagents.core._limits import ScriptLimits
 from sagents.errors import ConfigError, SandboxError
 from sagents.mcp._convert import check_server_name
@@ -133,6 +134,7 @@ class SagentsConfig:
         quotas: The ``quotas`` block.
         session_idle_timeout_s: ``sessionIdleTimeout``: seconds after which an idle client
             session of ``sagents serve`` is ended, or None for the default (30 minutes).
+        oauth: The ``oauth`` section (docs/gateway.md, "Authorization"), or None.
         source: The file it came from, if any.
     """
 
@@ -151,6 +153,7 @@ class SagentsConfig:
     store_lease_s: float | None = None
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
     session_idle_timeout_s: float | None = None
+    oauth: OAuthConfig | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -276,6 +279,7 @@ def parse_config(
             background_tasks_per_session=model.quotas.background_tasks_per_session,
         ),
         session_idle_timeout_s=model.session_idle_timeout,
+        oauth=oauth_config(model.oauth, env=env, file=file) if model.oauth is not None else None,
         source=source,
     )
 

@@ -37,6 +37,7 @@ __all__ = [
     "ImageUnderstandingParams",
     "LocalToolsParams",
     "MemoryParams",
+    "OAuthParams",
     "QuotasParams",
     "SandboxParams",
     "ScriptsParams",
@@ -304,6 +305,26 @@ class QuotasParams(_Strict):
     )
 
 
+class OAuthParams(_Strict):
+    """``oauth``: ``sagents serve`` as an OAuth 2.1 resource server (docs/gateway.md,
+    "Authorization"). Checked further, and resolved, by :func:`sagents.config._oauth.oauth_config`.
+    """
+
+    issuer: str = Field(min_length=1)
+    audience: str | None = Field(default=None, min_length=1)
+    required_scopes: list[str] = Field(default_factory=list, alias="requiredScopes")
+    public_url: str | None = Field(default=None, alias="publicUrl", min_length=1)
+    introspection_endpoint: str | None = Field(
+        default=None, alias="introspectionEndpoint", min_length=1
+    )
+    client_id: str | None = Field(default=None, alias="clientId", min_length=1)
+    client_secret_env: str | None = Field(default=None, alias="clientSecretEnv", min_length=1)
+    algorithms: list[str] | None = None
+    leeway_seconds: float | None = Field(
+        default=None, alias="leewaySec", ge=0, allow_inf_nan=False, strict=True
+    )
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -334,6 +355,7 @@ class ConfigFileParams(BaseModel):
     session_idle_timeout: float | None = Field(
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )
+    oauth: OAuthParams | None = None
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

@@ -22,6 +22,12 @@
   credential that opened it for every request of the session: POSTed answers to the
   gateway's own requests (an approval's elicitation), the GET stream and DELETE, which never
   reach a gateway handler, get 404 with another token.
+- With an ``oauth`` section (docs/gateway.md, "Authorization"), a token that is none of the
+  configured ones is checked as an OAuth access token
+  (:class:`~sagents.gateway._protected_resource.ProtectedResource`): the credential is then its
+  subject (``sub`` of the issuer) and scopes, and the user the SDK binds sessions to is that
+  subject, so a refreshed token keeps its sessions. Refusals carry the resource's challenge
+  (``resource_metadata``); an unreachable authorization server gets 503, never a pass.
 """
 
 from __future__ import annotations
@@ -32,11 +38,16 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sagents.gateway._oauth import AuthorizationServerUnavailable, TokenRejected
+
+if TYPE_CHECKING:
+    from sagents.gateway._protected_resource import ProtectedResource
 
 __all__ = [
     "CREDENTIAL_SCOPE_KEY",
@@ -71,15 +82,26 @@ class Credential:
 
     Attributes:
         token: The verified bearer token; None for a request without ``Authorization``.
+        subject: For an OAuth access token, its ``sub``; None for a configured token.
+        issuer: For an OAuth access token, its ``iss``.
+        scopes: For an OAuth access token, its scopes.
     """
 
     token: str | None = field(default=None, repr=False)
+    subject: str | None = None
+    issuer: str | None = None
+    scopes: frozenset[str] = frozenset()
 
     @property
     def identity(self) -> str:
-        """A stable, non-secret key for the token ("" without one): scopes state to it."""
+        """A stable, non-secret key for the principal ("" without a token): scopes state to
+        it. For an OAuth access token it is the subject of its issuer, so every token of one
+        user is one principal; for a configured token, the token's digest."""
         if self.token is None:
             return ""
+        if self.subject is not None:
+            named = f"oauth\0{self.issuer}\0{self.subject}"
+            return hashlib.sha256(named.encode()).hexdigest()[:32]
         return hashlib.sha256(self.token.encode()).hexdigest()[:32]
 
 
@@ -167,9 +189,11 @@ class GatewaySecurityMiddleware:
         allowed: Extra accepted ``Host`` values (``--allowed-host``).
         origin_any_port: Accept an ``Origin`` on any port of ``hosts`` (loopback binds).
         tokens: The configured bearer tokens; empty: no token is required.
-        token_required: With ``tokens``, a request without ``Authorization`` gets 401; False
-            lets it through without a credential (an app with a login of its own, such as the
-            console: a token given must still be one of ``tokens``).
+        token_required: With ``tokens`` (or ``oauth``), a request without ``Authorization``
+            gets 401; False lets it through without a credential (an app with a login of its
+            own, such as the console: a token given must still be one of ``tokens``).
+        oauth: Checks tokens that are none of ``tokens`` as OAuth access tokens; None: no
+            OAuth.
     """
 
     def __init__(
@@ -182,6 +206,7 @@ class GatewaySecurityMiddleware:
         origin_any_port: bool = True,
         tokens: Iterable[str] = (),
         token_required: bool = True,
+        oauth: ProtectedResource | None = None,
     ) -> None:
         self.app = app
         self.served = {h.lower() for h in hosts}
@@ -191,6 +216,7 @@ class GatewaySecurityMiddleware:
         self.origin_any_port = origin_any_port
         self.tokens = [t.encode() for t in tokens if t]
         self.token_required = token_required
+        self.oauth = oauth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -206,25 +232,87 @@ class GatewaySecurityMiddleware:
         try:
             token = parse_authorization(headers)
         except CredentialError as error:
-            await _unauthorized(send, str(error))
+            await self._unauthorized(send, str(error))
             return
-        if self.tokens and (token is not None or self.token_required):
-            given = (token or "").encode()
-            if not any(hmac.compare_digest(given, known) for known in self.tokens):
-                await _unauthorized(send, "a valid bearer token is required")
+        credential = Credential()
+        if token is None:
+            if (self.tokens or self.oauth is not None) and self.token_required:
+                await self._unauthorized(send, "a valid bearer token is required", error=None)
                 return
-        elif token is not None:
-            token = None  # no token is configured: nothing to verify it against, no identity
-        credential = Credential(token)
+        elif any(hmac.compare_digest(token.encode(), known) for known in self.tokens):
+            credential = Credential(token)
+        elif self.oauth is not None:
+            found = await self._oauth_credential(send, self.oauth, token)
+            if found is None:
+                return  # refused
+            credential = found
+        elif self.tokens:
+            await self._unauthorized(send, "a valid bearer token is required")
+            return
+        # else no token is configured: nothing to verify it against, no identity
         scope[CREDENTIAL_SCOPE_KEY] = credential
-        if token is not None:
+        if credential.token is not None:
             principal = f"sagents-token:{credential.identity}"
             scope["user"] = AuthenticatedUser(
-                AccessToken(token=principal, client_id=principal, scopes=[])
+                AccessToken(
+                    token=principal,
+                    client_id=principal,
+                    scopes=sorted(credential.scopes),
+                    subject=credential.subject,
+                    claims={"iss": credential.issuer} if credential.issuer else None,
+                )
             )
         else:
             scope.pop("user", None)  # only this middleware says who the caller is
         await self.app(scope, receive, send)
+
+    async def _oauth_credential(
+        self, send: Send, oauth: ProtectedResource, token: str
+    ) -> Credential | None:
+        """The credential of an OAuth access token, or None once the refusal is sent."""
+        try:
+            info = await oauth.verifier.verify(token)
+        except TokenRejected as error:
+            await self._unauthorized(send, str(error))
+            return None
+        except AuthorizationServerUnavailable:
+            body = json.dumps(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "the authorization server cannot be reached to "
+                    "check the token; try again later",
+                }
+            ).encode()
+            await _respond(send, 503, body, b"application/json", extra=[(b"retry-after", b"5")])
+            return None
+        missing = [s for s in oauth.required_scopes if s not in info.scopes]
+        if missing:
+            reason = f"the token lacks the scopes {' '.join(missing)}"
+            challenge = oauth.challenge(error="insufficient_scope", description=reason)
+            refusal = json.dumps({"error": "insufficient_scope", "error_description": reason})
+            await _respond(
+                send,
+                403,
+                refusal.encode(),
+                b"application/json",
+                extra=[(b"www-authenticate", challenge)],
+            )
+            return None
+        return Credential(token, subject=info.subject, issuer=info.issuer, scopes=info.scopes)
+
+    async def _unauthorized(
+        self, send: Send, reason: str, *, error: str | None = "invalid_token"
+    ) -> None:
+        """401 with the reason; a request without any token gets no ``error`` code (RFC 6750
+        §3.1) when OAuth is on, only the challenge."""
+        if self.oauth is not None:
+            challenge = self.oauth.challenge(error=error, description=reason if error else None)
+        else:
+            challenge = b'Bearer error="invalid_token"'
+        body = json.dumps({"error": error or "invalid_token", "error_description": reason})
+        await _respond(
+            send, 401, body.encode(), b"application/json", extra=[(b"www-authenticate", challenge)]
+        )
 
     def _host_ok(self, headers: list[tuple[bytes, bytes]]) -> bool:
         values = [v for k, v in headers if k == b"host"]
@@ -258,17 +346,6 @@ def request_credential(request: Any) -> Credential:
     scope = getattr(request, "scope", None)
     found = scope.get(CREDENTIAL_SCOPE_KEY) if isinstance(scope, dict) else None
     return found if isinstance(found, Credential) else Credential()
-
-
-async def _unauthorized(send: Send, reason: str) -> None:
-    body = json.dumps({"error": "invalid_token", "error_description": reason}).encode()
-    await _respond(
-        send,
-        401,
-        body,
-        b"application/json",
-        extra=[(b"www-authenticate", b'Bearer error="invalid_token"')],
-    )
 
 
 async def _respond(

@@ -14,7 +14,11 @@ Security (docs/gateway.md, "HTTP security"):
   configured tokens: the operator secret of the data dir (:mod:`~sagents.gateway._operator_secret`)
   and the rule of :mod:`~sagents.gateway._web_auth`;
 - ``/metrics`` (docs/observability.md) answers the operator's bearer token (the operator secret
-  or ``SAGENTS_GATEWAY_TOKEN``), or anyone with ``--metrics-public``.
+  or ``SAGENTS_GATEWAY_TOKEN``), or anyone with ``--metrics-public``;
+- with an ``oauth`` section, ``/mcp`` is an OAuth 2.1 protected resource as well (docs/gateway.md,
+  "Authorization"; :mod:`sagents.gateway._protected_resource`): its metadata is served without
+  a token, its resource URL is ``publicUrl`` + ``/mcp`` (else the bound address), and a
+  non-loopback bind without ``publicUrl`` refuses to start.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 import socket
 from collections.abc import Callable
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 import anyio
 import uvicorn
@@ -38,6 +43,7 @@ from sagents.gateway._affinity import SessionAffinityCheck
 from sagents.gateway._http_security import GatewaySecurityMiddleware, HostRule, parse_host_rule
 from sagents.gateway._metrics import METRICS_PATH, MetricsApp
 from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._protected_resource import ProtectedResource, protected_resource
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, is_loopback
 from sagents.gateway._web_auth import WebAuth
@@ -50,6 +56,7 @@ __all__ = [
     "check_bind",
     "console_allowed",
     "metrics_app",
+    "resource_url",
     "secure_app",
     "serve_asgi",
     "serve_http",
@@ -70,11 +77,20 @@ def check_bind(settings: GatewaySettings) -> None:
     """Refuse settings that would expose the gateway without authentication.
 
     Raises:
-        ConfigError: the host is not loopback and no bearer token is configured.
+        ConfigError: the host is not loopback and no bearer token or ``oauth`` section is
+            configured; or it is not loopback, with OAuth, and no public URL is given.
     """
     if is_loopback(settings.host):
         return
-    if settings.bearer_token or settings.token_profiles:
+    if settings.oauth is not None and settings.public_url is None:
+        raise ConfigError(
+            f"with OAuth, binding {settings.host!r} needs the gateway's public URL: it is the "
+            "resource tokens are issued for, and a bind address does not say it",
+            key="oauth.publicUrl",
+            hint="set oauth.publicUrl in the config (or --public-url), e.g. "
+            "'https://gw.example.com'",
+        )
+    if settings.bearer_token or settings.token_profiles or settings.oauth is not None:
         return
     raise ConfigError(
         f"refusing to bind {settings.host!r} without a bearer token: anyone who can reach this "
@@ -91,10 +107,13 @@ def _security_middleware(
     port: int | None,
     *,
     web: WebAuth | None = None,
+    oauth: ProtectedResource | None = None,
+    public: bool = False,
 ) -> GatewaySecurityMiddleware:
-    """``app`` behind the ``Host``, ``Origin`` and bearer checks: the gateway's tokens required
-    (``/mcp``), or with ``web`` its tokens verified when given and the rest left to the app's
-    login (the console)."""
+    """``app`` behind the ``Host``, ``Origin`` and bearer checks: the gateway's tokens (or an
+    OAuth access token with ``oauth``) required (``/mcp``), or with ``web`` its tokens
+    verified when given and the rest left to the app's login (the console); ``public``: no
+    token at all (the resource metadata)."""
     hosts = list(_LOOPBACK_HOSTS) if is_loopback(settings.host) else [settings.host]
     allowed: list[HostRule] = []
     for value in settings.allowed_hosts:
@@ -104,14 +123,20 @@ def _security_middleware(
             raise ConfigError(
                 str(error), key="--allowed-host", hint="give 'host:port' or 'host:*'"
             ) from error
+    if settings.public_url is not None:  # what a proxy in front passes on as Host
+        public_host = urlsplit(settings.public_url).hostname
+        if public_host:
+            allowed.append(HostRule(public_host.lower(), None))
+    tokens = web.tokens if web else [settings.bearer_token or "", *settings.token_profiles]
     return GatewaySecurityMiddleware(
         app,
         hosts=hosts,
         port=port if port else None,
         allowed=allowed,
         origin_any_port=is_loopback(settings.host),
-        tokens=web.tokens if web else [settings.bearer_token or "", *settings.token_profiles],
-        token_required=web is None,
+        tokens=() if public else tokens,
+        token_required=web is None and not public,
+        oauth=oauth,
     )
 
 
@@ -125,18 +150,27 @@ def console_allowed(settings: GatewaySettings) -> bool:
 
 
 class _PathRouter:
-    """Sends ``/metrics``, and ``/console`` with everything below it, to their apps; the rest
-    to ``/mcp``'s app."""
+    """Sends ``/metrics``, the resource metadata paths, and ``/console`` with everything below
+    it, to their apps; the rest to ``/mcp``'s app."""
 
-    def __init__(self, mcp: ASGIApp, metrics: ASGIApp, console: ASGIApp | None) -> None:
+    def __init__(
+        self,
+        mcp: ASGIApp,
+        metrics: ASGIApp,
+        console: ASGIApp | None,
+        metadata: tuple[tuple[str, ...], ASGIApp] | None = None,
+    ) -> None:
         self.mcp = mcp
         self.metrics = metrics
         self.console = console
+        self.metadata = metadata
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if path == METRICS_PATH:
             await self.metrics(scope, receive, send)
+        elif self.metadata is not None and path in self.metadata[0]:
+            await self.metadata[1](scope, receive, send)
         elif self.console is not None and (
             path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
         ):
@@ -179,7 +213,16 @@ def build_http_app(
     if gateway.replica_id is not None:  # replicas: 2025 sessions need affinity
         served = SessionAffinityCheck(app, replica_id=gateway.replica_id)
     bound = settings.port if port is None else port
-    mcp = _security_middleware(served, settings, bound)
+    resource = (
+        protected_resource(settings.oauth, resource_url(settings, bound))
+        if settings.oauth is not None
+        else None
+    )
+    mcp = _security_middleware(served, settings, bound, oauth=resource)
+    metadata = None
+    if resource is not None:
+        metadata_app = _security_middleware(resource.metadata_app(), settings, bound, public=True)
+        metadata = (resource.metadata_paths, metadata_app)
     if settings.console and not console_allowed(settings):
         logger.warning(
             "the web console is not served on %s without TLS: give --tls-cert and --tls-key, "
@@ -189,7 +232,7 @@ def build_http_app(
     secret = OperatorSecret.load_or_create(default_data_dir())
     metrics = metrics_app(gateway, settings, bound, secret)
     if not console_allowed(settings):
-        return _PathRouter(mcp, metrics, None)
+        return _PathRouter(mcp, metrics, None, metadata)
     from sagents.gateway.console import console_for_gateway  # jinja2 only when served
 
     console = _security_middleware(
@@ -198,7 +241,18 @@ def build_http_app(
         bound,
         web=web_auth_of(settings, secret),
     )
-    return _PathRouter(mcp, metrics, console)
+    return _PathRouter(mcp, metrics, console, metadata)
+
+
+def resource_url(settings: GatewaySettings, port: int) -> str:
+    """The URL of ``/mcp`` as clients reach it: the public URL's, else the bound address's
+    (the resource identifier of RFC 8707 and RFC 9728, and the default token audience)."""
+    if settings.public_url is not None:
+        return settings.public_url + MCP_PATH
+    scheme = "https" if settings.tls_cert else "http"
+    host = settings.host.strip("[]")
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{port}{MCP_PATH}"
 
 
 def metrics_app(

@@ -37,6 +37,9 @@ class Profile:
         mode: The permission mode of sessions under this profile; None keeps the gateway's.
         bearer_token_env: Over HTTP, the environment variable holding the bearer token that
             selects this profile; None binds no token.
+        scopes: Over HTTP with OAuth, the scopes that select this profile: an access token
+            holding all of them gets the first such profile in the config's order; None:
+            selected by no scope.
     """
 
     name: str
@@ -47,6 +50,7 @@ class Profile:
     resources: frozenset[str] | None = None
     mode: PermissionMode | None = None
     bearer_token_env: str | None = field(default=None, repr=False)
+    scopes: frozenset[str] | None = None
 
 
 def is_offered(spec: ToolSpec, mode: PermissionMode, profile: Profile | None = None) -> bool:

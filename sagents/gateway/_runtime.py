@@ -305,6 +305,7 @@ class ConfiguredGateway(Gateway):
             mode=settings.mode,
             profile=settings.profile,
             token_profiles=settings.token_profiles,
+            scope_profiles=settings.scope_profiles,
             progress=HubProgressSource(self.hub),
             resources=SkillResources(self.skills, upstream=upstream_skills)
             if self.skills is not None

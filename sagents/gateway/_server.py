@@ -36,7 +36,7 @@ import os
 import uuid
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -199,6 +199,9 @@ class Gateway:
         mode: Default permission mode of sessions (a profile's mode wins).
         profile: Profile of sessions that carry no bearer token bound to another one.
         token_profiles: Over HTTP, the profile bound to each bearer token.
+        scope_profiles: Over HTTP with OAuth, the profiles with ``scopes`` in the config's
+            order: an access token gets the first whose scopes it holds all of (else
+            ``profile``).
         progress: Where the progress events of each call come from; None forwards none.
         resources: Resources served beside the background tasks (skill files), filtered by the
             session profile's skills; None serves only the tasks.
@@ -245,6 +248,7 @@ class Gateway:
         mode: PermissionMode = "ask",
         profile: Profile | None = None,
         token_profiles: Mapping[str, Profile] | None = None,
+        scope_profiles: Sequence[Profile] = (),
         progress: ProgressSource | None = None,
         resources: ResourceSource | None = None,
         approver: Approver | None = None,
@@ -265,6 +269,7 @@ class Gateway:
         self.mode: PermissionMode = mode
         self.profile = profile
         self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
+        self.scope_profiles = tuple(scope_profiles)
         self.progress = progress
         self.resources = resources
         self.approver = approver
@@ -474,6 +479,11 @@ class Gateway:
     # Sessions -------------------------------------------------------------------------------
 
     def _profile_for(self, credential: Credential) -> Profile | None:
+        if credential.subject is not None:  # an OAuth access token: its scopes choose
+            for profile in self.scope_profiles:
+                if profile.scopes is not None and profile.scopes <= credential.scopes:
+                    return profile
+            return self.profile
         if credential.token is not None and credential.token in self.token_profiles:
             return self.token_profiles[credential.token]
         return self.profile

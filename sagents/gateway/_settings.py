@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sagents.config._models import documented_key
+from sagents.config._oauth import OAuthConfig
 from sagents.core._permissions import PermissionMode, parse_permission_mode
 from sagents.errors import ConfigError
 from sagents.gateway._policy import Profile
@@ -34,6 +35,7 @@ __all__ = [
     "TransportName",
     "is_loopback",
     "load_profiles",
+    "scope_profiles",
     "token_profiles",
 ]
 
@@ -86,6 +88,12 @@ class GatewaySettings:
             (docs/observability.md).
         metrics_port: ``--metrics-port``: also serve ``/metrics`` on this port of ``host``
             (for the stdio transport too); None: only beside ``/mcp`` over HTTP.
+        oauth: Over HTTP, the ``oauth`` section: ``/mcp`` accepts OAuth access tokens of its
+            issuer (docs/gateway.md, "Authorization"); None: configured tokens only.
+        public_url: The URL clients reach the gateway at (``--public-url``, else
+            ``oauth.publicUrl``), without a trailing slash; None: the bound address.
+        scope_profiles: The profiles with ``scopes``, in the config's order: an OAuth access
+            token gets the first whose scopes it holds all of.
     """
 
     config: Path | None = None
@@ -110,6 +118,9 @@ class GatewaySettings:
     tls_proxy: bool = False
     metrics_public: bool = False
     metrics_port: int | None = None
+    oauth: OAuthConfig | None = None
+    public_url: str | None = None
+    scope_profiles: tuple[Profile, ...] = ()
 
 
 def is_loopback(host: str) -> bool:
@@ -132,6 +143,7 @@ class _ProfileParams(BaseModel):
     resources: list[str] | None = None
     mode: str | None = None
     bearer_token_env: str | None = Field(default=None, alias="bearerTokenEnv")
+    scopes: list[str] | None = Field(default=None, min_length=1)
 
 
 def load_profiles(config: Path) -> dict[str, Profile]:
@@ -144,7 +156,8 @@ def load_profiles(config: Path) -> dict[str, Profile]:
                               "skills": ["triage"], "prompts": ["fleet__triage"],
                               "resources": ["sagents://upstream/fleet/*"],
                               "mode": "read-only",
-                              "bearerTokenEnv": "OPS_TOKEN"}}}
+                              "bearerTokenEnv": "OPS_TOKEN",
+                              "scopes": ["mcp:ops"]}}}
 
     Returns:
         Profiles by name (empty when the file has none).
@@ -205,6 +218,7 @@ def load_profiles(config: Path) -> dict[str, Profile]:
             resources=resources,
             mode=mode,
             bearer_token_env=params.bearer_token_env,
+            scopes=frozenset(params.scopes) if params.scopes is not None else None,
         )
     return profiles
 
@@ -229,3 +243,8 @@ def token_profiles(profiles: Mapping[str, Profile]) -> dict[str, Profile]:
             )
         bound[token] = profile
     return bound
+
+
+def scope_profiles(profiles: Mapping[str, Profile]) -> tuple[Profile, ...]:
+    """The profiles an OAuth access token's scopes select, in the config's order."""
+    return tuple(profile for profile in profiles.values() if profile.scopes is not None)
