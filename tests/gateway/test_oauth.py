@@ -106,7 +106,7 @@ class MemoryTokens:
         self.client = client_info
 
 
-def sdk_client_logging_in(url: str, subject: str, landed: list[str]) -> Client:
+def sdk_client_logging_in(url: str, subject: str, landed: list[str], mode: str) -> Client:
     """The SDK client with its OAuth support: discovery, dynamic registration, authorization
     code + PKCE; the user's browser step is :func:`browse` logging ``subject`` in."""
 
@@ -131,7 +131,8 @@ def sdk_client_logging_in(url: str, subject: str, landed: list[str]) -> Client:
         redirect_handler=redirect,
         callback_handler=callback,
     )
-    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(auth=auth)))
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(auth=auth))
+    return Client(transport, mode=mode)
 
 
 def sign(issuer: Issuer, claims: dict[str, Any], **header: Any) -> str:
@@ -143,11 +144,14 @@ async def initialize(http: httpx2.AsyncClient, url: str, token: str | None) -> h
     return await http.post(url, json=_INITIALIZE, headers=headers)
 
 
-async def test_an_sdk_client_discovers_the_issuer_logs_in_and_calls_tools(issuer: Issuer) -> None:
+@pytest.mark.parametrize("era", ["legacy", "auto"])  # 2025-11-25 sessions; 2026-07-28
+async def test_an_sdk_client_discovers_the_issuer_logs_in_and_calls_tools(
+    issuer: Issuer, era: str
+) -> None:
     landed: list[str] = []
     with anyio.fail_after(60):
         async with oauth_gateway(OAuthConfig(issuer=issuer.url, required_scopes=("mcp",))) as gw:
-            async with sdk_client_logging_in(gw.url, "alice", landed) as mcp:
+            async with sdk_client_logging_in(gw.url, "alice", landed, era) as mcp:
                 names = {tool.name for tool in (await mcp.list_tools()).tools}
                 result = await mcp.call_tool("fleet__status", {"sn": "A1"})
             async with httpx2.AsyncClient() as http:
