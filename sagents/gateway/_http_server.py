@@ -236,7 +236,7 @@ def build_http_app(
     from sagents.gateway.console import console_for_gateway  # jinja2 only when served
 
     console = _security_middleware(
-        console_for_gateway(gateway, settings, secret=secret),
+        console_for_gateway(gateway, settings, secret=secret, oauth=resource),
         settings,
         bound,
         web=web_auth_of(settings, secret),

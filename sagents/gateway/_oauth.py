@@ -213,7 +213,7 @@ class AccessTokenVerifier:
         async with self._lock:
             if self._keys is not None and self._fetched_at != fetched_at:
                 return  # another request fetched them while this one waited
-            metadata = await self._issuer_metadata()
+            metadata = await self.issuer_metadata()
             uri = metadata.get("jwks_uri")
             if not isinstance(uri, str):
                 raise self._unavailable("its metadata has no jwks_uri")
@@ -238,7 +238,7 @@ class AccessTokenVerifier:
             return cached[0]
         endpoint = self.config.introspection_endpoint
         if endpoint is None:
-            found = (await self._issuer_metadata()).get("introspection_endpoint")
+            found = (await self.issuer_metadata()).get("introspection_endpoint")
             if not isinstance(found, str):
                 raise self._unavailable("its metadata has no introspection_endpoint")
             endpoint = self._endpoint(found, "introspection_endpoint")
@@ -279,7 +279,12 @@ class AccessTokenVerifier:
 
     # The authorization server ---------------------------------------------------------------
 
-    async def _issuer_metadata(self) -> dict[str, Any]:
+    async def issuer_metadata(self) -> dict[str, Any]:
+        """The issuer's metadata (RFC 8414 or OpenID Connect Discovery), fetched once.
+
+        Raises:
+            AuthorizationServerUnavailable: none answers, or one names another issuer.
+        """
         if self._metadata is not None:
             return self._metadata
         for url in metadata_urls(self.config.issuer):

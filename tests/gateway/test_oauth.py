@@ -366,3 +366,38 @@ async def test_an_unreachable_authorization_server_fails_closed_with_a_log_line(
     assert gone in logged[0]
     assert "refused until it answers" in logged[0]
     assert static.status_code == 200  # the gateway keeps serving
+
+
+async def test_the_console_logs_in_through_the_authorization_server(issuer: Issuer) -> None:
+    oauth = OAuthConfig(
+        issuer=issuer.url,
+        required_scopes=("mcp",),
+        client_id="gateway",
+        client_secret="gateway-secret",
+    )
+    with anyio.fail_after(60):
+        async with oauth_gateway(oauth) as gw, httpx2.AsyncClient() as browser:
+            console = gw.url.removesuffix("/mcp") + "/console"
+            page = await browser.get(f"{console}/login")
+            started = await browser.get(f"{console}/oauth/login")
+            landed = await browse(started.headers["location"], "carol", console)
+            done = await browser.get(landed)
+            runs = await browser.get(f"{console}/runs")
+            # a second login whose state cookie is missing (another browser) is refused
+            again = await browser.get(f"{console}/oauth/login")
+            elsewhere = await browse(again.headers["location"], "mallory", console)
+            async with httpx2.AsyncClient() as other_browser:
+                refused = await other_browser.get(elsewhere)
+                replayed = await browser.get(landed)  # a state is used once
+    assert 'id="oauth-login"' in page.text
+    assert started.status_code == 303
+    assert landed.startswith(f"{console}/oauth/callback?code=")
+    assert done.status_code == 303
+    assert done.headers["location"] == "/console/runs"
+    assert runs.status_code == 200
+    assert "session token" in runs.text  # carol's own principal, not the operator
+    assert "operator" not in runs.text.split('class="who">', 1)[1].split("<", 1)[0]
+    assert refused.status_code == 401
+    assert "another browser" in refused.text
+    assert replayed.status_code == 401
+    assert "expired or was not started here" in replayed.text

@@ -51,6 +51,7 @@ from sagents.gateway.console._live import (
     TooManyStreams,
     sse_frame,
 )
+from sagents.gateway.console._oauth_login import ConsoleOAuthLogin
 from sagents.gateway.console._records import (
     CALLS_PAGE,
     AuditFilter,
@@ -110,6 +111,8 @@ class ConsoleData:
         secure_cookies: Send the cookie with ``Secure`` (TLS, or a TLS proxy in front).
         secret: The operator secret; None: the one of the data directory (the audit file's
             directory), made when there is none (:mod:`sagents.gateway._operator_secret`).
+        oauth_login: Logging in through the gateway's OAuth authorization server; None: not
+            offered.
     """
 
     workspaces: Workspaces
@@ -124,6 +127,7 @@ class ConsoleData:
     session_tokens: tuple[str, ...] = ()
     secure_cookies: bool = False
     secret: OperatorSecret | None = None
+    oauth_login: ConsoleOAuthLogin | None = None
 
     def web_auth(self) -> WebAuth:
         """The tokens the console accepts (the secret made when there is none yet)."""
@@ -201,6 +205,7 @@ class _Console:
             page=template.removesuffix(".html"),
             approvals_route=self.data.approvals,
             pending_count=self._pending_count(session.principal),
+            oauth_login=self.data.oauth_login is not None,
             **context,
         )
         return HTMLResponse(html, status_code=status_code)
@@ -292,22 +297,28 @@ class _Console:
             )
         return self._login_required(request, session, new)
 
-    def _logged_in(
-        self, request: Request, session: ConsoleSession | None, token: str
-    ) -> Response | None:
-        """Log ``session``'s browser in with ``token``: a new cookie and a redirect to the
-        Runs page (the token leaves the address bar); None when the token is not accepted.
+    def _logged_in(self, request: Request, token: str) -> Response | None:
+        """Log the request's browser in with ``token``: see :meth:`logged_in_as`; None when
+        the token is not accepted.
 
         Raises:
             TooManyLogins: this client failed too often lately.
         """
         principal = self.web.login(request, token)
-        if principal is None:
-            return None
-        if session is not None:
-            self.auth.drop(session.sid)  # a new cookie after login: no session fixation
+        return self.logged_in_as(request, principal) if principal is not None else None
+
+    def logged_in_as(self, request: Request, principal: Principal) -> Response:
+        """A new session of ``principal`` for the request's browser: a new cookie and a
+        redirect to the Runs page (a token given in the URL leaves the address bar)."""
+        old = self.auth.session(request.cookies.get(COOKIE_NAME))
+        if old is not None:
+            self.auth.drop(old.sid)  # a new cookie after login: no session fixation
         fresh = self.auth.new_session(principal)
         return self._finish(RedirectResponse(f"{CONSOLE_PATH}/runs", 303), request, fresh, True)
+
+    def login_failed(self, request: Request, error: str) -> Response:
+        session, new = self._session(request)
+        return self._login_required(request, session, new, error=error)
 
     def _too_many(self, request: Request, error: TooManyLogins) -> Response:
         session, new = self._session(request)
@@ -327,7 +338,7 @@ class _Console:
                 error="The form expired: enter the token again.",
             )  # fmt: skip
         try:
-            answer = self._logged_in(request, session, form.get("token", "").strip())
+            answer = self._logged_in(request, form.get("token", "").strip())
         except TooManyLogins as error:
             return self._too_many(request, error)
         if answer is None:
@@ -653,9 +664,8 @@ class _Console:
         token = request.query_params.get(LOGIN_QUERY)
         if token is None:
             return RedirectResponse(f"{CONSOLE_PATH}/runs", 303)
-        session = self.auth.session(request.cookies.get(COOKIE_NAME))
         try:
-            answer = self._logged_in(request, session, token.strip())
+            answer = self._logged_in(request, token.strip())
         except TooManyLogins as error:
             return self._too_many(request, error)
         if answer is not None:
@@ -759,6 +769,8 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(CONSOLE_PATH + "/events", console.events),
         Mount(CONSOLE_PATH + "/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
+    if data.oauth_login is not None:
+        routes += data.oauth_login.routes(console.logged_in_as, console.login_failed)
     return Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
 
 

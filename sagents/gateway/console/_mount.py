@@ -7,13 +7,16 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from sagents.audit._store import default_data_dir
+from sagents.gateway._http_server import MCP_PATH
 from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._protected_resource import ProtectedResource
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._app import ConsoleData, build_console_app
 from sagents.gateway.console._live import LiveRuns
+from sagents.gateway.console._oauth_login import CALLBACK_PATH, ConsoleOAuthLogin
 from sagents.progress._hub import ProgressHub
 
 __all__ = ["console_for_gateway", "data_dir_console"]
@@ -23,7 +26,11 @@ TODO_FILE = "todo.sqlite3"
 
 
 def console_for_gateway(
-    gateway: Gateway, settings: GatewaySettings, *, secret: OperatorSecret | None = None
+    gateway: Gateway,
+    settings: GatewaySettings,
+    *,
+    secret: OperatorSecret | None = None,
+    oauth: ProtectedResource | None = None,
 ) -> Starlette:
     """The console of an entered gateway: its hub's events, pending approvals, background calls
     and the records and audit of its data dir.
@@ -33,6 +40,8 @@ def console_for_gateway(
     Args:
         gateway: The gateway. settings: Its tokens and cookie settings.
         secret: The operator secret; None: the data dir's (made when there is none).
+        oauth: ``/mcp``'s protected resource: with the gateway's client (``oauth.clientId``),
+            the console also logs in through its authorization server.
     """
     live = LiveRuns(owner_of=gateway.session_owner)
     hub = getattr(gateway.progress, "hub", None)
@@ -61,8 +70,24 @@ def console_for_gateway(
         session_tokens=tuple(settings.token_profiles),
         secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
         secret=secret,
+        oauth_login=_oauth_login(settings, oauth),
     )
     return build_console_app(data)
+
+
+def _oauth_login(
+    settings: GatewaySettings, oauth: ProtectedResource | None
+) -> ConsoleOAuthLogin | None:
+    config = settings.oauth
+    if oauth is None or config is None or config.client_id is None:
+        return None
+    base = oauth.resource.removesuffix(MCP_PATH)  # the gateway's public URL
+    return ConsoleOAuthLogin(
+        oauth,
+        client_id=config.client_id,
+        client_secret=config.client_secret or "",
+        redirect_uri=base + CALLBACK_PATH,
+    )
 
 
 def data_dir_console(
