@@ -2,8 +2,9 @@
 # Install the reference MCP servers the tests talk to, into .peers/ (never into .venv):
 #   - PyPI mcp-server-time and mcp-server-git in their own venv, .peers/venv (they may pin
 #     another mcp than sagents);
-#   - npm @modelcontextprotocol/server-everything, server-filesystem and server-memory into
-#     .peers/node, at the versions pinned in tests/peers/package.json;
+#   - npm @modelcontextprotocol/server-everything, server-filesystem and server-memory, and
+#     oidc-provider (the authorization server of the OAuth tests), into .peers/node, at the
+#     versions pinned in tests/peers/package.json;
 #   - the package caches a sandboxed `npx`/`uvx` server starts from offline (docs/mcp.md,
 #     "Profiles of typical servers"): .peers/npm-cache filled by `npx -y` of server-filesystem,
 #     .peers/uv-cache by `uvx` of mcp-server-git and mcp-server-time (the uv of .venv, pinned in

@@ -87,6 +87,7 @@ def _oauth_login(
         client_id=config.client_id,
         client_secret=config.client_secret or "",
         redirect_uri=base + CALLBACK_PATH,
+        secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
     )
 
 

@@ -61,6 +61,7 @@ class ConsoleOAuthLogin:
         client_id: The gateway's client at the authorization server.
         client_secret: Its secret.
         redirect_uri: ``<public URL>/console/oauth/callback``.
+        secure_cookies: Send the state cookie with ``Secure`` (TLS, or a TLS proxy in front).
     """
 
     def __init__(
@@ -70,12 +71,14 @@ class ConsoleOAuthLogin:
         client_id: str,
         client_secret: str,
         redirect_uri: str,
+        secure_cookies: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.resource = resource
         self.client_id = client_id
         self._secret = client_secret
         self.redirect_uri = redirect_uri
+        self.secure_cookies = secure_cookies
         self._monotonic = monotonic
         self._pending: OrderedDict[str, tuple[str, float]] = OrderedDict()  # state: verifier
 
@@ -191,7 +194,7 @@ class ConsoleOAuthLogin:
                 path=CALLBACK_PATH,
                 httponly=True,
                 samesite="lax",  # sent on the redirect back from the authorization server
-                secure=request.url.scheme == "https",
+                secure=self.secure_cookies or request.url.scheme == "https",
             )
             return response
 
