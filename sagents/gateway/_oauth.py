@@ -214,13 +214,17 @@ class AccessTokenVerifier:
             if self._keys is not None and self._fetched_at != fetched_at:
                 return  # another request fetched them while this one waited
             metadata = await self.issuer_metadata()
-            uri = metadata.get("jwks_uri")
-            if not isinstance(uri, str):
-                raise self._unavailable("its metadata has no jwks_uri")
-            document = await self._fetch("GET", self._endpoint(uri, "jwks_uri"))
-            keys = document.get("keys")
-            if not isinstance(keys, list):
-                raise self._unavailable("its JWKS has no 'keys' list")
+            try:
+                uri = metadata.get("jwks_uri")
+                if not isinstance(uri, str):
+                    raise self._unavailable("its metadata has no jwks_uri")
+                document = await self._fetch("GET", self._endpoint(uri, "jwks_uri"))
+                keys = document.get("keys")
+                if not isinstance(keys, list):
+                    raise self._unavailable("its JWKS has no 'keys' list")
+            except AuthorizationServerUnavailable:
+                self._metadata = None  # discovered again next time: it may have moved its keys
+                raise
             self._keys = [k for k in keys if isinstance(k, dict)]
             self._fetched_at = self._monotonic()
 
@@ -314,7 +318,7 @@ class AccessTokenVerifier:
         data: Mapping[str, str] | None = None,
         auth: tuple[str, str] | None = None,
     ) -> Any:
-        """A JSON object from the authorization server (None for a 404 when ``missing_ok``).
+        """A JSON object from the authorization server (None for a 4xx when ``missing_ok``).
 
         Raises:
             AuthorizationServerUnavailable: not reached, not 200, not a JSON object; also at
@@ -336,8 +340,8 @@ class AccessTokenVerifier:
                     method, url, data=data, auth=auth, headers={"Accept": "application/json"}
                 ) as response,
             ):
-                if response.status_code == 404 and missing_ok:
-                    return None
+                if missing_ok and 400 <= response.status_code < 500:
+                    return None  # not there: the next metadata URL may be
                 if response.status_code != 200:
                     raise self._unavailable(f"{url} answered HTTP {response.status_code}")
                 body = b""
