@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from sagents.cli._serve import resolve_settings
+from sagents.cli.main import app
 from sagents.config import parse_config
 from sagents.config._oauth import ALLOWED_ALGORITHMS, DEFAULT_LEEWAY_S, OAuthConfig
 from sagents.errors import ConfigError
@@ -156,3 +158,13 @@ def test_the_public_url_names_the_resource_and_its_host_is_served(tmp_path: Path
         'resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp"'
         in refused.headers["www-authenticate"]
     )
+
+
+def test_sagents_serve_refuses_a_public_bind_with_oauth_but_no_public_url(tmp_path: Path) -> None:
+    config = tmp_path / "gw.json"
+    config.write_text(json.dumps({"oauth": {"issuer": ISSUER}}))
+    command = ["serve", "--config", str(config), "--transport", "http", "--host", "0.0.0.0"]
+    refused = CliRunner().invoke(app, command)
+    assert refused.exit_code == 2
+    assert "needs the gateway's public URL" in refused.output
+    assert "oauth.publicUrl" in refused.output
