@@ -4,8 +4,9 @@
   served without a token at ``/.well-known/oauth-protected-resource/mcp`` (RFC 9728 §3.1: the
   resource's path after the well-known prefix) and at ``/.well-known/oauth-protected-resource``
   (the root, where MCP clients look next: MCP 2025-11-25 "Authorization", "Protected Resource
-  Metadata Discovery Requirements"). It names the configured authorization server and the
-  scopes every token needs.
+  Metadata Discovery Requirements"), with CORS for browser-based clients (the SDK's
+  ``cors_middleware``). It names the configured authorization server and the scopes every token
+  needs.
 - A request without a token gets 401 with ``WWW-Authenticate: Bearer resource_metadata="...",
   scope="..."``; a bad token 401 with ``error="invalid_token"`` and the reason; a token without
   the required scopes 403 with ``error="insufficient_scope"`` (RFC 6750 §3, MCP "Error
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
@@ -92,8 +93,12 @@ class ProtectedResource:
         async def answer(request: Request) -> Response:
             return JSONResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
+        # readable by browser-based clients of any origin, as the SDK serves its own
+        endpoint = cors_middleware(answer, ["GET", "OPTIONS"])
         return Starlette(
-            routes=[Route(path, answer, methods=["GET"]) for path in self.metadata_paths]
+            routes=[
+                Route(path, endpoint, methods=["GET", "OPTIONS"]) for path in self.metadata_paths
+            ]
         )
 
 

@@ -147,12 +147,22 @@ def test_the_public_url_names_the_resource_and_its_host_is_served(tmp_path: Path
     with TestClient(build_http_app(gateway, settings, port=8765)) as http:
         metadata = http.get(
             "https://gw.example.com/.well-known/oauth-protected-resource/mcp",
-            headers={"Host": "gw.example.com"},
+            headers={"Host": "gw.example.com", "Origin": "https://gw.example.com"},
         )
         refused = http.post("/mcp", headers={"Host": "gw.example.com"}, json={})
+        preflight = http.options(
+            "/.well-known/oauth-protected-resource",
+            headers={
+                "Host": "gw.example.com",
+                "Origin": "https://gw.example.com",
+                "Access-Control-Request-Method": "GET",
+            },
+        )
     assert metadata.status_code == 200
     assert metadata.json()["resource"] == "https://gw.example.com/mcp"
     assert metadata.json()["authorization_servers"] == [ISSUER]
+    assert metadata.headers["access-control-allow-origin"] == "*"  # browser-based clients
+    assert preflight.status_code == 200
     assert refused.status_code == 401
     assert (
         'resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp"'
