@@ -312,12 +312,16 @@ async def test_two_subjects_never_see_each_others_sessions(issuer: Issuer) -> No
     assert "fleet__status" not in hijacked.text
 
 
-async def test_opaque_tokens_are_checked_by_introspection(
-    issuer: Issuer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize("endpoint", ["discovered", "configured"])
+async def test_opaque_tokens_are_checked_by_introspection(issuer: Issuer, endpoint: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        metadata = (await http.get(f"{issuer.url}/.well-known/openid-configuration")).json()
     oauth = OAuthConfig(
         issuer=issuer.url,
         required_scopes=("mcp",),
+        introspection_endpoint=(
+            metadata["introspection_endpoint"] if endpoint == "configured" else None
+        ),
         client_id="gateway",
         client_secret="gateway-secret",
     )
@@ -328,7 +332,6 @@ async def test_opaque_tokens_are_checked_by_introspection(
                 issuer.url, "http://127.0.0.1:1/mcp", "olive", client_id="tester-opaque"
             )
             revoked = await issue_token(issuer.url, gw.url, "olive", client_id="tester-opaque")
-            metadata = (await http.get(f"{issuer.url}/.well-known/openid-configuration")).json()
             await http.post(
                 metadata["revocation_endpoint"],
                 data={"token": revoked, "client_id": "tester-opaque"},
