@@ -1,5 +1,6 @@
 """sagents.store: where a gateway keeps its state — audit rows, background tasks, pending and
-granted approvals — embedded (SQLite, one process) or shared by replicas (PostgreSQL).
+granted approvals, pinned tool definitions — embedded (SQLite, one process) or shared by
+replicas (PostgreSQL).
 
 Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors`` and
 ``sagents.audit``; the PostgreSQL driver is imported only when a ``postgresql://`` store is
@@ -9,7 +10,8 @@ opened. docs/scale-out.md says what each guarantee becomes with replicas.
 from sagents.store._embedded import EmbeddedStore, MemoryApprovals, SqliteTasks
 from sagents.store._location import DEFAULT_LEASE_S, StoreLocation, parse_store_url, redact_url
 from sagents.store._open import GatewayStore, open_store
-from sagents.store._protocols import ApprovalStore, AuditLog, CancelHandler, TaskStore
+from sagents.store._pins import ToolPin
+from sagents.store._protocols import ApprovalStore, AuditLog, CancelHandler, PinStore, TaskStore
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -19,9 +21,11 @@ __all__ = [
     "EmbeddedStore",
     "GatewayStore",
     "MemoryApprovals",
+    "PinStore",
     "SqliteTasks",
     "StoreLocation",
     "TaskStore",
+    "ToolPin",
     "open_store",
     "parse_store_url",
     "redact_url",

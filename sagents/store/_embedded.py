@@ -25,6 +25,7 @@ from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
 from sagents.store._fair import FairMap
+from sagents.store._pins import PINS_FILE, SqlitePins
 from sagents.store._protocols import CancelHandler
 
 __all__ = [
@@ -218,7 +219,9 @@ class SqliteTasks:
 
 @dataclass(kw_only=True)
 class EmbeddedStore:
-    """Every kind of state of one gateway process (``sagents serve`` without ``--store``).
+    """Every kind of state of one gateway process (``sagents serve`` without ``--store``):
+    the audit, background tasks and pinned tool definitions in SQLite files, approvals in
+    memory.
 
     Attributes:
         directory: Where the SQLite files are (the data directory by default).
@@ -234,6 +237,7 @@ class EmbeddedStore:
         self.audit = SqliteAuditStore(path=self.directory / AUDIT_FILE)
         self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
         self.approvals = MemoryApprovals()
+        self.pins = SqlitePins(self.directory / PINS_FILE)
 
     async def __aenter__(self) -> EmbeddedStore:
         """Check both files: one that is not a database stops the start with a one-line
@@ -243,7 +247,7 @@ class EmbeddedStore:
         Raises:
             StoreError: a file that is not a SQLite database.
         """
-        for check in (self.audit.check, self.tasks.sqlite.check):
+        for check in (self.audit.check, self.tasks.sqlite.check, self.pins.check):
             try:
                 await anyio.to_thread.run_sync(check)
             except StoreUnavailableError as error:

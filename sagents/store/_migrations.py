@@ -89,6 +89,20 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX sagents_memories_scope ON sagents_memories (user_id, agent);
     CREATE INDEX sagents_memories_search ON sagents_memories USING GIN (search);
     """,
+    # 3: pinned definitions of upstream tools (docs/gateway.md, "Pinned definitions"): the
+    #    accepted definition per server and tool, and a changed one offered since.
+    """
+    CREATE TABLE sagents_tool_pins (
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        offered TEXT,
+        offered_digest TEXT,
+        updated DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (server, tool)
+    );
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

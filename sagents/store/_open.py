@@ -9,7 +9,7 @@ from typing import Protocol
 from sagents.errors import ConfigError
 from sagents.store._embedded import EmbeddedStore
 from sagents.store._location import StoreLocation
-from sagents.store._protocols import ApprovalStore, AuditLog, TaskStore
+from sagents.store._protocols import ApprovalStore, AuditLog, PinStore, TaskStore
 
 __all__ = ["GatewayStore", "open_store"]
 
@@ -33,6 +33,8 @@ class GatewayStore(Protocol):
     def tasks(self) -> TaskStore: ...
     @property
     def approvals(self) -> ApprovalStore: ...
+    @property
+    def pins(self) -> PinStore: ...
 
 
 def open_store(

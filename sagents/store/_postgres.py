@@ -57,6 +57,7 @@ from sagents.store._embedded import (
 )
 from sagents.store._location import StoreLocation
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from sagents.store._pins import ToolPin, definition_digest, pin_of
 from sagents.store._protocols import CancelHandler
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "LEASE_REASON",
     "PostgresApprovals",
     "PostgresAudit",
+    "PostgresPins",
     "PostgresStore",
     "PostgresTasks",
 ]
@@ -391,6 +393,66 @@ class PostgresApprovals:
             return frozenset(row[0] for row in await cursor.fetchall())
 
 
+_PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"
+
+
+class PostgresPins:
+    """Pinned tool definitions in ``sagents_tool_pins``, shared by the replicas: a change one
+    replica saw is shown, and accepted, through any of them."""
+
+    def __init__(self, database: _Database) -> None:
+        self._db = database
+
+    async def observe(self, server: str, definitions: Mapping[str, str]) -> dict[str, ToolPin]:
+        """See :meth:`sagents.store._protocols.PinStore.observe` (one transaction)."""
+        pins: dict[str, ToolPin] = {}
+        now = time.time()
+        async with self._db.connection() as db, db.transaction():
+            for tool, definition in definitions.items():
+                digest = definition_digest(definition)
+                await db.execute(
+                    "INSERT INTO sagents_tool_pins (server, tool, definition, digest, updated) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (server, tool) DO NOTHING",
+                    (server, tool, definition, digest, now),
+                )
+                cursor = await db.execute(
+                    "UPDATE sagents_tool_pins SET "
+                    "offered = CASE WHEN digest = %s THEN NULL ELSE %s END, "
+                    "offered_digest = CASE WHEN digest = %s THEN NULL ELSE %s END, updated = %s "
+                    f"WHERE server = %s AND tool = %s RETURNING {_PIN_COLUMNS}",
+                    (digest, definition, digest, digest, now, server, tool),
+                )
+                row = await cursor.fetchone()
+                assert row is not None  # inserted above if it was missing
+                pins[tool] = pin_of(row)
+        return pins
+
+    async def changes(self) -> list[ToolPin]:
+        """See :meth:`sagents.store._protocols.PinStore.changes`."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                f"SELECT {_PIN_COLUMNS} FROM sagents_tool_pins WHERE offered IS NOT NULL "
+                "ORDER BY server, tool"
+            )
+            return [pin_of(row) for row in await cursor.fetchall()]
+
+    async def accept(self, server: str, tool: str | None = None) -> list[ToolPin]:
+        """See :meth:`sagents.store._protocols.PinStore.accept`."""
+        where, params = "server = %s AND offered IS NOT NULL", [server]
+        if tool is not None:
+            where += " AND tool = %s"
+            params.append(tool)
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "UPDATE sagents_tool_pins SET definition = offered, digest = offered_digest, "
+                f"offered = NULL, offered_digest = NULL, updated = %s WHERE {where} "
+                f"RETURNING {_PIN_COLUMNS}",
+                (time.time(), *params),
+            )
+            rows = await cursor.fetchall()
+        return sorted((pin_of(row) for row in rows), key=lambda pin: pin.tool)
+
+
 class PostgresStore:
     """The state of one replica on a shared PostgreSQL database; an async context manager.
 
@@ -429,6 +491,7 @@ class PostgresStore:
         self.audit = PostgresAudit(self._db)
         self.tasks = PostgresTasks(self._db, self.replica_id)
         self.approvals = PostgresApprovals(self._db)
+        self.pins = PostgresPins(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 

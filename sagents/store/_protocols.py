@@ -12,8 +12,9 @@ from typing import Any, Protocol
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import StoredTask
+from sagents.store._pins import ToolPin
 
-__all__ = ["ApprovalStore", "AuditLog", "CancelHandler", "TaskStore"]
+__all__ = ["ApprovalStore", "AuditLog", "CancelHandler", "PinStore", "TaskStore"]
 
 CancelHandler = Callable[[str], Awaitable[None]]
 """Called with a task id when another replica asks for that task to be cancelled."""
@@ -112,4 +113,29 @@ class ApprovalStore(Protocol):
 
     async def granted(self, session_id: str) -> frozenset[str]:
         """The tools the session allowed for the rest of the session."""
+        ...
+
+
+class PinStore(Protocol):
+    """Pinned definitions of upstream tools (docs/gateway.md, "Pinned definitions"), per server
+    and tool name: the accepted definition and a changed one the server offers since."""
+
+    async def observe(self, server: str, definitions: Mapping[str, str]) -> dict[str, ToolPin]:
+        """Record what ``server`` offers now (``{tool: definition}``) and return each tool's pin.
+
+        A tool seen for the first time is pinned to its definition; one whose definition is
+        the accepted one has no offered change (a change that was reverted is forgotten);
+        any other definition becomes the tool's offered change (replacing an earlier one).
+        """
+        ...
+
+    async def changes(self) -> list[ToolPin]:
+        """Every tool whose server offers a definition other than the accepted one, by server
+        and tool."""
+        ...
+
+    async def accept(self, server: str, tool: str | None = None) -> list[ToolPin]:
+        """Accept the offered change of ``tool`` of ``server`` (of every changed tool of the
+        server when None): it becomes the pinned definition. Returns the accepted pins (none
+        when nothing was changed)."""
         ...

@@ -162,3 +162,39 @@ async def _reassign(store: GatewayStore, task_id: str, replica_id: str) -> None:
         await db.execute(
             "UPDATE sagents_tasks SET replica_id = %s WHERE task_id = %s", (replica_id, task_id)
         )
+
+
+async def test_a_tool_definition_is_pinned_on_first_sight_and_a_change_is_held_until_accepted(
+    store: GatewayStore,
+) -> None:
+    first = await store.pins.observe("fleet", {"get": '{"d":1}', "set": '{"d":2}'})
+    same = await store.pins.observe("fleet", {"get": '{"d":1}'})
+    changed = await store.pins.observe("fleet", {"get": '{"d":1,"x":true}'})
+    listed = await store.pins.changes()
+    accepted = await store.pins.accept("fleet", "get")
+    after = await store.pins.observe("fleet", {"get": '{"d":1,"x":true}'})
+    assert [first["get"].changed, same["get"].changed] == [False, False]
+    assert (changed["get"].definition, changed["get"].offered) == ('{"d":1}', '{"d":1,"x":true}')
+    assert changed["get"].digest != changed["get"].offered_digest
+    assert [(p.server, p.tool) for p in listed] == [("fleet", "get")]
+    assert [(p.tool, p.definition, p.changed) for p in accepted] == [
+        ("get", '{"d":1,"x":true}', False)
+    ]
+    assert not after["get"].changed
+    assert await store.pins.changes() == []
+
+
+async def test_a_reverted_change_is_forgotten_and_accept_takes_every_tool_of_a_server(
+    store: GatewayStore,
+) -> None:
+    await store.pins.observe("a", {"t1": "1", "t2": "2"})
+    await store.pins.observe("b", {"t1": "1"})
+    await store.pins.observe("a", {"t1": "1x", "t2": "2x"})
+    await store.pins.observe("b", {"t1": "1x"})
+    reverted = await store.pins.observe("b", {"t1": "1"})
+    accepted = await store.pins.accept("a")
+    assert not reverted["t1"].changed
+    assert [(p.tool, p.definition) for p in accepted] == [("t1", "1x"), ("t2", "2x")]
+    assert await store.pins.accept("a") == []
+    assert await store.pins.accept("nobody", "t") == []
+    assert await store.pins.changes() == []
