@@ -30,14 +30,16 @@ import typer
 from sagents.cli._call_approval import approve_call, read_answer
 from sagents.cli._logs import setup_logging
 from sagents.cli._rich import stderr_console, stdout_console
+from sagents.cli._tool_pins import accept_changes, changed_tools, pin_json
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.config import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
 from sagents.core._literal import literal_text, printable
 from sagents.core._permissions import parse_permission_mode
 from sagents.core._result import ToolResult
-from sagents.errors import ConfigError, UnknownToolError
+from sagents.errors import ConfigError, StoreError, UnknownToolError
 from sagents.mcp import ServerStatus
+from sagents.mcp._pins import definition_diff
 from sagents.tool.tool_manager import ToolManager
 
 if TYPE_CHECKING:
@@ -197,6 +199,30 @@ def tools_command(
             help="Print the input schema (JSON Schema) of the tool NAME instead of the list.",
         ),
     ] = None,
+    changes: Annotated[
+        bool,
+        typer.Option(
+            "--changes",
+            help="Show the tools whose definition changed since it was pinned, with a diff "
+            "(docs/gateway.md, 'Pinned definitions').",
+        ),
+    ] = False,
+    accept: Annotated[
+        str | None,
+        typer.Option(
+            "--accept",
+            metavar="SERVER[__TOOL]",
+            help="Accept the changed definitions of a server's tools, or of one tool.",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="The store of the pinned definitions, as sagents serve's --store; default: "
+            "the configuration's store.url, else the data directory's SQLite files.",
+        ),
+    ] = None,
 ) -> None:
     """List every tool with its server, permission class and the server's status."""
     setup_logging(server_failures=False)  # the listing reports each failed server
@@ -206,6 +232,9 @@ def tools_command(
         if narrowed is None:
             raise _fail(_unknown_server(loaded, server), "usage_error", as_json)
         loaded = narrowed
+    if changes or accept is not None:
+        _pins_command(loaded, store, accept, as_json)
+        return
     if schema is not None:
         _print_schema(_owner(loaded, schema), schema, as_json)
         return
@@ -222,6 +251,38 @@ def tools_command(
         _print_rich(console, listing)
     else:
         _print_plain(listing)
+
+
+def _pins_command(
+    config: SagentsConfig, store: str | None, accept: str | None, as_json: bool
+) -> None:
+    """``--changes`` or ``--accept``: print the changed tools, or accept changes."""
+    try:
+        if accept is not None:
+            pins = accept_changes(config, store, accept)
+        else:
+            pins = changed_tools(config, store)
+    except (StoreError, ConfigError) as error:
+        raise _fail(error.message, error.code, as_json) from None
+    if accept is not None and not pins:
+        raise _fail(
+            f"no changed definition of {accept!r} to accept (sagents tools --changes lists them)",
+            "usage_error",
+            as_json,
+        )
+    if as_json:
+        key = "accepted" if accept is not None else "changes"
+        typer.echo(json.dumps({key: [pin_json(pin) for pin in pins]}, indent=2))
+        return
+    for pin in pins:
+        name = printable(pin_json(pin)["name"], newlines=False)
+        if accept is not None:
+            typer.echo(f"accepted {name} ({pin.digest[:12]})")
+            continue
+        typer.echo(f"changed {name}: held until accepted (sagents tools --accept {name})")
+        typer.echo(printable(definition_diff(pin)))
+    if accept is None and not pins:
+        typer.echo("no changed tool definitions")
 
 
 def _print_schema(config: SagentsConfig, name: str, as_json: bool) -> None:

@@ -535,5 +535,6 @@ def _settings(entry: ServerEntryParams, sandbox: ServerSandbox | None = None) ->
         permission=entry.permission,
         tool_permissions=dict(entry.tool_permissions),
         sandbox=sandbox,
+        on_definition_change=entry.on_definition_change,
         **chosen,
     )

@@ -133,6 +133,11 @@ class ServerEntryParams(_Strict):
     sandbox: ServerSandboxParams | None = None
     # true: the server's skills (the MCP Skills extension) join the gateway's skills.
     skills: StrictBool = False
+    # What a tool whose definition changed since it was pinned does until it is accepted
+    # (docs/gateway.md, "Pinned definitions").
+    on_definition_change: Literal["ask", "disable", "accept"] = Field(
+        default="ask", alias="onDefinitionChange"
+    )
 
     @field_validator("sandbox", mode="before")
     @classmethod

@@ -7,15 +7,22 @@ server connected (docs/configuration.md, docs/mcp.md).
 
 from __future__ import annotations
 
+import dataclasses
+
 from sagents.config._loader import SagentsConfig
 from sagents.progress import ProgressHub
+from sagents.store._protocols import PinStore
 from sagents.tool.tool_manager import ToolManager
 
 __all__ = ["build_tool_manager"]
 
 
 async def build_tool_manager(
-    config: SagentsConfig, *, progress_hub: ProgressHub | None = None, wait: bool = True
+    config: SagentsConfig,
+    *,
+    progress_hub: ProgressHub | None = None,
+    wait: bool = True,
+    definition_pins: PinStore | None = None,
 ) -> ToolManager:
     """Open a ToolManager with every enabled server of ``config`` registered.
 
@@ -45,7 +52,13 @@ async def build_tool_manager(
     manager = ToolManager(progress_hub=progress_hub)
     try:
         if config.servers:
-            await manager.register_mcp_servers(config.as_supervisor_input(), wait=wait)
+            servers = config.as_supervisor_input()
+            if definition_pins is not None:
+                servers = {
+                    name: (params, dataclasses.replace(settings, definition_pins=definition_pins))
+                    for name, (params, settings) in servers.items()
+                }
+            await manager.register_mcp_servers(servers, wait=wait)
     except BaseException:
         await manager.aclose()
         raise

@@ -192,7 +192,10 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             open_store(plan.store_location, data_dir=default_data_dir())
         )
         manager = await build_tool_manager(
-            config, progress_hub=ProgressHub(), wait=plan.wait_for_servers
+            config,
+            progress_hub=ProgressHub(),
+            wait=plan.wait_for_servers,
+            definition_pins=store.pins,
         )
         stack.push_async_callback(_close_shielded, manager)
         for key, tool in plan.local_tools:

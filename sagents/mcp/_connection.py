@@ -38,6 +38,7 @@ from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
 from sagents.mcp._catalog import CatalogChangedCallback, CatalogKind, ServerCatalog, list_catalog
 from sagents.mcp._convert import mcp_tool_name, tool_to_spec
 from sagents.mcp._params import ServerParams, describe_params
+from sagents.mcp._pins import review_definitions
 from sagents.mcp._resource_subscriptions import ResourceUpdatedCallback, UpstreamSubscriptions
 from sagents.mcp._session import ToolListFilter, open_session
 from sagents.mcp._settings import ServerSettings
@@ -141,7 +142,8 @@ class ServerConnection:
         self._last_error: str | None = None
         self._logged_error: str | None = None  # the failure last logged: logged once
         self._tools: dict[str, types.Tool] = {}
-        self._specs: tuple[ToolSpec, ...] = ()
+        self._specs: tuple[ToolSpec, ...] = ()  # as offered: after the definitions' review
+        self._listed: tuple[ToolSpec, ...] = ()  # as the server listed them
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
         self._closing = False
@@ -633,12 +635,26 @@ class ServerConnection:
                     logger.warning("MCP server %r repeated tools/list cursor %r", self.name, cursor)
                     break
                 seen.add(cursor)
-        changed = self._apply_listing(tools, session.protocol_version)
-        if changed and self._on_tools_changed is not None:
-            await self._on_tools_changed(self.name, self._specs)
+        self._apply_listing(tools, session.protocol_version)
+        await self.review_definitions()
         self._listed_once = True
 
-    def _apply_listing(self, tools: list[types.Tool], protocol_version: str | None) -> bool:
+    async def review_definitions(self) -> None:
+        """Check the last listing against the tools' pinned definitions, when the settings
+        name a pin store (:mod:`sagents.mcp._pins`), and publish the specs if they changed
+        (an operator accepted a change: the held tool is released)."""
+        specs = self._listed
+        pins = self.settings.definition_pins
+        if pins is not None:
+            specs = await review_definitions(
+                self.name, specs, pins, self.settings.on_definition_change
+            )
+        if specs != self._specs:
+            self._specs = specs
+            if self._on_tools_changed is not None:
+                await self._on_tools_changed(self.name, self._specs)
+
+    def _apply_listing(self, tools: list[types.Tool], protocol_version: str | None) -> None:
         by_name: dict[str, types.Tool] = {}
         specs: list[ToolSpec] = []
         withheld: list[WithheldTool] = []
@@ -668,11 +684,9 @@ class ServerConnection:
                 continue
             by_name[tool.name] = tool
             specs.append(spec)
-        changed = self._specs != tuple(specs)
         self._tools = by_name
-        self._specs = tuple(specs)
+        self._listed = tuple(specs)
         self._withheld = tuple(withheld)
-        return changed
 
 
 class _CallScope:

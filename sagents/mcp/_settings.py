@@ -10,9 +10,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
 
 from sagents.core._permissions import PermissionClass
 from sagents.sandbox import NetworkPolicy
+
+if TYPE_CHECKING:
+    from sagents.store._protocols import PinStore
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -158,6 +162,11 @@ class ServerSettings:
             restarted.
         sandbox: Run this stdio server in its own bubblewrap sandbox (see
             :class:`ServerSandbox`); None runs it on the host. Only for stdio servers.
+        definition_pins: Where the definitions of the server's tools are pinned
+            (:mod:`sagents.mcp._pins`; ``sagents serve`` gives its store's); None: not pinned.
+        on_definition_change: What a changed definition does to its tool until accepted:
+            ``ask`` (every call asked about), ``disable``, or ``accept`` (at once, unless the
+            tool would gain ``readOnlyHint``).
     """
 
     enabled: bool = True
@@ -174,6 +183,8 @@ class ServerSettings:
     ping_interval: float | None = DEFAULT_PING_INTERVAL
     ping_timeout: float = DEFAULT_PING_TIMEOUT
     sandbox: ServerSandbox | None = None
+    definition_pins: PinStore | None = field(default=None, compare=False, repr=False)
+    on_definition_change: Literal["ask", "disable", "accept"] = "ask"
 
     def __post_init__(self) -> None:
         if self.ping_interval is not None and self.ping_interval <= 0:

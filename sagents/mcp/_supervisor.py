@@ -351,6 +351,13 @@ class MCPSupervisor:
             return list(self._connections[server].specs) if server in self._connections else []
         return [spec for c in self._connections.values() for spec in c.specs]
 
+    async def review_definitions(self, server: str) -> None:
+        """Check ``server``'s last listing against its pinned definitions again (an operator
+        accepted a change), and publish its tools if that changed them; no-op if unknown."""
+        connection = self._connections.get(server)
+        if connection is not None:
+            await connection.review_definitions()
+
     # ---- prompts, resources, completion ----------------------------------------------------
 
     def on_catalog_changed(self, listener: CatalogChangedCallback) -> None:
