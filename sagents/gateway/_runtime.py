@@ -69,6 +69,7 @@ from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._sources import HubProgressSource, SkillResources
+from sagents.gateway._tool_changes import ToolChanges
 from sagents.gateway._tool_search import ToolRanker, ToolSearch
 from sagents.gateway._upstream_skills import (
     SkillsWithoutServers,
@@ -294,6 +295,8 @@ class ConfiguredGateway(Gateway):
         self.store_location = plan.store_location
         self.store: GatewayStore = store
         self._manager = manager
+        self.tool_changes = ToolChanges(pins=store.pins, supervisor=manager.mcp_supervisor)
+        """The held changes of upstream tool definitions (the console shows and accepts them)."""
         self.hub = manager.progress_hub
         self._scripts = scripts
         self._wait_for_servers = plan.wait_for_servers

@@ -4,22 +4,29 @@ every call, or disabled) until the change is accepted; on both stores."""
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from typer.testing import CliRunner, Result
 
 from sagents.cli.main import app
 from sagents.config import load_config
 from sagents.config.tools import build_tool_manager
+from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._tool_changes import ToolChanges
+from sagents.gateway._workspaces import Workspaces
+from sagents.gateway.console._app import ConsoleData, build_console_app
 from sagents.mcp._pins import CHANGED_META, definition_diff
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.tool import SessionContext, ToolProxy
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
+from tests.gateway.console.test_console_http import csrf_of
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +174,39 @@ def test_sagents_tools_changes_shows_the_diff_and_accept_takes_it(
     assert again.exit_code == 2
     assert "no changed definition of 'mut' to accept" in again.output
     assert after.stdout == "no changed tool definitions\n"
+
+
+async def test_the_console_shows_a_held_tool_with_its_diff_and_its_accept_releases_it(
+    store: GatewayStore, tmp_path: Path
+) -> None:
+    await _permission(_config(tmp_path), store)
+    config = load_config(_config(tmp_path, description=POISONED, read_only=True))
+    data_dir = tmp_path / "console"
+    async with await build_tool_manager(config, definition_pins=store.pins) as manager:
+        data = ConsoleData(
+            workspaces=Workspaces(data_dir / "workspaces"),
+            audit_path=data_dir / "audit.sqlite3",
+            todo_path=data_dir / "todo.sqlite3",
+            tool_changes=ToolChanges(pins=store.pins, supervisor=manager.mcp_supervisor),
+        )
+        app = build_console_app(data)
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            secret = OperatorSecret.load_or_create(data_dir).value
+            await http.get(f"/console/?token={secret}")
+            page = await http.get("/console/tools")
+            form = {"server": "mut", "tool": "lookup"}
+            forged = await http.post("/console/tools/accept", data=form)
+            held = manager.get_tool_spec("mut__lookup").permission
+            csrf = csrf_of(page.text)
+            accepted = await http.post("/console/tools/accept", data={**form, "csrf": csrf})
+            released = manager.get_tool_spec("mut__lookup").permission
+            after = await http.get("/console/tools")
+    assert page.status_code == 200
+    assert 'data-tool="mut__lookup"' in page.text
+    assert "+    &#34;readOnlyHint&#34;: true" in page.text
+    assert html.escape(POISONED, quote=True)[:40] in page.text
+    assert (forged.status_code, held) == (403, "destructive")  # no CSRF token: refused
+    assert accepted.status_code == 303
+    assert released == "read_only"
+    assert "No changed tool definitions." in after.text

@@ -36,11 +36,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sagents.audit._store import SqliteAuditStore
 from sagents.core._literal import printable
-from sagents.errors import TaskNotFoundError
+from sagents.errors import StoreError, TaskNotFoundError
 from sagents.gateway._operator_secret import LOGIN_QUERY, OperatorSecret
 from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.gateway._settings import ApprovalRoute
 from sagents.gateway._tasks import GatewayTasks
+from sagents.gateway._tool_changes import ToolChanges
 from sagents.gateway._web_auth import Principal, TooManyLogins, WebAuth
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession
@@ -66,6 +67,8 @@ from sagents.gateway.console._records import (
     todo_sessions,
     valid_run_id,
 )
+from sagents.mcp._convert import TOOL_NAME_SEPARATOR
+from sagents.mcp._pins import definition_diff
 
 __all__ = ["CONSOLE_PATH", "ConsoleData", "build_console_app", "page_frames"]
 
@@ -113,6 +116,8 @@ class ConsoleData:
             directory), made when there is none (:mod:`sagents.gateway._operator_secret`).
         oauth_login: Logging in through the gateway's OAuth authorization server; None: not
             offered.
+        tool_changes: The gateway's held changes of upstream tool definitions (None: no
+            gateway, or one without a configuration).
     """
 
     workspaces: Workspaces
@@ -128,6 +133,7 @@ class ConsoleData:
     secure_cookies: bool = False
     secret: OperatorSecret | None = None
     oauth_login: ConsoleOAuthLogin | None = None
+    tool_changes: ToolChanges | None = None
 
     def web_auth(self) -> WebAuth:
         """The tokens the console accepts (the secret made when there is none yet)."""
@@ -550,6 +556,51 @@ class _Console:
             return PlainTextResponse("no such background call", status_code=404)
         return RedirectResponse(f"{CONSOLE_PATH}/background", 303)
 
+    # -- changed tool definitions --------------------------------------------------------------
+
+    async def tools(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        changes = self.data.tool_changes
+        rows: list[dict[str, str]] = []
+        error = ""
+        if changes is not None and p.operator:
+            try:
+                pins = await changes.changed()
+            except StoreError as failure:
+                pins, error = [], failure.message
+            rows = [
+                {
+                    "name": f"{pin.server}{TOOL_NAME_SEPARATOR}{pin.tool}",
+                    "server": pin.server,
+                    "tool": pin.tool,
+                    "digest": pin.digest,
+                    "offered_digest": pin.offered_digest or "",
+                    "diff": definition_diff(pin),
+                }
+                for pin in pins
+            ]
+        return self.render(
+            request, session, "tools.html", changes=rows, error=error, operator=p.operator
+        )
+
+    async def accept_tool(
+        self, request: Request, session: ConsoleSession, p: Principal, form: dict[str, str]
+    ) -> Response:
+        changes = self.data.tool_changes
+        if not p.operator:
+            return PlainTextResponse("only the operator accepts tool changes", status_code=403)
+        server, tool = form.get("server", ""), form.get("tool") or None
+        if changes is None or not server:
+            return PlainTextResponse("no such changed tool", status_code=404)
+        try:
+            accepted = await changes.accept(server, tool)
+        except StoreError as error:
+            return PlainTextResponse(error.message, status_code=503)
+        if not accepted:
+            return PlainTextResponse(
+                "no such changed tool (accepted already, or changed back)", status_code=404
+            )
+        return RedirectResponse(f"{CONSOLE_PATH}/tools", 303)
+
     # -- audit and todo ------------------------------------------------------------------------
 
     async def audit_page(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
@@ -763,6 +814,10 @@ def build_console_app(data: ConsoleData) -> Starlette:
             CONSOLE_PATH + "/background/{task_id}/cancel",
             console.action(console.cancel),
             methods=["POST"],
+        ),
+        Route(CONSOLE_PATH + "/tools", console.page(console.tools)),
+        Route(
+            CONSOLE_PATH + "/tools/accept", console.action(console.accept_tool), methods=["POST"]
         ),
         Route(CONSOLE_PATH + "/audit", console.page(console.audit_page)),
         Route(CONSOLE_PATH + "/todo", console.page(console.todo)),

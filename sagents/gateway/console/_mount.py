@@ -10,6 +10,7 @@ from sagents.audit._store import default_data_dir
 from sagents.gateway._http_server import MCP_PATH
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._protected_resource import ProtectedResource
+from sagents.gateway._runtime import ConfiguredGateway
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
@@ -71,6 +72,7 @@ def console_for_gateway(
         secure_cookies=settings.tls_cert is not None or settings.tls_proxy,
         secret=secret,
         oauth_login=_oauth_login(settings, oauth),
+        tool_changes=gateway.tool_changes if isinstance(gateway, ConfiguredGateway) else None,
     )
     return build_console_app(data)
 
