@@ -20,7 +20,7 @@ import anyio
 from sagents.audit._store import default_data_dir
 from sagents.config import SagentsConfig
 from sagents.config.tools import build_tool_manager
-from sagents.mcp._convert import TOOL_NAME_SEPARATOR, split_tool_name
+from sagents.mcp._convert import TOOL_NAME_SEPARATOR, check_server_name, split_tool_name
 from sagents.mcp._pins import definition_diff
 from sagents.store import GatewayStore, ToolPin, open_store, parse_store_url
 
@@ -84,8 +84,10 @@ def accept_changes(config: SagentsConfig, store_url: str | None, name: str) -> l
     Raises:
         StoreError: the store cannot be used.
         ConfigError: a malformed store address.
+        ValueError: ``name`` is not ``SERVER`` or ``SERVER__TOOL``.
     """
     server, tool = split_tool_name(name) if TOOL_NAME_SEPARATOR in name else (name, None)
+    check_server_name(server)
 
     async def work(store: GatewayStore) -> list[ToolPin]:
         return await store.pins.accept(server, tool)

@@ -264,6 +264,8 @@ def _pins_command(
             pins = changed_tools(config, store)
     except (StoreError, ConfigError) as error:
         raise _fail(error.message, error.code, as_json) from None
+    except ValueError as error:  # --accept given something else than SERVER[__TOOL]
+        raise _fail(f"--accept {accept!r}: {error}", "usage_error", as_json) from None
     if accept is not None and not pins:
         raise _fail(
             f"no changed definition of {accept!r} to accept (sagents tools --changes lists them)",

@@ -210,3 +210,22 @@ async def test_the_console_shows_a_held_tool_with_its_diff_and_its_accept_releas
     assert accepted.status_code == 303
     assert released == "read_only"
     assert "No changed tool definitions." in after.text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--accept", "mut__"], "--accept 'mut__'"),
+        (["--accept", "bad name"], "invalid MCP server name 'bad name'"),
+        (["--changes", "--store", "postgresql://sagents@127.0.0.1:1/none"], "cannot reach"),
+        (["--accept", "mut", "--store", "mysql://x"], "store"),
+    ],
+)
+def test_bad_input_to_changes_and_accept_is_a_clear_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    result = CliRunner().invoke(app, ["tools", "--config", str(_config(tmp_path)), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
