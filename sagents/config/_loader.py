@@ -14,7 +14,8 @@ import os
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,10 @@ class SagentsConfig:
         session_idle_timeout_s: ``sessionIdleTimeout``: seconds after which an idle client
             session of ``sagents serve`` is ended, or None for the default (30 minutes).
         oauth: The ``oauth`` section (docs/gateway.md, "Authorization"), or None.
+        secrets: ``(name, value)`` of every secret the file hands out or names: each
+            ``${VAR}`` expanded into a server's ``env``, ``headers`` or ``apiKey`` or the
+            store's URL (named ``VAR``), the store URL's password (``store.password``), and
+            the ``secrets`` block's ``values`` and ``env`` (docs/gateway.md, "Secrets").
         source: The file it came from, if any.
     """
 
@@ -154,6 +159,7 @@ class SagentsConfig:
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
     session_idle_timeout_s: float | None = None
     oauth: OAuthConfig | None = None
+    secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -227,6 +233,7 @@ def parse_config(
     servers: list[MCPServerConfig] = []
     disabled: list[str] = []
     secrets = _holds_secrets(model)
+    expanded: list[tuple[str, str]] = []
     for name, entry in model.entries().items():
         key = f"{section}.{name}"
         try:
@@ -236,13 +243,18 @@ def parse_config(
         if entry.disabled or not entry.enabled:
             disabled.append(name)
             continue
-        params = _params(entry, key=key, file=file, env=env)
+        params = _params(entry, key=key, file=file, env=_Recorded(env, expanded))
         isolation = _sandbox(
             name, entry, params, key=f"{key}.sandbox", file=file, source=source, secrets=secrets
         )
         settings = _settings(entry, isolation)
         servers.append(MCPServerConfig(name=name, params=params, settings=settings))
     sandbox = model.sandbox.model_dump(exclude_none=True)
+    store_url = (
+        _expand(model.store.url, key="store.url", file=file, env=_Recorded(env, expanded))
+        if model.store.url
+        else None
+    )
     return SagentsConfig(
         servers=tuple(servers),
         disabled=tuple(disabled),
@@ -268,11 +280,7 @@ def parse_config(
         },
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
         image_understanding=model.builtin_tools.image_understanding.model_dump(exclude_none=True),
-        store_url=(
-            _expand(model.store.url, key="store.url", file=file, env=env)
-            if model.store.url
-            else None
-        ),
+        store_url=store_url,
         store_lease_s=model.store.lease_seconds,
         quotas=QuotaSettings(
             workspace_bytes=model.quotas.workspace_bytes,
@@ -280,6 +288,7 @@ def parse_config(
         ),
         session_idle_timeout_s=model.session_idle_timeout,
         oauth=oauth_config(model.oauth, env=env, file=file) if model.oauth is not None else None,
+        secrets=_secrets(model, expanded, store_url, env),
         source=source,
     )
 
@@ -374,6 +383,40 @@ def _step(annotation: Any, part: int | str) -> Any:
         if origin in (list, tuple, Sequence):
             return typing.get_args(arg)[0]
     return None
+
+
+class _Recorded(Mapping[str, str]):
+    """The environment of ``${VAR}`` expansion, noting each variable read as a secret."""
+
+    def __init__(self, env: Mapping[str, str], found: list[tuple[str, str]]) -> None:
+        self._env = env
+        self._found = found
+
+    def __getitem__(self, name: str) -> str:
+        value = self._env[name]
+        self._found.append((name, value))
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._env)
+
+    def __len__(self) -> int:
+        return len(self._env)
+
+
+def _secrets(
+    model: ConfigFileParams,
+    expanded: list[tuple[str, str]],
+    store_url: str | None,
+    env: Mapping[str, str],
+) -> tuple[tuple[str, str], ...]:
+    found = list(expanded)
+    password = urllib.parse.urlsplit(store_url).password if store_url else None
+    if password:
+        found.append(("store.password", urllib.parse.unquote(password)))
+    found.extend(model.secrets.values.items())
+    found.extend((name, env[name]) for name in model.secrets.env if name in env)
+    return tuple(dict.fromkeys(found))
 
 
 def _skill_dir(entry: str, source: Path | None) -> Path:

@@ -41,6 +41,7 @@ __all__ = [
     "QuotasParams",
     "SandboxParams",
     "ScriptsParams",
+    "SecretsParams",
     "ServerEntryParams",
     "ServerNetworkParams",
     "ServerSandboxParams",
@@ -295,6 +296,20 @@ class StoreParams(_Strict):
     lease_seconds: float | None = Field(default=None, alias="leaseSec", gt=0)
 
 
+class SecretsParams(_Strict):
+    """``secrets``: values redacted as ``[redacted:NAME]`` wherever a tool result, a script's
+    output, a record, the audit, the console or a log would show them (docs/gateway.md,
+    "Secrets"), beside those redacted anyway (every ``${VAR}`` expanded into a server's
+    ``env``, ``headers`` or ``apiKey``, the store's password, the gateway's tokens).
+
+    ``values`` maps a name to a secret value; ``env`` names environment variables whose
+    values are secrets (an unset one is skipped).
+    """
+
+    values: dict[str, str] = Field(default_factory=dict)
+    env: list[str] = Field(default_factory=list)
+
+
 class QuotasParams(_Strict):
     """``quotas``: what the sessions of ``sagents serve`` may make the host store and run
     (docs/configuration.md, docs/security.md). Unset: no quota.
@@ -357,6 +372,7 @@ class ConfigFileParams(BaseModel):
     )
     store: StoreParams = Field(default_factory=StoreParams)
     quotas: QuotasParams = Field(default_factory=QuotasParams)
+    secrets: SecretsParams = Field(default_factory=SecretsParams)
     session_idle_timeout: float | None = Field(
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from sagents.config._loader import SagentsConfig
+from sagents.core._secrets import Redactor
 from sagents.progress import ProgressHub
 from sagents.store._protocols import PinStore
 from sagents.tool.tool_manager import ToolManager
@@ -23,6 +24,7 @@ async def build_tool_manager(
     progress_hub: ProgressHub | None = None,
     wait: bool = True,
     definition_pins: PinStore | None = None,
+    redactor: Redactor | None = None,
 ) -> ToolManager:
     """Open a ToolManager with every enabled server of ``config`` registered.
 
@@ -52,12 +54,17 @@ async def build_tool_manager(
     manager = ToolManager(progress_hub=progress_hub)
     try:
         if config.servers:
-            servers = config.as_supervisor_input()
-            if definition_pins is not None:
-                servers = {
-                    name: (params, dataclasses.replace(settings, definition_pins=definition_pins))
-                    for name, (params, settings) in servers.items()
-                }
+            servers = {
+                name: (
+                    params,
+                    dataclasses.replace(
+                        settings,
+                        definition_pins=definition_pins or settings.definition_pins,
+                        redactor=redactor if redactor is not None else settings.redactor,
+                    ),
+                )
+                for name, (params, settings) in config.as_supervisor_input().items()
+            }
             await manager.register_mcp_servers(servers, wait=wait)
     except BaseException:
         await manager.aclose()

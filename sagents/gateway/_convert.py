@@ -27,12 +27,14 @@ from sagents.core._result import (
     TextContent,
     ToolResult,
 )
+from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import UpstreamSchemaError
 
 __all__ = [
     "ERROR_META_KEY",
     "check_servable",
+    "redact_call_tool_result",
     "spec_to_mcp_tool",
     "to_call_tool_result",
     "to_mcp_content",
@@ -153,6 +155,40 @@ def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
         is_error=result.is_error,
         _meta=meta or None,
     )
+
+
+def redact_call_tool_result(result: mt.CallToolResult, redactor: Redactor) -> mt.CallToolResult:
+    """``result`` with the secrets redacted from its text blocks, embedded text resources,
+    ``structuredContent`` and ``_meta`` (docs/gateway.md, "Secrets"); the same object when
+    nothing was."""
+    content = [_redact_block(block, redactor) for block in result.content]
+    structured = redactor.redact_json(result.structured_content)
+    meta = redactor.redact_json(result.meta)
+    if (
+        structured is result.structured_content
+        and meta is result.meta
+        and all(a is b for a, b in zip(content, result.content, strict=True))
+    ):
+        return result
+    return result.model_copy(
+        update={"content": content, "structured_content": structured, "meta": meta}
+    )
+
+
+def _redact_block(block: mt.ContentBlock, redactor: Redactor) -> mt.ContentBlock:
+    if isinstance(block, mt.TextContent):
+        text = redactor.redact(block.text)
+        return block if text is block.text else block.model_copy(update={"text": text})
+    if isinstance(block, mt.EmbeddedResource) and isinstance(
+        block.resource, mt.TextResourceContents
+    ):
+        text = redactor.redact(block.resource.text)
+        if text is block.resource.text:
+            return block
+        return block.model_copy(
+            update={"resource": block.resource.model_copy(update={"text": text})}
+        )
+    return block
 
 
 def _object_schema(tool: str, field: str, schema: dict[str, Any]) -> dict[str, Any]:

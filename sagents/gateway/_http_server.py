@@ -44,6 +44,7 @@ from sagents.gateway._http_security import GatewaySecurityMiddleware, HostRule, 
 from sagents.gateway._metrics import METRICS_PATH, MetricsApp
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._protected_resource import ProtectedResource, protected_resource
+from sagents.gateway._secrets import OPERATOR_SECRET_NAME
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, is_loopback
 from sagents.gateway._web_auth import WebAuth
@@ -229,7 +230,7 @@ def build_http_app(
             "or --behind-tls-proxy when a TLS-terminating proxy is in front",
             settings.host,
         )
-    secret = OperatorSecret.load_or_create(default_data_dir())
+    secret = _operator_secret(gateway)
     metrics = metrics_app(gateway, settings, bound, secret)
     if not console_allowed(settings):
         return _PathRouter(mcp, metrics, None, metadata)
@@ -277,13 +278,22 @@ async def serve_metrics(
     Raises:
         ConfigError: the address cannot be bound.
     """
-    secret = OperatorSecret.load_or_create(default_data_dir())
+    secret = _operator_secret(gateway)
     listen = replace(settings, port=settings.metrics_port or 0)
 
     def build(port: int) -> ASGIApp:
         return Starlette(routes=[Route(METRICS_PATH, metrics_app(gateway, listen, port, secret))])
 
     await serve_asgi(build, listen, task_status=task_status)
+
+
+def _operator_secret(gateway: Gateway) -> OperatorSecret:
+    """The data directory's operator secret (made when there is none), redacted by the
+    gateway's redactor from now on (docs/gateway.md, "Secrets")."""
+    secret = OperatorSecret.load_or_create(default_data_dir())
+    if gateway.redactor is not None:
+        gateway.redactor.add([(OPERATOR_SECRET_NAME, secret.value)])
+    return secret
 
 
 def web_auth_of(settings: GatewaySettings, secret: OperatorSecret) -> WebAuth:

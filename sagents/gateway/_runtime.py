@@ -44,7 +44,7 @@ import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -54,6 +54,7 @@ from mcp.server.context import ServerRequestContext
 from sagents.audit._store import default_data_dir
 from sagents.config._loader import SagentsConfig, load_config
 from sagents.config.tools import build_tool_manager
+from sagents.core._secrets import Redactor
 from sagents.errors import (
     ConfigError,
     SandboxUnavailableError,
@@ -66,6 +67,7 @@ from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S
 from sagents.gateway._pending import ConsoleScriptApprover, PendingApprovals
 from sagents.gateway._policy import Profile
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
+from sagents.gateway._secrets import gateway_redactor, redacted_logs
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._sources import HubProgressSource, SkillResources
@@ -128,6 +130,8 @@ class GatewayPlan:
     wait_for_servers: bool = True
     image_model: VisionModel | None = None
     tool_ranker: ToolRanker | None = None
+    redactor: Redactor = field(default_factory=Redactor)
+    """The secrets redacted from what the gateway shows (docs/gateway.md, "Secrets")."""
 
 
 def plan_gateway(
@@ -170,6 +174,7 @@ def plan_gateway(
         wait_for_servers=wait_for_servers,
         image_model=image_model,
         tool_ranker=tool_ranker,
+        redactor=gateway_redactor(config, settings),
     )
 
 
@@ -189,6 +194,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
     """
     config = plan.config
     async with AsyncExitStack() as stack:
+        stack.enter_context(redacted_logs(plan.redactor))
         store = await stack.enter_async_context(
             open_store(plan.store_location, data_dir=default_data_dir())
         )
@@ -197,6 +203,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             progress_hub=ProgressHub(),
             wait=plan.wait_for_servers,
             definition_pins=store.pins,
+            redactor=plan.redactor,
         )
         stack.push_async_callback(_close_shielded, manager)
         for key, tool in plan.local_tools:
@@ -331,6 +338,7 @@ class ConfiguredGateway(Gateway):
             session_idle_timeout_s=plan.config.session_idle_timeout_s
             or DEFAULT_SESSION_IDLE_TIMEOUT_S,
             name=settings.name,
+            redactor=plan.redactor,
         )
         if self.skills is not None:
             SkillTools(self._skill_session).register(manager)

@@ -62,6 +62,7 @@ from sagents import __version__
 from sagents.audit._tasks import SqliteTaskStore
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
+from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
     ApprovalDeniedError,
@@ -82,6 +83,7 @@ from sagents.gateway._approval import (
 )
 from sagents.gateway._convert import (
     check_servable,
+    redact_call_tool_result,
     spec_to_mcp_tool,
     to_call_tool_result,
     to_mcp_content,
@@ -234,6 +236,8 @@ class Gateway:
             session's sandboxes are released (docs/configuration.md, ``sessionIdleTimeout``);
             None never.
         name: Server name announced to clients.
+        redactor: Secrets redacted from every ``tools/call`` answer (docs/gateway.md,
+            "Secrets"); None: nothing is.
 
     Use::
 
@@ -264,8 +268,10 @@ class Gateway:
         tool_search: ToolSearch | None = None,
         session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
         name: str = "sagents",
+        redactor: Redactor | None = None,
     ) -> None:
         self.provider = provider
+        self.redactor = redactor
         self.mode: PermissionMode = mode
         self.profile = profile
         self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
@@ -634,7 +640,10 @@ class Gateway:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         session = self._session_for(ctx)
         with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
-            return await self._call_tool(ctx, session, params)
+            result = await self._call_tool(ctx, session, params)
+        if self.redactor and isinstance(result, mt.CallToolResult):
+            return redact_call_tool_result(result, self.redactor)
+        return result
 
     async def _call_tool(
         self,

@@ -27,6 +27,7 @@ from mcp import StdioServerParameters
 from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
+from sagents.core._secrets import Redactor
 from sagents.errors import SandboxError
 from sagents.mcp._settings import ServerSandbox
 from sagents.mcp._stdio import (
@@ -342,6 +343,7 @@ async def open_sandboxed_stdio_transport(
     log_path: Path,
     on_start: Callable[[StdioProcess], None] | None = None,
     home_root: Path | None = None,
+    redactor: Redactor | None = None,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -360,6 +362,7 @@ async def open_sandboxed_stdio_transport(
         log_path: File the server's stderr is appended to.
         on_start: Called with the process as soon as it runs.
         home_root: Where homes live; None: :func:`default_home_root`.
+        redactor: Secrets redacted from the stderr log (docs/gateway.md, "Secrets").
 
     Raises:
         SandboxError: a path or the command is not usable (see :func:`check_command`), or the
@@ -394,7 +397,7 @@ async def open_sandboxed_stdio_transport(
                 if on_start is not None:
                     on_start(handle)
                 drained = anyio.Event()
-                capped = CappedLog(log)
+                capped = CappedLog(log, redactor)
                 tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)
                 stdin = process.stdin
 

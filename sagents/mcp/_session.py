@@ -350,10 +350,17 @@ async def open_session(
     if isinstance(params, StdioServerParameters):
         transport = (
             open_sandboxed_stdio_transport(
-                name, params, settings.sandbox, log_path=log_path, on_start=on_process
+                name,
+                params,
+                settings.sandbox,
+                log_path=log_path,
+                on_start=on_process,
+                redactor=settings.redactor,
             )
             if settings.sandbox is not None
-            else open_stdio_transport(params, log_path=log_path, on_start=on_process)
+            else open_stdio_transport(
+                params, log_path=log_path, on_start=on_process, redactor=settings.redactor
+            )
         )
         read, write, process = await stack.enter_async_context(transport)
         pid = process.pid

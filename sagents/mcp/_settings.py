@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from sagents.core._permissions import PermissionClass
+from sagents.core._secrets import Redactor
 from sagents.sandbox import NetworkPolicy
 
 if TYPE_CHECKING:
@@ -167,6 +168,8 @@ class ServerSettings:
         on_definition_change: What a changed definition does to its tool until accepted:
             ``ask`` (every call asked about), ``disable``, or ``accept`` (at once, unless the
             tool would gain ``readOnlyHint``).
+        redactor: The secrets redacted from the server's results, progress messages and
+            stderr log (docs/gateway.md, "Secrets"); None: nothing is.
     """
 
     enabled: bool = True
@@ -185,6 +188,7 @@ class ServerSettings:
     sandbox: ServerSandbox | None = None
     definition_pins: PinStore | None = field(default=None, compare=False, repr=False)
     on_definition_change: Literal["ask", "disable", "accept"] = "ask"
+    redactor: Redactor | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.ping_interval is not None and self.ping_interval <= 0:

@@ -44,6 +44,7 @@ from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from sagents.core._secrets import Redactor
 from sagents.mcp._pipe_writer import PipeWriter
 from sagents.mcp._watchdog import group_alive
 
@@ -67,6 +68,7 @@ STDIN_CLOSE_GRACE = 1.0  # seconds a server gets to exit after its stdin closes
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL to the process group
 _REAP_TIMEOUT = 2.0  # seconds for the event loop to observe the leader's death after SIGKILL
 _POLL = 0.01  # seconds between returncode checks
+REDACTED_LINE_CHARS = 65536  # a longer line without a newline is redacted and written in pieces
 STDERR_TAIL_LINES = 10  # lines of a failed server's stderr quoted in its error
 STDERR_TAIL_BYTES = 4096  # at most this much of the end of the log is read for them
 MAX_LINE_CHARS = 64 * 1024 * 1024
@@ -255,13 +257,37 @@ class StdioProcess:
 
 class CappedLog:
     """A stdio server's log for one run: its stderr and the notes about its stdout share
-    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note."""
+    :data:`LOG_BYTES_PER_RUN`; past it, text is dropped after one note.
 
-    def __init__(self, log: IO[str]) -> None:
+    With a ``redactor`` (docs/gateway.md, "Secrets"), text is written a whole line at a time
+    with the secrets redacted (a secret split across two reads is still found); a line longer
+    than :data:`REDACTED_LINE_CHARS` is written in pieces, and :meth:`finish` writes the last
+    partial line.
+    """
+
+    def __init__(self, log: IO[str], redactor: Redactor | None = None) -> None:
         self._log = log
         self._left = LOG_BYTES_PER_RUN
+        self._redactor = redactor if redactor else None
+        self._partial = ""
 
     def write(self, text: str) -> int:
+        if self._redactor is None:
+            return self._write(text)
+        lines, newline, self._partial = (self._partial + text).rpartition("\n")
+        if newline:
+            self._write(self._redactor.redact(lines + newline))
+        if len(self._partial) > REDACTED_LINE_CHARS:
+            self.finish()
+        return len(text)
+
+    def finish(self) -> None:
+        """Write what is held of a last line without its newline (redacted)."""
+        if self._partial and self._redactor is not None:
+            partial, self._partial = self._partial, ""
+            self._write(self._redactor.redact(partial))
+
+    def _write(self, text: str) -> int:
         if self._left <= 0:
             return len(text)
         data = text.encode("utf-8", errors="replace")[: self._left]
@@ -292,6 +318,8 @@ async def copy_stderr(
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         pass  # the pipe went away with the tree
     finally:
+        log.finish()
+        log.flush()
         done.set()
 
 
@@ -446,6 +474,7 @@ async def open_stdio_transport(
     *,
     log_path: Path,
     on_start: Callable[[StdioProcess], None] | None = None,
+    redactor: Redactor | None = None,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -463,6 +492,7 @@ async def open_stdio_transport(
         log_path: File the server's stderr is appended to (created with its parents).
         on_start: Called with the process as soon as it runs, so that a caller can report its
             exit status and stderr even when the handshake fails.
+        redactor: Secrets redacted from the stderr log (docs/gateway.md, "Secrets").
 
     Raises:
         OSError: the command cannot be started (not found, not executable).
@@ -498,7 +528,7 @@ async def open_stdio_transport(
         assert process.stdout is not None
         assert process.stderr is not None
         drained = anyio.Event()
-        capped = CappedLog(log)
+        capped = CappedLog(log, redactor)
         copying = anyio.CancelScope(shield=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(copy_stderr, process.stderr, capped, drained, copying)

@@ -39,6 +39,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from sagents.core._result import ToolResult
+from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
     InvalidArgumentsError,
@@ -711,6 +712,9 @@ class MCPSupervisor:
         progress_callback: ProgressFnT | None,
     ) -> ToolResult:
         name = connection.name
+        redactor = connection.settings.redactor
+        if redactor and progress_callback is not None:
+            progress_callback = _redacted_progress(progress_callback, redactor)
         for attempt in range(2):
             session = connection.live_session
             if session is None:
@@ -755,6 +759,8 @@ class MCPSupervisor:
                                 details={"server": name, "tool": tool},
                             ) from None
                         else:
+                            if redactor:  # docs/gateway.md, "Secrets"
+                                return redactor.result(convert_result(raw))
                             return convert_result(raw)
                 if scope.cancelled_caught:
                     reason = "the connection ended during the call"
@@ -769,6 +775,15 @@ class MCPSupervisor:
                 details={"server": name, "tool": tool, "log": str(connection.log_path)},
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _redacted_progress(forward: ProgressFnT, redactor: Redactor) -> ProgressFnT:
+    """``forward`` given each progress message with the secrets redacted."""
+
+    async def redacted(progress: float, total: float | None, message: str | None) -> None:
+        await forward(progress, total, redactor.redact(message) if message else message)
+
+    return redacted
 
 
 def _session_expired(error: MCPError) -> bool:

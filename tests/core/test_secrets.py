@@ -1,0 +1,89 @@
+"""The Redactor: a secret is replaced as it is and in the encodings a leak takes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import urllib.parse
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sagents.core._result import ErrorInfo, TextContent, ToolResult
+from sagents.core._secrets import MIN_SECRET_CHARS, RedactingFilter, Redactor
+
+SECRET = "s3cr3t/Token+Value=42"
+MARK = "[redacted:API_TOKEN]"
+
+
+def test_a_secret_is_replaced_as_it_is_url_encoded_json_escaped_and_in_base64() -> None:
+    redactor = Redactor({"API_TOKEN": SECRET})
+    basic = base64.b64encode(f"alice:{SECRET}".encode()).decode()
+    texts = [
+        f"token={SECRET}",
+        f"url=https://x/?t={urllib.parse.quote(SECRET, safe='')}",
+        f"form={urllib.parse.quote_plus(SECRET)}",
+        json.dumps({"t": SECRET + '"'}),
+        f"Authorization: Basic {basic}",
+        base64.urlsafe_b64encode(b"xy" + SECRET.encode()).decode(),
+    ]
+    redacted = [redactor.redact(text) for text in texts]
+    for text in redacted:
+        assert MARK in text, text
+        assert SECRET not in text
+    assert redacted[0] == f"token={MARK}"
+
+
+@given(prefix=st.binary(max_size=7), suffix=st.binary(max_size=7), secret=st.text(min_size=8))
+def test_a_secret_inside_any_base64_text_is_found(
+    prefix: bytes, suffix: bytes, secret: str
+) -> None:
+    redactor = Redactor({"S": secret})
+    encoded = base64.b64encode(prefix + secret.encode() + suffix).decode()
+    assert "[redacted:S]" in redactor.redact(encoded)
+
+
+def test_short_values_are_not_redacted_and_other_text_is_the_same_object() -> None:
+    redactor = Redactor({"DEBUG": "1", "HOME": "/root", "API_TOKEN": SECRET})
+    text = "1 /root nothing secret here"
+    assert redactor.names == ("API_TOKEN",)
+    assert redactor.redact(text) is text
+    assert len("/root") < MIN_SECRET_CHARS
+
+
+def test_a_result_is_redacted_in_its_text_structured_content_and_error() -> None:
+    redactor = Redactor([("API_TOKEN", SECRET)])
+    result = ToolResult(
+        content=(TextContent(text=f"env: {SECRET}"),),
+        structured={"env": {"TOKEN": SECRET}, "list": [SECRET, 1]},
+        is_error=True,
+        error=ErrorInfo(code="execution_error", message=f"bad {SECRET}", hint=SECRET),
+    )
+    clean = ToolResult(content=(TextContent(text="fine"),), structured={"a": "b"})
+    redacted = redactor.result(result)
+    assert SECRET not in repr(redacted)
+    assert redacted.structured == {"env": {"TOKEN": MARK}, "list": [MARK, 1]}
+    assert redacted.error is not None
+    assert (redacted.error.message, redacted.error.hint) == (f"bad {MARK}", MARK)
+    assert redactor.result(clean) is clean
+
+
+def test_the_log_filter_redacts_messages_arguments_and_tracebacks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    handler_filter = RedactingFilter(Redactor({"API_TOKEN": SECRET}))
+    logger = logging.getLogger("tests.secrets")
+    caplog.handler.addFilter(handler_filter)
+    try:
+        with caplog.at_level(logging.INFO, logger="tests.secrets"):
+            logger.info("header was %s", SECRET)
+            try:
+                raise ValueError(SECRET)
+            except ValueError:
+                logger.exception("failed")
+    finally:
+        caplog.handler.removeFilter(handler_filter)
+    assert SECRET not in caplog.text
+    assert caplog.text.count(MARK) == 2
