@@ -11,14 +11,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
+import mcp_types as mt
 import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
 from typer.testing import CliRunner, Result
 
 from sagents.cli.main import app
 from sagents.config import load_config
 from sagents.config.tools import build_tool_manager
+from sagents.gateway._factory import open_gateway
 from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._tool_changes import ToolChanges
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._app import ConsoleData, build_console_app
@@ -229,3 +235,39 @@ def test_bad_input_to_changes_and_accept_is_a_clear_usage_error(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+async def test_sagents_serve_asks_before_a_held_tool_in_auto_mode_until_the_console_accepts(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    asked: list[str] = []
+
+    async def deny(context: ClientRequestContext, params: mt.ElicitRequestParams) -> Any:
+        asked.append(params.message)
+        return mt.ElicitResult(action="accept", content={"decision": "deny"})
+
+    def settings(config: Path) -> GatewaySettings:
+        return GatewaySettings(config=config, mode="auto", store=store_url)
+
+    with anyio.fail_after(120):
+        async with (
+            open_gateway(settings(_config(tmp_path))) as gateway,
+            Client(gateway.server, mode="legacy", elicitation_callback=deny) as client,
+        ):
+            trusted = await client.call_tool("mut__lookup", {"q": "a"})
+        poisoned = settings(_config(tmp_path, description=POISONED, read_only=True))
+        async with (
+            open_gateway(poisoned) as gateway,
+            Client(gateway.server, mode="legacy", elicitation_callback=deny) as client,
+        ):
+            held = await client.call_tool("mut__lookup", {"q": "a"})
+            asked_while_held = len(asked)
+            [change] = await gateway.tool_changes.changed()
+            await gateway.tool_changes.accept("mut", "lookup")
+            released = await client.call_tool("mut__lookup", {"q": "a"})
+    assert trusted.is_error is False  # a write tool in auto mode: not asked
+    assert held.is_error is True
+    assert asked_while_held == 1
+    assert (change.server, change.tool) == ("mut", "lookup")
+    assert released.is_error is False
+    assert len(asked) == 1  # accepted: read_only now, not asked again
