@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from sagents.config._models import ConfigFileParams, ServerEntryParams, documented_key
 from sagents.config._oauth import OAuthConfig, oauth_config
 from sagents.core._limits import ScriptLimits
+from sagents.core._secrets import MIN_SECRET_CHARS
 from sagents.errors import ConfigError, SandboxError
 from sagents.mcp._convert import check_server_name
 from sagents.mcp._params import ServerParams, SseServerParameters, StreamableHttpServerParameters
@@ -414,9 +415,17 @@ def _secrets(
     password = urllib.parse.urlsplit(store_url).password if store_url else None
     if password:
         found.append(("store.password", urllib.parse.unquote(password)))
-    found.extend(model.secrets.values.items())
-    found.extend((name, env[name]) for name in model.secrets.env if name in env)
-    return tuple(dict.fromkeys(found))
+    listed = [*model.secrets.values.items()]
+    listed.extend((name, env[name]) for name in model.secrets.env if name in env)
+    for name, value in listed:
+        if len(value) < MIN_SECRET_CHARS:
+            logger.warning(
+                "secrets: %r is shorter than %d characters: it is not redacted (it would "
+                "redact ordinary text)",
+                name,
+                MIN_SECRET_CHARS,
+            )
+    return tuple(dict.fromkeys([*found, *listed]))
 
 
 def _skill_dir(entry: str, source: Path | None) -> Path:

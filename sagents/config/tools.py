@@ -11,6 +11,7 @@ import dataclasses
 
 from sagents.config._loader import SagentsConfig
 from sagents.core._secrets import Redactor
+from sagents.mcp import ServerSettings
 from sagents.progress import ProgressHub
 from sagents.store._protocols import PinStore
 from sagents.tool.tool_manager import ToolManager
@@ -43,6 +44,12 @@ async def build_tool_manager(
         wait: False returns without waiting for any server: each one's tools are registered
             when it is ready (``manager.on_mcp_tools_changed`` listeners hear of it), as
             ``sagents serve`` does so that it can answer ``initialize`` at once.
+        definition_pins: Where every server's tool definitions are pinned (docs/gateway.md,
+            "Pinned definitions"); None: not pinned.
+        redactor: The secrets redacted from every server's results, progress messages and
+            stderr log (docs/gateway.md, "Secrets"); None: the secrets of ``config``
+            (:attr:`~sagents.config.SagentsConfig.secrets`), so that ``sagents call``,
+            ``chat`` and ``run-script`` redact them too.
 
     Returns:
         The open manager.
@@ -54,15 +61,9 @@ async def build_tool_manager(
     manager = ToolManager(progress_hub=progress_hub)
     try:
         if config.servers:
+            secrets = Redactor(config.secrets)  # unless given, or set in a server's settings
             servers = {
-                name: (
-                    params,
-                    dataclasses.replace(
-                        settings,
-                        definition_pins=definition_pins or settings.definition_pins,
-                        redactor=redactor if redactor is not None else settings.redactor,
-                    ),
-                )
+                name: (params, _settings(settings, definition_pins, redactor, secrets))
                 for name, (params, settings) in config.as_supervisor_input().items()
             }
             await manager.register_mcp_servers(servers, wait=wait)
@@ -70,3 +71,18 @@ async def build_tool_manager(
         await manager.aclose()
         raise
     return manager
+
+
+def _settings(
+    settings: ServerSettings,
+    pins: PinStore | None,
+    redactor: Redactor | None,
+    secrets: Redactor,
+) -> ServerSettings:
+    """``settings`` with the pin store and redactor given (those it names when not given; the
+    config's secrets when it names no redactor)."""
+    return dataclasses.replace(
+        settings,
+        definition_pins=pins if pins is not None else settings.definition_pins,
+        redactor=redactor if redactor is not None else settings.redactor or secrets,
+    )

@@ -76,8 +76,8 @@ class Redactor:
 
     Args:
         secrets: ``(name, value)`` pairs (or a mapping); a value shorter than
-            :data:`MIN_SECRET_CHARS` is left out, with a warning naming it. When two names
-            share a value, the first one names it.
+            :data:`MIN_SECRET_CHARS` is left out (logged at ``INFO``, naming it). When two
+            names share a value, the first one names it.
     """
 
     def __init__(self, secrets: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
@@ -97,7 +97,7 @@ class Redactor:
         for name, value in pairs:
             if len(value) < MIN_SECRET_CHARS:
                 if value:
-                    logger.warning(
+                    logger.info(
                         "secret %r is shorter than %d characters: it is not redacted",
                         name,
                         MIN_SECRET_CHARS,

@@ -24,8 +24,10 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from typer.testing import CliRunner
 
 from sagents.audit._store import default_data_dir
+from sagents.cli.main import app
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._settings import GatewaySettings
 from tests.mcp.helpers import free_port
@@ -168,3 +170,22 @@ async def test_secrets_a_server_echoes_reach_neither_client_records_audit_nor_lo
     assert "[redacted:TEST_HEADER_SECRET]" in script_text
     assert "extra [redacted:EXTRA], listed [redacted:TEST_LISTED]" in caplog.text
     assert "starting with ECHO_SECRET=[redacted:TEST_ECHO_SECRET]" in files
+
+
+def test_sagents_call_redacts_the_secrets_of_its_configuration(
+    values: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "servers.json"
+    entry = {
+        "command": sys.executable,
+        "args": [str(SERVER)],
+        "env": {"ECHO_SECRET": "${TEST_ECHO_SECRET}"},
+    }
+    config.write_text(json.dumps({"mcpServers": {"mut": entry}}), encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["call", "mut__environment", "--config", str(config), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    for form in leaks(values["TEST_ECHO_SECRET"]):
+        assert form not in result.output
+    assert "ECHO_SECRET=[redacted:TEST_ECHO_SECRET]" in result.output
