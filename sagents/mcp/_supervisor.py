@@ -749,7 +749,7 @@ class MCPSupervisor:
                                 reason = "the server no longer knows our HTTP session"
                                 mark.sent = False
                             elif error.code != CONNECTION_CLOSED and not connection.closing:
-                                raise _jsonrpc_error(name, tool, error) from None
+                                raise _jsonrpc_error(name, tool, error, redactor) from None
                         except _TRANSPORT_ERRORS as error:
                             reason = f"the transport failed during the call: {error}"
                         except (RuntimeError, ValidationError) as error:
@@ -801,14 +801,15 @@ def _retry_safe(connection: ServerConnection, tool: str) -> bool:
     return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
 
 
-def _jsonrpc_error(server: str, tool: str, error: MCPError) -> SagentsError:
+def _jsonrpc_error(
+    server: str, tool: str, error: MCPError, redactor: Redactor | None = None
+) -> SagentsError:
+    """The typed error of a JSON-RPC error answer (its message and data redacted)."""
     details = {"server": server, "tool": tool, "jsonrpc_code": error.code}
     if error.error.data is not None:
-        details["data"] = error.error.data
-    text = (
-        f"MCP server {server!r} answered tools/call {tool!r} with error {error.code}: "
-        f"{error.message}"
-    )
+        details["data"] = redactor.redact_json(error.error.data) if redactor else error.error.data
+    message = redactor.redact(error.message) if redactor else error.message
+    text = f"MCP server {server!r} answered tools/call {tool!r} with error {error.code}: {message}"
     if error.code == INVALID_PARAMS:
         return InvalidArgumentsError(text, details=details)
     if error.code == REQUEST_TIMEOUT:

@@ -28,6 +28,8 @@ from typer.testing import CliRunner
 
 from sagents.audit._store import default_data_dir
 from sagents.cli.main import app
+from sagents.config import load_config
+from sagents.config.tools import build_tool_manager
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._settings import GatewaySettings
 from tests.mcp.helpers import free_port
@@ -189,3 +191,24 @@ def test_sagents_call_redacts_the_secrets_of_its_configuration(
     for form in leaks(values["TEST_ECHO_SECRET"]):
         assert form not in result.output
     assert "ECHO_SECRET=[redacted:TEST_ECHO_SECRET]" in result.output
+
+
+async def test_a_json_rpc_error_echoing_a_secret_is_redacted_in_the_library_too(
+    values: dict[str, str], tmp_path: Path
+) -> None:
+    entry = {
+        "command": sys.executable,
+        "args": [str(SERVER)],
+        "env": {"ECHO_SECRET": "${TEST_ECHO_SECRET}"},
+    }
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"mut": entry}}), encoding="utf-8")
+    with anyio.fail_after(60):
+        async with await build_tool_manager(load_config(path)) as manager:
+            result = await manager.run_tool("mut__error_env", {})
+    assert result.is_error
+    assert result.error is not None
+    shown = json.dumps([result.error.message, dict(result.error.details)])
+    for form in leaks(values["TEST_ECHO_SECRET"]):
+        assert form not in shown
+    assert "failed with [redacted:TEST_ECHO_SECRET]" in result.error.message
