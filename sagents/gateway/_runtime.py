@@ -221,6 +221,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             approver=_script_approver(plan.settings, pending, manager),
             list_tools=not plan.settings.tool_search,  # a long list would undo tool search
             quotas=config.quotas,
+            redactor=plan.redactor,
         )
         try:
             scripts = await stack.enter_async_context(scripts)  # type: ignore[arg-type]  # set above

@@ -39,6 +39,7 @@ from sagents.config._loader import QuotaSettings
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
+from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import ConfigError
 from sagents.gateway._approval import ClientScriptApprover
@@ -92,6 +93,9 @@ class GatewayScripts:
             background tasks' logs (kept in ``<data dir>/task-logs/<session id>``) to
             ``quotas.workspaceBytes`` and runs at most ``quotas.backgroundTasksPerSession``
             background tasks at once (docs/security.md).
+        redactor: The secrets redacted from every result a script gets (and its records
+            keep), whatever the tool: an upstream one, a local or a built-in one
+            (docs/gateway.md, "Secrets"); None: nothing is.
 
     Raises:
         SandboxUnavailableError: on entering, where bubblewrap is missing (no silent fallback).
@@ -111,8 +115,10 @@ class GatewayScripts:
         approver: Approver | None = None,
         list_tools: bool = True,
         quotas: QuotaSettings | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._hub = hub
+        self._redactor = redactor
         self._quotas = quotas or QuotaSettings()
         self._audit_store = audit
         self._approver = approver
@@ -277,7 +283,7 @@ class GatewayScripts:
         self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[_Session]
     ) -> None:
         workspace = self.workspaces.for_session(context.session_id)
-        tools = _SessionTools()
+        tools = _SessionTools(redactor=self._redactor)
         ended, gone = anyio.Event(), anyio.Event()
         started = False
         try:
@@ -327,6 +333,9 @@ class _SessionTools(SpecProvider):
     (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
 
     target: ToolProvider | None = None
+    redactor: Redactor | None = None
+    """The secrets redacted from each result before the script, and its records, get it
+    (docs/gateway.md, "Secrets")."""
 
     def list_specs(self) -> list[ToolSpec]:
         return [] if self.target is None else self.target.list_specs()
@@ -343,9 +352,10 @@ class _SessionTools(SpecProvider):
     ) -> ToolResult:
         if self.target is None:
             return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
-        return await self.target.run_tool(
+        result = await self.target.run_tool(
             name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
         )
+        return self.redactor.result(result) if self.redactor else result
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -212,3 +212,58 @@ async def test_a_json_rpc_error_echoing_a_secret_is_redacted_in_the_library_too(
     for form in leaks(values["TEST_ECHO_SECRET"]):
         assert form not in shown
     assert "failed with [redacted:TEST_ECHO_SECRET]" in result.error.message
+
+
+LOCAL_TOOLS = '''
+import os
+
+from sagents.tool.tool_base import tool
+
+
+@tool(permission="read_only")
+def reveal() -> str:
+    """Return the listed secret (a local tool that reads the gateway's environment)."""
+    return "value: " + os.environ["TEST_LISTED"]
+
+
+TOOLS = [reveal]
+'''
+
+
+async def test_a_local_tools_secret_reaches_neither_the_script_nor_its_records(
+    values: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "secret_local_tools.py").write_text(LOCAL_TOOLS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(modules))
+    document = {
+        "mcpServers": {"mut": {"command": sys.executable, "args": [str(SERVER)]}},
+        "localTools": {"modules": ["secret_local_tools"]},
+        "secrets": {"env": ["TEST_LISTED"]},
+    }
+    config = tmp_path / "sagents.json"
+    config.write_text(json.dumps(document), encoding="utf-8")
+    workspace = tmp_path / "ws"
+    code = 'from agent_tools import call\nprint("got", call("reveal", {}))\n'
+    with anyio.fail_after(120):
+        settings = GatewaySettings(config=config, mode="auto", workspace=workspace)
+        async with (
+            open_gateway(settings) as gateway,
+            Client(gateway.server, mode="legacy") as client,
+        ):
+            direct = await client.call_tool("reveal", {})
+            script = await client.call_tool(
+                "run_script", {"code": code, "tools": [], "description": "reveal"}
+            )
+    records = "".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for path in workspace.rglob("*")
+        if path.is_file()
+    )
+    assert text_of(direct) == "value: [redacted:TEST_LISTED]"
+    assert "got value: [redacted:TEST_LISTED]" in text_of(script), text_of(script)
+    assert "[redacted:TEST_LISTED]" in records  # calls.jsonl and output.txt
+    for form in leaks(values["TEST_LISTED"]):
+        assert form not in text_of(script)
+        assert form not in records
