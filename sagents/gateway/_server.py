@@ -913,9 +913,11 @@ class Gateway:
                     # A failed call is already its result (ToolManager.run_tool, the one
                     # boundary); a provider that raises broke its contract, and the SDK answers
                     # the request with a JSON-RPC internal error.
-                    return await session.offer.run_offered(
+                    result = await session.offer.run_offered(
                         spec, arguments, context, tool_call_id=tool_call_id
                     )
+                # before a background call's store, and the console, keep it
+                return self.redactor.result(result) if self.redactor else result
             finally:
                 TASK_INPUT.reset(input_token)
                 CLIENT_ASKER.reset(token)

@@ -30,8 +30,11 @@ from sagents.audit._store import default_data_dir
 from sagents.cli.main import app
 from sagents.config import load_config
 from sagents.config.tools import build_tool_manager
+from sagents.core._secrets import Redactor
 from sagents.gateway._factory import open_gateway
+from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
+from tests.gateway.fakes import FakeProvider
 from tests.mcp.helpers import free_port
 
 pytestmark = pytest.mark.anyio
@@ -267,3 +270,28 @@ async def test_a_local_tools_secret_reaches_neither_the_script_nor_its_records(
     for form in leaks(values["TEST_LISTED"]):
         assert form not in text_of(script)
         assert form not in records
+
+
+async def test_a_background_calls_result_is_kept_and_shown_redacted() -> None:
+    provider = FakeProvider()  # fleet__slow answers "slow done" once released
+    noticed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.LoggingMessageNotification):
+            noticed.set()
+
+    redactor = Redactor({"SLOW": "slow done"})
+    async with (
+        Gateway(provider, background_after_s=0.05, redactor=redactor) as gateway,
+        Client(gateway.server, mode="legacy", message_handler=on_message) as client,
+    ):
+        with anyio.fail_after(30):
+            handed = await client.call_tool("fleet__slow", {})
+            assert handed.structured_content is not None
+            task_id = handed.structured_content["task_id"]
+            provider.release.set()
+            await noticed.wait()
+            status = await client.call_tool("script_status", {"id": task_id})
+            shown = [info.result for info in gateway.tasks.operator_view()]  # the console's
+    assert [result.text if result else None for result in shown] == ["[redacted:SLOW]"]
+    assert "slow done" not in json.dumps(status.model_dump(mode="json"))
