@@ -17,20 +17,31 @@ from sagents.config._loader import SagentsConfig
 from sagents.core._secrets import RedactingFilter, Redactor
 from sagents.gateway._settings import GatewaySettings
 
-__all__ = ["OPERATOR_SECRET_NAME", "TOKEN_NAME", "gateway_redactor", "redacted_logs"]
+__all__ = [
+    "OAUTH_SECRET_NAME",
+    "OPERATOR_SECRET_NAME",
+    "TOKEN_NAME",
+    "gateway_redactor",
+    "redacted_logs",
+]
 
 TOKEN_NAME = "SAGENTS_GATEWAY_TOKEN"
 """The name the gateway's bearer token is redacted by."""
+OAUTH_SECRET_NAME = "oauth.clientSecret"
+"""The name the gateway's OAuth client secret (``oauth.clientSecretEnv``) is redacted by."""
 OPERATOR_SECRET_NAME = "operator-secret"
 """The name the operator secret (the console's login) is redacted by."""
 
 
 def gateway_redactor(config: SagentsConfig, settings: GatewaySettings) -> Redactor:
-    """The secrets of ``config`` (:attr:`SagentsConfig.secrets`) and the gateway's tokens."""
+    """The secrets of ``config`` (:attr:`SagentsConfig.secrets`), the gateway's tokens and its
+    OAuth client secret."""
     tokens = [(TOKEN_NAME, settings.bearer_token)] if settings.bearer_token else []
     tokens += [
         (f"token:{profile.name}", token) for token, profile in settings.token_profiles.items()
     ]
+    if config.oauth is not None and config.oauth.client_secret:
+        tokens.append((OAUTH_SECRET_NAME, config.oauth.client_secret))
     return Redactor([*config.secrets, *tokens])
 
 

@@ -9,7 +9,12 @@ import pytest
 from sagents.config import parse_config
 from sagents.errors import ConfigError
 from sagents.gateway._policy import Profile
-from sagents.gateway._secrets import OPERATOR_SECRET_NAME, TOKEN_NAME, gateway_redactor
+from sagents.gateway._secrets import (
+    OAUTH_SECRET_NAME,
+    OPERATOR_SECRET_NAME,
+    TOKEN_NAME,
+    gateway_redactor,
+)
 from sagents.gateway._settings import GatewaySettings
 
 ENV = {"API": "api-key-value-1", "HDR": "header-value-1", "PGPASS": "pg-pass-word-1"}
@@ -51,16 +56,19 @@ def test_a_password_written_into_the_store_url_is_a_secret() -> None:
 
 
 def test_the_gateway_redacts_its_tokens_by_name() -> None:
-    config = parse_config(_config(), environ=ENV)
+    oauth = {"issuer": "https://idp.example.com", "clientId": "gw", "clientSecretEnv": "OAUTH"}
+    config = parse_config(_config(oauth=oauth), environ={**ENV, "OAUTH": "oauth-secret-1"})
     settings = GatewaySettings(
         bearer_token="operator-token-1", token_profiles={"profile-token-1": Profile(name="ops")}
     )
     redactor = gateway_redactor(config, settings)
     redactor.add([(OPERATOR_SECRET_NAME, "the-operator-secret")])
-    text = redactor.redact("operator-token-1 profile-token-1 the-operator-secret api-key-value-1")
+    text = redactor.redact(
+        "operator-token-1 profile-token-1 the-operator-secret api-key-value-1 oauth-secret-1"
+    )
     assert text == (
         f"[redacted:{TOKEN_NAME}] [redacted:token:ops] [redacted:{OPERATOR_SECRET_NAME}] "
-        "[redacted:API]"
+        f"[redacted:API] [redacted:{OAUTH_SECRET_NAME}]"
     )
 
 
