@@ -66,7 +66,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_DEADLINE_S,
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
-    check_limits,
+    CallLimits,
 )
 from sagents.errors import (
     ContextLengthError,
@@ -158,7 +158,7 @@ class AnthropicModel:
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncAnthropic | None = None,
     ) -> None:
-        check_limits(
+        self.limits = CallLimits(
             timeout=timeout,
             deadline=deadline,
             max_retries=max_retries,
@@ -173,10 +173,6 @@ class AnthropicModel:
                 hint="pass model='anthropic:claude-...' (SAGENTS_MODEL, `--model`)",
             )
         self.streaming = stream
-        self.timeout = timeout
-        self.deadline = deadline
-        self.max_retries = max_retries
-        self.max_retry_wait = max_retry_wait
         self.max_tokens = max_tokens
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
@@ -322,7 +318,7 @@ class AnthropicModel:
         if self._retryable(error):
             return ModelUnavailableError(
                 f"the Anthropic endpoint {self.base_url!r} kept failing (HTTP {status}, "
-                f"{kind}) after {self.max_retries} retries: {text}",
+                f"{kind}) after {self.limits.max_retries} retries: {text}",
                 hint="try again later",
                 details=details,
             )

@@ -63,7 +63,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_DEADLINE_S,
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
-    check_limits,
+    CallLimits,
     retry_delay,
 )
 from sagents.errors import (
@@ -88,6 +88,8 @@ __all__ = [
     "TextDelta",
     "Usage",
     "model_from_string",
+    "openai_retryable",
+    "openai_status_error",
     "retry_delay",
 ]
 
@@ -303,7 +305,7 @@ class OpenAIChatModel:
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncOpenAI | None = None,
     ) -> None:
-        check_limits(
+        self.limits = CallLimits(
             timeout=timeout,
             deadline=deadline,
             max_retries=max_retries,
@@ -311,10 +313,6 @@ class OpenAIChatModel:
         )
         self.model = _without_prefix(model or os.environ.get("SAGENTS_MODEL") or "")
         self.streaming = stream  # `stream` is the seam's method
-        self.timeout = timeout
-        self.deadline = deadline
-        self.max_retries = max_retries
-        self.max_retry_wait = max_retry_wait
         self.extra_body = dict(extra_body or {})
         if not self.model:
             raise ModelConfigError(
@@ -437,8 +435,10 @@ class OpenAIChatModel:
                         yield event
                 return
             except openai.APIStatusError as error:
-                if not self._retryable(error) or not budget.can_retry:
-                    raise self._status_error(error) from error
+                if not openai_retryable(error) or not budget.can_retry:
+                    raise openai_status_error(
+                        error, endpoint=self.base_url, model=self.model, retries=budget.attempt
+                    ) from error
                 await budget.retry(error, error.response.headers)
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
                 if not budget.can_retry:
@@ -452,13 +452,6 @@ class OpenAIChatModel:
                 if not budget.can_retry:
                     raise cut.error from None
                 await budget.retry(cut)
-
-    def _retryable(self, error: openai.APIStatusError) -> bool:
-        if error.status_code not in _RETRYABLE_STATUS:
-            return False
-        if error.status_code == 429 and _no_quota(error):
-            return False
-        return not (error.status_code >= 500 and _is_invalid_request(error))
 
     async def _read_stream(self, stream: Any, budget: CallBudget) -> AsyncIterator[TurnEvent]:
         accumulator = _Accumulator()
@@ -549,55 +542,69 @@ class OpenAIChatModel:
             hint=hint,
         )
 
-    def _status_error(self, error: openai.APIStatusError) -> ModelError:
-        status = error.status_code
-        text = _error_text(error)
-        details: dict[str, Any] = {"status": status}
-        if status in (401, 403):
-            return ModelAuthError(
-                f"the model endpoint {self.base_url!r} refused the API key (HTTP {status}): {text}",
-                hint="set OPENAI_API_KEY (or pass api_key=...) to a key this endpoint accepts",
-                details=details,
-            )
-        if status == 404:
-            return ModelNotFoundError(
-                f"model {self.model!r} or the endpoint {self.base_url!r} was not found "
-                f"(HTTP 404): {text}",
-                hint=(
-                    "check SAGENTS_MODEL (--model) against the server's model list, and that "
-                    "OPENAI_BASE_URL (--base-url) ends where the API starts (usually /v1)"
-                ),
-                details=details,
-            )
-        lowered = text.lower()
-        if any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS):
-            return ContextLengthError(
-                f"the conversation is too long for model {self.model!r}: {text}",
-                hint="start a new conversation, or shorten the history",
-                details=details,
-            )
-        if status == 429 and _no_quota(error):
-            return ModelQuotaError(
-                f"the model endpoint {self.base_url!r} says the account has no quota left "
-                f"(HTTP 429): {text}",
-                hint="check the plan and billing of the account behind OPENAI_API_KEY",
-                details=details,
-            )
-        if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
-            return ModelUnavailableError(
-                f"the model endpoint {self.base_url!r} kept failing (HTTP {status}) after "
-                f"{self.max_retries} retries: {text}",
-                hint="try again later",
-                details=details,
-            )
-        return ModelError(
-            f"the model endpoint {self.base_url!r} rejected the request (HTTP {status}): {text}",
+
+def openai_retryable(error: openai.APIStatusError) -> bool:
+    """Whether an error answer of an OpenAI API is worth sending again: 408, 409, 429 and 5xx,
+    but not a 429 saying the quota is gone, nor a 5xx whose body is a validation error."""
+    if error.status_code not in _RETRYABLE_STATUS:
+        return False
+    if error.status_code == 429 and _no_quota(error):
+        return False
+    return not (error.status_code >= 500 and _is_invalid_request(error))
+
+
+def openai_status_error(
+    error: openai.APIStatusError, *, endpoint: str, model: str, retries: int
+) -> ModelError:
+    """The :class:`~sagents.errors.ModelError` of an OpenAI API's error answer (Chat
+    Completions and Responses share them: OpenAI API reference, "Error codes")."""
+    status = error.status_code
+    text = _error_text(error)
+    details: dict[str, Any] = {"status": status}
+    if status in (401, 403):
+        return ModelAuthError(
+            f"the model endpoint {endpoint!r} refused the API key (HTTP {status}): {text}",
+            hint="set OPENAI_API_KEY (or pass api_key=...) to a key this endpoint accepts",
+            details=details,
+        )
+    if status == 404:
+        return ModelNotFoundError(
+            f"model {model!r} or the endpoint {endpoint!r} was not found (HTTP 404): {text}",
             hint=(
-                "sending it again would fail the same way: the server does not accept this "
-                'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
+                "check SAGENTS_MODEL (--model) against the server's model list, and that "
+                "OPENAI_BASE_URL (--base-url) ends where the API starts (usually /v1)"
             ),
             details=details,
         )
+    lowered = text.lower()
+    if any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS):
+        return ContextLengthError(
+            f"the conversation is too long for model {model!r}: {text}",
+            hint="start a new conversation, or shorten the history",
+            details=details,
+        )
+    if status == 429 and _no_quota(error):
+        return ModelQuotaError(
+            f"the model endpoint {endpoint!r} says the account has no quota left "
+            f"(HTTP 429): {text}",
+            hint="check the plan and billing of the account behind OPENAI_API_KEY",
+            details=details,
+        )
+    if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
+        return ModelUnavailableError(
+            f"the model endpoint {endpoint!r} kept failing (HTTP {status}) after "
+            f"{retries} retries: {text}",
+            hint="try again later",
+            details=details,
+        )
+    return ModelError(
+        f"the model endpoint {endpoint!r} rejected the request (HTTP {status}): {text}",
+        hint=(
+            "sending it again would fail the same way: the server does not accept this "
+            'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
+        ),
+        details=details,
+    )
 
 
 def _error_body(error: openai.APIStatusError) -> dict[str, Any]:
@@ -686,9 +693,6 @@ def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict
     return fields
 
 
-_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
-
-
 def _without_prefix(model: str) -> str:
     provider, colon, name = model.partition(":")
     return name if colon and provider == "openai" else model
@@ -698,28 +702,30 @@ def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
     """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
 
     ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`);
-    ``anthropic:NAME`` is the Messages API (:class:`~sagents.agent.AnthropicModel`, the extra
-    ``sagents[anthropic]``). ``options`` (``base_url``, ``stream``, ...) go to the adapter.
-    ``openai-responses:`` and ``gemini:`` name adapters this version does not have yet.
+    ``openai-responses:NAME`` the Responses API (:class:`~sagents.agent.OpenAIResponsesModel`);
+    ``anthropic:NAME`` the Messages API (:class:`~sagents.agent.AnthropicModel`, the extra
+    ``sagents[anthropic]``); ``gemini:NAME`` the Gemini API
+    (:class:`~sagents.agent.GeminiModel`, the extra ``sagents[gemini]``). ``options``
+    (``base_url``, ``stream``, ...) go to the adapter.
 
     Raises:
-        ModelConfigError: no model is named, its provider has no adapter here, or the
-            adapter's SDK is not installed.
+        ModelConfigError: no model is named, or the adapter's SDK is not installed.
     """
     spec = spec or os.environ.get("SAGENTS_MODEL") or ""
     provider, colon, name = spec.partition(":")
+    # Each adapter is imported only when named, so a run loads only its own SDK.
     if colon and provider == "anthropic":
-        from sagents.agent._anthropic import AnthropicModel  # imported only when named
+        from sagents.agent._anthropic import AnthropicModel
 
         return AnthropicModel(name, **options)
-    if colon and provider in _PROVIDERS and provider != "openai":
-        raise ModelConfigError(
-            f"model {spec!r} names the {provider!r} adapter, which this version of sagents "
-            "does not have yet",
-            hint="use a Chat Completions endpoint: openai:MODEL (or a bare MODEL name) with "
-            "OPENAI_BASE_URL pointing at a compatible server, or anthropic:MODEL",
-            details={"provider": provider},
-        )
+    if colon and provider == "openai-responses":
+        from sagents.agent._responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name, **options)
+    if colon and provider == "gemini":
+        from sagents.agent._gemini import GeminiModel
+
+        return GeminiModel(name, **options)
     return OpenAIChatModel(_without_prefix(spec) or None, **options)
 
 

@@ -18,6 +18,7 @@ import math
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping
+from dataclasses import dataclass
 from typing import NoReturn, Protocol, TypeVar
 
 import anyio
@@ -30,8 +31,8 @@ __all__ = [
     "DEFAULT_MODEL_DEADLINE_S",
     "DEFAULT_MODEL_TIMEOUT_S",
     "CallBudget",
+    "CallLimits",
     "Limited",
-    "check_limits",
     "retry_delay",
 ]
 
@@ -54,23 +55,36 @@ _BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
 T = TypeVar("T")
 
 
-def check_limits(
-    *, timeout: float, deadline: float | None, max_retries: int, max_retry_wait: float
-) -> None:
-    """Refuse limits that are not positive numbers of seconds (``max_retries``: 0 or more).
+@dataclass(frozen=True, kw_only=True)
+class CallLimits:
+    """An adapter's limits of each model call.
+
+    Attributes:
+        timeout: Seconds for the connection and for each next piece of the answer.
+        deadline: Seconds for the whole call, retries included; None: no limit.
+        max_retries: Retries of a retryable failure.
+        max_retry_wait: The longest wait before a retry the call accepts.
 
     Raises:
-        ValueError: naming the limit and its value.
+        ValueError: a limit that is not a positive number of seconds (``max_retries``: 0 or
+            more), naming it and its value.
     """
-    for label, value in (
-        ("timeout", timeout),
-        ("deadline", deadline),
-        ("max_retry_wait", max_retry_wait),
-    ):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
+
+    timeout: float = DEFAULT_MODEL_TIMEOUT_S
+    deadline: float | None = DEFAULT_MODEL_DEADLINE_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT_S
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("timeout", self.timeout),
+            ("deadline", self.deadline),
+            ("max_retry_wait", self.max_retry_wait),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {self.max_retries!r}")
 
 
 def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
@@ -118,10 +132,7 @@ class Limited(Protocol):
     """An adapter's limits, as every adapter holds them."""
 
     base_url: str
-    timeout: float
-    deadline: float | None
-    max_retries: int
-    max_retry_wait: float
+    limits: CallLimits
 
 
 class CallBudget:
@@ -160,11 +171,12 @@ class CallBudget:
     @classmethod
     def of(cls, adapter: Limited) -> CallBudget:
         """The budget of one call of ``adapter``, starting now."""
+        limits = adapter.limits
         return cls(
-            timeout=adapter.timeout,
-            deadline=adapter.deadline,
-            max_retries=adapter.max_retries,
-            max_retry_wait=adapter.max_retry_wait,
+            timeout=limits.timeout,
+            deadline=limits.deadline,
+            max_retries=limits.max_retries,
+            max_retry_wait=limits.max_retry_wait,
             endpoint=adapter.base_url,
             adapter=type(adapter).__name__,
         )
