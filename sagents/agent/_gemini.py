@@ -28,7 +28,9 @@ text parts (``TextDelta``), ``thought`` parts (``ReasoningDelta``, kept as
 start, arguments and end at once), ``usage_metadata`` and ``finish_reason``: ``STOP`` is
 ``stop`` (``tool_calls`` with calls), ``MAX_TOKENS`` ``length``, the safety reasons
 ``content_filter``, anything else ``other``. A stream that ends without a finish reason was
-cut and is never taken as an answer.
+cut and is never taken as an answer; nor is ``MALFORMED_FUNCTION_CALL`` (a call the API could
+not parse, with no content at all): both are retried when nothing was passed on, then a clear
+error.
 
 Errors (Gemini API "Troubleshooting", https://ai.google.dev/gemini-api/docs/troubleshooting):
 429 ``RESOURCE_EXHAUSTED`` is retried, waiting the ``RetryInfo.retryDelay`` its body gives,
@@ -121,6 +123,7 @@ _FINISH: dict[str, FinishReason] = {
     "SPII": "content_filter",
     "IMAGE_SAFETY": "content_filter",
 }
+_MALFORMED = "MALFORMED_FUNCTION_CALL"  # a call the API could not parse: no answer
 _CONTEXT_LENGTH_MARKERS = ("input token count", "exceeds the maximum number of tokens")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
@@ -287,6 +290,18 @@ class GeminiModel:
                         raise cut
                     await budget.retry(cut)
                     continue
+                if answer.finish == _MALFORMED:
+                    malformed = ModelError(
+                        f"model {self.model!r} wrote a function call the Gemini API could not "
+                        "parse (finish reason MALFORMED_FUNCTION_CALL), and nothing else",
+                        hint="retry the turn; if it keeps happening, simplify the tools' "
+                        "schemas or lower the temperature",
+                        details={"finish_reason": _MALFORMED},
+                    )
+                    if answer.passed_on or not budget.can_retry:
+                        raise malformed
+                    await budget.retry(malformed)
+                    continue
             except genai.errors.APIError as error:
                 if answer.passed_on or not _retryable(error) or not budget.can_retry:
                     raise self._status_error(error, budget.attempt) from error
@@ -444,8 +459,11 @@ def _signature_text(value: Any) -> str | None:
 
 
 def _signature_bytes(text: str) -> bytes:
+    """The bytes of a signature's base64 text, standard or URL-safe (the API reads both; the
+    SDK writes the URL-safe form)."""
+    standard = text.replace("-", "+").replace("_", "/")
     try:
-        return base64.b64decode(text, validate=True)
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
     except (binascii.Error, ValueError):
         return text.encode("utf-8")
 
