@@ -209,7 +209,10 @@ class GeminiModel:
                     hint="set GEMINI_API_KEY (or pass api_key=...), and base_url= for an "
                     "endpoint other than Google's own",
                 )
-            options: dict[str, Any] = {"timeout": int(timeout * 1000)}
+            options: dict[str, Any] = {
+                "timeout": int(timeout * 1000),
+                "async_client_args": {"transport": WithoutSseComments()},
+            }
             if base_url:
                 options["base_url"] = base_url
             client = genai.Client(api_key=api_key, http_options=options)
@@ -367,6 +370,53 @@ class GeminiModel:
             hint="sending it again would fail the same way: the API does not accept this request",
             details=details,
         )
+
+
+class WithoutSseComments(httpx.AsyncBaseTransport):
+    """An HTTP transport that drops SSE comment lines (``: keep-alive``) from event streams.
+
+    A client ignores them (HTML, "Server-sent events", "Interpreting an event stream": a line
+    starting with a colon), and proxies send them while an answer waits; google-genai's reader
+    takes such a line for a piece of JSON and breaks the stream. Dropped here, they neither
+    break it nor count as a piece of the answer for the idle ``timeout``.
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_CommentFree(response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CommentFree(httpx.AsyncByteStream):
+    def __init__(self, stream: httpx.AsyncByteStream) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        partial = b""  # the start of a line whose end has not come yet
+        async for chunk in self._stream:
+            lines = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            kept = [line for line in lines if not line.startswith(b":")]
+            if kept:
+                yield b"\n".join(kept) + b"\n"
+        if partial and not partial.startswith(b":"):
+            yield partial
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
 
 
 def _error_details(error: Any) -> list[Mapping[str, Any]]:

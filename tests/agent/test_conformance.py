@@ -25,7 +25,14 @@ from sagents.agent import (
 )
 from sagents.agent._events import AgentEvent, DoneEvent
 from sagents.core.events import ApprovalResultEvent
-from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, http_error, reply
+from sagents.testing import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+    http_error,
+    reply,
+)
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
@@ -235,3 +242,30 @@ async def test_a_stream_cut_after_text_was_passed_on_is_an_error_not_an_answer(a
     assert done.error["code"] == "model_stream_broken"
     assert list(done.messages) == USER
     assert len(server.requests) == 1
+
+
+def _first_pieces(api: str, count: int) -> tuple[str, ...]:
+    """The first pieces of a streamed text answer in ``api``'s wire format."""
+    from sagents.testing import _formats, _scripted
+
+    scripted = reply("a long answer that never ends")
+    if api == "chat":
+        pieces = _scripted._chat_pieces(scripted, [], include_usage=True)
+    else:
+        pieces = _formats.pieces(api, scripted, [])  # type: ignore[arg-type]
+    return tuple(pieces[:count])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_keepalives_after_the_first_piece_do_not_hold_the_idle_timeout(api: str) -> None:
+    # a proxy trickling SSE comments (": keep-alive") while the answer stalls: the idle timeout
+    # ends the call however many comments come, and nothing of it is taken as an answer
+    trickle = WireReply(body=_first_pieces(api, 4), end="keepalive")
+    async with ScriptedModel([trickle], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(timeout=1.0, max_retries=0), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_timeout"
+    assert done.error["details"]["limit"] == "timeout"
+    assert list(done.messages) == USER
