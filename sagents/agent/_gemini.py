@@ -665,39 +665,36 @@ def _model_parts(message: Message, declared: _Declared) -> list[dict[str, Any]]:
 
 
 def _contents(history: tuple[Message, ...], declared: _Declared) -> list[dict[str, Any]]:
+    """The ``contents``: consecutive user-side parts (one answer's function responses, a user
+    message after them) in one ``user`` content."""
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # call id -> the declared name, for the responses
     for message in history:
         if message.role == "assistant":
-            parts = _model_parts(message, declared)
             for tool_call in message.tool_calls:
                 names[tool_call.id] = declared.declared(tool_call.name, "{}")[0]
+            parts = _model_parts(message, declared)
             if parts:
                 contents.append({"role": "model", "parts": parts})
             continue
-        if message.role == "tool":
-            parts = []
-            for result in message.parts:
-                if not isinstance(result, ToolResultPart):
-                    continue
+        parts = []
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
                 response: dict[str, Any] = {
-                    "name": names.get(result.tool_call_id, "unknown"),
-                    "response": {"output": result.content},
+                    "name": names.get(part.tool_call_id, "unknown"),
+                    "response": {"output": part.content},
                 }
-                if not result.tool_call_id.startswith(_INVENTED) and result.tool_call_id:
-                    response["id"] = result.tool_call_id
+                if part.tool_call_id and not part.tool_call_id.startswith(_INVENTED):
+                    response["id"] = part.tool_call_id
                 parts.append({"function_response": response})
-            previous = contents[-1] if contents else None
-            if previous is not None and previous.get("responses"):
-                previous["parts"].extend(parts)  # one answer's results in one content
-            elif parts:
-                contents.append({"role": "user", "parts": parts, "responses": True})
+            elif isinstance(part, TextPart) and part.text:
+                parts.append({"text": part.text})
+        if not parts:
             continue
-        text = message.text
-        if text:
-            contents.append({"role": "user", "parts": [{"text": text}]})
-    for content in contents:
-        content.pop("responses", None)
+        if contents and contents[-1]["role"] == "user":
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": "user", "parts": parts})
     return contents
 
 

@@ -237,3 +237,33 @@ async def test_a_call_under_a_declared_name_comes_back_under_the_tool_s_own() ->
     (made,) = finish_of(events).response.message.tool_calls
     assert (made.name, json.loads(made.arguments)) == ("9lives", {"max-results": 2})
     assert made.id.startswith("gemini-call-")
+
+
+def test_one_answer_s_results_and_the_user_s_next_words_are_one_user_content() -> None:
+    model = GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(
+            ToolCall(id="a", name="get_weather", arguments='{"city": "Paris"}'),
+            ToolCall(id="b", name="get_weather", arguments='{"city": "Oslo"}'),
+        ),
+    )
+    history = (
+        USER_MESSAGE,
+        answer,
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="a", content="sunny"),)),
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="b", content="rain"),)),
+        Message(role="user", parts=(TextPart(text="and tomorrow?"),)),
+    )
+    contents, _config = model.request_parts(ModelRequest(messages=history, tools=(WEATHER,)))
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[2]["parts"] == [
+        {"function_response": {"name": "get_weather", "response": {"output": "sunny"}, "id": "a"}},
+        {"function_response": {"name": "get_weather", "response": {"output": "rain"}, "id": "b"}},
+        {"text": "and tomorrow?"},
+    ]
+    # the turn's first call had no signature to keep: it goes with the documented placeholder
+    assert contents[1]["parts"][0]["thought_signature"] == base64.urlsafe_b64decode(
+        "skip_thought_signature_validator"
+    )
+    assert "thought_signature" not in contents[1]["parts"][1]
