@@ -1,9 +1,12 @@
-"""The agent loop's own overhead per turn, against the bare ``openai`` client call.
+"""The agent loop's own overhead per turn, on every model adapter, against the bare SDK client.
 
-Run: ``.venv/bin/python bench/bench_agent_loop.py``. Both sides talk to the same scripted model
-server (``sagents.testing.ScriptedModel``) on 127.0.0.1 in the same run:
+Run: ``.venv/bin/python bench/bench_agent_loop.py``. For each API (Chat Completions, Responses,
+Anthropic Messages, Gemini), streamed and whole, both sides talk to the same scripted model
+server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run:
 
-- baseline: ``AsyncOpenAI.chat.completions.create(stream=True)`` and reading every chunk;
+- baseline: the provider's official client making the same request, the same tool offered
+  (``AsyncOpenAI``'s ``chat.completions`` or ``responses``, ``AsyncAnthropic``'s
+  ``messages``, ``google-genai``'s ``aio.models``), and reading the whole answer;
 - text turn: one ``SAgent.run_stream`` run whose model answers with text (one model call);
 - tool turn: one run with one local tool call (two model calls), against two bare calls.
 
@@ -13,6 +16,7 @@ load). The server runs in this process, so its time is in both sides.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -20,15 +24,20 @@ from contextlib import aclosing
 from typing import Any
 
 import anyio
+from anthropic import AsyncAnthropic
+from google import genai
 from openai import AsyncOpenAI
 
 from sagents.agent import SAgent
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager, tool
 
-TURNS = 30
+TURNS = 20
 REPEATS = 5
 TEXT = "The answer is forty-two, as computed by the scripted model. " * 4
+APIS = ("chat", "responses", "anthropic", "gemini")
+# what a request carrying a tool result holds, in each wire format
+_RESULT_MARKERS = ('"role": "tool"', "function_call_output", "tool_result", "functionResponse")
 
 
 @tool(permission="read_only")
@@ -38,8 +47,9 @@ def lookup(key: str) -> str:
 
 
 def _script(body: dict[str, Any]) -> ScriptedReply:
-    wants_tool = any("use the tool" in str(m.get("content")) for m in body["messages"])
-    if wants_tool and body["messages"][-1]["role"] != "tool":
+    text = json.dumps(body)
+    answered = any(marker in text for marker in _RESULT_MARKERS)
+    if "use the tool" in text and not answered:
         return tool_call("lookup", {"key": "k"})
     return reply(TEXT)
 
@@ -59,31 +69,101 @@ async def _median_ms(turn: Callable[[], Awaitable[None]]) -> float:
     return statistics.median(runs)
 
 
-async def main() -> None:
-    async with ScriptedModel(_script) as server:
-        client = AsyncOpenAI(base_url=server.base_url, api_key="bench", max_retries=0)
-        model = server.chat_model()
-        agent = SAgent(model=model, run_script=False)
-        manager = ToolManager()
-        manager.register_tool(lookup)
-        text_messages = [{"role": "user", "content": "hello"}]
-        tool_messages = [{"role": "user", "content": "use the tool"}]
+def _bare(
+    api: str, base_url: str, stream: bool, manager: ToolManager
+) -> tuple[Callable[[], Awaitable[None]], Any]:
+    """The bare client's call for ``api`` (and the client, to close), offering the manager's
+    tools as the API's export gives them (what the adapter sends)."""
+    root = base_url.removesuffix("/v1")
+    if api == "chat":
+        openai_client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
 
-        async def bare_call() -> None:
-            stream = await client.chat.completions.create(
+        async def chat() -> None:
+            messages: Any = [{"role": "user", "content": "hello"}]
+            tools: Any = manager.get_openai_tools()
+            if not stream:
+                await openai_client.chat.completions.create(
+                    model="m", messages=messages, tools=tools
+                )
+                return
+            chunks = await openai_client.chat.completions.create(
                 model="m",
-                messages=[{"role": "user", "content": "hello"}],
+                messages=messages,
+                tools=tools,
                 stream=True,
                 stream_options={"include_usage": True},
             )
-            async for _chunk in stream:
+            async for _chunk in chunks:
                 pass
 
-        async def bare_two_calls() -> None:
-            await bare_call()
-            await bare_call()
+        return chat, openai_client
+    if api == "responses":
+        responses_client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
 
-        def agent_turn(messages: list[dict[str, Any]]) -> Callable[[], Awaitable[None]]:
+        async def responses() -> None:
+            tools: Any = manager.get_responses_tools()
+            asked: Any = [{"role": "user", "content": "hello"}]
+            if not stream:
+                await responses_client.responses.create(model="m", input=asked, tools=tools)
+                return
+            events = await responses_client.responses.create(
+                model="m", input=asked, tools=tools, stream=True
+            )
+            async for _event in events:
+                pass
+
+        return responses, responses_client
+    if api == "anthropic":
+        anthropic_client = AsyncAnthropic(base_url=root, api_key="bench", max_retries=0)
+
+        async def messages() -> None:
+            asked: Any = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+            tools: Any = manager.get_anthropic_tools()
+            if not stream:
+                await anthropic_client.messages.create(
+                    model="m", max_tokens=8192, messages=asked, tools=tools
+                )
+                return
+            events = await anthropic_client.messages.create(
+                model="m", max_tokens=8192, messages=asked, tools=tools, stream=True
+            )
+            async for _event in events:
+                pass
+
+        return messages, anthropic_client
+    gemini_client = genai.Client(api_key="bench", http_options={"base_url": root})
+
+    async def gemini() -> None:
+        models = gemini_client.aio.models
+        asked: Any = [{"role": "user", "parts": [{"text": "hello"}]}]
+        config: Any = {
+            "tools": [{"function_declarations": manager.get_gemini_tools()}],
+            "automatic_function_calling": {"disable": True},
+        }
+        if not stream:
+            await models.generate_content(model="m", contents=asked, config=config)
+            return
+        chunks = await models.generate_content_stream(model="m", contents=asked, config=config)
+        async for _chunk in chunks:
+            pass
+
+    return gemini, gemini_client.aio
+
+
+async def _measure(api: str, stream: bool) -> tuple[float, float, float, float]:
+    async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
+        manager = ToolManager()
+        manager.register_tool(lookup)
+        bare, client = _bare(api, server.base_url, stream, manager)
+
+        async def bare_two_calls() -> None:
+            await bare()
+            await bare()
+
+        def agent_turn(text: str) -> Callable[[], Awaitable[None]]:
+            messages = [{"role": "user", "content": text}]
+
             async def run() -> None:
                 async with aclosing(agent.run_stream(messages, tool_manager=manager)) as events:
                     async for _event in events:
@@ -91,18 +171,31 @@ async def main() -> None:
 
             return run
 
-        await bare_call()  # warm up both paths
-        await agent_turn(text_messages)()
-        bare = await _median_ms(bare_call)
-        text = await _median_ms(agent_turn(text_messages))
-        bare2 = await _median_ms(bare_two_calls)
-        tool_turn = await _median_ms(agent_turn(tool_messages))
-        await client.close()
-    print(f"bare openai call (stream):       {bare:7.2f} ms")
-    print(f"SAgent text turn (1 model call): {text:7.2f} ms   ratio {text / bare:5.2f}x")
-    print(f"two bare calls:                  {bare2:7.2f} ms")
-    print(f"SAgent tool turn (2 calls+tool): {tool_turn:7.2f} ms   ratio {tool_turn / bare2:5.2f}x")
-    print(f"loop overhead per text turn:     {text - bare:7.2f} ms")
+        await bare()  # warm up both paths
+        await agent_turn("hello")()
+        results = (
+            await _median_ms(bare),
+            await _median_ms(agent_turn("hello")),
+            await _median_ms(bare_two_calls),
+            await _median_ms(agent_turn("use the tool")),
+        )
+        await client.aclose() if hasattr(client, "aclose") else await client.close()
+    return results
+
+
+async def main() -> None:
+    print(
+        f"{'API':<10} {'mode':<7} {'bare':>7} {'text turn':>10} {'ratio':>6} "
+        f"{'2 bare':>7} {'tool turn':>10} {'ratio':>6}   (CPU ms per turn)"
+    )
+    for api in APIS:
+        for stream in (True, False):
+            bare, text, bare2, tool_turn = await _measure(api, stream)
+            mode = "stream" if stream else "whole"
+            print(
+                f"{api:<10} {mode:<7} {bare:7.2f} {text:10.2f} {text / bare:5.2f}x "
+                f"{bare2:7.2f} {tool_turn:10.2f} {tool_turn / bare2:5.2f}x"
+            )
 
 
 if __name__ == "__main__":

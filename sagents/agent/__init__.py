@@ -1,6 +1,7 @@
 """sagents.agent: the agent loop (``SAgent.run_stream``) on any model behind the model seam
-(``ChatModel`` over provider-neutral ``Message`` values; ``OpenAIChatModel`` is its adapter for
-OpenAI-compatible Chat Completions endpoints).
+(``ChatModel`` over provider-neutral ``Message`` values; adapters: ``OpenAIChatModel`` for
+OpenAI-compatible Chat Completions endpoints, ``OpenAIResponsesModel`` for the Responses API,
+``AnthropicModel`` and ``GeminiModel``).
 
 ``from sagents.agent import SAgent, OpenAIChatModel`` is the public path. The loop sits beside
 the gateway on floor 5 of ``docs/architecture.md`` ("Layers"): both consume the tool layer's
@@ -34,6 +35,7 @@ from sagents.agent._events import (
     UsageEvent,
     WorkflowSelectedEvent,
 )
+from sagents.agent._gemini import GeminiModel
 from sagents.agent._loop import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TURNS, SAgent
 from sagents.agent._messages import (
     Message,
@@ -52,6 +54,7 @@ from sagents.agent._model import (
     Usage,
     model_from_string,
 )
+from sagents.agent._responses import OpenAIResponsesModel
 from sagents.agent._selectors import (
     EmbeddingsToolSelector,
     LLMToolSelector,
@@ -88,6 +91,7 @@ __all__ = [
     "DoneReason",
     "EmbeddingsToolSelector",
     "Finish",
+    "GeminiModel",
     "HistoryCompressEvent",
     "HistoryCompressedEvent",
     "LLMToolSelector",
@@ -101,6 +105,7 @@ __all__ = [
     "ModelTurn",
     "OfflineToolSelector",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "Part",
     "QuestionnaireRequestEvent",
     "QuestionnaireResultEvent",

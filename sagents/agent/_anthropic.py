@@ -33,13 +33,10 @@ retried, waiting what ``retry-after`` says; ``invalid_request_error`` and the ot
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
-
-import anyio
+from typing import TYPE_CHECKING, Any
 
 from sagents.agent._chat_model import (
     Finish,
@@ -63,12 +60,13 @@ from sagents.agent._messages import (
     ToolCall,
     ToolResultPart,
 )
-from sagents.agent._model import (
+from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
     DEFAULT_MODEL_DEADLINE_S,
     DEFAULT_MODEL_TIMEOUT_S,
-    retry_delay,
+    CallBudget,
+    CallLimits,
 )
 from sagents.errors import (
     ContextLengthError,
@@ -77,7 +75,6 @@ from sagents.errors import (
     ModelError,
     ModelNotFoundError,
     ModelStreamError,
-    ModelTimeoutError,
     ModelUnavailableError,
 )
 from sagents.tool.export_anthropic import to_anthropic_tool
@@ -161,15 +158,12 @@ class AnthropicModel:
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncAnthropic | None = None,
     ) -> None:
-        for label, value in (
-            ("timeout", timeout),
-            ("deadline", deadline),
-            ("max_retry_wait", max_retry_wait),
-        ):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
+        self.limits = CallLimits(
+            timeout=timeout,
+            deadline=deadline,
+            max_retries=max_retries,
+            max_retry_wait=max_retry_wait,
+        )
         anthropic = _sdk()
         name = model or ""
         self.model = name.removeprefix(f"{PROVIDER}:")
@@ -179,10 +173,6 @@ class AnthropicModel:
                 hint="pass model='anthropic:claude-...' (SAGENTS_MODEL, `--model`)",
             )
         self.streaming = stream
-        self.timeout = timeout
-        self.deadline = deadline
-        self.max_retries = max_retries
-        self.max_retry_wait = max_retry_wait
         self.max_tokens = max_tokens
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
@@ -244,20 +234,17 @@ class AnthropicModel:
         extra.update(self.extra_body)
         if extra:
             body["extra_body"] = extra
-        ends = math.inf if self.deadline is None else anyio.current_time() + self.deadline
-        attempt = 0
+        budget = CallBudget.of(self)
         while True:
             answer = _Answer()
             try:
                 if self.streaming:
-                    events = await self._bounded(
-                        self.client.messages.create(**body, stream=True), ends
-                    )
+                    events = await budget.bounded(self.client.messages.create(**body, stream=True))
                     async with events:
                         iterator = events.__aiter__()
                         while True:
                             try:
-                                event = await self._next(iterator, ends)
+                                event = await budget.next(iterator)
                             except StopAsyncIteration:
                                 break
                             for out in answer.take(event):
@@ -268,74 +255,33 @@ class AnthropicModel:
                             "message_stop: it was cut off, so it is not taken as an answer",
                             hint="retry the turn; if it keeps happening, check any proxy between",
                         )
-                        if answer.passed_on or attempt >= self.max_retries:
+                        if answer.passed_on or not budget.can_retry:
                             raise cut
-                        attempt += 1
-                        await self._wait(retry_delay(attempt, None), ends, cut)
+                        await budget.retry(cut)
                         continue
                 else:
-                    whole = await self._bounded(self.client.messages.create(**body), ends)
+                    whole = await budget.bounded(self.client.messages.create(**body))
                     for out in answer.take_whole(whole):
                         yield out
             except anthropic.APIStatusError as error:
-                if answer.passed_on or not self._retryable(error) or attempt >= self.max_retries:
+                if answer.passed_on or not self._retryable(error) or not budget.can_retry:
                     raise self._status_error(error) from error
-                attempt += 1
-                await self._wait(retry_delay(attempt, error.response.headers), ends, error)
+                await budget.retry(error, error.response.headers)
                 continue
             except (anthropic.APIConnectionError, anthropic.APIError, ValueError) as error:
-                if answer.passed_on or attempt >= self.max_retries:
+                if answer.passed_on or not budget.can_retry:
                     raise ModelStreamError(
                         f"the model endpoint {self.base_url!r} failed mid-answer: {error}",
                         hint="check ANTHROPIC_BASE_URL and that the server runs; retry the turn",
-                        details={"attempts": attempt + 1},
+                        details={"attempts": budget.attempt + 1},
                     ) from error
-                attempt += 1
-                await self._wait(retry_delay(attempt, None), ends, error)
+                await budget.retry(error)
                 continue
             response = answer.response()
             if response.usage is not None:
                 yield response.usage
             yield Finish(response=response)
             return
-
-    async def _bounded(self, request: Any, ends: float) -> Any:
-        with anyio.move_on_after(ends - anyio.current_time()) as scope:
-            return await request
-        assert scope.cancelled_caught
-        self._past_deadline()
-
-    async def _next(self, events: AsyncIterator[Any], ends: float) -> Any:
-        left = ends - anyio.current_time()
-        with anyio.move_on_after(min(self.timeout, left)) as scope:
-            return await events.__anext__()
-        assert scope.cancelled_caught
-        if left <= self.timeout:
-            self._past_deadline()
-        raise ModelTimeoutError(
-            f"the model endpoint {self.base_url!r} sent nothing for {self.timeout:g} s",
-            hint="raise AnthropicModel(timeout=...) for a slow server, or check the server",
-            details={"limit": "timeout", "seconds": self.timeout},
-        )
-
-    def _past_deadline(self) -> NoReturn:
-        raise ModelTimeoutError(
-            f"the model call to {self.base_url!r} passed its deadline of {self.deadline:g} s",
-            hint="raise AnthropicModel(deadline=...) for long answers, or check the server",
-            details={"limit": "deadline", "seconds": self.deadline},
-        )
-
-    async def _wait(self, seconds: float, ends: float, error: BaseException) -> None:
-        if seconds > self.max_retry_wait:
-            raise ModelUnavailableError(
-                f"the model endpoint {self.base_url!r} asks to wait {seconds:g} s before "
-                f"retrying, longer than the {self.max_retry_wait:g} s this call waits: {error}",
-                hint="try again later, or raise AnthropicModel(max_retry_wait=...)",
-                details={"retry_after": seconds},
-            ) from error
-        if anyio.current_time() + seconds > ends:
-            self._past_deadline()
-        await anyio.sleep(seconds)
 
     def _retryable(self, error: Any) -> bool:
         kind = _error_type(error)
@@ -372,7 +318,7 @@ class AnthropicModel:
         if self._retryable(error):
             return ModelUnavailableError(
                 f"the Anthropic endpoint {self.base_url!r} kept failing (HTTP {status}, "
-                f"{kind}) after {self.max_retries} retries: {text}",
+                f"{kind}) after {self.limits.max_retries} retries: {text}",
                 hint="try again later",
                 details=details,
             )

@@ -7,7 +7,8 @@ prompt, :class:`~sagents.agent.Message` history, tools as ``ToolSpec``s, :class:
 and yields :data:`ModelEvent`s — text and reasoning deltas, tool-call start / arguments delta /
 end, usage — ending with one :class:`Finish` that carries the complete :class:`ModelResponse`.
 An adapter raises :class:`~sagents.errors.ModelError` subclasses for what went wrong; nothing
-else. ``OpenAIChatModel`` is the first adapter.
+else. The adapters: ``OpenAIChatModel``, ``OpenAIResponsesModel``, ``AnthropicModel``,
+``GeminiModel``.
 """
 
 from __future__ import annotations

@@ -35,9 +35,16 @@ _MODELLED = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoni
 
 @dataclass(frozen=True, kw_only=True)
 class TextPart:
-    """Text of a message."""
+    """Text of a message.
+
+    Attributes:
+        text: The text.
+        item_id: The provider's id of the output item it came in (OpenAI Responses'
+            ``msg_...``), sent back with it where the provider pairs items by id.
+    """
 
     text: str
+    item_id: str | None = None
     type: Literal["text"] = "text"
 
 
@@ -69,11 +76,15 @@ class ToolCall:
         id: The call's id (the model's own, or one the loop gave it).
         name: The tool's name as the model called it.
         arguments: The arguments as a JSON string (``{}`` for none).
+        item_id: The provider's id of the output item it came in when that is not the call's
+            id (OpenAI Responses' ``fc_...``), sent back with it where the provider pairs
+            items by id.
     """
 
     id: str
     name: str
     arguments: str = "{}"
+    item_id: str | None = None
     type: Literal["tool_call"] = "tool_call"
 
 

@@ -28,19 +28,14 @@ without a ``finish_reason`` was cut and is never taken as an answer.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import math
 import os
-import random
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
-import anyio
 import httpx2 as httpx
 import openai
 from openai import AsyncOpenAI
@@ -62,6 +57,15 @@ from sagents.agent._chat_model import (
     finish_reason,
 )
 from sagents.agent._messages import Message
+from sagents.agent._retry import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_RETRY_WAIT_S,
+    DEFAULT_MODEL_DEADLINE_S,
+    DEFAULT_MODEL_TIMEOUT_S,
+    CallBudget,
+    CallLimits,
+    retry_delay,
+)
 from sagents.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -70,7 +74,6 @@ from sagents.errors import (
     ModelNotFoundError,
     ModelQuotaError,
     ModelStreamError,
-    ModelTimeoutError,
     ModelUnavailableError,
 )
 
@@ -85,24 +88,11 @@ __all__ = [
     "TextDelta",
     "Usage",
     "model_from_string",
+    "openai_retryable",
+    "openai_status_error",
     "retry_delay",
 ]
 
-DEFAULT_MODEL_TIMEOUT_S = 120.0
-"""Seconds one model request may wait for the connection, or for the next piece of the answer
-(SSE keep-alive comments do not count)."""
-
-DEFAULT_MODEL_DEADLINE_S = 600.0
-"""Seconds one model call may take in all, retries and their waits included."""
-
-DEFAULT_MAX_RETRIES = 4
-"""Retries of a model request that failed with a retryable error."""
-
-DEFAULT_MAX_RETRY_WAIT_S = 60.0
-"""The longest wait before a retry that the call accepts (a server's ``Retry-After`` included)."""
-
-_RETRY_BASE_S = 0.5  # first backoff, doubled at each retry
-_BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _CONTEXT_LENGTH_MARKERS = ("context_length_exceeded", "context length", "maximum context")
 # Error codes of a 429 that waiting does not cure (OpenAI API reference, "Error codes").
@@ -143,47 +133,6 @@ class ModelTurn:
 
 
 TurnEvent = TextDelta | ReasoningDelta | ModelTurn
-
-
-def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
-    """Seconds to wait before retry ``attempt`` (1 for the first retry).
-
-    What the server asks wins when it is a usable number: ``retry-after-ms``, then
-    ``Retry-After`` in seconds or as an HTTP date (RFC 9110, section 10.2.3), not capped (the
-    caller refuses a wait longer than it accepts). A value that is neither (``abc``, ``nan``,
-    negative) is ignored. Otherwise exponential backoff from 0.5 s with full jitter, at most
-    30 s.
-    """
-    asked = _server_wait(headers) if headers is not None else None
-    if asked is not None:
-        return asked
-    backoff = min(_RETRY_BASE_S * 2 ** (attempt - 1), _BACKOFF_MAX_S)
-    return random.uniform(backoff / 2, backoff)
-
-
-def _server_wait(headers: Mapping[str, str]) -> float | None:
-    candidates: list[tuple[str | None, float]] = [
-        (headers.get("retry-after-ms"), 1000.0),
-        (headers.get("retry-after"), 1.0),
-    ]
-    for value, per_second in candidates:
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / per_second
-        except ValueError:
-            seconds = _http_date_wait(value) if per_second == 1.0 else math.nan
-        if math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None
-
-
-def _http_date_wait(value: str) -> float:
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return math.nan
-    return max(parsed.timestamp() - time.time(), 0.0)
 
 
 def _text_of(value: Any) -> str:
@@ -356,21 +305,14 @@ class OpenAIChatModel:
         extra_body: Mapping[str, Any] | None = None,
         client: AsyncOpenAI | None = None,
     ) -> None:
-        for label, value in (
-            ("timeout", timeout),
-            ("deadline", deadline),
-            ("max_retry_wait", max_retry_wait),
-        ):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be 0 or more, not {max_retries!r}")
+        self.limits = CallLimits(
+            timeout=timeout,
+            deadline=deadline,
+            max_retries=max_retries,
+            max_retry_wait=max_retry_wait,
+        )
         self.model = _without_prefix(model or os.environ.get("SAGENTS_MODEL") or "")
         self.streaming = stream  # `stream` is the seam's method
-        self.timeout = timeout
-        self.deadline = deadline
-        self.max_retries = max_retries
-        self.max_retry_wait = max_retry_wait
         self.extra_body = dict(extra_body or {})
         if not self.model:
             raise ModelConfigError(
@@ -470,22 +412,20 @@ class OpenAIChatModel:
         request.update(_settings_fields(settings, has_tools=bool(tools)))
         if self.extra_body:
             request["extra_body"] = dict(self.extra_body)
-        ends = math.inf if self.deadline is None else anyio.current_time() + self.deadline
-        attempt = 0
+        budget = CallBudget.of(self)
         while True:
             try:
                 if self.streaming:
-                    stream = await self._bounded(
+                    stream = await budget.bounded(
                         self.client.chat.completions.create(
                             **request, stream=True, stream_options={"include_usage": True}
-                        ),
-                        ends,
+                        )
                     )
-                    async for event in self._read_stream(stream, ends):
+                    async for event in self._read_stream(stream, budget):
                         yield event
                 else:
-                    completion = await self._bounded(
-                        self.client.chat.completions.create(**request), ends
+                    completion = await budget.bounded(
+                        self.client.chat.completions.create(**request)
                     )
                     if not isinstance(completion, ChatCompletion):
                         raise self._not_a_completion(completion)
@@ -495,80 +435,25 @@ class OpenAIChatModel:
                         yield event
                 return
             except openai.APIStatusError as error:
-                if not self._retryable(error) or attempt >= self.max_retries:
-                    raise self._status_error(error) from error
-                attempt += 1
-                await self._wait(retry_delay(attempt, error.response.headers), ends, error)
+                if not openai_retryable(error) or not budget.can_retry:
+                    raise openai_status_error(
+                        error, endpoint=self.base_url, model=self.model, retries=budget.attempt
+                    ) from error
+                await budget.retry(error, error.response.headers)
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
-                if attempt >= self.max_retries:
+                if not budget.can_retry:
                     raise ModelUnavailableError(
                         f"the model endpoint {self.base_url!r} cannot be reached: {error}",
                         hint="check OPENAI_BASE_URL (or --base-url) and that the server runs",
-                        details={"attempts": attempt + 1},
+                        details={"attempts": budget.attempt + 1},
                     ) from error
-                attempt += 1
-                await self._wait(retry_delay(attempt, None), ends, error)
+                await budget.retry(error)
             except _Cut as cut:
-                if attempt >= self.max_retries:
+                if not budget.can_retry:
                     raise cut.error from None
-                attempt += 1
-                await self._wait(retry_delay(attempt, None), ends, cut)
+                await budget.retry(cut)
 
-    async def _bounded(self, request: Any, ends: float) -> Any:
-        """Await the request, within the call's deadline."""
-        with anyio.move_on_after(ends - anyio.current_time()) as scope:
-            return await request
-        assert scope.cancelled_caught
-        self._past_deadline()
-
-    def _past_deadline(self) -> NoReturn:
-        raise ModelTimeoutError(
-            f"the model call to {self.base_url!r} passed its deadline of {self.deadline:g} s",
-            hint="raise OpenAIChatModel(deadline=...) for long answers, or check the server",
-            details={"limit": "deadline", "seconds": self.deadline},
-        )
-
-    async def _wait(self, seconds: float, ends: float, error: BaseException) -> None:
-        if seconds > self.max_retry_wait:
-            raise ModelUnavailableError(
-                f"the model endpoint {self.base_url!r} asks to wait {seconds:g} s before "
-                f"retrying, longer than the {self.max_retry_wait:g} s this call waits: {error}",
-                hint=(
-                    "try again later, or raise OpenAIChatModel(max_retry_wait=...) to wait "
-                    "that long"
-                ),
-                details={"retry_after": seconds},
-            ) from error
-        if anyio.current_time() + seconds > ends:
-            self._past_deadline()
-        await anyio.sleep(seconds)
-
-    def _retryable(self, error: openai.APIStatusError) -> bool:
-        if error.status_code not in _RETRYABLE_STATUS:
-            return False
-        if error.status_code == 429 and _no_quota(error):
-            return False
-        return not (error.status_code >= 500 and _is_invalid_request(error))
-
-    async def _next(self, chunks: AsyncIterator[Any], ends: float) -> Any:
-        """The next chunk, waiting at most ``timeout`` (keep-alive comments are not chunks)
-        and never past the deadline; raises StopAsyncIteration at the end."""
-        now = anyio.current_time()
-        # A bare CancelScope: move_on_after wraps one in a generator context manager, a cost
-        # paid on every chunk (bench/bench_agent_loop.py).
-        with anyio.CancelScope(deadline=min(now + self.timeout, ends)) as scope:
-            return await chunks.__anext__()
-        assert scope.cancelled_caught
-        if ends - now <= self.timeout:
-            self._past_deadline()
-        raise ModelTimeoutError(
-            f"the model endpoint {self.base_url!r} sent nothing of its answer for "
-            f"{self.timeout:g} s (keep-alive comments do not count)",
-            hint="raise OpenAIChatModel(timeout=...) for a slow server, or check the server",
-            details={"limit": "timeout", "seconds": self.timeout},
-        )
-
-    async def _read_stream(self, stream: Any, ends: float) -> AsyncIterator[TurnEvent]:
+    async def _read_stream(self, stream: Any, budget: CallBudget) -> AsyncIterator[TurnEvent]:
         accumulator = _Accumulator()
         chosen = False  # whether any chunk carried a choice
         passed_on = False  # whether a piece of the answer was yielded
@@ -577,7 +462,7 @@ class OpenAIChatModel:
                 chunks = stream.__aiter__()
                 while True:
                     try:
-                        chunk = await self._next(chunks, ends)
+                        chunk = await budget.next(chunks)
                     except StopAsyncIteration:
                         break
                     chosen = chosen or bool(chunk.choices)
@@ -657,55 +542,69 @@ class OpenAIChatModel:
             hint=hint,
         )
 
-    def _status_error(self, error: openai.APIStatusError) -> ModelError:
-        status = error.status_code
-        text = _error_text(error)
-        details: dict[str, Any] = {"status": status}
-        if status in (401, 403):
-            return ModelAuthError(
-                f"the model endpoint {self.base_url!r} refused the API key (HTTP {status}): {text}",
-                hint="set OPENAI_API_KEY (or pass api_key=...) to a key this endpoint accepts",
-                details=details,
-            )
-        if status == 404:
-            return ModelNotFoundError(
-                f"model {self.model!r} or the endpoint {self.base_url!r} was not found "
-                f"(HTTP 404): {text}",
-                hint=(
-                    "check SAGENTS_MODEL (--model) against the server's model list, and that "
-                    "OPENAI_BASE_URL (--base-url) ends where the API starts (usually /v1)"
-                ),
-                details=details,
-            )
-        lowered = text.lower()
-        if any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS):
-            return ContextLengthError(
-                f"the conversation is too long for model {self.model!r}: {text}",
-                hint="start a new conversation, or shorten the history",
-                details=details,
-            )
-        if status == 429 and _no_quota(error):
-            return ModelQuotaError(
-                f"the model endpoint {self.base_url!r} says the account has no quota left "
-                f"(HTTP 429): {text}",
-                hint="check the plan and billing of the account behind OPENAI_API_KEY",
-                details=details,
-            )
-        if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
-            return ModelUnavailableError(
-                f"the model endpoint {self.base_url!r} kept failing (HTTP {status}) after "
-                f"{self.max_retries} retries: {text}",
-                hint="try again later",
-                details=details,
-            )
-        return ModelError(
-            f"the model endpoint {self.base_url!r} rejected the request (HTTP {status}): {text}",
+
+def openai_retryable(error: openai.APIStatusError) -> bool:
+    """Whether an error answer of an OpenAI API is worth sending again: 408, 409, 429 and 5xx,
+    but not a 429 saying the quota is gone, nor a 5xx whose body is a validation error."""
+    if error.status_code not in _RETRYABLE_STATUS:
+        return False
+    if error.status_code == 429 and _no_quota(error):
+        return False
+    return not (error.status_code >= 500 and _is_invalid_request(error))
+
+
+def openai_status_error(
+    error: openai.APIStatusError, *, endpoint: str, model: str, retries: int
+) -> ModelError:
+    """The :class:`~sagents.errors.ModelError` of an OpenAI API's error answer (Chat
+    Completions and Responses share them: OpenAI API reference, "Error codes")."""
+    status = error.status_code
+    text = _error_text(error)
+    details: dict[str, Any] = {"status": status}
+    if status in (401, 403):
+        return ModelAuthError(
+            f"the model endpoint {endpoint!r} refused the API key (HTTP {status}): {text}",
+            hint="set OPENAI_API_KEY (or pass api_key=...) to a key this endpoint accepts",
+            details=details,
+        )
+    if status == 404:
+        return ModelNotFoundError(
+            f"model {model!r} or the endpoint {endpoint!r} was not found (HTTP 404): {text}",
             hint=(
-                "sending it again would fail the same way: the server does not accept this "
-                'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
+                "check SAGENTS_MODEL (--model) against the server's model list, and that "
+                "OPENAI_BASE_URL (--base-url) ends where the API starts (usually /v1)"
             ),
             details=details,
         )
+    lowered = text.lower()
+    if any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS):
+        return ContextLengthError(
+            f"the conversation is too long for model {model!r}: {text}",
+            hint="start a new conversation, or shorten the history",
+            details=details,
+        )
+    if status == 429 and _no_quota(error):
+        return ModelQuotaError(
+            f"the model endpoint {endpoint!r} says the account has no quota left "
+            f"(HTTP 429): {text}",
+            hint="check the plan and billing of the account behind OPENAI_API_KEY",
+            details=details,
+        )
+    if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
+        return ModelUnavailableError(
+            f"the model endpoint {endpoint!r} kept failing (HTTP {status}) after "
+            f"{retries} retries: {text}",
+            hint="try again later",
+            details=details,
+        )
+    return ModelError(
+        f"the model endpoint {endpoint!r} rejected the request (HTTP {status}): {text}",
+        hint=(
+            "sending it again would fail the same way: the server does not accept this "
+            'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
+        ),
+        details=details,
+    )
 
 
 def _error_body(error: openai.APIStatusError) -> dict[str, Any]:
@@ -794,9 +693,6 @@ def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict
     return fields
 
 
-_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
-
-
 def _without_prefix(model: str) -> str:
     provider, colon, name = model.partition(":")
     return name if colon and provider == "openai" else model
@@ -806,28 +702,30 @@ def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
     """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
 
     ``openai:NAME``, or a bare ``NAME``, is Chat Completions (:class:`OpenAIChatModel`);
-    ``anthropic:NAME`` is the Messages API (:class:`~sagents.agent.AnthropicModel`, the extra
-    ``sagents[anthropic]``). ``options`` (``base_url``, ``stream``, ...) go to the adapter.
-    ``openai-responses:`` and ``gemini:`` name adapters this version does not have yet.
+    ``openai-responses:NAME`` the Responses API (:class:`~sagents.agent.OpenAIResponsesModel`);
+    ``anthropic:NAME`` the Messages API (:class:`~sagents.agent.AnthropicModel`, the extra
+    ``sagents[anthropic]``); ``gemini:NAME`` the Gemini API
+    (:class:`~sagents.agent.GeminiModel`, the extra ``sagents[gemini]``). ``options``
+    (``base_url``, ``stream``, ...) go to the adapter.
 
     Raises:
-        ModelConfigError: no model is named, its provider has no adapter here, or the
-            adapter's SDK is not installed.
+        ModelConfigError: no model is named, or the adapter's SDK is not installed.
     """
     spec = spec or os.environ.get("SAGENTS_MODEL") or ""
     provider, colon, name = spec.partition(":")
+    # Each adapter is imported only when named, so a run loads only its own SDK.
     if colon and provider == "anthropic":
-        from sagents.agent._anthropic import AnthropicModel  # imported only when named
+        from sagents.agent._anthropic import AnthropicModel
 
         return AnthropicModel(name, **options)
-    if colon and provider in _PROVIDERS and provider != "openai":
-        raise ModelConfigError(
-            f"model {spec!r} names the {provider!r} adapter, which this version of sagents "
-            "does not have yet",
-            hint="use a Chat Completions endpoint: openai:MODEL (or a bare MODEL name) with "
-            "OPENAI_BASE_URL pointing at a compatible server, or anthropic:MODEL",
-            details={"provider": provider},
-        )
+    if colon and provider == "openai-responses":
+        from sagents.agent._responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name, **options)
+    if colon and provider == "gemini":
+        from sagents.agent._gemini import GeminiModel
+
+        return GeminiModel(name, **options)
     return OpenAIChatModel(_without_prefix(spec) or None, **options)
 
 

@@ -1,6 +1,8 @@
-"""``ScriptedModel``: an OpenAI-compatible Chat Completions server that plays back a script.
+"""``ScriptedModel``: a model server on 127.0.0.1 that plays back a script, in the wire format of
+Chat Completions (the default), OpenAI Responses, Anthropic Messages or Gemini (``api=``; the
+other three are written by :mod:`sagents.testing._formats`).
 
-The server speaks the Chat Completions wire format (OpenAI API reference, "Create chat
+For Chat Completions the server speaks its wire format (OpenAI API reference, "Create chat
 completion" and "The chat completion chunk object"): ``POST /v1/chat/completions`` answers with
 one ``chat.completion`` object, or with ``chat.completion.chunk`` objects as server-sent events
 ending in ``data: [DONE]`` when the request has ``"stream": true`` (a usage chunk first when
@@ -35,8 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from sagents.testing import _formats
+from sagents.testing._formats import API
+
 if TYPE_CHECKING:
-    from sagents.agent import OpenAIChatModel
+    from sagents.agent import ChatModel
 
 __all__ = [
     "ReplyFunction",
@@ -226,6 +231,11 @@ class ScriptedModel:
             :data:`ReplyFunction`; or one :data:`ReplyFunction` that answers every request.
             A request after the end of the script gets an HTTP 500 naming the problem.
         port: The port on 127.0.0.1 (0, the default: a free one).
+        api: The wire format scripted replies are written in: ``chat`` (Chat Completions,
+            ``/v1/chat/completions``), ``responses`` (``/v1/responses``), ``anthropic``
+            (``/v1/messages``) or ``gemini`` (``/v1/models/MODEL:generateContent`` and
+            ``:streamGenerateContent``, also under ``/v1beta``). Every route answers; a
+            :class:`WireReply` plays back as it was on any of them.
 
     Use as an async context manager; :attr:`base_url` is valid inside it.
     """
@@ -235,7 +245,11 @@ class ScriptedModel:
         script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction,
         *,
         port: int = 0,
+        api: API = "chat",
     ) -> None:
+        if api not in ("chat", "responses", "anthropic", "gemini"):
+            raise ValueError(f"api is chat, responses, anthropic or gemini, not {api!r}")
+        self.api: API = api
         self._wanted_port = port
         self._script: Sequence[ScriptedReply | WireReply | str | ReplyFunction] | ReplyFunction = (
             script
@@ -248,7 +262,7 @@ class ScriptedModel:
         self._tg: TaskGroup | None = None
         self._stopped = anyio.Event()
         self._closing = anyio.Event()  # set on exit: hanging replies end then
-        self._clients: list[OpenAIChatModel] = []  # closed on exit
+        self._clients: list[ChatModel] = []  # closed on exit
 
     @property
     def base_url(self) -> str:
@@ -268,14 +282,31 @@ class ScriptedModel:
             return 0
         return len(self._script) - self._next
 
-    def chat_model(self, **options: Any) -> OpenAIChatModel:
-        """An :class:`~sagents.agent.OpenAIChatModel` pointed at this server (``options`` are
-        passed on: ``stream=False``, ``max_retries``, ...)."""
-        from sagents.agent import OpenAIChatModel  # the agent layer sits above this helper
-
+    def chat_model(self, **options: Any) -> Any:
+        """The adapter of this server's ``api`` pointed at it (``OpenAIChatModel``,
+        ``OpenAIResponsesModel``, ``AnthropicModel`` or ``GeminiModel``; ``options`` are passed
+        on: ``stream=False``, ``max_retries``, ...). Closed when the server stops."""
+        # the agent layer sits above this helper: imported here, each only when asked for
         options.setdefault("model", MODEL_NAME)
         options.setdefault("api_key", "scripted-key")
-        model = OpenAIChatModel(base_url=self.base_url, **options)
+        root = self.base_url.removesuffix("/v1")
+        model: ChatModel
+        if self.api == "responses":
+            from sagents.agent import OpenAIResponsesModel
+
+            model = OpenAIResponsesModel(base_url=self.base_url, **options)
+        elif self.api == "anthropic":
+            from sagents.agent import AnthropicModel
+
+            model = AnthropicModel(base_url=root, **options)
+        elif self.api == "gemini":
+            from sagents.agent import GeminiModel
+
+            model = GeminiModel(base_url=root, **options)
+        else:
+            from sagents.agent import OpenAIChatModel
+
+            model = OpenAIChatModel(base_url=self.base_url, **options)
         self._clients.append(model)
         return model
 
@@ -284,8 +315,10 @@ class ScriptedModel:
             routes=[
                 Route("/v1/chat/completions", self._completions, methods=["POST"]),
                 Route("/chat/completions", self._completions, methods=["POST"]),
-                # Anthropic's Messages API: recorded answers (WireReply) play back as they were
+                Route("/v1/responses", self._completions, methods=["POST"]),
                 Route("/v1/messages", self._completions, methods=["POST"]),
+                Route("/v1beta/models/{target}", self._completions, methods=["POST"]),
+                Route("/v1/models/{target}", self._completions, methods=["POST"]),
             ]
         )
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -368,24 +401,33 @@ class ScriptedModel:
                 _played(scripted, self._closing), status_code=scripted.status, headers=headers
             )
         if scripted.status != 200:
-            error = {"message": scripted.error_message, "type": "scripted_error"}
-            if scripted.error_code is not None:
-                error["code"] = scripted.error_code
             return JSONResponse(
-                {"error": error}, status_code=scripted.status, headers=dict(scripted.headers)
-            )
-        ids = [call.id or f"call_{uuid.uuid4().hex[:12]}" for call in scripted.tool_calls]
-        if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(
-                _sse(scripted, ids, include_usage=include_usage, closing=self._closing),
-                media_type="text/event-stream",
+                _formats.error_body(self.api, scripted),
+                status_code=scripted.status,
                 headers=dict(scripted.headers),
             )
-        if scripted.hang_after_chunks is not None:
-            await self._closing.wait()
-            return JSONResponse({"error": {"message": "the scripted model is closing"}}, 503)
-        return JSONResponse(_completion(scripted, ids), headers=dict(scripted.headers))
+        ids = [call.id or f"call_{uuid.uuid4().hex[:12]}" for call in scripted.tool_calls]
+        streamed = bool(body.get("stream")) or request.url.path.endswith(":streamGenerateContent")
+        if not streamed:
+            if scripted.hang_after_chunks is not None:
+                await self._closing.wait()
+                return JSONResponse({"error": {"message": "the scripted model is closing"}}, 503)
+            answer = (
+                _completion(scripted, ids)
+                if self.api == "chat"
+                else _formats.whole(self.api, scripted, ids)
+            )
+            return JSONResponse(answer, headers=dict(scripted.headers))
+        if self.api == "chat":
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            pieces = _chat_pieces(scripted, ids, include_usage=include_usage)
+        else:
+            pieces = _formats.pieces(self.api, scripted, ids)
+        return StreamingResponse(
+            _paced(pieces, scripted, self._closing),
+            media_type="text/event-stream",
+            headers=dict(scripted.headers),
+        )
 
 
 def _finish_reason(scripted: ScriptedReply) -> str:
@@ -448,29 +490,35 @@ def _deltas(scripted: ScriptedReply, ids: list[str]) -> list[dict[str, Any]]:
     return deltas
 
 
-async def _sse(
-    scripted: ScriptedReply, ids: list[str], *, include_usage: bool, closing: anyio.Event
-) -> AsyncIterator[str]:
+def _chat_pieces(scripted: ScriptedReply, ids: list[str], *, include_usage: bool) -> list[str]:
     common = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": MODEL_NAME,
     }
-    deltas = _deltas(scripted, ids)
-    for sent, delta in enumerate(deltas):
+    chunks = [
+        {**common, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        for delta in _deltas(scripted, ids)
+    ]
+    final = {"index": 0, "delta": {}, "finish_reason": _finish_reason(scripted)}
+    chunks.append({**common, "choices": [final]})
+    if include_usage:
+        chunks.append({**common, "choices": [], "usage": _usage(scripted)})
+    return [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+
+
+async def _paced(
+    pieces: list[str], scripted: ScriptedReply, closing: anyio.Event
+) -> AsyncIterator[str]:
+    """The pieces of a streamed answer, hanging or breaking where the reply says."""
+    for sent, piece in enumerate(pieces):
         if scripted.hang_after_chunks is not None and sent >= scripted.hang_after_chunks:
             await closing.wait()  # until the client goes away (Starlette cancels) or we close
             return
         if scripted.break_after_chunks is not None and sent >= scripted.break_after_chunks:
             raise ConnectionAbortedError("the scripted model breaks the stream here")
-        chunk = {**common, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-    final = {"index": 0, "delta": {}, "finish_reason": _finish_reason(scripted)}
-    yield f"data: {json.dumps({**common, 'choices': [final]})}\n\n"
-    if include_usage:
-        yield f"data: {json.dumps({**common, 'choices': [], 'usage': _usage(scripted)})}\n\n"
-    yield "data: [DONE]\n\n"
+        yield piece
 
 
 async def _played(wire: WireReply, closing: anyio.Event) -> AsyncIterator[str]:

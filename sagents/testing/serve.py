@@ -1,8 +1,10 @@
-"""``python -m sagents.testing.serve --api chat [--port N] SCRIPT.json``: a scripted model
-server without code (docs/agent.md, "Testing an agent").
+"""``python -m sagents.testing.serve --api chat|responses|anthropic|gemini [--port N]
+SCRIPT.json``: a scripted model server without code (docs/agent.md, "Testing an agent").
 
-It serves the script on 127.0.0.1, prints its base URL (``http://127.0.0.1:PORT/v1``) as the one
-line of stdout, and answers until it is interrupted (Ctrl-C, SIGTERM). The script is a JSON
+It serves the script on 127.0.0.1 in the API's wire format, prints the base URL its clients
+take as the one line of stdout (``http://127.0.0.1:PORT/v1`` for ``chat`` and ``responses``,
+``http://127.0.0.1:PORT`` for ``anthropic`` and ``gemini``, whose SDKs add the version), and
+answers until it is interrupted (Ctrl-C, SIGTERM). The script is a JSON
 object ``{"replies": [...]}``; each reply is one of:
 
 - a string: a text answer;
@@ -13,8 +15,6 @@ object ``{"replies": [...]}``; each reply is one of:
   "delay": seconds}``: an error answer;
 - ``{"wire": {...}}``: a recorded answer played back as it was (the form of
   :meth:`~sagents.testing.WireReply.from_json`).
-
-Only the Chat Completions wire format (``--api chat``) is served in this version.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 
+from sagents.testing._formats import API
 from sagents.testing._scripted import (
     ScriptedModel,
     ScriptedReply,
@@ -38,7 +39,6 @@ from sagents.testing._scripted import (
 __all__ = ["main", "script_from_json"]
 
 _APIS = ("chat", "responses", "anthropic", "gemini")
-_SERVED = ("chat",)
 
 
 def script_from_json(data: Any) -> list[ScriptedReply | WireReply]:
@@ -92,9 +92,10 @@ def _call(call: Mapping[str, Any]) -> ScriptedToolCall:
     return ScriptedToolCall(name=str(call["name"]), arguments=arguments, id=call.get("id"))
 
 
-async def _serve(script: Sequence[ScriptedReply | WireReply], port: int) -> None:
-    async with ScriptedModel(script, port=port) as model:
-        print(model.base_url, flush=True)
+async def _serve(script: Sequence[ScriptedReply | WireReply], port: int, api: API) -> None:
+    async with ScriptedModel(script, port=port, api=api) as model:
+        with_version = api in ("chat", "responses")
+        print(model.base_url if with_version else model.base_url.removesuffix("/v1"), flush=True)
         await anyio.sleep_forever()
 
 
@@ -108,19 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     parser.add_argument("script", type=Path, help="the script (JSON)")
     args = parser.parse_args(argv)
-    if args.api not in _SERVED:
-        print(
-            f"error: --api {args.api} is not served by this version; use --api chat",
-            file=sys.stderr,
-        )
-        return 2
     try:
         script = script_from_json(json.loads(args.script.read_text(encoding="utf-8")))
     except (OSError, ValueError) as error:
         print(f"error: the script {str(args.script)!r} cannot be used: {error}", file=sys.stderr)
         return 2
     try:
-        anyio.run(_serve, script, args.port)
+        anyio.run(_serve, script, args.port, args.api)
     except KeyboardInterrupt:
         return 0
     except OSError as error:

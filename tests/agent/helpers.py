@@ -8,7 +8,16 @@ from typing import Any
 
 import anyio
 
-from sagents.agent import AgentEvent, DoneEvent, Message, SAgent
+from sagents.agent import (
+    AgentEvent,
+    ChatModel,
+    DoneEvent,
+    Finish,
+    Message,
+    ModelEvent,
+    ModelRequest,
+    SAgent,
+)
 
 RUN_TIMEOUT_S = 30.0
 
@@ -57,3 +66,15 @@ async def first(stream: AsyncIterator[AgentEvent], kind: type[Any]) -> Any:
         if isinstance(event, kind):
             return event
     raise AssertionError(f"no {kind.__name__}")
+
+
+async def model_events(model: ChatModel, request: ModelRequest) -> list[ModelEvent]:
+    """Every event of one call of a model adapter."""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        return [event async for event in model.stream(request)]
+
+
+def finish_of(events: Sequence[ModelEvent]) -> Finish:
+    """A model call's last event, which must be its Finish."""
+    assert isinstance(events[-1], Finish)
+    return events[-1]

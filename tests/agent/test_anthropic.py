@@ -18,9 +18,7 @@ import pytest
 
 from sagents.agent import (
     AnthropicModel,
-    Finish,
     Message,
-    ModelEvent,
     ModelRequest,
     ModelSettings,
     ReasoningDeltaEvent,
@@ -40,7 +38,14 @@ from sagents.core._spec import ToolSpec
 from sagents.errors import ModelConfigError
 from sagents.testing import ScriptedModel, WireReply, load_wire
 from sagents.tool import SessionContext
-from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+from tests.agent.helpers import (
+    assert_settled_once,
+    collect,
+    done_of,
+    finish_of,
+    tool_messages,
+)
+from tests.agent.helpers import model_events as call
 from tests.agent.test_servers import Tools
 
 pytestmark = pytest.mark.anyio
@@ -82,15 +87,6 @@ async def run(
     done = done_of(events)
     assert_settled_once(done.messages)
     return events, done, server, tools
-
-
-async def call(model: AnthropicModel, request: ModelRequest) -> list[ModelEvent]:
-    return [event async for event in model.stream(request)]
-
-
-def finish_of(events: Sequence[ModelEvent]) -> Finish:
-    assert isinstance(events[-1], Finish)
-    return events[-1]
 
 
 # -- a text turn --------------------------------------------------------------------------------

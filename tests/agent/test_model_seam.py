@@ -264,12 +264,36 @@ def test_model_strings_name_the_provider(monkeypatch: pytest.MonkeyPatch) -> Non
     assert agent.model.model == "qwen2.5"
 
 
-@pytest.mark.parametrize("provider", ["gemini", "openai-responses"])
-def test_a_provider_without_an_adapter_here_is_a_clear_error(provider: str) -> None:
-    with pytest.raises(ModelConfigError) as caught:
-        SAgent(model=f"{provider}:some-model")
-    assert repr(provider) in caught.value.message
-    assert caught.value.details["provider"] == provider
+def test_the_responses_and_gemini_strings_name_their_adapters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sagents.agent import GeminiModel, OpenAIResponsesModel
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
+    responses = SAgent(model="openai-responses:gpt-5-mini").model
+    assert isinstance(responses, OpenAIResponsesModel)
+    assert responses.model == "gpt-5-mini"
+    assert responses.base_url.startswith("http://127.0.0.1:9/v1")
+    gemini = SAgent(model="gemini:gemini-2.5-flash").model
+    assert isinstance(gemini, GeminiModel)
+    assert gemini.model == "gemini-2.5-flash"
+
+
+def test_a_gemini_model_without_a_key_or_its_sdk_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(ModelConfigError, match="GEMINI_API_KEY"):
+        SAgent(model="gemini:gemini-2.5-flash")
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    monkeypatch.setitem(sys.modules, "google.genai", None)  # `import google.genai` fails
+    with pytest.raises(ModelConfigError) as raised:
+        SAgent(model="gemini:gemini-2.5-flash")
+    assert "sagents[gemini]" in str(raised.value.hint)
 
 
 def test_done_to_dict_stays_json_without_history() -> None:

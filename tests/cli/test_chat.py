@@ -32,10 +32,10 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @contextmanager
-def _serve(script: list[ScriptedReply]) -> Iterator[ScriptedModel]:
+def _serve(script: list[ScriptedReply], api: str = "chat") -> Iterator[ScriptedModel]:
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(ScriptedModel(script)) as model,
+        portal.wrap_async_context_manager(ScriptedModel(script, api=api)) as model,  # type: ignore[arg-type]
     ):
         yield model
 
@@ -109,12 +109,50 @@ def test_chat_tool_choice_and_a_provider_string_reach_the_request(env: None) -> 
     assert requests[0]["model"] == "m"
 
 
-def test_chat_names_a_provider_it_has_no_adapter_for(env: None) -> None:
+@pytest.mark.parametrize(
+    ("api", "provider"),
+    [("responses", "openai-responses"), ("anthropic", "anthropic"), ("gemini", "gemini")],
+)
+def test_chat_runs_a_tool_turn_on_each_adapter_s_model_string(
+    env: None, monkeypatch: pytest.MonkeyPatch, api: str, provider: str
+) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(name, "scripted-key")
+    script = [tool_call("fleet__get_device_status", {"sn": "SN0001"}), reply("SN0001 is fine")]
+    with _serve(script, api=api) as model:
+        base_url = model.base_url if api == "responses" else model.base_url.removesuffix("/v1")
+        result = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--config",
+                str(FLEET),
+                "--prompt",
+                "status?",
+                "--base-url",
+                base_url,
+                "--model",
+                f"{provider}:m",
+            ],
+            catch_exceptions=False,
+        )
+        second = json.dumps(model.requests[1])
+    assert result.exit_code == 0, result.output
+    assert "SN0001 is fine" in result.stdout
+    assert "fleet__get_device_status" in result.stderr
+    assert "SN0001" in second
+
+
+def test_chat_on_gemini_without_a_key_names_the_variable(
+    env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     result = CliRunner().invoke(
-        app, ["chat", "--prompt", "hi", "--model", "gemini:flash", "--base-url", "http://x/v1"]
+        app, ["chat", "--prompt", "hi", "--model", "gemini:flash", "--base-url", "http://x"]
     )
     assert result.exit_code == 2
-    assert "'gemini'" in result.stderr
+    assert "GEMINI_API_KEY" in result.stderr
 
 
 def test_chat_on_anthropic_without_a_key_names_the_variable(

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.agent import OpenAIChatModel, SAgent
+from sagents.agent import SAgent, model_from_string
 from sagents.testing.serve import script_from_json
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import collect, done_of, tool_messages
@@ -26,7 +26,18 @@ SCRIPT = {
 
 
 @pytest.mark.anyio
-async def test_the_server_prints_its_url_and_plays_the_script(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("api", "provider"),
+    [
+        ("chat", "openai"),
+        ("responses", "openai-responses"),
+        ("anthropic", "anthropic"),
+        ("gemini", "gemini"),
+    ],
+)
+async def test_the_server_prints_its_url_and_plays_the_script(
+    tmp_path: Path, api: str, provider: str
+) -> None:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(SCRIPT), encoding="utf-8")
 
@@ -37,7 +48,7 @@ async def test_the_server_prints_its_url_and_plays_the_script(tmp_path: Path) ->
 
     manager = ToolManager()
     manager.register_tool(get_weather)
-    command = [sys.executable, "-m", "sagents.testing.serve", "--api", "chat", str(path)]
+    command = [sys.executable, "-m", "sagents.testing.serve", "--api", api, str(path)]
     async with await anyio.open_process(command) as process:
         try:
             assert process.stdout is not None
@@ -49,8 +60,8 @@ async def test_the_server_prints_its_url_and_plays_the_script(tmp_path: Path) ->
                         break
             base_url = line.decode().strip()
             assert base_url.startswith("http://127.0.0.1:")
-            assert base_url.endswith("/v1")
-            model = OpenAIChatModel(model="m", base_url=base_url)
+            assert base_url.endswith("/v1") == (api in ("chat", "responses"))
+            model = model_from_string(f"{provider}:m", base_url=base_url, api_key="k")
             agent = SAgent(model=model, run_script=False)
             events = await collect(
                 agent,
@@ -82,7 +93,7 @@ def test_a_bad_script_is_a_clear_error(script: object, said: str) -> None:
         script_from_json(script)
 
 
-def test_a_bad_script_file_or_an_api_not_served_exits_2(tmp_path: Path) -> None:
+def test_a_bad_script_file_or_an_unknown_api_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text("{not json", encoding="utf-8")
     command = [sys.executable, "-m", "sagents.testing.serve", str(path)]
@@ -91,7 +102,7 @@ def test_a_bad_script_file_or_an_api_not_served_exits_2(tmp_path: Path) -> None:
     assert "cannot be used" in result.stderr
     assert result.stdout == ""
     path.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    command = [sys.executable, "-m", "sagents.testing.serve", "--api", "anthropic", str(path)]
+    command = [sys.executable, "-m", "sagents.testing.serve", "--api", "bedrock", str(path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
-    assert "--api anthropic is not served" in result.stderr
+    assert "invalid choice: 'bedrock'" in result.stderr

@@ -1,0 +1,254 @@
+"""Time and retries of one model call, the same for every adapter (docs/agent.md, "The model
+seam").
+
+Each adapter decides *which* failures are retryable (its API's error codes); this module owns
+*how* a call waits: ``timeout`` bounds the connection and each wait for the next piece of the
+answer (an SSE keep-alive comment or a ``ping`` the SDK skips is not a piece), ``deadline``
+the whole call, retries and their waits included, and a retry waits what the server asks
+(``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date, RFC 9110 section
+10.2.3) or else an exponential backoff with jitter. A server asking for a longer wait than
+``max_retry_wait`` ends the call at once with a clear error rather than a retry that comes
+too early.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from dataclasses import dataclass
+from typing import NoReturn, Protocol, TypeVar
+
+import anyio
+
+from sagents.errors import ModelTimeoutError, ModelUnavailableError
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_WAIT_S",
+    "DEFAULT_MODEL_DEADLINE_S",
+    "DEFAULT_MODEL_TIMEOUT_S",
+    "CallBudget",
+    "CallLimits",
+    "Limited",
+    "retry_delay",
+]
+
+DEFAULT_MODEL_TIMEOUT_S = 120.0
+"""Seconds one model request may wait for the connection, or for the next piece of the answer
+(SSE keep-alive comments do not count)."""
+
+DEFAULT_MODEL_DEADLINE_S = 600.0
+"""Seconds one model call may take in all, retries and their waits included."""
+
+DEFAULT_MAX_RETRIES = 4
+"""Retries of a model request that failed with a retryable error."""
+
+DEFAULT_MAX_RETRY_WAIT_S = 60.0
+"""The longest wait before a retry that the call accepts (a server's ``Retry-After`` included)."""
+
+_RETRY_BASE_S = 0.5  # first backoff, doubled at each retry
+_BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallLimits:
+    """An adapter's limits of each model call.
+
+    Attributes:
+        timeout: Seconds for the connection and for each next piece of the answer.
+        deadline: Seconds for the whole call, retries included; None: no limit.
+        max_retries: Retries of a retryable failure.
+        max_retry_wait: The longest wait before a retry the call accepts.
+
+    Raises:
+        ValueError: a limit that is not a positive number of seconds (``max_retries``: 0 or
+            more), naming it and its value.
+    """
+
+    timeout: float = DEFAULT_MODEL_TIMEOUT_S
+    deadline: float | None = DEFAULT_MODEL_DEADLINE_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT_S
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("timeout", self.timeout),
+            ("deadline", self.deadline),
+            ("max_retry_wait", self.max_retry_wait),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {self.max_retries!r}")
+
+
+def retry_delay(attempt: int, headers: Mapping[str, str] | None) -> float:
+    """Seconds to wait before retry ``attempt`` (1 for the first retry).
+
+    What the server asks wins when it is a usable number: ``retry-after-ms``, then
+    ``Retry-After`` in seconds or as an HTTP date (RFC 9110, section 10.2.3), not capped (the
+    caller refuses a wait longer than it accepts). A value that is neither (``abc``, ``nan``,
+    negative) is ignored. Otherwise exponential backoff from 0.5 s with full jitter, at most
+    30 s.
+    """
+    asked = _server_wait(headers) if headers is not None else None
+    if asked is not None:
+        return asked
+    backoff = min(_RETRY_BASE_S * 2 ** (attempt - 1), _BACKOFF_MAX_S)
+    return random.uniform(backoff / 2, backoff)
+
+
+def _server_wait(headers: Mapping[str, str]) -> float | None:
+    candidates: list[tuple[str | None, float]] = [
+        (headers.get("retry-after-ms"), 1000.0),
+        (headers.get("retry-after"), 1.0),
+    ]
+    for value, per_second in candidates:
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / per_second
+        except ValueError:
+            seconds = _http_date_wait(value) if per_second == 1.0 else math.nan
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _http_date_wait(value: str) -> float:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return math.nan
+    return max(parsed.timestamp() - time.time(), 0.0)
+
+
+class Limited(Protocol):
+    """An adapter's limits, as every adapter holds them."""
+
+    base_url: str
+    limits: CallLimits
+
+
+class CallBudget:
+    """The time and retries left to one model call (one per :meth:`ChatModel.stream` call).
+
+    Args:
+        timeout: Seconds for the connection and for each next piece of the answer.
+        deadline: Seconds for the whole call, retries included; None: no limit.
+        max_retries: Retries the call may make.
+        max_retry_wait: The longest wait before a retry it accepts.
+        endpoint: The endpoint, named in errors.
+        adapter: The adapter's class name, named in the hints (``raise AnthropicModel(
+            timeout=...)``).
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        deadline: float | None,
+        max_retries: int,
+        max_retry_wait: float,
+        endpoint: str,
+        adapter: str,
+    ) -> None:
+        self.timeout = timeout
+        self.deadline = deadline
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.endpoint = endpoint
+        self.adapter = adapter
+        self.ends = math.inf if deadline is None else anyio.current_time() + deadline
+        self.attempt = 0
+        """Retries made so far."""
+
+    @classmethod
+    def of(cls, adapter: Limited) -> CallBudget:
+        """The budget of one call of ``adapter``, starting now."""
+        limits = adapter.limits
+        return cls(
+            timeout=limits.timeout,
+            deadline=limits.deadline,
+            max_retries=limits.max_retries,
+            max_retry_wait=limits.max_retry_wait,
+            endpoint=adapter.base_url,
+            adapter=type(adapter).__name__,
+        )
+
+    @property
+    def can_retry(self) -> bool:
+        """Whether a retry is left."""
+        return self.attempt < self.max_retries
+
+    async def bounded(self, request: Awaitable[T]) -> T:
+        """Await ``request`` (the connection and the answer's head: the HTTP client's own
+        ``timeout`` bounds it), never past the deadline.
+
+        Raises:
+            ModelTimeoutError: the deadline passed.
+        """
+        with anyio.CancelScope(deadline=self.ends) as scope:
+            return await request
+        assert scope.cancelled_caught
+        self.past_deadline()
+
+    async def next(self, pieces: AsyncIterator[T]) -> T:
+        """The next piece of a streamed answer, waiting at most ``timeout`` (keep-alive
+        comments are not pieces) and never past the deadline.
+
+        Raises:
+            StopAsyncIteration: the answer ended.
+            ModelTimeoutError: nothing came within ``timeout``, or the deadline passed.
+        """
+        now = anyio.current_time()
+        # A bare CancelScope: move_on_after wraps one in a generator context manager, a cost
+        # paid on every chunk (bench/bench_agent_loop.py).
+        with anyio.CancelScope(deadline=min(now + self.timeout, self.ends)) as scope:
+            return await pieces.__anext__()
+        assert scope.cancelled_caught
+        if self.ends - now <= self.timeout:
+            self.past_deadline()
+        raise ModelTimeoutError(
+            f"the model endpoint {self.endpoint!r} sent nothing of its answer for "
+            f"{self.timeout:g} s (keep-alive comments do not count)",
+            hint=f"raise {self.adapter}(timeout=...) for a slow server, or check the server",
+            details={"limit": "timeout", "seconds": self.timeout},
+        )
+
+    async def retry(self, error: BaseException, headers: Mapping[str, str] | None = None) -> None:
+        """Count one retry and wait before it: what ``headers`` ask (``Retry-After``), else
+        the backoff. The caller checks :attr:`can_retry` first.
+
+        Raises:
+            ModelUnavailableError: the server asks for a longer wait than ``max_retry_wait``.
+            ModelTimeoutError: the wait would pass the deadline.
+        """
+        self.attempt += 1
+        seconds = retry_delay(self.attempt, headers)
+        if seconds > self.max_retry_wait:
+            raise ModelUnavailableError(
+                f"the model endpoint {self.endpoint!r} asks to wait {seconds:g} s before "
+                f"retrying, longer than the {self.max_retry_wait:g} s this call waits: {error}",
+                hint=(
+                    f"try again later, or raise {self.adapter}(max_retry_wait=...) to wait "
+                    "that long"
+                ),
+                details={"retry_after": seconds},
+            ) from error
+        if anyio.current_time() + seconds > self.ends:
+            self.past_deadline()
+        await anyio.sleep(seconds)
+
+    def past_deadline(self) -> NoReturn:
+        """Raise the deadline's :class:`~sagents.errors.ModelTimeoutError`."""
+        raise ModelTimeoutError(
+            f"the model call to {self.endpoint!r} passed its deadline of {self.deadline:g} s",
+            hint=f"raise {self.adapter}(deadline=...) for long answers, or check the server",
+            details={"limit": "deadline", "seconds": self.deadline},
+        )

@@ -1,0 +1,271 @@
+"""One conformance suite, run on every adapter of the model seam.
+
+``ScriptedModel(api=...)`` writes the same scripted replies in each API's wire format (Chat
+Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each adapter reads them
+through its provider's official SDK client, and the agent loop runs the same cases on each: a
+text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer,
+``max_turns``, a rate limit with ``Retry-After``, a stream cut before and after part of it was
+passed on, an error answer that is not retried. A new adapter is one more entry in ``APIS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.agent import (
+    MessageDeltaEvent,
+    SAgent,
+    UsageEvent,
+)
+from sagents.agent._events import AgentEvent, DoneEvent
+from sagents.core.events import ApprovalResultEvent
+from sagents.testing import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+    http_error,
+    reply,
+)
+from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    assert_settled_once,
+    collect,
+    done_of,
+    tool_messages,
+)
+from tests.agent.test_servers import Tools
+
+pytestmark = pytest.mark.anyio
+
+APIS = ("chat", "responses", "anthropic", "gemini")
+USER = [{"role": "user", "content": "go"}]
+AUTO = SessionContext(permission_mode="auto")
+CASES = [
+    pytest.param(api, stream, id=f"{api}-{'stream' if stream else 'whole'}")
+    for api in APIS
+    for stream in (True, False)
+]
+
+
+async def run(
+    api: str,
+    script: Sequence[ScriptedReply | str],
+    *,
+    stream: bool = True,
+    agent_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> tuple[list[AgentEvent], DoneEvent, ScriptedModel, Tools]:
+    tools = Tools()
+    kwargs.setdefault("session_context", AUTO)
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(
+            model=server.chat_model(stream=stream), run_script=False, **(agent_options or {})
+        )
+        events = await collect(agent, USER, tool_manager=tools.manager(), **kwargs)
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    return events, done, server, tools
+
+
+def sent_text(server: ScriptedModel, index: int) -> str:
+    """The request body ``index`` as JSON text (to find what was sent back, in any format)."""
+    return json.dumps(server.requests[index], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_a_text_turn_streams_its_text_and_reports_usage(api: str, stream: bool) -> None:
+    events, done, server, _tools = await run(
+        api,
+        [reply("Hello there, how can I help?", prompt_tokens=21, completion_tokens=7)],
+        stream=stream,
+    )
+    assert done.reason == "stop"
+    assert "".join(e.delta for e in events if isinstance(e, MessageDeltaEvent)) == (
+        "Hello there, how can I help?"
+    )
+    assert done.messages[-1] == {"role": "assistant", "content": "Hello there, how can I help?"}
+    usage = [
+        (e.purpose, e.prompt_tokens, e.completion_tokens)
+        for e in events
+        if isinstance(e, UsageEvent)
+    ]
+    assert usage == [("turn", 21, 7)]
+    assert "go" in sent_text(server, 0)
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_a_tool_turn_runs_the_call_once_and_sends_its_result_back(
+    api: str, stream: bool
+) -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_paris1")
+    _events, done, server, tools = await run(
+        api, [ScriptedReply(tool_calls=(call,)), reply("Sunny.")], stream=stream
+    )
+    assert done.reason == "stop"
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    (result,) = tool_messages(done.messages)
+    assert result["tool_call_id"] == "call_paris1"
+    assert "sunny in Paris" in sent_text(server, 1)
+    assert "call_paris1" in sent_text(server, 1)
+    assert "get_weather" in sent_text(server, 0)  # the tool was offered
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_parallel_calls_each_run_once_in_call_order(api: str, stream: bool) -> None:
+    calls = (
+        ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_a"),
+        ScriptedToolCall(name="get_weather", arguments={"city": "Oslo"}, id="call_b"),
+    )
+    _events, done, server, tools = await run(
+        api, [ScriptedReply(tool_calls=calls), reply("Both sunny.")], stream=stream
+    )
+    assert sorted(c[1]["city"] for c in tools.calls) == ["Oslo", "Paris"]
+    assert [m["tool_call_id"] for m in tool_messages(done.messages)] == ["call_a", "call_b"]
+    second = sent_text(server, 1)
+    assert second.index("sunny in Paris") < second.index("sunny in Oslo")
+
+
+class Deny:
+    def __init__(self) -> None:
+        self.requests: list[ApprovalRequest] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        return "deny"
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_a_denied_call_is_settled_and_the_rest_of_the_batch_runs(
+    api: str, stream: bool
+) -> None:
+    calls = (
+        ScriptedToolCall(name="save", arguments={"path": "a.txt"}, id="call_save"),
+        ScriptedToolCall(name="get_weather", arguments={"city": "Oslo"}, id="call_oslo"),
+    )
+    deny = Deny()
+    events, done, _server, tools = await run(
+        api,
+        [ScriptedReply(tool_calls=calls), reply("ok")],
+        stream=stream,
+        session_context=SessionContext(permission_mode="ask"),
+        approver=deny,
+    )
+    assert tools.calls == [("get_weather", {"city": "Oslo"})]
+    denied, weather = tool_messages(done.messages)
+    assert "denied by the user" in denied["content"]
+    assert "Oslo" in weather["content"]
+    assert [e.approved for e in events if isinstance(e, ApprovalResultEvent)] == [False]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_cancel_mid_answer_ends_cancelled_without_a_partial_message(api: str) -> None:
+    # four pieces: in every format, some text has come by then and the finish has not
+    slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=4)
+    async with ScriptedModel([slow], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        events: list[AgentEvent] = []
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=Tools().manager())) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, MessageDeltaEvent):
+                        agent.cancel()
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_max_turns_ends_the_run_with_every_call_settled(api: str) -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Rome"}, id="call_rome")
+    _events, done, server, tools = await run(
+        api, [ScriptedReply(tool_calls=(call,))], agent_options={"max_turns": 1}
+    )
+    assert done.reason == "max_turns"
+    assert tools.calls == [("get_weather", {"city": "Rome"})]
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_rate_limit_is_retried_after_retry_after(api: str) -> None:
+    _events, done, server, _tools = await run(
+        api, [http_error(429, "slow down", retry_after=0.01), reply("finally")]
+    )
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "finally"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_retry_after_longer_than_allowed_ends_the_call_clearly(api: str) -> None:
+    _events, done, server, _tools = await run(api, [http_error(429, "wait", retry_after=120)])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_unavailable"
+    assert "asks to wait 120 s" in done.error["message"]
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_rejected_request_is_not_retried_nor_called_transient(api: str) -> None:
+    _events, done, server, _tools = await run(api, [http_error(400, "bad field"), reply("never")])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "bad field" in done.error["message"]
+    assert "try again later" not in json.dumps(done.error)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stream_cut_before_anything_was_passed_on_is_retried(api: str) -> None:
+    cut = ScriptedReply(content="never seen", break_after_chunks=0)
+    _events, done, server, _tools = await run(api, [cut, reply("second try")])
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "second try"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stream_cut_after_text_was_passed_on_is_an_error_not_an_answer(api: str) -> None:
+    cut = ScriptedReply(content="the first part of a long answer", break_after_chunks=3)
+    _events, done, server, _tools = await run(api, [cut, reply("never")])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_stream_broken"
+    assert list(done.messages) == USER
+    assert len(server.requests) == 1
+
+
+def _first_pieces(api: str, count: int) -> tuple[str, ...]:
+    """The first pieces of a streamed text answer in ``api``'s wire format."""
+    from sagents.testing import _formats, _scripted
+
+    scripted = reply("a long answer that never ends")
+    if api == "chat":
+        pieces = _scripted._chat_pieces(scripted, [], include_usage=True)
+    else:
+        pieces = _formats.pieces(api, scripted, [])  # type: ignore[arg-type]
+    return tuple(pieces[:count])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_keepalives_after_the_first_piece_do_not_hold_the_idle_timeout(api: str) -> None:
+    # a proxy trickling SSE comments (": keep-alive") while the answer stalls: the idle timeout
+    # ends the call however many comments come, and nothing of it is taken as an answer
+    trickle = WireReply(body=_first_pieces(api, 4), end="keepalive")
+    async with ScriptedModel([trickle], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(timeout=1.0, max_retries=0), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_timeout"
+    assert done.error["details"]["limit"] == "timeout"
+    assert list(done.messages) == USER

@@ -1,0 +1,269 @@
+"""``GeminiModel`` through the real ``google-genai`` client against recorded Gemini API streams.
+
+Each fixture ``tests/agent/wire/gemini_*.json`` is written from the API's documented stream
+(``streamGenerateContent?alt=sse``) and the bug reports it names, played back by
+``ScriptedModel`` on 127.0.0.1. docs/agent.md, "GeminiModel", lists what the adapter handles.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagents.agent import (
+    GeminiModel,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    ReasoningDeltaEvent,
+    ReasoningPart,
+    SAgent,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    UsageEvent,
+)
+from sagents.core._spec import ToolSpec
+from sagents.testing import ScriptedModel, WireReply, load_wire
+from tests.agent.helpers import (
+    assert_settled_once,
+    collect,
+    done_of,
+    finish_of,
+)
+from tests.agent.helpers import model_events as call
+from tests.agent.test_servers import AUTO, USER, Tools
+
+pytestmark = pytest.mark.anyio
+
+WIRE = Path(__file__).parent / "wire"
+SIG = "CiQB0e2Kb3Nc8kqG1Vx+Wq7YkVwS2o0JmCqC1pXr8m/9Vy4tYt0aZ3cEr1pYwQ=="
+SIG2 = "CiwBx+9Fr9ZJS8i7RLUnTOLkbZHrpa2LcTamk4Kb6ku9WlktcRZCtyawRAE="
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="The weather of a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def wire(name: str) -> list[WireReply]:
+    return load_wire(WIRE / f"gemini_{name}.json")
+
+
+def same_bytes(sent: str, signature: str) -> bool:
+    """Whether two base64 texts (standard or URL-safe) hold the same bytes."""
+    return base64.urlsafe_b64decode(sent) == base64.b64decode(signature)
+
+
+def gemini_model(server: ScriptedModel, **options: Any) -> GeminiModel:
+    model = server.chat_model(**options)
+    assert isinstance(model, GeminiModel)
+    return model
+
+
+USER_MESSAGE = Message(role="user", parts=(TextPart(text="weather in Paris and Oslo?"),))
+
+
+async def test_thought_signatures_go_back_on_the_parts_they_came_on() -> None:
+    async with ScriptedModel(wire("thought_signature_parallel_calls"), api="gemini") as server:
+        model = gemini_model(server, thinking={"include_thoughts": True})
+        first = await call(model, ModelRequest(messages=(USER_MESSAGE,), tools=(WEATHER,)))
+        answer = finish_of(first).response.message
+        results = Message(
+            role="tool",
+            parts=tuple(
+                ToolResultPart(
+                    tool_call_id=c.id, content=f"sunny in {json.loads(c.arguments)['city']}"
+                )
+                for c in answer.tool_calls
+            ),
+        )
+        second = await call(
+            model, ModelRequest(messages=(USER_MESSAGE, answer, results), tools=(WEATHER,))
+        )
+    thought, marker, paris, oslo = answer.parts
+    assert thought == ReasoningPart(
+        text="**Finding the weather**\n\nThe user wants Paris.", id="thought", provider="gemini"
+    )
+    assert marker == ReasoningPart(text="", signature=SIG, provider="gemini")
+    assert isinstance(paris, ToolCall)
+    assert isinstance(oslo, ToolCall)
+    assert (paris.name, paris.arguments, oslo.arguments) == (
+        "get_weather",
+        '{"city": "Paris"}',
+        '{"city": "Oslo"}',
+    )
+    assert finish_of(first).reason == "tool_calls"
+    usage = finish_of(first).response.usage
+    assert usage is not None
+    # candidates (30) plus thoughts (96), as Chat Completions counts completion tokens
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (64, 126, 32)
+    assert usage.reasoning_tokens == 96
+    final = finish_of(second).response.message
+    assert final.text == "Sunny in Paris and in Oslo."
+    assert final.parts[-2:] == (
+        ReasoningPart(text="", signature=SIG2, provider="gemini"),
+        TextPart(text="Sunny in Paris and in Oslo."),
+    )
+    body = server.requests[1]
+    # the SDK writes the field as it names it; the API's JSON reader takes either spelling
+    assert list(body["generationConfig"]["thinkingConfig"].values()) == [True]
+    model_turn, responses = body["contents"][1:]
+    assert model_turn["role"] == "model"
+    sent_thought, sent_paris, sent_oslo = model_turn["parts"]
+    assert sent_thought["thought"] is True
+    assert sent_paris["functionCall"] == {"name": "get_weather", "args": {"city": "Paris"}}
+    assert same_bytes(sent_paris["thoughtSignature"], SIG)
+    assert "thoughtSignature" not in sent_oslo  # only the first call of a turn had one
+    assert responses["role"] == "user"
+    assert [p["functionResponse"]["response"] for p in responses["parts"]] == [
+        {"output": "sunny in Paris"},
+        {"output": "sunny in Oslo"},
+    ]
+    # the calls came without ids: none is made up on the wire
+    assert all("id" not in p["functionResponse"] for p in responses["parts"])
+
+
+async def test_through_the_loop_a_lost_signature_is_sent_as_the_documented_placeholder() -> None:
+    tools = Tools()
+    async with ScriptedModel(wire("thought_signature_parallel_calls"), api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        events = await collect(agent, USER, tool_manager=tools.manager(), session_context=AUTO)
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    assert done.reason == "stop"
+    assert sorted(c[1]["city"] for c in tools.calls) == ["Oslo", "Paris"]
+    assert done.messages[-1]["content"] == "Sunny in Paris and in Oslo."
+    reasoning = "".join(e.delta for e in events if isinstance(e, ReasoningDeltaEvent))
+    assert reasoning == "**Finding the weather**\n\nThe user wants Paris."
+    model_turn = server.requests[1]["contents"][1]
+    first_call = model_turn["parts"][0]
+    assert first_call["functionCall"]["name"] == "get_weather"
+    assert first_call["thoughtSignature"] == "skip_thought_signature_validator"
+    assert next(u.reasoning_tokens for u in events if isinstance(u, UsageEvent)) == 96
+
+
+async def test_a_429_waits_what_its_retry_info_says() -> None:
+    async with ScriptedModel(wire("429_retry_info"), api="gemini") as server:
+        agent = SAgent(model=server.chat_model(max_retry_wait=1), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "Back again."
+    assert len(server.requests) == 2
+
+
+async def test_a_429_on_a_daily_quota_is_not_retried() -> None:
+    async with ScriptedModel(wire("429_daily_quota"), api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_quota_exhausted"
+    assert len(server.requests) == 1
+
+
+async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -> None:
+    async with ScriptedModel(wire("malformed_function_call"), api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "Back again."
+    assert len(server.requests) == 2
+    (malformed, _answer) = wire("malformed_function_call")
+    async with ScriptedModel([malformed], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(max_retries=0), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "MALFORMED_FUNCTION_CALL" in done.error["message"]
+
+
+def test_names_and_parameters_gemini_refuses_are_declared_and_mapped_back() -> None:
+    spec = ToolSpec(
+        name="9lives",
+        description="Count lives.",
+        input_schema={"type": "object", "properties": {"max-results": {"type": "integer"}}},
+    )
+    model = GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(ToolCall(id="c1", name="9lives", arguments='{"max-results": 3}'),),
+    )
+    result = Message(role="tool", parts=(ToolResultPart(tool_call_id="c1", content="9"),))
+    contents, config = model.request_parts(
+        ModelRequest(
+            messages=(USER_MESSAGE, answer, result),
+            tools=(spec,),
+            settings=ModelSettings(tool_choice="9lives", temperature=0.1),
+        )
+    )
+    (declaration,) = config["tools"][0]["function_declarations"]
+    assert declaration["name"] == "_9lives"
+    assert list(declaration["parameters"]["properties"]) == ["max_results"]
+    assert config["tool_config"] == {
+        "function_calling_config": {"mode": "ANY", "allowed_function_names": ["_9lives"]}
+    }
+    call = contents[1]["parts"][0]["function_call"]
+    assert call == {"name": "_9lives", "args": {"max_results": 3}, "id": "c1"}
+    assert contents[2]["parts"][0]["function_response"]["name"] == "_9lives"
+
+
+async def test_a_call_under_a_declared_name_comes_back_under_the_tool_s_own() -> None:
+    chunk = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": "_9lives", "args": {"max_results": 2}}}],
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    spec = ToolSpec(
+        name="9lives",
+        description="Count lives.",
+        input_schema={"type": "object", "properties": {"max-results": {"type": "integer"}}},
+    )
+    async with ScriptedModel(
+        [WireReply(body=(f"data: {json.dumps(chunk)}\r\n\r\n",))], api="gemini"
+    ) as server:
+        model = gemini_model(server)
+        events = await call(model, ModelRequest(messages=(USER_MESSAGE,), tools=(spec,)))
+    (made,) = finish_of(events).response.message.tool_calls
+    assert (made.name, json.loads(made.arguments)) == ("9lives", {"max-results": 2})
+    assert made.id.startswith("gemini-call-")
+
+
+def test_one_answer_s_results_and_the_user_s_next_words_are_one_user_content() -> None:
+    model = GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(
+            ToolCall(id="a", name="get_weather", arguments='{"city": "Paris"}'),
+            ToolCall(id="b", name="get_weather", arguments='{"city": "Oslo"}'),
+        ),
+    )
+    history = (
+        USER_MESSAGE,
+        answer,
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="a", content="sunny"),)),
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="b", content="rain"),)),
+        Message(role="user", parts=(TextPart(text="and tomorrow?"),)),
+    )
+    contents, _config = model.request_parts(ModelRequest(messages=history, tools=(WEATHER,)))
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[2]["parts"] == [
+        {"function_response": {"name": "get_weather", "response": {"output": "sunny"}, "id": "a"}},
+        {"function_response": {"name": "get_weather", "response": {"output": "rain"}, "id": "b"}},
+        {"text": "and tomorrow?"},
+    ]
+    # the turn's first call had no signature to keep: it goes with the documented placeholder
+    assert contents[1]["parts"][0]["thought_signature"] == base64.urlsafe_b64decode(
+        "skip_thought_signature_validator"
+    )
+    assert "thought_signature" not in contents[1]["parts"][1]
