@@ -38,6 +38,12 @@ async def gateway_on(server: PostgresServer, provider: FakeProvider) -> AsyncIte
         yield gateway
 
 
+async def _answered_by_hand(
+    context: ClientRequestContext, params: mt.ElicitRequestParams
+) -> mt.ElicitResult:
+    raise AssertionError("a 2026-07-28 approval is answered in the retried call")
+
+
 def _text(result: mt.CallToolResult) -> str:
     return " ".join(block.text for block in result.content if isinstance(block, mt.TextContent))
 
@@ -92,7 +98,7 @@ async def test_a_2026_client_answering_an_approval_while_the_store_is_down_is_re
     provider = FakeProvider()
     async with (
         gateway_on(own_postgres, provider) as gateway,
-        Client(gateway.server, mode="auto") as client,
+        Client(gateway.server, mode="auto", elicitation_callback=_answered_by_hand) as client,
     ):
         with anyio.fail_after(90):
             first = await client.session.call_tool(
