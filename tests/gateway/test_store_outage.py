@@ -5,7 +5,7 @@ need no store go on, and once the database is back the same call is asked and ru
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -24,6 +24,7 @@ from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
 
+Elicit = Callable[[ClientRequestContext, mt.ElicitRequestParams], Awaitable[mt.ElicitResult]]
 ALLOW: mt.InputResponses = {
     APPROVAL_INPUT_KEY: mt.ElicitResult(action="accept", content={"decision": "allow_once"})
 }
@@ -53,7 +54,7 @@ async def test_a_call_that_needs_its_approval_or_grant_while_the_store_is_down_i
 ) -> None:
     provider = FakeProvider()
     asked: list[str] = []
-    allow_session = answering("allow_session", asked)
+    allow_session: Elicit = answering("allow_session", asked)
 
     async def store_goes_down_while_asked(
         context: ClientRequestContext, params: mt.ElicitRequestParams
@@ -61,7 +62,7 @@ async def test_a_call_that_needs_its_approval_or_grant_while_the_store_is_down_i
         await anyio.to_thread.run_sync(own_postgres.stop)
         return await allow_session(context, params)
 
-    callbacks = iter([store_goes_down_while_asked, allow_session])
+    callbacks: Iterator[Elicit] = iter([store_goes_down_while_asked, allow_session])
 
     async def elicitation(
         context: ClientRequestContext, params: mt.ElicitRequestParams

@@ -53,8 +53,8 @@ class Backing:
         )
         todo = TodoStore(path=self.tmp_path / "todo.sqlite3")
         if self.store is not None:
-            memory.backend = PostgresMemory(self.store.pool)
-            todo.backend = PostgresTodos(self.store.pool)
+            memory.backend = PostgresMemory(self.store.database)
+            todo.backend = PostgresTodos(self.store.database)
         manager = ToolManager()
         register_builtin_tools(manager, None, names=[*MEMORY, *TODO], memory=memory, todo=todo)
         return manager
