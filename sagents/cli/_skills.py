@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from sagents.cli._help import WholeHelpGroup
+from sagents.cli.main import WholeHelpGroup
 from sagents.errors import SkillRootError
 from sagents.skill._manager import SkillManager, scan_root
 from sagents.skill._parser import is_skill_dir, parse_skill_dir

@@ -20,7 +20,6 @@ import typer.core
 import typer.main
 
 from sagents import __version__
-from sagents.cli._help import WholeHelpGroup
 
 __all__ = ["app", "main"]
 
@@ -108,6 +107,21 @@ def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
     command = typer.main.get_group(host).commands[name]
     assert isinstance(command, typer.core.TyperCommand | typer.core.TyperGroup)
     return command
+
+
+class WholeHelpGroup(typer.core.TyperGroup):
+    """A command group whose ``--help`` lists each subcommand with its whole help line,
+    wrapped to the width (click cuts it at about 45 characters, with ``...``)."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [
+            (name, command.get_short_help_str(limit=1000))
+            for name in self.list_commands(ctx)
+            if (command := self.get_command(ctx, name)) is not None and not command.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 class _LazyGroup(WholeHelpGroup):
