@@ -408,7 +408,7 @@ class PostgresPins:
     """Pinned tool definitions in ``sagents_tool_pins``, shared by the replicas: a change one
     replica saw is shown, and accepted, through any of them."""
 
-    def __init__(self, database: _Database) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def observe(self, server: str, definitions: Mapping[str, str]) -> dict[str, ToolPin]:
