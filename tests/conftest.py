@@ -39,6 +39,7 @@ SLOW = frozenset(
         "tests/gateway/test_oauth_keys.py",
         "tests/gateway/test_peer_clients.py",
         "tests/gateway/test_replicas.py",
+        "tests/gateway/test_replicas_audit.py",
         "tests/gateway/test_sandboxed_egress.py",
         "tests/gateway/test_serve_cli.py",
         "tests/gateway/test_session_lifetime.py::test_sequential_http_sessions_leave_the_serve_tree_as_the_first_one_left_it",

@@ -296,23 +296,50 @@ class SqliteAuditStore:
         self._use(lambda db: db.execute("SELECT count(*) FROM audit LIMIT 1"))
 
     def _insert(self, entry: AuditEntry) -> None:
-        data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
+        self.record_with(lambda: None, lambda _: entry)
 
-        def insert(db: Paced) -> None:
+    def record_with(
+        self, write: Callable[[], _T], entry_of: Callable[[_T], AuditEntry | None]
+    ) -> _T:
+        """Run ``write`` (a change kept elsewhere: a memory stored) while this store holds its
+        write lock, then record ``entry_of(its result)`` (None: nothing to record) in that same
+        audit transaction, so that a change is kept only with its row. Blocking: call it from
+        a worker thread.
+
+        When the audit cannot be written now (another process holds its lock past
+        :attr:`busy_timeout_s`, a full disk), ``write`` does not run. When ``write`` raises,
+        nothing is recorded. The one window left is the audit's own commit failing after
+        ``write`` kept its change (the disk filling at that instant); the error is raised then
+        too, so the change is never answered ok.
+
+        Returns:
+            What ``write`` returned.
+
+        Raises:
+            StoreError: the audit (see :func:`sqlite_store_error`); and whatever ``write``
+                raises.
+        """
+
+        def locked(db: Paced) -> _T:
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute(
-                    "INSERT INTO audit (ts, kind, session_id, tool, status, data) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
-                )
+                result = write()
+                entry = entry_of(result)
+                if entry is not None:
+                    data = json.dumps(dict(entry.data), ensure_ascii=False, default=str)
+                    db.execute(
+                        "INSERT INTO audit (ts, kind, session_id, tool, status, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
+                    )
                 db.execute("COMMIT")
             except BaseException:
                 if db.connection.in_transaction:
                     db.connection.rollback()
                 raise
+            return result
 
-        self._use(insert)
+        return self._use(locked)
 
     def _select(self, kind: str | None, limit: int) -> list[AuditEntry]:
         query = "SELECT ts, kind, session_id, tool, status, data FROM audit"

@@ -60,7 +60,8 @@ def chat(
         str, typer.Option("--mode", help="Permission mode: ask, auto or read-only.")
     ] = "ask",
     skills: Annotated[
-        list[Path] | None, typer.Option("--skills", help="A directory of skills (repeatable).")
+        list[Path] | None,
+        typer.Option("--skills", metavar="<dir>", help="A directory of skills (repeatable)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the events as NDJSON.")] = False,
     prompt: Annotated[
@@ -82,6 +83,7 @@ def chat(
         int | None,
         typer.Option(
             "--max-history-tokens",
+            metavar="<tokens>",
             min=1,
             help="Summarise older turns when a request passes this many tokens.",
         ),

@@ -313,7 +313,11 @@ def serve(
     ] = None,
     allowed_host: Annotated[
         list[str] | None,
-        typer.Option("--allowed-host", help="Extra Host header value accepted (host:port)."),
+        typer.Option(
+            "--allowed-host",
+            metavar="<host:port>",
+            help="Extra Host header value accepted (host:port).",
+        ),
     ] = None,
     store: Annotated[
         str | None,
@@ -368,6 +372,7 @@ def serve(
         int | None,
         typer.Option(
             "--metrics-port",
+            metavar="<port>",
             min=0,
             max=65535,
             help="Also serve /metrics on this port of --host (with stdio too; 0: a free one).",

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from sagents.cli.main import WholeHelpGroup
 from sagents.errors import SkillRootError
 from sagents.skill._manager import SkillManager, scan_root
 from sagents.skill._parser import is_skill_dir, parse_skill_dir
@@ -29,6 +30,7 @@ app = typer.Typer(
     name="skills",
     help="List, show and validate Agent Skills directories.",
     no_args_is_help=True,
+    cls=WholeHelpGroup,
 )
 
 _DirOption = Annotated[
@@ -36,6 +38,7 @@ _DirOption = Annotated[
     typer.Option(
         "--dir",
         "-d",
+        metavar="<dir>",
         help=f"A skills root (repeatable, first wins). Default: ${SKILLS_PATH_ENV}.",
     ),
 ]

@@ -439,7 +439,8 @@ def call_command(
     config: ConfigOption = None,
     as_json: _JsonOption = False,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", min=0.001, help="Seconds for the call.")
+        float | None,
+        typer.Option("--timeout", metavar="<seconds>", min=0.001, help="Seconds for the call."),
     ] = None,
     mode: Annotated[
         str,

@@ -109,7 +109,22 @@ def load_command(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
     return command
 
 
-class _LazyGroup(typer.core.TyperGroup):
+class WholeHelpGroup(typer.core.TyperGroup):
+    """A command group whose ``--help`` lists each subcommand with its whole help line,
+    wrapped to the width (click cuts it at about 45 characters, with ``...``)."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [
+            (name, command.get_short_help_str(limit=1000))
+            for name in self.list_commands(ctx)
+            if (command := self.get_command(ctx, name)) is not None and not command.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class _LazyGroup(WholeHelpGroup):
     """The root group: :data:`LAZY_COMMANDS` are stand-ins until resolved."""
 
     def __init__(self, **attrs: Any) -> None:
@@ -132,17 +147,6 @@ class _LazyGroup(typer.core.TyperGroup):
             typer.echo(ctx.get_help())
             ctx.exit(2)
         return super().parse_args(ctx, args)
-
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The listing with each command's whole help line, wrapped (click cuts it short)."""
-        rows = [
-            (name, command.get_short_help_str(limit=1000))
-            for name in self.list_commands(ctx)
-            if (command := self.get_command(ctx, name)) is not None and not command.hidden
-        ]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)

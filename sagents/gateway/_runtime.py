@@ -500,9 +500,9 @@ def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[
     from sagents.tool.impl._todo import TodoStore
 
     assert isinstance(store, PostgresStore)
-    memory.backend = PostgresMemory(store.pool)
-    memory.audit = store.audit
-    return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.pool))}
+    memory.backend = PostgresMemory(store.database)
+    memory.audit = store.audit  # the backend writes each change's row there, with the change
+    return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.database))}
 
 
 def _script_approver(

@@ -69,6 +69,7 @@ from sagents.errors import (
     NotAllowedError,
     SagentsError,
     ScriptRejectedError,
+    StoreError,
     UnknownToolError,
     UpstreamSchemaError,
 )
@@ -677,7 +678,11 @@ class Gateway:
             refusal = self.tool_search.refusal(self._search_state(session), spec.name)
             if refusal is not None:
                 return to_call_tool_result(refusal)
-        decision = await self._decide(ctx, params, session, spec, arguments)
+        try:
+            decision = await self._decide(ctx, params, session, spec, arguments)
+        except StoreError as error:  # grants and approval nonces live in the store: not run
+            logger.warning("call of %r refused, its approval needs the store: %s", spec.name, error)
+            return to_call_tool_result(ToolResult.from_exception(error))
         if not isinstance(decision, Decision):
             return decision  # a refusal, or an InputRequiredResult asking a 2026-07-28 client
         return to_call_tool_result(await self._run(ctx, session, spec, arguments, decision))
@@ -693,7 +698,12 @@ class Gateway:
         """The one policy step of a call (docs/architecture.md, "The decision"): the
         :class:`Decision` that travels with it, asking the user first when the session's mode
         says so; a refused or denied direct call is its result here. A run_script's decision,
-        denied ones too, goes to its run (whose summary and records say why nothing ran)."""
+        denied ones too, goes to its run (whose summary and records say why nothing ran).
+
+        Raises:
+            StoreError: the session's grants or the approval's ``requestState`` could not be
+                read or written (the call is then refused, and a nonce is not spent).
+        """
         # grants are kept in the store: replicas share them (docs/scale-out.md)
         granted = (
             frozenset()

@@ -63,11 +63,13 @@ from sagents.store._protocols import CancelHandler
 __all__ = [
     "CANCEL_CHANNEL",
     "LEASE_REASON",
+    "Database",
     "PostgresApprovals",
     "PostgresAudit",
     "PostgresPins",
     "PostgresStore",
     "PostgresTasks",
+    "insert_audit",
 ]
 
 logger = logging.getLogger(__name__)
@@ -102,7 +104,7 @@ def _task(row: TupleRow) -> StoredTask:
     )
 
 
-class _Database:
+class Database:
     """The pool of a replica, with what it knows of the database's health.
 
     Attributes:
@@ -174,10 +176,21 @@ class _Database:
         self.down = None
 
 
+async def insert_audit(db: psycopg.AsyncConnection[TupleRow], entry: AuditEntry) -> None:
+    """Insert one audit entry on ``db``: in the transaction of the change it records, when
+    there is one (a memory written with its row, docs/builtin_tools.md)."""
+    data = Jsonb(dict(entry.data), dumps=lambda v: json.dumps(v, default=str))
+    await db.execute(
+        "INSERT INTO sagents_audit (ts, kind, session_id, tool, status, data) "
+        "VALUES (%s, %s, %s, %s, %s, %s)",
+        (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
+    )
+
+
 class PostgresAudit:
     """Audit rows in ``sagents_audit`` (the :class:`~sagents.store._protocols.AuditLog`)."""
 
-    def __init__(self, database: _Database) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def ensure_reachable(self) -> None:
@@ -187,13 +200,8 @@ class PostgresAudit:
 
     async def record(self, entry: AuditEntry) -> None:
         """Insert one entry."""
-        data = Jsonb(dict(entry.data), dumps=lambda v: json.dumps(v, default=str))
         async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_audit (ts, kind, session_id, tool, status, data) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
-                (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
-            )
+            await insert_audit(db, entry)
 
     async def entries(self, *, kind: AuditKind | None = None, limit: int = 100) -> list[AuditEntry]:
         """The latest entries first, optionally of one kind."""
@@ -216,7 +224,7 @@ class PostgresTasks:
 
     shared = True
 
-    def __init__(self, database: _Database, replica_id: str) -> None:
+    def __init__(self, database: Database, replica_id: str) -> None:
         self._db = database
         self.replica_id = replica_id
         self._on_cancel: CancelHandler | None = None
@@ -336,7 +344,7 @@ class PostgresApprovals:
     """Pending approvals and session grants shared by the replicas: an approval asked through
     one replica can be answered through another."""
 
-    def __init__(self, database: _Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
+    def __init__(self, database: Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
         self._db = database
         self._ttl_s = ttl_s
 
@@ -400,7 +408,7 @@ class PostgresPins:
     """Pinned tool definitions in ``sagents_tool_pins``, shared by the replicas: a change one
     replica saw is shown, and accepted, through any of them."""
 
-    def __init__(self, database: _Database) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def observe(self, server: str, definitions: Mapping[str, str]) -> dict[str, ToolPin]:
@@ -487,7 +495,7 @@ class PostgresStore:
             check=AsyncConnectionPool.check_connection,
             reconnect_timeout=RECONNECT_TIMEOUT_S,
         )
-        self._db = _Database(self._pool, location.url, location.shown)
+        self._db = Database(self._pool, location.url, location.shown)
         self.audit = PostgresAudit(self._db)
         self.tasks = PostgresTasks(self._db, self.replica_id)
         self.approvals = PostgresApprovals(self._db)
@@ -497,8 +505,14 @@ class PostgresStore:
 
     @property
     def pool(self) -> AsyncConnectionPool:
-        """The replica's connection pool (the built-in tools' PostgreSQL backends use it)."""
+        """The replica's connection pool."""
         return self._pool
+
+    @property
+    def database(self) -> Database:
+        """The replica's pool with what it knows of the database's health: the built-in
+        tools' PostgreSQL backends use it, so that their failures are store errors too."""
+        return self._db
 
     async def __aenter__(self) -> Self:
         await self._prepare()

@@ -4,6 +4,7 @@ terminal is not wrapped (docs/cli-tools.md)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -48,6 +49,10 @@ def test_each_commands_help_is_clicks_plain_layout_without_rich(command: list[st
     assert "\nOptions:\n" in completed.stdout
     assert "╭" not in completed.stdout  # no Rich panel
     assert "<bool>" not in completed.stdout  # a flag takes no value
+    # a value is named for what it is, not by its Python type (<list[str]>, <int range>)
+    assert re.findall(r"<[^>]*(?:\[| range)[^>]*>", completed.stdout) == []
+    listing = completed.stdout.partition("\nCommands:\n")[2]
+    assert not [line for line in listing.splitlines() if line.endswith("...")]  # not cut
 
 
 def test_a_usage_error_is_one_unwrapped_line_in_the_plain_layout() -> None:

@@ -34,9 +34,11 @@ class _RawNote(mt.Notification[_RawParams, str]):
     params: _RawParams
 
 
-def notifying(seen: Counter[str], notes: list[dict[str, Any]]) -> Server[Any]:
+def notifying(
+    seen: Counter[str], notes: list[dict[str, Any]], *, polled: anyio.Event | None = None
+) -> Server[Any]:
     """Tasks that ``tasks/get`` always reports ``working``; a listen stream naming them gets
-    ``notes`` (then stays open)."""
+    ``notes`` (then stays open). ``polled`` is set at the third ``tasks/get``."""
 
     async def call(
         ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
@@ -81,6 +83,8 @@ def notifying(seen: Counter[str], notes: list[dict[str, Any]]) -> Server[Any]:
 
     async def get(ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> Any:
         seen["tasks/get"] += 1
+        if polled is not None and seen["tasks/get"] >= 3:
+            polled.set()
         return _Raw(**base(params.task_id, "working"))
 
     server.add_request_handler("tasks/get", TaskIdParams, get)
@@ -122,7 +126,8 @@ async def test_another_tasks_and_invalid_notifications_are_dropped() -> None:
 
 async def test_without_notifications_the_task_is_polled() -> None:
     seen: Counter[str] = Counter()
-    server = notifying(seen, [])
+    polled = anyio.Event()
+    server = notifying(seen, [], polled=polled)
     statuses = TaskStatuses()
     async with Client(server, mode="auto", extensions=[TasksClient(statuses)]) as client:
         with anyio.move_on_after(20) as scope:
@@ -133,7 +138,6 @@ async def test_without_notifications_the_task_is_polled() -> None:
                     "job",
                     {},
                 )
-                while seen["tasks/get"] < 3:  # polled at the server's interval meanwhile
-                    await anyio.lowlevel.checkpoint()
+                await polled.wait()  # polled at the server's interval meanwhile
                 tg.cancel_scope.cancel()
         assert not scope.cancelled_caught

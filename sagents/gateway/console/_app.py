@@ -670,12 +670,11 @@ class _Console:
                     output_of=run.tool_call_id if run is not None else None,
                 )
                 async with subscription as updates:
-                    if not run_id and self.data.pending is not None:
-                        # What waits now, as of the subscription: a page rendered just before
-                        # a request arrived reloads (no event can fall between render and here).
-                        owner = None if principal.operator else principal.identity
-                        ids = _ids_of(self.data.pending.pending(owner=owner))
-                        yield sse_frame({"type": "approvals.state", "ids": ids})
+                    if self.data.pending is not None:
+                        # What waits now, as of the subscription: the approvals page rendered
+                        # just before a request arrived reloads (no event can fall between
+                        # render and here), and every page's navigation shows the count.
+                        yield self._approvals_state(principal)
                     if run is not None and self._visible(principal, run.session_id):
                         snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
                                     "progress": run.progress}  # fmt: skip
@@ -699,6 +698,10 @@ class _Console:
                                 and _wanted(u.event, run_id, tool_call_id)
                             ),
                         )
+                        if self.data.pending is not None and any(
+                            u.event.get("type") == "approvals.changed" for u in batch
+                        ):  # the count in every page's navigation, as this principal sees it
+                            frames += self._approvals_state(principal)
                         if frames:
                             yield frames
             except (TooManyStreams, anyio.EndOfStream):
@@ -708,6 +711,14 @@ class _Console:
             stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
         )
         return response
+
+    def _approvals_state(self, principal: Principal) -> bytes:
+        """The ``approvals.state`` frame: the ids of what waits for ``principal`` (the operator:
+        everything), in :func:`_ids_of`'s order."""
+        assert self.data.pending is not None
+        owner = None if principal.operator else principal.identity
+        ids = _ids_of(self.data.pending.pending(owner=owner))
+        return sse_frame({"type": "approvals.state", "ids": ids})
 
     async def index(self, request: Request) -> Response:
         """``/console/``: with ``?token=`` (the login URL printed at start), log the browser in

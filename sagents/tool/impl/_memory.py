@@ -20,14 +20,15 @@ import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 
 from sagents.audit import AuditEntry, AuditStore, SqliteAuditStore, default_data_dir
+from sagents.audit._store import sqlite_store_error
 from sagents.core._result import ToolResult
 from sagents.errors import InvalidArgumentsError, NotAllowedError, QuotaExceededError
 from sagents.tool._context import SessionContext
@@ -35,16 +36,20 @@ from sagents.tool._handler import ToolCall
 
 __all__ = [
     "USER_SCOPE",
+    "DeleteAudit",
     "Memory",
     "MemoryBackend",
     "MemoryLimits",
     "MemoryStore",
+    "WriteAudit",
     "memory_digest",
     "memory_tool",
     "merge_found",
     "query_terms",
     "scope_of",
 ]
+
+_T = TypeVar("_T")
 
 Scope = Literal["agent", "user"]
 USER_SCOPE = "*"
@@ -229,20 +234,38 @@ def scope_of(context: SessionContext, scope: Scope, anonymous_user: str | None) 
     return user, (_USER_SCOPE if scope == "user" else agent)
 
 
+WriteAudit = Callable[["Memory", bool], AuditEntry]
+"""The audit row of a memory written (``created``: False when merged into one of the same
+text), made from the write's result and kept with it."""
+
+DeleteAudit = Callable[["Memory"], AuditEntry]
+"""The audit row of a memory deleted, made from it and kept with the deletion."""
+
+
 class MemoryBackend(Protocol):
     """Where memories live when not in the SQLite file (the PostgreSQL store of replicas).
 
     Every method gets the user and the agent column(s) already resolved by
-    :func:`scope_of`; content and tags are already checked.
+    :func:`scope_of`; content and tags are already checked. A write and its ``audit`` row are
+    kept together or not at all (one transaction), in the backend's own store's audit.
     """
 
     async def store(
-        self, user: str, agent: str, content: str, tags: tuple[str, ...], max_per_scope: int
+        self,
+        user: str,
+        agent: str,
+        content: str,
+        tags: tuple[str, ...],
+        max_per_scope: int,
+        *,
+        audit: WriteAudit | None = None,
     ) -> tuple[Memory, bool]:
-        """Insert, or merge the tags into the scope's memory of the same digest.
+        """Insert, or merge the tags into the scope's memory of the same digest, with
+        ``audit``'s row.
 
         Raises:
             QuotaExceededError: the scope already holds ``max_per_scope`` memories.
+            StoreError: the store (then nothing was kept).
         """
         ...
 
@@ -258,8 +281,16 @@ class MemoryBackend(Protocol):
         containing any of ``runs`` (CJK, :func:`query_terms`), best first."""
         ...
 
-    async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
-        """Delete one memory of ``user`` in ``agents``; None when there is none."""
+    async def delete(
+        self,
+        user: str,
+        agents: Sequence[str],
+        memory_id: str,
+        *,
+        audit: DeleteAudit | None = None,
+    ) -> Memory | None:
+        """Delete one memory of ``user`` in ``agents``, with ``audit``'s row; None when there
+        is none."""
         ...
 
 
@@ -271,7 +302,11 @@ class MemoryStore:
         path: The database (``<data dir>/memory.sqlite3`` by default).
         limits: :class:`MemoryLimits`.
         audit: Where writes and deletes are recorded (the default audit store; None: not
-            recorded).
+            recorded). A change is kept only with its row: a SQLite audit is written in one
+            transaction with it (:meth:`~sagents.audit.SqliteAuditStore.record_with`), a
+            ``backend`` writes the row in its own store's transaction; with another kind of
+            audit store, the row is written after the change and a failure is the call's
+            error.
         anonymous_user: The user of sessions without ``user_id`` (None: such sessions are
             refused, so that no two unknown users ever share memories).
         backend: Where memories live instead of ``path`` (PostgreSQL); None: the SQLite file.
@@ -428,18 +463,37 @@ class MemoryStore:
             updated=row[5],
         )
 
-    async def _audit(self, kind: Literal["memory_write", "memory_delete"], **data: Any) -> None:
-        if self.audit is not None:
-            session_id = data.pop("session_id", None)
-            entry = AuditEntry(
-                kind=kind,
-                ts=time.time(),
-                tool="memory_store" if kind == "memory_write" else "memory_delete",
-                status="ok",
-                session_id=session_id,
-                data=data,
-            )
-            await self.audit.record(entry)
+    def _entry(
+        self, kind: Literal["memory_write", "memory_delete"], context: SessionContext, **data: Any
+    ) -> AuditEntry:
+        return AuditEntry(
+            kind=kind,
+            ts=time.time(),
+            tool="memory_store" if kind == "memory_write" else "memory_delete",
+            status="ok",
+            session_id=context.session_id,
+            data=data,
+        )
+
+    async def _kept_with_row(
+        self, write: Callable[[], _T], entry_of: Callable[[_T], AuditEntry | None]
+    ) -> _T:
+        """Run the SQLite ``write`` (in a worker thread) and record its row with it."""
+
+        def guarded() -> _T:  # the memory file's failures name the memory file
+            try:
+                return write()
+            except (sqlite3.Error, OSError) as error:
+                raise sqlite_store_error(self.path, error) from error
+
+        audit = self.audit
+        if isinstance(audit, SqliteAuditStore):
+            return await anyio.to_thread.run_sync(audit.record_with, guarded, entry_of)
+        result = await anyio.to_thread.run_sync(guarded)
+        entry = entry_of(result)
+        if audit is not None and entry is not None:
+            await audit.record(entry)
+        return result
 
     async def store(
         self,
@@ -450,31 +504,38 @@ class MemoryStore:
         scope: Scope = "agent",
     ) -> tuple[Memory, bool]:
         """Store a memory; ``(memory, created)`` (False: the scope already held the same text,
-        whose tags now include ``tags``).
+        whose tags now include ``tags``). Kept only with its audit row.
 
         Raises:
             NotAllowedError: no user. QuotaExceededError: a limit. InvalidArgumentsError: empty.
+            StoreError: the memory or its audit row could not be written (nothing was kept).
         """
         user, agent = scope_of(context, scope, self.anonymous_user)
         content, clean = self._check(content, tags)
+
+        def row(memory: Memory, created: bool) -> AuditEntry:
+            return self._entry(
+                "memory_write",
+                context,
+                user_id=user,
+                agent=agent,
+                memory_id=memory.id,
+                created=created,
+                chars=len(content),
+            )
+
         if self.backend is not None:
-            memory, created = await self.backend.store(
-                user, agent, content, clean, self.limits.max_per_scope
+            return await self.backend.store(
+                user,
+                agent,
+                content,
+                clean,
+                self.limits.max_per_scope,
+                audit=row if self.audit is not None else None,
             )
-        else:
-            memory, created = await anyio.to_thread.run_sync(
-                self._store, user, agent, content, clean
-            )
-        await self._audit(
-            "memory_write",
-            session_id=context.session_id,
-            user_id=user,
-            agent=agent,
-            memory_id=memory.id,
-            created=created,
-            chars=len(content),
+        return await self._kept_with_row(
+            lambda: self._store(user, agent, content, clean), lambda written: row(*written)
         )
-        return memory, created
 
     def _visible(self, context: SessionContext) -> tuple[str, list[str]]:
         user, agent = scope_of(context, "agent", self.anonymous_user)
@@ -501,29 +562,33 @@ class MemoryStore:
         return [m for m in found if wanted <= set(m.tags)][:count]
 
     async def delete(self, context: SessionContext, memory_id: str) -> Memory:
-        """Delete one of the caller's memories.
+        """Delete one of the caller's memories; deleted only with its audit row.
 
         Raises:
             InvalidArgumentsError: no such memory among the caller's (another user's id is
                 indistinguishable from an unknown one).
+            StoreError: the deletion or its audit row could not be written (nothing deleted).
         """
         user, agents = self._visible(context)
+
+        def row(memory: Memory) -> AuditEntry:
+            return self._entry(
+                "memory_delete", context, user_id=user, agent=agents[0], memory_id=memory.id
+            )
+
         if self.backend is not None:
-            memory = await self.backend.delete(user, agents, memory_id)
+            audit = row if self.audit is not None else None
+            memory = await self.backend.delete(user, agents, memory_id, audit=audit)
         else:
-            memory = await anyio.to_thread.run_sync(self._delete, user, agents, memory_id)
+            memory = await self._kept_with_row(
+                lambda: self._delete(user, agents, memory_id),
+                lambda deleted: None if deleted is None else row(deleted),
+            )
         if memory is None:
             raise InvalidArgumentsError(
                 f"no memory {memory_id!r} among yours",
                 hint="memory_search returns the ids of your memories",
             )
-        await self._audit(
-            "memory_delete",
-            session_id=context.session_id,
-            user_id=user,
-            agent=agents[0],
-            memory_id=memory_id,
-        )
         return memory
 
 

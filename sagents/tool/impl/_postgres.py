@@ -18,10 +18,17 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-from psycopg_pool import AsyncConnectionPool
-
 from sagents.errors import QuotaExceededError
-from sagents.tool.impl._memory import USER_SCOPE, Memory, Scope, memory_digest, merge_found
+from sagents.store._postgres import Database, insert_audit
+from sagents.tool.impl._memory import (
+    USER_SCOPE,
+    DeleteAudit,
+    Memory,
+    Scope,
+    WriteAudit,
+    memory_digest,
+    merge_found,
+)
 from sagents.tool.impl._todo import Merge, Status, TodoItem
 
 __all__ = ["PostgresMemory", "PostgresTodos"]
@@ -43,12 +50,12 @@ def _items(value: Any) -> list[TodoItem]:
 class PostgresTodos:
     """Task lists in ``sagents_todos`` (a :class:`~sagents.tool.impl._todo.TodoBackend`)."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+    def __init__(self, database: Database) -> None:
+        self._db = database
 
     async def read(self, session_id: str) -> list[TodoItem]:
         """The session's list, in order."""
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             cursor = await db.execute(
                 "SELECT items FROM sagents_todos WHERE session_id = %s", (session_id,)
             )
@@ -57,7 +64,7 @@ class PostgresTodos:
 
     async def write(self, session_id: str, merge: Merge) -> list[TodoItem]:
         """Apply ``merge`` under the session's lock; nothing changes when it raises."""
-        async with self._pool.connection() as db, db.transaction():
+        async with self._db.connection() as db, db.transaction():
             await db.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('sagents_todo'), hashtext(%s))",
                 (session_id,),
@@ -84,16 +91,24 @@ def _scope(agent: str) -> Scope:
 class PostgresMemory:
     """Memories in ``sagents_memories`` (a :class:`~sagents.tool.impl._memory.MemoryBackend`)."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+    def __init__(self, database: Database) -> None:
+        self._db = database
 
     async def store(
-        self, user: str, agent: str, content: str, tags: tuple[str, ...], max_per_scope: int
+        self,
+        user: str,
+        agent: str,
+        content: str,
+        tags: tuple[str, ...],
+        max_per_scope: int,
+        *,
+        audit: WriteAudit | None = None,
     ) -> tuple[Memory, bool]:
-        """Insert, or merge the tags into the scope's memory of the same digest."""
+        """Insert, or merge the tags into the scope's memory of the same digest; ``audit``'s
+        row in the same transaction."""
         now = time.time()
         digest = memory_digest(content)
-        async with self._pool.connection() as db, db.transaction():
+        async with self._db.connection() as db, db.transaction():
             await db.execute(  # check-then-insert, one writer per scope
                 "SELECT pg_advisory_xact_lock(hashtext('sagents_memory:' || %s), hashtext(%s))",
                 (user, agent),
@@ -120,6 +135,8 @@ class PostgresMemory:
                     created=created,
                     updated=now,
                 )
+                if audit is not None:
+                    await insert_audit(db, audit(memory, False))
                 return memory, False
             cursor = await db.execute(
                 "SELECT count(*) FROM sagents_memories WHERE user_id = %s AND agent = %s",
@@ -148,9 +165,16 @@ class PostgresMemory:
                     now,
                 ),
             )
-        memory = Memory(
-            id=memory_id, content=content, tags=tags, scope=_scope(agent), created=now, updated=now
-        )
+            memory = Memory(
+                id=memory_id,
+                content=content,
+                tags=tags,
+                scope=_scope(agent),
+                created=now,
+                updated=now,
+            )
+            if audit is not None:
+                await insert_audit(db, audit(memory, True))
         return memory, True
 
     async def search(
@@ -189,22 +213,33 @@ class PostgresMemory:
             sql = select.format(score=hits, source="", match=f"({match})")
             searches.append((sql, (*pairs, *pairs, user, list(agents), limit)))
         results = []
-        async with self._pool.connection() as db:
+        async with self._db.connection() as db:
             for sql, values in searches:
                 cursor = await db.execute(cast(Any, sql), values)
                 results.append(await cursor.fetchall())
         return merge_found(*([_memory(row) for row in rows] for rows in results))
 
-    async def delete(self, user: str, agents: Sequence[str], memory_id: str) -> Memory | None:
-        """Delete one memory of ``user`` in ``agents``; None when there is none."""
-        async with self._pool.connection() as db:
+    async def delete(
+        self,
+        user: str,
+        agents: Sequence[str],
+        memory_id: str,
+        *,
+        audit: DeleteAudit | None = None,
+    ) -> Memory | None:
+        """Delete one memory of ``user`` in ``agents``, with ``audit``'s row in the same
+        transaction; None when there is none."""
+        async with self._db.connection() as db, db.transaction():
             cursor = await db.execute(
                 "DELETE FROM sagents_memories WHERE id = %s AND user_id = %s AND agent = ANY(%s) "
                 "RETURNING id, content, tags, agent, created, updated",
                 (memory_id, user, list(agents)),
             )
             row = await cursor.fetchone()
-        return None if row is None else _memory(row)
+            memory = None if row is None else _memory(row)
+            if memory is not None and audit is not None:
+                await insert_audit(db, audit(memory))
+        return memory
 
 
 def _memory(row: Sequence[Any]) -> Memory:

@@ -418,6 +418,23 @@ def test_the_audit_page_filters_by_status_and_description(
     assert descriptions == ["three steps"]
 
 
+def test_the_navigation_count_of_approvals_follows_requests_live_on_a_page_without_them(
+    served: Served, browser: WebDriver
+) -> None:
+    browser.get(f"{served.base}/todo")
+    wait(browser, lambda b: b.find_elements(By.TAG_NAME, "h1"))
+    browser.execute_script("window.sagentsMark = 'this document'")
+    assert text(browser, "#nav-pending") == ""  # nothing waits: no count
+    result = call_tool(served, "fault__echo", {"text": "counted"})  # a new session: asked
+    wait(browser, lambda b: text(b, "#nav-pending") == "1")
+    pending = served.gateway.pending
+    (waiting,) = served.portal.call(lambda: pending.pending())
+    assert served.portal.call(lambda: pending.answer(waiting.approval_id, "deny", by=None))
+    wait(browser, lambda b: not b.find_elements(By.ID, "nav-pending"))
+    assert browser.execute_script("return window.sagentsMark") == "this document"  # no reload
+    assert result.result(timeout=WAIT_S).is_error is True
+
+
 def test_the_todo_page_says_when_there_is_no_list(served: Served, browser: WebDriver) -> None:
     browser.get(f"{served.base}/todo")
     wait(browser, lambda b: b.find_elements(By.TAG_NAME, "h1"))

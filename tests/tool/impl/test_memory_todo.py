@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from sagents.store._postgres import PostgresStore
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import MemoryLimits, MemoryStore, TodoStore, register_builtin_tools
 from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
+from tests.audit.test_store_faults import exclusive_lock
+from tests.postgres_server import PostgresServer
 from tests.tool.impl import conformance_memory_todo as checks
 
 pytestmark = pytest.mark.anyio
@@ -50,8 +53,8 @@ class Backing:
         )
         todo = TodoStore(path=self.tmp_path / "todo.sqlite3")
         if self.store is not None:
-            memory.backend = PostgresMemory(self.store.pool)
-            todo.backend = PostgresTodos(self.store.pool)
+            memory.backend = PostgresMemory(self.store.database)
+            todo.backend = PostgresTodos(self.store.database)
         manager = ToolManager()
         register_builtin_tools(manager, None, names=[*MEMORY, *TODO], memory=memory, todo=todo)
         return manager
@@ -68,9 +71,9 @@ async def backing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield Backing(tmp_path, store)
 
 
-def _caller(manager: ToolManager) -> checks.Call:
+def _caller(manager: ToolManager, *, wait_s: float = 20) -> checks.Call:
     async def call(tool: str, arguments: dict[str, Any], context: Any) -> tuple[Any, str | None]:
-        with anyio.fail_after(20):
+        with anyio.fail_after(wait_s):
             result = await manager.run_tool(tool, arguments, context)
         return result.structured, (result.error.code if result.error else None)
 
@@ -316,3 +319,78 @@ async def test_cjk_queries_of_one_two_and_more_characters(backing: Backing) -> N
     await checks.check_cjk_queries_of_one_two_and_more_characters(
         _caller(backing.manager()), _user("alice")
     )
+
+
+# A write either has its audit row or is not answered ok (docs/builtin_tools.md, "Memory"):
+# the audit refuses the row (another process holds the SQLite audit file's lock; a trigger
+# refuses the PostgreSQL insert), so the write is answered with the store's error and not kept.
+
+REFUSE_AUDIT = """
+CREATE FUNCTION sagents_test_refuse() RETURNS trigger AS $$
+BEGIN RAISE EXCEPTION 'the audit refuses rows'; END $$ LANGUAGE plpgsql;
+CREATE TRIGGER sagents_test_refuse BEFORE INSERT ON sagents_audit
+FOR EACH ROW EXECUTE FUNCTION sagents_test_refuse();
+"""
+
+
+@asynccontextmanager
+async def audit_refused(backing: Backing) -> AsyncIterator[None]:
+    if backing.store is None:
+        path = backing.tmp_path / "audit.sqlite3"
+        SqliteAuditStore(path=path).check()  # its schema exists: only the lock is missing
+        with exclusive_lock(path):
+            yield
+        return
+    async with backing.store.pool.connection() as db:
+        await db.execute(REFUSE_AUDIT.encode())  # the test's own constant SQL
+    try:
+        yield
+    finally:
+        async with backing.store.pool.connection() as db:
+            await db.execute(b"DROP TRIGGER sagents_test_refuse ON sagents_audit")
+
+
+async def test_a_memory_write_whose_audit_row_is_refused_is_not_answered_ok_nor_kept(
+    backing: Backing,
+) -> None:
+    call = _caller(backing.manager(), wait_s=60)
+    me = _user("alice", session="s9")
+    kept, _ = await call("memory_store", {"content": "kept before"}, me)
+    async with audit_refused(backing):
+        stored, stored_code = await call("memory_store", {"content": "never audited"}, me)
+        deleted, deleted_code = await call("memory_delete", {"id": kept["memory"]["id"]}, me)
+    found, _ = await call("memory_search", {"query": "audited kept"}, me)
+    entries = await backing.audit.entries()
+    assert stored is None
+    assert stored_code in ("store_unavailable", "store_error")
+    assert deleted is None
+    assert deleted_code in ("store_unavailable", "store_error")
+    assert [m["content"] for m in found["memories"]] == ["kept before"]  # neither write kept
+    assert [(e.kind, e.data["memory_id"]) for e in entries] == [
+        ("memory_write", kept["memory"]["id"])
+    ]
+
+
+async def test_memory_and_todo_calls_while_the_database_is_down_are_store_unavailable(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    me = _user("alice", session="s9")
+    async with PostgresStore(parse_store_url(own_postgres.url())) as store:
+        call = _caller(Backing(tmp_path, store).manager(), wait_s=60)
+        await call("memory_store", {"content": "before the outage"}, me)
+        await anyio.to_thread.run_sync(own_postgres.stop)
+        codes = [
+            (await call(tool, arguments, me))[1]
+            for tool, arguments in (
+                ("memory_store", {"content": "during the outage"}),
+                ("memory_search", {"query": "outage"}),
+                ("todo_write", {"items": [{"id": "a", "content": "x"}]}),
+                ("todo_read", {}),
+            )
+        ]
+        await anyio.to_thread.run_sync(own_postgres.start)
+        found, _ = await call("memory_search", {"query": "outage"}, me)
+        entries = await store.audit.entries()
+    assert codes == ["store_unavailable"] * 4
+    assert [m["content"] for m in found["memories"]] == ["before the outage"]
+    assert [e.kind for e in entries] == ["memory_write"]

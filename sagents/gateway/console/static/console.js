@@ -120,8 +120,7 @@
     }
     setText(document.getElementById("progress-message"), event.message || "");
     if (FINAL.has(event.status) && body.dataset.live === "1") {
-      body.dataset.live = "0";
-      if (source) { source.close(); }  // nothing more comes for an ended run
+      body.dataset.live = "0";  // the stream stays open: the navigation's count stays live
       // The records are complete once the run has ended: show them (calls, output, exit code).
       window.setTimeout(refresh, 500);
     }
@@ -159,12 +158,32 @@
       });
   }
 
+  // The navigation's count of approvals waiting, kept live on every page.
+  function showPending(count) {
+    const link = document.querySelector('nav a[href$="/approvals"]');
+    if (!link) { return; }
+    let badge = document.getElementById("nav-pending");
+    if (count > 0 && !badge) {
+      badge = document.createElement("span");
+      badge.className = "count";
+      badge.id = "nav-pending";
+      badge.title = "approvals waiting";
+      link.append(" ", badge);
+    }
+    if (count > 0) {
+      badge.textContent = String(count);
+    } else if (badge) {
+      badge.remove();
+    }
+  }
+
   function connect(query) {
     if (!window.EventSource) { return; }
     source = new EventSource(base + "/events" + query);
     source.onmessage = function (message) {
       let event;
       try { event = JSON.parse(message.data); } catch (e) { return; }
+      if (event.type === "approvals.state") { showPending((event.ids || []).length); }
       if (page === "runs" && event.type === "script.progress") {
         runRow(event);
       } else if (page === "run") {
@@ -182,9 +201,13 @@
     window.addEventListener("beforeunload", function () { source.close(); });
   }
 
-  if (page === "runs" || page === "approvals" || page === "background") {
-    connect("");
-  } else if (page === "run" && body.dataset.live === "1") {
+  // Every page listens: the lists for their rows, a run's page for its run (nothing more once
+  // it has ended), and all of them for the navigation's count of approvals waiting.
+  if (!document.querySelector("nav")) {
+    // not logged in (the login page): nothing to listen to
+  } else if (page === "run") {
     connect("?run=" + encodeURIComponent(body.dataset.run));
+  } else {
+    connect("");
   }
 })();
