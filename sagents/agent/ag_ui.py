@@ -128,6 +128,8 @@ AG_UI_PATH: Final = "/ag-ui"
 MAX_THREADS_IN_MEMORY: Final = 1000
 """Threads kept in memory without a run (the least recently used are reloaded from the store
 when they come back)."""
+_DETACH_WAIT_S: Final = 5.0  # seconds a request waits for a stream whose client went away
+_CANCEL_WAIT_S: Final = 30.0  # seconds a new message waits for a cancelled run to settle
 MAX_INPUT_BYTES: Final = 4 * 1024 * 1024
 """The largest ``RunAgentInput`` body accepted (a client re-sends its whole history)."""
 
@@ -226,29 +228,38 @@ class AgUiThreads:
             return _error(404, "unknown_thread", f"no thread {given.thread_id!r} of yours")
         async with thread.lock:
             run = thread.run
+            if run is not None and run.attached:  # a client that just went away (Stop)?
+                with anyio.move_on_after(_DETACH_WAIT_S):
+                    while run.attached:
+                        await run.changed().wait()
             if run is not None and run.attached:
                 return _error(
                     409, "run_streaming", "this thread's run streams to another client now"
                 )
             new_message = _new_user_message(given, thread)
-            if thread.active:
-                assert run is not None
+            if run is not None and thread.active and run.cancelling and new_message is not None:
+                with anyio.move_on_after(_CANCEL_WAIT_S):  # a Stop just before: let it end
+                    while not run.finished:
+                        await run.changed().wait()
+            if run is not None and thread.active:
                 if props.cancel:
                     run.cancelling = True
                     run.scope.cancel()
+                elif new_message is not None:
+                    if run.waiting:
+                        return _error(
+                            409,
+                            "decisions_needed",
+                            f"the thread's run waits for {', '.join(run.waiting)}: answer in "
+                            "forwardedProps.sagents.decisions (without a new message), or "
+                            "cancel with forwardedProps.sagents.cancel",
+                        )
+                    return _error(409, "run_in_progress", "the thread's run has not ended yet")
                 else:
                     try:
                         run.check(props.decisions)
                     except DecisionError as error:
                         return _error(422, "invalid_decisions", str(error))
-                    if new_message is not None and run.waiting and not props.decisions:
-                        return _error(
-                            409,
-                            "decisions_needed",
-                            f"the thread's run waits for {', '.join(run.waiting)}: answer in "
-                            "forwardedProps.sagents.decisions, or cancel with "
-                            "forwardedProps.sagents.cancel",
-                        )
                     run.decide(props.decisions)
                 run.attached = True
                 snapshot = False
@@ -315,8 +326,10 @@ class AgUiThreads:
             completed = True
         finally:
             run.attached = False
+            run.notify()
             if not completed and not run.finished and not run.waiting:
-                run.scope.cancel()  # the client went away while its run streamed: Stop
+                run.cancelling = True  # the client went away while its run streamed: Stop
+                run.scope.cancel()
 
     def _end(self, given: RunAgentInput, run: Run) -> BaseEvent:
         done = run.done
