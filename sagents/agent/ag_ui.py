@@ -512,6 +512,7 @@ def ag_ui_app(
     skill_manager: SkillSource | None = None,
     permission_mode: PermissionMode = "ask",
     data_dir: Path | None = None,
+    todo: TodoStore | None = None,
     path: str = AG_UI_PATH,
 ) -> Starlette:
     """A Starlette app serving the route at ``path`` (``POST``); its lifespan owns the runs.
@@ -528,6 +529,7 @@ def ag_ui_app(
             skill_manager=skill_manager,
             permission_mode=permission_mode,
             data_dir=data_dir,
+            todo=todo,
         ) as threads:
             holder.append(threads)
             yield

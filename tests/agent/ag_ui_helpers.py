@@ -84,9 +84,13 @@ class Served:
 
 
 @asynccontextmanager
-async def serve_route(agent: SAgent, data_dir: Path, manager: ToolManager) -> AsyncIterator[str]:
-    """The AG-UI app on 127.0.0.1; yields its route's URL."""
-    app = ag_ui_app(agent, authorize=bearer_only, tool_manager=manager, data_dir=data_dir)
+async def serve_route(
+    agent: SAgent, data_dir: Path, manager: ToolManager, **options: Any
+) -> AsyncIterator[str]:
+    """The AG-UI app on 127.0.0.1 (``options`` as :func:`ag_ui_app`'s); yields its URL."""
+    app = ag_ui_app(
+        agent, authorize=bearer_only, tool_manager=manager, data_dir=data_dir, **options
+    )
     settings = GatewaySettings(transport="http", host="127.0.0.1", port=0)
     async with anyio.create_task_group() as tg:
         port = await tg.start(lambda task_status: serve_asgi(lambda _p: app, settings,

@@ -8,10 +8,19 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
+from ag_ui.encoder import EventEncoder
 
 from sagents.agent import SAgent
-from sagents.agent.ag_ui import APPROVAL_REQUEST, TOOL_PROGRESS
-from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.agent._ag_ui_events import EventTranslator
+from sagents.agent.ag_ui import (
+    APPROVAL_REQUEST,
+    QUESTIONNAIRE_REQUEST,
+    QUESTIONNAIRE_RESULT,
+    TOOL_PROGRESS,
+)
+from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
+from sagents.testing import ScriptedModel, load_wire, reply, tool_call
+from sagents.tool.impl import TodoStore, register_builtin_tools
 from tests.agent.ag_ui_helpers import (
     TOKEN,
     customs,
@@ -22,6 +31,7 @@ from tests.agent.ag_ui_helpers import (
     types_of,
 )
 from tests.agent.helpers import assert_settled_once
+from tests.agent.test_run_stream import get_weather
 
 pytestmark = pytest.mark.anyio
 
@@ -201,3 +211,92 @@ async def test_cancel_ends_a_waiting_run_and_settles_its_calls(tmp_path: Path) -
             # the thread goes on with a valid history
             await post_run(c, url, run_input("t7", [user("u2", "again")], run_id="r3"))
         assert model.requests[-1]["messages"][-1]["content"] == "again"
+
+
+QUESTIONS = {
+    "title": "Trip",
+    "questions": [
+        {"id": "city", "kind": "single_choice", "prompt": "Where?", "options": ["Paris", "Rome"]},
+        {"id": "nights", "kind": "number", "prompt": "Nights?", "integer": True, "minimum": 1},
+    ],
+}
+
+
+async def test_a_questionnaire_is_answered_in_the_next_input(tmp_path: Path) -> None:
+    manager = route_tools()
+    register_builtin_tools(manager, None, names=["questionnaire"])
+    script = [tool_call("questionnaire", QUESTIONS), reply("Booked.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model())
+        async with serve_route(agent, tmp_path, manager) as url, httpx.AsyncClient() as c:
+            first = await post_run(c, url, run_input("tq", [user("u1", "plan a trip")]))
+            (request,) = customs(first, QUESTIONNAIRE_REQUEST)
+            assert request["questionnaire"]["questions"][0]["options"] == ["Paris", "Rome"]
+            assert first[-1].result == {"sagents": {"waiting": [request["id"]]}}
+            bad = {request["id"]: {"answers": {"city": "Oslo", "nights": 2}}}
+            answer = await c.post(
+                url,
+                json=run_input("tq", [], run_id="r2", forwarded={"sagents": {"decisions": bad}}),
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+            assert answer.status_code == 422
+            assert "'Oslo'" in answer.json()["message"]
+            good = {request["id"]: {"answers": {"city": "Rome", "nights": 3}}}
+            second = await post_run(
+                c, url, run_input("tq", [], run_id="r3", forwarded={"sagents": {"decisions": good}})
+            )
+    (result,) = [e for e in second if e.type.value == "TOOL_CALL_RESULT"]
+    assert "Rome" in result.content
+    assert customs(second, QUESTIONNAIRE_RESULT)[0]["status"] == "answered"
+
+
+async def test_streamed_reasoning_becomes_reasoning_events(tmp_path: Path) -> None:
+    wire = load_wire(Path(__file__).parent / "wire" / "deepseek_reasoning_tool_call.json")
+    manager = route_tools()
+    manager.register_tool(get_weather)
+    async with ScriptedModel(wire) as model:
+        agent = SAgent(model=model.chat_model())
+        async with serve_route(agent, tmp_path, manager) as url, httpx.AsyncClient() as c:
+            events = await post_run(c, url, run_input("tr", [user("u1", "weather?")]))
+    kinds = types_of(events)
+    assert kinds.index("REASONING_START") < kinds.index("REASONING_MESSAGE_START")
+    assert kinds.index("REASONING_MESSAGE_END") < kinds.index("TOOL_CALL_START")
+    reasoning = "".join(e.delta for e in events if e.type.value == "REASONING_MESSAGE_CONTENT")
+    assert reasoning == "The user wants the weather; call get_weather.Sunny, say so."
+    assert kinds.count("REASONING_START") == kinds.count("REASONING_END") == 2  # one per answer
+
+
+async def test_the_todo_list_is_state_and_changes_as_deltas(tmp_path: Path) -> None:
+    manager = route_tools()
+    todo = TodoStore(path=tmp_path / "todo.sqlite3")
+    register_builtin_tools(manager, None, names=["todo_write"], todo=todo)
+    items = [{"id": "1", "content": "write <docs>", "status": "in_progress"}]
+    script = [tool_call("todo_write", {"items": items}), reply("Noted.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model())
+        async with (
+            serve_route(agent, tmp_path, manager, todo=todo, permission_mode="auto") as url,
+            httpx.AsyncClient() as c,
+        ):
+            events = await post_run(c, url, run_input("ts", [user("u1", "plan")]))
+    snapshot = next(e for e in events if e.type.value == "STATE_SNAPSHOT")
+    assert snapshot.snapshot == {"todo": [], "skills": [], "expanded_tools": []}
+    (delta,) = [e for e in events if e.type.value == "STATE_DELTA"]
+    (change,) = [op.model_dump() for op in delta.delta]
+    assert change["op"] == "replace"
+    assert change["path"] == "/todo"
+    assert change["value"][0]["content"] == "write <docs>"
+
+
+def test_script_progress_and_tool_progress_are_custom_events_with_the_seeds_payload() -> None:
+    translator = EventTranslator()
+    script = ScriptProgressEvent(
+        script_id="run-7", tool_call_id="c1", calls=3, done=1, total=4, elapsed_s=0.5, ts=1.0
+    )
+    progress = ToolProgressEvent(tool_call_id="c1", text="x\n", stream="stderr", ts=2.0)
+    (first,) = translator.translate(script)
+    (second,) = translator.translate(progress)
+    assert (first.name, first.value) == ("script.progress", script.to_dict())
+    assert (second.name, second.value) == ("tool_progress", progress.to_dict())
+    wire = json.loads(EventEncoder().encode(second).removeprefix("data: "))
+    assert wire == {"type": "CUSTOM", "name": "tool_progress", "value": progress.to_dict()}
