@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
+from ag_ui.core import CustomEvent
 from ag_ui.encoder import EventEncoder
 
 from sagents.agent import SAgent
@@ -296,6 +297,8 @@ def test_script_progress_and_tool_progress_are_custom_events_with_the_seeds_payl
     progress = ToolProgressEvent(tool_call_id="c1", text="x\n", stream="stderr", ts=2.0)
     (first,) = translator.translate(script)
     (second,) = translator.translate(progress)
+    assert isinstance(first, CustomEvent)
+    assert isinstance(second, CustomEvent)
     assert (first.name, first.value) == ("script.progress", script.to_dict())
     assert (second.name, second.value) == ("tool_progress", progress.to_dict())
     wire = json.loads(EventEncoder().encode(second).removeprefix("data: "))
