@@ -8,12 +8,14 @@ The model endpoint comes from ``--base-url``/``--model`` or ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY`` and ``SAGENTS_MODEL``. Text streams as it arrives; tool progress is shown by
 stream (stderr in red), run_script progress as a status line; write tools in ``ask`` mode are
 approved on the terminal, with the arguments or the script shown whole (wrapped, never cut).
-``/tools``, ``/skills``, ``/history`` and ``/quit`` are commands; Ctrl-C cancels the turn and a
-second Ctrl-C quits. ``--json`` prints every event as one NDJSON line on stdout; ``--prompt TEXT``
-runs one turn and exits (approvals are then asked only when stdin is a terminal).
+``/tools [NAME]``, ``/skills``, ``/history`` and ``/quit`` are commands; Ctrl-C cancels the turn
+(a second one quits), or at the prompt clears the line (a second one in a row quits). ``--json``
+prints every event as one NDJSON line on stdout; ``--prompt TEXT`` runs one turn and exits
+(approvals are then asked only when stdin is a terminal).
 
-Exit codes: 0 when the last turn ended normally; 1 when it ended in an error or was cancelled;
-2 for a usage or configuration error (printed on stderr, with what to set).
+Exit codes: 0 when the last turn ended normally (or there was none); 1 when it ended in an
+error or was cancelled; 2 for a usage or configuration error (printed on stderr, with what to
+set); 130 when a second Ctrl-C quit during a cancellation (docs/agent.md, "sagents chat").
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import uuid
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 import typer
 
 from sagents.cli._tools import ConfigOption, find_config
@@ -128,16 +129,7 @@ def chat(
     )
     context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
     questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
-    code = anyio.run(
-        run_chat,
-        agent,
-        loaded,
-        skill_proxy,
-        context,
-        approver,
-        as_json,
-        prompt,
-        interactive,
-        questioner,
+    code = run_chat(
+        agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive, questioner
     )
     raise typer.Exit(code)
