@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 TOOL_PROGRESS: Final = "tool_progress"
-"""A tool's live output; the value is the seed's ``tool_progress`` object, unchanged."""
+"""A tool's live output; the value is the ``tool_progress`` object of docs/progress.md."""
 SCRIPT_PROGRESS: Final = "script.progress"
 """A run_script snapshot; the value is the ``script.progress`` object of docs/progress.md."""
 APPROVAL_REQUEST: Final = "sagents.approval.request"

@@ -20,7 +20,7 @@ import anyio
 from ag_ui.core import BaseEvent, CustomEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sagents.agent._ag_ui_events import TOOL_PROGRESS
+from sagents.agent._ag_ui_events import APPROVAL_REQUEST, QUESTIONNAIRE_REQUEST, TOOL_PROGRESS
 from sagents.agent._events import DoneEvent, QuestionnaireRequestEvent
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool.questions import check_answers
@@ -44,6 +44,7 @@ APPROVAL_TTL_S: Final = 600.0
 MAX_BUFFERED_PROGRESS: Final = 4096
 """``tool_progress`` events a run keeps while no client reads it; more are dropped (``closed``
 and every other event are always kept)."""
+_REQUESTS: Final = (APPROVAL_REQUEST, QUESTIONNAIRE_REQUEST)
 _REGISTER_WAIT_S: Final = 5.0  # the approver is entered right after its request event is sent
 
 
@@ -122,6 +123,8 @@ class Run:
     approvals: dict[str, _Approval] = field(default_factory=dict)
     """Waiting approvals by request id (the id the client answers)."""
     questionnaires: dict[str, QuestionnaireRequestEvent] = field(default_factory=dict)
+    requests: dict[str, Any] = field(default_factory=dict)
+    """The value of each request's ``CUSTOM`` event, by id (a reloaded page shows them)."""
     done: DoneEvent | None = None
     finished: bool = False
     attached: bool = False
@@ -144,10 +147,16 @@ class Run:
         self._changed.set()
         self._changed = anyio.Event()
 
+    def waiting_requests(self) -> list[Any]:
+        """What waits for a decision, as its ``CUSTOM`` event's value."""
+        return [self.requests[i] for i in self.waiting if i in self.requests]
+
     def push(self, events: list[BaseEvent]) -> None:
         """Queue events for the client; progress beyond the bound is dropped while nobody
         reads (never a ``closed``)."""
         for event in events:
+            if isinstance(event, CustomEvent) and event.name in _REQUESTS:
+                self.requests[str(event.value["id"])] = event.value
             if _is_droppable(event) and len(self.outbox) >= MAX_BUFFERED_PROGRESS:
                 self.dropped_progress += 1
                 continue

@@ -203,6 +203,23 @@ class AgUiThreads:
             return []
         return [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)]
 
+    async def page_state(self, thread_id: str, owner: str) -> dict[str, Any]:
+        """What a (re)loaded page shows of a thread: ``{"messages", "state", "waiting"}``
+        (the AG-UI messages, the session state, the requests waiting for a decision).
+
+        Raises:
+            StoreUnavailableError: the store cannot be read.
+        """
+        thread = await self.thread(thread_id, owner, create=False)
+        if thread is None:
+            return {"messages": [], "state": None, "waiting": []}
+        run = thread.run
+        return {
+            "messages": [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)],
+            "state": await self._state(thread),
+            "waiting": run.waiting_requests() if run is not None and thread.active else [],
+        }
+
     # -- one request ----------------------------------------------------------------------------
 
     async def handle(self, request: Request, owner: str) -> Response:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import anyio
 import typer
 
 from sagents.cli._tools import ConfigOption, find_config
@@ -87,9 +88,19 @@ def chat(
             help="Summarise older turns when a request passes this many tokens.",
         ),
     ] = None,
+    web: Annotated[
+        bool,
+        typer.Option("--web", help="Serve the chat page in the browser (docs/chat.md)."),
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="With --web: the bind address.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[
+        int, typer.Option("--port", help="With --web: the port (0: a free one).")
+    ] = 8767,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import ModelSettings, SAgent, model_from_string
+    from sagents.agent import model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -118,18 +129,71 @@ def chat(
                 raise _usage_error(f"--skills {str(root)!r} is not a directory")
             manager.add_skill_dir(root)
         skill_proxy = SkillProxy(manager)
+    if web:
+        _serve_web(chat_model, loaded, skill_proxy, chosen, host, port, system, max_turns,
+                   tool_choice, max_history_tokens, model or "")  # fmt: skip
+        return
     interactive = sys.stdin.isatty()
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
-    agent = SAgent(
-        model=chat_model,
-        model_settings=ModelSettings(tool_choice=tool_choice),
-        system_prompt=system,
-        max_turns=max_turns,
-        max_history_tokens=max_history_tokens,
-    )
+    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens)
     context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
     questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
     code = run_chat(
         agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive, questioner
     )
     raise typer.Exit(code)
+
+
+def _serve_web(
+    chat_model: Any,
+    loaded: Any,
+    skills: Any,
+    mode: PermissionMode,
+    host: str,
+    port: int,
+    system: str,
+    max_turns: int,
+    tool_choice: str | None,
+    max_history_tokens: int | None,
+    model_name: str,
+) -> None:
+    """``--web``: serve the chat page until interrupted (Ctrl-C ends it, exit code 0)."""
+    from sagents.audit._store import default_data_dir
+    from sagents.cli._chat_web import serve_chat_web
+    from sagents.cli._console import console_settings
+
+    try:
+        settings = console_settings(
+            host=host, port=port, tls_cert=None, tls_key=None, tls_proxy=False
+        )
+    except ConfigError as error:
+        raise _usage_error(error.message, error.hint) from None
+    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens)
+    try:
+        anyio.run(
+            lambda: serve_chat_web(
+                agent, loaded, skills, mode, settings, default_data_dir(), model_name=model_name
+            )
+        )
+    except ConfigError as error:
+        raise _usage_error(error.message, error.hint) from None
+    except KeyboardInterrupt:
+        typer.echo("sagents chat: stopped", err=True)
+
+
+def _agent(
+    chat_model: Any,
+    tool_choice: str | None,
+    system: str,
+    max_turns: int,
+    max_history_tokens: int | None,
+) -> Any:
+    from sagents.agent import ModelSettings, SAgent
+
+    return SAgent(
+        model=chat_model,
+        model_settings=ModelSettings(tool_choice=tool_choice),
+        system_prompt=system,
+        max_turns=max_turns,
+        max_history_tokens=max_history_tokens,
+    )

@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,17 +26,15 @@ from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent._events import AgentEvent
-from sagents.cli._chat_tools import register_chat_builtins
+from sagents.cli._chat_tools import open_chat_tools
 from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
-from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
 from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.questions import Questioner
-from sagents.tool.tool_manager import ToolManager
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -353,13 +351,9 @@ async def open_chat(
     """The chat's session with its tools open: the configured built-in tools that need no
     sandbox are offered, and ``questionnaire`` with a ``questioner`` (unless a configured tool
     already has the name). Leaving closes the tools and the model client."""
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(agent.model.aclose)
-        if loaded is not None:
-            manager = await stack.enter_async_context(await build_tool_manager(loaded))
-        else:
-            manager = await stack.enter_async_context(ToolManager())
-        register_chat_builtins(manager, loaded, questionnaire=questioner is not None)
+    async with open_chat_tools(
+        agent.model, loaded, questionnaire=questioner is not None
+    ) as manager:
         yield _Chat(
             agent=agent,
             tools=ToolProxy([manager]),
