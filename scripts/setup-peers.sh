@@ -4,7 +4,8 @@
 #     another mcp than sagents);
 #   - npm @modelcontextprotocol/server-everything, server-filesystem and server-memory, and
 #     oidc-provider (the authorization server of the OAuth tests), into .peers/node, at the
-#     versions pinned in tests/peers/package.json;
+#     versions pinned in tests/peers/package.json; the AG-UI client (@ag-ui/client) into
+#     .peers/ag-ui, pinned in tests/peers/ag-ui/package.json;
 #   - the package caches a sandboxed `npx`/`uvx` server starts from offline (docs/mcp.md,
 #     "Profiles of typical servers"): .peers/npm-cache filled by `npx -y` of server-filesystem,
 #     .peers/uv-cache by `uvx` of mcp-server-git and mcp-server-time (the uv of .venv, pinned in
@@ -36,6 +37,17 @@ if command -v npm >/dev/null 2>&1; then
         cp tests/peers/package.json .peers/node/package.json
         npm install --prefix .peers/node --no-audit --no-fund --loglevel=error >/dev/null
         echo "$node_want" > "$node_stamp"
+    fi
+    # The reference AG-UI client the AG-UI route's tests drive (tests/agent/test_ag_ui_client.py),
+    # in a folder of its own so that its pins never disturb the MCP servers'.
+    agui_want="$(sha256sum tests/peers/ag-ui/package.json | cut -d' ' -f1)"
+    agui_stamp=.peers/ag-ui/.installed
+    if [ ! -f "$agui_stamp" ] || [ "$(cat "$agui_stamp")" != "$agui_want" ]; then
+        say "installing the AG-UI client into .peers/ag-ui"
+        mkdir -p .peers/ag-ui
+        cp tests/peers/ag-ui/package.json .peers/ag-ui/package.json
+        npm install --prefix .peers/ag-ui --no-audit --no-fund --loglevel=error >/dev/null
+        echo "$agui_want" > "$agui_stamp"
     fi
 else
     say "npm not found: the tests against the npm reference servers will fail (install nodejs and npm)"

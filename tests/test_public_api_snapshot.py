@@ -32,6 +32,7 @@ PUBLIC_MODULES = (
     "sagents.gateway",
     "sagents.gateway.console",
     "sagents.agent",
+    "sagents.agent.ag_ui",  # the AG-UI route (docs/chat.md)
     "sagents.cli",
     "sagents.testing",
     "sagents.testing.serve",

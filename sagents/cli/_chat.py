@@ -8,12 +8,14 @@ The model endpoint comes from ``--base-url``/``--model`` or ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY`` and ``SAGENTS_MODEL``. Text streams as it arrives; tool progress is shown by
 stream (stderr in red), run_script progress as a status line; write tools in ``ask`` mode are
 approved on the terminal, with the arguments or the script shown whole (wrapped, never cut).
-``/tools``, ``/skills``, ``/history`` and ``/quit`` are commands; Ctrl-C cancels the turn and a
-second Ctrl-C quits. ``--json`` prints every event as one NDJSON line on stdout; ``--prompt TEXT``
-runs one turn and exits (approvals are then asked only when stdin is a terminal).
+``/tools [NAME]``, ``/skills``, ``/history`` and ``/quit`` are commands; Ctrl-C cancels the turn
+(a second one quits), or at the prompt clears the line (a second one in a row quits). ``--json``
+prints every event as one NDJSON line on stdout; ``--prompt TEXT`` runs one turn and exits
+(approvals are then asked only when stdin is a terminal).
 
-Exit codes: 0 when the last turn ended normally; 1 when it ended in an error or was cancelled;
-2 for a usage or configuration error (printed on stderr, with what to set).
+Exit codes: 0 when the last turn ended normally (or there was none); 1 when it ended in an
+error or was cancelled; 2 for a usage or configuration error (printed on stderr, with what to
+set); 130 when a second Ctrl-C quit during a cancellation (docs/agent.md, "sagents chat").
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import typer
@@ -88,9 +90,19 @@ def chat(
             help="Summarise older turns when a request passes this many tokens.",
         ),
     ] = None,
+    web: Annotated[
+        bool,
+        typer.Option("--web", help="Serve the chat page in the browser (docs/chat.md)."),
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="With --web: the bind address.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[
+        int, typer.Option("--port", help="With --web: the port (0: a free one).")
+    ] = 8767,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import ModelSettings, SAgent, model_from_string
+    from sagents.agent import model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -119,27 +131,71 @@ def chat(
                 raise _usage_error(f"--skills {str(root)!r} is not a directory")
             manager.add_skill_dir(root)
         skill_proxy = SkillProxy(manager)
+    if web:
+        _serve_web(chat_model, loaded, skill_proxy, chosen, host, port, system, max_turns,
+                   tool_choice, max_history_tokens, model or "")  # fmt: skip
+        return
     interactive = sys.stdin.isatty()
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
-    agent = SAgent(
+    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens)
+    context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
+    questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
+    code = run_chat(
+        agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive, questioner
+    )
+    raise typer.Exit(code)
+
+
+def _serve_web(
+    chat_model: Any,
+    loaded: Any,
+    skills: Any,
+    mode: PermissionMode,
+    host: str,
+    port: int,
+    system: str,
+    max_turns: int,
+    tool_choice: str | None,
+    max_history_tokens: int | None,
+    model_name: str,
+) -> None:
+    """``--web``: serve the chat page until interrupted (Ctrl-C ends it, exit code 0)."""
+    from sagents.audit._store import default_data_dir
+    from sagents.cli._chat_web import serve_chat_web
+    from sagents.cli._console import console_settings
+
+    try:
+        settings = console_settings(
+            host=host, port=port, tls_cert=None, tls_key=None, tls_proxy=False
+        )
+    except ConfigError as error:
+        raise _usage_error(error.message, error.hint) from None
+    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens)
+    try:
+        anyio.run(
+            lambda: serve_chat_web(
+                agent, loaded, skills, mode, settings, default_data_dir(), model_name=model_name
+            )
+        )
+    except ConfigError as error:
+        raise _usage_error(error.message, error.hint) from None
+    except KeyboardInterrupt:
+        typer.echo("sagents chat: stopped", err=True)
+
+
+def _agent(
+    chat_model: Any,
+    tool_choice: str | None,
+    system: str,
+    max_turns: int,
+    max_history_tokens: int | None,
+) -> Any:
+    from sagents.agent import ModelSettings, SAgent
+
+    return SAgent(
         model=chat_model,
         model_settings=ModelSettings(tool_choice=tool_choice),
         system_prompt=system,
         max_turns=max_turns,
         max_history_tokens=max_history_tokens,
     )
-    context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
-    questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
-    code = anyio.run(
-        run_chat,
-        agent,
-        loaded,
-        skill_proxy,
-        context,
-        approver,
-        as_json,
-        prompt,
-        interactive,
-        questioner,
-    )
-    raise typer.Exit(code)

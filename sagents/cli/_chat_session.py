@@ -6,35 +6,49 @@ loop and the ``openai`` SDK.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
+import select
 import signal
 import sys
-from collections.abc import Callable
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import AsyncIterator
+from concurrent.futures import Future
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from rich.console import Console
 from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
 from sagents.agent._events import AgentEvent
-from sagents.cli._chat_tools import register_chat_builtins
+from sagents.cli._chat_tools import open_chat_tools
 from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
-from sagents.config.tools import build_tool_manager
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.skill import SkillProxy
 from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.questions import Questioner
-from sagents.tool.tool_manager import ToolManager
 
-__all__ = ["ChatRenderer", "TerminalApprover", "json_line", "literal", "run_chat"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TURN_FAILED",
+    "ChatRenderer",
+    "TerminalApprover",
+    "json_line",
+    "literal",
+    "open_chat",
+    "run_chat",
+]
+
+T = TypeVar("T")
 
 _RESULT_PREVIEW_CHARS = 200  # characters of a tool result shown in the transcript
 
@@ -66,8 +80,93 @@ def json_line(value: Any) -> str:
     return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)
 
 
-def _read_line(prompt: str) -> str:
-    return input(prompt)
+_REDRAW = "\r\x1b[2K"  # carriage return, erase the line (ECMA-48 EL 2)
+
+
+class _MainThreadWaits:
+    """Waits of the main thread that Ctrl-C interrupts at once, and only there.
+
+    The kernel may deliver SIGINT to any thread; Python's handler then runs in the main thread
+    only when that thread next runs Python code, which a thread blocked in ``read`` or on a
+    lock does not. So the main thread waits in ``select`` on what it waits for and on the
+    signal wake-up fd (:func:`signal.set_wakeup_fd`): a signal wakes it wherever it landed.
+    While :attr:`immediate` is False (the prompt and the turns), Ctrl-C is only noted and
+    raised as ``KeyboardInterrupt`` by :meth:`wait`, so that it never lands between two
+    statements of the code that handles the previous one; while True (opening and closing the
+    tools) it raises at once.
+    """
+
+    immediate: bool = True
+
+    def __enter__(self) -> _MainThreadWaits:
+        self._pending = False
+        self._wake, self._wake_w = os.pipe()
+        self._done, self._done_w = os.pipe()  # a finished future's callback writes here
+        for fd in (self._wake, self._wake_w, self._done, self._done_w):
+            os.set_blocking(fd, False)
+        self._old = signal.set_wakeup_fd(self._wake_w)
+        self._old_handler = signal.signal(signal.SIGINT, self._interrupted)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        signal.signal(signal.SIGINT, self._old_handler)
+        signal.set_wakeup_fd(self._old)
+        for fd in (self._wake, self._wake_w, self._done, self._done_w):
+            os.close(fd)
+
+    def _interrupted(self, _signum: int, _frame: object) -> None:
+        if self.immediate:
+            raise KeyboardInterrupt
+        self._pending = True
+
+    def wait(self, fd: int) -> None:
+        """Return once ``fd`` is readable; raises KeyboardInterrupt on Ctrl-C."""
+        while True:
+            if self._pending:
+                self._pending = False
+                raise KeyboardInterrupt
+            ready, _, _ = select.select([self._wake, fd], [], [])
+            if self._wake in ready:
+                _drain(self._wake)
+                continue  # the handler runs, then the check above
+            if fd in ready:
+                return
+
+    def read_line(self, prompt: str) -> str:
+        """``input(prompt)``, with Ctrl-C raising at once wherever the signal landed.
+
+        Raises:
+            EOFError: the end of input. KeyboardInterrupt: Ctrl-C.
+        """
+        try:
+            fd = sys.stdin.fileno()
+        except (OSError, ValueError, AttributeError):  # not a real file (a test's stdin)
+            return input(prompt)
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        self.wait(fd)
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    def result(self, future: Future[T]) -> T:
+        """``future.result()``, with Ctrl-C raising at once (the future keeps running)."""
+        future.add_done_callback(self._wake_result)
+        while not future.done():
+            self.wait(self._done)
+            _drain(self._done)
+        return future.result()
+
+    def _wake_result(self, _future: Future[Any]) -> None:
+        with contextlib.suppress(OSError):  # full (a wake-up waits already) or closed
+            os.write(self._done_w, b".")
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 512):
+            pass
 
 
 @dataclass(kw_only=True)
@@ -77,9 +176,15 @@ class ChatRenderer:
     out: Console = field(default_factory=stdout_console)
     err: Console = field(default_factory=stderr_console)
     _in_text: bool = False
+    _status_open: bool = False
 
     def show(self, event: AgentEvent) -> None:
         """Render one event."""
+        if isinstance(event, ScriptProgressEvent):
+            self._end_text()
+            self._script_status(event)
+            return
+        self._close_status()
         if isinstance(event, MessageDeltaEvent):
             self.out.print(literal(event.delta), end="")
             self._in_text = True
@@ -92,23 +197,37 @@ class ChatRenderer:
                 style = "red" if event.stream == "stderr" else "dim"
                 for line in event.text.splitlines():
                     self.err.print(literal(f"  │ {line}"), style=style, overflow="fold")
-        elif isinstance(event, ScriptProgressEvent):
-            bar = ""
-            if event.total:
-                share = (event.done or 0) / event.total
-                bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
-            note = f" {event.message}" if event.message else ""
-            calls = f"{event.calls} call" + ("" if event.calls == 1 else "s")
-            self.err.print(
-                literal(f"  ⚙ script {event.status}: {calls}, {event.failures} failed{bar}{note}"),
-                style="cyan",
-            )
         elif isinstance(event, DoneEvent):
             if event.reason == "error" and event.error is not None:
                 hint = f" ({event.error['hint']})" if event.error.get("hint") else ""
                 self.err.print(literal(f"error: {event.error['message']}{hint}"), style="red")
             elif event.reason != "stop":
                 self.err.print(Text(f"(turn ended: {event.reason})", style="yellow"))
+
+    def _script_status(self, event: ScriptProgressEvent) -> None:
+        """A run_script's status line: on a terminal one line redrawn in place until its final
+        status; elsewhere one line per snapshot."""
+        bar = ""
+        if event.total:
+            share = (event.done or 0) / event.total
+            bar = f" [{'#' * int(share * 20):<20}] {event.done:g}/{event.total:g}"
+        note = f" {event.message}" if event.message else ""
+        calls = f"{event.calls} call" + ("" if event.calls == 1 else "s")
+        status = literal(f"  ⚙ script {event.status}: {calls}, {event.failures} failed{bar}{note}")
+        if not self.err.is_terminal:
+            self.err.print(status, style="cyan")
+            return
+        self.err.file.write(_REDRAW)
+        self.err.print(status, style="cyan", end="", overflow="ellipsis", no_wrap=True)
+        self.err.file.flush()
+        self._status_open = event.status == "running"
+        if not self._status_open:
+            self.err.print()
+
+    def _close_status(self) -> None:
+        if self._status_open:  # the status line stays as it was last drawn
+            self.err.print()
+            self._status_open = False
 
     def _end_text(self) -> None:
         if self._in_text:
@@ -181,6 +300,10 @@ class _Chat:
         if name in ("/quit", "/exit"):
             return False
         if name == "/tools":
+            wanted = line.split()[1:]
+            if wanted:
+                self._show_schema(wanted[0])
+                return True
             for spec in self.tools.list_specs():
                 out.print(literal(f"{spec.name}  ({spec.permission})  {spec.summary}"))
         elif name == "/skills":
@@ -193,11 +316,71 @@ class _Chat:
             for message in self.history:
                 out.print(literal(json.dumps(message, ensure_ascii=False)), overflow="fold")
         else:
-            out.print(Text(f"unknown command {name!r}; try /tools, /skills, /history, /quit"))
+            out.print(
+                Text(f"unknown command {name!r}; try /tools [NAME], /skills, /history, /quit")
+            )
         return True
 
+    def _show_schema(self, name: str) -> None:
+        """``/tools NAME``: the tool's description and its input schema (JSON Schema)."""
+        specs = {spec.name: spec for spec in self.tools.list_specs()}
+        spec = specs.get(name)
+        if spec is None:
+            close = [n for n in specs if name.lower() in n.lower()][:5]
+            hint = f"; did you mean {', '.join(close)}?" if close else "; /tools lists them"
+            self.renderer.out.print(literal(f"no tool {name!r} in this session{hint}"))
+            return
+        out = self.renderer.out
+        out.print(literal(f"{spec.name}  ({spec.permission})"))
+        if spec.description:
+            out.print(literal(spec.description), overflow="fold")
+        schema = json.dumps(dict(spec.input_schema), indent=2, ensure_ascii=False)
+        out.print(literal(schema), overflow="fold")
 
-async def run_chat(
+
+@asynccontextmanager
+async def open_chat(
+    agent: SAgent,
+    loaded: Any,
+    skills: SkillProxy | None,
+    context: SessionContext,
+    approver: Approver | None,
+    as_json: bool,
+    questioner: Questioner | None = None,
+) -> AsyncIterator[_Chat]:
+    """The chat's session with its tools open: the configured built-in tools that need no
+    sandbox are offered, and ``questionnaire`` with a ``questioner`` (unless a configured tool
+    already has the name). Leaving closes the tools and the model client."""
+    async with open_chat_tools(
+        agent.model, loaded, questionnaire=questioner is not None
+    ) as manager:
+        yield _Chat(
+            agent=agent,
+            tools=ToolProxy([manager]),
+            skills=skills,
+            context=context,
+            approver=approver,
+            questioner=questioner,
+            renderer=ChatRenderer(),
+            as_json=as_json,
+        )
+
+
+EXIT_OK = 0
+"""The last turn ended normally (``stop`` or ``max_turns``), or there was none."""
+EXIT_TURN_FAILED = 1
+"""The last turn ended in an error, or was cancelled."""
+EXIT_INTERRUPTED = 130
+"""A second Ctrl-C quit while a turn was being cancelled (128 + SIGINT, as shells say)."""
+
+
+class _Quit(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def run_chat(
     agent: SAgent,
     loaded: Any,
     skills: SkillProxy | None,
@@ -208,45 +391,88 @@ async def run_chat(
     interactive: bool,
     questioner: Questioner | None = None,
 ) -> int:
-    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code.
+    """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code
+    (:data:`EXIT_OK`, :data:`EXIT_TURN_FAILED`, :data:`EXIT_INTERRUPTED`).
 
-    The configured built-in tools that need no sandbox are offered, and ``questionnaire``
-    with a ``questioner`` (unless a configured tool already has the name)."""
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(agent.model.aclose)
-        if loaded is not None:
-            manager = await stack.enter_async_context(await build_tool_manager(loaded))
-        else:
-            manager = await stack.enter_async_context(ToolManager())
-        register_chat_builtins(manager, loaded, questionnaire=questioner is not None)
-        session = _Chat(
-            agent=agent,
-            tools=ToolProxy([manager]),
-            skills=skills,
-            context=context,
-            approver=approver,
-            questioner=questioner,
-            renderer=ChatRenderer(),
-            as_json=as_json,
-        )
-        if prompt is not None:
-            done = await _with_interrupts(session, lambda: session.turn(prompt))
-            return 0 if done is not None and done.reason in ("stop", "max_turns") else 1
-        code: int = await _with_interrupts(session, lambda: _repl(session, interactive))
-        return code
-    return 0  # pragma: no cover - the block returns
+    The event loop runs in a thread of its own (an anyio blocking portal) and this thread reads
+    the prompt, so that Ctrl-C (delivered to this thread) interrupts the prompt at once: at the
+    prompt it clears the line, and a second one in a row quits; during a turn it cancels the
+    turn, and a second one quits. Nothing of it ends in a traceback."""
+    err = stderr_console()
+    try:
+        with (
+            _MainThreadWaits() as waits,
+            start_blocking_portal(backend="asyncio") as portal,
+            portal.wrap_async_context_manager(
+                open_chat(agent, loaded, skills, context, approver, as_json, questioner)
+            ) as session,
+        ):
+            waits.immediate = False
+            try:
+                if prompt is not None:
+                    done = _turn(portal, waits, session, prompt)
+                    return _code_of(done)
+                return _repl(portal, waits, session, interactive)
+            except _Quit as quit:
+                err.print(Text("(quit)"))
+                return quit.code
+            finally:
+                waits.immediate = True
+    except KeyboardInterrupt:  # Ctrl-C while the tools were being opened or closed
+        err.print(Text("(interrupted)"))
+        return EXIT_INTERRUPTED
 
 
-async def _repl(session: _Chat, interactive: bool) -> int:
-    out = session.renderer.out
-    if interactive and not session.as_json:
-        out.print("sagents chat: /tools, /skills, /history, /quit; Ctrl-C cancels a turn.")
-    code = 0
+def _code_of(done: DoneEvent | None) -> int:
+    return (
+        EXIT_OK if done is not None and done.reason in ("stop", "max_turns") else EXIT_TURN_FAILED
+    )
+
+
+def _turn(
+    portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat, text: str
+) -> DoneEvent | None:
+    """Run one turn in the portal; Ctrl-C cancels it, a second one quits."""
+    future = portal.start_task_soon(session.turn, text)
+    cancelling = False
     while True:
         try:
-            line = await anyio.to_thread.run_sync(_read_line, "> " if interactive else "")
+            return waits.result(future)
+        except KeyboardInterrupt:
+            if cancelling:
+                future.cancel()
+                raise _Quit(EXIT_INTERRUPTED) from None
+            cancelling = True
+            session.renderer.err.print(Text("\n(cancelling the turn; Ctrl-C again quits)"))
+            portal.call(session.agent.cancel)
+
+
+def _repl(
+    portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat, interactive: bool
+) -> int:
+    out, err = session.renderer.out, session.renderer.err
+    if interactive and not session.as_json:
+        out.print(
+            Text(
+                "sagents chat: /tools [NAME], /skills, /history, /quit; Ctrl-C cancels a turn, "
+                "or clears the line (twice in a row: quit)."
+            )
+        )
+    code = EXIT_OK
+    interrupted = False
+    while True:
+        try:
+            line = waits.read_line("> " if interactive else "")
         except EOFError:
             return code
+        except KeyboardInterrupt:
+            if interrupted:
+                err.print(Text("\n(Ctrl-C twice: quit)"))
+                return code
+            interrupted = True
+            err.print(Text("\n(line cleared; Ctrl-C again quits)"))
+            continue
+        interrupted = False
         text = line.strip()
         if not text:
             continue
@@ -254,31 +480,4 @@ async def _repl(session: _Chat, interactive: bool) -> int:
             if not session.command(text):
                 return code
             continue
-        done = await session.turn(text)
-        code = 0 if done is not None and done.reason in ("stop", "max_turns") else 1
-
-
-async def _with_interrupts(session: _Chat, work: Callable[[], Any]) -> Any:
-    """Run ``work`` with Ctrl-C cancelling the running turn, and a second one quitting."""
-    result: Any = 1
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _signal in signals:
-                    if session.running and not session.cancelling:
-                        session.cancelling = True
-                        session.agent.cancel()
-                        session.renderer.err.print("\n(cancelling the turn; Ctrl-C again quits)")
-                    else:
-                        tg.cancel_scope.cancel()
-                        return
-
-        async def run() -> None:
-            nonlocal result
-            result = await work()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        tg.start_soon(run)
-    return result
+        code = _code_of(_turn(portal, waits, session, text))

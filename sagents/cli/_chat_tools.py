@@ -9,17 +9,21 @@ warning on stderr.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
+from sagents.agent import ChatModel
 from sagents.cli._rich import stderr_console
 from sagents.config._loader import SagentsConfig
+from sagents.config.tools import build_tool_manager
 from sagents.tool.impl import MemoryStore, WebFetchSettings, register_builtin_tools
 from sagents.tool.tool_manager import ToolManager
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["CHAT_BUILTIN_TOOL_NAMES", "register_chat_builtins"]
+__all__ = ["CHAT_BUILTIN_TOOL_NAMES", "open_chat_tools", "register_chat_builtins"]
 
 CHAT_BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "web_fetch",
@@ -64,3 +68,19 @@ def register_chat_builtins(
             ),
         )
     return names
+
+
+@asynccontextmanager
+async def open_chat_tools(
+    model: ChatModel, config: SagentsConfig | None, *, questionnaire: bool
+) -> AsyncIterator[ToolManager]:
+    """The chat's tools (the config's servers and the built-ins above), open; leaving closes
+    them and the model's client."""
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(model.aclose)
+        if config is not None:
+            manager = await stack.enter_async_context(await build_tool_manager(config))
+        else:
+            manager = await stack.enter_async_context(ToolManager())
+        register_chat_builtins(manager, config, questionnaire=questionnaire)
+        yield manager

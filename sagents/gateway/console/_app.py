@@ -70,7 +70,7 @@ from sagents.gateway.console._records import (
 from sagents.mcp._convert import TOOL_NAME_SEPARATOR
 from sagents.mcp._pins import definition_diff
 
-__all__ = ["CONSOLE_PATH", "ConsoleData", "build_console_app", "page_frames"]
+__all__ = ["CONSOLE_PATH", "ConsoleData", "SecurityHeaders", "build_console_app", "page_frames"]
 
 CONSOLE_PATH = "/console"
 """Where the console is served (pages under ``/console/``)."""
@@ -837,10 +837,10 @@ def build_console_app(data: ConsoleData) -> Starlette:
     ]
     if data.oauth_login is not None:
         routes += data.oauth_login.routes(console.logged_in_as, console.login_failed)
-    return Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
 
 
-class _SecurityHeaders:
+class SecurityHeaders:
     """Puts :data:`_HEADERS` on every response of the app (replacing any of the same name)."""
 
     def __init__(self, app: ASGIApp) -> None:

@@ -10,7 +10,6 @@ With ``SAGENTS_CONSOLE_SCREENSHOTS=DIR`` each page is saved as ``DIR/console-<pa
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -38,17 +37,15 @@ from selenium.common.exceptions import (  # noqa: E402
 )
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
+from tests.browser import CHROMEDRIVER, CHROMIUM, WAIT_S, chromium, wait  # noqa: E402
+
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="needs chromium and chromium-driver (scripts/setup.sh --test installs them)",
 )
 
 TOKEN = "console-browser-token"
-WAIT_S = 60  # seconds any one thing may take to show in the browser
 XSS = "<script>alert(1)</script><b>bold</b>\x1b[31m"
 
 
@@ -117,27 +114,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = CHROMIUM or ""
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1200,800"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER or ""), options=options)
-    driver.set_page_load_timeout(WAIT_S)
-    try:
+    with chromium(1200, 800) as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def wait(browser: WebDriver, predicate: Callable[[WebDriver], Any]) -> Any:
-    waiting = WebDriverWait(
-        browser, WAIT_S, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
-    )
-    return waiting.until(predicate)
 
 
 def text(browser: WebDriver, css: str) -> str:

@@ -1,0 +1,138 @@
+"""Conversations kept server-side by thread id (the AG-UI route's ``threadId``, docs/chat.md).
+
+One SQLite file in the data directory (``threads.sqlite3``): each thread's owner (the identity
+of the credential that opened it), its history (Chat Completions messages, as the agent loop
+keeps them) and the id each message has on the AG-UI wire. A page reloaded, or opened in a
+second tab, gets the conversation from here; the client's own copy is never trusted.
+
+Reads and writes run in worker threads; a failure (a full disk, a lock held elsewhere, a file
+that is not a database) is a :class:`~sagents.errors.StoreUnavailableError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from sagents.errors import StoreUnavailableError
+
+__all__ = ["THREADS_FILE", "SqliteThreads", "StoredThread"]
+
+THREADS_FILE = "threads.sqlite3"
+"""The file's name in the data directory."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    ids TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+_BUSY_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredThread:
+    """One thread's conversation.
+
+    Attributes:
+        thread_id: The thread. owner: Who opened it ("" for nobody in particular).
+        messages: The history, Chat Completions messages.
+        ids: The AG-UI message id of each message (same length as ``messages``).
+    """
+
+    thread_id: str
+    owner: str
+    messages: tuple[dict[str, Any], ...] = ()
+    ids: tuple[str, ...] = field(default=())
+
+
+@dataclass(kw_only=True)
+class SqliteThreads:
+    """Threads in one SQLite file.
+
+    Args:
+        path: The database file (made, with its directory, on first use).
+    """
+
+    path: Path
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def _failed(self, error: Exception) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"the conversation store {str(self.path)!r} cannot be used: {error}",
+            hint="check the disk and the file; move a broken file aside to start empty",
+        )
+
+    def _load(self, thread_id: str) -> StoredThread | None:
+        connection = self._connect()
+        try:
+            row = connection.execute(
+                "SELECT owner, messages, ids FROM threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        finally:
+            connection.close()
+        if row is None:
+            return None
+        owner, messages, ids = row
+        return StoredThread(
+            thread_id=thread_id,
+            owner=owner,
+            messages=tuple(json.loads(messages)),
+            ids=tuple(json.loads(ids)),
+        )
+
+    def _save(self, thread: StoredThread) -> None:
+        connection = self._connect()
+        try:
+            with connection:
+                connection.execute(
+                    "INSERT INTO threads (thread_id, owner, messages, ids, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO UPDATE SET "
+                    "messages = excluded.messages, ids = excluded.ids, "
+                    "updated_at = excluded.updated_at",
+                    (
+                        thread.thread_id,
+                        thread.owner,
+                        json.dumps(list(thread.messages), ensure_ascii=False),
+                        json.dumps(list(thread.ids)),
+                        time.time(),
+                    ),
+                )
+        finally:
+            connection.close()
+
+    async def load(self, thread_id: str) -> StoredThread | None:
+        """The thread, or None when it was never saved.
+
+        Raises:
+            StoreUnavailableError: the file cannot be read.
+        """
+        try:
+            return await anyio.to_thread.run_sync(self._load, thread_id)
+        except (sqlite3.Error, OSError, ValueError) as error:
+            raise self._failed(error) from error
+
+    async def save(self, thread: StoredThread) -> None:
+        """Write the thread (its owner is kept from the first save).
+
+        Raises:
+            StoreUnavailableError: the file cannot be written.
+        """
+        try:
+            await anyio.to_thread.run_sync(self._save, thread)
+        except (sqlite3.Error, OSError) as error:
+            raise self._failed(error) from error
