@@ -24,6 +24,11 @@ __all__ = ["LinearRegex", "compile_regex", "glob_regex"]
 class LinearRegex(Protocol):
     """A compiled RE2 pattern: ``search`` and ``fullmatch`` as in ``re``, in linear time."""
 
+    @property
+    def programsize(self) -> int:
+        """The size of the compiled program, in RE2 instructions: a match's worst case costs
+        about this many steps for every character of the text."""
+
     def search(self, text: str) -> object | None:
         """A match anywhere in ``text``, or None."""
 
