@@ -246,7 +246,14 @@ def parse_config(
             continue
         params = _params(entry, key=key, file=file, env=_Recorded(env, expanded))
         isolation = _sandbox(
-            name, entry, params, key=f"{key}.sandbox", file=file, source=source, secrets=secrets
+            name,
+            entry,
+            params,
+            key=f"{key}.sandbox",
+            file=file,
+            source=source,
+            secrets=secrets,
+            home_bytes=model.quotas.workspace_bytes,
         )
         settings = _settings(entry, isolation)
         servers.append(MCPServerConfig(name=name, params=params, settings=settings))
@@ -495,8 +502,10 @@ def _sandbox(
     file: str,
     source: Path | None,
     secrets: bool,
+    home_bytes: int | None,
 ) -> ServerSandbox | None:
-    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host).
+    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host);
+    its home is held to ``home_bytes`` (``quotas.workspaceBytes``).
 
     Raises:
         ConfigError: the block is on a server that is not stdio, or a value is unusable
@@ -539,6 +548,7 @@ def _sandbox(
             uid=block.uid,
             config_file=os.path.abspath(source) if source is not None else None,
             config_has_secrets=secrets,
+            home_bytes=home_bytes,
         )
     except ValueError as error:
         raise ConfigError(str(error), file=file, key=key) from None

@@ -348,6 +348,25 @@ async def test_a_missing_sandbox_path_is_a_clear_error(sup: MCPSupervisor, tmp_p
     assert str(tmp_path / "missing") in str(caught.value)
 
 
+async def test_a_server_whose_home_holds_its_quota_is_not_started(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    """The home counts against ``quotas.workspaceBytes`` (``ServerSandbox.home_bytes``): a home
+    that holds it keeps the server from starting, with the setting named; a running server is
+    ended once its home passes it, by the sandbox's watchdog."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cache.bin").write_bytes(b"x" * 2 * 1024 * 1024)
+    settings = _settings(tmp_path, home_bytes=1024 * 1024)
+    with pytest.raises(UpstreamUnavailableError) as caught:
+        await sup.add_server("escape", _escape_server(), settings)
+    assert "quotas.workspaceBytes" in str(caught.value)
+    (home / "cache.bin").unlink()
+    await sup.add_server("other", _escape_server(), settings)
+    box = sandbox_params("other", _escape_server(), settings.sandbox or ServerSandbox())
+    assert box.limits.workspace_bytes == 1024 * 1024
+
+
 HOLDER = """
 import sys
 import anyio
