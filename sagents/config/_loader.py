@@ -88,11 +88,15 @@ class QuotaSettings:
     Attributes:
         workspace_bytes: ``quotas.workspaceBytes``: what one session's workspace, its run
             records and its background tasks' logs may hold together, in bytes.
+        principal_bytes: ``quotas.principalBytes``: what the workspaces, run records and
+            background tasks' logs of every session of one principal (a bearer token; every
+            client without one is one principal) may hold together, in bytes.
         background_tasks_per_session: ``quotas.backgroundTasksPerSession``: background tasks
             one session may run at once.
     """
 
     workspace_bytes: int | None = None
+    principal_bytes: int | None = None
     background_tasks_per_session: int | None = None
 
 
@@ -292,6 +296,7 @@ def parse_config(
         store_lease_s=model.store.lease_seconds,
         quotas=QuotaSettings(
             workspace_bytes=model.quotas.workspace_bytes,
+            principal_bytes=model.quotas.principal_bytes,
             background_tasks_per_session=model.quotas.background_tasks_per_session,
         ),
         session_idle_timeout_s=model.session_idle_timeout,

@@ -12,13 +12,21 @@ from sagents.errors import ConfigError
 
 def test_the_quotas_block_becomes_the_quota_settings() -> None:
     quotas = parse_config(
-        {"quotas": {"workspaceBytes": 1_000_000, "backgroundTasksPerSession": 3}}
+        {
+            "quotas": {
+                "workspaceBytes": 1_000_000,
+                "principalBytes": 5_000_000,
+                "backgroundTasksPerSession": 3,
+            }
+        }
     ).quotas
-    assert quotas == QuotaSettings(workspace_bytes=1_000_000, background_tasks_per_session=3)
+    assert quotas == QuotaSettings(
+        workspace_bytes=1_000_000, principal_bytes=5_000_000, background_tasks_per_session=3
+    )
     assert parse_config({}).quotas == QuotaSettings()  # unset: no quota
 
 
-@pytest.mark.parametrize("key", ["workspaceBytes", "backgroundTasksPerSession"])
+@pytest.mark.parametrize("key", ["workspaceBytes", "principalBytes", "backgroundTasksPerSession"])
 @pytest.mark.parametrize("value", [-1, 0, "100", 1.5, True, [1]])
 def test_a_bad_quota_is_refused_naming_its_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError) as caught:

@@ -234,3 +234,38 @@ async def test_a_sessions_background_tasks_and_workspace_are_held_to_the_quotas(
                 assert writes[2].is_error is True
                 assert "quota_exceeded" in text_of(writes[2])
                 assert "quotas.workspaceBytes" in text_of(writes[2])
+
+
+async def test_a_principals_sessions_are_held_to_the_principal_quota_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``quotas.principalBytes``: what every session of one principal (here the one client
+    without a token) makes the host store counts together, also across the gateway's restart;
+    each workspace alone stays under ``workspaceBytes``."""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = write_config(
+        tmp_path,
+        builtinTools={"enabled": ["execute_shell_command"]},
+        quotas={"workspaceBytes": 100 * 1024**2, "principalBytes": 20 * 1024**2},
+    )
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    shell = "execute_shell_command"
+    twelve = {"command": "head -c 12582912 /dev/zero > big"}
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as first:
+                assert (await first.call_tool(shell, twelve)).is_error is False
+            async with Client(gateway.server, mode="legacy") as second:
+                await second.call_tool(shell, twelve)  # ends or is ended past the quota
+                refused = await second.call_tool(shell, {"command": "true"})
+    assert refused.is_error is True
+    assert "quota_exceeded" in text_of(refused)
+    assert "quotas.principalBytes" in text_of(refused)
+    async with open_gateway(settings) as gateway:  # the sessions on disk still count
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as third:
+                again = await third.call_tool(shell, {"command": "true"})
+    assert again.is_error is True
+    assert "quotas.principalBytes" in text_of(again)
