@@ -379,7 +379,7 @@ class LocalSandbox:
                     egress_socket = await egress.enter_async_context(
                         egress_proxy(policy, label=label)
                     )
-                    argv = guest_argv(self._python, argv)
+                    argv = guest_argv(self._python, argv, policy.loopback_ports())
                 ws_fd = os.open(self._host_workspace, _O_PATH_DIR)
                 to_close.append(ws_fd)
                 ro_dirs = self._read_only_dirs()
