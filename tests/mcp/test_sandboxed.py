@@ -185,11 +185,13 @@ async def test_with_the_network_on_a_server_reaches_only_its_listed_hosts_throug
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=allow))
         fetched = await _call(sup, "fetch", url=f"http://127.0.0.1:{port}/tools")
         direct = await _call(sup, "connect", host="127.0.0.1", port=port)
+        unlisted = await _call(sup, "connect", host="127.0.0.1", port=port + 1)
         other = await _call(sup, "fetch", url=f"http://127.0.0.1:{port + 1}/")
         metadata = await _call(sup, "fetch", url="http://169.254.169.254/latest/meta-data/")
     own = await _call(sup, "unix_pair")  # an abstract socket of its own tree still works
     assert fetched == "HTTP 200 peer /tools"
-    assert direct.startswith("ERROR"), direct  # the host's loopback is not in its namespace
+    assert direct == "CONNECTED"  # the listed loopback port, tunnelled by the forwarder
+    assert unlisted.startswith("ERROR"), unlisted  # the host's loopback is not in its namespace
     assert other.startswith("HTTP 403 sagents egress proxy refused"), other
     assert "not listed in network.allow" in other
     assert metadata.startswith("HTTP 403"), metadata
