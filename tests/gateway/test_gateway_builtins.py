@@ -17,10 +17,12 @@ from mcp import Client
 from sagents.cli._vision import image_model_from_config
 from sagents.config import load_config
 from sagents.errors import ConfigError
+from sagents.gateway import Profile
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.testing import ScriptedModel, reply
-from tests.gateway.test_configured import text_of, write_config
+from tests.gateway.test_configured import http_serve, text_of, write_config
+from tests.gateway.test_http import client as http_client
 
 pytestmark = pytest.mark.anyio
 
@@ -269,3 +271,42 @@ async def test_a_principals_sessions_are_held_to_the_principal_quota_together(
                 again = await third.call_tool(shell, {"command": "true"})
     assert again.is_error is True
     assert "quotas.principalBytes" in text_of(again)
+
+
+async def test_the_principal_quota_of_one_token_never_holds_another_tokens_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP with tokens the principal is the token: once one token's sessions hold
+    ``quotas.principalBytes``, its next session is refused while another token's is not."""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = write_config(
+        tmp_path,
+        builtinTools={"enabled": ["execute_shell_command"]},
+        quotas={"principalBytes": 8 * 1024**2},
+    )
+    ops = Profile(name="ops")
+    settings = GatewaySettings(
+        config=config,
+        mode="auto",
+        transport="http",
+        port=0,
+        workspace=tmp_path / "ws",
+        bearer_token="main-token",
+        token_profiles={"ops-token": ops},
+    )
+    shell = "execute_shell_command"
+    twelve = {"command": "head -c 12582912 /dev/zero > big"}
+    with anyio.fail_after(120):
+        async with http_serve(settings) as url:
+            async with http_client(url, "main-token", mode="legacy") as first:
+                await first.call_tool(shell, twelve)  # ends or is ended past the quota
+            async with (
+                http_client(url, "main-token", mode="legacy") as again,
+                http_client(url, "ops-token", mode="legacy") as other,
+            ):
+                refused = await again.call_tool(shell, {"command": "true"})
+                allowed = await other.call_tool(shell, {"command": "echo fine"})
+    assert refused.is_error is True
+    assert "quotas.principalBytes" in text_of(refused)
+    assert allowed.is_error is False, text_of(allowed)
+    assert "fine" in text_of(allowed)
