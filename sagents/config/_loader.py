@@ -88,11 +88,15 @@ class QuotaSettings:
     Attributes:
         workspace_bytes: ``quotas.workspaceBytes``: what one session's workspace, its run
             records and its background tasks' logs may hold together, in bytes.
+        principal_bytes: ``quotas.principalBytes``: what the workspaces, run records and
+            background tasks' logs of every session of one principal (a bearer token; every
+            client without one is one principal) may hold together, in bytes.
         background_tasks_per_session: ``quotas.backgroundTasksPerSession``: background tasks
             one session may run at once.
     """
 
     workspace_bytes: int | None = None
+    principal_bytes: int | None = None
     background_tasks_per_session: int | None = None
 
 
@@ -246,7 +250,14 @@ def parse_config(
             continue
         params = _params(entry, key=key, file=file, env=_Recorded(env, expanded))
         isolation = _sandbox(
-            name, entry, params, key=f"{key}.sandbox", file=file, source=source, secrets=secrets
+            name,
+            entry,
+            params,
+            key=f"{key}.sandbox",
+            file=file,
+            source=source,
+            secrets=secrets,
+            home_bytes=model.quotas.workspace_bytes,
         )
         settings = _settings(entry, isolation)
         servers.append(MCPServerConfig(name=name, params=params, settings=settings))
@@ -285,6 +296,7 @@ def parse_config(
         store_lease_s=model.store.lease_seconds,
         quotas=QuotaSettings(
             workspace_bytes=model.quotas.workspace_bytes,
+            principal_bytes=model.quotas.principal_bytes,
             background_tasks_per_session=model.quotas.background_tasks_per_session,
         ),
         session_idle_timeout_s=model.session_idle_timeout,
@@ -495,8 +507,10 @@ def _sandbox(
     file: str,
     source: Path | None,
     secrets: bool,
+    home_bytes: int | None,
 ) -> ServerSandbox | None:
-    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host).
+    """The server's ``sandbox`` block as a :class:`ServerSandbox` (None: runs on the host);
+    its home is held to ``home_bytes`` (``quotas.workspaceBytes``).
 
     Raises:
         ConfigError: the block is on a server that is not stdio, or a value is unusable
@@ -539,6 +553,7 @@ def _sandbox(
             uid=block.uid,
             config_file=os.path.abspath(source) if source is not None else None,
             config_has_secrets=secrets,
+            home_bytes=home_bytes,
         )
     except ValueError as error:
         raise ConfigError(str(error), file=file, key=key) from None

@@ -315,11 +315,14 @@ class QuotasParams(_Strict):
     (docs/configuration.md, docs/security.md). Unset: no quota.
 
     ``workspaceBytes`` bounds each session's workspace (its files, run records and background
-    task logs, counted together across runs); ``backgroundTasksPerSession`` caps the
-    background tasks one session runs at once.
+    task logs, counted together across runs); ``principalBytes`` bounds the workspaces of all
+    sessions of one principal (one bearer token; every client without a token is one)
+    together; ``backgroundTasksPerSession`` caps the background tasks one session runs at
+    once.
     """
 
     workspace_bytes: StrictInt | None = Field(default=None, alias="workspaceBytes", gt=0)
+    principal_bytes: StrictInt | None = Field(default=None, alias="principalBytes", gt=0)
     background_tasks_per_session: StrictInt | None = Field(
         default=None, alias="backgroundTasksPerSession", gt=0
     )

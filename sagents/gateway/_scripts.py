@@ -22,6 +22,7 @@ the run is never asked about again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -33,6 +34,7 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from sagents.audit._store import AuditStore, SqliteAuditStore, default_data_dir
 from sagents.config._loader import QuotaSettings
@@ -43,12 +45,13 @@ from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import ConfigError
 from sagents.gateway._approval import ClientScriptApprover
+from sagents.gateway._principals import PRINCIPAL_KEY, PrincipalSessions
 from sagents.gateway._restart import StartupLock, sweep_runs
 from sagents.gateway._workspaces import Workspaces
 from sagents.progress._hub import ProgressHub
 from sagents.sandbox._factory import create_sandbox
 from sagents.sandbox._protocol import Sandbox
-from sagents.sandbox._types import SandboxLimits, SandboxParams
+from sagents.sandbox._types import SandboxLimits, SandboxParams, SharedQuota
 from sagents.script._description import run_script_spec, should_offer_run_script
 from sagents.script._runtime import install_runtime
 from sagents.script._session import (
@@ -67,6 +70,7 @@ logger = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"  # the default root under the data dir
 TASK_LOGS_DIR = "task-logs"  # <data dir>/task-logs/<session id>/: background tasks' logs
+PRINCIPAL_SETTING = "quotas.principalBytes"  # what a principal's quota errors name
 
 
 class GatewayScripts:
@@ -92,7 +96,9 @@ class GatewayScripts:
         quotas: The ``quotas`` block: each session's sandbox holds its workspace, records and
             background tasks' logs (kept in ``<data dir>/task-logs/<session id>``) to
             ``quotas.workspaceBytes`` and runs at most ``quotas.backgroundTasksPerSession``
-            background tasks at once (docs/security.md).
+            background tasks at once; the sessions of one principal (``SessionContext.trusted``
+            under :data:`~sagents.gateway._principals.PRINCIPAL_KEY`) hold theirs together to
+            ``quotas.principalBytes`` (docs/security.md).
         redactor: The secrets redacted from every result a script gets (and its records
             keep), whatever the tool: an upstream one, a local or a built-in one
             (docs/gateway.md, "Secrets"); None: nothing is.
@@ -126,6 +132,9 @@ class GatewayScripts:
         self._data_dir = data_dir or default_data_dir()
         self._protected = {"data dir": self._data_dir, **(protected or {})}
         self.workspaces = workspaces or Workspaces(self._data_dir / WORKSPACES_DIR)
+        self._principals = PrincipalSessions(
+            self._data_dir, self.workspaces, self._data_dir / TASK_LOGS_DIR
+        )
         self._settings = RunScriptSettings(limits=limits)
         self._sessions: dict[str, _Session] = {}
         self._lock = anyio.Lock()
@@ -288,9 +297,7 @@ class GatewayScripts:
         started = False
         try:
             async with (
-                create_sandbox(
-                    "local", self._sandbox_params(workspace, context.session_id)
-                ) as sandbox,
+                create_sandbox("local", await self._sandbox_params(workspace, context)) as sandbox,
                 RunScriptTool(
                     tools=tools,
                     session=context,
@@ -316,15 +323,27 @@ class GatewayScripts:
         finally:
             gone.set()
 
-    def _sandbox_params(self, workspace: Path, session_id: str) -> SandboxParams:
-        """A session's sandbox: its workspace, its logs under the data dir, the quotas."""
+    async def _sandbox_params(self, workspace: Path, context: SessionContext) -> SandboxParams:
+        """A session's sandbox: its workspace, its logs under the data dir, the quotas (the
+        principal's shared with its other sessions' workspaces)."""
         limits = replace(
             SandboxLimits(),
             workspace_bytes=self._quotas.workspace_bytes,
             background_tasks=self._quotas.background_tasks_per_session,
         )
-        logs = self._data_dir / TASK_LOGS_DIR / session_id
-        return SandboxParams(workspace=str(workspace), limits=limits, logs_dir=str(logs))
+        logs = self._data_dir / TASK_LOGS_DIR / context.session_id
+        shared = None
+        if self._quotas.principal_bytes is not None:
+            principal = str(context.trusted.get(PRINCIPAL_KEY, ""))
+            await anyio.to_thread.run_sync(self._principals.register, principal, context.session_id)
+            shared = SharedQuota(
+                limit_bytes=self._quotas.principal_bytes,
+                setting=PRINCIPAL_SETTING,
+                elsewhere=functools.partial(self._principals.directories, principal),
+            )
+        return SandboxParams(
+            workspace=str(workspace), limits=limits, logs_dir=str(logs), shared_quota=shared
+        )
 
 
 @dataclass

@@ -104,6 +104,7 @@ from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S, SessionLif
 from sagents.gateway._offer import ScriptHost, SessionOffer
 from sagents.gateway._pending import ApprovalRoute, PendingApproval, PendingApprovals
 from sagents.gateway._policy import Profile
+from sagents.gateway._principals import PRINCIPAL_KEY
 from sagents.gateway._progress import ProgressForwarder, progress_listened
 from sagents.gateway._questions import ElicitationQuestioner
 from sagents.gateway._request_state import ApprovalStates, request_state_boundary
@@ -904,6 +905,7 @@ class Gateway:
             session_id=session.session_id,
             workspace=workspace,
             permission_mode=session.mode,
+            trusted={PRINCIPAL_KEY: session.identity},  # whose quota it uses (quotas)
             decision=decision,
         )
 

@@ -232,6 +232,7 @@ def sandbox_params(
         cpu_cores=sandbox.cpu_cores,
         wall_timeout_seconds=None,  # a server lives as long as its connection
         write_budget_bytes=None,  # package caches in the home grow over the server's life
+        workspace_bytes=sandbox.home_bytes,  # quotas.workspaceBytes: the home is charged
         limit_address_space=False,  # V8 and Go reserve far more than they use
     )
     return SandboxParams(

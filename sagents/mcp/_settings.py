@@ -77,6 +77,10 @@ class ServerSandbox:
         config_file: The gateway's configuration file the entry comes from (the config loader
             sets it; a Python caller names its own): no ``writable`` path or ``home`` may
             contain it, so that the server cannot choose what the host runs next.
+        home_bytes: The home's quota in bytes: the server is not started while its home holds
+            it, and its tree is ended once the home passes it (the sandbox's workspace quota,
+            ``SandboxLimits.workspace_bytes``); the config loader sets ``quotas.workspaceBytes``.
+            None: no quota.
         config_has_secrets: Whether ``config_file`` holds secrets (values written into it, not
             ``${NAME}`` references; the loader decides): then no ``readable`` path may contain
             it either. True when unknown.
@@ -94,6 +98,7 @@ class ServerSandbox:
     uid: int | None = None
     config_file: str | None = None
     config_has_secrets: bool = True
+    home_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.config_file is not None and not self.config_file.startswith("/"):
@@ -118,7 +123,7 @@ class ServerSandbox:
                     "token among them): a sandboxed server never gets them; give the server its "
                     "own variable in the entry's env"
                 )
-        for name in ("memory_mb", "cpu_seconds", "cpu_cores", "max_processes"):
+        for name in ("memory_mb", "cpu_seconds", "cpu_cores", "max_processes", "home_bytes"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"sandbox {name} must be positive or None, got {value!r}")

@@ -28,6 +28,7 @@ from sagents.sandbox._types import (
     SandboxLimits,
     SandboxMode,
     SandboxParams,
+    SharedQuota,
     TaskState,
     TaskStatus,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "SandboxMode",
     "SandboxParams",
     "SandboxProcess",
+    "SharedQuota",
     "TaskState",
     "TaskStatus",
     "create_sandbox",

@@ -396,6 +396,13 @@ async def egress_proxy(
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def guest_argv(python: str, argv: Sequence[str]) -> list[str]:
-    """The command line that runs ``argv`` behind the forwarder inside the sandbox."""
-    return [python, "-I", "-S", "-c", GUEST_SOURCE, EGRESS_SOCKET_PATH, argv[0], *argv]
+def guest_argv(
+    python: str, argv: Sequence[str], forwards: Sequence[tuple[str, int]] = ()
+) -> list[str]:
+    """The command line that runs ``argv`` behind the forwarder inside the sandbox, which
+    also listens at each ``(loopback address, port)`` of ``forwards`` and tunnels what
+    connects there to the same address through the proxy."""
+    listed = ",".join(
+        f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in forwards
+    )
+    return [python, "-I", "-S", "-c", GUEST_SOURCE, EGRESS_SOCKET_PATH, listed, argv[0], *argv]

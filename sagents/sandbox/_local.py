@@ -238,6 +238,25 @@ class LocalSandbox:
                 used += directory_usage_bytes(logs)
         return used
 
+    def shared_usage_bytes(self) -> int:
+        """What this sandbox and the other directories of its :class:`SharedQuota` hold
+        together, in bytes (0 without a shared quota). Blocking: call it from a worker
+        thread."""
+        shared = self.params.shared_quota
+        if shared is None:
+            return 0
+        used = self.usage_bytes()
+        own = {os.path.realpath(self._host_workspace)}
+        if self._logs_dir is not None:
+            own.add(os.path.realpath(self._logs_dir))
+        for path in shared.elsewhere():
+            real = os.path.realpath(path)
+            if real not in own:
+                own.add(real)
+                with suppress(FileNotFoundError, NotADirectoryError):
+                    used += directory_usage_bytes(real)
+        return used
+
     async def _check_quota(self, adding: int = 0) -> None:
         """Refuse to start anything (or to write ``adding`` bytes more) once the workspace
         quota is used up.
@@ -246,6 +265,24 @@ class LocalSandbox:
             QuotaExceededError: the workspace (and the logs) hold the quota or more, or
                 would with ``adding`` bytes more.
         """
+        shared = self.params.shared_quota
+        if shared is not None:
+            together = await anyio.to_thread.run_sync(self.shared_usage_bytes)
+            if together + adding >= shared.limit_bytes:
+                more = f" and {adding:,} bytes more would not fit" if adding else ""
+                raise QuotaExceededError(
+                    f"the quota this workspace shares is used up: its workspaces and task logs "
+                    f"hold {together:,} bytes of {shared.limit_bytes:,}{more} ({shared.setting})",
+                    hint=(
+                        "remove files from this or another session's workspace, or ask the "
+                        f"operator to raise {shared.setting}"
+                    ),
+                    details={
+                        "limit": shared.setting,
+                        "used_bytes": together,
+                        "quota_bytes": shared.limit_bytes,
+                    },
+                )
         quota = self.params.limits.workspace_bytes
         if quota is None:
             return
@@ -342,7 +379,7 @@ class LocalSandbox:
                     egress_socket = await egress.enter_async_context(
                         egress_proxy(policy, label=label)
                     )
-                    argv = guest_argv(self._python, argv)
+                    argv = guest_argv(self._python, argv, policy.loopback_ports())
                 ws_fd = os.open(self._host_workspace, _O_PATH_DIR)
                 to_close.append(ws_fd)
                 ro_dirs = self._read_only_dirs()
@@ -431,7 +468,14 @@ class LocalSandbox:
                 cgroup=cgroup,
                 budget_probe=(
                     self.usage_bytes
-                    if limits.write_budget_bytes or limits.workspace_bytes
+                    if limits.write_budget_bytes
+                    or limits.workspace_bytes
+                    or self.params.shared_quota
+                    else None
+                ),
+                shared_quota=(
+                    (self.shared_usage_bytes, self.params.shared_quota.limit_bytes)
+                    if self.params.shared_quota is not None
                     else None
                 ),
                 budget_device=os.stat(self._host_workspace).st_dev,

@@ -137,6 +137,22 @@ class NetworkPolicy:
                 return True
         return False
 
+    def loopback_ports(self) -> tuple[tuple[str, int], ...]:
+        """The ``(address, port)`` of each entry naming one loopback address with a port
+        (``"127.0.0.1:5432"``, ``"[::1]:6379"``): the forwarder inside listens there, so that a
+        client that speaks no proxy protocol reaches it at its own address."""
+        found: list[tuple[str, int]] = []
+        for rule in self._rules:
+            network = rule.network
+            if (
+                network is not None
+                and rule.port is not None
+                and network.num_addresses == 1
+                and network.network_address.is_loopback
+            ):
+                found.append((str(network.network_address), rule.port))
+        return tuple(dict.fromkeys(found))
+
     def lists_networks(self, port: int) -> bool:
         """Whether an address or network entry applies to ``port``."""
         return any(r.kind == "network" and r.port_matches(port) for r in self._rules)

@@ -24,6 +24,11 @@ __all__ = ["LinearRegex", "compile_regex", "glob_regex"]
 class LinearRegex(Protocol):
     """A compiled RE2 pattern: ``search`` and ``fullmatch`` as in ``re``, in linear time."""
 
+    @property
+    def programsize(self) -> int:
+        """The size of the compiled program, in RE2 instructions: a match's worst case costs
+        about this many steps for every character of the text."""
+
     def search(self, text: str) -> object | None:
         """A match anywhere in ``text``, or None."""
 
@@ -94,6 +99,11 @@ def glob_regex(pattern: str) -> LinearRegex:
     character class (``[!...]`` its complement, never ``/``), and ``**`` any run of characters,
     ``/`` included (``**/`` also none at all). Use :meth:`LinearRegex.fullmatch`.
 
+    Empty segments (``a//b``): a ``*`` that is a whole segment matches one or more characters,
+    so ``a/*/b`` never matches ``a//b`` (which a server that reads ``//`` as ``/`` takes for
+    ``a/b``, a path the pattern does not name); ``**`` spans them, as it spans any depth
+    (an upstream URI nested in a gateway URI holds ``://``).
+
     Raises:
         ValueError: a character class RE2 cannot compile (``[z-a]``), saying why.
     """
@@ -107,7 +117,8 @@ def glob_regex(pattern: str) -> LinearRegex:
             out.append(".*")
             i += 2
         elif pattern[i] == "*":
-            out.append("[^/]*")
+            whole = pattern[i - 1 : i] in ("", "/") and pattern[i + 1 : i + 2] in ("", "/")
+            out.append("[^/]+" if whole else "[^/]*")  # a segment of its own is never empty
             i += 1
         elif pattern[i] == "?":
             out.append("[^/]")

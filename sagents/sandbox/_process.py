@@ -25,6 +25,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import anyio
 import anyio.abc
@@ -69,6 +70,9 @@ class ProcessSpec:
         budget_probe: Returns the workspace's current usage in bytes (for the write budget and
             the workspace quota, ``limits.workspace_bytes``: the tree ends once the usage
             passes it, whatever the tree's own share).
+        shared_quota: ``(probe, limit)``: the usage of the sandbox's shared quota
+            (:class:`~sagents.sandbox.SharedQuota`) and its bytes; the tree ends once the usage
+            passes it, as for the workspace quota.
         budget_device: ``st_dev`` of the workspace: files on it that the tree unlinked but still
             holds open or mapped count against the write budget too.
         helpers: ``prlimit`` and ``setpriv`` for the spawn way (see
@@ -86,8 +90,16 @@ class ProcessSpec:
     cgroup: Cgroup | None = None
     new_session: bool = True
     budget_probe: Callable[[], int] | None = None
+    shared_quota: tuple[Callable[[], int], int] | None = None
     budget_device: int | None = None
     helpers: tuple[str, str | None] | None = None
+
+
+class _Usage(NamedTuple):
+    """What a tree's watchdog measured, in bytes."""
+
+    workspace: int  # the workspace and its logs, with the unlinked files the tree holds
+    shared: int  # the same with the shared quota's other directories (0 without one)
 
 
 class _PipeReceiveStream(anyio.abc.ByteReceiveStream):
@@ -191,27 +203,34 @@ class LocalProcess:
         self._exited.set()
         self._poke.set()
 
-    def _disk_usage(self) -> int:
-        """The workspace's usage plus the unlinked files the tree still holds (blocking)."""
+    def _disk_usage(self) -> _Usage:
+        """The workspace's usage plus the unlinked files the tree still holds, and the same
+        for the shared quota (blocking)."""
         probe = self._spec.budget_probe
         used = probe() if probe is not None else 0
         device = self._spec.budget_device
+        held = 0
         if device is not None:
             cgroup = self._spec.cgroup
             pids = cgroup.pids() if cgroup is not None else tree_pids(self.pid)
-            used += held_unlinked_bytes(pids, device)
-        return used
+            held = held_unlinked_bytes(pids, device)
+        shared = self._spec.shared_quota
+        return _Usage(used + held, shared[0]() + held if shared is not None else 0)
 
-    def _over(self, used: int, baseline: int) -> KillReason | None:
-        """Why a tree that has ``used`` bytes on disk (``baseline`` when it started) must end."""
+    def _over(self, usage: _Usage, baseline: int) -> KillReason | None:
+        """Why a tree whose disk ``usage`` it is (``baseline`` bytes when it started) must end."""
         limits = self._spec.limits
+        used = usage.workspace
         if limits.workspace_bytes is not None and used > limits.workspace_bytes:
             return "workspace_quota"
+        shared = self._spec.shared_quota
+        if shared is not None and usage.shared > shared[1]:
+            return "workspace_quota"  # the quota the workspace shares (the principal's)
         if limits.write_budget_bytes is not None and used - baseline > limits.write_budget_bytes:
             return "write_budget"
         return None
 
-    async def _measure(self) -> int | None:
+    async def _measure(self) -> _Usage | None:
         """The tree's disk usage; None when it cannot be measured now (logged)."""
         try:
             used = await anyio.to_thread.run_sync(self._disk_usage)
@@ -247,12 +266,14 @@ class LocalProcess:
     async def _watch_tree(self, deadline: float | None, *, measure: bool) -> None:
         probe = self._spec.budget_probe if measure else None
         limits = self._spec.limits
-        budget = limits.write_budget_bytes or limits.workspace_bytes  # anything to measure?
+        # anything to measure?
+        budget = limits.write_budget_bytes or limits.workspace_bytes or self._spec.shared_quota
         interval = WATCHDOG_POLL_SECONDS
         baseline: int | None = 0
         if probe and budget:
             started = anyio.current_time()
-            baseline = await self._measure()  # None: the first scan that works is the baseline
+            first = await self._measure()  # None: the first scan that works is the baseline
+            baseline = first.workspace if first is not None else None
             interval = watchdog_interval(anyio.current_time() - started)
         while not self._exited.is_set():
             wait_for = interval if probe and budget else None
@@ -267,8 +288,9 @@ class LocalProcess:
                 self._poke = anyio.Event()
             if self._rebase and probe and budget:
                 self._rebase = False
-                baseline = await self._measure()
-                if baseline is not None and self._over(baseline, baseline) is not None:
+                now = await self._measure()
+                baseline = now.workspace if now is not None else None
+                if now is not None and self._over(now, now.workspace) is not None:
                     await self.kill("workspace_quota")  # a spare, after the quota went
                     return
                 continue
@@ -277,14 +299,14 @@ class LocalProcess:
                 return
             if probe and budget:
                 started = anyio.current_time()
-                used = await self._measure()
+                usage = await self._measure()
                 took = anyio.current_time() - started
                 interval = watchdog_interval(took)
-                if used is None:
+                if usage is None:
                     continue
                 if baseline is None:
-                    baseline = used  # the first scan that worked (the quota holds from it)
-                reason = self._over(used, baseline)
+                    baseline = usage.workspace  # the first scan that worked (quotas hold from it)
+                reason = self._over(usage, baseline)
                 if reason is not None:
                     await self.kill(reason)
                     return

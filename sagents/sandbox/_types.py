@@ -7,6 +7,7 @@ remote provider can fill them in too (docs/sandbox.md, "Paths are sandbox paths"
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxMode",
     "SandboxParams",
+    "SharedQuota",
     "TaskState",
     "TaskStatus",
 ]
@@ -171,6 +173,34 @@ class ReadWriteBind:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SharedQuota:
+    """A quota a sandbox's workspace shares with other host directories: what they hold
+    together (the gateway's per-principal quota, ``quotas.principalBytes``: every workspace of
+    one token's sessions).
+
+    Checked as ``SandboxLimits.workspace_bytes`` is: nothing starts and ``write_file`` is
+    refused (``QuotaExceededError`` naming :attr:`setting`) once the sandbox's workspace, its
+    background logs and the directories :attr:`elsewhere` names hold :attr:`limit_bytes`, and
+    the watchdog ends a running tree past it (``killed_reason="workspace_quota"``).
+
+    Attributes:
+        limit_bytes: The most they hold together, in bytes.
+        setting: The setting errors name (``"quotas.principalBytes"``).
+        elsewhere: Returns the other host directories charged to the quota (called at each
+            check, from a worker thread, so that a sandbox opened later counts; a directory that
+            does not exist counts nothing).
+    """
+
+    limit_bytes: int
+    setting: str
+    elsewhere: Callable[[], Sequence[str]]
+
+    def __post_init__(self) -> None:
+        if self.limit_bytes <= 0:
+            raise ValueError(f"limit_bytes must be positive, got {self.limit_bytes!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class SandboxParams:
     """How to build a sandbox.
 
@@ -204,6 +234,8 @@ class SandboxParams:
             workspace directory is given to it. None: :data:`DEFAULT_SANDBOX_UID`; ``0`` keeps
             root (file modes then protect nothing: ``describe().warnings`` says so). Ignored
             when sagents is not root (programs then run as its own uid) and by ``passthrough``.
+        shared_quota: A quota shared with other directories (:class:`SharedQuota`), held by
+            ``local`` beside ``limits.workspace_bytes``; None: none.
     """
 
     workspace: str
@@ -218,6 +250,7 @@ class SandboxParams:
     workspace_path: str = "/workspace"
     sandbox_uid: int | None = None
     logs_dir: str | None = None
+    shared_quota: SharedQuota | None = None
 
     def __post_init__(self) -> None:
         if self.sandbox_uid is not None and not 0 <= self.sandbox_uid < 2**31:

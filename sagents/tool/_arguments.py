@@ -18,8 +18,16 @@ Patterns: a schema's ``pattern`` and ``patternProperties`` come from whoever wro
 upstream server) and are matched against what the model wrote, so both validators match them
 in linear time: ``jsonschema-rs`` with its ``regex``-crate engine (not the backtracking
 ``fancy-regex``), the ``jsonschema`` package with RE2 for ``pattern``, ``patternProperties`` and
-``additionalProperties``. A pattern RE2 cannot evaluate (lookaround, backreferences) is not
-enforced here: the server that wrote it checks it in its own process (docs/tools.md, "One call").
+``additionalProperties``. A pattern RE2 cannot evaluate (lookaround, backreferences), or whose
+program is over :data:`MAX_SCHEMA_PATTERN_PROGRAM` instructions, is not enforced here: the server
+that wrote it checks it in its own process (docs/tools.md, "One call").
+
+Linear in the text is not linear in the pattern: when their automata give up, both engines
+simulate every state of the program for every character (~15 ns a state a character), so a
+207-instruction pattern holds the thread for 10 s over 4 MiB. A call whose patterns would cost
+more than :data:`ON_LOOP_PATTERN_WORK` (instructions times characters) is therefore validated in
+a worker thread (:meth:`ArgumentValidator.costly`), by the ``jsonschema`` package and RE2 only:
+RE2 lets go of the interpreter while it matches, ``jsonschema-rs`` would hold it.
 
 Rules (docs/tools.md, "One call", step 3):
 
@@ -57,6 +65,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ARGUMENTS_BYTES",
     "MAX_REPORTED_PROBLEMS",
+    "MAX_SCHEMA_PATTERN_PROGRAM",
+    "ON_LOOP_PATTERN_WORK",
     "ArgumentProblem",
     "ArgumentValidator",
     "ScalarParameters",
@@ -70,6 +80,16 @@ fails fast instead of stalling the call path."""
 
 MAX_REPORTED_PROBLEMS = 20
 """At most this many problems are listed in one error (the count of the rest is given)."""
+
+MAX_SCHEMA_PATTERN_PROGRAM = 2_000
+"""Largest schema pattern checked here, in RE2 program instructions (``^[a-z0-9-]{1,63}$`` is
+about 200). A larger one is left to the server that wrote it: its worst case over 4 MiB of
+arguments would hold a worker thread for minutes."""
+
+ON_LOOP_PATTERN_WORK = 2_000_000
+"""Most pattern work a call is validated with on the event loop: the schema's pattern program
+instructions times the characters of the arguments' strings and keys (at ~15 ns each in the
+engines' worst case, 30 ms). A call over it is validated in a worker thread."""
 
 _INTEGER = re.compile(r"^\s*[-+]?\d+(\.0*)?\s*$")
 # Unambiguous (each character has one way to match), so linear on model text: the earlier
@@ -195,30 +215,47 @@ class ArgumentValidator:
     @functools.cached_property
     def _fast(self) -> Callable[[Any], bool] | None:
         """The compiled check, built on first use (registering many tools stays cheap)."""
+        if self._pattern_work is None:
+            return None  # it would enforce a pattern left to the server, or fail to compile
         return _compiled(self._schema)
+
+    @functools.cached_property
+    def _pattern_work(self) -> int | None:
+        """The schema's patterns' RE2 instructions together (0: none), or None when one of
+        them is left to the server (RE2 cannot evaluate it, or it is too large)."""
+        work = 0
+        for pattern in _schema_patterns(self._schema):
+            regex = _linear(pattern)
+            if regex is None:
+                return None
+            work += regex.programsize
+        return work
+
+    def costly(self, arguments: Any) -> bool:
+        """True when checking the schema's patterns against ``arguments`` may cost more than
+        :data:`ON_LOOP_PATTERN_WORK`: validate them in a worker thread with
+        ``validate(..., in_worker=True)``."""
+        work = self._pattern_work
+        if not work:
+            return False
+        return _text_chars(arguments, ON_LOOP_PATTERN_WORK // work + 1) * work > (
+            ON_LOOP_PATTERN_WORK
+        )
 
     @functools.cached_property
     def _validator(self) -> Validator:
         """The ``jsonschema`` validator: coercion, the reported errors, fallback checks."""
-        import jsonschema.validators
+        return linear_validator(self._schema)
 
-        cls = jsonschema.validators.validator_for(
-            self._schema, default=jsonschema.Draft202012Validator
-        )
-        linear = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped stub
-            cls,
-            validators={
-                "pattern": _pattern_keyword,
-                "patternProperties": _pattern_properties_keyword,
-                "additionalProperties": _additional_properties_keyword,
-            },
-        )
-        validator: Validator = linear(self._schema)
-        return validator
+    def is_valid(self, arguments: Any, *, in_worker: bool = False) -> bool:
+        """True when ``arguments`` satisfy the schema as they are (nothing coerced).
 
-    def is_valid(self, arguments: Any) -> bool:
-        """True when ``arguments`` satisfy the schema as they are (nothing coerced)."""
-        if self._fast is not None:
+        Args:
+            arguments: The arguments object.
+            in_worker: Called in a worker thread (see :meth:`costly`): check with the
+                ``jsonschema`` package only, which lets go of the interpreter while RE2 matches.
+        """
+        if self._fast is not None and not in_worker:
             try:
                 return self._fast(arguments)
             except (ValueError, TypeError, OverflowError):
@@ -232,6 +269,7 @@ class ArgumentValidator:
         *,
         strict: bool = False,
         owned: bool = False,
+        in_worker: bool = False,
     ) -> dict[str, Any]:
         """Coerce ``arguments`` (see the module docstring) and validate them.
 
@@ -243,6 +281,8 @@ class ArgumentValidator:
             owned: ``arguments`` is a dict the caller made for this call (as
                 :func:`parse_arguments` returns): valid arguments are returned as they are,
                 not copied.
+            in_worker: Called in a worker thread, as :meth:`costly` asks: the compiled
+                validator, which holds the interpreter while it matches, is not used.
 
         Returns:
             The coerced arguments (a new dict).
@@ -255,7 +295,7 @@ class ArgumentValidator:
         # Valid arguments are the common case: one validation pass, nothing coerced. Strict
         # calls always go through coercion (a valid null may still mean "absent" there).
         if not strict:
-            fast = self._fast
+            fast = None if in_worker else self._fast
             if fast is None:
                 if self._validator.is_valid(copied):
                     return copied
@@ -266,7 +306,7 @@ class ArgumentValidator:
                 except (ValueError, TypeError, OverflowError):
                     pass  # a value that is not JSON: coercion and the full validator decide
         coerced = self._coerce(self._schema, copied, strict=strict, depth=0)
-        if isinstance(coerced, dict) and self.is_valid(coerced):
+        if isinstance(coerced, dict) and self.is_valid(coerced, in_worker=in_worker):
             return coerced  # the coercion fixed everything (the common strict or "5" case)
         problems = [p for e in self._validator.iter_errors(coerced) for p in _problems(e)]
         if problems:
@@ -362,6 +402,25 @@ class ArgumentValidator:
             sub = prefix[index] if index < len(prefix) else items
             result.append(self._coerce(sub, item, strict=strict, depth=depth + 1))
         return result
+
+
+def linear_validator(schema: Mapping[str, Any]) -> Validator:
+    """A ``jsonschema`` validator of ``schema`` (its draft, else 2020-12) that matches
+    ``pattern``, ``patternProperties`` and ``additionalProperties`` with RE2, in linear time,
+    and leaves a pattern RE2 cannot evaluate in bounded time to the server that wrote it."""
+    import jsonschema.validators
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    linear = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # untyped stub
+        cls,
+        validators={
+            "pattern": _pattern_keyword,
+            "patternProperties": _pattern_properties_keyword,
+            "additionalProperties": _additional_properties_keyword,
+        },
+    )
+    validator: Validator = linear(schema)
+    return validator
 
 
 def _compiled(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
@@ -479,13 +538,51 @@ def _problems(error: jsonschema.exceptions.ValidationError) -> list[ArgumentProb
 
 @functools.lru_cache(maxsize=1024)
 def _linear(pattern: str) -> LinearRegex | None:
-    """A schema's pattern compiled by RE2; None when RE2 cannot evaluate it (not enforced)."""
-    from sagents.sandbox._patterns import compile_regex  # the refusal path only: import cost
+    """A schema's pattern compiled by RE2; None when RE2 cannot evaluate it or its program is
+    over :data:`MAX_SCHEMA_PATTERN_PROGRAM` instructions (not enforced here)."""
+    from sagents.sandbox._patterns import compile_regex  # schemas with patterns only: import cost
 
     try:
-        return compile_regex(pattern)
+        regex = compile_regex(pattern)
     except ValueError:
         return None
+    return regex if regex.programsize <= MAX_SCHEMA_PATTERN_PROGRAM else None
+
+
+def _schema_patterns(schema: Any) -> Iterator[str]:
+    """Every ``pattern`` and ``patternProperties`` key of ``schema`` (a string under a key
+    ``pattern`` elsewhere, in a ``default``, is counted too: counting more only costs more)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key == "pattern" and isinstance(value, str):
+                    yield value
+                elif key == "patternProperties" and isinstance(value, Mapping):
+                    yield from (each for each in value if isinstance(each, str))
+                    stack.extend(value.values())
+                else:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _text_chars(value: Any, enough: int) -> int:
+    """The characters of the strings and keys in ``value``, counted until ``enough``."""
+    total = 0
+    stack = [value]
+    while stack and total < enough:
+        node = stack.pop()
+        if isinstance(node, str):
+            total += len(node)
+        elif isinstance(node, Mapping):
+            for key, item in node.items():
+                total += len(key) if isinstance(key, str) else 0
+                stack.append(item)
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return total
 
 
 def _pattern_matches(pattern: Any, text: str) -> bool:
@@ -640,7 +737,10 @@ class ScalarParameters:
                 return False
         if bound > _SMALL_ENOUGH:
             return False
-        return self._validator is None or self._validator.is_valid(arguments)
+        validator = self._validator
+        return validator is None or (
+            not validator.costly(arguments) and validator.is_valid(arguments)
+        )
 
 
 def _json_size(args: Mapping[str, Any]) -> int:

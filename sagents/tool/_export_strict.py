@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
 from sagents.errors import InvalidArgumentsError, SchemaExportError
+from sagents.tool._arguments import linear_validator
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._json_schema import (
     escape_pointer,
@@ -103,8 +103,9 @@ class StrictSchema:
 
     @functools.cached_property
     def validator(self) -> Validator:
-        """A JSON Schema 2020-12 validator of :attr:`schema` (its ``$ref`` resolve locally)."""
-        return Draft202012Validator(dict(self.schema))
+        """A JSON Schema 2020-12 validator of :attr:`schema` (its ``$ref`` resolve locally),
+        whose ``pattern`` runs on RE2: the upstream's pattern meets the model's answer."""
+        return linear_validator(dict(self.schema))
 
 
 def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:

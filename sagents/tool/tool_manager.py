@@ -452,9 +452,15 @@ class ToolManager:
                 as_is = True
                 arguments = args
             else:
-                arguments = entry.validator.validate(
-                    registered, parse_arguments(registered, args), strict=strict, owned=True
-                )
+                parsed = parse_arguments(registered, args)
+                if entry.validator.costly(parsed):
+                    arguments = await _validate_in_worker(
+                        entry.validator, registered, parsed, strict=strict, limit=limit
+                    )
+                else:
+                    arguments = entry.validator.validate(
+                        registered, parsed, strict=strict, owned=True
+                    )
             local = entry.direct
             if local is not None and not self._call_contexts:
                 # The common case, called here directly: no ToolCall, no handler frame, the
@@ -868,6 +874,24 @@ def _cancellation_requested() -> bool:
     except RuntimeError:  # no asyncio loop: trio
         return True
     return task is None or task.cancelling() > 0
+
+
+async def _validate_in_worker(
+    validator: ArgumentValidator,
+    tool_name: str,
+    parsed: dict[str, Any],
+    *,
+    strict: bool,
+    limit: float,
+) -> dict[str, Any]:
+    """Validate arguments whose schema patterns cost too much for the event loop (see
+    :meth:`ArgumentValidator.costly`) in a worker thread, within the call's time limit."""
+    check = functools.partial(
+        validator.validate, tool_name, parsed, strict=strict, owned=True, in_worker=True
+    )
+    with anyio.move_on_after(limit):
+        return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
+    raise _timed_out(tool_name, limit)
 
 
 def _timed_out(tool_name: str, limit: float) -> ToolTimeoutError:

@@ -17,10 +17,12 @@ from mcp import Client
 from sagents.cli._vision import image_model_from_config
 from sagents.config import load_config
 from sagents.errors import ConfigError
+from sagents.gateway import Profile
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.testing import ScriptedModel, reply
-from tests.gateway.test_configured import text_of, write_config
+from tests.gateway.test_configured import http_serve, text_of, write_config
+from tests.gateway.test_http import client as http_client
 
 pytestmark = pytest.mark.anyio
 
@@ -234,3 +236,77 @@ async def test_a_sessions_background_tasks_and_workspace_are_held_to_the_quotas(
                 assert writes[2].is_error is True
                 assert "quota_exceeded" in text_of(writes[2])
                 assert "quotas.workspaceBytes" in text_of(writes[2])
+
+
+async def test_a_principals_sessions_are_held_to_the_principal_quota_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``quotas.principalBytes``: what every session of one principal (here the one client
+    without a token) makes the host store counts together, also across the gateway's restart;
+    each workspace alone stays under ``workspaceBytes``."""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = write_config(
+        tmp_path,
+        builtinTools={"enabled": ["execute_shell_command"]},
+        quotas={"workspaceBytes": 100 * 1024**2, "principalBytes": 20 * 1024**2},
+    )
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    shell = "execute_shell_command"
+    twelve = {"command": "head -c 12582912 /dev/zero > big"}
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as first:
+                assert (await first.call_tool(shell, twelve)).is_error is False
+            async with Client(gateway.server, mode="legacy") as second:
+                await second.call_tool(shell, twelve)  # ends or is ended past the quota
+                refused = await second.call_tool(shell, {"command": "true"})
+    assert refused.is_error is True
+    assert "quota_exceeded" in text_of(refused)
+    assert "quotas.principalBytes" in text_of(refused)
+    async with open_gateway(settings) as gateway:  # the sessions on disk still count
+        with anyio.fail_after(120):
+            async with Client(gateway.server, mode="legacy") as third:
+                again = await third.call_tool(shell, {"command": "true"})
+    assert again.is_error is True
+    assert "quotas.principalBytes" in text_of(again)
+
+
+async def test_the_principal_quota_of_one_token_never_holds_another_tokens_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP with tokens the principal is the token: once one token's sessions hold
+    ``quotas.principalBytes``, its next session is refused while another token's is not."""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = write_config(
+        tmp_path,
+        builtinTools={"enabled": ["execute_shell_command"]},
+        quotas={"principalBytes": 8 * 1024**2},
+    )
+    ops = Profile(name="ops")
+    settings = GatewaySettings(
+        config=config,
+        mode="auto",
+        transport="http",
+        port=0,
+        workspace=tmp_path / "ws",
+        bearer_token="main-token",
+        token_profiles={"ops-token": ops},
+    )
+    shell = "execute_shell_command"
+    twelve = {"command": "head -c 12582912 /dev/zero > big"}
+    with anyio.fail_after(120):
+        async with http_serve(settings) as url:
+            async with http_client(url, "main-token", mode="legacy") as first:
+                await first.call_tool(shell, twelve)  # ends or is ended past the quota
+            async with (
+                http_client(url, "main-token", mode="legacy") as again,
+                http_client(url, "ops-token", mode="legacy") as other,
+            ):
+                refused = await again.call_tool(shell, {"command": "true"})
+                allowed = await other.call_tool(shell, {"command": "echo fine"})
+    assert refused.is_error is True
+    assert "quotas.principalBytes" in text_of(refused)
+    assert allowed.is_error is False, text_of(allowed)
+    assert "fine" in text_of(allowed)

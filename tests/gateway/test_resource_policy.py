@@ -76,6 +76,26 @@ def test_a_star_never_crosses_a_slash_and_a_double_star_does() -> None:
     assert not resource_offered(frozenset({"file:///public/?"}), "file:///public//")
 
 
+def test_an_empty_segment_is_never_a_single_star_s_segment() -> None:
+    """An upstream that reads ``a//b`` as ``a/b`` would read a resource the pattern does not
+    name; ``**``, which names any depth, still spans empty segments (nested upstream URIs hold
+    ``://``)."""
+    middle = frozenset({"file:///public/*/notes.txt"})
+    assert resource_offered(middle, "file:///public/team/notes.txt")
+    assert not resource_offered(middle, "file:///public//notes.txt")
+    assert not resource_offered(PUBLIC, "file:///public/")
+    assert not resource_offered(PUBLIC, "file:///public//")
+    assert resource_offered(frozenset({"file:///public/*.txt"}), "file:///public/.txt")
+    deep = frozenset({"file:///public/**/notes.txt"})
+    assert resource_offered(deep, "file:///public//notes.txt")
+    assert resource_offered(deep, "file:///public/notes.txt")
+    nested = frozenset({"sagents://upstream/files/**"})
+    assert resource_offered(nested, "sagents://upstream/files/file:///public/a.txt")
+    assert resource_offered(
+        frozenset({"sagents://upstream/notes/note://*"}), "sagents://upstream/notes/note://a"
+    )
+
+
 def test_unreserved_characters_are_decoded_before_the_match() -> None:
     assert normalised_uri("file:///public/%61%7E.txt") == "file:///public/a~.txt"
     assert normalised_uri("FILE:///public/a%2cb") == "file:///public/a%2Cb"

@@ -185,11 +185,13 @@ async def test_with_the_network_on_a_server_reaches_only_its_listed_hosts_throug
         await sup.add_server("escape", _escape_server(), _settings(tmp_path, network=allow))
         fetched = await _call(sup, "fetch", url=f"http://127.0.0.1:{port}/tools")
         direct = await _call(sup, "connect", host="127.0.0.1", port=port)
+        unlisted = await _call(sup, "connect", host="127.0.0.1", port=port + 1)
         other = await _call(sup, "fetch", url=f"http://127.0.0.1:{port + 1}/")
         metadata = await _call(sup, "fetch", url="http://169.254.169.254/latest/meta-data/")
     own = await _call(sup, "unix_pair")  # an abstract socket of its own tree still works
     assert fetched == "HTTP 200 peer /tools"
-    assert direct.startswith("ERROR"), direct  # the host's loopback is not in its namespace
+    assert direct == "CONNECTED"  # the listed loopback port, tunnelled by the forwarder
+    assert unlisted.startswith("ERROR"), unlisted  # the host's loopback is not in its namespace
     assert other.startswith("HTTP 403 sagents egress proxy refused"), other
     assert "not listed in network.allow" in other
     assert metadata.startswith("HTTP 403"), metadata
@@ -346,6 +348,25 @@ async def test_a_missing_sandbox_path_is_a_clear_error(sup: MCPSupervisor, tmp_p
         await sup.add_server("escape", _escape_server(), settings)
     assert "does not exist" in str(caught.value)
     assert str(tmp_path / "missing") in str(caught.value)
+
+
+async def test_a_server_whose_home_holds_its_quota_is_not_started(
+    sup: MCPSupervisor, tmp_path: Path
+) -> None:
+    """The home counts against ``quotas.workspaceBytes`` (``ServerSandbox.home_bytes``): a home
+    that holds it keeps the server from starting, with the setting named; a running server is
+    ended once its home passes it, by the sandbox's watchdog."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cache.bin").write_bytes(b"x" * 2 * 1024 * 1024)
+    settings = _settings(tmp_path, home_bytes=1024 * 1024)
+    with pytest.raises(UpstreamUnavailableError) as caught:
+        await sup.add_server("escape", _escape_server(), settings)
+    assert "quotas.workspaceBytes" in str(caught.value)
+    (home / "cache.bin").unlink()
+    await sup.add_server("other", _escape_server(), settings)
+    box = sandbox_params("other", _escape_server(), settings.sandbox or ServerSandbox())
+    assert box.limits.workspace_bytes == 1024 * 1024
 
 
 HOLDER = """

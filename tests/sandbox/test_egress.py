@@ -137,3 +137,46 @@ async def test_a_port_of_the_host_process_is_refused_listed_or_not(
     assert answer.startswith("HTTP 403"), answer
     if listed:
         assert "a port of the gateway (this host process) itself" in answer
+
+
+_RAW = """\
+import socket, sys
+try:
+    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30) as connection:
+        connection.sendall(b"GET /raw HTTP/1.0\\r\\n\\r\\n")
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    print("RAW", answer.decode().rsplit("\\r\\n\\r\\n", 1)[-1] or "(closed)")
+except OSError as error:
+    print("ERROR", error)
+"""
+
+
+async def test_a_listed_loopback_port_takes_raw_tcp_at_its_own_address(
+    tmp_path: Path, peer: int
+) -> None:
+    """A client that knows no proxy (PostgreSQL's, here raw bytes) dials the listed
+    ``127.0.0.1:PORT`` itself: the forwarder listens there inside and tunnels each connection
+    through the proxy with ``CONNECT``, under the same checks."""
+    allow = NetworkPolicy(allow=(f"127.0.0.1:{peer}",))
+    answer = await _run(tmp_path, allow, _RAW, str(peer))
+    assert answer == "RAW peer /raw"
+
+
+async def test_raw_tcp_to_a_listed_port_of_the_host_process_is_refused_and_said(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as gateway:
+        gateway.bind(("127.0.0.1", 0))
+        gateway.listen()
+        gateway.settimeout(60)  # a failure, not a hang, if the proxy never connects
+        port = gateway.getsockname()[1]
+        answer = await _run(tmp_path, NetworkPolicy(allow=(f"127.0.0.1:{port}",)), _RAW, str(port))
+        connection, _ = gateway.accept()  # the proxy connected, then closed before any byte
+        with connection:
+            assert connection.recv(1024) == b""
+    # closed before any byte (a reset when the request was still unread)
+    assert answer.startswith(("RAW (closed)", "ERROR [Errno 104]")), answer
+    assert "sagents egress bridge: 127.0.0.1:" in answer
+    assert "a port of the gateway (this host process) itself" in answer

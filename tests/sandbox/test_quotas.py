@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from sagents.errors import QuotaExceededError, TooManyTasksError
-from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, create_sandbox
+from sagents.sandbox import Sandbox, SandboxLimits, SandboxParams, SharedQuota, create_sandbox
 from sagents.sandbox._diskuse import directory_usage_bytes
 from sagents.sandbox._local import LocalSandbox
 
@@ -136,3 +136,43 @@ async def test_the_file_api_is_held_to_the_workspace_quota(tmp_path: Path) -> No
         with pytest.raises(QuotaExceededError, match=r"quotas\.workspaceBytes"):
             await sandbox.write_file("b.bin", bytes(5 * MiB))
         assert not await sandbox.exists("b.bin")
+
+
+async def test_a_shared_quota_counts_every_workspace_it_names(tmp_path: Path) -> None:
+    """The gateway's per-principal quota: a sandbox refuses to start anything, and to write,
+    once its workspace and the other directories of its principal hold the shared quota, and a
+    running tree is ended past it; a sandbox outside the group is not held."""
+    other = tmp_path / "other-session"
+    other.mkdir()
+    (other / "old.bin").write_bytes(b"x" * 12 * MiB)
+    shared = SharedQuota(
+        limit_bytes=20 * MiB, setting="quotas.principalBytes", elsewhere=lambda: (str(other),)
+    )
+    params = SandboxParams(
+        workspace=str(tmp_path / "ws"),
+        limits=_limits(),
+        logs_dir=str(tmp_path / "logs"),
+        shared_quota=shared,
+    )
+    async with create_sandbox("local", params) as sandbox:
+        with anyio.fail_after(60):
+            first = await sandbox.run(["sh", "-c", f"head -c {6 * MiB} /dev/zero > a"])
+        assert first.exit_code == 0
+        with anyio.fail_after(60):
+            second = await sandbox.run(["sh", "-c", f"head -c {12 * MiB} /dev/zero > b; sleep 60"])
+        assert second.killed_reason == "workspace_quota"
+        with pytest.raises(QuotaExceededError) as refused:
+            await sandbox.run(["true"])
+        assert refused.value.details["limit"] == "quotas.principalBytes"
+        assert "quotas.principalBytes" in refused.value.message
+        with pytest.raises(QuotaExceededError):
+            await sandbox.write_file("c", b"x")
+    alone = SandboxParams(workspace=str(tmp_path / "alone"), limits=_limits())
+    async with create_sandbox("local", alone) as sandbox:
+        with anyio.fail_after(60):
+            assert (await sandbox.run(["true"])).exit_code == 0
+
+
+def test_a_shared_quota_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="limit_bytes"):
+        SharedQuota(limit_bytes=0, setting="quotas.principalBytes", elsewhere=tuple)

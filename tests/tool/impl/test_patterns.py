@@ -14,6 +14,8 @@ import pytest
 
 from sagents.core._result import ToolResult
 from sagents.sandbox import Sandbox, SandboxParams, create_sandbox
+from sagents.sandbox import _hostfs as hostfs_module
+from sagents.sandbox import _memory as memory_module
 from sagents.sandbox._patterns import compile_regex, glob_regex
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import _files as files_module
@@ -163,13 +165,37 @@ class _Watched:
             self.running = False
 
 
+async def test_a_costly_glob_runs_off_the_event_loop(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same glob as `grep`'s include, given to the `glob` tool: each sandbox matches it
+    in a worker thread (RE2 releases the interpreter), the memory one as the local one."""
+    deep = "/".join(["ab" * 120] * 15)
+    await env.sandbox.mkdir(deep)
+    for i in range(2):
+        await env.sandbox.write_file(f"{deep}/{i}", b"x\n")
+    watched = _Watched()
+    monkeypatch.setattr(memory_module, "glob_regex", watched.compile_glob)
+    monkeypatch.setattr(hostfs_module, "glob_regex", watched.compile_glob)
+    glob = "**" + "[ab/]" * 2000 + "c"
+    result = await _call_while_watched(env, watched, "glob", pattern=glob)
+    assert result.structured["paths"] == []
+
+
 async def _grep_while_watched(env: Env, watched: _Watched, **arguments: Any) -> ToolResult:
     """Run a grep; assert another task ran while one of ``watched``'s matches was running."""
+    return await _call_while_watched(env, watched, "grep", **arguments)
+
+
+async def _call_while_watched(
+    env: Env, watched: _Watched, name: str, **arguments: Any
+) -> ToolResult:
+    """Run a call; assert another task ran while one of ``watched``'s matches was running."""
     seen: dict[str, bool] = {}
     results: dict[str, ToolResult] = {}
 
     async def evil() -> None:
-        results["evil"] = await env.call("grep", session="attacker", **arguments)
+        results["evil"] = await env.call(name, session="attacker", **arguments)
 
     async def other() -> None:
         started = await anyio.to_thread.run_sync(watched.started.wait, BOUND_S)
