@@ -34,6 +34,7 @@ from sagents.gateway._http_server import (
 )
 from sagents.gateway._metrics import METRICS_PATH
 from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._reload import ConfigReloader, watch_config
 from sagents.gateway._settings import (
     APPROVAL_ROUTES,
     DEFAULT_HOST,
@@ -184,6 +185,16 @@ def _approval_route(value: str, transport: TransportName, console: bool) -> Appr
     return route
 
 
+async def _reload_on_hangup(reloader: ConfigReloader | None) -> None:
+    """Reload the config file on each SIGHUP (docs/configuration.md, "Reloading")."""
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            if reloader is None:
+                print("sagents serve: SIGHUP, but no --config to reload", file=sys.stderr)
+            else:
+                await reloader.reload()
+
+
 async def _stop_on_signal(scope: anyio.CancelScope, received: list[int]) -> None:
     """Cancel ``scope`` on the first SIGTERM or SIGINT (noted in ``received``); a second one
     ends the process at once (the handlers are gone by then)."""
@@ -217,8 +228,9 @@ def _tool_ranker(settings: GatewaySettings) -> ToolRanker | None:
     return suggest_tools
 
 
-async def _run(settings: GatewaySettings) -> bool:
-    """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it."""
+async def _run(settings: GatewaySettings, watch: bool = False) -> bool:
+    """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it. SIGHUP (and
+    with ``watch`` a change of the file) reloads the config file."""
     received: list[int] = []
     image_model = _image_model(settings)
     # Upstreams start in the background: initialize is answered at once, and each server's
@@ -237,6 +249,10 @@ async def _run(settings: GatewaySettings) -> bool:
             anyio.create_task_group() as tg,
         ):
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            reloader = ConfigReloader(gateway, settings) if settings.config is not None else None
+            tg.start_soon(_reload_on_hangup, reloader)
+            if watch and reloader is not None and settings.config is not None:
+                await tg.start(watch_config, reloader, settings.config)
             if settings.metrics_port is not None:
                 metrics_port = await tg.start(serve_metrics, gateway, settings)
                 print(
@@ -378,6 +394,14 @@ def serve(
             help="Also serve /metrics on this port of --host (with stdio too; 0: a free one).",
         ),
     ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Reload --config when the file changes (SIGHUP reloads it too): servers "
+            "added start, removed ones stop after their calls, profiles apply at once.",
+        ),
+    ] = False,
     public_url: Annotated[
         str | None,
         typer.Option(
@@ -414,7 +438,9 @@ def serve(
             metrics_port=metrics_port,
             public_url=public_url,
         )
-        signalled = anyio.run(_run, settings)
+        if watch and config is None:
+            raise ConfigError("--watch reloads the config file: give --config", key="--watch")
+        signalled = anyio.run(_run, settings, watch)
     except (ConfigError, StoreError) as error:
         print(f"sagents serve: {error}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -36,7 +36,7 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -188,7 +188,8 @@ class GatewaySecurityMiddleware:
         port: The bound port; None accepts any port for ``hosts`` (port not known yet).
         allowed: Extra accepted ``Host`` values (``--allowed-host``).
         origin_any_port: Accept an ``Origin`` on any port of ``hosts`` (loopback binds).
-        tokens: The configured bearer tokens; empty: no token is required.
+        tokens: The configured bearer tokens; empty: no token is required. A function
+            returning them is asked at each request (a configuration reload changes them).
         token_required: With ``tokens`` (or ``oauth``), a request without ``Authorization``
             gets 401; False lets it through without a credential (an app with a login of its
             own, such as the console: a token given must still be one of ``tokens``).
@@ -204,7 +205,7 @@ class GatewaySecurityMiddleware:
         port: int | None,
         allowed: Sequence[HostRule] = (),
         origin_any_port: bool = True,
-        tokens: Iterable[str] = (),
+        tokens: Iterable[str] | Callable[[], Iterable[str]] = (),
         token_required: bool = True,
         oauth: ProtectedResource | None = None,
     ) -> None:
@@ -214,7 +215,8 @@ class GatewaySecurityMiddleware:
         self.rules = [HostRule(h, port) for h in sorted(self.served)] + self.allowed
         self.port = port
         self.origin_any_port = origin_any_port
-        self.tokens = [t.encode() for t in tokens if t]
+        self._live_tokens = tokens if callable(tokens) else None
+        self.tokens = [] if callable(tokens) else [t.encode() for t in tokens if t]
         self.token_required = token_required
         self.oauth = oauth
 
@@ -234,6 +236,8 @@ class GatewaySecurityMiddleware:
         except CredentialError as error:
             await self._unauthorized(send, str(error))
             return
+        if self._live_tokens is not None:
+            self.tokens = [t.encode() for t in self._live_tokens() if t]
         credential = Credential()
         if token is None:
             if (self.tokens or self.oauth is not None) and self.token_required:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -110,6 +110,7 @@ def _security_middleware(
     web: WebAuth | None = None,
     oauth: ProtectedResource | None = None,
     public: bool = False,
+    gateway: Gateway | None = None,
 ) -> GatewaySecurityMiddleware:
     """``app`` behind the ``Host``, ``Origin`` and bearer checks: the gateway's tokens (or an
     OAuth access token with ``oauth``) required (``/mcp``), or with ``web`` its tokens
@@ -128,7 +129,18 @@ def _security_middleware(
         public_host = urlsplit(settings.public_url).hostname
         if public_host:
             allowed.append(HostRule(public_host.lower(), None))
-    tokens = web.tokens if web else [settings.bearer_token or "", *settings.token_profiles]
+    tokens: Iterable[str] | Callable[[], Iterable[str]]
+    if web is not None:
+        tokens = web.tokens
+    elif gateway is not None:  # read at each request: a configuration reload changes them
+        live = gateway
+
+        def current() -> list[str]:
+            return [settings.bearer_token or "", *live.token_profiles]
+
+        tokens = current
+    else:
+        tokens = [settings.bearer_token or "", *settings.token_profiles]
     return GatewaySecurityMiddleware(
         app,
         hosts=hosts,
@@ -219,7 +231,7 @@ def build_http_app(
         if settings.oauth is not None
         else None
     )
-    mcp = _security_middleware(served, settings, bound, oauth=resource)
+    mcp = _security_middleware(served, settings, bound, oauth=resource, gateway=gateway)
     metadata = None
     if resource is not None:
         metadata_app = _security_middleware(resource.metadata_app(), settings, bound, public=True)

@@ -278,6 +278,10 @@ class Gateway:
         self.profile = profile
         self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
         self.scope_profiles = tuple(scope_profiles)
+        self.configured_profiles: frozenset[str] | None = None
+        """The profile names the configuration holds now, once it was reloaded
+        (:mod:`sagents.gateway._reload`): a session whose profile is not among them is
+        refused. None: never reloaded, nothing to check."""
         self.progress = progress
         self.resources = resources
         self.approver = approver
@@ -496,9 +500,34 @@ class Gateway:
             return self.token_profiles[credential.token]
         return self.profile
 
+    def _follow_profile(self, session: _ClientSession, profile: Profile | None) -> None:
+        """Hold an open session to the configuration as it is now: refused when its profile
+        was removed, else under its profile's current version (a reload may have changed
+        it)."""
+        if session.profile is None or self.configured_profiles is None:
+            return
+        if session.profile.name not in self.configured_profiles:
+            raise MCPError(
+                _INVALID_REQUEST,
+                f"profile {session.profile.name!r} was removed from the configuration: this "
+                "session can make no more requests",
+            )
+        changed = profile is not None and profile != session.profile
+        if changed and profile is not None and profile.name == session.profile.name:
+            session.profile = session.offer.profile = profile
+            mode = profile.mode if profile.mode is not None else self.mode
+            session.mode = session.offer.mode = mode
+
     def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
         credential = request_credential(ctx.request)
         profile = self._profile_for(credential)
+        configured = self.configured_profiles
+        if configured is not None and profile is not None and profile.name not in configured:
+            raise MCPError(  # the profile of --profile, removed by a reload
+                _INVALID_REQUEST,
+                f"profile {profile.name!r} was removed from the configuration: no request is "
+                "served under it",
+            )
         mode = profile.mode if profile is not None and profile.mode is not None else self.mode
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             key = f"shared:{credential.identity}:{profile.name if profile else ''}"
@@ -525,6 +554,7 @@ class Gateway:
                 # An Mcp-Session-Id is not a credential: a request of another token (or none)
                 # must not reach a session, its profile and grants, by knowing its id.
                 raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
+            self._follow_profile(found, profile)
             return found
         session = self._new_session(ctx, profile, mode, credential)
         state[_STATE_KEY] = session

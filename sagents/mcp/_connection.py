@@ -281,6 +281,26 @@ class ServerConnection:
         """
         return _CallSlot(self.limiter)
 
+    async def drain(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a call
+        """Wait until no call is in flight on this connection, at most ``timeout`` seconds.
+
+        Every call holds one of the ``max_concurrency`` slots while it runs; holding them all
+        means none runs. They are released on return, so call :meth:`close` next.
+
+        Returns:
+            True when every call finished in time.
+        """
+        held = 0
+        try:
+            with anyio.move_on_after(timeout):
+                for _ in range(self.settings.max_concurrency):
+                    await self.limiter.acquire()
+                    held += 1
+        finally:
+            for _ in range(held):
+                self.limiter.release()
+        return held == self.settings.max_concurrency
+
     def _abort_calls(self) -> None:
         for scope in list(self._call_scopes):
             scope.cancel()

@@ -319,10 +319,20 @@ class MCPSupervisor:
             return True
         return False
 
-    async def remove_server(self, name: str) -> None:
-        """Close a server's connection (its process group ends) and forget it; no-op if unknown."""
+    async def remove_server(self, name: str, *, drain_s: float = 0.0) -> None:
+        """Close a server's connection (its process group ends) and forget it; no-op if unknown.
+
+        Args:
+            name: The server.
+            drain_s: Seconds the calls in flight on it get to finish before it is closed (no
+                new call reaches it meanwhile: it is forgotten first); 0 closes at once.
+        """
         connection = self._connections.pop(name, None)
         if connection is not None:
+            if drain_s > 0 and not await connection.drain(drain_s):
+                logger.warning(
+                    "MCP server %r: calls still running after %.0f s are ended", name, drain_s
+                )
             with anyio.CancelScope(shield=True):
                 await connection.close()
 

@@ -119,8 +119,11 @@ class MCPRegistry:
             self._install(name, self.supervisor.tools(name), strict=False)
         return {name: self.supervisor.status(name) for name in statuses}
 
-    async def unregister(self, name: str) -> list[str]:
+    async def unregister(self, name: str, *, drain_s: float = 0.0) -> list[str]:
         """Close a server's connection and remove its tools; returns the removed names.
+
+        ``drain_s``: seconds its calls in flight get to finish first (its tools are removed
+        at once).
 
         Raises:
             UnknownToolError: no MCP server of that name is registered.
@@ -131,7 +134,7 @@ class MCPRegistry:
                 details={"server": name},
             )
         removed = self._uninstall(name)
-        await self.supervisor.remove_server(name)
+        await self.supervisor.remove_server(name, drain_s=drain_s)
         return removed
 
     def status(self, name: str) -> ServerStatus:

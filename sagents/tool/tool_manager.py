@@ -644,15 +644,18 @@ class ToolManager:
         self._check_open()
         return await self._mcp_registry().register_many(servers, wait=wait)
 
-    async def unregister_mcp_server(self, name: str) -> list[str]:
+    async def unregister_mcp_server(self, name: str, *, drain_s: float = 0.0) -> list[str]:
         """Close an MCP server's connection and remove its tools; returns the removed names.
+
+        Its tools are removed at once; ``drain_s`` gives the calls already running on it that
+        many seconds to finish before the connection closes (0: closed at once).
 
         Raises:
             UnknownToolError: no MCP server of that name is registered.
         """
         if self._mcp is None:
             raise UnknownToolError(f"no MCP server named {name!r} is registered")
-        return await self._mcp.unregister(name)
+        return await self._mcp.unregister(name, drain_s=drain_s)
 
     async def wait_mcp_servers(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound
         """Wait until every registered MCP server's first start attempt ended (ready or

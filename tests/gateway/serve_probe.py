@@ -112,6 +112,20 @@ class Serve:
     process: anyio.abc.Process
     log: list[str] = field(default_factory=list)
     """Its stderr lines so far."""
+    config: Path | None = None
+    """Its config file."""
+    new_line: list[anyio.Event] = field(default_factory=lambda: [anyio.Event()])
+    """Set (and replaced) at each stderr line."""
+
+    async def wait_log(self, text: str, *, after: int = 0, wait_s: float = 60.0) -> str:
+        """The first stderr line from index ``after`` on that contains ``text``, waited for
+        at most ``wait_s`` seconds."""
+        with anyio.fail_after(wait_s):
+            while True:
+                for line in self.log[after:]:
+                    if text in line:
+                        return line
+                await self.new_line[0].wait()
 
     def usage(self) -> TreeUsage:
         """What the serve process tree holds now."""
@@ -147,21 +161,33 @@ class Serve:
 
 
 @asynccontextmanager
-async def http_serve(workdir: Path, settings: dict[str, Any] | None = None) -> AsyncIterator[Serve]:
-    """``sagents serve --transport http --port 0`` on a config with the echo upstream (and
-    ``settings`` beside it), its data dir in ``workdir``; stopped (SIGTERM) on leaving."""
+async def http_serve(
+    workdir: Path,
+    settings: dict[str, Any] | None = None,
+    *,
+    servers: dict[str, Any] | None = None,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[Serve]:
+    """``sagents serve --transport http --port 0`` (and ``args``) on a config with the echo
+    upstream (or ``servers``; and ``settings`` beside them), its data dir in ``workdir``;
+    stopped (SIGTERM) on leaving."""
     config = workdir / "sagents.json"
-    upstream = {"command": sys.executable, "args": [str(ECHO), "sdk"]}
-    config.write_text(
-        json.dumps({"mcpServers": {"echo": upstream}, **(settings or {})}), encoding="utf-8"
-    )
+    upstreams = servers if servers is not None else {"echo": echo_server()}
+    config.write_text(json.dumps({"mcpServers": upstreams, **(settings or {})}), encoding="utf-8")
     command = [sys.executable, "-c", _SERVE, "serve", "--transport", "http", "--port", "0"]
-    command += ["--config", str(config)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(workdir / "data")}
+    command += ["--config", str(config), *args]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SAGENTS_DATA_DIR": str(workdir / "data"),
+        **(env or {}),
+    }
     async with await anyio.open_process(command, env=env, cwd=workdir) as process:
         assert process.stderr is not None
         stderr = process.stderr
         log: list[str] = []
+        new_line = [anyio.Event()]
         announced = anyio.Event()
         url: list[str] = []
 
@@ -174,6 +200,8 @@ async def http_serve(workdir: Path, settings: dict[str, Any] | None = None) -> A
                 for raw in lines:
                     line = raw.decode(errors="replace")
                     log.append(line)
+                    new_line[0].set()
+                    new_line[0] = anyio.Event()
                     if "sagents serve: " in line and "/mcp" in line and not url:
                         url.append(line.split("sagents serve: ", 1)[1].strip())
                         announced.set()
@@ -186,12 +214,24 @@ async def http_serve(workdir: Path, settings: dict[str, Any] | None = None) -> A
             if not url:
                 raise RuntimeError("sagents serve ended before serving:\n" + "\n".join(log))
             try:
-                yield Serve(url=url[0], pid=process.pid, process=process, log=log)
+                yield Serve(
+                    url=url[0],
+                    pid=process.pid,
+                    process=process,
+                    log=log,
+                    config=config,
+                    new_line=new_line,
+                )
             finally:
                 if process.returncode is None:
                     process.terminate()
                 with anyio.fail_after(30):
                     await process.wait()
+
+
+def echo_server(*args: str) -> dict[str, Any]:
+    """The config entry of the stdio echo upstream (``args`` after its transport)."""
+    return {"command": sys.executable, "args": [str(ECHO), "sdk", *args]}
 
 
 RUN_SCRIPT_ARGS = {"code": "print('hello')", "tools": ["echo__echo"], "description": "probe"}
