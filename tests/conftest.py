@@ -38,6 +38,7 @@ SLOW = frozenset(
         "tests/gateway/test_oauth.py",
         "tests/gateway/test_oauth_keys.py",
         "tests/gateway/test_peer_clients.py",
+        "tests/gateway/test_reload.py",
         "tests/gateway/test_replicas.py",
         "tests/gateway/test_replicas_audit.py",
         "tests/gateway/test_sandboxed_egress.py",

@@ -99,6 +99,7 @@ async def test_a_reload_adds_removes_and_restarts_servers_and_the_session_stays_
                     {"beta": echo_server("beta", "v2"), "gamma": echo_server("gamma")},
                     scripts={"maxCalls": 7},
                 )
+                changes.event = anyio.Event()  # only the reload's notifications from here
                 line = await reload(serve)
                 assert "removed alpha" in line, line
                 assert "added gamma" in line, line
@@ -178,6 +179,8 @@ async def test_a_removed_server_stops_after_its_call_finishes(tmp_path: Path) ->
 
                 async def call() -> None:
                     answers.append(await client.call_tool("gate__wait", {"fifo": str(fifo)}))
+                    # ended before reading? release the writer's open below, which then fails
+                    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
 
                 tg.start_soon(call)
                 # opening the pipe returns once the tool opened it: the call is in flight
@@ -185,8 +188,10 @@ async def test_a_removed_server_stops_after_its_call_finishes(tmp_path: Path) ->
                     lambda: open(fifo, "w", encoding="utf-8"),  # noqa: SIM115 - closed below
                     abandon_on_cancel=True,
                 )
+                assert not answers, answers  # in flight
                 write_config(serve, {"echo": echo_server()})
                 after = len(serve.log)
+                changes.event = anyio.Event()  # only the reload's notifications from here
                 serve.process.send_signal(signal.SIGHUP)
                 await serve.wait_log("reloading", after=after)
                 await changes.next()  # its tools are gone: told before its call ends
