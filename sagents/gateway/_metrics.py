@@ -38,6 +38,9 @@ names it sends, and each label value is a series Prometheus keeps."""
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 _SERVER_STATES: tuple[ServerState, ...] = ("connecting", "ready", "failed", "restarting", "closed")
 
+_TASK_STATUSES = ("running", "ok", "error", "cancelled")
+SCRIPT_TOOL = "run_script"
+
 _Result = TypeVar("_Result")
 
 
@@ -82,6 +85,26 @@ class GatewayMetrics:
             buckets=_LATENCY_BUCKETS_S,
             registry=self.registry,
         )
+        self.script_runs = Counter(
+            "sagents_script_runs",
+            "run_script runs answered, by outcome (ok or the error code).",
+            ("outcome",),
+            registry=self.registry,
+        )
+        self.script_calls = Counter(
+            "sagents_script_calls",
+            "Tool calls made by the scripts of answered run_script runs.",
+            registry=self.registry,
+        )
+        self.config_reloads = Counter(
+            "sagents_config_reloads",
+            "Config file reloads (SIGHUP, --watch), by outcome: applied or refused.",
+            ("outcome",),
+            registry=self.registry,
+        )
+        self.background_tasks: Callable[[], Iterable[str]] | None = None
+        """The statuses of the background calls the gateway knows (running and lately
+        ended), once it has them."""
         self.registry.register(_StateCollector(self, sessions_open, approvals_pending))
 
     async def counting(
@@ -108,7 +131,19 @@ class GatewayMetrics:
             outcome = outcome_of(result)
             name = UNKNOWN_TOOL if outcome == UnknownToolError.code else tool
             self.tool_calls.labels(name, outcome).inc()
+            if name == SCRIPT_TOOL:
+                self._count_script(result, outcome)
         return result
+
+    def _count_script(self, result: mt.CallToolResult, outcome: str) -> None:
+        """A run_script answer: its run, and the calls its summary (``structuredContent``,
+        docs/run_script.md) says the script made. A run handed off to the background is
+        counted when it is answered here."""
+        self.script_runs.labels(outcome).inc()
+        summary = result.structured_content
+        calls = summary.get("calls") if isinstance(summary, dict) else None
+        if isinstance(calls, int) and calls > 0:
+            self.script_calls.inc(calls)
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""
@@ -149,6 +184,16 @@ class _StateCollector(Collector):
         for state in _SERVER_STATES:
             states.add_metric((state,), sum(1 for s in statuses if s.state == state))
         yield states
+        tasks = GaugeMetricFamily(
+            "sagents_background_tasks",
+            "Background calls by status (running, and those that ended lately: ok, error, "
+            "cancelled).",
+            labels=("status",),
+        )
+        found = list(self._metrics.background_tasks()) if self._metrics.background_tasks else []
+        for task_status in _TASK_STATUSES:
+            tasks.add_metric((task_status,), found.count(task_status))
+        yield tasks
         restarts = CounterMetricFamily(
             "sagents_upstream_restarts",
             "Times each upstream MCP server was restarted after its first start.",

@@ -154,6 +154,8 @@ class ConfigReloader:
             else:
                 result = await self._apply(config, profiles)
         _log(result)
+        outcome = "refused" if result.error is not None else "applied"
+        self._gateway.metrics.config_reloads.labels(outcome).inc()
         return result
 
     def _read(self) -> tuple[SagentsConfig, dict[str, Profile]]:

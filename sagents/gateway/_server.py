@@ -307,6 +307,7 @@ class Gateway:
             approvals_pending=lambda: len(self.pending.pending()),
         )
         """This gateway's Prometheus metrics (docs/observability.md)."""
+        self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
         self._approval_states = ApprovalStates()
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
@@ -660,7 +661,10 @@ class Gateway:
         """``tools/call``, counted where its answer is known (docs/observability.md)."""
 
         def server() -> str | None:
-            spec = self._session_for(ctx).offer.get(params.name)
+            try:
+                spec = self._session_for(ctx).offer.get(params.name)
+            except MCPError:  # its profile was removed during the call: the answer stands
+                return None
             return spec.source.server if spec is not None else None
 
         return await self.metrics.counting(

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -14,8 +15,13 @@ import pytest
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from sagents.gateway._metrics import GatewayMetrics
+from sagents.gateway import Gateway
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._metrics import GatewayMetrics, outcome_of
 from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
+from sagents.gateway._reload import ConfigReloader
+from sagents.gateway._settings import GatewaySettings
+from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_configured import write_config
 from tests.gateway.test_serve_cli import read_stderr_until
 
@@ -148,3 +154,76 @@ async def test_two_gateways_in_one_process_count_apart() -> None:
     assert sample(one, "sagents_tool_calls_total", tool="t", outcome="ok") == 1
     assert sample(two, "sagents_tool_calls_total", tool="t", outcome="ok") == 0
     assert sample(two, "sagents_sessions_open") == 2
+
+
+async def test_background_tasks_are_counted_by_status() -> None:
+    provider = FakeProvider()
+    ended = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.LoggingMessageNotification):
+            ended.set()  # the completion notice
+
+    async with (
+        Gateway(provider, background_after_s=0.05) as gateway,
+        Client(gateway.server, mode="legacy", message_handler=on_message) as client,
+    ):
+        with anyio.fail_after(30):
+            before = gateway.metrics.exposition().decode()
+            handed = await client.call_tool("fleet__slow", {})
+            during = gateway.metrics.exposition().decode()
+            provider.release.set()
+            await ended.wait()
+            after = gateway.metrics.exposition().decode()
+    assert "task_id" in (handed.structured_content or {})
+    assert sample(before, "sagents_background_tasks", status="running") == 0
+    assert sample(during, "sagents_background_tasks", status="running") == 1
+    assert sample(after, "sagents_background_tasks", status="running") == 0
+    assert sample(after, "sagents_background_tasks", status="ok") == 1
+
+
+async def test_run_script_runs_and_their_calls_are_counted(tmp_path: Path) -> None:
+    settings = GatewaySettings(
+        config=write_config(tmp_path), mode="auto", workspace=tmp_path / "ws"
+    )
+    script = (
+        "from agent_tools import call_many\n"
+        "call_many('fault__add', [{'a': i, 'b': 1} for i in range(20)])\n"
+    )
+    async with open_gateway(settings) as gateway, Client(gateway.server, mode="legacy") as client:
+        with anyio.fail_after(120):
+            await client.list_tools()
+            before = gateway.metrics.exposition().decode()
+            ran = await client.call_tool(
+                "run_script", {"code": script, "tools": [], "description": "twenty adds"}
+            )
+            broken = await client.call_tool(
+                "run_script", {"code": "raise SystemExit(3)", "tools": [], "description": "x"}
+            )
+            after = gateway.metrics.exposition().decode()
+    assert not ran.is_error, ran
+    assert broken.is_error
+    assert sample(before, "sagents_script_runs_total", outcome="ok") == 0
+    assert sample(after, "sagents_script_runs_total", outcome="ok") == 1
+    failed = outcome_of(broken)
+    assert sample(after, "sagents_script_runs_total", outcome=failed) == 1
+    assert sample(before, "sagents_script_calls_total") == 0
+    assert sample(after, "sagents_script_calls_total") == 20
+
+
+async def test_config_reloads_are_counted_applied_or_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    settings = GatewaySettings(config=config, mode="auto", workspace=tmp_path / "ws")
+    async with open_gateway(settings, wait_for_servers=True) as gateway:
+        reloader = ConfigReloader(gateway, settings)
+        with anyio.fail_after(60):
+            applied = await reloader.reload()
+            good = config.read_text(encoding="utf-8")
+            config.write_text("{", encoding="utf-8")
+            refused = await reloader.reload()
+            config.write_text(good, encoding="utf-8")
+        text = gateway.metrics.exposition().decode()
+    assert applied.error is None
+    assert refused.error is not None
+    assert sample(text, "sagents_config_reloads_total", outcome="applied") == 1
+    assert sample(text, "sagents_config_reloads_total", outcome="refused") == 1
