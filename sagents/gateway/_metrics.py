@@ -12,7 +12,7 @@ operator's bearer token, or to anyone with ``--metrics-public`` (:func:`metrics_
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import mcp_types as mt
@@ -102,6 +102,8 @@ class GatewayMetrics:
             ("outcome",),
             registry=self.registry,
         )
+        self.approvals_answered: Callable[[], Mapping[str, int]] | None = None
+        """How many approvals ended with each answer, once the gateway has a queue."""
         self.background_tasks: Callable[[], Iterable[str]] | None = None
         """The statuses of the background calls the gateway knows (running and lately
         ended), once it has them."""
@@ -175,6 +177,16 @@ class _StateCollector(Collector):
             "Approvals waiting for an answer (the web console's queue).",
             value=self._approvals_pending(),
         )
+        answered = CounterMetricFamily(
+            "sagents_approvals_answered",
+            "Approvals asked in the web console that ended, by answer (allow_once, "
+            "allow_session, deny; timeout: nobody answered in time).",
+            labels=("answer",),
+        )
+        counts = self._metrics.approvals_answered() if self._metrics.approvals_answered else {}
+        for answer, count in sorted(counts.items()):
+            answered.add_metric((answer,), count)
+        yield answered
         statuses = self._metrics.upstream() if self._metrics.upstream is not None else ()
         states = GaugeMetricFamily(
             "sagents_upstream_servers",

@@ -142,6 +142,9 @@ class PendingApprovals:
         self._changed = anyio.Event()
         self.listeners: list[Callable[[str], None]] = []
         """Told the session id of each change (the console's live pages); must not block."""
+        self.answered: dict[str, int] = {}
+        """How many requests ended with each answer (``allow_once``, ``allow_session``,
+        ``deny``; ``timeout`` when nobody answered in time): the gateway's metrics."""
 
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""
@@ -234,6 +237,8 @@ class PendingApprovals:
                     await waiting.done.wait()
                     tg.cancel_scope.cancel()
             answer = waiting.answer if waiting.done.is_set() else "deny"
+            outcome = answer if waiting.done.is_set() else "timeout"
+            self.answered[outcome] = self.answered.get(outcome, 0) + 1
         finally:
             if self._waiting.pop(item.approval_id, None) is not None:
                 self._notify(item.session_id)

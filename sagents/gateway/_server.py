@@ -308,6 +308,7 @@ class Gateway:
         )
         """This gateway's Prometheus metrics (docs/observability.md)."""
         self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
+        self.metrics.approvals_answered = lambda: self.pending.answered
         self._approval_states = ApprovalStates()
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)

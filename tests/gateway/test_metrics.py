@@ -19,6 +19,7 @@ from sagents.gateway import Gateway
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._metrics import GatewayMetrics, outcome_of
 from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
+from sagents.gateway._pending import PendingApproval
 from sagents.gateway._reload import ConfigReloader
 from sagents.gateway._settings import GatewaySettings
 from tests.gateway.fakes import FakeProvider
@@ -227,3 +228,26 @@ async def test_config_reloads_are_counted_applied_or_refused(tmp_path: Path) -> 
     assert refused.error is not None
     assert sample(text, "sagents_config_reloads_total", outcome="applied") == 1
     assert sample(text, "sagents_config_reloads_total", outcome="refused") == 1
+
+
+async def test_approvals_pending_and_answered_are_counted() -> None:
+    async with Gateway(FakeProvider()) as gateway:
+        pending = gateway.pending
+        item = PendingApproval(approval_id="a1", kind="call", session_id="s", tools=("t",))
+        answers: list[str] = []
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    answers.append(await pending.ask(item))
+
+                tg.start_soon(ask)
+                await pending.changed()  # the card waits
+                during = gateway.metrics.exposition().decode()
+                assert pending.answer("a1", "allow_once", by=None)
+            after = gateway.metrics.exposition().decode()
+    assert answers == ["allow_once"]
+    assert sample(during, "sagents_approvals_pending") == 1
+    assert sample(during, "sagents_approvals_answered_total", answer="allow_once") == 0
+    assert sample(after, "sagents_approvals_pending") == 0
+    assert sample(after, "sagents_approvals_answered_total", answer="allow_once") == 1
