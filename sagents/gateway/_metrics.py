@@ -104,6 +104,8 @@ class GatewayMetrics:
         )
         self.approvals_answered: Callable[[], Mapping[str, int]] | None = None
         """How many approvals ended with each answer, once the gateway has a queue."""
+        self.sandboxes: Callable[[], int] | None = None
+        """How many sessions' sandboxes are alive, once there is a run_script host."""
         self.background_tasks: Callable[[], Iterable[str]] | None = None
         """The statuses of the background calls the gateway knows (running and lately
         ended), once it has them."""
@@ -196,6 +198,11 @@ class _StateCollector(Collector):
         for state in _SERVER_STATES:
             states.add_metric((state,), sum(1 for s in statuses if s.state == state))
         yield states
+        yield GaugeMetricFamily(
+            "sagents_sandboxes",
+            "Sessions' sandboxes alive (run_script and the built-in tools run in them).",
+            value=self._metrics.sandboxes() if self._metrics.sandboxes is not None else 0,
+        )
         tasks = GaugeMetricFamily(
             "sagents_background_tasks",
             "Background calls by status (running, and those that ended lately: ok, error, "

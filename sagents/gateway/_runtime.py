@@ -344,6 +344,9 @@ class ConfiguredGateway(Gateway):
         if self.skills is not None:
             SkillTools(self._skill_session).register(manager)
         manager.on_mcp_tools_changed(self._upstream_tools_changed)
+        if scripts is not None:
+            live_scripts = scripts
+            self.metrics.sandboxes = lambda: live_scripts.sandboxes_alive
         if manager.mcp_supervisor is not None:
             self.metrics.upstream = manager.mcp_supervisor.statuses
             manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)

@@ -222,6 +222,12 @@ class GatewayScripts:
         found.ended.set()
         await found.gone.wait()
 
+    @property
+    def sandboxes_alive(self) -> int:
+        """How many sessions hold a sandbox now (each its one; the spare started ahead of a
+        session's next run is not counted)."""
+        return len(self._sessions)
+
     async def sandbox_for(self, context: SessionContext) -> Sandbox:
         """The calling session's sandbox (the built-in tools' resolver)."""
         return (await self._session(context)).sandbox

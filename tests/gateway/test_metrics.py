@@ -183,7 +183,7 @@ async def test_background_tasks_are_counted_by_status() -> None:
     assert sample(after, "sagents_background_tasks", status="ok") == 1
 
 
-async def test_run_script_runs_and_their_calls_are_counted(tmp_path: Path) -> None:
+async def test_run_script_runs_their_calls_and_sandboxes_are_counted(tmp_path: Path) -> None:
     settings = GatewaySettings(
         config=write_config(tmp_path), mode="auto", workspace=tmp_path / "ws"
     )
@@ -210,6 +210,8 @@ async def test_run_script_runs_and_their_calls_are_counted(tmp_path: Path) -> No
     assert sample(after, "sagents_script_runs_total", outcome=failed) == 1
     assert sample(before, "sagents_script_calls_total") == 0
     assert sample(after, "sagents_script_calls_total") == 20
+    assert sample(before, "sagents_sandboxes") == 0
+    assert sample(after, "sagents_sandboxes") == 1  # the session's, kept for its next run
 
 
 async def test_config_reloads_are_counted_applied_or_refused(tmp_path: Path) -> None:
