@@ -20,7 +20,7 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -36,7 +36,7 @@ from mcp_types import (
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
@@ -576,12 +576,13 @@ class MCPSupervisor:
             raise UnknownToolError(f"no MCP server {server!r}", details={"server": server})
         limit = timeout if timeout is not None else connection.settings.call_timeout
         details = {"server": server, "request": what}
+        redact = connection.settings.redactor or Redactor()  # docs/gateway.md, "Secrets"
         with anyio.move_on_after(limit) as deadline:
             session = await connection.ready_session()
             async with connection.limiter:
                 with connection.call_scope() as scope:
                     try:
-                        return await send(session)
+                        return _redacted_answer(await send(session), redact)
                     except MCPError as error:
                         if error.code == CONNECTION_CLOSED or connection.closing:
                             connection.mark_dead(f"the connection closed during {what}")
@@ -592,7 +593,7 @@ class MCPSupervisor:
                         error_details: dict[str, Any] = {**details, "jsonrpc_code": error.code}
                         raise UpstreamProtocolError(
                             f"MCP server {server!r} answered {what} with error {error.code}: "
-                            f"{error.message}",
+                            f"{redact.redact(error.message)}",
                             details=error_details,
                         ) from None
                     except _TRANSPORT_ERRORS as error:
@@ -605,7 +606,7 @@ class MCPSupervisor:
                     except (RuntimeError, ValidationError) as error:
                         raise UpstreamProtocolError(
                             f"MCP server {server!r} answered {what} with an invalid result: "
-                            f"{error}",
+                            f"{redact.redact(str(error))}",
                             details=details,
                         ) from None
                 if scope.cancelled_caught:
@@ -785,6 +786,17 @@ class MCPSupervisor:
                 details={"server": name, "tool": tool, "log": str(connection.log_path)},
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _redacted_answer(answer: _T, redactor: Redactor) -> _T:
+    """An upstream's answer to a request other than ``tools/call`` (``prompts/get``,
+    ``resources/read``, completion...) with the secrets redacted from every string in it; the
+    same object when none occurs."""
+    if not redactor or not isinstance(answer, BaseModel):
+        return answer
+    dumped = answer.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    redacted = redactor.redact_json(dumped)
+    return answer if redacted is dumped else cast(_T, type(answer).model_validate(redacted))
 
 
 def _redacted_progress(forward: ProgressFnT, redactor: Redactor) -> ProgressFnT:

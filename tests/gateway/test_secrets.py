@@ -295,3 +295,33 @@ async def test_a_background_calls_result_is_kept_and_shown_redacted() -> None:
             shown = [info.result for info in gateway.tasks.operator_view()]  # the console's
     assert [result.text if result else None for result in shown] == ["[redacted:SLOW]"]
     assert "slow done" not in json.dumps(status.model_dump(mode="json"))
+
+
+async def test_secrets_an_upstream_returns_from_prompts_and_resource_reads_are_redacted(
+    tmp_path: Path,
+) -> None:
+    # What an upstream answers to prompts/get and resources/read (a skill file it offers is
+    # read the same way) reaches the model as a tool result does.
+    label = f"catalog-{secrets.token_hex(8)}"
+    catalog = Path(__file__).parents[1] / "mcp" / "servers" / "catalog_server.py"
+    config = tmp_path / "sagents.json"
+    document = {
+        "mcpServers": {
+            "notes": {
+                "command": sys.executable,
+                "args": [str(catalog), label],
+                "env": {"PYTHONPATH": str(Path(__file__).parents[2])},
+            }
+        },
+        "secrets": {"values": {"LABEL": label}},
+    }
+    config.write_text(json.dumps(document), encoding="utf-8")
+    settings = GatewaySettings(config=config, mode="auto")
+    with anyio.fail_after(60):
+        async with open_gateway(settings) as gateway, Client(gateway.server) as client:
+            prompt = await client.get_prompt("notes__greet", {"name": "ada"})
+            read = await client.read_resource("sagents://upstream/notes/note://hello")
+    shown = json.dumps([prompt.model_dump(mode="json"), read.model_dump(mode="json")])
+    assert label not in shown
+    assert "[redacted:LABEL]: hello ada" in shown
+    assert "[redacted:LABEL]: note://hello" in shown
