@@ -64,7 +64,7 @@ JWKS_MIN_REFRESH_S = 30.0  # an unknown kid fetches the keys again at most this 
 UNREACHABLE_RETRY_S = 5.0  # after a failed fetch, tokens are refused this long untried
 INTROSPECTION_CACHE_S = 30.0  # an introspection answer is reused at most this long
 _INTROSPECTION_CACHE_SIZE = 1024  # answers kept, least recently used dropped
-FETCH_TIMEOUT_S = 10.0  # seconds for one request to the authorization server
+FETCH_TIMEOUT_S = 10.0  # seconds for one whole request to the authorization server
 _MAX_DOCUMENT_BYTES = 1 << 20  # metadata, JWKS and introspection answers are smaller
 
 
@@ -332,23 +332,30 @@ class AccessTokenVerifier:
                 f"the authorization server {self.config.issuer!r} failed moments ago"
             )
         try:
-            async with (
-                httpx2.AsyncClient(
-                    transport=self._transport, timeout=FETCH_TIMEOUT_S, follow_redirects=False
-                ) as client,
-                client.stream(
-                    method, url, data=data, auth=auth, headers={"Accept": "application/json"}
-                ) as response,
-            ):
-                if missing_ok and 400 <= response.status_code < 500:
-                    return None  # not there: the next metadata URL may be
-                if response.status_code != 200:
-                    raise self._unavailable(f"{url} answered HTTP {response.status_code}")
-                body = b""
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > _MAX_DOCUMENT_BYTES:
-                        raise self._unavailable(f"{url} answered more than 1 MiB")
+            # the whole request is bounded, not each read: a server sending a byte at a time
+            # would otherwise hold every token check waiting on it
+            with anyio.fail_after(FETCH_TIMEOUT_S):
+                async with (
+                    httpx2.AsyncClient(
+                        transport=self._transport, timeout=FETCH_TIMEOUT_S, follow_redirects=False
+                    ) as client,
+                    client.stream(
+                        method, url, data=data, auth=auth, headers={"Accept": "application/json"}
+                    ) as response,
+                ):
+                    if missing_ok and 400 <= response.status_code < 500:
+                        return None  # not there: the next metadata URL may be
+                    if response.status_code != 200:
+                        raise self._unavailable(f"{url} answered HTTP {response.status_code}")
+                    body = b""
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > _MAX_DOCUMENT_BYTES:
+                            raise self._unavailable(f"{url} answered more than 1 MiB")
+        except TimeoutError:
+            raise self._unavailable(
+                f"{url} did not answer within {FETCH_TIMEOUT_S:g} seconds"
+            ) from None
         except httpx2.HTTPError as error:
             raise self._unavailable(f"{url} cannot be reached ({type(error).__name__})") from None
         try:

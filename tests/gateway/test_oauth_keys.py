@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
+import anyio
+import anyio.abc
 import jwt
 import pytest
 
 from sagents.config._oauth import OAuthConfig
+from sagents.gateway import _oauth
 from sagents.gateway._oauth import (
     JWKS_MAX_AGE_S,
     JWKS_MIN_REFRESH_S,
@@ -51,3 +54,41 @@ async def test_a_rotated_key_is_fetched_again_and_a_gone_issuer_fails_closed() -
     now[0] += JWKS_MAX_AGE_S + 1
     with pytest.raises(AuthorizationServerUnavailable, match="cannot be used"):
         await verifier.verify(rotated)  # too old to trust, and no fresh ones: refused
+
+
+async def test_an_issuer_that_answers_a_byte_at_a_time_is_given_up_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each byte comes before the read timeout, so only a bound on the whole request ends it:
+    # without one, every token check waits on the issuer for as long as it trickles.
+    monkeypatch.setattr(_oauth, "FETCH_TIMEOUT_S", 1.0)
+    stop = anyio.Event()
+
+    async def trickle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            await stream.send(head + b"Content-Length: 100000\r\n\r\n{")
+            with anyio.move_on_after(60):
+                while not stop.is_set():
+                    await stream.send(b" ")
+                    await anyio.sleep(0.1)  # the slow peer's pace, not a wait for the test
+
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(listener.serve, trickle)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        verifier = AccessTokenVerifier(
+            OAuthConfig(issuer=f"http://127.0.0.1:{port}"), audience=RESOURCE
+        )
+        token = jwt.encode(
+            {"sub": "s"}, signing_key("k")[1], algorithm="ES256", headers={"kid": "k"}
+        )
+        try:
+            with anyio.fail_after(30), pytest.raises(AuthorizationServerUnavailable):
+                await verifier.verify(token)
+        finally:
+            stop.set()
+            tasks.cancel_scope.cancel()
