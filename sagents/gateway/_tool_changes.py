@@ -33,14 +33,17 @@ class ToolChanges:
         servers = set(self.supervisor.server_names) if self.supervisor is not None else set()
         return [pin for pin in await self.pins.changes() if pin.server in servers]
 
-    async def accept(self, server: str, tool: str | None) -> list[ToolPin]:
-        """Accept the held change of ``tool`` (every held tool of ``server`` when None); the
+    async def accept(
+        self, server: str, tool: str | None, *, offered_digest: str | None = None
+    ) -> list[ToolPin]:
+        """Accept the held change of ``tool`` (every held tool of ``server`` when None), only
+        while it offers ``offered_digest`` when given (the change the operator was shown); the
         server's tools are checked again at once, so an accepted one is released now.
 
         Raises:
             StoreError: the store cannot be used.
         """
-        accepted = await self.pins.accept(server, tool)
+        accepted = await self.pins.accept(server, tool, offered_digest=offered_digest)
         if accepted and self.supervisor is not None:
             await self.supervisor.review_definitions(server)
         return accepted

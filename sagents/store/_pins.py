@@ -144,10 +144,12 @@ class SqlitePins:
         """See :meth:`sagents.store._protocols.PinStore.changes`."""
         return await anyio.to_thread.run_sync(partial(self._transaction, _changes))
 
-    async def accept(self, server: str, tool: str | None = None) -> list[ToolPin]:
+    async def accept(
+        self, server: str, tool: str | None = None, *, offered_digest: str | None = None
+    ) -> list[ToolPin]:
         """See :meth:`sagents.store._protocols.PinStore.accept`."""
         return await anyio.to_thread.run_sync(
-            partial(self._transaction, partial(_accept, server, tool))
+            partial(self._transaction, partial(_accept, server, tool, offered_digest))
         )
 
 
@@ -181,11 +183,14 @@ def _changes(db: Paced) -> list[ToolPin]:
     return [pin_of(row) for row in rows]
 
 
-def _accept(server: str, tool: str | None, db: Paced) -> list[ToolPin]:
+def _accept(server: str, tool: str | None, offered_digest: str | None, db: Paced) -> list[ToolPin]:
     where, params = "server = ? AND offered IS NOT NULL", [server]
     if tool is not None:
         where += " AND tool = ?"
         params.append(tool)
+    if offered_digest is not None:
+        where += " AND offered_digest = ?"
+        params.append(offered_digest)
     rows = db.execute(
         "UPDATE tool_pins SET definition = offered, digest = offered_digest, offered = NULL, "
         f"offered_digest = NULL, updated = ? WHERE {where} RETURNING {_COLUMNS}",

@@ -444,12 +444,17 @@ class PostgresPins:
             )
             return [pin_of(row) for row in await cursor.fetchall()]
 
-    async def accept(self, server: str, tool: str | None = None) -> list[ToolPin]:
+    async def accept(
+        self, server: str, tool: str | None = None, *, offered_digest: str | None = None
+    ) -> list[ToolPin]:
         """See :meth:`sagents.store._protocols.PinStore.accept`."""
         where, params = "server = %s AND offered IS NOT NULL", [server]
         if tool is not None:
             where += " AND tool = %s"
             params.append(tool)
+        if offered_digest is not None:
+            where += " AND offered_digest = %s"
+            params.append(offered_digest)
         async with self._db.connection() as db:
             cursor = await db.execute(
                 "UPDATE sagents_tool_pins SET definition = offered, digest = offered_digest, "

@@ -134,8 +134,12 @@ class PinStore(Protocol):
         and tool."""
         ...
 
-    async def accept(self, server: str, tool: str | None = None) -> list[ToolPin]:
+    async def accept(
+        self, server: str, tool: str | None = None, *, offered_digest: str | None = None
+    ) -> list[ToolPin]:
         """Accept the offered change of ``tool`` of ``server`` (of every changed tool of the
-        server when None): it becomes the pinned definition. Returns the accepted pins (none
-        when nothing was changed)."""
+        server when None): it becomes the pinned definition. With ``offered_digest``, only a
+        change still offering that definition is accepted (the one an operator was shown, not
+        one the server offered since). Returns the accepted pins (none when nothing was
+        changed)."""
         ...

@@ -589,15 +589,18 @@ class _Console:
         if not p.operator:
             return PlainTextResponse("only the operator accepts tool changes", status_code=403)
         server, tool = form.get("server", ""), form.get("tool") or None
+        shown = form.get("offered_digest") or None  # the change on the page the operator saw
         if changes is None or not server:
             return PlainTextResponse("no such changed tool", status_code=404)
         try:
-            accepted = await changes.accept(server, tool)
+            accepted = await changes.accept(server, tool, offered_digest=shown)
         except StoreError as error:
             return PlainTextResponse(error.message, status_code=503)
         if not accepted:
             return PlainTextResponse(
-                "no such changed tool (accepted already, or changed back)", status_code=404
+                "no such changed tool (accepted already, changed back, or changed again since "
+                "the page was shown: reload it to see the definition offered now)",
+                status_code=404,
             )
         return RedirectResponse(f"{CONSOLE_PATH}/tools", 303)
 
