@@ -141,6 +141,22 @@ class Redactor:
         redacted = pattern.sub(lambda match: self._marks[match.group(0)], data)
         return redacted.decode("utf-8", "surrogatepass")
 
+    def redact_base64(self, blob: str) -> str:
+        """A base64 ``blob`` (an embedded resource's) with every secret redacted from the
+        bytes it decodes to, encoded again; the same object when none occurs. A blob that does
+        not decode is redacted as text."""
+        pattern = self._pattern
+        if pattern is None:
+            return blob
+        try:
+            data = base64.b64decode(blob, validate=True)
+        except ValueError:
+            return self.redact(blob)
+        if pattern.search(data) is None:
+            return self.redact(blob)  # a secret's base64 form may still be in the text
+        redacted = pattern.sub(lambda match: self._marks[match.group(0)], data)
+        return base64.b64encode(redacted).decode()
+
     def redact_json(self, value: Any) -> Any:
         """A JSON value with every string in it (keys included) redacted; the same object when
         nothing was."""
@@ -159,8 +175,8 @@ class Redactor:
         return value
 
     def result(self, result: ToolResult) -> ToolResult:
-        """``result`` with its text, embedded text resources, structured content and error
-        message redacted; the same object when nothing was."""
+        """``result`` with its text, embedded resources (a blob in the bytes it decodes to),
+        structured content and error message redacted; the same object when nothing was."""
         if not self._forms:
             return result
         content = tuple(_redact_block(self, block) for block in result.content)
@@ -186,6 +202,9 @@ def _redact_block(redactor: Redactor, block: Any) -> Any:
     if isinstance(block, EmbeddedResource) and block.text is not None:
         text = redactor.redact(block.text)
         return block if text is block.text else dataclasses.replace(block, text=text)
+    if isinstance(block, EmbeddedResource) and block.blob is not None:
+        blob = redactor.redact_base64(block.blob)
+        return block if blob is block.blob else dataclasses.replace(block, blob=blob)
     return block
 
 

@@ -158,9 +158,9 @@ def to_call_tool_result(result: ToolResult) -> mt.CallToolResult:
 
 
 def redact_call_tool_result(result: mt.CallToolResult, redactor: Redactor) -> mt.CallToolResult:
-    """``result`` with the secrets redacted from its text blocks, embedded text resources,
-    ``structuredContent`` and ``_meta`` (docs/gateway.md, "Secrets"); the same object when
-    nothing was."""
+    """``result`` with the secrets redacted from its text blocks, embedded resources (a blob in
+    the bytes it decodes to), ``structuredContent`` and ``_meta`` (docs/gateway.md,
+    "Secrets"); the same object when nothing was."""
     content = [_redact_block(block, redactor) for block in result.content]
     structured = redactor.redact_json(result.structured_content)
     meta = redactor.redact_json(result.meta)
@@ -179,16 +179,22 @@ def _redact_block(block: mt.ContentBlock, redactor: Redactor) -> mt.ContentBlock
     if isinstance(block, mt.TextContent):
         text = redactor.redact(block.text)
         return block if text is block.text else block.model_copy(update={"text": text})
-    if isinstance(block, mt.EmbeddedResource) and isinstance(
-        block.resource, mt.TextResourceContents
-    ):
-        text = redactor.redact(block.resource.text)
-        if text is block.resource.text:
+    if isinstance(block, mt.EmbeddedResource):
+        resource = _redact_resource(block.resource, redactor)
+        if resource is block.resource:
             return block
-        return block.model_copy(
-            update={"resource": block.resource.model_copy(update={"text": text})}
-        )
+        return block.model_copy(update={"resource": resource})
     return block
+
+
+def _redact_resource(
+    resource: mt.TextResourceContents | mt.BlobResourceContents, redactor: Redactor
+) -> mt.TextResourceContents | mt.BlobResourceContents:
+    if isinstance(resource, mt.TextResourceContents):
+        text = redactor.redact(resource.text)
+        return resource if text is resource.text else resource.model_copy(update={"text": text})
+    blob = redactor.redact_base64(resource.blob)
+    return resource if blob is resource.blob else resource.model_copy(update={"blob": blob})
 
 
 def _object_schema(tool: str, field: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sagents.core._result import ErrorInfo, TextContent, ToolResult
+from sagents.core._result import EmbeddedResource, ErrorInfo, TextContent, ToolResult
 from sagents.core._secrets import MIN_SECRET_CHARS, RedactingFilter, Redactor
 
 SECRET = "s3cr3t/Token+Value=42"
@@ -87,3 +87,23 @@ def test_the_log_filter_redacts_messages_arguments_and_tracebacks(
         caplog.handler.removeFilter(handler_filter)
     assert SECRET not in caplog.text
     assert caplog.text.count(MARK) == 2
+
+
+def test_an_embedded_blob_is_redacted_in_its_bytes_and_stays_base64() -> None:
+    # A server returning its environment as a text/plain blob: what a client decodes and shows
+    # the model must not hold the secret, and the blob must still decode.
+    redactor = Redactor({"API_TOKEN": SECRET})
+    blob = base64.b64encode(f"TOKEN={SECRET}\n".encode()).decode()
+    other = base64.b64encode(b"\x89PNG no secret here").decode()
+    result = ToolResult(
+        content=(
+            EmbeddedResource(uri="file:///env", mime_type="text/plain", blob=blob),
+            EmbeddedResource(uri="file:///logo", mime_type="image/png", blob=other),
+        )
+    )
+    redacted = redactor.result(result)
+    first, second = redacted.content
+    assert isinstance(first, EmbeddedResource)
+    assert first.blob is not None
+    assert base64.b64decode(first.blob, validate=True) == f"TOKEN={MARK}\n".encode()
+    assert second is result.content[1]  # nothing in it: the same block

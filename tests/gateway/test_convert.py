@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import mcp_types as mt
@@ -16,11 +17,13 @@ from sagents.core._result import (
     TextContent,
     ToolResult,
 )
+from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import ToolTimeoutError, UpstreamSchemaError
 from sagents.gateway._convert import (
     ERROR_META_KEY,
     check_servable,
+    redact_call_tool_result,
     spec_to_mcp_tool,
     to_call_tool_result,
 )
@@ -163,3 +166,15 @@ def test_check_servable_agrees_with_spec_to_mcp_tool(
         except UpstreamSchemaError:
             outcomes.append(False)
     assert outcomes == [servable, servable]
+
+
+def test_a_tools_call_answer_has_a_secret_redacted_from_an_embedded_blob() -> None:
+    secret = "local-tool-secret-value"
+    blob = base64.b64encode(f"key={secret}".encode()).decode()
+    resource = mt.BlobResourceContents(uri="file:///env", mime_type="text/plain", blob=blob)
+    result = mt.CallToolResult(content=[mt.EmbeddedResource(resource=resource)])
+    redacted = redact_call_tool_result(result, Redactor({"LOCAL": secret}))
+    [block] = redacted.content
+    assert isinstance(block, mt.EmbeddedResource)
+    assert isinstance(block.resource, mt.BlobResourceContents)
+    assert base64.b64decode(block.resource.blob) == b"key=[redacted:LOCAL]"
