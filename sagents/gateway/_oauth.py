@@ -407,9 +407,8 @@ def _token_info(claims: Mapping[str, Any], issuer: str) -> TokenInfo:
             else frozenset()
         )
     expires = claims.get("exp")
-    return TokenInfo(
-        subject=subject,
-        issuer=issuer,
-        scopes=scopes,
-        expires_at=float(expires) if isinstance(expires, int | float) else None,
-    )
+    try:
+        expires_at = float(expires) if isinstance(expires, int | float) else None
+    except OverflowError:  # an integer beyond any float: JSON numbers have no bound
+        raise TokenRejected("the token's expiry (exp) is out of range") from None
+    return TokenInfo(subject=subject, issuer=issuer, scopes=scopes, expires_at=expires_at)

@@ -219,6 +219,7 @@ async def test_each_kind_of_bad_token_gets_401_invalid_token_with_its_reason(
                 "unknown kid": (sign(issuer, fresh, kid="rotated-away"), "no key"),
                 "no subject": (sign(issuer, {k: v for k, v in fresh.items() if k != "sub"}), "sub"),
                 "no expiry": (sign(issuer, base), "exp"),
+                "expiry out of range": (sign(issuer, {**base, "exp": 10**400}), "out of range"),
                 "oversized": ("a" * 9000, "longer than 8192"),
                 "malformed": ("a.b.c", "not a well-formed JWT"),
                 "opaque without introspection": ("opaque-token-0123", "not a JWT"),
