@@ -24,6 +24,7 @@ import anyio
 from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
+from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
 from sagents.store._fair import FairMap
 from sagents.store._pins import PINS_FILE, SqlitePins
 from sagents.store._protocols import CancelHandler
@@ -238,6 +239,7 @@ class EmbeddedStore:
         self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
         self.approvals = MemoryApprovals()
         self.pins = SqlitePins(self.directory / PINS_FILE)
+        self.agents = SqliteAgentStore(path=self.directory / AGENTS_FILE)
 
     async def __aenter__(self) -> EmbeddedStore:
         """Check both files: one that is not a database stops the start with a one-line
