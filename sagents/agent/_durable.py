@@ -18,21 +18,24 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sagents.agent._events import QuestionnaireRequestEvent
+from sagents.agent._run import approval_message
 from sagents.agent._session import AgentSession, AuditStatus
 from sagents.agent._state import Interruption, RunState, message_from_json, message_to_json
 from sagents.core._result import ToolResult
+from sagents.core.events import ApprovalRequestEvent
 from sagents.errors import (
     InvalidArgumentsError,
     NotAllowedError,
     RunStateError,
     UnknownToolError,
 )
-from sagents.tool._approval import Decision, DecisionKind, approval_needed
+from sagents.tool._approval import ApprovalRequest, Decision, DecisionKind, approval_needed
 from sagents.tool._arguments import parse_arguments
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.impl._questionnaire import parse_questionnaire
-from sagents.tool.questions import Questionnaire, QuestionnaireAnswer
+from sagents.tool.questions import Questionnaire, QuestionnaireAnswer, QuestionnaireSlot
 
 __all__ = [
     "SESSION_VERSION",
@@ -42,6 +45,7 @@ __all__ = [
     "check_call",
     "check_resume",
     "denied_result",
+    "request_event",
     "restore_session",
     "resume_into",
     "session_document",
@@ -124,6 +128,36 @@ def check_call(
             permission=spec.permission,
             offered=request.offered,
         )
+    )
+
+
+def request_event(
+    item: Interruption, session_id: str, ts: float
+) -> ApprovalRequestEvent | QuestionnaireRequestEvent:
+    """The ``approval.request`` / ``questionnaire.request`` event of a held call (its
+    ``request_id`` the item's id); the answer goes on the :class:`RunState`."""
+    if item.kind == "questionnaire":
+        questionnaire = item.questionnaire()
+        return QuestionnaireRequestEvent(
+            request_id=item.id,
+            questionnaire=questionnaire,
+            time_limit=0.0,
+            ts=ts,
+            slot=QuestionnaireSlot(questionnaire),
+        )
+    request = ApprovalRequest.for_tool_call(
+        item.tool_name,
+        item.arguments,
+        permission=item.permission,  # type: ignore[arg-type]  # a PermissionClass from the spec
+        session_id=session_id,
+        tool_call_id=item.id,
+    )
+    return ApprovalRequestEvent(
+        request_id=item.id,
+        tool_call_id=item.id,
+        tools=request.tools,
+        message=approval_message(request),
+        ts=ts,
     )
 
 

@@ -46,6 +46,7 @@ from sagents.agent._durable import (
     check_call,
     check_resume,
     denied_result,
+    request_event,
     restore_session,
     resume_into,
     session_document,
@@ -428,8 +429,10 @@ class SAgent:
                 ``questionnaire.request`` event, which can be answered directly).
             approvals: ``wait`` (default): a call that needs a person waits for the
                 approver or questioner. ``defer``: such calls are held, the answer's other
-                calls run, and the run ends with ``done(reason="interrupted", state=...)``
-                (the ``approval.request`` / ``questionnaire.request`` events are not sent).
+                calls run, and the run sends an ``approval.request`` or
+                ``questionnaire.request`` event for each held call (its ``request_id`` the
+                item's id; answer it on the state, not on the event) and ends with
+                ``done(reason="interrupted", state=...)``.
             state: A paused run to continue (its items decided), instead of ``messages``;
                 the run goes on deferring. Refused (:class:`~sagents.errors.RunStateError`,
                 raised before any event) for another session or agent, with an item left
@@ -912,6 +915,8 @@ class SAgent:
             else:
                 jobs[call.id] = partial(self._run_call, run, call, offered, check.decision)
         await self._settle(run, calls, results, jobs, hold=bool(held))
+        for item in held:
+            await run.emit(request_event(item, state.session_id, run.hubs[0].clock.time()))
         if held:
             run.paused = RunState(
                 agent=self.name,

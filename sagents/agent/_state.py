@@ -137,6 +137,9 @@ def _key_file(path: Path) -> bytes:
     return key.encode()
 
 
+_ARTICLE: Final[dict[str, str]] = {"approval": "an", "questionnaire": "a"}
+
+
 def _refused(message: str, reason: str, hint: str = "") -> RunStateError:
     return RunStateError(message, hint=hint or None, details={"reason": reason})
 
@@ -432,7 +435,7 @@ class RunState:
             if item.id == item_id:
                 if item.kind != kind:
                     raise _refused(
-                        f"{item_id!r} is a {item.kind} item, not a {kind}",
+                        f"{item_id!r} is a {item.kind} item, not {_ARTICLE[kind]} {kind}",
                         "item",
                         hint="use approve/deny for approvals, answer/decline for questionnaires",
                     )
