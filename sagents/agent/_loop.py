@@ -98,6 +98,7 @@ from sagents.errors import (
     NotAllowedError,
     RunStateError,
     SagentsError,
+    SkillError,
 )
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
@@ -836,6 +837,14 @@ class SAgent:
                 run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
                 run.extra_names.add("run_script")
         await state.init_more(sandbox=sandbox)
+        restored, state.restored_skills = state.restored_skills, []
+        for name in restored:  # loaded by a stored session or a paused run: loaded again
+            if state.skills is None:
+                break
+            try:
+                await state.skills.load(name)
+            except SkillError as failure:
+                logger.warning("skill %r of the stored session was not loaded: %s", name, failure)
         if state.skills is not None:
             skills = state.skills
             names = SkillTools(lambda _context: skills).register(run.extras)
