@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -493,3 +494,22 @@ async def test_a_session_lives_in_the_store_across_agents(store: SqliteAgentStor
     assert session is not None
     assert [m.role for m in session.history] == ["user", "assistant"]
     assert session.history[-1].text == "hello"
+
+
+def test_the_key_is_generated_0600_in_the_data_directory_and_refused_when_others_can_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SAGENTS_STATE_KEY")
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path))
+    state = RunState(agent="a", session_id="s", history=(), pending=(), settled={}, turns=0)
+    text = state.to_json()
+    path = tmp_path / "state.key"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert RunState.from_json(text).state_id == state.state_id  # the same key, read back
+    path.chmod(0o644)
+    with pytest.raises(RunStateError, match="readable by other users") as refused:
+        RunState.from_json(text)
+    assert refused.value.hint == f"chmod 600 {path}"
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "short")
+    with pytest.raises(RunStateError, match="at least 32 characters"):
+        state.to_json()
