@@ -329,20 +329,20 @@ class SAgent:
         return None if document is None else RunState.from_json(document)
 
     async def load_session(self, session_id: str) -> AgentSession | None:
-        """The session ``session_id``: this agent's in memory, else the store's (when the
-        agent was given a store), else None.
+        """The session ``session_id``: with a store given, as the store holds it (another
+        worker may have served its last request); else this agent's in memory; else None.
 
         Raises:
             RunStateError: a stored session of an unknown version or shape.
             StoreError: the store failed.
         """
         found = self._sessions.get(session_id)
-        if found is not None or not self._store_given:
+        if not self._store_given:
             return found
         document = await self.store.load_session(session_id)
         if document is None:
-            return None
-        session = AgentSession(SessionContext(session_id=session_id), as_proxy(None))
+            return found
+        session = found or AgentSession(SessionContext(session_id=session_id), as_proxy(None))
         session.granted.update(restore_session(session, json.loads(document)))
         return session
 
@@ -449,7 +449,7 @@ class SAgent:
             raise ValueError("pass either messages or a paused run's state, not both")
         context = session_context or SessionContext()
         paused = state
-        if self._store_given and session is None and context.session_id not in self._sessions:
+        if self._store_given and session is None:  # the store's is the latest (other workers)
             await self._load_stored(context, tool_manager, skill_manager, approver)
         state_ = session or self._session_for(context, tool_manager, skill_manager, approver)
         state_.approver = approver if approver is not None else state_.approver

@@ -513,3 +513,20 @@ def test_the_key_is_generated_0600_in_the_data_directory_and_refused_when_others
     monkeypatch.setenv("SAGENTS_STATE_KEY", "short")
     with pytest.raises(RunStateError, match="at least 32 characters"):
         state.to_json()
+
+
+async def test_a_worker_sees_the_turns_another_worker_served_since(
+    store: SqliteAgentStore,
+) -> None:
+    tools = Tools()
+    script = [reply("one"), reply("two"), reply("three")]
+    async with ScriptedModel(script) as model:
+        a, b = _agent(model, store), _agent(model, store)
+        history: list[Any] = []
+        for agent, text in ((a, "first"), (b, "second"), (a, "third")):
+            session = await agent.load_session("s1")
+            history = [*(session.messages if session else []), {"role": "user", "content": text}]
+            await _run(agent, history, tool_manager=tools.manager(), session_context=CTX)
+        stored = await a.load_session("s1")
+    assert stored is not None
+    assert [m.text for m in stored.history] == ["first", "one", "second", "two", "third", "three"]
