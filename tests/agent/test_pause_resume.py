@@ -24,6 +24,7 @@ from sagents.agent import (
 )
 from sagents.core.events import ApprovalRequestEvent
 from sagents.errors import RunStateError
+from sagents.skill import SkillManager, SkillProxy
 from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import SessionContext, ToolManager, tool
@@ -134,6 +135,7 @@ async def test_a_write_call_pauses_the_run_and_runs_once_when_approved_later(
         )
         assert tools.runs == [("lookup", {"key": "a"})]  # the free call ran before the pause
         assert paused.state is not None
+        assert paused.state.usage == {"prompt_tokens": 10, "completion_tokens": 5}
         text = paused.state.to_json()
         # hours later, another worker: a new agent, new tools, the state from its JSON
         tools_later = Tools()
@@ -530,3 +532,48 @@ async def test_a_worker_sees_the_turns_another_worker_served_since(
         stored = await a.load_session("s1")
     assert stored is not None
     assert [m.text for m in stored.history] == ["first", "one", "second", "two", "third", "three"]
+
+
+async def test_a_skill_loaded_before_the_pause_is_loaded_again_on_resume(
+    store: SqliteAgentStore, tmp_path: Path
+) -> None:
+    folder = tmp_path / "skills" / "research"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: research\ndescription: Use for research.\nallowed-tools: lookup save\n"
+        "---\nLook things up first.\n",
+        encoding="utf-8",
+    )
+    skills = SkillManager()
+    skills.add_skill_dir(tmp_path / "skills")
+    tools = Tools()
+    script = [
+        _batch(("load_skill", {"name": "research"}, "c1"), ("save", {"path": "x"}, "c2")),
+        reply("done"),
+    ]
+    async with ScriptedModel(script) as model:
+        paused = await _run(
+            _agent(model, store),
+            USER,
+            tool_manager=tools.manager(),
+            skill_manager=SkillProxy(skills),
+            session_context=CTX,
+            approvals="defer",
+        )
+        assert paused.state is not None
+        assert paused.state.skills == ["research"]
+        paused.state.approve("c2")
+        done = await _run(
+            _agent(model, store),  # another worker: new tools, the skill not loaded there
+            state=RunState.from_json(paused.state.to_json()),
+            tool_manager=tools.manager(),
+            skill_manager=SkillProxy(skills),
+            session_context=CTX,
+        )
+    assert done.output == "done"
+    assert tools.runs == [("save", {"path": "x"})]
+    before = {t["function"]["name"] for t in model.requests[0]["tools"]}
+    after = {t["function"]["name"] for t in model.requests[1]["tools"]}
+    assert "wipe" in before
+    assert "wipe" not in after  # the skill's allowed-tools narrow the resumed session again
+    assert {"lookup", "save"} <= after
