@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from sagents.agent._events import QuestionnaireRequestEvent
 from sagents.agent._run import approval_message
 from sagents.agent._session import AgentSession, AuditStatus
 from sagents.agent._state import Interruption, RunState, message_from_json, message_to_json
+from sagents.core._permissions import PermissionClass
 from sagents.core._result import ToolResult
 from sagents.core.events import ApprovalRequestEvent
 from sagents.errors import (
@@ -148,7 +149,7 @@ def request_event(
     request = ApprovalRequest.for_tool_call(
         item.tool_name,
         item.arguments,
-        permission=item.permission,  # type: ignore[arg-type]  # a PermissionClass from the spec
+        permission=cast(PermissionClass, item.permission),  # the spec's, as the item keeps it
         session_id=session_id,
         tool_call_id=item.id,
     )

@@ -9,6 +9,15 @@ Every tool call is settled exactly once: each ``tool_call_id`` of an assistant m
 history gets exactly one ``role: tool`` message, whatever happens (a tool error, an unknown tool,
 invalid JSON arguments, a timeout, a denial, cancellation, ``max_turns``, the model's stream
 breaking: an assistant message enters the history only once it is complete).
+
+With ``approvals="defer"`` a call that needs a person is held instead of waited for: the run
+ends as interrupted with a :class:`~sagents.agent.RunState`, and ``run(state=...)`` continues
+it once, in any process (:mod:`sagents.agent._durable`; docs/agent.md, "Pausing and
+resuming"). The history is kept as neutral :class:`~sagents.agent.Message` values.
+
+The module is past the 800-line soft cap on purpose: the turn, the settling of its calls and
+the pause and resume all read one ``ActiveRun`` and the agent's settings, and read best as one
+story; what stands alone lives beside it (``_run``, ``_durable``, ``_state``, ``_store_link``).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from functools import partial
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -78,6 +87,7 @@ from sagents.agent._run import (
 from sagents.agent._scripts import open_run_script
 from sagents.agent._session import AgentSession, current_agent_session
 from sagents.agent._state import Approvals, Interruption, RunResult, RunState
+from sagents.agent._store_link import StoreLink
 from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
 from sagents.agent._suggestion import (
     SuggestWhen,
@@ -89,7 +99,6 @@ from sagents.agent._suggestion import (
     request_query,
 )
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
-from sagents.audit._store import default_data_dir
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
@@ -103,9 +112,6 @@ from sagents.errors import (
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
-from sagents.store._agents import SqliteAgentStore
-from sagents.store._location import parse_store_url
-from sagents.store._open import open_store
 from sagents.store._protocols import AgentStore
 from sagents.tool._approval import Approver, Decision
 from sagents.tool._context import SessionContext
@@ -266,12 +272,7 @@ class SAgent:
         self.compression = compression or CompressionSettings()
         self._sessions: dict[str, AgentSession] = {}
         self._scopes: set[anyio.CancelScope] = set()
-        self._store_given = store is not None
-        self._store_url = store if isinstance(store, str) else None
-        self._store: AgentStore | None = None
-        if store is not None and not isinstance(store, str):
-            self._store = cast(AgentStore, getattr(store, "agents", store))
-        self._store_stack: AsyncExitStack | None = None
+        self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -285,20 +286,12 @@ class SAgent:
 
     async def __aenter__(self) -> SAgent:
         """Open the store a ``postgresql://`` URL names (closed by leaving the block)."""
-        if self._store_url is not None and self._store is None:
-            stack = AsyncExitStack()
-            opened = await stack.enter_async_context(
-                open_store(parse_store_url(self._store_url), data_dir=default_data_dir())
-            )
-            self._store, self._store_stack = opened.agents, stack
+        await self._link.open()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Close the store opened by ``async with``."""
-        if self._store_stack is not None:
-            stack, self._store_stack = self._store_stack, None
-            self._store = None
-            await stack.aclose()
+        await self._link.close()
 
     @property
     def store(self) -> AgentStore:
@@ -307,15 +300,7 @@ class SAgent:
         Raises:
             RunStateError: a ``postgresql://`` store that was not opened (``async with``).
         """
-        if self._store is None:
-            if self._store_url is not None:
-                raise RunStateError(
-                    "this agent's store is a URL and is not open",
-                    hint="enter the agent first: async with SAgent(..., store=url) as agent",
-                    details={"reason": "store"},
-                )
-            self._store = SqliteAgentStore()
-        return self._store
+        return self._link.store
 
     async def load_state(self, state_id: str) -> RunState | None:
         """The paused run ``state_id`` kept in the store (checked as
@@ -337,7 +322,7 @@ class SAgent:
             StoreError: the store failed.
         """
         found = self._sessions.get(session_id)
-        if not self._store_given:
+        if not self._link.given:
             return found
         document = await self.store.load_session(session_id)
         if document is None:
@@ -449,29 +434,31 @@ class SAgent:
             raise ValueError("pass either messages or a paused run's state, not both")
         context = session_context or SessionContext()
         paused = state
-        if self._store_given and session is None:  # the store's is the latest (other workers)
+        if self._link.given and session is None:  # the store's is the latest (other workers)
             await self._load_stored(context, tool_manager, skill_manager, approver)
-        state_ = session or self._session_for(context, tool_manager, skill_manager, approver)
-        state_.approver = approver if approver is not None else state_.approver
-        state_.questioner = questioner if questioner is not None else state_.questioner
+        agent_session = session or self._session_for(context, tool_manager, skill_manager, approver)
+        agent_session.approver = approver if approver is not None else agent_session.approver
+        agent_session.questioner = (
+            questioner if questioner is not None else agent_session.questioner
+        )
         if paused is not None:
-            check_resume(paused, agent=self.name, context=context, proxy=state_.tool_manager)
+            check_resume(paused, agent=self.name, context=context, proxy=agent_session.tool_manager)
             if not await self.store.claim_state(paused.state_id):
                 raise RunStateError(
                     "this paused run was resumed already",
                     hint="each paused run continues once; load the session for what followed",
                     details={"reason": "claimed"},
                 )
-            resume_into(state_, paused)
+            resume_into(agent_session, paused)
         else:
-            state_.history = settle_history(as_messages(messages))
+            agent_session.history = settle_history(as_messages(messages))
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``
         # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
         driver = running_loop().create_task(
             self._drive(
-                state_, send, defer=approvals == "defer" or paused is not None, resume=paused
+                agent_session, send, defer=approvals == "defer" or paused is not None, resume=paused
             )
         )
         ended = False
@@ -498,11 +485,11 @@ class SAgent:
         failure = None if driver.cancelled() else driver.exception()
         if failure is not None and not ended:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
-            settled = settle_history(state_.history)
+            settled = settle_history(agent_session.history)
             yield DoneEvent(
                 reason="error",
                 messages=tuple(as_openai_messages(settled)),
-                audit_status=state_.audit_status.snapshot(),
+                audit_status=agent_session.audit_status.snapshot(),
                 error=_internal(failure),
                 history=tuple(settled),
             )
@@ -620,7 +607,7 @@ class SAgent:
                 await self.store.save_state(
                     run.paused.state_id, session.session_id, run.paused.to_json()
                 )
-            if self._store_given:
+            if self._link.given:
                 document = session_document(session, run.granted())
                 await self.store.save_session(session.session_id, json.dumps(document))
         except SagentsError as failure:  # StoreError, RunStateError (the key)
