@@ -577,3 +577,35 @@ async def test_a_skill_loaded_before_the_pause_is_loaded_again_on_resume(
     assert "wipe" in before
     assert "wipe" not in after  # the skill's allowed-tools narrow the resumed session again
     assert {"lookup", "save"} <= after
+
+
+async def test_calls_refused_past_the_cap_stay_settled_across_the_pause(
+    store: SqliteAgentStore,
+) -> None:
+    tools = Tools()
+    script = [_batch(("save", {"path": "x"}, "c1"), ("lookup", {"key": "a"}, "c2")), reply("ok")]
+    async with ScriptedModel(script) as model:
+        state = await _paused(model, store, max_tool_calls_per_answer=1)
+        assert [i.id for i in state.interruptions] == ["c1"]
+        state.approve("c1")
+        done = await _run(
+            _agent(model, store, max_tool_calls_per_answer=1),
+            state=state,
+            tool_manager=tools.manager(),
+            session_context=CTX,
+        )
+    assert_settled_once(done.messages)
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(done.messages)}
+    assert results["c1"] == "saved x"
+    assert "too_many_tool_calls" in results["c2"]
+    assert tools.runs == [("save", {"path": "x"})]
+
+
+async def test_bad_arguments_of_run_are_clear_errors(store: SqliteAgentStore) -> None:
+    async with ScriptedModel([_batch(("save", {"path": "x"}, "c1"))]) as model:
+        state = await _paused(model, store)
+        agent = _agent(model, store)
+        with pytest.raises(ValueError, match="approvals is 'wait' or 'defer', not 'later'"):
+            await agent.run(USER, approvals="later")  # type: ignore[arg-type]  # the bad input
+        with pytest.raises(ValueError, match="either messages or a paused run's state"):
+            await agent.run(USER, state=state)
