@@ -346,7 +346,7 @@ class PostgresApprovals:
 
     def __init__(self, database: Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
         self._db = database
-        self._ttl_s = ttl_s
+        self.ttl_s = ttl_s
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call (at most
@@ -357,7 +357,7 @@ class PostgresApprovals:
             await db.execute(
                 "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
                 "VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
-                (nonce, session_id, call_digest(tool, arguments), self._ttl_s),
+                (nonce, session_id, call_digest(tool, arguments), self.ttl_s),
             )
             await db.execute(
                 "DELETE FROM sagents_pending_approvals WHERE nonce IN ("

@@ -95,7 +95,12 @@ class ApprovalStore(Protocol):
 
     A nonce is minted for one session and one call and redeemed once, before it expires; a
     grant ("allow for this session") names a tool a session may call without asking again.
+
+    Attributes:
+        ttl_s: Seconds a nonce stays redeemable (``approvals.timeoutSec``; set by the gateway).
     """
+
+    ttl_s: float
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new ``requestState`` payload for asking ``session_id`` to approve this call."""
