@@ -465,7 +465,7 @@ class PostgresAgents:
     """Paused runs and agent sessions (an :class:`~sagents.store._protocols.AgentStore`) in
     ``sagents_run_states``, ``sagents_run_claims`` and ``sagents_agent_sessions``."""
 
-    def __init__(self, database: _Database) -> None:
+    def __init__(self, database: Database) -> None:
         self._db = database
 
     async def save_state(self, state_id: str, session_id: str, document: str) -> None:
