@@ -52,6 +52,7 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     ├── StoreError                      store_error          (store)
     │   ├── StoreUnavailableError       store_unavailable
     │   └── StoreSchemaError            store_schema_mismatch (found, expected)
+    ├── RunStateError                   run_state_refused    (reason)
     ├── ScriptError                     script_error
     │   ├── ScriptRejectedError         rejected
     │   │   └── PreflightError          preflight_failed     (findings)
@@ -101,6 +102,7 @@ __all__ = [
     "ProgressError",
     "QuotaExceededError",
     "ResultSerializationError",
+    "RunStateError",
     "SagentsError",
     "SandboxError",
     "SandboxLimitError",
@@ -528,6 +530,15 @@ class StoreSchemaError(StoreError):
     ``details`` holds ``found`` and ``expected``."""
 
     code = "store_schema_mismatch"
+
+
+class RunStateError(SagentsError):
+    """A paused run's :class:`~sagents.agent.RunState` was refused: edited (its signature does
+    not match), of an unknown version, of another session or agent, already resumed, or with an
+    item left undecided. ``details["reason"]`` says which (``format``, ``signature``,
+    ``version``, ``session``, ``agent``, ``tools``, ``claimed``, ``undecided``, ``item``)."""
+
+    code = "run_state_refused"
 
 
 class ModelError(SagentsError):

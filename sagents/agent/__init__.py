@@ -66,6 +66,13 @@ from sagents.agent._session import (
     AuditStatus,
     current_agent_session,
 )
+from sagents.agent._state import (
+    Approvals,
+    Interruption,
+    InterruptionKind,
+    RunResult,
+    RunState,
+)
 from sagents.agent._suggest import (
     OfflineToolSelector,
     ToolSelector,
@@ -84,6 +91,7 @@ __all__ = [
     "AgentEvent",
     "AgentSession",
     "AnthropicModel",
+    "Approvals",
     "AuditStatus",
     "ChatModel",
     "CompressionSettings",
@@ -94,6 +102,8 @@ __all__ = [
     "GeminiModel",
     "HistoryCompressEvent",
     "HistoryCompressedEvent",
+    "Interruption",
+    "InterruptionKind",
     "LLMToolSelector",
     "Message",
     "MessageDeltaEvent",
@@ -113,6 +123,8 @@ __all__ = [
     "ReasoningDeltaEvent",
     "ReasoningPart",
     "Role",
+    "RunResult",
+    "RunState",
     "SAgent",
     "TextDelta",
     "TextPart",

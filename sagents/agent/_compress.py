@@ -36,7 +36,7 @@ import anyio
 
 from sagents.agent._chat_model import ChatModel, ModelRequest, complete
 from sagents.agent._events import HistoryCompressedEvent, HistoryCompressEvent
-from sagents.agent._messages import Message, TextPart
+from sagents.agent._messages import Message, TextPart, as_messages, as_openai_messages
 from sagents.audit._store import default_data_dir
 from sagents.core._tokens import TokenCounter, default_token_counter
 from sagents.errors import InvalidArgumentsError, ModelError, SagentsError
@@ -44,7 +44,7 @@ from sagents.skill import load_skill
 from sagents.tool._arguments import parse_arguments
 
 if TYPE_CHECKING:
-    from sagents.agent._run import RunState
+    from sagents.agent._run import ActiveRun
     from sagents.agent._session import AgentSession
 
 __all__ = [
@@ -230,7 +230,7 @@ class HistoryCompressor:
 
     def __init__(
         self,
-        run: RunState,
+        run: ActiveRun,
         *,
         model: ChatModel,
         budget: int | None,
@@ -273,7 +273,8 @@ class HistoryCompressor:
 
     async def _compress(self, reason: CompressionReason, focus: str | None) -> dict[str, Any]:
         state = self._run.session
-        messages = state.messages
+        history = state.history
+        messages = as_openai_messages(history)
         counter = self._counter
         tokens_before = self.request_tokens()
         keep = self._settings.keep_tokens(self._budget)
@@ -331,11 +332,13 @@ class HistoryCompressor:
                 *restored,
             ]
         )
-        if messages is not state.messages or len(messages) < cut:
+        if history is not state.history or len(history) < cut:
             raise RuntimeError("the history changed while it was being compressed")
         # the user's own messages stay as they were, before the summary (in place: the run
         # holds the list)
-        messages[start:cut] = [*_users_own(dropped), {"role": "user", "content": content}]
+        history[start:cut] = as_messages(
+            [*_users_own(dropped), {"role": "user", "content": content}]
+        )
         report.update(compressed=True, tokens_after=self.request_tokens(), record=str(record))
         await self._run.emit(
             HistoryCompressedEvent(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from sagents.agent._messages import Message
+from sagents.agent._state import RunState
 from sagents.core.events import (
     ApprovalRequestEvent,
     ApprovalResultEvent,
@@ -41,9 +42,10 @@ __all__ = [
     "WorkflowSelectedEvent",
 ]
 
-DoneReason: TypeAlias = Literal["stop", "max_turns", "cancelled", "error"]
+DoneReason: TypeAlias = Literal["stop", "max_turns", "cancelled", "error", "interrupted"]
 """Why a run ended: the model answered without tool calls; ``max_turns`` was reached; it was
-cancelled; an error (the model endpoint failed, or the model's stream broke)."""
+cancelled; an error (the model endpoint failed, or the model's stream broke); ``interrupted``: a
+call waits for a person and the run was deferring (``approvals="defer"``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +152,9 @@ class DoneEvent:
             :class:`~sagents.agent.ChatModel` takes (``messages`` is its OpenAI rendering,
             which has no place for provider-only parts such as reasoning signatures). Not in
             :meth:`to_dict`, which carries ``messages``.
+        state: With ``reason="interrupted"`` (``approvals="defer"``), the paused run: decide
+            its items and resume it (docs/agent.md, "Pausing and resuming"). ``messages``
+            then ends with the answer that waits and the results of its calls that ran.
     """
 
     type: Literal["done"] = "done"
@@ -159,10 +164,13 @@ class DoneEvent:
     error: Mapping[str, Any] | None = None
     turns: int = 0
     history: tuple[Message, ...] = ()
+    state: RunState | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "done", "reason", "messages", "audit_status", "error", "turns"}``."""
-        return {
+        """``{"type": "done", "reason", "messages", "audit_status", "error", "turns"}``, and
+        for an interrupted run ``interruptions`` and ``state_id`` (the state itself stays
+        server-side: it holds tool arguments and results)."""
+        body: dict[str, Any] = {
             "type": self.type,
             "reason": self.reason,
             "messages": [dict(m) for m in self.messages],
@@ -170,6 +178,10 @@ class DoneEvent:
             "error": None if self.error is None else dict(self.error),
             "turns": self.turns,
         }
+        if self.state is not None:
+            body["state_id"] = self.state.state_id
+            body["interruptions"] = [item.to_json() for item in self.state.interruptions]
+        return body
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,15 +9,26 @@ Every tool call is settled exactly once: each ``tool_call_id`` of an assistant m
 history gets exactly one ``role: tool`` message, whatever happens (a tool error, an unknown tool,
 invalid JSON arguments, a timeout, a denial, cancellation, ``max_turns``, the model's stream
 breaking: an assistant message enters the history only once it is complete).
+
+With ``approvals="defer"`` a call that needs a person is held instead of waited for: the run
+ends as interrupted with a :class:`~sagents.agent.RunState`, and ``run(state=...)`` continues
+it once, in any process (:mod:`sagents.agent._durable`; docs/agent.md, "Pausing and
+resuming"). The history is kept as neutral :class:`~sagents.agent.Message` values.
+
+The module is past the 800-line soft cap on purpose: the turn, the settling of its calls and
+the pause and resume all read one ``ActiveRun`` and the agent's settings, and read best as one
+story; what stands alone lives beside it (``_run``, ``_durable``, ``_state``, ``_store_link``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -28,6 +39,7 @@ from sagents.agent._chat_model import (
     ChatModel,
     Finish,
     ModelRequest,
+    ModelResponse,
     ModelSettings,
     ReasoningDelta,
     TextDelta,
@@ -36,6 +48,18 @@ from sagents.agent._chat_model import (
     usage_sink,
 )
 from sagents.agent._compress import CompressionSettings, HistoryCompressor
+from sagents.agent._durable import (
+    AnsweredQuestioner,
+    Check,
+    cancelled_result,
+    check_call,
+    check_resume,
+    denied_result,
+    request_event,
+    restore_session,
+    resume_into,
+    session_document,
+)
 from sagents.agent._events import (
     AgentEvent,
     DoneEvent,
@@ -45,12 +69,12 @@ from sagents.agent._events import (
     ReasoningDeltaEvent,
     UsageEvent,
 )
-from sagents.agent._messages import Message, as_messages, as_openai_messages
-from sagents.agent._model import ModelTurn, model_from_string
+from sagents.agent._messages import Message, ToolCall, as_messages, as_openai_messages
+from sagents.agent._model import model_from_string
 from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
+    ActiveRun,
     EventApprover,
-    RunState,
     as_proxy,
     final_text,
     forward_events,
@@ -58,9 +82,12 @@ from sagents.agent._run import (
     progress_hubs,
     running_loop,
     settle_history,
+    tool_message,
 )
 from sagents.agent._scripts import open_run_script
 from sagents.agent._session import AgentSession, current_agent_session
+from sagents.agent._state import Approvals, Interruption, RunResult, RunState
+from sagents.agent._store_link import StoreLink
 from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
 from sagents.agent._suggestion import (
     SuggestWhen,
@@ -74,14 +101,22 @@ from sagents.agent._suggestion import (
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import ContextLengthError, ModelError, NotAllowedError, SagentsError
+from sagents.errors import (
+    ContextLengthError,
+    ModelError,
+    NotAllowedError,
+    RunStateError,
+    SagentsError,
+    SkillError,
+)
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
-from sagents.tool._approval import Approver
+from sagents.store._protocols import AgentStore
+from sagents.tool._approval import Approver, Decision
 from sagents.tool._context import SessionContext
 from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
-from sagents.tool._handler import ToolCall
+from sagents.tool._handler import ToolCall as HandlerCall
 from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.questions import Questioner, bind_questioner, current_questioner
@@ -159,6 +194,13 @@ class SAgent:
             ``docs/agent.md``, "History compression"); None: only when the model calls
             ``compress_history``.
         compression: How the history is compressed (:class:`CompressionSettings`).
+        store: Where paused runs (and, when given, sessions) live: None for the embedded
+            SQLite store of the data directory (paused runs only); an opened store
+            (``sagents.store.open_store``, shared by workers), its ``agents``, or an
+            :class:`~sagents.store.AgentStore`; or a ``postgresql://`` URL (then enter the
+            agent with ``async with``). With a store given, each run loads and saves its
+            :class:`AgentSession` by ``session_id``. See ``docs/agent.md``, "Pausing and
+            resuming".
     """
 
     def __init__(
@@ -184,6 +226,7 @@ class SAgent:
         name: str = "agent",
         max_history_tokens: int | None = None,
         compression: CompressionSettings | None = None,
+        store: AgentStore | str | object | None = None,
     ) -> None:
         if max_history_tokens is not None and max_history_tokens < 1:
             raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
@@ -229,6 +272,7 @@ class SAgent:
         self.compression = compression or CompressionSettings()
         self._sessions: dict[str, AgentSession] = {}
         self._scopes: set[anyio.CancelScope] = set()
+        self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -240,6 +284,101 @@ class SAgent:
         """Drop a session's state."""
         self._sessions.pop(session_id, None)
 
+    async def __aenter__(self) -> SAgent:
+        """Open the store a ``postgresql://`` URL names (closed by leaving the block)."""
+        await self._link.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the store opened by ``async with``."""
+        await self._link.close()
+
+    @property
+    def store(self) -> AgentStore:
+        """Where this agent's paused runs and sessions live.
+
+        Raises:
+            RunStateError: a ``postgresql://`` store that was not opened (``async with``).
+        """
+        return self._link.store
+
+    async def load_state(self, state_id: str) -> RunState | None:
+        """The paused run ``state_id`` kept in the store (checked as
+        :meth:`RunState.from_json` checks), or None when the store has none.
+
+        Raises:
+            RunStateError: see :meth:`RunState.from_json`.
+            StoreError: the store failed.
+        """
+        document = await self.store.load_state(state_id)
+        return None if document is None else RunState.from_json(document)
+
+    async def load_session(self, session_id: str) -> AgentSession | None:
+        """The session ``session_id``: with a store given, as the store holds it (another
+        worker may have served its last request); else this agent's in memory; else None.
+
+        Raises:
+            RunStateError: a stored session of an unknown version or shape.
+            StoreError: the store failed.
+        """
+        found = self._sessions.get(session_id)
+        if not self._link.given:
+            return found
+        document = await self.store.load_session(session_id)
+        if document is None:
+            return found
+        session = found or AgentSession(SessionContext(session_id=session_id), as_proxy(None))
+        session.granted.update(restore_session(session, json.loads(document)))
+        return session
+
+    async def run(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]] = (),
+        *,
+        tool_manager: ToolProvider | None = None,
+        skill_manager: SkillSource | None = None,
+        session_context: SessionContext | None = None,
+        approver: Approver | None = None,
+        questioner: Questioner | None = None,
+        approvals: Approvals = "wait",
+        state: RunState | None = None,
+    ) -> RunResult:
+        """Run the loop to its end (see :meth:`run_stream`, whose arguments these are).
+
+        Returns:
+            The :class:`RunResult`: ``interrupted`` with its ``state`` when the run paused.
+
+        Raises:
+            RunStateError: ``state`` was refused (see :meth:`run_stream`).
+        """
+        done: DoneEvent | None = None
+        async with aclosing(
+            self.run_stream(
+                messages,
+                tool_manager=tool_manager,
+                skill_manager=skill_manager,
+                session_context=session_context,
+                approver=approver,
+                questioner=questioner,
+                approvals=approvals,
+                state=state,
+            )
+        ) as events:
+            async for event in events:
+                if isinstance(event, DoneEvent):
+                    done = event
+        assert done is not None  # run_stream always ends with one
+        return RunResult(
+            reason=done.reason,
+            output=final_text(done.messages) if done.reason != "interrupted" else "",
+            messages=done.messages,
+            history=done.history,
+            state=done.state,
+            error=done.error,
+            audit_status=done.audit_status,
+            turns=done.turns,
+        )
+
     def cancel(self) -> None:
         """Cancel every run of this agent in progress: each ends with ``done(cancelled)``."""
         for scope in list(self._scopes):
@@ -247,7 +386,7 @@ class SAgent:
 
     async def run_stream(
         self,
-        messages: Sequence[Message | Mapping[str, Any]],
+        messages: Sequence[Message | Mapping[str, Any]] = (),
         *,
         tool_manager: ToolProvider | None = None,
         skill_manager: SkillSource | None = None,
@@ -255,6 +394,8 @@ class SAgent:
         approver: Approver | None = None,
         session: AgentSession | None = None,
         questioner: Questioner | None = None,
+        approvals: Approvals = "wait",
+        state: RunState | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
@@ -272,21 +413,54 @@ class SAgent:
                 ``session_context.session_id`` when None.
             questioner: Answers the ``questionnaire`` tool's questions (besides the
                 ``questionnaire.request`` event, which can be answered directly).
+            approvals: ``wait`` (default): a call that needs a person waits for the
+                approver or questioner. ``defer``: such calls are held, the answer's other
+                calls run, and the run sends an ``approval.request`` or
+                ``questionnaire.request`` event for each held call (its ``request_id`` the
+                item's id; answer it on the state, not on the event) and ends with
+                ``done(reason="interrupted", state=...)``.
+            state: A paused run to continue (its items decided), instead of ``messages``;
+                the run goes on deferring. Refused (:class:`~sagents.errors.RunStateError`,
+                raised before any event) for another session or agent, with an item left
+                undecided, or when it was resumed already.
 
         The run executes in a task this iterator owns. A consumer that stops iterating early
         should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
         it stops when the iterator is garbage-collected. Runs on asyncio.
         """
+        if approvals not in ("wait", "defer"):
+            raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
+        if state is not None and messages:
+            raise ValueError("pass either messages or a paused run's state, not both")
         context = session_context or SessionContext()
-        state = session or self._session_for(context, tool_manager, skill_manager, approver)
-        state.approver = approver if approver is not None else state.approver
-        state.questioner = questioner if questioner is not None else state.questioner
-        state.messages = settle_history(as_openai_messages(messages))
+        paused = state
+        if self._link.given and session is None:  # the store's is the latest (other workers)
+            await self._load_stored(context, tool_manager, skill_manager, approver)
+        agent_session = session or self._session_for(context, tool_manager, skill_manager, approver)
+        agent_session.approver = approver if approver is not None else agent_session.approver
+        agent_session.questioner = (
+            questioner if questioner is not None else agent_session.questioner
+        )
+        if paused is not None:
+            check_resume(paused, agent=self.name, context=context, proxy=agent_session.tool_manager)
+            if not await self.store.claim_state(paused.state_id):
+                raise RunStateError(
+                    "this paused run was resumed already",
+                    hint="each paused run continues once; load the session for what followed",
+                    details={"reason": "claimed"},
+                )
+            resume_into(agent_session, paused)
+        else:
+            agent_session.history = settle_history(as_messages(messages))
         send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
         # The run lives in a task this generator owns (started here, cancelled and awaited in
         # its finally), not in a task group entered here: a task group spanning a ``yield``
         # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
-        driver = running_loop().create_task(self._drive(state, send))
+        driver = running_loop().create_task(
+            self._drive(
+                agent_session, send, defer=approvals == "defer" or paused is not None, resume=paused
+            )
+        )
         ended = False
         try:
             async with receive:
@@ -311,12 +485,13 @@ class SAgent:
         failure = None if driver.cancelled() else driver.exception()
         if failure is not None and not ended:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
+            settled = settle_history(agent_session.history)
             yield DoneEvent(
                 reason="error",
-                messages=tuple(settle_history(state.messages)),
-                audit_status=state.audit_status.snapshot(),
+                messages=tuple(as_openai_messages(settled)),
+                audit_status=agent_session.audit_status.snapshot(),
                 error=_internal(failure),
-                history=tuple(as_messages(state.messages)),
+                history=tuple(settled),
             )
 
     def as_tool(
@@ -353,7 +528,7 @@ class SAgent:
         )
         wanted = tuple(tools)
 
-        async def handle(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+        async def handle(arguments: dict[str, Any], call: HandlerCall) -> ToolResult:
             caller = current_agent_session()
             if caller is None:
                 return ToolResult.from_error(
@@ -409,11 +584,50 @@ class SAgent:
         self._sessions[context.session_id] = state
         return state
 
-    async def _drive(self, state: AgentSession, send: MemoryObjectSendStream[AgentEvent]) -> None:
+    async def _load_stored(
+        self,
+        context: SessionContext,
+        tool_manager: ToolProvider | None,
+        skills: SkillSource | None,
+        approver: Approver | None,
+    ) -> None:
+        """Make the store's session ``context.session_id`` this agent's (a run of it may have
+        been served by another worker)."""
+        document = await self.store.load_session(context.session_id)
+        if document is not None:
+            session = self._session_for(context, tool_manager, skills, approver)
+            session.granted.update(restore_session(session, json.loads(document)))
+
+    async def _save(self, run: ActiveRun) -> None:
+        """Keep what the run leaves in the store: its paused state, and (with a store given)
+        the session. A store that fails is logged: the state is still in the done event."""
+        session = run.session
+        try:
+            if run.paused is not None:
+                await self.store.save_state(
+                    run.paused.state_id, session.session_id, run.paused.to_json()
+                )
+            if self._link.given:
+                document = session_document(session, run.granted())
+                await self.store.save_session(session.session_id, json.dumps(document))
+        except SagentsError as failure:  # StoreError, RunStateError (the key)
+            logger.warning("the run's state was not stored: %s", failure)
+
+    async def _drive(
+        self,
+        state: AgentSession,
+        send: MemoryObjectSendStream[AgentEvent],
+        *,
+        defer: bool = False,
+        resume: RunState | None = None,
+    ) -> None:
         """Run the loop; always ends with one ``done`` event (unless the consumer is gone)."""
         hubs = progress_hubs(state.tool_manager)
         approver = state.approver or state.tool_manager.approver
-        run = RunState(session=state, send=send, approver=approver, hubs=hubs)
+        run = ActiveRun(session=state, send=send, approver=approver, hubs=hubs, defer=defer)
+        if resume is not None:
+            run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
+            run.system_extra = resume.system_extra
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
         async with send, AsyncExitStack() as stack:
@@ -462,22 +676,31 @@ class SAgent:
                         self._scopes.discard(scope)
             if scope.cancelled_caught:
                 reason = "cancelled"
+            paused = run.paused if reason == "interrupted" else None
+            run.paused = paused
+            with anyio.CancelScope(shield=True):
+                await self._save(run)
+            history = list(state.history)
+            if paused is not None:  # the calls settled so far after the waiting answer
+                history += [tool_message(i, c) for i, c in paused.settled.items()]
             await run.emit(
                 DoneEvent(
                     reason=reason,
-                    messages=tuple(state.messages),
+                    messages=tuple(as_openai_messages(history)),
                     audit_status=state.audit_status.snapshot(),
                     error=error,
                     turns=run.turns,
-                    history=tuple(as_messages(state.messages)),
+                    history=tuple(history),
+                    state=paused,
                 )
             )
 
-    async def _turns(self, run: RunState) -> DoneReason:
+    async def _turns(self, run: ActiveRun) -> DoneReason:
         """:meth:`_model_turns`, with the usage of every other model call of the run
         (compression, tool and workflow selection) reported as ``usage`` events."""
 
         async def report(purpose: str, usage: Usage) -> None:
+            _count(run, usage)
             await run.emit(_usage_event(run.turns, usage, purpose))
 
         token = usage_sink.set(report)
@@ -486,9 +709,13 @@ class SAgent:
         finally:
             usage_sink.reset(token)
 
-    async def _model_turns(self, run: RunState) -> DoneReason:
+    async def _model_turns(self, run: ActiveRun) -> DoneReason:
         state = run.session
-        if self.workflow_selection is not None:
+        if run.resume is not None:
+            await self._resume_calls(run, run.resume)
+            if run.resume.cancelled:
+                return "cancelled"
+        elif self.workflow_selection is not None:
             run.system_extra = await self.workflow_selection.select(run)
         while True:
             if run.turns >= self.max_turns:
@@ -499,33 +726,35 @@ class SAgent:
             tools = await self._offered_tools(run)
             turn = await self._model_turn(run, tools)
             message = normalise_assistant(turn.message)
-            state.messages.append(message)
-            await run.emit(MessageEvent(message=message))
+            state.history.append(message)
+            await run.emit(MessageEvent(message=message.to_openai()))
             if turn.usage is not None:
+                _count(run, turn.usage)
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
-            calls = message.get("tool_calls") or []
+            calls = message.tool_calls
             if not calls:
                 return "stop"
             if turn.finish_reason == "length":  # cut by the output limit: run none of it
                 await self._run_calls(
-                    run, calls, set(), refused=dict.fromkeys((c["id"] for c in calls), _TRUNCATED)
+                    run, calls, set(), refused=dict.fromkeys((c.id for c in calls), _TRUNCATED)
                 )
                 continue
             cap = self.max_tool_calls_per_answer
-            refused = dict.fromkeys((c["id"] for c in calls[cap:]), self._too_many(len(calls)))
+            refused = dict.fromkeys((c.id for c in calls[cap:]), self._too_many(len(calls)))
             offered = {t["function"]["name"] for t in tools}
             await self._run_calls(run, calls, offered, refused=refused)
+            if run.paused is not None:
+                return "interrupted"
 
-    async def _model_turn(self, run: RunState, tools: list[dict[str, Any]]) -> ModelTurn:
+    async def _model_turn(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelResponse:
         """One model call, its text and reasoning passed on as they stream. With automatic
         compression on (``max_history_tokens``), a request the model finds too long is
         compressed and sent once more."""
         state = run.session
         compressed = False
         while True:
-            request = [*self._system(state, run.system_extra), *state.messages]
             try:
-                return await self._stream_turn(run, request, tools)
+                return await self._stream_turn(run, self._system(state, run.system_extra), tools)
             except ContextLengthError:
                 if compressed or self.max_history_tokens is None or state.run_compressor is None:
                     raise
@@ -535,13 +764,16 @@ class SAgent:
                 compressed = True
 
     async def _stream_turn(
-        self, run: RunState, request: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelTurn:
-        system = [m for m in request if m.get("role") == "system"]
-        lead = len(system) if system == request[: len(system)] else 0
+        self, run: ActiveRun, system: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelResponse:
+        history = run.session.history
+        lead = sum(1 for m in history if m.role == "system")
+        if any(m.role != "system" for m in history[:lead]):
+            lead = 0  # system messages inside the history stay where they are
+        prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
         call = ModelRequest(
-            system_prompt="\n\n".join(str(m.get("content") or "") for m in request[:lead]),
-            messages=tuple(as_messages(request[lead:])),
+            system_prompt="\n\n".join(prompts),
+            messages=tuple(history[lead:]),
             tools=tuple(_spec_of(t) for t in tools),
             settings=self.model_settings,
         )
@@ -562,12 +794,7 @@ class SAgent:
                 f"the model {self.model.model!r} ended its answer without a finish",
                 hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
             )
-        response = finish.response
-        return ModelTurn(
-            message=response.message.to_openai(),
-            finish_reason=response.finish_reason,
-            usage=response.usage,
-        )
+        return finish.response
 
     def _too_many(self, count: int) -> ToolResult:
         cap = self.max_tool_calls_per_answer
@@ -578,7 +805,7 @@ class SAgent:
             hint=f"Make at most {cap} calls in one answer; repeat the ones you still need.",
         )
 
-    async def _prepare(self, run: RunState, stack: AsyncExitStack) -> None:
+    async def _prepare(self, run: ActiveRun, stack: AsyncExitStack) -> None:
         """Session set-up before the first turn: run_script, skills (``init_more``)."""
         state = run.session
         sandbox = None
@@ -597,13 +824,21 @@ class SAgent:
                 run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
                 run.extra_names.add("run_script")
         await state.init_more(sandbox=sandbox)
+        restored, state.restored_skills = state.restored_skills, []
+        for name in restored:  # loaded by a stored session or a paused run: loaded again
+            if state.skills is None:
+                break
+            try:
+                await state.skills.load(name)
+            except SkillError as failure:
+                logger.warning("skill %r of the stored session was not loaded: %s", name, failure)
         if state.skills is not None:
             skills = state.skills
             names = SkillTools(lambda _context: skills).register(run.extras)
             run.extra_names.update(n for n in names if not state.tool_manager.has_tool(n))
         if self.suggestion is not None:  # the protocol tool: the loop's own wins the name
 
-            async def expand(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+            async def expand(arguments: dict[str, Any], call: HandlerCall) -> ToolResult:
                 allowed = allowed_tools(
                     state.tool_manager, state.context.permission_mode, skip=run.extra_names
                 )
@@ -622,7 +857,7 @@ class SAgent:
             parts.append(extra)
         return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
 
-    async def _offered_tools(self, run: RunState) -> list[dict[str, Any]]:
+    async def _offered_tools(self, run: ActiveRun) -> list[dict[str, Any]]:
         """The session's tools for this turn: a read-only session is offered only read-only
         tools; disabled tools never; then the loop's own (skills, run_script). With
         suggestion on, only the picked, expanded and always-included ones of the session's
@@ -645,56 +880,148 @@ class SAgent:
 
     async def _run_calls(
         self,
-        run: RunState,
-        calls: list[dict[str, Any]],
+        run: ActiveRun,
+        calls: Sequence[ToolCall],
         offered: set[str],
         *,
         refused: Mapping[str, ToolResult],
     ) -> None:
         """Run one answer's tool calls and settle each exactly once, in call order; a call in
-        ``refused`` is not run: that result settles it."""
+        ``refused`` is not run: that result settles it. In a deferring run, a call that needs
+        a person is held instead: the run pauses (``run.paused``) once the others ran."""
         state = run.session
-        results = {
-            call_id: self._tool_message(call_id, result) for call_id, result in refused.items()
-        }
+        results = {call_id: self._content(result) for call_id, result in refused.items()}
+        jobs: dict[str, Callable[[], Awaitable[ToolResult]]] = {}
+        held: list[Interruption] = []
+        for call in calls:
+            if call.id in refused:
+                continue
+            check = Check()
+            if run.defer and call.name in offered and call.name not in run.extra_names:
+                check = check_call(
+                    state.tool_manager,
+                    call.name,
+                    call.arguments,
+                    call_id=call.id,
+                    context=state.context,
+                    granted=run.granted(),
+                )
+            if check.held is not None:
+                held.append(check.held)
+            else:
+                jobs[call.id] = partial(self._run_call, run, call, offered, check.decision)
+        await self._settle(run, calls, results, jobs, hold=bool(held))
+        for item in held:
+            await run.emit(request_event(item, state.session_id, run.hubs[0].clock.time()))
+        if held:
+            run.paused = RunState(
+                agent=self.name,
+                session_id=state.session_id,
+                history=state.history,
+                pending=held,
+                settled=results,
+                turns=run.turns,
+                usage=run.usage,
+                audit_status=state.audit_status.snapshot(),
+                offered_tools=state.offered_tools,
+                granted=sorted(run.granted()),
+                skills=state.skills.active_skills if state.skills is not None else (),
+                system_extra=run.system_extra,
+            )
+
+    async def _resume_calls(self, run: ActiveRun, paused: RunState) -> None:
+        """Settle the calls of the answer a paused run waited on: those settled before the
+        pause keep their results (never run again), each decided item settles its call."""
+        state = run.session
+        calls = state.history[-1].tool_calls if state.history else ()
+        results = {i: c for i, c in paused.settled.items() if any(i == c_.id for c_ in calls)}
+        jobs: dict[str, Callable[[], Awaitable[ToolResult]]] = {}
+        for item in paused.pending:
+            resolution = paused.decisions[item.id]
+            call = next((c for c in calls if c.id == item.id), None)
+            if call is None:
+                continue  # not a call of that answer: nothing to settle
+            if resolution.cancelled:
+                results[item.id] = self._content(cancelled_result(resolution.reason))
+            elif resolution.answer == "deny":
+                results[item.id] = self._content(denied_result(item, resolution.reason))
+            elif resolution.questionnaire is not None:
+                jobs[item.id] = partial(
+                    self._run_answered, run, call, AnsweredQuestioner(resolution.questionnaire)
+                )
+            elif resolution.answer is not None:
+                if resolution.answer == "allow_session":
+                    state.granted.add(item.tool_name)
+                decision = Decision.from_answer(resolution.answer, {item.tool_name})
+                jobs[item.id] = partial(self._run_call, run, call, None, decision)
+        await self._settle(run, calls, results, jobs)
+
+    async def _run_answered(
+        self, run: ActiveRun, call: ToolCall, questioner: AnsweredQuestioner
+    ) -> ToolResult:
+        with bind_questioner(questioner):
+            return await self._run_call(run, call, None, None)
+
+    async def _settle(
+        self,
+        run: ActiveRun,
+        calls: Sequence[ToolCall],
+        results: dict[str, str],
+        jobs: Mapping[str, Callable[[], Awaitable[ToolResult]]],
+        *,
+        hold: bool = False,
+    ) -> None:
+        """Run ``jobs`` (call id to its run, at most ``max_parallel_tools`` at once) into
+        ``results``, then append every call's result to the history in call order (a call
+        cancelled before it finished gets a ``cancelled`` result). With ``hold``, a run
+        about to pause, the results stay in ``results`` (the paused state's)."""
+        state = run.session
         limiter = anyio.CapacityLimiter(self.max_parallel_tools)
 
-        async def one(call: dict[str, Any]) -> None:
+        async def one(call_id: str, job: Callable[[], Awaitable[ToolResult]]) -> None:
             async with limiter:
-                result = await self._run_call(run, call, offered)
-            results[call["id"]] = self._tool_message(call["id"], result)
+                result = await job()
+            results[call_id] = self._content(result)
 
+        finished = False
         try:
             async with anyio.create_task_group() as tg:
-                for call in calls:
-                    if call["id"] not in refused:
-                        tg.start_soon(one, call)
+                for call_id, job in jobs.items():
+                    tg.start_soon(one, call_id, job)
+            finished = True
         finally:
-            settled = []
-            for call in calls:
-                message = results.get(call["id"])
-                if message is None:  # cancelled before it finished
-                    message = self._tool_message(
-                        call["id"],
-                        ToolResult.from_error(
-                            "cancelled", "the call was cancelled before it finished"
-                        ),
-                    )
-                state.messages.append(message)
-                settled.append(message)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE_S):
-                for message in settled:
-                    await run.emit(MessageEvent(message=message))
+            if not (finished and hold):
+                settled = []
+                for call in calls:
+                    content = results.get(call.id)
+                    if content is None:  # cancelled before it finished
+                        content = self._content(
+                            ToolResult.from_error(
+                                "cancelled", "the call was cancelled before it finished"
+                            )
+                        )
+                    message = tool_message(call.id, content)
+                    state.history.append(message)
+                    settled.append(message)
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE_S):
+                    for message in settled:
+                        await run.emit(MessageEvent(message=message.to_openai()))
 
-    async def _run_call(self, run: RunState, call: dict[str, Any], offered: set[str]) -> ToolResult:
+    async def _run_call(
+        self,
+        run: ActiveRun,
+        call: ToolCall,
+        offered: set[str] | None,
+        decision: Decision | None,
+    ) -> ToolResult:
+        """One call; ``offered`` None for a call a paused run already checked, ``decision``
+        the policy step's when the loop made it (a deferring run)."""
         state = run.session
-        function = call.get("function") or {}
-        name = str(function.get("name") or "")
-        arguments = function.get("arguments")
+        name, arguments = call.name, call.arguments
         context = state.context_for_tools()
-        if name not in offered and name in run.allowed_names and self.suggestion is not None:
-            return not_offered_result(name)  # allowed, but not offered: expand it first
-        if name not in offered:
+        if offered is not None and name not in offered:
+            if name in run.allowed_names and self.suggestion is not None:
+                return not_offered_result(name)  # allowed, but not offered: expand it first
             error = NotAllowedError(
                 f"tool {name!r} is not offered in this session",
                 hint="Call one of the tools you were given.",
@@ -708,23 +1035,30 @@ class SAgent:
         # A failed call is already its result (ToolManager.run_tool, the one boundary).
         if name in run.extra_names:
             return await run.extras.run_tool(
-                name, arguments, context, tool_call_id=call["id"], timeout=self.tool_timeout
+                name, arguments, context, tool_call_id=call.id, timeout=self.tool_timeout
             )
+        if decision is not None:  # decided here: the proxy honours it and never asks
+            context = dataclasses.replace(context, decision=decision)
         return await state.tool_manager.run_tool(
             name,
             arguments,
             context,
-            tool_call_id=call["id"],
+            tool_call_id=call.id,
             timeout=self.tool_timeout,
             approver=EventApprover(run) if run.approver is not None else None,
         )
 
-    def _tool_message(self, tool_call_id: str, result: ToolResult) -> dict[str, Any]:
-        return {
-            "role": "tool",
-            "tool_call_id": tool_call_id,
-            "content": result.to_tool_message(max_tokens=self.max_tool_result_tokens),
-        }
+    def _content(self, result: ToolResult) -> str:
+        return result.to_tool_message(max_tokens=self.max_tool_result_tokens)
+
+
+def _count(run: ActiveRun, usage: Usage) -> None:
+    """Add one model call's tokens to the run's usage."""
+    for key, value in (
+        ("prompt_tokens", usage.prompt_tokens),
+        ("completion_tokens", usage.completion_tokens),
+    ):
+        run.usage[key] = run.usage.get(key, 0) + value
 
 
 def _internal(failure: BaseException) -> dict[str, Any]:

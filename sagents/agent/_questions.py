@@ -25,7 +25,7 @@ from sagents.tool.questions import (
 )
 
 if TYPE_CHECKING:
-    from sagents.agent._run import RunState
+    from sagents.agent._run import ActiveRun
 
 __all__ = ["EventQuestioner"]
 
@@ -42,7 +42,7 @@ class EventQuestioner:
         application: The ``questioner`` given to ``run_stream``, if any.
     """
 
-    def __init__(self, run: RunState, application: Questioner | None) -> None:
+    def __init__(self, run: ActiveRun, application: Questioner | None) -> None:
         self._run = run
         self._application = application
 

@@ -9,14 +9,16 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from sagents.agent._events import AgentEvent
+from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart
 from sagents.agent._session import AgentSession
+from sagents.agent._state import RunState
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
 from sagents.errors import NotAllowedError
 from sagents.progress._hub import ProgressHub, default_hub
@@ -27,8 +29,9 @@ from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_manager import ToolManager
 
 __all__ = [
+    "ActiveRun",
     "EventApprover",
-    "RunState",
+    "answered_call",
     "approval_message",
     "as_proxy",
     "final_text",
@@ -38,6 +41,7 @@ __all__ = [
     "progress_hubs",
     "running_loop",
     "settle_history",
+    "tool_message",
 ]
 
 logger = logging.getLogger(__name__)
@@ -47,7 +51,7 @@ _CALL_ID_CHARS: Final = 9
 
 
 @dataclass(kw_only=True)
-class RunState:
+class ActiveRun:
     """The state of one ``run_stream`` call."""
 
     session: AgentSession
@@ -63,6 +67,19 @@ class RunState:
     queues: list[EventQueue] = field(default_factory=list)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     turns: int = 0
+    defer: bool = False
+    """``approvals="defer"``: a call that needs a person pauses the run (:attr:`paused`)."""
+    resume: RunState | None = None
+    """The paused run this run continues, if any."""
+    paused: RunState | None = None
+    """Set when the run paused: what it waits for."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Tokens of the run's model turns so far (``prompt_tokens``, ``completion_tokens``)."""
+
+    def granted(self) -> set[str]:
+        """The tools the session allowed for the rest of the session."""
+        proxy = self.session.tool_manager
+        return set(self.session.granted) | proxy.allowed_for_session(self.session.session_id)
 
     async def emit(self, event: AgentEvent) -> None:
         # Fast path (bench/bench_agent_loop.py: the lock and the send's checkpoint were two
@@ -147,7 +164,7 @@ class RunState:
 class EventApprover:
     """The approver handed to the session's proxy: asks through the run (events around)."""
 
-    def __init__(self, run: RunState) -> None:
+    def __init__(self, run: ActiveRun) -> None:
         self._run = run
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
@@ -181,7 +198,7 @@ def running_loop() -> asyncio.AbstractEventLoop:
         ) from None
 
 
-async def forward_events(run: RunState, queue: EventQueue) -> None:
+async def forward_events(run: ActiveRun, queue: EventQueue) -> None:
     """Forward a hub subscription's events as they come."""
     while True:
         await queue.wait_ready()
@@ -217,44 +234,31 @@ def new_call_id() -> str:
     return uuid.uuid4().hex[:_CALL_ID_CHARS]
 
 
-def _arguments_text(arguments: Any) -> str:
-    """Arguments as the wire wants them back: a JSON string, ``{}`` when empty."""
-    if arguments is None or arguments == "":
-        return "{}"
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def normalise_assistant(message: Mapping[str, Any]) -> dict[str, Any]:
+def normalise_assistant(message: Message) -> Message:
     """The assistant message as the history keeps it and sends it back: every tool call with
     a unique, non-empty id (some servers send none, or repeat one; the model's own ids are
-    kept), its arguments a JSON string (``{}`` for none: some servers refuse ``""``), and
-    ``content`` a string (``""`` rather than null or absent: llama-cpp-python's server refuses
-    every request holding a null, docs/agent.md "Servers' quirks")."""
-    normalised = dict(message)
-    calls = []
+    kept) and its arguments a JSON string (``{}`` for none: some servers refuse ``""``); its
+    OpenAI form has ``content`` a string (``""`` rather than null: llama-cpp-python's server
+    refuses every request holding a null, docs/agent.md "Servers' quirks"). Reasoning parts
+    (and their signatures) are kept as they came."""
     seen: set[str] = set()
-    for call in message.get("tool_calls") or []:
-        call = {**call, "function": dict(call.get("function") or {})}
-        call_id = str(call.get("id") or "")
-        if not call_id or call_id in seen:
-            call_id = new_call_id()
-        seen.add(call_id)
-        call["id"] = call_id
-        call.setdefault("type", "function")
-        call["function"]["arguments"] = _arguments_text(call["function"].get("arguments"))
-        calls.append(call)
-    if calls:
-        normalised["tool_calls"] = calls
-    else:
-        normalised.pop("tool_calls", None)
-    if normalised.get("content") is None:  # endpoints refuse null content in a history
-        normalised["content"] = ""
-    return normalised
+    parts: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, ToolCall):
+            call_id = part.id
+            if not call_id or call_id in seen:
+                call_id = new_call_id()
+            seen.add(call_id)
+            part = replace(part, id=call_id, arguments=part.arguments or "{}")
+        parts.append(part)
+    extra = message.extra
+    if "content" in extra and extra["content"] is None:  # endpoints refuse null content
+        extra = {k: v for k, v in extra.items() if k != "content"}
+    return replace(message, parts=tuple(parts), extra=extra)
 
 
 def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last assistant message without tool calls ("" when none)."""
     for message in reversed(messages):
         if message.get("role") == "assistant" and not message.get("tool_calls"):
             content = message.get("content")
@@ -264,32 +268,32 @@ def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
-def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the input history that is a valid Chat Completions history: each tool call of
-    an assistant message answered exactly once, in call order, right after it. A call left
+def settle_history(messages: Sequence[Message]) -> list[Message]:
+    """A copy of the input history that is a valid history for every model API: each tool call
+    of an assistant message answered exactly once, in call order, right after it. A call left
     unanswered by an earlier run (a crash, an abort elsewhere) gets a result that says so; a
     second answer to a call, a tool message answering no call of the assistant message before
     it, and a tool message with no assistant message before it (a history cut at the front) are
     dropped (each logged), since any of them makes the endpoint refuse every request."""
-    settled: list[dict[str, Any]] = []
+    settled: list[Message] = []
     index = 0
     while index < len(messages):
-        message = dict(messages[index])
+        message = messages[index]
         index += 1
-        if message.get("role") == "tool":
+        if message.role == "tool":
             logger.warning("dropped a tool message that answers no call: %.200r", message)
             continue
-        if message.get("role") == "assistant":  # ids, arguments, content: as sent back
+        if message.role == "assistant":  # ids, arguments, content: as sent back
             message = normalise_assistant(message)
         settled.append(message)
-        ids = [str(c["id"]) for c in message.get("tool_calls") or []]
-        if message.get("role") != "assistant" or not ids:
+        ids = [c.id for c in message.tool_calls]
+        if message.role != "assistant" or not ids:
             continue
-        answers: dict[str, dict[str, Any]] = {}
-        while index < len(messages) and messages[index].get("role") == "tool":
-            answer = dict(messages[index])
+        answers: dict[str, Message] = {}
+        while index < len(messages) and messages[index].role == "tool":
+            answer = messages[index]
             index += 1
-            call_id = str(answer.get("tool_call_id"))
+            call_id = answered_call(answer)
             if call_id not in ids or call_id in answers:
                 logger.warning("dropped a tool message that answers no open call: %.200r", answer)
                 continue
@@ -297,11 +301,23 @@ def settle_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         for call_id in ids:
             settled.append(
                 answers.get(call_id)
-                or {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": "Error [cancelled]: this call was never answered (the run "
-                    "that made it ended before it finished)",
-                }
+                or tool_message(
+                    call_id,
+                    "Error [cancelled]: this call was never answered (the run that made it "
+                    "ended before it finished)",
+                )
             )
     return settled
+
+
+def answered_call(message: Message) -> str:
+    """The id of the call a ``tool`` message answers ("" when it names none)."""
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            return part.tool_call_id
+    return ""
+
+
+def tool_message(tool_call_id: str, content: str) -> Message:
+    """The ``tool`` message that settles one call."""
+    return Message(role="tool", parts=(ToolResultPart(tool_call_id=tool_call_id, content=content),))

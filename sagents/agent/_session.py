@@ -12,11 +12,12 @@ session across turns and runs: the history, the ``ToolProxy`` it runs with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from sagents.agent._messages import Message, as_messages, as_openai_messages
 from sagents.skill._proxy import SkillSource
 from sagents.skill._sandbox_sync import SandboxFiles, SandboxSkillManager
 from sagents.skill._session import SkillSession
@@ -135,16 +136,32 @@ class AgentSession:
         """The application's questioner (``run_stream(questioner=...)``), if any."""
         self.run_compressor: HistoryCompressor | None = None
         """While a run is in progress, what compresses its history; None otherwise."""
-        self.messages: list[dict[str, Any]] = []
-        """The history: the last run's input messages, then every message it added."""
+        self.history: list[Message] = []
+        """The history: the last run's input messages, then every message it added (neutral
+        :class:`~sagents.agent.Message` values: reasoning signatures are kept between turns)."""
         self.audit_status = AuditStatus()
         self.offered_tools: list[str] = []
         """With tool suggestion, the tools offered so far, in the order first offered: each
         turn's list keeps it (append-only, so that provider prompt caches survive)."""
+        self.granted: set[str] = set()
+        """Tools allowed for the rest of the session by a resumed run's decision or a stored
+        session (besides the ``ToolProxy``'s own grants)."""
+        self.restored_skills: list[str] = []
+        """Skills a stored session or paused run had loaded, loaded again by the next run."""
         self.skill_sandbox: SandboxSkillManager | None = None
         """Where the skills were projected by :meth:`init_more`, if anywhere."""
         self._initialized = False
         self._relay: SandboxRelay | None = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """:attr:`history` in the OpenAI Chat Completions form (a new list each time: change
+        :attr:`history` to change the history)."""
+        return as_openai_messages(self.history)
+
+    @messages.setter
+    def messages(self, value: Sequence[Message | Mapping[str, Any]]) -> None:
+        self.history = as_messages(value)
 
     @property
     def session_id(self) -> str:

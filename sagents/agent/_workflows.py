@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from sagents.agent._chat_model import ChatModel
 from sagents.agent._events import WorkflowSelectedEvent
-from sagents.agent._run import RunState
+from sagents.agent._run import ActiveRun
 from sagents.agent._selectors import choose_workflow_with_model
 from sagents.agent._suggest import (
     DEFAULT_WORKFLOW_THRESHOLD,
@@ -81,7 +81,7 @@ class WorkflowSelection:
         self.threshold = threshold
         self.model = model
 
-    async def select(self, run: RunState) -> str:
+    async def select(self, run: ActiveRun) -> str:
         """Choose for this request, emit ``workflow.selected``, record it in ``audit_status``.
 
         Returns:
@@ -110,7 +110,7 @@ class WorkflowSelection:
         )
         return fragment
 
-    async def _fragment(self, run: RunState, choice: WorkflowChoice) -> str:
+    async def _fragment(self, run: ActiveRun, choice: WorkflowChoice) -> str:
         if choice.kind == "workflow":
             workflow = next(w for w in self.workflows if w.name == choice.name)
             return workflow_fragment(workflow)

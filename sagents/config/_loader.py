@@ -145,6 +145,8 @@ class SagentsConfig:
             ``${VAR}`` expanded into a server's ``env``, ``headers`` or ``apiKey`` or the
             store's URL (named ``VAR``), the store URL's password (``store.password``), and
             the ``secrets`` block's ``values`` and ``env`` (docs/gateway.md, "Secrets").
+        approval_timeout_s: ``approvals.timeoutSec``: seconds an approval asked of a person
+            waits (and a sealed ``requestState`` stays valid); 600 by default.
         source: The file it came from, if any.
     """
 
@@ -165,6 +167,7 @@ class SagentsConfig:
     session_idle_timeout_s: float | None = None
     oauth: OAuthConfig | None = None
     secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    approval_timeout_s: float = 600.0
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -302,6 +305,7 @@ def parse_config(
         session_idle_timeout_s=model.session_idle_timeout,
         oauth=oauth_config(model.oauth, env=env, file=file) if model.oauth is not None else None,
         secrets=_secrets(model, expanded, store_url, env),
+        approval_timeout_s=model.approvals.timeout_sec,
         source=source,
     )
 

@@ -219,6 +219,16 @@ class BackgroundCallsParams(_Strict):
     auto_after_sec: float | None = Field(default=None, alias="autoAfterSec", gt=0)
 
 
+class ApprovalsParams(_Strict):
+    """``approvals``: how long an approval asked of a person waits (the web console, a
+    2026-07-28 client's ``input_required``, an elicitation), in seconds; hours are allowed.
+    It also bounds how long a sealed ``requestState`` stays valid (docs/configuration.md)."""
+
+    timeout_sec: float = Field(
+        default=600.0, alias="timeoutSec", gt=0, allow_inf_nan=False, strict=True
+    )
+
+
 class SkillsParams(_Strict):
     """``skills``: directories holding skills (each a folder with ``SKILL.md``), served by the
     gateway as the ``load_skill`` / ``read_skill_file`` tools and as ``skill://`` resources."""
@@ -368,6 +378,7 @@ class ConfigFileParams(BaseModel):
         default_factory=BackgroundCallsParams, alias="backgroundCalls"
     )
     sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    approvals: ApprovalsParams = Field(default_factory=ApprovalsParams)
     skills: SkillsParams = Field(default_factory=SkillsParams)
     local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")
     builtin_tools: BuiltinToolsParams = Field(

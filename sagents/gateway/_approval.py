@@ -128,8 +128,12 @@ class ClientAsker:
     down (run_script's, for the one approval before a script) can ask the same client.
     """
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+    def __init__(
+        self, ctx: ServerRequestContext[Any, Any], *, timeout_s: float = APPROVAL_TIMEOUT_S
+    ) -> None:
         self._ctx = ctx
+        self.timeout_s = timeout_s
+        """Seconds an answer is waited for (``approvals.timeoutSec``); then it is a cancel."""
 
     @property
     def identity(self) -> str:
@@ -154,12 +158,12 @@ class ClientAsker:
         )
 
     async def choose(self, message: str, schema: mt.ElicitRequestedSchema) -> mt.ElicitResult:
-        """Send the elicitation; a timeout (``APPROVAL_TIMEOUT_S``) or a failure is a cancel.
+        """Send the elicitation; a timeout (:attr:`timeout_s`) or a failure is a cancel.
 
         Raises:
             NoBackChannelError: the connection cannot carry the request.
         """
-        with anyio.move_on_after(APPROVAL_TIMEOUT_S):
+        with anyio.move_on_after(self.timeout_s):
             try:
                 return await self._ctx.session.elicit_form(message, schema, self._ctx.request_id)
             except NoBackChannelError:

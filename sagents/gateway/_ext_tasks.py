@@ -134,8 +134,14 @@ class TaskAsker(ClientAsker):
     the client of the task.
     """
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], task_input: _TaskInput) -> None:
-        super().__init__(ctx)
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        task_input: _TaskInput,
+        *,
+        timeout_s: float = APPROVAL_TIMEOUT_S,
+    ) -> None:
+        super().__init__(ctx, timeout_s=timeout_s)
         self._input = task_input
         self._can = ctx.session.check_client_capability(
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
@@ -148,7 +154,7 @@ class TaskAsker(ClientAsker):
 
     async def choose(self, message: str, schema: mt.ElicitRequestedSchema) -> mt.ElicitResult:
         """Publish the form as an input request and wait for its answer (a timeout of
-        ``APPROVAL_TIMEOUT_S`` is a cancel)."""
+        :attr:`timeout_s`, ``approvals.timeoutSec``, is a cancel)."""
         key = f"sagents_input_{next(self._input.keys)}"  # never reused within a task
         pending = _Pending(
             request=mt.ElicitRequest(
@@ -161,7 +167,7 @@ class TaskAsker(ClientAsker):
         if self._input.changed is not None:
             self._input.changed()  # input_required
         try:
-            with anyio.move_on_after(APPROVAL_TIMEOUT_S):
+            with anyio.move_on_after(self.timeout_s):
                 await pending.answered.wait()
         finally:
             self._input.pending.pop(key, None)
@@ -182,10 +188,15 @@ class TasksExtension(Extension):
     identifier = TASKS_EXTENSION
 
     def __init__(
-        self, tasks: GatewayTasks, scope_of: Callable[[ServerRequestContext[Any, Any]], TaskScope]
+        self,
+        tasks: GatewayTasks,
+        scope_of: Callable[[ServerRequestContext[Any, Any]], TaskScope],
+        *,
+        approval_timeout_s: float = APPROVAL_TIMEOUT_S,
     ) -> None:
         self._tasks = tasks
         self._scope_of = scope_of
+        self._approval_timeout_s = approval_timeout_s
         self._inputs: dict[str, _TaskInput] = {}
         self._watchers: dict[str, dict[object, Callable[[dict[str, Any]], None]]] = {}
 
@@ -227,7 +238,7 @@ class TasksExtension(Extension):
     def asker(self, ctx: ServerRequestContext[Any, Any]) -> tuple[TaskAsker, _TaskInput]:
         """A fresh asker for a call that may become a task (see :meth:`created`)."""
         task_input = _TaskInput()
-        return TaskAsker(ctx, task_input), task_input
+        return TaskAsker(ctx, task_input, timeout_s=self._approval_timeout_s), task_input
 
     def created(self, request: TaskRequest, task_id: str, task_input: _TaskInput) -> None:
         """Record that the call ``task_id`` became a task; its ``CreateTaskResult`` is what

@@ -40,15 +40,18 @@ def _principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return request_credential(ctx.request).identity or None
 
 
-def request_state_boundary(server_name: str, *, key: bytes | None = None) -> RequestStateBoundary:
+def request_state_boundary(
+    server_name: str, *, key: bytes | None = None, ttl_s: float = REQUEST_STATE_TTL_S
+) -> RequestStateBoundary:
     """The SDK middleware sealing ``requestState``.
 
     Args:
         server_name: The audience the state is bound to.
         key: 32 bytes shared by every replica of a shared store; None draws a fresh
             per-process key (states from before a restart are then refused).
+        ttl_s: Seconds a sealed state stays valid (``approvals.timeoutSec``).
     """
     security = RequestStateSecurity(
-        keys=[key or os.urandom(32)], ttl=REQUEST_STATE_TTL_S, bind_principal=_principal
+        keys=[key or os.urandom(32)], ttl=ttl_s, bind_principal=_principal
     )
     return RequestStateBoundary(security, default_audience=server_name)

@@ -211,7 +211,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
                 manager.register_tool(tool)
             except ToolNameConflictError as error:
                 raise ConfigError(error.message, file=_file(config), key=key) from error
-        pending = PendingApprovals()
+        pending = PendingApprovals(timeout_s=config.approval_timeout_s)
         scripts: GatewayScripts | None = GatewayScripts(
             hub=manager.progress_hub,
             workspaces=plan.workspaces,
@@ -338,6 +338,7 @@ class ConfiguredGateway(Gateway):
             else None,
             session_idle_timeout_s=plan.config.session_idle_timeout_s
             or DEFAULT_SESSION_IDLE_TIMEOUT_S,
+            approval_timeout_s=plan.config.approval_timeout_s,
             name=settings.name,
             redactor=plan.redactor,
         )

@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
 import uuid
 import warnings
@@ -74,6 +75,7 @@ from sagents.errors import (
     UpstreamSchemaError,
 )
 from sagents.gateway._approval import (
+    APPROVAL_TIMEOUT_S,
     CLIENT_ASKER,
     ClientAsker,
     ElicitationApprover,
@@ -237,6 +239,10 @@ class Gateway:
             (and without a running background call) is ended over HTTP, and a 2026-07-28
             session's sandboxes are released (docs/configuration.md, ``sessionIdleTimeout``);
             None never.
+        approval_timeout_s: Seconds an approval asked of a person waits (the console, a
+            2026-07-28 client's ``input_required``, an elicitation) before it is a cancel; it
+            also bounds how long a sealed ``requestState`` stays valid (docs/configuration.md,
+            ``approvals.timeoutSec``).
         name: Server name announced to clients.
         redactor: Secrets redacted from every ``tools/call`` answer (docs/gateway.md,
             "Secrets"); None: nothing is.
@@ -269,9 +275,16 @@ class Gateway:
         pending: PendingApprovals | None = None,
         tool_search: ToolSearch | None = None,
         session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
+        approval_timeout_s: float = APPROVAL_TIMEOUT_S,
         name: str = "sagents",
         redactor: Redactor | None = None,
     ) -> None:
+        if not (math.isfinite(approval_timeout_s) and approval_timeout_s > 0):
+            raise ValueError(
+                f"approval_timeout_s must be a positive number of seconds, not "
+                f"{approval_timeout_s!r}"
+            )
+        self.approval_timeout_s = approval_timeout_s
         self.provider = provider
         self.redactor = redactor
         self.mode: PermissionMode = mode
@@ -296,7 +309,9 @@ class Gateway:
             weakref.WeakValueDictionary()
         )
         self.approvals: ApprovalRoute = approvals
-        self.pending = pending if pending is not None else PendingApprovals()
+        self.pending = (
+            pending if pending is not None else PendingApprovals(timeout_s=approval_timeout_s)
+        )
         """Approvals waiting for the web console (docs/console.md)."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
@@ -309,7 +324,7 @@ class Gateway:
         """This gateway's Prometheus metrics (docs/observability.md)."""
         self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
         self.metrics.approvals_answered = lambda: self.pending.answered
-        self._approval_states = ApprovalStates()
+        self._approval_states = ApprovalStates(ttl_s=approval_timeout_s)
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
         self.replica_id: str | None = None
@@ -354,7 +369,7 @@ class Gateway:
             resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
         )
         trace_only_when_used(self.server.middleware)  # the SDK's spans, when they can be used
-        self._state_boundary = request_state_boundary(name)
+        self._state_boundary = request_state_boundary(name, ttl_s=approval_timeout_s)
         self.server.middleware.append(self._state_boundary)
         self._name = name
         if resources is not None:  # the MCP Skills extension (docs/gateway.md)
@@ -364,11 +379,19 @@ class Gateway:
             install_extension(self.server, skills)
             install_directory_read(self.server, resources, self._profile_of, upstream)
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
-        self._task_ext = TasksExtension(self._tasks, lambda ctx: self._session_for(ctx).scope)
+        self._task_ext = TasksExtension(
+            self._tasks,
+            lambda ctx: self._session_for(ctx).scope,
+            approval_timeout_s=approval_timeout_s,
+        )
         install_extension(self.server, self._task_ext)
         self._listen.tasks = self._task_ext  # notifications/tasks on listen streams
         if store is not None:
             self.use_store(store)
+
+    def _client_asker(self, ctx: ServerRequestContext[Any, Any]) -> ClientAsker:
+        """Asks the client of ``ctx``, waiting at most ``approval_timeout_s``."""
+        return ClientAsker(ctx, timeout_s=self.approval_timeout_s)
 
     def use_store(self, store: GatewayStore) -> None:
         """Keep background calls and approvals in ``store`` (before entering the gateway).
@@ -380,11 +403,14 @@ class Gateway:
         """
         self._tasks.store = store.tasks
         self._approvals = store.approvals
+        self._approvals.ttl_s = self.approval_timeout_s
         if store.shared and store.secret is not None:
             self.replica_id = store.replica_id
             key = store.secret
             boundary = request_state_boundary(
-                self._name, key=hashlib.sha256(b"request state" + key).digest()
+                self._name,
+                key=hashlib.sha256(b"request state" + key).digest(),
+                ttl_s=self.approval_timeout_s,
             )
             index = self.server.middleware.index(self._state_boundary)
             self.server.middleware[index] = self._state_boundary = boundary
@@ -884,7 +910,7 @@ class Gateway:
                 input_requests={APPROVAL_INPUT_KEY: elicit}, request_state=state
             )
         try:
-            return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+            return await ElicitationApprover(self._client_asker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
 
@@ -902,7 +928,7 @@ class Gateway:
 
             async def client() -> ApprovalAnswer | None:
                 try:
-                    return await ElicitationApprover(ClientAsker(ctx)).approve(request)
+                    return await ElicitationApprover(self._client_asker(ctx)).approve(request)
                 except (NoBackChannelError, NotAllowedError):  # NotAllowed: too long to show
                     return None
 
@@ -946,7 +972,9 @@ class Gateway:
 
         task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
         asker, task_input = (
-            self._task_ext.asker(ctx) if task_request is not None else (ClientAsker(ctx), None)
+            self._task_ext.asker(ctx)
+            if task_request is not None
+            else (self._client_asker(ctx), None)
         )
 
         server = spec.source.server or name

@@ -7,14 +7,23 @@ Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors
 opened. docs/scale-out.md says what each guarantee becomes with replicas.
 """
 
+from sagents.store._agents import SqliteAgentStore
 from sagents.store._embedded import EmbeddedStore, MemoryApprovals, SqliteTasks
 from sagents.store._location import DEFAULT_LEASE_S, StoreLocation, parse_store_url, redact_url
 from sagents.store._open import GatewayStore, open_store
 from sagents.store._pins import ToolPin
-from sagents.store._protocols import ApprovalStore, AuditLog, CancelHandler, PinStore, TaskStore
+from sagents.store._protocols import (
+    AgentStore,
+    ApprovalStore,
+    AuditLog,
+    CancelHandler,
+    PinStore,
+    TaskStore,
+)
 
 __all__ = [
     "DEFAULT_LEASE_S",
+    "AgentStore",
     "ApprovalStore",
     "AuditLog",
     "CancelHandler",
@@ -22,6 +31,7 @@ __all__ = [
     "GatewayStore",
     "MemoryApprovals",
     "PinStore",
+    "SqliteAgentStore",
     "SqliteTasks",
     "StoreLocation",
     "TaskStore",

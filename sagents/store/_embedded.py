@@ -24,6 +24,7 @@ import anyio
 from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
+from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
 from sagents.store._fair import FairMap
 from sagents.store._pins import PINS_FILE, SqlitePins
 from sagents.store._protocols import CancelHandler
@@ -89,7 +90,8 @@ class ApprovalStates:
         self, *, clock: Callable[[], float] = time.monotonic, ttl_s: float = REQUEST_STATE_TTL_S
     ) -> None:
         self._clock = clock
-        self._ttl_s = ttl_s
+        self.ttl_s = ttl_s
+        """Seconds a nonce stays redeemable (``approvals.timeoutSec``)."""
         self._pending: FairMap[str, _Pending] = FairMap(
             limit=MAX_PENDING_APPROVALS, per_owner=MAX_PENDING_APPROVALS_PER_SESSION
         )
@@ -98,7 +100,7 @@ class ApprovalStates:
         """A new state for asking ``session_id`` to approve this call."""
         self._prune()
         nonce = secrets.token_urlsafe(18)
-        pending = _Pending(session_id, call_digest(tool, arguments), self._clock() + self._ttl_s)
+        pending = _Pending(session_id, call_digest(tool, arguments), self._clock() + self.ttl_s)
         self._pending.put(nonce, pending, session_id)
         return json.dumps({"nonce": nonce})
 
@@ -143,6 +145,15 @@ class MemoryApprovals:
     ) -> bool:
         """See :meth:`ApprovalStates.redeem`."""
         return self.states.redeem(state, session_id, tool, arguments)
+
+    @property
+    def ttl_s(self) -> float:
+        """Seconds a pending approval stays redeemable."""
+        return self.states.ttl_s
+
+    @ttl_s.setter
+    def ttl_s(self, value: float) -> None:
+        self.states.ttl_s = value
 
     async def grant(self, session_id: str, tool: str) -> None:
         """Remember the grant in memory."""
@@ -238,6 +249,7 @@ class EmbeddedStore:
         self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
         self.approvals = MemoryApprovals()
         self.pins = SqlitePins(self.directory / PINS_FILE)
+        self.agents = SqliteAgentStore(path=self.directory / AGENTS_FILE)
 
     async def __aenter__(self) -> EmbeddedStore:
         """Check both files: one that is not a database stops the start with a one-line

@@ -103,6 +103,26 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (server, tool)
     );
     """,
+    # 4: the agent loop's paused runs (signed documents), their claims (a resume happens
+    #    once) and agent sessions (docs/agent.md, "Pausing and resuming").
+    """
+    CREATE TABLE sagents_run_states (
+        state_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        document TEXT NOT NULL,
+        saved DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE sagents_run_claims (
+        state_id TEXT PRIMARY KEY,
+        claimed DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE sagents_agent_sessions (
+        session_id TEXT PRIMARY KEY,
+        document TEXT NOT NULL,
+        saved DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX sagents_agent_sessions_saved ON sagents_agent_sessions (saved);
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

@@ -9,7 +9,7 @@ from typing import Protocol
 from sagents.errors import ConfigError
 from sagents.store._embedded import EmbeddedStore
 from sagents.store._location import StoreLocation
-from sagents.store._protocols import ApprovalStore, AuditLog, PinStore, TaskStore
+from sagents.store._protocols import AgentStore, ApprovalStore, AuditLog, PinStore, TaskStore
 
 __all__ = ["GatewayStore", "open_store"]
 
@@ -35,6 +35,8 @@ class GatewayStore(Protocol):
     def approvals(self) -> ApprovalStore: ...
     @property
     def pins(self) -> PinStore: ...
+    @property
+    def agents(self) -> AgentStore: ...
 
 
 def open_store(

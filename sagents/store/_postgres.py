@@ -346,7 +346,7 @@ class PostgresApprovals:
 
     def __init__(self, database: Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
         self._db = database
-        self._ttl_s = ttl_s
+        self.ttl_s = ttl_s
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call (at most
@@ -357,7 +357,7 @@ class PostgresApprovals:
             await db.execute(
                 "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
                 "VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
-                (nonce, session_id, call_digest(tool, arguments), self._ttl_s),
+                (nonce, session_id, call_digest(tool, arguments), self.ttl_s),
             )
             await db.execute(
                 "DELETE FROM sagents_pending_approvals WHERE nonce IN ("
@@ -466,6 +466,68 @@ class PostgresPins:
         return sorted((pin_of(row) for row in rows), key=lambda pin: pin.tool)
 
 
+class PostgresAgents:
+    """Paused runs and agent sessions (an :class:`~sagents.store._protocols.AgentStore`) in
+    ``sagents_run_states``, ``sagents_run_claims`` and ``sagents_agent_sessions``."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def save_state(self, state_id: str, session_id: str, document: str) -> None:
+        """See ``AgentStore.save_state``."""
+        async with self._db.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_run_states (state_id, session_id, document, saved) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (state_id) DO UPDATE SET "
+                "document = EXCLUDED.document, saved = EXCLUDED.saved",
+                (state_id, session_id, document, time.time()),
+            )
+
+    async def load_state(self, state_id: str) -> str | None:
+        """See ``AgentStore.load_state``."""
+        return await self._one(
+            "SELECT document FROM sagents_run_states WHERE state_id = %s", (state_id,)
+        )
+
+    async def claim_state(self, state_id: str) -> bool:
+        """See ``AgentStore.claim_state``: the row's primary key makes it once."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "INSERT INTO sagents_run_claims (state_id, claimed) VALUES (%s, %s) "
+                "ON CONFLICT (state_id) DO NOTHING",
+                (state_id, time.time()),
+            )
+            return cursor.rowcount == 1
+
+    async def save_session(self, session_id: str, document: str) -> None:
+        """See ``AgentStore.save_session``."""
+        async with self._db.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_agent_sessions (session_id, document, saved) "
+                "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+                "document = EXCLUDED.document, saved = EXCLUDED.saved",
+                (session_id, document, time.time()),
+            )
+
+    async def load_session(self, session_id: str) -> str | None:
+        """See ``AgentStore.load_session``."""
+        return await self._one(
+            "SELECT document FROM sagents_agent_sessions WHERE session_id = %s", (session_id,)
+        )
+
+    async def last_session(self) -> str | None:
+        """See ``AgentStore.last_session``."""
+        return await self._one(
+            "SELECT session_id FROM sagents_agent_sessions ORDER BY saved DESC LIMIT 1", ()
+        )
+
+    async def _one(self, query: str, params: tuple[Any, ...]) -> str | None:
+        async with self._db.connection() as db:
+            cursor = await db.execute(query, params)
+            row = await cursor.fetchone()
+        return None if row is None else str(row[0])
+
+
 class PostgresStore:
     """The state of one replica on a shared PostgreSQL database; an async context manager.
 
@@ -505,6 +567,7 @@ class PostgresStore:
         self.tasks = PostgresTasks(self._db, self.replica_id)
         self.approvals = PostgresApprovals(self._db)
         self.pins = PostgresPins(self._db)
+        self.agents = PostgresAgents(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 

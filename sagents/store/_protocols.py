@@ -14,7 +14,7 @@ from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import StoredTask
 from sagents.store._pins import ToolPin
 
-__all__ = ["ApprovalStore", "AuditLog", "CancelHandler", "PinStore", "TaskStore"]
+__all__ = ["AgentStore", "ApprovalStore", "AuditLog", "CancelHandler", "PinStore", "TaskStore"]
 
 CancelHandler = Callable[[str], Awaitable[None]]
 """Called with a task id when another replica asks for that task to be cancelled."""
@@ -95,7 +95,12 @@ class ApprovalStore(Protocol):
 
     A nonce is minted for one session and one call and redeemed once, before it expires; a
     grant ("allow for this session") names a tool a session may call without asking again.
+
+    Attributes:
+        ttl_s: Seconds a nonce stays redeemable (``approvals.timeoutSec``; set by the gateway).
     """
+
+    ttl_s: float
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new ``requestState`` payload for asking ``session_id`` to approve this call."""
@@ -142,4 +147,38 @@ class PinStore(Protocol):
         change still offering that definition is accepted (the one an operator was shown, not
         one the server offered since). Returns the accepted pins (none when nothing was
         changed)."""
+        ...
+
+
+class AgentStore(Protocol):
+    """The agent loop's paused runs and sessions (docs/agent.md, "Pausing and resuming"),
+    shared by every worker that serves one agent.
+
+    Documents are opaque text to the store (a signed ``RunState``, an ``AgentSession``'s
+    JSON): the store keeps them, and makes the claim of a paused run atomic.
+    """
+
+    async def save_state(self, state_id: str, session_id: str, document: str) -> None:
+        """Keep a paused run's document (replacing one of the same id)."""
+        ...
+
+    async def load_state(self, state_id: str) -> str | None:
+        """A paused run's document, or None."""
+        ...
+
+    async def claim_state(self, state_id: str) -> bool:
+        """Claim a paused run for one resume: True for exactly one caller, however many
+        processes try at once; False for every later one."""
+        ...
+
+    async def save_session(self, session_id: str, document: str) -> None:
+        """Keep a session's document (replacing the one before)."""
+        ...
+
+    async def load_session(self, session_id: str) -> str | None:
+        """A session's document, or None."""
+        ...
+
+    async def last_session(self) -> str | None:
+        """The id of the session saved last, or None."""
         ...

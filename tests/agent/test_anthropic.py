@@ -377,3 +377,18 @@ def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ModelConfigError) as raised:
         AnthropicModel("claude-sonnet-4-5", api_key="k")
     assert "sagents[anthropic]" in str(raised.value.hint)
+
+
+async def test_the_loop_sends_a_thinking_block_back_with_its_signature_in_the_next_turn() -> None:
+    """The loop keeps its history as neutral messages: the signature of the first answer's
+    thinking block reaches the second request (Anthropic refuses the request without it)."""
+    _events, done, server, _tools = await run(wire("thinking_tool_use"))
+    assert done.reason == "stop"
+    sent = server.requests[1]["messages"][1]["content"][0]
+    assert sent == {
+        "type": "thinking",
+        "thinking": "The user wants the weather. I will call get_weather.",
+        "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+    }
+    reasoning = [p for m in done.history for p in m.parts if isinstance(p, ReasoningPart)]
+    assert [p.signature for p in reasoning] == [sent["signature"]]

@@ -128,7 +128,9 @@ async def test_thought_signatures_go_back_on_the_parts_they_came_on() -> None:
     assert all("id" not in p["functionResponse"] for p in responses["parts"])
 
 
-async def test_through_the_loop_a_lost_signature_is_sent_as_the_documented_placeholder() -> None:
+async def test_through_the_loop_the_first_call_goes_back_with_its_own_thought_signature() -> None:
+    """The loop keeps neutral messages (docs/agent.md, "The model seam"), so the signature the
+    model gave goes back as it came, not the placeholder for a lost one."""
     tools = Tools()
     async with ScriptedModel(wire("thought_signature_parallel_calls"), api="gemini") as server:
         agent = SAgent(model=server.chat_model(), run_script=False)
@@ -141,9 +143,11 @@ async def test_through_the_loop_a_lost_signature_is_sent_as_the_documented_place
     reasoning = "".join(e.delta for e in events if isinstance(e, ReasoningDeltaEvent))
     assert reasoning == "**Finding the weather**\n\nThe user wants Paris."
     model_turn = server.requests[1]["contents"][1]
-    first_call = model_turn["parts"][0]
+    thought, first_call, second_call = model_turn["parts"]
+    assert thought["thought"] is True
     assert first_call["functionCall"]["name"] == "get_weather"
-    assert first_call["thoughtSignature"] == "skip_thought_signature_validator"
+    assert first_call["thoughtSignature"].startswith("CiQB0e2Kb3Nc8kqG")
+    assert "thoughtSignature" not in second_call
     assert next(u.reasoning_tokens for u in events if isinstance(u, UsageEvent)) == 96
 
 

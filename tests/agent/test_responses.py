@@ -119,12 +119,9 @@ async def test_reasoning_items_are_kept_whole_and_sent_back_paired_with_their_ca
     ]
 
 
-async def test_through_the_loop_a_call_without_its_reasoning_goes_back_without_its_item_id() -> (
-    None
-):
-    # The loop keeps its history in the Chat Completions form, which drops the reasoning item:
-    # the call then goes back without its fc_ id, which the API accepts (with the id but
-    # without the reasoning item it answers HTTP 400).
+async def test_through_the_loop_a_call_goes_back_with_its_reasoning_item_and_its_item_id() -> None:
+    # The loop keeps neutral messages: the reasoning item (with its encrypted content) goes
+    # back before the call, which keeps its fc_ id (the API refuses the id without the item).
     tools = Tools()
     async with ScriptedModel(wire("reasoning_tool_call"), api="responses") as server:
         agent = SAgent(model=server.chat_model(), run_script=False)
@@ -140,11 +137,14 @@ async def test_through_the_loop_a_call_without_its_reasoning_goes_back_without_i
     second = server.requests[1]["input"]
     assert [item.get("type", "message") for item in second] == [
         "message",
+        "reasoning",
         "function_call",
         "function_call_output",
     ]
-    assert "id" not in second[1]
-    assert second[1]["call_id"] == CALL
+    assert second[1]["id"].startswith("rs_")
+    assert second[1]["encrypted_content"]
+    assert second[2]["id"].startswith("fc_")
+    assert second[2]["call_id"] == CALL
     assert next(
         (e.prompt_tokens, e.reasoning_tokens) for e in events if isinstance(e, UsageEvent)
     ) == (81, 128)

@@ -184,3 +184,27 @@ def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_a_document_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ConfigError, match="JSON object"):
         parse_config([1, 2])
+
+
+@pytest.mark.parametrize("key", ["sessionIdleTimeout", "approvals.timeoutSec"])
+@pytest.mark.parametrize("value", [0, -5, "soon", 1e999, True])
+def test_a_bad_timeout_is_a_clear_error_naming_its_key(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    section, _, name = key.rpartition(".")
+    document: dict[str, Any] = {"mcpServers": {}}
+    document.update({name: value} if not section else {section: {name: value}})
+    path = tmp_path / "sagents.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert raised.value.details["key"] == key
+    assert str(path) in str(raised.value)
+
+
+def test_the_approvals_timeout_is_read_in_seconds_and_hours_are_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "sagents.json"
+    path.write_text(json.dumps({"mcpServers": {}, "approvals": {"timeoutSec": 4 * 3600}}))
+    assert load_config(path).approval_timeout_s == 4 * 3600
+    path.write_text(json.dumps({"mcpServers": {}}))
+    assert load_config(path).approval_timeout_s == 600  # as before the setting existed

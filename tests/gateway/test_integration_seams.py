@@ -16,7 +16,6 @@ from sagents.core._result import EmbeddedResource, ResourceLink, ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
 from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
-from sagents.gateway import _approval as approval_module
 from sagents.tool import ToolManager, ToolProxy
 from sagents.tool._approval import ApprovalRequest
 from sagents.tool._context import SessionContext
@@ -134,10 +133,7 @@ async def test_run_scripts_approver_denies_outside_a_gateway_call() -> None:
     assert answer == "deny"
 
 
-async def test_an_unanswered_approval_times_out_as_a_denial(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(approval_module, "APPROVAL_TIMEOUT_S", 0.05)
+async def test_an_unanswered_approval_times_out_as_a_denial() -> None:
     never = anyio.Event()
 
     async def silent(
@@ -149,7 +145,7 @@ async def test_an_unanswered_approval_times_out_as_a_denial(
     provider = FakeProvider()
     with anyio.fail_after(10):
         async with (
-            Gateway(provider) as gateway,
+            Gateway(provider, approval_timeout_s=0.05) as gateway,  # approvals.timeoutSec
             Client(gateway.server, mode="legacy", elicitation_callback=silent) as client,
         ):
             result = await client.call_tool("fleet__configure", {})

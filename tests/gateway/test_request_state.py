@@ -162,3 +162,28 @@ async def test_a_state_minted_for_one_token_is_refused_for_another() -> None:
             with pytest.raises(MCPError, match="Invalid or expired requestState"):
                 await _answer(other, {"sn": "A"}, state)
     assert provider.calls == []
+
+
+async def test_approvals_timeout_bounds_the_sealed_state_and_may_be_hours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``approvals.timeoutSec`` of two hours: an answer an hour later (past the old fixed
+    600 s) still runs the call once; one past the two hours is refused."""
+    provider = FakeProvider()
+    async with (
+        Gateway(provider, approval_timeout_s=2 * 3600) as gateway,
+        Client(gateway.server, mode="auto", elicitation_callback=_no_elicitation) as client,
+    ):
+        with anyio.fail_after(10):
+            real = time.time  # the SDK's boundary checks expiry against time.time()
+            late = await _ask(client, {"sn": "B"})
+            monkeypatch.setattr(time, "time", lambda: real() + 2 * 3600 + 1)
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await _answer(client, {"sn": "B"}, late)
+            monkeypatch.setattr(time, "time", real)
+            state = await _ask(client, {"sn": "A"})
+            monkeypatch.setattr(time, "time", lambda: real() + 3600)
+            ran = await _answer(client, {"sn": "A"}, state)
+    assert isinstance(ran, mt.CallToolResult)
+    assert ran.is_error is False
+    assert [call[0] for call in provider.calls] == ["fleet__configure"]

@@ -198,3 +198,40 @@ async def test_a_reverted_change_is_forgotten_and_accept_takes_every_tool_of_a_s
     assert await store.pins.accept("a") == []
     assert await store.pins.accept("nobody", "t") == []
     assert await store.pins.changes() == []
+
+
+# -- the agent loop's paused runs and sessions ------------------------------------------------
+
+
+async def test_a_paused_run_is_kept_replaced_and_loaded_by_id(store: GatewayStore) -> None:
+    await store.agents.save_state("r1", "s1", '{"v": 1}')
+    await store.agents.save_state("r1", "s1", '{"v": 2, "text": "é"}')
+    assert await store.agents.load_state("r1") == '{"v": 2, "text": "é"}'
+    assert await store.agents.load_state("missing") is None
+
+
+async def test_a_paused_run_is_claimed_exactly_once_by_racing_claims(store: GatewayStore) -> None:
+    await store.agents.save_state("r1", "s1", "{}")
+    wins: list[bool] = []
+
+    async def claim() -> None:
+        wins.append(await store.agents.claim_state("r1"))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(claim)
+    assert sorted(wins) == [False] * 7 + [True]
+    assert await store.agents.claim_state("r1") is False
+    assert await store.agents.claim_state("r2") is True
+
+
+async def test_sessions_are_kept_by_id_and_the_last_saved_is_known(store: GatewayStore) -> None:
+    assert await store.agents.last_session() is None
+    await store.agents.save_session("a", '{"n": 1}')
+    await store.agents.save_session("b", '{"n": 2}')
+    await store.agents.save_session("a", '{"n": 3}')
+    assert await store.agents.load_session("a") == '{"n": 3}'
+    assert await store.agents.load_session("b") == '{"n": 2}'
+    assert await store.agents.load_session("c") is None
+    assert await store.agents.last_session() == "a"

@@ -1,0 +1,88 @@
+"""A paused run resumed by another agent through each store: the embedded SQLite store and
+PostgreSQL (a real server started by the test setup, tests/postgres_server.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.agent import RunState, SAgent
+from sagents.errors import RunStateError
+from sagents.store import GatewayStore, open_store, parse_store_url
+from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once
+
+pytestmark = pytest.mark.anyio
+
+CTX = SessionContext(session_id="conv-1")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GatewayStore]:
+    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    async with open_store(parse_store_url(url), data_dir=tmp_path) as opened:
+        yield opened
+
+
+def _manager(runs: list[str]) -> ToolManager:
+    @tool(permission="write")
+    def save(path: str) -> str:
+        """Save a file."""
+        runs.append(path)
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(save)
+    return manager
+
+
+async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_store(
+    store: GatewayStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "s" * 40)
+    runs: list[str] = []
+    script = [tool_call("save", {"path": "x"}, id="c1"), reply("saved it")]
+    async with ScriptedModel(script) as model:
+        first = SAgent(model=model.chat_model(), run_script=False, store=store)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            paused = await first.run(
+                [{"role": "user", "content": "save x"}],
+                tool_manager=_manager(runs),
+                session_context=CTX,
+                approvals="defer",
+            )
+        assert paused.state is not None
+        state_id = paused.state.state_id
+        second = SAgent(model=model.chat_model(), run_script=False, store=store)
+        loaded = await second.load_state(state_id)
+        assert loaded is not None
+        loaded.approve("c1")
+        outcomes: list[Any] = []
+
+        async def resume(state: RunState) -> None:
+            try:
+                outcomes.append(
+                    (
+                        await second.run(
+                            state=state, tool_manager=_manager(runs), session_context=CTX
+                        )
+                    ).reason
+                )
+            except RunStateError as error:
+                outcomes.append(type(error).__name__)
+
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(resume, loaded)
+                tg.start_soon(resume, RunState.from_json(loaded.to_json()))
+        session = await SAgent(model=model.chat_model(), store=store).load_session("conv-1")
+    assert sorted(outcomes) == ["RunStateError", "stop"]
+    assert runs == ["x"]
+    assert session is not None
+    assert session.history[-1].text == "saved it"
+    assert_settled_once(session.messages)
