@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import aclosing
@@ -11,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+import mcp_types as mt
 import pytest
 from mcp import Client
 
@@ -21,7 +23,7 @@ from sagents.gateway import Profile
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.testing import ScriptedModel, reply
-from tests.gateway.test_configured import http_serve, text_of, write_config
+from tests.gateway.test_configured import FAULT_SERVER, ROOT, http_serve, text_of, write_config
 from tests.gateway.test_http import client as http_client
 
 pytestmark = pytest.mark.anyio
@@ -310,3 +312,66 @@ async def test_the_principal_quota_of_one_token_never_holds_another_tokens_sessi
     assert "quotas.principalBytes" in text_of(refused)
     assert allowed.is_error is False, text_of(allowed)
     assert "fine" in text_of(allowed)
+
+
+@pytest.mark.parametrize("key", ["workspaceBytes", "principalBytes"])
+async def test_background_calls_stored_results_are_held_to_the_quotas(
+    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The results the task store keeps for handed-off calls count against
+    ``quotas.workspaceBytes`` (and the principal's ``quotas.principalBytes``) together: one
+    that would pass it is stored as a ``quota_exceeded`` error naming the setting instead (the
+    call still ends), and a result that still fits is kept."""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    fault = {
+        "command": sys.executable,
+        "args": [str(FAULT_SERVER)],
+        "env": {"PYTHONPATH": str(ROOT)},
+        "toolPermissions": {"big": "read_only", "echo": "read_only"},
+    }
+    config = write_config(
+        tmp_path,
+        mcpServers={"fault": fault},
+        backgroundCalls={"autoAfterSec": 1e-6},  # every upstream call is handed off
+        quotas={key: 256 * 1024},
+    )
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    calls = [
+        ("fault__big", {}),  # 5 MB: never fits
+        ("fault__echo", {"text": "a" * 150_000}),  # fits
+        ("fault__echo", {"text": "b" * 150_000}),  # fits alone, not beside the first
+        ("fault__echo", {"text": "small"}),  # fits beside the first
+    ]
+    done = [anyio.Event() for _ in calls]
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mt.LoggingMessageNotification):
+            data = message.params.data
+            if isinstance(data, dict) and data.get("event") == "background.done":
+                next(event for event in done if not event.is_set()).set()
+
+    views = []
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(60):
+            async with Client(gateway.server, mode="legacy", message_handler=on_message) as c:
+                for (name, arguments), ended in zip(calls, done, strict=True):
+                    handed = await c.call_tool(name, arguments)
+                    task_id = (handed.structured_content or {})["task_id"]
+                    await ended.wait()
+                    status = await c.call_tool("script_status", {"id": task_id})
+                    views.append(status.structured_content or {})
+    assert [(v["status"], v["is_error"]) for v in views] == [
+        ("error", True),
+        ("ok", False),
+        ("error", True),
+        ("ok", False),
+    ]
+    for refused in (views[0], views[2]):
+        assert "quota_exceeded" in refused["result"]
+        assert f"quotas.{key}" in refused["result"]
+        assert "xxxx" not in refused["result"]
+        assert "bbbb" not in refused["result"]
+    assert views[1]["result"].startswith("a" * 10_000)  # the view shows a part of it
+    assert views[3]["result"] == "small"
