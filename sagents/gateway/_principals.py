@@ -56,19 +56,22 @@ class PrincipalSessions:
         )
         os.close(marker)
 
-    def directories(self, principal: str) -> list[str]:
-        """The workspaces and task-log directories of every session of ``principal`` that
-        this data dir knows (blocking)."""
+    def sessions(self, principal: str) -> list[str]:
+        """The ids of every session of ``principal`` that this data dir knows (blocking)."""
         folder = self._root / _folder_name(principal)
         try:
             names = sorted(os.listdir(folder))
         except FileNotFoundError:
             return []
+        return [name for name in names if _SESSION_ID.fullmatch(name)]
+
+    def directories(self, principal: str) -> list[str]:
+        """The workspaces and task-log directories of every session of ``principal`` that
+        this data dir knows (blocking)."""
         found: list[str] = []
-        for name in names:
-            if _SESSION_ID.fullmatch(name):
-                found.append(str(self._workspaces.path_for(name)))
-                found.append(str(self._logs_dir / name))
+        for name in self.sessions(principal):
+            found.append(str(self._workspaces.path_for(name)))
+            found.append(str(self._logs_dir / name))
         return found
 
 

@@ -342,6 +342,8 @@ class ConfiguredGateway(Gateway):
             name=settings.name,
             redactor=plan.redactor,
         )
+        if scripts is not None:  # stored results count against the sessions' quotas
+            self._tasks.charge = scripts.result_quota.charge
         if self.skills is not None:
             SkillTools(self._skill_session).register(manager)
         manager.on_mcp_tools_changed(self._upstream_tools_changed)

@@ -47,6 +47,7 @@ from sagents.errors import ConfigError
 from sagents.gateway._approval import ClientScriptApprover
 from sagents.gateway._principals import PRINCIPAL_KEY, PrincipalSessions
 from sagents.gateway._restart import StartupLock, sweep_runs
+from sagents.gateway._result_quota import PRINCIPAL_SETTING, StoredResultQuota
 from sagents.gateway._workspaces import Workspaces
 from sagents.progress._hub import ProgressHub
 from sagents.sandbox._factory import create_sandbox
@@ -70,7 +71,6 @@ logger = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"  # the default root under the data dir
 TASK_LOGS_DIR = "task-logs"  # <data dir>/task-logs/<session id>/: background tasks' logs
-PRINCIPAL_SETTING = "quotas.principalBytes"  # what a principal's quota errors name
 
 
 class GatewayScripts:
@@ -135,6 +135,14 @@ class GatewayScripts:
         self._principals = PrincipalSessions(
             self._data_dir, self.workspaces, self._data_dir / TASK_LOGS_DIR
         )
+        self.result_quota = StoredResultQuota(
+            self._data_dir,
+            self._quotas,
+            self.workspaces,
+            self._principals,
+            self._data_dir / TASK_LOGS_DIR,
+        )
+        """Charges background calls' stored results to the same quotas."""
         self._settings = RunScriptSettings(limits=limits)
         self._sessions: dict[str, _Session] = {}
         self._lock = anyio.Lock()

@@ -193,7 +193,12 @@ class _ClientSession:
     @property
     def scope(self) -> TaskScope:
         """What the session's background calls are scoped to."""
-        return TaskScope(session_id=self.session_id, owner=self.owner, anonymous=self.anonymous)
+        return TaskScope(
+            session_id=self.session_id,
+            owner=self.owner,
+            anonymous=self.anonymous,
+            principal=self.identity,
+        )
 
 
 class Gateway:

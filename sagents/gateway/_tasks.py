@@ -100,11 +100,20 @@ class TaskScope:
         owner: The owner key of the session's calls in the store ("" when nothing identifies
             the client).
         anonymous: The session may be shared by clients without identity: list nothing.
+        principal: Whose quota the session's stored results use (``quotas.principalBytes``;
+            "" for every client without a token).
     """
 
     session_id: str
     owner: str = ""
     anonymous: bool = False
+    principal: str = ""
+
+
+ResultCharge = Callable[[str, str, int], Awaitable[str | None]]
+"""``charge(session id, principal, bytes)``: charges a result the store is to keep to its
+session's quotas; returns None when charged, else the setting it would pass
+(``quotas.workspaceBytes``, ``quotas.principalBytes``) and charges nothing."""
 
 
 class GatewayTasks:
@@ -115,6 +124,10 @@ class GatewayTasks:
     """
 
     def __init__(self, store: TaskStore | SqliteTaskStore | None = None) -> None:
+        self.charge: ResultCharge | None = None
+        """Charges each result the store is to keep (docs/configuration.md, "quotas"): one
+        that does not fit is kept as a ``quota_exceeded`` error naming the setting instead."""
+        self._principal: dict[str, str] = {}  # handed-off ids -> their session's principal
         self.live = BackgroundTasks()
         self.store: TaskStore | None = (
             SqliteTasks(store) if isinstance(store, SqliteTaskStore) else store
@@ -207,6 +220,7 @@ class GatewayTasks:
         self._own[task_id] = scope.session_id
         if self.store is None:
             return None
+        self._principal[task_id] = scope.principal
         recorded = self._recorded[task_id] = anyio.Event()
         try:
             await self.store.started(task_id, owner=scope.owner, tool=tool, started_at=time.time())
@@ -238,6 +252,7 @@ class GatewayTasks:
         recorded = self._recorded.pop(info.task_id, None)
         if recorded is not None:
             await recorded.wait()
+        principal = self._principal.pop(info.task_id, "")
         if info.task_id in self._unrecorded:
             self._unrecorded.discard(info.task_id)
             return  # its hand-off was never recorded: no row to end
@@ -248,6 +263,7 @@ class GatewayTasks:
             is_error=info.result.is_error,
             reason=STOP_REASON if stopped else None,
         )
+        end = await self._charged(end, info.session_id, principal)
         try:
             await self._write_end(end)
         except StoreError as error:
@@ -266,6 +282,25 @@ class GatewayTasks:
             self.live.forget(info.task_id)
             self._ended.setdefault(info.session_id, []).append((info.started_at, info.task_id))
             self._keep_recent(info)
+
+    async def _charged(self, end: _End, session_id: str, principal: str) -> _End:
+        """``end`` once its result is charged to the session's quotas; when it does not fit,
+        a ``quota_exceeded`` error naming the setting is kept instead of the result."""
+        if self.charge is None:
+            return end
+        size = len(end.result.encode())
+        setting = await self.charge(session_id, principal, size)
+        if setting is None:
+            return end
+        refused = ToolResult.from_error(
+            "quota_exceeded",
+            f"the result of background call {end.task_id} ({size} bytes) is not kept: it "
+            f"would pass {setting}",
+            hint=f"free some of the session's space, or raise {setting}",
+            details={"limit": setting, "bytes": size},
+        )
+        logger.warning("background call %s: result not kept, over %s", end.task_id, setting)
+        return replace(end, status="error", result=refused.text, is_error=True)
 
     def _keep_recent(self, info: TaskInfo) -> None:
         """Keep a finished call's summary for the operator's view (bounded)."""

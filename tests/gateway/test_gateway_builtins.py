@@ -314,14 +314,21 @@ async def test_the_principal_quota_of_one_token_never_holds_another_tokens_sessi
     assert "fine" in text_of(allowed)
 
 
-@pytest.mark.parametrize("key", ["workspaceBytes", "principalBytes"])
+@pytest.mark.parametrize(
+    ("key", "store"),
+    [("workspaceBytes", "embedded"), ("principalBytes", "embedded"), ("workspaceBytes", "pg")],
+)
 async def test_background_calls_stored_results_are_held_to_the_quotas(
-    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    key: str,
+    store: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
-    """The results the task store keeps for handed-off calls count against
-    ``quotas.workspaceBytes`` (and the principal's ``quotas.principalBytes``) together: one
-    that would pass it is stored as a ``quota_exceeded`` error naming the setting instead (the
-    call still ends), and a result that still fits is kept."""
+    """The results the task store (embedded or PostgreSQL) keeps for handed-off calls count
+    against ``quotas.workspaceBytes`` (and the principal's ``quotas.principalBytes``)
+    together: one that would pass it is stored as a ``quota_exceeded`` error naming the
+    setting instead (the call still ends), and a result that still fits is kept."""
     monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
     fault = {
         "command": sys.executable,
@@ -336,7 +343,12 @@ async def test_background_calls_stored_results_are_held_to_the_quotas(
         quotas={key: 256 * 1024},
     )
     settings = GatewaySettings(
-        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+        config=config,
+        mode="auto",
+        transport="http",
+        port=0,
+        workspace=tmp_path / "ws",
+        store=str(request.getfixturevalue("postgres_url")) if store == "pg" else None,
     )
     calls = [
         ("fault__big", {}),  # 5 MB: never fits
