@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import aclosing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as mt
@@ -387,3 +388,65 @@ async def test_background_calls_stored_results_are_held_to_the_quotas(
         assert "bbbb" not in refused["result"]
     assert views[1]["result"].startswith("a" * 10_000)  # the view shows a part of it
     assert views[3]["result"] == "small"
+
+
+@pytest.mark.parametrize("key", ["workspaceBytes", "principalBytes"])
+async def test_stored_results_and_the_sessions_files_share_one_quota(
+    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox's own checks count the results the task store keeps for the session (its
+    principal): once a kept result and a file hold the quota together, a script and
+    ``file_write`` are refused by the sandbox (nothing written), not given a second quota.
+    (Their refusals do not fit beside the full quota either: the store keeps a
+    ``quota_exceeded`` naming the setting in their place.)"""
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    fault = {
+        "command": sys.executable,
+        "args": [str(FAULT_SERVER)],
+        "env": {"PYTHONPATH": str(ROOT)},
+        "toolPermissions": {"echo": "read_only"},
+    }
+    config = write_config(
+        tmp_path,
+        mcpServers={"fault": fault},
+        builtinTools={"enabled": ["execute_shell_command", "file_write"]},
+        backgroundCalls={"autoAfterSec": 1e-6},  # every call is handed off
+        quotas={key: 256 * 1024},
+    )
+    settings = GatewaySettings(
+        config=config, mode="auto", transport="http", port=0, workspace=tmp_path / "ws"
+    )
+    done = [anyio.Event()]
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mt.LoggingMessageNotification):
+            data = message.params.data
+            if isinstance(data, dict) and data.get("event") == "background.done":
+                done[-1].set()
+
+    async def call(client: Client, name: str, arguments: dict[str, object]) -> dict[str, Any]:
+        done.append(anyio.Event())
+        handed = await client.call_tool(name, arguments)
+        await done[-1].wait()
+        task_id = (handed.structured_content or {})["task_id"]
+        status = await client.call_tool("script_status", {"id": task_id})
+        return dict(status.structured_content or {})
+
+    shell = "execute_shell_command"
+    async with open_gateway(settings) as gateway:
+        with anyio.fail_after(90):
+            async with Client(gateway.server, mode="legacy", message_handler=on_message) as c:
+                kept = await call(c, "fault__echo", {"text": "a" * 150_000})
+                # 150 kB of files fit beside the result, then nothing more does:
+                await call(c, shell, {"command": "head -c 150000 /dev/zero > g"})
+                refused = await call(c, shell, {"command": "echo x > h"})
+                written = await call(c, "file_write", {"path": "f.txt", "content": "x"})
+    assert kept["status"] == "ok"
+    for view in (refused, written):
+        assert view["is_error"] is True
+        assert "quota_exceeded" in view["result"]
+        assert f"quotas.{key}" in view["result"]
+    # The sandbox refused both: neither wrote (the task store alone would only drop the
+    # results, not keep the files from being written).
+    for name in ("h", "f.txt"):
+        assert [path async for path in anyio.Path(tmp_path).rglob(name)] == []

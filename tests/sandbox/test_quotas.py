@@ -176,3 +176,44 @@ async def test_a_shared_quota_counts_every_workspace_it_names(tmp_path: Path) ->
 def test_a_shared_quota_must_be_positive() -> None:
     with pytest.raises(ValueError, match="limit_bytes"):
         SharedQuota(limit_bytes=0, setting="quotas.principalBytes", elsewhere=tuple)
+
+
+async def test_bytes_charged_elsewhere_count_against_the_quotas(tmp_path: Path) -> None:
+    """What the owner keeps for the workspace outside its directories (the gateway's stored
+    results: ``SandboxParams.charged_bytes``, ``SharedQuota.charged_bytes``) counts with its
+    files: a write or a run gets only the remainder, and the shared quota counts the
+    principal's charges once (this sandbox's among them)."""
+    params = SandboxParams(
+        workspace=str(tmp_path / "ws"),
+        limits=_limits(workspace_bytes=8 * MiB),
+        logs_dir=str(tmp_path / "logs"),
+        charged_bytes=lambda: 6 * MiB,
+    )
+    async with create_sandbox("local", params) as sandbox:
+        await sandbox.write_file("a.bin", bytes(MiB))
+        with pytest.raises(QuotaExceededError, match=r"quotas\.workspaceBytes"):
+            await sandbox.write_file("b.bin", bytes(2 * MiB))
+        assert not await sandbox.exists("b.bin")
+        with anyio.fail_after(60):
+            done = await sandbox.run(["sh", "-c", f"head -c {2 * MiB} /dev/zero > c; sleep 60"])
+        assert done.killed_reason == "workspace_quota"
+        with pytest.raises(QuotaExceededError, match=r"quotas\.workspaceBytes"):
+            await sandbox.run(["true"])
+    shared = SharedQuota(
+        limit_bytes=20 * MiB,
+        setting="quotas.principalBytes",
+        elsewhere=tuple,
+        charged_bytes=lambda: 6 * MiB,  # the principal's: the 6 MiB below among them
+    )
+    params = SandboxParams(
+        workspace=str(tmp_path / "ws2"),
+        limits=_limits(),
+        logs_dir=str(tmp_path / "logs2"),
+        shared_quota=shared,
+        charged_bytes=lambda: 6 * MiB,
+    )
+    async with create_sandbox("local", params) as sandbox:
+        await sandbox.write_file("a.bin", bytes(12 * MiB))  # 18 MiB of 20: counted once
+        with pytest.raises(QuotaExceededError) as refused:
+            await sandbox.write_file("b.bin", bytes(2 * MiB))
+        assert refused.value.details["limit"] == "quotas.principalBytes"
