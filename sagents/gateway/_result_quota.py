@@ -101,6 +101,27 @@ class StoredResultQuota:
             os.close(ledger)
         return None
 
+    def workspace_kept_bytes(self, session_id: str) -> int:
+        """What the results kept for ``session_id``'s workspace hold (every session's when the
+        workspace is shared): the sandbox counts them against ``quotas.workspaceBytes`` beside
+        its files (``SandboxParams.charged_bytes``). Blocking; 0 when the ledger cannot be
+        read (logged)."""
+        sessions = self._all_sessions() if self._workspaces.shared else [session_id]
+        return self._kept_quietly(sessions)
+
+    def principal_kept_bytes(self, principal: str) -> int:
+        """What the results kept for every session of ``principal`` hold
+        (``SharedQuota.charged_bytes`` of ``quotas.principalBytes``). Blocking; 0 when the
+        ledger cannot be read (logged)."""
+        return self._kept_quietly(self._principals.sessions(principal))
+
+    def _kept_quietly(self, sessions: list[str]) -> int:
+        try:
+            return sum(self._kept(session_id) for session_id in sessions)
+        except OSError as error:
+            logger.warning("the results kept for %s are not counted: %s", sessions, error)
+            return 0
+
     def _used(self, sessions: list[str]) -> int:
         """What the sessions' workspaces, task logs and kept results hold (each directory
         once: a shared workspace is one)."""

@@ -354,9 +354,18 @@ class GatewayScripts:
                 limit_bytes=self._quotas.principal_bytes,
                 setting=PRINCIPAL_SETTING,
                 elsewhere=functools.partial(self._principals.directories, principal),
+                charged_bytes=functools.partial(self.result_quota.principal_kept_bytes, principal),
             )
         return SandboxParams(
-            workspace=str(workspace), limits=limits, logs_dir=str(logs), shared_quota=shared
+            workspace=str(workspace),
+            limits=limits,
+            logs_dir=str(logs),
+            shared_quota=shared,
+            charged_bytes=(  # the stored results share the session's quota with its files
+                functools.partial(self.result_quota.workspace_kept_bytes, context.session_id)
+                if self._quotas.workspace_bytes is not None
+                else None
+            ),
         )
 
 

@@ -228,9 +228,15 @@ class LocalSandbox:
     # -- the workspace quota ------------------------------------------------------------------
 
     def usage_bytes(self) -> int:
-        """What this sandbox makes the host store, in bytes: the workspace and the background
-        tasks' logs (the measure of the write budget and of ``limits.workspace_bytes``).
-        Blocking: call it from a worker thread."""
+        """What this sandbox makes the host store, in bytes: the workspace, the background
+        tasks' logs and what ``params.charged_bytes`` says is kept for it elsewhere (the
+        measure of the write budget and of ``limits.workspace_bytes``). Blocking: call it from
+        a worker thread."""
+        charged = self.params.charged_bytes
+        return self._directories_usage() + (charged() if charged is not None else 0)
+
+    def _directories_usage(self) -> int:
+        """What the workspace and the background tasks' logs hold, in bytes (blocking)."""
         used = self._files.usage_bytes()
         logs = self._logs_dir
         if logs is not None and not _inside(logs, self._host_workspace):
@@ -245,7 +251,10 @@ class LocalSandbox:
         shared = self.params.shared_quota
         if shared is None:
             return 0
-        used = self.usage_bytes()
+        if shared.charged_bytes is not None:  # the principal's charges, this sandbox's among them
+            used = self._directories_usage() + shared.charged_bytes()
+        else:
+            used = self.usage_bytes()
         own = {os.path.realpath(self._host_workspace)}
         if self._logs_dir is not None:
             own.add(os.path.realpath(self._logs_dir))
@@ -271,8 +280,9 @@ class LocalSandbox:
             if together + adding >= shared.limit_bytes:
                 more = f" and {adding:,} bytes more would not fit" if adding else ""
                 raise QuotaExceededError(
-                    f"the quota this workspace shares is used up: its workspaces and task logs "
-                    f"hold {together:,} bytes of {shared.limit_bytes:,}{more} ({shared.setting})",
+                    f"the quota this workspace shares is used up: its workspaces, task logs "
+                    f"and kept results hold {together:,} bytes of {shared.limit_bytes:,}{more} "
+                    f"({shared.setting})",
                     hint=(
                         "remove files from this or another session's workspace, or ask the "
                         f"operator to raise {shared.setting}"
@@ -290,7 +300,8 @@ class LocalSandbox:
         if used + adding >= quota:
             more = f" and {adding:,} bytes more would not fit" if adding else ""
             raise QuotaExceededError(
-                f"the workspace quota is used up: the workspace and its task logs hold "
+                f"the workspace quota is used up: the workspace, its task logs and "
+                f"kept results hold "
                 f"{used:,} bytes of {quota:,}{more} ({QUOTA_SETTING}, "
                 "SandboxLimits.workspace_bytes)",
                 hint=(

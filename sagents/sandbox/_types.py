@@ -189,11 +189,16 @@ class SharedQuota:
         elsewhere: Returns the other host directories charged to the quota (called at each
             check, from a worker thread, so that a sandbox opened later counts; a directory that
             does not exist counts nothing).
+        charged_bytes: Returns the bytes charged to the quota outside any directory (the
+            gateway: the background calls' results its task store keeps for every session of
+            the principal), called as :attr:`elsewhere` is; counted instead of
+            :attr:`SandboxParams.charged_bytes`. None: nothing.
     """
 
     limit_bytes: int
     setting: str
     elsewhere: Callable[[], Sequence[str]]
+    charged_bytes: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
         if self.limit_bytes <= 0:
@@ -236,6 +241,10 @@ class SandboxParams:
             when sagents is not root (programs then run as its own uid) and by ``passthrough``.
         shared_quota: A quota shared with other directories (:class:`SharedQuota`), held by
             ``local`` beside ``limits.workspace_bytes``; None: none.
+        charged_bytes: Returns the bytes charged to the workspace outside its directories
+            (the gateway: the background calls' results its task store keeps for the session),
+            counted with the workspace and its logs against ``limits.workspace_bytes`` so that
+            they share one quota; called at each check, from a worker thread. None: nothing.
     """
 
     workspace: str
@@ -251,6 +260,7 @@ class SandboxParams:
     sandbox_uid: int | None = None
     logs_dir: str | None = None
     shared_quota: SharedQuota | None = None
+    charged_bytes: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
         if self.sandbox_uid is not None and not 0 <= self.sandbox_uid < 2**31:
