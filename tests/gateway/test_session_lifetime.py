@@ -51,7 +51,9 @@ async def test_sessions_that_drop_their_connection_are_released_once_idle(
     tmp_path: Path,
 ) -> None:
     with anyio.fail_after(900):
-        async with http_serve(tmp_path, {"sessionIdleTimeout": 1}) as serve:
+        # Long enough that a loaded machine's pause between one session's own requests is not
+        # taken for idleness (a 1 s timeout expired a live session mid-way under load).
+        async with http_serve(tmp_path, {"sessionIdleTimeout": 10}) as serve:
             await short_session(serve.url)
             before = await serve.settled_usage()
             for _ in range(3):
