@@ -67,6 +67,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
     CallLimits,
+    broken_answer,
 )
 from sagents.errors import (
     ContextLengthError,
@@ -270,10 +271,11 @@ class AnthropicModel:
                 continue
             except (anthropic.APIConnectionError, anthropic.APIError, ValueError) as error:
                 if answer.passed_on or not budget.can_retry:
-                    raise ModelStreamError(
-                        f"the model endpoint {self.base_url!r} failed mid-answer: {error}",
+                    raise broken_answer(
+                        self.base_url,
+                        error,
                         hint="check ANTHROPIC_BASE_URL and that the server runs; retry the turn",
-                        details={"attempts": budget.attempt + 1},
+                        attempts=budget.attempt + 1,
                     ) from error
                 await budget.retry(error)
                 continue

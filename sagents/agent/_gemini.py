@@ -74,6 +74,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
     CallLimits,
+    broken_answer,
 )
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
@@ -313,10 +314,11 @@ class GeminiModel:
             except (httpx.HTTPError, ValueError) as error:
                 # ValueError: a chunk that is not JSON
                 if answer.passed_on or not budget.can_retry:
-                    raise ModelStreamError(
-                        f"the model endpoint {self.base_url!r} failed mid-answer: {error!r}",
+                    raise broken_answer(
+                        self.base_url,
+                        error,
                         hint="check the endpoint and that the server runs; retry the turn",
-                        details={"attempts": budget.attempt + 1},
+                        attempts=budget.attempt + 1,
                     ) from error
                 await budget.retry(error)
                 continue

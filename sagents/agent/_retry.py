@@ -23,7 +23,7 @@ from typing import NoReturn, Protocol, TypeVar
 
 import anyio
 
-from sagents.errors import ModelTimeoutError, ModelUnavailableError
+from sagents.errors import ModelStreamError, ModelTimeoutError, ModelUnavailableError
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -33,6 +33,7 @@ __all__ = [
     "CallBudget",
     "CallLimits",
     "Limited",
+    "broken_answer",
     "retry_delay",
 ]
 
@@ -252,3 +253,15 @@ class CallBudget:
             hint=f"raise {self.adapter}(deadline=...) for long answers, or check the server",
             details={"limit": "deadline", "seconds": self.deadline},
         )
+
+
+def broken_answer(
+    endpoint: str, error: BaseException, *, hint: str, attempts: int
+) -> ModelStreamError:
+    """The error of a model call whose connection or stream failed when it may not be retried
+    (part of the answer was passed on, or no retry is left); every adapter raises this one."""
+    return ModelStreamError(
+        f"the model endpoint {endpoint!r} failed mid-answer: {error!r}",
+        hint=hint,
+        details={"attempts": attempts},
+    )
