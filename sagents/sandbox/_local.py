@@ -266,7 +266,7 @@ class LocalSandbox:
                     used += directory_usage_bytes(real)
         return used
 
-    async def _check_quota(self, adding: int = 0) -> None:
+    async def check_quota(self, adding: int = 0) -> None:
         """Refuse to start anything (or to write ``adding`` bytes more) once the workspace
         quota is used up.
 
@@ -374,7 +374,7 @@ class LocalSandbox:
             raise ValueError(f"extra_fds numbers must be dense from 3, got {sorted(fd_map)}")
         if cwd is not None and not cwd.startswith("/"):
             cwd = f"{self._workspace}/{cwd}"  # relative to the workspace, like the file API
-        await self._check_quota()
+        await self.check_quota()
         limits = self.params.limits
         binds = (*self.params.extra_ro_binds, *extra_ro_binds)
         rw_binds = self.params.extra_rw_binds
@@ -713,7 +713,7 @@ class LocalSandbox:
     async def write_file(self, path: str, data: bytes) -> str:
         """Write the file atomically (see :meth:`Sandbox.write_file`); refused with
         ``quota_exceeded`` when it would not fit the workspace quota."""
-        await self._check_quota(len(data))
+        await self.check_quota(len(data))
         return await anyio.to_thread.run_sync(self._files.write_file, path, data)
 
     async def list_dir(self, path: str) -> list[DirEntry]:

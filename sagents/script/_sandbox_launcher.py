@@ -379,6 +379,14 @@ class SandboxLauncher:
         key = self._key(sandbox, spec)
         self._last = (sandbox, spec)
         spare, self._spare = self._spare, None
+        if spare is not None and isinstance(sandbox, LocalSandbox):
+            # A spare started before the last run wrote its files: the quota is checked at
+            # hand-over as a cold start checks it before it spawns.
+            try:
+                await sandbox.check_quota()
+            except BaseException:
+                self._drop(spare)
+                raise
         if spare is not None:
             if spare.key == key and self._hand_over(
                 spare, script_inside, spec, request_fd, reply_fd
