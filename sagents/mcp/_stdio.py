@@ -365,16 +365,23 @@ async def frame_stdio(
         stdout: The server's stdout.
         encoding: Text encoding of the lines (``StdioServerParameters.encoding``).
         log: The server's log (notes about skipped lines go there).
-        handle: Marked ``hung_up`` when stdout ends before the transport closes.
+        handle: Marked ``hung_up`` when stdout ends, or stdin breaks, before the transport
+            closes.
         stop: Ends the server (close stdin, wait, end the tree).
     """
     closing = False
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    def hung_up() -> None:
+        # The server stopped reading (EPIPE) before the transport closed: it exited by itself,
+        # even when the end of its stdout is not read yet (a child may still hold it).
+        if not closing:
+            handle.hung_up = True
+        read_send.close()  # pending requests fail now
+
     pipe = (
-        PipeWriter(stdin, encoding=encoding, on_broken=read_send.close)
-        if isinstance(stdin, int)
-        else None
+        PipeWriter(stdin, encoding=encoding, on_broken=hung_up) if isinstance(stdin, int) else None
     )
 
     async def read_stdout() -> None:
@@ -429,7 +436,7 @@ async def frame_stdio(
                     lines.append("")
                     await stdin.send("\n".join(lines).encode(encoding))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_send.aclose()  # the server cannot read: let pending requests fail now
+            hung_up()
 
     try:
         async with anyio.create_task_group() as tg:
