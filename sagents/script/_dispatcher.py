@@ -29,6 +29,7 @@ from sagents.core._result import ToolResult
 from sagents.script import _protocol as p
 from sagents.script._policy import ScriptPlan
 from sagents.script._records import CallRecord, summarize
+from sagents.script._stubs import StubCatalog, stub_catalog
 from sagents.script._transport import OverlongLine, ScriptTransport
 
 __all__ = [
@@ -129,6 +130,7 @@ class ScriptDispatcher:
         if max_calls < 0 or max_concurrency < 1 or hold_max_s < 0:
             raise ValueError("max_calls must be >= 0, max_concurrency >= 1 and hold_max_s >= 0")
         self._plan = plan
+        self._stubs: StubCatalog | None = None  # made on the first stubs request
         self._call_tool = call_tool
         self._max_calls = max_calls
         self._max_concurrency = max_concurrency
@@ -298,6 +300,8 @@ class ScriptDispatcher:
                 await self._reply(transport, p.encode_ok_reply(request.id, self._tool_list()))
             elif isinstance(request, p.DescribeRequest):
                 await self._describe(transport, request)
+            elif isinstance(request, p.StubsRequest):
+                await self._stubs_source(transport, request)
             else:
                 await self._accept_call(transport, queue, request)
 
@@ -331,6 +335,21 @@ class ScriptDispatcher:
             "permission": spec.permission,
         }
         await self._reply(transport, p.encode_ok_reply(request.id, description))
+
+    async def _stubs_source(self, transport: ScriptTransport, request: p.StubsRequest) -> None:
+        if self._stubs is None:
+            self._stubs = stub_catalog(self._plan.offered or self._plan.callable.values())
+        source = self._stubs.source(request.module)
+        if source is None:
+            names = ", ".join(sorted(self._stubs.modules)) or "none"
+            await self._error(
+                transport,
+                request.id,
+                p.ERROR_UNKNOWN_MODULE,
+                f"no stubs module {request.module!r} in this run (there are: {names})",
+            )
+            return
+        await self._reply(transport, p.encode_ok_reply(request.id, {"source": source}))
 
     def _write_record(
         self,

@@ -61,11 +61,15 @@ class ScriptPlan:
         callable: The tools the script may call, by name.
         refusals: For offered tools it may not call, the reason given to the script.
         needs_approval: Listed write tools to approve before the run (``ask`` mode only).
+        offered: Every tool the script could ever call in this mode, callable or refused (its
+            typed stubs are made from these: docs/run_script.md, "Typed stubs"); empty means
+            the callable ones.
     """
 
     callable: Mapping[str, ToolSpec]
     refusals: Mapping[str, str] = field(default_factory=dict)
     needs_approval: tuple[str, ...] = ()
+    offered: tuple[ToolSpec, ...] = ()
 
 
 def _direct_hint(name: str, what: str) -> str:
@@ -147,4 +151,6 @@ def plan_script(
         for name in dict.fromkeys(listed)
         if mode == "ask" and offered[name].permission == "write" and name not in session_allowed
     )
-    return ScriptPlan(callable=callable_, refusals=refusals, needs_approval=needs)
+    return ScriptPlan(
+        callable=callable_, refusals=refusals, needs_approval=needs, offered=tuple(offered.values())
+    )

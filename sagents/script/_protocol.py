@@ -10,6 +10,7 @@ line (UTF-8, ``\\n``-terminated). Requests::
     {"id": 7, "op": "call", "tool": "fleet__get_device_status", "args": {"sn": "SN0001"}}
     {"id": 8, "op": "tools"}
     {"id": 9, "op": "describe", "tool": "fleet__get_device_status"}
+    {"id": 10, "op": "stubs", "module": "fleet"}
     {"op": "progress", "done": 10, "total": 500, "message": "querying"}
 
 ``progress`` is a notification: without an ``id`` it gets no reply. Every other request carries an
@@ -52,6 +53,7 @@ __all__ = [
     "ERROR_LINE_TOO_LONG",
     "ERROR_NOT_ALLOWED",
     "ERROR_RESULT_TOO_LARGE",
+    "ERROR_UNKNOWN_MODULE",
     "ERROR_UNKNOWN_OP",
     "ERROR_UNKNOWN_TOOL",
     "FDS_ENV",
@@ -66,6 +68,7 @@ __all__ = [
     "ProtocolError",
     "Request",
     "RequestId",
+    "StubsRequest",
     "ToolsRequest",
     "decode_line",
     "encode_error_reply",
@@ -93,6 +96,7 @@ ERROR_DUPLICATE_ID = "duplicate_id"
 ERROR_LIMIT = "limit_exceeded"
 ERROR_NOT_ALLOWED = "not_allowed"
 ERROR_UNKNOWN_TOOL = "unknown_tool"
+ERROR_UNKNOWN_MODULE = "unknown_module"  # no stubs module of that name
 ERROR_CANCELLED = "cancelled"
 ERROR_RESULT_TOO_LARGE = "result_too_large"
 ERROR_DISCONNECTED = "disconnected"
@@ -140,6 +144,15 @@ class DescribeRequest(NamedTuple):
     op: Literal["describe"] = "describe"
 
 
+class StubsRequest(NamedTuple):
+    """``stubs``: the source of one typed stubs module (``agent_tools.stubs.<module>``), as
+    ``{"source": "..."}``."""
+
+    id: RequestId
+    module: str
+    op: Literal["stubs"] = "stubs"
+
+
 class ProgressNotice(NamedTuple):
     """``progress``: the script's own progress. Replied to only when it carries an id."""
 
@@ -150,7 +163,7 @@ class ProgressNotice(NamedTuple):
     op: Literal["progress"] = "progress"
 
 
-Request = CallRequest | ToolsRequest | DescribeRequest | ProgressNotice
+Request = CallRequest | ToolsRequest | DescribeRequest | StubsRequest | ProgressNotice
 """A parsed request. Immutable named tuples, not dataclasses: ``dataclasses`` (with ``inspect``
 and ``ast``) would cost every script tens of milliseconds at start-up, since the guest imports
 this module too."""
@@ -271,8 +284,8 @@ def parse_request(line: bytes) -> Request:
         line: The raw bytes of one line (newline optional).
 
     Returns:
-        A :class:`CallRequest`, :class:`ToolsRequest`, :class:`DescribeRequest` or
-        :class:`ProgressNotice`.
+        A :class:`CallRequest`, :class:`ToolsRequest`, :class:`DescribeRequest`,
+        :class:`StubsRequest` or :class:`ProgressNotice`.
 
     Raises:
         ProtocolError: with ``request_id`` set whenever the id could be read, so the host can
@@ -308,9 +321,16 @@ def parse_request(line: bytes) -> Request:
         return ToolsRequest(id=request_id)
     if op == "describe":
         return DescribeRequest(id=request_id, tool=_tool_name(message, request_id))
+    if op == "stubs":
+        module = message.get("module")
+        if not isinstance(module, str) or not module.isidentifier():
+            raise ProtocolError(
+                ERROR_BAD_REQUEST, "'module' must be an identifier", request_id=request_id
+            )
+        return StubsRequest(id=request_id, module=module)
     raise ProtocolError(
         ERROR_UNKNOWN_OP,
-        f"unknown op {op!r}; use call, tools, describe or progress",
+        f"unknown op {op!r}; use call, tools, describe, stubs or progress",
         request_id=request_id,
     )
 
