@@ -67,7 +67,9 @@ _CONSTRAINTS = (
     "multipleOf",
     "const",
 )
-_RESERVED = frozenset({"Any", "Literal", "NotRequired", "TypedDict", "annotations"})
+_RESERVED = frozenset(
+    {"Any", "Literal", "NotRequired", "TypedDict", "TYPE_CHECKING", "annotations"}
+)
 _MAX_REF_DEPTH = 8
 _MAX_INLINE_KEYS = 8
 _MAX_SCHEMA_DOC_CHARS = 600  # the schema quoted in a docstring, when typing cannot express it
@@ -251,16 +253,25 @@ class _ModuleWriter:
             "",
             "from __future__ import annotations",
             "",
-            "from typing import Any, Literal, NotRequired, TypedDict",
-            "",
             "from agent_tools import call as _call",
+            "",
+            "# The types are for reading and for type checkers: importing typing would cost",
+            "# every script that imports stubs about 10 ms.",
+            "TYPE_CHECKING = False",
+            "if TYPE_CHECKING:",
+            "    from typing import Any, Literal, NotRequired, TypedDict",
+            *(
+                f"    {line}" if line else ""
+                for type_ in self.types
+                for line in ["", *type_.splitlines()]
+            ),
             "",
             "_OMITTED: Any = object()  # the default of an optional argument: not sent",
             "",
             "__all__ = " + repr(sorted(function for function, _ in functions)),
             "",
         ]
-        return "\n".join([*header, *self.types, *(code for _, code in functions)]) + "\n"
+        return "\n".join([*header, *(code for _, code in functions)]) + "\n"
 
     def signature(self, function: str, spec: ToolSpec) -> str:
         shape = self._shape(function, spec)

@@ -239,7 +239,9 @@ def test_objects_become_typed_dicts_with_optional_keys_and_a_typed_result() -> N
         },
     }
     catalog = stub_catalog([_spec("list", {"type": "object", "properties": {}}, output)])
-    namespace, _ = _load(catalog.source("my_server") or "")
+    source = catalog.source("my_server") or ""
+    assert "\nTYPE_CHECKING = False\n" in source  # typing is not imported at run time
+    namespace, _ = _load(source.replace("\nTYPE_CHECKING = False\n", "\nTYPE_CHECKING = True\n"))
     row = namespace["ListResultRowsItem"]
     assert row.__required_keys__ == frozenset({"id"})
     assert row.__optional_keys__ == frozenset({"note-x"})
