@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,25 +70,25 @@ _CONSTRAINTS = (
 _RESERVED = frozenset(
     {"Any", "Literal", "NotRequired", "TypedDict", "TYPE_CHECKING", "annotations"}
 )
+_NOT_WORD = re.compile(r"\W", re.ASCII)
 _MAX_REF_DEPTH = 8
 _MAX_INLINE_KEYS = 8
 _MAX_SCHEMA_DOC_CHARS = 600  # the schema quoted in a docstring, when typing cannot express it
 
 
-def python_identifier(name: str, taken: Iterable[str] = ()) -> str:
+def python_identifier(name: str, taken: Container[str] = ()) -> str:
     """``name`` as a public Python identifier that is neither a keyword nor in ``taken``: other
     characters become ``_``, leading underscores go, a leading digit gets ``n_`` before it, a
     keyword gets ``_`` after it and a clash ``_2``, ``_3``... (the generated code keeps the
     original name beside it, so the mapping is reversible)."""
-    candidate = re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
+    candidate = _NOT_WORD.sub("_", name) or "_"
     if candidate[0].isdigit():
         candidate = "n_" + candidate
     candidate = candidate.lstrip("_") or "n_"
     if keyword.iskeyword(candidate) or keyword.issoftkeyword(candidate):
         candidate += "_"
-    taken = set(taken)
     unique, suffix = candidate, 2
-    while unique in taken:
+    while unique in taken or unique in _RESERVED:
         unique, suffix = f"{candidate}_{suffix}", suffix + 1
     return unique
 
@@ -135,12 +135,24 @@ class StubCatalog:
 
     def signatures(self, module: str) -> list[tuple[str, str]]:
         """``(tool name, one-line signature)`` per tool of ``module``: the condensed form
-        (``get_device_status(*, sn: str) -> GetDeviceStatusResult``)."""
-        writer = _ModuleWriter(module, inline=True)
+        (``get_device_status(*, sn: str) -> {sn: str, online: bool, ...}``)."""
         return [
-            (tool, writer.signature(function, self._specs[tool]))
+            (tool, self.signature(module, function))
             for function, tool in self.modules.get(module, {}).items()
         ]
+
+    def signature(self, module: str, function: str) -> str:
+        """The one-line signature of ``module.function`` (see :meth:`signatures`)."""
+        tool = self.modules[module][function]
+        return _ModuleWriter(module, inline=True).signature(function, self._specs[tool])
+
+    def locate(self) -> dict[str, tuple[str, str]]:
+        """Each tool's ``(module, function)``, by its registered name."""
+        return {
+            tool: (module, function)
+            for module, functions in self.modules.items()
+            for function, tool in functions.items()
+        }
 
 
 def module_name_of(spec: ToolSpec) -> str:
@@ -172,7 +184,7 @@ def stub_catalog(specs: Iterable[ToolSpec]) -> StubCatalog:
         module = python_identifier(group, modules)
         functions: dict[str, str] = {}
         for spec in members:
-            name = python_identifier(_function_name_of(spec), {*functions, *_RESERVED})
+            name = python_identifier(_function_name_of(spec), functions)
             functions[name] = spec.name
             by_name[spec.name] = spec
         modules[module] = functions
@@ -242,7 +254,7 @@ class _ModuleWriter:
         self.module = module
         self.inline = inline  # objects written in place ({sn: str, ...}), not as TypedDicts
         self.types: list[str] = []
-        self.type_names: set[str] = {*_RESERVED, *functions}
+        self.type_names: set[str] = set(functions)
 
     def write(self, tools: Iterable[tuple[str, ToolSpec]]) -> str:
         functions = [self._function(function, spec) for function, spec in tools]

@@ -179,7 +179,9 @@ async def test_run_script_is_offered_only_with_mcp_tools(setup: Setup) -> None:
     assert run_script.should_offer()
     names = sorted(spec.name for spec in run_script.callable_specs())
     assert names == ["fleet__block", "fleet__get", "fleet__set", "local_echo"]  # docs/run_script.md
-    assert "fleet__get" in run_script.spec().description
+    description = run_script.spec().description
+    assert "\nfleet:\n" in description
+    assert "\n  get(*, sn: str = ...)\n" in description
     async with ToolManager() as only_local:
         only_local.register_tool(local_echo)
         bare = RunScriptTool(
