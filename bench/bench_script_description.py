@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the reference servers: tests/
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # the reference servers: tests/
 
 from bench.bench_suggest import synthetic_registry
 from sagents.core._spec import ToolSource, ToolSpec
