@@ -26,6 +26,7 @@ from sagents.core._permissions import PermissionClass, ToolAnnotations, classify
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.errors import InvalidArgumentsError, ToolDefinitionError, ToolExecutionError
 from sagents.tool._context import InjectedArg, SessionContext
+from sagents.tool._examples import EXAMPLES_META_KEY, invalid_examples
 from sagents.tool._signature import (
     CallableInfo,
     Injection,
@@ -51,6 +52,8 @@ class LocalTool:
         annotations: MCP-style annotations given to ``@tool``, or None.
         permission: The permission class given to ``@tool``, or None.
         info: The signature as read when the tool was defined.
+        examples: Sample arguments objects given to ``@tool``, or None (in the spec's
+            ``meta``, :data:`~sagents.tool._examples.EXAMPLES_META_KEY`).
     """
 
     func: Callable[..., Any]
@@ -60,6 +63,7 @@ class LocalTool:
     annotations: ToolAnnotations | None = None
     permission: PermissionClass | None = None
     info: CallableInfo = field(repr=False)
+    examples: tuple[dict[str, Any], ...] | None = None
 
     @functools.cached_property
     def resolved(self) -> ResolvedSignature:
@@ -89,6 +93,15 @@ class LocalTool:
             permission = classify_annotations(self.annotations)
         else:
             permission = "write"
+        meta: dict[str, Any] = {}
+        if self.examples is not None:
+            problems = invalid_examples(list(self.examples), resolved.input_schema)
+            if problems:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: " + "; ".join(problems),
+                    hint="each example is an arguments object the tool accepts",
+                )
+            meta[EXAMPLES_META_KEY] = list(self.examples)
         return ToolSpec(
             name=self.name,
             description=self.description if self.description is not None else self.info.description,
@@ -97,6 +110,7 @@ class LocalTool:
             annotations=self.annotations or ToolAnnotations(),
             permission=permission,
             source=ToolSource(kind="local"),
+            meta=meta,
         )
 
     def bind_valid(
@@ -291,6 +305,7 @@ def build_local_tool(
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
     permission: PermissionClass | None = None,
+    examples: tuple[dict[str, Any], ...] | None = None,
 ) -> LocalTool:
     """Wrap a function or bound method as a :class:`LocalTool` (nothing is resolved yet).
 
@@ -300,6 +315,7 @@ def build_local_tool(
         description: The tool description; the docstring's summary and description by default.
         annotations: MCP-style behaviour hints.
         permission: The permission class; see :attr:`LocalTool.spec` for the default.
+        examples: Sample arguments objects (checked against the schema when the spec is built).
 
     Raises:
         ToolDefinitionError: for ``*args``/``**kwargs``/positional-only parameters, an empty
@@ -322,6 +338,7 @@ def build_local_tool(
         annotations=annotations,
         permission=permission,
         info=info,
+        examples=examples,
     )
 
 

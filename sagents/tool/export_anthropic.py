@@ -38,6 +38,7 @@ from typing import Any
 from sagents.core._result import ImageContent, ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
+from sagents.tool._examples import tool_examples
 from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._json_schema import escape_pointer, fixed_length
@@ -117,7 +118,8 @@ def to_anthropic_tool(
             default.
 
     Returns:
-        ``{"name", "description", "input_schema"[, "strict": true]}``.
+        ``{"name", "description", "input_schema"[, "strict": true][, "input_examples"]}``:
+        ``input_examples`` when the tool has examples (:mod:`sagents.tool._examples`).
 
     Raises:
         SchemaExportError: when the schema cannot be exported in the asked mode.
@@ -131,6 +133,9 @@ def to_anthropic_tool(
         tool["strict"] = True
     else:
         tool["input_schema"] = faithful_schema(spec.input_schema)
+    examples = tool_examples(spec)
+    if examples:
+        tool["input_examples"] = examples
     return tool
 
 

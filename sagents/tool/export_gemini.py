@@ -45,6 +45,7 @@ from typing import Any
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import SchemaExportError
+from sagents.tool._examples import description_with_examples
 from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._export_strict import strict_schema
@@ -229,7 +230,7 @@ def to_gemini_function_declaration(
     """
     declaration: dict[str, Any] = {
         "name": name if name is not None else gemini_function_name(spec.name),
-        "description": spec.description,
+        "description": description_with_examples(spec),
     }
     parameters = gemini_schema(spec.input_schema, strict=strict)
     if parameters is not None:

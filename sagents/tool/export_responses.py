@@ -19,6 +19,7 @@ from typing import Any
 
 from sagents.core._result import ImageContent, ToolResult
 from sagents.core._spec import ToolSpec
+from sagents.tool._examples import description_with_examples
 from sagents.tool._export_calls import ModelToolCall, call_arguments, field_of, resolve_call_name
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._export_strict import strict_schema
@@ -58,7 +59,7 @@ def to_responses_tool(
     return {
         "type": "function",
         "name": name if name is not None else to_exported_name(spec.name),
-        "description": spec.description,
+        "description": description_with_examples(spec),
         "parameters": parameters,
         "strict": strict,
     }

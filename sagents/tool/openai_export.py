@@ -49,6 +49,7 @@ from __future__ import annotations
 from typing import Any
 
 from sagents.core._spec import ToolSpec
+from sagents.tool._examples import description_with_examples
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._export_strict import (
     MAX_STRICT_NODES,
@@ -94,7 +95,7 @@ def to_openai_tool(
     """
     function: dict[str, Any] = {
         "name": name if name is not None else to_exported_name(spec.name),
-        "description": spec.description,
+        "description": description_with_examples(spec),
     }
     if strict:
         function["parameters"] = strict_schema(spec.input_schema).schema

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -54,6 +54,7 @@ class ToolOptions:
         description: The description, or None for the docstring's.
         annotations: MCP-style behaviour hints, or None.
         permission: The permission class, or None for the default.
+        examples: Sample arguments objects (docs/tools.md, "Examples"), or None.
         local_tool: The tool built for a plain function; None for a method (it needs an
             instance: see :func:`get_local_tool`).
     """
@@ -62,6 +63,7 @@ class ToolOptions:
     description: str | None = None
     annotations: ToolAnnotations | None = None
     permission: PermissionClass | None = None
+    examples: tuple[dict[str, Any], ...] | None = None
     local_tool: LocalTool | None = None
 
 
@@ -76,6 +78,7 @@ def tool(
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
     permission: PermissionClass | None = None,
+    examples: Sequence[dict[str, Any]] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -87,6 +90,7 @@ def tool(
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
     permission: PermissionClass | None = None,
+    examples: Sequence[dict[str, Any]] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function (sync or async) or a method as a tool.
 
@@ -97,14 +101,19 @@ def tool(
         annotations: MCP-style behaviour hints (:class:`~sagents.core.ToolAnnotations`).
         permission: The permission class; by default classified from ``annotations`` when they
             are given, else ``write``.
+        examples: Sample arguments objects, exported as Anthropic's ``input_examples`` and
+            in the description for the other providers (docs/tools.md, "Examples"); each
+            must match the tool's input schema (checked when its spec is built).
 
     Returns:
         The function itself (bare form), or a decorator that returns it.
 
     Raises:
         ToolDefinitionError: at decoration time, for ``*args``/``**kwargs`` or positional-only
-            parameters, or when applied above ``@classmethod``/``@staticmethod``.
+            parameters, when applied above ``@classmethod``/``@staticmethod``, or for
+            ``examples`` that are not a list of dicts.
     """
+    checked_examples = _checked_examples(examples)
 
     def decorate(target: F) -> F:
         if isinstance(target, classmethod | staticmethod):
@@ -123,6 +132,7 @@ def tool(
                 description=description,
                 annotations=annotations,
                 permission=permission,
+                examples=checked_examples,
             )
             with _DISCOVERED_LOCK:
                 _DISCOVERED_TOOLS.append(local)
@@ -131,6 +141,7 @@ def tool(
             description=description,
             annotations=annotations,
             permission=permission,
+            examples=checked_examples,
             local_tool=local,
         )
         setattr(target, _ATTRIBUTE, options)
@@ -139,6 +150,25 @@ def tool(
     if func is not None:
         return decorate(func)
     return decorate
+
+
+def _checked_examples(
+    examples: Sequence[dict[str, Any]] | None,
+) -> tuple[dict[str, Any], ...] | None:
+    if examples is None:
+        return None
+    if isinstance(examples, str | bytes | dict) or not isinstance(examples, Sequence):
+        raise ToolDefinitionError(
+            f"examples must be a list of arguments dicts, not {type(examples).__name__}",
+            hint='examples=[{"city": "Lisbon"}]',
+        )
+    for index, example in enumerate(examples):
+        if not isinstance(example, dict):
+            raise ToolDefinitionError(
+                f"example {index} must be a dict of arguments, not {type(example).__name__}",
+                hint='examples=[{"city": "Lisbon"}]',
+            )
+    return tuple(examples)
 
 
 def get_local_tool(obj: Any) -> LocalTool | None:
@@ -174,6 +204,7 @@ def get_local_tool(obj: Any) -> LocalTool | None:
         description=options.description,
         annotations=options.annotations,
         permission=options.permission,
+        examples=options.examples,
     )
 
 
