@@ -16,9 +16,11 @@ run-time check, as without the pre-flight.
 
 Call sites are found by what the script imports from ``agent_tools``: ``call``, ``call_raw`` and
 ``call_many`` (``from agent_tools import call [as c]``, ``from agent_tools import *``,
-``import agent_tools [as at]``). A new kind of call site (typed stubs) is one more entry of
-:data:`CALL_FUNCTIONS` or one more branch of :meth:`_Finder.site`, producing the same
-:class:`CallSite`.
+``import agent_tools [as at]``), and the typed stubs (``from agent_tools.stubs import fleet
+[as f]``, ``import agent_tools.stubs.fleet as f``, ``from agent_tools.stubs.fleet import
+get_device_status``): a stub call's keyword arguments are the arguments object it sends
+(:meth:`sagents.script._stubs.StubCatalog.arguments`), checked the same way; an unknown stubs
+module, function or keyword is a finding too (the import or the call would fail at run time).
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from typing import Any, Literal
 
 from sagents.errors import PreflightError
 from sagents.script._policy import ScriptPlan
+from sagents.script._stubs import StubCatalog, stub_catalog
 from sagents.tool._json_schema import json_type
 
 __all__ = ["CALL_FUNCTIONS", "CallSite", "PreflightFinding", "check_script", "preflight_findings"]
 
 GUEST_MODULE = "agent_tools"
+STUBS_PACKAGE = "agent_tools.stubs"
 
 CALL_FUNCTIONS: Mapping[str, Literal["one", "many"]] = {
     "call": "one",
@@ -90,8 +94,10 @@ def preflight_findings(code: str, plan: ScriptPlan) -> list[PreflightFinding]:
     except (SyntaxError, ValueError):
         return []
     findings: list[PreflightFinding] = []
-    for site in _Finder(tree).sites():
+    finder = _Finder(tree, plan)
+    for site in finder.sites():
         findings.extend(_check_site(site, plan))
+    findings += finder.stub_findings
     return sorted(findings, key=lambda finding: finding.line)  # stable: a line's own order
 
 
@@ -116,12 +122,19 @@ def check_script(code: str, plan: ScriptPlan) -> None:
 
 
 class _Finder:
-    """Finds the call sites of one parsed script."""
+    """Finds the call sites of one parsed script; :attr:`stub_findings` holds the mistakes
+    of its stub imports and calls that are no tool call (an unknown module, function or
+    keyword)."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, plan: ScriptPlan) -> None:
         self._tree = tree
+        self._plan = plan
+        self._catalog: StubCatalog | None = None  # made when the script imports stubs
         self._functions: dict[str, str] = {}  # local name -> agent_tools function
         self._modules: set[str] = set()  # local names of the agent_tools module
+        self._stub_modules: dict[str, str] = {}  # local name -> stubs module
+        self._stub_functions: dict[str, tuple[str, str]] = {}  # local name -> (module, function)
+        self.stub_findings: list[PreflightFinding] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == GUEST_MODULE:
                 for alias in node.names:
@@ -129,13 +142,71 @@ class _Finder:
                         self._functions.update({name: name for name in CALL_FUNCTIONS})
                     elif alias.name in CALL_FUNCTIONS:
                         self._functions[alias.asname or alias.name] = alias.name
+            elif (
+                isinstance(node, ast.ImportFrom) and node.module == STUBS_PACKAGE and not node.level
+            ):
+                for alias in node.names:
+                    if alias.name != "*" and self._known_module(alias.name, node.lineno):
+                        self._stub_modules[alias.asname or alias.name] = alias.name
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith(STUBS_PACKAGE + ".")
+                and not node.level
+            ):
+                module = (node.module or "").removeprefix(STUBS_PACKAGE + ".")
+                if "." in module or not self._known_module(module, node.lineno):
+                    continue
+                for alias in node.names:
+                    if alias.name != "*" and self._known_function(module, alias.name, node.lineno):
+                        self._stub_functions[alias.asname or alias.name] = (module, alias.name)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name == GUEST_MODULE:
                         self._modules.add(alias.asname or alias.name)
+                    elif alias.name.startswith(STUBS_PACKAGE + ".") and alias.asname:
+                        module = alias.name.removeprefix(STUBS_PACKAGE + ".")
+                        if "." not in module and self._known_module(module, node.lineno):
+                            self._stub_modules[alias.asname] = module
+
+    def catalog(self) -> StubCatalog:
+        if self._catalog is None:
+            self._catalog = stub_catalog(self._plan.offered or self._plan.callable.values())
+        return self._catalog
+
+    def _stub_finding(self, line: int, name: str, problem: str) -> None:
+        self.stub_findings.append(PreflightFinding(line=line, tool=name, problem=problem))
+
+    def _known_module(self, module: str, line: int) -> bool:
+        modules = self.catalog().modules
+        if module in modules:
+            return True
+        close = difflib.get_close_matches(module, list(modules), n=3)
+        also = "; did you mean " + " or ".join(map(repr, close)) + "?" if close else ""
+        self._stub_finding(line, module, f"no stubs module {module!r} in this run{also}")
+        return False
+
+    def _known_function(self, module: str, function: str, line: int) -> bool:
+        functions = self.catalog().modules[module]
+        if function in functions:
+            return True
+        for name in (f"{module}__{function}", function):  # a tool scripts may not call
+            if name in self._plan.refusals:
+                self._stub_finding(line, name, self._plan.refusals[name])
+                return False
+        close = difflib.get_close_matches(function, list(functions), n=3)
+        also = "; did you mean " + " or ".join(map(repr, close)) + "?" if close else ""
+        self._stub_finding(
+            line, function, f"no function {function!r} in agent_tools.stubs.{module}{also}"
+        )
+        return False
 
     def sites(self) -> Iterator[CallSite]:
-        if not self._functions and not self._modules:
+        if (
+            not self._functions
+            and not self._modules
+            and not self._stub_modules
+            and not self._stub_functions
+        ):
             return
         for node in ast.walk(self._tree):
             if isinstance(node, ast.Call):
@@ -145,6 +216,9 @@ class _Finder:
 
     def site(self, node: ast.Call) -> CallSite | None:
         func = node.func
+        stub = self._stub_target(func)
+        if stub is not None:
+            return self._stub_site(node, *stub)
         if isinstance(func, ast.Name):
             name = self._functions.get(func.id)
         elif (
@@ -167,6 +241,48 @@ class _Finder:
         else:
             arguments = _items(given)
         return CallSite(line=tool.lineno, tool=tool.value, arguments=arguments)
+
+    def _stub_target(self, func: ast.expr) -> tuple[str, str, int] | None:
+        """``(module, function, line)`` when ``func`` names a stub function."""
+        if isinstance(func, ast.Name) and func.id in self._stub_functions:
+            return (*self._stub_functions[func.id], func.lineno)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self._stub_modules
+        ):
+            module = self._stub_modules[func.value.id]
+            if self._known_function(module, func.attr, func.lineno):
+                return module, func.attr, func.lineno
+        return None
+
+    def _stub_site(self, node: ast.Call, module: str, function: str, line: int) -> CallSite | None:
+        """A stub call as the ``call`` it makes: its keywords become the arguments object
+        (``_fields`` reads a ``dict(...)`` call), under the properties' own names."""
+        found = self.catalog().arguments(module, function)
+        if found is None or node.args:
+            return None  # positional arguments: a TypeError at run time, left to it
+        tool, names, extra = found
+        keywords: list[ast.keyword] = []
+        for keyword in node.keywords:
+            if keyword.arg is None:  # **mapping: the keys are not known
+                keywords.append(keyword)
+            elif keyword.arg in names:
+                keywords.append(ast.keyword(arg=names[keyword.arg], value=keyword.value))
+            elif extra:
+                keywords.append(keyword)
+            else:
+                close = difflib.get_close_matches(keyword.arg, list(names), n=1)
+                also = f" (did you mean {close[0]!r}?)" if close else ""
+                self._stub_finding(
+                    keyword.value.lineno,
+                    tool,
+                    f"{module}.{function}() has no argument {keyword.arg!r}{also}",
+                )
+                return None
+        arguments = ast.Call(func=ast.Name(id="dict", ctx=ast.Load()), args=[], keywords=keywords)
+        ast.copy_location(arguments, node)
+        return CallSite(line=line, tool=tool, arguments=(arguments,))
 
 
 def _argument(node: ast.Call, position: int, keyword: str) -> ast.expr | None:

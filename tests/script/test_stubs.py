@@ -13,15 +13,15 @@ import pytest
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.script._stubs import python_identifier, stub_catalog
 from sagents.script._values import ScriptRequest, ScriptRunResult
-from tests.script.conftest import FakeTools, RunnerFactory, read_calls
+from tests.script.conftest import RUN_TIME_ONLY, FakeTools, RunnerFactory, read_calls
 
 pytestmark = pytest.mark.anyio
 
 
 async def _run(
-    make_runner: RunnerFactory, code: str, tools: tuple[str, ...] = ()
+    make_runner: RunnerFactory, code: str, tools: tuple[str, ...] = (), *, preflight: bool = True
 ) -> ScriptRunResult:
-    runner = make_runner()
+    runner = make_runner(limits=None if preflight else RUN_TIME_ONLY)
     with anyio.fail_after(60):
         return await runner.run(
             ScriptRequest(code=textwrap.dedent(code), tools=tools, description="stubs")
@@ -72,6 +72,7 @@ async def test_an_unlisted_write_tool_is_stubbed_and_raises_the_tool_error_of_ca
             print(error.code, error.message)
         print(hasattr(fleet, "reboot"), hasattr(fleet, "long"), hasattr(fleet, "off"))
         """,
+        preflight=False,  # the run-time refusal: the pre-flight refuses it first
     )
     assert result.status == "ok", result.output
     code, message = result.output.splitlines()[1].split(" ", 1)
@@ -106,6 +107,7 @@ async def test_an_unknown_stubs_module_is_an_import_error_naming_the_modules(
         import agent_tools.stubs.fleet as f
         print(f.__name__, sorted(f.__all__))
         """,
+        preflight=False,  # the run-time refusal: the pre-flight refuses it first
     )
     assert result.status == "ok", result.output
     first, second = result.output.splitlines()[1:]
@@ -345,3 +347,109 @@ def test_the_generated_modules_pass_mypy_strict(tmp_path: Path) -> None:
         ["--strict", "--no-incremental", "--python-version", "3.11", "--config-file", "", *files]
     )
     assert status == 0, out + err
+
+
+def _fleet_plan() -> Any:
+    from sagents.script._policy import plan_script
+
+    def spec(name: str, permission: str, schema: dict[str, Any]) -> ToolSpec:
+        return ToolSpec(
+            name=f"fleet__{name}",
+            description=name,
+            input_schema=schema,
+            permission=permission,  # type: ignore[arg-type]  # valid literals
+            source=ToolSource(kind="mcp", server="fleet", original_name=name),
+        )
+
+    sn = {"type": "object", "properties": {"sn": {"type": "string"}}, "required": ["sn"]}
+    config = {
+        "type": "object",
+        "properties": {"sn": {"type": "string"}, "key-name": {"type": "string"}},
+        "required": ["sn", "key-name"],
+        "additionalProperties": False,
+    }
+    specs = [
+        spec("get_device_status", "read_only", sn),
+        spec("set_device_config", "write", config),
+        spec("reboot_device", "destructive", sn),
+    ]
+    return plan_script(specs, [], "auto")
+
+
+def test_the_preflight_checks_stub_calls_like_calls() -> None:
+    from sagents.script._preflight import preflight_findings
+
+    code = textwrap.dedent(
+        """\
+        from agent_tools.stubs import fleet
+        from agent_tools.stubs import flet
+        from agent_tools.stubs.fleet import get_device_status as status
+        import agent_tools.stubs.fleet as f
+        fleet.get_device_status(sn="SN1")
+        fleet.get_devices_status(sn="SN1")
+        fleet.get_device_status()
+        status(sn=5)
+        f.get_device_status(serial="SN1")
+        fleet.set_device_config(sn="SN1", key_name="x")
+        fleet.reboot_device(sn="SN1")
+        fleet.get_device_status(**{"sn": "SN1"})
+        """
+    )
+    found = [(f.line, f.problem) for f in preflight_findings(code, _fleet_plan())]
+    assert found == [
+        (2, "no stubs module 'flet' in this run; did you mean 'fleet'?"),
+        (
+            6,
+            "no function 'get_devices_status' in agent_tools.stubs.fleet; did you mean "
+            "'get_device_status'?",
+        ),
+        (7, "'fleet__get_device_status' is missing the required argument(s) 'sn'"),
+        (8, "'fleet__get_device_status' argument 'sn' must be of type string, not integer"),
+        (9, "fleet.get_device_status() has no argument 'serial'"),
+        (
+            10,
+            "write tool 'fleet__set_device_config' was not listed in run_script's 'tools'; "
+            "list it there to call it from the script",
+        ),
+        (
+            11,
+            "tool 'fleet__reboot_device' is destructive and cannot be called from a script; "
+            "call 'fleet__reboot_device' directly instead (each call is approved on its own)",
+        ),
+    ]
+
+
+def test_a_correct_stub_script_has_no_findings() -> None:
+    from sagents.script._policy import plan_script
+    from sagents.script._preflight import preflight_findings
+
+    plan = _fleet_plan()
+    listed = plan_script(list(plan.offered), ["fleet__set_device_config"], "auto")
+    code = textwrap.dedent(
+        """\
+        from agent_tools.stubs import fleet
+        for sn in ("SN1", "SN2"):
+            if not fleet.get_device_status(sn=sn):
+                fleet.set_device_config(sn=sn, key_name="mode")
+        """
+    )
+    assert preflight_findings(code, listed) == []
+
+
+async def test_a_script_with_a_broken_stub_call_is_refused_before_it_runs(
+    make_runner: RunnerFactory, tools: FakeTools
+) -> None:
+    result = await _run(
+        make_runner,
+        """
+        from agent_tools.stubs import fleet
+        fleet.get(sn="A1")
+        fleet.gett(sn="A1")
+        """,
+    )
+    assert result.status == "rejected"
+    assert result.error_code == "preflight_failed"
+    assert "line 4: no function 'gett' in agent_tools.stubs.fleet; did you mean 'get'" in (
+        result.output
+    )
+    assert tools.calls == []
