@@ -33,6 +33,7 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   └── QuotaExceededError          quota_exceeded       (limit)
     ├── UpstreamError                   upstream_error       (server)
     │   ├── UpstreamUnavailableError    upstream_unavailable
+    │   ├── NeedsLoginError             needs_login          (server, login)
     │   ├── UpstreamProtocolError       upstream_protocol_error
     │   └── UpstreamSchemaError         invalid_upstream_schema
     ├── SandboxError                    sandbox_error
@@ -96,6 +97,7 @@ __all__ = [
     "ModelStreamError",
     "ModelTimeoutError",
     "ModelUnavailableError",
+    "NeedsLoginError",
     "NotAllowedError",
     "PathNotAllowedError",
     "PreflightError",
@@ -380,6 +382,13 @@ class UpstreamUnavailableError(UpstreamError):
     """The server is not running, died, or could not be reached."""
 
     code = "upstream_unavailable"
+
+
+class NeedsLoginError(UpstreamError):
+    """An upstream server needs an OAuth login the calling principal has not given (or that
+    was refused since); ``hint`` says how to log in (docs/oauth.md)."""
+
+    code = "needs_login"
 
 
 class UpstreamProtocolError(UpstreamError):

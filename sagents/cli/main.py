@@ -82,6 +82,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         attribute="chat",
         short_help="Chat with an agent that uses the configured tools and skills.",
     ),
+    "auth": LazyCommand(
+        module="sagents.cli._auth",
+        attribute="app",
+        short_help="Log the gateway in to upstream servers that need OAuth, per principal.",
+    ),
     "skills": LazyCommand(
         module="sagents.cli._skills",
         attribute="app",

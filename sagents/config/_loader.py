@@ -29,7 +29,12 @@ from sagents.core._limits import ScriptLimits
 from sagents.core._secrets import MIN_SECRET_CHARS
 from sagents.errors import ConfigError, SandboxError
 from sagents.mcp._convert import check_server_name
-from sagents.mcp._params import ServerParams, SseServerParameters, StreamableHttpServerParameters
+from sagents.mcp._params import (
+    ServerParams,
+    SseServerParameters,
+    StreamableHttpServerParameters,
+    UpstreamOAuth,
+)
 from sagents.mcp._sandboxed import check_config_file
 from sagents.mcp._settings import ServerSandbox, ServerSettings
 from sagents.sandbox import NetworkPolicy
@@ -497,9 +502,33 @@ def _params(
         if entry.api_key is not None
         else None
     )
-    if kind == "sse" or (kind is None and entry.url.rstrip("/").endswith("/sse")):
+    sse = kind == "sse" or (kind is None and entry.url.rstrip("/").endswith("/sse"))
+    if entry.auth is None:
+        if entry.client_id is not None or entry.scopes is not None:
+            raise ConfigError(
+                "'clientId' and 'scopes' need \"auth\": \"oauth\"", file=file, key=key
+            )
+    elif sse:
+        raise ConfigError(
+            '"auth": "oauth" needs the Streamable HTTP transport, not SSE', file=file, key=key
+        )
+    elif api_key is not None or any(name.lower() == "authorization" for name in headers or {}):
+        raise ConfigError(
+            '"auth": "oauth" sends its own Authorization header: drop \'apiKey\' and the '
+            "'Authorization' header",
+            file=file,
+            key=key,
+        )
+    if sse:
         return SseServerParameters(url=entry.url, headers=headers, api_key=api_key)
-    return StreamableHttpServerParameters(url=entry.url, headers=headers, api_key=api_key)
+    oauth = (
+        UpstreamOAuth(client_id=entry.client_id, scopes=tuple(entry.scopes or ()))
+        if entry.auth == "oauth"
+        else None
+    )
+    return StreamableHttpServerParameters(
+        url=entry.url, headers=headers, api_key=api_key, oauth=oauth
+    )
 
 
 def _sandbox(

@@ -139,6 +139,10 @@ class ServerEntryParams(_Strict):
     on_definition_change: Literal["ask", "disable", "accept"] = Field(
         default="ask", alias="onDefinitionChange"
     )
+    # "oauth": the gateway logs in to this remote server per principal (docs/oauth.md).
+    auth: Literal["oauth"] | None = None
+    client_id: str | None = Field(default=None, alias="clientId", min_length=1)
+    scopes: list[str] | None = None
 
     @field_validator("sandbox", mode="before")
     @classmethod

@@ -8,13 +8,18 @@ server connected (docs/configuration.md, docs/mcp.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import TYPE_CHECKING
 
 from sagents.config._loader import SagentsConfig
 from sagents.core._secrets import Redactor
-from sagents.mcp import ServerSettings
+from sagents.mcp import ServerParams, ServerSettings, StreamableHttpServerParameters
 from sagents.progress import ProgressHub
 from sagents.store._protocols import PinStore
 from sagents.tool.tool_manager import ToolManager
+
+if TYPE_CHECKING:
+    from sagents.mcp._oauth import LoginVault
 
 __all__ = ["build_tool_manager"]
 
@@ -26,6 +31,7 @@ async def build_tool_manager(
     wait: bool = True,
     definition_pins: PinStore | None = None,
     redactor: Redactor | None = None,
+    logins: LoginVault | None = None,
 ) -> ToolManager:
     """Open a ToolManager with every enabled server of ``config`` registered.
 
@@ -50,6 +56,10 @@ async def build_tool_manager(
             stderr log (docs/gateway.md, "Secrets"); None: the secrets of ``config``
             (:attr:`~sagents.config.SagentsConfig.secrets`), so that ``sagents call``,
             ``chat`` and ``run-script`` redact them too.
+        logins: The upstream logins of the ``"auth": "oauth"`` servers (docs/oauth.md): each
+            call of such a server goes to the calling principal's own connection, and the
+            server's tools are listed with the local operator's login (principal ``""``).
+            None: those servers are connected without a login (and refuse).
 
     Returns:
         The open manager.
@@ -66,11 +76,32 @@ async def build_tool_manager(
                 name: (params, _settings(settings, definition_pins, redactor, secrets))
                 for name, (params, settings) in config.as_supervisor_input().items()
             }
+            if logins is not None:
+                servers = _routed(manager, servers, logins)
             await manager.register_mcp_servers(servers, wait=wait)
     except BaseException:
         await manager.aclose()
         raise
     return manager
+
+
+def _routed(
+    manager: ToolManager,
+    servers: dict[str, tuple[ServerParams, ServerSettings]],
+    logins: LoginVault,
+) -> dict[str, tuple[ServerParams, ServerSettings]]:
+    """``servers`` with each ``"auth": "oauth"`` one routed per principal, its shared
+    connection (the tool listing) holding the local operator's login."""
+    from sagents.mcp._oauth import PrincipalConnections
+
+    routed = dict(servers)
+    for name, (params, settings) in servers.items():
+        if isinstance(params, StreamableHttpServerParameters) and params.oauth is not None:
+            route = PrincipalConnections(name, params, settings, logins)
+            manager.route_mcp_server(name, route)
+            catalog = functools.partial(route.auth, "")  # a new client per connection
+            routed[name] = (dataclasses.replace(params, auth=catalog), settings)
+    return routed
 
 
 def _settings(

@@ -21,12 +21,10 @@ import re
 from pathlib import Path
 
 from sagents.gateway._workspaces import Workspaces
+from sagents.tool._context import PRINCIPAL_KEY
 
 __all__ = ["PRINCIPAL_KEY", "PrincipalSessions"]
 
-PRINCIPAL_KEY = "principal"
-"""The ``SessionContext.trusted`` key of the session's principal (a token's identity, ``""``
-without a token)."""
 
 PRINCIPALS_DIR = "principals"
 _ANONYMOUS = "anonymous"  # every client without a token

@@ -9,10 +9,11 @@ the low-level :class:`mcp.server.Server`), connected without a subprocess.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import httpx2
 from mcp import StdioServerParameters
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
@@ -23,6 +24,7 @@ __all__ = [
     "SseServerParameters",
     "StdioServerParameters",
     "StreamableHttpServerParameters",
+    "UpstreamOAuth",
     "describe_params",
 ]
 
@@ -60,6 +62,21 @@ class SseServerParameters:
 
 
 @dataclass(frozen=True, kw_only=True)
+class UpstreamOAuth:
+    """A remote server that needs an OAuth login per principal (``"auth": "oauth"``,
+    docs/oauth.md): the gateway is an OAuth client of it through the MCP SDK's client support.
+
+    Attributes:
+        client_id: ``clientId``: a client registered beforehand with the server's authorization
+            server (a public client); None registers one dynamically (RFC 7591) when offered.
+        scopes: ``scopes`` asked for; empty: what the server's metadata says.
+    """
+
+    client_id: str | None = None
+    scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class StreamableHttpServerParameters:
     """A remote server on the Streamable HTTP transport (MCP spec 2025-03-26 and later).
 
@@ -70,12 +87,21 @@ class StreamableHttpServerParameters:
             ``Authorization`` header.
         timeout: Seconds for connecting and for each HTTP write; reads are bounded by the
             supervisor's call timeouts instead.
+        oauth: The server needs an OAuth login per principal (docs/oauth.md); the gateway
+            connects each principal with its own ``auth``.
+        auth: The ``httpx2.Auth`` of the connection (for instance the MCP SDK's
+            ``OAuthClientProvider``), or a callable making a new one for each connection;
+            None sends only ``headers``.
     """
 
     url: str
     headers: Mapping[str, str] | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout: float = 30.0
+    oauth: UpstreamOAuth | None = None
+    auth: httpx2.Auth | Callable[[], httpx2.Auth] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def effective_headers(self) -> dict[str, str]:

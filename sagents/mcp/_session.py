@@ -374,10 +374,12 @@ async def open_session(
             )
         )
     else:
+        auth = params.auth
         http = await stack.enter_async_context(
             httpx2.AsyncClient(
                 headers=params.effective_headers,
                 timeout=httpx2.Timeout(params.timeout, read=None),
+                auth=auth if auth is None or isinstance(auth, httpx2.Auth) else auth(),
             )
         )
         read, write = await stack.enter_async_context(

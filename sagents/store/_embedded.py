@@ -26,6 +26,7 @@ from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
 from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
 from sagents.store._fair import FairMap
+from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
 from sagents.store._protocols import CancelHandler
 
@@ -249,6 +250,7 @@ class EmbeddedStore:
         self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
         self.approvals = MemoryApprovals()
         self.pins = SqlitePins(self.directory / PINS_FILE)
+        self.logins = SqliteLogins(self.directory / LOGINS_FILE)
         self.agents = SqliteAgentStore(path=self.directory / AGENTS_FILE)
 
     async def __aenter__(self) -> EmbeddedStore:

@@ -123,6 +123,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sagents_agent_sessions_saved ON sagents_agent_sessions (saved);
     """,
+    # 5: upstream logins (docs/oauth.md): each principal's OAuth tokens for an upstream
+    #    server, sealed (encrypted with the key of SAGENTS_SECRET_KEY) before they get here.
+    """
+    CREATE TABLE sagents_upstream_logins (
+        server TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        sealed BYTEA NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (server, principal)
+    );
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

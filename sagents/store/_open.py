@@ -9,7 +9,14 @@ from typing import Protocol
 from sagents.errors import ConfigError
 from sagents.store._embedded import EmbeddedStore
 from sagents.store._location import StoreLocation
-from sagents.store._protocols import AgentStore, ApprovalStore, AuditLog, PinStore, TaskStore
+from sagents.store._protocols import (
+    AgentStore,
+    ApprovalStore,
+    AuditLog,
+    LoginStore,
+    PinStore,
+    TaskStore,
+)
 
 __all__ = ["GatewayStore", "open_store"]
 
@@ -37,6 +44,8 @@ class GatewayStore(Protocol):
     def pins(self) -> PinStore: ...
     @property
     def agents(self) -> AgentStore: ...
+    @property
+    def logins(self) -> LoginStore: ...
 
 
 def open_store(

@@ -43,6 +43,39 @@ _T = TypeVar("_T")
 _COLUMNS = "server, tool, definition, digest, offered, offered_digest"
 
 
+def sqlite_transaction(
+    path: Path, schema: str, busy_timeout_s: float, work: Callable[[Paced], _T]
+) -> _T:
+    """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction on a new connection to ``path``
+    (``schema`` created first), committed if it returns and rolled back if it raises.
+
+    Raises:
+        StoreError: the file cannot be opened or is not a SQLite database, or a statement
+            failed.
+    """
+    try:
+        connection = connect_private(path)
+    except (sqlite3.Error, OSError) as error:
+        raise sqlite_store_error(path, error) from error
+    try:
+        connection.isolation_level = None  # transactions are explicit
+        db = Paced(connection, busy_timeout_s)
+        db.execute(schema)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.rollback()
+            raise
+        return result
+    except sqlite3.Error as error:
+        raise sqlite_store_error(path, error) from error
+    finally:
+        connection.close()
+
+
 def definition_digest(definition: str) -> str:
     """The digest a definition is pinned by: SHA-256 of its UTF-8 text, hex."""
     return hashlib.sha256(definition.encode()).hexdigest()
@@ -104,27 +137,7 @@ class SqlitePins:
         self._busy_timeout_s = busy_timeout_s
 
     def _transaction(self, work: Callable[[Paced], _T]) -> _T:
-        try:
-            connection = connect_private(self.path)
-        except (sqlite3.Error, OSError) as error:
-            raise sqlite_store_error(self.path, error) from error
-        try:
-            connection.isolation_level = None  # transactions are explicit
-            db = Paced(connection, self._busy_timeout_s)
-            db.execute(_SCHEMA)
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-                db.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.rollback()
-                raise
-            return result
-        except sqlite3.Error as error:
-            raise sqlite_store_error(self.path, error) from error
-        finally:
-            connection.close()
+        return sqlite_transaction(self.path, _SCHEMA, self._busy_timeout_s, work)
 
     def check(self) -> None:
         """Open the database (created if missing) and check that it is one.

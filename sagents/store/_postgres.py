@@ -34,7 +34,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self
@@ -56,6 +56,7 @@ from sagents.store._embedded import (
     nonce_of,
 )
 from sagents.store._location import StoreLocation
+from sagents.store._logins import SealedLogin
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from sagents.store._pins import ToolPin, definition_digest, pin_of
 from sagents.store._protocols import CancelHandler
@@ -466,6 +467,69 @@ class PostgresPins:
         return sorted((pin_of(row) for row in rows), key=lambda pin: pin.tool)
 
 
+class PostgresLogins:
+    """Upstream logins (a :class:`~sagents.store._protocols.LoginStore`) in
+    ``sagents_upstream_logins``, shared by the replicas (each seals with the same key)."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def load(self, server: str, principal: str) -> bytes | None:
+        """See :meth:`sagents.store._protocols.LoginStore.load`."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "SELECT sealed FROM sagents_upstream_logins WHERE server = %s AND principal = %s",
+                (server, principal),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else bytes(row[0])
+
+    async def save(self, server: str, principal: str, sealed: bytes) -> None:
+        """See :meth:`sagents.store._protocols.LoginStore.save`."""
+        async with self._db.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_upstream_logins (server, principal, sealed, updated) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (server, principal) DO UPDATE SET "
+                "sealed = excluded.sealed, updated = excluded.updated",
+                (server, principal, sealed, time.time()),
+            )
+
+    async def delete(self, server: str, principal: str) -> bool:
+        """See :meth:`sagents.store._protocols.LoginStore.delete`."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "DELETE FROM sagents_upstream_logins WHERE server = %s AND principal = %s",
+                (server, principal),
+            )
+            return bool(cursor.rowcount)
+
+    async def logins(self) -> list[SealedLogin]:
+        """See :meth:`sagents.store._protocols.LoginStore.logins`."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "SELECT server, principal, sealed, updated FROM sagents_upstream_logins "
+                "ORDER BY server, principal"
+            )
+            rows = await cursor.fetchall()
+        return [SealedLogin(row[0], row[1], bytes(row[2]), row[3]) for row in rows]
+
+    async def reseal(self, reseal: Callable[[bytes], bytes]) -> int:
+        """See :meth:`sagents.store._protocols.LoginStore.reseal` (one transaction, rows
+        locked)."""
+        async with self._db.connection() as db, db.transaction():
+            cursor = await db.execute(
+                "SELECT server, principal, sealed FROM sagents_upstream_logins FOR UPDATE"
+            )
+            rows = await cursor.fetchall()
+            for server, principal, sealed in rows:
+                await db.execute(
+                    "UPDATE sagents_upstream_logins SET sealed = %s "
+                    "WHERE server = %s AND principal = %s",
+                    (reseal(bytes(sealed)), server, principal),
+                )
+        return len(rows)
+
+
 class PostgresAgents:
     """Paused runs and agent sessions (an :class:`~sagents.store._protocols.AgentStore`) in
     ``sagents_run_states``, ``sagents_run_claims`` and ``sagents_agent_sessions``."""
@@ -568,6 +632,7 @@ class PostgresStore:
         self.approvals = PostgresApprovals(self._db)
         self.pins = PostgresPins(self._db)
         self.agents = PostgresAgents(self._db)
+        self.logins = PostgresLogins(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 

@@ -12,9 +12,18 @@ from typing import Any, Protocol
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import StoredTask
+from sagents.store._logins import SealedLogin
 from sagents.store._pins import ToolPin
 
-__all__ = ["AgentStore", "ApprovalStore", "AuditLog", "CancelHandler", "PinStore", "TaskStore"]
+__all__ = [
+    "AgentStore",
+    "ApprovalStore",
+    "AuditLog",
+    "CancelHandler",
+    "LoginStore",
+    "PinStore",
+    "TaskStore",
+]
 
 CancelHandler = Callable[[str], Awaitable[None]]
 """Called with a task id when another replica asks for that task to be cancelled."""
@@ -181,4 +190,30 @@ class AgentStore(Protocol):
 
     async def last_session(self) -> str | None:
         """The id of the session saved last, or None."""
+        ...
+
+
+class LoginStore(Protocol):
+    """Upstream logins (docs/oauth.md): one sealed (encrypted) record per upstream server and
+    principal. The store never sees a token in the clear."""
+
+    async def load(self, server: str, principal: str) -> bytes | None:
+        """The sealed record of ``principal``'s login to ``server``, or None."""
+        ...
+
+    async def save(self, server: str, principal: str, sealed: bytes) -> None:
+        """Keep (or replace) the sealed record of ``principal``'s login to ``server``."""
+        ...
+
+    async def delete(self, server: str, principal: str) -> bool:
+        """Forget ``principal``'s login to ``server``; whether there was one."""
+        ...
+
+    async def logins(self) -> list[SealedLogin]:
+        """Every stored login, by server and principal."""
+        ...
+
+    async def reseal(self, reseal: Callable[[bytes], bytes]) -> int:
+        """Replace every sealed record by ``reseal(record)``, all in one transaction (a
+        ``reseal`` that raises changes nothing); how many there were."""
         ...

@@ -20,6 +20,11 @@ from sagents.tool._approval import Decision
 __all__ = ["InjectedArg", "SessionContext"]
 
 
+PRINCIPAL_KEY = "principal"
+"""The ``SessionContext.trusted`` key of the calling session's principal (a token's identity,
+``""`` without a token): the gateway sets it; quotas and upstream logins are per principal."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SessionContext:
     """The calling session.

@@ -24,11 +24,13 @@ from sagents.core._spec import ToolSpec
 from sagents.errors import ToolNameConflictError, UnknownToolError
 from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
 from sagents.progress._binding import ToolCallBinding, listened_tool_call
+from sagents.tool._context import PRINCIPAL_KEY
 from sagents.tool._handler import ToolCall, ToolHandler
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from sagents.mcp._oauth import PrincipalConnections
     from sagents.tool.tool_manager import ToolManager
 
 __all__ = ["MCPRegistry", "format_upstream_progress"]
@@ -55,6 +57,8 @@ class MCPRegistry:
         self._tools: dict[str, list[str]] = {}
         self.listeners: list[Callable[[str, list[str]], Awaitable[None]]] = []
         self.supervisor = MCPSupervisor(log_dir=log_dir, on_tools_changed=self._tools_changed)
+        self.routes: dict[str, PrincipalConnections] = {}
+        """Servers whose calls go to the calling principal's own connection (docs/oauth.md)."""
 
     async def register(
         self,
@@ -201,6 +205,20 @@ class MCPRegistry:
         server = spec.source.server or ""
         original = spec.source.original_name or spec.name
         supervisor = self.supervisor
+
+        route = self.routes.get(server)
+        if route is not None:
+
+            async def call_as_principal(arguments: dict[str, Any], call: ToolCall) -> ToolResult:
+                binding = listened_tool_call()
+                return await route.call(
+                    str(call.session_context.trusted.get(PRINCIPAL_KEY, "")),
+                    original,
+                    arguments,
+                    _progress_to(binding) if binding is not None else None,
+                )
+
+            return call_as_principal
 
         def call_upstream(
             arguments: dict[str, Any], call: ToolCall

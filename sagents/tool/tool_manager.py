@@ -57,6 +57,7 @@ from sagents.tool.tool_base import discovered_tools, get_local_tool
 if TYPE_CHECKING:
     # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
     from sagents.mcp import MCPSupervisor, ServerParams, ServerSettings, ServerStatus
+    from sagents.mcp._oauth import PrincipalConnections
     from sagents.tool._api_export import ModelApi
     from sagents.tool._mcp_registry import MCPRegistry
 
@@ -585,6 +586,14 @@ class ToolManager:
         """
         self._check_open()
         return await self._mcp_registry().register(name, params, settings, wait=wait)
+
+    def route_mcp_server(self, name: str, route: PrincipalConnections) -> None:
+        """Send the calls of MCP server ``name`` (registered after this) to the calling
+        principal's own connection of ``route`` instead of the shared one (an ``"auth":
+        "oauth"`` server, docs/oauth.md); ``route`` is closed with the manager."""
+        self._check_open()
+        self._mcp_registry().routes[name] = route
+        self.push_async_callback(route.aclose)
 
     async def collect_discovered_mcp_servers(self, *, wait: bool = True) -> dict[str, ServerStatus]:
         """Connect the MCP servers declared with ``mcp_server(...)`` that this manager has not

@@ -41,13 +41,17 @@ def signing_key(kid: str) -> tuple[dict[str, Any], ec.EllipticCurvePrivateKey]:
 
 
 @contextmanager
-def authorization_server(*keys: dict[str, Any], port: int = 0) -> Iterator[str]:
-    """Run oidc-provider with ``keys`` (the first signs) on loopback; yields its issuer."""
+def authorization_server(
+    *keys: dict[str, Any], port: int = 0, access_ttl_s: int = 3600
+) -> Iterator[str]:
+    """Run oidc-provider with ``keys`` (the first signs) on loopback, its access tokens living
+    ``access_ttl_s``; yields its issuer."""
     env = {
         **os.environ,
         "OIDC_PROVIDER": PROVIDER.as_uri(),
         "OIDC_KEYS": json.dumps({"keys": list(keys)}),
         "OIDC_PORT": str(port),
+        "OIDC_ACCESS_TTL": str(access_ttl_s),
     }
     process = subprocess.Popen([str(NODE), str(SCRIPT)], env=env, stdout=subprocess.PIPE, text=True)
     try:

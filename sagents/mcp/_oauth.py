@@ -1,0 +1,620 @@
+"""Upstream servers that need an OAuth login (``"auth": "oauth"``; docs/oauth.md).
+
+The gateway is an OAuth client of such a server through the MCP SDK's client support
+(:class:`mcp.client.auth.OAuthClientProvider`: discovery from the server's ``401`` and its
+Protected Resource Metadata, dynamic client registration or a configured client id,
+authorization code + PKCE, refresh). What is ours:
+
+- :class:`LoginVault`: each principal's login to each server (tokens, the registered client,
+  the authorization server's metadata) sealed with Fernet (``cryptography``; AES-128-CBC with
+  HMAC-SHA256) under the key of ``SAGENTS_SECRET_KEY`` (else one generated and kept 0600 in the
+  data directory) before it reaches the store. A record the key cannot open counts as no login
+  (``needs_login``), never as an error, and stays in the store for the right key.
+- :class:`PrincipalConnections`: one connection per principal and server, each with that
+  principal's login only, so that one principal's token never serves another's call. A
+  principal without a login gets :class:`~sagents.errors.NeedsLoginError` at once, with how to
+  log in; the flow never waits for a person inside a call.
+- :func:`login`: the interactive login of ``sagents auth login`` and the console's
+  "Authorize": the SDK's flow with the caller's redirect and callback handlers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from mcp.shared.dispatcher import ProgressFnT
+from pydantic import AnyUrl, ValidationError
+
+from sagents.core._result import ToolResult
+from sagents.errors import ConfigError, NeedsLoginError, UpstreamUnavailableError
+from sagents.mcp._params import StreamableHttpServerParameters, UpstreamOAuth
+from sagents.mcp._settings import ServerSettings
+from sagents.mcp._supervisor import MCPSupervisor
+from sagents.store._protocols import LoginStore
+
+__all__ = [
+    "REFRESH_MARGIN_S",
+    "SECRET_KEY_ENV",
+    "SECRET_KEY_FILE",
+    "LoginRecord",
+    "LoginVault",
+    "PrincipalConnections",
+    "load_secret_key",
+    "login",
+    "rotate_secret_key",
+]
+
+logger = logging.getLogger(__name__)
+
+SECRET_KEY_ENV = "SAGENTS_SECRET_KEY"
+"""The variable holding the key that seals upstream logins: one or more Fernet keys separated
+by commas (the first seals; every one opens, so that a key can be rotated)."""
+
+SECRET_KEY_FILE = "secret.key"
+"""The key file in the data directory (0600) when ``SAGENTS_SECRET_KEY`` is not set."""
+
+REFRESH_MARGIN_S = 60.0
+"""An access token is refreshed this many seconds before it expires."""
+
+_KEY_HINT = (
+    "generate one with: python -c 'from cryptography.fernet import Fernet; "
+    "print(Fernet.generate_key().decode())'"
+)
+
+
+def _fernets(text: str, *, source: str) -> list[Fernet]:
+    keys = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+    if not keys:
+        raise ConfigError(f"{source} holds no key", key=SECRET_KEY_ENV, hint=_KEY_HINT)
+    fernets: list[Fernet] = []
+    for number, key in enumerate(keys, 1):
+        try:
+            fernets.append(Fernet(key))
+        except (ValueError, TypeError):
+            raise ConfigError(
+                f"key {number} of {source} is not a Fernet key (32 bytes, URL-safe base64)",
+                key=SECRET_KEY_ENV,
+                hint=_KEY_HINT,
+            ) from None
+    return fernets
+
+
+def load_secret_key(
+    data_dir: Path, *, environ: Mapping[str, str] | None = None, shared: bool = False
+) -> MultiFernet:
+    """The key that seals upstream logins.
+
+    ``SAGENTS_SECRET_KEY`` when set; else the data directory's ``secret.key``, generated (0600)
+    on first use. Replicas must share one key, so a shared store (``shared``) needs the
+    variable.
+
+    Raises:
+        ConfigError: a malformed key; a shared store without ``SAGENTS_SECRET_KEY``; the key
+            file cannot be read or written.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(SECRET_KEY_ENV)
+    if value:
+        return MultiFernet(_fernets(value, source=SECRET_KEY_ENV))
+    if shared:
+        raise ConfigError(
+            f"a shared (PostgreSQL) store needs {SECRET_KEY_ENV}: every replica must seal "
+            "upstream logins with the same key",
+            key=SECRET_KEY_ENV,
+            hint=_KEY_HINT + f", and give it to every replica as {SECRET_KEY_ENV}",
+        )
+    path = data_dir / SECRET_KEY_FILE
+    try:
+        text = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        text = _write_key_file(path, [Fernet.generate_key().decode()])
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read the key file {path}: {error}", key=SECRET_KEY_ENV) from None
+    return MultiFernet(_fernets(text, source=str(path)))
+
+
+def _write_key_file(path: Path, keys: list[str]) -> str:
+    """Write ``keys`` (one a line) to ``path`` 0600, replacing it at once; the text written."""
+    text = "".join(f"{key}\n" for key in keys)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial_path = path.with_name(path.name + ".new")
+        descriptor = os.open(
+            partial_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600
+        )
+        with os.fdopen(descriptor, "w", encoding="ascii") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial_path, path)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write the key file {path}: {error}", key=SECRET_KEY_ENV
+        ) from None
+    return text
+
+
+async def rotate_secret_key(
+    store: LoginStore, data_dir: Path, *, environ: Mapping[str, str] | None = None
+) -> int:
+    """Re-seal every stored login with a new key (``sagents auth rotate-key``).
+
+    With ``SAGENTS_SECRET_KEY`` set, its first key is the new one and the others the old ones
+    (``new,old``); the logins are re-sealed with the first, after which the old keys can be
+    dropped from the variable. Without it, a new key is generated into ``secret.key``: the file
+    holds the new and the old key while the logins are re-sealed (one transaction), then only
+    the new one, so that a failure at any step loses no login.
+
+    Returns:
+        How many logins were re-sealed.
+
+    Raises:
+        ConfigError: a malformed key, or the key file cannot be written.
+        InvalidToken: a stored login none of the keys opens (nothing was changed): it was
+            sealed with a key given neither in the variable nor in the file.
+        StoreError: the store cannot be used (nothing was changed).
+    """
+    env = os.environ if environ is None else environ
+    if env.get(SECRET_KEY_ENV):
+        keys = load_secret_key(data_dir, environ=env)
+        return await store.reseal(keys.rotate)
+    path = data_dir / SECRET_KEY_FILE
+    load_secret_key(data_dir, environ=env)  # generated if missing, checked if not
+    old_keys = path.read_text(encoding="ascii").split()
+    new_key = Fernet.generate_key().decode()
+    _write_key_file(path, [new_key, *old_keys])
+    keys = MultiFernet([Fernet(new_key), *(Fernet(key) for key in old_keys)])
+    count = await store.reseal(keys.rotate)
+    _write_key_file(path, [new_key])
+    return count
+
+
+@dataclass
+class LoginRecord:
+    """What the gateway keeps of one principal's login to one server (sealed in the store).
+
+    Attributes:
+        tokens: The tokens, None once they were refused (the login must be given again).
+        expires_at: When the access token expires (seconds since the epoch), if it says.
+        client: The OAuth client registered for the server (or the configured client id).
+        metadata: The authorization server's metadata, as discovered at login.
+        resource: The server's Protected Resource Metadata, as discovered at login.
+    """
+
+    tokens: OAuthToken | None = None
+    expires_at: float | None = None
+    client: OAuthClientInformationFull | None = None
+    metadata: OAuthMetadata | None = None
+    resource: ProtectedResourceMetadata | None = None
+
+    def to_json(self) -> bytes:
+        """The record as JSON bytes (what is sealed)."""
+
+        def dumped(model: Any) -> Any:
+            return None if model is None else model.model_dump(mode="json", exclude_none=True)
+
+        return json.dumps(
+            {
+                "tokens": dumped(self.tokens),
+                "expires_at": self.expires_at,
+                "client": dumped(self.client),
+                "metadata": dumped(self.metadata),
+                "resource": dumped(self.resource),
+            }
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> LoginRecord:
+        """The record of :meth:`to_json`'s bytes.
+
+        Raises:
+            ValueError: not such a record.
+        """
+        value = json.loads(data)
+        if not isinstance(value, dict):
+            raise ValueError("a login record is a JSON object")
+
+        def parsed(model: Any, key: str) -> Any:
+            item = value.get(key)
+            return None if item is None else model.model_validate(item)
+
+        expires_at = value.get("expires_at")
+        return cls(
+            tokens=parsed(OAuthToken, "tokens"),
+            expires_at=float(expires_at) if expires_at is not None else None,
+            client=parsed(OAuthClientInformationFull, "client"),
+            metadata=parsed(OAuthMetadata, "metadata"),
+            resource=parsed(ProtectedResourceMetadata, "resource"),
+        )
+
+
+class LoginVault:
+    """Every principal's login to every ``"auth": "oauth"`` server, sealed in a store.
+
+    Args:
+        store: Where sealed records are kept (the gateway's store).
+        key: The key that seals them (:func:`load_secret_key`).
+        login_hint: How a principal logs in to a server, for the ``needs_login`` error:
+            ``login_hint(server, principal)`` (a console URL, or the ``sagents auth login``
+            command).
+    """
+
+    def __init__(
+        self,
+        store: LoginStore,
+        key: MultiFernet,
+        *,
+        login_hint: Callable[[str, str], str] | None = None,
+    ) -> None:
+        self.store = store
+        self._key = key
+        self._hint = login_hint or _command_hint
+
+    def login_hint(self, server: str, principal: str) -> str:
+        """How ``principal`` logs in to ``server``."""
+        return self._hint(server, principal)
+
+    async def load(self, server: str, principal: str) -> LoginRecord | None:
+        """``principal``'s login to ``server``; None when there is none or the key cannot
+        open it (logged; the record stays for the right key).
+
+        Raises:
+            StoreError: the store cannot be used now.
+        """
+        sealed = await self.store.load(server, principal)
+        if sealed is None:
+            return None
+        try:
+            return LoginRecord.from_json(self._key.decrypt(sealed))
+        except InvalidToken:
+            logger.warning(
+                "the login of a principal to MCP server %r cannot be opened with the key of "
+                "%s (or %s): it counts as no login until the right key is given",
+                server,
+                SECRET_KEY_ENV,
+                SECRET_KEY_FILE,
+            )
+        except (ValueError, ValidationError) as error:
+            logger.warning(
+                "the login of a principal to MCP server %r is unreadable: %s", server, error
+            )
+        return None
+
+    async def save(self, server: str, principal: str, record: LoginRecord) -> None:
+        """Seal and keep ``record``."""
+        await self.store.save(server, principal, self._key.encrypt(record.to_json()))
+
+    async def forget(self, server: str, principal: str) -> bool:
+        """Drop ``principal``'s login to ``server``; whether there was one."""
+        return await self.store.delete(server, principal)
+
+    async def has_login(self, server: str, principal: str) -> bool:
+        """Whether ``principal`` holds usable tokens for ``server``."""
+        record = await self.load(server, principal)
+        return record is not None and record.tokens is not None
+
+    def provider(
+        self,
+        server: str,
+        params: StreamableHttpServerParameters,
+        principal: str,
+        *,
+        redirect_uri: str,
+        record: LoginRecord | None,
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
+    ) -> OAuthClientProvider:
+        """The SDK's OAuth client for ``principal`` on ``server``, starting from ``record``,
+        keeping what it learns (tokens, refreshed tokens, a registered client) in the vault."""
+        oauth = params.oauth
+        scopes = " ".join(oauth.scopes) if oauth is not None and oauth.scopes else None
+        storage = _SealedStorage(self, server, principal, record, redirect_uri, oauth)
+        provider = OAuthClientProvider(
+            params.url,
+            OAuthClientMetadata(
+                redirect_uris=[AnyUrl(redirect_uri)],
+                client_name="sagents gateway",
+                grant_types=["authorization_code", "refresh_token"],
+                token_endpoint_auth_method="none",
+                scope=scopes,
+            ),
+            storage=storage,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+        )
+        storage.provider = provider
+        if record is not None:
+            storage.adopt(record)
+        return provider
+
+
+def _command_hint(server: str, principal: str) -> str:
+    who = "" if not principal else " --principal <your subject>"
+    return f"sagents auth login {server}{who}"
+
+
+class _SealedStorage:
+    """The SDK's ``TokenStorage`` for one principal and server, kept sealed in the vault.
+
+    Given no record, it reads the vault's on the SDK's first question (the SDK asks once per
+    client, at its first request).
+    """
+
+    def __init__(
+        self,
+        vault: LoginVault,
+        server: str,
+        principal: str,
+        record: LoginRecord | None,
+        redirect_uri: str,
+        oauth: UpstreamOAuth | None,
+    ) -> None:
+        self.vault = vault
+        self.server = server
+        self.principal = principal
+        self.record = record
+        self.redirect_uri = redirect_uri
+        self.oauth = oauth
+        self.provider: OAuthClientProvider | None = None
+
+    def adopt(self, record: LoginRecord) -> None:
+        """Start from ``record``: its client (when usable here) and what the SDK learns only
+        from a ``401`` (the authorization server's metadata, the token's expiry). Without
+        them a refresh after a restart would go to a guessed token endpoint, and an expired
+        token would be sent once before being refreshed."""
+        if self.oauth is not None and self.oauth.client_id is not None:
+            record.client = OAuthClientInformationFull(
+                client_id=self.oauth.client_id,
+                redirect_uris=[AnyUrl(self.redirect_uri)],
+                token_endpoint_auth_method="none",
+                grant_types=["authorization_code", "refresh_token"],
+            )
+        elif record.client is not None and self.redirect_uri not in [
+            str(uri) for uri in record.client.redirect_uris or ()
+        ]:
+            record.client = None  # registered for another redirect URI: register again
+        self.record = record
+        if self.provider is None:
+            return
+        context = self.provider.context
+        context.oauth_metadata = record.metadata
+        context.protected_resource_metadata = record.resource
+        if record.resource is not None and record.resource.authorization_servers:
+            context.auth_server_url = str(record.resource.authorization_servers[0])
+        if record.expires_at is not None:
+            context.token_expiry_time = record.expires_at - REFRESH_MARGIN_S
+
+    async def _held(self) -> LoginRecord:
+        if self.record is None:
+            self.adopt(await self.vault.load(self.server, self.principal) or LoginRecord())
+        assert self.record is not None
+        return self.record
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return (await self._held()).tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        record = await self._held()
+        record.tokens = tokens
+        record.expires_at = (
+            time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
+        )
+        if self.provider is not None:
+            context = self.provider.context
+            record.metadata = context.oauth_metadata or record.metadata
+            record.resource = context.protected_resource_metadata or record.resource
+            if record.expires_at is not None:
+                context.token_expiry_time = record.expires_at - REFRESH_MARGIN_S
+        await self.vault.save(self.server, self.principal, record)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return (await self._held()).client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        record = await self._held()
+        record.client = client_info
+        await self.vault.save(self.server, self.principal, record)
+
+
+class _LoginNeeded(Exception):
+    """Raised by the SDK's flow instead of waiting for a person inside a call."""
+
+
+class PrincipalConnections:
+    """The connections of one ``"auth": "oauth"`` server, one per principal, each holding only
+    that principal's login.
+
+    Args:
+        name: The server's configured name.
+        params: Where it is (``params.oauth`` set).
+        settings: Its settings (timeouts, concurrency...).
+        vault: The logins.
+        redirect_uri: The redirect URI the logins were given with (a connection never asks
+            for a login, but the SDK's client must name one).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        params: StreamableHttpServerParameters,
+        settings: ServerSettings,
+        vault: LoginVault,
+        *,
+        redirect_uri: str = "http://127.0.0.1/callback",
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.settings = settings
+        self.vault = vault
+        self.redirect_uri = redirect_uri
+        self._open: dict[str, MCPSupervisor] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._refused: set[str] = set()
+
+    def auth(self, principal: str) -> OAuthClientProvider:
+        """A new SDK OAuth client of ``principal``'s connection (reading the login from the
+        vault at its first request): a login it would need is refused
+        (:class:`NeedsLoginError`) rather than waited for."""
+
+        async def refuse(authorization_url: str) -> None:
+            self._refused.add(principal)
+            held = await self.vault.load(self.name, principal)
+            if held is not None and held.tokens is not None:
+                held.tokens = None  # refused upstream (revoked, or the refresh failed)
+                await self.vault.save(self.name, principal, held)
+            raise _LoginNeeded(authorization_url)
+
+        async def no_callback() -> AuthorizationCodeResult:
+            raise _LoginNeeded("")
+
+        return self.vault.provider(
+            self.name,
+            self.params,
+            principal,
+            redirect_uri=self.redirect_uri,
+            record=None,
+            redirect_handler=refuse,
+            callback_handler=no_callback,
+        )
+
+    def needs_login(self, principal: str) -> NeedsLoginError:
+        """The error of a call of ``principal`` without a usable login."""
+        hint = self.vault.login_hint(self.name, principal)
+        return NeedsLoginError(
+            f"MCP server {self.name!r} needs a login: log in with {hint}",
+            hint=hint,
+            details={"server": self.name, "login": hint},
+        )
+
+    async def call(
+        self,
+        principal: str,
+        tool: str,
+        arguments: dict[str, Any],
+        progress_callback: ProgressFnT | None = None,
+    ) -> ToolResult:
+        """Call ``tool`` on ``principal``'s own connection.
+
+        Raises:
+            NeedsLoginError: ``principal`` has no usable login (none, refused upstream, or one
+                the key cannot open).
+            UpstreamUnavailableError, UpstreamProtocolError, ...: as
+                :meth:`MCPSupervisor.call_tool_raising`.
+        """
+        supervisor = await self._connection(principal)
+        try:
+            return await supervisor.call_tool_raising(
+                self.name, tool, arguments, progress_callback=progress_callback
+            )
+        except UpstreamUnavailableError:
+            if principal in self._refused:
+                await self._close(principal)
+                raise self.needs_login(principal) from None
+            raise
+
+    async def _connection(self, principal: str) -> MCPSupervisor:
+        lock = self._locks.setdefault(principal, anyio.Lock())
+        async with lock:
+            supervisor = self._open.get(principal)
+            if supervisor is not None and principal not in self._refused:
+                return supervisor
+            if supervisor is not None:
+                await self._close(principal)
+            record = await self.vault.load(self.name, principal)
+            if record is None or record.tokens is None:
+                raise self.needs_login(principal)
+            self._refused.discard(principal)
+            supervisor = MCPSupervisor(log_dir=self.settings.log_dir)
+            params = replace(self.params, auth=partial(self.auth, principal))
+            try:
+                await supervisor.add_server(self.name, params, self.settings, wait=True)
+            except UpstreamUnavailableError:
+                await supervisor.aclose()
+                if principal in self._refused:
+                    raise self.needs_login(principal) from None
+                raise
+            self._open[principal] = supervisor
+            return supervisor
+
+    async def _close(self, principal: str) -> None:
+        supervisor = self._open.pop(principal, None)
+        if supervisor is not None:
+            with anyio.CancelScope(shield=True):
+                await supervisor.aclose()
+
+    async def forget(self, principal: str) -> None:
+        """Close ``principal``'s connection (after a logout)."""
+        await self._close(principal)
+
+    async def aclose(self) -> None:
+        """Close every principal's connection."""
+        for principal in list(self._open):
+            await self._close(principal)
+
+
+async def login(
+    vault: LoginVault,
+    server: str,
+    params: StreamableHttpServerParameters,
+    principal: str,
+    *,
+    redirect_uri: str,
+    show_url: Callable[[str], Awaitable[None]],
+    wait_for_redirect: Callable[[], Awaitable[AuthorizationCodeResult]],
+) -> list[str]:
+    """Log ``principal`` in to ``server`` interactively and keep the login in ``vault``.
+
+    The SDK's flow runs as a client of the server would: its ``401`` and metadata name the
+    authorization server, a client is registered there (or the configured one used), and
+    ``show_url`` is given the authorization URL for the person to open; ``wait_for_redirect``
+    returns the code and state the authorization server sent to ``redirect_uri``.
+
+    Returns:
+        The server's tool names, listed with the new login.
+
+    Raises:
+        OAuthFlowError (``mcp.client.auth``): the flow failed (state mismatch, refused code...).
+        OSError, httpx2.HTTPError, MCPError: the server could not be reached.
+    """
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    held = await vault.load(server, principal)
+    provider = vault.provider(
+        server,
+        params,
+        principal,
+        redirect_uri=redirect_uri,
+        # a new login: new tokens; the client registered before is kept for its redirect URI
+        record=LoginRecord(client=held.client if held is not None else None),
+        redirect_handler=show_url,
+        callback_handler=wait_for_redirect,
+    )
+    http = httpx2.AsyncClient(
+        headers=dict(params.headers or {}),
+        timeout=httpx2.Timeout(params.timeout, read=None),
+        auth=provider,
+    )
+    async with http, Client(streamable_http_client(params.url, http_client=http)) as client:
+        listed = await client.list_tools()
+    return [tool.name for tool in listed.tools]

@@ -1,0 +1,113 @@
+"""Upstream servers that need an OAuth login (``"auth": "oauth"``; docs/oauth.md), against
+real components: the authorization server is the npm package ``oidc-provider``
+(tests/gateway/oauth_peer.py), the upstream the MCP SDK's server with its auth settings
+(tests/gateway/oauth_upstream.py), and the gateway's side the MCP SDK's client OAuth support.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import pytest
+from cryptography.fernet import Fernet, MultiFernet
+from mcp.shared.auth import AuthorizationCodeResult
+
+from sagents.config import parse_config
+from sagents.config.tools import build_tool_manager
+from sagents.mcp import StreamableHttpServerParameters
+from sagents.mcp._oauth import LoginVault, login
+from sagents.store._logins import SqliteLogins
+from sagents.tool import SessionContext
+from sagents.tool._context import PRINCIPAL_KEY
+from tests.gateway.oauth_peer import authorization_server, browse, signing_key
+from tests.gateway.oauth_upstream import Upstream, digest, protected_server
+
+pytestmark = pytest.mark.anyio
+
+CALLBACK = "http://127.0.0.1:1/callback"  # never reached: the test's browser stops before it
+ALICE = "a" * 32  # principals as the gateway names them (a token's identity)
+BOB = "b" * 32
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[str]:
+    jwk, _ = signing_key("as-key")
+    with authorization_server(jwk) as url:
+        yield url
+
+
+def vault_at(path: Path, key: bytes | None = None) -> LoginVault:
+    return LoginVault(SqliteLogins(path / "logins.sqlite3"), MultiFernet([Fernet(key or KEY)]))
+
+
+KEY = Fernet.generate_key()
+
+
+def params_of(upstream: Upstream) -> StreamableHttpServerParameters:
+    config = parse_config({"mcpServers": {"gh": {"url": upstream.url, "auth": "oauth"}}})
+    params = config.servers[0].params
+    assert isinstance(params, StreamableHttpServerParameters)
+    return params
+
+
+async def log_in(vault: LoginVault, upstream: Upstream, principal: str, subject: str) -> list[str]:
+    """Log ``principal`` in as ``subject`` (the person's browser is :func:`browse`)."""
+    landed: list[str] = []
+
+    async def show(url: str) -> None:
+        landed.append(await browse(url, subject, CALLBACK))
+
+    async def redirected() -> AuthorizationCodeResult:
+        query = parse_qs(urlsplit(landed[-1]).query)
+        return AuthorizationCodeResult(
+            code=query["code"][0], state=query["state"][0], iss=query.get("iss", [None])[0]
+        )
+
+    return await login(
+        vault,
+        "gh",
+        params_of(upstream),
+        principal,
+        redirect_uri=CALLBACK,
+        show_url=show,
+        wait_for_redirect=redirected,
+    )
+
+
+def as_principal(principal: str) -> SessionContext:
+    return SessionContext(trusted={PRINCIPAL_KEY: principal})
+
+
+def config_for(upstream: Upstream) -> Any:
+    return parse_config({"mcpServers": {"gh": {"url": upstream.url, "auth": "oauth"}}})
+
+
+async def test_each_principal_calls_with_its_own_login_and_one_without_is_told_to_log_in(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            assert await log_in(vault, upstream, "", "operator") == ["whoami"]
+            assert await log_in(vault, upstream, ALICE, "alice") == ["whoami"]
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                alice = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                bob = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+                operator = await manager.run_tool("gh__whoami", {}, as_principal(""))
+                await log_in(vault, upstream, BOB, "bob")
+                bob_after = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+    assert not alice.is_error and alice.text == "alice"
+    assert operator.text == "operator"
+    assert bob.is_error and bob.error is not None
+    assert bob.error.code == "needs_login"
+    assert "sagents auth login gh --principal" in bob.error.message
+    assert bob.error.details["server"] == "gh"
+    assert bob_after.text == "bob"  # a login given while the gateway runs serves at once
+    subjects = [subject for subject, _ in upstream.calls]
+    assert subjects.count("alice") == 1 and "bob" in subjects
+    tokens = {subject: token for subject, token in upstream.calls}
+    assert len(set(tokens.values())) == len(tokens)  # each principal its own token
