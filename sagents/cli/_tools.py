@@ -152,7 +152,7 @@ def tools_listing(manager: ToolManager) -> dict[str, Any]:
         ``server`` and ``status`` are None for a tool of no MCP server; ``input_schema`` is
         the JSON Schema of the tool's arguments as the tool declares it.
     """
-    states = {s.name: s.state for s in manager.mcp_server_statuses()}
+    states = {s.name: _state(s) for s in manager.mcp_server_statuses()}
     exported = {t["function"]["name"]: t["function"] for t in manager.get_openai_tools()}
     by_registered = {manager.resolve_exported_name(n): n for n in exported}
     tools = []
@@ -172,10 +172,16 @@ def tools_listing(manager: ToolManager) -> dict[str, Any]:
     return {"tools": tools, "servers": [_server_json(s) for s in manager.mcp_server_statuses()]}
 
 
+def _state(status: ServerStatus) -> str:
+    """A server's state as ``sagents tools`` shows it: ``needs_login`` for a server that
+    refused the connection for want of a login (docs/oauth.md)."""
+    return "needs_login" if status.needs_login else status.state
+
+
 def _server_json(status: ServerStatus) -> dict[str, Any]:
     return {
         "name": status.name,
-        "state": status.state,
+        "state": _state(status),
         "transport": status.transport,
         "protocol_version": status.protocol_version,
         "last_error": status.last_error,

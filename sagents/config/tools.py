@@ -59,7 +59,10 @@ async def build_tool_manager(
         logins: The upstream logins of the ``"auth": "oauth"`` servers (docs/oauth.md): each
             call of such a server goes to the calling principal's own connection, and the
             server's tools are listed with the local operator's login (principal ``""``).
-            None: those servers are connected without a login (and refuse).
+            None: the local operator's logins of the embedded store (the data directory's
+            ``logins.sqlite3``, key from ``SAGENTS_SECRET_KEY`` or ``secret.key``) when the
+            config has such a server and no ``store.url``, as ``sagents auth login`` keeps
+            them.
 
     Returns:
         The open manager.
@@ -76,6 +79,7 @@ async def build_tool_manager(
                 name: (params, _settings(settings, definition_pins, redactor, secrets))
                 for name, (params, settings) in config.as_supervisor_input().items()
             }
+            logins = logins or _local_logins(config)
             if logins is not None:
                 servers = _routed(manager, servers, logins)
             await manager.register_mcp_servers(servers, wait=wait)
@@ -83,6 +87,23 @@ async def build_tool_manager(
         await manager.aclose()
         raise
     return manager
+
+
+def _local_logins(config: SagentsConfig) -> LoginVault | None:
+    """The embedded store's logins, for a config with an ``"auth": "oauth"`` server and no
+    shared store (the CLI's ``tools``, ``call``, ``chat``, ``run-script``)."""
+    wanted = any(
+        isinstance(params, StreamableHttpServerParameters) and params.oauth is not None
+        for params, _ in config.as_supervisor_input().values()
+    )
+    if not wanted or config.store_url:
+        return None
+    from sagents.audit._store import default_data_dir
+    from sagents.mcp._oauth import LoginVault, load_secret_key
+    from sagents.store._logins import LOGINS_FILE, SqliteLogins
+
+    data_dir = default_data_dir()
+    return LoginVault(SqliteLogins(data_dir / LOGINS_FILE), load_secret_key(data_dir))
 
 
 def _routed(

@@ -79,7 +79,8 @@ from sagents.gateway._upstream_skills import (
     upstream_skill_source,
 )
 from sagents.gateway._workspaces import Workspaces
-from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind
+from sagents.mcp import TOOL_NAME_SEPARATOR, CatalogKind, StreamableHttpServerParameters
+from sagents.mcp._oauth import LoginVault
 from sagents.progress._hub import ProgressHub
 from sagents.skill._manager import SkillManager
 from sagents.skill._mcp_source import MCPSkillSource
@@ -204,6 +205,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             wait=plan.wait_for_servers,
             definition_pins=store.pins,
             redactor=plan.redactor,
+            logins=_login_vault(config, store),
         )
         stack.push_async_callback(_close_shielded, manager)
         for key, tool in plan.local_tools:
@@ -524,6 +526,24 @@ def _script_approver(
         return manager.get_tool_spec(name).permission
 
     return ConsoleScriptApprover(pending, route=settings.approvals, permission_of=permission_of)
+
+
+def _login_vault(config: SagentsConfig, store: GatewayStore) -> LoginVault | None:
+    """The upstream logins of the config's ``"auth": "oauth"`` servers, sealed in the
+    gateway's store (docs/oauth.md); None without such a server.
+
+    Raises:
+        ConfigError: a malformed ``SAGENTS_SECRET_KEY``, or a shared store without it.
+    """
+    if not any(
+        isinstance(server.params, StreamableHttpServerParameters) and server.params.oauth
+        for server in config.servers
+    ):
+        return None
+    from sagents.mcp._oauth import load_secret_key
+
+    key = load_secret_key(default_data_dir(), shared=store.shared)
+    return LoginVault(store.logins, key)
 
 
 def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:

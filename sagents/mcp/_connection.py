@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core._spec import ToolSpec
-from sagents.errors import UpstreamSchemaError, UpstreamUnavailableError
+from sagents.errors import NeedsLoginError, UpstreamSchemaError, UpstreamUnavailableError
 from sagents.mcp._catalog import CatalogChangedCallback, CatalogKind, ServerCatalog, list_catalog
 from sagents.mcp._convert import mcp_tool_name, tool_to_spec
 from sagents.mcp._params import ServerParams, describe_params
@@ -63,9 +63,17 @@ ToolsChangedCallback = Callable[[str, tuple[ToolSpec, ...]], Awaitable[None]]
 """``(server, specs)``, awaited by a connection's worker after a listing changed the tools."""
 
 
+def _first(error: BaseException) -> BaseException:
+    """The first error inside exception groups (what a failure is described by)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
 def _describe(error: BaseException) -> str:
-    if isinstance(error, BaseExceptionGroup) and error.exceptions:
-        return _describe(error.exceptions[0])
+    error = _first(error)
+    if isinstance(error, NeedsLoginError):
+        return error.message
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}" if type(error).__name__ not in text else text
 
@@ -124,6 +132,7 @@ class ServerConnection:
         self.log_path = log_path
         self._on_tools_changed = on_tools_changed
         self._state: ServerState = "connecting"
+        self._needs_login = False  # the last start was refused for want of a login
         self._changed = anyio.Event()
         self._wake = anyio.Event()
         self._dead = False
@@ -198,6 +207,7 @@ class ServerConnection:
             liveness_restarts=self._liveness_restarts,
             last_restart_reason=self._restart_reason,
             log_path=str(self.log_path) if isinstance(self.params, StdioServerParameters) else None,
+            needs_login=self._needs_login and self._state != "ready",
             sandboxed=isinstance(self.params, StdioServerParameters)
             and self.settings.sandbox is not None,
         )
@@ -466,6 +476,7 @@ class ServerConnection:
                         self._consecutive_failures = 0
                         self._last_error = None
                         self._logged_error = None
+                        self._needs_login = False
                         self._set_state("ready")
                         # New items, or back after a loss: told once the server is ready.
                         await self._catalog_changed(changed | (hidden & self._catalog_kinds()))
@@ -474,6 +485,7 @@ class ServerConnection:
                         tg.cancel_scope.cancel()
             except Exception as error:  # noqa: BLE001 - the supervision boundary of one connection
                 self._last_error = _describe(error)
+                self._needs_login = isinstance(_first(error), NeedsLoginError)
         if connect_scope.cancelled_caught:
             self._last_error = (
                 f"no answer to the handshake within {self.settings.connect_timeout} s"

@@ -74,7 +74,18 @@ SECRET_KEY_FILE = "secret.key"
 """The key file in the data directory (0600) when ``SAGENTS_SECRET_KEY`` is not set."""
 
 REFRESH_MARGIN_S = 60.0
-"""An access token is refreshed this many seconds before it expires."""
+"""An access token is refreshed this many seconds before it expires (at most half its
+lifetime before: a token living 30 s is refreshed after 15 s)."""
+
+
+def _refresh_at(record: LoginRecord) -> float | None:
+    """When the record's access token is due for a refresh (None: it says no expiry)."""
+    if record.expires_at is None:
+        return None
+    lifetime = record.tokens.expires_in if record.tokens is not None else None
+    margin = REFRESH_MARGIN_S if lifetime is None else min(REFRESH_MARGIN_S, int(lifetime) / 2)
+    return record.expires_at - margin
+
 
 _KEY_HINT = (
     "generate one with: python -c 'from cryptography.fernet import Fernet; "
@@ -323,12 +334,21 @@ class LoginVault:
         record: LoginRecord | None,
         redirect_handler: Callable[[str], Awaitable[None]],
         callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
+        interactive: bool = True,
     ) -> OAuthClientProvider:
-        """The SDK's OAuth client for ``principal`` on ``server``, starting from ``record``,
-        keeping what it learns (tokens, refreshed tokens, a registered client) in the vault."""
+        """The SDK's OAuth client for ``principal`` on ``server``, starting from ``record``
+        (None: the vault's, read at its first request), keeping what it learns (tokens,
+        refreshed tokens, a registered client) in the vault.
+
+        ``interactive``: a person logs in through ``redirect_uri`` (a client registered for
+        another redirect URI is registered again); else the login is only used, and the
+        client it was given with is kept.
+        """
         oauth = params.oauth
         scopes = " ".join(oauth.scopes) if oauth is not None and oauth.scopes else None
-        storage = _SealedStorage(self, server, principal, record, redirect_uri, oauth)
+        storage = _SealedStorage(
+            self, server, principal, record, redirect_uri, oauth, interactive=interactive
+        )
         provider = OAuthClientProvider(
             params.url,
             OAuthClientMetadata(
@@ -368,8 +388,11 @@ class _SealedStorage:
         record: LoginRecord | None,
         redirect_uri: str,
         oauth: UpstreamOAuth | None,
+        *,
+        interactive: bool,
     ) -> None:
         self.vault = vault
+        self.interactive = interactive
         self.server = server
         self.principal = principal
         self.record = record
@@ -389,9 +412,11 @@ class _SealedStorage:
                 token_endpoint_auth_method="none",
                 grant_types=["authorization_code", "refresh_token"],
             )
-        elif record.client is not None and self.redirect_uri not in [
-            str(uri) for uri in record.client.redirect_uris or ()
-        ]:
+        elif (
+            self.interactive
+            and record.client is not None
+            and self.redirect_uri not in [str(uri) for uri in record.client.redirect_uris or ()]
+        ):
             record.client = None  # registered for another redirect URI: register again
         self.record = record
         if self.provider is None:
@@ -402,7 +427,7 @@ class _SealedStorage:
         if record.resource is not None and record.resource.authorization_servers:
             context.auth_server_url = str(record.resource.authorization_servers[0])
         if record.expires_at is not None:
-            context.token_expiry_time = record.expires_at - REFRESH_MARGIN_S
+            context.token_expiry_time = _refresh_at(record)
 
     async def _held(self) -> LoginRecord:
         if self.record is None:
@@ -415,6 +440,11 @@ class _SealedStorage:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         record = await self._held()
+        if not self.interactive and record.tokens is None:
+            # Only a login gives first tokens; a connection only refreshes the ones it
+            # read. (It never replaces a record it could not open: that one is kept for the
+            # right key.)
+            return
         record.tokens = tokens
         record.expires_at = (
             time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
@@ -424,7 +454,7 @@ class _SealedStorage:
             record.metadata = context.oauth_metadata or record.metadata
             record.resource = context.protected_resource_metadata or record.resource
             if record.expires_at is not None:
-                context.token_expiry_time = record.expires_at - REFRESH_MARGIN_S
+                context.token_expiry_time = _refresh_at(record)
         await self.vault.save(self.server, self.principal, record)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
@@ -433,11 +463,24 @@ class _SealedStorage:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         record = await self._held()
         record.client = client_info
-        await self.vault.save(self.server, self.principal, record)
+        if self.interactive:  # a connection registers nothing it could keep: see set_tokens
+            await self.vault.save(self.server, self.principal, record)
 
 
-class _LoginNeeded(Exception):
-    """Raised by the SDK's flow instead of waiting for a person inside a call."""
+class _LoginNeeded(NeedsLoginError):
+    """Raised by the SDK's flow instead of waiting for a person inside a connection (the
+    authorization URL it would have shown is not kept: it is of no use to anyone else)."""
+
+
+class _QuietLoginNeeded(logging.Filter):
+    """Drops the SDK's traceback of a flow that stopped at :class:`_LoginNeeded`: that is the
+    expected answer of a connection without a login, said once by the connection's status."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _LoginNeeded))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietLoginNeeded())
 
 
 class PrincipalConnections:
@@ -476,16 +519,16 @@ class PrincipalConnections:
         vault at its first request): a login it would need is refused
         (:class:`NeedsLoginError`) rather than waited for."""
 
-        async def refuse(authorization_url: str) -> None:
+        async def refuse(_authorization_url: str) -> None:
             self._refused.add(principal)
             held = await self.vault.load(self.name, principal)
             if held is not None and held.tokens is not None:
                 held.tokens = None  # refused upstream (revoked, or the refresh failed)
                 await self.vault.save(self.name, principal, held)
-            raise _LoginNeeded(authorization_url)
+            raise self.needs_login(principal, _LoginNeeded)
 
         async def no_callback() -> AuthorizationCodeResult:
-            raise _LoginNeeded("")
+            raise self.needs_login(principal, _LoginNeeded)
 
         return self.vault.provider(
             self.name,
@@ -495,12 +538,15 @@ class PrincipalConnections:
             record=None,
             redirect_handler=refuse,
             callback_handler=no_callback,
+            interactive=False,
         )
 
-    def needs_login(self, principal: str) -> NeedsLoginError:
+    def needs_login(
+        self, principal: str, kind: type[NeedsLoginError] = NeedsLoginError
+    ) -> NeedsLoginError:
         """The error of a call of ``principal`` without a usable login."""
         hint = self.vault.login_hint(self.name, principal)
-        return NeedsLoginError(
+        return kind(
             f"MCP server {self.name!r} needs a login: log in with {hint}",
             hint=hint,
             details={"server": self.name, "login": hint},

@@ -45,6 +45,8 @@ class ServerStatus:
             a liveness ``ping`` (frozen, deadlocked).
         last_restart_reason: Why the connection was last lost (kept after the restart).
         sandboxed: True for a stdio server that runs in its own bubblewrap sandbox.
+        needs_login: The server (``"auth": "oauth"``) refused the connection for want of a
+            login (docs/oauth.md); ``last_error`` says how to give it.
     """
 
     name: str
@@ -63,3 +65,4 @@ class ServerStatus:
     liveness_restarts: int = 0
     last_restart_reason: str | None = None
     sandboxed: bool = False
+    needs_login: bool = False

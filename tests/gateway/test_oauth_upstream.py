@@ -6,12 +6,14 @@ real components: the authorization server is the npm package ``oidc-provider``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import httpx2
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from mcp.shared.auth import AuthorizationCodeResult
@@ -19,7 +21,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 from sagents.config import parse_config
 from sagents.config.tools import build_tool_manager
 from sagents.mcp import StreamableHttpServerParameters
-from sagents.mcp._oauth import LoginVault, login
+from sagents.mcp._oauth import REFRESH_MARGIN_S, LoginVault, login
 from sagents.store._logins import SqliteLogins
 from sagents.tool import SessionContext
 from sagents.tool._context import PRINCIPAL_KEY
@@ -111,3 +113,82 @@ async def test_each_principal_calls_with_its_own_login_and_one_without_is_told_t
     assert subjects.count("alice") == 1 and "bob" in subjects
     tokens = {subject: token for subject, token in upstream.calls}
     assert len(set(tokens.values())) == len(tokens)  # each principal its own token
+
+
+async def test_a_token_due_to_expire_is_refreshed_before_use_and_a_revoked_login_needs_a_new_one(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            given = await vault.load("gh", ALICE)
+            assert given is not None and given.tokens is not None
+            assert given.tokens.refresh_token  # offline_access was asked for and granted
+            # the time passes: the token (valid for an hour at the issuer) has 30 s left by
+            # the record, less than the refresh margin
+            given.expires_at = time.time() + REFRESH_MARGIN_S / 2
+            await vault.save("gh", ALICE, given)
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                refreshed = await vault.load("gh", ALICE)
+                # the authorization server revokes alice's grant (her refresh token)
+                assert refreshed is not None and refreshed.tokens is not None
+                assert refreshed.client is not None and refreshed.metadata is not None
+                async with httpx2.AsyncClient() as http:
+                    revoked = await http.post(
+                        str(refreshed.metadata.revocation_endpoint),
+                        data={
+                            "token": refreshed.tokens.refresh_token,
+                            "token_type_hint": "refresh_token",
+                            "client_id": refreshed.client.client_id,
+                        },
+                    )
+                assert revoked.status_code == 200, revoked.text
+                # the access token (a JWT the upstream checks offline) lives on until it is
+                # due; then the refresh is refused (a new connection: the gateway restarted)
+                refreshed.expires_at = time.time() + REFRESH_MARGIN_S / 2
+                await vault.save("gh", ALICE, refreshed)
+                async with await build_tool_manager(
+                    config_for(upstream), logins=vault
+                ) as restarted:
+                    after = await restarted.run_tool("gh__whoami", {}, as_principal(ALICE))
+            dropped = await vault.load("gh", ALICE)
+    assert first.text == "alice"
+    assert refreshed.tokens.access_token != given.tokens.access_token  # refreshed and kept
+    assert upstream.calls[0] == ("alice", digest(refreshed.tokens.access_token))
+    assert after.is_error and after.error is not None and after.error.code == "needs_login"
+    assert dropped is not None and dropped.tokens is None  # the refused tokens are dropped
+    assert dropped.client is not None  # the registered client stays for the next login
+
+
+async def test_logins_are_sealed_and_a_wrong_key_is_no_login_that_the_right_key_restores(
+    issuer: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vault = vault_at(tmp_path)
+    wrong = vault_at(tmp_path, Fernet.generate_key())
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            record = await vault.load("gh", ALICE)
+            async with await build_tool_manager(config_for(upstream), logins=wrong) as manager:
+                refused = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                status = manager.mcp_server_status("gh")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                restored = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    assert record is not None and record.tokens is not None
+    stored = (tmp_path / "logins.sqlite3").read_bytes()
+    assert record.tokens.access_token.encode() not in stored
+    assert record.tokens.refresh_token is not None
+    assert record.tokens.refresh_token.encode() not in stored
+    assert b"alice" not in stored
+    # the operator's login (which lists the tools) cannot be opened either: the server shows
+    # needs_login, with how to log in, and offers no tools until the right key is back
+    assert status.needs_login and status.state == "failed"
+    assert status.last_error == ("MCP server 'gh' needs a login: log in with sagents auth login gh")
+    assert refused.is_error and refused.error is not None
+    assert refused.error.code == "unknown_tool"
+    assert "cannot be opened with the key" in caplog.text
+    assert restored.text == "alice"  # nothing was lost to the wrong key

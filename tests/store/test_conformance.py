@@ -235,3 +235,30 @@ async def test_sessions_are_kept_by_id_and_the_last_saved_is_known(store: Gatewa
     assert await store.agents.load_session("b") == '{"n": 2}'
     assert await store.agents.load_session("c") is None
     assert await store.agents.last_session() == "a"
+
+
+async def test_upstream_logins_are_kept_per_server_and_principal_and_resealed_at_once(
+    store: GatewayStore,
+) -> None:
+    await store.logins.save("gh", "", b"operator")
+    await store.logins.save("gh", "alice", b"one")
+    await store.logins.save("gh", "alice", b"two")  # replaced
+    await store.logins.save("jira", "alice", b"three")
+    kept = [(row.server, row.principal, row.sealed) for row in await store.logins.logins()]
+    assert kept == [("gh", "", b"operator"), ("gh", "alice", b"two"), ("jira", "alice", b"three")]
+    assert await store.logins.load("gh", "alice") == b"two"
+    assert await store.logins.load("gh", "bob") is None
+
+    def refuse(sealed: bytes) -> bytes:
+        if sealed == b"three":
+            raise ValueError("cannot open")
+        return sealed.upper()
+
+    with pytest.raises(ValueError, match="cannot open"):
+        await store.logins.reseal(refuse)
+    assert await store.logins.load("gh", "alice") == b"two"  # all or nothing
+    assert await store.logins.reseal(bytes.upper) == 3
+    assert await store.logins.load("jira", "alice") == b"THREE"
+    assert await store.logins.delete("gh", "alice") is True
+    assert await store.logins.delete("gh", "alice") is False
+    assert await store.logins.load("gh", "alice") is None
