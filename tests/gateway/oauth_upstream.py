@@ -91,7 +91,8 @@ async def protected_server(issuer: str) -> AsyncIterator[Upstream]:
         def whoami() -> str:
             """The subject of the token of this call."""
             token = get_access_token()
-            assert token is not None and token.subject is not None
+            assert token is not None
+            assert token.subject is not None
             upstream.calls.append((token.subject, digest(token.token)))
             return token.subject
 

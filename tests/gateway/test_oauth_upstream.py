@@ -102,15 +102,18 @@ async def test_each_principal_calls_with_its_own_login_and_one_without_is_told_t
                 operator = await manager.run_tool("gh__whoami", {}, as_principal(""))
                 await log_in(vault, upstream, BOB, "bob")
                 bob_after = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
-    assert not alice.is_error and alice.text == "alice"
+    assert not alice.is_error
+    assert alice.text == "alice"
     assert operator.text == "operator"
-    assert bob.is_error and bob.error is not None
+    assert bob.is_error
+    assert bob.error is not None
     assert bob.error.code == "needs_login"
     assert "sagents auth login gh --principal" in bob.error.message
     assert bob.error.details["server"] == "gh"
     assert bob_after.text == "bob"  # a login given while the gateway runs serves at once
     subjects = [subject for subject, _ in upstream.calls]
-    assert subjects.count("alice") == 1 and "bob" in subjects
+    assert subjects.count("alice") == 1
+    assert "bob" in subjects
     tokens = {subject: token for subject, token in upstream.calls}
     assert len(set(tokens.values())) == len(tokens)  # each principal its own token
 
@@ -124,7 +127,8 @@ async def test_a_token_due_to_expire_is_refreshed_before_use_and_a_revoked_login
             await log_in(vault, upstream, "", "operator")
             await log_in(vault, upstream, ALICE, "alice")
             given = await vault.load("gh", ALICE)
-            assert given is not None and given.tokens is not None
+            assert given is not None
+            assert given.tokens is not None
             assert given.tokens.refresh_token  # offline_access was asked for and granted
             # the time passes: the token (valid for an hour at the issuer) has 30 s left by
             # the record, less than the refresh margin
@@ -134,8 +138,10 @@ async def test_a_token_due_to_expire_is_refreshed_before_use_and_a_revoked_login
                 first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
                 refreshed = await vault.load("gh", ALICE)
                 # the authorization server revokes alice's grant (her refresh token)
-                assert refreshed is not None and refreshed.tokens is not None
-                assert refreshed.client is not None and refreshed.metadata is not None
+                assert refreshed is not None
+                assert refreshed.tokens is not None
+                assert refreshed.client is not None
+                assert refreshed.metadata is not None
                 async with httpx2.AsyncClient() as http:
                     revoked = await http.post(
                         str(refreshed.metadata.revocation_endpoint),
@@ -158,8 +164,11 @@ async def test_a_token_due_to_expire_is_refreshed_before_use_and_a_revoked_login
     assert first.text == "alice"
     assert refreshed.tokens.access_token != given.tokens.access_token  # refreshed and kept
     assert upstream.calls[0] == ("alice", digest(refreshed.tokens.access_token))
-    assert after.is_error and after.error is not None and after.error.code == "needs_login"
-    assert dropped is not None and dropped.tokens is None  # the refused tokens are dropped
+    assert after.is_error
+    assert after.error is not None
+    assert after.error.code == "needs_login"
+    assert dropped is not None
+    assert dropped.tokens is None
     assert dropped.client is not None  # the registered client stays for the next login
 
 
@@ -178,7 +187,8 @@ async def test_logins_are_sealed_and_a_wrong_key_is_no_login_that_the_right_key_
                 status = manager.mcp_server_status("gh")
             async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
                 restored = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
-    assert record is not None and record.tokens is not None
+    assert record is not None
+    assert record.tokens is not None
     stored = (tmp_path / "logins.sqlite3").read_bytes()
     assert record.tokens.access_token.encode() not in stored
     assert record.tokens.refresh_token is not None
@@ -186,9 +196,11 @@ async def test_logins_are_sealed_and_a_wrong_key_is_no_login_that_the_right_key_
     assert b"alice" not in stored
     # the operator's login (which lists the tools) cannot be opened either: the server shows
     # needs_login, with how to log in, and offers no tools until the right key is back
-    assert status.needs_login and status.state == "failed"
+    assert status.needs_login
+    assert status.state == "failed"
     assert status.last_error == ("MCP server 'gh' needs a login: log in with sagents auth login gh")
-    assert refused.is_error and refused.error is not None
+    assert refused.is_error
+    assert refused.error is not None
     assert refused.error.code == "unknown_tool"
     assert "cannot be opened with the key" in caplog.text
     assert restored.text == "alice"  # nothing was lost to the wrong key
