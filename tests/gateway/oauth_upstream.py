@@ -46,7 +46,7 @@ class _JwtVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            kid = jwt.get_unverified_header(token).get("kid")
+            kid = str(jwt.get_unverified_header(token).get("kid"))
             claims: dict[str, Any] = jwt.decode(
                 token,
                 self.keys[kid].key,
