@@ -58,7 +58,7 @@ def test_a_malformed_key_is_refused_naming_the_variable(
 
 
 def test_a_shared_store_needs_the_variable(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"a shared \(PostgreSQL\) store needs SAGENTS_SECRET_KEY"):
+    with pytest.raises(ConfigError, match=r"shared \(PostgreSQL\) store needs"):
         load_secret_key(tmp_path, environ={}, shared=True)
     key = Fernet.generate_key().decode()
     assert load_secret_key(tmp_path, environ={SECRET_KEY_ENV: key}, shared=True)
