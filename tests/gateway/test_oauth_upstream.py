@@ -6,6 +6,9 @@ real components: the authorization server is the npm package ``oidc-provider``
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,14 +22,20 @@ from cryptography.fernet import Fernet, MultiFernet
 from mcp.shared.auth import AuthorizationCodeResult
 
 from sagents.config import parse_config
+from sagents.config._oauth import OAuthConfig
 from sagents.config.tools import build_tool_manager
+from sagents.gateway import serve_http
+from sagents.gateway._factory import open_gateway
+from sagents.gateway._settings import GatewaySettings
 from sagents.mcp import StreamableHttpServerParameters
-from sagents.mcp._oauth import REFRESH_MARGIN_S, LoginVault, login
+from sagents.mcp._oauth import REFRESH_MARGIN_S, SECRET_KEY_ENV, LoginVault, login
 from sagents.store._logins import SqliteLogins
 from sagents.tool import SessionContext
 from sagents.tool._context import PRINCIPAL_KEY
+from tests.cli.cli_helpers import SAGENTS
 from tests.gateway.oauth_peer import authorization_server, browse, signing_key
 from tests.gateway.oauth_upstream import Upstream, digest, protected_server
+from tests.gateway.test_oauth import sdk_client_logging_in
 
 pytestmark = pytest.mark.anyio
 
@@ -204,3 +213,91 @@ async def test_logins_are_sealed_and_a_wrong_key_is_no_login_that_the_right_key_
     assert refused.error.code == "unknown_tool"
     assert "cannot be opened with the key" in caplog.text
     assert restored.text == "alice"  # nothing was lost to the wrong key
+
+
+def sagents_cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(SAGENTS), *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def cli_login(args: list[str], subject: str, env: dict[str, str]) -> str:
+    """``sagents auth login ...`` as a person runs it: open the URL it prints, log in as
+    ``subject``, land on its loopback address; returns what it printed."""
+    process = sagents_cli("auth", "login", *args, env=env)
+    assert process.stdout is not None
+    url = await anyio.to_thread.run_sync(process.stdout.readline)
+    assert url.startswith("http"), process.communicate()
+    redirect_uri = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+    assert redirect_uri.startswith("http://127.0.0.1:")  # its own loopback address
+    landed = await browse(url.strip(), subject, redirect_uri)
+    async with httpx2.AsyncClient() as http:
+        answer = await http.get(landed)
+    assert answer.text == "Logged in. You may close this window."
+    out, err = await anyio.to_thread.run_sync(process.communicate)
+    assert process.returncode == 0, err
+    return out
+
+
+async def test_through_the_gateway_each_oauth_user_reaches_the_upstream_with_their_own_login(
+    issuer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"SAGENTS_DATA_DIR": str(tmp_path / "data"), SECRET_KEY_ENV: KEY.decode()}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with anyio.fail_after(120):
+        async with protected_server(issuer) as upstream:
+            config = tmp_path / "sagents.json"
+            config.write_text(
+                json.dumps(
+                    {
+                        "mcpServers": {
+                            "gh": {"url": upstream.url, "auth": "oauth", "permission": "read_only"}
+                        },
+                        "oauth": {"issuer": issuer, "requiredScopes": ["mcp"]},
+                    }
+                )
+            )
+            logged = await cli_login(["gh", "--config", str(config)], "operator", env)
+            oauth = OAuthConfig(issuer=issuer, required_scopes=("mcp",))
+            settings = GatewaySettings(config=config, transport="http", port=0, oauth=oauth)
+            async with open_gateway(settings) as gateway, anyio.create_task_group() as tg:
+                url = f"http://127.0.0.1:{await tg.start(serve_http, gateway, settings)}/mcp"
+                async with sdk_client_logging_in(url, "alice", [], "auto") as alice:
+                    before = await alice.call_tool("gh__whoami", {})
+                    await cli_login(
+                        ["gh", "--principal", "alice", "--config", str(config)], "alice", env
+                    )
+                    after = await alice.call_tool("gh__whoami", {})
+                async with sdk_client_logging_in(url, "bob", [], "auto") as bob:
+                    other = await bob.call_tool("gh__whoami", {})
+                tg.cancel_scope.cancel()
+            status = sagents_cli("auth", "status", "--json", "--config", str(config), env=env)
+            listed, _ = await anyio.to_thread.run_sync(status.communicate)
+            logout = sagents_cli(
+                "auth", "logout", "gh", "--principal", "alice", "--config", str(config), env=env
+            )
+            left, _ = await anyio.to_thread.run_sync(logout.communicate)
+            vault = LoginVault(
+                SqliteLogins(tmp_path / "data" / "logins.sqlite3"), MultiFernet([Fernet(KEY)])
+            )
+            kept = [(row.server, row.principal) for row in await vault.store.logins()]
+    assert logged.strip().endswith("logged in to gh: 1 tools")
+    assert before.is_error
+    assert "needs a login: log in with sagents auth login gh --principal" in str(before.content)
+    assert not after.is_error
+    assert after.structured_content == {"result": "alice"}
+    assert other.is_error  # bob's session never uses alice's login
+    assert "needs a login" in str(other.content)
+    assert [subject for subject, _ in upstream.calls] == ["alice"]
+    rows = json.loads(listed)
+    assert [(row["principal"] == "operator", row["state"]) for row in rows] == [
+        (True, "logged_in"),
+        (False, "logged_in"),
+    ]
+    assert left.strip() == "logged out of gh"
+    assert kept == [("gh", "")]  # alice's login is gone, the operator's stays
