@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from sagents.audit._store import default_data_dir
 from sagents.cli._tools import ConfigOption, _load
+from sagents.cli.main import WholeHelpGroup
 from sagents.config import SagentsConfig
 from sagents.errors import ConfigError, StoreError
 from sagents.gateway._http_security import Credential
@@ -49,6 +50,7 @@ app = typer.Typer(
     help="Log the gateway in to upstream servers that need OAuth, per principal.",
     no_args_is_help=True,
     add_completion=False,
+    cls=WholeHelpGroup,
 )
 
 _StoreOption = Annotated[

@@ -21,6 +21,7 @@ from sagents.mcp._params import (
     SseServerParameters,
     StdioServerParameters,
     StreamableHttpServerParameters,
+    UpstreamOAuth,
     describe_params,
 )
 from sagents.mcp._settings import DEFAULT_MAX_CONCURRENCY, ServerSandbox, ServerSettings
@@ -44,6 +45,7 @@ __all__ = [
     "StdioServerParameters",
     "StreamableHttpServerParameters",
     "ToolsChangedCallback",
+    "UpstreamOAuth",
     "WithheldTool",
     "check_input_schema",
     "check_server_name",
