@@ -220,6 +220,8 @@ async def test_each_kind_of_bad_token_gets_401_invalid_token_with_its_reason(
                 "no subject": (sign(issuer, {k: v for k, v in fresh.items() if k != "sub"}), "sub"),
                 "no expiry": (sign(issuer, base), "exp"),
                 "expiry out of range": (sign(issuer, {**base, "exp": 10**400}), "out of range"),
+                # another kind of JWT of the issuer (RFC 9068 §4, RFC 8725 §3.11)
+                "not an access token": (sign(issuer, fresh, typ="dpop+jwt"), "typ"),
                 "oversized": ("a" * 9000, "longer than 8192"),
                 "malformed": ("a.b.c", "not a well-formed JWT"),
                 "opaque without introspection": ("opaque-token-0123", "not a JWT"),
@@ -236,6 +238,8 @@ async def test_each_kind_of_bad_token_gets_401_invalid_token_with_its_reason(
                     gw.url,
                     await issue_token(issuer.url, gw.url, "mallory", scope="mcp:read"),
                 )
+                # typ JWT, as Keycloak and Entra ID send it (sign() leaves PyJWT's default)
+                typ_jwt = await initialize(http, gw.url, sign(issuer, fresh))
                 static = await initialize(http, gw.url, "static-token")
                 good = await initialize(
                     http, gw.url, await issue_token(issuer.url, gw.url, "mallory")
@@ -252,6 +256,7 @@ async def test_each_kind_of_bad_token_gets_401_invalid_token_with_its_reason(
     assert short_of_scope.status_code == 403
     assert 'error="insufficient_scope"' in short_of_scope.headers["www-authenticate"]
     assert 'scope="mcp"' in short_of_scope.headers["www-authenticate"]
+    assert typ_jwt.status_code == 200
     assert static.status_code == 200  # configured tokens keep working beside OAuth
     assert good.status_code == 200
 
@@ -361,6 +366,8 @@ async def test_an_unreachable_authorization_server_fails_closed_with_a_log_line(
                 with caplog.at_level(logging.WARNING, logger="sagents.gateway._oauth"):
                     refused = await initialize(http, gw.url, sign(issuer, claims))
                     again = await initialize(http, gw.url, sign(issuer, claims))
+                # typ JWT, as Keycloak and Entra ID send it (sign() leaves PyJWT's default)
+                typ_jwt = await initialize(http, gw.url, sign(issuer, fresh))
                 static = await initialize(http, gw.url, "static-token")
     assert refused.status_code == 503
     assert refused.json()["error"] == "temporarily_unavailable"
