@@ -72,6 +72,13 @@ class TokenRejected(Exception):
     """An access token that is not accepted; ``str()`` is the reason told to the client."""
 
 
+ACCESS_TOKEN_TYPES = ("at+jwt", "jwt")
+"""The JWT ``typ`` headers taken for an access token (``application/`` prefix allowed): RFC
+9068 §2.1's ``at+jwt``, and ``JWT``, which Keycloak and Entra ID send; any other type (a DPoP
+proof, a logout token, an event token...) is refused (RFC 8725 §3.11). A token without ``typ``
+is taken (many issuers send none); its ``aud`` keeps ID tokens out."""
+
+
 class AuthorizationServerUnavailable(Exception):
     """The authorization server (its metadata, keys or introspection) cannot be used now."""
 
@@ -166,6 +173,12 @@ class AccessTokenVerifier:
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.config.algorithms:
             raise TokenRejected(f"the signing algorithm {alg!r} is not accepted")
+        typ = header.get("typ")
+        if typ is not None and (
+            not isinstance(typ, str)
+            or typ.lower().removeprefix("application/") not in ACCESS_TOKEN_TYPES
+        ):
+            raise TokenRejected(f"the token is not an access token (typ {typ!r})")
         kid = header.get("kid")
         jwk = await self._key(kid if isinstance(kid, str) else None, alg)
         try:

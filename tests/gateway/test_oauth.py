@@ -366,8 +366,6 @@ async def test_an_unreachable_authorization_server_fails_closed_with_a_log_line(
                 with caplog.at_level(logging.WARNING, logger="sagents.gateway._oauth"):
                     refused = await initialize(http, gw.url, sign(issuer, claims))
                     again = await initialize(http, gw.url, sign(issuer, claims))
-                # typ JWT, as Keycloak and Entra ID send it (sign() leaves PyJWT's default)
-                typ_jwt = await initialize(http, gw.url, sign(issuer, fresh))
                 static = await initialize(http, gw.url, "static-token")
     assert refused.status_code == 503
     assert refused.json()["error"] == "temporarily_unavailable"
