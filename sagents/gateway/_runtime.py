@@ -73,6 +73,7 @@ from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._sources import HubProgressSource, SkillResources
 from sagents.gateway._tool_changes import ToolChanges
 from sagents.gateway._tool_search import ToolRanker, ToolSearch
+from sagents.gateway._upstream_logins import UpstreamLogins
 from sagents.gateway._upstream_skills import (
     SkillsWithoutServers,
     SupervisorSkillRequests,
@@ -199,15 +200,21 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
         store = await stack.enter_async_context(
             open_store(plan.store_location, data_dir=default_data_dir())
         )
+        vault = _login_vault(config, store)
         manager = await build_tool_manager(
             config,
             progress_hub=ProgressHub(),
             wait=plan.wait_for_servers,
             definition_pins=store.pins,
             redactor=plan.redactor,
-            logins=_login_vault(config, store),
+            logins=vault,
         )
         stack.push_async_callback(_close_shielded, manager)
+        upstream_logins = None
+        if vault is not None:
+            upstream_logins = await stack.enter_async_context(
+                UpstreamLogins(vault, _oauth_servers(config)).running()
+            )
         for key, tool in plan.local_tools:
             try:
                 manager.register_tool(tool)
@@ -244,6 +251,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             scripts=scripts,
             pending=pending,
             upstream_skills=upstream_skills,
+            upstream_logins=upstream_logins,
         )
         if upstream_skills is not None:  # listed once the gateway hears of their changes
             for server in config.skills.servers:
@@ -289,8 +297,11 @@ class ConfiguredGateway(Gateway):
         scripts: GatewayScripts | None,
         pending: PendingApprovals,
         upstream_skills: MCPSkillSource | None = None,
+        upstream_logins: UpstreamLogins | None = None,
     ) -> None:
         settings = plan.settings
+        self.upstream_logins = upstream_logins
+        """The ``"auth": "oauth"`` servers' logins (the console's Servers page), or None."""
         self.settings = settings
         self.config = plan.config
         self.upstream_skills = upstream_skills
@@ -528,6 +539,15 @@ def _script_approver(
     return ConsoleScriptApprover(pending, route=settings.approvals, permission_of=permission_of)
 
 
+def _oauth_servers(config: SagentsConfig) -> dict[str, StreamableHttpServerParameters]:
+    """The config's ``"auth": "oauth"`` servers, by name."""
+    return {
+        server.name: server.params
+        for server in config.servers
+        if isinstance(server.params, StreamableHttpServerParameters) and server.params.oauth
+    }
+
+
 def _login_vault(config: SagentsConfig, store: GatewayStore) -> LoginVault | None:
     """The upstream logins of the config's ``"auth": "oauth"`` servers, sealed in the
     gateway's store (docs/oauth.md); None without such a server.
@@ -535,10 +555,7 @@ def _login_vault(config: SagentsConfig, store: GatewayStore) -> LoginVault | Non
     Raises:
         ConfigError: a malformed ``SAGENTS_SECRET_KEY``, or a shared store without it.
     """
-    if not any(
-        isinstance(server.params, StreamableHttpServerParameters) and server.params.oauth
-        for server in config.servers
-    ):
+    if not _oauth_servers(config):
         return None
     from sagents.mcp._oauth import load_secret_key
 

@@ -26,13 +26,18 @@ from sagents.config._oauth import OAuthConfig
 from sagents.config.tools import build_tool_manager
 from sagents.gateway import serve_http
 from sagents.gateway._factory import open_gateway
+from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import GatewaySettings
+from sagents.gateway._upstream_logins import UpstreamLogins
+from sagents.gateway._workspaces import Workspaces
+from sagents.gateway.console._app import UPSTREAM_CALLBACK_PATH, ConsoleData, build_console_app
 from sagents.mcp import StreamableHttpServerParameters
 from sagents.mcp._oauth import REFRESH_MARGIN_S, SECRET_KEY_ENV, LoginVault, login
 from sagents.store._logins import SqliteLogins
 from sagents.tool import SessionContext
 from sagents.tool._context import PRINCIPAL_KEY
 from tests.cli.cli_helpers import SAGENTS
+from tests.gateway.console.test_console_http import csrf_of
 from tests.gateway.oauth_peer import authorization_server, browse, signing_key
 from tests.gateway.oauth_upstream import Upstream, digest, protected_server
 from tests.gateway.test_oauth import sdk_client_logging_in
@@ -301,3 +306,50 @@ async def test_through_the_gateway_each_oauth_user_reaches_the_upstream_with_the
     ]
     assert left.strip() == "logged out of gh"
     assert kept == [("gh", "")]  # alice's login is gone, the operator's stays
+
+
+async def test_the_consoles_authorize_logs_its_principal_in_and_only_its_browser_may_finish(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    data_dir = tmp_path / "console"
+    callback = "http://127.0.0.1:9" + UPSTREAM_CALLBACK_PATH  # never reached: browse stops
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            logins = UpstreamLogins(vault, {"gh": params_of(upstream)})
+            data = ConsoleData(
+                workspaces=Workspaces(data_dir / "workspaces"),
+                audit_path=data_dir / "audit.sqlite3",
+                todo_path=data_dir / "todo.sqlite3",
+                upstream_logins=logins,
+                public_base="http://127.0.0.1:9",
+            )
+            transport = httpx2.ASGITransport(app=build_console_app(data))
+            async with (
+                logins.running(),
+                httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http,
+                httpx2.AsyncClient(transport=transport, base_url="http://testserver") as other,
+            ):
+                secret = OperatorSecret.load_or_create(data_dir).value
+                await http.get(f"/console/?token={secret}")
+                before = await http.get("/console/servers")
+                form = {"server": "gh", "csrf": csrf_of(before.text)}
+                forged = await http.post("/console/servers/authorize", data={"server": "gh"})
+                started = await http.post("/console/servers/authorize", data=form)
+                landed = await browse(started.headers["location"], "operator", callback)
+                path = landed.removeprefix("http://127.0.0.1:9")
+                stolen = await other.get(path)  # another browser with the same answer
+                finished = await http.get(path)
+                again = await http.get(path)  # single use
+                after = await http.get(finished.headers["location"])
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                called = await manager.run_tool("gh__whoami", {}, as_principal(""))
+    assert "needs_login" in before.text
+    assert forged.status_code == 403  # no CSRF token: no login started
+    assert started.status_code == 303
+    assert stolen.status_code == 400
+    assert finished.status_code == 303
+    assert again.status_code == 400
+    assert "Logged in to gh." in after.text
+    assert "logged in" in after.text
+    assert called.text == "operator"

@@ -11,11 +11,13 @@ script is shown with its control characters as escapes
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlencode
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -70,9 +72,17 @@ from sagents.gateway.console._records import (
 from sagents.mcp._convert import TOOL_NAME_SEPARATOR
 from sagents.mcp._pins import definition_diff
 
+if TYPE_CHECKING:
+    from sagents.gateway._upstream_logins import UpstreamLogins
+
 __all__ = ["CONSOLE_PATH", "ConsoleData", "SecurityHeaders", "build_console_app", "page_frames"]
 
 CONSOLE_PATH = "/console"
+UPSTREAM_CALLBACK_PATH = CONSOLE_PATH + "/oauth/upstream/callback"
+"""Where an upstream server's authorization server sends the browser back after an
+"Authorize" of the Servers page (docs/oauth.md)."""
+UPSTREAM_LOGIN_COOKIE = "sagents_upstream_login"
+"""Binds an upstream login to the browser that started it (only sent to the callback)."""
 """Where the console is served (pages under ``/console/``)."""
 
 _HERE = Path(__file__).parent
@@ -118,6 +128,10 @@ class ConsoleData:
             offered.
         tool_changes: The gateway's held changes of upstream tool definitions (None: no
             gateway, or one without a configuration).
+        upstream_logins: The gateway's ``"auth": "oauth"`` servers and their logins (the
+            Servers page's "Authorize"; docs/oauth.md); None: none.
+        public_base: The gateway's public URL (``oauth.publicUrl``), for the redirect URI of
+            an upstream login; None: the request's own origin.
     """
 
     workspaces: Workspaces
@@ -134,6 +148,8 @@ class ConsoleData:
     secret: OperatorSecret | None = None
     oauth_login: ConsoleOAuthLogin | None = None
     tool_changes: ToolChanges | None = None
+    upstream_logins: UpstreamLogins | None = None
+    public_base: str | None = None
 
     def web_auth(self) -> WebAuth:
         """The tokens the console accepts (the secret made when there is none yet)."""
@@ -604,6 +620,92 @@ class _Console:
             )
         return RedirectResponse(f"{CONSOLE_PATH}/tools", 303)
 
+    # -- upstream servers that need a login (docs/oauth.md) -----------------------------------
+
+    @staticmethod
+    def _upstream_principal(p: Principal) -> str:
+        """Whose upstream logins a console session manages: the operator's are the local
+        operator's (the principal of clients without a token, whose login lists the tools);
+        anyone else's are those of their own MCP sessions."""
+        return "" if p.operator else p.identity
+
+    async def servers(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        logins = self.data.upstream_logins
+        rows: list[dict[str, Any]] = []
+        if logins is not None:
+            who = self._upstream_principal(p)
+            for name, params in sorted(logins.servers.items()):
+                rows.append(
+                    {
+                        "name": name,
+                        "url": params.url,
+                        "logged_in": await logins.logged_in(name, who),
+                    }
+                )
+        return self.render(
+            request,
+            session,
+            "servers.html",
+            servers=rows,
+            message=request.query_params.get("message", ""),
+        )
+
+    async def authorize(
+        self, request: Request, session: ConsoleSession, p: Principal, form: dict[str, str]
+    ) -> Response:
+        logins = self.data.upstream_logins
+        server = form.get("server", "")
+        if logins is None or server not in logins.servers or not session.sid:
+            return PlainTextResponse('no such "auth": "oauth" server', status_code=404)
+        origin = self.data.public_base or f"{request.url.scheme}://{request.url.netloc}"
+        binding = secrets.token_urlsafe(32)  # this browser finishes the login, nobody else
+        try:
+            url = await logins.start(
+                server,
+                self._upstream_principal(p),
+                redirect_uri=origin + UPSTREAM_CALLBACK_PATH,
+                owner=binding,
+            )
+        except RuntimeError as error:
+            return PlainTextResponse(f"the login cannot start: {error}", status_code=502)
+        response = RedirectResponse(url, 303)
+        response.set_cookie(
+            UPSTREAM_LOGIN_COOKIE,
+            binding,
+            max_age=int(logins.wait_s),
+            path=UPSTREAM_CALLBACK_PATH,
+            httponly=True,
+            samesite="lax",  # sent on the redirect back from the authorization server
+            secure=self._secure(request),
+        )
+        return response
+
+    async def upstream_callback(self, request: Request) -> Response:
+        """The authorization server's redirect back: no console session is needed (its
+        cookie is ``SameSite=Strict``, not sent on that redirect); the flow was started for
+        the principal of the session that pressed "Authorize", and only the browser holding
+        that flow's cookie may finish it."""
+        logins = self.data.upstream_logins
+        query = request.query_params
+        if logins is None:
+            return PlainTextResponse("no login is waiting", status_code=404)
+        try:
+            server, failure = await logins.finish(
+                request.cookies.get(UPSTREAM_LOGIN_COOKIE, ""),
+                query.get("state", ""),
+                query.get("code", ""),
+                query.get("iss"),
+                query.get("error"),
+            )
+        except LookupError as error:
+            return PlainTextResponse(str(error), status_code=400)
+        message = f"Logged in to {server}." if failure is None else f"{server}: {failure}"
+        response = RedirectResponse(
+            f"{CONSOLE_PATH}/servers?{urlencode({'message': message})}", 303
+        )
+        response.delete_cookie(UPSTREAM_LOGIN_COOKIE, path=UPSTREAM_CALLBACK_PATH)
+        return response
+
     # -- audit and todo ------------------------------------------------------------------------
 
     async def audit_page(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
@@ -833,6 +935,13 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(
             CONSOLE_PATH + "/tools/accept", console.action(console.accept_tool), methods=["POST"]
         ),
+        Route(CONSOLE_PATH + "/servers", console.page(console.servers)),
+        Route(
+            CONSOLE_PATH + "/servers/authorize",
+            console.action(console.authorize),
+            methods=["POST"],
+        ),
+        Route(UPSTREAM_CALLBACK_PATH, console.upstream_callback),
         Route(CONSOLE_PATH + "/audit", console.page(console.audit_page)),
         Route(CONSOLE_PATH + "/todo", console.page(console.todo)),
         Route(CONSOLE_PATH + "/events", console.events),

@@ -73,6 +73,10 @@ def console_for_gateway(
         secret=secret,
         oauth_login=_oauth_login(settings, oauth),
         tool_changes=gateway.tool_changes if isinstance(gateway, ConfiguredGateway) else None,
+        upstream_logins=(
+            gateway.upstream_logins if isinstance(gateway, ConfiguredGateway) else None
+        ),
+        public_base=oauth.resource.removesuffix(MCP_PATH) if oauth is not None else None,
     )
     return build_console_app(data)
 
