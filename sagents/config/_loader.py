@@ -486,6 +486,12 @@ def _params(
     if entry.command is not None:
         if kind not in (None, "stdio"):
             raise ConfigError(f"'command' needs type 'stdio', not {kind!r}", file=file, key=key)
+        if entry.auth is not None or entry.client_id is not None or entry.scopes is not None:
+            raise ConfigError(
+                "'auth', 'clientId' and 'scopes' are for a remote server ('url'), not a stdio one",
+                file=file,
+                key=key,
+            )
         return StdioServerParameters(
             command=entry.command,
             args=list(entry.args),

@@ -19,6 +19,7 @@ from sagents.gateway._factory import EmptyProvider
 from sagents.gateway._http_server import build_http_app
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
+from sagents.mcp import StreamableHttpServerParameters, UpstreamOAuth
 
 ISSUER = "https://idp.example.com"
 
@@ -178,3 +179,41 @@ def test_sagents_serve_refuses_a_public_bind_with_oauth_but_no_public_url(tmp_pa
     assert refused.exit_code == 2
     assert "needs the gateway's public URL" in refused.output
     assert "oauth.publicUrl" in refused.output
+
+
+def test_an_upstream_servers_auth_keys_become_its_oauth_settings() -> None:
+    entry = {"url": "https://mcp.example.com/mcp", "auth": "oauth"}
+    plain = parse_config({"mcpServers": {"gh": entry}}).servers[0].params
+    chosen = (
+        parse_config(
+            {"mcpServers": {"gh": {**entry, "clientId": "sagents", "scopes": ["repo", "read:org"]}}}
+        )
+        .servers[0]
+        .params
+    )
+    assert isinstance(plain, StreamableHttpServerParameters)
+    assert plain.oauth == UpstreamOAuth()
+    assert isinstance(chosen, StreamableHttpServerParameters)
+    assert chosen.oauth == UpstreamOAuth(client_id="sagents", scopes=("repo", "read:org"))
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"url": "https://x.example/sse", "auth": "oauth"}, "Streamable HTTP transport, not SSE"),
+        ({"url": "https://x.example/mcp", "auth": "oauth", "apiKey": "k"}, "drop 'apiKey'"),
+        (
+            {"url": "https://x.example/mcp", "auth": "oauth", "headers": {"authorization": "x"}},
+            "the 'Authorization' header",
+        ),
+        ({"url": "https://x.example/mcp", "clientId": "c"}, 'need "auth": "oauth"'),
+        ({"url": "https://x.example/mcp", "auth": "basic"}, "auth"),
+        ({"command": "server", "auth": "oauth"}, "auth"),
+    ],
+)
+def test_a_bad_upstream_auth_is_refused_naming_the_server(
+    entry: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_config({"mcpServers": {"gh": entry}}, file="gw.json")
+    assert "mcpServers.gh" in caught.value.message

@@ -21,6 +21,7 @@ import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from mcp.shared.auth import AuthorizationCodeResult
 
+from sagents.cli._tools import tools_listing
 from sagents.config import parse_config
 from sagents.config._oauth import OAuthConfig
 from sagents.config.tools import build_tool_manager
@@ -353,3 +354,25 @@ async def test_the_consoles_authorize_logs_its_principal_in_and_only_its_browser
     assert "Logged in to gh." in after.text
     assert "logged in" in after.text
     assert called.text == "operator"
+
+
+async def test_before_any_login_the_server_shows_needs_login_at_once(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(60):  # never waits for a person
+        async with (
+            protected_server(issuer) as upstream,
+            await build_tool_manager(config_for(upstream), logins=vault) as manager,
+        ):
+            listing = tools_listing(manager)
+            routed = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    (server,) = listing["servers"]
+    assert server["state"] == "needs_login"
+    assert (
+        server["last_error"] == "MCP server 'gh' needs a login: log in with sagents auth login gh"
+    )
+    assert server["tools"] == []
+    assert routed.error is not None
+    assert routed.error.code == "unknown_tool"  # no tools until the operator's login lists them
+    assert await vault.store.logins() == []  # nothing kept from the refused attempts
