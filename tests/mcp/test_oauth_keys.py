@@ -46,6 +46,7 @@ async def test_without_the_variable_a_key_is_generated_once_into_a_private_file(
         (Fernet.generate_key().decode() + ",short", "key 2 of SAGENTS_SECRET_KEY"),
         (" , ", "SAGENTS_SECRET_KEY holds no key"),
     ],
+    ids=["not a key", "a second key cut short", "no key"],  # stable ids: the key is random
 )
 def test_a_malformed_key_is_refused_naming_the_variable(
     tmp_path: Path, value: str, message: str
