@@ -25,6 +25,7 @@ from sagents.cli._tools import tools_listing
 from sagents.config import parse_config
 from sagents.config._oauth import OAuthConfig
 from sagents.config.tools import build_tool_manager
+from sagents.errors import ConfigError
 from sagents.gateway import serve_http
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._operator_secret import OperatorSecret
@@ -376,3 +377,24 @@ async def test_before_any_login_the_server_shows_needs_login_at_once(
     assert routed.error is not None
     assert routed.error.code == "unknown_tool"  # no tools until the operator's login lists them
     assert await vault.store.logins() == []  # nothing kept from the refused attempts
+
+
+async def test_a_gateway_on_a_shared_store_refuses_to_start_without_the_secret_key(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv(SECRET_KEY_ENV, raising=False)
+    config = tmp_path / "sagents.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {"gh": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}},
+                "store": {"url": postgres_url},
+            }
+        )
+    )
+    with anyio.fail_after(60), pytest.raises(ConfigError, match=SECRET_KEY_ENV) as caught:
+        async with open_gateway(GatewaySettings(config=config)):
+            pass
+    assert "every replica must seal upstream logins with the same key" in caught.value.message
+    assert not (tmp_path / "data" / "secret.key").exists()  # no key of its own instead
