@@ -200,7 +200,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
         store = await stack.enter_async_context(
             open_store(plan.store_location, data_dir=default_data_dir())
         )
-        vault = _login_vault(config, store)
+        vault = _login_vault(config, store, plan.settings)
         manager = await build_tool_manager(
             config,
             progress_hub=ProgressHub(),
@@ -548,7 +548,9 @@ def _oauth_servers(config: SagentsConfig) -> dict[str, StreamableHttpServerParam
     }
 
 
-def _login_vault(config: SagentsConfig, store: GatewayStore) -> LoginVault | None:
+def _login_vault(
+    config: SagentsConfig, store: GatewayStore, settings: GatewaySettings
+) -> LoginVault | None:
     """The upstream logins of the config's ``"auth": "oauth"`` servers, sealed in the
     gateway's store (docs/oauth.md); None without such a server.
 
@@ -557,10 +559,20 @@ def _login_vault(config: SagentsConfig, store: GatewayStore) -> LoginVault | Non
     """
     if not _oauth_servers(config):
         return None
-    from sagents.mcp._oauth import load_secret_key
+    from sagents.mcp._oauth import load_secret_key, login_command
 
     key = load_secret_key(default_data_dir(), shared=store.shared)
-    return LoginVault(store.logins, key)
+    console = (
+        settings.public_url.rstrip("/") + "/console/servers"
+        if settings.transport == "http" and settings.public_url
+        else None
+    )
+
+    def hint(server: str, principal: str) -> str:
+        command = login_command(server, principal)
+        return f"the console's Servers page ({console}) or {command}" if console else command
+
+    return LoginVault(store.logins, key, login_hint=hint)
 
 
 def _store_location(config: SagentsConfig, settings: GatewaySettings) -> StoreLocation:

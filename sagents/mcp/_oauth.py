@@ -61,6 +61,7 @@ __all__ = [
     "PrincipalConnections",
     "load_secret_key",
     "login",
+    "login_command",
     "rotate_secret_key",
 ]
 
@@ -279,7 +280,7 @@ class LoginVault:
     ) -> None:
         self.store = store
         self._key = key
-        self._hint = login_hint or _command_hint
+        self._hint = login_hint or login_command
 
     def login_hint(self, server: str, principal: str) -> str:
         """How ``principal`` logs in to ``server``."""
@@ -368,7 +369,9 @@ class LoginVault:
         return provider
 
 
-def _command_hint(server: str, principal: str) -> str:
+def login_command(server: str, principal: str) -> str:
+    """The command that logs ``principal`` in to ``server`` (``--principal`` for anyone but
+    the local operator)."""
     who = "" if not principal else " --principal <your subject>"
     return f"sagents auth login {server}{who}"
 

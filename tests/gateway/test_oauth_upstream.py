@@ -398,3 +398,22 @@ async def test_a_gateway_on_a_shared_store_refuses_to_start_without_the_secret_k
             pass
     assert "every replica must seal upstream logins with the same key" in caught.value.message
     assert not (tmp_path / "data" / "secret.key").exists()  # no key of its own instead
+
+
+async def test_over_http_with_a_public_url_needs_login_names_the_consoles_servers_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    config = tmp_path / "sagents.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"gh": {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}}})
+    )
+    settings = GatewaySettings(config=config, transport="http", public_url="https://gw.example.com")
+    with anyio.fail_after(60):
+        async with open_gateway(settings, wait_for_servers=False) as gateway:
+            assert gateway.upstream_logins is not None
+            hint = gateway.upstream_logins.vault.login_hint("gh", ALICE)
+    assert hint == (
+        "the console's Servers page (https://gw.example.com/console/servers) or "
+        "sagents auth login gh --principal <your subject>"
+    )
