@@ -305,7 +305,7 @@ def rotate_key_command(config: ConfigOption = None, store: _StoreOption = None) 
     loaded = _load(config)
 
     async def work(opened: GatewayStore) -> int:
-        return await rotate_secret_key(opened.logins, default_data_dir())
+        return await rotate_secret_key(opened.logins, default_data_dir(), shared=opened.shared)
 
     from cryptography.fernet import InvalidToken
 

@@ -167,7 +167,11 @@ def _write_key_file(path: Path, keys: list[str]) -> str:
 
 
 async def rotate_secret_key(
-    store: LoginStore, data_dir: Path, *, environ: Mapping[str, str] | None = None
+    store: LoginStore,
+    data_dir: Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    shared: bool = False,
 ) -> int:
     """Re-seal every stored login with a new key (``sagents auth rotate-key``).
 
@@ -181,14 +185,16 @@ async def rotate_secret_key(
         How many logins were re-sealed.
 
     Raises:
-        ConfigError: a malformed key, or the key file cannot be written.
+        ConfigError: a malformed key, the key file cannot be written, or a shared store
+            (``shared``) without ``SAGENTS_SECRET_KEY`` (a key file of one replica would lock
+            the others out).
         InvalidToken: a stored login none of the keys opens (nothing was changed): it was
             sealed with a key given neither in the variable nor in the file.
         StoreError: the store cannot be used (nothing was changed).
     """
     env = os.environ if environ is None else environ
-    if env.get(SECRET_KEY_ENV):
-        keys = load_secret_key(data_dir, environ=env)
+    if env.get(SECRET_KEY_ENV) or shared:  # a shared store: only the variable (every replica's)
+        keys = load_secret_key(data_dir, environ=env, shared=shared)
         return await store.reseal(keys.rotate)
     path = data_dir / SECRET_KEY_FILE
     load_secret_key(data_dir, environ=env)  # generated if missing, checked if not

@@ -58,9 +58,13 @@ def test_a_malformed_key_is_refused_naming_the_variable(
     assert not (tmp_path / SECRET_KEY_FILE).exists()  # no key of its own made instead
 
 
-def test_a_shared_store_needs_the_variable(tmp_path: Path) -> None:
+async def test_a_shared_store_needs_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"shared \(PostgreSQL\) store needs"):
         load_secret_key(tmp_path, environ={}, shared=True)
+    store = SqliteLogins(tmp_path / "logins.sqlite3")  # standing in for the shared one
+    with pytest.raises(ConfigError, match=r"shared \(PostgreSQL\) store needs"):
+        await rotate_secret_key(store, tmp_path, environ={}, shared=True)  # no replica's key
+    assert not (tmp_path / SECRET_KEY_FILE).exists()
     key = Fernet.generate_key().decode()
     assert load_secret_key(tmp_path, environ={SECRET_KEY_ENV: key}, shared=True)
 
