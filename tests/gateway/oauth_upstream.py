@@ -28,10 +28,12 @@ from sagents.gateway._settings import GatewaySettings
 
 @dataclass
 class Upstream:
-    """The running server: its MCP URL and the (subject, token digest) of each call."""
+    """The running server: its MCP URL, the (subject, token digest) of each call, and the
+    digests of the tokens it no longer accepts (a resource server's own revocation list)."""
 
     url: str
     calls: list[tuple[str, str]] = field(default_factory=list)
+    revoked: set[str] = field(default_factory=set)
 
 
 def digest(token: str) -> str:
@@ -39,19 +41,21 @@ def digest(token: str) -> str:
 
 
 class _JwtVerifier:
-    def __init__(self, issuer: str, audience: str, keys: jwt.PyJWKSet) -> None:
+    def __init__(self, issuer: str, upstream: Upstream, keys: jwt.PyJWKSet) -> None:
         self.issuer = issuer
-        self.audience = audience
+        self.upstream = upstream
         self.keys = keys
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        if digest(token) in self.upstream.revoked:
+            return None
         try:
             kid = str(jwt.get_unverified_header(token).get("kid"))
             claims: dict[str, Any] = jwt.decode(
                 token,
                 self.keys[kid].key,
                 algorithms=["ES256"],
-                audience=self.audience,
+                audience=self.upstream.url,
                 issuer=self.issuer,
             )
         except (jwt.PyJWTError, KeyError):
@@ -61,7 +65,7 @@ class _JwtVerifier:
             client_id=str(claims.get("client_id", "")),
             scopes=str(claims.get("scope", "")).split(),
             expires_at=int(claims["exp"]),
-            resource=self.audience,
+            resource=self.upstream.url,
             subject=str(claims["sub"]),
         )
 
@@ -78,7 +82,7 @@ async def protected_server(issuer: str) -> AsyncIterator[Upstream]:
         upstream.url = f"http://127.0.0.1:{port}/mcp"
         server = MCPServer(
             "protected",
-            token_verifier=_JwtVerifier(issuer, upstream.url, keys),
+            token_verifier=_JwtVerifier(issuer, upstream, keys),
             auth=AuthSettings(
                 issuer_url=issuer,
                 resource_server_url=upstream.url,

@@ -417,3 +417,28 @@ async def test_over_http_with_a_public_url_needs_login_names_the_consoles_server
         "the console's Servers page (https://gw.example.com/console/servers) or "
         "sagents auth login gh --principal <your subject>"
     )
+
+
+async def test_a_token_the_upstream_refuses_mid_session_ends_in_needs_login_not_a_hang(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                upstream.revoked.add(upstream.calls[-1][1])  # the server revokes her token
+                refused = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                again = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                operator = await manager.run_tool("gh__whoami", {}, as_principal(""))
+            dropped = await vault.load("gh", ALICE)
+    assert first.text == "alice"
+    assert refused.error is not None
+    assert refused.error.code == "needs_login"
+    assert again.error is not None
+    assert again.error.code == "needs_login"
+    assert operator.text == "operator"  # the others' connections are untouched
+    assert dropped is not None
+    assert dropped.tokens is None
