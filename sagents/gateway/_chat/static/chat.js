@@ -71,6 +71,7 @@ function inline(target, text, depth) {
         pattern.lastIndex = i;
         const found = pattern.exec(text);
         if (!found) continue;
+        const end = i + found[0].length; // read before recursing: the patterns are shared
         if (tag === "a") {
           const href = safeHref(found[2]);
           if (href === null) continue; // not a link: the brackets stay text
@@ -88,7 +89,7 @@ function inline(target, text, depth) {
           else inline(node, found[1], depth + 1);
           target.appendChild(node);
         }
-        i = pattern.lastIndex;
+        i = end;
         continue outer;
       }
     }
@@ -108,7 +109,7 @@ function paragraph(target, lines, depth) {
 }
 
 const FENCE = /^\s{0,3}(```|~~~)/;
-const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const HEADING = /^\s{0,3}(#{1,6})\s+(.*)$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
 const ITEM = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+(.*)$/;
@@ -130,7 +131,11 @@ function blocks(target, lines, depth) {
       target.appendChild(pre);
     } else if ((m = HEADING.exec(line))) {
       const heading = el(`h${Math.min(m[1].length + 2, 6)}`);
-      inline(heading, m[2], depth);
+      let title = m[2].trimEnd();
+      let cut = title.length;
+      while (cut > 0 && title[cut - 1] === "#") cut -= 1; // a closing run of #, by hand: linear
+      if (cut < title.length && (cut === 0 || title[cut - 1] === " ")) title = title.slice(0, cut).trimEnd();
+      inline(heading, title, depth);
       target.appendChild(heading);
       i += 1;
     } else if (RULE.test(line)) {
@@ -235,7 +240,7 @@ function card(toolCallId, name) {
 
 function renderState() {
   const todo = document.getElementById("todo");
-  todo.replaceChildren(...state.todo.map((item) => el("li", `todo-${item.status}`, `${item.status === "completed" ? "✓" : "•"} ${item.content}`)));
+  todo.replaceChildren(...state.todo.map((item) => el("li", `todo-${item.status}`, `${item.status === "done" ? "✓" : "•"} ${item.content}`)));
   const skills = document.getElementById("skills");
   skills.replaceChildren(...state.skills.map((name) => el("li", "", name)));
 }
