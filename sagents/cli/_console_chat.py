@@ -16,7 +16,7 @@ from sagents.audit._store import default_data_dir
 from sagents.errors import ConfigError, ModelConfigError
 from sagents.gateway._http_server import console_allowed
 from sagents.gateway._operator_secret import OperatorSecret
-from sagents.gateway._runtime import ConfiguredGateway
+from sagents.gateway._runtime import ConfiguredGateway, builtin_todo_store
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings
 
@@ -73,6 +73,7 @@ async def open_console_chat(
                 tools_for=chat_tools(gateway, secret),
                 permission_mode=settings.mode,
                 data_dir=default_data_dir(),
+                todo=builtin_todo_store(gateway),
                 session_prefix=CHAT_SESSION_PREFIX,
             )
         )
