@@ -10,7 +10,10 @@ With ``SAGENTS_CHAT_SCREENSHOTS=DIR`` the page is saved as ``DIR/chat-console.pn
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from sagents.config._loader import load_config
 from sagents.errors import ConfigError
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._http_server import serve_http
-from sagents.gateway._operator_secret import OperatorSecret
+from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE, OperatorSecret
 from sagents.gateway._settings import GatewaySettings, load_profiles
 from sagents.testing import ScriptedModel, ScriptedReply, reply
 from tests.gateway.test_configured import write_config
@@ -191,3 +194,61 @@ def test_a_bad_agent_section_names_the_key(tmp_path: Path) -> None:
     loaded = load_config(good).agent
     assert loaded is not None
     assert (loaded.model, loaded.system) == (AGENT["model"], AGENT["system"])
+
+
+@pytest.mark.anyio
+async def test_sagents_serve_serves_the_chat_of_its_agent_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command itself: ``agent.model`` is resolved as ``sagents chat --model`` resolves it
+    (here Chat Completions at ``OPENAI_BASE_URL``, the scripted model), the start says where
+    the chat is, and a machine with the operator secret chats through ``/console/ag-ui``."""
+    from tests.gateway.test_serve_cli import CODE, ROOT, read_stderr_until
+
+    data = tmp_path / "data"
+    monkeypatch.delenv("SAGENTS_GATEWAY_TOKEN", raising=False)
+    config = write_config(tmp_path, agent=AGENT)
+    command = [sys.executable, "-c", CODE, "serve", "--transport", "http", "--port", "0",
+               "--config", str(config)]  # fmt: skip
+    async with ScriptedModel([reply("From the **served** agent.")]) as model:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "SAGENTS_DATA_DIR": str(data),
+               "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "scripted"}  # fmt: skip
+        with anyio.fail_after(120):
+            async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+                line = await read_stderr_until(process, b"chat at ")
+                page = line.split("chat at ", 1)[1].split(" ", 1)[0]
+                secret = (data / OPERATOR_SECRET_FILE).read_text().strip()
+                async with httpx.AsyncClient(timeout=60) as client:
+                    answer = await client.post(
+                        page.removesuffix("/chat") + "/ag-ui",
+                        json=run_input("served", "hello"),
+                        headers={"Authorization": f"Bearer {secret}"},
+                    )
+                process.send_signal(signal.SIGINT)
+                code = await process.wait()
+    assert page.endswith("/console/chat")
+    assert answer.status_code == 200
+    texts = [e["delta"] for e in events_of(answer.text) if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert "".join(texts) == "From the **served** agent."
+    assert model.requests[0]["messages"][0] == {
+        "role": "system",
+        "content": AGENT["system"],
+    }
+    assert code in (0, 130)
+
+
+def test_sagents_serve_stops_at_start_when_the_agent_model_cannot_be_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from sagents.cli.main import app
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SAGENTS_GATEWAY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    config = write_config(tmp_path, agent={"model": "openai:gpt-4.1-mini"})
+    result = CliRunner().invoke(
+        app, ["serve", "--transport", "http", "--port", "0", "--config", str(config)]
+    )
+    assert result.exit_code == 2
+    assert "agent.model" in result.output
