@@ -29,12 +29,13 @@ import pytest
 from sagents.audit._store import default_data_dir
 from sagents.cli._console_chat import open_console_chat
 from sagents.config._loader import load_config
+from sagents.core._permissions import PermissionMode
 from sagents.errors import ConfigError
 from sagents.gateway._factory import open_gateway
 from sagents.gateway._http_server import serve_http
 from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE, OperatorSecret
 from sagents.gateway._settings import GatewaySettings, load_profiles
-from sagents.testing import ScriptedModel, ScriptedReply, reply
+from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from tests.gateway.test_configured import write_config
 
 OPS_TOKEN = "ops-profile-token-1"
@@ -52,13 +53,15 @@ class Served:
 
 
 @contextmanager
-def console_chat(root: Path, script: list[ScriptedReply], **extra: Any) -> Iterator[Served]:
+def console_chat(
+    root: Path, script: list[ScriptedReply], mode: PermissionMode = "ask", **extra: Any
+) -> Iterator[Served]:
     """``sagents serve --transport http``'s app over the test config (the fault and spare
     servers, an ``agent`` section unless ``extra`` says otherwise), its chat model ``script``."""
     config = write_config(root, **({"agent": AGENT} | extra))
     settings = GatewaySettings(
         config=config,
-        mode="ask",
+        mode=mode,
         transport="http",
         port=0,
         workspace=root / "ws",
@@ -252,3 +255,21 @@ def test_sagents_serve_stops_at_start_when_the_agent_model_cannot_be_used(
     )
     assert result.exit_code == 2
     assert "agent.model" in result.output
+
+
+def test_the_chat_shows_the_task_list_the_gateways_todo_tool_keeps(tmp_path: Path) -> None:
+    items = [{"id": "1", "content": "check <the> fleet", "status": "in_progress"}]
+    script = [tool_call("todo_write", {"items": items}), reply("Noted.")]
+    builtins = {"enabled": ["todo_write"]}
+    with console_chat(tmp_path, script, mode="auto", builtinTools=builtins) as served:
+        operator = {"Authorization": f"Bearer {served.secret}"}
+        answer = httpx.post(
+            f"{served.base}/console/ag-ui", json=run_input("todo", "plan"), headers=operator
+        )
+        state = httpx.get(
+            f"{served.base}/console/chat/conversation?thread=todo", headers=operator
+        ).json()["state"]
+    (delta,) = [e["delta"] for e in events_of(answer.text) if e["type"] == "STATE_DELTA"]
+    assert delta[0]["path"] == "/todo"
+    assert delta[0]["value"][0]["content"] == "check <the> fleet"
+    assert [item["content"] for item in state["todo"]] == ["check <the> fleet"]
