@@ -136,9 +136,10 @@ MAX_INPUT_BYTES: Final = 4 * 1024 * 1024
 
 Authorize = Callable[[Request], Awaitable[str | None]]
 """Who calls: an identity (threads are per identity; "" is one identity too) or None (401)."""
-ToolsFor = Callable[[str], tuple[ToolProvider, PermissionMode]]
-"""The tools and permission mode of an identity's runs (read at the start of each run), for a
-host whose callers are offered different tools (the console: each profile its own)."""
+ToolsFor = Callable[[str, str], tuple[ToolProvider, PermissionMode]]
+"""``(identity, session id)`` → the tools and permission mode of that identity's run in that
+session (read at the start of each run), for a host whose callers are offered different tools
+(the console: each profile its own)."""
 
 
 @dataclass(kw_only=True)
@@ -388,7 +389,7 @@ class AgUiThreads:
         given_ids = list(thread.ids)
         tools, mode = settings.tool_manager, settings.permission_mode
         if settings.tools_for is not None:
-            tools, mode = settings.tools_for(thread.owner)
+            tools, mode = settings.tools_for(thread.owner, settings.session_id(thread))
         context = SessionContext(session_id=settings.session_id(thread), permission_mode=mode)
         state = await self._state(thread)
         try:

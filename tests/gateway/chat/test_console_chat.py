@@ -273,3 +273,18 @@ def test_the_chat_shows_the_task_list_the_gateways_todo_tool_keeps(tmp_path: Pat
     assert delta[0]["path"] == "/todo"
     assert delta[0]["value"][0]["content"] == "check <the> fleet"
     assert [item["content"] for item in state["todo"]] == ["check <the> fleet"]
+
+
+def test_a_profiles_login_loads_only_the_skills_of_its_profile(tmp_path: Path) -> None:
+    script = [tool_call("load_skill", {"name": "other"}), reply("no"),
+              tool_call("load_skill", {"name": "triage"}), reply("yes")]  # fmt: skip
+    with console_chat(tmp_path, script) as served:
+        ops = {"Authorization": f"Bearer {OPS_TOKEN}"}
+        route = f"{served.base}/console/ag-ui"
+        refused = httpx.post(route, json=run_input("ops-skills", "other"), headers=ops)
+        loaded = httpx.post(route, json=run_input("ops-skills", "triage"), headers=ops)
+    (outside,) = [e for e in events_of(refused.text) if e["type"] == "TOOL_CALL_RESULT"]
+    assert "# Skill: other" not in outside["content"]
+    assert "other" in outside["content"]  # the error names it
+    (inside,) = [e for e in events_of(loaded.text) if e["type"] == "TOOL_CALL_RESULT"]
+    assert "# Skill: triage" in inside["content"]
