@@ -65,7 +65,9 @@ def console_chat(
         transport="http",
         port=0,
         workspace=root / "ws",
-        token_profiles={OPS_TOKEN: load_profiles(config)["ops"]},
+        token_profiles={
+            OPS_TOKEN: profile for name, profile in load_profiles(config).items() if name == "ops"
+        },  # fmt: skip
     )
     with (
         anyio.from_thread.start_blocking_portal() as portal,
@@ -288,3 +290,25 @@ def test_a_profiles_login_loads_only_the_skills_of_its_profile(tmp_path: Path) -
     assert "other" in outside["content"]  # the error names it
     (inside,) = [e for e in events_of(loaded.text) if e["type"] == "TOOL_CALL_RESULT"]
     assert "# Skill: triage" in inside["content"]
+
+
+def test_the_chat_calls_a_reference_mcp_server_through_the_gateway(tmp_path: Path) -> None:
+    """``mcp-server-time`` from PyPI (the test peers), served by the gateway, called by the
+    chat's agent."""
+    from tests.mcp.helpers import PEER_BIN
+
+    time_server = {"command": str(PEER_BIN / "mcp-server-time"),
+                   "args": ["--local-timezone", "UTC"]}  # fmt: skip
+    script = [tool_call("time__get_current_time", {"timezone": "Europe/Paris"}), reply("Done.")]
+    with console_chat(
+        tmp_path, script, mode="auto", mcpServers={"time": time_server}, profiles={}
+    ) as served:
+        answer = httpx.post(
+            f"{served.base}/console/ag-ui",
+            json=run_input("time", "what time is it in Paris?"),
+            headers={"Authorization": f"Bearer {served.secret}"},
+            timeout=60,
+        )
+    (result,) = [e for e in events_of(answer.text) if e["type"] == "TOOL_CALL_RESULT"]
+    assert '"timezone": "Europe/Paris"' in result["content"]
+    assert "datetime" in result["content"]
