@@ -59,15 +59,14 @@ def console_chat(
     """``sagents serve --transport http``'s app over the test config (the fault and spare
     servers, an ``agent`` section unless ``extra`` says otherwise), its chat model ``script``."""
     config = write_config(root, **({"agent": AGENT} | extra))
+    profiles = load_profiles(config)
     settings = GatewaySettings(
         config=config,
         mode=mode,
         transport="http",
         port=0,
         workspace=root / "ws",
-        token_profiles={
-            OPS_TOKEN: profile for name, profile in load_profiles(config).items() if name == "ops"
-        },  # fmt: skip
+        token_profiles={OPS_TOKEN: profiles["ops"]} if "ops" in profiles else {},
     )
     with (
         anyio.from_thread.start_blocking_portal() as portal,
