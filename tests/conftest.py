@@ -30,6 +30,7 @@ SLOW = frozenset(
         "tests/cli/test_call_cli.py::test_on_a_terminal_a_destructive_call_is_asked_and_runs_when_allowed",
         "tests/cli/test_tools_cli.py::test_the_installed_command_exits_1_for_an_error_result",
         "tests/cli/test_workspace_option.py::test_serve_creates_a_missing_workspace_and_says_so",
+        "tests/gateway/chat/test_console_chat.py::test_sagents_serve_serves_the_chat_of_its_agent_section",
         "tests/gateway/test_approval_decided_once.py",
         "tests/gateway/test_approval_rendering.py",
         "tests/gateway/test_conformance_2026.py",

@@ -116,6 +116,7 @@ __all__ = [
     "TOOL_PROGRESS",
     "AgUiThreads",
     "Authorize",
+    "ToolsFor",
     "ag_ui_app",
     "ag_ui_endpoint",
     "open_ag_ui_threads",
@@ -135,6 +136,10 @@ MAX_INPUT_BYTES: Final = 4 * 1024 * 1024
 
 Authorize = Callable[[Request], Awaitable[str | None]]
 """Who calls: an identity (threads are per identity; "" is one identity too) or None (401)."""
+ToolsFor = Callable[[str, str], tuple[ToolProvider, PermissionMode]]
+"""``(identity, session id)`` → the tools and permission mode of that identity's run in that
+session (read at the start of each run), for a host whose callers are offered different tools
+(the console: each profile its own)."""
 
 
 @dataclass(kw_only=True)
@@ -146,6 +151,12 @@ class _Settings:
     store: SqliteThreads | None
     todo: TodoStore | None
     approval_ttl_s: float
+    tools_for: ToolsFor | None = None
+    session_prefix: str = ""
+
+    def session_id(self, thread: Thread) -> str:
+        """The agent session (and ``SessionContext.session_id``) of a thread's runs."""
+        return self.session_prefix + thread.thread_id
 
 
 class AgUiThreads:
@@ -376,15 +387,16 @@ class AgUiThreads:
         translator = EventTranslator()
         given = list(thread.messages)
         given_ids = list(thread.ids)
-        context = SessionContext(
-            session_id=thread.thread_id, permission_mode=settings.permission_mode
-        )
+        tools, mode = settings.tool_manager, settings.permission_mode
+        if settings.tools_for is not None:
+            tools, mode = settings.tools_for(thread.owner, settings.session_id(thread))
+        context = SessionContext(session_id=settings.session_id(thread), permission_mode=mode)
         state = await self._state(thread)
         try:
             with run.scope:
                 stream = settings.agent.run_stream(
                     given,
-                    tool_manager=settings.tool_manager,
+                    tool_manager=tools,
                     skill_manager=settings.skill_manager,
                     session_context=context,
                     approver=ThreadApprover(thread, ttl_s=settings.approval_ttl_s),
@@ -420,7 +432,7 @@ class AgUiThreads:
         run: Run,
     ) -> None:
         """Take the run's settled history into the thread, and save it."""
-        session = self._settings.agent.session(thread.thread_id)
+        session = self._settings.agent.session(self._settings.session_id(thread))
         history = [dict(m) for m in session.messages] if session is not None else given
         if history[: len(given)] == given:
             ids = given_ids + new_ids
@@ -446,13 +458,14 @@ class AgUiThreads:
     async def _state(self, thread: Thread) -> dict[str, Any]:
         """The session state shown beside the chat: the task list, the loaded skills, the
         tools the model expanded."""
-        session = self._settings.agent.session(thread.thread_id)
+        session = self._settings.agent.session(self._settings.session_id(thread))
         skills = list(session.skills.active_skills) if session and session.skills else []
         expanded = list(session.audit_status.suggested_tools) if session else []
         todo: list[dict[str, Any]] = []
         if self._settings.todo is not None:
             try:
-                items = await self._settings.todo.read(SessionContext(session_id=thread.thread_id))
+                context = SessionContext(session_id=self._settings.session_id(thread))
+                items = await self._settings.todo.read(context)
                 todo = [item.to_json() for item in items]
             except Exception:  # a broken todo store hides the list, never the chat
                 logger.warning("cannot read the todo list of %r", thread.thread_id, exc_info=True)
@@ -482,6 +495,8 @@ async def open_ag_ui_threads(
     data_dir: Path | None = None,
     todo: TodoStore | None = None,
     approval_ttl_s: float = APPROVAL_TTL_S,
+    tools_for: ToolsFor | None = None,
+    session_prefix: str = "",
 ) -> AsyncIterator[AgUiThreads]:
     """The threads of an AG-UI route, with the task group their runs live in; leaving the
     block cancels every run (each history settled and saved).
@@ -494,6 +509,10 @@ async def open_ag_ui_threads(
         data_dir: Where ``threads.sqlite3`` keeps the conversations; None: in memory only.
         todo: The todo store whose list of each thread is shown as state, if any.
         approval_ttl_s: Seconds an approval waits for its decision, then is denied.
+        tools_for: The tools and mode of each identity's runs, instead of ``tool_manager`` and
+            ``permission_mode`` for all.
+        session_prefix: Put before a ``threadId`` to make its session id (the todo list's and
+            memory's key), so that a host's other sessions can never be named by a thread.
     """
     settings = _Settings(
         agent=agent,
@@ -503,6 +522,8 @@ async def open_ag_ui_threads(
         store=SqliteThreads(path=data_dir / THREADS_FILE) if data_dir is not None else None,
         todo=todo,
         approval_ttl_s=approval_ttl_s,
+        tools_for=tools_for,
+        session_prefix=session_prefix,
     )
     async with anyio.create_task_group() as tg:
         yield AgUiThreads(settings, tg)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +16,7 @@ import anyio
 import typer
 
 from sagents.audit._store import default_data_dir
+from sagents.cli._console_chat import agent_model, open_console_chat
 from sagents.cli._logs import setup_logging
 from sagents.cli._vision import image_model_from_config
 from sagents.cli._workspace import prepare_workspace
@@ -232,6 +234,7 @@ async def _run(settings: GatewaySettings, watch: bool = False) -> bool:
     """Serve until stdin's EOF (stdio), or a signal; True when a signal ended it. SIGHUP (and
     with ``watch`` a change of the file) reloads the config file."""
     received: list[int] = []
+    chat_model = agent_model(settings)  # a model that cannot be used stops the start
     image_model = _image_model(settings)
     # Upstreams start in the background: initialize is answered at once, and each server's
     # tools are announced (notifications/tools/list_changed) as it becomes ready.
@@ -246,6 +249,7 @@ async def _run(settings: GatewaySettings, watch: bool = False) -> bool:
                 tool_ranker=_tool_ranker(settings),
                 image_model=image_model,
             ) as gateway,
+            open_console_chat(gateway, settings, model=chat_model) as chat,
             anyio.create_task_group() as tg,
         ):
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
@@ -269,7 +273,7 @@ async def _run(settings: GatewaySettings, watch: bool = False) -> bool:
                     )
                 await gateway.run_stdio()
             else:
-                port = await tg.start(serve_http, gateway, settings)
+                port = await tg.start(partial(serve_http, chat=chat), gateway, settings)
                 scheme = "https" if settings.tls_cert else "http"
                 print(
                     f"sagents serve: {scheme}://{settings.host}:{port}{MCP_PATH}", file=sys.stderr
@@ -285,12 +289,16 @@ async def _run(settings: GatewaySettings, watch: bool = False) -> bool:
                     secret = OperatorSecret.load_or_create(default_data_dir())
                     url = secret.login_url(f"{scheme}://{settings.host}:{port}{CONSOLE_PATH}/")
                     print(f"sagents serve: console at {url}", file=sys.stderr)
+                    if chat is not None:
+                        page = f"{scheme}://{settings.host}:{port}{CONSOLE_PATH}/chat"
+                        print(f"sagents serve: chat at {page} (log in first)", file=sys.stderr)
                 await anyio.sleep_forever()
             tg.cancel_scope.cancel()
     finally:
-        if image_model is not None:
-            with anyio.CancelScope(shield=True):
-                await image_model.aclose()
+        with anyio.CancelScope(shield=True):
+            for model in (image_model, chat_model):
+                if model is not None:
+                    await model.aclose()
     return bool(received)
 
 

@@ -40,6 +40,7 @@ from sagents.mcp._settings import ServerSandbox, ServerSettings
 from sagents.sandbox import NetworkPolicy
 
 __all__ = [
+    "AgentSettings",
     "BackgroundCallsSettings",
     "MCPServerConfig",
     "QuotaSettings",
@@ -106,6 +107,19 @@ class QuotaSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AgentSettings:
+    """The ``agent`` section (docs/configuration.md): the agent of the web console's Chat page.
+
+    Attributes:
+        model: ``"provider:model"`` (as ``sagents chat --model`` takes it).
+        system: The system prompt ("" for none).
+    """
+
+    model: str
+    system: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SkillsSettings:
     """Where skills come from.
 
@@ -152,6 +166,7 @@ class SagentsConfig:
             the ``secrets`` block's ``values`` and ``env`` (docs/gateway.md, "Secrets").
         approval_timeout_s: ``approvals.timeoutSec``: seconds an approval asked of a person
             waits (and a sealed ``requestState`` stays valid); 600 by default.
+        agent: The ``agent`` section (the console's Chat page), or None.
         source: The file it came from, if any.
     """
 
@@ -173,6 +188,7 @@ class SagentsConfig:
     oauth: OAuthConfig | None = None
     secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     approval_timeout_s: float = 600.0
+    agent: AgentSettings | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -311,6 +327,9 @@ def parse_config(
         oauth=oauth_config(model.oauth, env=env, file=file) if model.oauth is not None else None,
         secrets=_secrets(model, expanded, store_url, env),
         approval_timeout_s=model.approvals.timeout_sec,
+        agent=AgentSettings(model=model.agent.model, system=model.agent.system)
+        if model.agent is not None
+        else None,
         source=source,
     )
 

@@ -233,6 +233,14 @@ class ApprovalsParams(_Strict):
     )
 
 
+class AgentParams(_Strict):
+    """``agent``: the agent of the web console's Chat page (docs/console.md, "Chat"):
+    ``"provider:model"`` as ``sagents chat --model`` takes it, and its system prompt."""
+
+    model: str = Field(min_length=1, strict=True)
+    system: str = Field(default="", strict=True)
+
+
 class SkillsParams(_Strict):
     """``skills``: directories holding skills (each a folder with ``SKILL.md``), served by the
     gateway as the ``load_skill`` / ``read_skill_file`` tools and as ``skill://`` resources."""
@@ -395,6 +403,7 @@ class ConfigFileParams(BaseModel):
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )
     oauth: OAuthParams | None = None
+    agent: AgentParams | None = None
 
     def entries(self) -> dict[str, Any]:
         """The server entries, whichever key (``mcpServers`` or VS Code's ``servers``) held them."""

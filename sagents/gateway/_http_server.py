@@ -27,6 +27,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
@@ -48,6 +49,9 @@ from sagents.gateway._secrets import OPERATOR_SECRET_NAME
 from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, is_loopback
 from sagents.gateway._web_auth import WebAuth
+
+if TYPE_CHECKING:
+    from sagents.gateway.console._chat import ChatThreads
 
 __all__ = [
     "CONSOLE_PATH",
@@ -193,7 +197,11 @@ class _PathRouter:
 
 
 def build_http_app(
-    gateway: Gateway, settings: GatewaySettings, *, port: int | None = None
+    gateway: Gateway,
+    settings: GatewaySettings,
+    *,
+    port: int | None = None,
+    chat: ChatThreads | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``gateway`` at ``/mcp`` with the protections above.
 
@@ -202,6 +210,8 @@ def build_http_app(
         settings: Bind address, tokens, allowed hosts.
         port: The bound port a ``Host`` header must name; None uses ``settings.port`` (0: any
             port, for an app built before its socket is bound).
+        chat: The AG-UI threads of the console's Chat page (the config's ``agent`` section);
+            None: no Chat page.
 
     The web console is served at ``/console/`` beside it (docs/console.md) when
     :func:`console_allowed`: behind the same ``Host`` and ``Origin`` checks, with its own login
@@ -249,7 +259,7 @@ def build_http_app(
     from sagents.gateway.console import console_for_gateway  # jinja2 only when served
 
     console = _security_middleware(
-        console_for_gateway(gateway, settings, secret=secret, oauth=resource),
+        console_for_gateway(gateway, settings, secret=secret, oauth=resource, chat=chat),
         settings,
         bound,
         web=web_auth_of(settings, secret),
@@ -348,9 +358,11 @@ async def serve_http(
     gateway: Gateway,
     settings: GatewaySettings,
     *,
+    chat: ChatThreads | None = None,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve over HTTP until cancelled; reports the bound port through ``task_status``.
+    ``chat``: the console's Chat page (see :func:`build_http_app`).
 
     The socket is bound before serving starts, so ``await tg.start(serve_http, ...)`` returns a
     port that accepts connections (port 0 picks a free one).
@@ -360,7 +372,7 @@ async def serve_http(
     """
     check_bind(settings)
     await serve_asgi(
-        lambda port: build_http_app(gateway, settings, port=port),
+        lambda port: build_http_app(gateway, settings, port=port, chat=chat),
         settings,
         task_status=task_status,
     )

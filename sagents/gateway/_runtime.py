@@ -97,13 +97,20 @@ from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
     ImageSettings,
     MemoryStore,
+    TodoStore,
     VisionModel,
     WebFetchSettings,
     register_builtin_tools,
 )
 from sagents.tool.tool_manager import Registrable, ToolManager
 
-__all__ = ["ConfiguredGateway", "GatewayPlan", "open_configured_gateway", "plan_gateway"]
+__all__ = [
+    "ConfiguredGateway",
+    "GatewayPlan",
+    "builtin_todo_store",
+    "open_configured_gateway",
+    "plan_gateway",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -516,12 +523,18 @@ def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[
         return {"memory": memory}
     from sagents.store._postgres import PostgresStore
     from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
-    from sagents.tool.impl._todo import TodoStore
 
     assert isinstance(store, PostgresStore)
     memory.backend = PostgresMemory(store.database)
     memory.audit = store.audit  # the backend writes each change's row there, with the change
     return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.database))}
+
+
+def builtin_todo_store(gateway: ConfiguredGateway) -> TodoStore:
+    """The store the gateway's ``todo_*`` tools keep their lists in (the console's Chat page
+    shows a thread's list from it)."""
+    todo = _memory_and_todo(gateway.config, gateway.store).get("todo")
+    return todo if isinstance(todo, TodoStore) else TodoStore()
 
 
 def _script_approver(

@@ -652,6 +652,13 @@ class Gateway:
         """
         return self._offers.get(session_id)
 
+    def adopt_offer(self, session_id: str, offer: SessionOffer) -> None:
+        """Make ``offer`` the offer of ``session_id``, a session the gateway did not open
+        itself (a thread of the console's Chat page), so that the tools that read a session's
+        offer (the skill tools: its profile's skills) read this one. Kept weakly: the caller
+        holds it for as long as the session runs."""
+        self._offers[session_id] = offer
+
     async def _on_set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
     ) -> mt.EmptyResult:

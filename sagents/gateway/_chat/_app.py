@@ -13,21 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sagents.errors import StoreUnavailableError
 from sagents.gateway._operator_secret import LOGIN_QUERY
-from sagents.gateway._web_auth import Principal, TooManyLogins, WebAuth
+from sagents.gateway._web_auth import TooManyLogins, WebAuth
 from sagents.gateway.console._app import SecurityHeaders
 from sagents.gateway.console._auth import ConsoleAuth, ConsoleSession
+from sagents.gateway.console._chat import ChatEndpoints, ChatThreads, request_principal
 
 __all__ = ["CHAT_COOKIE", "ChatThreads", "build_chat_app"]
 
@@ -35,29 +34,8 @@ CHAT_COOKIE = "sagents_chat"
 _HERE = Path(__file__).parent
 
 
-class ChatThreads(Protocol):
-    """What the page needs of the AG-UI threads (``sagents.agent.ag_ui.AgUiThreads``, which
-    the command composing the page passes in: the gateway does not import the agent loop)."""
-
-    async def handle(self, request: Request, owner: str) -> Response:
-        """Answer one ``RunAgentInput``."""
-        ...
-
-    async def page_state(self, thread_id: str, owner: str) -> dict[str, Any]:
-        """What a (re)loaded page shows of a thread."""
-        ...
-
-
 class _Chat:
-    def __init__(
-        self,
-        threads: Callable[[], ChatThreads],
-        web: WebAuth,
-        *,
-        model: str,
-        secure_cookies: bool,
-    ) -> None:
-        self.threads = threads
+    def __init__(self, web: WebAuth, *, model: str, secure_cookies: bool) -> None:
         self.web = web
         self.auth = ConsoleAuth()
         self.model = model
@@ -141,43 +119,6 @@ class _Chat:
             return self._too_many(request, error)
         return answer or self._login_page(session, False, "That token is not valid.")
 
-    def principal(self, request: Request, *, state_changing: bool) -> Principal | None:
-        """A bearer token's principal, else the cookie session's (with its CSRF token for a
-        request that changes something)."""
-        bearer = self.web.bearer(request)
-        if bearer is not None:
-            return bearer
-        session = self.auth.session(request.cookies.get(CHAT_COOKIE))
-        if session is None or session.closed or session.principal is None:
-            return None
-        if state_changing and not self.auth.csrf_ok(session, request.headers.get("x-csrf-token")):
-            return None
-        return session.principal
-
-    async def ag_ui(self, request: Request) -> Response:
-        principal = self.principal(request, state_changing=True)
-        if principal is None:
-            return _refused()
-        return await self.threads().handle(request, principal.identity)
-
-    async def conversation(self, request: Request) -> Response:
-        principal = self.principal(request, state_changing=False)
-        if principal is None:
-            return _refused()
-        thread_id = request.query_params.get("thread", "")
-        try:
-            found = await self.threads().page_state(thread_id, principal.identity)
-        except StoreUnavailableError as error:
-            return JSONResponse({"error": "store_unavailable", "message": str(error)}, 503)
-        return JSONResponse(found)
-
-
-def _refused() -> JSONResponse:
-    return JSONResponse(
-        {"error": "unauthorized", "message": "log in (the login URL), with the page's CSRF token"},
-        status_code=401,
-    )
-
 
 def build_chat_app(
     threads: Callable[[], ChatThreads],
@@ -196,12 +137,18 @@ def build_chat_app(
         secure_cookies: Send the cookie with ``Secure`` (TLS, or a TLS proxy in front).
         lifespan: The app's lifespan (it opens the threads).
     """
-    chat = _Chat(threads, web, model=model, secure_cookies=secure_cookies)
+    chat = _Chat(web, model=model, secure_cookies=secure_cookies)
+    endpoints = ChatEndpoints(
+        threads,
+        lambda request, changes: request_principal(
+            web, chat.auth, request, CHAT_COOKIE, state_changing=changes
+        ),
+    )
     routes = [
         Route("/", chat.index, methods=["GET"]),
         Route("/login", chat.login, methods=["POST"]),
-        Route("/ag-ui", chat.ag_ui, methods=["POST"]),
-        Route("/conversation", chat.conversation, methods=["GET"]),
+        Route("/ag-ui", endpoints.run, methods=["POST"]),
+        Route("/conversation", endpoints.conversation, methods=["GET"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(

@@ -47,6 +47,7 @@ from sagents.gateway._tool_changes import ToolChanges
 from sagents.gateway._web_auth import Principal, TooManyLogins, WebAuth
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession
+from sagents.gateway.console._chat import ChatEndpoints, ChatThreads, request_principal
 from sagents.gateway.console._live import (
     MAX_STREAMS_PER_PRINCIPAL,
     LiveRuns,
@@ -106,6 +107,7 @@ _COALESCE_S = 0.05
 _AUDIT_SCAN = 5000  # audit entries read for one Audit page (then filtered)
 _AUDIT_SHOWN = 200
 _RECORD_FILES = ("script.py", "calls.jsonl", "output.txt", "run.json")
+_CHAT_STATIC = _HERE.parent / "_chat" / "static"  # the chat page's script, shared with chat --web
 
 
 @dataclass(kw_only=True)
@@ -132,6 +134,9 @@ class ConsoleData:
             Servers page's "Authorize"; docs/oauth.md); None: none.
         public_base: The gateway's public URL (``oauth.publicUrl``), for the redirect URI of
             an upstream login; None: the request's own origin.
+        chat: The AG-UI threads of the Chat page (called per request); None: no Chat page
+            (the config has no ``agent`` section).
+        chat_model: The chat's model, shown on the page.
     """
 
     workspaces: Workspaces
@@ -150,6 +155,8 @@ class ConsoleData:
     tool_changes: ToolChanges | None = None
     upstream_logins: UpstreamLogins | None = None
     public_base: str | None = None
+    chat: Callable[[], ChatThreads] | None = None
+    chat_model: str = ""
 
     def web_auth(self) -> WebAuth:
         """The tokens the console accepts (the secret made when there is none yet)."""
@@ -163,7 +170,8 @@ class ConsoleData:
 
 def _environment() -> Environment:
     env = Environment(
-        loader=FileSystemLoader(_HERE / "templates"),
+        # the Chat page's body is the one of ``sagents chat --web`` (_chat/templates)
+        loader=FileSystemLoader([_HERE / "templates", _HERE.parent / "_chat" / "templates"]),
         autoescape=select_autoescape(default=True, default_for_string=True),
         finalize=lambda value: printable(value) if isinstance(value, str) else value,
     )
@@ -228,6 +236,7 @@ class _Console:
             approvals_route=self.data.approvals,
             pending_count=self._pending_count(session.principal),
             oauth_login=self.data.oauth_login is not None,
+            chat=self.data.chat is not None,
             **context,
         )
         return HTMLResponse(html, status_code=status_code)
@@ -741,6 +750,11 @@ class _Console:
             exists=path.is_file(),
         )  # fmt: skip
 
+    # -- chat ----------------------------------------------------------------------------------
+
+    async def chat_page(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
+        return self.render(request, session, "chat.html", model=self.data.chat_model)
+
     # -- live updates --------------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
@@ -947,6 +961,19 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(CONSOLE_PATH + "/events", console.events),
         Mount(CONSOLE_PATH + "/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
+    if data.chat is not None:
+        chat = ChatEndpoints(
+            data.chat,
+            lambda request, changes: request_principal(
+                console.web, console.auth, request, COOKIE_NAME, state_changing=changes
+            ),
+        )
+        routes += [
+            Route(CONSOLE_PATH + "/chat", console.page(console.chat_page)),
+            Route(CONSOLE_PATH + "/ag-ui", chat.run, methods=["POST"]),
+            Route(CONSOLE_PATH + "/chat/conversation", chat.conversation),
+            Mount(CONSOLE_PATH + "/chat/static", StaticFiles(directory=_CHAT_STATIC)),
+        ]
     if data.oauth_login is not None:
         routes += data.oauth_login.routes(console.logged_in_as, console.login_failed)
     return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 
@@ -20,6 +21,9 @@ from sagents.gateway.console._live import LiveRuns
 from sagents.gateway.console._oauth_login import CALLBACK_PATH, ConsoleOAuthLogin
 from sagents.progress._hub import ProgressHub
 
+if TYPE_CHECKING:
+    from sagents.gateway.console._chat import ChatThreads
+
 __all__ = ["console_for_gateway", "data_dir_console"]
 
 AUDIT_FILE = "audit.sqlite3"
@@ -32,6 +36,7 @@ def console_for_gateway(
     *,
     secret: OperatorSecret | None = None,
     oauth: ProtectedResource | None = None,
+    chat: ChatThreads | None = None,
 ) -> Starlette:
     """The console of an entered gateway: its hub's events, pending approvals, background calls
     and the records and audit of its data dir.
@@ -43,6 +48,8 @@ def console_for_gateway(
         secret: The operator secret; None: the data dir's (made when there is none).
         oauth: ``/mcp``'s protected resource: with the gateway's client (``oauth.clientId``),
             the console also logs in through its authorization server.
+        chat: The AG-UI threads of the Chat page (docs/console.md, "Chat"); None: no Chat
+            page.
     """
     live = LiveRuns(owner_of=gateway.session_owner)
     hub = getattr(gateway.progress, "hub", None)
@@ -77,8 +84,16 @@ def console_for_gateway(
             gateway.upstream_logins if isinstance(gateway, ConfiguredGateway) else None
         ),
         public_base=oauth.resource.removesuffix(MCP_PATH) if oauth is not None else None,
+        chat=(lambda: chat) if chat is not None else None,
+        chat_model=_chat_model(gateway),
     )
     return build_console_app(data)
+
+
+def _chat_model(gateway: Gateway) -> str:
+    if not isinstance(gateway, ConfiguredGateway) or gateway.config.agent is None:
+        return ""
+    return gateway.config.agent.model
 
 
 def _oauth_login(

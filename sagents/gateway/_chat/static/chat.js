@@ -1,15 +1,18 @@
-// The chat page of `sagents chat --web` (docs/chat.md): sends AG-UI RunAgentInputs to
-// /ag-ui and renders the AG-UI event stream. Every text from the model, a tool or the user is
-// inserted with textContent: none of it ever becomes HTML.
+// The chat page of `sagents chat --web` and of the console's Chat page (docs/chat.md): sends
+// AG-UI RunAgentInputs to the page's endpoint and renders the AG-UI event stream. Every text
+// from the model, a tool or the user is inserted with textContent: none of it ever becomes
+// HTML. The model's text is shown as markdown by renderMarkdown below, which builds elements
+// of a fixed list itself (never innerHTML) and links only http(s) and mailto addresses.
 "use strict";
 
 const endpoint = document.body.dataset.endpoint;
+const conversationUrl = document.body.dataset.conversation;
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const conversation = document.getElementById("conversation");
 const statusLine = document.getElementById("status");
 const stopButton = document.getElementById("stop");
 const sendButton = document.getElementById("send");
-const THREAD_KEY = "sagents-chat-thread";
+const THREAD_KEY = document.body.dataset.threadKey;
 
 let threadId = localStorage.getItem(THREAD_KEY);
 if (!threadId) {
@@ -20,6 +23,7 @@ let controller = null; // the open stream's AbortController
 let waiting = false; // the run waits for a decision
 let state = { todo: [], skills: [], expanded_tools: [] };
 const texts = new Map(); // message id -> element
+const markdown = new Map(); // assistant message id -> its text so far (rendered as markdown)
 const cards = new Map(); // tool call id -> card
 
 function el(tag, className, text) {
@@ -29,6 +33,155 @@ function el(tag, className, text) {
   return node;
 }
 
+// -- markdown ------------------------------------------------------------------------------------
+// A strict subset: paragraphs, headings, fenced code, block quotes, lists, rules; inline code,
+// strong, emphasis and links. Anything else stays text. Bounded patterns and a depth limit keep
+// hostile input from costing more than linear time.
+
+const MAX_DEPTH = 8;
+const INLINE = [
+  ["code", /`([^`\n]{1,2000})`/y],
+  ["strong", /\*\*([^\n]{1,2000}?)\*\*/y],
+  ["strong", /__([^\n]{1,2000}?)__/y],
+  ["em", /\*([^*\s][^*\n]{0,2000}?)\*/y],
+  ["em", /_([^_\s][^_\n]{0,2000}?)_(?![A-Za-z0-9])/y],
+  ["a", /\[([^\[\]\n]{1,500})\]\(([^\s()<>]{1,2000})\)/y],
+];
+
+function safeHref(raw) {
+  if (!/^(https?:\/\/|mailto:)/i.test(raw)) return null;
+  try {
+    const url = new URL(raw);
+    return ["http:", "https:", "mailto:"].includes(url.protocol) ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function inline(target, text, depth) {
+  let plain = "";
+  const flush = () => {
+    if (plain) target.appendChild(document.createTextNode(plain));
+    plain = "";
+  };
+  let i = 0;
+  outer: while (i < text.length) {
+    if ("`*_[".includes(text[i]) && depth < MAX_DEPTH) {
+      for (const [tag, pattern] of INLINE) {
+        pattern.lastIndex = i;
+        const found = pattern.exec(text);
+        if (!found) continue;
+        const end = i + found[0].length; // read before recursing: the patterns are shared
+        if (tag === "a") {
+          const href = safeHref(found[2]);
+          if (href === null) continue; // not a link: the brackets stay text
+          flush();
+          const link = el("a");
+          link.href = href;
+          link.rel = "noopener noreferrer nofollow";
+          link.target = "_blank";
+          inline(link, found[1], depth + 1);
+          target.appendChild(link);
+        } else {
+          flush();
+          const node = el(tag);
+          if (tag === "code") node.textContent = found[1];
+          else inline(node, found[1], depth + 1);
+          target.appendChild(node);
+        }
+        i = end;
+        continue outer;
+      }
+    }
+    plain += text[i];
+    i += 1;
+  }
+  flush();
+}
+
+function paragraph(target, lines, depth) {
+  const p = el("p");
+  lines.forEach((line, n) => {
+    if (n) p.appendChild(el("br"));
+    inline(p, line, depth);
+  });
+  target.appendChild(p);
+}
+
+const FENCE = /^\s{0,3}(```|~~~)/;
+const HEADING = /^\s{0,3}(#{1,6})\s+(.*)$/;
+const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
+const QUOTE = /^\s{0,3}>\s?(.*)$/;
+const ITEM = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+(.*)$/;
+
+function blocks(target, lines, depth) {
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if (!line.trim()) {
+      i += 1;
+    } else if ((m = FENCE.exec(line))) {
+      const code = [];
+      i += 1;
+      while (i < lines.length && !lines[i].trim().startsWith(m[1])) code.push(lines[i++]);
+      i += 1; // the closing fence (or the end)
+      const pre = el("pre", "code");
+      pre.appendChild(el("code", "", code.join("\n")));
+      target.appendChild(pre);
+    } else if ((m = HEADING.exec(line))) {
+      const heading = el(`h${Math.min(m[1].length + 2, 6)}`);
+      let title = m[2].trimEnd();
+      let cut = title.length;
+      while (cut > 0 && title[cut - 1] === "#") cut -= 1; // a closing run of #, by hand: linear
+      if (cut < title.length && (cut === 0 || title[cut - 1] === " ")) title = title.slice(0, cut).trimEnd();
+      inline(heading, title, depth);
+      target.appendChild(heading);
+      i += 1;
+    } else if (RULE.test(line)) {
+      target.appendChild(el("hr"));
+      i += 1;
+    } else if (QUOTE.test(line) && depth < MAX_DEPTH) {
+      const quoted = [];
+      while (i < lines.length && (m = QUOTE.exec(lines[i]))) {
+        quoted.push(m[1]);
+        i += 1;
+      }
+      const quote = el("blockquote");
+      blocks(quote, quoted, depth + 1);
+      target.appendChild(quote);
+    } else if ((m = ITEM.exec(line))) {
+      const ordered = /\d/.test(m[1][0]);
+      const list = el(ordered ? "ol" : "ul");
+      while (i < lines.length && (m = ITEM.exec(lines[i])) && /\d/.test(m[1][0]) === ordered) {
+        const item = el("li");
+        const text = [m[2]];
+        i += 1;
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !ITEM.exec(lines[i])) text.push(lines[i++].trim());
+        text.forEach((part, n) => {
+          if (n) item.appendChild(el("br"));
+          inline(item, part, depth);
+        });
+        list.appendChild(item);
+      }
+      target.appendChild(list);
+    } else {
+      const text = [];
+      while (
+        i < lines.length && lines[i].trim() && !FENCE.test(lines[i]) && !HEADING.test(lines[i]) &&
+        !RULE.test(lines[i]) && !QUOTE.test(lines[i]) && !ITEM.test(lines[i])
+      ) text.push(lines[i++]);
+      if (!text.length) text.push(lines[i++]); // a line no block took (a quote too deep)
+      paragraph(target, text, depth);
+    }
+  }
+}
+
+function renderMarkdown(target, source) {
+  target.replaceChildren();
+  blocks(target, String(source).split(/\r?\n/), 0);
+}
+
 function scrollDown() {
   window.scrollTo(0, document.body.scrollHeight);
 }
@@ -36,7 +189,12 @@ function scrollDown() {
 function message(role, text, id) {
   const box = el("div", `msg ${role}`);
   box.appendChild(el("span", "role", role));
-  const body = el("span", "text", text || "");
+  let body;
+  if (role === "assistant") {
+    body = el("div", "text md");
+    renderMarkdown(body, text || "");
+    if (id) markdown.set(id, text || "");
+  } else body = el("span", "text", text || "");
   box.appendChild(body);
   if (id) {
     box.id = `msg-${id}`;
@@ -82,7 +240,7 @@ function card(toolCallId, name) {
 
 function renderState() {
   const todo = document.getElementById("todo");
-  todo.replaceChildren(...state.todo.map((item) => el("li", `todo-${item.status}`, `${item.status === "completed" ? "✓" : "•"} ${item.content}`)));
+  todo.replaceChildren(...state.todo.map((item) => el("li", `todo-${item.status}`, `${item.status === "done" ? "✓" : "•"} ${item.content}`)));
   const skills = document.getElementById("skills");
   skills.replaceChildren(...state.skills.map((name) => el("li", "", name)));
 }
@@ -90,6 +248,7 @@ function renderState() {
 function renderHistory(messages) {
   conversation.replaceChildren();
   texts.clear();
+  markdown.clear();
   cards.clear();
   for (const m of messages) {
     if (m.role === "user") message("user", typeof m.content === "string" ? m.content : JSON.stringify(m.content), m.id);
@@ -213,10 +372,14 @@ function onEvent(event) {
     case "TEXT_MESSAGE_START":
       message("assistant", "", event.messageId);
       break;
-    case "TEXT_MESSAGE_CONTENT":
-      (texts.get(event.messageId) || message("assistant", "", event.messageId)).textContent += event.delta;
+    case "TEXT_MESSAGE_CONTENT": {
+      const body = texts.get(event.messageId) || message("assistant", "", event.messageId);
+      const text = (markdown.get(event.messageId) || "") + event.delta;
+      markdown.set(event.messageId, text);
+      renderMarkdown(body, text);
       scrollDown();
       break;
+    }
     case "REASONING_MESSAGE_START":
       message("reasoning", "", event.messageId);
       break;
@@ -318,7 +481,7 @@ stopButton.addEventListener("click", () => {
 });
 
 async function load() {
-  const response = await fetch(`/conversation?thread=${encodeURIComponent(threadId)}`, { headers: { "X-CSRF-Token": csrf } });
+  const response = await fetch(`${conversationUrl}?thread=${encodeURIComponent(threadId)}`, { headers: { "X-CSRF-Token": csrf } });
   if (!response.ok) return;
   const data = await response.json();
   renderHistory(data.messages);
