@@ -42,6 +42,7 @@ __all__ = [
     "SESSION_VERSION",
     "AnsweredQuestioner",
     "Check",
+    "approval_request",
     "cancelled_result",
     "check_call",
     "check_resume",
@@ -146,19 +147,25 @@ def request_event(
             ts=ts,
             slot=QuestionnaireSlot(questionnaire),
         )
-    request = ApprovalRequest.for_tool_call(
-        item.tool_name,
-        item.arguments,
-        permission=cast(PermissionClass, item.permission),  # the spec's, as the item keeps it
-        session_id=session_id,
-        tool_call_id=item.id,
-    )
+    request = approval_request(item, session_id)
     return ApprovalRequestEvent(
         request_id=item.id,
         tool_call_id=item.id,
         tools=request.tools,
         message=approval_message(request),
         ts=ts,
+    )
+
+
+def approval_request(item: Interruption, session_id: str) -> ApprovalRequest:
+    """The approval request of a held call, as an approver takes it (what ``approvals="wait"``
+    would have asked)."""
+    return ApprovalRequest.for_tool_call(
+        item.tool_name,
+        item.arguments,
+        permission=cast(PermissionClass, item.permission),  # the spec's, as the item keeps it
+        session_id=session_id,
+        tool_call_id=item.id,
     )
 
 

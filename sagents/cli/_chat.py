@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
@@ -31,12 +31,16 @@ import typer
 from sagents.cli._tools import ConfigOption, find_config
 from sagents.config import load_config
 from sagents.core._permissions import PermissionMode, parse_permission_mode
-from sagents.errors import ConfigError, ModelConfigError
+from sagents.errors import ConfigError, ModelConfigError, StoreError
 from sagents.tool._context import SessionContext
+
+if TYPE_CHECKING:
+    from sagents.store._agents import SqliteAgentStore
 
 __all__ = ["chat"]
 
 _USAGE_EXIT = 2
+_CHAT_PREFIX = "chat-"  # the session ids of terminal chats (--resume takes the last one)
 
 
 def _usage_error(message: str, hint: str | None = None) -> typer.Exit:
@@ -100,12 +104,19 @@ def chat(
     port: Annotated[
         int, typer.Option("--port", help="With --web: the port (0: a free one).")
     ] = 8767,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue the last chat (and a turn it left waiting for you)."
+        ),
+    ] = False,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
     from sagents.agent import model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
+    from sagents.store._agents import SqliteAgentStore
     from sagents.tool._approval import Approver
 
     try:
@@ -131,19 +142,40 @@ def chat(
                 raise _usage_error(f"--skills {str(root)!r} is not a directory")
             manager.add_skill_dir(root)
         skill_proxy = SkillProxy(manager)
+    if web and resume:
+        raise _usage_error(
+            "--resume is for the terminal chat", "the browser chat keeps its conversations"
+        )
     if web:
         _serve_web(chat_model, loaded, skill_proxy, chosen, host, port, system, max_turns,
                    tool_choice, max_history_tokens, model or "")  # fmt: skip
         return
     interactive = sys.stdin.isatty()
     approver: Approver | None = TerminalApprover() if interactive and not as_json else None
-    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens)
-    context = SessionContext(session_id=f"chat-{uuid.uuid4().hex[:8]}", permission_mode=chosen)
+    store = SqliteAgentStore()  # the conversation, and a turn paused for the person
+    session_id = _last_chat(store) if resume else f"{_CHAT_PREFIX}{uuid.uuid4().hex[:8]}"
+    agent = _agent(chat_model, tool_choice, system, max_turns, max_history_tokens, store)
+    context = SessionContext(session_id=session_id, permission_mode=chosen)
     questioner = TerminalQuestioner()  # stdin, a terminal or a pipe
     code = run_chat(
-        agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive, questioner
-    )
+        agent, loaded, skill_proxy, context, approver, as_json, prompt, interactive, questioner,
+        resume=resume,
+    )  # fmt: skip
     raise typer.Exit(code)
+
+
+def _last_chat(store: SqliteAgentStore) -> str:
+    """The session id of the chat saved last (``--resume``)."""
+    try:
+        found = anyio.run(lambda: store.last_session(prefix=_CHAT_PREFIX))
+    except StoreError as error:
+        raise _usage_error(error.message, error.hint) from None
+    if found is None:
+        raise _usage_error(
+            f"there is no chat to resume in {store.path}",
+            "start one with sagents chat (SAGENTS_DATA_DIR chooses the data directory)",
+        )
+    return found
 
 
 def _serve_web(
@@ -189,6 +221,7 @@ def _agent(
     system: str,
     max_turns: int,
     max_history_tokens: int | None,
+    store: SqliteAgentStore | None = None,
 ) -> Any:
     from sagents.agent import ModelSettings, SAgent
 
@@ -198,4 +231,5 @@ def _agent(
         system_prompt=system,
         max_turns=max_turns,
         max_history_tokens=max_history_tokens,
+        store=store,
     )

@@ -20,21 +20,26 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from rich.console import Console
 from rich.text import Text
 
-from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent
+from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, RunState, SAgent
+from sagents.agent._durable import approval_request
 from sagents.agent._events import AgentEvent
+from sagents.agent._messages import as_openai_messages
+from sagents.agent._state import Interruption, Resolution
 from sagents.cli._chat_tools import open_chat_tools
 from sagents.cli._rich import stderr_console, stdout_console
 from sagents.cli.terminal_approval import TerminalApprover
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
+from sagents.errors import RunStateError, SagentsError
 from sagents.skill import SkillProxy
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, settle_answer
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
-from sagents.tool.questions import Questioner
+from sagents.tool.questions import Questioner, QuestionnaireAnswer
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -201,7 +206,7 @@ class ChatRenderer:
             if event.reason == "error" and event.error is not None:
                 hint = f" ({event.error['hint']})" if event.error.get("hint") else ""
                 self.err.print(literal(f"error: {event.error['message']}{hint}"), style="red")
-            elif event.reason != "stop":
+            elif event.reason not in ("stop", "interrupted"):  # interrupted: the chat asks
                 self.err.print(Text(f"(turn ended: {event.reason})", style="yellow"))
 
     def _script_status(self, event: ScriptProgressEvent) -> None:
@@ -253,6 +258,11 @@ class ChatRenderer:
 
 @dataclass(kw_only=True)
 class _Chat:
+    """The chat's conversation. With an approver (a person at the terminal) its runs defer
+    (``approvals="defer"``): a call that needs the person pauses the run, whose state the
+    agent's store keeps, then the chat asks and resumes it; a chat that ended while it asked
+    (killed, closed, quit) is continued by ``sagents chat --resume`` from that state."""
+
     agent: SAgent
     tools: ToolProxy
     skills: SkillProxy | None
@@ -264,34 +274,121 @@ class _Chat:
     history: list[dict[str, Any]] = field(default_factory=list)
     running: bool = False
     cancelling: bool = False
+    _asking: anyio.CancelScope | None = None
 
     async def turn(self, text: str) -> DoneEvent | None:
+        """Run one turn for the user's ``text`` (asking what its paused runs wait for)."""
         self.history.append({"role": "user", "content": text})
-        done: DoneEvent | None = None
+        return await self._run_to_end(None)
+
+    async def resume(self, state: RunState) -> DoneEvent | None:
+        """Continue a paused run the store kept: ask what it waits for, then run on."""
+        return await self._run_to_end(state)
+
+    def cancel(self) -> None:
+        """Cancel the turn: its run, or the questions a paused run waits for (the run is then
+        resumed cancelled, so nothing of it stays pending)."""
+        self.cancelling = True
+        self.agent.cancel()
+        if self._asking is not None:
+            self._asking.cancel()
+
+    async def restore(self) -> RunState | None:
+        """Take the stored conversation of this chat's session (``--resume``); the paused run
+        it left waiting, if any (a state that cannot be continued is said and left).
+
+        Raises:
+            StoreError: the store failed.
+            RunStateError: the stored session cannot be read.
+        """
+        stored = await self.agent.load_session(self.context.session_id)
+        if stored is not None:
+            self.history = [dict(m) for m in as_openai_messages(stored.history)]
+        state_id = await self.agent.store.pending_state(self.context.session_id)
+        if state_id is None:
+            return None
+        try:
+            return await self.agent.load_state(state_id)
+        except RunStateError as error:
+            self.renderer.err.print(literal(f"the paused turn cannot be resumed: {error}"))
+            return None
+
+    async def _run_to_end(self, state: RunState | None) -> DoneEvent | None:
         self.running, self.cancelling = True, False
         try:
-            stream = self.agent.run_stream(
-                self.history,
-                tool_manager=self.tools,
-                skill_manager=self.skills,
-                session_context=self.context,
-                approver=self.approver,
-                questioner=self.questioner,
-            )
-            async with aclosing(stream):
-                async for event in stream:
-                    if self.as_json:
-                        sys.stdout.write(json_line(event.to_dict()) + "\n")
-                        sys.stdout.flush()
-                    else:
-                        self.renderer.show(event)
-                    if isinstance(event, DoneEvent):
-                        done = event
+            done = None
+            if state is None:
+                done = await self._stream(self.history, None)
+                state = done.state if done is not None else None
+            while state is not None:  # the run paused: ask, then continue it
+                await self._decide(state)
+                done = await self._stream([], state)
+                state = done.state if done is not None else None
         finally:
             self.running = False
         if done is not None:
             self.history = [dict(m) for m in done.messages]
         return done
+
+    async def _stream(
+        self, messages: list[dict[str, Any]], state: RunState | None
+    ) -> DoneEvent | None:
+        done: DoneEvent | None = None
+        stream = self.agent.run_stream(
+            messages,
+            tool_manager=self.tools,
+            skill_manager=self.skills,
+            session_context=self.context,
+            approver=self.approver,
+            questioner=self.questioner,
+            approvals="wait" if self.approver is None else "defer",
+            state=state,
+        )
+        async with aclosing(stream):
+            async for event in stream:
+                if self.as_json:
+                    sys.stdout.write(json_line(event.to_dict()) + "\n")
+                    sys.stdout.flush()
+                else:
+                    self.renderer.show(event)
+                if isinstance(event, DoneEvent):
+                    done = event
+        return done
+
+    async def _decide(self, state: RunState) -> None:
+        """Ask the person each item the paused run waits for and put the answers on the
+        state; a cancelled turn cancels what is left (the resume then ends the run)."""
+        with anyio.CancelScope() as self._asking:
+            if self.cancelling:  # Ctrl-C came as the run paused
+                self._asking.cancel()
+            for item in state.undecided:
+                if item.kind == "questionnaire":
+                    await self._answer(state, item)
+                else:
+                    await self._approve(state, item)
+        self._asking = None
+        if state.undecided:
+            state.cancel(reason="the turn was cancelled at the prompt")
+
+    async def _approve(self, state: RunState, item: Interruption) -> None:
+        request = approval_request(item, state.session_id)
+        if self.approver is None:
+            state.deny(item.id, reason="nobody could be asked (stdin is not a terminal)")
+            return
+        answer = settle_answer(request, await self.approver.approve(request))
+        if answer == "deny":
+            state.deny(item.id)
+        else:
+            state.approve(item.id, scope="session" if answer == "allow_session" else "once")
+
+    async def _answer(self, state: RunState, item: Interruption) -> None:
+        answer = QuestionnaireAnswer(status="cancelled", message="nobody could be asked")
+        if self.questioner is not None:
+            answer = await self.questioner.ask(item.questionnaire(), time_limit=math.inf)
+        if answer.status == "answered":
+            state.answer(item.id, answer.answers)
+        else:  # declined, cancelled or timed out: the tool says so to the model
+            state.decisions[item.id] = Resolution(questionnaire=answer)
 
     def command(self, line: str) -> bool:
         """Run a ``/command``; False for ``/quit``."""
@@ -390,9 +487,13 @@ def run_chat(
     prompt: str | None,
     interactive: bool,
     questioner: Questioner | None = None,
+    *,
+    resume: bool = False,
 ) -> int:
     """Run the chat (one ``prompt`` turn, or the interactive loop); returns the exit code
-    (:data:`EXIT_OK`, :data:`EXIT_TURN_FAILED`, :data:`EXIT_INTERRUPTED`).
+    (:data:`EXIT_OK`, :data:`EXIT_TURN_FAILED`, :data:`EXIT_INTERRUPTED`). With ``resume``
+    the session's stored conversation is taken first, and a turn it left waiting for the
+    person is asked again and continued.
 
     The event loop runs in a thread of its own (an anyio blocking portal) and this thread reads
     the prompt, so that Ctrl-C (delivered to this thread) interrupts the prompt at once: at the
@@ -409,6 +510,10 @@ def run_chat(
         ):
             waits.immediate = False
             try:
+                if resume:
+                    code = _resume(portal, waits, session)
+                    if code is not None and prompt is None and not interactive:
+                        return code  # nothing more to read: the continued turn's code
                 if prompt is not None:
                     done = _turn(portal, waits, session, prompt)
                     return _code_of(done)
@@ -423,6 +528,26 @@ def run_chat(
         return EXIT_INTERRUPTED
 
 
+def _resume(portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat) -> int | None:
+    """Take the stored conversation; continue the turn it left waiting, if any (its exit
+    code; None when there was none)."""
+    try:
+        paused = portal.call(session.restore)
+    except SagentsError as error:  # the store failed, or its session cannot be read
+        session.renderer.err.print(literal(f"error: cannot resume the chat: {error}"), style="red")
+        raise _Quit(EXIT_TURN_FAILED) from None
+    session.renderer.err.print(
+        literal(f"(resumed {session.context.session_id}: {len(session.history)} messages)")
+    )
+    if paused is None:
+        return None
+    waiting = len(paused.undecided)
+    session.renderer.err.print(
+        Text(f"(the last turn waits for {waiting} answer{'' if waiting == 1 else 's'})")
+    )
+    return _code_of(_turn(portal, waits, session, paused))
+
+
 def _code_of(done: DoneEvent | None) -> int:
     return (
         EXIT_OK if done is not None and done.reason in ("stop", "max_turns") else EXIT_TURN_FAILED
@@ -430,10 +555,14 @@ def _code_of(done: DoneEvent | None) -> int:
 
 
 def _turn(
-    portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat, text: str
+    portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat, text: str | RunState
 ) -> DoneEvent | None:
-    """Run one turn in the portal; Ctrl-C cancels it, a second one quits."""
-    future = portal.start_task_soon(session.turn, text)
+    """Run one turn in the portal (or continue a paused one); Ctrl-C cancels it, a second
+    one quits."""
+    if isinstance(text, RunState):
+        future = portal.start_task_soon(session.resume, text)
+    else:
+        future = portal.start_task_soon(session.turn, text)
     cancelling = False
     while True:
         try:
@@ -444,7 +573,7 @@ def _turn(
                 raise _Quit(EXIT_INTERRUPTED) from None
             cancelling = True
             session.renderer.err.print(Text("\n(cancelling the turn; Ctrl-C again quits)"))
-            portal.call(session.agent.cancel)
+            portal.call(session.cancel)
 
 
 def _repl(

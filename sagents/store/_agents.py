@@ -103,10 +103,26 @@ class SqliteAgentStore:
             partial(_one, "SELECT document FROM agent_sessions WHERE session_id = ?", (session_id,))
         )
 
-    async def last_session(self) -> str | None:
+    async def last_session(self, prefix: str = "") -> str | None:
         """See ``AgentStore.last_session``."""
         return await self._run(
-            partial(_one, "SELECT session_id FROM agent_sessions ORDER BY saved DESC LIMIT 1", ())
+            partial(
+                _one,
+                "SELECT session_id FROM agent_sessions WHERE substr(session_id, 1, length(?)) = ? "
+                "ORDER BY saved DESC LIMIT 1",
+                (prefix, prefix),
+            )
+        )
+
+    async def pending_state(self, session_id: str) -> str | None:
+        """See ``AgentStore.pending_state``."""
+        return await self._run(
+            partial(
+                _one,
+                "SELECT state_id FROM run_states WHERE session_id = ? AND state_id NOT IN "
+                "(SELECT state_id FROM run_claims) ORDER BY saved DESC LIMIT 1",
+                (session_id,),
+            )
         )
 
 

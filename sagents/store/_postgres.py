@@ -579,10 +579,21 @@ class PostgresAgents:
             "SELECT document FROM sagents_agent_sessions WHERE session_id = %s", (session_id,)
         )
 
-    async def last_session(self) -> str | None:
+    async def last_session(self, prefix: str = "") -> str | None:
         """See ``AgentStore.last_session``."""
         return await self._one(
-            "SELECT session_id FROM sagents_agent_sessions ORDER BY saved DESC LIMIT 1", ()
+            "SELECT session_id FROM sagents_agent_sessions WHERE "
+            "substr(session_id, 1, length(%s)) = %s ORDER BY saved DESC LIMIT 1",
+            (prefix, prefix),
+        )
+
+    async def pending_state(self, session_id: str) -> str | None:
+        """See ``AgentStore.pending_state``."""
+        return await self._one(
+            "SELECT s.state_id FROM sagents_run_states s WHERE s.session_id = %s AND NOT EXISTS "
+            "(SELECT 1 FROM sagents_run_claims c WHERE c.state_id = s.state_id) "
+            "ORDER BY s.saved DESC LIMIT 1",
+            (session_id,),
         )
 
     async def _one(self, query: str, params: tuple[Any, ...]) -> str | None:

@@ -188,8 +188,13 @@ class AgentStore(Protocol):
         """A session's document, or None."""
         ...
 
-    async def last_session(self) -> str | None:
-        """The id of the session saved last, or None."""
+    async def last_session(self, prefix: str = "") -> str | None:
+        """The id of the session saved last (among the ids that start with ``prefix``, taken
+        literally), or None."""
+        ...
+
+    async def pending_state(self, session_id: str) -> str | None:
+        """The id of the session's paused run saved last and not claimed yet, or None."""
         ...
 
 

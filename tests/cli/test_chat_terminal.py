@@ -79,6 +79,15 @@ class Terminal:
     def type(self, data: bytes) -> None:
         os.write(self.leader, data)
 
+    def quit_at_the_prompt(self) -> int:
+        """Ctrl-C twice at the idle prompt (which is shown); the exit code."""
+        self.wait_for("> ")
+        self.type(CTRL_C)
+        self.wait_for("(line cleared")
+        self.type(CTRL_C)
+        self.wait_for("(Ctrl-C twice: quit)")
+        return self.exit_code()
+
     def exit_code(self) -> int:
         code = self.process.wait(timeout=CLI_TIMEOUT_S)
         _drain(self.leader, self.seen)
@@ -142,12 +151,7 @@ def test_ctrl_c_during_a_turn_cancels_it_and_the_exit_code_says_so() -> None:
         terminal.type(CTRL_C)
         terminal.wait_for("(cancelling the turn; Ctrl-C again quits)")
         terminal.wait_for("(turn ended: cancelled)")
-        terminal.wait_for("> ")
-        terminal.type(CTRL_C)
-        terminal.wait_for("(line cleared")
-        terminal.type(CTRL_C)
-        terminal.wait_for("(Ctrl-C twice: quit)")
-        code = terminal.exit_code()
+        code = terminal.quit_at_the_prompt()
     assert code == EXIT_TURN_FAILED  # the last turn was cancelled
     assert "Traceback" not in terminal.seen.decode(errors="replace")
 

@@ -262,3 +262,29 @@ async def test_upstream_logins_are_kept_per_server_and_principal_and_resealed_at
     assert await store.logins.delete("gh", "alice") is True
     assert await store.logins.delete("gh", "alice") is False
     assert await store.logins.load("gh", "alice") is None
+
+
+async def test_the_last_session_may_be_asked_for_among_ids_with_a_prefix(
+    store: GatewayStore,
+) -> None:
+    await store.agents.save_session("chat-1", "{}")
+    await store.agents.save_session("web-1", "{}")
+    assert await store.agents.last_session(prefix="chat-") == "chat-1"
+    assert await store.agents.last_session(prefix="web-") == "web-1"
+    assert await store.agents.last_session(prefix="cha%") is None  # a prefix, not a pattern
+    assert await store.agents.last_session(prefix="none-") is None
+
+
+async def test_a_sessions_pending_state_is_its_last_paused_run_not_resumed_yet(
+    store: GatewayStore,
+) -> None:
+    assert await store.agents.pending_state("s1") is None
+    await store.agents.save_state("r1", "s1", "{}")
+    await store.agents.save_state("r2", "s1", "{}")
+    await store.agents.save_state("r3", "s2", "{}")
+    assert await store.agents.pending_state("s1") == "r2"
+    assert await store.agents.claim_state("r2")
+    assert await store.agents.pending_state("s1") == "r1"
+    assert await store.agents.claim_state("r1")
+    assert await store.agents.pending_state("s1") is None
+    assert await store.agents.pending_state("s2") == "r3"
