@@ -110,6 +110,7 @@ from sagents.gateway._principals import PRINCIPAL_KEY
 from sagents.gateway._progress import ProgressForwarder, progress_listened
 from sagents.gateway._questions import ElicitationQuestioner
 from sagents.gateway._request_state import ApprovalStates, request_state_boundary
+from sagents.gateway._restart import RESTART_REASON
 from sagents.gateway._seams import ProgressSource, ResourceSource
 from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscription_handlers
 from sagents.gateway._task_input import ForwardedTaskInput
@@ -333,6 +334,7 @@ class Gateway:
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
         self.replica_id: str | None = None
+        self._boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
         """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
         self._running = False
@@ -409,8 +411,9 @@ class Gateway:
         self._tasks.store = store.tasks
         self._approvals = store.approvals
         self._approvals.ttl_s = self.approval_timeout_s
-        if store.shared and store.secret is not None:
-            self.replica_id = store.replica_id
+        if store.secret is not None:  # replicas share it; the embedded one outlives restarts
+            if store.shared:
+                self.replica_id = store.replica_id
             key = store.secret
             boundary = request_state_boundary(
                 self._name,
@@ -912,8 +915,11 @@ class Gateway:
             if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
                 params.request_state, request.session_id, tool, arguments
             ):
+                if request.kind == "script" and self._asked_before_restart(params.request_state):
+                    raise NotAllowedError(ABORTED_WAITING, details={"reason": RESTART_REASON})
                 return answer_from_elicitation(response, request)
-            state = await self._approvals.issue(request.session_id, tool, arguments)
+            issued = json.loads(await self._approvals.issue(request.session_id, tool, arguments))
+            state = json.dumps({**issued, "replica": self.replica_id, "boot": self._boot})
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
                 params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -925,6 +931,20 @@ class Gateway:
             return await ElicitationApprover(self._client_asker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
+
+    def _asked_before_restart(self, state: str | None) -> bool:
+        """Whether the (sealed, so genuine) ``requestState`` was issued by this gateway before
+        it restarted: run_script's rule is that such a run is aborted, never resumed
+        (docs/run_script.md). An approval asked by another replica may be answered here."""
+        try:
+            issued = json.loads(state or "")
+        except ValueError:
+            return False
+        return (
+            isinstance(issued, dict)
+            and issued.get("replica") == self.replica_id
+            and issued.get("boot") != self._boot
+        )
 
     async def _console_approval(
         self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
@@ -1222,6 +1242,14 @@ def _asks_the_user(spec: ToolSpec) -> bool:
     """The built-in ``questionnaire`` waits for the user through this very request (an
     elicitation): it is never handed off to the background."""
     return spec.source.kind == "builtin" and spec.name == "questionnaire"
+
+
+ABORTED_WAITING = (
+    f"aborted: {RESTART_REASON} while this run waited for its approval; nothing of it ran. "
+    "Call run_script again to ask again"
+)
+"""The refusal of a run_script whose approval was answered after a restart (runs are never
+resumed, docs/run_script.md)."""
 
 
 def _refused(request: ApprovalRequest) -> ToolResult:

@@ -1,5 +1,5 @@
 """The embedded store of one gateway process: SQLite files in the data directory, and memory
-for what never outlives the process (pending approvals, session grants).
+for what never outlives the process (session grants).
 
 This is the default of ``sagents serve``. The SQLite stores themselves live in
 :mod:`sagents.audit`; this module gives them the async interfaces of
@@ -232,8 +232,8 @@ class SqliteTasks:
 @dataclass(kw_only=True)
 class EmbeddedStore:
     """Every kind of state of one gateway process (``sagents serve`` without ``--store``):
-    the audit, background tasks and pinned tool definitions in SQLite files, approvals in
-    memory.
+    the audit, background tasks, pinned tool definitions and pending approvals in SQLite
+    files (session grants in memory).
 
     Attributes:
         directory: Where the SQLite files are (the data directory by default).
@@ -243,12 +243,16 @@ class EmbeddedStore:
     shared = False
     replica_id = "local"
     secret: bytes | None = None
-    """Key material shared by replicas (none: each process has its own)."""
+    """Key material that outlives the process (``gateway.key``, read on entering): it seals
+    ``requestState`` and derives 2026-07-28 session ids, so that a pending approval survives a
+    restart."""
 
     def __post_init__(self) -> None:
+        from sagents.store._sqlite_approvals import APPROVALS_FILE, SqliteApprovals
+
         self.audit = SqliteAuditStore(path=self.directory / AUDIT_FILE)
         self.tasks = SqliteTasks(SqliteTaskStore(self.directory / TASKS_FILE))
-        self.approvals = MemoryApprovals()
+        self.approvals = SqliteApprovals(self.directory / APPROVALS_FILE, ttl_s=REQUEST_STATE_TTL_S)
         self.pins = SqlitePins(self.directory / PINS_FILE)
         self.logins = SqliteLogins(self.directory / LOGINS_FILE)
         self.agents = SqliteAgentStore(path=self.directory / AGENTS_FILE)
@@ -259,8 +263,12 @@ class EmbeddedStore:
         logged, and each run then says that its audit row was not written.
 
         Raises:
-            StoreError: a file that is not a SQLite database.
+            StoreError: a file that is not a SQLite database; the key file is readable by
+                others, malformed or cannot be made.
         """
+        from sagents.store._sqlite_approvals import gateway_key
+
+        self.secret = await anyio.to_thread.run_sync(gateway_key, self.directory)
         for check in (self.audit.check, self.tasks.sqlite.check, self.pins.check):
             try:
                 await anyio.to_thread.run_sync(check)
