@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from typing import Any
 
@@ -184,6 +185,44 @@ async def test_approvals_timeout_bounds_the_sealed_state_and_may_be_hours(
             state = await _ask(client, {"sn": "A"})
             monkeypatch.setattr(time, "time", lambda: real() + 3600)
             ran = await _answer(client, {"sn": "A"}, state)
+    assert isinstance(ran, mt.CallToolResult)
+    assert ran.is_error is False
+    assert [call[0] for call in provider.calls] == ["fleet__configure"]
+
+
+class _Seen(logging.Handler):
+    """Sets an event when a log record holding ``text`` arrives."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.event = text, anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+async def test_an_idle_expiry_between_the_question_and_the_answer_keeps_the_approval() -> None:
+    """``sessionIdleTimeout`` passes while the client's approval waits (nothing in flight):
+    the session's sandboxes may go, its pending approval never does; the answer runs the call
+    once."""
+    provider = FakeProvider()
+    seen = _Seen("is idle: its sandboxes are released")
+    lifetime_log = logging.getLogger("sagents.gateway._lifetime")
+    lifetime_log.addHandler(seen)
+    level, lifetime_log.level = lifetime_log.level, logging.INFO
+    try:
+        async with (
+            Gateway(provider, session_idle_timeout_s=0.05) as gateway,
+            Client(gateway.server, mode="auto", elicitation_callback=_no_elicitation) as client,
+        ):
+            with anyio.fail_after(30):
+                state = await _ask(client, {"sn": "A"})
+                await seen.event.wait()  # the idle sweep took the session
+                ran = await _answer(client, {"sn": "A"}, state)
+    finally:
+        lifetime_log.removeHandler(seen)
+        lifetime_log.setLevel(level)
     assert isinstance(ran, mt.CallToolResult)
     assert ran.is_error is False
     assert [call[0] for call in provider.calls] == ["fleet__configure"]
