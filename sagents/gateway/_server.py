@@ -334,8 +334,9 @@ class Gateway:
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
         self.replica_id: str | None = None
-        self._boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
         """This process's name among replicas of a shared store; None when not replicated."""
+        self._boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
+        self._approval_key: bytes | None = None  # binds 2026-07-28 approvals across processes
         self.task_store = task_store
         self._running = False
         self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
@@ -412,8 +413,6 @@ class Gateway:
         self._approvals = store.approvals
         self._approvals.ttl_s = self.approval_timeout_s
         if store.secret is not None:  # replicas share it; the embedded one outlives restarts
-            if store.shared:
-                self.replica_id = store.replica_id
             key = store.secret
             boundary = request_state_boundary(
                 self._name,
@@ -422,7 +421,10 @@ class Gateway:
             )
             index = self.server.middleware.index(self._state_boundary)
             self.server.middleware[index] = self._state_boundary = boundary
-            self._session_key = hashlib.sha256(b"session" + key).digest()
+            self._approval_key = hashlib.sha256(b"approval" + key).digest()
+            if store.shared:
+                self.replica_id = store.replica_id
+                self._session_key = hashlib.sha256(b"session" + key).digest()
 
     async def __aenter__(self) -> Self:
         if self._lifecycle != "new":
@@ -912,13 +914,14 @@ class Gateway:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
             tool, arguments = params.name, dict(params.arguments or {})  # bound to this call
+            owner = self._approval_owner(ctx)
             if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
-                params.request_state, request.session_id, tool, arguments
+                params.request_state, owner, tool, arguments
             ):
                 if request.kind == "script" and self._asked_before_restart(params.request_state):
                     raise NotAllowedError(ABORTED_WAITING, details={"reason": RESTART_REASON})
                 return answer_from_elicitation(response, request)
-            issued = json.loads(await self._approvals.issue(request.session_id, tool, arguments))
+            issued = json.loads(await self._approvals.issue(owner, tool, arguments))
             state = json.dumps({**issued, "replica": self.replica_id, "boot": self._boot})
             message, schema = approval_form(request)
             elicit = mt.ElicitRequest(
@@ -931,6 +934,17 @@ class Gateway:
             return await ElicitationApprover(self._client_asker(ctx)).approve(request)
         except NoBackChannelError:
             return None  # this connection cannot carry a server-to-client request
+
+    def _approval_owner(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """What a 2026-07-28 approval is bound to: the client's session; with a store key
+        (one that outlives the process, or that replicas share) the token and profile that
+        session stands for, so that the answer may reach another process (a restarted one
+        draws new session ids)."""
+        session = self._session_for(ctx)
+        if self._approval_key is None:
+            return session.session_id
+        name = f"{session.identity}:{session.profile.name if session.profile else ''}"
+        return hmac.new(self._approval_key, name.encode(), hashlib.sha256).hexdigest()[:32]
 
     def _asked_before_restart(self, state: str | None) -> bool:
         """Whether the (sealed, so genuine) ``requestState`` was issued by this gateway before

@@ -244,8 +244,8 @@ class EmbeddedStore:
     replica_id = "local"
     secret: bytes | None = None
     """Key material that outlives the process (``gateway.key``, read on entering): it seals
-    ``requestState`` and derives 2026-07-28 session ids, so that a pending approval survives a
-    restart."""
+    ``requestState`` and binds a pending approval to its client's token and profile, so that a
+    2026-07-28 approval survives a restart."""
 
     def __post_init__(self) -> None:
         from sagents.store._sqlite_approvals import APPROVALS_FILE, SqliteApprovals

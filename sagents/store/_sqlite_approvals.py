@@ -45,8 +45,8 @@ _SCHEMA: Final = (
 
 def gateway_key(directory: Path) -> bytes:
     """The embedded gateway's secret: ``<directory>/gateway.key`` (32 random bytes, hex, made
-    with mode 0600 when missing). It seals ``requestState`` and derives 2026-07-28 session ids,
-    so that both outlive a restart.
+    with mode 0600 when missing). It seals ``requestState`` and binds a pending approval to its
+    client's token and profile, so that both outlive a restart.
 
     Raises:
         StoreError: the file is readable by others, malformed, or cannot be read or created.
