@@ -337,6 +337,7 @@ class Gateway:
         """This process's name among replicas of a shared store; None when not replicated."""
         self._boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
         self._approval_key: bytes | None = None  # binds 2026-07-28 approvals across processes
+        self._store: GatewayStore | None = None
         self.task_store = task_store
         self._running = False
         self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
@@ -409,6 +410,7 @@ class Gateway:
         that any replica can answer an approval another asked for, and the client's calls
         share one workspace whichever replica serves them (docs/scale-out.md).
         """
+        self._store = store
         self._tasks.store = store.tasks
         self._approvals = store.approvals
         self._approvals.ttl_s = self.approval_timeout_s
@@ -918,7 +920,9 @@ class Gateway:
             if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
                 params.request_state, owner, tool, arguments
             ):
-                if request.kind == "script" and self._asked_before_restart(params.request_state):
+                if request.kind == "script" and await self._asked_before_restart(
+                    params.request_state
+                ):
                     raise NotAllowedError(ABORTED_WAITING, details={"reason": RESTART_REASON})
                 return answer_from_elicitation(response, request)
             issued = json.loads(await self._approvals.issue(owner, tool, arguments))
@@ -946,19 +950,21 @@ class Gateway:
         name = f"{session.identity}:{session.profile.name if session.profile else ''}"
         return hmac.new(self._approval_key, name.encode(), hashlib.sha256).hexdigest()[:32]
 
-    def _asked_before_restart(self, state: str | None) -> bool:
-        """Whether the (sealed, so genuine) ``requestState`` was issued by this gateway before
-        it restarted: run_script's rule is that such a run is aborted, never resumed
-        (docs/run_script.md). An approval asked by another replica may be answered here."""
+    async def _asked_before_restart(self, state: str | None) -> bool:
+        """Whether the (sealed, so genuine) ``requestState`` was issued by a gateway process
+        that is gone: an earlier process of this one (a restart), or a replica whose lease ran
+        out. run_script's rule is that such a run is aborted, never resumed
+        (docs/run_script.md); an approval a live replica asked may be answered here."""
         try:
             issued = json.loads(state or "")
         except ValueError:
             return False
-        return (
-            isinstance(issued, dict)
-            and issued.get("replica") == self.replica_id
-            and issued.get("boot") != self._boot
-        )
+        if not isinstance(issued, dict) or issued.get("boot") == self._boot:
+            return False
+        replica = issued.get("replica")
+        if self._store is None or replica is None or replica == self.replica_id:
+            return True
+        return not await self._store.replica_alive(str(replica))
 
     async def _console_approval(
         self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool

@@ -283,3 +283,7 @@ class EmbeddedStore:
     def holds(self, session_id: str) -> bool:
         """Whether a legacy session could live on another process (never, embedded)."""
         return True
+
+    async def replica_alive(self, replica_id: str) -> bool:
+        """Only this process is alive (see ``GatewayStore.replica_alive``)."""
+        return replica_id == self.replica_id

@@ -27,7 +27,8 @@ class GatewayStore(Protocol):
     Attributes:
         shared: Whether other processes (replicas) use it at the same time.
         replica_id: This process's name among the replicas.
-        secret: 32 bytes shared by the replicas (None when not shared).
+        secret: 32 bytes shared by the replicas, or kept by the embedded store across
+            restarts (``gateway.key``); None before the store is entered.
     """
 
     shared: bool
@@ -46,6 +47,10 @@ class GatewayStore(Protocol):
     def agents(self) -> AgentStore: ...
     @property
     def logins(self) -> LoginStore: ...
+    async def replica_alive(self, replica_id: str) -> bool:
+        """Whether the replica ``replica_id`` still holds its lease (the embedded store: this
+        process's name only)."""
+        ...
 
 
 def open_store(

@@ -781,6 +781,16 @@ class PostgresStore:
                 (self.replica_id, socket.gethostname(), self.lease_s),
             )
 
+    async def replica_alive(self, replica_id: str) -> bool:
+        """Whether ``replica_id`` renewed its lease in time (``GatewayStore.replica_alive``)."""
+        async with self._db.connection() as db:
+            cursor = await db.execute(
+                "SELECT 1 FROM sagents_replicas WHERE replica_id = %s "
+                "AND heartbeat_at >= now() - make_interval(secs => lease_s)",
+                (replica_id,),
+            )
+            return await cursor.fetchone() is not None
+
     async def sweep(self) -> list[StoredTask]:
         """Mark the running tasks of dead replicas ``failed`` and forget those replicas."""
         failed = await self.tasks.mark_interrupted(LEASE_REASON)

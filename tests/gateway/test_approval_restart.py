@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import mcp_types as mt
+import psycopg
 import pytest
 from mcp import Client
 
@@ -19,6 +20,8 @@ from tests.gateway.replicas import client, replica
 from tests.gateway.test_replicas import ALLOW, _never_asked
 
 pytestmark = pytest.mark.anyio
+
+SCRIPT = "from agent_tools import call\nprint(call('fault__echo', {'text': 'ECHOED-42'}))\n"
 
 
 @pytest.fixture
@@ -70,17 +73,21 @@ async def test_an_approval_asked_before_a_restart_is_answered_after_it_and_runs_
     assert isinstance(replayed, mt.InputRequiredResult)  # spent: asked again, never run twice
 
 
+async def _lease_ran_out(store: str) -> None:
+    """On PostgreSQL, the killed replica's lease runs out (as ``leaseSec`` after its death):
+    its heartbeat is moved back, so no other replica takes it for alive."""
+    if store:
+        async with await psycopg.AsyncConnection.connect(store, autocommit=True) as db:
+            await db.execute("UPDATE sagents_replicas SET heartbeat_at = now() - interval '1 day'")
+
+
 async def test_a_run_script_waiting_for_its_approval_at_a_restart_is_aborted_not_run(
-    tmp_path: Path,
+    tmp_path: Path, store: str
 ) -> None:
-    # The embedded store: one gateway per data dir, so an answer to an earlier process is an
-    # answer after a restart. (A shared store lets any live replica take the answer, and a
-    # restarted replica is a new one: docs/gateway.md, "Modes and approvals".)
-    store = ""
-    code = "from agent_tools import call\nprint(call('fault__echo', {'text': 'ECHOED-42'}))\n"
-    arguments = {"code": code, "tools": ["fault__echo"], "description": "echo once"}
+    arguments = {"code": SCRIPT, "tools": ["fault__echo"], "description": "echo once"}
     with anyio.fail_after(240):
         state = await _ask_then_kill(tmp_path, store, "run_script", arguments)
+        await _lease_ran_out(store)
         async with (
             replica(tmp_path, "a", store) as second,
             client(second.url, elicitation_callback=_never_asked) as mcp,
@@ -93,3 +100,23 @@ async def test_a_run_script_waiting_for_its_approval_at_a_restart_is_aborted_not
     assert "ECHOED-42" not in shown, shown
     assert not list((tmp_path / "shared-workspaces").glob("**/run.json"))  # nothing ran
     assert isinstance(again, mt.InputRequiredResult)  # the client may ask again
+
+
+async def test_a_run_script_approval_asked_by_a_live_replica_runs_on_another(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    arguments = {"code": SCRIPT, "tools": ["fault__echo"], "description": "echo once"}
+    with anyio.fail_after(240):
+        async with (
+            replica(tmp_path, "a", postgres_url) as a,
+            replica(tmp_path, "b", postgres_url) as b,
+            client(a.url, elicitation_callback=_never_asked) as on_a,
+            client(b.url, elicitation_callback=_never_asked) as on_b,
+        ):
+            asked = await on_a.session.call_tool("run_script", arguments, allow_input_required=True)
+            assert isinstance(asked, mt.InputRequiredResult)
+            assert asked.request_state is not None
+            answered = await _answer(on_b, "run_script", arguments, asked.request_state)
+    assert isinstance(answered, mt.CallToolResult), answered
+    shown = " ".join(c.text for c in answered.content if isinstance(c, mt.TextContent))
+    assert "ECHOED-42" in shown.split("\n", 1)[1], shown  # the script's output: it ran, once
