@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import queue
 import re
 import select
 import signal
@@ -17,8 +18,8 @@ import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar, cast
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -107,7 +108,10 @@ class _MainThreadWaits:
         self._pending = False
         self._wake, self._wake_w = os.pipe()
         self._done, self._done_w = os.pipe()  # a finished future's callback writes here
-        for fd in (self._wake, self._wake_w, self._done, self._done_w):
+        self._asked, self._asked_w = os.pipe()  # ask_line writes here
+        self._asks: queue.SimpleQueue[tuple[str, Future[str]]] = queue.SimpleQueue()
+        self._held: list[Future[str]] = []
+        for fd in self._fds():
             os.set_blocking(fd, False)
         self._old = signal.set_wakeup_fd(self._wake_w)
         self._old_handler = signal.signal(signal.SIGINT, self._interrupted)
@@ -116,26 +120,76 @@ class _MainThreadWaits:
     def __exit__(self, *exc_info: object) -> None:
         signal.signal(signal.SIGINT, self._old_handler)
         signal.set_wakeup_fd(self._old)
-        for fd in (self._wake, self._wake_w, self._done, self._done_w):
+        self.release_asks()
+        for fd in self._fds():
             os.close(fd)
+
+    def _fds(self) -> tuple[int, ...]:
+        return (self._wake, self._wake_w, self._done, self._done_w, self._asked, self._asked_w)
 
     def _interrupted(self, _signum: int, _frame: object) -> None:
         if self.immediate:
             raise KeyboardInterrupt
         self._pending = True
 
-    def wait(self, fd: int) -> None:
-        """Return once ``fd`` is readable; raises KeyboardInterrupt on Ctrl-C."""
+    def wait(self, *fds: int) -> list[int]:
+        """Return once one of ``fds`` is readable (those that are); raises KeyboardInterrupt
+        on Ctrl-C."""
         while True:
             if self._pending:
                 self._pending = False
                 raise KeyboardInterrupt
-            ready, _, _ = select.select([self._wake, fd], [], [])
+            ready, _, _ = select.select([self._wake, *fds], [], [])
             if self._wake in ready:
                 _drain(self._wake)
                 continue  # the handler runs, then the check above
-            if fd in ready:
+            return [fd for fd in fds if fd in ready]
+
+    def ask_line(self, prompt: str) -> str:
+        """Read one line in the main thread, from a worker thread (the approver's and the
+        questioner's reads during a turn): the main thread reads it in :meth:`result`, so a
+        Ctrl-C there ends the read, and no thread is left reading stdin afterwards.
+
+        Raises:
+            EOFError: the end of input, or the turn was cancelled while it asked.
+        """
+        asked: Future[str] = Future()
+        self._asks.put((prompt, asked))
+        with contextlib.suppress(OSError):
+            os.write(self._asked_w, b".")
+        return asked.result()
+
+    def _serve_asks(self) -> None:
+        _drain(self._asked)
+        while True:
+            try:
+                prompt, asked = self._asks.get_nowait()
+            except queue.Empty:
                 return
+            try:
+                asked.set_result(self.read_line(prompt) + "\n")
+            except EOFError as end:
+                asked.set_exception(end)
+            except KeyboardInterrupt:
+                # not answered here: the turn is cancelled first (release_asks after), so that
+                # the read's end is not taken for the end of input (a denial)
+                self._held.append(asked)
+                raise
+
+    def release_asks(self) -> None:
+        """End the reads Ctrl-C interrupted, and any asked since (EOFError)."""
+        held, self._held = self._held, []
+        for asked in held:
+            asked.set_exception(EOFError("cancelled"))
+        self._refuse_asks()
+
+    def _refuse_asks(self) -> None:
+        while True:
+            try:
+                _prompt, asked = self._asks.get_nowait()
+            except queue.Empty:
+                return
+            asked.set_exception(EOFError("cancelled"))
 
     def read_line(self, prompt: str) -> str:
         """``input(prompt)``, with Ctrl-C raising at once wherever the signal landed.
@@ -159,7 +213,8 @@ class _MainThreadWaits:
         """``future.result()``, with Ctrl-C raising at once (the future keeps running)."""
         future.add_done_callback(self._wake_result)
         while not future.done():
-            self.wait(self._done)
+            if self._asked in self.wait(self._done, self._asked):
+                self._serve_asks()
             _drain(self._done)
         return future.result()
 
@@ -505,7 +560,15 @@ def run_chat(
             _MainThreadWaits() as waits,
             start_blocking_portal(backend="asyncio") as portal,
             portal.wrap_async_context_manager(
-                open_chat(agent, loaded, skills, context, approver, as_json, questioner)
+                open_chat(
+                    agent,
+                    loaded,
+                    skills,
+                    context,
+                    _reading(approver, waits),
+                    as_json,
+                    _reading(questioner, waits),
+                )
             ) as session,
         ):
             waits.immediate = False
@@ -548,6 +611,21 @@ def _resume(portal: BlockingPortal, waits: _MainThreadWaits, session: _Chat) -> 
     return _code_of(_turn(portal, waits, session, paused))
 
 
+R = TypeVar("R", bound=Approver | Questioner | None)
+
+
+def _reading(asker: R, waits: _MainThreadWaits) -> R:
+    """The terminal approver or questioner reading its answers in the main thread (so that
+    Ctrl-C ends a read, and no thread keeps reading stdin after it); any other as it is."""
+    from sagents.cli._chat_questions import TerminalQuestioner  # it imports this module
+
+    if isinstance(asker, TerminalApprover):
+        return cast(R, replace(asker, ask=waits.ask_line))
+    if isinstance(asker, TerminalQuestioner):
+        return cast(R, replace(asker, read=lambda: waits.ask_line("")))
+    return asker
+
+
 def _code_of(done: DoneEvent | None) -> int:
     return (
         EXIT_OK if done is not None and done.reason in ("stop", "max_turns") else EXIT_TURN_FAILED
@@ -574,6 +652,7 @@ def _turn(
             cancelling = True
             session.renderer.err.print(Text("\n(cancelling the turn; Ctrl-C again quits)"))
             portal.call(session.cancel)
+            waits.release_asks()  # after the cancel: the read it ended is no answer
 
 
 def _repl(
