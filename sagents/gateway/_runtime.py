@@ -102,6 +102,7 @@ from sagents.tool.impl import (
     WebFetchSettings,
     register_builtin_tools,
 )
+from sagents.tool.impl._builtin import BUILTINS
 from sagents.tool.tool_manager import Registrable, ToolManager
 
 __all__ = [
@@ -471,7 +472,8 @@ def _register_builtins(
     the sessions' sandbox; none where bubblewrap is unavailable (with a warning).
 
     Raises:
-        ConfigError: an unknown built-in tool, ``compress_history``, or a name already taken.
+        ConfigError: an unknown built-in tool, one sagents serve cannot offer
+            (``compress_history``), or a name already taken.
     """
     names = config.builtin_tools
     if not names:
@@ -479,13 +481,13 @@ def _register_builtins(
     if scripts is None:
         logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
         return
-    if "compress_history" in names:
+    unserved = [b for b in BUILTINS if b.name in names and b.not_served is not None]
+    if unserved:
         raise ConfigError(
-            "compress_history cannot be offered by sagents serve: the MCP client keeps "
-            "the conversation",
+            f"{unserved[0].name} cannot be offered by sagents serve: {unserved[0].not_served}",
             file=_file(config),
             key="builtinTools.enabled",
-            hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+            hint="remove it here",
         )
     unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
     if unknown:

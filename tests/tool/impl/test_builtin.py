@@ -6,6 +6,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
+from sagents.cli._chat_tools import CHAT_BUILTIN_TOOL_NAMES
 from sagents.errors import ToolNameConflictError
 from sagents.sandbox import Sandbox, create_sandbox
 from sagents.tool import SessionContext, ToolManager
@@ -17,6 +18,7 @@ from sagents.tool.impl import (
     register_builtin_tools,
     single_sandbox,
 )
+from sagents.tool.impl._builtin import BUILTINS
 
 pytestmark = pytest.mark.anyio
 
@@ -83,6 +85,32 @@ def test_registering_twice_is_a_name_conflict() -> None:
 def test_an_unknown_builtin_name_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(KeyError, match="file_read"):
         BuiltinTools(_unused).tools(["rm_rf"])
+
+
+def test_the_name_lists_are_read_from_the_registry() -> None:
+    assert tuple(builtin.name for builtin in BUILTINS) == BUILTIN_TOOL_NAMES
+    assert DEFAULT_BUILTIN_TOOL_NAMES == (
+        "execute_shell_command",
+        "await_shell",
+        "kill_shell",
+        "file_read",
+        "file_write",
+        "file_update",
+        "list_dir",
+        "glob",
+        "grep",
+    )
+    assert CHAT_BUILTIN_TOOL_NAMES == (
+        "web_fetch",
+        "memory_store",
+        "memory_search",
+        "memory_delete",
+        "todo_write",
+        "todo_read",
+        "compress_history",
+        "questionnaire",
+    )
+    assert [b.name for b in BUILTINS if b.not_served] == ["compress_history"]
 
 
 @pytest.mark.parametrize("field", ["shell_tail_bytes", "grep_max_matches", "shell_poll_seconds"])
