@@ -39,7 +39,7 @@ from sagents.tool.impl._questionnaire import QuestionnaireSettings
 from sagents.tool.impl._settings import BuiltinSettings
 from sagents.tool.impl._shell import ShellTasks
 from sagents.tool.impl._todo import TodoStore
-from sagents.tool.impl._tools import conversation, files, image, memory, shell, todo, web
+from sagents.tool.impl._tools import clock, conversation, files, image, memory, shell, todo, web
 from sagents.tool.impl._unit import BuiltinTool
 from sagents.tool.impl._web_fetch import WebFetcher, WebFetchSettings
 from sagents.tool.tool_manager import ToolManager
@@ -64,6 +64,7 @@ BUILTINS: tuple[BuiltinTool, ...] = (
     *todo.TOOLS,
     *image.TOOLS,
     *conversation.TOOLS,
+    *clock.TOOLS,
 )
 """Every built-in tool, in the order they are listed."""
 
