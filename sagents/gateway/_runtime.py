@@ -518,18 +518,17 @@ def _register_builtins(
 
 
 def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[str, Any]:
-    """The memory and todo stores of the built-in tools: the SQLite files, or the tables
-    of the PostgreSQL store replicas share (docs/scale-out.md)."""
+    """The memory and todo stores of the built-in tools: on the store's backends when it has
+    them (the tables of the PostgreSQL store replicas share, docs/scale-out.md), else the
+    tools' own SQLite files."""
     memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
-    if store is None or not store.shared:
-        return {"memory": memory}
-    from sagents.store._postgres import PostgresStore
-    from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
-
-    assert isinstance(store, PostgresStore)
-    memory.backend = PostgresMemory(store.database)
-    memory.audit = store.audit  # the backend writes each change's row there, with the change
-    return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.database))}
+    stores: dict[str, Any] = {"memory": memory}
+    if store is not None and store.memory is not None:
+        memory.backend = store.memory
+        memory.audit = store.audit  # the backend writes each change's row there, with the change
+    if store is not None and store.todos is not None:
+        stores["todo"] = TodoStore(backend=store.todos)
+    return stores
 
 
 def builtin_todo_store(gateway: ConfiguredGateway) -> TodoStore:

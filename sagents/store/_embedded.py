@@ -25,6 +25,7 @@ from sagents.audit._store import SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
 from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
+from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._fair import FairMap
 from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
@@ -244,6 +245,10 @@ class EmbeddedStore:
     replica_id = "local"
     secret: bytes | None = None
     """Key material shared by replicas (none: each process has its own)."""
+    memory: MemoryBackend | None = None
+    """The memory tools keep their own SQLite file (``memory.sqlite3``) beside this store's."""
+    todos: TodoBackend | None = None
+    """The todo tools keep their own SQLite file (``todo.sqlite3``) beside this store's."""
 
     def __post_init__(self) -> None:
         self.audit = SqliteAuditStore(path=self.directory / AUDIT_FILE)

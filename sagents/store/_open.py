@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sagents.errors import ConfigError
+from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._embedded import EmbeddedStore
 from sagents.store._location import StoreLocation
 from sagents.store._protocols import (
@@ -28,11 +29,17 @@ class GatewayStore(Protocol):
         shared: Whether other processes (replicas) use it at the same time.
         replica_id: This process's name among the replicas.
         secret: 32 bytes shared by the replicas (None when not shared).
+        memory: Where the built-in memory tools keep memories (their audit rows go to
+            ``audit`` with them), or None: in their own SQLite file.
+        todos: Where the built-in todo tools keep task lists, or None: in their own SQLite
+            file.
     """
 
     shared: bool
     replica_id: str
     secret: bytes | None
+    memory: MemoryBackend | None
+    todos: TodoBackend | None
 
     @property
     def audit(self) -> AuditLog: ...
