@@ -335,7 +335,6 @@ class Gateway:
         self.replica_id: str | None = None
         """This process's name among replicas of a shared store; None when not replicated."""
         self.task_store = task_store
-        self._running = False
         self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
         self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -437,8 +436,6 @@ class Gateway:
                 # told of no exception, as the relay expects: it only ends its subscriptions
                 stack.push_async_callback(self._relay.__aexit__, None, None, None)
             stack.callback(self._listen.close)
-            stack.callback(setattr, self, "_running", False)  # first on leaving
-            self._running = True
             self._stack = stack.pop_all()
         return self
 

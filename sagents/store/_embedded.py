@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from sagents.audit._store import SqliteAuditStore, default_data_dir
+from sagents.audit._store import AUDIT_FILE, SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
 from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
@@ -54,7 +54,6 @@ gateway.md, "Threat model"), so one client cannot push out the others' pending a
 
 logger = logging.getLogger(__name__)
 
-AUDIT_FILE = "audit.sqlite3"
 TASKS_FILE = "background.sqlite3"
 
 
