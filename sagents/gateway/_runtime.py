@@ -246,8 +246,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             logger.warning("run_script is not offered: %s", error)
             scripts = None
         _register_builtins(manager, config, scripts, store, plan.image_model)
-        requests = SupervisorSkillRequests()
-        requests.supervisor = manager.mcp_supervisor
+        requests = SupervisorSkillRequests(manager.mcp_supervisor)
         upstream_skills = upstream_skill_source(config, requests, on_changed=_no_listener)
         if upstream_skills is not None:
             # entered after the manager, so its listings end before the servers close
@@ -521,14 +520,15 @@ def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[
     """The memory and todo stores of the built-in tools: on the store's backends when it has
     them (the tables of the PostgreSQL store replicas share, docs/scale-out.md), else the
     tools' own SQLite files."""
-    memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
-    stores: dict[str, Any] = {"memory": memory}
-    if store is not None and store.memory is not None:
-        memory.backend = store.memory
-        memory.audit = store.audit  # the backend writes each change's row there, with the change
-    if store is not None and store.todos is not None:
-        stores["todo"] = TodoStore(backend=store.todos)
-    return stores
+    if store is None or store.memory is None:
+        memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
+    else:  # the backend writes each change's audit row in the store, with the change
+        memory = MemoryStore(
+            anonymous_user=config.memory_anonymous_user, backend=store.memory, audit=store.audit
+        )
+    if store is None or store.todos is None:
+        return {"memory": memory}
+    return {"memory": memory, "todo": TodoStore(backend=store.todos)}
 
 
 def builtin_todo_store(gateway: ConfiguredGateway) -> TodoStore:
