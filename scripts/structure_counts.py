@@ -4,7 +4,8 @@
 
 Prints one line per count:
 
-- ``aenter_defs``: hand-written ``async def __aenter__`` definitions;
+- ``aenter_defs``: hand-written ``async def __aenter__`` definitions (a protocol's
+  declaration, whose body is ``...``, is not one);
 - ``files_calling_aenter``: files that call ``__aenter__`` or ``__aexit__`` by hand
   (``x.__aenter__()``, ``stack.push_async_exit(x.__aexit__)`` and the like);
 - ``pop_all_files``: files with the ``AsyncExitStack ... pop_all()`` idiom (an object that
@@ -43,7 +44,7 @@ def counts(package: Path) -> dict[str, int]:
         calls_enter = pops = False
         for node in ast.walk(ast.parse(source, filename=str(path))):
             if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef):
-                result["aenter_defs"] += node.name == "__aenter__"
+                result["aenter_defs"] += node.name == "__aenter__" and not _is_stub(node)
                 result["run_tool_defs"] += node.name == "run_tool"
             elif isinstance(node, ast.Attribute) and node.attr in ("__aenter__", "__aexit__"):
                 calls_enter = True
@@ -55,6 +56,12 @@ def counts(package: Path) -> dict[str, int]:
         result["files_calling_aenter"] += calls_enter
         result["pop_all_files"] += pops
     return result
+
+
+def _is_stub(node: ast.AsyncFunctionDef | ast.FunctionDef) -> bool:
+    """A declaration with no body (``...``: a protocol's method), not an implementation."""
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in body)
 
 
 def main() -> None:
