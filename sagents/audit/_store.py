@@ -29,6 +29,7 @@ import anyio
 from sagents.errors import StoreError, StoreUnavailableError
 
 __all__ = [
+    "AUDIT_FILE",
     "BUSY_TIMEOUT_S",
     "AuditEntry",
     "AuditKind",
@@ -89,9 +90,13 @@ def resolve_data_dir() -> None:
         os.environ["SAGENTS_DATA_DIR"] = str(Path(explicit).expanduser().absolute())
 
 
+AUDIT_FILE = "audit.sqlite3"
+"""The audit store's file name in a data directory (the one place it is spelled)."""
+
+
 def default_audit_path() -> Path:
     """``<data dir>/audit.sqlite3`` (see :func:`default_data_dir`)."""
-    return default_data_dir() / "audit.sqlite3"
+    return default_data_dir() / AUDIT_FILE
 
 
 def sqlite_store_error(path: Path, error: sqlite3.Error | OSError) -> StoreError:

@@ -1,10 +1,10 @@
 """The built-in tools ``sagents chat`` offers from the configuration (``builtinTools.enabled``,
 docs/agent.md, "sagents chat").
 
-The chat has no sandbox of its own, so it offers the built-in tools that need none: ``web_fetch``
-(without ``save_to``), ``memory_*``, ``todo_*``, ``compress_history`` and ``questionnaire``
-(the last is offered whenever the chat can ask, named or not). The others are skipped with a
-warning on stderr.
+The chat has no sandbox of its own, so it offers the built-in tools that need none (those
+without ``BuiltinTool.needs_sandbox``: ``web_fetch`` without ``save_to``, memory, the todo
+list, ``compress_history``...; ``questionnaire`` is offered whenever the chat can ask, named or
+not). The others are skipped with a warning on stderr.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sagents.cli._rich import stderr_console
 from sagents.config._loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
 from sagents.tool.impl import MemoryStore, WebFetchSettings, register_builtin_tools
+from sagents.tool.impl._builtin import BUILTINS
 from sagents.tool.tool_manager import ToolManager
 
 if TYPE_CHECKING:
@@ -25,16 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHAT_BUILTIN_TOOL_NAMES", "open_chat_tools", "register_chat_builtins"]
 
-CHAT_BUILTIN_TOOL_NAMES: tuple[str, ...] = (
-    "web_fetch",
-    "memory_store",
-    "memory_search",
-    "memory_delete",
-    "todo_write",
-    "todo_read",
-    "compress_history",
-    "questionnaire",
-)
+CHAT_BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(b.name for b in BUILTINS if not b.needs_sandbox)
 """The built-in tools that work without a sandbox."""
 
 

@@ -152,6 +152,9 @@ class ServerEntryParams(_Strict):
         return None if value is False else value
 
 
+_LIMITS = ScriptLimits()
+
+
 class ScriptsParams(_Strict):
     """``scripts``: run_script limits (by default 2000 calls, 4 at once, 30 minutes, 32 MiB of
     output; docs/run_script.md), and the pre-flight check's switch, in one shape::
@@ -162,11 +165,13 @@ class ScriptsParams(_Strict):
     ``maxParallel``, an older spelling of ``maxConcurrency``, is still read, with a warning.
     """
 
-    max_calls: int = Field(default=2000, alias="maxCalls", ge=1)
-    max_concurrency: int = Field(default=4, alias="maxConcurrency", ge=1)
-    timeout_sec: float = Field(default=1800.0, alias="timeoutSec", gt=0)
-    max_output_bytes: int = Field(default=32 * 1024 * 1024, alias="maxOutputBytes", gt=0)
-    preflight: StrictBool = True
+    # The defaults are ScriptLimits' (written there once); the bounds are its checks, here so
+    # that an error names the key.
+    max_calls: int = Field(default=_LIMITS.max_calls, alias="maxCalls", ge=1)
+    max_concurrency: int = Field(default=_LIMITS.max_concurrency, alias="maxConcurrency", ge=1)
+    timeout_sec: float = Field(default=_LIMITS.timeout_s, alias="timeoutSec", gt=0)
+    max_output_bytes: int = Field(default=_LIMITS.max_output_bytes, alias="maxOutputBytes", gt=0)
+    preflight: StrictBool = _LIMITS.preflight
 
     @model_validator(mode="before")
     @classmethod

@@ -37,7 +37,7 @@ class ScriptLimits:
     preflight: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_calls < 0 or self.max_concurrency < 1:
-            raise ValueError("max_calls must be >= 0 and max_concurrency >= 1")
+        if self.max_calls < 1 or self.max_concurrency < 1:
+            raise ValueError("max_calls and max_concurrency must be >= 1")
         if self.timeout_s <= 0 or self.max_output_bytes <= 0 or self.max_model_chars <= 0:
             raise ValueError("timeout_s, max_output_bytes and max_model_chars must be positive")

@@ -10,6 +10,7 @@ arguments, timeout, ...) also carry an :class:`ErrorInfo` with a stable code fro
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -165,7 +166,13 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
     def with_content(self, content: Sequence[ContentBlock]) -> ToolResult:
-        """A copy with other content blocks."""
+        """Deprecated (nothing uses it): ``dataclasses.replace(result, content=tuple(...))``
+        does the same. A copy with other content blocks."""
+        warnings.warn(
+            "ToolResult.with_content is deprecated: use dataclasses.replace(result, content=...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return ToolResult(
             content=tuple(content),
             structured=self.structured,

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 import anyio.abc
 
+from sagents.core._lifespan import Lifespan
 from sagents.gateway._subscriptions import ResourceRelay
 from sagents.gateway._tasks import GatewayTasks
 
@@ -63,7 +63,7 @@ class _Use:
     released: bool = False  # since its last call
 
 
-class SessionLifetimes:
+class SessionLifetimes(Lifespan):
     """Releases each session's resources once it ends or idles; an async context manager.
 
     Args:
@@ -98,28 +98,19 @@ class SessionLifetimes:
         self.idle_timeout_s = idle_timeout_s
         self._uses: dict[str, _Use] = {}  # connectionless sessions, for the idle sweep
         self._tg: anyio.abc.TaskGroup | None = None
-        self._stack = AsyncExitStack()
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            # Leaving cancels releases still waiting: whoever owns the hosts closes them all.
-            stack.callback(tg.cancel_scope.cancel)
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
             if self.idle_timeout_s is not None:
                 tg.start_soon(self._sweep_idle, self.idle_timeout_s)
             self._tg = tg
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        self._tg = None
-        stack, self._stack = self._stack, AsyncExitStack()
-        return await stack.__aexit__(exc_type, exc, tb)
+            try:
+                yield
+            finally:
+                self._tg = None
+                # Releases still waiting are cancelled: whoever owns the hosts closes them all.
+                tg.cancel_scope.cancel()
 
     def ended(self, session_id: str) -> None:
         """The session ended: release what it holds, once its running background calls

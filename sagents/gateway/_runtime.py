@@ -102,6 +102,7 @@ from sagents.tool.impl import (
     WebFetchSettings,
     register_builtin_tools,
 )
+from sagents.tool.impl._builtin import BUILTINS
 from sagents.tool.tool_manager import Registrable, ToolManager
 
 __all__ = [
@@ -245,8 +246,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             logger.warning("run_script is not offered: %s", error)
             scripts = None
         _register_builtins(manager, config, scripts, store, plan.image_model)
-        requests = SupervisorSkillRequests()
-        requests.supervisor = manager.mcp_supervisor
+        requests = SupervisorSkillRequests(manager.mcp_supervisor)
         upstream_skills = upstream_skill_source(config, requests, on_changed=_no_listener)
         if upstream_skills is not None:
             # entered after the manager, so its listings end before the servers close
@@ -471,7 +471,8 @@ def _register_builtins(
     the sessions' sandbox; none where bubblewrap is unavailable (with a warning).
 
     Raises:
-        ConfigError: an unknown built-in tool, ``compress_history``, or a name already taken.
+        ConfigError: an unknown built-in tool, one sagents serve cannot offer
+            (``compress_history``), or a name already taken.
     """
     names = config.builtin_tools
     if not names:
@@ -479,13 +480,13 @@ def _register_builtins(
     if scripts is None:
         logger.warning("built-in tools %s are not offered: no sandbox", ", ".join(names))
         return
-    if "compress_history" in names:
+    unserved = [b for b in BUILTINS if b.name in names and b.not_served is not None]
+    if unserved:
         raise ConfigError(
-            "compress_history cannot be offered by sagents serve: the MCP client keeps "
-            "the conversation",
+            f"{unserved[0].name} cannot be offered by sagents serve: {unserved[0].not_served}",
             file=_file(config),
             key="builtinTools.enabled",
-            hint="it works in the agent loop (SAgent, sagents chat); remove it here",
+            hint="remove it here",
         )
     unknown = [name for name in names if name not in BUILTIN_TOOL_NAMES]
     if unknown:
@@ -516,18 +517,18 @@ def _register_builtins(
 
 
 def _memory_and_todo(config: SagentsConfig, store: GatewayStore | None) -> dict[str, Any]:
-    """The memory and todo stores of the built-in tools: the SQLite files, or the tables
-    of the PostgreSQL store replicas share (docs/scale-out.md)."""
-    memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
-    if store is None or not store.shared:
+    """The memory and todo stores of the built-in tools: on the store's backends when it has
+    them (the tables of the PostgreSQL store replicas share, docs/scale-out.md), else the
+    tools' own SQLite files."""
+    if store is None or store.memory is None:
+        memory = MemoryStore(anonymous_user=config.memory_anonymous_user)
+    else:  # the backend writes each change's audit row in the store, with the change
+        memory = MemoryStore(
+            anonymous_user=config.memory_anonymous_user, backend=store.memory, audit=store.audit
+        )
+    if store is None or store.todos is None:
         return {"memory": memory}
-    from sagents.store._postgres import PostgresStore
-    from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
-
-    assert isinstance(store, PostgresStore)
-    memory.backend = PostgresMemory(store.database)
-    memory.audit = store.audit  # the backend writes each change's row there, with the change
-    return {"memory": memory, "todo": TodoStore(backend=PostgresTodos(store.database))}
+    return {"memory": memory, "todo": TodoStore(backend=store.todos)}
 
 
 def builtin_todo_store(gateway: ConfiguredGateway) -> TodoStore:

@@ -36,7 +36,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from sagents.audit._store import AuditStore, SqliteAuditStore, default_data_dir
+from sagents.audit._store import AUDIT_FILE, AuditStore, SqliteAuditStore, default_data_dir
 from sagents.config._loader import QuotaSettings
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
@@ -161,7 +161,7 @@ class GatewayScripts:
         create_sandbox("local", workspace=str(root))  # bubblewrap present? (raises if not)
         self._runtime = install_runtime(self._data_dir)
         self._audit: AuditStore = self._audit_store or SqliteAuditStore(
-            path=self._data_dir / "audit.sqlite3"
+            path=self._data_dir / AUDIT_FILE
         )
         self._stack = AsyncExitStack()
         try:

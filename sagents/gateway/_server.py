@@ -339,7 +339,6 @@ class Gateway:
         self._approval_key: bytes | None = None  # binds 2026-07-28 approvals across processes
         self._store: GatewayStore | None = None
         self.task_store = task_store
-        self._running = False
         self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
         self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -444,8 +443,6 @@ class Gateway:
                 # told of no exception, as the relay expects: it only ends its subscriptions
                 stack.push_async_callback(self._relay.__aexit__, None, None, None)
             stack.callback(self._listen.close)
-            stack.callback(setattr, self, "_running", False)  # first on leaving
-            self._running = True
             self._stack = stack.pop_all()
         return self
 

@@ -34,15 +34,15 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, replace
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
+from sagents.core._lifespan import Lifespan
 from sagents.core._result import ToolResult
 from sagents.errors import StoreError, StoreUnavailableError, TaskNotFoundError
 from sagents.gateway._restart import StartupLock, sweep_tasks
@@ -116,7 +116,7 @@ session's quotas; returns None when charged, else the setting it would pass
 (``quotas.workspaceBytes``, ``quotas.principalBytes``) and charges nothing."""
 
 
-class GatewayTasks:
+class GatewayTasks(Lifespan):
     """Live background calls and their store; an async context manager.
 
     Args:
@@ -143,9 +143,9 @@ class GatewayTasks:
         self._unrecorded: set[str] = set()  # hand-offs the store did not record (stopped)
         self._unwritten: dict[str, _End] = {}  # ends the store did not take yet
         self._end_waiting = anyio.Event()
-        self._stack = AsyncExitStack()  # what __aenter__ took, given back by __aexit__
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
         # One stack owns what is taken here; leaving (or a failure while entering) gives it
         # back in reverse order: the live calls end, then the listener and the lock go.
         async with AsyncExitStack() as stack:
@@ -167,20 +167,10 @@ class GatewayTasks:
                 stack.callback(retries.cancel_scope.cancel)  # after the live calls ended
             await stack.enter_async_context(self.live)
             stack.callback(self._stop)  # first on leaving
-            self._stack = stack.pop_all()
-        return self
+            yield
 
     def _stop(self) -> None:
         self._stopping = True  # what ends from now on was cancelled by the stop
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, AsyncExitStack()
-        return bool(await stack.__aexit__(exc_type, exc, tb))
 
     async def _cancel_requested(self, task_id: str) -> None:
         """Another replica's ``script_cancel``: cancel the call if this process runs it."""

@@ -44,11 +44,11 @@ process, removed when it stops)."""
 
 
 class SupervisorSkillRequests:
-    """``skills/list`` and ``resources/read`` on the supervisor's upstream sessions (set
-    :attr:`supervisor` once the tool core is open)."""
+    """``skills/list`` and ``resources/read`` on the supervisor's upstream sessions (None:
+    the tool core has no MCP servers, so every request says the server is not connected)."""
 
-    def __init__(self) -> None:
-        self.supervisor: MCPSupervisor | None = None
+    def __init__(self, supervisor: MCPSupervisor | None = None) -> None:
+        self.supervisor = supervisor
 
     def _require(self, server: str) -> MCPSupervisor:
         if self.supervisor is None:

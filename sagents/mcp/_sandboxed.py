@@ -24,7 +24,6 @@ from pathlib import Path
 import anyio
 import anyio.abc
 from mcp import StdioServerParameters
-from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from sagents.core._secrets import Redactor
@@ -40,6 +39,7 @@ from sagents.mcp._stdio import (
     frame_stdio,
     watch_group,
 )
+from sagents.mcp._streams import WriteStream
 from sagents.sandbox import (
     LocalSandbox,
     ReadOnlyBind,

@@ -29,7 +29,6 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
@@ -46,6 +45,7 @@ from sagents.mcp._params import ServerParams, SseServerParameters, StreamableHtt
 from sagents.mcp._sandboxed import open_sandboxed_stdio_transport
 from sagents.mcp._settings import ServerSettings
 from sagents.mcp._stdio import StdioProcess, open_stdio_transport
+from sagents.mcp._streams import ReadStream, WriteStream
 from sagents.mcp._tasks_client import TasksClient, TaskStatuses
 
 __all__ = [

@@ -40,12 +40,12 @@ from anyio.streams.text import TextReceiveStream
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
-from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from sagents.core._secrets import Redactor
 from sagents.mcp._pipe_writer import PipeWriter
+from sagents.mcp._streams import WriteStream
 from sagents.mcp._watchdog import group_alive
 
 __all__ = [

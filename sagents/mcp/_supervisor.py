@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
@@ -406,7 +407,13 @@ class MCPSupervisor:
             await listener(server, uri)
 
     def subscribable(self, server: str) -> bool:
-        """Whether ``server`` is ready and announced ``resources.subscribe``."""
+        """Deprecated (nothing uses it; :meth:`subscribe_resource` checks the server itself):
+        whether ``server`` is ready and announced ``resources.subscribe``."""
+        warnings.warn(
+            "MCPSupervisor.subscribable is deprecated: subscribe_resource checks the server",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         connection = self._connections.get(server)
         session = connection._session if connection is not None else None
         return (

@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 
 from sagents.audit import SqliteAuditStore
+from sagents.audit._store import AUDIT_FILE
 from sagents.mcp_servers._serve import builtin_server, identity_arguments, serve_stdio
 from sagents.tool import SessionContext
 from sagents.tool.impl import BuiltinTools, MemoryStore
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     user = args.user or os.environ.get("SAGENTS_MEMORY_USER") or getpass.getuser()
     if args.db:  # the audit goes beside an explicit database
         db = Path(args.db)
-        store = MemoryStore(path=db, audit=SqliteAuditStore(path=db.parent / "audit.sqlite3"))
+        store = MemoryStore(path=db, audit=SqliteAuditStore(path=db.parent / AUDIT_FILE))
     else:
         store = MemoryStore()
     context = SessionContext(session_id=args.session, user_id=user, agent=args.agent)

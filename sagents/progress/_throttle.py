@@ -10,20 +10,21 @@ leaving the ``async with`` block delivers a waiting snapshot at once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from contextlib import AsyncExitStack
-from types import TracebackType
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
 
+from sagents.core._lifespan import Lifespan
 from sagents.core.events import ScriptProgressEvent
 from sagents.progress._clock import Clock, SystemClock
+from sagents.progress._scope import run_beside
 
 __all__ = ["ScriptProgressThrottle"]
 
 
-class ScriptProgressThrottle:
+class ScriptProgressThrottle(Lifespan):
     """Rate-limit ``script.progress`` snapshots of one run.
 
     ``async with ScriptProgressThrottle(send) as throttle: throttle.update(snapshot)``
@@ -54,34 +55,16 @@ class ScriptProgressThrottle:
         self._pending: ScriptProgressEvent | None = None
         self._finished = False
         self._wake: anyio.Event | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._stack = AsyncExitStack()  # owns the timer's task group while entered
 
-    async def __aenter__(self) -> ScriptProgressThrottle:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
         self._wake = anyio.Event()
-        async with AsyncExitStack() as stack:
-            stack.callback(self._deliver_pending)  # last on leaving: the final value goes out
-            tg = anyio.create_task_group()
-            await tg.__aenter__()
-            # Told of no exception: the body's own error propagates unchanged (not grouped).
-            stack.push_async_callback(tg.__aexit__, None, None, None)
-            stack.callback(tg.cancel_scope.cancel)
-            tg.start_soon(self._run_timer)
-            self._tg, self._stack = tg, stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._tg is not None, "ScriptProgressThrottle was not entered"
-        stack, self._stack = self._stack, AsyncExitStack()
         try:
-            await stack.__aexit__(exc_type, exc, tb)
+            # The body's own error propagates unchanged (not grouped with the timer's).
+            async with run_beside(self._run_timer):
+                yield
         finally:
-            self._tg = None
+            self._deliver_pending()  # last on leaving: the final value goes out
 
     @property
     def pending(self) -> ScriptProgressEvent | None:

@@ -17,17 +17,17 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Collection, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream, TaskGroup
 
 from sagents.audit._store import AuditEntry, AuditStore
+from sagents.core._lifespan import Lifespan
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSpec
@@ -90,7 +90,7 @@ class _Run:
     started: float = field(default_factory=time.monotonic)
 
 
-class ScriptRunner:
+class ScriptRunner(Lifespan):
     """Runs scripts for one session.
 
     Args:
@@ -153,25 +153,14 @@ class ScriptRunner:
         self._on_progress = on_progress
         self._session_id = session_id
         self._task_group: TaskGroup | None = None
-        self._stack = AsyncExitStack()  # owns the task group while entered
 
-    async def __aenter__(self) -> ScriptRunner:
-        async with AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(anyio.create_task_group())
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, AsyncExitStack()
-        try:
-            return await stack.__aexit__(exc_type, exc, tb)
-        finally:
-            self._task_group = None
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as self._task_group:
+            try:
+                yield
+            finally:
+                self._task_group = None
 
     async def start(self, request: ScriptRequest) -> ScriptHandle:
         """Start a run in the runner's task group and return its handle at once.

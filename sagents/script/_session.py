@@ -29,17 +29,17 @@ Use::
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import anyio.abc
 
 from sagents.audit._store import AuditStore, ReachableStore
+from sagents.core._lifespan import Lifespan, body_errors_apart
 from sagents.core._limits import ScriptLimits
 from sagents.core._result import ErrorInfo, ToolResult
 from sagents.core._spec import ToolSpec
@@ -51,6 +51,7 @@ from sagents.core.events import (
 )
 from sagents.errors import NotAllowedError, SandboxError, StoreUnavailableError
 from sagents.progress._hub import ProgressHub, default_hub
+from sagents.progress._scope import run_beside
 from sagents.progress._throttle import ScriptProgressThrottle
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._protocol import Sandbox
@@ -120,7 +121,7 @@ class RunScriptSettings:
     session_allowed: frozenset[str] = frozenset()
 
 
-class RunScriptTool:
+class RunScriptTool(Lifespan):
     """The ``run_script`` tool of one session; an async context manager (it owns the runs).
 
     Args:
@@ -190,7 +191,6 @@ class RunScriptTool:
         self._owns_tasks = background is None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
-        self._stack = AsyncExitStack()  # owns the task group and the background calls
         self._live: dict[str, ScriptHandle] = {}
         self._mark_interrupted = mark_interrupted
         self.interrupted: tuple[str, ...] = ()
@@ -198,7 +198,8 @@ class RunScriptTool:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
         if self._mark_interrupted:
             self.interrupted = tuple(mark_interrupted_runs(self._workspace))
         for script_id in self.interrupted:
@@ -219,44 +220,25 @@ class RunScriptTool:
         # order: the background calls, the live runs, then the launcher (it kills the spare).
         async with AsyncExitStack() as stack:
             if self._own_launcher is not None:
-                launcher = self._own_launcher
-                await launcher.__aenter__()
-                stack.push_async_callback(launcher.__aexit__, None, None, None)
-            tg = anyio.create_task_group()
-            await tg.__aenter__()
-            # Told of no exception: the body's own error must come out unchanged, not wrapped
-            # in the group's ExceptionGroup.
-            stack.push_async_callback(tg.__aexit__, None, None, None)
-            stack.push_async_callback(self._stop_runs, tg)
+                # left as if the body ended normally: it tears the sandboxes down either way
+                await stack.enter_async_context(body_errors_apart(self._own_launcher))
+            # The body's own error must come out unchanged, not wrapped in the group's
+            # ExceptionGroup (run_beside); leaving it ends the runs' task group.
+            self._tg = await stack.enter_async_context(run_beside())
+            stack.callback(setattr, self, "_tg", None)
+            stack.push_async_callback(self._stop_runs)
             if self._owns_tasks:
                 await stack.enter_async_context(self._tasks)
-            self._tg = tg
-            self._stack = stack.pop_all()
-        return self
+            yield
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._tg is not None, "RunScriptTool was not entered"
-        stack, self._stack = self._stack, AsyncExitStack()
-        try:
-            await stack.__aexit__(exc_type, exc, tb)
-        finally:
-            self._tg = None
-
-    async def _stop_runs(self, tg: anyio.abc.TaskGroup) -> None:
-        """Stop what is left cleanly (status 'cancelled', records closed, audit written), then
-        end the runs' task group."""
+    async def _stop_runs(self) -> None:
+        """Stop what is left cleanly (status 'cancelled', records closed, audit written)."""
         with anyio.CancelScope(shield=True):
             for handle in list(self._live.values()):
                 handle.cancel()
             for handle in list(self._live.values()):
                 with anyio.move_on_after(CLEANUP_TIMEOUT_S):
                     await handle.wait()
-        tg.cancel_scope.cancel()
 
     # -- what the session sees ------------------------------------------------------------------
 

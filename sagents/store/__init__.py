@@ -1,5 +1,6 @@
 """sagents.store: where a gateway keeps its state — audit rows, background tasks, pending and
-granted approvals, pinned tool definitions — embedded (SQLite, one process) or shared by
+granted approvals, pinned tool definitions, agent runs, the built-in memory and todo tools'
+state — embedded (SQLite, one process) or shared by
 replicas (PostgreSQL).
 
 Floor 0 of ``docs/architecture.md`` ("Layers"): it imports only ``sagents.errors`` and

@@ -21,10 +21,11 @@ from typing import Any
 
 import anyio
 
-from sagents.audit._store import SqliteAuditStore, default_data_dir
+from sagents.audit._store import AUDIT_FILE, SqliteAuditStore, default_data_dir
 from sagents.audit._tasks import SqliteTaskStore, StoredTask
 from sagents.errors import StoreUnavailableError
 from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
+from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._fair import FairMap
 from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
@@ -53,7 +54,6 @@ gateway.md, "Threat model"), so one client cannot push out the others' pending a
 
 logger = logging.getLogger(__name__)
 
-AUDIT_FILE = "audit.sqlite3"
 TASKS_FILE = "background.sqlite3"
 
 
@@ -246,6 +246,10 @@ class EmbeddedStore:
     """Key material that outlives the process (``gateway.key``, read on entering): it seals
     ``requestState`` and binds a pending approval to its client's token and profile, so that a
     2026-07-28 approval survives a restart."""
+    memory: MemoryBackend | None = None
+    """The memory tools keep their own SQLite file (``memory.sqlite3``) beside this store's."""
+    todos: TodoBackend | None = None
+    """The todo tools keep their own SQLite file (``todo.sqlite3``) beside this store's."""
 
     def __post_init__(self) -> None:
         from sagents.store._sqlite_approvals import APPROVALS_FILE, SqliteApprovals

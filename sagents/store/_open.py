@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sagents.errors import ConfigError
+from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._embedded import EmbeddedStore
 from sagents.store._location import StoreLocation
 from sagents.store._protocols import (
@@ -29,11 +30,17 @@ class GatewayStore(Protocol):
         replica_id: This process's name among the replicas.
         secret: 32 bytes shared by the replicas, or kept by the embedded store across
             restarts (``gateway.key``); None before the store is entered.
+        memory: Where the built-in memory tools keep memories (their audit rows go to
+            ``audit`` with them), or None: in their own SQLite file.
+        todos: Where the built-in todo tools keep task lists, or None: in their own SQLite
+            file.
     """
 
     shared: bool
     replica_id: str
     secret: bytes | None
+    memory: MemoryBackend | None
+    todos: TodoBackend | None
 
     @property
     def audit(self) -> AuditLog: ...

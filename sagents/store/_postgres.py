@@ -49,6 +49,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import RESULT_CHARS, StoredTask
 from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
+from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._embedded import (
     MAX_PENDING_APPROVALS,
     REQUEST_STATE_TTL_S,
@@ -644,6 +645,11 @@ class PostgresStore:
         self.pins = PostgresPins(self._db)
         self.agents = PostgresAgents(self._db)
         self.logins = PostgresLogins(self._db)
+        # the built-in tools' tables; that module builds on this one's Database
+        from sagents.store._postgres_state import PostgresMemory, PostgresTodos
+
+        self.memory: MemoryBackend | None = PostgresMemory(self._db)
+        self.todos: TodoBackend | None = PostgresTodos(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
         self._listening = anyio.Event()
 

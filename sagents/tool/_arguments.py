@@ -314,11 +314,6 @@ class ArgumentValidator:
         assert isinstance(coerced, dict)  # a non-object would have been a problem above
         return coerced
 
-    def coerce(self, arguments: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any]:
-        """Only the coercion step of :meth:`validate` (for inspection and tests)."""
-        result = self._coerce(self._schema, dict(arguments), strict=strict, depth=0)
-        return result if isinstance(result, dict) else dict(arguments)
-
     def _is_valid(self, schema: Any, value: Any) -> bool:
         return bool(self._validator.evolve(schema=schema).is_valid(value))
 

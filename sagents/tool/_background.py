@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol
 
 import anyio
 import mcp_types as mt
 from anyio.abc import TaskGroup
 
+from sagents.core._lifespan import Lifespan
 from sagents.core._result import ToolResult
 from sagents.errors import TaskNotFoundError, ToolCancelledError
 
@@ -104,7 +104,7 @@ class _Task:
     on_done: Callable[[TaskInfo], Awaitable[None]] | None = None
 
 
-class BackgroundTasks:
+class BackgroundTasks(Lifespan):
     """Runs calls in tasks it owns; an async context manager (ending it cancels what runs).
 
     Use::
@@ -117,28 +117,16 @@ class BackgroundTasks:
     def __init__(self) -> None:
         self._tasks: dict[str, _Task] = {}
         self._tg: TaskGroup | None = None
-        self._stack = AsyncExitStack()  # owns the task group while entered
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tg.cancel_scope.cancel)  # leaving cancels what still runs
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
             self._tg = tg
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        stack, self._stack = self._stack, AsyncExitStack()
-        try:
-            return await stack.__aexit__(exc_type, exc, tb)
-        finally:
-            self._tg = None
+            try:
+                yield
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()  # leaving cancels what still runs
 
     async def start(
         self, session_id: str, tool: str, call: Callable[[], Awaitable[ToolResult]]

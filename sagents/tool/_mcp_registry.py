@@ -153,13 +153,6 @@ class MCPRegistry:
         """Every registered server's status."""
         return self.supervisor.statuses()
 
-    def server_of(self, tool_name: str) -> str | None:
-        """The server a registered tool comes from, or None for a tool of no MCP server."""
-        for server, names in self._tools.items():
-            if tool_name in names:
-                return server
-        return None
-
     # -- internals ----------------------------------------------------------------------------
 
     def _install(self, server: str, specs: list[ToolSpec], *, strict: bool) -> list[str]:

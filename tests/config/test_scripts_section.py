@@ -49,3 +49,9 @@ def test_max_output_bytes_is_read_with_a_default() -> None:
 def test_a_non_positive_output_cap_names_the_key() -> None:
     with pytest.raises(ConfigError, match=r"scripts\.maxOutputBytes"):
         parse_config({"scripts": {"maxOutputBytes": 0}})
+
+
+def test_the_config_defaults_are_the_limits_defaults_and_both_refuse_zero_calls() -> None:
+    assert ConfigScriptsParams().to_limits() == ScriptLimits()
+    with pytest.raises(ValueError, match="max_calls"):
+        ScriptLimits(max_calls=0)

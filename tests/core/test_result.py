@@ -1,3 +1,5 @@
+import pytest
+
 from sagents.core._result import ErrorInfo, TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError
 
@@ -22,3 +24,10 @@ def test_structured_result_carries_its_json_text() -> None:
     result = ToolResult.from_structured({"temp_c": 23, "city": "北京"})
     assert result.structured == {"temp_c": 23, "city": "北京"}
     assert result.content == (TextContent(text='{"temp_c":23,"city":"北京"}'),)
+
+
+def test_with_content_is_deprecated_and_still_copies() -> None:
+    result = ToolResult.from_text("a", is_error=True)
+    with pytest.warns(DeprecationWarning, match="dataclasses.replace"):
+        copied = result.with_content([TextContent(text="b")])
+    assert (copied.text, copied.is_error) == ("b", True)

@@ -288,3 +288,34 @@ async def test_a_sessions_pending_state_is_its_last_paused_run_not_resumed_yet(
     assert await store.agents.claim_state("r1")
     assert await store.agents.pending_state("s1") is None
     assert await store.agents.pending_state("s2") == "r3"
+
+
+async def test_the_builtin_memory_and_todo_tools_keep_their_state_as_the_store_says(
+    store: GatewayStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sagents.config._loader import SagentsConfig
+    from sagents.gateway._runtime import _memory_and_todo
+    from sagents.tool import SessionContext, ToolManager
+    from sagents.tool.impl import register_builtin_tools
+
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(tmp_path / "data"))
+    stores = _memory_and_todo(SagentsConfig(), store)
+    manager = ToolManager()
+    register_builtin_tools(
+        manager,
+        None,
+        names=["memory_store", "memory_search", "todo_write", "todo_read"],
+        **stores,
+    )
+    alice = SessionContext(session_id="s1", user_id="alice")
+    kept = await manager.run_tool("memory_store", {"content": "tea, no sugar"}, alice)
+    found = await manager.run_tool("memory_search", {"query": "sugar"}, alice)
+    await manager.run_tool("todo_write", {"items": [{"id": "a", "content": "brew"}]}, alice)
+    listed = await manager.run_tool("todo_read", {}, alice)
+    assert not kept.is_error, kept.text
+    assert [m["content"] for m in found.structured["memories"]] == ["tea, no sugar"]
+    assert [item["id"] for item in listed.structured["items"]] == ["a"]
+    on_files = (tmp_path / "data" / "memory.sqlite3").exists()
+    assert on_files == (store.memory is None)  # the store's backend, or the tools' own file
+    if store.memory is not None:  # the change's audit row is kept with it, in the store
+        assert len(await store.audit.entries(kind="memory_write")) == 1

@@ -135,7 +135,7 @@ async def test_serve_puts_the_builtin_memory_todo_and_audit_on_the_shared_store(
 ) -> None:
     from sagents.gateway._runtime import _memory_and_todo, plan_gateway
     from sagents.gateway._settings import GatewaySettings
-    from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
+    from sagents.store._postgres_state import PostgresMemory, PostgresTodos
 
     plan = plan_gateway(GatewaySettings(store=postgres_url))
     embedded = _memory_and_todo(plan.config, None)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 
-from sagents.audit._store import default_data_dir
+from sagents.audit._store import AUDIT_FILE, default_data_dir
 from sagents.gateway._http_server import MCP_PATH
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._protected_resource import ProtectedResource
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["console_for_gateway", "data_dir_console"]
 
-AUDIT_FILE = "audit.sqlite3"
 TODO_FILE = "todo.sqlite3"
 
 

@@ -4,7 +4,8 @@ all running on the session's sandbox; ``web_fetch`` (on the host, behind an addr
 long-term memory (``memory_store``, ``memory_search``, ``memory_delete``) and the session's task
 list (``todo_write``, ``todo_read``) in SQLite; ``image_understanding`` (a workspace image and a
 question to a vision model), ``compress_history`` (the agent loop's history, summarised) and
-``questionnaire`` (structured questions to the user) (docs/builtin_tools.md).
+``questionnaire`` (structured questions to the user); ``datetime_now`` (the clock)
+(docs/builtin_tools.md).
 
 ``register_builtin_tools(manager, sandbox_for_session)`` registers them as ``(ToolSpec,
 handler)`` pairs with ``source=ToolSource(kind="builtin")``.

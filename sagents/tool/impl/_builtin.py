@@ -1,6 +1,10 @@
 """``BuiltinTools`` / ``register_builtin_tools``: the built-in tools as ``(ToolSpec, handler)``
 pairs for a :class:`~sagents.tool.ToolManager` (docs/builtin_tools.md).
 
+The registry is :data:`BUILTINS`, a list of :class:`~sagents.tool.impl._unit.BuiltinTool`
+values, each declared in its module under ``_tools/`` with everything about it (schema,
+permission, sandbox, where it is offered, how it runs); the name lists below are read from it.
+
 Each call finds its sandbox through ``sandbox_for_session(session_context)``, an async callable
 the host supplies (one sandbox per ``SessionContext.session_id``, typically); the tools never
 touch the host filesystem themselves. Permission classes: ``file_read``, ``list_dir``, ``glob``,
@@ -16,9 +20,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sagents.core._permissions import PermissionClass, ToolAnnotations
+from sagents.core._permissions import PermissionClass
 from sagents.core._result import ToolResult
-from sagents.core._spec import ToolSource, ToolSpec
+from sagents.core._spec import ToolSpec
 from sagents.errors import (
     FileMissingError,
     FileToolError,
@@ -29,14 +33,14 @@ from sagents.sandbox import Sandbox
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool.impl._files import FileTools
-from sagents.tool.impl._history import compress_history_tool
 from sagents.tool.impl._image import ImageSettings, ImageUnderstanding, VisionModel
-from sagents.tool.impl._memory import MemoryStore, memory_tool
-from sagents.tool.impl._questionnaire import QuestionnaireSettings, ask_questionnaire
+from sagents.tool.impl._memory import MemoryStore
+from sagents.tool.impl._questionnaire import QuestionnaireSettings
 from sagents.tool.impl._settings import BuiltinSettings
 from sagents.tool.impl._shell import ShellTasks
-from sagents.tool.impl._specs import SCHEMAS, describe_tool
-from sagents.tool.impl._todo import TodoStore, todo_tool
+from sagents.tool.impl._todo import TodoStore
+from sagents.tool.impl._tools import clock, conversation, files, image, memory, shell, todo, web
+from sagents.tool.impl._unit import BuiltinTool
 from sagents.tool.impl._web_fetch import WebFetcher, WebFetchSettings
 from sagents.tool.tool_manager import ToolManager
 
@@ -52,41 +56,40 @@ __all__ = [
 SandboxResolver = Callable[[SessionContext], Awaitable[Sandbox]]
 """Returns the sandbox of the calling session (the host decides how sessions map to them)."""
 
-DEFAULT_BUILTIN_TOOL_NAMES: tuple[str, ...] = (
-    "execute_shell_command",
-    "await_shell",
-    "kill_shell",
-    "file_read",
-    "file_write",
-    "file_update",
-    "list_dir",
-    "glob",
-    "grep",
+BUILTINS: tuple[BuiltinTool, ...] = (
+    *shell.TOOLS,
+    *files.TOOLS,
+    *web.TOOLS,
+    *memory.TOOLS,
+    *todo.TOOLS,
+    *image.TOOLS,
+    *conversation.TOOLS,
+    *clock.TOOLS,
 )
+"""Every built-in tool, in the order they are listed."""
+
+_BY_NAME: dict[str, BuiltinTool] = {builtin.name: builtin for builtin in BUILTINS}
+
+DEFAULT_BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(b.name for b in BUILTINS if b.default)
 """The shell and file tools: what ``names=None`` registers."""
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = (
-    *DEFAULT_BUILTIN_TOOL_NAMES,
-    "web_fetch",
-    "memory_store",
-    "memory_search",
-    "memory_delete",
-    "todo_write",
-    "todo_read",
-    "image_understanding",
-    "compress_history",
-    "questionnaire",
-)
+BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 """Every built-in tool; those after the shell and file tools are offered only when named
 (``names=[...]``)."""
 
-_READ_ONLY = frozenset(
-    {"file_read", "list_dir", "glob", "grep", "await_shell"}
-    | {"web_fetch", "memory_search", "todo_read"}
-    | {"image_understanding", "compress_history", "questionnaire"}
-)
-_NOT_IDEMPOTENT = frozenset({"compress_history", "questionnaire"})
-_OPEN_WORLD = frozenset({"web_fetch"})
+
+def builtin_tool(name: str) -> BuiltinTool:
+    """The built-in tool ``name``.
+
+    Raises:
+        KeyError: for a name that is not a built-in tool.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(
+            f"no built-in tool {name!r}; known: {', '.join(BUILTIN_TOOL_NAMES)}"
+        ) from None
 
 
 def single_sandbox(sandbox: Sandbox) -> SandboxResolver:
@@ -107,12 +110,12 @@ def _path_of(arguments: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class _Handler:
-    name: str
+    builtin: BuiltinTool
     tools: BuiltinTools
 
     async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         try:
-            return await self.tools.dispatch(self.name, arguments, call)
+            return await self.builtin.run(self.tools, arguments, call)
         except FileNotFoundError as error:
             raise FileMissingError(
                 f"{_path_of(arguments)!r} does not exist",
@@ -191,7 +194,12 @@ class BuiltinTools:
             self._todo = TodoStore()
         return self._todo
 
-    async def _sandbox(self, context: SessionContext) -> Sandbox:
+    async def sandbox(self, context: SessionContext) -> Sandbox:
+        """The sandbox of the calling session.
+
+        Raises:
+            SandboxUnavailableError: the host gave the built-in tools no sandbox.
+        """
         if self._resolve is None:
             raise SandboxUnavailableError(
                 "this host gave the built-in tools no sandbox",
@@ -205,29 +213,7 @@ class BuiltinTools:
         Raises:
             KeyError: for a name that is not a built-in tool.
         """
-        if name not in BUILTIN_TOOL_NAMES:
-            raise KeyError(f"no built-in tool {name!r}; known: {', '.join(BUILTIN_TOOL_NAMES)}")
-        read_only = name in _READ_ONLY
-        if read_only:
-            permission: PermissionClass = "read_only"
-        elif name in ("execute_shell_command", "kill_shell"):
-            permission = self._shell_permission
-        else:
-            permission = "write"
-        return ToolSpec(
-            name=name,
-            description=describe_tool(name),
-            input_schema=SCHEMAS[name],
-            annotations=ToolAnnotations(
-                read_only_hint=read_only,
-                destructive_hint=permission == "destructive",
-                idempotent_hint=(name in _READ_ONLY and name not in _NOT_IDEMPOTENT)
-                or name in ("file_write", "memory_delete"),
-                open_world_hint=name in _OPEN_WORLD,
-            ),
-            permission=permission,
-            source=ToolSource(kind="builtin"),
-        )
+        return builtin_tool(name).spec(self._shell_permission)
 
     def tools(self, names: Iterable[str] | None = None) -> list[tuple[ToolSpec, ToolHandler]]:
         """``(ToolSpec, handler)`` pairs for ``names`` (the shell and file tools by default).
@@ -236,7 +222,11 @@ class BuiltinTools:
             KeyError: for a name that is not a built-in tool.
         """
         chosen = DEFAULT_BUILTIN_TOOL_NAMES if names is None else tuple(names)
-        return [(self.spec(name), _Handler(name=name, tools=self)) for name in chosen]
+        units = [builtin_tool(name) for name in chosen]
+        return [
+            (unit.spec(self._shell_permission), _Handler(builtin=unit, tools=self))
+            for unit in units
+        ]
 
     def register(
         self, manager: ToolManager, *, names: Iterable[str] | None = None, replace: bool = False
@@ -255,74 +245,7 @@ class BuiltinTools:
 
     async def dispatch(self, name: str, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
         """Execute built-in tool ``name`` with validated ``arguments`` for ``call``."""
-        a = arguments
-        if name == "await_shell":
-            return await self.shell.await_task(
-                call, task_id=a["task_id"], wait_seconds=a.get("wait_seconds")
-            )
-        if name == "kill_shell":
-            return await self.shell.kill_task(call, task_id=a["task_id"])
-        if name == "web_fetch":
-            save_to = a.get("save_to")
-            return await self.web.run(
-                url=a["url"],
-                format=a.get("format", "markdown"),
-                max_chars=a.get("max_chars"),
-                save_to=save_to,
-                context=call.session_context,
-                sandbox=None if save_to is None else await self._sandbox(call.session_context),
-            )
-        if name.startswith("memory_"):
-            return await memory_tool(self.memory, name, a, call)
-        if name.startswith("todo_"):
-            return await todo_tool(self.todo, name, a, call)
-        if name == "questionnaire":
-            return await ask_questionnaire(a, call, self.questionnaire)
-        if name == "compress_history":
-            return await compress_history_tool(a, call)
-        sandbox = await self._sandbox(call.session_context)
-        if name == "execute_shell_command":
-            return await self.shell.execute(
-                sandbox,
-                call,
-                command=a["command"],
-                wait_seconds=a.get("wait_seconds"),
-                cwd=a.get("cwd"),
-                timeout_seconds=a.get("timeout_seconds"),
-            )
-        if name == "image_understanding":
-            return await self.images.run(
-                sandbox, path=a["path"], question=a.get("question"), detail=a.get("detail", "auto")
-            )
-        if name == "file_read":
-            return await self.files.read(
-                sandbox,
-                path=a["path"],
-                start_line=a.get("start_line", 1),
-                end_line=a.get("end_line"),
-            )
-        if name == "file_write":
-            return await self.files.write(
-                sandbox,
-                path=a["path"],
-                content=a["content"],
-                create_dirs=a.get("create_dirs", True),
-            )
-        if name == "file_update":
-            return await self.files.update(sandbox, path=a["path"], edits=list(a["edits"]))
-        if name == "list_dir":
-            return await self.files.list_dir(sandbox, path=a.get("path", "."))
-        if name == "glob":
-            return await self.files.glob(sandbox, pattern=a["pattern"])
-        if name == "grep":
-            return await self.files.grep(
-                sandbox,
-                pattern=a["pattern"],
-                path=a.get("path", "."),
-                include=a.get("include"),
-                ignore_case=a.get("ignore_case", False),
-            )
-        raise KeyError(f"no built-in tool {name!r}")
+        return await builtin_tool(name).run(self, arguments, call)
 
 
 def register_builtin_tools(

@@ -14,16 +14,15 @@ deletes are recorded in the audit store. The same :class:`MemoryStore` backs the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -31,6 +30,16 @@ from sagents.audit import AuditEntry, AuditStore, SqliteAuditStore, default_data
 from sagents.audit._store import sqlite_store_error
 from sagents.core._result import ToolResult
 from sagents.errors import InvalidArgumentsError, NotAllowedError, QuotaExceededError
+from sagents.store._builtin_state import (
+    USER_SCOPE,
+    DeleteAudit,
+    Memory,
+    MemoryBackend,
+    Scope,
+    WriteAudit,
+    memory_digest,
+    merge_found,
+)
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 
@@ -51,9 +60,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-Scope = Literal["agent", "user"]
-USER_SCOPE = "*"
-"""The agent column of memories shared by all of a user's agents."""
 _USER_SCOPE = USER_SCOPE
 
 _SCHEMA = """
@@ -94,33 +100,6 @@ class MemoryLimits:
     max_results: int = 50
 
 
-@dataclass(frozen=True, kw_only=True)
-class Memory:
-    """One stored memory (``created``/``updated``: seconds since the Unix epoch)."""
-
-    id: str
-    content: str
-    tags: tuple[str, ...]
-    scope: Scope
-    created: float
-    updated: float
-    score: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON object of the memory."""
-        data = asdict(self)
-        data["tags"] = list(self.tags)
-        if self.score is None:
-            del data["score"]
-        return data
-
-
-def memory_digest(content: str) -> str:
-    """What deduplicates memories of one scope: the text, case and spacing folded (SHA-256)."""
-    normal = " ".join(content.casefold().split())
-    return hashlib.sha256(normal.encode()).hexdigest()
-
-
 # Runs of the scripts written without spaces between words (Han, Hiragana, Katakana) and of
 # Hangul (whose spaced words carry particles: 한국어를): full-text tokenizers keep a whole run as
 # one token (FTS5's unicode61) or need three characters (its trigram tokenizer), so a query
@@ -145,18 +124,6 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     if not words and not runs:
         raise InvalidArgumentsError("the search query has no words")
     return words, runs
-
-
-def merge_found(*lists: Sequence[Memory]) -> list[Memory]:
-    """One list of the memories of several searches (full-text, substring): a memory found by
-    several has the sum of its scores; best first, then the most recently updated."""
-    merged: dict[str, Memory] = {}
-    for found in lists:
-        for memory in found:
-            known = merged.get(memory.id)
-            score = (memory.score or 0.0) + (known.score or 0.0 if known else 0.0)
-            merged[memory.id] = replace(memory, score=round(score, 6))
-    return sorted(merged.values(), key=lambda m: (-(m.score or 0.0), -m.updated))
 
 
 def _fts_query(words: Sequence[str]) -> str:
@@ -232,66 +199,6 @@ def scope_of(context: SessionContext, scope: Scope, anonymous_user: str | None) 
     user = _checked_name("user", user)
     agent = "" if context.agent is None else _checked_name("agent", context.agent)
     return user, (_USER_SCOPE if scope == "user" else agent)
-
-
-WriteAudit = Callable[["Memory", bool], AuditEntry]
-"""The audit row of a memory written (``created``: False when merged into one of the same
-text), made from the write's result and kept with it."""
-
-DeleteAudit = Callable[["Memory"], AuditEntry]
-"""The audit row of a memory deleted, made from it and kept with the deletion."""
-
-
-class MemoryBackend(Protocol):
-    """Where memories live when not in the SQLite file (the PostgreSQL store of replicas).
-
-    Every method gets the user and the agent column(s) already resolved by
-    :func:`scope_of`; content and tags are already checked. A write and its ``audit`` row are
-    kept together or not at all (one transaction), in the backend's own store's audit.
-    """
-
-    async def store(
-        self,
-        user: str,
-        agent: str,
-        content: str,
-        tags: tuple[str, ...],
-        max_per_scope: int,
-        *,
-        audit: WriteAudit | None = None,
-    ) -> tuple[Memory, bool]:
-        """Insert, or merge the tags into the scope's memory of the same digest, with
-        ``audit``'s row.
-
-        Raises:
-            QuotaExceededError: the scope already holds ``max_per_scope`` memories.
-            StoreError: the store (then nothing was kept).
-        """
-        ...
-
-    async def search(
-        self,
-        user: str,
-        agents: Sequence[str],
-        words: Sequence[str],
-        limit: int,
-        runs: Sequence[str] = (),
-    ) -> list[Memory]:
-        """Memories of ``user`` in ``agents`` matching any of ``words`` (full-text) or
-        containing any of ``runs`` (CJK, :func:`query_terms`), best first."""
-        ...
-
-    async def delete(
-        self,
-        user: str,
-        agents: Sequence[str],
-        memory_id: str,
-        *,
-        audit: DeleteAudit | None = None,
-    ) -> Memory | None:
-        """Delete one memory of ``user`` in ``agents``, with ``audit``'s row; None when there
-        is none."""
-        ...
 
 
 @dataclass(kw_only=True)

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 import anyio
 
@@ -27,13 +27,12 @@ from sagents.audit import default_data_dir
 from sagents.core._result import TextContent, ToolResult
 from sagents.errors import InvalidArgumentsError, QuotaExceededError
 from sagents.progress import emit_tool_progress
+from sagents.store._builtin_state import STATUSES, Merge, Status, TodoBackend, TodoItem
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 
 __all__ = ["STATUSES", "Merge", "TodoBackend", "TodoItem", "TodoStore", "todo_tool", "validate"]
 
-Status = Literal["pending", "in_progress", "done", "cancelled"]
-STATUSES: tuple[Status, ...] = ("pending", "in_progress", "done", "cancelled")
 
 _SCHEMA = """
 PRAGMA journal_mode = WAL;
@@ -49,27 +48,6 @@ CREATE TABLE IF NOT EXISTS todos (
     PRIMARY KEY (session_id, id)
 );
 """
-
-
-@dataclass(frozen=True, kw_only=True)
-class TodoItem:
-    """One task of a session's list."""
-
-    id: str
-    content: str
-    status: Status = "pending"
-    owner: str | None = None
-    blocked_by: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON object of the item."""
-        return {
-            "id": self.id,
-            "content": self.content,
-            "status": self.status,
-            "owner": self.owner,
-            "blocked_by": list(self.blocked_by),
-        }
 
 
 def _find_cycle(items: Sequence[TodoItem]) -> list[str] | None:
@@ -126,22 +104,6 @@ def validate(items: Sequence[TodoItem]) -> None:
             f"blocked_by makes a cycle: {' -> '.join(cycle)}",
             hint="a task cannot wait, directly or not, for itself",
         )
-
-
-Merge = Callable[[list[TodoItem]], list[TodoItem]]
-"""Turns a session's current list into its new one (raises to change nothing)."""
-
-
-class TodoBackend(Protocol):
-    """Where task lists live when not in the SQLite file (the PostgreSQL store of replicas)."""
-
-    async def read(self, session_id: str) -> list[TodoItem]:
-        """The session's list, in order."""
-        ...
-
-    async def write(self, session_id: str, merge: Merge) -> list[TodoItem]:
-        """Apply ``merge`` to the session's list, one writer at a time; the new list."""
-        ...
 
 
 @dataclass(kw_only=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from sagents.cli._chat_tools import CHAT_BUILTIN_TOOL_NAMES
 from sagents.errors import ToolNameConflictError
 from sagents.sandbox import Sandbox, create_sandbox
 from sagents.tool import SessionContext, ToolManager
@@ -17,6 +20,7 @@ from sagents.tool.impl import (
     register_builtin_tools,
     single_sandbox,
 )
+from sagents.tool.impl._builtin import BUILTINS
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +51,7 @@ def test_every_builtin_spec_is_marked_builtin_with_its_permission_class() -> Non
         "image_understanding": "read_only",
         "compress_history": "read_only",
         "questionnaire": "read_only",
+        "datetime_now": "read_only",
     }
     assert {tools.spec(n).source.kind for n in BUILTIN_TOOL_NAMES} == {"builtin"}
     assert tools.spec("file_read").annotations.read_only_hint is True
@@ -83,6 +88,66 @@ def test_registering_twice_is_a_name_conflict() -> None:
 def test_an_unknown_builtin_name_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(KeyError, match="file_read"):
         BuiltinTools(_unused).tools(["rm_rf"])
+
+
+def test_the_name_lists_are_read_from_the_registry() -> None:
+    assert tuple(builtin.name for builtin in BUILTINS) == BUILTIN_TOOL_NAMES
+    assert DEFAULT_BUILTIN_TOOL_NAMES == (
+        "execute_shell_command",
+        "await_shell",
+        "kill_shell",
+        "file_read",
+        "file_write",
+        "file_update",
+        "list_dir",
+        "glob",
+        "grep",
+    )
+    assert CHAT_BUILTIN_TOOL_NAMES == (
+        "web_fetch",
+        "memory_store",
+        "memory_search",
+        "memory_delete",
+        "todo_write",
+        "todo_read",
+        "compress_history",
+        "questionnaire",
+        "datetime_now",
+    )
+    assert [b.name for b in BUILTINS if b.not_served] == ["compress_history"]
+
+
+async def test_datetime_now_is_off_by_default_and_tells_the_time_in_a_zone() -> None:
+    default = ToolManager()
+    register_builtin_tools(default, _unused)
+    assert not default.has_tool("datetime_now")
+    manager = ToolManager()
+    register_builtin_tools(manager, None, names=["datetime_now"])
+    spec = manager.get_tool_spec("datetime_now")
+    assert spec.permission == "read_only"
+    assert spec.input_schema["properties"]["timezone"]["description"].startswith("An IANA")
+    before = datetime.now(ZoneInfo("Asia/Tokyo")).replace(microsecond=0)
+    result = await manager.run_tool("datetime_now", {"timezone": "Asia/Tokyo"}, SessionContext())
+    after = datetime.now(ZoneInfo("Asia/Tokyo"))
+    assert not result.is_error, result.text
+    stamp, _, rest = result.text.partition(" ")
+    told = datetime.fromisoformat(stamp)
+    assert told.utcoffset() == timedelta(hours=9)
+    assert before <= told <= after
+    assert rest == f"({told:%A}, Asia/Tokyo)"
+    utc = await manager.run_tool("datetime_now", {}, SessionContext())
+    assert utc.text.endswith(", UTC)")
+    assert datetime.fromisoformat(utc.text.split(" ")[0]).utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "../etc/passwd", "", "Europe"])
+async def test_datetime_now_refuses_an_unknown_zone_with_a_clear_error(zone: str) -> None:
+    manager = ToolManager()
+    register_builtin_tools(manager, None, names=["datetime_now"])
+    result = await manager.run_tool("datetime_now", {"timezone": zone}, SessionContext())
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    assert "unknown time zone" in result.error.message
 
 
 @pytest.mark.parametrize("field", ["shell_tail_bytes", "grep_max_matches", "shell_poll_seconds"])

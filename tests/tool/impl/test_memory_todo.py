@@ -21,7 +21,6 @@ from sagents.store import AuditLog, parse_store_url
 from sagents.store._postgres import PostgresStore
 from sagents.tool import SessionContext, ToolManager
 from sagents.tool.impl import MemoryLimits, MemoryStore, TodoStore, register_builtin_tools
-from sagents.tool.impl._postgres import PostgresMemory, PostgresTodos
 from tests.audit.test_store_faults import exclusive_lock
 from tests.postgres_server import PostgresServer
 from tests.tool.impl import conformance_memory_todo as checks
@@ -52,9 +51,9 @@ class Backing:
             limits=limits or MemoryLimits(),
         )
         todo = TodoStore(path=self.tmp_path / "todo.sqlite3")
-        if self.store is not None:
-            memory.backend = PostgresMemory(self.store.database)
-            todo.backend = PostgresTodos(self.store.database)
+        if self.store is not None:  # the store's own backends (GatewayStore.memory, .todos)
+            memory.backend = self.store.memory
+            todo.backend = self.store.todos
         manager = ToolManager()
         register_builtin_tools(manager, None, names=[*MEMORY, *TODO], memory=memory, todo=todo)
         return manager

@@ -19,17 +19,19 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from sagents.errors import QuotaExceededError
-from sagents.store._postgres import Database, insert_audit
-from sagents.tool.impl._memory import (
+from sagents.store._builtin_state import (
     USER_SCOPE,
     DeleteAudit,
     Memory,
+    Merge,
     Scope,
+    Status,
+    TodoItem,
     WriteAudit,
     memory_digest,
     merge_found,
 )
-from sagents.tool.impl._todo import Merge, Status, TodoItem
+from sagents.store._postgres import Database, insert_audit
 
 __all__ = ["PostgresMemory", "PostgresTodos"]
 
@@ -48,7 +50,7 @@ def _items(value: Any) -> list[TodoItem]:
 
 
 class PostgresTodos:
-    """Task lists in ``sagents_todos`` (a :class:`~sagents.tool.impl._todo.TodoBackend`)."""
+    """Task lists in ``sagents_todos`` (a :class:`~sagents.store._builtin_state.TodoBackend`)."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -89,7 +91,7 @@ def _scope(agent: str) -> Scope:
 
 
 class PostgresMemory:
-    """Memories in ``sagents_memories`` (a :class:`~sagents.tool.impl._memory.MemoryBackend`)."""
+    """Memories in ``sagents_memories`` (a :class:`~sagents.store._builtin_state.MemoryBackend`)."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
