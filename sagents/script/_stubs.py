@@ -74,6 +74,9 @@ _NOT_WORD = re.compile(r"\W", re.ASCII)
 _MAX_REF_DEPTH = 8
 _MAX_INLINE_KEYS = 8
 _MAX_SCHEMA_DOC_CHARS = 600  # the schema quoted in a docstring, when typing cannot express it
+_MAX_SCHEMA_NODES = 2000  # schema nodes typed per schema; past it, dict/Any (a hostile schema
+# of a few kilobytes fans out through $ref to millions of nodes)
+_MAX_SIGNATURE_CHARS = 600  # a one-line signature, cut past it
 
 
 def python_identifier(name: str, taken: Container[str] = ()) -> str:
@@ -144,7 +147,10 @@ class StubCatalog:
     def signature(self, module: str, function: str) -> str:
         """The one-line signature of ``module.function`` (see :meth:`signatures`)."""
         tool = self.modules[module][function]
-        return _ModuleWriter(module, inline=True).signature(function, self._specs[tool])
+        line = _ModuleWriter(module, inline=True).signature(function, self._specs[tool])
+        if len(line) > _MAX_SIGNATURE_CHARS:
+            line = line[: _MAX_SIGNATURE_CHARS - 5] + " ...)"
+        return line
 
     def locate(self) -> dict[str, tuple[str, str]]:
         """Each tool's ``(module, function)``, by its registered name."""
@@ -388,9 +394,23 @@ def _property_description(schema: Mapping[str, Any], key: str) -> str:
 
 
 def _docstring(lines: list[str]) -> str:
-    text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    indented = "\n".join(("    " + line) if line else "" for line in text.splitlines())
+    body = [_docstring_line(line) for line in "\n".join(lines).splitlines()]
+    indented = "\n".join(("    " + line) if line else "" for line in body)
     return f'    """{indented.lstrip()}\n    """'
+
+
+def _docstring_line(line: str) -> str:
+    """One line of upstream text as the inside of a (non-raw) triple-quoted string whose value
+    is that text: backslashes and quotes escaped, and every character a source file cannot hold
+    as it is (a null byte, a lone surrogate) or a reader would not see (controls) written as
+    its escape."""
+    text = line.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() or char == "\t" else char.encode("unicode_escape").decode()
+        for char in text
+    )
 
 
 def _json(value: Any) -> str:
@@ -406,17 +426,21 @@ class _Typer:
     def __init__(self, writer: _ModuleWriter, document: Mapping[str, Any]) -> None:
         self.writer = writer
         self.document = document
+        self.nodes = 0  # schema nodes typed so far (bounded by _MAX_SCHEMA_NODES)
 
     def annotation(self, schema: Any, name: str) -> tuple[str, str]:
         """``(annotation, note)``: the note quotes the schema when the annotation is not
         exact."""
         exact = self._type(schema, name, 0)
-        if exact is not None:
+        if exact is not None and self.nodes <= _MAX_SCHEMA_NODES:
             return exact
         fallback = "dict[str, Any]" if _is_object_like(schema) else "Any"
         return fallback, f"Schema: {_json(schema)}"
 
     def _type(self, schema: Any, name: str, depth: int) -> tuple[str, str] | None:
+        self.nodes += 1
+        if self.nodes > _MAX_SCHEMA_NODES:
+            return None
         if schema is True or schema == {}:
             return "Any", ""
         if not isinstance(schema, Mapping) or depth > _MAX_REF_DEPTH:

@@ -57,7 +57,12 @@ def _load(source: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "agent_tools.stubs.evil", "_recorded": calls}
     code = compile(source, "stubs.evil.py", "exec", dont_inherit=True)
     fake = type(textwrap)("agent_tools")
-    fake.call = lambda tool, args: calls.append((tool, args)) or "called"  # type: ignore[attr-defined]
+
+    def call(tool: str, args: dict[str, Any]) -> str:
+        calls.append((tool, args))
+        return "called"
+
+    fake.call = call  # type: ignore[attr-defined]
     import sys
 
     saved = sys.modules.get("agent_tools")
@@ -104,7 +109,8 @@ def test_a_hostile_tool_name_is_an_identifier_and_sent_as_is() -> None:
         namespace[function](sn="1")
         sent.append(namespace["_recorded"][-1][0])
     assert sorted(sent) == sorted(f"evil__{name}" for name in names)
-    assert namespace["_OMITTED"] is not None and callable(namespace["_call"])
+    assert namespace["_OMITTED"] is not None
+    assert callable(namespace["_call"])
 
 
 def _fanout_schema(levels: int, width: int, *, union: bool) -> dict[str, Any]:
@@ -144,7 +150,8 @@ def test_a_schema_that_fans_out_is_typed_with_bounded_work(
     catalog = stub_catalog([_spec("t", "fans out", schema)])
     source = catalog.source("evil") or ""
     signature = catalog.signature("evil", "t")
-    assert len(source) < 200_000 and len(signature) < 2_000
+    assert len(source) < 200_000
+    assert len(signature) < 2_000
     assert "def t(*, x:" in source
     _load(source)
 
@@ -172,6 +179,21 @@ def test_a_registry_of_5000_tools_stays_within_the_token_budget() -> None:
     assert "more tools" in full
 
 
+def _runner(
+    specs: list[ToolSpec], tools: FakeTools, workspace: Path, runtime: ScriptRuntime
+) -> ScriptRunner:
+    return ScriptRunner(
+        specs=specs,
+        call_tool=tools,
+        workspace=workspace,
+        runtime=runtime,
+        mode="auto",
+        approver=AllowAllApprover(),
+        limits=ScriptLimits(timeout_s=60.0, preflight=False),  # the run itself is the subject
+        launcher=PlainLauncher(),
+    )
+
+
 async def test_hostile_stubs_import_in_a_real_script_without_running_upstream_code(
     runtime: ScriptRuntime, workspace: Path
 ) -> None:
@@ -180,16 +202,7 @@ async def test_hostile_stubs_import_in_a_real_script_without_running_upstream_co
         for index, text in enumerate(HOSTILE_TEXTS)
     ]
     tools = FakeTools()
-    runner = ScriptRunner(
-        specs=specs,
-        call_tool=tools,
-        workspace=workspace,
-        runtime=runtime,
-        mode="auto",
-        approver=AllowAllApprover(),
-        limits=ScriptLimits(timeout_s=60.0),
-        launcher=PlainLauncher(),
-    )
+    runner = _runner(specs, tools, workspace, runtime)
     code = """
         from agent_tools.stubs import evil
         print("PWNED" in vars(evil), len(evil.__all__))
@@ -208,16 +221,7 @@ async def test_hostile_stubs_import_in_a_real_script_without_running_upstream_co
 async def test_an_unknown_stubs_module_of_a_huge_name_is_answered_briefly(
     runtime: ScriptRuntime, workspace: Path
 ) -> None:
-    runner = ScriptRunner(
-        specs=[_spec("t", "d")],
-        call_tool=FakeTools(),
-        workspace=workspace,
-        runtime=runtime,
-        mode="auto",
-        approver=AllowAllApprover(),
-        limits=ScriptLimits(timeout_s=60.0, preflight=False),
-        launcher=PlainLauncher(),
-    )
+    runner = _runner([_spec("t", "d")], FakeTools(), workspace, runtime)
     code = """
         import importlib
         for name in ["x" * 1_000_000, "__init__", "evil2"] * 300:
