@@ -241,3 +241,43 @@ async def test_an_unknown_stubs_module_of_a_huge_name_is_answered_briefly(
         )
     assert result.status == "ok", result.output
     assert result.output.splitlines()[1:] == ["True True", "True"]
+
+
+def test_a_name_that_is_already_an_identifier_keeps_it_whatever_comes_before_it() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a-b": {"type": "string"}, "a_b": {"type": "integer"}},
+    }
+    specs = [_spec("get-status", "mapped"), _spec("get_status", "exact", schema)]
+    catalog = stub_catalog(specs)
+    assert catalog.modules["evil"] == {
+        "get_status_2": "evil__get-status",
+        "get_status": "evil__get_status",
+    }
+    assert catalog.arguments("evil", "get_status") == (
+        "evil__get_status",
+        {"a_b_2": "a-b", "a_b": "a_b"},
+        False,
+    )
+    namespace = _load(catalog.source("evil") or "")
+    namespace["get_status"](a_b=1)
+    assert namespace["_recorded"] == [("evil__get_status", {"a_b": 1})]
+
+
+def test_the_preflight_maps_a_stub_call_once_per_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sagents.script._policy import plan_script
+    from sagents.script._preflight import preflight_findings
+
+    shapes = 0
+    shape = _stubs._ModuleWriter._shape
+
+    def counted(self: Any, function: str, spec: ToolSpec) -> Any:
+        nonlocal shapes
+        shapes += 1
+        return shape(self, function, spec)
+
+    monkeypatch.setattr(_stubs._ModuleWriter, "_shape", counted)
+    plan = plan_script([_spec("t", "d")], [], "auto")
+    code = "from agent_tools.stubs import evil\n" + 'evil.t(sn="1")\n' * 5000
+    assert preflight_findings(code, plan) == []
+    assert shapes <= 2
