@@ -66,6 +66,17 @@ A failed call comes back as its error result (``ToolManager.run_tool`` is the on
 exception from it is a broken seam, and ends the run."""
 
 
+_SHOWN_NAME_CHARS = 80  # a module name the script asked for, echoed in an error
+
+
+def _shown(name: str) -> str:
+    """``name`` quoted for an error message, cut (any length reaches the host: a request may
+    be megabytes)."""
+    if len(name) <= _SHOWN_NAME_CHARS:
+        return repr(name)
+    return f"{name[:_SHOWN_NAME_CHARS]!r}... ({len(name):,} characters)"
+
+
 def result_payload(result: ToolResult, text: str | None = None) -> dict[str, Any]:
     """The ``result`` object of a call reply: ``{"text", "structured", "is_error", "error"}``
     (``text``: ``result.text`` when the caller has it already)."""
@@ -346,7 +357,7 @@ class ScriptDispatcher:
                 transport,
                 request.id,
                 p.ERROR_UNKNOWN_MODULE,
-                f"no stubs module {request.module!r} in this run (there are: {names})",
+                f"no stubs module {_shown(request.module)} in this run (there are: {names})",
             )
             return
         await self._reply(transport, p.encode_ok_reply(request.id, {"source": source}))

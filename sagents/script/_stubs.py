@@ -41,6 +41,7 @@ __all__ = [
     "STUBBED_PERMISSIONS",
     "StubCatalog",
     "python_identifier",
+    "python_identifiers",
     "stub_catalog",
 ]
 
@@ -74,6 +75,9 @@ _NOT_WORD = re.compile(r"\W", re.ASCII)
 _MAX_REF_DEPTH = 8
 _MAX_INLINE_KEYS = 8
 _MAX_SCHEMA_DOC_CHARS = 600  # the schema quoted in a docstring, when typing cannot express it
+_MAX_SCHEMA_NODES = 2000  # schema nodes typed per schema; past it, dict/Any (a hostile schema
+# of a few kilobytes fans out through $ref to millions of nodes)
+_MAX_SIGNATURE_CHARS = 600  # a one-line signature, cut past it
 
 
 def python_identifier(name: str, taken: Container[str] = ()) -> str:
@@ -93,6 +97,35 @@ def python_identifier(name: str, taken: Container[str] = ()) -> str:
     return unique
 
 
+def python_identifiers(names: Iterable[str], taken: Container[str] = ()) -> dict[str, str]:
+    """Each of ``names`` → its :func:`python_identifier`, unique: a name that is already a
+    public identifier keeps it whatever its position (``a_b`` stays ``a_b`` even after
+    ``a-b``, which becomes ``a_b_2``), the others are mapped in order."""
+    names = list(dict.fromkeys(names))
+    mapped: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:  # exact names first
+        if name not in taken and python_identifier(name, used) == name:
+            mapped[name] = name
+            used.add(name)
+    for name in names:
+        if name not in mapped:
+            mapped[name] = python_identifier(name, _Union(used, taken))
+            used.add(mapped[name])
+    return {name: mapped[name] for name in names}
+
+
+@dataclass(frozen=True)
+class _Union:
+    """Two containers as one (``in`` either)."""
+
+    first: Container[str]
+    second: Container[str]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
+
+
 def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "T"
 
@@ -109,6 +142,9 @@ class StubCatalog:
     modules: Mapping[str, Mapping[str, str]]
     _specs: Mapping[str, ToolSpec]
     _sources: dict[str, str] = field(default_factory=dict)
+    _arguments: dict[tuple[str, str], tuple[str, dict[str, str], bool] | None] = field(
+        default_factory=dict
+    )
 
     def source(self, module: str) -> str | None:
         """The Python source of ``module``, or None when there is no such module."""
@@ -126,12 +162,16 @@ class StubCatalog:
     def arguments(self, module: str, function: str) -> tuple[str, dict[str, str], bool] | None:
         """What a call of ``module.function`` sends: the tool's registered name, each
         parameter's property name by its Python name, and whether ``**extra`` arguments are
-        sent too; None when there is no such function."""
-        tool = self.modules.get(module, {}).get(function)
-        if tool is None:
-            return None
-        shape = _ModuleWriter(module, inline=True)._shape(function, self._specs[tool])
-        return tool, {p.name: p.key for p in shape.parameters}, shape.extra is not None
+        sent too; None when there is no such function. Worked out once per function (a
+        script may call one a thousand times)."""
+        if (module, function) not in self._arguments:
+            tool = self.modules.get(module, {}).get(function)
+            found = None
+            if tool is not None:
+                shape = _ModuleWriter(module, inline=True)._shape(function, self._specs[tool])
+                found = tool, {p.name: p.key for p in shape.parameters}, shape.extra is not None
+            self._arguments[(module, function)] = found
+        return self._arguments[(module, function)]
 
     def signatures(self, module: str) -> list[tuple[str, str]]:
         """``(tool name, one-line signature)`` per tool of ``module``: the condensed form
@@ -144,7 +184,10 @@ class StubCatalog:
     def signature(self, module: str, function: str) -> str:
         """The one-line signature of ``module.function`` (see :meth:`signatures`)."""
         tool = self.modules[module][function]
-        return _ModuleWriter(module, inline=True).signature(function, self._specs[tool])
+        line = _ModuleWriter(module, inline=True).signature(function, self._specs[tool])
+        if len(line) > _MAX_SIGNATURE_CHARS:
+            line = line[: _MAX_SIGNATURE_CHARS - 5] + " ...)"
+        return line
 
     def locate(self) -> dict[str, tuple[str, str]]:
         """Each tool's ``(module, function)``, by its registered name."""
@@ -180,14 +223,17 @@ def stub_catalog(specs: Iterable[ToolSpec]) -> StubCatalog:
             groups.setdefault(module_name_of(spec), []).append(spec)
     modules: dict[str, dict[str, str]] = {}
     by_name: dict[str, ToolSpec] = {}
+    module_names = python_identifiers(groups)
     for group, members in groups.items():
-        module = python_identifier(group, modules)
+        names = python_identifiers(_function_name_of(spec) for spec in members)
         functions: dict[str, str] = {}
         for spec in members:
-            name = python_identifier(_function_name_of(spec), functions)
+            name = names[_function_name_of(spec)]
+            if name in functions:  # two tools of one original name: the later one is numbered
+                name = python_identifier(name, _Union(functions, set(names.values())))
             functions[name] = spec.name
             by_name[spec.name] = spec
-        modules[module] = functions
+        modules[module_names[group]] = functions
     return StubCatalog(modules=modules, _specs=by_name)
 
 
@@ -298,10 +344,11 @@ class _ModuleWriter:
         required = schema.get("required")
         required_set = set(required) if isinstance(required, list) else set()
         shape = _Shape()
-        taken: set[str] = {"_call", "_args"}
-        for key in sorted(properties, key=lambda key: key not in required_set):
-            name = python_identifier(str(key), taken)
-            taken.add(name)
+        keys = sorted(properties, key=lambda key: key not in required_set)
+        names = python_identifiers(str(key) for key in keys)
+        taken: set[str] = set(names.values())
+        for key in keys:
+            name = names[str(key)]
             annotation, note = typer.annotation(properties[key], _camel(function) + _camel(name))
             shape.parameters.append(
                 _Parameter(name, str(key), annotation, key in required_set, note)
@@ -388,9 +435,23 @@ def _property_description(schema: Mapping[str, Any], key: str) -> str:
 
 
 def _docstring(lines: list[str]) -> str:
-    text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    indented = "\n".join(("    " + line) if line else "" for line in text.splitlines())
+    body = [_docstring_line(line) for line in "\n".join(lines).splitlines()]
+    indented = "\n".join(("    " + line) if line else "" for line in body)
     return f'    """{indented.lstrip()}\n    """'
+
+
+def _docstring_line(line: str) -> str:
+    """One line of upstream text as the inside of a (non-raw) triple-quoted string whose value
+    is that text: backslashes and quotes escaped, and every character a source file cannot hold
+    as it is (a null byte, a lone surrogate) or a reader would not see (controls) written as
+    its escape."""
+    text = line.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() or char == "\t" else char.encode("unicode_escape").decode()
+        for char in text
+    )
 
 
 def _json(value: Any) -> str:
@@ -406,17 +467,21 @@ class _Typer:
     def __init__(self, writer: _ModuleWriter, document: Mapping[str, Any]) -> None:
         self.writer = writer
         self.document = document
+        self.nodes = 0  # schema nodes typed so far (bounded by _MAX_SCHEMA_NODES)
 
     def annotation(self, schema: Any, name: str) -> tuple[str, str]:
         """``(annotation, note)``: the note quotes the schema when the annotation is not
         exact."""
         exact = self._type(schema, name, 0)
-        if exact is not None:
+        if exact is not None and self.nodes <= _MAX_SCHEMA_NODES:
             return exact
         fallback = "dict[str, Any]" if _is_object_like(schema) else "Any"
         return fallback, f"Schema: {_json(schema)}"
 
     def _type(self, schema: Any, name: str, depth: int) -> tuple[str, str] | None:
+        self.nodes += 1
+        if self.nodes > _MAX_SCHEMA_NODES:
+            return None
         if schema is True or schema == {}:
             return "Any", ""
         if not isinstance(schema, Mapping) or depth > _MAX_REF_DEPTH:

@@ -20,6 +20,7 @@ from sagents.core._spec import ToolSpec
 __all__ = [
     "EXAMPLES_META_KEY",
     "MAX_EXAMPLES",
+    "MAX_EXAMPLE_CHARS",
     "description_with_examples",
     "invalid_examples",
     "tool_examples",
@@ -34,41 +35,62 @@ MAX_EXAMPLES = 10
 logger = logging.getLogger(__name__)
 
 
+MAX_EXAMPLE_CHARS = 4000
+"""An example's size at most, as compact JSON: a larger one (an upstream's) is left out."""
+
+
 def invalid_examples(examples: Any, input_schema: Mapping[str, Any]) -> list[str]:
     """Why ``examples`` is not a list of arguments objects valid against ``input_schema``:
     one line per problem, empty when they all are."""
+    return _checked(examples, input_schema)[1]
+
+
+def _checked(
+    examples: Any, input_schema: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(valid examples, one line per problem)``. Never raises: an input schema that cannot
+    check them (an upstream's ``"type": 5``, a ``$ref`` to nowhere) is a problem too."""
     if not isinstance(examples, list):
-        return [f"examples must be a list of arguments objects, not {type(examples).__name__}"]
+        return [], [f"examples must be a list of arguments objects, not {type(examples).__name__}"]
     from sagents.tool._arguments import linear_validator  # jsonschema: only for examples
 
-    problems = []
-    validator = linear_validator(input_schema)
-    for index, example in enumerate(examples):
-        if not isinstance(example, dict):
-            problems.append(f"example {index} is not an object: {example!r:.80}")
-            continue
-        error = next(iter(validator.iter_errors(example)), None)
-        if error is not None:
-            problems.append(f"example {index} does not match the input schema: {error.message}")
-    return problems
+    valid: list[dict[str, Any]] = []
+    problems: list[str] = []
+    try:
+        validator = linear_validator(input_schema)
+        for index, example in enumerate(examples):
+            if not isinstance(example, dict):
+                problems.append(f"example {index} is not an object: {example!r:.80}")
+                continue
+            size = len(json.dumps(example, ensure_ascii=False, separators=(",", ":"), default=str))
+            if size > MAX_EXAMPLE_CHARS:
+                problems.append(
+                    f"example {index} is {size:,} characters (over {MAX_EXAMPLE_CHARS:,})"
+                )
+                continue
+            error = next(iter(validator.iter_errors(example)), None)
+            if error is not None:
+                problems.append(
+                    f"example {index} does not match the input schema: {error.message:.200}"
+                )
+                continue
+            valid.append(example)
+    except Exception as error:  # noqa: BLE001 - an upstream schema makes the validator raise anything
+        return [], [f"the input schema cannot check them: {type(error).__name__}: {error!s:.200}"]
+    return valid, problems
 
 
 def tool_examples(spec: ToolSpec) -> list[dict[str, Any]]:
     """The examples of ``spec`` to export: those of its ``meta`` that are arguments objects
-    valid against its input schema (an invalid one would make a provider refuse the whole
-    request; each is logged and left out), at most :data:`MAX_EXAMPLES`."""
+    valid against its input schema and at most :data:`MAX_EXAMPLE_CHARS` (an invalid one would
+    make a provider refuse the whole request; each is logged and left out), at most
+    :data:`MAX_EXAMPLES`."""
     raw = spec.meta.get(EXAMPLES_META_KEY) if spec.meta else None
     if raw is None:
         return []
-    problems = invalid_examples(raw, spec.input_schema)
+    valid, problems = _checked(raw, spec.input_schema)
     if problems:
         logger.warning("tool %r: examples left out: %s", spec.name, "; ".join(problems))
-    if not isinstance(raw, list):
-        return []
-    from sagents.tool._arguments import linear_validator
-
-    validator = linear_validator(spec.input_schema)
-    valid = [e for e in raw if isinstance(e, dict) and validator.is_valid(e)]
     return valid[:MAX_EXAMPLES]
 
 

@@ -170,23 +170,23 @@ def test_names_that_are_not_identifiers_are_mapped_and_the_original_names_are_se
     }
     catalog = stub_catalog([_spec("get-status", schema), _spec("get_status", {"type": "object"})])
     assert list(catalog.modules) == ["my_server"]
-    assert catalog.modules["my_server"] == {
-        "get_status": "my-server__get-status",
-        "get_status_2": "my-server__get_status",
+    assert catalog.modules["my_server"] == {  # an identifier keeps its name: get_status
+        "get_status_2": "my-server__get-status",
+        "get_status": "my-server__get_status",
     }
     source = catalog.source("my_server")
     assert source is not None
     namespace, sent = _load(source)
-    namespace["get_status"](repo_path="/r", class_=3, n_2fa=[1])
-    namespace["get_status"](repo_path="/s")
-    namespace["get_status_2"]()
+    namespace["get_status_2"](repo_path="/r", class_=3, n_2fa=[1])
+    namespace["get_status_2"](repo_path="/s")
+    namespace["get_status"]()
     assert sent == [
         ("my-server__get-status", {"repo-path": "/r", "class": 3, "2fa": [1]}),
         ("my-server__get-status", {"repo-path": "/s"}),
         ("my-server__get_status", {}),
     ]
     with pytest.raises(TypeError, match="repo_path"):
-        namespace["get_status"]()
+        namespace["get_status_2"]()
 
 
 @pytest.mark.parametrize(

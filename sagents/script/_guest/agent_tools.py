@@ -454,9 +454,8 @@ class _StubsFinder:
             message = value.get("message", "") if isinstance(value, dict) else str(value)
             # ImportError, not ModuleNotFoundError: ``from agent_tools.stubs import x`` would
             # replace the latter with a bare "cannot import name 'x'", losing the host's list.
-            raise ImportError(
-                f"No module named {module.__name__!r}: {message}", name=module.__name__
-            )
+            shown = module.__name__ if len(name) <= 80 else f"{_STUBS_PACKAGE}.{name[:80]}..."
+            raise ImportError(f"No module named {shown!r}: {message}", name=module.__name__)
         # Named as a file of the runtime directory: the bootstrap leaves the frames of its
         # files out of a script's traceback, as it does the helper's.
         filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"stubs.{name}.py")
