@@ -112,6 +112,7 @@ class _Approval:
     registered: anyio.Event = field(default_factory=anyio.Event)
     answered: anyio.Event = field(default_factory=anyio.Event)
     answer: ApprovalAnswer = "deny"
+    expired: bool = False
 
 
 @dataclass(kw_only=True)
@@ -131,6 +132,8 @@ class Run:
     cancelling: bool = False
     store_error: str | None = None
     dropped_progress: int = 0
+    ended: dict[str, str] = field(default_factory=dict)
+    """Requests that ended without their answer (expired, cancelled), by id: why."""
     _by_call: dict[str, _Approval] = field(default_factory=dict)
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
@@ -166,6 +169,9 @@ class Run:
 
     def finish(self) -> None:
         self.finished = True
+        why = "was cancelled with its run" if self.cancelling else "ended with its run"
+        for item_id in self.waiting:
+            self.ended.setdefault(item_id, why)
         for approval in self.approvals.values():
             approval.answered.set()
         self.notify()
@@ -198,10 +204,22 @@ class Run:
             "description": request.description,
         }
 
-    def settled(self, request_id: str) -> None:
-        """An approval or questionnaire ended (answered, timed out, cancelled)."""
-        self.approvals.pop(request_id, None)
-        self.questionnaires.pop(request_id, None)
+    def settled(self, request_id: str, status: str | None = None) -> None:
+        """An approval or questionnaire ended (answered, timed out, cancelled); ``status``:
+        a questionnaire's result status."""
+        approval = self.approvals.pop(request_id, None)
+        questionnaire = self.questionnaires.pop(request_id, None)
+        if self.cancelling and (approval is not None or questionnaire is not None):
+            self.ended[request_id] = "was cancelled with its run"
+        elif approval is not None and approval.expired:
+            self.ended[request_id] = "expired unanswered (denied)"
+        elif status == "timed_out":
+            self.ended[request_id] = "expired unanswered (timed out)"
+
+    def ended_text(self, item_id: str) -> str | None:
+        """Why ``item_id`` no longer waits, when it expired or was cancelled."""
+        why = self.ended.get(item_id)
+        return None if why is None else f"{item_id!r} {why}: it can no longer be answered"
 
     def check(self, decisions: Mapping[str, AllowDecision | AnswersDecision]) -> None:
         """Refuse decisions that cannot all be applied, before any is.
@@ -229,7 +247,8 @@ class Run:
             else:
                 waiting = ", ".join(self.waiting) or "nothing"
                 raise DecisionError(
-                    f"{item_id!r} does not wait for a decision (waiting: {waiting})"
+                    self.ended_text(item_id)
+                    or f"{item_id!r} does not wait for a decision (waiting: {waiting})"
                 )
 
     def decide(self, decisions: Mapping[str, AllowDecision | AnswersDecision]) -> None:
@@ -272,6 +291,7 @@ class ThreadApprover:
         approval.registered.set()
         with anyio.move_on_after(self._ttl_s):
             await approval.answered.wait()
+        approval.expired = not approval.answered.is_set()
         return approval.answer
 
 

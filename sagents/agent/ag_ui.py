@@ -293,10 +293,11 @@ class AgUiThreads:
                 snapshot = False
             else:
                 if props.decisions:
+                    ended = run.ended_text(next(iter(props.decisions))) if run else None
                     return _error(
                         422,
                         "invalid_decisions",
-                        "nothing in this thread waits for a decision (its run ended)",
+                        ended or "nothing in this thread waits for a decision (its run ended)",
                     )
                 if new_message is None:
                     return _error(
@@ -408,8 +409,10 @@ class AgUiThreads:
                             translator.approval_details[event.request_id] = details
                         elif isinstance(event, QuestionnaireRequestEvent):
                             run.questionnaires[event.request_id] = event
-                        elif isinstance(event, ApprovalResultEvent | QuestionnaireResultEvent):
+                        elif isinstance(event, ApprovalResultEvent):
                             run.settled(event.request_id)
+                        elif isinstance(event, QuestionnaireResultEvent):
+                            run.settled(event.request_id, event.status)
                         elif isinstance(event, DoneEvent):
                             run.done = event
                         run.push(translator.translate(event))

@@ -14,10 +14,11 @@ import anyio
 import httpx2 as httpx
 from ag_ui.core import Event
 from pydantic import TypeAdapter
+from starlette.applications import Starlette
 from starlette.requests import Request
 
 from sagents.agent import SAgent
-from sagents.agent.ag_ui import ag_ui_app
+from sagents.agent.ag_ui import Authorize, ag_ui_app
 from sagents.gateway._http_server import serve_asgi
 from sagents.gateway._settings import GatewaySettings
 from sagents.tool import emit_tool_progress
@@ -85,17 +86,27 @@ class Served:
 
 @asynccontextmanager
 async def serve_route(
-    agent: SAgent, data_dir: Path, manager: ToolManager, **options: Any
+    agent: SAgent,
+    data_dir: Path,
+    manager: ToolManager,
+    *,
+    authorize: Authorize = bearer_only,
+    **options: Any,
 ) -> AsyncIterator[str]:
     """The AG-UI app on 127.0.0.1 (``options`` as :func:`ag_ui_app`'s); yields its URL."""
-    app = ag_ui_app(
-        agent, authorize=bearer_only, tool_manager=manager, data_dir=data_dir, **options
-    )
+    app = ag_ui_app(agent, authorize=authorize, tool_manager=manager, data_dir=data_dir, **options)
+    async with serve_app(app) as base:
+        yield f"{base}/ag-ui"
+
+
+@asynccontextmanager
+async def serve_app(app: Starlette) -> AsyncIterator[str]:
+    """A Starlette app on 127.0.0.1; yields its base URL."""
     settings = GatewaySettings(transport="http", host="127.0.0.1", port=0)
     async with anyio.create_task_group() as tg:
         port = await tg.start(lambda task_status: serve_asgi(lambda _p: app, settings,
                                                              task_status=task_status))  # fmt: skip
-        yield f"http://127.0.0.1:{port}/ag-ui"
+        yield f"http://127.0.0.1:{port}"
         tg.cancel_scope.cancel()
 
 
