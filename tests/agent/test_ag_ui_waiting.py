@@ -17,11 +17,13 @@ from starlette.routing import Route
 from sagents.agent import SAgent
 from sagents.agent.ag_ui import (
     APPROVAL_REQUEST,
+    QUESTIONNAIRE_REQUEST,
     AgUiThreads,
     ag_ui_endpoint,
     open_ag_ui_threads,
 )
 from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.tool.impl import register_builtin_tools
 from tests.agent.ag_ui_helpers import (
     TOKEN,
     WAIT_S,
@@ -179,6 +181,38 @@ async def test_an_answer_to_an_expired_approval_says_it_expired(tmp_path: Path) 
     )
     assert_settled_once(history)
     assert "denied" in next(m for m in history if m.get("role") == "tool")["content"]
+
+
+async def test_an_answer_to_a_timed_out_questionnaire_says_it_expired(tmp_path: Path) -> None:
+    manager = route_tools()
+    register_builtin_tools(manager, None, names=["questionnaire"])
+    questions = {
+        "title": "Trip",
+        "timeout_seconds": 0.5,
+        "questions": [{"id": "city", "kind": "text", "prompt": "Where?"}],
+    }
+    script = [tool_call("questionnaire", questions), reply("No answer, then.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model())
+        async with (
+            open_ag_ui_threads(agent, tool_manager=manager) as threads,
+            serve_app(expiring_app(threads)) as base,
+            httpx.AsyncClient() as c,
+        ):
+            url = base + "/ag-ui"
+            first = await post_run(c, url, run_input("w7", [ASK]))
+            item = customs(first, QUESTIONNAIRE_REQUEST)[0]["id"]
+            thread = await threads.thread("w7", "tester", create=False)
+            assert thread is not None
+            assert thread.run is not None
+            with anyio.fail_after(WAIT_S):  # the questionnaire times out, the run ends
+                while not thread.run.finished:
+                    await thread.run.changed().wait()
+            late = await post_raw(c, url, answer("w7", {item: {"answers": {"city": "Rome"}}}, "r2"))
+    assert late.status_code == 422, late.text
+    assert late.json()["message"] == (
+        f"{item!r} expired unanswered (timed out): it can no longer be answered"
+    )
 
 
 @pytest.mark.xfail(
