@@ -5,7 +5,9 @@ Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each ad
 through its provider's official SDK client, and the agent loop runs the same cases on each: a
 text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer,
 ``max_turns``, a rate limit with ``Retry-After``, a stream cut before and after part of it was
-passed on, an error answer that is not retried. A new adapter is one more entry in ``APIS``.
+passed on, an error answer that is not retried, structured output (``output_type``: asked for
+the provider's native way, validated, an answer that does not fit sent back). A new adapter is
+one more entry in ``APIS``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from sagents.agent import (
     MessageDeltaEvent,
@@ -269,3 +272,87 @@ async def test_keepalives_after_the_first_piece_do_not_hold_the_idle_timeout(api
     assert done.error["code"] == "model_timeout"
     assert done.error["details"]["limit"] == "timeout"
     assert list(done.messages) == USER
+
+
+class Forecast(BaseModel):
+    """A city's weather."""
+
+    city: str
+    temperature: int
+
+
+def asked_schema(api: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The JSON Schema a request asks the answer to fit, where each API puts it (OpenAI
+    "Structured Outputs": ``response_format`` / ``text.format``; Anthropic "Structured outputs":
+    ``output_config.format``; Gemini "Structured output": ``generationConfig``)."""
+    if api == "chat":
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["name"] == "Forecast"
+        schema: Mapping[str, Any] = body["response_format"]["json_schema"]["schema"]
+    elif api == "responses":
+        assert body["text"]["format"]["type"] == "json_schema"
+        assert body["text"]["format"]["name"] == "Forecast"
+        schema = body["text"]["format"]["schema"]
+    elif api == "anthropic":
+        assert body["output_config"]["format"]["type"] == "json_schema"
+        schema = body["output_config"]["format"]["schema"]
+    else:
+        assert body["generationConfig"]["responseMimeType"] == "application/json"
+        schema = body["generationConfig"]["responseJsonSchema"]
+    return schema
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_a_structured_answer_is_asked_for_natively_and_validated_into_the_type(
+    api: str, stream: bool
+) -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_paris1")
+    answer = '{"city": "Paris", "temperature": 21}'
+    _events, done, server, tools = await run(
+        api,
+        [ScriptedReply(tool_calls=(call,)), reply(answer)],
+        stream=stream,
+        agent_options={"output_type": Forecast},
+    )
+    assert done.reason == "stop", done.error
+    assert done.output == Forecast(city="Paris", temperature=21)
+    assert done.to_dict()["output"] == {"city": "Paris", "temperature": 21}
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    for body in server.requests:  # asked for in every turn, beside the tools
+        schema = asked_schema(api, body)
+        assert set(schema["properties"]) == {"city", "temperature"}
+        assert sorted(schema["required"]) == ["city", "temperature"]
+    assert "get_weather" in sent_text(server, 1)
+    assert done.messages[-1]["content"] == answer
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_answer_that_does_not_fit_goes_back_with_its_errors(api: str) -> None:
+    _events, done, server, _tools = await run(
+        api,
+        [reply('{"city": "Paris"}'), reply('{"city": "Paris", "temperature": 21}')],
+        agent_options={"output_type": Forecast},
+    )
+    assert done.reason == "stop", done.error
+    assert done.output == Forecast(city="Paris", temperature=21)
+    assert len(server.requests) == 2
+    second = sent_text(server, 1)
+    assert "does not fit the required output schema" in second
+    assert "temperature: Field required" in second
+    assert done.turns == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_answer_that_never_fits_ends_the_run_with_output_invalid(api: str) -> None:
+    _events, done, server, _tools = await run(
+        api,
+        [reply("It is sunny in Paris."), reply('{"city": "Paris", "temperature": "warm"}')],
+        agent_options={"output_type": Forecast, "output_retries": 1},
+    )
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "output_invalid"
+    assert "temperature" in done.error["message"]
+    assert done.error["details"]["answer"] == '{"city": "Paris", "temperature": "warm"}'
+    assert done.output is None
+    assert len(server.requests) == 2
