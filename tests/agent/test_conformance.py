@@ -5,7 +5,8 @@ Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each ad
 through its provider's official SDK client, and the agent loop runs the same cases on each: a
 text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer,
 ``max_turns``, a rate limit with ``Retry-After``, a stream cut before and after part of it was
-passed on, an error answer that is not retried, structured output (``output_type``: asked for
+passed on, an error answer that is not retried, a run_script turn (the script calls a real MCP
+server's tools; the result goes back), structured output (``output_type``: asked for
 the provider's native way, validated, an answer that does not fit sent back). A new adapter is
 one more entry in ``APIS``.
 """
@@ -13,12 +14,15 @@ one more entry in ``APIS``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import StdioServerParameters
 from pydantic import BaseModel
 
 from sagents.agent import (
@@ -27,7 +31,7 @@ from sagents.agent import (
     UsageEvent,
 )
 from sagents.agent._events import AgentEvent, DoneEvent
-from sagents.core.events import ApprovalResultEvent
+from sagents.core.events import ApprovalResultEvent, ScriptProgressEvent
 from sagents.testing import (
     ScriptedModel,
     ScriptedReply,
@@ -36,7 +40,7 @@ from sagents.testing import (
     http_error,
     reply,
 )
-from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext
+from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
     assert_settled_once,
@@ -356,3 +360,53 @@ async def test_an_answer_that_never_fits_ends_the_run_with_output_invalid(api: s
     assert done.error["details"]["answer"] == '{"city": "Paris", "temperature": "warm"}'
     assert done.output is None
     assert len(server.requests) == 2
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[ToolManager]:
+    """The demo fleet MCP server, a real stdio peer a script's tool calls reach."""
+    async with ToolManager() as manager:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
+        )
+        await manager.register_mcp_server(name="fleet", params=params)
+        yield manager
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_run_script_turn_calls_the_tools_and_sends_the_result_back(
+    api: str, fleet: ToolManager, tmp_path: Path
+) -> None:
+    code = (
+        "from agent_tools import call\n"
+        "for sn in ('SN0001', 'SN0002'):\n"
+        "    status = call('fleet__get_device_status', {'sn': sn})\n"
+        "    print('status of', status['sn'])\n"
+    )
+    arguments = {"code": code, "tools": [], "description": "two statuses"}
+    script_call = ScriptedToolCall(name="run_script", arguments=arguments, id="call_script1")
+    async with ScriptedModel(
+        [ScriptedReply(tool_calls=(script_call,)), reply("Both are known.")],
+        api=api,  # type: ignore[arg-type]
+    ) as server:
+        agent = SAgent(model=server.chat_model())
+        events = await collect(
+            agent,
+            USER,
+            tool_manager=fleet,
+            session_context=SessionContext(workspace=str(tmp_path / "ws")),
+        )
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    assert done.reason == "stop", done.error
+    assert "run_script" in sent_text(server, 0)  # offered in the API's own tool form
+    (result,) = tool_messages(done.messages)
+    assert result["tool_call_id"] == "call_script1"
+    assert "status of SN0001" in result["content"]
+    assert "status of SN0002" in result["content"]
+    final = [e for e in events if isinstance(e, ScriptProgressEvent) and e.is_final]
+    assert final
+    assert final[-1].calls == 2
+    second = sent_text(server, 1)
+    assert "status of SN0001" in second  # the result went back in the API's own form
+    assert "call_script1" in second
