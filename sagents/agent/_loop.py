@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from functools import partial
@@ -125,6 +126,7 @@ from sagents.tool.questions import Questioner, bind_questioner, current_question
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_TOOL_CALLS_PER_ANSWER",
     "DEFAULT_MAX_TURNS",
     "SAgent",
@@ -140,6 +142,9 @@ DEFAULT_MAX_PARALLEL_TOOLS = 8
 
 DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
 """Tool calls of one assistant message that run at all; the rest are settled with an error."""
+
+DEFAULT_MAX_SESSIONS = 1024
+"""Sessions one agent keeps in memory; the least recently used past it are forgotten."""
 
 _EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
@@ -210,6 +215,9 @@ class SAgent:
         output_retries: Times an answer that does not fit ``output_type`` goes back to the
             model with the validation errors; past them the run ends with
             ``output_invalid``. Each retry is a model turn (``max_turns`` counts it).
+        max_sessions: Sessions kept in memory (:meth:`session`); past it the least recently
+            used is forgotten (a run without a ``session_context`` gets a new session each
+            time). With a ``store`` given, a forgotten session is loaded from it again.
     """
 
     def __init__(
@@ -238,6 +246,7 @@ class SAgent:
         store: AgentStore | str | object | None = None,
         output_type: Any = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         if max_history_tokens is not None and max_history_tokens < 1:
             raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
@@ -249,6 +258,8 @@ class SAgent:
             raise ValueError(
                 f"max_tool_calls_per_answer must be at least 1, not {max_tool_calls_per_answer!r}"
             )
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions!r}")
         if output_retries < 0:
             raise ValueError(f"output_retries must be 0 or more, not {output_retries!r}")
         check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
@@ -286,7 +297,8 @@ class SAgent:
         self.name = name
         self.max_history_tokens = max_history_tokens
         self.compression = compression or CompressionSettings()
-        self._sessions: dict[str, AgentSession] = {}
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
         self._scopes: set[anyio.CancelScope] = set()
         self._link = StoreLink(store)
 
@@ -592,6 +604,8 @@ class SAgent:
         approver: Approver | None,
     ) -> AgentSession:
         found = self._sessions.get(context.session_id)
+        if found is not None:
+            self._sessions.move_to_end(context.session_id)
         if found is not None and (
             tool_manager is None
             or tool_manager is found.tool_manager
@@ -602,6 +616,9 @@ class SAgent:
         proxy = as_proxy(tool_manager)
         state = AgentSession(context, proxy, skill_source=skills, approver=approver)
         self._sessions[context.session_id] = state
+        self._sessions.move_to_end(context.session_id)
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)  # a run still using it keeps its own reference
         return state
 
     async def _load_stored(
