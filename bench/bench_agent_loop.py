@@ -12,12 +12,20 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
 
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
 load). The server runs in this process, so its time is in both sides.
+
+``--peers``: the same turns on Chat Completions for SAgent, the bare ``openai`` client,
+pydantic-ai's ``Agent`` and the OpenAI Agents SDK's ``Runner`` (``bench/setup-peers.sh``
+installs them into ``bench/.venv-peers``; they run in a child process of that venv,
+``bench/peers/agent_loop_peers.py``), all against one scripted server in a process of its own,
+so that each side's CPU time is its own client's only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -198,5 +206,95 @@ async def main() -> None:
             )
 
 
+PEERS_PYTHON = os.path.join(os.path.dirname(__file__), ".venv-peers", "bin", "python")
+PEERS_SCRIPT = os.path.join(os.path.dirname(__file__), "peers", "agent_loop_peers.py")
+
+
+async def _serve() -> None:
+    """``--serve``: the scripted Chat Completions server, until stdin closes."""
+    async with ScriptedModel(_script, api="chat") as server:
+        print(server.base_url, flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)
+
+
+async def _sagents_side(base_url: str, stream: bool) -> dict[str, float]:
+    """CPU ms of a text and a tool turn for the bare client and SAgent (this process only)."""
+    from sagents.agent import OpenAIChatModel
+
+    model = OpenAIChatModel("m", base_url=base_url, api_key="bench", stream=stream)
+    agent = SAgent(model=model, run_script=False)
+    manager = ToolManager()
+    manager.register_tool(lookup)
+    bare, client = _bare("chat", base_url, stream, manager)
+
+    async def bare_two_calls() -> None:
+        await bare()
+        await bare()
+
+    def agent_turn(text: str) -> Callable[[], Awaitable[None]]:
+        messages = [{"role": "user", "content": text}]
+
+        async def run() -> None:
+            async with aclosing(agent.run_stream(messages, tool_manager=manager)) as events:
+                async for _event in events:
+                    pass
+
+        return run
+
+    await bare()
+    await agent_turn("use the tool")()
+    results = {
+        "bare text": await _median_ms(bare),
+        "text": await _median_ms(agent_turn("hello")),
+        "bare tool": await _median_ms(bare_two_calls),
+        "tool": await _median_ms(agent_turn("use the tool")),
+    }
+    await client.close()
+    await model.aclose()
+    return results
+
+
+async def peers() -> None:
+    if not await anyio.Path(PEERS_PYTHON).exists():
+        print("no peers: run bench/setup-peers.sh first (installs them in bench/.venv-peers)")
+        return
+    async with await anyio.open_process([sys.executable, __file__, "--serve"]) as server:
+        assert server.stdout is not None
+        assert server.stdin is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            line += await server.stdout.receive()
+        base_url = line.decode().strip()
+        ours = {}
+        for mode in ("stream", "whole"):
+            ours[mode] = await _sagents_side(base_url, mode == "stream")
+        peer_run = await anyio.run_process(
+            [PEERS_PYTHON, PEERS_SCRIPT, base_url, str(TURNS), str(REPEATS)], check=True
+        )
+        theirs: dict[str, dict[str, dict[str, float]]] = json.loads(peer_run.stdout)
+        await server.stdin.aclose()  # the server ends when its stdin does
+    names = list(theirs)
+    print(
+        f"{'mode':<7} {'turn':<5} {'bare':>7} {'SAgent':>7} "
+        + " ".join(f"{name:>21}" for name in names)
+        + f" {'vs better peer':>15} {'vs bare':>8}   (CPU ms per turn, client only)"
+    )
+    for mode in ("stream", "whole"):
+        for turn in ("text", "tool"):
+            mine = ours[mode][turn]
+            bare = ours[mode][f"bare {turn}"]
+            peer_ms = [theirs[name][mode][turn] for name in names]
+            print(
+                f"{mode:<7} {turn:<5} {bare:7.2f} {mine:7.2f} "
+                + " ".join(f"{ms:21.2f}" for ms in peer_ms)
+                + f" {mine / min(peer_ms):14.2f}x {mine / bare:7.2f}x"
+            )
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if "--serve" in sys.argv:
+        anyio.run(_serve)
+    elif "--peers" in sys.argv:
+        anyio.run(peers)
+    else:
+        anyio.run(main)

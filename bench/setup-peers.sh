@@ -2,6 +2,7 @@
 # Install the peer libraries the benchmarks compare against into their own venv,
 # bench/.venv-peers, never into the project's .venv or its dependencies:
 #   - pydantic-ai-slim (FunctionToolset) and openai-agents (FunctionTool), for bench_tool_dispatch.py;
+#   - the same two with the openai SDK (openai-agents depends on it), for bench_agent_loop.py --peers;
 #   - fastmcp (its proxy server), for bench_serve_proxy.py.
 # The benchmarks run the peers in a child process of this venv, beside sagents in the same run.
 # Idempotent: a second run only checks. Usage: bench/setup-peers.sh

@@ -66,7 +66,8 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
         ├── ModelUnavailableError       model_unavailable
         ├── ModelQuotaError             model_quota_exhausted
         ├── ModelTimeoutError           model_timeout
-        └── ModelStreamError            model_stream_broken
+        ├── ModelStreamError            model_stream_broken
+        └── OutputValidationError       output_invalid       (errors)
 
 Catch the narrowest class you can act on; ``code`` is what crosses process boundaries.
 """
@@ -99,6 +100,7 @@ __all__ = [
     "ModelUnavailableError",
     "NeedsLoginError",
     "NotAllowedError",
+    "OutputValidationError",
     "PathNotAllowedError",
     "PreflightError",
     "ProgressError",
@@ -604,3 +606,10 @@ class ModelStreamError(ModelError):
     """The model's streamed answer broke off before it was complete."""
 
     code = "model_stream_broken"
+
+
+class OutputValidationError(ModelError):
+    """The model's final answer did not fit ``SAgent(output_type=...)`` after every retry
+    (``details["errors"]``: pydantic's, of the last answer)."""
+
+    code = "output_invalid"

@@ -12,9 +12,17 @@
 #   scripts/test.sh --fast         # the fast tier: no tests marked slow (real sandboxes, Node
 #                                  # clients, the README's commands...), and no ruff/mypy
 #   scripts/test.sh tests/cli -x   # extra arguments go to pytest
+#   scripts/test.sh --real-model   # only the opt-in real-model tier (scripts/real-model.sh:
+#                                  # llama-cpp-python's server with Gemma 3 270M, built once);
+#                                  # not part of the default run, so not of CI's
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+if [ "${1:-}" = "--real-model" ]; then
+    shift
+    scripts/setup.sh --test
+    exec scripts/real-model.sh "$@"
+fi
 fast=0
 if [ "${1:-}" = "--fast" ]; then
     fast=1

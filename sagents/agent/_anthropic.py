@@ -60,6 +60,7 @@ from sagents.agent._messages import (
     ToolCall,
     ToolResultPart,
 )
+from sagents.agent._output import anthropic_output_config, prompted_output
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -205,8 +206,15 @@ class AnthropicModel:
             "max_tokens": request.settings.max_tokens or self.max_tokens,
             "messages": _messages(request.messages),
         }
-        if request.system_prompt:
-            body["system"] = request.system_prompt
+        system = request.system_prompt
+        if request.output is not None:  # "Structured outputs": output_config.format
+            config = anthropic_output_config(request.output)
+            if config is None:  # beyond the strict subset: asked for in the prompt
+                system = "\n\n".join(p for p in (system, prompted_output(request.output)) if p)
+            else:
+                body["output_config"] = config
+        if system:
+            body["system"] = system
         if request.tools:
             body["tools"] = [to_anthropic_tool(spec, name=spec.name) for spec in request.tools]
         body.update(_settings_fields(request.settings, has_tools=bool(request.tools)))

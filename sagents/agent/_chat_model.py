@@ -13,10 +13,10 @@ else. The adapters: ``OpenAIChatModel``, ``OpenAIResponsesModel``, ``AnthropicMo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from sagents.agent._messages import Message, ToolCall
 from sagents.core._spec import ToolSpec
@@ -28,6 +28,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "OutputSchema",
     "ReasoningDelta",
     "TextDelta",
     "ToolCallArgumentsDelta",
@@ -58,6 +59,23 @@ class ModelSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OutputSchema:
+    """The shape the final answer must have (``SAgent(output_type=...)``): each adapter asks
+    for it its provider's native way (docs/agent.md, "Structured output"); the answer comes
+    back as its JSON text, and the loop validates it.
+
+    Attributes:
+        name: A name for the schema (``^[a-zA-Z0-9_-]{1,64}$``, as the APIs want).
+        schema: The JSON Schema of the answer (an object), as pydantic writes it.
+        description: What the answer is (the type's docstring), "" for none.
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelRequest:
     """What one model call sends.
 
@@ -67,12 +85,15 @@ class ModelRequest:
         tools: The tools offered, each by the name the model calls it and the JSON Schema of
             its arguments as exported (docs/tool-schema.md).
         settings: See :class:`ModelSettings`.
+        output: The shape a final answer (one without tool calls) must have, None for free
+            text (:class:`OutputSchema`).
     """
 
     system_prompt: str = ""
     messages: tuple[Message, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
+    output: OutputSchema | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from pydantic_core import to_jsonable_python
+
 from sagents.agent._messages import Message
 from sagents.agent._state import RunState
 from sagents.core.events import (
@@ -155,6 +157,9 @@ class DoneEvent:
         state: With ``reason="interrupted"`` (``approvals="defer"``), the paused run: decide
             its items and resume it (docs/agent.md, "Pausing and resuming"). ``messages``
             then ends with the answer that waits and the results of its calls that ran.
+        output: With ``SAgent(output_type=...)`` and ``reason="stop"``, the final answer
+            validated into that type; else None. In :meth:`to_dict` as JSON (pydantic's
+            ``to_jsonable_python``) when set.
     """
 
     type: Literal["done"] = "done"
@@ -165,6 +170,7 @@ class DoneEvent:
     turns: int = 0
     history: tuple[Message, ...] = ()
     state: RunState | None = None
+    output: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": "done", "reason", "messages", "audit_status", "error", "turns"}``, and
@@ -178,6 +184,8 @@ class DoneEvent:
             "error": None if self.error is None else dict(self.error),
             "turns": self.turns,
         }
+        if self.output is not None:
+            body["output"] = to_jsonable_python(self.output)
         if self.state is not None:
             body["state_id"] = self.state.state_id
             body["interruptions"] = [item.to_json() for item in self.state.interruptions]

@@ -88,6 +88,7 @@ from sagents.errors import (
     ModelUnavailableError,
     SchemaExportError,
 )
+from sagents.tool._export_faithful import faithful_schema
 from sagents.tool.export_gemini import (
     declare_gemini_arguments,
     gemini_function_name,
@@ -234,6 +235,9 @@ class GeminiModel:
         if declared.declarations:
             config["tools"] = [{"function_declarations": declared.declarations}]
         config.update(_settings_fields(request.settings, declared))
+        if request.output is not None:  # "Structured output": a JSON answer of this schema
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = faithful_schema(request.output.schema)
         if self.thinking is not None:
             config["thinking_config"] = dict(self.thinking)
         if self.extra_body:

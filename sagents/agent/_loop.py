@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from functools import partial
@@ -34,6 +35,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
+from pydantic import ValidationError
 
 from sagents.agent._chat_model import (
     ChatModel,
@@ -71,6 +73,7 @@ from sagents.agent._events import (
 )
 from sagents.agent._messages import Message, ToolCall, as_messages, as_openai_messages
 from sagents.agent._model import model_from_string
+from sagents.agent._output import DEFAULT_OUTPUT_RETRIES, OutputType
 from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     ActiveRun,
@@ -123,6 +126,7 @@ from sagents.tool.questions import Questioner, bind_questioner, current_question
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_TOOL_CALLS_PER_ANSWER",
     "DEFAULT_MAX_TURNS",
     "SAgent",
@@ -138,6 +142,9 @@ DEFAULT_MAX_PARALLEL_TOOLS = 8
 
 DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
 """Tool calls of one assistant message that run at all; the rest are settled with an error."""
+
+DEFAULT_MAX_SESSIONS = 1024
+"""Sessions one agent keeps in memory; the least recently used past it are forgotten."""
 
 _EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
@@ -201,6 +208,16 @@ class SAgent:
             agent with ``async with``). With a store given, each run loads and saves its
             :class:`AgentSession` by ``session_id``. See ``docs/agent.md``, "Pausing and
             resuming".
+        output_type: The final answer's type: a pydantic model, a ``TypedDict`` or a
+            dataclass. Each adapter asks for its JSON Schema the provider's native way, the
+            answer is validated into the type (``done.output``, ``RunResult.output``); see
+            ``docs/agent.md``, "Structured output". None (default): free text.
+        output_retries: Times an answer that does not fit ``output_type`` goes back to the
+            model with the validation errors; past them the run ends with
+            ``output_invalid``. Each retry is a model turn (``max_turns`` counts it).
+        max_sessions: Sessions kept in memory (:meth:`session`); past it the least recently
+            used is forgotten (a run without a ``session_context`` gets a new session each
+            time). With a ``store`` given, a forgotten session is loaded from it again.
     """
 
     def __init__(
@@ -227,6 +244,9 @@ class SAgent:
         max_history_tokens: int | None = None,
         compression: CompressionSettings | None = None,
         store: AgentStore | str | object | None = None,
+        output_type: Any = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         if max_history_tokens is not None and max_history_tokens < 1:
             raise ValueError(f"max_history_tokens must be positive, not {max_history_tokens!r}")
@@ -238,7 +258,14 @@ class SAgent:
             raise ValueError(
                 f"max_tool_calls_per_answer must be at least 1, not {max_tool_calls_per_answer!r}"
             )
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {max_sessions!r}")
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be 0 or more, not {output_retries!r}")
         check_suggest_when(tool_suggestion)  # also when suggestion is off: a typo says so
+        self.output_type = output_type
+        self.output_retries = output_retries
+        self._output = None if output_type is None else OutputType(output_type)
         self.model: ChatModel = model_from_string(model) if isinstance(model, str) else model
         self.model_settings = model_settings or ModelSettings()
         self.system_prompt = system_prompt
@@ -270,7 +297,8 @@ class SAgent:
         self.name = name
         self.max_history_tokens = max_history_tokens
         self.compression = compression or CompressionSettings()
-        self._sessions: dict[str, AgentSession] = {}
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
         self._scopes: set[anyio.CancelScope] = set()
         self._link = StoreLink(store)
 
@@ -368,9 +396,13 @@ class SAgent:
                 if isinstance(event, DoneEvent):
                     done = event
         assert done is not None  # run_stream always ends with one
+        if self._output is not None:
+            output = done.output
+        else:
+            output = final_text(done.messages) if done.reason != "interrupted" else ""
         return RunResult(
             reason=done.reason,
-            output=final_text(done.messages) if done.reason != "interrupted" else "",
+            output=output,
             messages=done.messages,
             history=done.history,
             state=done.state,
@@ -572,6 +604,8 @@ class SAgent:
         approver: Approver | None,
     ) -> AgentSession:
         found = self._sessions.get(context.session_id)
+        if found is not None:
+            self._sessions.move_to_end(context.session_id)
         if found is not None and (
             tool_manager is None
             or tool_manager is found.tool_manager
@@ -582,6 +616,9 @@ class SAgent:
         proxy = as_proxy(tool_manager)
         state = AgentSession(context, proxy, skill_source=skills, approver=approver)
         self._sessions[context.session_id] = state
+        self._sessions.move_to_end(context.session_id)
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)  # a run still using it keeps its own reference
         return state
 
     async def _load_stored(
@@ -692,6 +729,7 @@ class SAgent:
                     turns=run.turns,
                     history=tuple(history),
                     state=paused,
+                    output=run.output if reason == "stop" else None,
                 )
             )
 
@@ -733,7 +771,9 @@ class SAgent:
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.tool_calls
             if not calls:
-                return "stop"
+                if self._output is None or await self._take_output(run, message):
+                    return "stop"
+                continue  # the answer did not fit output_type: asked again
             if turn.finish_reason == "length":  # cut by the output limit: run none of it
                 await self._run_calls(
                     run, calls, set(), refused=dict.fromkeys((c.id for c in calls), _TRUNCATED)
@@ -745,6 +785,26 @@ class SAgent:
             await self._run_calls(run, calls, offered, refused=refused)
             if run.paused is not None:
                 return "interrupted"
+
+    async def _take_output(self, run: ActiveRun, answer: Message) -> bool:
+        """Validate a final answer into ``output_type`` (``run.output``): True when it fits;
+        False when it went back to the model with the errors.
+
+        Raises:
+            OutputValidationError: it did not fit and the retries are spent.
+        """
+        assert self._output is not None
+        try:
+            run.output = self._output.validate(answer.text)
+        except ValidationError as error:
+            if run.output_retries >= self.output_retries:
+                raise self._output.failure(error, answer.text, retries=run.output_retries) from None
+            run.output_retries += 1
+            retry = self._output.retry_message(error)
+            run.session.history.append(retry)
+            await run.emit(MessageEvent(message=retry.to_openai()))
+            return False
+        return True
 
     async def _model_turn(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelResponse:
         """One model call, its text and reasoning passed on as they stream. With automatic
@@ -776,6 +836,7 @@ class SAgent:
             messages=tuple(history[lead:]),
             tools=tuple(_spec_of(t) for t in tools),
             settings=self.model_settings,
+            output=None if self._output is None else self._output.schema,
         )
         finish: Finish | None = None
         stream = self.model.stream(call)

@@ -48,6 +48,7 @@ from sagents.agent._chat_model import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    OutputSchema,
     ReasoningDelta,
     TextDelta,
     ToolCallArgumentsDelta,
@@ -57,6 +58,7 @@ from sagents.agent._chat_model import (
     finish_reason,
 )
 from sagents.agent._messages import Message
+from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -361,7 +363,8 @@ class OpenAIChatModel:
             for spec in request.tools
         ]
         turn: ModelTurn | None = None
-        async with aclosing(self.stream_turn(messages, tools, request.settings)) as events:
+        turns = self.stream_turn(messages, tools, request.settings, output=request.output)
+        async with aclosing(turns) as events:
             async for event in events:
                 if isinstance(event, ModelTurn):
                     turn = event
@@ -386,6 +389,8 @@ class OpenAIChatModel:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] = (),
         settings: ModelSettings | None = None,
+        *,
+        output: OutputSchema | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """One model call: :class:`TextDelta` (and :class:`ReasoningDelta`) pieces, then one
         :class:`ModelTurn`.
@@ -393,6 +398,9 @@ class OpenAIChatModel:
         Args:
             messages: The whole request history, system prompt first (OpenAI format).
             tools: OpenAI function tools; none are sent when empty.
+            settings: The call's :class:`ModelSettings`.
+            output: The final answer's shape, asked for as a ``json_schema`` response format
+                (OpenAI "Structured Outputs").
 
         Raises:
             ModelAuthError: HTTP 401/403.
@@ -410,6 +418,11 @@ class OpenAIChatModel:
         if tools:
             request["tools"] = list(tools)
         request.update(_settings_fields(settings, has_tools=bool(tools)))
+        if output is not None:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": openai_json_schema(output),
+            }
         if self.extra_body:
             request["extra_body"] = dict(self.extra_body)
         budget = CallBudget.of(self)

@@ -58,6 +58,7 @@ from sagents.agent._chat_model import (
 )
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._model import openai_retryable, openai_status_error
+from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -179,6 +180,8 @@ class OpenAIResponsesModel:
         if request.tools:
             body["tools"] = [to_responses_tool(spec, name=spec.name) for spec in request.tools]
         body.update(_settings_fields(request.settings, has_tools=bool(request.tools)))
+        if request.output is not None:  # "Structured Outputs": text.format
+            body["text"] = {"format": {"type": "json_schema", **openai_json_schema(request.output)}}
         if self.reasoning is not None:
             body["reasoning"] = dict(self.reasoning)
             body["include"] = ["reasoning.encrypted_content"]

@@ -75,6 +75,10 @@ class ActiveRun:
     """Set when the run paused: what it waits for."""
     usage: dict[str, int] = field(default_factory=dict)
     """Tokens of the run's model turns so far (``prompt_tokens``, ``completion_tokens``)."""
+    output: Any = None
+    """The final answer validated into ``output_type``, once it fits."""
+    output_retries: int = 0
+    """Answers sent back for not fitting ``output_type`` so far."""
 
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""

@@ -552,7 +552,9 @@ class RunResult:
     Attributes:
         reason: Why the run ended: ``stop``, ``max_turns``, ``cancelled``, ``error`` or
             ``interrupted``.
-        output: The final answer's text ("" when the run did not answer).
+        output: The final answer's text ("" when the run did not answer); with
+            ``SAgent(output_type=...)`` the answer validated into that type (None when the
+            run did not answer).
         messages: The history as OpenAI Chat Completions dicts.
         history: The history as :class:`~sagents.agent.Message` values.
         state: The paused run (``interrupted`` only).
@@ -562,7 +564,7 @@ class RunResult:
     """
 
     reason: str
-    output: str = ""
+    output: Any = ""
     messages: tuple[Mapping[str, Any], ...] = ()
     history: tuple[Message, ...] = ()
     state: RunState | None = None

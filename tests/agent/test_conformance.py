@@ -5,18 +5,25 @@ Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each ad
 through its provider's official SDK client, and the agent loop runs the same cases on each: a
 text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer,
 ``max_turns``, a rate limit with ``Retry-After``, a stream cut before and after part of it was
-passed on, an error answer that is not retried. A new adapter is one more entry in ``APIS``.
+passed on, an error answer that is not retried, a run_script turn (the script calls a real MCP
+server's tools; the result goes back), structured output (``output_type``: asked for
+the provider's native way, validated, an answer that does not fit sent back). A new adapter is
+one more entry in ``APIS``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import StdioServerParameters
+from pydantic import BaseModel
 
 from sagents.agent import (
     MessageDeltaEvent,
@@ -24,7 +31,7 @@ from sagents.agent import (
     UsageEvent,
 )
 from sagents.agent._events import AgentEvent, DoneEvent
-from sagents.core.events import ApprovalResultEvent
+from sagents.core.events import ApprovalResultEvent, ScriptProgressEvent
 from sagents.testing import (
     ScriptedModel,
     ScriptedReply,
@@ -33,7 +40,7 @@ from sagents.testing import (
     http_error,
     reply,
 )
-from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext
+from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
     assert_settled_once,
@@ -269,3 +276,137 @@ async def test_keepalives_after_the_first_piece_do_not_hold_the_idle_timeout(api
     assert done.error["code"] == "model_timeout"
     assert done.error["details"]["limit"] == "timeout"
     assert list(done.messages) == USER
+
+
+class Forecast(BaseModel):
+    """A city's weather."""
+
+    city: str
+    temperature: int
+
+
+def asked_schema(api: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The JSON Schema a request asks the answer to fit, where each API puts it (OpenAI
+    "Structured Outputs": ``response_format`` / ``text.format``; Anthropic "Structured outputs":
+    ``output_config.format``; Gemini "Structured output": ``generationConfig``)."""
+    if api == "chat":
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["name"] == "Forecast"
+        schema: Mapping[str, Any] = body["response_format"]["json_schema"]["schema"]
+    elif api == "responses":
+        assert body["text"]["format"]["type"] == "json_schema"
+        assert body["text"]["format"]["name"] == "Forecast"
+        schema = body["text"]["format"]["schema"]
+    elif api == "anthropic":
+        assert body["output_config"]["format"]["type"] == "json_schema"
+        schema = body["output_config"]["format"]["schema"]
+    else:
+        assert body["generationConfig"]["responseMimeType"] == "application/json"
+        schema = body["generationConfig"]["responseJsonSchema"]
+    return schema
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_a_structured_answer_is_asked_for_natively_and_validated_into_the_type(
+    api: str, stream: bool
+) -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_paris1")
+    answer = '{"city": "Paris", "temperature": 21}'
+    _events, done, server, tools = await run(
+        api,
+        [ScriptedReply(tool_calls=(call,)), reply(answer)],
+        stream=stream,
+        agent_options={"output_type": Forecast},
+    )
+    assert done.reason == "stop", done.error
+    assert done.output == Forecast(city="Paris", temperature=21)
+    assert done.to_dict()["output"] == {"city": "Paris", "temperature": 21}
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    for body in server.requests:  # asked for in every turn, beside the tools
+        schema = asked_schema(api, body)
+        assert set(schema["properties"]) == {"city", "temperature"}
+        assert sorted(schema["required"]) == ["city", "temperature"]
+    assert "get_weather" in sent_text(server, 1)
+    assert done.messages[-1]["content"] == answer
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_answer_that_does_not_fit_goes_back_with_its_errors(api: str) -> None:
+    _events, done, server, _tools = await run(
+        api,
+        [reply('{"city": "Paris"}'), reply('{"city": "Paris", "temperature": 21}')],
+        agent_options={"output_type": Forecast},
+    )
+    assert done.reason == "stop", done.error
+    assert done.output == Forecast(city="Paris", temperature=21)
+    assert len(server.requests) == 2
+    second = sent_text(server, 1)
+    assert "does not fit the required output schema" in second
+    assert "temperature: Field required" in second
+    assert done.turns == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_answer_that_never_fits_ends_the_run_with_output_invalid(api: str) -> None:
+    _events, done, server, _tools = await run(
+        api,
+        [reply("It is sunny in Paris."), reply('{"city": "Paris", "temperature": "warm"}')],
+        agent_options={"output_type": Forecast, "output_retries": 1},
+    )
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "output_invalid"
+    assert "temperature" in done.error["message"]
+    assert done.error["details"]["answer"] == '{"city": "Paris", "temperature": "warm"}'
+    assert done.output is None
+    assert len(server.requests) == 2
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[ToolManager]:
+    """The demo fleet MCP server, a real stdio peer a script's tool calls reach."""
+    async with ToolManager() as manager:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
+        )
+        await manager.register_mcp_server(name="fleet", params=params)
+        yield manager
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_run_script_turn_calls_the_tools_and_sends_the_result_back(
+    api: str, fleet: ToolManager, tmp_path: Path
+) -> None:
+    code = (
+        "from agent_tools import call\n"
+        "for sn in ('SN0001', 'SN0002'):\n"
+        "    status = call('fleet__get_device_status', {'sn': sn})\n"
+        "    print('status of', status['sn'])\n"
+    )
+    arguments = {"code": code, "tools": [], "description": "two statuses"}
+    script_call = ScriptedToolCall(name="run_script", arguments=arguments, id="call_script1")
+    async with ScriptedModel(
+        [ScriptedReply(tool_calls=(script_call,)), reply("Both are known.")],
+        api=api,  # type: ignore[arg-type]
+    ) as server:
+        agent = SAgent(model=server.chat_model())
+        events = await collect(
+            agent,
+            USER,
+            tool_manager=fleet,
+            session_context=SessionContext(workspace=str(tmp_path / "ws")),
+        )
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    assert done.reason == "stop", done.error
+    assert "run_script" in sent_text(server, 0)  # offered in the API's own tool form
+    (result,) = tool_messages(done.messages)
+    assert result["tool_call_id"] == "call_script1"
+    assert "status of SN0001" in result["content"]
+    assert "status of SN0002" in result["content"]
+    final = [e for e in events if isinstance(e, ScriptProgressEvent) and e.is_final]
+    assert final
+    assert final[-1].calls == 2
+    second = sent_text(server, 1)
+    assert "status of SN0001" in second  # the result went back in the API's own form
+    assert "call_script1" in second

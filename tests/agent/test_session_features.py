@@ -309,3 +309,16 @@ async def test_a_workspace_that_cannot_be_created_leaves_run_script_out_not_the_
         )
     assert done.reason == "stop"
     assert "run_script" not in {t["function"]["name"] for t in model.requests[0]["tools"]}
+
+
+async def test_sessions_are_bounded_and_the_least_recently_used_is_forgotten() -> None:
+    async with ScriptedModel(["a", "b", "c", "d"]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False, max_sessions=2)
+        for session_id in ("s1", "s2", "s1", "s3"):
+            result = await agent.run(USER, session_context=SessionContext(session_id=session_id))
+            assert result.reason == "stop"
+    assert agent.session("s1") is not None  # used again before s3 came: kept
+    assert agent.session("s3") is not None
+    assert agent.session("s2") is None  # the least recently used: forgotten
+    with pytest.raises(ValueError, match="max_sessions"):
+        SAgent(model="openai:m", max_sessions=0)

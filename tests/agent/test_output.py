@@ -1,0 +1,107 @@
+"""``SAgent(output_type=...)``: the type as a schema each adapter asks for, the answer validated
+into it (the conformance suite runs the same on every adapter; here: the types pydantic takes,
+the bad ones, and the choices each API's schema rules force)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
+
+from sagents.agent import ModelRequest, SAgent
+from sagents.agent._anthropic import AnthropicModel
+from sagents.agent._output import OutputType, anthropic_output_config, openai_json_schema
+from sagents.testing import ScriptedModel, reply
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "go"}]
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Box:
+    width: int
+    label: str = "box"
+
+
+class Report(BaseModel):
+    """A report."""
+
+    title: str
+    scores: dict[str, int]  # an open map: beyond the strict subsets
+
+
+async def test_run_returns_the_validated_value_of_a_typed_dict() -> None:
+    async with ScriptedModel([reply('{"x": 1, "y": 2}')]) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Point)
+        result = await agent.run(USER)
+    assert result.reason == "stop"
+    assert result.output == {"x": 1, "y": 2}
+
+
+async def test_run_returns_the_validated_value_of_a_dataclass_with_its_defaults() -> None:
+    async with ScriptedModel([reply('```json\n{"width": 3}\n```')]) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Box)
+        result = await agent.run(USER)
+    assert result.output == Box(width=3, label="box")
+    # an optional property: OpenAI's strict mode would make it a nullable required one
+    sent = server.requests[0]["response_format"]["json_schema"]
+    assert sent["strict"] is False
+    assert sent["schema"]["required"] == ["width"]
+
+
+async def test_without_output_type_the_output_stays_the_text() -> None:
+    async with ScriptedModel([reply('{"x": 1}')]) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        result = await agent.run(USER)
+    assert result.output == '{"x": 1}'
+    assert "response_format" not in server.requests[0]
+
+
+def test_a_type_whose_schema_is_not_an_object_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="not an object type"):
+        OutputType(list[int])
+    with pytest.raises(ValueError, match="has no JSON Schema"):
+        OutputType(object())
+
+
+def test_negative_output_retries_are_refused() -> None:
+    with pytest.raises(ValueError, match="output_retries"):
+        SAgent(model="openai:m", output_retries=-1, output_type=Point)
+
+
+def test_a_schema_with_every_property_required_is_sent_strict() -> None:
+    body = openai_json_schema(OutputType(Point).schema)
+    assert body["strict"] is True
+    assert body["schema"]["additionalProperties"] is False
+    assert body["name"] == "Point"
+
+
+def test_an_answer_that_is_not_json_fails_validation() -> None:
+    with pytest.raises(ValidationError):
+        OutputType(Point).validate("the point is (1, 2)")
+
+
+def test_anthropic_asks_in_the_prompt_for_a_schema_beyond_its_strict_subset() -> None:
+    output = OutputType(Report).schema
+    assert anthropic_output_config(output) is None
+    model = AnthropicModel("claude-x", api_key="k", base_url="http://127.0.0.1:9")
+    body: dict[str, Any] = model.request_body(
+        ModelRequest(system_prompt="Be brief.", output=output)
+    )
+    assert "output_config" not in body
+    assert body["system"].startswith("Be brief.\n\n")
+    schema = json.loads(body["system"].split("no other text:\n", 1)[1])
+    assert schema["properties"]["scores"]["additionalProperties"] == {"type": "integer"}
+    strict = anthropic_output_config(OutputType(Point).schema)
+    assert strict is not None
+    assert strict["format"]["schema"]["additionalProperties"] is False

@@ -1,0 +1,156 @@
+"""The real-model tier: ``SAgent`` and ``sagents chat --prompt`` through a full tool round trip
+against a real model server (docs/agent.md, "The real-model tier").
+
+Opt-in: every test here is skipped unless ``SAGENTS_REAL_MODEL_URL`` names an OpenAI-compatible
+endpoint (``scripts/real-model.sh``, run by ``scripts/test.sh --real-model``, builds or reuses
+llama-cpp-python's server with Gemma 3 270M and sets it). CI's default run does not set it.
+
+The server is llama-cpp-python's ``chatml-function-calling``: it ignores ``tools`` unless a
+``tool_choice`` is sent, so the first call names the tool; what is checked is that the real
+server accepts what sagents sends back after a tool call (the request that failed with HTTP 500
+before assistant messages with tool calls carried ``"content": ""``) and that the loop reads
+its real answers, streamed and whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagents.agent import (
+    ChatModel,
+    ModelEvent,
+    ModelRequest,
+    OpenAIChatModel,
+    SAgent,
+)
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+
+URL = os.environ.get("SAGENTS_REAL_MODEL_URL", "")
+MODEL = os.environ.get("SAGENTS_REAL_MODEL", "gemma3-270m")
+ROOT = Path(__file__).resolve().parents[2]
+FLEET = ROOT / "examples" / "fleet" / "mcp_servers.json"
+CHAT_TIMEOUT_S = 600.0  # a CPU-only model on a loaded machine: generous, never tight
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not URL,
+        reason=(
+            "no real model server: set SAGENTS_REAL_MODEL_URL to an OpenAI-compatible /v1 "
+            "endpoint, or run scripts/test.sh --real-model (builds llama-cpp-python's server "
+            "with Gemma 3 270M)"
+        ),
+    ),
+]
+
+
+class FirstCallNamesTheTool:
+    """A :class:`ChatModel` that names ``tool`` as the ``tool_choice`` of its first call and
+    sends ``none`` after, so the model answers in text once the result is back."""
+
+    def __init__(self, inner: ChatModel, tool: str) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.tool = tool
+        self.calls = 0
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        choice = self.tool if self.calls == 0 else "none"
+        self.calls += 1
+        settings = dataclasses.replace(request.settings, tool_choice=choice)
+        return self.inner.stream(dataclasses.replace(request, settings=settings))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) -> None:
+    seen: list[str] = []
+
+    @tool(permission="read_only")
+    async def get_weather(city: str) -> str:
+        """The current weather of a city."""
+        seen.append(city)
+        return f"It is sunny and 21 degrees in {city}."
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    model = OpenAIChatModel(MODEL, base_url=URL, stream=stream, timeout=CHAT_TIMEOUT_S)
+    agent = SAgent(
+        model=FirstCallNamesTheTool(model, "get_weather"),
+        system_prompt="You answer questions about the weather with the get_weather tool.",
+        run_script=False,
+        max_turns=3,
+    )
+    try:
+        events = await collect(
+            agent,
+            [{"role": "user", "content": "What is the weather in Paris?"}],
+            tool_manager=manager,
+            session_context=SessionContext(permission_mode="auto"),
+        )
+    finally:
+        await model.aclose()
+    done = done_of(events)
+    assert done.reason == "stop", done.error
+    assert_settled_once(done.messages)
+    assert len(seen) == 1  # the real model's call ran once, with a city
+    (result,) = tool_messages(done.messages)
+    assert "sunny" in result["content"]
+    assert done.turns == 2  # the server accepted the history with the call and its result
+    assert done.messages[-1]["role"] == "assistant"
+
+
+def test_sagents_chat_prompt_makes_a_tool_round_trip_with_the_real_model(tmp_path: Path) -> None:
+    command = [
+        str(Path(sys.executable).with_name("sagents")),  # the installed command
+        "chat",
+        "--config",
+        str(FLEET),
+        "--prompt",
+        "What is the status of device SN0001?",
+        "--tool-choice",
+        "fleet__get_device_status",
+        "--no-stream",
+        "--max-turns",
+        "2",
+        "--mode",
+        "auto",
+        "--json",
+        "--base-url",
+        URL,
+        "--model",
+        MODEL,
+    ]
+    env = {**os.environ, "SAGENTS_CONFIG": ""}
+    finished = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=CHAT_TIMEOUT_S,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    events: list[dict[str, Any]] = [json.loads(line) for line in finished.stdout.splitlines()]
+    assert events, finished.stderr
+    done = events[-1]
+    assert done["type"] == "done", finished.stderr
+    # the tool is named in every call here, so the run ends at --max-turns after two calls
+    assert done["reason"] in ("stop", "max_turns"), done["error"]
+    assert done["turns"] == 2  # the second request, with the call and its result, was answered
+    results = [m for m in done["messages"] if m["role"] == "tool"]
+    assert results
+    calls = [c for m in done["messages"] for c in m.get("tool_calls") or []]
+    assert calls[0]["function"]["name"] == "fleet__get_device_status"
