@@ -442,3 +442,116 @@ async def test_a_token_the_upstream_refuses_mid_session_ends_in_needs_login_not_
     assert operator.text == "operator"  # the others' connections are untouched
     assert dropped is not None
     assert dropped.tokens is None
+
+
+async def test_a_login_given_again_survives_the_refusal_of_the_old_connections_token(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                old_token = upstream.calls[-1][1]
+                # alice logs in again (the console's Authorize, or sagents auth login from
+                # another shell, or another replica) while her connection is open...
+                await log_in(vault, upstream, ALICE, "alice")
+                given = await vault.load("gh", ALICE)
+                # ...and then the upstream refuses the token her old connection still holds
+                upstream.revoked.add(old_token)
+                await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                kept = await vault.load("gh", ALICE)
+                again = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    assert first.text == "alice"
+    assert given is not None
+    assert given.tokens is not None
+    assert kept is not None
+    assert kept.tokens == given.tokens  # the old connection's refusal is not the new login's
+    assert again.text == "alice"
+    assert upstream.calls[-1][1] == digest(given.tokens.access_token)
+
+
+async def test_a_connections_refresh_never_overwrites_a_newer_login_nor_undoes_a_logout(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, ALICE, "alice")
+            first = await vault.load("gh", ALICE)
+
+            async def no_login(_url: str) -> None:
+                raise AssertionError("a connection never asks for a login")
+
+            async def no_code() -> AuthorizationCodeResult:
+                raise AssertionError("a connection never waits for a code")
+
+            def connection_storage() -> Any:
+                provider = vault.provider(
+                    "gh",
+                    params_of(upstream),
+                    ALICE,
+                    redirect_uri=CALLBACK,
+                    record=None,
+                    redirect_handler=no_login,
+                    callback_handler=no_code,
+                    interactive=False,
+                )
+                return provider.context.storage
+
+            # a connection read alice's login; she logs in again; then it refreshes
+            stale = connection_storage()
+            read = await stale.get_tokens()
+            await log_in(vault, upstream, ALICE, "alice")
+            second = await vault.load("gh", ALICE)
+            assert first is not None
+            assert first.tokens is not None
+            assert second is not None
+            refreshed = first.tokens.model_copy(update={"access_token": "refreshed-by-stale"})
+            await stale.set_tokens(refreshed)
+            after_refresh = await vault.load("gh", ALICE)
+            # a connection read her login; she logs out; then it refreshes
+            stale = connection_storage()
+            await stale.get_tokens()
+            await vault.forget("gh", ALICE)
+            await stale.set_tokens(refreshed)
+            after_logout = await vault.load("gh", ALICE)
+            # the login is still hers and unchanged since: the refresh is kept
+            await log_in(vault, upstream, ALICE, "alice")
+            current = connection_storage()
+            await current.get_tokens()
+            await current.set_tokens(refreshed)
+            kept = await vault.load("gh", ALICE)
+    assert read == first.tokens
+    assert after_refresh is not None
+    assert after_refresh.tokens == second.tokens
+    assert after_logout is None
+    assert kept is not None
+    assert kept.tokens == refreshed
+
+
+async def test_a_running_gateway_follows_a_logout_or_new_login_given_elsewhere_at_the_next_call(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                # sagents auth logout from another shell (the store, not this gateway)
+                assert await vault.forget("gh", ALICE)
+                logged_out = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                await log_in(vault, upstream, ALICE, "alice")
+                back = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                # she logs in again as another account of hers at the upstream
+                await log_in(vault, upstream, ALICE, "alice-work")
+                switched = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    assert first.text == "alice"
+    assert logged_out.error is not None
+    assert logged_out.error.code == "needs_login"
+    assert back.text == "alice"
+    assert switched.text == "alice-work"
