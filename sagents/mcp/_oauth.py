@@ -46,7 +46,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import AnyUrl, ValidationError
 
 from sagents.core._result import ToolResult
-from sagents.errors import ConfigError, NeedsLoginError, UpstreamUnavailableError
+from sagents.errors import ConfigError, NeedsLoginError, StoreError, UpstreamUnavailableError
 from sagents.mcp._params import StreamableHttpServerParameters, UpstreamOAuth
 from sagents.mcp._settings import ServerSettings
 from sagents.mcp._supervisor import MCPSupervisor
@@ -408,6 +408,7 @@ class _SealedStorage:
         self.redirect_uri = redirect_uri
         self.oauth = oauth
         self.provider: OAuthClientProvider | None = None
+        self.replaced: OAuthToken | None = None  # the tokens the last refresh replaced
 
     def adopt(self, record: LoginRecord) -> None:
         """Start from ``record``: its client (when usable here) and what the SDK learns only
@@ -454,6 +455,10 @@ class _SealedStorage:
             # read. (It never replaces a record it could not open: that one is kept for the
             # right key.)
             return
+        # A connection keeps its refreshed tokens only over the ones it read: a login given
+        # since (again, or by another replica) or a logout is newer than its refresh.
+        keep = self.interactive or await self._still_stored(record.tokens)
+        self.replaced = record.tokens
         record.tokens = tokens
         record.expires_at = (
             time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
@@ -464,7 +469,31 @@ class _SealedStorage:
             record.resource = context.protected_resource_metadata or record.resource
             if record.expires_at is not None:
                 context.token_expiry_time = _refresh_at(record)
-        await self.vault.save(self.server, self.principal, record)
+        if keep:
+            await self.vault.save(self.server, self.principal, record)
+
+    async def _still_stored(self, tokens: OAuthToken | None) -> bool:
+        """Whether the vault still holds ``tokens`` (the ones this connection read)."""
+        stored = await self.vault.load(self.server, self.principal)
+        return stored is not None and stored.tokens is not None and stored.tokens == tokens
+
+    def holds(self, stored: OAuthToken | None) -> bool:
+        """Whether ``stored`` (the vault's tokens now) are this connection's: the ones it
+        uses, or those its refresh is replacing (a call reading the vault while the refresh
+        is being kept); True before it read any."""
+        if self.record is None:
+            return True
+        return stored is not None and stored in (self.record.tokens, self.replaced)
+
+    async def drop_refused(self) -> None:
+        """The upstream refused this connection's tokens (revoked, or the refresh failed):
+        drop them from the vault. Only them: a login given since (again, or through another
+        replica) is not the one refused, and the next connection uses it."""
+        held = await self.vault.load(self.server, self.principal)
+        used = self.record.tokens if self.record is not None else None
+        if held is not None and held.tokens is not None and held.tokens == used:
+            held.tokens = None
+            await self.vault.save(self.server, self.principal, held)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self._held()).client
@@ -522,6 +551,7 @@ class PrincipalConnections:
         self._open: dict[str, MCPSupervisor] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._refused: set[str] = set()
+        self._storages: dict[str, _SealedStorage] = {}  # each open connection's login
 
     def auth(self, principal: str) -> OAuthClientProvider:
         """A new SDK OAuth client of ``principal``'s connection (reading the login from the
@@ -530,16 +560,15 @@ class PrincipalConnections:
 
         async def refuse(_authorization_url: str) -> None:
             self._refused.add(principal)
-            held = await self.vault.load(self.name, principal)
-            if held is not None and held.tokens is not None:
-                held.tokens = None  # refused upstream (revoked, or the refresh failed)
-                await self.vault.save(self.name, principal, held)
+            storage = provider.context.storage
+            if isinstance(storage, _SealedStorage):
+                await storage.drop_refused()
             raise self.needs_login(principal, _LoginNeeded)
 
         async def no_callback() -> AuthorizationCodeResult:
             raise self.needs_login(principal, _LoginNeeded)
 
-        return self.vault.provider(
+        provider = self.vault.provider(
             self.name,
             self.params,
             principal,
@@ -549,6 +578,9 @@ class PrincipalConnections:
             callback_handler=no_callback,
             interactive=False,
         )
+        if isinstance(provider.context.storage, _SealedStorage):
+            self._storages[principal] = provider.context.storage
+        return provider
 
     def needs_login(
         self, principal: str, kind: type[NeedsLoginError] = NeedsLoginError
@@ -590,12 +622,23 @@ class PrincipalConnections:
     async def _connection(self, principal: str) -> MCPSupervisor:
         lock = self._locks.setdefault(principal, anyio.Lock())
         async with lock:
+            # The store is read at every call: a logout or a new login given elsewhere
+            # (sagents auth from another shell, another replica) ends the open connection.
+            # A store that cannot be read now leaves an open connection serving.
             supervisor = self._open.get(principal)
-            if supervisor is not None and principal not in self._refused:
+            try:
+                record = await self.vault.load(self.name, principal)
+            except StoreError:
+                if supervisor is None or principal in self._refused:
+                    raise
                 return supervisor
+            tokens = record.tokens if record is not None else None
+            if supervisor is not None and principal not in self._refused:
+                storage = self._storages.get(principal)
+                if storage is None or storage.holds(tokens):
+                    return supervisor
             if supervisor is not None:
                 await self._close(principal)
-            record = await self.vault.load(self.name, principal)
             if record is None or record.tokens is None:
                 raise self.needs_login(principal)
             self._refused.discard(principal)
@@ -613,6 +656,7 @@ class PrincipalConnections:
 
     async def _close(self, principal: str) -> None:
         supervisor = self._open.pop(principal, None)
+        self._storages.pop(principal, None)
         if supervisor is not None:
             with anyio.CancelScope(shield=True):
                 await supervisor.aclose()

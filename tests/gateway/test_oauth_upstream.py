@@ -555,3 +555,30 @@ async def test_a_running_gateway_follows_a_logout_or_new_login_given_elsewhere_a
     assert logged_out.error.code == "needs_login"
     assert back.text == "alice"
     assert switched.text == "alice-work"
+
+
+async def test_with_the_store_out_of_reach_an_open_connection_serves_and_others_get_a_clear_error(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    store = tmp_path / "logins.sqlite3"
+    aside = tmp_path / "logins.aside"
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            await log_in(vault, upstream, BOB, "bob")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                os.replace(store, aside)
+                store.mkdir()  # the store cannot be opened now
+                served = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                unread = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+                store.rmdir()
+                os.replace(aside, store)
+                back = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+    assert first.text == "alice"
+    assert served.text == "alice"
+    assert unread.error is not None
+    assert unread.error.code == "store_unavailable", unread.error
+    assert back.text == "bob"
