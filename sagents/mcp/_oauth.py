@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -53,6 +54,7 @@ from sagents.mcp._supervisor import MCPSupervisor
 from sagents.store._protocols import LoginStore
 
 __all__ = [
+    "MAX_OPEN_CONNECTIONS",
     "REFRESH_MARGIN_S",
     "SECRET_KEY_ENV",
     "SECRET_KEY_FILE",
@@ -73,6 +75,10 @@ by commas (the first seals; every one opens, so that a key can be rotated)."""
 
 SECRET_KEY_FILE = "secret.key"
 """The key file in the data directory (0600) when ``SAGENTS_SECRET_KEY`` is not set."""
+
+MAX_OPEN_CONNECTIONS = 256
+"""Per-principal connections of one server kept open at most; beyond, the least recently
+used idle one is closed (reopened at that principal's next call)."""
 
 REFRESH_MARGIN_S = 60.0
 """An access token is refreshed this many seconds before it expires (at most half its
@@ -532,6 +538,8 @@ class PrincipalConnections:
         vault: The logins.
         redirect_uri: The redirect URI the logins were given with (a connection never asks
             for a login, but the SDK's client must name one).
+        max_open: Connections kept open at most (:data:`MAX_OPEN_CONNECTIONS`): opening one
+            more closes the least recently used idle one.
     """
 
     def __init__(
@@ -542,13 +550,16 @@ class PrincipalConnections:
         vault: LoginVault,
         *,
         redirect_uri: str = "http://127.0.0.1/callback",
+        max_open: int = MAX_OPEN_CONNECTIONS,
     ) -> None:
         self.name = name
         self.params = params
         self.settings = settings
         self.vault = vault
         self.redirect_uri = redirect_uri
-        self._open: dict[str, MCPSupervisor] = {}
+        self.max_open = max_open
+        self._open: OrderedDict[str, MCPSupervisor] = OrderedDict()  # least recent first
+        self._calls: Counter[str] = Counter()  # calls running on each connection
         self._locks: dict[str, anyio.Lock] = {}
         self._refused: set[str] = set()
         self._storages: dict[str, _SealedStorage] = {}  # each open connection's login
@@ -608,7 +619,7 @@ class PrincipalConnections:
             UpstreamUnavailableError, UpstreamProtocolError, ...: as
                 :meth:`MCPSupervisor.call_tool_raising`.
         """
-        supervisor = await self._connection(principal)
+        supervisor = await self._connection(principal)  # counted in self._calls
         try:
             return await supervisor.call_tool_raising(
                 self.name, tool, arguments, progress_callback=progress_callback
@@ -618,6 +629,27 @@ class PrincipalConnections:
                 await self._close(principal)
                 raise self.needs_login(principal) from None
             raise
+        finally:
+            self._calls[principal] -= 1
+            if not self._calls[principal]:
+                del self._calls[principal]
+
+    def connected(self) -> list[str]:
+        """The principals whose connection is open, least recently used first."""
+        return list(self._open)
+
+    def _use(self, principal: str) -> MCPSupervisor:
+        self._open.move_to_end(principal)
+        self._calls[principal] += 1
+        return self._open[principal]
+
+    async def _release_idle(self) -> None:
+        """Close the least recently used idle connections beyond ``max_open``."""
+        for principal in list(self._open):
+            if len(self._open) <= self.max_open:
+                return
+            if not self._calls[principal]:
+                await self._close(principal)
 
     async def _connection(self, principal: str) -> MCPSupervisor:
         lock = self._locks.setdefault(principal, anyio.Lock())
@@ -625,18 +657,19 @@ class PrincipalConnections:
             # The store is read at every call: a logout or a new login given elsewhere
             # (sagents auth from another shell, another replica) ends the open connection.
             # A store that cannot be read now leaves an open connection serving.
-            supervisor = self._open.get(principal)
             try:
                 record = await self.vault.load(self.name, principal)
             except StoreError:
-                if supervisor is None or principal in self._refused:
+                if principal not in self._open or principal in self._refused:
                     raise
-                return supervisor
+                return self._use(principal)
             tokens = record.tokens if record is not None else None
+            # (looked up after the store's answer: another's opening may have closed it)
+            supervisor = self._open.get(principal)
             if supervisor is not None and principal not in self._refused:
                 storage = self._storages.get(principal)
                 if storage is None or storage.holds(tokens):
-                    return supervisor
+                    return self._use(principal)
             if supervisor is not None:
                 await self._close(principal)
             if record is None or record.tokens is None:
@@ -652,7 +685,9 @@ class PrincipalConnections:
                     raise self.needs_login(principal) from None
                 raise
             self._open[principal] = supervisor
-            return supervisor
+            used = self._use(principal)
+            await self._release_idle()
+            return used
 
     async def _close(self, principal: str) -> None:
         supervisor = self._open.pop(principal, None)

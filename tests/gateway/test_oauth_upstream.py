@@ -34,7 +34,13 @@ from sagents.gateway._upstream_logins import UpstreamLogins
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._app import UPSTREAM_CALLBACK_PATH, ConsoleData, build_console_app
 from sagents.mcp import StreamableHttpServerParameters
-from sagents.mcp._oauth import REFRESH_MARGIN_S, SECRET_KEY_ENV, LoginVault, login
+from sagents.mcp._oauth import (
+    REFRESH_MARGIN_S,
+    SECRET_KEY_ENV,
+    LoginVault,
+    PrincipalConnections,
+    login,
+)
 from sagents.store._logins import SqliteLogins
 from sagents.tool import SessionContext
 from sagents.tool._context import PRINCIPAL_KEY
@@ -582,3 +588,38 @@ async def test_with_the_store_out_of_reach_an_open_connection_serves_and_others_
     assert unread.error is not None
     assert unread.error.code == "store_unavailable", unread.error
     assert back.text == "bob"
+
+
+async def test_past_max_open_the_least_recently_used_idle_connection_is_closed_and_reopens(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    carol = "c" * 32
+    with anyio.fail_after(120):
+        async with protected_server(issuer) as upstream:
+            for principal, subject in ((ALICE, "alice"), (BOB, "bob"), (carol, "carol")):
+                await log_in(vault, upstream, principal, subject)
+            params = params_of(upstream)
+            settings = parse_config({"mcpServers": {"gh": {"url": upstream.url}}}).servers[0]
+            connections = PrincipalConnections("gh", params, settings.settings, vault, max_open=2)
+            try:
+                alice = await connections.call(ALICE, "whoami", {})
+                bob = await connections.call(BOB, "whoami", {})
+                after_two = connections.connected()
+                carol_call = await connections.call(carol, "whoami", {})
+                after_three = connections.connected()  # alice's, the least recent, closed
+                alice_again = await connections.call(ALICE, "whoami", {})
+                after_four = connections.connected()
+            finally:
+                await connections.aclose()
+            closed = connections.connected()
+    assert [alice.text, bob.text, carol_call.text, alice_again.text] == [
+        "alice",
+        "bob",
+        "carol",
+        "alice",
+    ]
+    assert after_two == [ALICE, BOB]
+    assert after_three == [BOB, carol]
+    assert after_four == [carol, ALICE]
+    assert closed == []
