@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections import Counter, OrderedDict
@@ -728,10 +729,27 @@ async def login(
 
     Raises:
         OAuthFlowError (``mcp.client.auth``): the flow failed (state mismatch, refused code...).
-        OSError, httpx2.HTTPError, MCPError: the server could not be reached.
+        OSError, httpx2.HTTPError, MCPError: the server could not be reached
+            (``httpx2.ReadTimeout``: it or its authorization server did not answer within
+            three times ``params.timeout``, the person's time apart).
     """
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+
+    # What is not the person's time is bounded as a whole: the SDK sends the discovery,
+    # registration and token requests of its flow without the client's timeouts, and an
+    # authorization server that never answers would hold the login for ever.
+    steps_s = 3 * params.timeout
+    scope = anyio.CancelScope(deadline=anyio.current_time() + steps_s)
+
+    async def show(url: str) -> None:
+        scope.deadline = math.inf  # the person's time, bounded by wait_for_redirect
+        await show_url(url)
+
+    async def redirected() -> AuthorizationCodeResult:
+        result = await wait_for_redirect()
+        scope.deadline = anyio.current_time() + steps_s
+        return result
 
     held = await vault.load(server, principal)
     provider = vault.provider(
@@ -741,14 +759,20 @@ async def login(
         redirect_uri=redirect_uri,
         # a new login: new tokens; the client registered before is kept for its redirect URI
         record=LoginRecord(client=held.client if held is not None else None),
-        redirect_handler=show_url,
-        callback_handler=wait_for_redirect,
+        redirect_handler=show,
+        callback_handler=redirected,
     )
     http = httpx2.AsyncClient(
         headers=dict(params.headers or {}),
         timeout=httpx2.Timeout(params.timeout, read=None),
         auth=provider,
     )
-    async with http, Client(streamable_http_client(params.url, http_client=http)) as client:
-        listed = await client.list_tools()
-    return [tool.name for tool in listed.tools]
+    tools: list[str] = []
+    with scope:
+        async with http, Client(streamable_http_client(params.url, http_client=http)) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+    if scope.cancelled_caught:
+        raise httpx2.ReadTimeout(
+            f"MCP server {server!r} or its authorization server did not answer within {steps_s:g} s"
+        )
+    return tools

@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +21,10 @@ import httpx2
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from mcp.shared.auth import AuthorizationCodeResult
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from sagents.cli._tools import tools_listing
 from sagents.config import parse_config
@@ -28,6 +33,7 @@ from sagents.config.tools import build_tool_manager
 from sagents.errors import ConfigError
 from sagents.gateway import serve_http
 from sagents.gateway._factory import open_gateway
+from sagents.gateway._http_server import serve_asgi
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._upstream_logins import UpstreamLogins
@@ -623,3 +629,76 @@ async def test_past_max_open_the_least_recently_used_idle_connection_is_closed_a
     assert after_three == [BOB, carol]
     assert after_four == [carol, ALICE]
     assert closed == []
+
+
+async def test_a_token_endpoint_that_never_answers_fails_the_login_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """A hostile (or stuck) authorization server: discovery and registration answer, the code
+    exchange never does. The login fails within the server's timeout; it never hangs (the
+    console's flow would hold its task, the CLI its person, for ever)."""
+    stuck = anyio.Event()  # never set: the token endpoint's answer
+
+    def hostile(port: int) -> Any:
+        base = f"http://127.0.0.1:{port}"
+        metadata = {
+            "issuer": base,
+            "authorization_endpoint": f"{base}/authorize",
+            "token_endpoint": f"{base}/token",
+            "registration_endpoint": f"{base}/register",
+            "jwks_uri": f"{base}/jwks",
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+        }
+
+        async def discovery(_request: Request) -> JSONResponse:
+            return JSONResponse(metadata)
+
+        async def jwks(_request: Request) -> JSONResponse:
+            public = {k: v for k, v in signing_key("hostile")[0].items() if k != "d"}
+            return JSONResponse({"keys": [public]})
+
+        async def register(request: Request) -> JSONResponse:
+            client = await request.json()
+            return JSONResponse({**client, "client_id": "hostile-client"}, status_code=201)
+
+        async def token(_request: Request) -> JSONResponse:
+            await stuck.wait()
+            return JSONResponse({})
+
+        return Starlette(
+            routes=[
+                Route("/.well-known/openid-configuration", discovery),
+                Route("/.well-known/oauth-authorization-server", discovery),
+                Route("/jwks", jwks),
+                Route("/register", register, methods=["POST"]),
+                Route("/token", token, methods=["POST"]),
+            ]
+        )
+
+    settings = GatewaySettings(transport="http", host="127.0.0.1", port=0)
+    async with anyio.create_task_group() as tg:
+        port: int = await tg.start(serve_asgi, hostile, settings)
+        async with protected_server(f"http://127.0.0.1:{port}") as upstream:
+            params = replace(params_of(upstream), timeout=2.0)
+            shown: list[str] = []
+
+            async def show(url: str) -> None:
+                shown.append(url)
+
+            async def redirected() -> AuthorizationCodeResult:
+                state = parse_qs(urlsplit(shown[-1]).query)["state"][0]
+                return AuthorizationCodeResult(code="a-code", state=state)
+
+            with anyio.fail_after(60), pytest.raises(httpx2.TimeoutException):
+                await login(
+                    vault_at(tmp_path),
+                    "gh",
+                    params,
+                    ALICE,
+                    redirect_uri=CALLBACK,
+                    show_url=show,
+                    wait_for_redirect=redirected,
+                )
+        tg.cancel_scope.cancel()
+    assert shown  # the flow reached the authorization URL, then the exchange
