@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -46,13 +48,14 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import AnyUrl, ValidationError
 
 from sagents.core._result import ToolResult
-from sagents.errors import ConfigError, NeedsLoginError, UpstreamUnavailableError
+from sagents.errors import ConfigError, NeedsLoginError, StoreError, UpstreamUnavailableError
 from sagents.mcp._params import StreamableHttpServerParameters, UpstreamOAuth
 from sagents.mcp._settings import ServerSettings
 from sagents.mcp._supervisor import MCPSupervisor
 from sagents.store._protocols import LoginStore
 
 __all__ = [
+    "MAX_OPEN_CONNECTIONS",
     "REFRESH_MARGIN_S",
     "SECRET_KEY_ENV",
     "SECRET_KEY_FILE",
@@ -73,6 +76,10 @@ by commas (the first seals; every one opens, so that a key can be rotated)."""
 
 SECRET_KEY_FILE = "secret.key"
 """The key file in the data directory (0600) when ``SAGENTS_SECRET_KEY`` is not set."""
+
+MAX_OPEN_CONNECTIONS = 256
+"""Per-principal connections of one server kept open at most; beyond, the least recently
+used idle one is closed (reopened at that principal's next call)."""
 
 REFRESH_MARGIN_S = 60.0
 """An access token is refreshed this many seconds before it expires (at most half its
@@ -408,6 +415,7 @@ class _SealedStorage:
         self.redirect_uri = redirect_uri
         self.oauth = oauth
         self.provider: OAuthClientProvider | None = None
+        self.replaced: OAuthToken | None = None  # the tokens the last refresh replaced
 
     def adopt(self, record: LoginRecord) -> None:
         """Start from ``record``: its client (when usable here) and what the SDK learns only
@@ -454,6 +462,10 @@ class _SealedStorage:
             # read. (It never replaces a record it could not open: that one is kept for the
             # right key.)
             return
+        # A connection keeps its refreshed tokens only over the ones it read: a login given
+        # since (again, or by another replica) or a logout is newer than its refresh.
+        keep = self.interactive or await self._still_stored(record.tokens)
+        self.replaced = record.tokens
         record.tokens = tokens
         record.expires_at = (
             time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
@@ -464,7 +476,31 @@ class _SealedStorage:
             record.resource = context.protected_resource_metadata or record.resource
             if record.expires_at is not None:
                 context.token_expiry_time = _refresh_at(record)
-        await self.vault.save(self.server, self.principal, record)
+        if keep:
+            await self.vault.save(self.server, self.principal, record)
+
+    async def _still_stored(self, tokens: OAuthToken | None) -> bool:
+        """Whether the vault still holds ``tokens`` (the ones this connection read)."""
+        stored = await self.vault.load(self.server, self.principal)
+        return stored is not None and stored.tokens is not None and stored.tokens == tokens
+
+    def holds(self, stored: OAuthToken | None) -> bool:
+        """Whether ``stored`` (the vault's tokens now) are this connection's: the ones it
+        uses, or those its refresh is replacing (a call reading the vault while the refresh
+        is being kept); True before it read any."""
+        if self.record is None:
+            return True
+        return stored is not None and stored in (self.record.tokens, self.replaced)
+
+    async def drop_refused(self) -> None:
+        """The upstream refused this connection's tokens (revoked, or the refresh failed):
+        drop them from the vault. Only them: a login given since (again, or through another
+        replica) is not the one refused, and the next connection uses it."""
+        held = await self.vault.load(self.server, self.principal)
+        used = self.record.tokens if self.record is not None else None
+        if held is not None and held.tokens is not None and held.tokens == used:
+            held.tokens = None
+            await self.vault.save(self.server, self.principal, held)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self._held()).client
@@ -503,6 +539,8 @@ class PrincipalConnections:
         vault: The logins.
         redirect_uri: The redirect URI the logins were given with (a connection never asks
             for a login, but the SDK's client must name one).
+        max_open: Connections kept open at most (:data:`MAX_OPEN_CONNECTIONS`): opening one
+            more closes the least recently used idle one.
     """
 
     def __init__(
@@ -513,15 +551,19 @@ class PrincipalConnections:
         vault: LoginVault,
         *,
         redirect_uri: str = "http://127.0.0.1/callback",
+        max_open: int = MAX_OPEN_CONNECTIONS,
     ) -> None:
         self.name = name
         self.params = params
         self.settings = settings
         self.vault = vault
         self.redirect_uri = redirect_uri
-        self._open: dict[str, MCPSupervisor] = {}
+        self.max_open = max_open
+        self._open: OrderedDict[str, MCPSupervisor] = OrderedDict()  # least recent first
+        self._calls: Counter[str] = Counter()  # calls running on each connection
         self._locks: dict[str, anyio.Lock] = {}
         self._refused: set[str] = set()
+        self._storages: dict[str, _SealedStorage] = {}  # each open connection's login
 
     def auth(self, principal: str) -> OAuthClientProvider:
         """A new SDK OAuth client of ``principal``'s connection (reading the login from the
@@ -530,16 +572,15 @@ class PrincipalConnections:
 
         async def refuse(_authorization_url: str) -> None:
             self._refused.add(principal)
-            held = await self.vault.load(self.name, principal)
-            if held is not None and held.tokens is not None:
-                held.tokens = None  # refused upstream (revoked, or the refresh failed)
-                await self.vault.save(self.name, principal, held)
+            storage = provider.context.storage
+            if isinstance(storage, _SealedStorage):
+                await storage.drop_refused()
             raise self.needs_login(principal, _LoginNeeded)
 
         async def no_callback() -> AuthorizationCodeResult:
             raise self.needs_login(principal, _LoginNeeded)
 
-        return self.vault.provider(
+        provider = self.vault.provider(
             self.name,
             self.params,
             principal,
@@ -549,6 +590,9 @@ class PrincipalConnections:
             callback_handler=no_callback,
             interactive=False,
         )
+        if isinstance(provider.context.storage, _SealedStorage):
+            self._storages[principal] = provider.context.storage
+        return provider
 
     def needs_login(
         self, principal: str, kind: type[NeedsLoginError] = NeedsLoginError
@@ -576,7 +620,7 @@ class PrincipalConnections:
             UpstreamUnavailableError, UpstreamProtocolError, ...: as
                 :meth:`MCPSupervisor.call_tool_raising`.
         """
-        supervisor = await self._connection(principal)
+        supervisor = await self._connection(principal)  # counted in self._calls
         try:
             return await supervisor.call_tool_raising(
                 self.name, tool, arguments, progress_callback=progress_callback
@@ -586,16 +630,49 @@ class PrincipalConnections:
                 await self._close(principal)
                 raise self.needs_login(principal) from None
             raise
+        finally:
+            self._calls[principal] -= 1
+            if not self._calls[principal]:
+                del self._calls[principal]
+
+    def connected(self) -> list[str]:
+        """The principals whose connection is open, least recently used first."""
+        return list(self._open)
+
+    def _use(self, principal: str) -> MCPSupervisor:
+        self._open.move_to_end(principal)
+        self._calls[principal] += 1
+        return self._open[principal]
+
+    async def _release_idle(self) -> None:
+        """Close the least recently used idle connections beyond ``max_open``."""
+        for principal in list(self._open):
+            if len(self._open) <= self.max_open:
+                return
+            if not self._calls[principal]:
+                await self._close(principal)
 
     async def _connection(self, principal: str) -> MCPSupervisor:
         lock = self._locks.setdefault(principal, anyio.Lock())
         async with lock:
+            # The store is read at every call: a logout or a new login given elsewhere
+            # (sagents auth from another shell, another replica) ends the open connection.
+            # A store that cannot be read now leaves an open connection serving.
+            try:
+                record = await self.vault.load(self.name, principal)
+            except StoreError:
+                if principal not in self._open or principal in self._refused:
+                    raise
+                return self._use(principal)
+            tokens = record.tokens if record is not None else None
+            # (looked up after the store's answer: another's opening may have closed it)
             supervisor = self._open.get(principal)
             if supervisor is not None and principal not in self._refused:
-                return supervisor
+                storage = self._storages.get(principal)
+                if storage is None or storage.holds(tokens):
+                    return self._use(principal)
             if supervisor is not None:
                 await self._close(principal)
-            record = await self.vault.load(self.name, principal)
             if record is None or record.tokens is None:
                 raise self.needs_login(principal)
             self._refused.discard(principal)
@@ -609,10 +686,13 @@ class PrincipalConnections:
                     raise self.needs_login(principal) from None
                 raise
             self._open[principal] = supervisor
-            return supervisor
+            used = self._use(principal)
+            await self._release_idle()
+            return used
 
     async def _close(self, principal: str) -> None:
         supervisor = self._open.pop(principal, None)
+        self._storages.pop(principal, None)
         if supervisor is not None:
             with anyio.CancelScope(shield=True):
                 await supervisor.aclose()
@@ -649,10 +729,27 @@ async def login(
 
     Raises:
         OAuthFlowError (``mcp.client.auth``): the flow failed (state mismatch, refused code...).
-        OSError, httpx2.HTTPError, MCPError: the server could not be reached.
+        OSError, httpx2.HTTPError, MCPError: the server could not be reached
+            (``httpx2.ReadTimeout``: it or its authorization server did not answer within
+            three times ``params.timeout``, the person's time apart).
     """
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+
+    # What is not the person's time is bounded as a whole: the SDK sends the discovery,
+    # registration and token requests of its flow without the client's timeouts, and an
+    # authorization server that never answers would hold the login for ever.
+    steps_s = 3 * params.timeout
+    scope = anyio.CancelScope(deadline=anyio.current_time() + steps_s)
+
+    async def show(url: str) -> None:
+        scope.deadline = math.inf  # the person's time, bounded by wait_for_redirect
+        await show_url(url)
+
+    async def redirected() -> AuthorizationCodeResult:
+        result = await wait_for_redirect()
+        scope.deadline = anyio.current_time() + steps_s
+        return result
 
     held = await vault.load(server, principal)
     provider = vault.provider(
@@ -662,14 +759,20 @@ async def login(
         redirect_uri=redirect_uri,
         # a new login: new tokens; the client registered before is kept for its redirect URI
         record=LoginRecord(client=held.client if held is not None else None),
-        redirect_handler=show_url,
-        callback_handler=wait_for_redirect,
+        redirect_handler=show,
+        callback_handler=redirected,
     )
     http = httpx2.AsyncClient(
         headers=dict(params.headers or {}),
         timeout=httpx2.Timeout(params.timeout, read=None),
         auth=provider,
     )
-    async with http, Client(streamable_http_client(params.url, http_client=http)) as client:
-        listed = await client.list_tools()
-    return [tool.name for tool in listed.tools]
+    tools: list[str] = []
+    with scope:
+        async with http, Client(streamable_http_client(params.url, http_client=http)) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+    if scope.cancelled_caught:
+        raise httpx2.ReadTimeout(
+            f"MCP server {server!r} or its authorization server did not answer within {steps_s:g} s"
+        )
+    return tools

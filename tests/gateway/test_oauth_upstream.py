@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +21,10 @@ import httpx2
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from mcp.shared.auth import AuthorizationCodeResult
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from sagents.cli._tools import tools_listing
 from sagents.config import parse_config
@@ -28,13 +33,20 @@ from sagents.config.tools import build_tool_manager
 from sagents.errors import ConfigError
 from sagents.gateway import serve_http
 from sagents.gateway._factory import open_gateway
+from sagents.gateway._http_server import serve_asgi
 from sagents.gateway._operator_secret import OperatorSecret
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._upstream_logins import UpstreamLogins
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._app import UPSTREAM_CALLBACK_PATH, ConsoleData, build_console_app
 from sagents.mcp import StreamableHttpServerParameters
-from sagents.mcp._oauth import REFRESH_MARGIN_S, SECRET_KEY_ENV, LoginVault, login
+from sagents.mcp._oauth import (
+    REFRESH_MARGIN_S,
+    SECRET_KEY_ENV,
+    LoginVault,
+    PrincipalConnections,
+    login,
+)
 from sagents.store._logins import SqliteLogins
 from sagents.tool import SessionContext
 from sagents.tool._context import PRINCIPAL_KEY
@@ -442,3 +454,251 @@ async def test_a_token_the_upstream_refuses_mid_session_ends_in_needs_login_not_
     assert operator.text == "operator"  # the others' connections are untouched
     assert dropped is not None
     assert dropped.tokens is None
+
+
+async def test_a_login_given_again_survives_the_refusal_of_the_old_connections_token(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                old_token = upstream.calls[-1][1]
+                # alice logs in again (the console's Authorize, or sagents auth login from
+                # another shell, or another replica) while her connection is open...
+                await log_in(vault, upstream, ALICE, "alice")
+                given = await vault.load("gh", ALICE)
+                # ...and then the upstream refuses the token her old connection still holds
+                upstream.revoked.add(old_token)
+                await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                kept = await vault.load("gh", ALICE)
+                again = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    assert first.text == "alice"
+    assert given is not None
+    assert given.tokens is not None
+    assert kept is not None
+    assert kept.tokens == given.tokens  # the old connection's refusal is not the new login's
+    assert again.text == "alice"
+    assert upstream.calls[-1][1] == digest(given.tokens.access_token)
+
+
+async def test_a_connections_refresh_never_overwrites_a_newer_login_nor_undoes_a_logout(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, ALICE, "alice")
+            first = await vault.load("gh", ALICE)
+
+            async def no_login(_url: str) -> None:
+                raise AssertionError("a connection never asks for a login")
+
+            async def no_code() -> AuthorizationCodeResult:
+                raise AssertionError("a connection never waits for a code")
+
+            def connection_storage() -> Any:
+                provider = vault.provider(
+                    "gh",
+                    params_of(upstream),
+                    ALICE,
+                    redirect_uri=CALLBACK,
+                    record=None,
+                    redirect_handler=no_login,
+                    callback_handler=no_code,
+                    interactive=False,
+                )
+                return provider.context.storage
+
+            # a connection read alice's login; she logs in again; then it refreshes
+            stale = connection_storage()
+            read = await stale.get_tokens()
+            await log_in(vault, upstream, ALICE, "alice")
+            second = await vault.load("gh", ALICE)
+            assert first is not None
+            assert first.tokens is not None
+            assert second is not None
+            refreshed = first.tokens.model_copy(update={"access_token": "refreshed-by-stale"})
+            await stale.set_tokens(refreshed)
+            after_refresh = await vault.load("gh", ALICE)
+            # a connection read her login; she logs out; then it refreshes
+            stale = connection_storage()
+            await stale.get_tokens()
+            await vault.forget("gh", ALICE)
+            await stale.set_tokens(refreshed)
+            after_logout = await vault.load("gh", ALICE)
+            # the login is still hers and unchanged since: the refresh is kept
+            await log_in(vault, upstream, ALICE, "alice")
+            current = connection_storage()
+            await current.get_tokens()
+            await current.set_tokens(refreshed)
+            kept = await vault.load("gh", ALICE)
+    assert read == first.tokens
+    assert after_refresh is not None
+    assert after_refresh.tokens == second.tokens
+    assert after_logout is None
+    assert kept is not None
+    assert kept.tokens == refreshed
+
+
+async def test_a_running_gateway_follows_a_logout_or_new_login_given_elsewhere_at_the_next_call(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                # sagents auth logout from another shell (the store, not this gateway)
+                assert await vault.forget("gh", ALICE)
+                logged_out = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                await log_in(vault, upstream, ALICE, "alice")
+                back = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                # she logs in again as another account of hers at the upstream
+                await log_in(vault, upstream, ALICE, "alice-work")
+                switched = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+    assert first.text == "alice"
+    assert logged_out.error is not None
+    assert logged_out.error.code == "needs_login"
+    assert back.text == "alice"
+    assert switched.text == "alice-work"
+
+
+async def test_with_the_store_out_of_reach_an_open_connection_serves_and_others_get_a_clear_error(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    store = tmp_path / "logins.sqlite3"
+    aside = tmp_path / "logins.aside"
+    with anyio.fail_after(90):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            await log_in(vault, upstream, BOB, "bob")
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                first = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                os.replace(store, aside)
+                store.mkdir()  # the store cannot be opened now
+                served = await manager.run_tool("gh__whoami", {}, as_principal(ALICE))
+                unread = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+                store.rmdir()
+                os.replace(aside, store)
+                back = await manager.run_tool("gh__whoami", {}, as_principal(BOB))
+    assert first.text == "alice"
+    assert served.text == "alice"
+    assert unread.error is not None
+    assert unread.error.code == "store_unavailable", unread.error
+    assert back.text == "bob"
+
+
+async def test_past_max_open_the_least_recently_used_idle_connection_is_closed_and_reopens(
+    issuer: str, tmp_path: Path
+) -> None:
+    vault = vault_at(tmp_path)
+    carol = "c" * 32
+    with anyio.fail_after(120):
+        async with protected_server(issuer) as upstream:
+            for principal, subject in ((ALICE, "alice"), (BOB, "bob"), (carol, "carol")):
+                await log_in(vault, upstream, principal, subject)
+            params = params_of(upstream)
+            settings = parse_config({"mcpServers": {"gh": {"url": upstream.url}}}).servers[0]
+            connections = PrincipalConnections("gh", params, settings.settings, vault, max_open=2)
+            try:
+                alice = await connections.call(ALICE, "whoami", {})
+                bob = await connections.call(BOB, "whoami", {})
+                after_two = connections.connected()
+                carol_call = await connections.call(carol, "whoami", {})
+                after_three = connections.connected()  # alice's, the least recent, closed
+                alice_again = await connections.call(ALICE, "whoami", {})
+                after_four = connections.connected()
+            finally:
+                await connections.aclose()
+            closed = connections.connected()
+    assert [alice.text, bob.text, carol_call.text, alice_again.text] == [
+        "alice",
+        "bob",
+        "carol",
+        "alice",
+    ]
+    assert after_two == [ALICE, BOB]
+    assert after_three == [BOB, carol]
+    assert after_four == [carol, ALICE]
+    assert closed == []
+
+
+async def test_a_token_endpoint_that_never_answers_fails_the_login_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """A hostile (or stuck) authorization server: discovery and registration answer, the code
+    exchange never does. The login fails within the server's timeout; it never hangs (the
+    console's flow would hold its task, the CLI its person, for ever)."""
+    stuck = anyio.Event()  # never set: the token endpoint's answer
+
+    def hostile(port: int) -> Any:
+        base = f"http://127.0.0.1:{port}"
+        metadata = {
+            "issuer": base,
+            "authorization_endpoint": f"{base}/authorize",
+            "token_endpoint": f"{base}/token",
+            "registration_endpoint": f"{base}/register",
+            "jwks_uri": f"{base}/jwks",
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+        }
+
+        async def discovery(_request: Request) -> JSONResponse:
+            return JSONResponse(metadata)
+
+        async def jwks(_request: Request) -> JSONResponse:
+            public = {k: v for k, v in signing_key("hostile")[0].items() if k != "d"}
+            return JSONResponse({"keys": [public]})
+
+        async def register(request: Request) -> JSONResponse:
+            client = await request.json()
+            return JSONResponse({**client, "client_id": "hostile-client"}, status_code=201)
+
+        async def token(_request: Request) -> JSONResponse:
+            await stuck.wait()
+            return JSONResponse({})
+
+        return Starlette(
+            routes=[
+                Route("/.well-known/openid-configuration", discovery),
+                Route("/.well-known/oauth-authorization-server", discovery),
+                Route("/jwks", jwks),
+                Route("/register", register, methods=["POST"]),
+                Route("/token", token, methods=["POST"]),
+            ]
+        )
+
+    settings = GatewaySettings(transport="http", host="127.0.0.1", port=0)
+    async with anyio.create_task_group() as tg:
+        port: int = await tg.start(serve_asgi, hostile, settings)
+        async with protected_server(f"http://127.0.0.1:{port}") as upstream:
+            params = replace(params_of(upstream), timeout=2.0)
+            shown: list[str] = []
+
+            async def show(url: str) -> None:
+                shown.append(url)
+
+            async def redirected() -> AuthorizationCodeResult:
+                state = parse_qs(urlsplit(shown[-1]).query)["state"][0]
+                return AuthorizationCodeResult(code="a-code", state=state)
+
+            with anyio.fail_after(60), pytest.raises(httpx2.TimeoutException):
+                await login(
+                    vault_at(tmp_path),
+                    "gh",
+                    params,
+                    ALICE,
+                    redirect_uri=CALLBACK,
+                    show_url=show,
+                    wait_for_redirect=redirected,
+                )
+        tg.cancel_scope.cancel()
+    assert shown  # the flow reached the authorization URL, then the exchange
