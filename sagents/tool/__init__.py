@@ -21,6 +21,7 @@ from sagents.tool._approval import (
     denial_reason,
     settle_answer,
 )
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import InjectedArg, SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._local_tool import LocalTool, build_local_tool
@@ -62,6 +63,7 @@ __all__ = [
     "ToolManager",
     "ToolProvider",
     "ToolProxy",
+    "ToolRequest",
     "ToolResult",
     "ToolSpec",
     "approval_needed",

@@ -40,6 +40,7 @@ from sagents.tool._approval import (
     settle_answer,
 )
 from sagents.tool._arguments import parse_arguments
+from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
 
@@ -51,7 +52,7 @@ __all__ = ["ToolProxy"]
 logger = logging.getLogger(__name__)
 
 
-class ToolProxy:
+class ToolProxy(CallsTools):
     """A whitelisted, prioritised view of several tool providers.
 
     Args:
@@ -211,40 +212,29 @@ class ToolProxy:
                 tools[registered] = exported
         return [tools[name] for name in sorted(tools)]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
-        strict: bool = False,
-        approver: Approver | None = None,
-    ) -> ToolResult:
-        """Run a visible tool on the provider that holds it (see ``ToolManager.run_tool``).
+    async def call(self, request: ToolRequest) -> ToolResult:
+        """Run a visible tool on the provider that holds it (see ``ToolManager.call``).
 
         A tool no provider holds gives an ``unknown_tool`` result; one outside the whitelist a
-        ``not_allowed`` result. With a ``session_context``, its permission mode is applied
-        first (see the module docstring); a refused or denied call is a ``not_allowed`` result
-        saying why. Cancellation propagates.
-
-        Args:
-            approver: Asked instead of the proxy's own approver for this call.
+        ``not_allowed`` result. With a session context, its permission mode is applied first
+        (see the module docstring), asking ``request.approver`` or else the proxy's own; a
+        refused or denied call is a ``not_allowed`` result saying why. The request goes on
+        with the registered name and the decision. Cancellation propagates.
         """
         try:
-            registered, provider = self._locate(name)
-            if session_context is not None and self.enforce_mode:
-                decision = session_context.decision
+            registered, provider = self._locate(request.name)
+            request = replace(request, name=registered)
+            context = request.session_context
+            if context is not None and self.enforce_mode:
+                decision = context.decision
                 if decision is None:  # this proxy is the policy step: decide once, here
                     spec = provider.get_tool_spec(registered)
                     # Parsed once, depth- and size-safe; the approval shows, and the provider
                     # runs, this very value (docs/tools.md, "One call").
-                    args = parse_arguments(registered, args)
-                    decision = await self._decide(
-                        spec, args, session_context, tool_call_id, approver or self.approver
-                    )
-                    session_context = replace(session_context, decision=decision)
+                    arguments = parse_arguments(registered, request.arguments)
+                    request = replace(request, arguments=arguments)
+                    decision = await self._decide(spec, arguments, context, request)
+                    request = request.decided(decision)
                 elif not decision.covers(registered):
                     raise NotAllowedError(
                         f"the decision made for this call does not let {registered!r} run",
@@ -253,15 +243,36 @@ class ToolProxy:
                     )
         except (UnknownToolError, NotAllowedError, InvalidArgumentsError) as error:
             return ToolResult.from_exception(error)
-        # The decision travels in the context: a provider further down never decides again.
-        return await provider.run_tool(
-            registered,
-            args,
-            session_context,
+        # The decision travels in the request: a provider further down never decides again.
+        return await provider.call(request)
+
+    async def run_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        session_context: SessionContext | None = None,
+        *,
+        tool_call_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
+        strict: bool = False,
+        approver: Approver | None = None,
+    ) -> ToolResult:
+        """:meth:`call` with a ``ToolRequest`` of these values (the seed API's form).
+
+        Args:
+            approver: Asked instead of the proxy's own approver for this call (the request's
+                ``approver``).
+        """
+        request = ToolRequest(
+            name=name,
+            arguments=args,
+            session_context=session_context,
             tool_call_id=tool_call_id,
             timeout=timeout,
             strict=strict,
+            approver=approver,
         )
+        return await self.call(request)
 
     def allowed_for_session(self, session_id: str) -> frozenset[str]:
         """The tools the user answered ``allow_session`` for in ``session_id``."""
@@ -272,20 +283,21 @@ class ToolProxy:
     async def _decide(
         self,
         spec: ToolSpec,
-        args: Mapping[str, Any],
+        arguments: Mapping[str, Any],
         context: SessionContext,
-        tool_call_id: str | None,
-        approver: Approver | None,
+        call: ToolRequest,
     ) -> Decision:
-        """The decision for this call under the session's mode (asking ``approver`` if the mode
-        says so); raise :class:`NotAllowedError` unless it lets the call run."""
+        """The decision for this call under the session's mode (asking the call's approver, or
+        the proxy's, if the mode says so); raise :class:`NotAllowedError` unless it lets the
+        call run."""
+        approver = call.approver or self.approver
         request = approval_needed(
             spec,
-            args,
+            arguments,
             mode=context.permission_mode,
             session_id=context.session_id,
             granted=self._session_allowed.get(context.session_id, ()),
-            tool_call_id=tool_call_id,
+            tool_call_id=call.tool_call_id,
         )
         if request is None:
             granted = spec.permission != "read_only" and context.permission_mode != "auto"
