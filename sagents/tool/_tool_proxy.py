@@ -31,8 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import InvalidArgumentsError, NotAllowedError, UnknownToolError
+from sagents.errors import (
+    InvalidArgumentsError,
+    NotAllowedError,
+    ToolExecutionError,
+    UnknownToolError,
+)
 from sagents.tool._approval import (
+    ApprovalRequest,
     Approver,
     Decision,
     DecisionKind,
@@ -42,6 +48,7 @@ from sagents.tool._approval import (
 from sagents.tool._arguments import parse_arguments
 from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
+from sagents.tool._middleware import ToolMiddleware, after_call, before_call
 from sagents.tool._provider import ToolProvider
 
 if TYPE_CHECKING:
@@ -65,6 +72,9 @@ class ToolProxy(CallsTools):
             that decided a call itself does not need it: it passes its
             :class:`~sagents.tool.Decision` in the call's ``SessionContext`` (``decision``),
             which the proxy honours instead of deciding again.
+        middleware: :class:`~sagents.tool.ToolMiddleware` applied to each call, in order,
+            before the session's mode (a middleware's ``ask`` makes the call ask the approver
+            even where the mode would not; docs/tools.md, "Middleware").
     """
 
     def __init__(
@@ -74,12 +84,14 @@ class ToolProxy(CallsTools):
         *,
         approver: Approver | None = None,
         enforce_mode: bool = True,
+        middleware: Sequence[ToolMiddleware] = (),
     ) -> None:
         if isinstance(tool_managers, ToolProvider):
             tool_managers = [tool_managers]
         self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
         self.approver = approver
         self.enforce_mode = enforce_mode
+        self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
         self._session_allowed: dict[str, set[str]] = {}  # session id -> allowed for the session
         self._allowed: set[str] | None = None
         if available_tools is not None:
@@ -221,9 +233,17 @@ class ToolProxy(CallsTools):
         refused or denied call is a ``not_allowed`` result saying why. The request goes on
         with the registered name and the decision. Cancellation propagates.
         """
+        middleware = self._middleware
+        asked: str | None = None
         try:
             registered, provider = self._locate(request.name)
             request = replace(request, name=registered)
+            if middleware:
+                # Parsed once, depth- and size-safe: the middleware sees, and the provider
+                # runs, this very value (rewritten arguments are validated by the registry).
+                arguments = parse_arguments(registered, request.arguments)
+                request = replace(request, arguments=arguments)
+                request, asked = await before_call(middleware, request)
             context = request.session_context
             if context is not None and self.enforce_mode:
                 decision = context.decision
@@ -233,7 +253,7 @@ class ToolProxy(CallsTools):
                     # runs, this very value (docs/tools.md, "One call").
                     arguments = parse_arguments(registered, request.arguments)
                     request = replace(request, arguments=arguments)
-                    decision = await self._decide(spec, arguments, context, request)
+                    decision = await self._decide(spec, arguments, context, request, asked)
                     request = request.decided(decision)
                 elif not decision.covers(registered):
                     raise NotAllowedError(
@@ -241,10 +261,22 @@ class ToolProxy(CallsTools):
                         hint="Call the tool directly; it is then approved on its own.",
                         details={"name": registered, "decision": decision.kind},
                     )
-        except (UnknownToolError, NotAllowedError, InvalidArgumentsError) as error:
+                elif asked is not None:
+                    raise _not_askable(registered, asked)
+            elif asked is not None:
+                raise _not_askable(registered, asked)
+        except (
+            UnknownToolError,
+            NotAllowedError,
+            InvalidArgumentsError,
+            ToolExecutionError,
+        ) as error:
             return ToolResult.from_exception(error)
         # The decision travels in the request: a provider further down never decides again.
-        return await provider.call(request)
+        result = await provider.call(request)
+        if middleware:
+            result = await after_call(middleware, request, result)
+        return result
 
     async def run_tool(
         self,
@@ -286,19 +318,35 @@ class ToolProxy(CallsTools):
         arguments: Mapping[str, Any],
         context: SessionContext,
         call: ToolRequest,
+        asked: str | None = None,
     ) -> Decision:
         """The decision for this call under the session's mode (asking the call's approver, or
-        the proxy's, if the mode says so); raise :class:`NotAllowedError` unless it lets the
-        call run."""
+        the proxy's, if the mode says so, or a middleware asked: ``asked`` is its reason); raise
+        :class:`NotAllowedError` unless it lets the call run."""
         approver = call.approver or self.approver
         request = approval_needed(
             spec,
             arguments,
             mode=context.permission_mode,
             session_id=context.session_id,
-            granted=self._session_allowed.get(context.session_id, ()),
+            granted=() if asked is not None else self._session_allowed.get(context.session_id, ()),
             tool_call_id=call.tool_call_id,
         )
+        if asked is not None:
+            # A middleware wants a person to approve this very call: asked even where the mode
+            # would not ask, once (an "allow for the session" would pass the middleware by).
+            request = replace(
+                request
+                or ApprovalRequest.for_tool_call(
+                    spec.name,
+                    arguments,
+                    permission=spec.permission,
+                    session_id=context.session_id,
+                    tool_call_id=call.tool_call_id,
+                ),
+                description=asked,
+                offered=("allow_once", "deny"),
+            )
         if request is None:
             granted = spec.permission != "read_only" and context.permission_mode != "auto"
             kind: DecisionKind = "approved_session" if granted else "allowed"
@@ -373,6 +421,16 @@ class ToolProxy(CallsTools):
             else:
                 known.add(registered)
         return known
+
+
+def _not_askable(name: str, reason: str) -> NotAllowedError:
+    """A middleware asked for an approval where nobody can be asked any more."""
+    return NotAllowedError(
+        f"{reason}; the call of {name!r} was decided before it reached this proxy's "
+        "middleware (or has no session to ask in), so nobody can be asked",
+        hint="Put middleware that may ask on the ToolProxy that decides the session's calls.",
+        details={"name": name},
+    )
 
 
 def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:

@@ -24,7 +24,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -36,6 +36,7 @@ import anyio.to_thread
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
+    NotAllowedError,
     SagentsError,
     ToolDefinitionError,
     ToolManagerClosedError,
@@ -51,6 +52,7 @@ from sagents.tool._context import SessionContext
 from sagents.tool._deadline import await_within, finish_within, first_step
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._middleware import ToolMiddleware, after_call, before_call
 from sagents.tool._result_conversion import to_tool_result
 from sagents.tool.naming import to_exported_name
 from sagents.tool.tool_base import discovered_tools, get_local_tool
@@ -185,15 +187,25 @@ class ToolManager(CallsTools):
     afterwards registrations raise and calls give ``manager_closed`` error results.
     """
 
-    def __init__(self, *, progress_hub: ProgressHub | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        progress_hub: ProgressHub | None = None,
+        middleware: Sequence[ToolMiddleware] = (),
+    ) -> None:
         """Create an empty registry.
 
         Args:
             progress_hub: Where :func:`~sagents.progress.emit_tool_progress` calls of the tools
                 run here are delivered; the process default hub
                 (:func:`sagents.progress.default_hub`) when None.
+            middleware: :class:`~sagents.tool.ToolMiddleware` applied to every call run here,
+                whoever makes it, in order (docs/tools.md, "Middleware"). The registry asks
+                nobody: a middleware's ``ask`` refuses the call here (put middleware that may
+                ask on the ``ToolProxy`` that decides the session's calls).
         """
         self._progress_hub = progress_hub
+        self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
         self._mcp: MCPRegistry | None = None
         self._entries: dict[str, _Entry] = {}
         self._exported: dict[str, str] = {}  # registered -> exported name
@@ -505,12 +517,16 @@ class ToolManager(CallsTools):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         registered = name
         limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
+        hooked: ToolRequest | None = None  # the call as the middleware left it, if any
         try:
             if self._closed:
                 self._check_open()
             entry = self._entries.get(name) or self._find(name)
             registered = entry.spec.name
             limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
+            if self._middleware:
+                hooked = await self._before(registered, args, session_context, tool_call_id)
+                args = hooked.arguments
             scalars = entry.scalars
             as_is = (
                 scalars is not None and type(args) is dict and not strict and scalars.accepts(args)
@@ -563,13 +579,40 @@ class ToolManager(CallsTools):
                         lazy.unbind(token)
             if not finished:
                 raise _timed_out(registered, limit)
-            return to_tool_result(result, tool_name=registered, wrap_result=entry.wrapped)
+            outcome = to_tool_result(result, tool_name=registered, wrap_result=entry.wrapped)
         except anyio.get_cancelled_exc_class() as error:
             if _cancellation_requested():
                 raise  # the caller (or an enclosing scope) is being cancelled: propagate
-            return _error_result(error, registered)
+            outcome = _error_result(error, registered)
         except (Exception, SystemExit) as error:  # noqa: BLE001 - the one exception->result boundary
-            return _error_result(error, registered)
+            outcome = _error_result(error, registered)
+        if hooked is not None:
+            outcome = await after_call(self._middleware, hooked, outcome)
+        return outcome
+
+    async def _before(
+        self,
+        registered: str,
+        args: Mapping[str, Any] | str | None,
+        session_context: SessionContext | None,
+        tool_call_id: str | None,
+    ) -> ToolRequest:
+        """The call after this registry's middleware (the arguments parsed, maybe rewritten);
+        raise when one refused it or asked (nobody can be asked here)."""
+        request = ToolRequest(
+            registered,
+            parse_arguments(registered, args),
+            session_context,
+            tool_call_id=tool_call_id,
+        )
+        request, asked = await before_call(self._middleware, request)
+        if asked is not None:
+            raise NotAllowedError(
+                f"{asked}; a ToolManager asks nobody, so the call of {registered!r} is refused",
+                hint="Put middleware that may ask on the ToolProxy that decides the calls.",
+                details={"name": registered},
+            )
+        return request
 
     @contextlib.asynccontextmanager
     async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:
