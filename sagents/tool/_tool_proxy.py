@@ -237,13 +237,13 @@ class ToolProxy(CallsTools):
         asked: str | None = None
         try:
             registered, provider = self._locate(request.name)
-            request = replace(request, name=registered)
+            if registered != request.name:
+                request = request.refined(name=registered)
             if middleware:
                 # Parsed once, depth- and size-safe: the middleware sees, and the provider
                 # runs, this very value (rewritten arguments are validated by the registry).
                 arguments = parse_arguments(registered, request.arguments)
-                request = replace(request, arguments=arguments)
-                request, asked = await before_call(middleware, request)
+                request, asked = await before_call(middleware, request.refined(arguments=arguments))
             context = request.session_context
             if context is not None and self.enforce_mode:
                 decision = context.decision
@@ -252,9 +252,10 @@ class ToolProxy(CallsTools):
                     # Parsed once, depth- and size-safe; the approval shows, and the provider
                     # runs, this very value (docs/tools.md, "One call").
                     arguments = parse_arguments(registered, request.arguments)
-                    request = replace(request, arguments=arguments)
                     decision = await self._decide(spec, arguments, context, request, asked)
-                    request = request.decided(decision)
+                    request = request.refined(
+                        arguments=arguments, session_context=replace(context, decision=decision)
+                    )
                 elif not decision.covers(registered):
                     raise NotAllowedError(
                         f"the decision made for this call does not let {registered!r} run",
