@@ -11,6 +11,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
+from sagents.config._hooks import CommandHooks
 from sagents.config._loader import SagentsConfig
 from sagents.core._secrets import Redactor
 from sagents.mcp import ServerParams, ServerSettings, StreamableHttpServerParameters
@@ -71,7 +72,17 @@ async def build_tool_manager(
         ToolDefinitionError, ToolNameConflictError: a server name the registry refuses (the
             loader already checks names, so only for hand-built configs); nothing stays open.
     """
-    manager = ToolManager(progress_hub=progress_hub)
+    hooks = (
+        # the input's "permission": the tool's class, read from the manager at call time
+        [
+            CommandHooks(
+                config.hooks, permission_of=lambda name: manager.get_tool_spec(name).permission
+            )
+        ]
+        if config.hooks
+        else []
+    )
+    manager = ToolManager(progress_hub=progress_hub, middleware=hooks)
     try:
         if config.servers:
             secrets = Redactor(config.secrets)  # unless given, or set in a server's settings
