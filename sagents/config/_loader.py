@@ -32,6 +32,7 @@ from sagents.config._models import (
     documented_key,
 )
 from sagents.config._oauth import OAuthConfig, oauth_config
+from sagents.config._rate_limits import RateLimit
 from sagents.core._limits import ScriptLimits
 from sagents.core._secrets import MIN_SECRET_CHARS
 from sagents.errors import ConfigError, SandboxError
@@ -173,6 +174,8 @@ class SagentsConfig:
             the ``secrets`` block's ``values`` and ``env`` (docs/gateway.md, "Secrets").
         hooks: ``hooks.preToolUse`` then ``hooks.postToolUse``, in file order (docs/gateway.md,
             "Hooks"); :func:`sagents.config.tools.build_tool_manager` applies them.
+        rate_limits: ``rateLimits``, in file order (docs/gateway.md, "Rate limits");
+            :func:`sagents.config.tools.build_tool_manager` applies them before the hooks.
         approval_timeout_s: ``approvals.timeoutSec``: seconds an approval asked of a person
             waits (and a sealed ``requestState`` stays valid); 600 by default.
         agent: The ``agent`` section (the console's Chat page), or None.
@@ -199,6 +202,7 @@ class SagentsConfig:
     approval_timeout_s: float = 600.0
     agent: AgentSettings | None = None
     hooks: tuple[CommandHook, ...] = ()
+    rate_limits: tuple[RateLimit, ...] = ()
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -341,6 +345,10 @@ def parse_config(
         if model.agent is not None
         else None,
         hooks=_hooks(model.hooks),
+        rate_limits=tuple(
+            RateLimit(match=limit.match, calls=limit.calls, per_s=limit.per_sec)
+            for limit in model.rate_limits
+        ),
         source=source,
     )
 

@@ -391,6 +391,14 @@ class HooksParams(_Strict):
     post_tool_use: list[HookParams] = Field(default_factory=list, alias="postToolUse")
 
 
+class RateLimitParams(_Strict):
+    """One limit of ``rateLimits`` (docs/gateway.md, "Rate limits")."""
+
+    match: str = "*"
+    calls: int = Field(ge=1, strict=True)
+    per_sec: float = Field(alias="perSec", gt=0, allow_inf_nan=False)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -421,6 +429,7 @@ class ConfigFileParams(BaseModel):
     quotas: QuotasParams = Field(default_factory=QuotasParams)
     secrets: SecretsParams = Field(default_factory=SecretsParams)
     hooks: HooksParams = Field(default_factory=HooksParams)
+    rate_limits: list[RateLimitParams] = Field(default_factory=list, alias="rateLimits")
     session_idle_timeout: float | None = Field(
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )
