@@ -71,7 +71,8 @@ class HookDecision:
 
 @runtime_checkable
 class ToolMiddleware(Protocol):
-    """Sees each call before it runs and its result after (see the module docstring)."""
+    """Sees each tool call before it runs (allow, deny, ask, or rewrite its arguments) and its
+    result after (keep, replace or redact it)."""
 
     async def before_call(self, call: ToolRequest) -> HookDecision:
         """The decision for ``call`` (its ``arguments`` already parsed into a mapping)."""
