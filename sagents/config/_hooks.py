@@ -39,15 +39,13 @@ from pydantic import Field, TypeAdapter, ValidationError
 from sagents.core._result import ContentBlock, ToolResult
 from sagents.errors import NotAllowedError
 from sagents.tool._call import ToolRequest
+from sagents.tool._context import PRINCIPAL_KEY
 from sagents.tool._middleware import HookDecision
 
-__all__ = ["PRINCIPAL_KEY", "CommandHook", "CommandHooks"]
+__all__ = ["CommandHook", "CommandHooks"]
 
 logger = logging.getLogger(__name__)
 
-PRINCIPAL_KEY = "principal"
-"""The ``SessionContext.trusted`` key of the session's principal (a token's identity, ``""``
-without a token): the gateway puts it there, the hooks and rate limits read it."""
 _MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 _CONTENT: TypeAdapter[list[ContentBlock]] = TypeAdapter(
     list[Annotated[ContentBlock, Field(discriminator="type")]]

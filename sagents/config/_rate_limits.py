@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sagents.config._hooks import PRINCIPAL_KEY
 from sagents.core._result import ToolResult
 from sagents.tool._call import ToolRequest
+from sagents.tool._context import PRINCIPAL_KEY
 from sagents.tool._middleware import HookDecision
 
 __all__ = ["RateLimit", "RateLimits"]

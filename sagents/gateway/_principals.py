@@ -20,7 +20,6 @@ import os
 import re
 from pathlib import Path
 
-from sagents.config._hooks import PRINCIPAL_KEY
 from sagents.gateway._workspaces import Workspaces
 from sagents.tool._context import PRINCIPAL_KEY
 
