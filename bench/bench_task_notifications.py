@@ -18,7 +18,6 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -29,7 +28,7 @@ from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway import Gateway
 from sagents.mcp._tasks_client import TasksClient, TaskStatuses, call_tool_or_task
-from sagents.tool._context import SessionContext
+from sagents.tool import ToolRequest
 from sagents.tool._spec_provider import SpecProvider
 
 WORK_S = 2.5  # not a multiple of the poll interval: the baseline waits for its next poll
@@ -53,16 +52,7 @@ class Worker(SpecProvider):
             )
         ]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         await anyio.sleep(WORK_S)
         self.ended_at = time.perf_counter()
         return ToolResult.from_text("done")

@@ -41,7 +41,7 @@ from sagents.progress import ProgressHub
 from sagents.progress._binding import LazyToolCall
 from sagents.tool import SessionContext, ToolCall, ToolManager, ToolProxy, build_local_tool
 from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
-from sagents.tool._deadline import first_step
+from sagents.tool._deadline import await_within
 from sagents.tool._result_conversion import to_tool_result
 
 CALLS = 2000
@@ -199,7 +199,7 @@ async def breakdown(rounds: int) -> dict[str, float]:
         local.bind(arguments, context)
 
     async def function() -> None:
-        first_step(add(a=1, b=2))
+        await await_within(add(a=1, b=2), 300.0)
 
     async def result() -> None:
         to_tool_result(3, tool_name="add", wrap_result=True)
@@ -207,18 +207,22 @@ async def breakdown(rounds: int) -> dict[str, float]:
     async def call_value() -> None:
         ToolCall(tool_name="add", session_context=context, tool_call_id="c", timeout=300.0)
 
+    async def default_context() -> None:
+        SessionContext()
+
     pieces: dict[str, Callable[[], Awaitable[None]]] = {
-        "run_tool, whole (no session: nothing bound)": whole_anonymous,
+        "run_tool, whole (no session: a default context)": whole_anonymous,
         "run_tool, whole (a session nobody listens to)": whole,
         "one-pass scalar check + compiled schema check": scalar_check,
-        "the function's first step (it returns: no timer)": function,
+        "await_within (the function returns: no timer)": function,
         "to_tool_result (ToolResult and its text block)": result,
-        "not on the path of a call of no session: the lazy binding": lazy_binding,
+        "the lazy progress binding": lazy_binding,
+        "bind_valid (scalars: as they are)": binding_as_is,
+        "the ToolCall value": call_value,
+        "a default SessionContext (a call of no session)": default_context,
         "not on the path of scalar tools: parse + schema check": parse_and_check,
-        "not on the path of scalar tools: bind_valid": binding_as_is,
         "not on the path: pydantic binding (LocalTool.bind)": pydantic_binding,
         "not on the path: a timer (anyio.move_on_after)": timeout_scope,
-        "not on the path: a ToolCall value": call_value,
     }
     runs: dict[str, list[float]] = {label: [] for label in pieces}
     for _ in range(rounds):

@@ -117,6 +117,7 @@ from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
 from sagents.store._protocols import AgentStore
 from sagents.tool._approval import Approver, Decision
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
 from sagents.tool._handler import ToolCall as HandlerCall
@@ -1100,14 +1101,15 @@ class SAgent:
             )
         if decision is not None:  # decided here: the proxy honours it and never asks
             context = dataclasses.replace(context, decision=decision)
-        return await state.tool_manager.run_tool(
-            name,
-            arguments,
-            context,
+        request = ToolRequest(
+            name=name,
+            arguments=arguments,
+            session_context=context,
             tool_call_id=call.id,
             timeout=self.tool_timeout,
             approver=EventApprover(run) if run.approver is not None else None,
         )
+        return await state.tool_manager.call(request)
 
     def _content(self, result: ToolResult) -> str:
         return result.to_tool_message(max_tokens=self.max_tool_result_tokens)

@@ -4,23 +4,20 @@ build it.
 It is offered when the session has MCP tools a script could call
 (:func:`~sagents.script._description.should_offer_run_script`) and a sandbox can start. The
 script's own calls go through the session's ``ToolProxy``; the write tools a script lists are
-approved once before the run (run_script's policy), so the proxy is told not to ask again for
-each call. The one approval before a run is asked through the agent's approver (the one
-approval protocol, :mod:`sagents.tool._approval`), as an ``ApprovalRequest.for_script``
-(``allow_once`` or ``deny``).
+approved once before the run (run_script's policy), and that decision travels with each of the
+script's calls, so the proxy does not ask again (docs/architecture.md, "The decision"). The
+one approval before a run is asked through the agent's approver (the one approval protocol,
+:mod:`sagents.tool._approval`), as an ``ApprovalRequest.for_script`` (``allow_once`` or
+``deny``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 from sagents.audit._store import default_data_dir
-from sagents.core._result import ToolResult
-from sagents.core._spec import ToolSpec
 from sagents.errors import SandboxError
 from sagents.progress._hub import ProgressHub
 from sagents.sandbox._factory import create_sandbox
@@ -28,79 +25,13 @@ from sagents.sandbox._protocol import Sandbox
 from sagents.script._description import should_offer_run_script
 from sagents.script._runtime import install_runtime
 from sagents.script._session import RunScriptSettings, RunScriptTool, script_callable_specs
-from sagents.tool._approval import AllowAllApprover, Approver
+from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 
-__all__ = ["PreApprovedTools", "open_run_script"]
+__all__ = ["open_run_script"]
 
 logger = logging.getLogger(__name__)
-
-
-class PreApprovedTools:
-    """The session's ``ToolProxy`` as a script sees it: whitelist and read-only mode still
-    apply, but a write the script's one approval covered is not asked about again."""
-
-    def __init__(self, proxy: ToolProxy) -> None:
-        self._proxy = proxy
-        self._allow = AllowAllApprover()
-
-    def has_tool(self, name: str) -> bool:
-        """See ``ToolProxy.has_tool``."""
-        return self._proxy.has_tool(name)
-
-    def list_all_tools_name(self) -> list[str]:
-        """See ``ToolProxy.list_all_tools_name``."""
-        return self._proxy.list_all_tools_name()
-
-    def list_specs(self) -> list[ToolSpec]:
-        """See ``ToolProxy.list_specs``."""
-        return self._proxy.list_specs()
-
-    def get_tool_spec(self, name: str) -> ToolSpec:
-        """See ``ToolProxy.get_tool_spec``."""
-        return self._proxy.get_tool_spec(name)
-
-    def get_openai_tools(self, strict: bool = False) -> list[dict[str, Any]]:
-        """See ``ToolProxy.get_openai_tools``."""
-        return self._proxy.get_openai_tools(strict=strict)
-
-    def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
-        """See ``ToolProxy.get_responses_tools``."""
-        return self._proxy.get_responses_tools(strict=strict)
-
-    def get_anthropic_tools(self, strict: bool = False) -> list[dict[str, Any]]:
-        """See ``ToolProxy.get_anthropic_tools``."""
-        return self._proxy.get_anthropic_tools(strict=strict)
-
-    def get_gemini_tools(self, strict: bool = False) -> list[dict[str, Any]]:
-        """See ``ToolProxy.get_gemini_tools``."""
-        return self._proxy.get_gemini_tools(strict=strict)
-
-    def resolve_exported_name(self, name: str) -> str:
-        """See ``ToolProxy.resolve_exported_name``."""
-        return self._proxy.resolve_exported_name(name)
-
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
-        strict: bool = False,
-    ) -> ToolResult:
-        """Run through the proxy; an approval it would ask for is answered ``allow_once``."""
-        return await self._proxy.run_tool(
-            name,
-            args,
-            session_context,
-            tool_call_id=tool_call_id,
-            timeout=timeout,
-            strict=strict,
-            approver=self._allow,
-        )
 
 
 async def open_run_script(
@@ -138,7 +69,7 @@ async def open_run_script(
     try:
         sandbox = await stack.enter_async_context(create_sandbox("local", workspace=str(root)))
         tool = RunScriptTool(
-            tools=PreApprovedTools(proxy),
+            tools=proxy,
             session=context,
             sandbox=sandbox,
             runtime=install_runtime(data_dir),

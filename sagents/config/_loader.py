@@ -18,13 +18,21 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
 
-from sagents.config._models import ConfigFileParams, ServerEntryParams, documented_key
+from sagents.config._hooks import CommandHook
+from sagents.config._models import (
+    ConfigFileParams,
+    HookParams,
+    HooksParams,
+    ServerEntryParams,
+    documented_key,
+)
 from sagents.config._oauth import OAuthConfig, oauth_config
+from sagents.config._rate_limits import RateLimit
 from sagents.core._limits import ScriptLimits
 from sagents.core._secrets import MIN_SECRET_CHARS
 from sagents.errors import ConfigError, SandboxError
@@ -164,6 +172,10 @@ class SagentsConfig:
             ``${VAR}`` expanded into a server's ``env``, ``headers`` or ``apiKey`` or the
             store's URL (named ``VAR``), the store URL's password (``store.password``), and
             the ``secrets`` block's ``values`` and ``env`` (docs/gateway.md, "Secrets").
+        hooks: ``hooks.preToolUse`` then ``hooks.postToolUse``, in file order (docs/gateway.md,
+            "Hooks"); :func:`sagents.config.tools.build_tool_manager` applies them.
+        rate_limits: ``rateLimits``, in file order (docs/gateway.md, "Rate limits");
+            :func:`sagents.config.tools.build_tool_manager` applies them before the hooks.
         approval_timeout_s: ``approvals.timeoutSec``: seconds an approval asked of a person
             waits (and a sealed ``requestState`` stays valid); 600 by default.
         agent: The ``agent`` section (the console's Chat page), or None.
@@ -189,6 +201,8 @@ class SagentsConfig:
     secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     approval_timeout_s: float = 600.0
     agent: AgentSettings | None = None
+    hooks: tuple[CommandHook, ...] = ()
+    rate_limits: tuple[RateLimit, ...] = ()
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -330,6 +344,11 @@ def parse_config(
         agent=AgentSettings(model=model.agent.model, system=model.agent.system)
         if model.agent is not None
         else None,
+        hooks=_hooks(model.hooks),
+        rate_limits=tuple(
+            RateLimit(match=limit.match, calls=limit.calls, per_s=limit.per_sec)
+            for limit in model.rate_limits
+        ),
         source=source,
     )
 
@@ -662,4 +681,23 @@ def _settings(entry: ServerEntryParams, sandbox: ServerSandbox | None = None) ->
         sandbox=sandbox,
         on_definition_change=entry.on_definition_change,
         **chosen,
+    )
+
+
+def _hooks(hooks: HooksParams) -> tuple[CommandHook, ...]:
+    """The ``hooks`` section's commands, pre hooks first, each in file order."""
+    events: tuple[tuple[Literal["preToolUse", "postToolUse"], list[HookParams]], ...] = (
+        ("preToolUse", hooks.pre_tool_use),
+        ("postToolUse", hooks.post_tool_use),
+    )
+    return tuple(
+        CommandHook(
+            event=event,
+            match=hook.match,
+            command=tuple(hook.command),
+            timeout_s=hook.timeout_sec,
+            on_error=hook.on_error,
+        )
+        for event, params in events
+        for hook in params
     )

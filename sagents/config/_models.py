@@ -375,6 +375,30 @@ class OAuthParams(_Strict):
     )
 
 
+class HookParams(_Strict):
+    """One hook of ``hooks.preToolUse`` / ``hooks.postToolUse`` (docs/gateway.md, "Hooks")."""
+
+    match: str = "*"
+    command: list[str] = Field(min_length=1)
+    timeout_sec: float = Field(default=5.0, alias="timeoutSec", gt=0, allow_inf_nan=False)
+    on_error: Literal["deny", "allow"] = Field(default="deny", alias="onError")
+
+
+class HooksParams(_Strict):
+    """``hooks``: commands that see each tool call before it runs and its result after."""
+
+    pre_tool_use: list[HookParams] = Field(default_factory=list, alias="preToolUse")
+    post_tool_use: list[HookParams] = Field(default_factory=list, alias="postToolUse")
+
+
+class RateLimitParams(_Strict):
+    """One limit of ``rateLimits`` (docs/gateway.md, "Rate limits")."""
+
+    match: str = "*"
+    calls: int = Field(ge=1, strict=True)
+    per_sec: float = Field(alias="perSec", gt=0, allow_inf_nan=False)
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -404,6 +428,8 @@ class ConfigFileParams(BaseModel):
     store: StoreParams = Field(default_factory=StoreParams)
     quotas: QuotasParams = Field(default_factory=QuotasParams)
     secrets: SecretsParams = Field(default_factory=SecretsParams)
+    hooks: HooksParams = Field(default_factory=HooksParams)
+    rate_limits: list[RateLimitParams] = Field(default_factory=list, alias="rateLimits")
     session_idle_timeout: float | None = Field(
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )

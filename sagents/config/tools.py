@@ -11,11 +11,14 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
+from sagents.config._hooks import CommandHooks
 from sagents.config._loader import SagentsConfig
+from sagents.config._rate_limits import RateLimits
 from sagents.core._secrets import Redactor
 from sagents.mcp import ServerParams, ServerSettings, StreamableHttpServerParameters
 from sagents.progress import ProgressHub
 from sagents.store._protocols import PinStore
+from sagents.tool._middleware import ToolMiddleware
 from sagents.tool.tool_manager import ToolManager
 
 if TYPE_CHECKING:
@@ -71,7 +74,18 @@ async def build_tool_manager(
         ToolDefinitionError, ToolNameConflictError: a server name the registry refuses (the
             loader already checks names, so only for hand-built configs); nothing stays open.
     """
-    manager = ToolManager(progress_hub=progress_hub)
+    manager: ToolManager
+
+    def permission_of(name: str) -> str:  # a hook's input: the tool's class, at call time
+        return manager.get_tool_spec(name).permission
+
+    # rate limits first: a call over its limit reaches no hook
+    middleware: list[ToolMiddleware] = []
+    if config.rate_limits:
+        middleware.append(RateLimits(config.rate_limits))
+    if config.hooks:
+        middleware.append(CommandHooks(config.hooks, permission_of=permission_of))
+    manager = ToolManager(progress_hub=progress_hub, middleware=middleware)
     try:
         if config.servers:
             secrets = Redactor(config.secrets)  # unless given, or set in a server's settings

@@ -193,21 +193,18 @@ class ElicitationApprover:
         return answer_from_elicitation(await self._asker.choose(message, schema), request)
 
 
-_NOT_ASKED: ContextVar[bool] = ContextVar("sagents_script_approval_not_asked", default=False)
-"""Set when the last script approval of this context could not reach the client."""
-
-
 class ClientScriptApprover:
     """run_script's approver inside the gateway: asks the client of the current call.
 
     It gets the one approval before a run (``ApprovalRequest.for_script``, which offers
     ``allow_once`` and ``deny``) and answers ``deny`` when no client can be asked (no
-    elicitation, or outside a gateway call).
+    elicitation, or outside a gateway call). A connection that declared elicitation but cannot
+    carry the question is refused with that reason (``NotAllowedError``, which the script's
+    runner records): the approver keeps no state between ``approve`` and ``denial_reason``.
     """
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the request's answers for the script's write tools."""
-        _NOT_ASKED.set(False)
         asker = CLIENT_ASKER.get()
         if asker is None or not asker.can_ask:
             return "deny"
@@ -215,15 +212,15 @@ class ClientScriptApprover:
         try:
             result = await asker.choose(message, schema)
         except NoBackChannelError:
-            _NOT_ASKED.set(True)  # read back by denial_reason in this same task
-            return "deny"
+            raise NotAllowedError(
+                denial_text(request, asked=False), details={"tools": list(request.tools)}
+            ) from None
         return answer_from_elicitation(result, request)
 
     def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
         asker = CLIENT_ASKER.get()
-        asked = asker is not None and asker.can_ask and not _NOT_ASKED.get()
-        return denial_text(request, asked=asked)
+        return denial_text(request, asked=asker is not None and asker.can_ask)
 
 
 def denial_text(request: ApprovalRequest, *, asked: bool) -> str:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import UnknownToolError
-from sagents.tool._context import SessionContext
+from sagents.tool._call import ToolRequest
 from sagents.tool._spec_provider import SpecProvider
 
 __all__ = ["EmptyProvider"]
@@ -21,15 +18,6 @@ class EmptyProvider(SpecProvider):
         """No tools."""
         return []
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         """Every name is unknown."""
-        return ToolResult.from_exception(UnknownToolError(f"no tool {name!r}"))
+        return ToolResult.from_exception(UnknownToolError(f"no tool {request.name!r}"))

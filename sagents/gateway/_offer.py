@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -37,6 +37,7 @@ from sagents.gateway._policy import Profile, is_offered
 from sagents.progress._hub import ProgressHub
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.script._session import script_callable_specs
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 from sagents.tool._provider import ToolProvider
@@ -172,44 +173,14 @@ class SessionOffer(SpecProvider):
         """What this session's scripts may be offered (see the module docstring)."""
         return ScriptOffer(self)
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         """Run an offered tool (``run_script`` through the script host); refuse any other."""
-        listed = self.get(name)
+        listed = self.get(request.name)
         if listed is None:
-            return _not_offered(name)
-        return await self.run_offered(
-            listed, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
-        )
-
-    async def run_offered(
-        self,
-        listed: ToolSpec,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-        strict: bool = False,
-    ) -> ToolResult:
-        """Run ``listed``, a spec :meth:`get` just returned (the gateway's ``tools/call`` looked
-        it up already: it is not looked up again)."""
-        name = listed.name
-        if name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
-            return await self._run_script_calls(listed).run_tool(
-                name, args, session_context, tool_call_id=tool_call_id, timeout=timeout
-            )
-        return await self.provider.run_tool(
-            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
-        )
+            return _not_offered(request.name)
+        if listed.name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None:
+            return await self._run_script_calls(listed).call(replace(request, strict=False))
+        return await self.provider.call(request)
 
 
 class ScriptOffer(SpecProvider):
@@ -222,17 +193,9 @@ class ScriptOffer(SpecProvider):
         """The session's tools a script may be offered."""
         return script_callable_specs(self.offer.provider_specs())
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's run_tool signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         """Run a script-callable tool of the session; refuse any other."""
+        name = request.name
         spec = next((s for s in self.list_specs() if s.name == name), None)
         if spec is None:
             return _not_offered(name)
@@ -244,10 +207,8 @@ class ScriptOffer(SpecProvider):
                     details={"tool": name},
                 )
             )
-        # the context carries the run's decision (run_script's pre-run check): not decided again
-        return await self.offer.provider.run_tool(
-            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
-        )
+        # the request carries the run's decision (run_script's pre-run check): not decided again
+        return await self.offer.provider.call(request)
 
 
 def _not_offered(name: str) -> ToolResult:

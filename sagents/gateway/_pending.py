@@ -288,7 +288,8 @@ class ConsoleScriptApprover:
             async def ask_client() -> ApprovalAnswer | None:
                 try:
                     return await self._client.approve(request)
-                except NotAllowedError:  # too long for the client's prompt: the console only
+                except NotAllowedError:  # too long for its prompt, or it cannot be asked
+                    # on this connection: the console only
                     return None
 
             client = ask_client

@@ -61,6 +61,7 @@ from sagents.script._session import (
     script_callable_specs,
 )
 from sagents.tool._approval import Approver
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
 from sagents.tool._spec_provider import SpecProvider
@@ -382,21 +383,10 @@ class _SessionTools(SpecProvider):
     def list_specs(self) -> list[ToolSpec]:
         return [] if self.target is None else self.target.list_specs()
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         if self.target is None:
-            return ToolResult.from_error("unknown_tool", f"no tool {name!r} for scripts")
-        result = await self.target.run_tool(
-            name, args, session_context, tool_call_id=tool_call_id, timeout=timeout, strict=strict
-        )
+            return ToolResult.from_error("unknown_tool", f"no tool {request.name!r} for scripts")
+        result = await self.target.call(request)
         return self.redactor.result(result) if self.redactor else result
 
 

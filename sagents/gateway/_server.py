@@ -142,6 +142,7 @@ from sagents.tool._background import (
     handed_off_result,
     task_tools,
 )
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
 from sagents.tool.questions import bind_questioner
@@ -1018,6 +1019,9 @@ class Gateway:
             trusted={PRINCIPAL_KEY: session.identity},  # whose quota it uses (quotas)
             decision=decision,
         )
+        request = ToolRequest(
+            name=name, arguments=arguments, session_context=context, tool_call_id=tool_call_id
+        )
 
         task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
         asker, task_input = (
@@ -1037,9 +1041,7 @@ class Gateway:
                     # A failed call is already its result (ToolManager.run_tool, the one
                     # boundary); a provider that raises broke its contract, and the SDK answers
                     # the request with a JSON-RPC internal error.
-                    result = await session.offer.run_offered(
-                        spec, arguments, context, tool_call_id=tool_call_id
-                    )
+                    result = await session.offer.call(request)
                 # before a background call's store, and the console, keep it
                 return self.redactor.result(result) if self.redactor else result
             finally:

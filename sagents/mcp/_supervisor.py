@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -667,7 +667,9 @@ class MCPSupervisor:
             result: ToolResult | None = None
             started = anyio.current_time()
             with anyio.move_on_after(limit):
-                result = await self._call(connection, tool, arguments or {}, progress_callback)
+                result = await self.call_tool_raising(
+                    server, tool, arguments, progress_callback=progress_callback
+                )
             if result is None and (limit is None or anyio.current_time() - started < limit):
                 # An in-process server's handler runs under our await; closing it lands here.
                 raise UpstreamUnavailableError(
@@ -684,19 +686,24 @@ class MCPSupervisor:
         except SagentsError as error:
             return ToolResult.from_exception(error)
 
-    def call_tool_raising(
+    def _connection_for(self, server: str, tool: str) -> ServerConnection:
+        connection = self._connections.get(server)
+        if connection is None:
+            raise UnknownToolError(
+                f"no MCP server {server!r}", details={"server": server, "tool": tool}
+            )
+        return connection
+
+    async def call_tool_raising(
         self,
         server: str,
         tool: str,
         arguments: dict[str, Any] | None = None,
         *,
         progress_callback: ProgressFnT | None = None,
-    ) -> Coroutine[Any, Any, ToolResult]:
+    ) -> ToolResult:
         """Call ``tool`` on ``server`` as :meth:`call_tool` does, but raise a failure as its
         typed error and apply no timeout: the caller bounds the call.
-
-        Returns the call's coroutine itself, to be awaited (one frame less on every
-        resumption of the call); an unknown server raises at once.
 
         This is the step of ``ToolManager.run_tool``'s call path (an MCP tool's registry
         handler): ``run_tool`` decides the call's timeout (the server's ``call_timeout`` unless
@@ -712,23 +719,7 @@ class MCPSupervisor:
             ToolTimeoutError: the server answered ``-32001`` (request timeout).
         """
         connection = self._connection_for(server, tool)
-        return self._call(connection, tool, arguments or {}, progress_callback)
-
-    def _connection_for(self, server: str, tool: str) -> ServerConnection:
-        connection = self._connections.get(server)
-        if connection is None:
-            raise UnknownToolError(
-                f"no MCP server {server!r}", details={"server": server, "tool": tool}
-            )
-        return connection
-
-    async def _call(
-        self,
-        connection: ServerConnection,
-        tool: str,
-        arguments: dict[str, Any],
-        progress_callback: ProgressFnT | None,
-    ) -> ToolResult:
+        arguments = arguments or {}
         name = connection.name
         redactor = connection.settings.redactor
         if redactor and progress_callback is not None:
@@ -742,8 +733,7 @@ class MCPSupervisor:
                 with track_send() as mark:
                     async with connection.call_scope() as scope:
                         try:
-                            # _tasks_client.call_tool_or_task's two steps, here: one frame less
-                            # on every resumption of the call
+                            # _tasks_client.call_tool_or_task's two steps
                             raw = await session.call_tool(
                                 tool,
                                 arguments,

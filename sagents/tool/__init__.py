@@ -21,9 +21,11 @@ from sagents.tool._approval import (
     denial_reason,
     settle_answer,
 )
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import InjectedArg, SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._middleware import HookDecision, ToolMiddleware
 from sagents.tool._provider import ToolProvider
 from sagents.tool._spec_provider import SpecProvider
 from sagents.tool._tool_proxy import ToolProxy
@@ -53,6 +55,7 @@ __all__ = [
     "DecisionKind",
     "DenyAllApprover",
     "ExplainsDenial",
+    "HookDecision",
     "InjectedArg",
     "LocalTool",
     "SessionContext",
@@ -60,8 +63,10 @@ __all__ = [
     "ToolCall",
     "ToolHandler",
     "ToolManager",
+    "ToolMiddleware",
     "ToolProvider",
     "ToolProxy",
+    "ToolRequest",
     "ToolResult",
     "ToolSpec",
     "approval_needed",

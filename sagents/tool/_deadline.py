@@ -1,15 +1,20 @@
 """Awaiting a tool's coroutine under its timeout, without a timer for calls that never wait.
 
+An optimisation kept because ``bench/bench_tool_dispatch.py`` shows it matters: a timer armed
+and disarmed around every call (an anyio cancel scope, or ``asyncio.timeout``) costs about
+5 µs, more than a whole call of a trivial tool, and takes ``run_tool`` past its goal against
+pydantic-ai's ``FunctionToolset`` (at most 2 ×).
+
 A timeout can only take effect where a coroutine suspends: cancellation is delivered at an
-``await`` that yields to the event loop. A trivial tool (``async def add(a, b)``) never does, so
-for it a cancel scope and a timer, armed and disarmed on every call, cost more than the call
-itself. :func:`await_within` therefore runs the coroutine's first step directly, and arms the
-timeout (``asyncio.timeout_at``, Python docs "Timeouts") only if the coroutine suspends, at the
-deadline counted from before that first step; from there on the call is bounded exactly as
-``anyio.move_on_after`` would bound it (work done before the first wait counts, and a first
-wait after the deadline ends the call at once). On other event loops
-than asyncio (trio), the coroutine runs inside ``anyio.move_on_after`` from its start, because
-a cancel scope cannot be entered under one the coroutine already entered.
+``await`` that yields to the event loop. A trivial tool (``async def add(a, b)``) never does.
+:func:`await_within` therefore runs the coroutine's first step itself (the coroutine protocol,
+PEP 492: ``send``/``throw``), and arms the timeout (``asyncio.timeout_at``, Python docs
+"Timeouts") only if the coroutine suspends, at the deadline counted from before that first
+step; from there on the call is bounded exactly as ``anyio.move_on_after`` would bound it (work
+done before the first wait counts, and a first wait after the deadline ends the call at once).
+On other event loops than asyncio (trio), the coroutine runs inside ``anyio.move_on_after``
+from its start, because a cancel scope cannot be entered under one the coroutine already
+entered. Only public APIs are used.
 
 Two differences, invisible to a well-behaved tool's result: on asyncio the timeout is asyncio's
 own, not an anyio cancel scope, so ``anyio.current_effective_deadline()`` inside the tool does not
@@ -32,15 +37,17 @@ __all__ = ["await_within", "finish_within", "first_step"]
 
 T = TypeVar("T")
 
-
 _NOT_STARTED: Any = object()
 
 
 def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
-    """Run a coroutine's first step here, if it may be run by hand (see the module docstring).
+    """Run a coroutine's first step here, on asyncio (see the module docstring).
+
+    A plain function, not a coroutine: a trivial tool's call then costs no frame of ours
+    (measured by ``bench/bench_tool_dispatch.py``, a trivial tool against pydantic-ai's).
 
     Args:
-        coroutine: What the tool function returned.
+        coroutine: What the tool's handler returned, not started yet.
 
     Returns:
         ``(True, value)`` when the coroutine returned ``value`` without waiting; else
@@ -49,9 +56,12 @@ def first_step(coroutine: Awaitable[T]) -> tuple[bool, Any]:
     Raises:
         Whatever the coroutine raises in its first step.
     """
-    loop = asyncio._get_running_loop()
-    if type(coroutine) is not CoroutineType or loop is None:
-        return False, _NOT_STARTED  # another awaitable, or not asyncio: not started here
+    if type(coroutine) is not CoroutineType:
+        return False, _NOT_STARTED  # another awaitable: awaited under a cancel scope
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio): a cancel scope from the start
+        return False, _NOT_STARTED
     started = loop.time()  # the timeout counts from here, the work before the first wait too
     try:
         return False, _Suspended(coroutine.send(None), started)
@@ -67,16 +77,15 @@ async def finish_within(
 
     Returns:
         ``(True, value)`` when it returned ``value`` in time; ``(False, None)`` when the timeout
-        ended it (cancelled at the ``await`` where it waited), or it returned after the deadline.
+        ended it (cancelled at the ``await`` where it waited), or it returned after the deadline
+        (it caught the cancellation and went on).
 
     Raises:
         Whatever the coroutine raises; the caller's cancellation.
     """
-    if state is _NOT_STARTED:  # the cancel scope from the start
+    if state is _NOT_STARTED:
         with anyio.move_on_after(seconds) as scope:
             value = await coroutine
-        # An answer that came after the deadline (the tool caught the cancellation and went
-        # on) is a timeout too.
         return (False, None) if scope.cancel_called else (True, value)
     assert isinstance(coroutine, CoroutineType)
     assert isinstance(state, _Suspended)
@@ -92,20 +101,13 @@ async def finish_within(
 
 
 async def await_within(coroutine: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
-    """Await ``coroutine``, at most ``seconds`` (:func:`first_step`, then
-    :func:`finish_within`).
+    """Await ``coroutine``, at most ``seconds``: :func:`first_step`, then
+    :func:`finish_within` if it waited.
 
     Args:
-        coroutine: What the tool function returned: a coroutine object not started yet, or
+        coroutine: What the tool's handler returned: a coroutine object not started yet, or
             any other awaitable (awaited in ``anyio.move_on_after``).
         seconds: The timeout in seconds (positive; ``math.inf`` for none).
-
-    Returns:
-        ``(True, value)`` when the coroutine returned ``value``; ``(False, None)`` when the
-        timeout ended it.
-
-    Raises:
-        Whatever the coroutine raises; the caller's cancellation.
     """
     done, state = first_step(coroutine)
     if done:

@@ -1,7 +1,9 @@
 """``ToolProvider``: the interface ``ToolManager`` and ``ToolProxy`` share.
 
 An agent holds a ``ToolProvider`` and need not know whether it is the registry itself or a
-session's whitelisted view of several registries (``ToolProxy``).
+session's whitelisted view of several registries (``ToolProxy``). A call goes down the chain
+through one method, :meth:`ToolProvider.call` with a :class:`~sagents.tool.ToolRequest`
+(:mod:`sagents.tool._call`); ``run_tool`` is the seed API's positional form of it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
+from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 
 __all__ = ["ToolProvider"]
@@ -65,6 +68,10 @@ class ToolProvider(Protocol):
         """
         ...
 
+    async def call(self, request: ToolRequest) -> ToolResult:
+        """Run one call; every failure is an error result, cancellation propagates."""
+        ...
+
     async def run_tool(
         self,
         name: str,
@@ -75,5 +82,5 @@ class ToolProvider(Protocol):
         timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
         strict: bool = False,
     ) -> ToolResult:
-        """Run a tool; every failure is an error result, cancellation propagates."""
+        """``call`` with a ``ToolRequest`` of these values."""
         ...

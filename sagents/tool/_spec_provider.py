@@ -2,9 +2,11 @@
 
 The base of the small providers that wrap another one (a session's filter, the gateway's
 offer, a provider with no tools), in the manner of pydantic-ai's ``AbstractToolset``: a
-subclass says which tools it has (:meth:`SpecProvider.list_specs`) and runs them
-(:meth:`SpecProvider.run_tool`); names, specs and the model exports are derived from the specs,
-with the names and schemas ``ToolManager`` gives the same tools (docs/tools.md).
+subclass says which tools it has (:meth:`SpecProvider.list_specs`) and runs a call
+(:meth:`SpecProvider.call`, given a :class:`~sagents.tool.ToolRequest`); names, specs, the
+model exports and ``run_tool`` are derived, with the names and schemas ``ToolManager`` gives the
+same tools (docs/tools.md). A subclass written before the call seam, which overrides
+``run_tool`` instead of ``call``, still works: its ``run_tool`` is then the call.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import SagentsError, UnknownToolError
-from sagents.tool._context import SessionContext
+from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool.naming import to_exported_name
 
 if TYPE_CHECKING:
@@ -29,25 +30,29 @@ __all__ = ["SpecProvider"]
 logger = logging.getLogger(__name__)
 
 
-class SpecProvider(ABC):
-    """A tool provider defined by :meth:`list_specs` and :meth:`run_tool`."""
+class SpecProvider(CallsTools, ABC):
+    """A tool provider defined by :meth:`list_specs` and :meth:`call`."""
 
     @abstractmethod
     def list_specs(self) -> list[ToolSpec]:
         """The tools this provider holds, in its own order."""
 
-    @abstractmethod
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
-        strict: bool = False,
-    ) -> ToolResult:
-        """Run a tool; every failure is an error result, cancellation propagates."""
+    async def call(self, request: ToolRequest) -> ToolResult:
+        """Run one call; every failure is an error result, cancellation propagates.
+
+        Override this. (A subclass that overrides ``run_tool`` instead, as before the call
+        seam, has its ``run_tool`` called with the request's values.)
+        """
+        if type(self).run_tool is CallsTools.run_tool:
+            raise NotImplementedError(f"{type(self).__name__} must override call(request)")
+        return await self.run_tool(
+            request.name,
+            request.arguments,
+            request.session_context,
+            tool_call_id=request.tool_call_id,
+            timeout=request.timeout,
+            strict=request.strict,
+        )
 
     def _by_name(self) -> dict[str, ToolSpec]:
         return {spec.name: spec for spec in self.list_specs()}

@@ -31,8 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import InvalidArgumentsError, NotAllowedError, UnknownToolError
+from sagents.errors import (
+    InvalidArgumentsError,
+    NotAllowedError,
+    ToolExecutionError,
+    UnknownToolError,
+)
 from sagents.tool._approval import (
+    ApprovalRequest,
     Approver,
     Decision,
     DecisionKind,
@@ -40,7 +46,9 @@ from sagents.tool._approval import (
     settle_answer,
 )
 from sagents.tool._arguments import parse_arguments
+from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
+from sagents.tool._middleware import ToolMiddleware, after_call, before_call
 from sagents.tool._provider import ToolProvider
 
 if TYPE_CHECKING:
@@ -51,7 +59,7 @@ __all__ = ["ToolProxy"]
 logger = logging.getLogger(__name__)
 
 
-class ToolProxy:
+class ToolProxy(CallsTools):
     """A whitelisted, prioritised view of several tool providers.
 
     Args:
@@ -64,6 +72,9 @@ class ToolProxy:
             that decided a call itself does not need it: it passes its
             :class:`~sagents.tool.Decision` in the call's ``SessionContext`` (``decision``),
             which the proxy honours instead of deciding again.
+        middleware: :class:`~sagents.tool.ToolMiddleware` applied to each call, in order,
+            before the session's mode (a middleware's ``ask`` makes the call ask the approver
+            even where the mode would not; docs/tools.md, "Middleware").
     """
 
     def __init__(
@@ -73,12 +84,14 @@ class ToolProxy:
         *,
         approver: Approver | None = None,
         enforce_mode: bool = True,
+        middleware: Sequence[ToolMiddleware] = (),
     ) -> None:
         if isinstance(tool_managers, ToolProvider):
             tool_managers = [tool_managers]
         self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
         self.approver = approver
         self.enforce_mode = enforce_mode
+        self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
         self._session_allowed: dict[str, set[str]] = {}  # session id -> allowed for the session
         self._allowed: set[str] | None = None
         if available_tools is not None:
@@ -211,6 +224,61 @@ class ToolProxy:
                 tools[registered] = exported
         return [tools[name] for name in sorted(tools)]
 
+    async def call(self, request: ToolRequest) -> ToolResult:
+        """Run a visible tool on the provider that holds it (see ``ToolManager.call``).
+
+        A tool no provider holds gives an ``unknown_tool`` result; one outside the whitelist a
+        ``not_allowed`` result. With a session context, its permission mode is applied first
+        (see the module docstring), asking ``request.approver`` or else the proxy's own; a
+        refused or denied call is a ``not_allowed`` result saying why. The request goes on
+        with the registered name and the decision. Cancellation propagates.
+        """
+        middleware = self._middleware
+        asked: str | None = None
+        try:
+            registered, provider = self._locate(request.name)
+            if registered != request.name:
+                request = request.refined(name=registered)
+            if middleware:
+                # Parsed once, depth- and size-safe: the middleware sees, and the provider
+                # runs, this very value (rewritten arguments are validated by the registry).
+                arguments = parse_arguments(registered, request.arguments)
+                request, asked = await before_call(middleware, request.refined(arguments=arguments))
+            context = request.session_context
+            if context is not None and self.enforce_mode:
+                decision = context.decision
+                if decision is None:  # this proxy is the policy step: decide once, here
+                    spec = provider.get_tool_spec(registered)
+                    # Parsed once, depth- and size-safe; the approval shows, and the provider
+                    # runs, this very value (docs/tools.md, "One call").
+                    arguments = parse_arguments(registered, request.arguments)
+                    decision = await self._decide(spec, arguments, context, request, asked)
+                    request = request.refined(
+                        arguments=arguments, session_context=replace(context, decision=decision)
+                    )
+                elif not decision.covers(registered):
+                    raise NotAllowedError(
+                        f"the decision made for this call does not let {registered!r} run",
+                        hint="Call the tool directly; it is then approved on its own.",
+                        details={"name": registered, "decision": decision.kind},
+                    )
+                elif asked is not None:
+                    raise _not_askable(registered, asked)
+            elif asked is not None:
+                raise _not_askable(registered, asked)
+        except (
+            UnknownToolError,
+            NotAllowedError,
+            InvalidArgumentsError,
+            ToolExecutionError,
+        ) as error:
+            return ToolResult.from_exception(error)
+        # The decision travels in the request: a provider further down never decides again.
+        result = await provider.call(request)
+        if middleware:
+            result = await after_call(middleware, request, result)
+        return result
+
     async def run_tool(
         self,
         name: str,
@@ -218,50 +286,26 @@ class ToolProxy:
         session_context: SessionContext | None = None,
         *,
         tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the public API's per-call timeout
+        timeout: float | None = None,  # noqa: ASYNC109 - the seed API's per-call timeout
         strict: bool = False,
         approver: Approver | None = None,
     ) -> ToolResult:
-        """Run a visible tool on the provider that holds it (see ``ToolManager.run_tool``).
-
-        A tool no provider holds gives an ``unknown_tool`` result; one outside the whitelist a
-        ``not_allowed`` result. With a ``session_context``, its permission mode is applied
-        first (see the module docstring); a refused or denied call is a ``not_allowed`` result
-        saying why. Cancellation propagates.
+        """:meth:`call` with a ``ToolRequest`` of these values (the seed API's form).
 
         Args:
-            approver: Asked instead of the proxy's own approver for this call.
+            approver: Asked instead of the proxy's own approver for this call (the request's
+                ``approver``).
         """
-        try:
-            registered, provider = self._locate(name)
-            if session_context is not None and self.enforce_mode:
-                decision = session_context.decision
-                if decision is None:  # this proxy is the policy step: decide once, here
-                    spec = provider.get_tool_spec(registered)
-                    # Parsed once, depth- and size-safe; the approval shows, and the provider
-                    # runs, this very value (docs/tools.md, "One call").
-                    args = parse_arguments(registered, args)
-                    decision = await self._decide(
-                        spec, args, session_context, tool_call_id, approver or self.approver
-                    )
-                    session_context = replace(session_context, decision=decision)
-                elif not decision.covers(registered):
-                    raise NotAllowedError(
-                        f"the decision made for this call does not let {registered!r} run",
-                        hint="Call the tool directly; it is then approved on its own.",
-                        details={"name": registered, "decision": decision.kind},
-                    )
-        except (UnknownToolError, NotAllowedError, InvalidArgumentsError) as error:
-            return ToolResult.from_exception(error)
-        # The decision travels in the context: a provider further down never decides again.
-        return await provider.run_tool(
-            registered,
-            args,
-            session_context,
+        request = ToolRequest(
+            name=name,
+            arguments=args,
+            session_context=session_context,
             tool_call_id=tool_call_id,
             timeout=timeout,
             strict=strict,
+            approver=approver,
         )
+        return await self.call(request)
 
     def allowed_for_session(self, session_id: str) -> frozenset[str]:
         """The tools the user answered ``allow_session`` for in ``session_id``."""
@@ -272,21 +316,38 @@ class ToolProxy:
     async def _decide(
         self,
         spec: ToolSpec,
-        args: Mapping[str, Any],
+        arguments: Mapping[str, Any],
         context: SessionContext,
-        tool_call_id: str | None,
-        approver: Approver | None,
+        call: ToolRequest,
+        asked: str | None = None,
     ) -> Decision:
-        """The decision for this call under the session's mode (asking ``approver`` if the mode
-        says so); raise :class:`NotAllowedError` unless it lets the call run."""
+        """The decision for this call under the session's mode (asking the call's approver, or
+        the proxy's, if the mode says so, or a middleware asked: ``asked`` is its reason); raise
+        :class:`NotAllowedError` unless it lets the call run."""
+        approver = call.approver or self.approver
         request = approval_needed(
             spec,
-            args,
+            arguments,
             mode=context.permission_mode,
             session_id=context.session_id,
-            granted=self._session_allowed.get(context.session_id, ()),
-            tool_call_id=tool_call_id,
+            granted=() if asked is not None else self._session_allowed.get(context.session_id, ()),
+            tool_call_id=call.tool_call_id,
         )
+        if asked is not None:
+            # A middleware wants a person to approve this very call: asked even where the mode
+            # would not ask, once (an "allow for the session" would pass the middleware by).
+            request = replace(
+                request
+                or ApprovalRequest.for_tool_call(
+                    spec.name,
+                    arguments,
+                    permission=spec.permission,
+                    session_id=context.session_id,
+                    tool_call_id=call.tool_call_id,
+                ),
+                description=asked,
+                offered=("allow_once", "deny"),
+            )
         if request is None:
             granted = spec.permission != "read_only" and context.permission_mode != "auto"
             kind: DecisionKind = "approved_session" if granted else "allowed"
@@ -361,6 +422,16 @@ class ToolProxy:
             else:
                 known.add(registered)
         return known
+
+
+def _not_askable(name: str, reason: str) -> NotAllowedError:
+    """A middleware asked for an approval where nobody can be asked any more."""
+    return NotAllowedError(
+        f"{reason}; the call of {name!r} was decided before it reached this proxy's "
+        "middleware (or has no session to ask in), so nobody can be asked",
+        hint="Put middleware that may ask on the ToolProxy that decides the session's calls.",
+        details={"name": name},
+    )
 
 
 def _resolver(api: ModelApi) -> Callable[[ToolProvider, str], str]:

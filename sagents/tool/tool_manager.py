@@ -24,7 +24,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -36,6 +36,7 @@ import anyio.to_thread
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
+    NotAllowedError,
     SagentsError,
     ToolDefinitionError,
     ToolManagerClosedError,
@@ -46,10 +47,12 @@ from sagents.errors import (
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.progress._binding import LazyToolCall, raw_tool_call
 from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
+from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
-from sagents.tool._deadline import finish_within, first_step
+from sagents.tool._deadline import await_within, finish_within, first_step
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._middleware import ToolMiddleware, after_call, before_call
 from sagents.tool._result_conversion import to_tool_result
 from sagents.tool.naming import to_exported_name
 from sagents.tool.tool_base import discovered_tools, get_local_tool
@@ -95,42 +98,88 @@ Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
 CallContextFactory = Callable[[ToolCall], AbstractAsyncContextManager[object]]
 
 
+Start = Callable[[dict[str, Any], SessionContext | None, str | None, str, float], Awaitable[Any]]
+"""How a registered tool begins a call: ``(valid arguments, session context, call id, registered
+name, timeout)`` -> what to await (the tool's value or its ``ToolResult``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Entry:
     spec: ToolSpec
-    handler: ToolHandler
     validator: ArgumentValidator
+    start: Start
     local: LocalTool | None = None
     # Decided once per tool, read on every call:
-    direct: LocalTool | None = None  # an async local tool, called by run_tool itself
-    scalars: ScalarParameters | None = None  # a direct tool of bare scalar parameters only
-    injects: bool = False  # the direct tool takes host-injected values (direct.injected)
-    wrapped: bool = False  # the direct tool's output schema wraps it (direct.output_wrapped)
+    scalars: ScalarParameters | None = None  # an async local tool of bare scalar parameters
+    function: Callable[..., Awaitable[Any]] | None = None  # that tool's function (scalars)
+    wrapped: bool = False  # a local tool's output schema wraps its value (output_wrapped)
     timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
 
 
 @dataclass(frozen=True)
-class _LocalHandler:
-    """Runs a local function and converts what it returns."""
+class _LocalStart:
+    """Begins a call of a local function: the arguments bound, the function called.
+
+    An async function's own coroutine is what the call awaits (no frame of ours around it),
+    and a session context is made only for a tool that injects one: both are measured by
+    ``bench/bench_tool_dispatch.py`` (a trivial tool's call against pydantic-ai's).
+    """
 
     local: LocalTool
+    injects: bool  # bool(local.injected), read once
 
-    async def __call__(self, arguments: dict[str, Any], call: ToolCall) -> ToolResult:
-        if self.local.is_async:
-            # LocalTool.invoke, inlined: one coroutine less per call.
-            value = await self.local.func(**self.local.bind(arguments, call.session_context))
-        else:
-            # A worker thread cannot be interrupted: on timeout or cancellation the call
-            # returns at once and the thread is abandoned (it finishes in the background).
-            kwargs = self.local.bind(arguments, call.session_context)
-            function = functools.partial(self.local.func, **kwargs)
-            value = await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
-        return to_tool_result(
-            value, tool_name=call.tool_name, wrap_result=self.local.output_wrapped
-        )
+    def __call__(
+        self,
+        arguments: dict[str, Any],
+        context: SessionContext | None,
+        tool_call_id: str | None,
+        name: str,
+        limit: float,
+    ) -> Awaitable[Any]:
+        local = self.local
+        if context is None and self.injects:
+            context = SessionContext()
+        # the arguments are valid already: bound as they are when pydantic would not change them
+        kwargs = local.bind_valid(arguments, context)
+        if local.is_async:
+            coroutine: Awaitable[Any] = local.func(**kwargs)
+            return coroutine
+        # A worker thread cannot be interrupted: on timeout or cancellation the call returns
+        # at once and the thread is abandoned (it finishes in the background).
+        function = functools.partial(local.func, **kwargs)
+        return anyio.to_thread.run_sync(function, abandon_on_cancel=True)
 
 
-class ToolManager:
+@dataclass(frozen=True)
+class _HandlerStart:
+    """Begins a call of a registered handler, with the :class:`ToolCall` it sees."""
+
+    handler: ToolHandler
+
+    def __call__(
+        self,
+        arguments: dict[str, Any],
+        context: SessionContext | None,
+        tool_call_id: str | None,
+        name: str,
+        limit: float,
+    ) -> Awaitable[Any]:
+        return self.handler(arguments, _tool_call(context, tool_call_id, name, limit))
+
+
+def _tool_call(
+    context: SessionContext | None, tool_call_id: str | None, name: str, limit: float
+) -> ToolCall:
+    """The call as a handler (or a call context) sees it: the request, resolved."""
+    return ToolCall(
+        tool_name=name,
+        session_context=context or SessionContext(),
+        tool_call_id=tool_call_id or f"call_{os.urandom(16).hex()}",
+        timeout=limit,
+    )
+
+
+class ToolManager(CallsTools):
     """A registry of tools and the call path to run them.
 
     Use as ``async with ToolManager() as tm: ...`` or call :meth:`aclose` when done: it releases
@@ -138,15 +187,25 @@ class ToolManager:
     afterwards registrations raise and calls give ``manager_closed`` error results.
     """
 
-    def __init__(self, *, progress_hub: ProgressHub | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        progress_hub: ProgressHub | None = None,
+        middleware: Sequence[ToolMiddleware] = (),
+    ) -> None:
         """Create an empty registry.
 
         Args:
             progress_hub: Where :func:`~sagents.progress.emit_tool_progress` calls of the tools
                 run here are delivered; the process default hub
                 (:func:`sagents.progress.default_hub`) when None.
+            middleware: :class:`~sagents.tool.ToolMiddleware` applied to every call run here,
+                whoever makes it, in order (docs/tools.md, "Middleware"). The registry asks
+                nobody: a middleware's ``ask`` refuses the call here (put middleware that may
+                ask on the ``ToolProxy`` that decides the session's calls).
         """
         self._progress_hub = progress_hub
+        self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
         self._mcp: MCPRegistry | None = None
         self._entries: dict[str, _Entry] = {}
         self._exported: dict[str, str] = {}  # registered -> exported name
@@ -398,6 +457,19 @@ class ToolManager:
 
     # -- calls --------------------------------------------------------------------------------
 
+    async def call(self, request: ToolRequest) -> ToolResult:
+        """Run one call (see :meth:`run_tool`, which takes the request's values: the registry
+        is where the request ends, resolved into the :class:`~sagents.tool.ToolCall` a handler
+        sees)."""
+        return await self.run_tool(
+            request.name,
+            request.arguments,
+            request.session_context,
+            tool_call_id=request.tool_call_id,
+            timeout=request.timeout,
+            strict=request.strict,
+        )
+
     async def run_tool(
         self,
         name: str,
@@ -411,12 +483,19 @@ class ToolManager:
         """Run one tool call; never raises for a failure of the call (docs/architecture.md,
         "Where errors become results").
 
+        :meth:`call` with a :class:`~sagents.tool.ToolRequest` of these values, written over
+        the values themselves: the registry is the end of the chain, and a direct call that
+        built a request only to take it apart would cost a third of a trivial tool's call
+        (``bench/bench_tool_dispatch.py``, against pydantic-ai's ``FunctionToolset``).
+
         Args:
             name: The registered or the exported name.
             args: The arguments: a mapping, a JSON text of an object, or None.
             session_context: The calling session; a fresh default ``SessionContext`` if None.
+                Its decision (if any) was made in front of the registry: nothing here decides.
             tool_call_id: The model's id of this call (handed to the handler, and the id of
-                its progress events); a fresh ``call_<hex>`` id when None.
+                its progress events); a fresh ``call_<hex>`` id when None, drawn only if
+                something needs one.
             timeout: Seconds before the call gives a ``timeout`` error result; if None, the
                 tool's own ``ToolSpec.timeout`` (an MCP tool: its server's ``call_timeout``),
                 else :data:`DEFAULT_TOOL_TIMEOUT` (see :func:`call_timeout`). A sync tool's
@@ -438,20 +517,26 @@ class ToolManager:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         registered = name
         limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
+        hooked: ToolRequest | None = None  # the call as the middleware left it, if any
         try:
             if self._closed:
                 self._check_open()
             entry = self._entries.get(name) or self._find(name)
             registered = entry.spec.name
             limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
+            if self._middleware:
+                hooked = await self._before(registered, args, session_context, tool_call_id)
+                args = hooked.arguments
             scalars = entry.scalars
-            as_is = False
-            if scalars is not None and type(args) is dict and not strict and scalars.accepts(args):
+            as_is = (
+                scalars is not None and type(args) is dict and not strict and scalars.accepts(args)
+            )
+            if as_is:
                 # Bare scalars of exactly their parameters' types, within the size bound, and
-                # accepted by the compiled schema check: the keyword arguments as they are
-                # (never changed here: the function gets its own dict from the call).
-                as_is = True
-                arguments = args
+                # accepted by the compiled schema check: valid as they are, and the keyword
+                # arguments as they are (measured by bench/bench_tool_dispatch.py; the function
+                # gets its own dict from the call).
+                arguments: dict[str, Any] = args  # type: ignore[assignment]
             else:
                 parsed = parse_arguments(registered, args)
                 if entry.validator.costly(parsed):
@@ -462,80 +547,72 @@ class ToolManager:
                     arguments = entry.validator.validate(
                         registered, parsed, strict=strict, owned=True
                     )
-            local = entry.direct
-            if local is not None and not self._call_contexts:
-                # The common case, called here directly: no ToolCall, no handler frame, the
-                # session context built only for a tool that takes it, progress bound lazily,
-                # the timeout armed only if the coroutine waits (sagents.tool._deadline).
-                hub = self._progress_hub if self._progress_hub is not None else default_hub()
-                session_id = None if session_context is None else session_context.session_id
-                if session_id is None or not hub.listening(session_id):
-                    context = session_context
-                    if context is None and entry.injects:
-                        context = SessionContext()
-                        session_id = context.session_id
-                    kwargs = arguments if as_is else local.bind_valid(arguments, context)
-                    if session_id is None and not tool_call_id and raw_tool_call() is None:
-                        # Nobody can listen to a call of no session and no id, and there is no
-                        # outer call's binding to hide: nothing to bind (docs/progress.md).
-                        pending, token = None, None
+            hub = self._progress_hub if self._progress_hub is not None else default_hub()
+            context = session_context
+            session_id = None if context is None else context.session_id
+            if self._call_contexts or (session_id is not None and hub.listening(session_id)):
+                async with self._bound(hub, _tool_call(context, tool_call_id, registered, limit)):
+                    begun: Awaitable[Any] = entry.start(
+                        arguments, context, tool_call_id, registered, limit
+                    )
+                    finished, result = await await_within(begun, limit)
+            else:
+                # Progress bound lazily (docs/progress.md): a context variable, and nothing at
+                # all for a call nobody can listen to (no session, no id, no outer call), with
+                # the timer armed only once the tool waits (sagents.tool._deadline): a trivial
+                # tool's whole call, measured by bench/bench_tool_dispatch.py.
+                lazy = None
+                if session_id is not None or tool_call_id or raw_tool_call() is not None:
+                    lazy = LazyToolCall(hub, session_id, tool_call_id or None)
+                token = None if lazy is None else lazy.bind()
+                try:
+                    function = entry.function
+                    if as_is and function is not None:
+                        begun = function(**arguments)
                     else:
-                        pending = LazyToolCall(hub, session_id, tool_call_id or None)
-                        token = pending.bind()
-                    try:
-                        coroutine = local.func(**kwargs)
-                        finished, value = first_step(coroutine)
-                        if not finished:
-                            finished, value = await finish_within(coroutine, value, limit)
-                    finally:
-                        if pending is not None and token is not None:
-                            pending.unbind(token)
-                    if finished:
-                        return to_tool_result(
-                            value, tool_name=registered, wrap_result=entry.wrapped
-                        )
-                    raise _timed_out(registered, limit)
-            if as_is:
-                arguments = dict(arguments)  # the handler's own, as validate() returns it
-            context = session_context if session_context is not None else SessionContext()
-            call = ToolCall(
-                tool_name=registered,
-                session_context=context,
-                tool_call_id=tool_call_id if tool_call_id else f"call_{os.urandom(16).hex()}",
-                timeout=limit,
-            )
-            async with self._around(call):
-                # As for the direct call: the timer is armed only once the handler waits.
-                coroutine = entry.handler(arguments, call)
-                finished, result = first_step(coroutine)
-                if not finished:
-                    finished, result = await finish_within(coroutine, result, limit)
-            if finished:
-                return (
-                    result
-                    if isinstance(result, ToolResult)
-                    else to_tool_result(result, tool_name=registered)
-                )
-            raise _timed_out(registered, limit)
+                        begun = entry.start(arguments, context, tool_call_id, registered, limit)
+                    finished, result = first_step(begun)
+                    if not finished:
+                        finished, result = await finish_within(begun, result, limit)
+                finally:
+                    if lazy is not None and token is not None:
+                        lazy.unbind(token)
+            if not finished:
+                raise _timed_out(registered, limit)
+            outcome = to_tool_result(result, tool_name=registered, wrap_result=entry.wrapped)
         except anyio.get_cancelled_exc_class() as error:
             if _cancellation_requested():
                 raise  # the caller (or an enclosing scope) is being cancelled: propagate
-            return _error_result(error, registered)
+            outcome = _error_result(error, registered)
         except (Exception, SystemExit) as error:  # noqa: BLE001 - the one exception->result boundary
-            return _error_result(error, registered)
+            outcome = _error_result(error, registered)
+        if hooked is not None:
+            outcome = await after_call(self._middleware, hooked, outcome)
+        return outcome
 
-    def _around(self, call: ToolCall) -> AbstractAsyncContextManager[object]:
-        """What a call runs inside: its progress binding, then the added call contexts.
-
-        Progress is bound lazily: a call that nobody listens to, with no call contexts, costs
-        a context variable (:class:`~sagents.progress._binding.LazyToolCall`) instead of a task
-        group, hub tracking and a ``closed`` event.
-        """
-        hub = self.progress_hub
-        session_id = call.session_context.session_id
-        if not self._call_contexts and not hub.listening(session_id):
-            return LazyToolCall(hub, session_id, call.tool_call_id)
-        return self._bound(hub, call)
+    async def _before(
+        self,
+        registered: str,
+        args: Mapping[str, Any] | str | None,
+        session_context: SessionContext | None,
+        tool_call_id: str | None,
+    ) -> ToolRequest:
+        """The call after this registry's middleware (the arguments parsed, maybe rewritten);
+        raise when one refused it or asked (nobody can be asked here)."""
+        request = ToolRequest(
+            registered,
+            parse_arguments(registered, args),
+            session_context,
+            tool_call_id=tool_call_id,
+        )
+        request, asked = await before_call(self._middleware, request)
+        if asked is not None:
+            raise NotAllowedError(
+                f"{asked}; a ToolManager asks nobody, so the call of {registered!r} is refused",
+                hint="Put middleware that may ask on the ToolProxy that decides the calls.",
+                details={"name": registered},
+            )
+        return request
 
     @contextlib.asynccontextmanager
     async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:
@@ -932,8 +1009,8 @@ def _make_entry(tool: Registrable) -> _Entry:
         spec, handler = tool
         return _Entry(
             spec=spec,
-            handler=handler,
             validator=_validator(spec, check=True),
+            start=_HandlerStart(handler),
             timeout=call_timeout(None, spec),
         )
     if isinstance(tool, LocalTool):
@@ -949,12 +1026,11 @@ def _make_entry(tool: Registrable) -> _Entry:
     validator = _validator(local.spec, check=False)  # pydantic made it: valid by construction
     return _Entry(
         spec=local.spec,
-        handler=_LocalHandler(local),
         validator=validator,
+        start=_LocalStart(local, bool(local.injected)),
         local=local,
-        direct=local if local.is_async else None,
         scalars=ScalarParameters(kinds, validator) if kinds is not None else None,
-        injects=bool(local.injected),
+        function=local.func if kinds is not None else None,
         wrapped=local.output_wrapped,
         timeout=call_timeout(None, local.spec),
     )

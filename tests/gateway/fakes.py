@@ -12,6 +12,7 @@ from sagents.core._permissions import PermissionClass, ToolAnnotations
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
 from sagents.gateway._seams import MemoryProgressSource
+from sagents.tool import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._spec_provider import SpecProvider
 
@@ -80,16 +81,9 @@ class FakeProvider(SpecProvider):
             _spec("local_echo", "write", server=None),
         ]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
+        name, args, session_context = request.name, request.arguments, request.session_context
+        tool_call_id = request.tool_call_id
         arguments = dict(args) if isinstance(args, Mapping) else {}
         self.calls.append((name, arguments, session_context))
         if name == "fleet__slow":

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import anyio
 import mcp_types as mt
@@ -16,9 +15,8 @@ from sagents.core._result import EmbeddedResource, ResourceLink, ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import SkillNotFoundError, UpstreamUnavailableError
 from sagents.gateway import ClientScriptApprover, Gateway, Profile, ProxyProvider
-from sagents.tool import ToolManager, ToolProxy
+from sagents.tool import ToolManager, ToolProxy, ToolRequest
 from sagents.tool._approval import ApprovalRequest
-from sagents.tool._context import SessionContext
 from sagents.tool.tool_base import tool
 from tests.gateway.fakes import FakeProvider
 
@@ -31,33 +29,15 @@ class ScriptProvider(FakeProvider):
     def list_specs(self) -> list[ToolSpec]:
         return [ToolSpec(name="run_script", permission="read_only")]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
-        request = ApprovalRequest.for_script(
+    async def call(self, request: ToolRequest) -> ToolResult:
+        asked = ApprovalRequest.for_script(
             ("fleet__configure",), "print(1)", description="configure all"
         )
-        return ToolResult.from_text(await ClientScriptApprover().approve(request))
+        return ToolResult.from_text(await ClientScriptApprover().approve(asked))
 
 
 class RaisingProvider(FakeProvider):
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         raise UpstreamUnavailableError("the fleet server died", details={"server": "fleet"})
 
 

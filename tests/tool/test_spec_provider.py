@@ -1,5 +1,6 @@
-"""``SpecProvider``: a provider from ``list_specs`` and ``run_tool`` is a whole ``ToolProvider``,
-named and exported the way ``ToolManager`` names and exports the same tools."""
+"""``SpecProvider``: a provider from ``list_specs`` and ``call`` is a whole ``ToolProvider``,
+named and exported the way ``ToolManager`` names and exports the same tools; one written before
+the call seam (``run_tool`` overridden instead) still works."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import pytest
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import UnknownToolError
-from sagents.tool import SessionContext, SpecProvider, ToolManager, ToolProvider, ToolProxy
+from sagents.tool import (
+    SessionContext,
+    SpecProvider,
+    ToolManager,
+    ToolProvider,
+    ToolProxy,
+    ToolRequest,
+)
 from sagents.tool.tool_base import tool
 
 
@@ -22,6 +30,19 @@ async def status(sn: str, verbose: bool = False) -> dict[str, str]:
 
 class Wrapper(SpecProvider):
     """Serves a manager's tools through the two methods only."""
+
+    def __init__(self, manager: ToolManager) -> None:
+        self.manager = manager
+
+    def list_specs(self) -> list[ToolSpec]:
+        return self.manager.list_specs()
+
+    async def call(self, request: ToolRequest) -> ToolResult:
+        return await self.manager.call(request)
+
+
+class LegacyWrapper(SpecProvider):
+    """Overrides ``run_tool``, as a wrapper written before the call seam did."""
 
     def __init__(self, manager: ToolManager) -> None:
         self.manager = manager
@@ -79,3 +100,22 @@ async def test_a_tool_proxy_over_a_spec_provider_calls_through_it_by_exported_na
     exported = proxy.get_openai_tools()[0]["function"]["name"]
     result = await proxy.run_tool(exported, {"sn": "A1"})
     assert result.structured == {"sn": "A1"}
+
+
+@pytest.mark.anyio
+async def test_a_wrapper_written_before_the_call_seam_is_called_through_its_run_tool() -> None:
+    wrapper = LegacyWrapper(_manager())
+    proxy = ToolProxy(wrapper)
+    result = await proxy.call(ToolRequest(name="fleet.status", arguments={"sn": "B2"}))
+    assert result.structured == {"sn": "B2"}
+
+
+class Nothing(SpecProvider):
+    def list_specs(self) -> list[ToolSpec]:
+        return []
+
+
+@pytest.mark.anyio
+async def test_a_spec_provider_that_runs_nothing_says_which_method_to_write() -> None:
+    with pytest.raises(NotImplementedError, match=r"Nothing must override call\(request\)"):
+        await Nothing().run_tool("x")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -27,7 +27,7 @@ from sagents.gateway import Gateway
 from sagents.gateway._approval import CLIENT_ASKER
 from sagents.gateway._sources import SkillResources
 from sagents.skill import SkillManager
-from sagents.tool._context import SessionContext
+from sagents.tool import ToolRequest
 from sagents.tool._spec_provider import SpecProvider
 from tests.gateway.fakes import _spec
 
@@ -49,16 +49,8 @@ class Provider(SpecProvider):
             _spec("ask_twice", "write", server=None),
         ]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
+        name = request.name
         if name == "slow":
             self.started = True
             await self.release.wait()

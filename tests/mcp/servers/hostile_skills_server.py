@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -26,7 +25,7 @@ from sagents.core._spec import ToolSpec
 from sagents.errors import SkillNotFoundError
 from sagents.gateway import Gateway
 from sagents.mcp._ext_types import ListSkillsResult, SkillEntry, SkillFile
-from sagents.tool._context import SessionContext
+from sagents.tool import ToolRequest
 from sagents.tool._spec_provider import SpecProvider
 from tests.gateway.fakes import _spec
 
@@ -121,16 +120,7 @@ class Provider(SpecProvider):
     def list_specs(self) -> list[ToolSpec]:
         return [_spec("seen", "read_only", server=None)]
 
-    async def run_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | str | None = None,
-        session_context: SessionContext | None = None,
-        *,
-        tool_call_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the provider seam's signature
-        strict: bool = False,
-    ) -> ToolResult:
+    async def call(self, request: ToolRequest) -> ToolResult:
         return ToolResult.from_structured({"methods": self.methods})
 
 
