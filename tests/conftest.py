@@ -21,6 +21,7 @@ from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, pos
 
 SLOW = frozenset(
     {
+        "tests/agent/test_traces.py",
         "tests/gateway/console/test_console_browser.py",
         "tests/test_readme.py",
         "tests/cli/test_demo_cli.py",

@@ -101,9 +101,11 @@ from sagents.agent._suggestion import (
     expansion_result,
     request_query,
 )
+from sagents.agent._tracing import agent_span, end_model_span, model_span
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
+from sagents.core._tracing import end_tool_span, tool_span
 from sagents.errors import (
     ContextLengthError,
     ModelError,
@@ -702,7 +704,8 @@ class SAgent:
                             for queue in run.queues:
                                 tg.start_soon(forward_events, run, queue)
                             try:
-                                reason = await self._turns(run)
+                                with agent_span(self.model, state.session_id):
+                                    reason = await self._turns(run)
                             except SagentsError as failure:  # the model endpoint failed
                                 reason, error = "error", failure.to_dict()
                             except Exception as failure:  # a bug: a clear error, not a raise
@@ -840,17 +843,19 @@ class SAgent:
             output=None if self._output is None else self._output.schema,
         )
         finish: Finish | None = None
-        stream = self.model.stream(call)
-        try:
-            async for item in stream:
-                if isinstance(item, TextDelta):
-                    await run.emit(MessageDeltaEvent(delta=item.text))
-                elif isinstance(item, ReasoningDelta):
-                    await run.emit(ReasoningDeltaEvent(delta=item.text))
-                elif isinstance(item, Finish):
-                    finish = item
-        finally:
-            await close_stream(stream)
+        with model_span(self.model) as current:
+            stream = self.model.stream(call)
+            try:
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        await run.emit(MessageDeltaEvent(delta=item.text))
+                    elif isinstance(item, ReasoningDelta):
+                        await run.emit(ReasoningDeltaEvent(delta=item.text))
+                    elif isinstance(item, Finish):
+                        finish = item
+                        end_model_span(current, item.response)
+            finally:
+                await close_stream(stream)
         if finish is None:
             raise ModelError(
                 f"the model {self.model.model!r} ended its answer without a finish",
@@ -1094,22 +1099,30 @@ class SAgent:
                     "unknown_tool", f"no tool named {name!r}", hint=error.hint
                 )
             return ToolResult.from_exception(error)
+        with tool_span(name, call_id=call.id, arguments=arguments) as current:
+            result = await self._call(run, call, context, decision)
+            end_tool_span(current, result.error.code if result.error else "ok", result.text)
+        return result
+
+    async def _call(
+        self, run: ActiveRun, call: ToolCall, context: SessionContext, decision: Decision | None
+    ) -> ToolResult:
         # A failed call is already its result (ToolManager.run_tool, the one boundary).
-        if name in run.extra_names:
+        if call.name in run.extra_names:
             return await run.extras.run_tool(
-                name, arguments, context, tool_call_id=call.id, timeout=self.tool_timeout
+                call.name, call.arguments, context, tool_call_id=call.id, timeout=self.tool_timeout
             )
         if decision is not None:  # decided here: the proxy honours it and never asks
             context = dataclasses.replace(context, decision=decision)
         request = ToolRequest(
-            name=name,
-            arguments=arguments,
+            name=call.name,
+            arguments=call.arguments,
             session_context=context,
             tool_call_id=call.id,
             timeout=self.tool_timeout,
             approver=EventApprover(run) if run.approver is not None else None,
         )
-        return await state.tool_manager.call(request)
+        return await run.session.tool_manager.call(request)
 
     def _content(self, result: ToolResult) -> str:
         return result.to_tool_message(max_tokens=self.max_tool_result_tokens)

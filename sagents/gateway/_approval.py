@@ -18,6 +18,7 @@ decision").
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -134,6 +135,9 @@ class ClientAsker:
         self._ctx = ctx
         self.timeout_s = timeout_s
         """Seconds an answer is waited for (``approvals.timeoutSec``); then it is a cancel."""
+        self.on_answer: Callable[[ApprovalAnswer], None] | None = None
+        """Told the answer of each approval asked through :meth:`approval` (the gateway's
+        ``sagents_approvals_answered_total``)."""
 
     @property
     def identity(self) -> str:
@@ -172,6 +176,19 @@ class ClientAsker:
                 logger.info("elicitation failed: %s", error)
         return mt.ElicitResult(action="cancel")
 
+    async def approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask for ``request``'s approval (:func:`approval_form`) and read the answer (no
+        answer in time is ``deny``).
+
+        Raises:
+            NoBackChannelError: the connection cannot carry the request.
+        """
+        message, schema = approval_form(request)
+        answer = answer_from_elicitation(await self.choose(message, schema), request)
+        if self.on_answer is not None:
+            self.on_answer(answer)
+        return answer
+
 
 CLIENT_ASKER: ContextVar[ClientAsker | None] = ContextVar("sagents_client_asker", default=None)
 """The :class:`ClientAsker` of the gateway call running in this context, or None."""
@@ -189,8 +206,7 @@ class ElicitationApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Send the elicitation and map the answer (no answer in time counts as ``deny``)."""
-        message, schema = approval_form(request)
-        return answer_from_elicitation(await self._asker.choose(message, schema), request)
+        return await self._asker.approval(request)
 
 
 class ClientScriptApprover:
@@ -208,14 +224,12 @@ class ClientScriptApprover:
         asker = CLIENT_ASKER.get()
         if asker is None or not asker.can_ask:
             return "deny"
-        message, schema = approval_form(request)
         try:
-            result = await asker.choose(message, schema)
+            return await asker.approval(request)
         except NoBackChannelError:
             raise NotAllowedError(
                 denial_text(request, asked=False), details={"tools": list(request.tools)}
             ) from None
-        return answer_from_elicitation(result, request)
 
     def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""

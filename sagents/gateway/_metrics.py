@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from sagents.errors import UnknownToolError
+from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError, UnknownToolError
 from sagents.gateway._convert import ERROR_META_KEY
 from sagents.gateway._web_auth import WebAuth
 from sagents.mcp._status import ServerState, ServerStatus
@@ -39,6 +39,9 @@ _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 _SERVER_STATES: tuple[ServerState, ...] = ("connecting", "ready", "failed", "restarting", "closed")
 
 _TASK_STATUSES = ("running", "ok", "error", "cancelled")
+_STORE_CODES = frozenset((StoreError.code, StoreUnavailableError.code, StoreSchemaError.code))
+AUDIT_NOT_WRITTEN = "audit_not_written"
+"""The ``code`` of ``sagents_store_errors_total`` for a run answered without its audit row."""
 SCRIPT_TOOL = "run_script"
 
 _Result = TypeVar("_Result")
@@ -96,6 +99,14 @@ class GatewayMetrics:
             "Tool calls made by the scripts of answered run_script runs.",
             registry=self.registry,
         )
+        self.store_errors = Counter(
+            "sagents_store_errors",
+            "Store failures met while answering tools/call, by code (store_unavailable, "
+            "store_error, store_schema_mismatch; audit_not_written: a run_script run answered "
+            "without its audit row).",
+            ("code",),
+            registry=self.registry,
+        )
         self.config_reloads = Counter(
             "sagents_config_reloads",
             "Config file reloads (SIGHUP, --watch), by outcome: applied or refused.",
@@ -135,6 +146,8 @@ class GatewayMetrics:
             outcome = outcome_of(result)
             name = UNKNOWN_TOOL if outcome == UnknownToolError.code else tool
             self.tool_calls.labels(name, outcome).inc()
+            if outcome in _STORE_CODES:
+                self.store_errors.labels(outcome).inc()
             if name == SCRIPT_TOOL:
                 self._count_script(result, outcome)
         return result
@@ -145,9 +158,13 @@ class GatewayMetrics:
         counted when it is answered here."""
         self.script_runs.labels(outcome).inc()
         summary = result.structured_content
-        calls = summary.get("calls") if isinstance(summary, dict) else None
+        if not isinstance(summary, dict):
+            return
+        calls = summary.get("calls")
         if isinstance(calls, int) and calls > 0:
             self.script_calls.inc(calls)
+        if summary.get("audit") == "missing":  # docs/run_script.md, "Records and audit"
+            self.store_errors.labels(AUDIT_NOT_WRITTEN).inc()
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""

@@ -65,6 +65,7 @@ from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
+from sagents.core._tracing import capture_content, end_tool_span, tool_span
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
@@ -320,6 +321,8 @@ class Gateway:
             pending if pending is not None else PendingApprovals(timeout_s=approval_timeout_s)
         )
         """Approvals waiting for the web console (docs/console.md)."""
+        self.elicited: dict[str, int] = {}
+        """Approvals asked of the MCP client alone (elicitation) that ended, by answer."""
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
         self._tasks = GatewayTasks(task_store)
         from sagents.gateway._metrics import GatewayMetrics  # prometheus-client when served
@@ -330,7 +333,7 @@ class Gateway:
         )
         """This gateway's Prometheus metrics (docs/observability.md)."""
         self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
-        self.metrics.approvals_answered = lambda: self.pending.answered
+        self.metrics.approvals_answered = self._approvals_answered
         self._approval_states = ApprovalStates(ttl_s=approval_timeout_s)
         self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
         self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
@@ -400,7 +403,24 @@ class Gateway:
 
     def _client_asker(self, ctx: ServerRequestContext[Any, Any]) -> ClientAsker:
         """Asks the client of ``ctx``, waiting at most ``approval_timeout_s``."""
-        return ClientAsker(ctx, timeout_s=self.approval_timeout_s)
+        return self._counting(ClientAsker(ctx, timeout_s=self.approval_timeout_s))
+
+    def _counting(self, asker: ClientAsker) -> ClientAsker:
+        """``asker`` counting the approvals its client answers, when the client alone is asked
+        (with ``both``, the console's queue counts the answer that wins)."""
+        if self.approvals == "elicitation" and self.approver is None:
+            asker.on_answer = self._elicitation_answered
+        return asker
+
+    def _elicitation_answered(self, answer: ApprovalAnswer) -> None:
+        self.elicited[answer] = self.elicited.get(answer, 0) + 1
+
+    def _approvals_answered(self) -> dict[str, int]:
+        """Approvals answered in the console and through elicitation, by answer."""
+        counts = dict(self.pending.answered)
+        for answer, count in self.elicited.items():
+            counts[answer] = counts.get(answer, 0) + count
+        return counts
 
     def use_store(self, store: GatewayStore) -> None:
         """Keep background calls and approvals in ``store`` (before entering the gateway).
@@ -711,9 +731,24 @@ class Gateway:
                 return None
             return spec.source.server if spec is not None else None
 
-        return await self.metrics.counting(
-            self._on_call_tool(ctx, params), tool=params.name, server=server
-        )
+        # the span is a child of the MCP SDK's server span ("tools/call NAME"), itself a child
+        # of the client's traceparent when one came (docs/observability.md, "Traces")
+        with tool_span(params.name, arguments=params.arguments) as current:
+            result = await self.metrics.counting(
+                self._on_call_tool(ctx, params), tool=params.name, server=server
+            )
+            if current is not None and isinstance(result, mt.CallToolResult):
+                from sagents.gateway._metrics import outcome_of
+
+                current.set_attribute("sagents.server", server() or "")
+                content = None
+                if capture_content():
+                    content = result.structured_content or [
+                        item.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for item in result.content
+                    ]
+                end_tool_span(current, outcome_of(result), content)
+        return result
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
@@ -922,7 +957,9 @@ class Gateway:
                     params.request_state
                 ):
                     raise NotAllowedError(ABORTED_WAITING, details={"reason": RESTART_REASON})
-                return answer_from_elicitation(response, request)
+                answer = answer_from_elicitation(response, request)
+                self._elicitation_answered(answer)
+                return answer
             issued = json.loads(await self._approvals.issue(owner, tool, arguments))
             state = json.dumps({**issued, "replica": self.replica_id, "boot": self._boot})
             message, schema = approval_form(request)
@@ -1029,6 +1066,7 @@ class Gateway:
             if task_request is not None
             else (self._client_asker(ctx), None)
         )
+        self._counting(asker)
 
         server = spec.source.server or name
 

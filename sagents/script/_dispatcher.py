@@ -26,6 +26,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.core._result import ToolResult
+from sagents.core._tracing import end_tool_span, tool_span, tracing
 from sagents.script import _protocol as p
 from sagents.script._policy import ScriptPlan
 from sagents.script._records import CallRecord, summarize
@@ -36,6 +37,7 @@ __all__ = [
     "HOLD_MAX_BYTES",
     "HOLD_MAX_S",
     "HOLD_QUEUED_PER_WORKER",
+    "MAX_TRACED_CALLS",
     "OTHER_TOOLS_KEY",
     "QUEUE_PER_WORKER",
     "REPLY_BACKLOG_BYTES",
@@ -45,6 +47,9 @@ __all__ = [
     "result_payload",
 ]
 
+MAX_TRACED_CALLS = 100
+"""Calls of one run that get a span each (docs/observability.md, "Traces"): a script of
+thousands of calls gives its run span their counts, not thousands of spans."""
 OTHER_TOOLS_KEY = "<other>"
 """The ``calls_per_tool`` key counting calls of names neither callable nor refused by the plan:
 a script cannot grow the counters (or run.json, the audit entry, ``--json``) with made-up names."""
@@ -159,6 +164,7 @@ class ScriptDispatcher:
         self._peer_gone = False
         self._calls = 0
         self._failed = 0
+        self._traced = 0
         self._per_tool: Counter[str] = Counter()
         self._limit_recorded = False
         self._progress: tuple[float | None, float | None, str | None] = (None, None, None)
@@ -446,6 +452,19 @@ class ScriptDispatcher:
                 await self._run_call(transport, request)
 
     async def _run_call(self, transport: ScriptTransport, request: p.CallRequest) -> None:
+        if self._traced < MAX_TRACED_CALLS and tracing():
+            # the first calls of a run get a span each, the rest only their run's counts
+            self._traced += 1
+            attributes = {"sagents.script.call": request.id}
+            with tool_span(request.tool, arguments=request.args, attributes=attributes) as current:
+                result = await self._call_and_reply(transport, request)
+                end_tool_span(current, result.error.code if result.error else "ok", result.text)
+        else:
+            await self._call_and_reply(transport, request)
+
+    async def _call_and_reply(
+        self, transport: ScriptTransport, request: p.CallRequest
+    ) -> ToolResult:
         ts, started = time.time(), time.monotonic()
         try:
             result = await self._call_tool(request.tool, request.args)
@@ -483,3 +502,4 @@ class ScriptDispatcher:
         self._in_flight.discard(request.id)
         self._changed()
         await self._reply(transport, line)
+        return result

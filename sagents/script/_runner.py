@@ -25,12 +25,14 @@ from typing import Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream, TaskGroup
+from opentelemetry.trace import StatusCode
 
 from sagents.audit._store import AuditEntry, AuditStore
 from sagents.core._lifespan import Lifespan
 from sagents.core._limits import ScriptLimits
 from sagents.core._permissions import PermissionMode
 from sagents.core._spec import ToolSpec
+from sagents.core._tracing import span
 from sagents.errors import (
     NotAllowedError,
     PreflightError,
@@ -42,7 +44,7 @@ from sagents.errors import (
 )
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._types import SandboxParams
-from sagents.script._dispatcher import CallTool, ScriptDispatcher
+from sagents.script._dispatcher import MAX_TRACED_CALLS, CallTool, ScriptDispatcher
 from sagents.script._launcher import Launcher, LaunchSpec, ScriptProcess
 from sagents.script._output import OutputCapture, RunSummary, format_model_text
 from sagents.script._policy import ScriptPlan, plan_script
@@ -88,6 +90,10 @@ class _Run:
     exit_code: int | None = None
     note: str | None = None
     started: float = field(default_factory=time.monotonic)
+
+
+RUN_SPAN = "sagents.run_script"
+"""The span of one run_script run (docs/observability.md, "Traces")."""
 
 
 class ScriptRunner(Lifespan):
@@ -181,6 +187,23 @@ class ScriptRunner(Lifespan):
         return await handle.wait()
 
     async def _run_handle(self, handle: ScriptHandle) -> None:
+        # one span per run, the parent of its calls' spans (docs/observability.md, "Traces")
+        with span(RUN_SPAN, {"sagents.script.id": handle.script_id}) as current:
+            result = await self._run_traced(handle)
+            if current is not None and result is not None:
+                current.set_attributes(
+                    {
+                        "sagents.script.status": result.status,
+                        "sagents.script.calls": result.calls,
+                        "sagents.script.failures": result.failed,
+                        "sagents.script.traced_calls": min(result.calls, MAX_TRACED_CALLS),
+                    }
+                )
+                if result.status != "ok":
+                    current.set_attribute("error.type", result.error_code or result.status)
+                    current.set_status(StatusCode.ERROR)
+
+    async def _run_traced(self, handle: ScriptHandle) -> ScriptRunResult | None:
         ended: list[ScriptRecords] = []
         result = None
         failure: Exception | None = None
@@ -207,6 +230,7 @@ class ScriptRunner(Lifespan):
                         await anyio.to_thread.run_sync(
                             records.sync_and_close, abandon_on_cancel=True
                         )
+        return result
 
     def _progress(
         self,

@@ -41,47 +41,54 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, ready: anyio.Event, seen: 
 
 
 @asynccontextmanager
-async def _worker(env: dict[str, str]) -> AsyncIterator[tuple[str, anyio.abc.Process]]:
-    """One uvicorn process serving the example on a socket this test bound (no port race);
-    its base URL once it is ready."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(128)
-    port = int(listener.getsockname()[1])
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--app-dir",
-        str(APP_DIR),
-        "app:app",
-        "--fd",
-        str(listener.fileno()),
-        "--no-access-log",
-    ]
-    with listener:
-        process = await anyio.open_process(
-            command, env=env, stdout=None, stderr=-1, pass_fds=(listener.fileno(),)
-        )
-    ready, seen = anyio.Event(), list[str]()
+async def _workers(
+    env: dict[str, str], count: int = 1
+) -> AsyncIterator[list[tuple[str, anyio.abc.Process]]]:
+    """``count`` uvicorn processes serving the example, each on a socket this test bound (no
+    port race), started together; their base URLs once every one is ready."""
+    started: list[tuple[int, anyio.abc.Process, anyio.Event, list[str]]] = []
     try:
         async with anyio.create_task_group() as tg:
-            assert process.stderr is not None
-            tg.start_soon(_drain, process.stderr, ready, seen)
+            for _ in range(count):
+                listener = socket.socket()
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(128)
+                port = int(listener.getsockname()[1])
+                command = [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "--app-dir",
+                    str(APP_DIR),
+                    "app:app",
+                    "--fd",
+                    str(listener.fileno()),
+                    "--no-access-log",
+                ]
+                with listener:
+                    process = await anyio.open_process(
+                        command, env=env, stdout=None, stderr=-1, pass_fds=(listener.fileno(),)
+                    )
+                ready, seen = anyio.Event(), list[str]()
+                started.append((port, process, ready, seen))
+                assert process.stderr is not None
+                tg.start_soon(_drain, process.stderr, ready, seen)
+            for _port, _process, ready, seen in started:
+                try:
+                    with anyio.fail_after(START_TIMEOUT_S):
+                        await ready.wait()
+                except TimeoutError:
+                    raise AssertionError("a worker did not start:\n" + "\n".join(seen)) from None
             try:
-                with anyio.fail_after(START_TIMEOUT_S):
-                    await ready.wait()
-            except TimeoutError:
-                raise AssertionError("the worker did not start:\n" + "\n".join(seen)) from None
-            try:
-                yield f"http://127.0.0.1:{port}", process
+                yield [(f"http://127.0.0.1:{port}", process) for port, process, _, _ in started]
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-        with anyio.CancelScope(shield=True):
-            await process.wait()
+        for _port, process, _ready, _seen in started:
+            if process.returncode is None:
+                process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
 
 
 def _env(tmp_path: Path, model: ScriptedModel, store_url: str | None) -> dict[str, str]:
@@ -124,8 +131,7 @@ async def test_a_run_paused_by_one_worker_is_resumed_by_the_other_exactly_once(
     async with ScriptedModel(SCRIPT) as model:
         env = _env(tmp_path, model, store_url)
         async with (
-            _worker(env) as (first, _),
-            _worker(env) as (second, _),
+            _workers(env, 2) as [(first, _), (second, _)],  # started together
             httpx2.AsyncClient(timeout=REQUEST_TIMEOUT_S) as client,
         ):
             pids = {(await client.get(f"{url}/worker")).json()["pid"] for url in (first, second)}
@@ -170,7 +176,7 @@ async def test_a_run_paused_by_a_worker_that_was_sigkilled_is_resumed_by_another
     async with ScriptedModel(SCRIPT) as model:
         env = _env(tmp_path, model, None)
         async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT_S) as client:
-            async with _worker(env) as (first, process):
+            async with _workers(env) as [(first, process)]:
                 paused = (
                     await _post(client, f"{first}/chat", {"session_id": "s1", "message": "m"})
                 ).json()
@@ -178,7 +184,7 @@ async def test_a_run_paused_by_a_worker_that_was_sigkilled_is_resumed_by_another
                 process.send_signal(signal.SIGKILL)
                 with anyio.fail_after(START_TIMEOUT_S):
                     assert await process.wait() == -signal.SIGKILL
-            async with _worker(env) as (second, _):
+            async with _workers(env) as [(second, _)]:
                 done = await _post(
                     client,
                     f"{second}/resume",

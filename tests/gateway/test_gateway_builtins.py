@@ -45,7 +45,8 @@ def page_url() -> Iterator[str]:
             self.wfile.write(body)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # shutdown() returns at the loop's next poll (0.5 s by default)
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     finally:

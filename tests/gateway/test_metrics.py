@@ -13,11 +13,14 @@ import httpx2
 import mcp_types as mt
 import pytest
 from mcp import Client
+from mcp.client.session import ClientRequestContext
 from prometheus_client.parser import text_string_to_metric_families
 
+from sagents.errors import StoreUnavailableError
 from sagents.gateway import Gateway
+from sagents.gateway._convert import ERROR_META_KEY
 from sagents.gateway._factory import open_gateway
-from sagents.gateway._metrics import GatewayMetrics, outcome_of
+from sagents.gateway._metrics import AUDIT_NOT_WRITTEN, GatewayMetrics, outcome_of
 from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
 from sagents.gateway._pending import PendingApproval
 from sagents.gateway._reload import ConfigReloader
@@ -253,3 +256,49 @@ async def test_approvals_pending_and_answered_are_counted() -> None:
     assert sample(during, "sagents_approvals_answered_total", answer="allow_once") == 0
     assert sample(after, "sagents_approvals_pending") == 0
     assert sample(after, "sagents_approvals_answered_total", answer="allow_once") == 1
+
+
+async def test_store_errors_are_counted_from_answers_and_runs_without_their_audit_row() -> None:
+    metrics = GatewayMetrics(sessions_open=lambda: 0, approvals_pending=lambda: 0)
+    refused = StoreUnavailableError("the database is down").to_dict()
+
+    async def answer(result: mt.CallToolResult) -> mt.CallToolResult:
+        return result
+
+    store_down = mt.CallToolResult(content=[], is_error=True, _meta={ERROR_META_KEY: refused})
+    unaudited = mt.CallToolResult(
+        content=[], structured_content={"status": "ok", "calls": 1, "audit": "missing"}
+    )
+    audited = mt.CallToolResult(
+        content=[], structured_content={"status": "ok", "calls": 1, "audit": "written"}
+    )
+    await metrics.counting(answer(store_down), tool="t", server=lambda: None)
+    for result in (unaudited, audited):
+        await metrics.counting(answer(result), tool="run_script", server=lambda: None)
+    text = metrics.exposition().decode()
+    assert sample(text, "sagents_store_errors_total", code="store_unavailable") == 1
+    assert sample(text, "sagents_store_errors_total", code=AUDIT_NOT_WRITTEN) == 1
+    assert sample(text, "sagents_tool_calls_total", tool="t", outcome="store_unavailable") == 1
+
+
+async def test_approvals_answered_by_the_client_through_elicitation_are_counted() -> None:
+    answers = iter(["allow_once", "deny"])
+
+    async def answer(context: ClientRequestContext, params: mt.ElicitRequestParams) -> Any:
+        return mt.ElicitResult(action="accept", content={"decision": next(answers)})
+
+    provider = FakeProvider()
+    for era in ("legacy", "auto"):  # elicitation mid-call; the 2026-07-28 input request
+        async with (
+            Gateway(provider) as gateway,
+            Client(gateway.server, mode=era, elicitation_callback=answer) as client,
+        ):
+            with anyio.fail_after(30):
+                before = gateway.metrics.exposition().decode()
+                await client.call_tool("fleet__configure", {})
+                after = gateway.metrics.exposition().decode()
+        assert sum(sample(before, "sagents_approvals_answered_total", answer=a)
+                   for a in ("allow_once", "deny")) == 0  # fmt: skip
+        expected = "allow_once" if era == "legacy" else "deny"
+        assert sample(after, "sagents_approvals_answered_total", answer=expected) == 1
+    assert len(provider.calls) == 1  # the allowed one ran

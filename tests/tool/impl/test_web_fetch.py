@@ -38,6 +38,10 @@ class Server:
     routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
 
 
+SHUTDOWN_POLL_S = 0.02
+"""How often a test server's loop checks for ``shutdown()`` (``serve_forever``'s poll)."""
+
+
 def _serve(host: str, tls: ssl.SSLContext | None = None, port: int = 0) -> Iterator[Server]:
     state: Server
 
@@ -61,7 +65,8 @@ def _serve(host: str, tls: ssl.SSLContext | None = None, port: int = 0) -> Itera
     if tls is not None:
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     state = Server(port=httpd.server_address[1])
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() returns at the loop's next poll: 0.5 s by default, twice per test of two servers
+    thread = threading.Thread(target=httpd.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
     thread.start()
     try:
         yield state
