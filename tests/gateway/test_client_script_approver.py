@@ -15,8 +15,8 @@ from mcp.shared.exceptions import NoBackChannelError
 
 from sagents.errors import NotAllowedError
 from sagents.gateway import ClientScriptApprover
-from sagents.gateway._approval import CLIENT_ASKER
-from sagents.tool import ApprovalRequest
+from sagents.gateway._approval import CLIENT_ASKER, answer_from_elicitation, approval_form
+from sagents.tool import ApprovalAnswer, ApprovalRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -45,6 +45,10 @@ class _Asker:
         if not self.back_channel:
             raise NoBackChannelError("elicitation/create")
         return mt.ElicitResult(action="decline")
+
+    async def approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        message, schema = approval_form(request)
+        return answer_from_elicitation(await self.choose(message, schema), request)
 
 
 async def test_a_connection_without_a_back_channel_refuses_with_nobody_asked() -> None:
