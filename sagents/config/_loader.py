@@ -23,6 +23,7 @@ from typing import Any, Literal
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
 
+from sagents.config._cache import CacheSettings
 from sagents.config._hooks import CommandHook
 from sagents.config._models import (
     ConfigFileParams,
@@ -176,6 +177,8 @@ class SagentsConfig:
             "Hooks"); :func:`sagents.config.tools.build_tool_manager` applies them.
         rate_limits: ``rateLimits``, in file order (docs/gateway.md, "Rate limits");
             :func:`sagents.config.tools.build_tool_manager` applies them before the hooks.
+        cache: The ``cache`` section (docs/gateway.md, "Result cache"), or None;
+            :func:`sagents.config.tools.build_tool_manager` applies it after the hooks.
         approval_timeout_s: ``approvals.timeoutSec``: seconds an approval asked of a person
             waits (and a sealed ``requestState`` stays valid); 600 by default.
         agent: The ``agent`` section (the console's Chat page), or None.
@@ -203,6 +206,7 @@ class SagentsConfig:
     agent: AgentSettings | None = None
     hooks: tuple[CommandHook, ...] = ()
     rate_limits: tuple[RateLimit, ...] = ()
+    cache: CacheSettings | None = None
     source: Path | None = None
 
     def as_supervisor_input(self) -> dict[str, tuple[ServerParams, ServerSettings]]:
@@ -349,6 +353,11 @@ def parse_config(
             RateLimit(match=limit.match, calls=limit.calls, per_s=limit.per_sec)
             for limit in model.rate_limits
         ),
+        cache=CacheSettings(
+            ttl_s=model.cache.ttl_sec, max_entries=model.cache.max_entries, match=model.cache.match
+        )
+        if model.cache is not None
+        else None,
         source=source,
     )
 

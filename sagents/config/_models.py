@@ -399,6 +399,14 @@ class RateLimitParams(_Strict):
     per_sec: float = Field(alias="perSec", gt=0, allow_inf_nan=False)
 
 
+class CacheParams(_Strict):
+    """``cache``: results of read-only tools kept a while (docs/gateway.md, "Result cache")."""
+
+    ttl_sec: float = Field(alias="ttlSec", gt=0, allow_inf_nan=False, strict=True)
+    max_entries: int = Field(default=1000, alias="maxEntries", ge=1, strict=True)
+    match: str = "*"
+
+
 class SandboxParams(BaseModel):
     """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
 
@@ -430,6 +438,7 @@ class ConfigFileParams(BaseModel):
     secrets: SecretsParams = Field(default_factory=SecretsParams)
     hooks: HooksParams = Field(default_factory=HooksParams)
     rate_limits: list[RateLimitParams] = Field(default_factory=list, alias="rateLimits")
+    cache: CacheParams | None = None
     session_idle_timeout: float | None = Field(
         default=None, alias="sessionIdleTimeout", gt=0, allow_inf_nan=False, strict=True
     )

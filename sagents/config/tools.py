@@ -11,6 +11,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
+from sagents.config._cache import ResultCache
 from sagents.config._hooks import CommandHooks
 from sagents.config._loader import SagentsConfig
 from sagents.config._rate_limits import RateLimits
@@ -79,12 +80,15 @@ async def build_tool_manager(
     def permission_of(name: str) -> str:  # a hook's input: the tool's class, at call time
         return manager.get_tool_spec(name).permission
 
-    # rate limits first: a call over its limit reaches no hook
+    # rate limits first: a call over its limit reaches no hook; the cache last: the pre hooks
+    # decide a call the cache answers too, and the post hooks see what it answers
     middleware: list[ToolMiddleware] = []
     if config.rate_limits:
         middleware.append(RateLimits(config.rate_limits))
     if config.hooks:
         middleware.append(CommandHooks(config.hooks, permission_of=permission_of))
+    if config.cache is not None:
+        middleware.append(ResultCache(config.cache, permission_of=permission_of))
     manager = ToolManager(progress_hub=progress_hub, middleware=middleware)
     try:
         if config.servers:

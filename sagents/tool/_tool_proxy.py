@@ -235,6 +235,7 @@ class ToolProxy(CallsTools):
         """
         middleware = self._middleware
         asked: str | None = None
+        response: ToolResult | None = None  # a middleware's answer: the provider is not called
         try:
             registered, provider = self._locate(request.name)
             if registered != request.name:
@@ -243,7 +244,9 @@ class ToolProxy(CallsTools):
                 # Parsed once, depth- and size-safe: the middleware sees, and the provider
                 # runs, this very value (rewritten arguments are validated by the registry).
                 arguments = parse_arguments(registered, request.arguments)
-                request, asked = await before_call(middleware, request.refined(arguments=arguments))
+                hooked = await before_call(middleware, request.refined(arguments=arguments))
+                request, asked, response = hooked.call, hooked.asked, hooked.response
+                middleware = hooked.seen
             context = request.session_context
             if context is not None and self.enforce_mode:
                 decision = context.decision
@@ -274,7 +277,7 @@ class ToolProxy(CallsTools):
         ) as error:
             return ToolResult.from_exception(error)
         # The decision travels in the request: a provider further down never decides again.
-        result = await provider.call(request)
+        result = await provider.call(request) if response is None else response
         if middleware:
             result = await after_call(middleware, request, result)
         return result

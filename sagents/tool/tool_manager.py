@@ -52,7 +52,7 @@ from sagents.tool._context import SessionContext
 from sagents.tool._deadline import await_within, finish_within, first_step
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._local_tool import LocalTool, build_local_tool
-from sagents.tool._middleware import ToolMiddleware, after_call, before_call
+from sagents.tool._middleware import Hooked, ToolMiddleware, after_call, before_call
 from sagents.tool._result_conversion import to_tool_result
 from sagents.tool.naming import to_exported_name
 from sagents.tool.tool_base import discovered_tools, get_local_tool
@@ -517,7 +517,7 @@ class ToolManager(CallsTools):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         registered = name
         limit = DEFAULT_TOOL_TIMEOUT if timeout is None else timeout
-        hooked: ToolRequest | None = None  # the call as the middleware left it, if any
+        hooked: Hooked | None = None  # what the middleware made of the call, if any
         try:
             if self._closed:
                 self._check_open()
@@ -526,7 +526,9 @@ class ToolManager(CallsTools):
             limit = entry.timeout if timeout is None else timeout  # = call_timeout(timeout, spec)
             if self._middleware:
                 hooked = await self._before(registered, args, session_context, tool_call_id)
-                args = hooked.arguments
+                if hooked.response is not None:  # a middleware answered: the tool does not run
+                    return await after_call(hooked.seen, hooked.call, hooked.response)
+                args = hooked.call.arguments
             scalars = entry.scalars
             as_is = (
                 scalars is not None and type(args) is dict and not strict and scalars.accepts(args)
@@ -587,7 +589,7 @@ class ToolManager(CallsTools):
         except (Exception, SystemExit) as error:  # noqa: BLE001 - the one exception->result boundary
             outcome = _error_result(error, registered)
         if hooked is not None:
-            outcome = await after_call(self._middleware, hooked, outcome)
+            outcome = await after_call(hooked.seen, hooked.call, outcome)
         return outcome
 
     async def _before(
@@ -596,23 +598,24 @@ class ToolManager(CallsTools):
         args: Mapping[str, Any] | str | None,
         session_context: SessionContext | None,
         tool_call_id: str | None,
-    ) -> ToolRequest:
-        """The call after this registry's middleware (the arguments parsed, maybe rewritten);
-        raise when one refused it or asked (nobody can be asked here)."""
+    ) -> Hooked:
+        """The call after this registry's middleware (the arguments parsed, maybe rewritten,
+        maybe answered); raise when one refused it or asked (nobody can be asked here)."""
         request = ToolRequest(
             registered,
             parse_arguments(registered, args),
             session_context,
             tool_call_id=tool_call_id,
         )
-        request, asked = await before_call(self._middleware, request)
-        if asked is not None:
+        hooked = await before_call(self._middleware, request)
+        if hooked.asked is not None:
             raise NotAllowedError(
-                f"{asked}; a ToolManager asks nobody, so the call of {registered!r} is refused",
+                f"{hooked.asked}; a ToolManager asks nobody, so the call of {registered!r}"
+                " is refused",
                 hint="Put middleware that may ask on the ToolProxy that decides the calls.",
                 details={"name": registered},
             )
-        return request
+        return hooked
 
     @contextlib.asynccontextmanager
     async def _bound(self, hub: ProgressHub, call: ToolCall) -> AsyncIterator[None]:

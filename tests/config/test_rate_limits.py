@@ -13,7 +13,8 @@ from sagents.config import load_config
 from sagents.config._rate_limits import RateLimit, RateLimits
 from sagents.config.tools import build_tool_manager
 from sagents.errors import ConfigError
-from sagents.tool import SessionContext, ToolManager, tool
+from sagents.tool import ToolManager, tool
+from tests.config.middleware_helpers import Clock, as_principal
 
 pytestmark = pytest.mark.anyio
 
@@ -30,42 +31,36 @@ async def read_notes() -> str:
     return "notes"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _as(principal: str) -> SessionContext:
-    return SessionContext(session_id=f"session-of-{principal}", trusted={"principal": principal})
-
-
 async def test_a_tool_is_limited_per_principal_in_a_sliding_window() -> None:
     clock = Clock()
     limits = RateLimits([RateLimit(match="fleet__*", calls=2, per_s=60)], clock=clock)
     manager = ToolManager(middleware=[limits])
     manager.register_tool(reboot)
     manager.register_tool(read_notes)
-    assert not (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
+    assert not (
+        await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
+    ).is_error
     clock.now += 10
-    assert not (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
-    refused = await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))
+    assert not (
+        await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
+    ).is_error
+    refused = await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
     assert refused.error is not None
     assert refused.error.code == "not_allowed"
     assert refused.error.message == (
         "rate limit: at most 2 calls of 'fleet__reboot' per 60 s for alice; "
         "the next one may run in 50 s"
     )
-    assert not (await manager.run_tool("fleet__reboot", {"sn": "B2"}, _as("bob"))).is_error
+    assert not (await manager.run_tool("fleet__reboot", {"sn": "B2"}, as_principal("bob"))).is_error
     for _ in range(5):  # a tool no limit names
-        assert not (await manager.run_tool("notes__read", {}, _as("alice"))).is_error
+        assert not (await manager.run_tool("notes__read", {}, as_principal("alice"))).is_error
     clock.now += 49.5
-    assert (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
+    assert (await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))).is_error
     clock.now += 0.5  # the first call leaves the window; the refused ones never counted
-    assert not (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
-    assert (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
+    assert not (
+        await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
+    ).is_error
+    assert (await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))).is_error
 
 
 async def test_rate_limits_from_the_config_apply_to_the_registry(tmp_path: Path) -> None:
@@ -74,8 +69,10 @@ async def test_rate_limits_from_the_config_apply_to_the_registry(tmp_path: Path)
     path.write_text(json.dumps({"mcpServers": {}, "rateLimits": limits}))
     async with await build_tool_manager(load_config(path)) as manager:
         manager.register_tool(reboot)
-        assert not (await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))).is_error
-        refused = await manager.run_tool("fleet__reboot", {"sn": "A1"}, _as("alice"))
+        assert not (
+            await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
+        ).is_error
+        refused = await manager.run_tool("fleet__reboot", {"sn": "A1"}, as_principal("alice"))
     assert refused.error is not None
     assert "rate limit: at most 1 calls of 'fleet__reboot' per 3600 s" in refused.error.message
 

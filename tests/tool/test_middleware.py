@@ -295,3 +295,55 @@ async def test_the_agent_loops_calls_go_through_the_registrys_middleware() -> No
     assert messages[1]["content"] == "configured A1 at level 2, token=[redacted]"
     assert RAN == [{"sn": "A1", "level": 2}]
     assert log.count("before loop") == 2
+
+
+class Responds:
+    """Answers every call with its own result, recording the after_call it sees."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def before_call(self, call: ToolRequest) -> HookDecision:
+        self.log.append("before responds")
+        return HookDecision.respond(ToolResult.from_text(f"kept: {call.name}, token=s3cr3t"))
+
+    async def after_call(self, call: ToolRequest, result: ToolResult) -> ToolResult:
+        self.log.append("after responds")
+        return result
+
+
+def test_a_respond_decision_carries_a_result_and_only_it_does() -> None:
+    answer = ToolResult.from_text("kept")
+    assert HookDecision.respond(answer).kind == "respond"
+    assert HookDecision.respond(answer).result is answer
+    with pytest.raises(ValueError, match="only one, carries a ToolResult"):
+        HookDecision("respond")
+    with pytest.raises(ValueError, match="only one, carries a ToolResult"):
+        HookDecision("allow", result=answer)
+
+
+async def test_a_responding_middleware_answers_without_running_the_tool() -> None:
+    log: list[str] = []
+    later = Recording("later", log)
+    manager = _manager(Recording("first", log), Redacts(), Responds(log), later)
+    result = await manager.run_tool("fleet.status", {"sn": "A1"})
+    assert not result.is_error
+    assert result.text == "kept: fleet.status, token=[redacted]"  # the post step still ran
+    assert RAN == []
+    # middleware after the responder are not asked; those up to it see the result, in reverse
+    assert log == ["before first", "before responds", "after responds", "after first"]
+    assert later.calls == []
+
+
+async def test_a_proxy_respond_still_needs_the_calls_approval() -> None:
+    approver = Answering("deny")
+    proxy = ToolProxy(_manager(), approver=approver, middleware=[Responds([])])
+    ask = SessionContext(session_id="s1", permission_mode="ask")
+    denied = await proxy.run_tool("fleet.configure", {"sn": "A1"}, ask)
+    assert denied.error is not None
+    assert denied.error.code == "not_allowed"
+    assert len(approver.asked) == 1
+    approver.answer = "allow_once"
+    answered = await proxy.run_tool("fleet.configure", {"sn": "A1"}, ask)
+    assert answered.text == "kept: fleet.configure, token=s3cr3t"
+    assert RAN == []
