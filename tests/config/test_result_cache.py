@@ -178,3 +178,17 @@ def test_a_bad_cache_is_a_clear_config_error(tmp_path: Path, cache: Any) -> None
     path.write_text(json.dumps({"mcpServers": {}, "cache": cache}))
     with pytest.raises(ConfigError, match="cache"):
         load_config(path)
+
+
+async def test_a_tool_no_longer_read_only_is_not_served_from_the_cache() -> None:
+    permissions = {"notes__read": "read_only"}
+    cache = ResultCache(
+        CacheSettings(ttl_s=60), permission_of=permissions.__getitem__, clock=Clock()
+    )
+    manager = ToolManager(middleware=[cache])
+    manager.register_tool(read_notes)
+    assert await _text(manager, "notes__read", {"topic": "a"}, "alice") == "notes on a #1"
+    assert await _text(manager, "notes__read", {"topic": "a"}, "alice") == "notes on a #1"
+    permissions["notes__read"] = "ask"  # e.g. its pinned definition changed
+    assert await _text(manager, "notes__read", {"topic": "a"}, "alice") == "notes on a #2"
+    assert len(cache) == 1
