@@ -419,6 +419,30 @@ async def test_a_gateway_on_a_shared_store_refuses_to_start_without_the_secret_k
     assert not (tmp_path / "data" / "secret.key").exists()  # no key of its own instead
 
 
+async def test_a_gateway_refuses_to_start_on_a_secret_key_others_can_read_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data))
+    monkeypatch.delenv(SECRET_KEY_ENV, raising=False)
+    config = tmp_path / "sagents.json"
+    server = {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}
+    config.write_text(json.dumps({"mcpServers": {"gh": server}}))
+    async with open_gateway(GatewaySettings(config=config)):
+        pass  # the key is made, private
+    key = data / "secret.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    key.chmod(0o644)
+    with (
+        anyio.fail_after(60),
+        pytest.raises(ConfigError, match="readable by other users") as caught,
+    ):
+        async with open_gateway(GatewaySettings(config=config)):
+            pass
+    assert caught.value.details["file"] == str(key)
+    assert caught.value.hint == f"chmod 600 {key}"
+
+
 async def test_over_http_with_a_public_url_needs_login_names_the_consoles_servers_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
