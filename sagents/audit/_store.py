@@ -127,21 +127,37 @@ def connect_private(path: Path, *, check_same_thread: bool = True) -> sqlite3.Co
     threads use in turn, under a lock of the caller's.
 
     The gateway's stores hold every call's arguments and background results: a missing folder
-    is created 0700, the file is created 0600 (SQLite gives its journal files the database
-    file's mode) and an existing file of ours with group or other bits is narrowed to 0600.
+    is created 0700, the file is created 0600 (SQLite gives new journal files the database
+    file's mode) and an existing file of ours with group or other bits is narrowed to 0600, and
+    so are its existing journal files (``-journal``, ``-wal``, ``-shm``: they hold its pages).
 
     Raises:
         OSError: the folder or file cannot be created or opened (a symlink is not followed).
     """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    _narrow(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    for suffix in _JOURNALS:
+        try:
+            fd = os.open(
+                path.with_name(path.name + suffix), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
+        except FileNotFoundError:
+            continue
+        _narrow(fd)
+    return sqlite3.connect(path, timeout=10.0, check_same_thread=check_same_thread)
+
+
+_JOURNALS = ("-journal", "-wal", "-shm")
+
+
+def _narrow(fd: int) -> None:
+    """Narrow the open file ``fd`` to 0600 if it is ours and has group or other bits; close it."""
     try:
         info = os.fstat(fd)
         if info.st_uid == os.getuid() and info.st_mode & 0o077:
             os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
-    return sqlite3.connect(path, timeout=10.0, check_same_thread=check_same_thread)
 
 
 @dataclass(frozen=True, kw_only=True)

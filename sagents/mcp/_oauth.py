@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import stat
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -144,12 +145,37 @@ def load_secret_key(
         )
     path = data_dir / SECRET_KEY_FILE
     try:
-        text = path.read_text(encoding="ascii")
+        text = _read_key_file(path)
     except FileNotFoundError:
         text = _write_key_file(path, [Fernet.generate_key().decode()])
+    return MultiFernet(_fernets(text, source=str(path)))
+
+
+def _read_key_file(path: Path) -> str:
+    """The text of the key file ``path``, refused when other users may read it (as the
+    gateway's ``gateway.key`` is: a key others can read opens every login it seals).
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        ConfigError: it cannot be read, or its group or other permission bits are set.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(descriptor, encoding="ascii") as file:
+            mode = os.fstat(file.fileno()).st_mode
+            text = file.read()
+    except FileNotFoundError:
+        raise
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read the key file {path}: {error}", key=SECRET_KEY_ENV) from None
-    return MultiFernet(_fernets(text, source=str(path)))
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"the key file {path} is readable by other users (mode {stat.S_IMODE(mode):o})",
+            file=str(path),
+            key=SECRET_KEY_ENV,
+            hint=f"chmod 600 {path}",
+        )
+    return text
 
 
 def _write_key_file(path: Path, keys: list[str]) -> str:
@@ -205,7 +231,7 @@ async def rotate_secret_key(
         return await store.reseal(keys.rotate)
     path = data_dir / SECRET_KEY_FILE
     load_secret_key(data_dir, environ=env)  # generated if missing, checked if not
-    old_keys = path.read_text(encoding="ascii").split()
+    old_keys = _read_key_file(path).split()
     new_key = Fernet.generate_key().decode()
     _write_key_file(path, [new_key, *old_keys])
     keys = MultiFernet([Fernet(new_key), *(Fernet(key) for key in old_keys)])

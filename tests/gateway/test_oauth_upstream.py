@@ -7,6 +7,7 @@ real components: the authorization server is the npm package ``oidc-provider``
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import time
@@ -262,6 +263,16 @@ async def cli_login(args: list[str], subject: str, env: dict[str, str]) -> str:
     return out
 
 
+def gateway_settings(tmp_path: Path, upstream: Upstream, issuer: str) -> GatewaySettings:
+    """An HTTP gateway's settings: ``gh`` the upstream, its clients logging in at ``issuer``."""
+    config = tmp_path / "sagents.json"
+    server = {"url": upstream.url, "auth": "oauth", "permission": "read_only"}
+    oauth = {"issuer": issuer, "requiredScopes": ["mcp"]}
+    config.write_text(json.dumps({"mcpServers": {"gh": server}, "oauth": oauth}))
+    oauth_config = OAuthConfig(issuer=issuer, required_scopes=("mcp",))
+    return GatewaySettings(config=config, transport="http", port=0, oauth=oauth_config)
+
+
 async def test_through_the_gateway_each_oauth_user_reaches_the_upstream_with_their_own_login(
     issuer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -270,20 +281,9 @@ async def test_through_the_gateway_each_oauth_user_reaches_the_upstream_with_the
         monkeypatch.setenv(name, value)
     with anyio.fail_after(120):
         async with protected_server(issuer) as upstream:
-            config = tmp_path / "sagents.json"
-            config.write_text(
-                json.dumps(
-                    {
-                        "mcpServers": {
-                            "gh": {"url": upstream.url, "auth": "oauth", "permission": "read_only"}
-                        },
-                        "oauth": {"issuer": issuer, "requiredScopes": ["mcp"]},
-                    }
-                )
-            )
+            settings = gateway_settings(tmp_path, upstream, issuer)
+            config = settings.config
             logged = await cli_login(["gh", "--config", str(config)], "operator", env)
-            oauth = OAuthConfig(issuer=issuer, required_scopes=("mcp",))
-            settings = GatewaySettings(config=config, transport="http", port=0, oauth=oauth)
             async with open_gateway(settings) as gateway, anyio.create_task_group() as tg:
                 url = f"http://127.0.0.1:{await tg.start(serve_http, gateway, settings)}/mcp"
                 async with sdk_client_logging_in(url, "alice", [], "auto") as alice:
@@ -322,6 +322,21 @@ async def test_through_the_gateway_each_oauth_user_reaches_the_upstream_with_the
     assert kept == [("gh", "")]  # alice's login is gone, the operator's stays
 
 
+def console_of(
+    vault: LoginVault, upstream: Upstream, data_dir: Path
+) -> tuple[UpstreamLogins, httpx2.ASGITransport]:
+    """The console of a gateway at ``http://127.0.0.1:9`` whose logins are ``vault``'s."""
+    logins = UpstreamLogins(vault, {"gh": params_of(upstream)})
+    data = ConsoleData(
+        workspaces=Workspaces(data_dir / "workspaces"),
+        audit_path=data_dir / "audit.sqlite3",
+        todo_path=data_dir / "todo.sqlite3",
+        upstream_logins=logins,
+        public_base="http://127.0.0.1:9",
+    )
+    return logins, httpx2.ASGITransport(app=build_console_app(data))
+
+
 async def test_the_consoles_authorize_logs_its_principal_in_and_only_its_browser_may_finish(
     issuer: str, tmp_path: Path
 ) -> None:
@@ -330,15 +345,7 @@ async def test_the_consoles_authorize_logs_its_principal_in_and_only_its_browser
     callback = "http://127.0.0.1:9" + UPSTREAM_CALLBACK_PATH  # never reached: browse stops
     with anyio.fail_after(90):
         async with protected_server(issuer) as upstream:
-            logins = UpstreamLogins(vault, {"gh": params_of(upstream)})
-            data = ConsoleData(
-                workspaces=Workspaces(data_dir / "workspaces"),
-                audit_path=data_dir / "audit.sqlite3",
-                todo_path=data_dir / "todo.sqlite3",
-                upstream_logins=logins,
-                public_base="http://127.0.0.1:9",
-            )
-            transport = httpx2.ASGITransport(app=build_console_app(data))
+            logins, transport = console_of(vault, upstream, data_dir)
             async with (
                 logins.running(),
                 httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http,
@@ -410,6 +417,30 @@ async def test_a_gateway_on_a_shared_store_refuses_to_start_without_the_secret_k
             pass
     assert "every replica must seal upstream logins with the same key" in caught.value.message
     assert not (tmp_path / "data" / "secret.key").exists()  # no key of its own instead
+
+
+async def test_a_gateway_refuses_to_start_on_a_secret_key_others_can_read_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data))
+    monkeypatch.delenv(SECRET_KEY_ENV, raising=False)
+    config = tmp_path / "sagents.json"
+    server = {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}
+    config.write_text(json.dumps({"mcpServers": {"gh": server}}))
+    async with open_gateway(GatewaySettings(config=config)):
+        pass  # the key is made, private
+    key = data / "secret.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    key.chmod(0o644)
+    with (
+        anyio.fail_after(60),
+        pytest.raises(ConfigError, match="readable by other users") as caught,
+    ):
+        async with open_gateway(GatewaySettings(config=config)):
+            pass
+    assert caught.value.details["file"] == str(key)
+    assert caught.value.hint == f"chmod 600 {key}"
 
 
 async def test_over_http_with_a_public_url_needs_login_names_the_consoles_servers_page(
@@ -702,3 +733,137 @@ async def test_a_token_endpoint_that_never_answers_fails_the_login_in_bounded_ti
                 )
         tg.cancel_scope.cancel()
     assert shown  # the flow reached the authorization URL, then the exchange
+
+
+async def secrets_in(vault: LoginVault) -> set[str]:
+    """Every token and client secret the logins in ``vault`` hold now."""
+    found: set[str] = set()
+    for row in await vault.store.logins():
+        record = await vault.load(row.server, row.principal)
+        assert record is not None
+        if record.tokens is not None:
+            found.update(t for t in (record.tokens.access_token, record.tokens.refresh_token) if t)
+        if record.client is not None and record.client.client_secret:
+            found.add(record.client.client_secret)
+    return found
+
+
+async def test_no_token_nor_client_secret_reaches_a_log_a_result_the_cli_or_the_console(
+    issuer: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    vault = vault_at(tmp_path)
+    secrets: set[str] = set()
+
+    shown: dict[str, str] = {}  # where: what it showed
+    with anyio.fail_after(120):
+        async with protected_server(issuer) as upstream:
+            await log_in(vault, upstream, "", "operator")
+            await log_in(vault, upstream, ALICE, "alice")
+            secrets |= await secrets_in(vault)
+            given = await vault.load("gh", ALICE)
+            assert given is not None
+            given.expires_at = time.time() + REFRESH_MARGIN_S / 2  # due: the next call refreshes
+            await vault.save("gh", ALICE, given)
+            async with await build_tool_manager(config_for(upstream), logins=vault) as manager:
+                results = [await manager.run_tool("gh__whoami", {}, as_principal(ALICE))]
+                secrets |= await secrets_in(vault)  # the refreshed tokens
+                upstream.revoked.add(upstream.calls[-1][1])  # the server refuses her token
+                for principal in (ALICE, ALICE, BOB, ""):
+                    results.append(
+                        await manager.run_tool("gh__whoami", {}, as_principal(principal))
+                    )
+                shown["server status"] = repr(manager.mcp_server_status("gh"))
+            shown["call results"] = "\n".join(repr(result) for result in results)
+            config = tmp_path / "sagents.json"
+            config.write_text(
+                json.dumps({"mcpServers": {"gh": {"url": upstream.url, "auth": "oauth"}}})
+            )
+            env = {"SAGENTS_DATA_DIR": str(tmp_path), SECRET_KEY_ENV: KEY.decode()}
+            status = sagents_cli("auth", "status", "--json", "--config", str(config), env=env)
+            listed, errors = await anyio.to_thread.run_sync(status.communicate)
+            shown["sagents auth status --json"] = listed + errors
+            console = tmp_path / "console"
+            logins, transport = console_of(vault, upstream, console)
+            async with (
+                logins.running(),
+                httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http,
+            ):
+                await http.get(f"/console/?token={OperatorSecret.load_or_create(console).value}")
+                page = await http.get("/console/servers")
+                shown["console servers page"] = page.text
+    assert results[0].text == "alice"  # refreshed, then refused: every path was taken
+    assert results[1].error is not None
+    assert results[1].error.code == "needs_login"
+    assert results[-1].text == "operator"
+    assert status.returncode == 0, errors
+    assert "logged_in" in listed
+    assert page.status_code == 200
+    assert "gh" in page.text
+    assert len(secrets) >= 4  # two logins' access and refresh tokens, and the refreshed ones
+    shown["logs"] = caplog.text
+    for secret in secrets:
+        leaks = [where for where, text in shown.items() if secret in text]
+        assert not leaks, f"a token or client secret leaked into: {leaks}"
+
+
+WHOAMI_SCRIPT = {
+    "code": "from agent_tools import call\nprint(call('gh__whoami', {}))",
+    "tools": ["gh__whoami"],
+    "description": "who am I upstream",
+}
+
+
+async def test_no_token_nor_client_secret_reaches_the_gateways_files_or_its_clients(
+    issuer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    data = tmp_path / "data"
+    env = {"SAGENTS_DATA_DIR": str(data), SECRET_KEY_ENV: KEY.decode()}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    vault = vault_at(data)
+    secrets: set[str] = set()
+    with anyio.fail_after(120):
+        async with protected_server(issuer) as upstream:
+            settings = gateway_settings(tmp_path, upstream, issuer)
+            config = settings.config
+            printed = await cli_login(["gh", "--config", str(config)], "operator", env)
+            printed += await cli_login(
+                ["gh", "--principal", "alice", "--config", str(config)], "alice", env
+            )
+            secrets |= await secrets_in(vault)
+            (alice,) = [row.principal for row in await vault.store.logins() if row.principal]
+            given = await vault.load("gh", alice)
+            assert given is not None
+            given.expires_at = time.time() + REFRESH_MARGIN_S / 2  # due: the next call refreshes
+            await vault.save("gh", alice, given)
+            async with open_gateway(settings) as gateway, anyio.create_task_group() as tg:
+                url = f"http://127.0.0.1:{await tg.start(serve_http, gateway, settings)}/mcp"
+                async with sdk_client_logging_in(url, "alice", [], "auto") as client:
+                    refreshed = await client.call_tool("gh__whoami", {})
+                    secrets |= await secrets_in(vault)
+                    scripted = await client.call_tool("run_script", WHOAMI_SCRIPT)
+                    upstream.revoked.add(upstream.calls[-1][1])  # the server refuses her token
+                    refused = await client.call_tool("gh__whoami", {})
+                    refused_in_script = await client.call_tool("run_script", WHOAMI_SCRIPT)
+                tg.cancel_scope.cancel()
+    assert refreshed.structured_content == {"result": "alice"}
+    assert refused.is_error
+    assert "needs a login" in str(refused.content)
+    assert "alice" in str(scripted.content)
+    assert "needs a login" in str(refused_in_script.content)
+    assert len(secrets) >= 6  # two logins' access and refresh tokens, and alice's refreshed ones
+    files = {path: path.read_bytes() for path in data.rglob("*") if path.is_file()}
+    audited = [content for path, content in files.items() if path.name.startswith("audit")]
+    assert any(b"gh__whoami" in content for content in audited)  # the calls were recorded
+    results = (refreshed, scripted, refused, refused_in_script)
+    shown = {
+        "logs": caplog.text.encode(),
+        "results": repr(results).encode(),
+        "sagents auth login": printed.encode(),
+    }
+    shown.update((str(path), content) for path, content in files.items())
+    for secret in secrets:
+        leaks = [where for where, text in shown.items() if secret.encode() in text]
+        assert not leaks, f"a token or client secret leaked into: {leaks}"

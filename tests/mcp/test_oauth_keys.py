@@ -3,6 +3,7 @@ keys refused clearly, and ``sagents auth rotate-key``'s re-sealing losing nothin
 
 from __future__ import annotations
 
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -98,3 +99,42 @@ async def test_rotating_to_the_variables_first_key_and_a_login_no_key_opens(
         await rotate_secret_key(store, tmp_path, environ={SECRET_KEY_ENV: old})
     assert await LoginVault(store, MultiFernet([Fernet(new)])).load("gh", "alice") is not None
     assert await LoginVault(store, MultiFernet([Fernet(lost)])).load("jira", "alice") is not None
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604], ids=["group", "other"])
+async def test_a_key_file_others_can_read_is_refused_naming_it(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / SECRET_KEY_FILE
+    first = load_secret_key(tmp_path, environ={})
+    path.chmod(mode)
+    with pytest.raises(ConfigError, match="readable by other users") as caught:
+        load_secret_key(tmp_path, environ={})
+    assert str(path) in str(caught.value)
+    assert f"chmod 600 {path}" in (caught.value.hint or "")
+    store = SqliteLogins(tmp_path / "logins.sqlite3")
+    with pytest.raises(ConfigError, match="readable by other users"):
+        await rotate_secret_key(store, tmp_path, environ={})
+    path.chmod(0o600)  # the fix the hint names: the same key, nothing lost
+    assert load_secret_key(tmp_path, environ={}).decrypt(first.encrypt(b"login")) == b"login"
+
+
+async def test_the_logins_file_and_its_journals_are_private_new_or_old(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "logins.sqlite3"
+    store = SqliteLogins(path)
+    await store.save("gh", "alice", b"sealed")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    # A file left readable (by a copy, a restore, another umask) with its write-ahead log open:
+    keeper = sqlite3.connect(path)
+    try:
+        keeper.execute("PRAGMA journal_mode=WAL")
+        keeper.execute("UPDATE upstream_logins SET sealed = x'00'")
+        keeper.commit()
+        sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+        for loose in (path, *sidecars):
+            loose.chmod(0o644)
+        await store.save("gh", "bob", b"sealed")
+        for each in (path, *sidecars):
+            assert stat.S_IMODE(each.stat().st_mode) == 0o600, each
+    finally:
+        keeper.close()
+    assert [login.principal for login in await store.logins()] == ["alice", "bob"]
