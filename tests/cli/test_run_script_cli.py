@@ -1,4 +1,6 @@
-"""``sagents run-script``, run as a subprocess: the text, ``--json`` in every case, exit codes."""
+"""``sagents run-script``: the text, ``--json`` in every case, exit codes. Runs are a real
+``sagents`` subprocess; the errors found before anything runs (usage and config errors) are the
+same command called in-process, with one subprocess kept for their exit code and stdout."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from sagents.cli.main import app
 from tests.cli.cli_helpers import CLI_TIMEOUT_S, REPO, SAGENTS, Ran, fleet_config, run_cli
 
 
@@ -23,6 +27,15 @@ def _script(tmp_path: Path, code: str) -> Path:
     path = tmp_path / "script.py"
     path.write_text(code)
     return path
+
+
+def _invoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path, *args: str) -> Ran:
+    """``sagents run-script ARGS`` in this process (stdin not a terminal), from ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(data_dir))
+    result = CliRunner().invoke(app, ["run-script", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return Ran(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
 def _run(tmp_path: Path, data_dir: Path, code: str, *args: str, **kw: str) -> Ran:
@@ -159,10 +172,13 @@ def test_json_a_missing_bubblewrap_is_a_sandbox_error(tmp_path: Path, data_dir: 
     assert out["script_id"] is None
 
 
-def test_json_a_bad_config_names_file_and_key(tmp_path: Path, data_dir: Path) -> None:
+def test_json_a_bad_config_names_file_and_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
+) -> None:
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"scripts": {"maxCalls": "many"}}))
-    ran = _run(tmp_path, data_dir, "print(1)\n", "--config", str(config), "--json")
+    script = _script(tmp_path, "print(1)\n")
+    ran = _invoke(monkeypatch, tmp_path, data_dir, str(script), "--config", str(config), "--json")
     out = ran.json()
     assert (out["status"], ran.returncode) == ("config_error", 2)
     assert "bad.json" in out["output"]
@@ -170,38 +186,47 @@ def test_json_a_bad_config_names_file_and_key(tmp_path: Path, data_dir: Path) ->
 
 
 def test_json_invalid_config_json_and_a_missing_config_are_config_errors(
-    tmp_path: Path, data_dir: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
 ) -> None:
     config = tmp_path / "broken.json"
     config.write_text("{not json")
-    broken = _run(tmp_path, data_dir, "print(1)\n", "--config", str(config), "--json").json()
-    assert broken["status"] == "config_error"
-    assert "line 1" in broken["output"]
-    missing = _run(tmp_path, data_dir, "print(1)\n", "--config", "nope.json", "--json").json()
-    assert missing["status"] == "config_error"
-    assert "nope.json" in missing["output"]
+    script = str(_script(tmp_path, "print(1)\n"))
+    broken = _invoke(monkeypatch, tmp_path, data_dir, script, "--config", str(config), "--json")
+    assert (broken.json()["status"], broken.returncode) == ("config_error", 2)
+    assert "line 1" in broken.json()["output"]
+    missing = _invoke(monkeypatch, tmp_path, data_dir, script, "--config", "nope.json", "--json")
+    assert (missing.json()["status"], missing.returncode) == ("config_error", 2)
+    assert "nope.json" in missing.json()["output"]
 
 
-def test_json_a_missing_script_file_is_a_usage_error(tmp_path: Path, data_dir: Path) -> None:
-    ran = run_cli("run-script", "absent.py", "--json", cwd=tmp_path, data_dir=data_dir)
+def test_json_a_missing_script_file_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
+) -> None:
+    ran = _invoke(monkeypatch, tmp_path, data_dir, "absent.py", "--json")
     out = ran.json()
     assert (out["status"], ran.returncode) == ("usage_error", 2)
     assert "absent.py" in out["output"]
 
 
-def test_json_no_script_argument_is_a_usage_error(tmp_path: Path, data_dir: Path) -> None:
-    ran = run_cli("run-script", "--json", cwd=tmp_path, data_dir=data_dir)
+def test_json_no_script_argument_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
+) -> None:
+    ran = _invoke(monkeypatch, tmp_path, data_dir, "--json")
     assert (ran.json()["status"], ran.returncode) == ("usage_error", 2)
 
 
-def test_json_an_unknown_mode_is_a_usage_error(tmp_path: Path, data_dir: Path) -> None:
-    ran = _run(tmp_path, data_dir, "print(1)\n", "--mode", "yolo", "--json")
+def test_json_an_unknown_mode_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
+) -> None:
+    script = _script(tmp_path, "print(1)\n")
+    ran = _invoke(monkeypatch, tmp_path, data_dir, str(script), "--mode", "yolo", "--json")
     out = ran.json()
     assert (out["status"], ran.returncode) == ("usage_error", 2)
     assert "read-only" in out["output"]
 
 
 def test_a_usage_error_without_json_prints_the_message(tmp_path: Path, data_dir: Path) -> None:
+    # a real subprocess: the exit code and stdout contract of the errors tested in-process above
     ran = run_cli("run-script", "absent.py", cwd=tmp_path, data_dir=data_dir)
     assert ran.returncode == 2
     assert ran.stdout.startswith("run_script usage_error: cannot read the script 'absent.py'")
