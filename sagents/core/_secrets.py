@@ -4,9 +4,9 @@
 A secret is found as it is, and in the forms a leak commonly takes: base64 (standard and
 URL-safe alphabet, at any of the three byte alignments inside a longer base64 text, so an
 ``Authorization: Basic`` header's ``user:password`` is found too), URL-encoding (``quote``
-with and without ``/`` kept, ``quote_plus``) and a JSON string's escaping. Values shorter than
-:data:`MIN_SECRET_CHARS` are not redacted: they would redact ordinary text (``1``, ``true``,
-a short path).
+with and without ``/`` kept, ``quote_plus``; hex digits in either case) and a JSON string's
+escaping. Values shorter than :data:`MIN_SECRET_CHARS` are not redacted: they would redact
+ordinary text (``1``, ``true``, a short path).
 
 Redaction is for what a tool, a server or a log line says, never for what a user or model
 typed into a call's arguments: callers redact results, output and log text, not arguments.
@@ -63,10 +63,20 @@ def _base64_forms(value: bytes) -> set[str]:
     return forms
 
 
+def _lowercase_hex(encoded: str) -> str:
+    """``encoded`` with its percent-encodings' hex digits in lowercase (RFC 3986, section
+    2.1: both cases are the same octet; several encoders write lowercase)."""
+    return re2.sub(r"%[0-9A-F]{2}", lambda escape: escape.group(0).lower(), encoded)
+
+
 def _forms(value: str) -> set[str]:
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    forms |= {urllib.parse.quote(value, safe=""), urllib.parse.quote(value)}
-    forms.add(urllib.parse.quote_plus(value))
+    encoded = {
+        urllib.parse.quote(value, safe=""),
+        urllib.parse.quote(value),
+        urllib.parse.quote_plus(value),
+    }
+    forms |= encoded | {_lowercase_hex(form) for form in encoded}
     forms |= _base64_forms(value.encode())
     return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
 

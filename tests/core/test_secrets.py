@@ -36,6 +36,16 @@ def test_a_secret_is_replaced_as_it_is_url_encoded_json_escaped_and_in_base64() 
     assert redacted[0] == f"token={MARK}"
 
 
+def test_a_secret_url_encoded_with_lowercase_hex_is_replaced_too() -> None:
+    # RFC 3986 section 2.1: the hex digits of a percent-encoding may be upper- or lowercase
+    # (Python and JavaScript write uppercase; Go's and several HTTP clients' encoders lowercase)
+    redactor = Redactor({"API_TOKEN": SECRET})
+    lowered = urllib.parse.quote(SECRET, safe="").replace("%2F", "%2f").replace("%2B", "%2b")
+    lowered = lowered.replace("%3D", "%3d")
+    assert lowered != urllib.parse.quote(SECRET, safe="")
+    assert redactor.redact(f"url=https://x/?t={lowered}") == f"url=https://x/?t={MARK}"
+
+
 @given(prefix=st.binary(max_size=7), suffix=st.binary(max_size=7), secret=st.text(min_size=8))
 def test_a_secret_inside_any_base64_text_is_found(
     prefix: bytes, suffix: bytes, secret: str
