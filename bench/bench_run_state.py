@@ -28,8 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -48,7 +47,7 @@ from sagents.agent import (  # noqa: E402  # noqa: E402
 )
 from sagents.store import AgentStore, open_store, parse_store_url  # noqa: E402
 from sagents.tool.questions import Question  # noqa: E402
-from tests.postgres_server import find_bin_dir, postgres_server  # noqa: E402
+from tests.postgres_server import bench_database  # noqa: E402
 
 TURNS = 10
 RESULT_CHARS = 1500
@@ -149,18 +148,6 @@ async def _round_trip(store: AgentStore, document: str) -> None:
     await store.claim_state(state_id)
 
 
-@contextmanager
-def _postgres(url: str | None) -> Iterator[str]:
-    if url:
-        yield url
-        return
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        sys.exit("PostgreSQL binaries not found: apt-get install postgresql, or pass --store")
-    with postgres_server(bin_dir, durable=True) as server:  # fsync on, as SQLite's commits
-        yield server.new_database()
-
-
 async def main(repeats: int, url: str | None) -> None:
     state = typical_state()
     text = state.to_json(key=KEY)
@@ -176,7 +163,10 @@ async def main(repeats: int, url: str | None) -> None:
         f"to_json + from_json: {sign:.3f} ms; json dumps + loads {plain:.3f} ms "
         f"(ratio {sign / plain:.2f})"
     )
-    with tempfile.TemporaryDirectory(prefix="sagents-bench-state-") as tmp, _postgres(url) as pg:
+    with (
+        tempfile.TemporaryDirectory(prefix="sagents-bench-state-") as tmp,
+        bench_database(url) as pg,
+    ):
         root = Path(tmp)
         async with (
             open_store(parse_store_url(None), data_dir=root) as sqlite,

@@ -23,8 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -37,7 +36,7 @@ from sagents.cli._script_host import run_with_manager  # noqa: E402
 from sagents.script import ScriptLimits, ScriptRequest  # noqa: E402
 from sagents.store import open_store, parse_store_url  # noqa: E402
 from sagents.tool.tool_manager import ToolManager  # noqa: E402
-from tests.postgres_server import find_bin_dir, postgres_server  # noqa: E402
+from tests.postgres_server import bench_database  # noqa: E402
 
 WRITES = 1000
 WRITERS = 8
@@ -92,20 +91,11 @@ async def _runs_per_s(audit: AuditStore, workspace: Path) -> float:
         return RUNS / (time.perf_counter() - started)
 
 
-@contextmanager
-def _postgres(url: str | None) -> Iterator[str]:
-    if url:
-        yield url
-        return
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        sys.exit("PostgreSQL binaries not found: apt-get install postgresql, or pass --store")
-    with postgres_server(bin_dir, durable=True) as server:  # fsync on, as SQLite's commits
-        yield server.new_database()
-
-
 async def main(rounds: int, url: str | None) -> None:
-    with tempfile.TemporaryDirectory(prefix="sagents-bench-store-") as tmp, _postgres(url) as pg:
+    with (
+        tempfile.TemporaryDirectory(prefix="sagents-bench-store-") as tmp,
+        bench_database(url) as pg,
+    ):
         root = Path(tmp)
         async with (
             open_store(parse_store_url(None), data_dir=root / "sqlite") as sqlite,

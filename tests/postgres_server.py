@@ -139,3 +139,19 @@ def postgres_server(bin_dir: Path, *, durable: bool = False) -> Iterator[Postgre
             timeout=60,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def bench_database(url: str | None) -> Iterator[str]:
+    """The benches' database: ``url`` when given, else a new database of a private durable
+    cluster (fsync on, as SQLite's commits); exits saying how when PostgreSQL is missing."""
+    if url:
+        yield url
+        return
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        raise SystemExit(
+            "PostgreSQL binaries not found: apt-get install postgresql, or pass --store"
+        )
+    with postgres_server(bin_dir, durable=True) as server:
+        yield server.new_database()
