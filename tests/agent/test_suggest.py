@@ -276,3 +276,49 @@ def test_a_subset_of_an_indexed_set_is_ranked_without_a_new_index() -> None:
     scores = selector.index(proxy).scores("will it rain tomorrow")
     assert len(scores) == 3
     assert scores.index(max(scores)) == sorted(allowed).index("weather__get_forecast")
+
+
+TRAVEL = [
+    spec("weather__get_forecast", "Get the weather forecast for a city.", city="The city"),
+    spec("weather__hourly_forecast", "Hourly weather forecast of a city.", city="The city"),
+    spec("weather__rain_forecast", "Forecast of rain and showers for a city.", city="The city"),
+    spec("weather__wind_forecast", "Forecast of wind speed for a city.", city="The city"),
+    spec("weather__weekly_forecast", "Weekly weather outlook for a city.", city="The city"),
+    spec(
+        "hotels__book_room",
+        "Book a hotel room for some nights.",
+        city="The city",
+        nights="How many nights",
+    ),
+    spec("flights__search", "Search flights between two airports.", origin="From", to="To"),
+]
+
+
+def test_each_request_of_a_multi_request_query_gets_its_tool_near_the_top() -> None:
+    # the weather words outnumber the flight's: ranked as one text, all five weather tools
+    # come before the flight search; ranked per request, the flight's request counts on its own
+    query = (
+        "Give me the weather forecast of the city for the week, hour by hour, with the rain "
+        "and the wind. Also find a flight from Porto to Lisbon."
+    )
+    ranked = suggest_tools(query, TRAVEL, k=3)
+    assert "flights__search" in ranked
+    assert ranked[0].startswith("weather__")
+
+
+def test_a_tool_named_in_the_request_comes_first() -> None:
+    # the request's words fit the hourly forecast best; the user named another tool
+    query = "Get the hourly weather for Lisbon by hour with weather__get_forecast."
+    assert suggest_tools(query, TRAVEL, k=1) == ["weather__get_forecast"]
+    # its own name, without the server prefix, counts too
+    query = "Hour by hour weather for Lisbon, please: use the get_forecast function."
+    assert suggest_tools(query, TRAVEL, k=1) == ["weather__get_forecast"]
+    # a name inside a longer identifier is not that name
+    query = "Hour by hour weather for Lisbon (my_get_forecast_v2 is broken)."
+    assert suggest_tools(query, TRAVEL, k=1) == ["weather__hourly_forecast"]
+
+
+def test_a_long_text_of_many_sentences_is_ranked_whole_at_a_bounded_cost() -> None:
+    text = " ".join(f"Sentence {i} says the weather in city {i} was fine." for i in range(400))
+    ranked = suggest_tools(text + " Book a hotel room in Lisbon for two nights.", TRAVEL, k=7)
+    assert sorted(ranked) == sorted(t.name for t in TRAVEL)
