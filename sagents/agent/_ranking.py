@@ -14,6 +14,12 @@ z-scores (CombSUM over z-normalised scores, Montague and Aslam, CIKM 2001), with
   with downloads disabled, once per process).
   Without ``wordllama`` the lexical ranking is used alone and a log line says so, once.
 
+A query of several requests ("... Also find a flight") is ranked whole and per request: each
+tool's score is its whole-query score plus its best score over the requests
+(:func:`request_parts`), so a request whose words are outnumbered still gets its tool near the
+top. A tool the query names verbatim (``weather__get_forecast``, or ``get_forecast`` for an
+MCP tool) ranks first (:func:`named_tools`).
+
 Everything imported here that is not the standard library is imported lazily, so that
 ``import sagents.agent`` stays cheap. Indexes are built once per document set and cached by the
 caller (:class:`IndexCache`).
@@ -47,6 +53,8 @@ __all__ = [
     "bounded_query",
     "cosines",
     "embedding_model",
+    "named_tools",
+    "request_parts",
     "spec_content_key",
     "split_words",
     "standardised",
@@ -105,6 +113,63 @@ def split_words(text: str) -> list[str]:
     for chunk in _CHUNK.findall(text):
         words.extend(part.lower() for part in _CAMEL.findall(chunk))
     return words
+
+
+MAX_REQUEST_PARTS = 12
+"""At most this many requests of one query are ranked each on their own: a text of more
+sentences (a pasted log or document) is ranked whole, so a query's cost stays bounded."""
+
+MIN_PART_TERMS = 3
+"""A part of a query with fewer terms (a greeting, "could you help me?") is not a request."""
+
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
+_SEQUENCE_WORD = re.compile(
+    r"\b(?:also|then|after that|afterwards|next|finally|lastly|additionally|moreover|"
+    r"besides|as well as|second(?:ly)?|third(?:ly)?|fourth(?:ly)?)\b[,:]?",
+    re.IGNORECASE,
+)
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_]")
+_IDENTIFIER_LIKE = re.compile(r"[_.\-]|[a-z][A-Z]")
+
+
+def request_parts(query: str) -> list[str]:
+    """The separate requests of a query of several, or ``[]`` for a single request.
+
+    The query is cut at sentence ends and before words that start another request ("also",
+    "then", "after that", "next", "finally", "second"...); parts of fewer than
+    :data:`MIN_PART_TERMS` terms are dropped. Fewer than two parts left, or more than
+    :data:`MAX_REQUEST_PARTS`, give ``[]``: the query is ranked whole.
+    """
+    parts: list[str] = []
+    for sentence in _SENTENCE_END.split(query):
+        for part in _SEQUENCE_WORD.split(sentence):
+            if len(terms(part)) >= MIN_PART_TERMS:
+                parts.append(part.strip())
+                if len(parts) > MAX_REQUEST_PARTS:
+                    return []
+    return parts if len(parts) > 1 else []
+
+
+def named_tools(query: str, names: Mapping[str, Sequence[int]]) -> set[int]:
+    """The rows of the tools ``query`` names verbatim: a whole identifier of the query equal to
+    a key of ``names`` (see :func:`name_keys`)."""
+    found: set[int] = set()
+    for word in _IDENTIFIER.findall(query):
+        found.update(names.get(word, ()))
+    return found
+
+
+def name_keys(keys: Sequence[str]) -> dict[str, list[int]]:
+    """The names a query can call a tool by, to its rows: its full name and, for an MCP tool
+    ``<server>__<name>``, its own name; only names that read as identifiers (with ``_``,
+    ``.``, ``-`` or camelCase), since a plain word ("search") in a request is not a name."""
+    found: dict[str, list[int]] = {}
+    for row, key in enumerate(keys):
+        own = key.rpartition("__")[2]
+        for name in dict.fromkeys((key, own)):
+            if _IDENTIFIER_LIKE.search(name) and _IDENTIFIER.fullmatch(name):
+                found.setdefault(name, []).append(row)
+    return found
 
 
 @functools.cache
@@ -259,6 +324,7 @@ class RankingIndex:
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import
         self.keys = [d.key for d in documents]
+        self._names = name_keys(self.keys)
         corpus = [terms(d.lexical) or [""] for d in documents]
         self._bm25 = bm25s.BM25()
         self._vocabulary: frozenset[str] = frozenset()
@@ -287,21 +353,50 @@ class RankingIndex:
 
     def fused(self, query: str, rows: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         """The fused scores of the documents at ``rows`` (all when None), each ranking
-        standardised over those documents only."""
+        standardised over those documents only: the whole query's, plus the best over its
+        requests when it has several (:func:`request_parts`); a tool the query names verbatim
+        scores above all others (:func:`named_tools`)."""
+        import numpy as np
+
+        count = len(self.keys) if rows is None else len(rows)
+        if count == 0:
+            return np.zeros(0, dtype=np.float64)
+        query = bounded_query(query)
+        texts = [query, *request_parts(query)]
+        vectors: list[npt.NDArray[np.float32] | None] = [None] * len(texts)
+        if self._embedder is not None and self._vectors is not None and query.strip():
+            vectors = list(self._embedder.embed(texts))  # one call for the query and its parts
+        scores = [
+            self._fused_one(text, vector, rows) for text, vector in zip(texts, vectors, strict=True)
+        ]
+        fused = scores[0] if len(scores) == 1 else scores[0] + np.max(scores[1:], axis=0)
+        named = named_tools(query, self._names)
+        if named:
+            position = {row: at for at, row in enumerate(rows)} if rows is not None else None
+            top = float(fused.max()) + 1.0
+            for row in named:
+                at = row if position is None else position.get(row)
+                if at is not None:
+                    fused[at] = top
+        return fused
+
+    def _fused_one(
+        self,
+        text: str,
+        vector: npt.NDArray[np.float32] | None,
+        rows: Sequence[int] | None,
+    ) -> npt.NDArray[np.float64]:
         import numpy as np
 
         count = len(self.keys) if rows is None else len(rows)
         fused = np.zeros(count, dtype=np.float64)
-        if count == 0:
-            return fused
-        query = bounded_query(query)
-        query_terms = [t for t in terms(query) if t in self._vocabulary]
+        query_terms = [t for t in terms(text) if t in self._vocabulary]
         if query_terms:
             lexical = self._bm25.get_scores(query_terms)
             fused += standardised(lexical if rows is None else lexical[list(rows)])
-        if self._embedder is not None and self._vectors is not None and query.strip():
+        if vector is not None and self._vectors is not None:
             vectors = self._vectors if rows is None else self._vectors[list(rows)]
-            fused += standardised(cosines(vectors, self._embedder.embed([query])[0]))
+            fused += standardised(cosines(vectors, vector))
         return fused
 
 

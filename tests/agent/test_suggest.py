@@ -322,3 +322,15 @@ def test_a_long_text_of_many_sentences_is_ranked_whole_at_a_bounded_cost() -> No
     text = " ".join(f"Sentence {i} says the weather in city {i} was fine." for i in range(400))
     ranked = suggest_tools(text + " Book a hotel room in Lisbon for two nights.", TRAVEL, k=7)
     assert sorted(ranked) == sorted(t.name for t in TRAVEL)
+
+
+def test_a_named_tool_on_a_view_of_an_index_comes_first_only_if_the_view_has_it() -> None:
+    selector = OfflineToolSelector()
+    query = "Get the hourly weather for Lisbon by hour with weather__get_forecast."
+    assert selector.rank(query, TRAVEL, 1) == ["weather__get_forecast"]
+    subset = [TRAVEL[1], TRAVEL[4], TRAVEL[0]]
+    assert selector.rank(query, subset, 1) == ["weather__get_forecast"]
+    without = [TRAVEL[1], TRAVEL[4], TRAVEL[5]]
+    assert "weather__get_forecast" not in selector.rank(query, without, 3)
+    assert selector.rank(query, without, 1) == ["weather__hourly_forecast"]
+    assert selector.index_builds == 1
