@@ -437,7 +437,7 @@ async def test_suggestion_and_expansion_over_a_real_mcp_server() -> None:
     ]
 
 
-async def test_with_suggestion_run_script_counts_its_tools_and_scripts_still_call_them(
+async def test_with_suggestion_run_script_lists_its_tools_and_scripts_still_call_them(
     tmp_path: Path,
 ) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
@@ -459,7 +459,64 @@ async def test_with_suggestion_run_script_counts_its_tools_and_scripts_still_cal
     tools = {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
     assert list(tools) == ["fleet__get_device_status", "run_script", "tool_expand_tools"]
     description = tools["run_script"]["description"]
-    assert "- 4 tools of this session: in the script, tools() lists them" in description
-    assert "fleet__list_devices" not in description  # not one line per tool
+    assert "  get_device_status(*, sn: str)" in description  # the condensed signatures
+    assert "  list_devices()" in description
+    assert "fleet__reboot_device" in description.split("Not callable from scripts")[1]
     (result,) = tool_messages(done.messages)
     assert "500 devices; fleet__get_device_status, fleet__list_devices" in result["content"]
+
+
+def _signature_order(request: dict[str, Any]) -> list[str]:
+    (description,) = (
+        t["function"]["description"]
+        for t in request["tools"]
+        if t["function"]["name"] == "run_script"
+    )
+    return [
+        line.strip().partition("(")[0]
+        for line in description.splitlines()
+        if line.startswith("  ")
+        and "(" in line
+        and not line.startswith("  from ")
+        and not line.lstrip().startswith(("call", "progress", "tools()"))
+    ]
+
+
+async def test_with_suggestion_run_script_lists_the_requests_most_relevant_tools_first(
+    tmp_path: Path,
+) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    script = [
+        tool_call("fleet__get_device_status", {"sn": "SN0001"}),
+        reply("Online."),
+        reply("500 devices."),
+    ]
+    context = SessionContext(session_id="rs", workspace=str(tmp_path / "ws"))
+    status = "Is device SN0001 online? Check its status."
+    listing = "List every device of the fleet, with its site and model."
+    async with ToolManager() as fleet, ScriptedModel(script) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), max_tools_per_turn=1)
+        first = done_of(
+            await collect(
+                agent,
+                [{"role": "user", "content": status}],
+                tool_manager=fleet,
+                session_context=context,
+            )
+        )
+        later = [*first.messages, {"role": "user", "content": listing}]
+        await collect(agent, later, tool_manager=fleet, session_context=context)
+    turn1, turn2, request2 = (_signature_order(r) for r in model.requests)
+    assert turn1[0] == "get_device_status"
+    assert turn2 == turn1  # within a request (first_turn) the description stays as it was
+    assert request2[0] == "list_devices"
+    assert (
+        sorted(request2)
+        == sorted(turn1)
+        == [
+            "get_device_status",
+            "list_devices",
+            "set_device_config",
+        ]
+    )
