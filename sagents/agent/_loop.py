@@ -87,7 +87,7 @@ from sagents.agent._run import (
     settle_history,
     tool_message,
 )
-from sagents.agent._scripts import open_run_script
+from sagents.agent._scripts import open_run_script, relevant_description, with_script_description
 from sagents.agent._session import AgentSession, current_agent_session
 from sagents.agent._state import Approvals, Interruption, RunResult, RunState
 from sagents.agent._store_link import StoreLink
@@ -887,9 +887,10 @@ class SAgent:
             )
             if opened is not None:
                 tool, sandbox = opened
-                # with suggestion, its description counts the tools instead of listing each
-                run.extras.register_tool(tool.as_tool(list_tools=self.suggestion is None))
+                # with suggestion, each pick puts its request's most relevant tools first
+                run.extras.register_tool(tool.as_tool())
                 run.extra_names.add("run_script")
+                run.script_tool = tool
         await state.init_more(sandbox=sandbox)
         restored, state.restored_skills = state.restored_skills, []
         for name in restored:  # loaded by a stored session or a paused run: loaded again
@@ -943,6 +944,10 @@ class SAgent:
             if picks
             else None
         )
+        if query is not None and run.script_tool is not None:
+            run.script_description = await relevant_description(run.script_tool, query)
+        if run.script_description is not None:
+            own = [with_script_description(t, run.script_description) for t in own]
         return await self.suggestion.offered(state, allowed, own, query=query)
 
     async def _run_calls(

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -27,6 +27,9 @@ from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Approver, se
 from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.tool_manager import ToolManager
+
+if TYPE_CHECKING:
+    from sagents.script._session import RunScriptTool
 
 __all__ = [
     "ActiveRun",
@@ -61,9 +64,14 @@ class ActiveRun:
     extras: ToolManager = field(default_factory=ToolManager)
     extra_names: set[str] = field(default_factory=set)
     allowed_names: set[str] = field(default_factory=set)
+    """The session's allowed tools this turn, as the model names them (tool suggestion)."""
     system_extra: str = ""
     """This request's part of the system prompt (the chosen workflow or skill)."""
-    """The session's allowed tools this turn, as the model names them (tool suggestion)."""
+    script_tool: RunScriptTool | None = None
+    """The session's run_script, when it is offered."""
+    script_description: str | None = None
+    """run_script's description as this request's pick ranked it (tool suggestion); None: as
+    registered."""
     queues: list[EventQueue] = field(default_factory=list)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     turns: int = 0

@@ -195,16 +195,19 @@ def run_script_spec(
     mode: PermissionMode,
     limits: ScriptLimits | None = None,
     list_tools: bool = True,
+    first: Sequence[str] = (),
 ) -> ToolSpec:
     """run_script's :class:`ToolSpec` for one session (a built-in ``write`` tool).
 
     Its permission class is ``write``: what it may do is decided per call by the pre-run
-    check and the approval, not by the class. ``list_tools``: see
+    check and the approval, not by the class. ``list_tools`` and ``first``: see
     :func:`run_script_description`.
     """
     return ToolSpec(
         name=RUN_SCRIPT_TOOL_NAME,
-        description=run_script_description(specs, mode=mode, limits=limits, list_tools=list_tools),
+        description=run_script_description(
+            specs, mode=mode, limits=limits, list_tools=list_tools, first=first
+        ),
         input_schema=RUN_SCRIPT_INPUT_SCHEMA,
         permission="write",
         source=ToolSource(kind="builtin"),

@@ -260,14 +260,16 @@ class RunScriptTool(Lifespan):
         """True when the session has third-party (MCP) tools, so run_script is worth offering."""
         return should_offer_run_script(self.callable_specs())
 
-    def spec(self, *, list_tools: bool = True) -> ToolSpec:
-        """run_script's spec for this session (its description lists the callable tools;
-        with ``list_tools=False`` it only counts them, see ``run_script_description``)."""
+    def spec(self, *, list_tools: bool = True, first: Sequence[str] = ()) -> ToolSpec:
+        """run_script's spec for this session (its description lists the callable tools,
+        those named in ``first`` first; with ``list_tools=False`` it only counts them, see
+        ``run_script_description``)."""
         return run_script_spec(
             self.callable_specs(),
             mode=self._session.permission_mode,
             limits=self._settings.limits,
             list_tools=list_tools,
+            first=first,
         )
 
     def as_tool(self, *, list_tools: bool = True) -> tuple[ToolSpec, ToolHandler]:

@@ -520,3 +520,25 @@ async def test_with_suggestion_run_script_lists_the_requests_most_relevant_tools
             "set_device_config",
         ]
     )
+
+
+async def test_a_failing_ranking_of_run_scripts_tools_lists_them_in_order_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sagents.agent._scripts as scripts
+
+    def broken(query: str, tools: Sequence[ToolSpec], k: int) -> list[str]:
+        raise RuntimeError("index corrupted")
+
+    monkeypatch.setattr(scripts, "suggest_tools", broken)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sagents.demo.fleet_server"])
+    context = SessionContext(session_id="rs", workspace=str(tmp_path / "ws"))
+    ask = [{"role": "user", "content": "List every device of the fleet."}]
+    async with ToolManager() as fleet, ScriptedModel([reply("500 devices.")]) as model:
+        await fleet.register_mcp_server(name="fleet", params=params)
+        agent = SAgent(model=model.chat_model(), max_tools_per_turn=1)
+        done = done_of(await collect(agent, ask, tool_manager=fleet, session_context=context))
+    assert done.messages[-1]["content"] == "500 devices."
+    order = _signature_order(model.requests[0])
+    assert sorted(order) == ["get_device_status", "list_devices", "set_device_config"]
+    assert "run_script's tools could not be ranked" in caplog.text
