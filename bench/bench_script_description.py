@@ -3,9 +3,10 @@
 Run: ``.venv/bin/python bench/bench_script_description.py [--json]``; on older code, with
 ``PYTHONPATH=<export of it>``, for the "before" figures (the counts are deterministic).
 
-Counts the description run_script gets in ``ask`` mode, with its tools listed (the default,
-without tool suggestion) and counted only (``list_tools=False``, with suggestion), with the
-project's offline counter (tiktoken ``cl100k_base``, :func:`sagents.core._tokens.
+Counts the description run_script gets in ``ask`` mode, with its tools listed (the default;
+the agent loop's tool suggestion reorders them, the count stays within the same budget) and
+counted only (``list_tools=False``, the gateway's with tool search), with the project's
+offline counter (tiktoken ``cl100k_base``, :func:`sagents.core._tokens.
 default_token_counter`), for:
 
 - the reference servers of the run_script tests (the fleet demo, ``mcp-server-git``, sagents'
