@@ -510,6 +510,8 @@ async def test_with_suggestion_run_script_lists_the_requests_most_relevant_tools
     turn1, turn2, request2 = (_signature_order(r) for r in model.requests)
     assert turn1[0] == "get_device_status"
     assert turn2 == turn1  # within a request (first_turn) the description stays as it was
+    dumped = [json.dumps(r["tools"]) for r in model.requests]
+    assert dumped[1] == dumped[0]  # the whole tools array, byte for byte
     assert request2[0] == "list_devices"
     assert (
         sorted(request2)
