@@ -547,23 +547,25 @@ class ServerConnection:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            with anyio.fail_after(self.settings.list_timeout):
-                changes = _list_changes(session)
-                subscribing = listen(
-                    session,
-                    tools_list_changed=changes["tools"],
-                    prompts_list_changed=changes["prompts"],
-                    resources_list_changed=changes["resources"],
-                )
-                subscription = await subscribing.__aenter__()
-        except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
-            logger.info("MCP server %r: no tools subscription: %s", self.name, _describe(error))
-            task_status.started()
-            return
-        task_status.started()
-        try:
             async with AsyncExitStack() as stack:
-                stack.push_async_exit(subscribing)
+                try:
+                    with anyio.fail_after(self.settings.list_timeout):
+                        changes = _list_changes(session)
+                        subscription = await stack.enter_async_context(
+                            listen(
+                                session,
+                                tools_list_changed=changes["tools"],
+                                prompts_list_changed=changes["prompts"],
+                                resources_list_changed=changes["resources"],
+                            )
+                        )
+                except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
+                    logger.info(
+                        "MCP server %r: no tools subscription: %s", self.name, _describe(error)
+                    )
+                    task_status.started()
+                    return
+                task_status.started()
                 async for _event in subscription:
                     self._relist = changes["tools"]  # which list changed: listed anew, each
                     self._relist_catalog.update(

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -39,6 +39,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, ValidationError
 
+from sagents.core._lifespan import Lifespan
 from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
@@ -96,7 +97,7 @@ def default_log_dir() -> Path:
     return Path(base) / "sagents" / "mcp"
 
 
-class MCPSupervisor:
+class MCPSupervisor(Lifespan):
     """Owns the upstream MCP servers of a process: connections, restarts, calls, statuses.
 
     Args:
@@ -120,7 +121,6 @@ class MCPSupervisor:
         self._announce_listeners: list[CatalogChangedCallback] = []
         self._update_listeners: list[ResourceUpdatedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
-        self._entered = False
         self._closed = False
         self._host_stop: anyio.Event | None = None
         self._host_done: anyio.Event | None = None
@@ -128,25 +128,22 @@ class MCPSupervisor:
 
     # ---- lifecycle --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> MCPSupervisor:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Run the connections' tasks in one task group; on leaving, close every connection
+        (shielded), then cancel what still runs."""
         if self._tg is not None or self._closed:
             raise RuntimeError("an MCPSupervisor can be entered once, before any other use")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg, self._entered = tg, True
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        assert self._tg is not None
-        try:
-            with anyio.CancelScope(shield=True):
-                await self._close_all()
-        finally:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(et, ev, tb)
-        return None
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self._close_all()
+                finally:
+                    tg.cancel_scope.cancel()
 
     async def aclose(self) -> None:
         """Close every connection (stdio servers' process groups end); idempotent.

@@ -36,8 +36,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -48,6 +47,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import RESULT_CHARS, StoredTask
+from sagents.core._lifespan import Lifespan, body_errors_apart
 from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
 from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._embedded import (
@@ -604,7 +604,7 @@ class PostgresAgents:
         return None if row is None else str(row[0])
 
 
-class PostgresStore:
+class PostgresStore(Lifespan):
     """The state of one replica on a shared PostgreSQL database; an async context manager.
 
     Args:
@@ -664,7 +664,11 @@ class PostgresStore:
         tools' PostgreSQL backends use it, so that their failures are store errors too."""
         return self._db
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Bring the schema up to date, open the pool, register the replica and run its
+        heartbeat and listener; on leaving, stop them, remove the replica's row (bounded) and
+        close the pool (shielded)."""
         await self._prepare()
         try:
             await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -673,42 +677,31 @@ class PostgresStore:
         try:
             self.secret = await self._secret("request_state_key")
             await self._beat()
-            self._tg = anyio.create_task_group()
-            await self._tg.__aenter__()
-            self._tg.start_soon(self._heartbeats)
-            await self._tg.start(self._listen)
-        except BaseException:
-            await self._close()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._close()
-
-    async def _close(self) -> None:
-        try:
-            if self._tg is not None:
-                tg, self._tg = self._tg, None
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
+            async with body_errors_apart(anyio.create_task_group()) as tg:
+                self._tg = tg
+                try:
+                    tg.start_soon(self._heartbeats)
+                    await tg.start(self._listen)
+                    yield
+                finally:
+                    self._tg = None
+                    tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                try:
-                    with anyio.move_on_after(CONNECT_TIMEOUT_S):
-                        async with self._db.connection() as db:
-                            await db.execute(
-                                "DELETE FROM sagents_replicas WHERE replica_id = %s",
-                                (self.replica_id,),
-                            )
-                except StoreError as error:
-                    logger.info("could not remove replica %s: %s", self.replica_id, error)
-                finally:
-                    await self._pool.close()
+                await self._leave()
+
+    async def _leave(self) -> None:
+        """Remove this replica's row (bounded; a failure is logged), then close the pool."""
+        try:
+            with anyio.move_on_after(CONNECT_TIMEOUT_S):
+                async with self._db.connection() as db:
+                    await db.execute(
+                        "DELETE FROM sagents_replicas WHERE replica_id = %s", (self.replica_id,)
+                    )
+        except StoreError as error:
+            logger.info("could not remove replica %s: %s", self.replica_id, error)
+        finally:
+            await self._pool.close()
 
     def _unavailable(self, reason: str) -> StoreUnavailableError:
         return self._db.unavailable(reason)
