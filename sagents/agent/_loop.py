@@ -125,7 +125,7 @@ from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offe
 from sagents.tool._handler import ToolCall as HandlerCall
 from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
-from sagents.tool.questions import Questioner, bind_questioner, current_questioner
+from sagents.tool.questions import Questioner
 
 __all__ = [
     "DEFAULT_MAX_PARALLEL_TOOLS",
@@ -584,7 +584,7 @@ class SAgent:
                 session_context=sub_context,
                 approver=approver,
                 session=sub_session,
-                questioner=current_questioner(),  # asks through the caller's run
+                questioner=call.session_context.questioner,  # asks through the caller's run
             ):
                 if isinstance(event, DoneEvent):
                     done = event
@@ -695,8 +695,8 @@ class SAgent:
                     state.running(
                         approver=EventApprover(run) if approver is not None else None,
                         compressor=compressor,
+                        questioner=questions,
                     ),
-                    bind_questioner(questions),
                 ):
                     self._scopes.add(scope)
                     try:
@@ -1031,8 +1031,7 @@ class SAgent:
     async def _run_answered(
         self, run: ActiveRun, call: ToolCall, questioner: AnsweredQuestioner
     ) -> ToolResult:
-        with bind_questioner(questioner):
-            return await self._run_call(run, call, None, None)
+        return await self._run_call(run, call, None, None, questioner=questioner)
 
     async def _settle(
         self,
@@ -1085,12 +1084,15 @@ class SAgent:
         call: ToolCall,
         offered: set[str] | None,
         decision: Decision | None,
+        *,
+        questioner: Questioner | None = None,
     ) -> ToolResult:
         """One call; ``offered`` None for a call a paused run already checked, ``decision``
-        the policy step's when the loop made it (a deferring run)."""
+        the policy step's when the loop made it (a deferring run), ``questioner`` the one its
+        ``questionnaire`` asks when not the run's (a resumed call's given answer)."""
         state = run.session
         name, arguments = call.name, call.arguments
-        context = state.context_for_tools()
+        context = state.context_for_tools(questioner=questioner)
         if offered is not None and name not in offered:
             if name in run.allowed_names and self.suggestion is not None:
                 return not_offered_result(name)  # allowed, but not offered: expand it first

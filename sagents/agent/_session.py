@@ -134,6 +134,9 @@ class AgentSession:
         ``approval.request``/``approval.result`` events show); None otherwise."""
         self.questioner: Questioner | None = None
         """The application's questioner (``run_stream(questioner=...)``), if any."""
+        self.run_questioner: Questioner | None = None
+        """While a run is in progress, the questioner that asks through it (its
+        ``questionnaire.request`` events, and :attr:`questioner`); None otherwise."""
         self.run_compressor: HistoryCompressor | None = None
         """While a run is in progress, what compresses its history; None otherwise."""
         self.history: list[Message] = []
@@ -215,28 +218,36 @@ class AgentSession:
 
     @contextmanager
     def running(
-        self, *, approver: Approver | None, compressor: HistoryCompressor | None
+        self,
+        *,
+        approver: Approver | None,
+        compressor: HistoryCompressor | None,
+        questioner: Questioner | None = None,
     ) -> Iterator[None]:
         """Lend the session to one run of the agent loop for the block.
 
-        Inside it, :attr:`run_approver` and :attr:`run_compressor` are the run's and the
-        session is :func:`current_agent_session`; leaving gives them back, so that nothing of
-        a finished run stays reachable from the session.
+        Inside it, :attr:`run_approver`, :attr:`run_compressor` and :attr:`run_questioner` are
+        the run's and the session is :func:`current_agent_session`; leaving gives them back,
+        so that nothing of a finished run stays reachable from the session.
 
         Args:
             approver: The approver that asks through the run (its approval events), or None.
             compressor: What compresses the run's history.
+            questioner: The questioner that asks through the run, carried by the context of
+                each of its tool calls (:meth:`context_for_tools`), or None.
         """
         self.run_approver, self.run_compressor = approver, compressor
+        self.run_questioner = questioner
         try:
             with bind_agent_session(self):
                 yield
         finally:
-            self.run_approver = self.run_compressor = None
+            self.run_approver = self.run_compressor = self.run_questioner = None
 
-    def context_for_tools(self) -> SessionContext:
+    def context_for_tools(self, *, questioner: Questioner | None = None) -> SessionContext:
         """The context passed to tools: the session's, with this state under
-        :data:`AGENT_SESSION_KEY` in ``trusted``."""
+        :data:`AGENT_SESSION_KEY` in ``trusted`` and the questioner its ``questionnaire``
+        calls ask (``questioner``, else the run's :attr:`run_questioner`)."""
         trusted = {**self.context.trusted, AGENT_SESSION_KEY: self}
         return SessionContext(
             session_id=self.context.session_id,
@@ -245,6 +256,7 @@ class AgentSession:
             permission_mode=self.context.permission_mode,
             agent=self.context.agent,
             trusted=trusted,
+            questioner=questioner if questioner is not None else self.run_questioner,
         )
 
 

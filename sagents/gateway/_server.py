@@ -146,7 +146,6 @@ from sagents.tool._background import (
 from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._provider import ToolProvider
-from sagents.tool.questions import bind_questioner
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
@@ -1049,17 +1048,6 @@ class Gateway:
                 if session.workspace_path is None:
                     session.workspace_path = str(workspace.path_for(session.session_id))
                 workspace = session.workspace_path
-        context = SessionContext(
-            session_id=session.session_id,
-            workspace=workspace,
-            permission_mode=session.mode,
-            trusted={PRINCIPAL_KEY: session.identity},  # whose quota it uses (quotas)
-            decision=decision,
-        )
-        request = ToolRequest(
-            name=name, arguments=arguments, session_context=context, tool_call_id=tool_call_id
-        )
-
         task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
         asker, task_input = (
             self._task_ext.asker(ctx)
@@ -1067,6 +1055,17 @@ class Gateway:
             else (self._client_asker(ctx), None)
         )
         self._counting(asker)
+        context = SessionContext(
+            session_id=session.session_id,
+            workspace=workspace,
+            permission_mode=session.mode,
+            trusted={PRINCIPAL_KEY: session.identity},  # whose quota it uses (quotas)
+            decision=decision,
+            questioner=ElicitationQuestioner(asker),  # the questionnaire tool asks the client
+        )
+        request = ToolRequest(
+            name=name, arguments=arguments, session_context=context, tool_call_id=tool_call_id
+        )
 
         server = spec.source.server or name
 
@@ -1075,11 +1074,10 @@ class Gateway:
             # an upstream task's own questions go to this call's client
             input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
             try:
-                with bind_questioner(ElicitationQuestioner(asker)):  # the questionnaire tool
-                    # A failed call is already its result (ToolManager.run_tool, the one
-                    # boundary); a provider that raises broke its contract, and the SDK answers
-                    # the request with a JSON-RPC internal error.
-                    result = await session.offer.call(request)
+                # A failed call is already its result (ToolManager.run_tool, the one boundary);
+                # a provider that raises broke its contract, and the SDK answers the request
+                # with a JSON-RPC internal error.
+                result = await session.offer.call(request)
                 # before a background call's store, and the console, keep it
                 return self.redactor.result(result) if self.redactor else result
             finally:

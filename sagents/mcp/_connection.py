@@ -15,14 +15,11 @@ makes the worker list the tools again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -35,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.core._spec import ToolSpec
 from sagents.errors import NeedsLoginError, UpstreamSchemaError, UpstreamUnavailableError
+from sagents.mcp._call_scope import CallScope, CallSlot
 from sagents.mcp._catalog import CatalogChangedCallback, CatalogKind, ServerCatalog, list_catalog
 from sagents.mcp._convert import mcp_tool_name, tool_to_spec
 from sagents.mcp._params import ServerParams, describe_params
@@ -156,7 +154,7 @@ class ServerConnection:
         self._withheld: tuple[WithheldTool, ...] = ()
         self._listed_once = False
         self._closing = False
-        self._call_scopes: set[_CallScope] = set()
+        self._call_scopes: set[CallScope] = set()
         self._tool_filter: ToolListFilter | None = None
         self.task_statuses: TaskStatuses | None = None
         """The live session's ``notifications/tasks`` (tasks are watched with them)."""
@@ -276,20 +274,20 @@ class ServerConnection:
         self._suspect = True
         self._wake.set()
 
-    def call_scope(self) -> _CallScope:
+    def call_scope(self) -> CallScope:
         """A cancel scope around one call, cancelled when the connection dies or closes.
 
         So no call outlives its connection, whatever the transport does with pending requests.
         """
-        return _CallScope(self._call_scopes)
+        return CallScope(self._call_scopes)
 
-    def call_slot(self) -> _CallSlot:
+    def call_slot(self) -> CallSlot:
         """One of the ``max_concurrency`` slots, for the ``async with`` block of one call.
 
         Like ``async with limiter``, except that a free slot is taken without a trip through
         the event loop (the call itself yields soon enough); a full limiter is waited for.
         """
-        return _CallSlot(self.limiter)
+        return CallSlot(self.limiter)
 
     async def drain(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a call
         """Wait until no call is in flight on this connection, at most ``timeout`` seconds.
@@ -547,23 +545,25 @@ class ServerConnection:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            with anyio.fail_after(self.settings.list_timeout):
-                changes = _list_changes(session)
-                subscribing = listen(
-                    session,
-                    tools_list_changed=changes["tools"],
-                    prompts_list_changed=changes["prompts"],
-                    resources_list_changed=changes["resources"],
-                )
-                subscription = await subscribing.__aenter__()
-        except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
-            logger.info("MCP server %r: no tools subscription: %s", self.name, _describe(error))
-            task_status.started()
-            return
-        task_status.started()
-        try:
             async with AsyncExitStack() as stack:
-                stack.push_async_exit(subscribing)
+                try:
+                    with anyio.fail_after(self.settings.list_timeout):
+                        changes = _list_changes(session)
+                        subscription = await stack.enter_async_context(
+                            listen(
+                                session,
+                                tools_list_changed=changes["tools"],
+                                prompts_list_changed=changes["prompts"],
+                                resources_list_changed=changes["resources"],
+                            )
+                        )
+                except Exception as error:  # noqa: BLE001 - without a subscription, no refreshes
+                    logger.info(
+                        "MCP server %r: no tools subscription: %s", self.name, _describe(error)
+                    )
+                    task_status.started()
+                    return
+                task_status.started()
                 async for _event in subscription:
                     self._relist = changes["tools"]  # which list changed: listed anew, each
                     self._relist_catalog.update(
@@ -719,112 +719,3 @@ class ServerConnection:
         self._tools = by_name
         self._listed = tuple(specs)
         self._withheld = tuple(withheld)
-
-
-class _CallScope:
-    """The context manager of :meth:`ServerConnection.call_scope` (no generator per call).
-
-    ``with`` gives an anyio cancel scope. ``async with`` on asyncio arms nothing: it notes the
-    task, and :meth:`cancel` has the loop cancel that task, the way ``asyncio.timeout`` does
-    when it expires (Python docs, "Timeouts"), and the exit takes back exactly that cancellation
-    (``Task.uncancel``), at a fraction of a cancel scope's (or an ``asyncio.Timeout``'s) cost
-    per call; on other loops (trio) the cancel scope again. Either way :attr:`cancelled_caught`
-    says whether the connection's end stopped the block.
-    """
-
-    __slots__ = (
-        "_cancelling",
-        "_fired",
-        "_handle",
-        "_left",
-        "_scope",
-        "_scopes",
-        "_task",
-        "cancelled_caught",
-    )
-
-    def __init__(self, scopes: set[_CallScope]) -> None:
-        self._scopes = scopes
-        self._scope: anyio.CancelScope | None = None
-        self._task: asyncio.Task[Any] | None = None
-        self._cancelling = 0
-        self._handle: asyncio.Handle | None = None
-        self._fired = False
-        self._left = False
-        self.cancelled_caught = False
-
-    def cancel(self) -> None:
-        """End the block (the connection died or closes)."""
-        if self._task is not None:
-            if self._handle is None and not self._left:
-                # From the loop, as asyncio.Timeout does: the block is then waiting, and its
-                # exit can still call this off if it leaves first.
-                self._handle = self._task.get_loop().call_soon(self._deliver)
-        elif self._scope is not None:
-            self._scope.cancel()
-
-    def _deliver(self) -> None:
-        assert self._task is not None
-        self._fired = True
-        self._task.cancel()
-
-    def __enter__(self) -> _CallScope:
-        self._scope = anyio.CancelScope().__enter__()
-        self._scopes.add(self)
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        self._scopes.discard(self)
-        assert self._scope is not None
-        swallowed = self._scope.__exit__(et, ev, tb)
-        self.cancelled_caught = self._scope.cancelled_caught
-        return bool(swallowed)
-
-    async def __aenter__(self) -> _CallScope:
-        task = asyncio.current_task() if asyncio._get_running_loop() is not None else None
-        if task is None:  # not asyncio (trio): a cancel scope
-            return self.__enter__()
-        self._task = task
-        self._cancelling = task.cancelling()
-        self._scopes.add(self)
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        task = self._task
-        if task is None:
-            return self.__exit__(et, ev, tb)
-        self._scopes.discard(self)
-        self._left = True
-        if self._handle is not None and not self._fired:
-            self._handle.cancel()  # asked for, not delivered: the block left first
-            return False
-        # As asyncio.Timeout's exit: the cancellation this scope asked for is taken back; the
-        # block's CancelledError is swallowed only when no other cancellation is pending.
-        if self._fired and task.uncancel() <= self._cancelling and et is asyncio.CancelledError:
-            self.cancelled_caught = True
-            return True
-        return False
-
-
-class _CallSlot:
-    """The async context manager of :meth:`ServerConnection.call_slot`."""
-
-    __slots__ = ("_limiter",)
-
-    def __init__(self, limiter: anyio.Semaphore) -> None:
-        self._limiter = limiter
-
-    async def __aenter__(self) -> None:
-        try:
-            self._limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await self._limiter.acquire()
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._limiter.release()

@@ -18,14 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
@@ -37,8 +36,9 @@ from mcp_types import (
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from sagents.core._lifespan import Lifespan
 from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
@@ -61,6 +61,7 @@ from sagents.mcp._ext_types import (
     ReadResourceDirectoryResult,
 )
 from sagents.mcp._params import ServerParams, StreamableHttpServerParameters
+from sagents.mcp._requests import TRANSPORT_ERRORS, request_on
 from sagents.mcp._resource_subscriptions import ResourceUpdatedCallback, supports_subscribe
 from sagents.mcp._session import track_send
 from sagents.mcp._settings import ServerSettings
@@ -73,13 +74,6 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _R = TypeVar("_R", bound=types.Result)
-_TRANSPORT_ERRORS = (
-    httpx2.HTTPError,
-    OSError,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.EndOfStream,
-)
 
 
 def default_log_dir() -> Path:
@@ -96,7 +90,7 @@ def default_log_dir() -> Path:
     return Path(base) / "sagents" / "mcp"
 
 
-class MCPSupervisor:
+class MCPSupervisor(Lifespan):
     """Owns the upstream MCP servers of a process: connections, restarts, calls, statuses.
 
     Args:
@@ -120,7 +114,6 @@ class MCPSupervisor:
         self._announce_listeners: list[CatalogChangedCallback] = []
         self._update_listeners: list[ResourceUpdatedCallback] = []
         self._tg: anyio.abc.TaskGroup | None = None
-        self._entered = False
         self._closed = False
         self._host_stop: anyio.Event | None = None
         self._host_done: anyio.Event | None = None
@@ -128,25 +121,22 @@ class MCPSupervisor:
 
     # ---- lifecycle --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> MCPSupervisor:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Run the connections' tasks in one task group; on leaving, close every connection
+        (shielded), then cancel what still runs."""
         if self._tg is not None or self._closed:
             raise RuntimeError("an MCPSupervisor can be entered once, before any other use")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg, self._entered = tg, True
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        assert self._tg is not None
-        try:
-            with anyio.CancelScope(shield=True):
-                await self._close_all()
-        finally:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(et, ev, tb)
-        return None
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self._close_all()
+                finally:
+                    tg.cancel_scope.cancel()
 
     async def aclose(self) -> None:
         """Close every connection (stdio servers' process groups end); idempotent.
@@ -441,7 +431,7 @@ class MCPSupervisor:
             except ValueError as error:
                 raise UpstreamProtocolError(str(error), details={"server": server}) from None
 
-        await self._request(server, f"resources/subscribe {uri!r}", send, None)
+        await request_on(self._connections, server, f"resources/subscribe {uri!r}", send, None)
 
     async def unsubscribe_resource(self, server: str, uri: str) -> None:
         """Stop the subscription to ``uri`` on ``server`` (never raises)."""
@@ -470,11 +460,8 @@ class MCPSupervisor:
         """``prompts/get`` on ``server`` (``name`` as the server spells it).
 
         Raises:
-            UnknownToolError: no such server.
-            UpstreamUnavailableError: the server is down, or died during the request.
-            UpstreamProtocolError: it answered with a JSON-RPC error (code in
-                ``details["jsonrpc_code"]``) or an invalid result.
-            ToolTimeoutError: no answer within ``timeout`` (else its ``call_timeout``).
+            The errors of :func:`~sagents.mcp._requests.request_on` (``UnknownToolError``,
+            ``UpstreamUnavailableError``, ``UpstreamProtocolError``, ``ToolTimeoutError``).
         """
 
         async def send(session: ClientSession) -> types.GetPromptResult:
@@ -483,7 +470,7 @@ class MCPSupervisor:
                 raise RuntimeError("the server asked for input; the gateway cannot forward that")
             return result
 
-        return await self._request(server, f"prompts/get {name!r}", send, timeout)
+        return await request_on(self._connections, server, f"prompts/get {name!r}", send, timeout)
 
     async def read_resource(
         self,
@@ -504,7 +491,7 @@ class MCPSupervisor:
                 raise RuntimeError("the server asked for input; the gateway cannot forward that")
             return result
 
-        return await self._request(server, f"resources/read {uri!r}", send, timeout)
+        return await request_on(self._connections, server, f"resources/read {uri!r}", send, timeout)
 
     async def read_directory(
         self,
@@ -527,7 +514,13 @@ class MCPSupervisor:
             )
             return await session.send_request(request, ReadResourceDirectoryResult)
 
-        return await self._request(server, f"resources/directory/read {uri!r}", send, timeout)
+        return await request_on(
+            self._connections,
+            server,
+            f"resources/directory/read {uri!r}",
+            send,
+            timeout,
+        )
 
     async def complete(
         self,
@@ -547,7 +540,7 @@ class MCPSupervisor:
         async def send(session: ClientSession) -> types.CompleteResult:
             return await session.complete(ref, argument, context_arguments)
 
-        return await self._request(server, "completion/complete", send, timeout)
+        return await request_on(self._connections, server, "completion/complete", send, timeout)
 
     async def send_request(
         self,
@@ -567,66 +560,7 @@ class MCPSupervisor:
         async def send(session: ClientSession) -> _R:
             return await session.send_request(request, result_type)
 
-        return await self._request(server, str(request.method), send, timeout)
-
-    async def _request(
-        self,
-        server: str,
-        what: str,
-        send: Callable[[ClientSession], Awaitable[_T]],
-        timeout: float | None,  # noqa: ASYNC109 - the caller's bound
-    ) -> _T:
-        """One request of ``what`` on the server's session, with the call path's limits:
-        its concurrency slot, a wait for a restarting server, the connection's loss ending it."""
-        connection = self._connections.get(server)
-        if connection is None:
-            raise UnknownToolError(f"no MCP server {server!r}", details={"server": server})
-        limit = timeout if timeout is not None else connection.settings.call_timeout
-        details = {"server": server, "request": what}
-        redact = connection.settings.redactor or Redactor()  # docs/gateway.md, "Secrets"
-        with anyio.move_on_after(limit) as deadline:
-            session = await connection.ready_session()
-            async with connection.limiter:
-                with connection.call_scope() as scope:
-                    try:
-                        return _redacted_answer(await send(session), redact)
-                    except MCPError as error:
-                        if error.code == CONNECTION_CLOSED or connection.closing:
-                            connection.mark_dead(f"the connection closed during {what}")
-                            raise UpstreamUnavailableError(
-                                f"MCP server {server!r} is unavailable: it closed during {what}",
-                                details=details,
-                            ) from None
-                        error_details: dict[str, Any] = {**details, "jsonrpc_code": error.code}
-                        raise UpstreamProtocolError(
-                            f"MCP server {server!r} answered {what} with error {error.code}: "
-                            f"{redact.redact(error.message)}",
-                            details=error_details,
-                        ) from None
-                    except _TRANSPORT_ERRORS as error:
-                        connection.mark_dead(f"the transport failed during {what}: {error}")
-                        raise UpstreamUnavailableError(
-                            f"MCP server {server!r} is unavailable: the transport failed "
-                            f"during {what}",
-                            details=details,
-                        ) from None
-                    except (RuntimeError, ValidationError) as error:
-                        raise UpstreamProtocolError(
-                            f"MCP server {server!r} answered {what} with an invalid result: "
-                            f"{redact.redact(str(error))}",
-                            details=details,
-                        ) from None
-                if scope.cancelled_caught:
-                    raise UpstreamUnavailableError(
-                        f"MCP server {server!r} is unavailable: the connection ended during {what}",
-                        details=details,
-                    )
-        assert deadline.cancelled_caught
-        connection.check_liveness()
-        raise ToolTimeoutError(
-            f"MCP server {server!r} did not answer {what} within {limit} s",
-            details={**details, "timeout": limit},
-        )
+        return await request_on(self._connections, server, str(request.method), send, timeout)
 
     # ---- calls ------------------------------------------------------------------------------
 
@@ -758,7 +692,7 @@ class MCPSupervisor:
                                 mark.sent = False
                             elif error.code != CONNECTION_CLOSED and not connection.closing:
                                 raise _jsonrpc_error(name, tool, error, redactor) from None
-                        except _TRANSPORT_ERRORS as error:
+                        except TRANSPORT_ERRORS as error:
                             reason = f"the transport failed during the call: {error}"
                         except (RuntimeError, ValidationError) as error:
                             raise UpstreamProtocolError(
@@ -783,17 +717,6 @@ class MCPSupervisor:
                 details={"server": name, "tool": tool, "log": str(connection.log_path)},
             )
         raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _redacted_answer(answer: _T, redactor: Redactor) -> _T:
-    """An upstream's answer to a request other than ``tools/call`` (``prompts/get``,
-    ``resources/read``, completion...) with the secrets redacted from every string in it; the
-    same object when none occurs."""
-    if not redactor or not isinstance(answer, BaseModel):
-        return answer
-    dumped = answer.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    redacted = redactor.redact_json(dumped)
-    return answer if redacted is dumped else cast(_T, type(answer).model_validate(redacted))
 
 
 def _redacted_progress(forward: ProgressFnT, redactor: Redactor) -> ProgressFnT:

@@ -35,15 +35,16 @@ import logging
 import os
 import signal
 import socket
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import anyio.abc
 from anyio.abc import ByteReceiveStream
 
+from sagents.core._lifespan import Lifespan
 from sagents.errors import QuotaExceededError, SandboxError
 from sagents.sandbox._local import LocalSandbox
 from sagents.sandbox._process import LocalProcess
@@ -214,7 +215,7 @@ def _runtime_state(spec: LaunchSpec) -> tuple[Any, ...]:
     return tuple(state)
 
 
-class SandboxLauncher:
+class SandboxLauncher(Lifespan):
     """Starts run_script's bootstrap inside a :class:`~sagents.sandbox.Sandbox`.
 
     Args:
@@ -267,30 +268,23 @@ class SandboxLauncher:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        if self._tg is not None:
-            raise RuntimeError("this SandboxLauncher is already entered")
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Host the sandboxes in one task group; on leaving, kill the spare and every sandbox
+        still hosted and wait for their teardown (bounded)."""
         self._closing = False
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        """Kill the spare and every sandbox still hosted; wait for their teardown (bounded)."""
-        assert self._tg is not None, "SandboxLauncher was not entered"
-        self._closing = True
-        self._spare = None
-        for hosted in list(self._hosted):
-            self._drop(hosted)
-        tg, self._tg = self._tg, None
         # Each task's teardown is shielded and bounded (the sandbox's own kill, then at most
-        # TREE_GONE_TIMEOUT_S for the tree to go).
-        return await tg.__aexit__(exc_type, exc, tb)
+        # TREE_GONE_TIMEOUT_S for the tree to go): leaving the group waits for them.
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                self._closing = True
+                self._spare = None
+                for hosted in list(self._hosted):
+                    self._drop(hosted)
+                self._tg = None
 
     def _drop(self, hosted: _Hosted) -> None:
         """End a hosted sandbox: a spare nobody took, or one whose run is gone."""

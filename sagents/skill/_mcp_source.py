@@ -34,11 +34,11 @@ import logging
 import os
 import shutil
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Literal, Protocol
 from urllib.parse import unquote
 
 import anyio
@@ -47,6 +47,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from sagents.core._lifespan import Lifespan, body_errors_apart
 from sagents.errors import SagentsError, SkillError
 from sagents.mcp import TOOL_NAME_SEPARATOR
 from sagents.mcp._ext_types import MAX_SKILL_BYTES, MAX_SKILL_FILES, ListSkillsResult, SkillEntry
@@ -156,7 +157,7 @@ class _Fetched:
     size: int
 
 
-class MCPSkillSource:
+class MCPSkillSource(Lifespan):
     """The skills of MCP servers, listed from ``skills/list`` and fetched lazily.
 
     It has the reading interface of a :class:`~sagents.skill.SkillManager` (``list_skills``,
@@ -208,25 +209,20 @@ class MCPSkillSource:
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Hold the cache directory's lock and run the listings in one task group; on leaving,
+        cancel them, then remove the cache (shielded)."""
         await anyio.to_thread.run_sync(lambda: self.cache.mkdir(parents=True, mode=0o700))
         self._lock_fd = await anyio.to_thread.run_sync(_hold_lock, self.cache)
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        tg, self._tg = self._tg, None
         try:
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
+            async with body_errors_apart(anyio.create_task_group()) as tg:
+                self._tg = tg
+                try:
+                    yield
+                finally:
+                    self._tg = None
+                    tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(

@@ -5,7 +5,7 @@ The store keeps each login as an opaque sealed blob (``sagents.mcp._oauth`` encr
 the key of ``SAGENTS_SECRET_KEY`` before it gets here, and decrypts what it reads back), so
 neither the SQLite file nor the database ever holds a token in the clear. :class:`SqliteLogins`
 is the embedded store (a SQLite file in the data directory);
-``sagents.store._postgres.PostgresLogins`` the shared one.
+``sagents.store._postgres_records.PostgresLogins`` the shared one.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ A definition is the canonical JSON text of a tool's name, title, description, in
 schema and annotations (``sagents.mcp._pins`` builds it); the store keeps, per server and tool,
 the accepted definition with its SHA-256 digest and, when the server later offered another one,
 that offered definition until an operator accepts it. :class:`SqlitePins` is the embedded store
-(a SQLite file in the data directory); ``sagents.store._postgres.PostgresPins`` the shared one.
+(a SQLite file in the data directory); ``sagents.store._postgres_records.PostgresPins`` the
+shared one.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 One :class:`PostgresStore` per gateway process (a *replica*), all on one database
 (docs/scale-out.md):
 
-- :attr:`~PostgresStore.audit`, :attr:`~PostgresStore.tasks`, :attr:`~PostgresStore.approvals`:
-  the interfaces of :mod:`sagents.store._protocols`, on the tables of
-  :mod:`sagents.store._migrations` (applied on entering);
+- :attr:`~PostgresStore.audit`, :attr:`~PostgresStore.tasks` (here), the smaller tables
+  (:mod:`sagents.store._postgres_records`) and the built-in tools' state
+  (:mod:`sagents.store._postgres_state`): the interfaces of :mod:`sagents.store._protocols`, on
+  the tables of :mod:`sagents.store._migrations` (applied on entering), all through one
+  :class:`~sagents.store._postgres_db.Database`;
 - heartbeats with leases: each replica renews its row in ``sagents_replicas`` every third of its
   lease; on each beat it also marks ``failed`` the running background tasks of replicas whose
   lease ran out (a replica killed by SIGKILL, a machine gone), so another replica notices a
@@ -28,50 +30,43 @@ what the sweep wrote (a terminal status is written once).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from types import TracebackType
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Self
 
 import anyio
 import anyio.abc
 import psycopg
 from psycopg.rows import TupleRow
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import RESULT_CHARS, StoredTask
 from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
 from sagents.store._builtin_state import MemoryBackend, TodoBackend
-from sagents.store._embedded import (
-    MAX_PENDING_APPROVALS,
-    REQUEST_STATE_TTL_S,
-    call_digest,
-    nonce_of,
-)
 from sagents.store._location import StoreLocation
-from sagents.store._logins import SealedLogin
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
-from sagents.store._pins import ToolPin, definition_digest, pin_of
+from sagents.store._postgres_db import Database, insert_audit
+from sagents.store._postgres_records import (
+    PostgresAgents,
+    PostgresApprovals,
+    PostgresLogins,
+    PostgresPins,
+)
+from sagents.store._postgres_state import PostgresMemory, PostgresTodos
 from sagents.store._protocols import CancelHandler
 
 __all__ = [
     "CANCEL_CHANNEL",
     "LEASE_REASON",
-    "Database",
-    "PostgresApprovals",
     "PostgresAudit",
-    "PostgresPins",
     "PostgresStore",
     "PostgresTasks",
-    "insert_audit",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,7 +77,6 @@ LEASE_REASON = "gateway replica stopped (no heartbeat within its lease)"
 """The ``reason`` of a background task whose replica died."""
 CONNECT_TIMEOUT_S = 10.0  # seconds to reach the database before a clear error
 POOL_MAX = 10  # connections per replica
-PROBE_TIMEOUT_S = 2  # seconds a check of a store known to be down waits to connect
 # Seconds one reconnection of the pool backs off for (1, 2, 4 s...) before it gives up; the
 # next call then starts a new one at once. Short, so that a restarted database is used again
 # within seconds, not after a backoff grown during a long outage.
@@ -103,89 +97,6 @@ def _task(row: TupleRow) -> StoredTask:
         result=result,
         is_error=is_error,
         reason=reason,
-    )
-
-
-class Database:
-    """The pool of a replica, with what it knows of the database's health.
-
-    Attributes:
-        down: Why the database was out of reach at the last try, or None (it answered).
-    """
-
-    def __init__(self, pool: AsyncConnectionPool, url: str, shown: str) -> None:
-        self.pool = pool
-        self.url = url
-        self.shown = shown
-        self.down: StoreUnavailableError | None = None
-
-    def unavailable(self, reason: str) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"cannot reach the store {self.shown}: {' '.join(reason.split())}",
-            hint="check that PostgreSQL runs there and accepts this user and password "
-            "(pg_isready; the server's pg_hba.conf), or start without --store",
-            details={"store": self.shown},
-        )
-
-    @asynccontextmanager
-    async def connection(
-        self, *, wait_s: float | None = None
-    ) -> AsyncIterator[psycopg.AsyncConnection[TupleRow]]:
-        """A checked connection of the pool; driver errors become :class:`StoreError`.
-
-        Raises:
-            StoreUnavailableError: no connection within ``wait_s`` seconds (the pool's timeout
-                by default), or the connection broke (the database stopped or restarted).
-            StoreError: the database refused the statement.
-        """
-        try:
-            async with self.pool.connection(timeout=wait_s) as db:
-                yield db
-        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as error:
-            if self.down is None:
-                logger.warning("the store %s is out of reach: %s", self.shown, error)
-            self.down = self.unavailable(str(error))
-            raise self.down from error
-        except psycopg.Error as error:
-            raise StoreError(
-                f"the store {self.shown} refused a statement: {' '.join(str(error).split())}",
-                details={"store": self.shown},
-            ) from error
-        if self.down is not None:
-            logger.warning("the store %s answers again", self.shown)
-            self.down = None
-
-    async def ensure_reachable(self) -> None:
-        """Return at once unless the database was out of reach at the last try; then connect
-        to it once, outside the pool (which may be backing off), for at most
-        :data:`PROBE_TIMEOUT_S` seconds.
-
-        Raises:
-            StoreUnavailableError: it still is.
-        """
-        if self.down is None:
-            return
-        try:
-            probe = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, connect_timeout=PROBE_TIMEOUT_S
-            )
-            async with probe:
-                await probe.execute("SELECT 1")
-        except psycopg.Error as error:
-            self.down = self.unavailable(str(error))
-            raise self.down from error
-        logger.warning("the store %s answers again", self.shown)
-        self.down = None
-
-
-async def insert_audit(db: psycopg.AsyncConnection[TupleRow], entry: AuditEntry) -> None:
-    """Insert one audit entry on ``db``: in the transaction of the change it records, when
-    there is one (a memory written with its row, docs/builtin_tools.md)."""
-    data = Jsonb(dict(entry.data), dumps=lambda v: json.dumps(v, default=str))
-    await db.execute(
-        "INSERT INTO sagents_audit (ts, kind, session_id, tool, status, data) "
-        "VALUES (%s, %s, %s, %s, %s, %s)",
-        (entry.ts, entry.kind, entry.session_id, entry.tool, entry.status, data),
     )
 
 
@@ -342,268 +253,6 @@ class PostgresTasks:
             await self._on_cancel(task_id)
 
 
-class PostgresApprovals:
-    """Pending approvals and session grants shared by the replicas: an approval asked through
-    one replica can be answered through another."""
-
-    def __init__(self, database: Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
-        self._db = database
-        self.ttl_s = ttl_s
-
-    async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
-        """A new state for asking ``session_id`` to approve this call (at most
-        ``MAX_PENDING_APPROVALS`` kept per session: the oldest is dropped)."""
-        nonce = secrets.token_urlsafe(18)
-        async with self._db.connection() as db, db.transaction():
-            await db.execute("DELETE FROM sagents_pending_approvals WHERE expires_at <= now()")
-            await db.execute(
-                "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
-                "VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
-                (nonce, session_id, call_digest(tool, arguments), self.ttl_s),
-            )
-            await db.execute(
-                "DELETE FROM sagents_pending_approvals WHERE nonce IN ("
-                "  SELECT nonce FROM sagents_pending_approvals WHERE session_id = %s"
-                "  ORDER BY expires_at DESC OFFSET %s)",
-                (session_id, MAX_PENDING_APPROVALS),
-            )
-        return json.dumps({"nonce": nonce})
-
-    async def redeem(
-        self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
-    ) -> bool:
-        """Whether ``state`` is a pending approval of this session and call (then spent, by
-        whichever replica redeems it first)."""
-        nonce = nonce_of(state)
-        if nonce is None:
-            return False
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "DELETE FROM sagents_pending_approvals WHERE nonce = %s AND session_id = %s "
-                "AND call = %s AND expires_at > now() RETURNING nonce",
-                (nonce, session_id, call_digest(tool, arguments)),
-            )
-            return await cursor.fetchone() is not None
-
-    async def grant(self, session_id: str, tool: str) -> None:
-        """Remember the grant."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_grants (session_id, tool) VALUES (%s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (session_id, tool),
-            )
-
-    async def granted(self, session_id: str) -> frozenset[str]:
-        """The session's grants."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "SELECT tool FROM sagents_grants WHERE session_id = %s", (session_id,)
-            )
-            return frozenset(row[0] for row in await cursor.fetchall())
-
-
-_PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"
-
-
-class PostgresPins:
-    """Pinned tool definitions in ``sagents_tool_pins``, shared by the replicas: a change one
-    replica saw is shown, and accepted, through any of them."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    async def observe(self, server: str, definitions: Mapping[str, str]) -> dict[str, ToolPin]:
-        """See :meth:`sagents.store._protocols.PinStore.observe` (one transaction)."""
-        pins: dict[str, ToolPin] = {}
-        now = time.time()
-        async with self._db.connection() as db, db.transaction():
-            for tool, definition in definitions.items():
-                digest = definition_digest(definition)
-                await db.execute(
-                    "INSERT INTO sagents_tool_pins (server, tool, definition, digest, updated) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (server, tool) DO NOTHING",
-                    (server, tool, definition, digest, now),
-                )
-                cursor = await db.execute(
-                    "UPDATE sagents_tool_pins SET "
-                    "offered = CASE WHEN digest = %s THEN NULL ELSE %s END, "
-                    "offered_digest = CASE WHEN digest = %s THEN NULL ELSE %s END, updated = %s "
-                    f"WHERE server = %s AND tool = %s RETURNING {_PIN_COLUMNS}",
-                    (digest, definition, digest, digest, now, server, tool),
-                )
-                row = await cursor.fetchone()
-                assert row is not None  # inserted above if it was missing
-                pins[tool] = pin_of(row)
-        return pins
-
-    async def changes(self) -> list[ToolPin]:
-        """See :meth:`sagents.store._protocols.PinStore.changes`."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                f"SELECT {_PIN_COLUMNS} FROM sagents_tool_pins WHERE offered IS NOT NULL "
-                "ORDER BY server, tool"
-            )
-            return [pin_of(row) for row in await cursor.fetchall()]
-
-    async def accept(
-        self, server: str, tool: str | None = None, *, offered_digest: str | None = None
-    ) -> list[ToolPin]:
-        """See :meth:`sagents.store._protocols.PinStore.accept`."""
-        where, params = "server = %s AND offered IS NOT NULL", [server]
-        if tool is not None:
-            where += " AND tool = %s"
-            params.append(tool)
-        if offered_digest is not None:
-            where += " AND offered_digest = %s"
-            params.append(offered_digest)
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "UPDATE sagents_tool_pins SET definition = offered, digest = offered_digest, "
-                f"offered = NULL, offered_digest = NULL, updated = %s WHERE {where} "
-                f"RETURNING {_PIN_COLUMNS}",
-                (time.time(), *params),
-            )
-            rows = await cursor.fetchall()
-        return sorted((pin_of(row) for row in rows), key=lambda pin: pin.tool)
-
-
-class PostgresLogins:
-    """Upstream logins (a :class:`~sagents.store._protocols.LoginStore`) in
-    ``sagents_upstream_logins``, shared by the replicas (each seals with the same key)."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    async def load(self, server: str, principal: str) -> bytes | None:
-        """See :meth:`sagents.store._protocols.LoginStore.load`."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "SELECT sealed FROM sagents_upstream_logins WHERE server = %s AND principal = %s",
-                (server, principal),
-            )
-            row = await cursor.fetchone()
-        return None if row is None else bytes(row[0])
-
-    async def save(self, server: str, principal: str, sealed: bytes) -> None:
-        """See :meth:`sagents.store._protocols.LoginStore.save`."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_upstream_logins (server, principal, sealed, updated) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (server, principal) DO UPDATE SET "
-                "sealed = excluded.sealed, updated = excluded.updated",
-                (server, principal, sealed, time.time()),
-            )
-
-    async def delete(self, server: str, principal: str) -> bool:
-        """See :meth:`sagents.store._protocols.LoginStore.delete`."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "DELETE FROM sagents_upstream_logins WHERE server = %s AND principal = %s",
-                (server, principal),
-            )
-            return bool(cursor.rowcount)
-
-    async def logins(self) -> list[SealedLogin]:
-        """See :meth:`sagents.store._protocols.LoginStore.logins`."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "SELECT server, principal, sealed, updated FROM sagents_upstream_logins "
-                "ORDER BY server, principal"
-            )
-            rows = await cursor.fetchall()
-        return [SealedLogin(row[0], row[1], bytes(row[2]), row[3]) for row in rows]
-
-    async def reseal(self, reseal: Callable[[bytes], bytes]) -> int:
-        """See :meth:`sagents.store._protocols.LoginStore.reseal` (one transaction, rows
-        locked)."""
-        async with self._db.connection() as db, db.transaction():
-            cursor = await db.execute(
-                "SELECT server, principal, sealed FROM sagents_upstream_logins FOR UPDATE"
-            )
-            rows = await cursor.fetchall()
-            for server, principal, sealed in rows:
-                await db.execute(
-                    "UPDATE sagents_upstream_logins SET sealed = %s "
-                    "WHERE server = %s AND principal = %s",
-                    (reseal(bytes(sealed)), server, principal),
-                )
-        return len(rows)
-
-
-class PostgresAgents:
-    """Paused runs and agent sessions (an :class:`~sagents.store._protocols.AgentStore`) in
-    ``sagents_run_states``, ``sagents_run_claims`` and ``sagents_agent_sessions``."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    async def save_state(self, state_id: str, session_id: str, document: str) -> None:
-        """See ``AgentStore.save_state``."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_run_states (state_id, session_id, document, saved) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (state_id) DO UPDATE SET "
-                "document = EXCLUDED.document, saved = EXCLUDED.saved",
-                (state_id, session_id, document, time.time()),
-            )
-
-    async def load_state(self, state_id: str) -> str | None:
-        """See ``AgentStore.load_state``."""
-        return await self._one(
-            "SELECT document FROM sagents_run_states WHERE state_id = %s", (state_id,)
-        )
-
-    async def claim_state(self, state_id: str) -> bool:
-        """See ``AgentStore.claim_state``: the row's primary key makes it once."""
-        async with self._db.connection() as db:
-            cursor = await db.execute(
-                "INSERT INTO sagents_run_claims (state_id, claimed) VALUES (%s, %s) "
-                "ON CONFLICT (state_id) DO NOTHING",
-                (state_id, time.time()),
-            )
-            return cursor.rowcount == 1
-
-    async def save_session(self, session_id: str, document: str) -> None:
-        """See ``AgentStore.save_session``."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_agent_sessions (session_id, document, saved) "
-                "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
-                "document = EXCLUDED.document, saved = EXCLUDED.saved",
-                (session_id, document, time.time()),
-            )
-
-    async def load_session(self, session_id: str) -> str | None:
-        """See ``AgentStore.load_session``."""
-        return await self._one(
-            "SELECT document FROM sagents_agent_sessions WHERE session_id = %s", (session_id,)
-        )
-
-    async def last_session(self, prefix: str = "") -> str | None:
-        """See ``AgentStore.last_session``."""
-        return await self._one(
-            "SELECT session_id FROM sagents_agent_sessions WHERE "
-            "substr(session_id, 1, length(%s)) = %s ORDER BY saved DESC LIMIT 1",
-            (prefix, prefix),
-        )
-
-    async def pending_state(self, session_id: str) -> str | None:
-        """See ``AgentStore.pending_state``."""
-        return await self._one(
-            "SELECT s.state_id FROM sagents_run_states s WHERE s.session_id = %s AND NOT EXISTS "
-            "(SELECT 1 FROM sagents_run_claims c WHERE c.state_id = s.state_id) "
-            "ORDER BY s.saved DESC LIMIT 1",
-            (session_id,),
-        )
-
-    async def _one(self, query: str, params: tuple[Any, ...]) -> str | None:
-        async with self._db.connection() as db:
-            cursor = await db.execute(query, params)
-            row = await cursor.fetchone()
-        return None if row is None else str(row[0])
-
-
 class PostgresStore:
     """The state of one replica on a shared PostgreSQL database; an async context manager.
 
@@ -645,12 +294,10 @@ class PostgresStore:
         self.pins = PostgresPins(self._db)
         self.agents = PostgresAgents(self._db)
         self.logins = PostgresLogins(self._db)
-        # the built-in tools' tables; that module builds on this one's Database
-        from sagents.store._postgres_state import PostgresMemory, PostgresTodos
-
         self.memory: MemoryBackend | None = PostgresMemory(self._db)
         self.todos: TodoBackend | None = PostgresTodos(self._db)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._stack = AsyncExitStack()  # what __aenter__ opened (its _lifespan)
         self._listening = anyio.Event()
 
     @property
@@ -665,6 +312,23 @@ class PostgresStore:
         return self._db
 
     async def __aenter__(self) -> Self:
+        # The store sits below sagents.core (docs/architecture.md, "Layers"), so its lifetime
+        # is entered on a stack here rather than through core's Lifespan base: the contextlib
+        # recipe for an __aenter__ that opens several things (its pop_all keeps them open).
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self._lifespan())
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        stack, self._stack = self._stack, AsyncExitStack()
+        await stack.aclose()
+
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Bring the schema up to date, open the pool, register the replica and run its
+        heartbeat and listener; on leaving, stop them, remove the replica's row (bounded) and
+        close the pool (shielded)."""
         await self._prepare()
         try:
             await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -673,42 +337,31 @@ class PostgresStore:
         try:
             self.secret = await self._secret("request_state_key")
             await self._beat()
-            self._tg = anyio.create_task_group()
-            await self._tg.__aenter__()
-            self._tg.start_soon(self._heartbeats)
-            await self._tg.start(self._listen)
-        except BaseException:
-            await self._close()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._close()
-
-    async def _close(self) -> None:
-        try:
-            if self._tg is not None:
-                tg, self._tg = self._tg, None
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                try:
+                    tg.start_soon(self._heartbeats)
+                    await tg.start(self._listen)
+                    yield
+                finally:
+                    self._tg = None
+                    tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                try:
-                    with anyio.move_on_after(CONNECT_TIMEOUT_S):
-                        async with self._db.connection() as db:
-                            await db.execute(
-                                "DELETE FROM sagents_replicas WHERE replica_id = %s",
-                                (self.replica_id,),
-                            )
-                except StoreError as error:
-                    logger.info("could not remove replica %s: %s", self.replica_id, error)
-                finally:
-                    await self._pool.close()
+                await self._leave()
+
+    async def _leave(self) -> None:
+        """Remove this replica's row (bounded; a failure is logged), then close the pool."""
+        try:
+            with anyio.move_on_after(CONNECT_TIMEOUT_S):
+                async with self._db.connection() as db:
+                    await db.execute(
+                        "DELETE FROM sagents_replicas WHERE replica_id = %s", (self.replica_id,)
+                    )
+        except StoreError as error:
+            logger.info("could not remove replica %s: %s", self.replica_id, error)
+        finally:
+            await self._pool.close()
 
     def _unavailable(self, reason: str) -> StoreUnavailableError:
         return self._db.unavailable(reason)

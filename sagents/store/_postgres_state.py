@@ -31,7 +31,7 @@ from sagents.store._builtin_state import (
     memory_digest,
     merge_found,
 )
-from sagents.store._postgres import Database, insert_audit
+from sagents.store._postgres_db import Database, insert_audit
 
 __all__ = ["PostgresMemory", "PostgresTodos"]
 

@@ -24,19 +24,19 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import uvicorn
-from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from sagents.core._lifespan import Lifespan
 from sagents.testing import _formats
 from sagents.testing._formats import API
 
@@ -222,7 +222,7 @@ def http_error(
     return ScriptedReply(status=status, error_message=message, error_code=code, headers=headers)
 
 
-class ScriptedModel:
+class ScriptedModel(Lifespan):
     """A Chat Completions server on 127.0.0.1 that answers from a script.
 
     Args:
@@ -258,8 +258,6 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         """The JSON body of every request received, in order."""
         self._port: int | None = None
-        self._server: uvicorn.Server | None = None
-        self._tg: TaskGroup | None = None
         self._stopped = anyio.Event()
         self._closing = anyio.Event()  # set on exit: hanging replies end then
         self._clients: list[ChatModel] = []  # closed on exit
@@ -310,7 +308,10 @@ class ScriptedModel:
         self._clients.append(model)
         return model
 
-    async def __aenter__(self) -> Self:
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        """Serve on the socket in a task; on leaving, close the clients handed out, then stop
+        the server (forced after ``_SHUTDOWN_S``)."""
         app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._completions, methods=["POST"]),
@@ -333,9 +334,7 @@ class ScriptedModel:
         config = uvicorn.Config(
             app, log_level="critical", lifespan="off", timeout_graceful_shutdown=1
         )
-        self._server = server = uvicorn.Server(config)
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        server = uvicorn.Server(config)
 
         async def run() -> None:
             try:
@@ -345,29 +344,22 @@ class ScriptedModel:
                 self._stopped.set()
                 sock.close()
 
-        self._tg.start_soon(run)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._closing.set()
-        with anyio.CancelScope(shield=True):
-            for client in self._clients:
-                await client.aclose()
-        if self._server is not None:
-            self._server.should_exit = True
         try:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S):
-                await self._stopped.wait()
-            if self._server is not None and not self._stopped.is_set():
-                self._server.force_exit = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                try:
+                    yield
+                finally:
+                    self._closing.set()
+                    with anyio.CancelScope(shield=True):
+                        for client in self._clients:
+                            await client.aclose()
+                    server.should_exit = True
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S):
+                        await self._stopped.wait()
+                    if not self._stopped.is_set():
+                        server.force_exit = True
         finally:
-            if self._tg is not None:
-                await self._tg.__aexit__(exc_type, exc, tb)
             self._port = None
 
     # -- the endpoint ---------------------------------------------------------------------------

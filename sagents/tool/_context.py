@@ -16,6 +16,7 @@ from typing import Any
 
 from sagents.core._permissions import PermissionMode
 from sagents.tool._approval import Decision
+from sagents.tool.questions import Questioner
 
 __all__ = ["InjectedArg", "SessionContext"]
 
@@ -44,6 +45,10 @@ class SessionContext:
             gateway, run_script's pre-run check, an outer ``ToolProxy``); a ``ToolProxy``
             honours it instead of deciding again. None: not decided yet. Only the host that
             made the decision sets it (docs/architecture.md, "The decision").
+        questioner: Who answers the ``questionnaire`` tool's questions in this session: the
+            host's channel to the user (the agent loop's events, ``sagents serve``'s MCP
+            elicitation, ``sagents chat``'s terminal form). None: nobody can be asked, and
+            ``questionnaire`` refuses saying so (docs/builtin_tools.md).
     """
 
     session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
@@ -53,6 +58,7 @@ class SessionContext:
     agent: str | None = None
     trusted: Mapping[str, Any] = field(default_factory=dict)
     decision: Decision | None = None
+    questioner: Questioner | None = field(default=None, compare=False, repr=False)
 
     def lookup(self, key: str) -> Any:
         """Return the trusted value ``key``: one of the fields above, else ``trusted[key]``.

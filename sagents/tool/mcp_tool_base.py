@@ -17,6 +17,7 @@ only what it is given. Importing this module does not import the ``mcp`` SDK.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from sagents.mcp._settings import ServerSettings
 
 __all__ = ["MCPServerDeclaration", "discovered_mcp_servers", "mcp_server"]
+
+logger = logging.getLogger(__name__)
 
 _DISCOVERED_MCP_TOOLS: list[MCPServerDeclaration] = []  # the seed's name; the default reads it
 _DISCOVERED_LOCK = threading.Lock()
@@ -83,3 +86,25 @@ def discovered_mcp_servers() -> list[MCPServerDeclaration]:
     """The MCP servers declared in this process so far (a copy, in order)."""
     with _DISCOVERED_LOCK:
         return list(_DISCOVERED_MCP_TOOLS)
+
+
+def _not_collected(collected: set[int]) -> dict[str, tuple[ServerParams, ServerSettings]]:
+    """The servers declared so far that are not in ``collected`` (``id()`` of declarations),
+    now added to it: ``{name: (params, settings)}``. A name declared again is left out, logged:
+    the first declaration keeps the name (``ToolManager.collect_discovered_mcp_servers``)."""
+    from sagents.mcp._settings import ServerSettings
+
+    pending: dict[str, tuple[ServerParams, ServerSettings]] = {}
+    for declared in discovered_mcp_servers():
+        if id(declared) in collected:
+            continue
+        collected.add(id(declared))
+        if declared.name in pending:  # no declaration silently replaces another
+            logger.error(
+                "MCP server %r declared again (in %s) was not collected: the first keeps the name",
+                declared.name,
+                declared.module or "?",
+            )
+            continue
+        pending[declared.name] = (declared.params, declared.settings or ServerSettings())
+    return pending

@@ -15,18 +15,14 @@ default, which also collects every ``@tool`` imported so far
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import difflib
 import functools
-import json
 import logging
 import math
-import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,25 +33,34 @@ from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
     NotAllowedError,
-    SagentsError,
     ToolDefinitionError,
     ToolManagerClosedError,
     ToolNameConflictError,
-    ToolTimeoutError,
     UnknownToolError,
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
 from sagents.progress._binding import LazyToolCall, raw_tool_call
-from sagents.tool._arguments import ArgumentValidator, ScalarParameters, parse_arguments
+from sagents.tool._arguments import ArgumentValidator, parse_arguments
 from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._deadline import await_within, finish_within, first_step
-from sagents.tool._handler import ToolCall, ToolHandler
-from sagents.tool._local_tool import LocalTool, build_local_tool
+from sagents.tool._entries import (
+    DEFAULT_TOOL_TIMEOUT,
+    Entry,
+    call_timeout,
+    handler_call,
+    make_entry,
+)
+from sagents.tool._entries import (
+    Registrable as Registrable,  # what register_tool takes: its annotation's import path
+)
+from sagents.tool._exports import ToolExports
+from sagents.tool._failures import cancellation_requested, error_result, timed_out
+from sagents.tool._handler import ToolCall
+from sagents.tool._local_tool import LocalTool
 from sagents.tool._middleware import Hooked, ToolMiddleware, after_call, before_call
 from sagents.tool._result_conversion import to_tool_result
-from sagents.tool.naming import to_exported_name
-from sagents.tool.tool_base import discovered_tools, get_local_tool
+from sagents.tool.tool_base import discovered_tools
 
 if TYPE_CHECKING:
     # Only for annotations: local tools never import the MCP SDK (see _mcp_registry).
@@ -72,111 +77,11 @@ __all__ = [
     "get_tool_manager",
 ]
 
-DEFAULT_TOOL_TIMEOUT = 300.0
-"""Timeout of one call in seconds when ``run_tool`` gets none (5 minutes)."""
-
 logger = logging.getLogger(__name__)
 
 
-def call_timeout(timeout: float | None, spec: ToolSpec) -> float:
-    """The timeout of one call, in seconds: decided here and nowhere else.
-
-    The per-call ``timeout`` if given, else the tool's own setting (``spec.timeout``; for an MCP
-    tool its server's ``call_timeout``, ``math.inf`` for none), else
-    :data:`DEFAULT_TOOL_TIMEOUT`. Layers below ``run_tool`` receive the result in
-    ``ToolCall.timeout`` and apply no default of their own.
-    """
-    if timeout is not None:
-        return timeout
-    if spec.timeout is not None:
-        return spec.timeout
-    return DEFAULT_TOOL_TIMEOUT
-
-
 T = TypeVar("T")
-Registrable = Callable[..., Any] | LocalTool | tuple[ToolSpec, ToolHandler]
 CallContextFactory = Callable[[ToolCall], AbstractAsyncContextManager[object]]
-
-
-Start = Callable[[dict[str, Any], SessionContext | None, str | None, str, float], Awaitable[Any]]
-"""How a registered tool begins a call: ``(valid arguments, session context, call id, registered
-name, timeout)`` -> what to await (the tool's value or its ``ToolResult``)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Entry:
-    spec: ToolSpec
-    validator: ArgumentValidator
-    start: Start
-    local: LocalTool | None = None
-    # Decided once per tool, read on every call:
-    scalars: ScalarParameters | None = None  # an async local tool of bare scalar parameters
-    function: Callable[..., Awaitable[Any]] | None = None  # that tool's function (scalars)
-    wrapped: bool = False  # a local tool's output schema wraps its value (output_wrapped)
-    timeout: float = DEFAULT_TOOL_TIMEOUT  # call_timeout(None, spec)
-
-
-@dataclass(frozen=True)
-class _LocalStart:
-    """Begins a call of a local function: the arguments bound, the function called.
-
-    An async function's own coroutine is what the call awaits (no frame of ours around it),
-    and a session context is made only for a tool that injects one: both are measured by
-    ``bench/bench_tool_dispatch.py`` (a trivial tool's call against pydantic-ai's).
-    """
-
-    local: LocalTool
-    injects: bool  # bool(local.injected), read once
-
-    def __call__(
-        self,
-        arguments: dict[str, Any],
-        context: SessionContext | None,
-        tool_call_id: str | None,
-        name: str,
-        limit: float,
-    ) -> Awaitable[Any]:
-        local = self.local
-        if context is None and self.injects:
-            context = SessionContext()
-        # the arguments are valid already: bound as they are when pydantic would not change them
-        kwargs = local.bind_valid(arguments, context)
-        if local.is_async:
-            coroutine: Awaitable[Any] = local.func(**kwargs)
-            return coroutine
-        # A worker thread cannot be interrupted: on timeout or cancellation the call returns
-        # at once and the thread is abandoned (it finishes in the background).
-        function = functools.partial(local.func, **kwargs)
-        return anyio.to_thread.run_sync(function, abandon_on_cancel=True)
-
-
-@dataclass(frozen=True)
-class _HandlerStart:
-    """Begins a call of a registered handler, with the :class:`ToolCall` it sees."""
-
-    handler: ToolHandler
-
-    def __call__(
-        self,
-        arguments: dict[str, Any],
-        context: SessionContext | None,
-        tool_call_id: str | None,
-        name: str,
-        limit: float,
-    ) -> Awaitable[Any]:
-        return self.handler(arguments, _tool_call(context, tool_call_id, name, limit))
-
-
-def _tool_call(
-    context: SessionContext | None, tool_call_id: str | None, name: str, limit: float
-) -> ToolCall:
-    """The call as a handler (or a call context) sees it: the request, resolved."""
-    return ToolCall(
-        tool_name=name,
-        session_context=context or SessionContext(),
-        tool_call_id=tool_call_id or f"call_{os.urandom(16).hex()}",
-        timeout=limit,
-    )
 
 
 class ToolManager(CallsTools):
@@ -207,11 +112,8 @@ class ToolManager(CallsTools):
         self._progress_hub = progress_hub
         self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
         self._mcp: MCPRegistry | None = None
-        self._entries: dict[str, _Entry] = {}
-        self._exported: dict[str, str] = {}  # registered -> exported name
-        self._by_exported: dict[str, str] = {}  # exported -> registered name
-        self._exports: dict[tuple[str, bool], str | None] = {}  # (name, strict) -> JSON text
-        self._api_exports: dict[tuple[str, str, bool], str | None] = {}  # (api, name, strict)
+        self._entries: dict[str, Entry] = {}
+        self._exports = ToolExports()
         self._collected: set[int] = set()  # id() of LocalTools taken by collect_discovered
         self._collected_refs: list[LocalTool] = []  # keeps those ids valid
         self._exit_stack = contextlib.AsyncExitStack()
@@ -240,7 +142,7 @@ class ToolManager(CallsTools):
             ToolManagerClosedError: after :meth:`aclose`.
         """
         self._check_open()
-        entry = _make_entry(tool)
+        entry = make_entry(tool)
         name = entry.spec.name
         if not name:
             raise ToolDefinitionError("a tool needs a non-empty name")
@@ -250,18 +152,8 @@ class ToolManager(CallsTools):
                 hint="Pick another name, unregister the old tool, or pass replace=True.",
                 details={"name": name},
             )
-        exported = to_exported_name(name)
-        holder = self._by_exported.get(exported, name)
-        if holder != name:
-            raise ToolNameConflictError(
-                f"tools {holder!r} and {name!r} would both be exported as {exported!r}",
-                hint="Rename one of them.",
-                details={"names": [holder, name], "exported": exported},
-            )
+        self._exports.claim(name)
         self._entries[name] = entry
-        self._exported[name] = exported
-        self._by_exported[exported] = name
-        self._forget_exports(name)
         return entry.spec
 
     def unregister_tool(self, name: str) -> ToolSpec:
@@ -273,8 +165,7 @@ class ToolManager(CallsTools):
         entry = self._entries.pop(name, None)
         if entry is None:
             raise self._unknown(name)
-        del self._by_exported[self._exported.pop(name)]
-        self._forget_exports(name)
+        self._exports.release(name)
         return entry.spec
 
     def collect_discovered(self) -> list[str]:
@@ -325,7 +216,7 @@ class ToolManager(CallsTools):
 
     def has_tool(self, name: str) -> bool:
         """True when ``name`` is a registered or an exported name here."""
-        return name in self._entries or name in self._by_exported
+        return name in self._entries or name in self._exports.registered
 
     def list_all_tools_name(self) -> list[str]:
         """The registered names, sorted."""
@@ -366,15 +257,7 @@ class ToolManager(CallsTools):
             strict: OpenAI's strict mode (see :mod:`sagents.tool.openai_export`). Pass
                 ``strict=True`` to :meth:`run_tool` for calls the model makes with it.
         """
-        tools = []
-        for name in sorted(self._entries):
-            key = (name, strict)
-            if key not in self._exports:
-                self._exports[key] = self._export(name, strict=strict)
-            text = self._exports[key]
-            if text is not None:
-                tools.append(json.loads(text))
-        return tools
+        return self._exports.openai_tools(self._specs(), strict)
 
     def get_responses_tools(self, strict: bool = False) -> list[dict[str, Any]]:
         """Every tool as an OpenAI Responses function tool, sorted by registered name.
@@ -420,40 +303,10 @@ class ToolManager(CallsTools):
         return self._api_tools("gemini", strict)
 
     def _api_tools(self, api: ModelApi, strict: bool) -> list[dict[str, Any]]:
-        # Imported here: the other APIs' exporters cost nothing to a caller that never asks.
-        from sagents.tool._api_export import export_tool_json, unique_names
+        return self._exports.api_tools(api, self._specs(), strict)
 
-        tools = []
-        for name, exported in sorted(unique_names(api, self._entries).items()):
-            key = (api, name, strict)
-            if key not in self._api_exports:
-                spec = self._entries[name].spec
-                self._api_exports[key] = export_tool_json(api, spec, strict=strict, name=exported)
-            text = self._api_exports[key]
-            if text is not None:
-                tools.append(json.loads(text))
-        return tools
-
-    def _export(self, name: str, *, strict: bool) -> str | None:
-        # Imported on first export: the exporters load ``jsonschema``, which a manager that
-        # only runs tools does not need.
-        from sagents.tool.openai_export import to_openai_tool
-
-        spec, exported = self._entries[name].spec, self._exported[name]
-        modes = (True, False) if strict else (False,)
-        for mode in modes:
-            try:
-                tool = to_openai_tool(spec, strict=mode, name=exported)
-            except SagentsError as error:  # SchemaExportError: this tool only
-                logger.warning(
-                    "tool %r cannot be exported%s: %s",
-                    name,
-                    " in strict mode" if mode else "",
-                    error.message,
-                )
-                continue
-            return json.dumps(tool, ensure_ascii=False)
-        return None
+    def _specs(self) -> dict[str, ToolSpec]:
+        return {name: entry.spec for name, entry in self._entries.items()}
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -553,7 +406,7 @@ class ToolManager(CallsTools):
             context = session_context
             session_id = None if context is None else context.session_id
             if self._call_contexts or (session_id is not None and hub.listening(session_id)):
-                async with self._bound(hub, _tool_call(context, tool_call_id, registered, limit)):
+                async with self._bound(hub, handler_call(context, tool_call_id, registered, limit)):
                     begun: Awaitable[Any] = entry.start(
                         arguments, context, tool_call_id, registered, limit
                     )
@@ -580,14 +433,14 @@ class ToolManager(CallsTools):
                     if lazy is not None and token is not None:
                         lazy.unbind(token)
             if not finished:
-                raise _timed_out(registered, limit)
+                raise timed_out(registered, limit)
             outcome = to_tool_result(result, tool_name=registered, wrap_result=entry.wrapped)
         except anyio.get_cancelled_exc_class() as error:
-            if _cancellation_requested():
+            if cancellation_requested():
                 raise  # the caller (or an enclosing scope) is being cancelled: propagate
-            outcome = _error_result(error, registered)
+            outcome = error_result(error, registered)
         except (Exception, SystemExit) as error:  # noqa: BLE001 - the one exception->result boundary
-            outcome = _error_result(error, registered)
+            outcome = error_result(error, registered)
         if hooked is not None:
             outcome = await after_call(hooked.seen, hooked.call, outcome)
         return outcome
@@ -685,23 +538,9 @@ class ToolManager(CallsTools):
         Returns:
             The status of each server collected by this call.
         """
-        from sagents.mcp._settings import ServerSettings
-        from sagents.tool.mcp_tool_base import discovered_mcp_servers
+        from sagents.tool.mcp_tool_base import _not_collected
 
-        pending: dict[str, tuple[ServerParams, ServerSettings]] = {}
-        for declared in discovered_mcp_servers():
-            if id(declared) in self._collected:
-                continue
-            self._collected.add(id(declared))
-            if declared.name in pending:  # no declaration silently replaces another
-                logger.error(
-                    "MCP server %r declared again (in %s) was not collected: the first keeps "
-                    "the name",
-                    declared.name,
-                    declared.module or "?",
-                )
-                continue
-            pending[declared.name] = (declared.params, declared.settings or ServerSettings())
+        pending = _not_collected(self._collected)
         if not pending:
             return {}
         return await self.register_mcp_servers(pending, wait=wait)
@@ -898,10 +737,10 @@ class ToolManager(CallsTools):
                 "this ToolManager is closed", hint="Create a new ToolManager."
             )
 
-    def _find(self, name: str) -> _Entry:
+    def _find(self, name: str) -> Entry:
         entry = self._entries.get(name)
         if entry is None:
-            registered = self._by_exported.get(name)
+            registered = self._exports.registered.get(name)
             entry = self._entries.get(registered) if registered is not None else None
         if entry is None:
             raise self._unknown(name)
@@ -915,57 +754,6 @@ class ToolManager(CallsTools):
             else "Call one of the tools you were given."
         )
         return UnknownToolError(f"no tool named {name!r}", hint=hint, details={"name": name})
-
-    def _forget_exports(self, name: str) -> None:
-        self._exports.pop((name, False), None)
-        self._exports.pop((name, True), None)
-        for key in [k for k in self._api_exports if k[1] == name]:
-            del self._api_exports[key]
-
-
-def _error_result(error: BaseException, tool: str) -> ToolResult:
-    """The one exception->result boundary of a tool call (``ToolManager.run_tool``'s).
-
-    A :class:`~sagents.errors.SagentsError` (the call's timeout, unknown names, invalid
-    arguments, an upstream's typed failure) keeps its code; any other exception of the
-    handler is an ``execution_error`` (``SystemExit`` too: a tool calling ``sys.exit()`` must
-    not end the host); a stray cancellation exception, raised while nobody cancels the task
-    (the tool awaited a future someone else cancelled), is an ``execution_error`` as well,
-    since letting it out would unwind the caller as if it were cancelled. KeyboardInterrupt
-    and real cancellation never get here (docs/architecture.md, "Where errors become results").
-    """
-    if isinstance(error, SagentsError):
-        logger.info("tool %r failed: [%s] %s", tool, error.code, error.message)
-        return ToolResult.from_exception(error)
-    if isinstance(error, anyio.get_cancelled_exc_class()):
-        logger.error("tool %r raised a stray cancellation", tool, exc_info=error)
-        return ToolResult.from_error(
-            "execution_error",
-            f"tool {tool!r} failed: it raised {type(error).__name__} "
-            "although the call was not cancelled",
-            details={"exception": type(error).__name__},
-        )
-    logger.error("tool %r raised", tool, exc_info=error)
-    return ToolResult.from_error(
-        "execution_error",
-        f"tool {tool!r} failed: {_describe(error)}",
-        details={"exception": type(error).__name__},
-    )
-
-
-def _cancellation_requested() -> bool:
-    """True when this task is really being cancelled (not a stray cancellation exception).
-
-    On asyncio a ``CancelledError`` can be raised without anyone cancelling the task (awaiting
-    a future cancelled elsewhere); ``Task.cancelling()`` (Python 3.11) counts the real
-    requests, which anyio's cancel scopes also make. On trio a ``Cancelled`` always comes from
-    a scope, so it is always real.
-    """
-    try:
-        task = asyncio.current_task()  # only asks; no asyncio API drives anything here
-    except RuntimeError:  # no asyncio loop: trio
-        return True
-    return task is None or task.cancelling() > 0
 
 
 async def _validate_in_worker(
@@ -983,67 +771,7 @@ async def _validate_in_worker(
     )
     with anyio.move_on_after(limit):
         return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
-    raise _timed_out(tool_name, limit)
-
-
-def _timed_out(tool_name: str, limit: float) -> ToolTimeoutError:
-    return ToolTimeoutError(
-        f"tool {tool_name!r} did not finish within {limit:g} seconds",
-        hint="Try again with a smaller request, or ask for a longer timeout.",
-        details={"timeout": limit},
-    )
-
-
-def _describe(error: BaseException) -> str:
-    """``Type: message``; the leaves of an exception group (a tool's task group), joined."""
-    if isinstance(error, ExceptionGroup):
-        return "; ".join(_describe(leaf) for leaf in error.exceptions)
-    try:
-        message = str(error)
-    except Exception:  # noqa: BLE001 - a broken __str__ must not escape run_tool
-        message = "(the exception's message could not be rendered)"
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _make_entry(tool: Registrable) -> _Entry:
-    if isinstance(tool, tuple):
-        if len(tool) != 2 or not isinstance(tool[0], ToolSpec) or not callable(tool[1]):
-            raise ToolDefinitionError("register a (ToolSpec, handler) pair as a 2-tuple")
-        spec, handler = tool
-        return _Entry(
-            spec=spec,
-            validator=_validator(spec, check=True),
-            start=_HandlerStart(handler),
-            timeout=call_timeout(None, spec),
-        )
-    if isinstance(tool, LocalTool):
-        local = tool
-    elif callable(tool):
-        local = get_local_tool(tool) or build_local_tool(tool)
-    else:
-        raise ToolDefinitionError(
-            f"cannot register {type(tool).__name__!r} as a tool",
-            hint="Register a function, a LocalTool or a (ToolSpec, handler) pair.",
-        )
-    kinds = local.scalar_kinds if local.is_async else None
-    validator = _validator(local.spec, check=False)  # pydantic made it: valid by construction
-    return _Entry(
-        spec=local.spec,
-        validator=validator,
-        start=_LocalStart(local, bool(local.injected)),
-        local=local,
-        scalars=ScalarParameters(kinds, validator) if kinds is not None else None,
-        function=local.func if kinds is not None else None,
-        wrapped=local.output_wrapped,
-        timeout=call_timeout(None, local.spec),
-    )
-
-
-def _validator(spec: ToolSpec, *, check: bool) -> ArgumentValidator:
-    try:
-        return ArgumentValidator(spec.input_schema, check=check)
-    except ToolDefinitionError as error:
-        raise ToolDefinitionError(f"tool {spec.name!r}: {error.message}", hint=error.hint) from None
+    raise timed_out(tool_name, limit)
 
 
 _default_manager: ToolManager | None = None  # the documented process default

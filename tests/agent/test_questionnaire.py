@@ -9,6 +9,7 @@ from contextlib import aclosing
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from sagents.agent import (
@@ -219,3 +220,35 @@ async def test_a_sub_agent_asks_through_its_callers_run() -> None:
     assert "city (Where to?): Rome" in answered
     assert _result(events).status == "answered"
     assert done_of(events).reason == "stop"
+
+
+class _Fixed:
+    """A questioner that answers every questionnaire with one city."""
+
+    def __init__(self, city: str) -> None:
+        self.city = city
+        self.asked = 0
+
+    async def ask(self, questionnaire: Questionnaire, *, time_limit: float) -> QuestionnaireAnswer:
+        self.asked += 1
+        await anyio.lowlevel.checkpoint()  # both calls are in flight at once
+        return QuestionnaireAnswer(status="answered", answers={"city": self.city, "nights": 1})
+
+
+async def test_each_call_asks_the_questioner_its_session_context_carries() -> None:
+    manager = _manager()
+    paris, rome = _Fixed("Paris"), _Fixed("Rome")
+    results: dict[str, str] = {}
+
+    async def ask(questioner: _Fixed) -> None:
+        context = SessionContext(session_id=questioner.city, questioner=questioner)
+        result = await manager.run_tool("questionnaire", QUESTIONS, context)
+        results[questioner.city] = result.text
+
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, paris)
+            tg.start_soon(ask, rome)
+    assert (paris.asked, rome.asked) == (1, 1)
+    assert "city (Where to?): Paris" in results["Paris"]
+    assert "city (Where to?): Rome" in results["Rome"]

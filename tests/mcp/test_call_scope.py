@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sagents.mcp._connection import _CallScope
+from sagents.mcp._call_scope import CallScope
 
 pytestmark = pytest.mark.anyio
 
@@ -19,12 +19,12 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 async def test_the_connections_end_stops_a_call_waiting_in_async_with() -> None:
-    scopes: set[_CallScope] = set()
+    scopes: set[CallScope] = set()
     entered = anyio.Event()
     reached_end: list[bool] = []
 
     async def call() -> None:
-        async with _CallScope(scopes) as scope:
+        async with CallScope(scopes) as scope:
             entered.set()
             await anyio.sleep_forever()
             reached_end.append(True)
@@ -43,9 +43,9 @@ async def test_the_connections_end_stops_a_call_waiting_in_async_with() -> None:
 
 
 async def test_the_connections_end_stops_a_call_in_the_sync_form() -> None:
-    scopes: set[_CallScope] = set()
+    scopes: set[CallScope] = set()
     with anyio.fail_after(10):
-        with _CallScope(scopes) as scope:
+        with CallScope(scopes) as scope:
             for each in list(scopes):
                 each.cancel()
             await anyio.sleep_forever()
@@ -53,25 +53,25 @@ async def test_the_connections_end_stops_a_call_in_the_sync_form() -> None:
 
 
 async def test_a_call_nobody_aborts_returns_normally() -> None:
-    scopes: set[_CallScope] = set()
-    async with _CallScope(scopes) as scope:
+    scopes: set[CallScope] = set()
+    async with CallScope(scopes) as scope:
         await anyio.lowlevel.checkpoint()
     assert not scope.cancelled_caught
     assert not scopes
 
 
 async def test_an_outer_cancellation_passes_through_the_call_scope() -> None:
-    scopes: set[_CallScope] = set()
+    scopes: set[CallScope] = set()
     with anyio.fail_after(10), anyio.move_on_after(0.05) as outer:
-        async with _CallScope(scopes) as scope:
+        async with CallScope(scopes) as scope:
             await anyio.sleep_forever()
     assert outer.cancelled_caught
     assert not scope.cancelled_caught
 
 
 async def test_an_abort_after_the_block_left_cancels_nothing_later() -> None:
-    scopes: set[_CallScope] = set()
-    async with _CallScope(scopes) as scope:
+    scopes: set[CallScope] = set()
+    async with CallScope(scopes) as scope:
         scope.cancel()  # due at the next wait, but the block ends before it waits
     with anyio.fail_after(10):
         await anyio.sleep(0.01)  # not cancelled by the abort above
@@ -80,11 +80,11 @@ async def test_an_abort_after_the_block_left_cancels_nothing_later() -> None:
 
 
 async def test_an_outer_cancellation_with_the_connections_end_is_not_lost() -> None:
-    scopes: set[_CallScope] = set()
+    scopes: set[CallScope] = set()
     waited_on: list[bool] = []
     with anyio.fail_after(10):
         with anyio.CancelScope() as outer:
-            async with _CallScope(scopes):
+            async with CallScope(scopes):
                 for each in list(scopes):
                     each.cancel()  # the connection ends ...
                 outer.cancel()  # ... while the caller is cancelled too

@@ -30,6 +30,7 @@ from sagents.script._session import RunScriptSettings, RunScriptTool
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import SessionContext, ToolManager, ToolProxy
 from sagents.tool import tool_manager as tool_manager_module
+from sagents.tool._failures import error_result
 from sagents.tool._handler import ToolCall
 from tests.agent.helpers import collect, done_of, tool_messages
 
@@ -55,7 +56,7 @@ class Boundary:
 @pytest.fixture
 def boundary(monkeypatch: pytest.MonkeyPatch) -> Boundary:
     seen = Boundary()
-    original = tool_manager_module._error_result
+    original = error_result  # called by run_tool through its module global
 
     def counted(error: BaseException, tool: str) -> ToolResult:
         result = original(error, tool)
@@ -63,7 +64,7 @@ def boundary(monkeypatch: pytest.MonkeyPatch) -> Boundary:
         seen.made.append((tool, result.error.code, result.error.message))
         return result
 
-    monkeypatch.setattr(tool_manager_module, "_error_result", counted)
+    monkeypatch.setattr(tool_manager_module, "error_result", counted)
     return seen
 
 

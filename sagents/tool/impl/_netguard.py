@@ -13,11 +13,14 @@ check). A second DNS answer (rebinding) never reaches a socket, because nothing 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
+import ssl
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpcore2
+import httpx2
 
 from sagents.errors import UrlNotAllowedError
 from sagents.sandbox._addresses import (
@@ -33,6 +36,7 @@ __all__ = [
     "METADATA_ADDRESSES",
     "AddressGuard",
     "PinnedBackend",
+    "PinnedTransport",
     "Resolver",
     "domain_matches",
     "refusal_reason",
@@ -150,3 +154,95 @@ class PinnedBackend(httpcore2.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+# httpcore's errors as httpx's (the most specific first), as httpx's own transport maps them.
+_ERRORS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
+    (httpcore2.ConnectTimeout, httpx2.ConnectTimeout),
+    (httpcore2.ReadTimeout, httpx2.ReadTimeout),
+    (httpcore2.WriteTimeout, httpx2.WriteTimeout),
+    (httpcore2.PoolTimeout, httpx2.PoolTimeout),
+    (httpcore2.TimeoutException, httpx2.TimeoutException),
+    (httpcore2.ConnectError, httpx2.ConnectError),
+    (httpcore2.ReadError, httpx2.ReadError),
+    (httpcore2.WriteError, httpx2.WriteError),
+    (httpcore2.NetworkError, httpx2.NetworkError),
+    (httpcore2.ProxyError, httpx2.ProxyError),
+    (httpcore2.UnsupportedProtocol, httpx2.UnsupportedProtocol),
+    (httpcore2.LocalProtocolError, httpx2.LocalProtocolError),
+    (httpcore2.RemoteProtocolError, httpx2.RemoteProtocolError),
+    (httpcore2.ProtocolError, httpx2.ProtocolError),
+)
+
+
+@contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as error:
+        for raised, mapped in _ERRORS:
+            if isinstance(error, raised):
+                raise mapped(str(error)) from error
+        raise
+
+
+class PinnedTransport(httpx2.AsyncBaseTransport):
+    """An ``httpx`` transport over an ``httpcore`` pool on the :class:`PinnedBackend` (httpx's
+    documented seam for a custom transport: one method, ``handle_async_request``); no proxy,
+    no environment.
+
+    Args:
+        guard: Which addresses a connection may reach.
+        ssl_context: The TLS settings (certificate checks with the original server name).
+    """
+
+    def __init__(self, guard: AddressGuard, ssl_context: ssl.SSLContext) -> None:
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=ssl_context, network_backend=PinnedBackend(guard)
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request`` on the pool; the response streams its body."""
+        assert isinstance(request.stream, httpx2.AsyncByteStream)
+        sent = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            answer = await self._pool.handle_async_request(sent)
+        assert isinstance(answer.stream, AsyncIterable)
+        return httpx2.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_Body(answer.stream),
+            extensions=answer.extensions,
+        )
+
+    async def aclose(self) -> None:
+        """Close the pool's connections."""
+        await self._pool.aclose()
+
+
+class _Body(httpx2.AsyncByteStream):
+    """A response body from ``httpcore``, its errors as ``httpx``'s."""
+
+    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _as_httpx_errors():
+            async for part in self._stream:
+                yield part
+
+    async def aclose(self) -> None:
+        closing = getattr(self._stream, "aclose", None)
+        if closing is not None:
+            await closing()

@@ -2,8 +2,8 @@
 (docs/builtin_tools.md).
 
 The arguments are validated as a :class:`~sagents.tool.questions.Questionnaire`; the call asks
-the questioner its host bound (:func:`~sagents.tool.questions.current_questioner`: the agent
-loop's event, ``sagents serve``'s MCP elicitation, ``sagents chat``'s terminal form) and
+the questioner its session context carries (``SessionContext.questioner``: the agent loop's
+event, ``sagents serve``'s MCP elicitation, ``sagents chat``'s terminal form) and
 returns the answers, or ``declined``, ``cancelled`` or ``timed_out`` (normal results the model
 reads, not errors). A host with no way to ask refuses the call, saying so.
 """
@@ -24,7 +24,6 @@ from sagents.tool.questions import (
     Questionnaire,
     QuestionnaireAnswer,
     check_answers,
-    current_questioner,
 )
 
 __all__ = ["QuestionnaireSettings", "ask_questionnaire", "parse_questionnaire"]
@@ -103,10 +102,10 @@ async def ask_questionnaire(
         ToolExecutionError: the answers the channel returned do not fit the questions.
     """
     questionnaire = parse_questionnaire(arguments)
-    questioner = current_questioner()
+    questioner = call.session_context.questioner
     if questioner is None:
         raise NotAllowedError(
-            "questionnaire cannot reach the user here: this host binds no way to ask questions",
+            "questionnaire cannot reach the user here: nothing in this session can ask",
             hint="ask the user in your answer instead, or state the assumptions you make",
         )
     timeout = min(

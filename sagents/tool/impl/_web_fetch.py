@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
-import httpcore2
 import httpx2
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
@@ -31,7 +30,7 @@ from sagents.tool._context import SessionContext
 from sagents.tool._conversation import conversation_of, urls_given
 from sagents.tool.impl._netguard import (
     AddressGuard,
-    PinnedBackend,
+    PinnedTransport,
     Resolver,
     domain_matches,
     system_resolver,
@@ -292,10 +291,8 @@ class WebFetcher:
             allow_hosts=settings.allow_hosts,
             resolver=settings.resolver,
         )
-        transport = httpx2.AsyncHTTPTransport(trust_env=False)
-        transport._pool = httpcore2.AsyncConnectionPool(  # the pinned backend; no proxies
-            ssl_context=settings.ssl_context or httpx2.create_ssl_context(trust_env=False),
-            network_backend=PinnedBackend(guard),
+        transport = PinnedTransport(
+            guard, settings.ssl_context or httpx2.create_ssl_context(trust_env=False)
         )
         timeout = httpx2.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds)
         first_origin = None
