@@ -2,10 +2,9 @@
 
 Like the approval protocol (:mod:`sagents.tool._approval`), one set of types serves every
 channel: a :class:`Questionnaire` (pydantic: validated where the model's arguments enter) is
-handed to the :class:`Questioner` that the call's session context carries
-(``SessionContext.questioner``, set by the host that runs the call): the agent loop (an event
-the application answers), ``sagents serve`` (MCP elicitation, form mode), ``sagents chat`` (a
-terminal form). The questioner returns a :class:`QuestionnaireAnswer`:
+handed to a :class:`Questioner` that the host binds for the call (:func:`bind_questioner`): the
+agent loop (an event the application answers), ``sagents serve`` (MCP elicitation, form mode),
+``sagents chat`` (a terminal form). The questioner returns a :class:`QuestionnaireAnswer`:
 
 - ``answered``, with one value per question (checked by :func:`check_answers`: a choice among
   the options, a number in range, every required question answered, defaults filled in);
@@ -17,7 +16,9 @@ terminal form). The questioner returns a :class:`QuestionnaireAnswer`:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -33,8 +34,10 @@ __all__ = [
     "QuestionnaireAnswer",
     "QuestionnaireSlot",
     "QuestionnaireStatus",
+    "bind_questioner",
     "check_answer",
     "check_answers",
+    "current_questioner",
 ]
 
 QuestionKind = Literal["single_choice", "multiple_choice", "text", "number"]
@@ -247,3 +250,22 @@ class QuestionnaireSlot:
         await self._set.wait()
         assert self._answer is not None
         return self._answer
+
+
+_CURRENT: ContextVar[Questioner | None] = ContextVar("sagents_questioner", default=None)
+
+
+def current_questioner() -> Questioner | None:
+    """The questioner bound to the call running in this context, or None."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def bind_questioner(questioner: Questioner | None) -> Iterator[None]:
+    """Make ``questioner`` the :func:`current_questioner` inside the block (tasks started in it
+    inherit it)."""
+    token = _CURRENT.set(questioner)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

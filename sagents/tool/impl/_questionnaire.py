@@ -24,6 +24,7 @@ from sagents.tool.questions import (
     Questionnaire,
     QuestionnaireAnswer,
     check_answers,
+    current_questioner,
 )
 
 __all__ = ["QuestionnaireSettings", "ask_questionnaire", "parse_questionnaire"]
@@ -102,10 +103,10 @@ async def ask_questionnaire(
         ToolExecutionError: the answers the channel returned do not fit the questions.
     """
     questionnaire = parse_questionnaire(arguments)
-    questioner = call.session_context.questioner
+    questioner = call.session_context.questioner or current_questioner()
     if questioner is None:
         raise NotAllowedError(
-            "questionnaire cannot reach the user here: nothing in this session can ask",
+            "questionnaire cannot reach the user here: this host binds no way to ask questions",
             hint="ask the user in your answer instead, or state the assumptions you make",
         )
     timeout = min(
