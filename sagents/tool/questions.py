@@ -2,7 +2,8 @@
 
 Like the approval protocol (:mod:`sagents.tool._approval`), one set of types serves every
 channel: a :class:`Questionnaire` (pydantic: validated where the model's arguments enter) is
-handed to a :class:`Questioner` that the host binds for the call (:func:`bind_questioner`): the
+handed to a :class:`Questioner` that the host puts on the call's context
+(:attr:`sagents.tool.SessionContext.questioner`): the
 agent loop (an event the application answers), ``sagents serve`` (MCP elicitation, form mode),
 ``sagents chat`` (a terminal form). The questioner returns a :class:`QuestionnaireAnswer`:
 
@@ -16,6 +17,7 @@ agent loop (an event the application answers), ``sagents serve`` (MCP elicitatio
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -256,14 +258,27 @@ _CURRENT: ContextVar[Questioner | None] = ContextVar("sagents_questioner", defau
 
 
 def current_questioner() -> Questioner | None:
-    """The questioner bound to the call running in this context, or None."""
+    """The questioner :func:`bind_questioner` bound in this context, or None.
+
+    Deprecated: a call's questioner is its ``SessionContext.questioner``; this is what a host
+    written against the old binding set, which the ``questionnaire`` tool still falls back to.
+    """
     return _CURRENT.get()
 
 
 @contextmanager
 def bind_questioner(questioner: Questioner | None) -> Iterator[None]:
     """Make ``questioner`` the :func:`current_questioner` inside the block (tasks started in it
-    inherit it)."""
+    inherit it).
+
+    Deprecated (warns): put the questioner on the call's context instead,
+    ``SessionContext(questioner=...)``; a call whose context has one uses it, else this one.
+    """
+    warnings.warn(
+        "bind_questioner is deprecated: pass SessionContext(questioner=...) with the call",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     token = _CURRENT.set(questioner)
     try:
         yield
