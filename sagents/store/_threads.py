@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS threads (
     ids TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS thread_waiting (
+    thread_id TEXT PRIMARY KEY,
+    document TEXT NOT NULL
+);
 """
 _BUSY_TIMEOUT_S = 10.0
 
@@ -47,12 +51,15 @@ class StoredThread:
         thread_id: The thread. owner: Who opened it ("" for nobody in particular).
         messages: The history, Chat Completions messages.
         ids: The AG-UI message id of each message (same length as ``messages``).
+        waiting: What the thread's paused run waits for, and why earlier items ended (the
+            route's JSON document), or None.
     """
 
     thread_id: str
     owner: str
     messages: tuple[dict[str, Any], ...] = ()
     ids: tuple[str, ...] = field(default=())
+    waiting: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)
@@ -83,6 +90,9 @@ class SqliteThreads:
             row = connection.execute(
                 "SELECT owner, messages, ids FROM threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
+            waiting = connection.execute(
+                "SELECT document FROM thread_waiting WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
         finally:
             connection.close()
         if row is None:
@@ -93,6 +103,7 @@ class SqliteThreads:
             owner=owner,
             messages=tuple(json.loads(messages)),
             ids=tuple(json.loads(ids)),
+            waiting=None if waiting is None else json.loads(waiting[0]),
         )
 
     def _save(self, thread: StoredThread) -> None:
@@ -112,6 +123,16 @@ class SqliteThreads:
                         time.time(),
                     ),
                 )
+                if thread.waiting is None:
+                    connection.execute(
+                        "DELETE FROM thread_waiting WHERE thread_id = ?", (thread.thread_id,)
+                    )
+                else:
+                    connection.execute(
+                        "INSERT INTO thread_waiting (thread_id, document) VALUES (?, ?) "
+                        "ON CONFLICT(thread_id) DO UPDATE SET document = excluded.document",
+                        (thread.thread_id, json.dumps(thread.waiting, ensure_ascii=False)),
+                    )
         finally:
             connection.close()
 
