@@ -1,11 +1,13 @@
 """The AG-UI route's threads: one conversation per ``threadId``, its run, and what the run
 waits for (docs/chat.md, "Approvals and questionnaires").
 
-A run of the agent loop outlives the HTTP request that started it: when a call waits for an
-approval or a questionnaire, the request's event stream ends (``RUN_FINISHED`` whose result
-names what waits) while the run waits in this process; the next ``RunAgentInput`` of the same
-thread carries the decisions (``forwardedProps.sagents.decisions``) and streams the rest of the
-run. An approval nobody answers within :data:`APPROVAL_TTL_S` is denied.
+A run of the agent loop outlives the HTTP request that started it. A call the session's mode
+asks about pauses the run (``approvals="defer"``; :mod:`sagents.agent._ag_ui_waiting` keeps
+what it waits for with the thread). An approval asked inside a running tool (run_script's one
+approval) waits in this process: the request's event stream ends (``RUN_FINISHED`` whose result
+names what waits) and the next ``RunAgentInput`` of the same thread carries the decision
+(``forwardedProps.sagents.decisions``) and streams the rest of the run. An approval nobody
+answers within :data:`APPROVAL_TTL_S` is denied.
 """
 
 from __future__ import annotations
@@ -343,6 +345,14 @@ class Thread:
     def active(self) -> bool:
         """Whether a run is in progress (or waits inside a running tool)."""
         return self.run is not None and not self.run.finished
+
+    @property
+    def waiting_ids(self) -> list[str]:
+        """The ids of what the thread waits for: its paused run's items, or the approvals and
+        questionnaires asked inside its running tools."""
+        if self.run is not None and self.active:
+            return self.run.waiting
+        return [] if self.waiting is None else self.waiting.ids
 
     def ended_text(self, item_id: str) -> str | None:
         """Why ``item_id`` no longer waits, when it expired or was cancelled."""

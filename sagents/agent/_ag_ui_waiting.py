@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ag_ui.core import BaseEvent, CustomEvent
+
+from sagents.agent._ag_ui_events import APPROVAL_RESULT, QUESTIONNAIRE_RESULT
 from sagents.agent._ag_ui_threads import (
     AllowDecision,
     AnswersDecision,
@@ -26,8 +29,10 @@ from sagents.agent._ag_ui_threads import (
     approval_details,
 )
 from sagents.agent._durable import approval_request
+from sagents.agent._events import AgentEvent, QuestionnaireRequestEvent
 from sagents.agent._run import approval_message
 from sagents.agent._state import Interruption, Resolution, RunState
+from sagents.core.events import ApprovalRequestEvent
 from sagents.tool.impl._questionnaire import QuestionnaireSettings
 from sagents.tool.questions import Questionnaire, QuestionnaireAnswer, check_answers
 
@@ -36,6 +41,7 @@ __all__ = [
     "EXPIRED_QUESTIONNAIRE",
     "Waiting",
     "WaitingItem",
+    "held_request",
     "questionnaire_time_limit",
 ]
 
@@ -43,6 +49,14 @@ EXPIRED_APPROVAL: Final = "expired unanswered (denied)"
 EXPIRED_QUESTIONNAIRE: Final = "expired unanswered (timed out)"
 MAX_ENDED: Final = 200
 """Items whose end a thread remembers (to say why a late answer is refused)."""
+
+
+def held_request(event: AgentEvent, calls: set[str]) -> bool:
+    """Whether ``event`` is the request of a call the deferring run held: its
+    ``request_id`` is the call's id (an approval asked inside a running tool has its own)."""
+    if isinstance(event, ApprovalRequestEvent | QuestionnaireRequestEvent):
+        return event.request_id in calls
+    return False
 
 
 def questionnaire_time_limit(arguments: Mapping[str, Any]) -> float:
@@ -232,10 +246,9 @@ class Waiting:
         for item_id, decision in decisions.items():
             by_id[item_id].decision = decision.model_dump(mode="json", exclude_none=True)
 
-    def result_values(self, ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
-        """The ``CUSTOM`` result events (``approval`` / ``questionnaire``, value) of the
-        decided items ``ids``."""
-        out: list[tuple[str, dict[str, Any]]] = []
+    def result_events(self, ids: list[str]) -> list[BaseEvent]:
+        """The ``CUSTOM`` result events of the decided items ``ids``."""
+        out: list[BaseEvent] = []
         for item in self.items:
             if item.id not in ids or item.decision is None:
                 continue
@@ -244,7 +257,7 @@ class Waiting:
                 answer = "deny" if decision.get("expired") else str(decision.get("decision"))
                 reason = "timed out" if decision.get("expired") else answer
                 value = {"id": item.id, "approved": answer != "deny", "reason": reason}
-                out.append(("approval", value))
+                out.append(CustomEvent(name=APPROVAL_RESULT, value=value))
             else:
                 if decision.get("expired"):
                     status, answers = "timed_out", {}
@@ -253,7 +266,7 @@ class Waiting:
                 else:
                     status, answers = "declined", {}
                 value = {"id": item.id, "status": status, "answers": answers}
-                out.append(("questionnaire", value))
+                out.append(CustomEvent(name=QUESTIONNAIRE_RESULT, value=value))
         return out
 
     def apply(self, state: RunState) -> None:

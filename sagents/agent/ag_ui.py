@@ -48,10 +48,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 from ag_ui.core import (
-    AssistantMessage,
     BaseEvent,
     CustomEvent,
-    FunctionCall,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
@@ -60,16 +58,13 @@ from ag_ui.core import (
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
     UserMessage,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from sagents.agent._ag_ui_events import (
@@ -82,7 +77,15 @@ from sagents.agent._ag_ui_events import (
     SCRIPT_PROGRESS,
     TOOL_PROGRESS,
     EventTranslator,
+    ag_ui_messages,
     new_message_id,
+    new_user_message,
+)
+from sagents.agent._ag_ui_replies import (
+    decisions_needed,
+    error_reply,
+    unauthorized,
+    validation_text,
 )
 from sagents.agent._ag_ui_threads import (
     APPROVAL_TTL_S,
@@ -93,9 +96,8 @@ from sagents.agent._ag_ui_threads import (
     ThreadApprover,
     parse_sagents_props,
 )
-from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting
+from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting, held_request
 from sagents.agent._events import (
-    AgentEvent,
     DoneEvent,
     MessageEvent,
     QuestionnaireRequestEvent,
@@ -232,7 +234,10 @@ class AgUiThreads:
         thread = await self.thread(thread_id, owner, create=False)
         if thread is None:
             return []
-        return [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)]
+        return [
+            m.model_dump(mode="json", by_alias=True)
+            for m in ag_ui_messages(thread.ids, thread.messages)
+        ]
 
     async def page_state(self, thread_id: str, owner: str) -> dict[str, Any]:
         """What a (re)loaded page shows of a thread: ``{"messages", "state", "waiting"}``
@@ -249,7 +254,10 @@ class AgUiThreads:
         if run is not None and thread.active:
             waiting = run.waiting_requests()
         return {
-            "messages": [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)],
+            "messages": [
+                m.model_dump(mode="json", by_alias=True)
+                for m in ag_ui_messages(thread.ids, thread.messages)
+            ],
             "state": await self._state(thread),
             "waiting": waiting,
         }
@@ -262,21 +270,23 @@ class AgUiThreads:
         a run in the way, 503 the store is unavailable)."""
         body = await request.body()
         if len(body) > MAX_INPUT_BYTES:
-            return _error(413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes")
+            return error_reply(
+                413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
+            )
         try:
             given = RunAgentInput.model_validate_json(body)
         except ValidationError as error:
-            return _error(422, "invalid_input", _validation_text(error))
+            return error_reply(422, "invalid_input", validation_text(error))
         try:
             props = parse_sagents_props(given.forwarded_props)
         except DecisionError as error:
-            return _error(422, "invalid_decisions", str(error))
+            return error_reply(422, "invalid_decisions", str(error))
         try:
             thread = await self.thread(given.thread_id, owner)
         except StoreUnavailableError as error:
-            return _error(503, "store_unavailable", str(error))
+            return error_reply(503, "store_unavailable", str(error))
         if thread is None:
-            return _error(404, "unknown_thread", f"no thread {given.thread_id!r} of yours")
+            return error_reply(404, "unknown_thread", f"no thread {given.thread_id!r} of yours")
         async with thread.lock:
             run = thread.run
             if run is not None and run.attached:  # a client that just went away (Stop)?
@@ -284,10 +294,10 @@ class AgUiThreads:
                     while run.attached:
                         await run.changed().wait()
             if run is not None and run.attached:
-                return _error(
+                return error_reply(
                     409, "run_streaming", "this thread's run streams to another client now"
                 )
-            new_message = _new_user_message(given, thread)
+            new_message = new_user_message(given, thread.ids)
             if run is not None and thread.active and run.cancelling and new_message is not None:
                 with anyio.move_on_after(_CANCEL_WAIT_S):  # a Stop just before: let it end
                     while not run.finished:
@@ -295,12 +305,12 @@ class AgUiThreads:
             try:
                 await self._expire(thread)  # lazily too: after a restart nothing else did
             except StoreUnavailableError as error:
-                return _error(503, "store_unavailable", str(error))
+                return error_reply(503, "store_unavailable", str(error))
             run, snapshot = thread.run, False
             for item_id in props.decisions:
                 ended = thread.ended_text(item_id)
-                if ended is not None and item_id not in _waiting_ids(thread):
-                    return _error(422, "invalid_decisions", ended)
+                if ended is not None and item_id not in thread.waiting_ids:
+                    return error_reply(422, "invalid_decisions", ended)
             if thread.waiting is not None and not thread.active:
                 answered = await self._answer(thread, props, new_message)
                 if isinstance(answered, Response):
@@ -312,25 +322,25 @@ class AgUiThreads:
                     run.scope.cancel()
                 elif new_message is not None:
                     if run.waiting:
-                        return _decisions_needed(run.waiting)
-                    return _error(409, "run_in_progress", "the thread's run has not ended yet")
+                        return decisions_needed(run.waiting)
+                    return error_reply(409, "run_in_progress", "the thread's run has not ended yet")
                 else:
                     try:
                         run.check(props.decisions)
                     except DecisionError as error:
-                        return _error(422, "invalid_decisions", str(error))
+                        return error_reply(422, "invalid_decisions", str(error))
                     run.decide(props.decisions)
                 run.attached = True
             else:
                 if props.decisions:
                     ended = thread.ended_text(next(iter(props.decisions)))
-                    return _error(
+                    return error_reply(
                         422,
                         "invalid_decisions",
                         ended or "nothing in this thread waits for a decision (its run ended)",
                     )
                 if new_message is None:
-                    return _error(
+                    return error_reply(
                         422,
                         "no_user_message",
                         "the input's last message must be a new user message",
@@ -371,9 +381,9 @@ class AgUiThreads:
             self._note_ended(thread, dict.fromkeys(waiting.cancel(), _CANCELLED))
             return self._resume(thread, waiting, [], attached=True)
         if new_message is not None:
-            return _decisions_needed(waiting.ids)
+            return decisions_needed(waiting.ids)
         if not props.decisions:
-            return _error(
+            return error_reply(
                 422,
                 "no_user_message",
                 "the input's last message must be a new user message, or the decisions for "
@@ -382,7 +392,7 @@ class AgUiThreads:
         try:
             waiting.check(props.decisions)
         except DecisionError as error:
-            return _error(422, "invalid_decisions", str(error))
+            return error_reply(422, "invalid_decisions", str(error))
         waiting.decide(props.decisions)
         ids = list(props.decisions)
         if waiting.decided:
@@ -390,9 +400,9 @@ class AgUiThreads:
         try:
             await self._save(thread)
         except StoreUnavailableError as error:
-            return _error(503, "store_unavailable", str(error))
+            return error_reply(503, "store_unavailable", str(error))
         run = Run(attached=True)  # the others still wait: a stream of the results, then that
-        run.push(_results(waiting, ids))
+        run.push(waiting.result_events(ids))
         run.paused = waiting.ids
         run.finish()
         return run
@@ -402,7 +412,7 @@ class AgUiThreads:
         thread.waiting = None
         run = thread.run = Run(attached=attached)
         thread.notify()
-        run.push(_results(waiting, ids))
+        run.push(waiting.result_events(ids))
         self._tg.start_soon(self._drive, thread, run, waiting)
         return run
 
@@ -454,7 +464,9 @@ class AgUiThreads:
         try:
             yield encode(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
             if snapshot:
-                yield encode(MessagesSnapshotEvent(messages=_ag_ui_messages(thread)))
+                yield encode(
+                    MessagesSnapshotEvent(messages=ag_ui_messages(thread.ids, thread.messages))
+                )
             yield encode(StateSnapshotEvent(snapshot=await self._state(thread)))
             while True:
                 changed = run.changed()
@@ -539,7 +551,7 @@ class AgUiThreads:
                 )
                 async with aclosing(stream) as events:
                     async for event in events:
-                        if _held(event, calls):  # a held call: the paused state says it
+                        if held_request(event, calls):  # a held call: the paused state says it
                             if isinstance(event, ApprovalRequestEvent):
                                 asked[event.request_id] = event.message
                             continue
@@ -566,8 +578,9 @@ class AgUiThreads:
         except RunStateError as error:  # resumed elsewhere already, or refused: nothing ran
             run.error = error.to_dict()
             keep = error.details.get("reason") != "claimed"  # the other's save is the latest
-            if not keep:
+            if not keep:  # read the thread from the store again next time
                 thread.waiting = None
+                self._threads.pop(thread.thread_id, None)
         except SagentsError as error:  # the paused run cannot be loaded (its store failed)
             run.error = error.to_dict()
             thread.waiting = resume
@@ -737,7 +750,7 @@ def ag_ui_endpoint(threads: AgUiThreads, authorize: Authorize) -> Callable[[Requ
     async def endpoint(request: Request) -> Response:
         owner = await authorize(request)
         if owner is None:
-            return _unauthorized()
+            return unauthorized()
         return await threads.handle(request, owner)
 
     return endpoint
@@ -776,100 +789,7 @@ def ag_ui_app(
     async def endpoint(request: Request) -> Response:
         owner = await authorize(request)
         if owner is None:
-            return _unauthorized()
+            return unauthorized()
         return await holder[0].handle(request, owner)
 
     return Starlette(routes=[Route(path, endpoint, methods=["POST"])], lifespan=lifespan)
-
-
-def _held(event: AgentEvent, calls: set[str]) -> bool:
-    """Whether ``event`` is the request of a call the deferring run held: its
-    ``request_id`` is the call's id (an approval asked inside a running tool has its own)."""
-    if isinstance(event, ApprovalRequestEvent | QuestionnaireRequestEvent):
-        return event.request_id in calls
-    return False
-
-
-def _waiting_ids(thread: Thread) -> list[str]:
-    """The ids of what the thread waits for: its paused run's items, or the approvals and
-    questionnaires asked inside its running tools."""
-    if thread.run is not None and thread.active:
-        return thread.run.waiting
-    return [] if thread.waiting is None else thread.waiting.ids
-
-
-def _decisions_needed(ids: list[str]) -> JSONResponse:
-    return _error(
-        409,
-        "decisions_needed",
-        f"the thread's run waits for {', '.join(ids)}: answer in "
-        "forwardedProps.sagents.decisions (without a new message), or cancel with "
-        "forwardedProps.sagents.cancel",
-    )
-
-
-def _results(waiting: Waiting, ids: list[str]) -> list[BaseEvent]:
-    """The result events of the decided items ``ids`` of a paused run."""
-    names = {"approval": APPROVAL_RESULT, "questionnaire": QUESTIONNAIRE_RESULT}
-    return [
-        CustomEvent(name=names[kind], value=value) for kind, value in waiting.result_values(ids)
-    ]
-
-
-def _unauthorized() -> JSONResponse:
-    return _error(401, "unauthorized", "log in, or send Authorization: Bearer TOKEN")
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": code, "message": message}, status_code=status)
-
-
-def _validation_text(error: ValidationError) -> str:
-    problems = [
-        f"{'.'.join(str(p) for p in item['loc']) or 'body'}: {item['msg']}"
-        for item in error.errors(include_url=False)[:5]
-    ]
-    return "not a RunAgentInput: " + "; ".join(problems)
-
-
-def _new_user_message(given: RunAgentInput, thread: Thread) -> UserMessage | None:
-    """The input's new user message: its last message, when that is a user message the
-    thread has not seen (a client re-sends its whole history; only this part is taken)."""
-    if not given.messages:
-        return None
-    last = given.messages[-1]
-    if not isinstance(last, UserMessage) or last.id in thread.ids:
-        return None
-    return last
-
-
-def _ag_ui_messages(thread: Thread) -> list[Any]:
-    """The thread's history as AG-UI messages."""
-    out: list[Any] = []
-    for message_id, message in zip(thread.ids, thread.messages, strict=False):
-        role = message.get("role")
-        content = message.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, default=str)
-        if role == "user":
-            out.append(UserMessage(id=message_id, content=text))
-        elif role == "assistant":
-            calls = [
-                ToolCall(
-                    id=str(call.get("id")),
-                    function=FunctionCall(
-                        name=str((call.get("function") or {}).get("name")),
-                        arguments=str((call.get("function") or {}).get("arguments") or "{}"),
-                    ),
-                )
-                for call in message.get("tool_calls") or []
-            ]
-            out.append(AssistantMessage(id=message_id, content=text, tool_calls=calls or None))
-        elif role == "tool":
-            out.append(
-                ToolMessage(
-                    id=message_id, content=text, tool_call_id=str(message.get("tool_call_id"))
-                )
-            )
-        else:
-            out.append(SystemMessage(id=message_id, content=text))
-    return out

@@ -29,6 +29,7 @@ from tests.agent.ag_ui_helpers import (
     WAIT_S,
     customs,
     post_run,
+    race,
     route_tools,
     run_input,
     serve_app,
@@ -110,18 +111,9 @@ async def test_two_racing_answers_run_the_call_once(tmp_path: Path) -> None:
         async with serve_route(agent, tmp_path, route_tools()) as url, httpx.AsyncClient() as c:
             item = await ask(c, url, "w3")
             decisions = {item: {"decision": "allow_once"}}
-            outcomes: list[Any] = []
-
-            async def send(run_id: str) -> None:
-                try:
-                    outcomes.append(await post_run(c, url, answer("w3", decisions, run_id)))
-                except AssertionError as refused:  # post_run's non-200
-                    outcomes.append(str(refused))
-
-            with anyio.fail_after(WAIT_S):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(send, "r2")
-                    tg.start_soon(send, "r3")
+            outcomes = await race(
+                c, [(url, answer("w3", decisions, "r2")), (url, answer("w3", decisions, "r3"))]
+            )
         history = agent.session("w3").messages  # type: ignore[union-attr]
     streams = [o for o in outcomes if isinstance(o, list)]
     refusals = [o for o in outcomes if isinstance(o, str)]
