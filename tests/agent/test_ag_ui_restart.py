@@ -11,9 +11,17 @@ import httpx2 as httpx
 import pytest
 
 from sagents.agent import SAgent
-from sagents.agent.ag_ui import APPROVAL_REQUEST, APPROVAL_RESULT, THREADS_FILE
+from sagents.agent.ag_ui import (
+    APPROVAL_REQUEST,
+    APPROVAL_RESULT,
+    QUESTIONNAIRE_REQUEST,
+    QUESTIONNAIRE_RESULT,
+    THREADS_FILE,
+    open_ag_ui_threads,
+)
 from sagents.store._threads import SqliteThreads
-from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
+from sagents.tool.impl import register_builtin_tools
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
 from tests.agent.ag_ui_helpers import (
@@ -185,3 +193,91 @@ async def test_two_answers_racing_to_two_processes_run_the_call_once(tmp_path: P
             assert other[-1].type.value == "RUN_ERROR"
             assert other[-1].code == "run_state_refused"
             assert "resumed already" in other[-1].message
+
+
+async def test_a_reloaded_page_after_a_restart_shows_the_waiting_card(tmp_path: Path) -> None:
+    script = [tool_call("delete_file", {"path": "a.txt"}), reply("Deleted.")]
+    async with ScriptedModel(script) as model:
+        request = await pause(model, tmp_path, "r7")
+        async with open_ag_ui_threads(
+            SAgent(model=model.chat_model()), tool_manager=counted_tools([]), data_dir=tmp_path
+        ) as threads:
+            shown = await threads.page_state("r7", "tester")
+            other = await threads.page_state("r7", "someone else")
+    assert shown["waiting"] == [request]
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant"]
+    assert other == {"messages": [], "state": None, "waiting": []}
+
+
+async def test_each_of_two_held_calls_is_answered_on_its_own_then_the_run_resumes(
+    tmp_path: Path,
+) -> None:
+    both = ScriptedReply(
+        tool_calls=(
+            ScriptedToolCall(name="delete_file", arguments={"path": "a.txt"}),
+            ScriptedToolCall(name="delete_file", arguments={"path": "b.txt"}),
+        )
+    )
+    ran: list[str] = []
+    async with ScriptedModel([both, reply("One deleted.")]) as model:
+        agent = SAgent(model=model.chat_model())
+        async with (
+            serve_route(agent, tmp_path, counted_tools(ran)) as url,
+            httpx.AsyncClient() as c,
+        ):
+            first = await post_run(c, url, run_input("r8", [ASK]))
+            a, b = (r["id"] for r in customs(first, APPROVAL_REQUEST))
+            partly = await post_run(c, url, answer("r8", {a: {"decision": "allow_once"}}, "r2"))
+            ran_before = list(ran)
+            rest = await post_run(c, url, answer("r8", {b: {"decision": "deny"}}, "r3"))
+        history = agent.session("r8").messages  # type: ignore[union-attr]
+    assert first[-1].result == {"sagents": {"waiting": [a, b]}}
+    assert partly[-1].result == {"sagents": {"waiting": [b]}}  # b still waits: nothing ran
+    assert customs(partly, APPROVAL_RESULT) == [{"id": a, "approved": True, "reason": "allow_once"}]
+    assert ran_before == []
+    assert ran == ["a.txt"]
+    assert customs(rest, APPROVAL_RESULT) == [{"id": b, "approved": False, "reason": "deny"}]
+    results = [e.content for e in rest if e.type.value == "TOOL_CALL_RESULT"]
+    assert results[0] == "deleted a.txt"
+    assert "denied by the user" in results[1]
+    assert_settled_once(history)
+
+
+async def test_a_questionnaire_answered_after_a_restart_gets_its_answers(tmp_path: Path) -> None:
+    questions = {
+        "title": "Trip",
+        "questions": [{"id": "city", "kind": "text", "prompt": "Where?"}],
+    }
+    script = [tool_call("questionnaire", questions), reply("Rome it is.")]
+
+    def with_questionnaire() -> ToolManager:
+        manager = counted_tools([])
+        register_builtin_tools(manager, None, names=["questionnaire"])
+        return manager
+
+    async with ScriptedModel(script) as model:
+        async with (
+            serve_route(SAgent(model=model.chat_model()), tmp_path, with_questionnaire()) as url,
+            httpx.AsyncClient() as c,
+        ):
+            first = await post_run(c, url, run_input("r9", [ASK]))
+        (asked,) = customs(first, QUESTIONNAIRE_REQUEST)
+        async with (
+            serve_route(SAgent(model=model.chat_model()), tmp_path, with_questionnaire()) as url,
+            httpx.AsyncClient() as c,
+        ):
+            wrong = await post_raw(c, url, answer("r9", {asked["id"]: {"answers": {"x": 1}}}, "r2"))
+            second = await post_run(
+                c, url, answer("r9", {asked["id"]: {"answers": {"city": "Rome"}}}, "r3")
+            )
+    assert asked["id"].startswith("questionnaire_")
+    assert asked["questionnaire"]["title"] == "Trip"
+    assert asked["time_limit"] == 240.0  # the tool's default
+    assert wrong.status_code == 422, wrong.text
+    assert wrong.json()["error"] == "invalid_decisions"
+    assert customs(second, QUESTIONNAIRE_RESULT) == [
+        {"id": asked["id"], "status": "answered", "answers": {"city": "Rome"}}
+    ]
+    (result,) = [e.content for e in second if e.type.value == "TOOL_CALL_RESULT"]
+    assert "Rome" in result
+    assert second[-1].result == {"sagents": {"reason": "stop"}}
