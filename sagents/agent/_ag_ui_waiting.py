@@ -30,9 +30,11 @@ from sagents.agent._ag_ui_threads import (
 )
 from sagents.agent._durable import approval_request
 from sagents.agent._events import AgentEvent, QuestionnaireRequestEvent
+from sagents.agent._loop import SAgent
 from sagents.agent._run import approval_message
 from sagents.agent._state import Interruption, Resolution, RunState
 from sagents.core.events import ApprovalRequestEvent
+from sagents.errors import RunStateError
 from sagents.tool.impl._questionnaire import QuestionnaireSettings
 from sagents.tool.questions import Questionnaire, QuestionnaireAnswer, check_answers
 
@@ -41,6 +43,7 @@ __all__ = [
     "EXPIRED_QUESTIONNAIRE",
     "Waiting",
     "WaitingItem",
+    "decided_state",
     "held_request",
     "questionnaire_time_limit",
 ]
@@ -290,6 +293,25 @@ class Waiting:
         for item in self.items:
             item.decision = {"cancelled": True}
         return ids
+
+
+async def decided_state(agent: SAgent, waiting: Waiting) -> RunState:
+    """The paused run of ``waiting`` from the agent's store, with the decisions on it.
+
+    Raises:
+        RunStateError: the store has no such run (``claimed``: resumed and gone), or refuses
+            it.
+        StoreError: the store failed.
+    """
+    state = await agent.load_state(waiting.state_id)
+    if state is None:
+        raise RunStateError(
+            "the paused run of this thread is no longer in the agent's store",
+            hint="send a new message to start again",
+            details={"reason": "claimed"},
+        )
+    waiting.apply(state)
+    return state
 
 
 def _apply(state: RunState, item: Interruption, decision: Mapping[str, Any]) -> None:

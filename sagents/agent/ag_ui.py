@@ -96,7 +96,7 @@ from sagents.agent._ag_ui_threads import (
     ThreadApprover,
     parse_sagents_props,
 )
-from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting, held_request
+from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting, decided_state, held_request
 from sagents.agent._events import (
     DoneEvent,
     MessageEvent,
@@ -539,7 +539,9 @@ class AgUiThreads:
         keep = True
         try:
             with run.scope:
-                paused = None if resume is None else await self._paused(resume)
+                paused = (
+                    None if resume is None else await decided_state(self._settings.agent, resume)
+                )
                 stream = settings.agent.run_stream(
                     [] if paused is not None else given,
                     tool_manager=tools,
@@ -581,6 +583,8 @@ class AgUiThreads:
             if not keep:  # read the thread from the store again next time
                 thread.waiting = None
                 self._threads.pop(thread.thread_id, None)
+                if resume is not None:  # a resume that died keeps no card waiting forever
+                    await self._forget_waiting(thread, resume.state_id)
         except SagentsError as error:  # the paused run cannot be loaded (its store failed)
             run.error = error.to_dict()
             thread.waiting = resume
@@ -593,22 +597,14 @@ class AgUiThreads:
                     await self._keep(thread, given, given_ids, translator.message_ids, run)
                 run.finish()
 
-    async def _paused(self, waiting: Waiting) -> RunState:
-        """The thread's paused run from the agent's store, with the decisions on it.
-
-        Raises:
-            RunStateError: the store has no such run, or refuses it.
-            StoreError: the store failed.
-        """
-        state = await self._settings.agent.load_state(waiting.state_id)
-        if state is None:
-            raise RunStateError(
-                "the paused run of this thread is no longer in the agent's store",
-                hint="send a new message to start again",
-                details={"reason": "claimed"},
-            )
-        waiting.apply(state)
-        return state
+    async def _forget_waiting(self, thread: Thread, state_id: str) -> None:
+        store = self._settings.store
+        if store is None:
+            return
+        try:
+            await store.clear_waiting(thread.thread_id, state_id)
+        except StoreUnavailableError as error:  # said; the next answer gets the same error
+            logger.warning("cannot forget the resumed run of %r: %s", thread.thread_id, error)
 
     def _pause(self, thread: Thread, run: Run, state: RunState, asked: dict[str, str]) -> None:
         """The run paused: keep what it waits for with the thread, show the requests."""

@@ -136,6 +136,45 @@ class SqliteThreads:
         finally:
             connection.close()
 
+    def _clear_waiting(self, thread_id: str, state_id: str) -> bool:
+        connection = self._connect()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                row = connection.execute(
+                    "SELECT document FROM thread_waiting WHERE thread_id = ?", (thread_id,)
+                ).fetchone()
+                document = json.loads(row[0]) if row is not None else {}
+                waiting = document.get("waiting") or {}
+                if waiting.get("state_id") != state_id:
+                    connection.execute("ROLLBACK")
+                    return False
+                document["waiting"] = None
+                connection.execute(
+                    "UPDATE thread_waiting SET document = ? WHERE thread_id = ?",
+                    (json.dumps(document, ensure_ascii=False), thread_id),
+                )
+                connection.execute("COMMIT")
+                return True
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        finally:
+            connection.close()
+
+    async def clear_waiting(self, thread_id: str, state_id: str) -> bool:
+        """Forget what the thread's paused run ``state_id`` waits for (it was resumed
+        elsewhere), in one transaction: never a newer paused run's. Whether it was kept.
+
+        Raises:
+            StoreUnavailableError: the file cannot be used.
+        """
+        try:
+            return await anyio.to_thread.run_sync(self._clear_waiting, thread_id, state_id)
+        except (sqlite3.Error, OSError, ValueError) as error:
+            raise self._failed(error) from error
+
     async def load(self, thread_id: str) -> StoredThread | None:
         """The thread, or None when it was never saved.
 

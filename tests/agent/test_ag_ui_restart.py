@@ -281,3 +281,39 @@ async def test_a_questionnaire_answered_after_a_restart_gets_its_answers(tmp_pat
     (result,) = [e.content for e in second if e.type.value == "TOOL_CALL_RESULT"]
     assert "Rome" in result
     assert second[-1].result == {"sagents": {"reason": "stop"}}
+
+
+async def test_a_resume_that_died_elsewhere_leaves_no_card_waiting(tmp_path: Path) -> None:
+    """Another process claimed the paused run and was killed before it saved the thread: the
+    answer says so, and the card does not come back."""
+    script = [tool_call("delete_file", {"path": "a.txt"}), reply("Hello again.")]
+    ran: list[str] = []
+    async with ScriptedModel(script) as model:
+        request = await pause(model, tmp_path, "r10")
+        stored = await SqliteThreads(path=tmp_path / THREADS_FILE).load("r10")
+        assert stored is not None
+        assert stored.waiting is not None
+        agent = SAgent(model=model.chat_model())
+        assert await agent.store.claim_state(stored.waiting["waiting"]["state_id"])  # the dead one
+        async with (
+            serve_route(agent, tmp_path, counted_tools(ran)) as url,
+            httpx.AsyncClient() as c,
+        ):
+            decisions = {request["id"]: {"decision": "allow_once"}}
+            lost = await post_run(c, url, answer("r10", decisions, "r2"))
+        async with open_ag_ui_threads(
+            SAgent(model=model.chat_model()), tool_manager=counted_tools(ran), data_dir=tmp_path
+        ) as threads:
+            shown = await threads.page_state("r10", "tester")
+        async with (
+            serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools(ran)) as url,
+            httpx.AsyncClient() as c,
+        ):
+            again = {"id": "u2", "role": "user", "content": "hello?"}
+            fresh = await post_run(c, url, run_input("r10", [ASK, again], run_id="r3"))
+    assert lost[-1].type.value == "RUN_ERROR"
+    assert lost[-1].code == "run_state_refused"
+    assert "resumed already" in lost[-1].message
+    assert ran == []
+    assert shown["waiting"] == []
+    assert fresh[-1].type.value == "RUN_FINISHED"
