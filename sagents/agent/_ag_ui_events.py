@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ag_ui.core import (
+    AssistantMessage,
     BaseEvent,
     CustomEvent,
+    FunctionCall,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
+    RunAgentInput,
+    SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -31,6 +35,11 @@ from ag_ui.core import (
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import (
+    ToolCall as AgUiToolCall,
 )
 
 from sagents.agent._events import (
@@ -59,7 +68,9 @@ __all__ = [
     "SCRIPT_PROGRESS",
     "TOOL_PROGRESS",
     "EventTranslator",
+    "ag_ui_messages",
     "new_message_id",
+    "new_user_message",
 ]
 
 TOOL_PROGRESS: Final = "tool_progress"
@@ -224,3 +235,48 @@ class EventTranslator:
             ]
         self.message_ids.append(new_message_id())
         return []
+
+
+def new_user_message(given: RunAgentInput, seen: Sequence[str]) -> UserMessage | None:
+    """The input's new user message: its last message, when that is a user message the
+    thread has not seen (its message ids ``seen``; a client re-sends its whole history, only
+    this part is taken)."""
+    if not given.messages:
+        return None
+    last = given.messages[-1]
+    if not isinstance(last, UserMessage) or last.id in seen:
+        return None
+    return last
+
+
+def ag_ui_messages(ids: Sequence[str], messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """A thread's history (Chat Completions messages, with their AG-UI ids) as AG-UI
+    messages."""
+    out: list[Any] = []
+    for message_id, message in zip(ids, messages, strict=False):
+        role = message.get("role")
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        if role == "user":
+            out.append(UserMessage(id=message_id, content=text))
+        elif role == "assistant":
+            calls = [
+                AgUiToolCall(
+                    id=str(call.get("id")),
+                    function=FunctionCall(
+                        name=str((call.get("function") or {}).get("name")),
+                        arguments=str((call.get("function") or {}).get("arguments") or "{}"),
+                    ),
+                )
+                for call in message.get("tool_calls") or []
+            ]
+            out.append(AssistantMessage(id=message_id, content=text, tool_calls=calls or None))
+        elif role == "tool":
+            out.append(
+                ToolMessage(
+                    id=message_id, content=text, tool_call_id=str(message.get("tool_call_id"))
+                )
+            )
+        else:
+            out.append(SystemMessage(id=message_id, content=text))
+    return out

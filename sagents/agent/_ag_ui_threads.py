@@ -1,11 +1,13 @@
 """The AG-UI route's threads: one conversation per ``threadId``, its run, and what the run
 waits for (docs/chat.md, "Approvals and questionnaires").
 
-A run of the agent loop outlives the HTTP request that started it: when a call waits for an
-approval or a questionnaire, the request's event stream ends (``RUN_FINISHED`` whose result
-names what waits) while the run waits in this process; the next ``RunAgentInput`` of the same
-thread carries the decisions (``forwardedProps.sagents.decisions``) and streams the rest of the
-run. An approval nobody answers within :data:`APPROVAL_TTL_S` is denied.
+A run of the agent loop outlives the HTTP request that started it. A call the session's mode
+asks about pauses the run (``approvals="defer"``; :mod:`sagents.agent._ag_ui_waiting` keeps
+what it waits for with the thread). An approval asked inside a running tool (run_script's one
+approval) waits in this process: the request's event stream ends (``RUN_FINISHED`` whose result
+names what waits) and the next ``RunAgentInput`` of the same thread carries the decision
+(``forwardedProps.sagents.decisions``) and streams the rest of the run. An approval nobody
+answers within :data:`APPROVAL_TTL_S` is denied.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 from ag_ui.core import BaseEvent, CustomEvent
@@ -25,6 +27,9 @@ from sagents.agent._events import DoneEvent, QuestionnaireRequestEvent
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 from sagents.tool.questions import check_answers
 
+if TYPE_CHECKING:
+    from sagents.agent._ag_ui_waiting import Waiting
+
 __all__ = [
     "APPROVAL_TTL_S",
     "AllowDecision",
@@ -34,6 +39,7 @@ __all__ = [
     "SagentsProps",
     "Thread",
     "ThreadApprover",
+    "approval_details",
     "parse_sagents_props",
 ]
 
@@ -127,6 +133,11 @@ class Run:
     requests: dict[str, Any] = field(default_factory=dict)
     """The value of each request's ``CUSTOM`` event, by id (a reloaded page shows them)."""
     done: DoneEvent | None = None
+    paused: list[str] = field(default_factory=list)
+    """The ids the client answers when the run paused (``done`` is ``interrupted``), or when
+    an answer left others undecided."""
+    error: dict[str, Any] | None = None
+    """The error (``{"code", "message", ...}``) that kept the run from starting."""
     finished: bool = False
     attached: bool = False
     cancelling: bool = False
@@ -193,16 +204,7 @@ class Run:
             await approval.registered.wait()
         self.approvals[request_id] = approval
         request = approval.request
-        if request is None:
-            return {}
-        return {
-            "kind": request.kind,
-            "offered": list(request.offered),
-            "permissions": dict(request.permissions),
-            "arguments": None if request.arguments is None else dict(request.arguments),
-            "script": request.script,
-            "description": request.description,
-        }
+        return {} if request is None else approval_details(request)
 
     def settled(self, request_id: str, status: str | None = None) -> None:
         """An approval or questionnaire ended (answered, timed out, cancelled); ``status``:
@@ -267,6 +269,19 @@ class Run:
                     question.decline(decision.reason or "")
 
 
+def approval_details(request: ApprovalRequest) -> dict[str, Any]:
+    """What the client is shown of an approval beyond the event: the answers offered, the
+    tools' permission classes, the arguments or the whole script."""
+    return {
+        "kind": request.kind,
+        "offered": list(request.offered),
+        "permissions": dict(request.permissions),
+        "arguments": None if request.arguments is None else dict(request.arguments),
+        "script": request.script,
+        "description": request.description,
+    }
+
+
 def _is_droppable(event: BaseEvent) -> bool:
     if not isinstance(event, CustomEvent) or event.name != TOOL_PROGRESS:
         return False
@@ -302,7 +317,10 @@ class Thread:
     Attributes:
         messages: The history (Chat Completions messages), as last saved.
         ids: The AG-UI id of each message.
-        run: The current run, if one is in progress or waits for decisions.
+        run: The current run, if one is in progress or waits for an approval asked inside a
+            running tool (run_script's).
+        waiting: What the thread's paused run waits for (kept in the store), if it paused.
+        ended: Items that ended without their answer (expired, cancelled), by id: why.
     """
 
     thread_id: str
@@ -310,9 +328,35 @@ class Thread:
     messages: list[dict[str, Any]] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     run: Run | None = None
+    waiting: Waiting | None = None
+    ended: dict[str, str] = field(default_factory=dict)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def changed(self) -> anyio.Event:
+        """An event set when the thread's run is replaced (a paused run resumed)."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
 
     @property
     def active(self) -> bool:
-        """Whether a run is in progress (or waits for decisions)."""
+        """Whether a run is in progress (or waits inside a running tool)."""
         return self.run is not None and not self.run.finished
+
+    @property
+    def waiting_ids(self) -> list[str]:
+        """The ids of what the thread waits for: its paused run's items, or the approvals and
+        questionnaires asked inside its running tools."""
+        if self.run is not None and self.active:
+            return self.run.waiting
+        return [] if self.waiting is None else self.waiting.ids
+
+    def ended_text(self, item_id: str) -> str | None:
+        """Why ``item_id`` no longer waits, when it expired or was cancelled."""
+        why = self.ended.get(item_id)
+        if why is None and self.run is not None:
+            why = self.run.ended.get(item_id)
+        return None if why is None else f"{item_id!r} {why}: it can no longer be answered"

@@ -16,10 +16,14 @@ _ag_ui_events` says which agent event becomes which, and the ``CUSTOM`` names.
 
 Approvals and questionnaires: the request is a ``CUSTOM`` event (``sagents.approval.request``
 / ``sagents.questionnaire.request``) whose value holds its ``id`` and the whole request; the
-stream then ends with ``RUN_FINISHED`` (``result: {"sagents": {"waiting": [ids]}}``) while the
-run waits in this process. The next ``RunAgentInput`` of the thread answers in
-``forwardedProps.sagents.decisions`` (``{id: {"decision": "allow_once" | "allow_session" |
-"deny", "reason"?}}`` or ``{id: {"answers": {...}}}``) and streams the rest of the run.
+stream then ends with ``RUN_FINISHED`` (``result: {"sagents": {"waiting": [ids]}}``). The agent
+runs with ``approvals="defer"``: the run pauses, its ``RunState`` kept in the agent's store and
+what it waits for with the thread (:mod:`sagents.agent._ag_ui_waiting`), so that the answer may
+come to this process after a restart, or to another one on the same data directory. The next
+``RunAgentInput`` of the thread answers in ``forwardedProps.sagents.decisions`` (``{id:
+{"decision": "allow_once" | "allow_session" | "deny", "reason"?}}`` or ``{id: {"answers":
+{...}}}``) and streams the rest of the run. run_script's one approval, asked inside the running
+tool, waits in this process (:class:`~sagents.agent._ag_ui_threads.ThreadApprover`).
 ``forwardedProps.sagents.cancel: true`` cancels the thread's run; so does a client that goes
 away while its run streams (AG-UI's ``abortRun``).
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
@@ -43,9 +48,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 from ag_ui.core import (
-    AssistantMessage,
     BaseEvent,
-    FunctionCall,
+    CustomEvent,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
@@ -54,16 +58,13 @@ from ag_ui.core import (
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
     UserMessage,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from sagents.agent._ag_ui_events import (
@@ -76,16 +77,26 @@ from sagents.agent._ag_ui_events import (
     SCRIPT_PROGRESS,
     TOOL_PROGRESS,
     EventTranslator,
+    ag_ui_messages,
     new_message_id,
+    new_user_message,
+)
+from sagents.agent._ag_ui_replies import (
+    decisions_needed,
+    error_reply,
+    unauthorized,
+    validation_text,
 )
 from sagents.agent._ag_ui_threads import (
     APPROVAL_TTL_S,
     DecisionError,
     Run,
+    SagentsProps,
     Thread,
     ThreadApprover,
     parse_sagents_props,
 )
+from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting, decided_state, held_request
 from sagents.agent._events import (
     DoneEvent,
     MessageEvent,
@@ -93,9 +104,10 @@ from sagents.agent._events import (
     QuestionnaireResultEvent,
 )
 from sagents.agent._loop import SAgent
+from sagents.agent._state import RunState
 from sagents.core._permissions import PermissionMode
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
-from sagents.errors import StoreUnavailableError
+from sagents.errors import RunStateError, SagentsError, StoreUnavailableError
 from sagents.skill._proxy import SkillSource
 from sagents.store._threads import THREADS_FILE, SqliteThreads, StoredThread
 from sagents.tool._context import SessionContext
@@ -131,6 +143,7 @@ MAX_THREADS_IN_MEMORY: Final = 1000
 when they come back)."""
 _DETACH_WAIT_S: Final = 5.0  # seconds a request waits for a stream whose client went away
 _CANCEL_WAIT_S: Final = 30.0  # seconds a new message waits for a cancelled run to settle
+_CANCELLED: Final = "was cancelled with its run"
 MAX_INPUT_BYTES: Final = 4 * 1024 * 1024
 """The largest ``RunAgentInput`` body accepted (a client re-sends its whole history)."""
 
@@ -189,6 +202,11 @@ class AgUiThreads:
                     messages=[dict(m) for m in stored.messages],
                     ids=list(stored.ids),
                 )
+                document = stored.waiting or {}
+                found.ended = {str(k): str(v) for k, v in (document.get("ended") or {}).items()}
+                if document.get("waiting"):
+                    found.waiting = Waiting.from_json(document["waiting"])
+                    self._tg.start_soon(self._expire_later, found, found.waiting)
             if found is None:
                 if not create:
                     return None
@@ -199,7 +217,11 @@ class AgUiThreads:
         return found if found.owner == owner else None
 
     def _evict(self) -> None:
-        idle = [key for key, thread in self._threads.items() if not thread.active]
+        idle = [
+            key
+            for key, thread in self._threads.items()
+            if not thread.active and (thread.waiting is None or self._settings.store is not None)
+        ]
         for key in idle[: max(0, len(self._threads) - MAX_THREADS_IN_MEMORY)]:
             del self._threads[key]
 
@@ -212,7 +234,10 @@ class AgUiThreads:
         thread = await self.thread(thread_id, owner, create=False)
         if thread is None:
             return []
-        return [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)]
+        return [
+            m.model_dump(mode="json", by_alias=True)
+            for m in ag_ui_messages(thread.ids, thread.messages)
+        ]
 
     async def page_state(self, thread_id: str, owner: str) -> dict[str, Any]:
         """What a (re)loaded page shows of a thread: ``{"messages", "state", "waiting"}``
@@ -225,10 +250,16 @@ class AgUiThreads:
         if thread is None:
             return {"messages": [], "state": None, "waiting": []}
         run = thread.run
+        waiting = thread.waiting.requests() if thread.waiting is not None else []
+        if run is not None and thread.active:
+            waiting = run.waiting_requests()
         return {
-            "messages": [m.model_dump(mode="json", by_alias=True) for m in _ag_ui_messages(thread)],
+            "messages": [
+                m.model_dump(mode="json", by_alias=True)
+                for m in ag_ui_messages(thread.ids, thread.messages)
+            ],
             "state": await self._state(thread),
-            "waiting": run.waiting_requests() if run is not None and thread.active else [],
+            "waiting": waiting,
         }
 
     # -- one request ----------------------------------------------------------------------------
@@ -239,21 +270,23 @@ class AgUiThreads:
         a run in the way, 503 the store is unavailable)."""
         body = await request.body()
         if len(body) > MAX_INPUT_BYTES:
-            return _error(413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes")
+            return error_reply(
+                413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
+            )
         try:
             given = RunAgentInput.model_validate_json(body)
         except ValidationError as error:
-            return _error(422, "invalid_input", _validation_text(error))
+            return error_reply(422, "invalid_input", validation_text(error))
         try:
             props = parse_sagents_props(given.forwarded_props)
         except DecisionError as error:
-            return _error(422, "invalid_decisions", str(error))
+            return error_reply(422, "invalid_decisions", str(error))
         try:
             thread = await self.thread(given.thread_id, owner)
         except StoreUnavailableError as error:
-            return _error(503, "store_unavailable", str(error))
+            return error_reply(503, "store_unavailable", str(error))
         if thread is None:
-            return _error(404, "unknown_thread", f"no thread {given.thread_id!r} of yours")
+            return error_reply(404, "unknown_thread", f"no thread {given.thread_id!r} of yours")
         async with thread.lock:
             run = thread.run
             if run is not None and run.attached:  # a client that just went away (Stop)?
@@ -261,46 +294,53 @@ class AgUiThreads:
                     while run.attached:
                         await run.changed().wait()
             if run is not None and run.attached:
-                return _error(
+                return error_reply(
                     409, "run_streaming", "this thread's run streams to another client now"
                 )
-            new_message = _new_user_message(given, thread)
+            new_message = new_user_message(given, thread.ids)
             if run is not None and thread.active and run.cancelling and new_message is not None:
                 with anyio.move_on_after(_CANCEL_WAIT_S):  # a Stop just before: let it end
                     while not run.finished:
                         await run.changed().wait()
-            if run is not None and thread.active:
+            try:
+                await self._expire(thread)  # lazily too: after a restart nothing else did
+            except StoreUnavailableError as error:
+                return error_reply(503, "store_unavailable", str(error))
+            run, snapshot = thread.run, False
+            for item_id in props.decisions:
+                ended = thread.ended_text(item_id)
+                if ended is not None and item_id not in thread.waiting_ids:
+                    return error_reply(422, "invalid_decisions", ended)
+            if thread.waiting is not None and not thread.active:
+                answered = await self._answer(thread, props, new_message)
+                if isinstance(answered, Response):
+                    return answered
+                run = answered
+            elif run is not None and thread.active:
                 if props.cancel:
                     run.cancelling = True
                     run.scope.cancel()
                 elif new_message is not None:
                     if run.waiting:
-                        return _error(
-                            409,
-                            "decisions_needed",
-                            f"the thread's run waits for {', '.join(run.waiting)}: answer in "
-                            "forwardedProps.sagents.decisions (without a new message), or "
-                            "cancel with forwardedProps.sagents.cancel",
-                        )
-                    return _error(409, "run_in_progress", "the thread's run has not ended yet")
+                        return decisions_needed(run.waiting)
+                    return error_reply(409, "run_in_progress", "the thread's run has not ended yet")
                 else:
                     try:
                         run.check(props.decisions)
                     except DecisionError as error:
-                        return _error(422, "invalid_decisions", str(error))
+                        return error_reply(422, "invalid_decisions", str(error))
                     run.decide(props.decisions)
                 run.attached = True
-                snapshot = False
             else:
                 if props.decisions:
-                    ended = run.ended_text(next(iter(props.decisions))) if run else None
-                    return _error(
+                    ended = thread.ended_text(next(iter(props.decisions)))
+                    return error_reply(
                         422,
                         "invalid_decisions",
                         ended or "nothing in this thread waits for a decision (its run ended)",
                     )
                 if new_message is None:
-                    return _error(
+                    return error_reply(
                         422,
                         "no_user_message",
                         "the input's last message must be a new user message",
@@ -323,8 +363,98 @@ class AgUiThreads:
         thread.messages.append({"role": "user", "content": text})
         thread.ids.append(message.id)
         run = thread.run = Run(attached=True)
-        self._tg.start_soon(self._drive, thread, run)
+        self._tg.start_soon(self._drive, thread, run, None)
         return run
+
+    # -- a paused run ---------------------------------------------------------------------------
+
+    async def _answer(
+        self, thread: Thread, props: SagentsProps, new_message: UserMessage | None
+    ) -> Response | Run:
+        """Decide items of the thread's paused run: the run that streams the answer (the
+        resumed run once every item is decided), or an error."""
+        waiting = thread.waiting
+        assert waiting is not None
+        if waiting.decided:  # decided, but its resume failed (the store): try again
+            return self._resume(thread, waiting, [], attached=True)
+        if props.cancel:
+            self._note_ended(thread, dict.fromkeys(waiting.cancel(), _CANCELLED))
+            return self._resume(thread, waiting, [], attached=True)
+        if new_message is not None:
+            return decisions_needed(waiting.ids)
+        if not props.decisions:
+            return error_reply(
+                422,
+                "no_user_message",
+                "the input's last message must be a new user message, or the decisions for "
+                f"{', '.join(waiting.ids)}",
+            )
+        try:
+            waiting.check(props.decisions)
+        except DecisionError as error:
+            return error_reply(422, "invalid_decisions", str(error))
+        waiting.decide(props.decisions)
+        ids = list(props.decisions)
+        if waiting.decided:
+            return self._resume(thread, waiting, ids, attached=True)
+        try:
+            await self._save(thread)
+        except StoreUnavailableError as error:
+            return error_reply(503, "store_unavailable", str(error))
+        run = Run(attached=True)  # the others still wait: a stream of the results, then that
+        run.push(waiting.result_events(ids))
+        run.paused = waiting.ids
+        run.finish()
+        return run
+
+    def _resume(self, thread: Thread, waiting: Waiting, ids: list[str], *, attached: bool) -> Run:
+        """Continue the paused run with its decisions (in a task of the route)."""
+        thread.waiting = None
+        run = thread.run = Run(attached=attached)
+        thread.notify()
+        run.push(waiting.result_events(ids))
+        self._tg.start_soon(self._drive, thread, run, waiting)
+        return run
+
+    async def _expire(self, thread: Thread) -> None:
+        """Decide the items of the thread's paused run whose time passed (an approval is
+        denied, a questionnaire times out); once none waits, the run goes on.
+
+        Raises:
+            StoreUnavailableError: the thread could not be saved.
+        """
+        waiting = thread.waiting
+        if waiting is None or thread.active:
+            return
+        ended = waiting.expire(time.time())
+        if not ended:
+            return
+        self._note_ended(thread, ended)
+        if waiting.decided:
+            self._resume(thread, waiting, list(ended), attached=False)
+        else:
+            await self._save(thread)
+
+    async def _expire_later(self, thread: Thread, waiting: Waiting) -> None:
+        """Expire the items of ``waiting`` when their time comes (while the thread waits)."""
+        while thread.waiting is waiting:
+            deadline = waiting.next_expiry()
+            if deadline is None:
+                return
+            await anyio.sleep(max(0.0, deadline - time.time()))
+            async with thread.lock:
+                if thread.waiting is not waiting:
+                    return
+                try:
+                    await self._expire(thread)
+                except StoreUnavailableError as error:  # said; the next request expires them
+                    logger.warning("cannot expire the items of %r: %s", thread.thread_id, error)
+                    return
+
+    def _note_ended(self, thread: Thread, ended: dict[str, str]) -> None:
+        thread.ended.update(ended)
+        for key in list(thread.ended)[: max(0, len(thread.ended) - MAX_ENDED)]:
+            del thread.ended[key]
 
     async def _stream(
         self, thread: Thread, run: Run, given: RunAgentInput, *, snapshot: bool
@@ -334,7 +464,9 @@ class AgUiThreads:
         try:
             yield encode(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
             if snapshot:
-                yield encode(MessagesSnapshotEvent(messages=_ag_ui_messages(thread)))
+                yield encode(
+                    MessagesSnapshotEvent(messages=ag_ui_messages(thread.ids, thread.messages))
+                )
             yield encode(StateSnapshotEvent(snapshot=await self._state(thread)))
             while True:
                 changed = run.changed()
@@ -362,6 +494,13 @@ class AgUiThreads:
 
     def _end(self, given: RunAgentInput, run: Run) -> BaseEvent:
         done = run.done
+        if run.error is not None:
+            return RunErrorEvent(
+                message=str(run.error.get("message")), code=str(run.error.get("code"))
+            )
+        if run.paused:
+            waiting = {"sagents": {"waiting": list(run.paused)}}
+            return RunFinishedEvent(thread_id=given.thread_id, run_id=given.run_id, result=waiting)
         if done is not None and done.reason == "error":
             error = done.error or {}
             return RunErrorEvent(
@@ -383,7 +522,9 @@ class AgUiThreads:
 
     # -- the run --------------------------------------------------------------------------------
 
-    async def _drive(self, thread: Thread, run: Run) -> None:
+    async def _drive(self, thread: Thread, run: Run, resume: Waiting | None) -> None:
+        """Run the agent for ``run``: a new run of the thread's history, or the paused run of
+        ``resume`` with its decisions."""
         settings = self._settings
         translator = EventTranslator()
         given = list(thread.messages)
@@ -393,17 +534,29 @@ class AgUiThreads:
             tools, mode = settings.tools_for(thread.owner, settings.session_id(thread))
         context = SessionContext(session_id=settings.session_id(thread), permission_mode=mode)
         state = await self._state(thread)
+        calls: set[str] = set()  # the tool call ids of the run's answers
+        asked: dict[str, str] = {}  # a held call's approval message, by its call id
+        keep = True
         try:
             with run.scope:
+                paused = (
+                    None if resume is None else await decided_state(self._settings.agent, resume)
+                )
                 stream = settings.agent.run_stream(
-                    given,
+                    [] if paused is not None else given,
                     tool_manager=tools,
                     skill_manager=settings.skill_manager,
                     session_context=context,
                     approver=ThreadApprover(thread, ttl_s=settings.approval_ttl_s),
+                    approvals="defer",
+                    state=paused,
                 )
                 async with aclosing(stream) as events:
                     async for event in events:
+                        if held_request(event, calls):  # a held call: the paused state says it
+                            if isinstance(event, ApprovalRequestEvent):
+                                asked[event.request_id] = event.message
+                            continue
                         if isinstance(event, ApprovalRequestEvent):
                             details = await run.announce(event.request_id, event.tool_call_id)
                             translator.approval_details[event.request_id] = details
@@ -415,16 +568,55 @@ class AgUiThreads:
                             run.settled(event.request_id, event.status)
                         elif isinstance(event, DoneEvent):
                             run.done = event
+                            if event.state is not None:
+                                self._pause(thread, run, event.state, asked)
+                        elif isinstance(event, MessageEvent):
+                            calls.update(
+                                str(c.get("id")) for c in event.message.get("tool_calls") or []
+                            )
                         run.push(translator.translate(event))
                         if isinstance(event, MessageEvent) and event.message.get("role") == "tool":
                             state = await self._state_delta(thread, run, state)
+        except RunStateError as error:  # resumed elsewhere already, or refused: nothing ran
+            run.error = error.to_dict()
+            keep = error.details.get("reason") != "claimed"  # the other's save is the latest
+            if not keep:  # read the thread from the store again next time
+                thread.waiting = None
+                self._threads.pop(thread.thread_id, None)
+                if resume is not None:  # a resume that died keeps no card waiting forever
+                    await self._forget_waiting(thread, resume.state_id)
+        except SagentsError as error:  # the paused run cannot be loaded (its store failed)
+            run.error = error.to_dict()
+            thread.waiting = resume
         except Exception:  # a bug below: the run ends with an error, the process goes on
             logger.exception("the AG-UI run of thread %r failed", thread.thread_id)
         finally:
             with anyio.CancelScope(shield=True):
                 run.push(translator.close())
-                await self._keep(thread, given, given_ids, translator.message_ids, run)
+                if keep:
+                    await self._keep(thread, given, given_ids, translator.message_ids, run)
                 run.finish()
+
+    async def _forget_waiting(self, thread: Thread, state_id: str) -> None:
+        store = self._settings.store
+        if store is None:
+            return
+        try:
+            await store.clear_waiting(thread.thread_id, state_id)
+        except StoreUnavailableError as error:  # said; the next answer gets the same error
+            logger.warning("cannot forget the resumed run of %r: %s", thread.thread_id, error)
+
+    def _pause(self, thread: Thread, run: Run, state: RunState, asked: dict[str, str]) -> None:
+        """The run paused: keep what it waits for with the thread, show the requests."""
+        waiting = Waiting.paused(
+            state, messages=asked, approval_ttl_s=self._settings.approval_ttl_s
+        )
+        thread.waiting = waiting
+        run.paused = waiting.ids
+        for item in waiting.items:
+            name = QUESTIONNAIRE_REQUEST if item.kind == "questionnaire" else APPROVAL_REQUEST
+            run.push([CustomEvent(name=name, value=item.request)])
+        self._tg.start_soon(self._expire_later, thread, waiting)
 
     async def _keep(
         self,
@@ -443,20 +635,35 @@ class AgUiThreads:
             ids = [new_message_id() for _ in history]
         ids = (ids + [new_message_id() for _ in history])[: len(history)]
         thread.messages, thread.ids = history, ids
+        try:
+            await self._save(thread)
+        except StoreUnavailableError as error:
+            run.store_error = f"the conversation was not saved: {error}"
+
+    async def _save(self, thread: Thread) -> None:
+        """Save the thread: its conversation, and what its paused run waits for.
+
+        Raises:
+            StoreUnavailableError: the store cannot be written.
+        """
         store = self._settings.store
         if store is None:
             return
-        try:
-            await store.save(
-                StoredThread(
-                    thread_id=thread.thread_id,
-                    owner=thread.owner,
-                    messages=tuple(history),
-                    ids=tuple(ids),
-                )
+        waiting = None
+        if thread.waiting is not None or thread.ended:
+            waiting = {
+                "waiting": None if thread.waiting is None else thread.waiting.to_json(),
+                "ended": dict(thread.ended),
+            }
+        await store.save(
+            StoredThread(
+                thread_id=thread.thread_id,
+                owner=thread.owner,
+                messages=tuple(thread.messages),
+                ids=tuple(thread.ids),
+                waiting=waiting,
             )
-        except StoreUnavailableError as error:
-            run.store_error = f"the conversation was not saved: {error}"
+        )
 
     async def _state(self, thread: Thread) -> dict[str, Any]:
         """The session state shown beside the chat: the task list, the loaded skills, the
@@ -539,7 +746,7 @@ def ag_ui_endpoint(threads: AgUiThreads, authorize: Authorize) -> Callable[[Requ
     async def endpoint(request: Request) -> Response:
         owner = await authorize(request)
         if owner is None:
-            return _unauthorized()
+            return unauthorized()
         return await threads.handle(request, owner)
 
     return endpoint
@@ -578,66 +785,7 @@ def ag_ui_app(
     async def endpoint(request: Request) -> Response:
         owner = await authorize(request)
         if owner is None:
-            return _unauthorized()
+            return unauthorized()
         return await holder[0].handle(request, owner)
 
     return Starlette(routes=[Route(path, endpoint, methods=["POST"])], lifespan=lifespan)
-
-
-def _unauthorized() -> JSONResponse:
-    return _error(401, "unauthorized", "log in, or send Authorization: Bearer TOKEN")
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": code, "message": message}, status_code=status)
-
-
-def _validation_text(error: ValidationError) -> str:
-    problems = [
-        f"{'.'.join(str(p) for p in item['loc']) or 'body'}: {item['msg']}"
-        for item in error.errors(include_url=False)[:5]
-    ]
-    return "not a RunAgentInput: " + "; ".join(problems)
-
-
-def _new_user_message(given: RunAgentInput, thread: Thread) -> UserMessage | None:
-    """The input's new user message: its last message, when that is a user message the
-    thread has not seen (a client re-sends its whole history; only this part is taken)."""
-    if not given.messages:
-        return None
-    last = given.messages[-1]
-    if not isinstance(last, UserMessage) or last.id in thread.ids:
-        return None
-    return last
-
-
-def _ag_ui_messages(thread: Thread) -> list[Any]:
-    """The thread's history as AG-UI messages."""
-    out: list[Any] = []
-    for message_id, message in zip(thread.ids, thread.messages, strict=False):
-        role = message.get("role")
-        content = message.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, default=str)
-        if role == "user":
-            out.append(UserMessage(id=message_id, content=text))
-        elif role == "assistant":
-            calls = [
-                ToolCall(
-                    id=str(call.get("id")),
-                    function=FunctionCall(
-                        name=str((call.get("function") or {}).get("name")),
-                        arguments=str((call.get("function") or {}).get("arguments") or "{}"),
-                    ),
-                )
-                for call in message.get("tool_calls") or []
-            ]
-            out.append(AssistantMessage(id=message_id, content=text, tool_calls=calls or None))
-        elif role == "tool":
-            out.append(
-                ToolMessage(
-                    id=message_id, content=text, tool_call_id=str(message.get("tool_call_id"))
-                )
-            )
-        else:
-            out.append(SystemMessage(id=message_id, content=text))
-    return out

@@ -85,7 +85,8 @@ async def open_console_chat(
             model = agent_model(settings)
             assert model is not None  # the section is there and the console is served
             stack.push_async_callback(model.aclose)
-        agent = SAgent(model=model, system_prompt=section.system)
+        # run_script is the gateway's (its policy, approval, sandbox and audit): not the loop's
+        agent = SAgent(model=model, system_prompt=section.system, run_script=False)
         secret = OperatorSecret.load_or_create(default_data_dir())
         threads = await stack.enter_async_context(
             open_ag_ui_threads(

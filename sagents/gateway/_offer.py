@@ -32,11 +32,13 @@ from typing import Any, Protocol
 from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.errors import NotAllowedError, UnknownToolError
+from sagents.errors import NotAllowedError, ScriptRejectedError, UnknownToolError
 from sagents.gateway._policy import Profile, is_offered
 from sagents.progress._hub import ProgressHub
-from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, plan_script
+from sagents.script._preflight import check_script
 from sagents.script._session import script_callable_specs
+from sagents.tool._approval import MAX_DESCRIPTION_CHARS, ApprovalRequest
 from sagents.tool._call import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
@@ -168,6 +170,53 @@ class SessionOffer(SpecProvider):
             manager.register_tool((replace(listed, timeout=math.inf), run_script))
             self._script_calls, self._script_schema = manager, schema
         return self._script_calls
+
+    def script_approval(
+        self,
+        arguments: dict[str, Any],
+        *,
+        granted: frozenset[str],
+        session_id: str,
+        preflight: bool,
+        tool_call_id: str | None = None,
+    ) -> tuple[ApprovalRequest | None, frozenset[str]]:
+        """A run_script call's one approval (None: nothing to ask) and the tools its run may
+        call: the gateway's policy step of a run_script, asked before the call (the request's
+        answer becomes the run's :class:`~sagents.tool.Decision`).
+
+        run_script's pre-run check (:func:`sagents.script._policy.plan_script`) over what this
+        session's scripts are offered, with the session's grants, then (``preflight``) the
+        pre-flight check of the script (docs/run_script.md, "Pre-flight check"); a run that
+        will be rejected, or bad arguments, approves nothing (the run then says why).
+        """
+        code, listed = arguments.get("code"), arguments.get("tools") or []
+        description = arguments.get("description") or ""
+        if not (
+            isinstance(code, str) and isinstance(listed, list) and isinstance(description, str)
+        ):
+            return None, frozenset()
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            return None, frozenset()  # refused by run_script's input schema, with the reason
+        names = [str(name) for name in listed]
+        try:
+            plan = plan_script(
+                self.for_scripts().list_specs(), names, self.mode, session_allowed=granted
+            )
+            if preflight:
+                check_script(code, plan)  # a script with visible mistakes is not asked about
+        except ScriptRejectedError:  # and PreflightError: the run says why, nothing is asked
+            return None, frozenset()
+        covered = frozenset(plan.callable)
+        if not plan.needs_approval:
+            return None, covered
+        request = ApprovalRequest.for_script(
+            plan.needs_approval,
+            code,
+            description=description,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+        )
+        return request, covered
 
     def for_scripts(self) -> ScriptOffer:
         """What this session's scripts may be offered (see the module docstring)."""

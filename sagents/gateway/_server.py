@@ -70,7 +70,6 @@ from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
     SagentsError,
-    ScriptRejectedError,
     StoreError,
     UnknownToolError,
     UpstreamSchemaError,
@@ -120,13 +119,11 @@ from sagents.gateway._tool_search import SearchState, ToolSearch
 from sagents.gateway._tracing import trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
-from sagents.script._policy import RUN_SCRIPT_TOOL_NAME, plan_script
-from sagents.script._preflight import check_script
+from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
 from sagents.tool._approval import (
-    MAX_DESCRIPTION_CHARS,
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
@@ -826,7 +823,12 @@ class Gateway:
         script = spec.name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None
         try:
             if script:
-                request, covered = self._script_request(session, arguments, granted)
+                request, covered = session.offer.script_approval(
+                    arguments,
+                    granted=granted,
+                    session_id=session.session_id,
+                    preflight=self.script_preflight,
+                )
             else:
                 covered = frozenset({spec.name})
                 request = approval_needed(
@@ -859,44 +861,6 @@ class Gateway:
         if asked == "allow_session":
             await self._approvals.grant(session.session_id, spec.name)
         return Decision.from_answer(asked, covered)
-
-    def _script_request(
-        self, session: _ClientSession, arguments: dict[str, Any], granted: frozenset[str]
-    ) -> tuple[ApprovalRequest | None, frozenset[str]]:
-        """A run_script's one approval (None: nothing to ask) and the tools its run may call.
-
-        run_script's pre-run check (:func:`sagents.script._policy.plan_script`) over what the
-        session's scripts are offered, with the session's grants, then the pre-flight check of
-        the script (docs/run_script.md, "Pre-flight check"); a run either rejects, or bad
-        arguments, approves nothing (the run then says why it was rejected)."""
-        code, listed = arguments.get("code"), arguments.get("tools") or []
-        description = arguments.get("description") or ""
-        if not (
-            isinstance(code, str) and isinstance(listed, list) and isinstance(description, str)
-        ):
-            return None, frozenset()
-        if len(description) > MAX_DESCRIPTION_CHARS:
-            return None, frozenset()  # refused by run_script's input schema, with the reason
-        names = [str(name) for name in listed]
-        try:
-            plan = plan_script(
-                session.offer.for_scripts().list_specs(), names, session.mode,
-                session_allowed=granted,
-            )  # fmt: skip
-            if self.script_preflight:
-                check_script(code, plan)  # a script with visible mistakes is not asked about
-        except ScriptRejectedError:  # and PreflightError: the run says why, nothing is asked
-            return None, frozenset()
-        covered = frozenset(plan.callable)
-        if not plan.needs_approval:
-            return None, covered
-        request = ApprovalRequest.for_script(
-            plan.needs_approval,
-            code,
-            description=description,
-            session_id=session.session_id,
-        )
-        return request, covered
 
     def _search_state(self, session: _ClientSession) -> SearchState:
         """The session's tool search; refused for a session nothing identifies."""

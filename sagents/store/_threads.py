@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS threads (
     ids TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS thread_waiting (
+    thread_id TEXT PRIMARY KEY,
+    document TEXT NOT NULL
+);
 """
 _BUSY_TIMEOUT_S = 10.0
 
@@ -47,12 +51,15 @@ class StoredThread:
         thread_id: The thread. owner: Who opened it ("" for nobody in particular).
         messages: The history, Chat Completions messages.
         ids: The AG-UI message id of each message (same length as ``messages``).
+        waiting: What the thread's paused run waits for, and why earlier items ended (the
+            route's JSON document), or None.
     """
 
     thread_id: str
     owner: str
     messages: tuple[dict[str, Any], ...] = ()
     ids: tuple[str, ...] = field(default=())
+    waiting: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)
@@ -83,6 +90,9 @@ class SqliteThreads:
             row = connection.execute(
                 "SELECT owner, messages, ids FROM threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
+            waiting = connection.execute(
+                "SELECT document FROM thread_waiting WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
         finally:
             connection.close()
         if row is None:
@@ -93,6 +103,7 @@ class SqliteThreads:
             owner=owner,
             messages=tuple(json.loads(messages)),
             ids=tuple(json.loads(ids)),
+            waiting=None if waiting is None else json.loads(waiting[0]),
         )
 
     def _save(self, thread: StoredThread) -> None:
@@ -112,8 +123,57 @@ class SqliteThreads:
                         time.time(),
                     ),
                 )
+                if thread.waiting is None:
+                    connection.execute(
+                        "DELETE FROM thread_waiting WHERE thread_id = ?", (thread.thread_id,)
+                    )
+                else:
+                    connection.execute(
+                        "INSERT INTO thread_waiting (thread_id, document) VALUES (?, ?) "
+                        "ON CONFLICT(thread_id) DO UPDATE SET document = excluded.document",
+                        (thread.thread_id, json.dumps(thread.waiting, ensure_ascii=False)),
+                    )
         finally:
             connection.close()
+
+    def _clear_waiting(self, thread_id: str, state_id: str) -> bool:
+        connection = self._connect()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                row = connection.execute(
+                    "SELECT document FROM thread_waiting WHERE thread_id = ?", (thread_id,)
+                ).fetchone()
+                document = json.loads(row[0]) if row is not None else {}
+                waiting = document.get("waiting") or {}
+                if waiting.get("state_id") != state_id:
+                    connection.execute("ROLLBACK")
+                    return False
+                document["waiting"] = None
+                connection.execute(
+                    "UPDATE thread_waiting SET document = ? WHERE thread_id = ?",
+                    (json.dumps(document, ensure_ascii=False), thread_id),
+                )
+                connection.execute("COMMIT")
+                return True
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        finally:
+            connection.close()
+
+    async def clear_waiting(self, thread_id: str, state_id: str) -> bool:
+        """Forget what the thread's paused run ``state_id`` waits for (it was resumed
+        elsewhere), in one transaction: never a newer paused run's. Whether it was kept.
+
+        Raises:
+            StoreUnavailableError: the file cannot be used.
+        """
+        try:
+            return await anyio.to_thread.run_sync(self._clear_waiting, thread_id, state_id)
+        except (sqlite3.Error, OSError, ValueError) as error:
+            raise self._failed(error) from error
 
     async def load(self, thread_id: str) -> StoredThread | None:
         """The thread, or None when it was never saved.

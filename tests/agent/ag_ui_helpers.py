@@ -148,6 +148,26 @@ async def post_run(client: httpx.AsyncClient, url: str, body: dict[str, Any]) ->
     return events
 
 
+async def race(
+    client: httpx.AsyncClient, posts: list[tuple[str, dict[str, Any]]]
+) -> list[list[Any] | str]:
+    """POST each ``(url, body)`` at once; per post, its events, or the refusal's text
+    (``HTTP status: body``), in the order they ended."""
+    outcomes: list[list[Any] | str] = []
+
+    async def send(url: str, body: dict[str, Any]) -> None:
+        try:
+            outcomes.append(await post_run(client, url, body))
+        except AssertionError as refused:  # post_run's non-200
+            outcomes.append(str(refused))
+
+    with anyio.fail_after(WAIT_S):
+        async with anyio.create_task_group() as tg:
+            for url, body in posts:
+                tg.start_soon(send, url, body)
+    return outcomes
+
+
 def types_of(events: list[Any]) -> list[str]:
     return [str(e.type.value) for e in events]
 

@@ -29,6 +29,7 @@ from tests.agent.ag_ui_helpers import (
     WAIT_S,
     customs,
     post_run,
+    race,
     route_tools,
     run_input,
     serve_app,
@@ -110,18 +111,9 @@ async def test_two_racing_answers_run_the_call_once(tmp_path: Path) -> None:
         async with serve_route(agent, tmp_path, route_tools()) as url, httpx.AsyncClient() as c:
             item = await ask(c, url, "w3")
             decisions = {item: {"decision": "allow_once"}}
-            outcomes: list[Any] = []
-
-            async def send(run_id: str) -> None:
-                try:
-                    outcomes.append(await post_run(c, url, answer("w3", decisions, run_id)))
-                except AssertionError as refused:  # post_run's non-200
-                    outcomes.append(str(refused))
-
-            with anyio.fail_after(WAIT_S):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(send, "r2")
-                    tg.start_soon(send, "r3")
+            outcomes = await race(
+                c, [(url, answer("w3", decisions, "r2")), (url, answer("w3", decisions, "r3"))]
+            )
         history = agent.session("w3").messages  # type: ignore[union-attr]
     streams = [o for o in outcomes if isinstance(o, list)]
     refusals = [o for o in outcomes if isinstance(o, str)]
@@ -161,19 +153,19 @@ async def test_an_answer_to_an_expired_approval_says_it_expired(tmp_path: Path) 
     async with ScriptedModel(script) as model:
         agent = SAgent(model=model.chat_model())
         async with (
-            open_ag_ui_threads(agent, tool_manager=route_tools(), approval_ttl_s=0.01) as threads,
+            open_ag_ui_threads(agent, tool_manager=route_tools(), approval_ttl_s=0.0) as threads,
             serve_app(expiring_app(threads)) as base,
             httpx.AsyncClient() as c,
         ):
             url = base + "/ag-ui"
-            item = await ask(c, url, "w6")
+            item = await ask(c, url, "w6")  # expired as soon as it is asked
+            late = await post_raw(c, url, answer("w6", {item: {"decision": "allow_once"}}, "r2"))
             thread = await threads.thread("w6", "tester", create=False)
             assert thread is not None
             assert thread.run is not None
-            with anyio.fail_after(WAIT_S):  # the approval expires, the run goes on and ends
+            with anyio.fail_after(WAIT_S):  # the expired approval is denied, the run goes on
                 while not thread.run.finished:
                     await thread.run.changed().wait()
-            late = await post_raw(c, url, answer("w6", {item: {"decision": "allow_once"}}, "r2"))
         history = agent.session("w6").messages  # type: ignore[union-attr]
     assert late.status_code == 422, late.text
     assert late.json()["message"] == (
@@ -181,6 +173,7 @@ async def test_an_answer_to_an_expired_approval_says_it_expired(tmp_path: Path) 
     )
     assert_settled_once(history)
     assert "denied" in next(m for m in history if m.get("role") == "tool")["content"]
+    assert history[-1]["content"] == "Not deleted."
 
 
 async def test_an_answer_to_a_timed_out_questionnaire_says_it_expired(tmp_path: Path) -> None:
@@ -204,8 +197,10 @@ async def test_an_answer_to_a_timed_out_questionnaire_says_it_expired(tmp_path: 
             item = customs(first, QUESTIONNAIRE_REQUEST)[0]["id"]
             thread = await threads.thread("w7", "tester", create=False)
             assert thread is not None
-            assert thread.run is not None
-            with anyio.fail_after(WAIT_S):  # the questionnaire times out, the run ends
+            with anyio.fail_after(WAIT_S):  # the questionnaire times out, the run goes on
+                while thread.waiting is not None:
+                    await thread.changed().wait()
+                assert thread.run is not None
                 while not thread.run.finished:
                     await thread.run.changed().wait()
             late = await post_raw(c, url, answer("w7", {item: {"answers": {"city": "Rome"}}}, "r2"))
@@ -215,11 +210,6 @@ async def test_an_answer_to_a_timed_out_questionnaire_says_it_expired(tmp_path: 
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the route keeps a waiting run in its process (docs/chat.md): a restart cancels it; "
-    "keeping it as the agent's RunState (approvals='defer') is not built yet",
-)
 async def test_a_waiting_run_survives_a_restart_of_the_serving_process(tmp_path: Path) -> None:
     script = [tool_call("delete_file", {"path": "a.txt"}), reply("Deleted.")]
     async with ScriptedModel(script) as model:

@@ -1,4 +1,7 @@
-"""The console's Starlette app: pages, forms, live updates (docs/console.md).
+"""The console's Starlette app: login, pages and forms, and the routes of every page
+(docs/console.md). The Runs and Run pages live in :mod:`~sagents.gateway.console._runs`, the
+live updates' stream in :mod:`~sagents.gateway.console._events`, the Chat page's endpoints in
+:mod:`~sagents.gateway.console._chat`.
 
 Served at ``/console/`` by ``sagents serve --transport http`` (behind the gateway's ``Host`` and
 ``Origin`` checks) and by ``sagents console --data-dir DIR`` (records and audit only). Every
@@ -13,14 +16,13 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlencode
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -30,7 +32,6 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -40,7 +41,7 @@ from sagents.audit._store import SqliteAuditStore
 from sagents.core._literal import printable
 from sagents.errors import StoreError, TaskNotFoundError
 from sagents.gateway._operator_secret import LOGIN_QUERY, OperatorSecret
-from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.gateway._pending import PendingApprovals
 from sagents.gateway._settings import ApprovalRoute
 from sagents.gateway._tasks import GatewayTasks
 from sagents.gateway._tool_changes import ToolChanges
@@ -48,28 +49,18 @@ from sagents.gateway._web_auth import Principal, TooManyLogins, WebAuth
 from sagents.gateway._workspaces import Workspaces
 from sagents.gateway.console._auth import COOKIE_NAME, ConsoleAuth, ConsoleSession
 from sagents.gateway.console._chat import ChatEndpoints, ChatThreads, request_principal
-from sagents.gateway.console._live import (
-    MAX_STREAMS_PER_PRINCIPAL,
-    LiveRuns,
-    LiveUpdate,
-    TooManyStreams,
-    sse_frame,
-)
+from sagents.gateway.console._events import LiveEvents, ids_of, page_frames
+from sagents.gateway.console._live import LiveRuns
 from sagents.gateway.console._oauth_login import ConsoleOAuthLogin
 from sagents.gateway.console._records import (
-    CALLS_PAGE,
     AuditFilter,
     filter_audit,
-    find_run,
     format_number,
     format_time,
-    list_runs,
-    read_calls,
-    read_shown,
     read_todo,
     todo_sessions,
-    valid_run_id,
 )
+from sagents.gateway.console._runs import AUDIT_SCAN, RunPages
 from sagents.mcp._convert import TOOL_NAME_SEPARATOR
 from sagents.mcp._pins import definition_diff
 
@@ -99,14 +90,7 @@ _HEADERS = (
     (b"cache-control", b"no-store"),
 )
 """Sent on every console response: pages, errors, static files and unknown paths alike."""
-_HEARTBEAT_S = 15.0  # seconds between SSE comments that keep a quiet stream open
-# Seconds a page's stream waits after an event for the ones behind it, which then go out in
-# the same write: with many pages open, one write per event and page is what costs
-# (bench/bench_console_watchers.py --serve); a person watching does not see 50 ms.
-_COALESCE_S = 0.05
-_AUDIT_SCAN = 5000  # audit entries read for one Audit page (then filtered)
 _AUDIT_SHOWN = 200
-_RECORD_FILES = ("script.py", "calls.jsonl", "output.txt", "run.json")
 _CHAT_STATIC = _HERE.parent / "_chat" / "static"  # the chat page's script, shared with chat --web
 
 
@@ -182,7 +166,9 @@ def _environment() -> Environment:
     return env
 
 
-class _Console:
+class Console:
+    """The console's pages and forms over one :class:`ConsoleData`."""
+
     def __init__(self, data: ConsoleData) -> None:
         self.data = data
         self.web = data.web_auth()
@@ -269,7 +255,8 @@ class _Console:
         form = await request.form()
         return {k: v for k, v in form.items() if isinstance(v, str)}
 
-    def _visible(self, principal: Principal, session_id: str) -> bool:
+    def visible(self, principal: Principal, session_id: str) -> bool:
+        """Whether ``principal`` may see what the session ``session_id`` did."""
         return principal.operator or principal.may_see(self.data.owner_of(session_id))
 
     def page(
@@ -384,139 +371,13 @@ class _Console:
         response.delete_cookie(COOKIE_NAME, path=CONSOLE_PATH + "/")
         return response
 
-    # -- runs ----------------------------------------------------------------------------------
-
-    def _run_rows(self, principal: Principal) -> list[dict[str, Any]]:
-        rows: dict[str, dict[str, Any]] = {}
-        for record in list_runs(self.data.workspaces):
-            if not self._visible(principal, record.session_id):
-                continue
-            info = record.info
-            rows[record.script_id] = {
-                "script_id": record.script_id,
-                "session_id": record.session_id,
-                "tool": "run_script",
-                "status": record.status,
-                "calls": info.get("calls", 0),
-                "failures": info.get("failed", 0),
-                "elapsed_s": info.get("duration_s"),
-                "started": record.started,
-                "done": None,
-                "total": None,
-                "message": None,
-                "description": "",
-            }
-        if self.data.live is not None:
-            for run in self.data.live.runs.values():
-                if not self._visible(principal, run.session_id):
-                    continue
-                progress = run.progress
-                row = rows.setdefault(
-                    run.script_id,
-                    {"script_id": run.script_id, "session_id": run.session_id,
-                     "tool": "run_script", "started": run.first_seen},
-                )  # fmt: skip
-                row.update(
-                    status=progress.get("status", "running"),
-                    calls=progress.get("calls", 0),
-                    failures=progress.get("failures", 0),
-                    elapsed_s=progress.get("elapsed_s"),
-                    done=progress.get("done"),
-                    total=progress.get("total"),
-                    message=progress.get("message"),
-                    description=run.description,
-                )
-        return sorted(rows.values(), key=lambda r: r["script_id"], reverse=True)
-
-    async def runs(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
-        rows = await anyio.to_thread.run_sync(self._run_rows, p)
-        return self.render(request, session, "runs.html", runs=rows)
-
-    def _run_page(self, request: Request, p: Principal) -> dict[str, Any] | None:
-        script_id = request.path_params["script_id"]
-        if not valid_run_id(script_id):
-            return None
-        live = self.data.live.run_of(script_id) if self.data.live is not None else None
-        session_id = live.session_id if live is not None else None
-        record = find_run(self.data.workspaces, script_id, session_id)
-        if record is None and live is None:
-            return None
-        owner_session = (
-            live.session_id if live is not None else (record.session_id if record else "")
-        )
-        if not self._visible(p, owner_session):
-            return None
-        try:
-            page = max(int(request.query_params.get("page", "0")), 0)
-        except ValueError:
-            page = 0
-        script, script_cut = read_shown(record.path / "script.py") if record else ("", False)
-        output, output_cut = read_shown(record.path / "output.txt") if record else ("", False)
-        calls, more = read_calls(record.path, page) if record else ([], False)
-        info = record.info if record else {}
-        progress = live.progress if live is not None else {}
-        status = progress.get("status") or (record.status if record else "running")
-        description = live.description if live is not None else ""
-        return {
-            "script_id": script_id,
-            "session_id": owner_session,
-            "status": status,
-            "live": status == "running",
-            "info": info,
-            "progress": progress,
-            "description": description,
-            "script": script,
-            "script_cut": script_cut,
-            "output": output,
-            "output_cut": output_cut,
-            "calls": calls,
-            "calls_page": page,
-            "calls_more": more,
-            "calls_first": page * CALLS_PAGE,
-            "files": _RECORD_FILES if record else (),
-            "streams": self.data.live.text_of(live.tool_call_id)
-            if self.data.live is not None and live is not None
-            else {},
-        }
-
-    async def _audit_description(self, script_id: str) -> str:
-        """A finished run's description, from its audit entry ("" when there is none)."""
-        if not self.data.audit_path.is_file():
-            return ""
-        for entry in await self.audit.entries(kind="gateway_call", limit=_AUDIT_SCAN):
-            if entry.data.get("script_id") == script_id:
-                return str(entry.data.get("description", ""))
-        return ""
-
-    async def run(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
-        context = await anyio.to_thread.run_sync(self._run_page, request, p)
-        if context is None:
-            return PlainTextResponse("no such run", status_code=404)
-        if not context["description"]:
-            context["description"] = await self._audit_description(context["script_id"])
-        return self.render(request, session, "run.html", **context)
-
-    async def run_file(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
-        name = request.path_params["name"]
-        script_id = request.path_params["script_id"]
-        if name not in _RECORD_FILES or not valid_run_id(script_id):
-            return PlainTextResponse("no such record", status_code=404)
-        live = self.data.live.run_of(script_id) if self.data.live is not None else None
-        record = find_run(self.data.workspaces, script_id, live.session_id if live else None)
-        if record is None or not self._visible(
-            p, record.session_id or (live.session_id if live else "")
-        ):
-            return PlainTextResponse("no such record", status_code=404)
-        text, _ = await anyio.to_thread.run_sync(read_shown, record.path / name, 16 * 1024 * 1024)
-        return PlainTextResponse(text, headers={"Content-Disposition": "inline"})
-
     # -- approvals -----------------------------------------------------------------------------
 
     async def approvals(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         pending = self.data.pending
         items = [] if pending is None else pending.pending(owner=None if p.operator else p.identity)
         return self.render(
-            request, session, "approvals.html", items=items, pending_ids=",".join(_ids_of(items))
+            request, session, "approvals.html", items=items, pending_ids=",".join(ids_of(items))
         )
 
     async def answer(
@@ -549,7 +410,7 @@ class _Console:
             # running calls and those that ended lately (ended ones leave the live registry
             # once the store has them)
             for info in reversed(self.data.tasks.operator_view()):
-                if not self._visible(p, info.session_id):
+                if not self.visible(p, info.session_id):
                     continue
                 rows.append(
                     {
@@ -572,7 +433,7 @@ class _Console:
         found = None
         if tasks is not None:
             found = next((t for t in tasks.live.list_all() if t.task_id == task_id), None)
-        if tasks is None or found is None or not self._visible(p, found.session_id):
+        if tasks is None or found is None or not self.visible(p, found.session_id):
             return PlainTextResponse("no such background call", status_code=404)
         try:
             with anyio.fail_after(30):
@@ -729,8 +590,8 @@ class _Console:
         )
         entries = []
         if self.data.audit_path.is_file():
-            entries = await self.audit.entries(limit=_AUDIT_SCAN)
-        visible = [e for e in entries if self._visible(p, e.session_id or "")]
+            entries = await self.audit.entries(limit=AUDIT_SCAN)
+        visible = [e for e in entries if self.visible(p, e.session_id or "")]
         shown = filter_audit(visible, wanted, _AUDIT_SHOWN)
         return self.render(
             request, session, "audit.html", entries=shown, filters=query,
@@ -740,7 +601,7 @@ class _Console:
     async def todo(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         path = self.data.todo_path
         sessions = [s for s in await anyio.to_thread.run_sync(todo_sessions, path)
-                    if self._visible(p, s)]  # fmt: skip
+                    if self.visible(p, s)]  # fmt: skip
         chosen = request.query_params.get("session") or (sessions[0] if sessions else "")
         items = []
         if chosen in sessions:
@@ -754,90 +615,6 @@ class _Console:
 
     async def chat_page(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         return self.render(request, session, "chat.html", model=self.data.chat_model)
-
-    # -- live updates --------------------------------------------------------------------------
-
-    async def events(self, request: Request) -> Response:
-        bearer = self.web.bearer(request)
-        session = None if bearer else self.auth.session(request.cookies.get(COOKIE_NAME))
-        principal = bearer or (session.principal if session and not session.closed else None)
-        if principal is None:
-            return PlainTextResponse("log in first", status_code=401)
-        live = self.data.live
-        if live is not None and live.streams_of(principal.identity) >= MAX_STREAMS_PER_PRINCIPAL:
-            return PlainTextResponse(
-                f"{MAX_STREAMS_PER_PRINCIPAL} console pages with live updates are open already: "
-                "close one",
-                status_code=429,
-            )
-        run_id = request.query_params.get("run", "")
-        run = live.run_of(run_id) if live is not None and valid_run_id(run_id) else None
-
-        def alive() -> bool:
-            """Re-checked at every event and heartbeat: a logout or an eviction ends the
-            stream even if an event was already buffered for it."""
-            return session is None or not session.closed
-
-        async def stream() -> AsyncIterator[bytes]:
-            if live is None:
-                yield b": no gateway\n\n"
-                return
-            try:
-                subscription = live.subscribe(
-                    key=session.sid if session else "",
-                    principal=principal.identity,
-                    output_of=run.tool_call_id if run is not None else None,
-                )
-                async with subscription as updates:
-                    if self.data.pending is not None:
-                        # What waits now, as of the subscription: the approvals page rendered
-                        # just before a request arrived reloads (no event can fall between
-                        # render and here), and every page's navigation shows the count.
-                        yield self._approvals_state(principal)
-                    if run is not None and self._visible(principal, run.session_id):
-                        snapshot = {"type": "snapshot", "streams": live.text_of(run.tool_call_id),
-                                    "progress": run.progress}  # fmt: skip
-                        yield sse_frame(snapshot)
-                    tool_call_id = run.tool_call_id if run else None
-                    while True:
-                        batch: list[LiveUpdate] = []
-                        with anyio.move_on_after(_HEARTBEAT_S):
-                            batch.append(await updates.receive())
-                            await anyio.sleep(_COALESCE_S)  # a burst goes out as one write
-                            batch.extend(_waiting(updates))
-                        if not alive():
-                            return
-                        if not batch:
-                            yield b": keep-alive\n\n"
-                            continue
-                        frames = page_frames(
-                            batch,
-                            lambda u: (
-                                self._visible(principal, u.session_id)
-                                and _wanted(u.event, run_id, tool_call_id)
-                            ),
-                        )
-                        if self.data.pending is not None and any(
-                            u.event.get("type") == "approvals.changed" for u in batch
-                        ):  # the count in every page's navigation, as this principal sees it
-                            frames += self._approvals_state(principal)
-                        if frames:
-                            yield frames
-            except (TooManyStreams, anyio.EndOfStream):
-                return  # too many opened meanwhile; or the session's streams were closed
-
-        response = StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-        )
-        return response
-
-    def _approvals_state(self, principal: Principal) -> bytes:
-        """The ``approvals.state`` frame: the ids of what waits for ``principal`` (the operator:
-        everything), in :func:`_ids_of`'s order."""
-        assert self.data.pending is not None
-        owner = None if principal.operator else principal.identity
-        ids = _ids_of(self.data.pending.pending(owner=owner))
-        return sse_frame({"type": "approvals.state", "ids": ids})
 
     async def index(self, request: Request) -> Response:
         """``/console/``: with ``?token=`` (the login URL printed at start), log the browser in
@@ -855,41 +632,6 @@ class _Console:
         return self._login_required(
             request, fresh, new, error="That login URL's token is not valid."
         )
-
-
-def _ids_of(items: list[PendingApproval]) -> list[str]:
-    """The ids of what waits, in the one order both the approvals page (its ``data-pending``)
-    and the event stream's ``approvals.state`` use: the page reloads while the two differ."""
-    return sorted(item.approval_id for item in items)
-
-
-def _wanted(event: dict[str, Any], run_id: str, tool_call_id: str | None) -> bool:
-    """Whether a page receives ``event``: a run's page its own progress and output; the lists
-    everything but output."""
-    kind = event.get("type")
-    if not run_id:
-        return kind != "tool_progress"
-    if kind == "tool_progress":
-        return tool_call_id is not None and event.get("tool_call_id") == tool_call_id
-    if kind == "script.progress":
-        return event.get("script_id") == run_id
-    return False
-
-
-def page_frames(batch: list[LiveUpdate], keep: Callable[[LiveUpdate], bool]) -> bytes:
-    """The frames of the updates in ``batch`` that a page ``keep``s, as one write (each
-    serialised once for every page: :attr:`LiveUpdate.frame`)."""
-    return b"".join(update.frame for update in batch if keep(update))
-
-
-def _waiting(updates: MemoryObjectReceiveStream[LiveUpdate]) -> list[LiveUpdate]:
-    """The updates already buffered for a page (taken without waiting)."""
-    found: list[LiveUpdate] = []
-    while True:
-        try:
-            found.append(updates.receive_nowait())
-        except anyio.WouldBlock:
-            return found
 
 
 def _parse_time(value: str) -> float | None:
@@ -918,7 +660,8 @@ def build_console_app(data: ConsoleData) -> Starlette:
     When ``data.live`` and ``data.pending`` are set, pending-approval changes are passed to the
     open pages as ``approvals.changed`` events.
     """
-    console = _Console(data)
+    console = Console(data)
+    runs, events = RunPages(console), LiveEvents(console)
     if data.live is not None and data.pending is not None:
         live = data.live
         data.pending.listeners.append(
@@ -930,9 +673,9 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(CONSOLE_PATH + "/login", console.login_page, methods=["GET"]),
         Route(CONSOLE_PATH + "/login", console.login, methods=["POST"]),
         Route(CONSOLE_PATH + "/logout", console.action(console.logout), methods=["POST"]),
-        Route(CONSOLE_PATH + "/runs", console.page(console.runs)),
-        Route(CONSOLE_PATH + "/runs/{script_id}", console.page(console.run)),
-        Route(CONSOLE_PATH + "/runs/{script_id}/files/{name}", console.page(console.run_file)),
+        Route(CONSOLE_PATH + "/runs", console.page(runs.runs)),
+        Route(CONSOLE_PATH + "/runs/{script_id}", console.page(runs.run)),
+        Route(CONSOLE_PATH + "/runs/{script_id}/files/{name}", console.page(runs.run_file)),
         Route(CONSOLE_PATH + "/approvals", console.page(console.approvals)),
         Route(
             CONSOLE_PATH + "/approvals/{approval_id}",
@@ -958,7 +701,7 @@ def build_console_app(data: ConsoleData) -> Starlette:
         Route(UPSTREAM_CALLBACK_PATH, console.upstream_callback),
         Route(CONSOLE_PATH + "/audit", console.page(console.audit_page)),
         Route(CONSOLE_PATH + "/todo", console.page(console.todo)),
-        Route(CONSOLE_PATH + "/events", console.events),
+        Route(CONSOLE_PATH + "/events", events.events),
         Mount(CONSOLE_PATH + "/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     if data.chat is not None:

@@ -161,6 +161,17 @@ def open_chat(browser: WebDriver, login_url: str) -> None:
     wait(browser, lambda b: b.find_elements(By.ID, "composer"))
 
 
+def open_console_chat(browser: WebDriver, login_url: str) -> None:
+    """Log in to the console and open its Chat page on a new thread."""
+    browser.get(login_url)
+    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "header nav"))
+    browser.find_element(By.LINK_TEXT, "Chat").click()
+    wait(browser, lambda b: b.find_elements(By.ID, "composer"))
+    browser.execute_script("localStorage.clear()")
+    browser.refresh()
+    wait(browser, lambda b: b.find_elements(By.ID, "composer"))
+
+
 def say(browser: WebDriver, message: str) -> None:
     box = browser.find_element(By.ID, "message")
     box.clear()
@@ -451,13 +462,7 @@ def test_the_console_chat_page_runs_an_upstream_tool_after_an_approval_in_the_pa
         reply("**Echoed**, see [the docs](https://example.org/chat)."),
     ]
     with console_chat(tmp_path, script) as served:
-        browser.get(served.login_url())
-        wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "header nav"))
-        browser.find_element(By.LINK_TEXT, "Chat").click()
-        wait(browser, lambda b: b.find_elements(By.ID, "composer"))
-        browser.execute_script("localStorage.clear()")
-        browser.refresh()
-        wait(browser, lambda b: b.find_elements(By.ID, "composer"))
+        open_console_chat(browser, served.login_url())
         say(browser, "echo the markup")
         wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".approval .decide-allow_once"))
         assert "fault__echo" in text(browser, ".approval strong")
@@ -473,3 +478,26 @@ def test_the_console_chat_page_runs_an_upstream_tool_after_an_approval_in_the_pa
         browser.refresh()  # the conversation is the server's
         wait(browser, lambda b: MARKUP in text(b, ".tool .result"))
         assert text(browser, ".msg.user .text") == "echo the markup"
+
+
+def test_the_console_chat_asks_a_gateway_run_script_in_the_page_and_runs_it(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    code = "from agent_tools import call\nprint(call('fault__echo', {'text': 'from-the-page'}))"
+    arguments = {"code": code, "tools": ["fault__echo"], "description": "echo once"}
+    script = [tool_call("run_script", arguments), reply("The script ran.")]
+    with console_chat(tmp_path, script) as served:
+        open_console_chat(browser, served.login_url())
+        say(browser, "run the script")
+        wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".approval .decide-allow_once"))
+        assert "from-the-page" in text(browser, ".approval .request")  # the script, whole
+        buttons = browser.find_elements(By.CSS_SELECTOR, ".approval .decide")
+        assert [b.get_attribute("class") for b in buttons] == [
+            "decide decide-allow_once",
+            "decide decide-deny",
+        ]
+        browser.refresh()  # the card comes back from the server
+        wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".approval .decide-allow_once"))
+        browser.find_element(By.CSS_SELECTOR, ".approval .decide-allow_once").click()
+        wait(browser, lambda b: "from-the-page" in text(b, ".tool .result"))
+        wait(browser, lambda b: "The script ran." in text(b, ".msg.assistant .text"))

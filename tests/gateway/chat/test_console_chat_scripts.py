@@ -1,0 +1,100 @@
+"""run_script in the console's Chat page (docs/console.md, "Chat"): offered when the gateway
+offers it, its one approval asked in the page's approval card before the run (the gateway's
+policy step), run on the gateway's script host, and each run audited like any other session's
+(one ``gateway_call`` entry in the thread's gateway session)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+
+from sagents.audit._store import AUDIT_FILE, SqliteAuditStore, default_data_dir
+from sagents.cli._console_chat import CHAT_SESSION_PREFIX
+from sagents.gateway._chat._tools import script_session_id
+from sagents.testing import reply, tool_call
+from tests.gateway.chat.test_console_chat import console_chat, events_of, run_input
+
+ECHO_SCRIPT = "from agent_tools import call\nprint(call('fault__echo', {'text': 'from-chat'}))"
+SCRIPT = {"code": ECHO_SCRIPT, "tools": ["fault__echo"], "description": "echo from the chat"}
+
+
+def answer(thread: str, decisions: dict[str, Any]) -> dict[str, Any]:
+    body = run_input(thread, "run it")
+    body["runId"] = "r-answer"
+    body["forwardedProps"] = {"sagents": {"decisions": decisions}}
+    return body
+
+
+def customs(stream: str, name: str) -> list[dict[str, Any]]:
+    return [e["value"] for e in events_of(stream) if e["type"] == "CUSTOM" and e["name"] == name]
+
+
+def runs_of(thread: str) -> list[Any]:
+    """The gateway's ``gateway_call`` audit entries of a chat thread's session."""
+    session_id = script_session_id(CHAT_SESSION_PREFIX + thread)
+    store = SqliteAuditStore(path=default_data_dir() / AUDIT_FILE)
+
+    async def read() -> list[Any]:
+        try:
+            return [
+                e
+                for e in await store.entries(kind="gateway_call", limit=1000)
+                if e.session_id == session_id
+            ]
+        finally:
+            store.close()
+
+    return anyio.run(read)
+
+
+def chat_script_run(tmp_path: Path, thread: str, decision: str) -> tuple[str, str, Any]:
+    """A chat turn whose run_script waits for its approval, answered ``decision``: the first
+    stream, the answer's stream, the model's first request."""
+    script = [tool_call("run_script", SCRIPT), reply("Ran it.")]
+    with console_chat(tmp_path, script) as served:
+        route = f"{served.base}/console/ag-ui"
+        operator = {"Authorization": f"Bearer {served.secret}"}
+        first = httpx.post(route, json=run_input(thread, "run it"), headers=operator, timeout=120)
+        assert first.status_code == 200, first.text
+        (request,) = customs(first.text, "sagents.approval.request")
+        decisions = {request["id"]: {"decision": decision}}
+        second = httpx.post(route, json=answer(thread, decisions), headers=operator, timeout=120)
+        assert second.status_code == 200, second.text
+        return first.text, second.text, served.model.requests[0]
+
+
+def test_the_chat_offers_the_gateways_run_script_and_asks_its_one_approval_in_the_page(
+    tmp_path: Path,
+) -> None:
+    first, second, asked = chat_script_run(tmp_path, "scripted", "allow_once")
+    offered = {t["function"]["name"] for t in asked["tools"]}
+    assert "run_script" in offered
+    (request,) = customs(first, "sagents.approval.request")
+    assert request["kind"] == "script"
+    assert request["tools"] == ["fault__echo"]
+    assert request["script"] == ECHO_SCRIPT  # the whole script, never cut
+    assert request["offered"] == ["allow_once", "deny"]  # never for the session
+    finished = events_of(first)[-1]
+    assert finished["result"] == {"sagents": {"waiting": [request["id"]]}}
+    (result,) = [e for e in events_of(second) if e["type"] == "TOOL_CALL_RESULT"]
+    assert "from-chat" in result["content"]
+    (run,) = runs_of("scripted")
+    assert run.tool == "run_script"
+    assert run.status == "ok"
+    assert json.dumps(run.data).count("fault__echo") >= 1
+    assert script_session_id("chat:t") == script_session_id("chat:t")
+    assert re.fullmatch(r"[0-9a-f]{32}", script_session_id("chat:../../x"))
+
+
+def test_a_denied_chat_script_never_runs_and_is_audited_as_rejected(tmp_path: Path) -> None:
+    _first, second, _asked = chat_script_run(tmp_path, "denied-script", "deny")
+    (result,) = [e for e in events_of(second) if e["type"] == "TOOL_CALL_RESULT"]
+    assert "from-chat" not in result["content"]
+    assert "did not approve the write tools fault__echo" in result["content"]
+    (run,) = runs_of("denied-script")
+    assert run.status == "rejected"
