@@ -12,11 +12,16 @@ request holds its result, and anything else with text. Prints one JSON object:
 Runner": {...}}``, the
 median CPU milliseconds (``time.process_time``, this process only: the server runs elsewhere)
 of one turn.
+
+``--rss NAME`` (``bench/bench_agent_memory.py``): instead, one process per peer imports it,
+runs a streamed text turn and a streamed tool turn, and prints this process's peak resident set
+size in MB (``ru_maxrss``).
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import sys
 import time
@@ -108,5 +113,16 @@ async def main() -> None:
     print(json.dumps(results))
 
 
+async def peak_rss(name: str, base_url: str) -> None:
+    make = {"pydantic-ai Agent": _pydantic_ai, "OpenAI Agents Runner": _openai_agents}[name]
+    turn = make(base_url, True)
+    await turn("hello")
+    await turn("use the tool")
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if sys.argv[1] == "--rss":
+        anyio.run(peak_rss, sys.argv[2], sys.argv[3])
+    else:
+        anyio.run(main)

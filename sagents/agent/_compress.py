@@ -23,6 +23,7 @@ A model failure while summarising leaves the history untouched; ``history.compre
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -242,9 +243,17 @@ class HistoryCompressor:
         self._budget = budget
         self._settings = settings
         self._system = system
-        self._counter = default_token_counter()
-        self._tally = MessageTokens(self._counter)
         self._lock = anyio.Lock()
+
+    @functools.cached_property
+    def _counter(self) -> TokenCounter:
+        # Taken on first use, not per run: loading the tiktoken encoding adds ~46 MB to the
+        # process, which a run without a budget never needs (bench/bench_agent_memory.py).
+        return default_token_counter()
+
+    @functools.cached_property
+    def _tally(self) -> MessageTokens:
+        return MessageTokens(self._counter)
 
     def request_tokens(self) -> int:
         """Tokens of the next request's messages: system prompt and history."""

@@ -51,23 +51,28 @@ def render_tool_message(
     limit = max_tool_result_tokens() if max_tokens is None else max_tokens
     if limit < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens!r}")
-    counter = counter or default_token_counter()
     header = _error_header(result)
     parts = [render_block(block) for block in result.content]
     if header and parts and parts[0].startswith(header):
         parts[0] = parts[0][len(header) :].lstrip("\n")  # from_error's own text block
         parts = [p for p in parts if p]
-    if header:
-        # The error line gets a share of the budget when a body follows, else all of it; the
-        # marker names the result's limit either way.
-        has_body = any(parts) or (not parts and result.structured is not None)
-        share = max(1, int(limit * _HEADER_SHARE)) if has_body else limit
-        header = truncate_text(header, share, counter=counter, limit_label=limit)
-    budget = max(1, limit - (counter.count(header) + 1 if header else 0))
     if parts or result.structured is None:
         body = "\n".join(parts)
     else:
         body = json.dumps(result.structured, ensure_ascii=False, separators=(",", ":"))
+    has_body = any(parts) or (not parts and result.structured is not None)
+    # The error line gets a share of the budget when a body follows, else all of it.
+    share = max(1, int(limit * _HEADER_SHARE)) if has_body else limit
+    if len(header.encode()) <= share and len(f"{header}\n{body}".encode()) <= limit:
+        # A token is at least one byte: a result this small fits without counting, and the
+        # counter (a tiktoken encoding, ~46 MB once loaded) is never needed for it
+        # (bench/bench_agent_memory.py).
+        return f"{header}\n{body}" if header and body else header or body
+    counter = counter or default_token_counter()
+    if header:
+        # the marker names the result's limit
+        header = truncate_text(header, share, counter=counter, limit_label=limit)
+    budget = max(1, limit - (counter.count(header) + 1 if header else 0))
     if counter.exceeds(body, budget):
         json_value, is_json = _json_body(result, parts)
         if is_json:

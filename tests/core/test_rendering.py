@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sagents.core._rendering import TOOL_ERROR_PREFIX, format_size
+from sagents.core._rendering import TOOL_ERROR_PREFIX, format_size, render_tool_message
 from sagents.core._result import (
     AudioContent,
     EmbeddedResource,
@@ -127,3 +127,61 @@ def test_a_budget_below_one_is_refused() -> None:
 )
 def test_sizes_are_formatted_for_people(size: int, text: str) -> None:
     assert format_size(size) == text
+
+
+class _CountingCounter:
+    """The default counter, recording whether it was asked anything."""
+
+    def __init__(self) -> None:
+        self.inner = default_token_counter()
+        self.asked = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def count(self, text: str) -> int:
+        self.asked += 1
+        return self.inner.count(text)
+
+    def exceeds(self, text: str, limit: int) -> bool:
+        self.asked += 1
+        return self.inner.exceeds(text, limit)
+
+    def head(self, text: str, tokens: int) -> str:
+        self.asked += 1
+        return self.inner.head(text, tokens)
+
+    def tail(self, text: str, tokens: int) -> str:
+        self.asked += 1
+        return self.inner.tail(text, tokens)
+
+
+def test_a_result_of_fewer_bytes_than_the_budget_is_rendered_without_counting() -> None:
+    # a token is at least one byte: such a result fits, so the tiktoken encoding (tens of MB
+    # once loaded) is never needed for it; one byte over and the counter decides
+    counter = _CountingCounter()
+    small = ToolResult(content=(TextContent(text="x" * 99),))
+    assert render_tool_message(small, max_tokens=100, counter=counter) == "x" * 99
+    assert counter.asked == 0
+    error = ToolResult.from_error("bad_input", "no")
+    rendered = render_tool_message(error, max_tokens=100, counter=counter)
+    assert rendered.startswith("Error [bad_input]")
+    assert counter.asked == 0
+    big = ToolResult(content=(TextContent(text="word " * 40),))
+    assert render_tool_message(big, max_tokens=100, counter=counter) == "word " * 40
+    assert counter.asked > 0
+
+
+def test_a_long_error_line_with_a_body_still_gets_only_its_share() -> None:
+    # the whole fits in the budget's bytes, but the error line is over its quarter of the
+    # budget (about 30 tokens against 25): it is cut as before, the body kept
+    error = ToolResult.from_error("e", "x " * 30)
+    assert error.error is not None
+    result = ToolResult(
+        content=(*error.content, TextContent(text="detail")), is_error=True, error=error.error
+    )
+    rendered = render_tool_message(result, max_tokens=100)
+    assert len(f"{error.error.message}detail") < 100
+    assert "x " * 30 not in rendered
+    assert rendered.endswith("detail")
