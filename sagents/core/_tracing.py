@@ -29,6 +29,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "capture_content",
+    "content_text",
     "end_tool_span",
     "span",
     "tool_span",
@@ -100,7 +101,7 @@ def tool_span(
         values["gen_ai.tool.call.id"] = call_id
     values.update((key, value) for key, value in (attributes or {}).items() if value is not None)
     if arguments is not None and capture_content():
-        values["gen_ai.tool.call.arguments"] = _json(arguments)  # a JSON text as it is
+        values["gen_ai.tool.call.arguments"] = content_text(arguments)  # a JSON text as it is
     return span(f"execute_tool {tool}", values)
 
 
@@ -114,10 +115,12 @@ def end_tool_span(current: Span | None, outcome: str, result: Any = None) -> Non
         current.set_attribute("error.type", outcome)
         current.set_status(StatusCode.ERROR)
     if result is not None and capture_content():
-        current.set_attribute("gen_ai.tool.call.result", _json(result))
+        current.set_attribute("gen_ai.tool.call.result", content_text(result))
 
 
-def _json(value: Any) -> str:
+def content_text(value: Any) -> str:
+    """A captured argument or result as a span attribute: a text as it is, anything else as
+    JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)

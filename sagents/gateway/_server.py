@@ -65,7 +65,6 @@ from sagents.core._permissions import PermissionMode
 from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
-from sagents.core._tracing import capture_content, end_tool_span, tool_span
 from sagents.errors import (
     ApprovalDeniedError,
     NotAllowedError,
@@ -116,7 +115,7 @@ from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscri
 from sagents.gateway._task_input import ForwardedTaskInput
 from sagents.gateway._tasks import GatewayTasks, TaskScope
 from sagents.gateway._tool_search import SearchState, ToolSearch
-from sagents.gateway._tracing import trace_only_when_used
+from sagents.gateway._tracing import end_call_span, server_span, trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
@@ -727,23 +726,14 @@ class Gateway:
                 return None
             return spec.source.server if spec is not None else None
 
-        # the span is a child of the MCP SDK's server span ("tools/call NAME"), itself a child
-        # of the client's traceparent when one came (docs/observability.md, "Traces")
-        with tool_span(params.name, arguments=params.arguments) as current:
-            result = await self.metrics.counting(
-                self._on_call_tool(ctx, params), tool=params.name, server=server
-            )
-            if current is not None and isinstance(result, mt.CallToolResult):
-                from sagents.gateway._metrics import outcome_of
-
-                current.set_attribute("sagents.server", server() or "")
-                content = None
-                if capture_content():
-                    content = result.structured_content or [
-                        item.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        for item in result.content
-                    ]
-                end_tool_span(current, outcome_of(result), content)
+        # the gateway's attributes go on the MCP SDK's server span ("tools/call NAME"), a
+        # child of the client's traceparent when one came (docs/observability.md, "Traces")
+        current = server_span(params.arguments)
+        result = await self.metrics.counting(
+            self._on_call_tool(ctx, params), tool=params.name, server=server
+        )
+        if current is not None and isinstance(result, mt.CallToolResult):
+            end_call_span(current, server() or "", result)
         return result
 
     async def _on_call_tool(

@@ -16,20 +16,82 @@ wraps it and calls it only when
 
 Otherwise the span the SDK would open is a non-recording one that nothing reads, and the request
 goes straight on.
+
+The SDK's server span of a ``tools/call`` is also the gateway's span of the call (it already
+carries the GenAI conventions' ``gen_ai.operation.name=execute_tool`` and ``gen_ai.tool.name``):
+the handler adds its own attributes to it (:func:`server_span`, :func:`end_call_span`) rather
+than opening a second span per call (docs/observability.md, "The spans").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
+import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from opentelemetry import propagate, trace
+from opentelemetry.trace import Span
 
-__all__ = ["TracingWhenUsed", "trace_only_when_used", "tracer_configured"]
+from sagents.core._tracing import capture_content, content_text
+
+__all__ = [
+    "TracingWhenUsed",
+    "end_call_span",
+    "server_span",
+    "trace_only_when_used",
+    "tracer_configured",
+]
 
 _SDK_TRACING = "OpenTelemetryMiddleware"
 """The class name of the SDK's tracing middleware in ``Server.middleware``."""
+
+
+_SERVER_SPAN: ContextVar[Span | None] = ContextVar("sagents_gateway_server_span", default=None)
+"""The SDK's server span of the request being handled, set while its handler runs."""
+
+
+def server_span(arguments: Mapping[str, Any] | None = None) -> Span | None:
+    """The MCP SDK's server span of the request being handled (``tools/call {tool}``) when it is
+    recorded, else None (no tracer provider, or the SDK's tracing middleware taken out); with
+    content capture, ``arguments`` (the call's) go on it."""
+    current = _SERVER_SPAN.get()
+    if current is None or not current.is_recording():
+        return None
+    if arguments is not None and capture_content():
+        current.set_attribute("gen_ai.tool.call.arguments", content_text(arguments))
+    return current
+
+
+def end_call_span(current: Span, server: str, result: mt.CallToolResult) -> None:
+    """Add the gateway's attributes to a ``tools/call`` server span: ``sagents.server``,
+    ``sagents.outcome`` (``ok`` or the error code), and with content capture the result as the
+    client receives it. ``error.type`` and the status of a failed call are the SDK's
+    (``tool_error`` for an ``isError`` result)."""
+    from sagents.gateway._metrics import outcome_of  # prometheus-client: only when traced
+
+    current.set_attribute("sagents.server", server)
+    current.set_attribute("sagents.outcome", outcome_of(result))
+    if capture_content():
+        content = result.structured_content or [
+            item.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for item in result.content
+        ]
+        current.set_attribute("gen_ai.tool.call.result", content_text(content))
+
+
+def _marking(call_next: CallNext) -> CallNext:
+    """``call_next`` run with the SDK's span (the current one) kept for :func:`server_span`."""
+
+    async def marked(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        token = _SERVER_SPAN.set(trace.get_current_span())
+        try:
+            return await call_next(ctx)
+        finally:
+            _SERVER_SPAN.reset(token)
+
+    return marked
 
 
 def tracer_configured() -> bool:
@@ -64,7 +126,9 @@ class TracingWhenUsed:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if self._configured() or _carries_trace(ctx.meta):
+        if self._configured():  # a recorded span, which the handler adds its attributes to
+            return await self.inner(ctx, _marking(call_next))
+        if _carries_trace(ctx.meta):  # a span that only carries the client's trace on
             return await self.inner(ctx, call_next)
         return await call_next(ctx)
 

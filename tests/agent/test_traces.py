@@ -120,12 +120,29 @@ def test_a_gateway_call_continues_the_clients_trace_down_to_the_upstream(
     server = one(spans, "tools/call echo__meta")  # the MCP SDK's server span
     assert server["kind"] == "SERVER"
     assert (server["trace_id"], server["parent_id"]) == (trace_id, client["span_id"])
-    tool = one(spans, "execute_tool echo__meta")
-    assert tool["parent_id"] == server["span_id"]
-    assert tool["attributes"]["sagents.server"] == "echo"
-    assert tool["attributes"]["sagents.outcome"] == "ok"
-    assert '"trace"' in tool["attributes"]["gen_ai.tool.call.result"]  # captured
+    # the gateway's attributes are on the SDK's span: no second span per call
+    assert [span["name"] for span in spans if span["name"].startswith("execute_tool")] == []
+    attributes = server["attributes"]
+    assert attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["gen_ai.tool.name"] == "echo__meta"
+    assert attributes["sagents.server"] == "echo"
+    assert attributes["sagents.outcome"] == "ok"
+    assert attributes["gen_ai.tool.call.arguments"] == "{}"  # captured
+    assert '"trace"' in attributes["gen_ai.tool.call.result"]  # captured
+    assert server["status"] == "UNSET"
     upstream = one(spans, "MCP send tools/call meta")
-    assert upstream["parent_id"] == tool["span_id"]
+    assert upstream["parent_id"] == server["span_id"]
     seen = traced["gateway_result"]["trace"]["traceparent"]
     assert seen.split("-")[1:3] == [trace_id, upstream["span_id"]]
+
+
+def test_a_gateway_call_that_fails_carries_its_error_code_on_the_sdks_span(
+    traced: dict[str, Any],
+) -> None:
+    refused = one(traced["gateway_spans"], "tools/call echo__missing")
+    attributes = refused["attributes"]
+    assert attributes["sagents.outcome"] == "unknown_tool"
+    assert attributes["sagents.server"] == ""  # no upstream offers it
+    assert attributes["error.type"] == "tool_error"  # the SDK's, for an isError result
+    assert refused["status"] == "ERROR"
+    assert json.loads(attributes["gen_ai.tool.call.arguments"]) == {"text": "x"}

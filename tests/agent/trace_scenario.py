@@ -6,7 +6,8 @@ provider is set once per process, and the test process keeps none,
 ``tests/gateway/test_tracing.py``). Prints one JSON object: ``spans`` (each finished span's
 name, kind, ids, parent id, attributes and status) and ``result`` (the run_script call's tool
 message); then ``gateway_spans`` and ``gateway_result`` of a ``tools/call`` an MCP client sends a
-gateway on the same tools (its ``traceparent`` in ``_meta``, written by the SDK's client).
+gateway on the same tools (its ``traceparent`` in ``_meta``, written by the SDK's client), and
+of one it sends for a tool the gateway does not offer.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ async def main(workspace: Path) -> None:
             Client(gateway.server, mode="legacy") as client,
         ):
             called = await client.call_tool("echo__meta", {})
+            refused = await client.call_tool("echo__missing", {"text": "x"})
+            assert refused.is_error, refused
         gateway_spans = [_span(span) for span in exporter.get_finished_spans()]
     print(
         json.dumps(

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from mcp.server.context import HandlerResult, ServerRequestContext
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Span
 
 from sagents.gateway import Gateway
-from sagents.gateway._tracing import TracingWhenUsed, tracer_configured
+from sagents.gateway._tracing import TracingWhenUsed, server_span, tracer_configured
 from tests.gateway.fakes import FakeProvider
 
 pytestmark = pytest.mark.anyio
@@ -73,3 +75,49 @@ def test_the_gateway_wraps_the_sdks_tracing_middleware_and_keeps_the_others() ->
     wrapped = gateway.server.middleware[0]
     assert isinstance(wrapped, TracingWhenUsed)
     assert type(wrapped.inner).__name__ == "OpenTelemetryMiddleware"
+
+
+class SpanMiddleware:
+    """Opens a recorded span around the handler, as the SDK's tracing middleware does (with a
+    provider of its own: the test process configures none)."""
+
+    def __init__(self) -> None:
+        self.tracer = TracerProvider().get_tracer("test")
+        self.opened: list[Span] = []
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> HandlerResult:
+        with self.tracer.start_as_current_span("tools/call echo") as span:
+            self.opened.append(span)
+            result: HandlerResult = await call_next(ctx)
+            return result
+
+
+async def test_the_handler_finds_the_sdks_recorded_span_to_add_its_attributes_to() -> None:
+    inner = SpanMiddleware()
+    seen: list[Span | None] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        seen.append(server_span())
+        return {"ok": True}
+
+    assert await TracingWhenUsed(inner, configured=lambda: True)(_ctx(None), handler) == {
+        "ok": True
+    }
+    assert seen == inner.opened
+    assert server_span() is None  # outside the request
+
+
+async def test_without_a_tracer_provider_the_handler_finds_no_span_even_with_a_trace_context() -> (
+    None
+):
+    inner = SpanMiddleware()
+    seen: list[Span | None] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        seen.append(server_span())
+        return {"ok": True}
+
+    guard = TracingWhenUsed(inner, configured=lambda: False)
+    await guard(_ctx({"traceparent": TRACEPARENT}), handler)  # the span only carries the trace
+    await guard(_ctx(None), handler)  # no span at all
+    assert seen == [None, None]
