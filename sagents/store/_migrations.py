@@ -134,6 +134,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (server, principal)
     );
     """,
+    # 6: a session's paused runs looked up by session (``AgentStore.pending_state``), newest
+    #    first, without reading the whole table.
+    """
+    CREATE INDEX sagents_run_states_session ON sagents_run_states (session_id, saved);
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 
