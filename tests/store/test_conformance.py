@@ -3,6 +3,7 @@ and PostgreSQL (a real server started by the test setup, tests/postgres_server.p
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -330,7 +331,7 @@ def _held(approval_id: str, *, binding: str = "b1", asked_at: float = 0.0) -> He
         approval_id=approval_id,
         binding=binding,
         call=call_digest("fleet__configure", {"sn": "A"}),
-        card='{"id": "%s"}' % approval_id,
+        card=json.dumps({"id": approval_id}),
         asker="local/boot-1",
         asked_at=now + asked_at,
         expires_at=now + 600 + asked_at,
@@ -357,7 +358,9 @@ async def test_a_held_approval_is_answered_once_and_taken_once_by_its_binding_an
     await approvals.release("h2")
     assert [h.approval_id for h in listed] == ["h1", "h2"]
     assert (listed[0].card, listed[0].binding, listed[0].asker) == (
-        '{"id": "h1"}', "b1", "local/boot-1"
+        '{"id": "h1"}',
+        "b1",
+        "local/boot-1",
     )
     assert listed[0].answer is None
     assert (first, second, unknown) == (True, False, False)

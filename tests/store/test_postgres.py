@@ -253,7 +253,9 @@ async def test_pending_state_of_a_session_is_found_through_its_index(postgres_ur
     database at version 5 with paused runs in it gets the index when a replica enters."""
     async with replica(postgres_url, "a") as store:
         await store.agents.save_state("st-1", "sess-1", "{}")
+    # the database as version 5 left it: without what migrations 6 and 7 add
     await _sql(postgres_url, "DROP INDEX IF EXISTS sagents_run_states_session")
+    await _sql(postgres_url, "DROP TABLE IF EXISTS sagents_held_approvals")
     await _sql(postgres_url, "UPDATE sagents_schema SET version = 5")
     async with replica(postgres_url, "a") as store:
         await store.agents.save_state("st-2", "sess-1", "{}")
