@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.console.test_console_http import csrf_of, login
 from tests.gateway.replicas import TOKEN, Replica, client, replica
+from tests.gateway.test_approval_restart import _lease_ran_out
 
 pytestmark = pytest.mark.anyio
 
@@ -104,6 +105,7 @@ async def test_a_console_approval_of_a_2026_client_survives_a_restart_and_its_ca
 ) -> None:
     with anyio.fail_after(300):
         asked = await ask_then_kill(tmp_path, store, client)
+        await _lease_ran_out(store)  # PostgreSQL: the killed replica is known to be gone
         async with (
             replica(tmp_path, "a", store, *CONSOLE) as second,
             httpx2.AsyncClient(timeout=60) as http,
@@ -189,3 +191,37 @@ async def test_a_handshake_era_call_waiting_at_a_restart_is_shown_as_gone_and_ne
     assert allowed.status_code == 303
     assert new != asked  # the answer did not carry over to a new connection: asked again
     assert text_of(results[0]) != ["after the restart"]
+
+
+async def test_a_2026_call_sent_again_after_a_restart_waits_on_its_card_and_runs_once(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(300):
+        asked = await ask_then_kill(tmp_path, "", client)
+        async with (
+            replica(tmp_path, "a", "", *CONSOLE) as second,
+            httpx2.AsyncClient(timeout=60) as http,
+            client(second.url) as mcp,
+            anyio.create_task_group() as tg,
+        ):
+            base = base_of(second)
+            assert (await login(http, base, TOKEN)).status_code == 303
+            results: list[object] = []
+            answered = anyio.Event()
+
+            async def call_again() -> None:
+                results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
+                answered.set()
+
+            tg.start_soon(call_again)
+            async with http.stream("GET", f"{base}/console/events") as events:
+                async for line in events.aiter_lines():  # a frame at first and at each change
+                    if line.startswith("data:"):
+                        page = await http.get(f"{base}/console/approvals")
+                        if "before the gateway restarted" not in page.text:
+                            break  # the call sent again waits on the card
+            allowed = await answer(http, base, asked, "allow_once")
+            await answered.wait()
+    assert asked in page.text  # the same card: the call sent again did not ask twice
+    assert allowed.status_code == 303
+    assert text_of(results[0]) == ["after the restart"]
