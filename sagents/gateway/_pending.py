@@ -259,6 +259,10 @@ class PendingApprovals:
         except (KeyError, TypeError, ValueError) as error:  # written by another release
             logger.warning("a held approval could not be read: %r", error)
             return
+        now = time.time()
+        for approval_id, gone_by in list(self._waiting.items()):
+            if gone_by.item.restored and gone_by.expires_at <= now:  # expired unanswered
+                del self._waiting[approval_id]
         for waiting in restored:
             if waiting.item.approval_id not in self._waiting:
                 self._waiting[waiting.item.approval_id] = waiting

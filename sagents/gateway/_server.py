@@ -434,7 +434,7 @@ class Gateway:
             store.approvals,
             asker=f"{store.replica_id}/{self._boot}",
             gone=self._asker_gone,
-            redact=self.redactor.redact_json if self.redactor else None,
+            redact=self.redactor.redact_json if self.redactor is not None else None,
         )
         if store.secret is not None:  # replicas share it; the embedded one outlives restarts
             key = store.secret

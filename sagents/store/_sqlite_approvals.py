@@ -205,7 +205,7 @@ class SqliteApprovals:
         def hold(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM held_approvals WHERE expires_at <= ?", (now,))
             db.execute(
-                f"INSERT OR REPLACE INTO held_approvals ({_HELD_COLUMNS}) "
+                f"INSERT OR IGNORE INTO held_approvals ({_HELD_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     held.approval_id, held.binding, held.call, held.card, held.asker,

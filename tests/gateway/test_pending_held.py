@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from sagents.core._secrets import Redactor
+from sagents.errors import StoreError
 from sagents.gateway._pending import PendingApproval, PendingApprovals
 from sagents.store._embedded import call_digest
 from sagents.store._held import HeldApproval
@@ -175,3 +176,19 @@ async def test_an_answer_recorded_after_a_restart_is_taken_once_by_its_client_an
         replayed = await store.take("client-b", "fleet__configure", ARGUMENTS)
     assert (foreign, other_call) == (None, None)
     assert (taken, replayed) == ("allow_once", None)
+
+
+async def test_an_answer_the_store_cannot_record_is_an_error_and_the_card_stays(
+    tmp_path: Path,
+) -> None:
+    item = card()
+    with anyio.fail_after(20):
+        await left_by_a_killed_process(tmp_path, item, binding="client-b")
+        restarted = process(tmp_path, "local/new")
+        await restarted.refresh()
+        (tmp_path / "approvals.sqlite3").write_bytes(b"not a database, " * 256)
+        with pytest.raises(StoreError) as raised:
+            await restarted.settle(item.approval_id, "allow_once", by=None)
+        shown = restarted.pending()
+    assert "approvals.sqlite3" in str(raised.value)
+    assert [i.approval_id for i in shown] == [item.approval_id]  # it may be answered again
