@@ -66,6 +66,14 @@ async def left_by_a_killed_process(
     )
 
 
+async def restarted_after(tmp_path: Path, item: PendingApproval, binding: str) -> PendingApprovals:
+    """A process started after one that was killed while ``item`` waited."""
+    await left_by_a_killed_process(tmp_path, item, binding=binding)
+    restarted = process(tmp_path, "local/new")
+    await restarted.refresh()
+    return restarted
+
+
 async def until_pending(pending: PendingApprovals) -> None:
     while not pending.pending():
         await pending.changed()
@@ -139,9 +147,7 @@ async def test_a_2026_call_sent_again_waits_on_its_restored_card_and_its_answer_
     call = call_digest("fleet__configure", ARGUMENTS)
     answers: list[str] = []
     with anyio.fail_after(20):
-        await left_by_a_killed_process(tmp_path, item, binding="client-b")
-        restarted = process(tmp_path, "local/new")
-        await restarted.refresh()
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
         restored = restarted.pending()
         async with anyio.create_task_group() as tg:
 
@@ -165,9 +171,7 @@ async def test_an_answer_recorded_after_a_restart_is_taken_once_by_its_client_an
 ) -> None:
     item = card()
     with anyio.fail_after(20):
-        await left_by_a_killed_process(tmp_path, item, binding="client-b")
-        restarted = process(tmp_path, "local/new")
-        await restarted.refresh()
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
         assert await restarted.settle(item.approval_id, "allow_once", by=None)
         store = store_of(tmp_path)
         foreign = await store.take("client-c", "fleet__configure", ARGUMENTS)
@@ -183,9 +187,7 @@ async def test_an_answer_the_store_cannot_record_is_an_error_and_the_card_stays(
 ) -> None:
     item = card()
     with anyio.fail_after(20):
-        await left_by_a_killed_process(tmp_path, item, binding="client-b")
-        restarted = process(tmp_path, "local/new")
-        await restarted.refresh()
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
         (tmp_path / "approvals.sqlite3").write_bytes(b"not a database, " * 256)
         with pytest.raises(StoreError) as raised:
             await restarted.settle(item.approval_id, "allow_once", by=None)
