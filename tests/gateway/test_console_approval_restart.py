@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.console.test_console_http import csrf_of, login
 from tests.gateway.replicas import TOKEN, Replica, client, replica
-from tests.gateway.test_approval_restart import _lease_ran_out
+from tests.gateway.test_approval_restart import SCRIPT, _lease_ran_out
 
 pytestmark = pytest.mark.anyio
 
@@ -72,9 +72,15 @@ def base_of(gateway: Replica) -> str:
     return gateway.url.removesuffix("/mcp")
 
 
-async def ask_then_kill(tmp_path: Path, store: str, make_client: Callable[[str], Client]) -> str:
-    """Call ``fault__echo`` (a write tool) so that it waits in the console, then SIGKILL the
-    gateway; the card's id."""
+async def ask_then_kill(
+    tmp_path: Path,
+    store: str,
+    make_client: Callable[[str], Client],
+    tool: str = "fault__echo",
+    arguments: dict[str, Any] = ARGUMENTS,
+) -> str:
+    """Call ``tool`` (``fault__echo`` is a write tool) so that it waits in the console, then
+    SIGKILL the gateway; the card's id."""
     async with replica(tmp_path, "a", store, *CONSOLE) as first:
         base = base_of(first)
         async with httpx2.AsyncClient(timeout=60) as http, anyio.create_task_group() as tg:
@@ -83,7 +89,7 @@ async def ask_then_kill(tmp_path: Path, store: str, make_client: Callable[[str],
             async def call() -> None:
                 try:
                     async with make_client(first.url) as mcp:
-                        await mcp.session.call_tool("fault__echo", ARGUMENTS)
+                        await mcp.session.call_tool(tool, arguments)
                 except Exception:  # noqa: BLE001 - the gateway is killed under the call
                     return
                 raise AssertionError("the call was answered before the gateway was killed")
@@ -225,3 +231,26 @@ async def test_a_2026_call_sent_again_after_a_restart_waits_on_its_card_and_runs
     assert asked in page.text  # the same card: the call sent again did not ask twice
     assert allowed.status_code == 303
     assert text_of(results[0]) == ["after the restart"]
+
+
+async def test_a_run_script_waiting_in_the_console_at_a_restart_never_runs(
+    tmp_path: Path,
+) -> None:
+    arguments = {"code": SCRIPT, "tools": ["fault__echo"], "description": "echo once"}
+    with anyio.fail_after(300):
+        asked = await ask_then_kill(tmp_path, "", client, "run_script", arguments)
+        async with (
+            replica(tmp_path, "a", "", *CONSOLE) as second,
+            httpx2.AsyncClient(timeout=60) as http,
+        ):
+            base = base_of(second)
+            assert (await login(http, base, TOKEN)).status_code == 303
+            page = await http.get(f"{base}/console/approvals")
+            assert asked in page.text, "the card is not shown again after the restart"
+            allowed = await answer(http, base, asked, "allow_once")
+            after = await http.get(f"{base}/console/approvals")
+    card = page.text[page.text.index(asked) :]
+    assert "a run is never resumed" in card, card[:2000]
+    assert allowed.status_code == 303
+    assert asked not in after.text
+    assert not list((tmp_path / "shared-workspaces").glob("**/run.json"))  # nothing ran
