@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,32 @@ async def ask_then_kill(
     return asked
 
 
+@dataclass
+class Restarted:
+    """The gateway started again on the data directory of the killed one, and a console
+    login of the client's principal."""
+
+    gateway: Replica
+    http: httpx2.AsyncClient
+    base: str
+    page: str
+    """The approvals page as first shown after the restart."""
+
+
+@asynccontextmanager
+async def restarted(tmp_path: Path, store: str, asked: str) -> AsyncIterator[Restarted]:
+    """Start the gateway again; its console must show the card ``asked`` again."""
+    async with (
+        replica(tmp_path, "a", store, *CONSOLE) as second,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        base = base_of(second)
+        assert (await login(http, base, TOKEN)).status_code == 303
+        page = await http.get(f"{base}/console/approvals")
+        assert asked in page.text, "the card is not shown again after the restart"
+        yield Restarted(gateway=second, http=http, base=base, page=page.text)
+
+
 def text_of(result: object) -> list[str]:
     assert isinstance(result, mt.CallToolResult), result
     return [c.text for c in result.content if isinstance(c, mt.TextContent)]
@@ -113,14 +141,10 @@ async def test_a_console_approval_of_a_2026_client_survives_a_restart_and_its_ca
         asked = await ask_then_kill(tmp_path, store, client)
         await _lease_ran_out(store)  # PostgreSQL: the killed replica is known to be gone
         async with (
-            replica(tmp_path, "a", store, *CONSOLE) as second,
-            httpx2.AsyncClient(timeout=60) as http,
+            restarted(tmp_path, store, asked) as restart,
             anyio.create_task_group() as tg,
         ):
-            base = base_of(second)
-            assert (await login(http, base, TOKEN)).status_code == 303
-            page = await http.get(f"{base}/console/approvals")
-            assert asked in page.text, "the card is not shown again after the restart"
+            second, http, base, page = restart.gateway, restart.http, restart.base, restart.page
             allowed = await answer(http, base, asked, "allow_once")
             again = await answer(http, base, asked, "deny")
             async with client(second.url) as mcp:
@@ -137,7 +161,7 @@ async def test_a_console_approval_of_a_2026_client_survives_a_restart_and_its_ca
                 denied = await answer(http, base, new, "deny")
                 await replay_answered.wait()
             shown_after = await http.get(f"{base}/console/approvals")
-    assert "before the gateway restarted" in page.text
+    assert "before the gateway restarted" in page
     assert allowed.status_code == 303
     assert again.status_code == 404  # a second answer is refused
     assert "answered already" in again.text
@@ -151,14 +175,8 @@ async def test_a_console_approval_of_a_2026_client_survives_a_restart_and_its_ca
 async def test_a_call_denied_in_the_console_after_a_restart_never_runs(tmp_path: Path) -> None:
     with anyio.fail_after(300):
         asked = await ask_then_kill(tmp_path, "", client)
-        async with (
-            replica(tmp_path, "a", "", *CONSOLE) as second,
-            httpx2.AsyncClient(timeout=60) as http,
-        ):
-            base = base_of(second)
-            assert (await login(http, base, TOKEN)).status_code == 303
-            page = await http.get(f"{base}/console/approvals")
-            assert asked in page.text, "the card is not shown again after the restart"
+        async with restarted(tmp_path, "", asked) as restart:
+            second, http, base = restart.gateway, restart.http, restart.base
             denied = await answer(http, base, asked, "deny")
             async with client(second.url) as mcp:
                 refused = await mcp.session.call_tool("fault__echo", ARGUMENTS)
@@ -174,14 +192,10 @@ async def test_a_handshake_era_call_waiting_at_a_restart_is_shown_as_gone_and_ne
     with anyio.fail_after(300):
         asked = await ask_then_kill(tmp_path, "", legacy_client)
         async with (
-            replica(tmp_path, "a", "", *CONSOLE) as second,
-            httpx2.AsyncClient(timeout=60) as http,
+            restarted(tmp_path, "", asked) as restart,
             anyio.create_task_group() as tg,
         ):
-            base = base_of(second)
-            assert (await login(http, base, TOKEN)).status_code == 303
-            page = await http.get(f"{base}/console/approvals")
-            assert asked in page.text, "the card is not shown again after the restart"
+            second, http, base, page = restart.gateway, restart.http, restart.base, restart.page
             allowed = await answer(http, base, asked, "allow_once")
             results: list[object] = []
 
@@ -192,7 +206,7 @@ async def test_a_handshake_era_call_waiting_at_a_restart_is_shown_as_gone_and_ne
             tg.start_soon(call_again)
             (new,) = await waiting_ids(http, base, bool)
             await answer(http, base, new, "deny")
-    card = page.text[page.text.index(asked) :]
+    card = page[page.index(asked) :]
     assert re.search(r"client is gone", card), card[:2000]
     assert allowed.status_code == 303
     assert new != asked  # the answer did not carry over to a new connection: asked again
@@ -204,31 +218,26 @@ async def test_a_2026_call_sent_again_after_a_restart_waits_on_its_card_and_runs
 ) -> None:
     with anyio.fail_after(300):
         asked = await ask_then_kill(tmp_path, "", client)
-        async with (
-            replica(tmp_path, "a", "", *CONSOLE) as second,
-            httpx2.AsyncClient(timeout=60) as http,
-            client(second.url) as mcp,
-            anyio.create_task_group() as tg,
-        ):
-            base = base_of(second)
-            assert (await login(http, base, TOKEN)).status_code == 303
-            results: list[object] = []
-            answered = anyio.Event()
+        async with restarted(tmp_path, "", asked) as restart:
+            second, http, base = restart.gateway, restart.http, restart.base
+            async with client(second.url) as mcp, anyio.create_task_group() as tg:
+                results: list[object] = []
+                answered = anyio.Event()
 
-            async def call_again() -> None:
-                results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
-                answered.set()
+                async def call_again() -> None:
+                    results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
+                    answered.set()
 
-            tg.start_soon(call_again)
-            async with http.stream("GET", f"{base}/console/events") as events:
-                async for line in events.aiter_lines():  # a frame at first and at each change
-                    if line.startswith("data:"):
-                        page = await http.get(f"{base}/console/approvals")
-                        if "before the gateway restarted" not in page.text:
-                            break  # the call sent again waits on the card
-            allowed = await answer(http, base, asked, "allow_once")
-            await answered.wait()
-    assert asked in page.text  # the same card: the call sent again did not ask twice
+                tg.start_soon(call_again)
+                async with http.stream("GET", f"{base}/console/events") as events:
+                    async for line in events.aiter_lines():  # a frame at first and at each change
+                        if line.startswith("data:"):
+                            page = (await http.get(f"{base}/console/approvals")).text
+                            if "before the gateway restarted" not in page:
+                                break  # the call sent again waits on the card
+                allowed = await answer(http, base, asked, "allow_once")
+                await answered.wait()
+    assert asked in page  # the same card: the call sent again did not ask twice
     assert allowed.status_code == 303
     assert text_of(results[0]) == ["after the restart"]
 
@@ -239,17 +248,11 @@ async def test_a_run_script_waiting_in_the_console_at_a_restart_never_runs(
     arguments = {"code": SCRIPT, "tools": ["fault__echo"], "description": "echo once"}
     with anyio.fail_after(300):
         asked = await ask_then_kill(tmp_path, "", client, "run_script", arguments)
-        async with (
-            replica(tmp_path, "a", "", *CONSOLE) as second,
-            httpx2.AsyncClient(timeout=60) as http,
-        ):
-            base = base_of(second)
-            assert (await login(http, base, TOKEN)).status_code == 303
-            page = await http.get(f"{base}/console/approvals")
-            assert asked in page.text, "the card is not shown again after the restart"
+        async with restarted(tmp_path, "", asked) as restart:
+            http, base, page = restart.http, restart.base, restart.page
             allowed = await answer(http, base, asked, "allow_once")
             after = await http.get(f"{base}/console/approvals")
-    card = page.text[page.text.index(asked) :]
+    card = page[page.index(asked) :]
     assert "a run is never resumed" in card, card[:2000]
     assert allowed.status_code == 303
     assert asked not in after.text
