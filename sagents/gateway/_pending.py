@@ -17,7 +17,9 @@ opened the session that asks (:attr:`PendingApproval.owner`).
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +28,7 @@ from typing import Any, Literal
 
 import anyio
 
-from sagents.errors import NotAllowedError
+from sagents.errors import NotAllowedError, StoreError
 from sagents.gateway._approval import (
     APPROVAL_TIMEOUT_S,
     current_client_asker,
@@ -35,6 +37,8 @@ from sagents.gateway._approval import (
     ClientScriptApprover as _ClientScriptApprover,
 )
 from sagents.gateway._settings import APPROVAL_ROUTES, ApprovalRoute
+from sagents.store._held import HeldApproval
+from sagents.store._protocols import ApprovalStore
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest
 
 __all__ = [
@@ -67,6 +71,11 @@ class PendingApproval:
             one literal line (:meth:`sagents.tool.ApprovalRequest.view`).
         rememberable: Whether "Allow for this session" may be given (a direct write call only).
         created: Unix time, seconds.
+        restored: Asked by a gateway process that is gone (a restart): no call waits for
+            this card; its answer is recorded once in the store.
+        resumable: (restored cards) the client may send the call again and then takes the
+            recorded answer (a 2026-07-28 client's direct call); otherwise the client is gone
+            and the call never runs.
     """
 
     approval_id: str
@@ -80,6 +89,8 @@ class PendingApproval:
     description: str = ""
     rememberable: bool = False
     created: float = field(default_factory=time.time)
+    restored: bool = False
+    resumable: bool = False
 
     @classmethod
     def for_request(cls, request: ApprovalRequest, *, owner: str) -> PendingApproval:
@@ -125,16 +136,50 @@ class PendingApproval:
             "created": self.created,
         }
 
+    def stored(self) -> dict[str, Any]:
+        """The card as the store keeps it (:meth:`from_stored` reads it back)."""
+        return {**self.to_json(), "owner": self.owner}
+
+    @classmethod
+    def from_stored(cls, card: dict[str, Any], *, resumable: bool) -> PendingApproval:
+        """A card the store kept, restored: nothing waits for it in this process, and
+        "Allow for this session" is not offered (the session it was asked in is gone).
+
+        Raises:
+            KeyError, TypeError, ValueError: not a card :meth:`stored` wrote.
+        """
+        kind = card["kind"]
+        if kind not in ("call", "script"):
+            raise ValueError(f"unknown kind {kind!r}")
+        return cls(
+            approval_id=str(card["id"]),
+            kind=kind,
+            session_id=str(card["session_id"]),
+            owner=str(card["owner"]),
+            tools=tuple(str(t) for t in card["tools"]),
+            permissions=tuple(str(p) for p in card["permissions"]),
+            arguments=str(card["arguments"]),
+            script=str(card["script"]),
+            description=str(card["description"]),
+            created=float(card["created"]),
+            restored=True,
+            resumable=resumable,
+        )
+
 
 @dataclass(kw_only=True)
 class _Waiting:
     item: PendingApproval
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: ApprovalAnswer = "deny"
+    binding: str = ""
+    call: str = ""
+    expires_at: float = math.inf
 
 
 class PendingApprovals:
-    """The requests waiting for a console answer, in memory (one gateway process)."""
+    """The requests waiting for a console answer: in memory, and held in the store once
+    :meth:`use_store` gave one, so that a restart shows their cards again (:meth:`refresh`)."""
 
     def __init__(self, *, timeout_s: float = APPROVAL_TIMEOUT_S) -> None:
         self._waiting: dict[str, _Waiting] = {}
@@ -145,10 +190,37 @@ class PendingApprovals:
         self.answered: dict[str, int] = {}
         """How many requests ended with each answer (``allow_once``, ``allow_session``,
         ``deny``; ``timeout`` when nobody answered in time): the gateway's metrics."""
+        self._store: ApprovalStore | None = None
+        self._asker = ""
+        self._gone: Callable[[str], Awaitable[bool]] | None = None
+        self._redact: Callable[[Any], Any] = lambda card: card
+
+    def use_store(
+        self,
+        store: ApprovalStore,
+        *,
+        asker: str,
+        gone: Callable[[str], Awaitable[bool]],
+        redact: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """Hold what waits in ``store`` from now on.
+
+        Args:
+            store: Where the cards are held (the gateway's store).
+            asker: This process (``<replica id>/<boot id>``).
+            gone: Whether the process that held a card (its ``asker``) is gone.
+            redact: Applied to a card before it is written (the gateway's known secrets).
+        """
+        self._store = store
+        self._asker = asker
+        self._gone = gone
+        if redact is not None:
+            self._redact = redact
 
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""
-        items = [w.item for w in self._waiting.values()]
+        now = time.time()
+        items = [w.item for w in self._waiting.values() if w.expires_at > now]
         if owner is not None:
             items = [i for i in items if i.owner == owner]
         return sorted(items, key=lambda i: i.created)
@@ -163,8 +235,41 @@ class PendingApprovals:
         for listener in list(self.listeners):
             listener(session_id)
 
+    async def refresh(self) -> None:
+        """Show again the cards a gone gateway process held (a restart, or a replica whose
+        lease ran out) and that nobody answered yet; a store out of reach is logged, and
+        what is in memory stays."""
+        if self._store is None or self._gone is None:
+            return
+        try:
+            held = await self._store.held()
+            restored: list[_Waiting] = []
+            for h in held:
+                if h.answer is not None or h.approval_id in self._waiting:
+                    continue
+                if h.asker == self._asker or not await self._gone(h.asker):
+                    continue
+                item = PendingApproval.from_stored(json.loads(h.card), resumable=bool(h.binding))
+                restored.append(
+                    _Waiting(item=item, binding=h.binding, call=h.call, expires_at=h.expires_at)
+                )
+        except StoreError as error:
+            logger.warning("the console's held approvals are not readable now: %s", error)
+            return
+        except (KeyError, TypeError, ValueError) as error:  # written by another release
+            logger.warning("a held approval could not be read: %r", error)
+            return
+        now = time.time()
+        for approval_id, gone_by in list(self._waiting.items()):
+            if gone_by.item.restored and gone_by.expires_at <= now:  # expired unanswered
+                del self._waiting[approval_id]
+        for waiting in restored:
+            if waiting.item.approval_id not in self._waiting:
+                self._waiting[waiting.item.approval_id] = waiting
+                self._notify(waiting.item.session_id)
+
     def answer(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
-        """Answer one request; the waiting call goes on at once.
+        """Answer one request whose call waits in this process; the call goes on at once.
 
         Args:
             approval_id: The request.
@@ -173,8 +278,8 @@ class PendingApprovals:
             by: The identity of who answers; None for the operator (may answer any request).
 
         Returns:
-            False when no such request waits for ``by`` (answered already, timed out, or
-            another principal's).
+            False when no such request waits for ``by`` (answered already, timed out,
+            another principal's, or restored: use :meth:`settle`).
 
         Raises:
             ValueError: ``allow_session`` for a request that does not offer it.
@@ -182,7 +287,7 @@ class PendingApprovals:
         waiting = self._waiting.get(approval_id)
         if waiting is None or (by is not None and waiting.item.owner != by):
             return False
-        if waiting.done.is_set():
+        if waiting.done.is_set() or waiting.item.restored:
             return False  # the client answered first (``both``); the call goes on with that
         if answer == "allow_session" and not waiting.item.rememberable:
             raise ValueError("'Allow for this session' is not offered for this request")
@@ -192,11 +297,102 @@ class PendingApprovals:
         self._notify(waiting.item.session_id)
         return True
 
+    async def settle(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
+        """Answer one request, whether its call waits here (:meth:`answer`) or its card was
+        restored after a restart: then the answer is recorded once in the store (another
+        process or a second answer finds it answered), for the client to take when it sends
+        the call again (:attr:`PendingApproval.resumable`); otherwise nothing runs.
+
+        Returns:
+            False when no such request waits for ``by``.
+
+        Raises:
+            ValueError: ``allow_session`` for a request that does not offer it.
+            StoreError: the store could not record the answer (the card is shown again).
+        """
+        waiting = self._waiting.get(approval_id)
+        if waiting is None or not waiting.item.restored:
+            return self.answer(approval_id, answer, by=by)
+        if by is not None and waiting.item.owner != by:
+            return False
+        if answer == "allow_session":
+            raise ValueError("'Allow for this session' is not offered for this request")
+        assert self._store is not None
+        del self._waiting[approval_id]  # no client re-attaches to it while it is recorded
+        self._notify(waiting.item.session_id)
+        try:
+            recorded = await self._store.settle(approval_id, answer)
+        except StoreError:
+            self._waiting.setdefault(approval_id, waiting)
+            self._notify(waiting.item.session_id)
+            raise
+        if recorded:
+            self.answered[answer] = self.answered.get(answer, 0) + 1
+            logger.info(
+                "approval %s of %s answered %s after a restart: %s",
+                approval_id,
+                ", ".join(waiting.item.tools),
+                answer,
+                "the client takes it when it sends the call again"
+                if waiting.item.resumable
+                else "its client is gone, the call does not run",
+            )
+        return recorded
+
+    def _restored(self, item: PendingApproval, binding: str, call: str) -> _Waiting | None:
+        """A restored card of the same client and call that nobody answered: the call the
+        client sends again waits on it."""
+        if not binding:
+            return None
+        for waiting in self._waiting.values():
+            if (
+                waiting.item.restored
+                and waiting.binding == binding
+                and waiting.call == call
+                and waiting.item.owner == item.owner
+                and waiting.expires_at > time.time()
+            ):
+                return waiting
+        return None
+
+    async def _hold(self, waiting: _Waiting) -> None:
+        """Write the card to the store; out of reach, it waits in memory only (logged)."""
+        if self._store is None:
+            return
+        item = waiting.item
+        try:
+            await self._store.hold(
+                HeldApproval(
+                    approval_id=item.approval_id,
+                    binding=waiting.binding,
+                    call=waiting.call,
+                    card=json.dumps(self._redact(item.stored())),
+                    asker=self._asker,
+                    asked_at=item.created,
+                    expires_at=waiting.expires_at,
+                )
+            )
+        except StoreError as error:
+            logger.warning(
+                "approval %s waits in memory only (a restart ends it): %s", item.approval_id, error
+            )
+
+    async def _release(self, approval_id: str) -> None:
+        if self._store is None:
+            return
+        with anyio.CancelScope(shield=True):  # before the call goes on, whatever ends the wait
+            try:
+                await self._store.release(approval_id)
+            except StoreError as error:
+                logger.warning("approval %s stays held in the store: %s", approval_id, error)
+
     async def ask(
         self,
         item: PendingApproval,
         *,
         client: Callable[[], Awaitable[ApprovalAnswer | None]] | None = None,
+        binding: str = "",
+        call: str = "",
     ) -> ApprovalAnswer:
         """Wait for the console's answer (and the client's, when ``client`` is given).
 
@@ -204,25 +400,37 @@ class PendingApprovals:
             item: The card to show.
             client: Asks the MCP client too (``--approvals both``); its first answer wins, as
                 a console answer does. None from it means it could not be asked.
+            binding: A 2026-07-28 client's token and profile, keyed (its "session"), with
+                ``call``, the digest of the tool and arguments: the same call sent again after
+                a restart waits on the restored card. "" for everything else.
+            call: See ``binding``.
 
         Returns:
             The answer; ``deny`` when nobody answered within the timeout, or at once when
             :data:`MAX_PENDING_PER_PRINCIPAL` requests of the same owner wait already.
         """
-        if len(self.pending(owner=item.owner)) >= MAX_PENDING_PER_PRINCIPAL:
-            logger.warning(
-                "denied %s without asking: %d approvals of the same client wait in the console "
-                "already",
-                ", ".join(item.tools),
-                MAX_PENDING_PER_PRINCIPAL,
-            )
-            return "deny"
-        waiting = _Waiting(item=item)
-        self._waiting[item.approval_id] = waiting
-        self._notify(item.session_id)
+        waiting = self._restored(item, binding, call)
+        if waiting is not None:
+            waiting.item = replace(waiting.item, restored=False, resumable=False)
+            item = waiting.item
+            self._notify(item.session_id)
+        else:
+            if len(self.pending(owner=item.owner)) >= MAX_PENDING_PER_PRINCIPAL:
+                logger.warning(
+                    "denied %s without asking: %d approvals of the same client wait in the "
+                    "console already",
+                    ", ".join(item.tools),
+                    MAX_PENDING_PER_PRINCIPAL,
+                )
+                return "deny"
+            expires_at = time.time() + self._timeout_s
+            waiting = _Waiting(item=item, binding=binding, call=call, expires_at=expires_at)
+            await self._hold(waiting)
+            self._waiting[item.approval_id] = waiting
+            self._notify(item.session_id)
         answer: ApprovalAnswer = "deny"
         try:
-            with anyio.move_on_after(self._timeout_s):
+            with anyio.move_on_after(max(0.0, waiting.expires_at - time.time())):
                 async with anyio.create_task_group() as tg:
 
                     async def from_client() -> None:
@@ -242,6 +450,7 @@ class PendingApprovals:
         finally:
             if self._waiting.pop(item.approval_id, None) is not None:
                 self._notify(item.session_id)
+            await self._release(item.approval_id)
         return answer
 
 

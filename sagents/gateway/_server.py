@@ -119,7 +119,7 @@ from sagents.gateway._tracing import end_call_span, server_span, trace_only_when
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
-from sagents.store._embedded import MemoryApprovals
+from sagents.store._embedded import MemoryApprovals, call_digest
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
 from sagents.tool._approval import (
@@ -429,6 +429,12 @@ class Gateway:
         self._tasks.store = store.tasks
         self._approvals = store.approvals
         self._approvals.ttl_s = self.approval_timeout_s
+        self.pending.use_store(
+            store.approvals,
+            asker=f"{store.replica_id}/{self._boot}",
+            gone=self._asker_gone,
+            redact=self.redactor.redact_json if self.redactor is not None else None,
+        )
         if store.secret is not None:  # replicas share it; the embedded one outlives restarts
             key = store.secret
             boundary = request_state_boundary(
@@ -454,6 +460,7 @@ class Gateway:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self._tasks)
             await stack.enter_async_context(self._lifetimes)
+            await self.pending.refresh()  # the console's cards a restart left (docs/console.md)
             if self._relay is not None:
                 await self._relay.__aenter__()
                 # told of no exception, as the relay expects: it only ends its subscriptions
@@ -896,7 +903,7 @@ class Gateway:
             mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
         )
         if self.approvals != "elicitation":
-            return await self._console_approval(ctx, request, can_elicit=can_elicit)
+            return await self._console_approval(ctx, params, request, can_elicit=can_elicit)
         if not can_elicit:
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -954,10 +961,42 @@ class Gateway:
             return True
         return not await self._store.replica_alive(str(replica))
 
+    async def _asker_gone(self, asker: str) -> bool:
+        """Whether the gateway process ``asker`` (``<replica id>/<boot id>``) that held a
+        console approval is gone: an earlier process of this one, or a replica whose lease
+        ran out."""
+        replica, _, boot = asker.partition("/")
+        if boot == self._boot:
+            return False
+        if self._store is None or replica == self._store.replica_id:
+            return True
+        return not await self._store.replica_alive(replica)
+
     async def _console_approval(
-        self, ctx: ServerRequestContext[Any, Any], request: ApprovalRequest, *, can_elicit: bool
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        request: ApprovalRequest,
+        *,
+        can_elicit: bool,
     ) -> ApprovalAnswer:
-        """Ask the console (and, with ``both``, a client that can be asked mid-call)."""
+        """Ask the console (and, with ``both``, a client that can be asked mid-call).
+
+        A 2026-07-28 client's direct call is bound to the client (its token and profile) and
+        the call: sent again after a restart, it takes the answer the console gave to the
+        restored card (once), or waits on that card (docs/console.md, "Approvals").
+
+        Raises:
+            StoreError: the recorded answer could not be read (the call is refused).
+        """
+        binding = call = ""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.kind != "script":
+            binding = self._approval_owner(ctx)
+            arguments = dict(params.arguments or {})
+            call = call_digest(params.name, arguments)
+            recorded = await self._approvals.take(binding, params.name, arguments)
+            if recorded is not None:
+                return settle_answer(request, recorded)
         owner = request_credential(ctx.request).identity
         client = None
         if (
@@ -973,7 +1012,10 @@ class Gateway:
                     return None
 
         return await self.pending.ask(
-            PendingApproval.for_request(request, owner=owner), client=client
+            PendingApproval.for_request(request, owner=owner),
+            client=client,
+            binding=binding,
+            call=call,
         )
 
     async def _run(

@@ -27,6 +27,7 @@ from sagents.errors import StoreUnavailableError
 from sagents.store._agents import AGENTS_FILE, SqliteAgentStore
 from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._fair import FairMap
+from sagents.store._held import HeldApproval, MemoryHeld
 from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
 from sagents.store._protocols import CancelHandler
@@ -136,6 +137,7 @@ class MemoryApprovals:
     def __init__(self, states: ApprovalStates | None = None) -> None:
         self.states = states or ApprovalStates()
         self._grants: dict[str, set[str]] = {}
+        self._held = MemoryHeld(time.time)
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """See :meth:`ApprovalStates.issue`."""
@@ -163,6 +165,26 @@ class MemoryApprovals:
     async def granted(self, session_id: str) -> frozenset[str]:
         """The session's grants."""
         return frozenset(self._grants.get(session_id, ()))
+
+    async def hold(self, held: HeldApproval) -> None:
+        """See ``ApprovalStore.hold`` (in memory)."""
+        self._held.hold(held)
+
+    async def release(self, approval_id: str) -> None:
+        """See ``ApprovalStore.release``."""
+        self._held.release(approval_id)
+
+    async def held(self) -> list[HeldApproval]:
+        """See ``ApprovalStore.held``."""
+        return self._held.held()
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        """See ``ApprovalStore.settle``."""
+        return self._held.settle(approval_id, answer, self.ttl_s)
+
+    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """See ``ApprovalStore.take``."""
+        return self._held.take(binding, call_digest(tool, arguments))
 
 
 class SqliteTasks:

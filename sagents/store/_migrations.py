@@ -134,6 +134,26 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (server, principal)
     );
     """,
+    # 6: a session's paused runs looked up by session (``AgentStore.pending_state``), newest
+    #    first, without reading the whole table.
+    """
+    CREATE INDEX sagents_run_states_session ON sagents_run_states (session_id, saved);
+    """,
+    # 7: approvals that wait for the web console (docs/console.md, "Approvals"), so that a
+    #    card a gone replica left is shown again and its answer is taken once.
+    """
+    CREATE TABLE sagents_held_approvals (
+        approval_id TEXT PRIMARY KEY,
+        binding TEXT NOT NULL,
+        call TEXT NOT NULL,
+        card TEXT NOT NULL,
+        asker TEXT NOT NULL,
+        asked_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL,
+        answer TEXT
+    );
+    CREATE INDEX sagents_held_approvals_binding ON sagents_held_approvals (binding, call);
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

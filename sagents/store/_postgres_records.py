@@ -20,9 +20,11 @@ from sagents.store._embedded import (
     call_digest,
     nonce_of,
 )
+from sagents.store._held import HeldApproval
 from sagents.store._logins import SealedLogin
 from sagents.store._pins import ToolPin, definition_digest, pin_of
 from sagents.store._postgres_db import Database
+from sagents.store._postgres_held import PostgresHeld
 
 __all__ = ["PostgresAgents", "PostgresApprovals", "PostgresLogins", "PostgresPins"]
 
@@ -34,6 +36,7 @@ class PostgresApprovals:
     def __init__(self, database: Database, *, ttl_s: float = REQUEST_STATE_TTL_S) -> None:
         self._db = database
         self.ttl_s = ttl_s
+        self._held = PostgresHeld(database)
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call (at most
@@ -86,6 +89,26 @@ class PostgresApprovals:
                 "SELECT tool FROM sagents_grants WHERE session_id = %s", (session_id,)
             )
             return frozenset(row[0] for row in await cursor.fetchall())
+
+    async def hold(self, held: HeldApproval) -> None:
+        """See ``ApprovalStore.hold`` (:mod:`sagents.store._postgres_held`)."""
+        await self._held.hold(held)
+
+    async def release(self, approval_id: str) -> None:
+        """See ``ApprovalStore.release``."""
+        await self._held.release(approval_id)
+
+    async def held(self) -> list[HeldApproval]:
+        """See ``ApprovalStore.held``."""
+        return await self._held.held()
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        """See ``ApprovalStore.settle``."""
+        return await self._held.settle(approval_id, answer, self.ttl_s)
+
+    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """See ``ApprovalStore.take``."""
+        return await self._held.take(binding, call_digest(tool, arguments))
 
 
 _PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from sagents.audit._store import AuditEntry, AuditKind
 from sagents.audit._tasks import StoredTask
+from sagents.store._held import HeldApproval
 from sagents.store._logins import SealedLogin
 from sagents.store._pins import ToolPin
 
@@ -127,6 +128,29 @@ class ApprovalStore(Protocol):
 
     async def granted(self, session_id: str) -> frozenset[str]:
         """The tools the session allowed for the rest of the session."""
+        ...
+
+    async def hold(self, held: HeldApproval) -> None:
+        """Keep an approval that waits for the web console (:mod:`sagents.store._held`)."""
+        ...
+
+    async def release(self, approval_id: str) -> None:
+        """Forget a held approval: its call went on (answered, or no answer in time)."""
+        ...
+
+    async def held(self) -> list[HeldApproval]:
+        """Every held approval that has not expired, answered ones too, oldest first."""
+        ...
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        """Record the answer of a held approval that still waits (then it stays takeable for
+        :attr:`ttl_s` seconds); False when it does not wait (answered already, expired or
+        unknown): each is answered once, whichever process answers first."""
+        ...
+
+    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """The recorded answer of the oldest answered held approval of ``binding`` and this
+        call, which is then spent; None when there is none (or ``binding`` is "")."""
         ...
 
 

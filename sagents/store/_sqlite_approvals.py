@@ -2,6 +2,9 @@
 2026-07-28 client's approval survives a restart of ``sagents serve`` (docs/gateway.md,
 "Modes and approvals"), and the key that seals their ``requestState`` (``<data dir>/gateway.key``).
 
+It also holds the approvals that wait for the web console (``held_approvals``,
+:mod:`sagents.store._held`), so that their cards are shown again after a restart.
+
 A nonce is minted for one session and one call and redeemed once, before it expires (wall
 clock: the expiry outlives the process); each session keeps at most
 :data:`~sagents.store._embedded.MAX_PENDING_APPROVALS_PER_SESSION` and all sessions together
@@ -27,6 +30,7 @@ import anyio
 
 from sagents.audit._store import connect_private, sqlite_store_error
 from sagents.errors import StoreError
+from sagents.store._held import HeldApproval
 
 __all__ = ["APPROVALS_FILE", "GATEWAY_KEY_FILE", "SqliteApprovals", "gateway_key"]
 
@@ -40,7 +44,11 @@ _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS pending_approvals (nonce TEXT PRIMARY KEY, session_id TEXT NOT "
     "NULL, call TEXT NOT NULL, issued REAL NOT NULL, expires_at REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS pending_approvals_session ON pending_approvals (session_id)",
+    "CREATE TABLE IF NOT EXISTS held_approvals (approval_id TEXT PRIMARY KEY, binding TEXT NOT "
+    "NULL, call TEXT NOT NULL, card TEXT NOT NULL, asker TEXT NOT NULL, asked_at REAL NOT NULL, "
+    "expires_at REAL NOT NULL, answer TEXT)",
 )
+_HELD_COLUMNS: Final = "approval_id, binding, call, card, asker, asked_at, expires_at, answer"
 
 
 def gateway_key(directory: Path) -> bytes:
@@ -189,3 +197,84 @@ class SqliteApprovals:
     async def granted(self, session_id: str) -> frozenset[str]:
         """The session's grants."""
         return frozenset(self._grants.get(session_id, ()))
+
+    async def hold(self, held: HeldApproval) -> None:
+        """See ``ApprovalStore.hold``."""
+        now = self._clock()
+
+        def hold(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM held_approvals WHERE expires_at <= ?", (now,))
+            db.execute(
+                f"INSERT OR IGNORE INTO held_approvals ({_HELD_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    held.approval_id, held.binding, held.call, held.card, held.asker,
+                    held.asked_at, held.expires_at, held.answer,
+                ),
+            )  # fmt: skip
+
+        await self._run(hold)
+
+    async def release(self, approval_id: str) -> None:
+        """See ``ApprovalStore.release``."""
+        await self._run(
+            lambda db: db.execute(
+                "DELETE FROM held_approvals WHERE approval_id = ?", (approval_id,)
+            ).close()
+        )
+
+    async def held(self) -> list[HeldApproval]:
+        """See ``ApprovalStore.held``."""
+        now = self._clock()
+
+        def held(db: sqlite3.Connection) -> list[HeldApproval]:
+            db.execute("DELETE FROM held_approvals WHERE expires_at <= ?", (now,))
+            rows = db.execute(
+                f"SELECT {_HELD_COLUMNS} FROM held_approvals ORDER BY asked_at"
+            ).fetchall()
+            return [_held(row) for row in rows]
+
+        return await self._run(held)
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        """See ``ApprovalStore.settle``: recorded once, by whichever process answers first."""
+        now = self._clock()
+
+        def settle(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                "UPDATE held_approvals SET answer = ?, expires_at = ? WHERE approval_id = ? "
+                "AND answer IS NULL AND expires_at > ?",
+                (answer, now + self.ttl_s, approval_id, now),
+            )
+            return cursor.rowcount == 1
+
+        return await self._run(settle)
+
+    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """See ``ApprovalStore.take``: spent once, by whichever process takes it first."""
+        from sagents.store._embedded import call_digest
+
+        if not binding:
+            return None
+        digest, now = call_digest(tool, arguments), self._clock()
+
+        def take(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT approval_id, answer FROM held_approvals WHERE binding = ? AND call = ? "
+                "AND answer IS NOT NULL AND expires_at > ? ORDER BY asked_at LIMIT 1",
+                (binding, digest, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM held_approvals WHERE approval_id = ?", (row[0],))
+            return str(row[1])
+
+        return await self._run(take)
+
+
+def _held(row: tuple[Any, ...]) -> HeldApproval:
+    approval_id, binding, call, card, asker, asked_at, expires_at, answer = row
+    return HeldApproval(
+        approval_id=approval_id, binding=binding, call=call, card=card, asker=asker,
+        asked_at=float(asked_at), expires_at=float(expires_at), answer=answer,
+    )  # fmt: skip

@@ -52,8 +52,9 @@ def write_config(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def replica(tmp_path: Path, name: str, store: str) -> AsyncIterator[Replica]:
-    """One replica: its own data dir (its own machine), the shared workspace root and store."""
+async def replica(tmp_path: Path, name: str, store: str, *options: str) -> AsyncIterator[Replica]:
+    """One replica: its own data dir (its own machine), the shared workspace root and store;
+    ``options`` are more ``sagents serve`` arguments."""
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -63,7 +64,7 @@ async def replica(tmp_path: Path, name: str, store: str) -> AsyncIterator[Replic
     command = [
         sys.executable, "-c", CODE, "serve", "--transport", "http", "--port", "0",
         "--config", str(write_config(tmp_path)), "--mode", "ask", "--background-after", "1",
-        "--workspace", str(tmp_path / "shared-workspaces"), "--store", store,
+        "--workspace", str(tmp_path / "shared-workspaces"), "--store", store, *options,
     ]  # fmt: skip
     log: list[str] = []
     async with (

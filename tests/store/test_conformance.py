@@ -3,6 +3,8 @@ and PostgreSQL (a real server started by the test setup, tests/postgres_server.p
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import pytest
 from sagents.audit._store import AuditEntry
 from sagents.audit._tasks import RESULT_CHARS
 from sagents.store import GatewayStore, open_store, parse_store_url
+from sagents.store._embedded import call_digest
+from sagents.store._held import HeldApproval
 
 pytestmark = pytest.mark.anyio
 
@@ -319,3 +323,63 @@ async def test_the_builtin_memory_and_todo_tools_keep_their_state_as_the_store_s
     assert on_files == (store.memory is None)  # the store's backend, or the tools' own file
     if store.memory is not None:  # the change's audit row is kept with it, in the store
         assert len(await store.audit.entries(kind="memory_write")) == 1
+
+
+def _held(approval_id: str, *, binding: str = "b1", asked_at: float = 0.0) -> HeldApproval:
+    now = time.time()
+    return HeldApproval(
+        approval_id=approval_id,
+        binding=binding,
+        call=call_digest("fleet__configure", {"sn": "A"}),
+        card=json.dumps({"id": approval_id}),
+        asker="local/boot-1",
+        asked_at=now + asked_at,
+        expires_at=now + 600 + asked_at,
+    )
+
+
+async def test_a_held_approval_is_answered_once_and_taken_once_by_its_binding_and_call(
+    store: GatewayStore,
+) -> None:
+    approvals = store.approvals
+    await approvals.hold(_held("h1"))
+    await approvals.hold(_held("h2", binding="", asked_at=1.0))  # nothing can send it again
+    await approvals.hold(_held("gone", asked_at=-1200.0))  # expired: never listed
+    listed = await approvals.held()
+    first = await approvals.settle("h1", "allow_once")
+    second = await approvals.settle("h1", "deny")
+    unknown = await approvals.settle("nope", "deny")
+    other_call = await approvals.take("b1", "fleet__configure", {"sn": "B"})
+    other_binding = await approvals.take("b2", "fleet__configure", {"sn": "A"})
+    await approvals.settle("h2", "allow_once")
+    no_binding = await approvals.take("", "fleet__configure", {"sn": "A"})
+    taken = await approvals.take("b1", "fleet__configure", {"sn": "A"})
+    again = await approvals.take("b1", "fleet__configure", {"sn": "A"})
+    await approvals.release("h2")
+    assert [h.approval_id for h in listed] == ["h1", "h2"]
+    assert (listed[0].card, listed[0].binding, listed[0].asker) == (
+        '{"id": "h1"}',
+        "b1",
+        "local/boot-1",
+    )
+    assert listed[0].answer is None
+    assert (first, second, unknown) == (True, False, False)
+    assert (other_call, other_binding, no_binding) == (None, None, None)
+    assert (taken, again) == ("allow_once", None)
+    assert await approvals.held() == []
+
+
+async def test_two_answers_of_one_held_approval_racing_record_exactly_one(
+    store: GatewayStore,
+) -> None:
+    await store.approvals.hold(_held("h1"))
+    results: list[bool] = []
+
+    async def settle(answer: str) -> None:
+        results.append(await store.approvals.settle("h1", answer))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            for answer in ("allow_once", "deny", "allow_once", "deny"):
+                tg.start_soon(settle, answer)
+    assert sorted(results) == [False, False, False, True]

@@ -245,3 +245,29 @@ async def test_a_slow_replica_whose_lease_was_taken_stops_the_call_as_the_sweep_
     assert written is False
     assert stored is not None
     assert (stored.status, stored.reason) == ("failed", LEASE_REASON)
+
+
+async def test_pending_state_of_a_session_is_found_through_its_index(postgres_url: str) -> None:
+    """``pending_state`` looks a session's paused runs up by ``sagents_run_states.session_id``
+    (migration 6): the planner, told not to scan the whole table, uses the index, and a
+    database at version 5 with paused runs in it gets the index when a replica enters."""
+    async with replica(postgres_url, "a") as store:
+        await store.agents.save_state("st-1", "sess-1", "{}")
+    # the database as version 5 left it: without what migrations 6 and 7 add
+    await _sql(postgres_url, "DROP INDEX IF EXISTS sagents_run_states_session")
+    await _sql(postgres_url, "DROP TABLE IF EXISTS sagents_held_approvals")
+    await _sql(postgres_url, "UPDATE sagents_schema SET version = 5")
+    async with replica(postgres_url, "a") as store:
+        await store.agents.save_state("st-2", "sess-1", "{}")
+        found = await store.agents.pending_state("sess-1")
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as db:
+        await db.execute("SET enable_seqscan = off")
+        cursor = await db.execute(
+            "EXPLAIN SELECT s.state_id FROM sagents_run_states s WHERE s.session_id = 'sess-1' "
+            "AND NOT EXISTS (SELECT 1 FROM sagents_run_claims c WHERE c.state_id = s.state_id) "
+            "ORDER BY s.saved DESC LIMIT 1"
+        )
+        plan = " ".join(str(row[0]) for row in await cursor.fetchall())
+    assert found == "st-2"
+    assert "sagents_run_states_session" in plan, plan
+    assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]

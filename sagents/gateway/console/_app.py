@@ -375,6 +375,8 @@ class Console:
 
     async def approvals(self, request: Request, session: ConsoleSession, p: Principal) -> Response:
         pending = self.data.pending
+        if pending is not None:
+            await pending.refresh()  # cards a gone process held (a restart, a replica's end)
         items = [] if pending is None else pending.pending(owner=None if p.operator else p.identity)
         return self.render(
             request, session, "approvals.html", items=items, pending_ids=",".join(ids_of(items))
@@ -388,13 +390,15 @@ class Console:
         if pending is None or decision not in ("allow_once", "allow_session", "deny"):
             return PlainTextResponse("unknown decision", status_code=400)
         try:
-            found = pending.answer(
+            found = await pending.settle(
                 request.path_params["approval_id"],
                 cast(Any, decision),
                 by=None if p.operator else p.identity,
             )
         except ValueError as error:
             return PlainTextResponse(str(error), status_code=400)
+        except StoreError as error:  # a card restored after a restart: its answer is not kept
+            return PlainTextResponse(f"the answer was not recorded: {error}", status_code=503)
         if not found:
             return PlainTextResponse(
                 "no such approval is waiting (answered already, timed out, or not yours)",

@@ -1,0 +1,196 @@
+"""Console approvals held in the store (docs/console.md, "Approvals"): a card a gone gateway
+process left is shown again, answered once and only by its principal or the operator; a card
+of a live process is not taken over; the card written holds no secret the gateway knows; a
+2026-07-28 client's call sent again waits on its restored card. The processes are
+:class:`PendingApprovals` over one real embedded approvals file; a killed one is the row it
+left (what SIGKILL leaves; tests/gateway/test_console_approval_restart.py kills a real one)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.core._secrets import Redactor
+from sagents.errors import StoreError
+from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.store._embedded import call_digest
+from sagents.store._held import HeldApproval
+from sagents.store._sqlite_approvals import SqliteApprovals
+from sagents.tool._approval import ApprovalRequest
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "s3cr3t-value-0123456789"
+ARGUMENTS = {"sn": "A"}
+
+
+async def gone(asker: str) -> bool:
+    return asker != "local/alive"
+
+
+def store_of(tmp_path: Path) -> SqliteApprovals:
+    return SqliteApprovals(tmp_path / "approvals.sqlite3", ttl_s=600)
+
+
+def process(tmp_path: Path, asker: str, *, redactor: Redactor | None = None) -> PendingApprovals:
+    pending = PendingApprovals(timeout_s=600)
+    redact = redactor.redact_json if redactor else None
+    pending.use_store(store_of(tmp_path), asker=asker, gone=gone, redact=redact)
+    return pending
+
+
+def card(arguments: Mapping[str, object] = ARGUMENTS) -> PendingApproval:
+    request = ApprovalRequest.for_tool_call(
+        "fleet__configure", arguments, permission="write", session_id="s1"
+    )
+    return PendingApproval.for_request(request, owner="alice")
+
+
+async def left_by_a_killed_process(
+    tmp_path: Path, item: PendingApproval, binding: str = ""
+) -> None:
+    await store_of(tmp_path).hold(
+        HeldApproval(
+            approval_id=item.approval_id,
+            binding=binding,
+            call=call_digest("fleet__configure", ARGUMENTS),
+            card=json.dumps(item.stored()),
+            asker="local/killed",
+            asked_at=item.created,
+            expires_at=item.created + 600,
+        )
+    )
+
+
+async def restarted_after(tmp_path: Path, item: PendingApproval, binding: str) -> PendingApprovals:
+    """A process started after one that was killed while ``item`` waited."""
+    await left_by_a_killed_process(tmp_path, item, binding=binding)
+    restarted = process(tmp_path, "local/new")
+    await restarted.refresh()
+    return restarted
+
+
+async def until_pending(pending: PendingApprovals) -> None:
+    while not pending.pending():
+        await pending.changed()
+
+
+async def test_a_restored_card_is_answered_once_by_its_principal_or_the_operator(
+    tmp_path: Path,
+) -> None:
+    item = card()
+    with anyio.fail_after(20):
+        await left_by_a_killed_process(tmp_path, item)
+        restarted, other = process(tmp_path, "local/new"), process(tmp_path, "local/other")
+        await restarted.refresh()
+        await other.refresh()
+        shown = restarted.pending(owner="alice")
+        hidden = restarted.pending(owner="mallory")
+        foreign = await restarted.settle(item.approval_id, "allow_once", by="mallory")
+        with pytest.raises(ValueError, match="not offered"):
+            await restarted.settle(item.approval_id, "allow_session", by=None)
+        first = await restarted.settle(item.approval_id, "allow_once", by="alice")
+        second = await other.settle(item.approval_id, "deny", by=None)  # another process
+        await restarted.refresh()
+        after = restarted.pending()
+        taken = await store_of(tmp_path).take("", "fleet__configure", ARGUMENTS)
+    assert [i.approval_id for i in shown] == [item.approval_id]
+    assert (shown[0].restored, shown[0].resumable, shown[0].rememberable) == (True, False, False)
+    assert hidden == []
+    assert (foreign, first, second) == (False, True, False)
+    assert after == []
+    assert taken is None  # a handshake-era card: nothing can send its call again
+
+
+async def test_a_card_of_a_live_process_is_not_taken_over_and_is_released_when_answered(
+    tmp_path: Path,
+) -> None:
+    alive = process(tmp_path, "local/alive")
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alive.ask, card())
+            await until_pending(alive)
+            held = await store_of(tmp_path).held()
+            other = process(tmp_path, "local/other")
+            await other.refresh()
+            taken = other.pending()
+            assert alive.answer(alive.pending()[0].approval_id, "deny", by=None)
+        held_after = await store_of(tmp_path).held()
+    assert len(held) == 1
+    assert taken == []
+    assert held_after == []  # the call went on: released from the store
+
+
+async def test_a_held_card_holds_no_secret_the_gateway_knows(tmp_path: Path) -> None:
+    pending = process(tmp_path, "local/alive", redactor=Redactor({"API_KEY": SECRET}))
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pending.ask, card({"sn": "A", "key": SECRET}))
+            await until_pending(pending)
+            held = await store_of(tmp_path).held()
+            on_disk = (tmp_path / "approvals.sqlite3").read_bytes()
+            tg.cancel_scope.cancel()
+    assert len(held) == 1
+    assert SECRET not in held[0].card
+    assert "[redacted:API_KEY]" in held[0].card
+    assert SECRET.encode() not in on_disk
+
+
+async def test_a_2026_call_sent_again_waits_on_its_restored_card_and_its_answer_releases_it(
+    tmp_path: Path,
+) -> None:
+    item = card()
+    call = call_digest("fleet__configure", ARGUMENTS)
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
+        restored = restarted.pending()
+        async with anyio.create_task_group() as tg:
+
+            async def again() -> None:
+                answers.append(await restarted.ask(card(), binding="client-b", call=call))
+
+            tg.start_soon(again)
+            while restarted.pending()[0].restored:
+                await restarted.changed()
+            waiting = restarted.pending()
+            assert restarted.answer(item.approval_id, "allow_once", by="alice")
+        held_after = await store_of(tmp_path).held()
+    assert restored[0].resumable
+    assert [i.approval_id for i in waiting] == [item.approval_id]  # the same card, no second
+    assert answers == ["allow_once"]
+    assert held_after == []
+
+
+async def test_an_answer_recorded_after_a_restart_is_taken_once_by_its_client_and_call(
+    tmp_path: Path,
+) -> None:
+    item = card()
+    with anyio.fail_after(20):
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
+        assert await restarted.settle(item.approval_id, "allow_once", by=None)
+        store = store_of(tmp_path)
+        foreign = await store.take("client-c", "fleet__configure", ARGUMENTS)
+        other_call = await store.take("client-b", "fleet__configure", {"sn": "B"})
+        taken = await store.take("client-b", "fleet__configure", ARGUMENTS)
+        replayed = await store.take("client-b", "fleet__configure", ARGUMENTS)
+    assert (foreign, other_call) == (None, None)
+    assert (taken, replayed) == ("allow_once", None)
+
+
+async def test_an_answer_the_store_cannot_record_is_an_error_and_the_card_stays(
+    tmp_path: Path,
+) -> None:
+    item = card()
+    with anyio.fail_after(20):
+        restarted = await restarted_after(tmp_path, item, binding="client-b")
+        (tmp_path / "approvals.sqlite3").write_bytes(b"not a database, " * 256)
+        with pytest.raises(StoreError) as raised:
+            await restarted.settle(item.approval_id, "allow_once", by=None)
+        shown = restarted.pending()
+    assert "approvals.sqlite3" in str(raised.value)
+    assert [i.approval_id for i in shown] == [item.approval_id]  # it may be answered again
