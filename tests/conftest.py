@@ -7,6 +7,12 @@ its own, with its own directory.
 Tests of the modules and node ids in :data:`SLOW` are marked ``slow``: they start real
 sandboxes, the installed ``sagents`` command, Node clients or many server processes.
 ``scripts/test.sh --fast`` (``pytest -m "not slow"``) leaves them out.
+
+Property tests (hypothesis) take their example count from a settings profile, not from each test:
+``ci`` (the default, what ``scripts/test.sh`` and CI run), ``dev`` (a quick local pass) and
+``thorough`` (ten times ``ci``: run it after changing a tested area). Choose one with
+``pytest --hypothesis-profile=NAME`` or ``SAGENTS_HYPOTHESIS_PROFILE=NAME``. A test whose every
+example starts an event loop or walks a large value states its own, lower count.
 """
 
 import os
@@ -16,6 +22,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, postgres_server
 
@@ -64,6 +71,14 @@ SLOW = frozenset(
     }
 )
 """Modules (``path``) and tests (``path::name``) of the slow tier."""
+
+
+# No deadline in any profile: a loaded machine (the suite runs in parallel on shared cores) makes
+# an example's time say nothing about the code.
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("dev", max_examples=20, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("SAGENTS_HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from hypothesis import settings
+
 from tests.conftest import SLOW
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,3 +32,27 @@ def test_the_test_script_has_a_fast_tier_and_runs_in_parallel() -> None:
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert '"not slow"' in script
     assert "--dist loadscope" in script
+
+
+def _stated_example_counts() -> dict[str, int]:
+    """``path:line`` of every ``max_examples=N`` a test module states itself, with ``N``."""
+    counts: dict[str, int] = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "conftest.py":  # where the profiles are
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "max_examples":
+                assert isinstance(node.value, ast.Constant), f"{path}:{node.value.lineno}"
+                counts[f"{path.relative_to(ROOT)}:{node.value.lineno}"] = node.value.value
+    return counts
+
+
+def test_property_tests_take_their_example_count_from_the_profile() -> None:
+    assert settings.get_profile("ci").deadline is None
+    assert settings.get_profile("dev").max_examples < settings.get_profile("ci").max_examples
+    assert settings.get_profile("thorough").max_examples > settings.get_profile("ci").max_examples
+    ci = settings.get_profile("ci").max_examples
+    stated = _stated_example_counts()
+    above = {place: count for place, count in stated.items() if count >= ci}
+    assert not above, f"more examples than the ci profile's {ci}: use the profile ({above})"
+    assert stated, "the lower counts of the costly property tests are found"

@@ -118,7 +118,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(json_values, st.integers(min_value=40, max_value=400))
 def test_truncated_json_always_parses_and_fits(value: Any, budget: int) -> None:
     text = truncate_json(value, budget)
@@ -126,7 +126,7 @@ def test_truncated_json_always_parses_and_fits(value: Any, budget: int) -> None:
     assert default_token_counter().count(text) <= budget
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.text(min_size=0, max_size=3000), st.integers(min_value=60, max_value=300))
 def test_truncated_text_is_made_of_exact_pieces_of_the_original(text: str, budget: int) -> None:
     result = truncate_text(text, budget)

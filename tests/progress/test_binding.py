@@ -318,7 +318,7 @@ def portal() -> Iterator[BlockingPortal]:
         yield running
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(pieces=pieces, flush_bytes=st.integers(min_value=1, max_value=64))
 def test_delivered_text_equals_emitted_text_in_order(
     portal: BlockingPortal, pieces: list[tuple[str, Any, float]], flush_bytes: int

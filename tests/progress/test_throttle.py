@@ -111,7 +111,7 @@ def portal() -> Iterator[BlockingPortal]:
         yield running
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(gaps=st.lists(st.sampled_from([0.0, 0.1, 0.3, 0.7, 1.0, 2.5]), min_size=1, max_size=25))
 def test_running_snapshots_are_at_most_one_per_second_and_the_last_arrives(
     portal: BlockingPortal,

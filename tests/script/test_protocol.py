@@ -25,7 +25,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(args=st.dictionaries(st.text(), json_values, max_size=5), request_id=st.integers())
 def test_a_call_request_round_trips(args: dict[str, Any], request_id: int) -> None:
     line = p.encode_line({"id": request_id, "op": "call", "tool": "t", "args": args})
@@ -33,13 +33,13 @@ def test_a_call_request_round_trips(args: dict[str, Any], request_id: int) -> No
     assert request == p.CallRequest(id=request_id, tool="t", args=args)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(value=json_values)
 def test_an_ok_reply_round_trips(value: Any) -> None:
     assert p.parse_reply(p.encode_ok_reply(3, value)) == (3, True, value)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(data=st.binary(max_size=200))
 def test_arbitrary_bytes_parse_or_raise_protocol_error(data: bytes) -> None:
     try:
@@ -153,7 +153,6 @@ HOSTILE_OBJECTS = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(HOSTILE_OBJECTS)
 def test_strict_decoding_agrees_with_the_key_by_key_hook(text: str) -> None:
     line = text.encode()
@@ -165,7 +164,6 @@ def test_strict_decoding_agrees_with_the_key_by_key_hook(text: str) -> None:
     assert decoded == expected
 
 
-@settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_a_line_is_encoded_as_json_dumps_encodes_it(value: Any) -> None:
     expected = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sagents.script import _records as records_module
@@ -167,7 +167,6 @@ def test_the_calls_log_stops_at_its_cap_with_one_last_line_saying_so(
 TEXTS = st.text() | st.sampled_from(["\ud800 lone", 'é\n"\\', "\x00\x1f\u2028"])
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     tool=TEXTS,
     arguments=st.dictionaries(TEXTS, st.none() | st.booleans() | st.integers() | TEXTS, max_size=4),

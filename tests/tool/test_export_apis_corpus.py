@@ -19,7 +19,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -533,7 +533,6 @@ def _hoist_defs(schema: Schema) -> Schema:
     return dict(hoisted)
 
 
-@settings(max_examples=100, deadline=None)
 @given(obj(2))
 def test_every_valid_input_stays_valid_for_gemini_and_anthropic(pair: Pair) -> None:
     schema, instance = _hoist_defs(pair[0]), pair[1]
@@ -590,7 +589,6 @@ def _hostile() -> st.SearchStrategy[Any]:
     )
 
 
-@settings(max_examples=300, deadline=None)
 @given(_hostile(), _hostile())
 def test_any_valid_schema_exports_or_is_refused_with_a_schema_export_error(
     root: Any, definition: Any
@@ -613,7 +611,6 @@ def test_any_valid_schema_exports_or_is_refused_with_a_schema_export_error(
         assert refusal is None or (refusal.message and "path" in refusal.details)
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=6, unique=True))
 def test_every_gemini_name_leads_back_to_its_tool(names: list[str]) -> None:
     tm = ToolManager()

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import anyio
 import jsonschema
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import Field
 
@@ -81,7 +81,6 @@ ARGUMENTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(ARGUMENTS)
 def test_the_compiled_check_agrees_with_the_jsonschema_package(arguments: dict[str, Any]) -> None:
     expected = jsonschema.Draft202012Validator(SCHEMA).is_valid(arguments)
@@ -194,7 +193,6 @@ def _as_is_local() -> tuple[Any, ArgumentValidator]:
     return local, ArgumentValidator(local.spec.input_schema, check=False)
 
 
-@settings(max_examples=400, deadline=None)
 @given(AS_IS_ARGUMENTS)
 @example({"count": 9.223372036854776e18})  # an integer to the schema, too large for pydantic
 def test_arguments_passed_as_they_are_equal_what_pydantic_binds(arguments: dict[str, Any]) -> None:
@@ -252,7 +250,6 @@ SCALAR_ARGUMENTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(SCALAR_ARGUMENTS)
 @example({"count": 2**63})  # an integer past 64 bits: measured and bound the general way
 @example({"count": True})  # a bool is not an integer to the schema

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -244,7 +244,6 @@ def member(draw: st.DrawFn) -> Schema:
     return schema
 
 
-@settings(max_examples=300, deadline=None)
 @given(member(), member())
 def test_a_merged_conjunction_accepts_exactly_what_both_members_accept(
     first: Schema, second: Schema
@@ -273,7 +272,6 @@ def object_member(draw: st.DrawFn) -> Schema:
 OBJECTS = st.dictionaries(st.sampled_from(["a", "b", "c"]), st.sampled_from(VALUES), max_size=3)
 
 
-@settings(max_examples=300, deadline=None)
 @given(object_member(), object_member(), st.lists(OBJECTS, min_size=5, max_size=10))
 def test_merged_objects_accept_exactly_what_both_members_accept(
     first: Schema, second: Schema, samples: list[dict[str, Any]]
@@ -305,7 +303,6 @@ def conjunction_tool(draw: st.DrawFn) -> Schema:
     return schema
 
 
-@settings(max_examples=300, deadline=None)
 @given(conjunction_tool())
 def test_the_strict_path_decides_conjunctions_like_the_original(schema: Schema) -> None:
     try:
@@ -383,7 +380,6 @@ def union_beside_properties(draw: st.DrawFn) -> tuple[Schema, Schema]:
 INNER = st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["x", 1, True, 2.5]), max_size=3)
 
 
-@settings(max_examples=200, deadline=None)
 @given(union_beside_properties(), st.lists(INNER, min_size=8, max_size=16))
 def test_keywords_beside_a_union_are_distributed_into_its_branches(
     schemas: tuple[Schema, Schema], samples: list[dict[str, Any]]

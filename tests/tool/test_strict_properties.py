@@ -3,7 +3,7 @@
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -118,7 +118,6 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=100, deadline=None)
 @given(obj(2))
 def test_strict_export_accepts_every_valid_input_in_its_strict_form(pair: Pair) -> None:
     schema, instance = pair
@@ -134,7 +133,6 @@ def test_strict_export_accepts_every_valid_input_in_its_strict_form(pair: Pair) 
     assert schema == before
 
 
-@settings(max_examples=100, deadline=None)
 @given(obj(2))
 def test_every_strict_object_is_closed_and_requires_all_its_properties(pair: Pair) -> None:
     strict = strict_schema(pair[0]).schema
