@@ -16,6 +16,7 @@ example starts an event loop or walks a large value states its own, lower count.
 """
 
 import os
+import resource
 import subprocess
 import tempfile
 from collections.abc import Generator, Iterator
@@ -124,6 +125,32 @@ def pytest_runtest_makereport(
     report = yield
     report.sections = [(title, _utf8_safe(content)) for title, content in report.sections]
     return report
+
+
+def _cpu_seconds() -> float:
+    """CPU time (user and system) of this process and of its children it has waited for."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """With ``SAGENTS_TEST_CPU_LOG=FILE``, append each test's CPU seconds and node id to FILE
+    (set-up and tear-down included, with the subprocesses it waited for). On a loaded machine a
+    test's wall time says little; its CPU time is what the suite's time is made of."""
+    log = os.environ.get("SAGENTS_TEST_CPU_LOG")
+    if not log:
+        return (yield)
+    before = _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{_cpu_seconds() - before:.2f} {item.nodeid}\n")
 
 
 def _new_postgres() -> Iterator[PostgresServer]:

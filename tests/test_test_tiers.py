@@ -42,8 +42,10 @@ def _stated_example_counts() -> dict[str, int]:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.keyword) and node.arg == "max_examples":
-                assert isinstance(node.value, ast.Constant), f"{path}:{node.value.lineno}"
-                counts[f"{path.relative_to(ROOT)}:{node.value.lineno}"] = node.value.value
+                place = f"{path.relative_to(ROOT)}:{node.value.lineno}"
+                assert isinstance(node.value, ast.Constant), f"{place}: not a number"
+                assert isinstance(node.value.value, int), f"{place}: not a number"
+                counts[place] = node.value.value
     return counts
 
 

@@ -6,6 +6,8 @@ sessions that reach the wrong replica are refused with a message saying why."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,8 @@ from mcp.client.session import ClientRequestContext
 
 from sagents.gateway._server import APPROVAL_INPUT_KEY
 from sagents.store._postgres import LEASE_REASON
-from tests.gateway.replicas import LEASE_S, TOKEN, client, replica
+from tests.gateway.replicas import LEASE_S, TOKEN, Replica, client, replica
+from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
 
@@ -27,6 +30,31 @@ SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(120)\n"
 ALLOW: mt.InputResponses = {
     APPROVAL_INPUT_KEY: mt.ElicitResult(action="accept", content={"decision": "allow_once"})
 }
+
+
+@dataclass
+class Pair:
+    a: Replica
+    b: Replica
+    workspaces: Path  # the shared workspace root
+    store: str
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def pair(
+    tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+) -> AsyncIterator[Pair]:
+    """Replicas A and B on one database, shared by the tests that leave both running (the killed
+    replica's test starts its own). Only one of them runs run_script: it counts every run_script
+    row of the database."""
+    root, store = tmp_path_factory.mktemp("replicas"), postgres.new_database()
+    async with replica(root, "a", store) as a, replica(root, "b", store) as b:
+        yield Pair(a=a, b=b, workspaces=root / "shared-workspaces", store=store)
 
 
 async def _never_asked(context: ClientRequestContext, params: mt.ElicitRequestParams) -> Any:
@@ -52,14 +80,12 @@ async def _background_script(mcp: Client) -> str:
 
 
 async def test_a_call_asked_on_one_replica_is_approved_on_the_other_and_cancelled_back(
-    tmp_path: Path, postgres_url: str
+    pair: Pair,
 ) -> None:
     with anyio.fail_after(120):
         async with (
-            replica(tmp_path, "a", postgres_url) as a,
-            replica(tmp_path, "b", postgres_url) as b,
-            client(a.url, elicitation_callback=_never_asked) as on_a,
-            client(b.url, elicitation_callback=_never_asked) as on_b,
+            client(pair.a.url, elicitation_callback=_never_asked) as on_a,
+            client(pair.b.url, elicitation_callback=_never_asked) as on_b,
         ):
             tools_a = sorted(t.name for t in (await on_a.list_tools()).tools)
             tools_b = sorted(t.name for t in (await on_b.list_tools()).tools)
@@ -84,20 +110,15 @@ async def test_a_call_asked_on_one_replica_is_approved_on_the_other_and_cancelle
 
 
 async def test_a_background_script_started_on_one_replica_is_seen_and_cancelled_on_the_other(
-    tmp_path: Path, postgres_url: str
+    pair: Pair,
 ) -> None:
     with anyio.fail_after(120):
-        async with (
-            replica(tmp_path, "a", postgres_url) as a,
-            replica(tmp_path, "b", postgres_url) as b,
-            client(a.url) as on_a,
-            client(b.url) as on_b,
-        ):
+        async with client(pair.a.url) as on_a, client(pair.b.url) as on_b:
             task_id = await _background_script(on_a)
             seen = await _status(on_b, task_id)
             listed = _structured(await on_b.call_tool("script_status", {}))
             cancelled = _structured(await on_b.call_tool("script_cancel", {"id": task_id}))
-    async with await psycopg.AsyncConnection.connect(postgres_url) as db:
+    async with await psycopg.AsyncConnection.connect(pair.store) as db:
         cursor = await db.execute(
             "SELECT status, data->>'records_dir' FROM sagents_audit WHERE tool = 'run_script'"
         )
@@ -106,7 +127,7 @@ async def test_a_background_script_started_on_one_replica_is_seen_and_cancelled_
     assert task_id in [t["id"] for t in listed["tasks"]]
     assert cancelled["status"] == "cancelled"
     assert [status for status, _ in rows] == ["cancelled"]
-    records = tmp_path / "shared-workspaces" / "sessions"
+    records = pair.workspaces / "sessions"
     assert len(list(records.glob(f"*/{rows[0][1]}/run.json"))) == 1  # on the shared root
 
 
@@ -132,7 +153,7 @@ async def test_a_killed_replica_has_its_running_call_failed_by_the_other_within_
 
 
 async def test_a_handshake_session_on_the_wrong_replica_is_refused_with_the_reason(
-    tmp_path: Path, postgres_url: str
+    pair: Pair,
 ) -> None:
     headers = {
         "Authorization": f"Bearer {TOKEN}",
@@ -152,11 +173,8 @@ async def test_a_handshake_session_on_the_wrong_replica_is_refused_with_the_reas
     }
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     with anyio.fail_after(120):
-        async with (
-            replica(tmp_path, "a", postgres_url) as a,
-            replica(tmp_path, "b", postgres_url) as b,
-            httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        ):
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            a, b = pair.a, pair.b
             opened = await http.post(a.url, json=initialize)
             session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
             await http.post(
