@@ -22,26 +22,24 @@ story; what stands alone lives beside it (``_run``, ``_durable``, ``_state``, ``
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, aclosing, contextmanager
 from functools import partial
 from typing import Any, Final
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectSendStream
+from opentelemetry.trace import Span
 from pydantic import ValidationError
 
 from sagents.agent._chat_model import (
     ChatModel,
     Finish,
     ModelRequest,
-    ModelResponse,
     ModelSettings,
     ReasoningDelta,
     TextDelta,
@@ -50,6 +48,7 @@ from sagents.agent._chat_model import (
     usage_sink,
 )
 from sagents.agent._compress import CompressionSettings, HistoryCompressor
+from sagents.agent._driver import in_task, relay
 from sagents.agent._durable import (
     AnsweredQuestioner,
     Check,
@@ -78,16 +77,20 @@ from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     ActiveRun,
     EventApprover,
+    RunCancelled,
     as_proxy,
     final_text,
-    forward_events,
     normalise_assistant,
     progress_hubs,
-    running_loop,
     settle_history,
     tool_message,
 )
-from sagents.agent._scripts import open_run_script, relevant_description, with_script_description
+from sagents.agent._scripts import (
+    offers_run_script,
+    open_run_script,
+    relevant_description,
+    with_script_description,
+)
 from sagents.agent._session import AgentSession, current_agent_session
 from sagents.agent._state import Approvals, Interruption, RunResult, RunState
 from sagents.agent._store_link import StoreLink
@@ -105,7 +108,7 @@ from sagents.agent._tracing import agent_span, end_model_span, model_span
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.core._tracing import end_tool_span, tool_span
+from sagents.core._tracing import attached, end_span, end_tool_span, record_error, tool_span
 from sagents.errors import (
     ContextLengthError,
     ModelError,
@@ -149,7 +152,6 @@ DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
 DEFAULT_MAX_SESSIONS = 1024
 """Sessions one agent keeps in memory; the least recently used past it are forgotten."""
 
-_EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
 _CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
 _TRUNCATED: Final = ToolResult.from_error(
@@ -302,7 +304,7 @@ class SAgent:
         self.compression = compression or CompressionSettings()
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
-        self._scopes: set[anyio.CancelScope] = set()
+        self._runs: set[ActiveRun] = set()  # the runs in progress (cancel)
         self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
@@ -416,8 +418,8 @@ class SAgent:
 
     def cancel(self) -> None:
         """Cancel every run of this agent in progress: each ends with ``done(cancelled)``."""
-        for scope in list(self._scopes):
-            scope.cancel()
+        for run in list(self._runs):
+            run.cancel()
 
     async def run_stream(
         self,
@@ -487,39 +489,23 @@ class SAgent:
             resume_into(agent_session, paused)
         else:
             agent_session.history = settle_history(as_messages(messages))
-        send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
-        # The run lives in a task this generator owns (started here, cancelled and awaited in
-        # its finally), not in a task group entered here: a task group spanning a ``yield``
-        # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
-        driver = running_loop().create_task(
-            self._drive(
-                agent_session, send, defer=approvals == "defer" or paused is not None, resume=paused
-            )
+        run = self._active_run(
+            agent_session, defer=approvals == "defer" or paused is not None, resume=paused
         )
+        sandbox = self._opens_sandbox(agent_session)
+        # The run executes in this generator's task (the consumer's), with a task of its own
+        # only for what needs one (sagents.agent._driver).
+        events = self._run_events(run, sandbox=sandbox)
         ended = False
         try:
-            async with receive:
-                while True:
-                    try:
-                        # what waits is taken without a checkpoint: one task switch less per
-                        # event (bench/bench_agent_loop.py); the wait below is one when empty
-                        event = receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        try:
-                            event = await receive.receive()
-                        except anyio.EndOfStream:
-                            break
-                    except anyio.EndOfStream:
-                        break
+            async with aclosing(in_task(events) if sandbox else events) as running:
+                async for event in running:
                     ended = ended or isinstance(event, DoneEvent)
                     yield event
-        finally:
-            driver.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([driver])
-        failure = None if driver.cancelled() else driver.exception()
-        if failure is not None and not ended:  # a bug in the loop: said, never raised
+        except Exception as failure:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
+            if ended:
+                return
             settled = settle_history(agent_session.history)
             yield DoneEvent(
                 reason="error",
@@ -653,70 +639,68 @@ class SAgent:
         except SagentsError as failure:  # StoreError, RunStateError (the key)
             logger.warning("the run's state was not stored: %s", failure)
 
-    async def _drive(
-        self,
-        state: AgentSession,
-        send: MemoryObjectSendStream[AgentEvent],
-        *,
-        defer: bool = False,
-        resume: RunState | None = None,
-    ) -> None:
-        """Run the loop; always ends with one ``done`` event (unless the consumer is gone)."""
-        hubs = progress_hubs(state.tool_manager)
+    def _active_run(
+        self, state: AgentSession, *, defer: bool, resume: RunState | None
+    ) -> ActiveRun:
         approver = state.approver or state.tool_manager.approver
-        run = ActiveRun(session=state, send=send, approver=approver, hubs=hubs, defer=defer)
+        hubs = progress_hubs(state.tool_manager)
+        run = ActiveRun(session=state, approver=approver, hubs=hubs, defer=defer)
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
+        return run
+
+    def _opens_sandbox(self, state: AgentSession) -> bool:
+        """Whether the run opens run_script's sandbox (which holds a task group for the whole
+        run: the run then executes in a task of its own, :func:`in_task`)."""
+        return (
+            self.run_script
+            and not state.tool_manager.has_tool("run_script")
+            and offers_run_script(state.tool_manager)
+        )
+
+    async def _run_events(
+        self, run: ActiveRun, *, sandbox: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The run as events; always ends with one ``done`` (unless the consumer is gone).
+
+        It holds no cancel scope, task group or context variable across a ``yield`` (each
+        step, :attr:`ActiveRun.step`, enters them for its own awaits), so that the consumer's
+        task can run it; only run_script's sandbox (``sandbox``) holds a task group for the
+        whole run, and such a run is iterated in a task of its own (:func:`in_task`).
+        """
+        state = run.session
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
-        async with send, AsyncExitStack() as stack:
-            scope = anyio.CancelScope()
+        async with AsyncExitStack() as stack:
             try:
-                # Opened here, outside the run's scopes, so that the stack closes them in order.
                 await stack.enter_async_context(run.extras)
-                for hub in hubs:
+                for hub in run.hubs:
                     queue = await stack.enter_async_context(hub.subscribe(state.session_id))
                     run.queues.append(queue)
-                await self._prepare(run, stack)
+                await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
             else:
-                questions = EventQuestioner(run, state.questioner)
-                compressor = HistoryCompressor(
-                    run,
-                    model=self.model,
-                    budget=self.max_history_tokens,
-                    settings=self.compression,
-                    system=lambda session: self._system(session, run.system_extra),
-                )
-                with (
-                    scope,
-                    state.running(
-                        approver=EventApprover(run) if approver is not None else None,
-                        compressor=compressor,
-                        questioner=questions,
-                    ),
-                ):
-                    self._scopes.add(scope)
-                    try:
-                        async with anyio.create_task_group() as tg:
-                            for queue in run.queues:
-                                tg.start_soon(forward_events, run, queue)
-                            try:
-                                with agent_span(self.model, state.session_id):
-                                    reason = await self._turns(run)
-                            except SagentsError as failure:  # the model endpoint failed
-                                reason, error = "error", failure.to_dict()
-                            except Exception as failure:  # a bug: a clear error, not a raise
-                                logger.exception("the agent loop failed")
-                                reason, error = "error", _internal(failure)
-                            finally:
-                                tg.cancel_scope.cancel()
-                    finally:
-                        self._scopes.discard(scope)
-            if scope.cancelled_caught:
-                reason = "cancelled"
+                current = agent_span(self.model, state.session_id)
+                run.step = self._steps(run, current)
+                self._runs.add(run)
+                try:
+                    async for event in self._turn_events(run):
+                        yield event
+                    reason = run.reason
+                except RunCancelled:
+                    reason = "cancelled"
+                except SagentsError as failure:  # the model endpoint failed
+                    record_error(current, failure)
+                    reason, error = "error", failure.to_dict()
+                except Exception as failure:  # a bug: a clear error, not a raise
+                    logger.exception("the agent loop failed")
+                    record_error(current, failure)
+                    reason, error = "error", _internal(failure)
+                finally:
+                    self._runs.discard(run)
+                    end_span(current)
             paused = run.paused if reason == "interrupted" else None
             run.paused = paused
             with anyio.CancelScope(shield=True):
@@ -724,49 +708,105 @@ class SAgent:
             history = list(state.history)
             if paused is not None:  # the calls settled so far after the waiting answer
                 history += [tool_message(i, c) for i, c in paused.settled.items()]
-            await run.emit(
-                DoneEvent(
-                    reason=reason,
-                    messages=tuple(as_openai_messages(history)),
-                    audit_status=state.audit_status.snapshot(),
-                    error=error,
-                    turns=run.turns,
-                    history=tuple(history),
-                    state=paused,
-                    output=run.output if reason == "stop" else None,
-                )
+            for event in run.take():
+                yield event
+            yield DoneEvent(
+                reason=reason,
+                messages=tuple(as_openai_messages(history)),
+                audit_status=state.audit_status.snapshot(),
+                error=error,
+                turns=run.turns,
+                history=tuple(history),
+                state=paused,
+                output=run.output if reason == "stop" else None,
             )
 
-    async def _turns(self, run: ActiveRun) -> DoneReason:
-        """:meth:`_model_turns`, with the usage of every other model call of the run
-        (compression, tool and workflow selection) reported as ``usage`` events."""
+    def _steps(
+        self, run: ActiveRun, current: Span | None
+    ) -> Callable[[], AbstractContextManager[None]]:
+        """The run's :attr:`ActiveRun.step`: cancellable, with the run's approver, compressor,
+        questioner, usage sink (the usage of every other model call of the run, from
+        compression, tool and workflow selection, as ``usage`` events) and span."""
+        state = run.session
+        approver = EventApprover(run) if run.approver is not None else None
+        questions = EventQuestioner(run, state.questioner)
+        compressor = HistoryCompressor(
+            run,
+            model=self.model,
+            budget=self.max_history_tokens,
+            settings=self.compression,
+            system=lambda session: self._system(session, run.system_extra),
+        )
 
         async def report(purpose: str, usage: Usage) -> None:
             _count(run, usage)
             await run.emit(_usage_event(run.turns, usage, purpose))
 
-        token = usage_sink.set(report)
-        try:
-            return await self._model_turns(run)
-        finally:
-            usage_sink.reset(token)
+        @contextmanager
+        def step() -> Iterator[None]:
+            with (
+                run.cancellable(),
+                attached(current),
+                state.running(approver=approver, compressor=compressor, questioner=questions),
+            ):
+                token = usage_sink.set(report)
+                try:
+                    yield
+                finally:
+                    usage_sink.reset(token)
 
-    async def _model_turns(self, run: ActiveRun) -> DoneReason:
+        return step
+
+    async def _turn_events(self, run: ActiveRun) -> AsyncGenerator[AgentEvent, None]:
+        """The run's model turns and tool calls as events; why they ended in
+        :attr:`ActiveRun.reason`.
+
+        Raises:
+            RunCancelled: the run was cancelled.
+            SagentsError: the model endpoint failed; the answer did not fit ``output_type``.
+        """
         state = run.session
         if run.resume is not None:
-            await self._resume_calls(run, run.resume)
+            async for event in relay(run, partial(self._resume_calls, run, run.resume)):
+                yield event
             if run.resume.cancelled:
-                return "cancelled"
+                run.reason = "cancelled"
+                return
         elif self.workflow_selection is not None:
-            run.system_extra = await self.workflow_selection.select(run)
+            with run.step():
+                run.system_extra = await self.workflow_selection.select(run)
         while True:
+            for event in run.take():
+                yield event
             if run.turns >= self.max_turns:
-                return "max_turns"
+                run.reason = "max_turns"
+                return
             run.turns += 1
-            if state.run_compressor is not None:
-                await state.run_compressor.compress_if_over_budget()
-            tools = await self._offered_tools(run)
-            turn = await self._model_turn(run, tools)
+            with run.step():
+                if state.run_compressor is not None:
+                    await state.run_compressor.compress_if_over_budget()
+                tools = await self._offered_tools(run)
+            compressed = False
+            while True:  # a request the model finds too long: compressed, sent once more
+                try:
+                    async for event in self._stream_turn(run, tools):
+                        yield event
+                    break
+                except ContextLengthError:
+                    if compressed or self.max_history_tokens is None:
+                        raise
+                    with run.step():
+                        compressor = state.run_compressor
+                        report = (
+                            None
+                            if compressor is None
+                            else await compressor.compress(reason="context_length")
+                        )
+                    if report is None or not report["compressed"]:
+                        raise
+                    compressed = True
+            turn = run.response
+            assert turn is not None  # set by _stream_turn
             message = normalise_assistant(turn.message)
             state.history.append(message)
             await run.emit(MessageEvent(message=message.to_openai()))
@@ -775,20 +815,28 @@ class SAgent:
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.tool_calls
             if not calls:
-                if self._output is None or await self._take_output(run, message):
-                    return "stop"
+                if self._output is None:
+                    run.reason = "stop"
+                    return
+                with run.step():
+                    fits = await self._take_output(run, message)
+                if fits:
+                    run.reason = "stop"
+                    return
                 continue  # the answer did not fit output_type: asked again
             if turn.finish_reason == "length":  # cut by the output limit: run none of it
-                await self._run_calls(
-                    run, calls, set(), refused=dict.fromkeys((c.id for c in calls), _TRUNCATED)
-                )
-                continue
-            cap = self.max_tool_calls_per_answer
-            refused = dict.fromkeys((c.id for c in calls[cap:]), self._too_many(len(calls)))
-            offered = {t["function"]["name"] for t in tools}
-            await self._run_calls(run, calls, offered, refused=refused)
+                refused = dict.fromkeys((c.id for c in calls), _TRUNCATED)
+                offered: set[str] = set()
+            else:
+                cap = self.max_tool_calls_per_answer
+                refused = dict.fromkeys((c.id for c in calls[cap:]), self._too_many(len(calls)))
+                offered = {t["function"]["name"] for t in tools}
+            work = partial(self._run_calls, run, calls, offered, refused=refused)
+            async for event in relay(run, work):
+                yield event
             if run.paused is not None:
-                return "interrupted"
+                run.reason = "interrupted"
+                return
 
     async def _take_output(self, run: ActiveRun, answer: Message) -> bool:
         """Validate a final answer into ``output_type`` (``run.output``): True when it fits;
@@ -810,30 +858,17 @@ class SAgent:
             return False
         return True
 
-    async def _model_turn(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelResponse:
-        """One model call, its text and reasoning passed on as they stream. With automatic
-        compression on (``max_history_tokens``), a request the model finds too long is
-        compressed and sent once more."""
-        state = run.session
-        compressed = False
-        while True:
-            try:
-                return await self._stream_turn(run, self._system(state, run.system_extra), tools)
-            except ContextLengthError:
-                if compressed or self.max_history_tokens is None or state.run_compressor is None:
-                    raise
-                report = await state.run_compressor.compress(reason="context_length")
-                if not report["compressed"]:
-                    raise
-                compressed = True
-
     async def _stream_turn(
-        self, run: ActiveRun, system: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelResponse:
+        self, run: ActiveRun, tools: list[dict[str, Any]]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """One model call, its text and reasoning passed on as they stream; its answer in
+        :attr:`ActiveRun.response`. Each read of the stream is a step of its own (cancellable,
+        the model call's span current): nothing is held across a ``yield``."""
         history = run.session.history
         lead = sum(1 for m in history if m.role == "system")
         if any(m.role != "system" for m in history[:lead]):
             lead = 0  # system messages inside the history stay where they are
+        system = self._system(run.session, run.system_extra)
         prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
         call = ModelRequest(
             system_prompt="\n\n".join(prompts),
@@ -843,25 +878,36 @@ class SAgent:
             output=None if self._output is None else self._output.schema,
         )
         finish: Finish | None = None
-        with model_span(self.model) as current:
-            stream = self.model.stream(call)
-            try:
-                async for item in stream:
+        with run.step():  # the agent's span current: the model call's is its child
+            current = model_span(self.model)
+        stream = self.model.stream(call)
+        try:
+            while True:
+                with run.cancellable(), attached(current):
+                    try:
+                        item = await anext(stream)
+                    except StopAsyncIteration:
+                        break
+                if isinstance(item, TextDelta | ReasoningDelta):
+                    if run.waiting():  # progress published meanwhile goes out first
+                        for event in run.take():
+                            yield event
                     if isinstance(item, TextDelta):
-                        await run.emit(MessageDeltaEvent(delta=item.text))
-                    elif isinstance(item, ReasoningDelta):
-                        await run.emit(ReasoningDeltaEvent(delta=item.text))
-                    elif isinstance(item, Finish):
-                        finish = item
-                        end_model_span(current, item.response)
-            finally:
-                await close_stream(stream)
+                        yield MessageDeltaEvent(delta=item.text)
+                    else:
+                        yield ReasoningDeltaEvent(delta=item.text)
+                elif isinstance(item, Finish):
+                    finish = item
+                    end_model_span(current, item.response)
+        finally:
+            await close_stream(stream)
+            end_span(current)
         if finish is None:
             raise ModelError(
                 f"the model {self.model.model!r} ended its answer without a finish",
                 hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
             )
-        return finish.response
+        run.response = finish.response
 
     def _too_many(self, count: int) -> ToolResult:
         cap = self.max_tool_calls_per_answer
@@ -872,11 +918,12 @@ class SAgent:
             hint=f"Make at most {cap} calls in one answer; repeat the ones you still need.",
         )
 
-    async def _prepare(self, run: ActiveRun, stack: AsyncExitStack) -> None:
-        """Session set-up before the first turn: run_script, skills (``init_more``)."""
+    async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
+        """Session set-up before the first turn: run_script (when ``sandbox``: see
+        :meth:`_opens_sandbox`), skills (``init_more``)."""
         state = run.session
-        sandbox = None
-        if self.run_script and not state.tool_manager.has_tool("run_script"):
+        opened_sandbox = None
+        if sandbox:
             opened = await open_run_script(
                 stack,
                 proxy=state.tool_manager,
@@ -886,12 +933,12 @@ class SAgent:
                 settings=self.script_settings,
             )
             if opened is not None:
-                tool, sandbox = opened
+                tool, opened_sandbox = opened
                 # with suggestion, each pick puts its request's most relevant tools first
                 run.extras.register_tool(tool.as_tool())
                 run.extra_names.add("run_script")
                 run.script_tool = tool
-        await state.init_more(sandbox=sandbox)
+        await state.init_more(sandbox=opened_sandbox)
         restored, state.restored_skills = state.restored_skills, []
         for name in restored:  # loaded by a stored session or a paused run: loaded again
             if state.skills is None:

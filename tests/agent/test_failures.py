@@ -21,7 +21,14 @@ from sagents.testing import (
     tool_call,
 )
 from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of, tool_messages
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    WatchedModel,
+    assert_settled_once,
+    collect,
+    done_of,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -126,6 +133,25 @@ async def test_agent_cancel_mid_stream_stops_the_model_stream_and_adds_no_partia
     done = done_of(events)
     assert done.reason == "cancelled"
     assert list(done.messages) == USER
+
+
+async def test_cancelling_the_consumer_mid_stream_closes_the_model_stream() -> None:
+    slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=2)
+    async with ScriptedModel([slow]) as model:
+        watched = WatchedModel(model.chat_model())
+        agent = SAgent(model=watched)
+        context = SessionContext(session_id="consumer-cancel-stream")
+        with anyio.fail_after(RUN_TIMEOUT_S), anyio.CancelScope() as scope:
+            stream = agent.run_stream(USER, tool_manager=ToolManager(), session_context=context)
+            async with aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, MessageDeltaEvent):
+                        scope.cancel()  # the next read of the hanging stream is cancelled
+        assert scope.cancelled_caught
+        assert watched.closed.is_set()
+    state = agent.session("consumer-cancel-stream")
+    assert state is not None
+    assert list(state.messages) == USER  # no partial answer
 
 
 async def test_http_429_is_retried_after_retry_after_and_the_run_succeeds() -> None:
