@@ -2,7 +2,8 @@
 ``SAgent.run``), with a task of its own only where it needs concurrency.
 
 A run is an async generator of events (``SAgent._run_events``) that holds no cancel scope, task
-group or context variable across a ``yield``: each step enters them for its own ``await`` and
+group or context variable across a ``yield`` (and closes each generator it iterates, so that
+closing the run stops everything at once): each step enters them for its own ``await`` and
 leaves them before the events go out. So the consumer's task can iterate it directly, and a text
 turn pays no task switch for being an agent run (bench/bench_agent_loop.py). Two things need
 more, and get it here:
@@ -62,8 +63,9 @@ async def relay(
             raise failure
 
     try:
-        async for event in _from_task(batch):
-            yield event
+        async with aclosing(_from_task(batch)) as relayed:
+            async for event in relayed:
+                yield event
     finally:
         run.send = None
 
@@ -82,8 +84,9 @@ async def in_task(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[Ag
             async for event in events:
                 await send.send(event)
 
-    async for event in _from_task(pump):
-        yield event
+    async with aclosing(_from_task(pump)) as relayed:
+        async for event in relayed:
+            yield event
 
 
 async def _from_task(
