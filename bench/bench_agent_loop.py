@@ -282,7 +282,7 @@ async def _counted(turn: Callable[[], Awaitable[None]]) -> tuple[float, float]:
 
 
 async def count() -> None:
-    print(_HEADER + "   (event-loop callbacks per turn; loop iterations in brackets)")
+    print(_HEADER + "   (event-loop callbacks per turn; each second row: loop iterations)")
     for api in APIS:
         for stream in (True, False):
             async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
