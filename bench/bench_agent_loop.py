@@ -7,11 +7,16 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
 - baseline: the provider's official client making the same request, the same tool offered
   (``AsyncOpenAI``'s ``chat.completions`` or ``responses``, ``AsyncAnthropic``'s
   ``messages``, ``google-genai``'s ``aio.models``), and reading the whole answer;
-- text turn: one ``SAgent.run_stream`` run whose model answers with text (one model call);
+- text turn: one ``SAgent.run_stream`` run whose model answers with text (one model call),
+  and the same through ``SAgent.run``;
 - tool turn: one run with one local tool call (two model calls), against two bare calls.
 
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
 load). The server runs in this process, so its time is in both sides.
+
+``--count``: instead of CPU time, the event-loop callbacks (``call_soon``) and loop iterations
+(selector waits) per turn, server included, on a loop that counts them: a deterministic figure
+of the task switching a turn costs, where CPU time varies with the machine's load.
 
 ``--peers``: the same turns on Chat Completions for SAgent, the bare ``openai`` client,
 pydantic-ai's ``Agent`` and the OpenAI Agents SDK's ``Runner`` (``bench/setup-peers.sh``
@@ -22,14 +27,17 @@ so that each side's CPU time is its own client's only.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import os
+import selectors
 import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, TypeVarTuple, Unpack
 
 import anyio
 from anthropic import AsyncAnthropic
@@ -158,52 +166,131 @@ def _bare(
     return gemini, gemini_client.aio
 
 
-async def _measure(api: str, stream: bool) -> tuple[float, float, float, float]:
+Turns = dict[str, Callable[[], Awaitable[None]]]
+
+
+async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, Any]:
+    """The bare client's turns and SAgent's (``run_stream`` and ``run``), and the client."""
+    agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
+    manager = ToolManager()
+    manager.register_tool(lookup)
+    bare, client = _bare(api, server.base_url, stream, manager)
+
+    async def bare_two_calls() -> None:
+        await bare()
+        await bare()
+
+    def streamed(text: str) -> Callable[[], Awaitable[None]]:
+        messages = [{"role": "user", "content": text}]
+
+        async def run() -> None:
+            async with aclosing(agent.run_stream(messages, tool_manager=manager)) as events:
+                async for _event in events:
+                    pass
+
+        return run
+
+    def whole(text: str) -> Callable[[], Awaitable[None]]:
+        messages = [{"role": "user", "content": text}]
+
+        async def run() -> None:
+            await agent.run(messages, tool_manager=manager)
+
+        return run
+
+    turns = {
+        "bare": bare,
+        "text": streamed("hello"),
+        "run text": whole("hello"),
+        "2 bare": bare_two_calls,
+        "tool": streamed("use the tool"),
+        "run tool": whole("use the tool"),
+    }
+    for turn in turns.values():  # warm up every path
+        await turn()
+    return turns, client
+
+
+async def _close(client: Any) -> None:
+    await client.aclose() if hasattr(client, "aclose") else await client.close()
+
+
+async def _measure(api: str, stream: bool) -> dict[str, float]:
     async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
-        agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
-        manager = ToolManager()
-        manager.register_tool(lookup)
-        bare, client = _bare(api, server.base_url, stream, manager)
-
-        async def bare_two_calls() -> None:
-            await bare()
-            await bare()
-
-        def agent_turn(text: str) -> Callable[[], Awaitable[None]]:
-            messages = [{"role": "user", "content": text}]
-
-            async def run() -> None:
-                async with aclosing(agent.run_stream(messages, tool_manager=manager)) as events:
-                    async for _event in events:
-                        pass
-
-            return run
-
-        await bare()  # warm up both paths
-        await agent_turn("hello")()
-        results = (
-            await _median_ms(bare),
-            await _median_ms(agent_turn("hello")),
-            await _median_ms(bare_two_calls),
-            await _median_ms(agent_turn("use the tool")),
-        )
-        await client.aclose() if hasattr(client, "aclose") else await client.close()
+        turns, client = await _turns(api, stream, server)
+        results = {name: await _median_ms(turn) for name, turn in turns.items()}
+        await _close(client)
     return results
 
 
+def _row(api: str, stream: bool, figures: dict[str, float], fmt: str) -> str:
+    mode = "stream" if stream else "whole"
+    cells = []
+    for base, sides in (("bare", ("text", "run text")), ("2 bare", ("tool", "run tool"))):
+        cells.append(f"{figures[base]:{fmt}}")
+        cells += [f"{figures[s]:{fmt}} {figures[s] / figures[base]:5.2f}x" for s in sides]
+    return f"{api:<10} {mode:<7} " + " ".join(cells)
+
+
+_HEADER = (
+    f"{'API':<10} {'mode':<7} {'bare':>7} {'run_stream, ratio':>18} {'run, ratio':>15} "
+    f"{'2 bare':>7} {'tool, ratio':>15} {'tool run, ratio':>15}"
+)
+
+
 async def main() -> None:
-    print(
-        f"{'API':<10} {'mode':<7} {'bare':>7} {'text turn':>10} {'ratio':>6} "
-        f"{'2 bare':>7} {'tool turn':>10} {'ratio':>6}   (CPU ms per turn)"
-    )
+    print(_HEADER + "   (CPU ms per turn; ratios against the bare client)")
     for api in APIS:
         for stream in (True, False):
-            bare, text, bare2, tool_turn = await _measure(api, stream)
-            mode = "stream" if stream else "whole"
-            print(
-                f"{api:<10} {mode:<7} {bare:7.2f} {text:10.2f} {text / bare:5.2f}x "
-                f"{bare2:7.2f} {tool_turn:10.2f} {tool_turn / bare2:5.2f}x"
-            )
+            print(_row(api, stream, await _measure(api, stream), "7.2f"), flush=True)
+
+
+class _CountingSelector(selectors.DefaultSelector):
+    waits = 0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        _CountingSelector.waits += 1
+        return super().select(timeout)
+
+
+_Ts = TypeVarTuple("_Ts")
+
+
+class _CountingLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop counting the callbacks scheduled on it (task steps, wake-ups)."""
+
+    callbacks = 0
+
+    def call_soon(
+        self,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        _CountingLoop.callbacks += 1
+        return super().call_soon(callback, *args, context=context)
+
+
+async def _counted(turn: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+    callbacks, waits = _CountingLoop.callbacks, _CountingSelector.waits
+    for _ in range(TURNS):
+        await turn()
+    return (
+        (_CountingLoop.callbacks - callbacks) / TURNS,
+        (_CountingSelector.waits - waits) / TURNS,
+    )
+
+
+async def count() -> None:
+    print(_HEADER + "   (event-loop callbacks per turn; each second row: loop iterations)")
+    for api in APIS:
+        for stream in (True, False):
+            async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
+                turns, client = await _turns(api, stream, server)
+                counted = {name: await _counted(turn) for name, turn in turns.items()}
+                await _close(client)
+            print(_row(api, stream, {k: c for k, (c, _w) in counted.items()}, "7.0f"))
+            print(_row("", stream, {k: w for k, (_c, w) in counted.items()}, "7.0f"), flush=True)
 
 
 PEERS_PYTHON = os.path.join(os.path.dirname(__file__), ".venv-peers", "bin", "python")
@@ -296,5 +383,9 @@ if __name__ == "__main__":
         anyio.run(_serve)
     elif "--peers" in sys.argv:
         anyio.run(peers)
+    elif "--count" in sys.argv:
+        anyio.run(
+            count, backend_options={"loop_factory": lambda: _CountingLoop(_CountingSelector())}
+        )
     else:
         anyio.run(main)

@@ -15,49 +15,33 @@ ends as interrupted with a :class:`~sagents.agent.RunState`, and ``run(state=...
 it once, in any process (:mod:`sagents.agent._durable`; docs/agent.md, "Pausing and
 resuming"). The history is kept as neutral :class:`~sagents.agent.Message` values.
 
-The module is past the 800-line soft cap on purpose: the turn, the settling of its calls and
-the pause and resume all read one ``ActiveRun`` and the agent's settings, and read best as one
-story; what stands alone lives beside it (``_run``, ``_durable``, ``_state``, ``_store_link``).
+Here: the agent's API, its sessions and store, and one run's set-up and end. Beside it: the
+turns (``_turns``), the settling of one answer's calls (``_calls``), where a run executes
+(``_driver``: in the consumer's task, a batch of tool calls in a task of its own), the run's
+state (``_run``), pausing and resuming (``_durable``, ``_state``, ``_store_link``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
-from functools import partial
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectSendStream
-from pydantic import ValidationError
 
 from sagents.agent._chat_model import (
     ChatModel,
-    Finish,
-    ModelRequest,
-    ModelResponse,
     ModelSettings,
-    ReasoningDelta,
-    TextDelta,
-    Usage,
-    close_stream,
-    usage_sink,
 )
-from sagents.agent._compress import CompressionSettings, HistoryCompressor
+from sagents.agent._compress import CompressionSettings
+from sagents.agent._driver import in_task
 from sagents.agent._durable import (
-    AnsweredQuestioner,
-    Check,
-    cancelled_result,
-    check_call,
     check_resume,
-    denied_result,
-    request_event,
     restore_session,
     resume_into,
     session_document,
@@ -66,30 +50,26 @@ from sagents.agent._events import (
     AgentEvent,
     DoneEvent,
     DoneReason,
-    MessageDeltaEvent,
-    MessageEvent,
-    ReasoningDeltaEvent,
-    UsageEvent,
 )
-from sagents.agent._messages import Message, ToolCall, as_messages, as_openai_messages
+from sagents.agent._messages import Message, as_messages, as_openai_messages
 from sagents.agent._model import model_from_string
 from sagents.agent._output import DEFAULT_OUTPUT_RETRIES, OutputType
-from sagents.agent._questions import EventQuestioner
 from sagents.agent._run import (
     ActiveRun,
     EventApprover,
+    RunCancelled,
     as_proxy,
     final_text,
-    forward_events,
-    normalise_assistant,
     progress_hubs,
-    running_loop,
     settle_history,
     tool_message,
 )
-from sagents.agent._scripts import open_run_script, relevant_description, with_script_description
+from sagents.agent._scripts import (
+    offers_run_script,
+    open_run_script,
+)
 from sagents.agent._session import AgentSession, current_agent_session
-from sagents.agent._state import Approvals, Interruption, RunResult, RunState
+from sagents.agent._state import Approvals, RunResult, RunState
 from sagents.agent._store_link import StoreLink
 from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
 from sagents.agent._suggestion import (
@@ -99,17 +79,14 @@ from sagents.agent._suggestion import (
     allowed_tools,
     check_suggest_when,
     expansion_result,
-    request_query,
 )
-from sagents.agent._tracing import agent_span, end_model_span, model_span
+from sagents.agent._tracing import agent_span
+from sagents.agent._turns import Turns
 from sagents.agent._workflows import WorkflowSelect, WorkflowSelection
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
-from sagents.core._tracing import end_tool_span, tool_span
+from sagents.core._tracing import end_span, record_error
 from sagents.errors import (
-    ContextLengthError,
-    ModelError,
-    NotAllowedError,
     RunStateError,
     SagentsError,
     SkillError,
@@ -118,10 +95,9 @@ from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
 from sagents.store._protocols import AgentStore
-from sagents.tool._approval import Approver, Decision
-from sagents.tool._call import ToolRequest
+from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
-from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC, not_offered_result
+from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC
 from sagents.tool._handler import ToolCall as HandlerCall
 from sagents.tool._provider import ToolProvider
 from sagents.tool._tool_proxy import ToolProxy
@@ -148,16 +124,6 @@ DEFAULT_MAX_TOOL_CALLS_PER_ANSWER = 128
 
 DEFAULT_MAX_SESSIONS = 1024
 """Sessions one agent keeps in memory; the least recently used past it are forgotten."""
-
-_EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the loop waits
-_SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
-_CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
-_TRUNCATED: Final = ToolResult.from_error(
-    "output_truncated",
-    "this call was not run: your answer was cut by the output token limit "
-    "(finish_reason: length) before its tool calls were complete",
-    hint="Make the call again with shorter arguments, or split the work into smaller calls.",
-)
 
 
 class SAgent:
@@ -269,6 +235,7 @@ class SAgent:
         self.output_type = output_type
         self.output_retries = output_retries
         self._output = None if output_type is None else OutputType(output_type)
+        self._turns = Turns(self, self._output)
         self.model: ChatModel = model_from_string(model) if isinstance(model, str) else model
         self.model_settings = model_settings or ModelSettings()
         self.system_prompt = system_prompt
@@ -302,7 +269,7 @@ class SAgent:
         self.compression = compression or CompressionSettings()
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
-        self._scopes: set[anyio.CancelScope] = set()
+        self._runs: set[ActiveRun] = set()  # the runs in progress (cancel)
         self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
@@ -416,8 +383,8 @@ class SAgent:
 
     def cancel(self) -> None:
         """Cancel every run of this agent in progress: each ends with ``done(cancelled)``."""
-        for scope in list(self._scopes):
-            scope.cancel()
+        for run in list(self._runs):
+            run.cancel()
 
     async def run_stream(
         self,
@@ -459,9 +426,10 @@ class SAgent:
                 raised before any event) for another session or agent, with an item left
                 undecided, or when it was resumed already.
 
-        The run executes in a task this iterator owns. A consumer that stops iterating early
-        should close the iterator (``contextlib.aclosing``) to stop the run at once; otherwise
-        it stops when the iterator is garbage-collected. Runs on asyncio.
+        The run executes in the task iterating this iterator (a batch of tool calls, and a run
+        that opens run_script's sandbox, in a task the iterator owns). A consumer that stops
+        iterating early should close the iterator (``contextlib.aclosing``) to stop the run at
+        once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio.
         """
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
@@ -487,39 +455,23 @@ class SAgent:
             resume_into(agent_session, paused)
         else:
             agent_session.history = settle_history(as_messages(messages))
-        send, receive = anyio.create_memory_object_stream[AgentEvent](_EVENT_BUFFER)
-        # The run lives in a task this generator owns (started here, cancelled and awaited in
-        # its finally), not in a task group entered here: a task group spanning a ``yield``
-        # would corrupt the consumer's cancel scopes when it leaves the loop with ``break``.
-        driver = running_loop().create_task(
-            self._drive(
-                agent_session, send, defer=approvals == "defer" or paused is not None, resume=paused
-            )
+        run = self._active_run(
+            agent_session, defer=approvals == "defer" or paused is not None, resume=paused
         )
+        sandbox = self._opens_sandbox(agent_session)
+        # The run executes in this generator's task (the consumer's), with a task of its own
+        # only for what needs one (sagents.agent._driver).
+        events = self._run_events(run, sandbox=sandbox)
         ended = False
         try:
-            async with receive:
-                while True:
-                    try:
-                        # what waits is taken without a checkpoint: one task switch less per
-                        # event (bench/bench_agent_loop.py); the wait below is one when empty
-                        event = receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        try:
-                            event = await receive.receive()
-                        except anyio.EndOfStream:
-                            break
-                    except anyio.EndOfStream:
-                        break
+            async with aclosing(in_task(events) if sandbox else events) as running:
+                async for event in running:
                     ended = ended or isinstance(event, DoneEvent)
                     yield event
-        finally:
-            driver.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([driver])
-        failure = None if driver.cancelled() else driver.exception()
-        if failure is not None and not ended:  # a bug in the loop: said, never raised
+        except Exception as failure:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
+            if ended:
+                return
             settled = settle_history(agent_session.history)
             yield DoneEvent(
                 reason="error",
@@ -653,70 +605,69 @@ class SAgent:
         except SagentsError as failure:  # StoreError, RunStateError (the key)
             logger.warning("the run's state was not stored: %s", failure)
 
-    async def _drive(
-        self,
-        state: AgentSession,
-        send: MemoryObjectSendStream[AgentEvent],
-        *,
-        defer: bool = False,
-        resume: RunState | None = None,
-    ) -> None:
-        """Run the loop; always ends with one ``done`` event (unless the consumer is gone)."""
-        hubs = progress_hubs(state.tool_manager)
+    def _active_run(
+        self, state: AgentSession, *, defer: bool, resume: RunState | None
+    ) -> ActiveRun:
         approver = state.approver or state.tool_manager.approver
-        run = ActiveRun(session=state, send=send, approver=approver, hubs=hubs, defer=defer)
+        hubs = progress_hubs(state.tool_manager)
+        run = ActiveRun(session=state, approver=approver, hubs=hubs, defer=defer)
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
+        return run
+
+    def _opens_sandbox(self, state: AgentSession) -> bool:
+        """Whether the run opens run_script's sandbox (which holds a task group for the whole
+        run: the run then executes in a task of its own, :func:`in_task`)."""
+        return (
+            self.run_script
+            and not state.tool_manager.has_tool("run_script")
+            and offers_run_script(state.tool_manager)
+        )
+
+    async def _run_events(
+        self, run: ActiveRun, *, sandbox: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The run as events; always ends with one ``done`` (unless the consumer is gone).
+
+        It holds no cancel scope, task group or context variable across a ``yield`` (each
+        step, :attr:`ActiveRun.step`, enters them for its own awaits), so that the consumer's
+        task can run it; only run_script's sandbox (``sandbox``) holds a task group for the
+        whole run, and such a run is iterated in a task of its own (:func:`in_task`).
+        """
+        state = run.session
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
-        async with send, AsyncExitStack() as stack:
-            scope = anyio.CancelScope()
+        async with AsyncExitStack() as stack:
             try:
-                # Opened here, outside the run's scopes, so that the stack closes them in order.
                 await stack.enter_async_context(run.extras)
-                for hub in hubs:
+                for hub in run.hubs:
                     queue = await stack.enter_async_context(hub.subscribe(state.session_id))
                     run.queues.append(queue)
-                await self._prepare(run, stack)
+                await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
             else:
-                questions = EventQuestioner(run, state.questioner)
-                compressor = HistoryCompressor(
-                    run,
-                    model=self.model,
-                    budget=self.max_history_tokens,
-                    settings=self.compression,
-                    system=lambda session: self._system(session, run.system_extra),
-                )
-                with (
-                    scope,
-                    state.running(
-                        approver=EventApprover(run) if approver is not None else None,
-                        compressor=compressor,
-                        questioner=questions,
-                    ),
-                ):
-                    self._scopes.add(scope)
-                    try:
-                        async with anyio.create_task_group() as tg:
-                            for queue in run.queues:
-                                tg.start_soon(forward_events, run, queue)
-                            try:
-                                with agent_span(self.model, state.session_id):
-                                    reason = await self._turns(run)
-                            except SagentsError as failure:  # the model endpoint failed
-                                reason, error = "error", failure.to_dict()
-                            except Exception as failure:  # a bug: a clear error, not a raise
-                                logger.exception("the agent loop failed")
-                                reason, error = "error", _internal(failure)
-                            finally:
-                                tg.cancel_scope.cancel()
-                    finally:
-                        self._scopes.discard(scope)
-            if scope.cancelled_caught:
-                reason = "cancelled"
+                current = agent_span(self.model, state.session_id)
+                run.step = self._turns.steps(run, current)
+                self._runs.add(run)
+                try:
+                    async with aclosing(self._turns.events(run)) as turns:
+                        async for event in turns:
+                            yield event
+                    reason = run.reason
+                except RunCancelled:
+                    reason = "cancelled"
+                except SagentsError as failure:  # the model endpoint failed
+                    record_error(current, failure)
+                    reason, error = "error", failure.to_dict()
+                except Exception as failure:  # a bug: a clear error, not a raise
+                    logger.exception("the agent loop failed")
+                    record_error(current, failure)
+                    reason, error = "error", _internal(failure)
+                finally:
+                    self._runs.discard(run)
+                    end_span(current)
             paused = run.paused if reason == "interrupted" else None
             run.paused = paused
             with anyio.CancelScope(shield=True):
@@ -724,159 +675,25 @@ class SAgent:
             history = list(state.history)
             if paused is not None:  # the calls settled so far after the waiting answer
                 history += [tool_message(i, c) for i, c in paused.settled.items()]
-            await run.emit(
-                DoneEvent(
-                    reason=reason,
-                    messages=tuple(as_openai_messages(history)),
-                    audit_status=state.audit_status.snapshot(),
-                    error=error,
-                    turns=run.turns,
-                    history=tuple(history),
-                    state=paused,
-                    output=run.output if reason == "stop" else None,
-                )
+            for event in run.take():
+                yield event
+            yield DoneEvent(
+                reason=reason,
+                messages=tuple(as_openai_messages(history)),
+                audit_status=state.audit_status.snapshot(),
+                error=error,
+                turns=run.turns,
+                history=tuple(history),
+                state=paused,
+                output=run.output if reason == "stop" else None,
             )
 
-    async def _turns(self, run: ActiveRun) -> DoneReason:
-        """:meth:`_model_turns`, with the usage of every other model call of the run
-        (compression, tool and workflow selection) reported as ``usage`` events."""
-
-        async def report(purpose: str, usage: Usage) -> None:
-            _count(run, usage)
-            await run.emit(_usage_event(run.turns, usage, purpose))
-
-        token = usage_sink.set(report)
-        try:
-            return await self._model_turns(run)
-        finally:
-            usage_sink.reset(token)
-
-    async def _model_turns(self, run: ActiveRun) -> DoneReason:
+    async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
+        """Session set-up before the first turn: run_script (when ``sandbox``: see
+        :meth:`_opens_sandbox`), skills (``init_more``)."""
         state = run.session
-        if run.resume is not None:
-            await self._resume_calls(run, run.resume)
-            if run.resume.cancelled:
-                return "cancelled"
-        elif self.workflow_selection is not None:
-            run.system_extra = await self.workflow_selection.select(run)
-        while True:
-            if run.turns >= self.max_turns:
-                return "max_turns"
-            run.turns += 1
-            if state.run_compressor is not None:
-                await state.run_compressor.compress_if_over_budget()
-            tools = await self._offered_tools(run)
-            turn = await self._model_turn(run, tools)
-            message = normalise_assistant(turn.message)
-            state.history.append(message)
-            await run.emit(MessageEvent(message=message.to_openai()))
-            if turn.usage is not None:
-                _count(run, turn.usage)
-                await run.emit(_usage_event(run.turns, turn.usage, "turn"))
-            calls = message.tool_calls
-            if not calls:
-                if self._output is None or await self._take_output(run, message):
-                    return "stop"
-                continue  # the answer did not fit output_type: asked again
-            if turn.finish_reason == "length":  # cut by the output limit: run none of it
-                await self._run_calls(
-                    run, calls, set(), refused=dict.fromkeys((c.id for c in calls), _TRUNCATED)
-                )
-                continue
-            cap = self.max_tool_calls_per_answer
-            refused = dict.fromkeys((c.id for c in calls[cap:]), self._too_many(len(calls)))
-            offered = {t["function"]["name"] for t in tools}
-            await self._run_calls(run, calls, offered, refused=refused)
-            if run.paused is not None:
-                return "interrupted"
-
-    async def _take_output(self, run: ActiveRun, answer: Message) -> bool:
-        """Validate a final answer into ``output_type`` (``run.output``): True when it fits;
-        False when it went back to the model with the errors.
-
-        Raises:
-            OutputValidationError: it did not fit and the retries are spent.
-        """
-        assert self._output is not None
-        try:
-            run.output = self._output.validate(answer.text)
-        except ValidationError as error:
-            if run.output_retries >= self.output_retries:
-                raise self._output.failure(error, answer.text, retries=run.output_retries) from None
-            run.output_retries += 1
-            retry = self._output.retry_message(error)
-            run.session.history.append(retry)
-            await run.emit(MessageEvent(message=retry.to_openai()))
-            return False
-        return True
-
-    async def _model_turn(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelResponse:
-        """One model call, its text and reasoning passed on as they stream. With automatic
-        compression on (``max_history_tokens``), a request the model finds too long is
-        compressed and sent once more."""
-        state = run.session
-        compressed = False
-        while True:
-            try:
-                return await self._stream_turn(run, self._system(state, run.system_extra), tools)
-            except ContextLengthError:
-                if compressed or self.max_history_tokens is None or state.run_compressor is None:
-                    raise
-                report = await state.run_compressor.compress(reason="context_length")
-                if not report["compressed"]:
-                    raise
-                compressed = True
-
-    async def _stream_turn(
-        self, run: ActiveRun, system: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelResponse:
-        history = run.session.history
-        lead = sum(1 for m in history if m.role == "system")
-        if any(m.role != "system" for m in history[:lead]):
-            lead = 0  # system messages inside the history stay where they are
-        prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
-        call = ModelRequest(
-            system_prompt="\n\n".join(prompts),
-            messages=tuple(history[lead:]),
-            tools=tuple(_spec_of(t) for t in tools),
-            settings=self.model_settings,
-            output=None if self._output is None else self._output.schema,
-        )
-        finish: Finish | None = None
-        with model_span(self.model) as current:
-            stream = self.model.stream(call)
-            try:
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        await run.emit(MessageDeltaEvent(delta=item.text))
-                    elif isinstance(item, ReasoningDelta):
-                        await run.emit(ReasoningDeltaEvent(delta=item.text))
-                    elif isinstance(item, Finish):
-                        finish = item
-                        end_model_span(current, item.response)
-            finally:
-                await close_stream(stream)
-        if finish is None:
-            raise ModelError(
-                f"the model {self.model.model!r} ended its answer without a finish",
-                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
-            )
-        return finish.response
-
-    def _too_many(self, count: int) -> ToolResult:
-        cap = self.max_tool_calls_per_answer
-        return ToolResult.from_error(
-            "too_many_tool_calls",
-            f"this call was not run: the answer made {count} tool calls and at most {cap} of "
-            "one answer run (SAgent max_tool_calls_per_answer)",
-            hint=f"Make at most {cap} calls in one answer; repeat the ones you still need.",
-        )
-
-    async def _prepare(self, run: ActiveRun, stack: AsyncExitStack) -> None:
-        """Session set-up before the first turn: run_script, skills (``init_more``)."""
-        state = run.session
-        sandbox = None
-        if self.run_script and not state.tool_manager.has_tool("run_script"):
+        opened_sandbox = None
+        if sandbox:
             opened = await open_run_script(
                 stack,
                 proxy=state.tool_manager,
@@ -886,12 +703,12 @@ class SAgent:
                 settings=self.script_settings,
             )
             if opened is not None:
-                tool, sandbox = opened
+                tool, opened_sandbox = opened
                 # with suggestion, each pick puts its request's most relevant tools first
                 run.extras.register_tool(tool.as_tool())
                 run.extra_names.add("run_script")
                 run.script_tool = tool
-        await state.init_more(sandbox=sandbox)
+        await state.init_more(sandbox=opened_sandbox)
         restored, state.restored_skills = state.restored_skills, []
         for name in restored:  # loaded by a stored session or a paused run: loaded again
             if state.skills is None:
@@ -915,259 +732,9 @@ class SAgent:
             run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
             run.extra_names.add(EXPAND_TOOL_NAME)
 
-    def _system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
-        parts = [self.system_prompt] if self.system_prompt else []
-        if state.skills is not None:
-            fragment = state.skills.system_prompt(max_tokens=_SKILLS_PROMPT_TOKENS)
-            if fragment:
-                parts.append(fragment)
-        if extra:  # this request's workflow or skill
-            parts.append(extra)
-        return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
-
-    async def _offered_tools(self, run: ActiveRun) -> list[dict[str, Any]]:
-        """The session's tools for this turn: a read-only session is offered only read-only
-        tools; disabled tools never; then the loop's own (skills, run_script). With
-        suggestion on, only the picked, expanded and always-included ones of the session's
-        (:mod:`sagents.agent._suggestion`)."""
-        state = run.session
-        allowed = allowed_tools(
-            state.tool_manager, state.context.permission_mode, skip=run.extra_names
-        )
-        run.allowed_names = {a.name for a in allowed}
-        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
-        if self.suggestion is None:
-            return [dict(a.exported) for a in allowed] + own
-        picks = run.turns == 1 or self.suggestion.when == "every_turn"
-        query = (
-            request_query(state.messages, every_turn=self.suggestion.when == "every_turn")
-            if picks
-            else None
-        )
-        if query is not None and run.script_tool is not None:
-            run.script_description = await relevant_description(run.script_tool, query)
-        if run.script_description is not None:
-            own = [with_script_description(t, run.script_description) for t in own]
-        return await self.suggestion.offered(state, allowed, own, query=query)
-
-    async def _run_calls(
-        self,
-        run: ActiveRun,
-        calls: Sequence[ToolCall],
-        offered: set[str],
-        *,
-        refused: Mapping[str, ToolResult],
-    ) -> None:
-        """Run one answer's tool calls and settle each exactly once, in call order; a call in
-        ``refused`` is not run: that result settles it. In a deferring run, a call that needs
-        a person is held instead: the run pauses (``run.paused``) once the others ran."""
-        state = run.session
-        results = {call_id: self._content(result) for call_id, result in refused.items()}
-        jobs: dict[str, Callable[[], Awaitable[ToolResult]]] = {}
-        held: list[Interruption] = []
-        for call in calls:
-            if call.id in refused:
-                continue
-            check = Check()
-            if run.defer and call.name in offered and call.name not in run.extra_names:
-                check = check_call(
-                    state.tool_manager,
-                    call.name,
-                    call.arguments,
-                    call_id=call.id,
-                    context=state.context,
-                    granted=run.granted(),
-                )
-            if check.held is not None:
-                held.append(check.held)
-            else:
-                jobs[call.id] = partial(self._run_call, run, call, offered, check.decision)
-        await self._settle(run, calls, results, jobs, hold=bool(held))
-        for item in held:
-            await run.emit(request_event(item, state.session_id, run.hubs[0].clock.time()))
-        if held:
-            run.paused = RunState(
-                agent=self.name,
-                session_id=state.session_id,
-                history=state.history,
-                pending=held,
-                settled=results,
-                turns=run.turns,
-                usage=run.usage,
-                audit_status=state.audit_status.snapshot(),
-                offered_tools=state.offered_tools,
-                granted=sorted(run.granted()),
-                skills=state.skills.active_skills if state.skills is not None else (),
-                system_extra=run.system_extra,
-            )
-
-    async def _resume_calls(self, run: ActiveRun, paused: RunState) -> None:
-        """Settle the calls of the answer a paused run waited on: those settled before the
-        pause keep their results (never run again), each decided item settles its call."""
-        state = run.session
-        calls = state.history[-1].tool_calls if state.history else ()
-        results = {i: c for i, c in paused.settled.items() if any(i == c_.id for c_ in calls)}
-        jobs: dict[str, Callable[[], Awaitable[ToolResult]]] = {}
-        for item in paused.pending:
-            resolution = paused.decisions[item.id]
-            call = next((c for c in calls if c.id == item.id), None)
-            if call is None:
-                continue  # not a call of that answer: nothing to settle
-            if resolution.cancelled:
-                results[item.id] = self._content(cancelled_result(resolution.reason))
-            elif resolution.answer == "deny":
-                results[item.id] = self._content(denied_result(item, resolution.reason))
-            elif resolution.questionnaire is not None:
-                jobs[item.id] = partial(
-                    self._run_answered, run, call, AnsweredQuestioner(resolution.questionnaire)
-                )
-            elif resolution.answer is not None:
-                if resolution.answer == "allow_session":
-                    state.granted.add(item.tool_name)
-                decision = Decision.from_answer(resolution.answer, {item.tool_name})
-                jobs[item.id] = partial(self._run_call, run, call, None, decision)
-        await self._settle(run, calls, results, jobs)
-
-    async def _run_answered(
-        self, run: ActiveRun, call: ToolCall, questioner: AnsweredQuestioner
-    ) -> ToolResult:
-        return await self._run_call(run, call, None, None, questioner=questioner)
-
-    async def _settle(
-        self,
-        run: ActiveRun,
-        calls: Sequence[ToolCall],
-        results: dict[str, str],
-        jobs: Mapping[str, Callable[[], Awaitable[ToolResult]]],
-        *,
-        hold: bool = False,
-    ) -> None:
-        """Run ``jobs`` (call id to its run, at most ``max_parallel_tools`` at once) into
-        ``results``, then append every call's result to the history in call order (a call
-        cancelled before it finished gets a ``cancelled`` result). With ``hold``, a run
-        about to pause, the results stay in ``results`` (the paused state's)."""
-        state = run.session
-        limiter = anyio.CapacityLimiter(self.max_parallel_tools)
-
-        async def one(call_id: str, job: Callable[[], Awaitable[ToolResult]]) -> None:
-            async with limiter:
-                result = await job()
-            results[call_id] = self._content(result)
-
-        finished = False
-        try:
-            async with anyio.create_task_group() as tg:
-                for call_id, job in jobs.items():
-                    tg.start_soon(one, call_id, job)
-            finished = True
-        finally:
-            if not (finished and hold):
-                settled = []
-                for call in calls:
-                    content = results.get(call.id)
-                    if content is None:  # cancelled before it finished
-                        content = self._content(
-                            ToolResult.from_error(
-                                "cancelled", "the call was cancelled before it finished"
-                            )
-                        )
-                    message = tool_message(call.id, content)
-                    state.history.append(message)
-                    settled.append(message)
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE_S):
-                    for message in settled:
-                        await run.emit(MessageEvent(message=message.to_openai()))
-
-    async def _run_call(
-        self,
-        run: ActiveRun,
-        call: ToolCall,
-        offered: set[str] | None,
-        decision: Decision | None,
-        *,
-        questioner: Questioner | None = None,
-    ) -> ToolResult:
-        """One call; ``offered`` None for a call a paused run already checked, ``decision``
-        the policy step's when the loop made it (a deferring run), ``questioner`` the one its
-        ``questionnaire`` asks when not the run's (a resumed call's given answer)."""
-        state = run.session
-        name, arguments = call.name, call.arguments
-        context = state.context_for_tools(questioner=questioner)
-        if offered is not None and name not in offered:
-            if name in run.allowed_names and self.suggestion is not None:
-                return not_offered_result(name)  # allowed, but not offered: expand it first
-            error = NotAllowedError(
-                f"tool {name!r} is not offered in this session",
-                hint="Call one of the tools you were given.",
-                details={"name": name},
-            )
-            if not state.tool_manager.has_tool(name) and name not in run.extra_names:
-                return ToolResult.from_error(
-                    "unknown_tool", f"no tool named {name!r}", hint=error.hint
-                )
-            return ToolResult.from_exception(error)
-        with tool_span(name, call_id=call.id, arguments=arguments) as current:
-            result = await self._call(run, call, context, decision)
-            end_tool_span(current, result.error.code if result.error else "ok", result.text)
-        return result
-
-    async def _call(
-        self, run: ActiveRun, call: ToolCall, context: SessionContext, decision: Decision | None
-    ) -> ToolResult:
-        # A failed call is already its result (ToolManager.run_tool, the one boundary).
-        if call.name in run.extra_names:
-            return await run.extras.run_tool(
-                call.name, call.arguments, context, tool_call_id=call.id, timeout=self.tool_timeout
-            )
-        if decision is not None:  # decided here: the proxy honours it and never asks
-            context = dataclasses.replace(context, decision=decision)
-        request = ToolRequest(
-            name=call.name,
-            arguments=call.arguments,
-            session_context=context,
-            tool_call_id=call.id,
-            timeout=self.tool_timeout,
-            approver=EventApprover(run) if run.approver is not None else None,
-        )
-        return await run.session.tool_manager.call(request)
-
-    def _content(self, result: ToolResult) -> str:
-        return result.to_tool_message(max_tokens=self.max_tool_result_tokens)
-
-
-def _count(run: ActiveRun, usage: Usage) -> None:
-    """Add one model call's tokens to the run's usage."""
-    for key, value in (
-        ("prompt_tokens", usage.prompt_tokens),
-        ("completion_tokens", usage.completion_tokens),
-    ):
-        run.usage[key] = run.usage.get(key, 0) + value
-
 
 def _internal(failure: BaseException) -> dict[str, Any]:
     return SagentsError(
         f"the agent loop failed: {failure!r}",
         hint="this is a bug in sagents: report it with the log; the history is settled",
     ).to_dict()
-
-
-def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
-    """The offered tool (an OpenAI function export) as the seam's ``ToolSpec``: the name the
-    model calls and the exported schema."""
-    function = tool.get("function") or {}
-    return ToolSpec(
-        name=str(function.get("name") or ""),
-        description=str(function.get("description") or ""),
-        input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
-    )
-
-
-def _usage_event(turn: int, usage: Usage, purpose: str) -> UsageEvent:
-    return UsageEvent(
-        turn=turn,
-        purpose=purpose,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        cached_tokens=usage.cached_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-    )

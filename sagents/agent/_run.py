@@ -7,15 +7,16 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from sagents.agent._events import AgentEvent
+from sagents.agent._chat_model import ModelResponse
+from sagents.agent._events import AgentEvent, DoneReason
 from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart
 from sagents.agent._session import AgentSession
 from sagents.agent._state import RunState
@@ -34,11 +35,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ActiveRun",
     "EventApprover",
+    "RunCancelled",
     "answered_call",
     "approval_message",
     "as_proxy",
     "final_text",
-    "forward_events",
     "new_call_id",
     "normalise_assistant",
     "progress_hubs",
@@ -53,12 +54,21 @@ _RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its re
 _CALL_ID_CHARS: Final = 9
 
 
-@dataclass(kw_only=True)
+class RunCancelled(Exception):
+    """The run was cancelled (:meth:`ActiveRun.cancel`, ``SAgent.cancel``): it ends with
+    ``done(reason="cancelled")``."""
+
+
+@dataclass(kw_only=True, eq=False)
 class ActiveRun:
-    """The state of one ``run_stream`` call."""
+    """The state of one ``run_stream`` call.
+
+    Its events go to :attr:`send` while a batch of tool calls runs in a task of its own, and
+    otherwise wait in :attr:`outbox` for the task iterating the run to take them
+    (:meth:`take`; :mod:`sagents.agent._driver`).
+    """
 
     session: AgentSession
-    send: MemoryObjectSendStream[AgentEvent]
     approver: Approver | None
     hubs: list[ProgressHub]
     extras: ToolManager = field(default_factory=ToolManager)
@@ -73,7 +83,15 @@ class ActiveRun:
     """run_script's description as this request's pick ranked it (tool suggestion); None: as
     registered."""
     queues: list[EventQueue] = field(default_factory=list)
+    send: MemoryObjectSendStream[AgentEvent] | None = None
+    """Where events go while a batch of tool calls runs in a task of its own."""
+    outbox: list[AgentEvent] = field(default_factory=list)
+    """Events emitted in the iterating task, waiting for its next ``yield``."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    cancelled: bool = False
+    """:meth:`cancel` was called: the run ends as cancelled at its next step."""
+    scopes: set[anyio.CancelScope] = field(default_factory=set)
+    """The cancel scopes of what the run awaits now (:meth:`cancellable`)."""
     turns: int = 0
     defer: bool = False
     """``approvals="defer"``: a call that needs a person pauses the run (:attr:`paused`)."""
@@ -87,20 +105,77 @@ class ActiveRun:
     """The final answer validated into ``output_type``, once it fits."""
     output_retries: int = 0
     """Answers sent back for not fitting ``output_type`` so far."""
+    step: Callable[[], AbstractContextManager[object]] = nullcontext
+    """A step of the run: cancellable by :meth:`cancel`, with the run's context (its
+    approver, compressor, questioner, usage sink and span) entered for the block only, never
+    across a ``yield`` (set by ``SAgent``)."""
+    response: ModelResponse | None = None
+    """The answer of the model call that ended last."""
+    reason: DoneReason = "stop"
+    """Why the turns ended."""
 
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""
         proxy = self.session.tool_manager
         return set(self.session.granted) | proxy.allowed_for_session(self.session.session_id)
 
+    def cancel(self) -> None:
+        """End the run as cancelled: what it awaits now is cancelled, and it takes no further
+        step."""
+        self.cancelled = True
+        for scope in list(self.scopes):
+            scope.cancel()
+
+    @contextmanager
+    def cancellable(self) -> Iterator[None]:
+        """A block :meth:`cancel` cancels (also when it was called before).
+
+        Raises:
+            RunCancelled: the block was cancelled by :meth:`cancel`.
+        """
+        scope = anyio.CancelScope()
+        if self.cancelled:
+            scope.cancel()
+        self.scopes.add(scope)
+        try:
+            with scope:
+                yield
+        finally:
+            self.scopes.discard(scope)
+        if scope.cancelled_caught:
+            raise RunCancelled
+
+    def take(self) -> list[AgentEvent]:
+        """The events waiting for the iterating task, in the order they came, taken."""
+        self._take_progress()
+        taken, self.outbox = self.outbox, []
+        return taken
+
+    def _take_progress(self) -> None:
+        for queue in self.queues:
+            while True:
+                try:
+                    self.outbox.append(queue.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+
+    def waiting(self) -> bool:
+        """Whether :meth:`take` would return events."""
+        return bool(self.outbox) or any(len(queue) for queue in self.queues)
+
     async def emit(self, event: AgentEvent) -> None:
+        if self.send is None:  # emitted in the iterating task: goes out at its next yield
+            self._take_progress()
+            self.outbox.append(event)
+            return
+        send = self.send
         # Fast path (bench/bench_agent_loop.py: the lock and the send's checkpoint were two
         # task switches per streamed event): with nobody draining or emitting, no progress
         # event waiting and room in the buffer, handing the event over without a wait keeps
         # the order the locked path keeps.
         if not self.lock.locked() and not any(len(queue) for queue in self.queues):
             try:
-                self.send.send_nowait(event)
+                send.send_nowait(event)
                 return
             except anyio.WouldBlock:
                 pass  # a slow consumer: wait for room below
@@ -108,24 +183,27 @@ class ActiveRun:
                 return  # the consumer has gone: the history is still settled
         async with self.lock:
             try:
-                await self._drain_unlocked()
-                await self.send.send(event)
+                await self._drain_unlocked(send)
+                await send.send(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the consumer has gone: the history is still settled
 
     async def drain(self) -> None:
+        """Send the progress events waiting (a batch of tool calls runs: :attr:`send`)."""
         async with self.lock:
+            if self.send is None:
+                return
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._drain_unlocked()
+                await self._drain_unlocked(self.send)
 
-    async def _drain_unlocked(self) -> None:
+    async def _drain_unlocked(self, send: MemoryObjectSendStream[AgentEvent]) -> None:
         for queue in self.queues:
             while True:
                 try:
                     event = queue.receive_nowait()
                 except (anyio.WouldBlock, anyio.EndOfStream):
                     break
-                await self.send.send(event)
+                await send.send(event)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an
@@ -208,15 +286,6 @@ def running_loop() -> asyncio.AbstractEventLoop:
             "SAgent.run_stream runs on asyncio (anyio's asyncio backend); no asyncio event loop "
             "is running here"
         ) from None
-
-
-async def forward_events(run: ActiveRun, queue: EventQueue) -> None:
-    """Forward a hub subscription's events as they come."""
-    while True:
-        await queue.wait_ready()
-        if queue.closed and not len(queue):
-            return
-        await run.drain()
 
 
 def as_proxy(tool_manager: ToolProvider | None) -> ToolProxy:

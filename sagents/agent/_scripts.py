@@ -38,9 +38,20 @@ from sagents.tool._approval import Approver
 from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 
-__all__ = ["open_run_script", "relevant_description", "with_script_description"]
+__all__ = [
+    "offers_run_script",
+    "open_run_script",
+    "relevant_description",
+    "with_script_description",
+]
 
 logger = logging.getLogger(__name__)
+
+
+def offers_run_script(proxy: ToolProxy) -> bool:
+    """Whether the session has an MCP tool a script could call (run_script is offered then,
+    when a sandbox starts)."""
+    return should_offer_run_script(script_callable_specs(proxy.list_specs()))
 
 
 async def open_run_script(
@@ -53,8 +64,8 @@ async def open_run_script(
     settings: RunScriptSettings | None = None,
     workspace: Path | None = None,
 ) -> tuple[RunScriptTool, Sandbox] | None:
-    """Open the session's run_script on ``stack``, or return None (logged) when the session has
-    no MCP tool a script could call or no sandbox can start here.
+    """Open the session's run_script on ``stack`` (a session :func:`offers_run_script` to), or
+    return None (logged) when no sandbox can start here.
 
     Args:
         stack: Owns the sandbox and the tool (closed with the run).
@@ -66,8 +77,6 @@ async def open_run_script(
         settings: Limits; the defaults when None.
         workspace: The host workspace; the context's, else ``<data dir>/workspace``.
     """
-    if not should_offer_run_script(script_callable_specs(proxy.list_specs())):
-        return None
     data_dir = default_data_dir()
     root = workspace or (Path(context.workspace) if context.workspace else data_dir / "workspace")
     try:

@@ -6,12 +6,10 @@ configured tracer provider none of them is opened (:func:`sagents.core._tracing.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 from opentelemetry.trace import Span, SpanKind
 
 from sagents.agent._chat_model import ChatModel, ModelResponse
-from sagents.core._tracing import span
+from sagents.core._tracing import start_span
 
 __all__ = ["agent_span", "end_model_span", "model_span", "provider_name"]
 
@@ -29,24 +27,25 @@ def provider_name(model: ChatModel) -> str | None:
     return _PROVIDERS.get(type(model).__name__)
 
 
-def agent_span(model: ChatModel, session_id: str) -> AbstractContextManager[Span | None]:
-    """The span of one agent run (``invoke_agent``)."""
+def agent_span(model: ChatModel, session_id: str) -> Span | None:
+    """The span of one agent run (``invoke_agent``), started, not current
+    (:func:`~sagents.core._tracing.start_span`: the run is an async generator)."""
     attributes = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.conversation.id": session_id,
         "gen_ai.request.model": model.model,
         "gen_ai.provider.name": provider_name(model),
     }
-    return span("invoke_agent", {k: v for k, v in attributes.items() if v is not None})
+    return start_span("invoke_agent", {k: v for k, v in attributes.items() if v is not None})
 
 
-def model_span(model: ChatModel) -> AbstractContextManager[Span | None]:
-    """The span of one model call (``chat {model}``, kind ``CLIENT``)."""
+def model_span(model: ChatModel) -> Span | None:
+    """The span of one model call (``chat {model}``, kind ``CLIENT``), started, not current."""
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model.model}
     provider = provider_name(model)
     if provider is not None:
         attributes["gen_ai.provider.name"] = provider
-    return span(f"chat {model.model}", attributes, kind=SpanKind.CLIENT)
+    return start_span(f"chat {model.model}", attributes, kind=SpanKind.CLIENT)
 
 
 def end_model_span(current: Span | None, response: ModelResponse) -> None:

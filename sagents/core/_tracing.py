@@ -28,10 +28,14 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
+    "attached",
     "capture_content",
     "content_text",
+    "end_span",
     "end_tool_span",
+    "record_error",
     "span",
+    "start_span",
     "tool_span",
     "tracing",
 ]
@@ -67,6 +71,59 @@ def span(
     return _recording(name, dict(attributes or {}), kind)
 
 
+def start_span(
+    name: str,
+    attributes: Mapping[str, Any] | None = None,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+) -> Span | None:
+    """A span named ``name``, started but not made current (:func:`attached` makes it so for
+    a block; end it with :func:`end_span`), or None when no tracer provider is configured.
+
+    For work that is not one block: an async generator must not keep a span current across a
+    ``yield`` (the consumer's code would run inside it)."""
+    if not tracing():
+        return None
+    return _tracer.start_span(
+        name,
+        kind=kind,
+        attributes=dict(attributes or {}),
+        record_exception=False,
+        set_status_on_exception=False,
+    )
+
+
+@contextmanager
+def attached(current: Span | None) -> Iterator[None]:
+    """``current`` (from :func:`start_span`) the current span while the block runs; an exception
+    leaving the block is recorded on it as :func:`span` records one. Nothing when None."""
+    if current is None:
+        yield
+        return
+    with trace.use_span(
+        current, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    ):
+        try:
+            yield
+        except Exception as error:
+            record_error(current, error)
+            raise
+
+
+def end_span(current: Span | None) -> None:
+    """End a span of :func:`start_span` (nothing when None)."""
+    if current is not None:
+        current.end()
+
+
+def record_error(current: Span | None, error: Exception) -> None:
+    """Record ``error`` on a span as :func:`span` does (nothing when None)."""
+    if current is None:
+        return
+    current.set_attribute("error.type", type(error).__qualname__)
+    current.set_status(StatusCode.ERROR, str(error))
+
+
 @contextmanager
 def _recording(name: str, attributes: dict[str, Any], kind: SpanKind) -> Iterator[Span]:
     with _tracer.start_as_current_span(
@@ -79,8 +136,7 @@ def _recording(name: str, attributes: dict[str, Any], kind: SpanKind) -> Iterato
         try:
             yield current
         except Exception as error:
-            current.set_attribute("error.type", type(error).__qualname__)
-            current.set_status(StatusCode.ERROR, str(error))
+            record_error(current, error)
             raise
 
 

@@ -78,3 +78,25 @@ def finish_of(events: Sequence[ModelEvent]) -> Finish:
     """A model call's last event, which must be its Finish."""
     assert isinstance(events[-1], Finish)
     return events[-1]
+
+
+class WatchedModel:
+    """A model (the scripted server's adapter) whose stream is watched: the task each of its
+    events is read in (:attr:`tasks`) and whether the stream was closed (:attr:`closed`)."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.tasks: list[int] = []
+        self.closed = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            async for item in self.inner.stream(request):
+                self.tasks.append(anyio.get_current_task().id)
+                yield item
+        finally:
+            self.closed.set()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -11,6 +11,7 @@ import pytest
 
 from sagents.agent import MessageDeltaEvent, OpenAIChatModel, SAgent
 from sagents.agent._model import retry_delay
+from sagents.core.events import ToolProgressEvent
 from sagents.errors import ModelConfigError
 from sagents.testing import (
     ScriptedModel,
@@ -20,8 +21,15 @@ from sagents.testing import (
     reply,
     tool_call,
 )
-from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of, tool_messages
+from sagents.tool import SessionContext, ToolManager, emit_tool_progress, tool
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    WatchedModel,
+    assert_settled_once,
+    collect,
+    done_of,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -112,6 +120,44 @@ async def test_cancelling_the_consumer_mid_tool_leaves_a_settled_history() -> No
     assert "cancelled" in tool_messages(state.messages)[0]["content"]
 
 
+async def test_closing_the_iterator_mid_tool_cancels_the_tool_and_settles_before_it_returns() -> (
+    None
+):
+    blocker = Blocker()
+    manager = blocker.manager()
+
+    @tool(permission="read_only")
+    async def reports() -> str:
+        """Report progress, then block."""
+        await emit_tool_progress("working\n")
+        await anyio.sleep_forever()
+        return "never"
+
+    manager.register_tool(reports)
+    calls = (
+        ScriptedToolCall(name="reports", id="c_reports"),
+        ScriptedToolCall(name="block", id="c_block"),
+    )
+    async with ScriptedModel([ScriptedReply(tool_calls=calls)]) as model:
+        agent = SAgent(model=model.chat_model())
+        context = SessionContext(session_id="closed-mid-tool")
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            stream = agent.run_stream(USER, tool_manager=manager, session_context=context)
+            async with aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, ToolProgressEvent):
+                        await blocker.started.wait()  # both calls run now
+                        break  # holding an event of the batch: closing stops the batch
+            # aclose has returned: the tools were cancelled and the history settled already
+            assert blocker.cancelled.is_set()
+            state = agent.session("closed-mid-tool")
+            assert state is not None
+            assert_settled_once(state.messages)
+            results = tool_messages(state.messages)
+            assert [m["tool_call_id"] for m in results] == ["c_reports", "c_block"]
+            assert all("cancelled" in m["content"] for m in results)
+
+
 async def test_agent_cancel_mid_stream_stops_the_model_stream_and_adds_no_partial_message() -> None:
     slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=2)
     async with ScriptedModel([slow]) as model:
@@ -126,6 +172,25 @@ async def test_agent_cancel_mid_stream_stops_the_model_stream_and_adds_no_partia
     done = done_of(events)
     assert done.reason == "cancelled"
     assert list(done.messages) == USER
+
+
+async def test_cancelling_the_consumer_mid_stream_closes_the_model_stream() -> None:
+    slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=2)
+    async with ScriptedModel([slow]) as model:
+        watched = WatchedModel(model.chat_model())
+        agent = SAgent(model=watched)
+        context = SessionContext(session_id="consumer-cancel-stream")
+        with anyio.fail_after(RUN_TIMEOUT_S), anyio.CancelScope() as scope:
+            stream = agent.run_stream(USER, tool_manager=ToolManager(), session_context=context)
+            async with aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, MessageDeltaEvent):
+                        scope.cancel()  # the next read of the hanging stream is cancelled
+        assert scope.cancelled_caught
+        assert watched.closed.is_set()
+    state = agent.session("consumer-cancel-stream")
+    assert state is not None
+    assert list(state.messages) == USER  # no partial answer
 
 
 async def test_http_429_is_retried_after_retry_after_and_the_run_succeeds() -> None:

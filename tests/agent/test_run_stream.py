@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from typing import Any
 
 import anyio
 import pytest
 
-from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, SAgent, UsageEvent
+from sagents.agent import (
+    DoneEvent,
+    MessageDeltaEvent,
+    MessageEvent,
+    SAgent,
+    UsageEvent,
+    current_agent_session,
+)
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent, ToolProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import (
@@ -20,7 +28,14 @@ from sagents.tool import (
     emit_tool_progress,
     tool,
 )
-from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    WatchedModel,
+    assert_settled_once,
+    collect,
+    done_of,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -150,6 +165,63 @@ async def test_tool_progress_carries_the_call_id_and_never_reaches_the_model() -
     )
     assert all(events.index(e) < result_index for e in progress if e.text)
     assert "step" not in json.dumps(model.requests[1]["messages"])
+
+
+async def test_a_slow_consumer_gets_every_progress_event_in_order_before_the_result() -> None:
+    first_seen, finished = anyio.Event(), anyio.Event()
+
+    @tool(permission="read_only")
+    async def steps() -> str:
+        """Report five steps; the last four while the consumer is busy."""
+        await emit_tool_progress("step 1\n")
+        await first_seen.wait()  # returns only if step 1 went out while this call runs
+        for n in range(2, 6):
+            await emit_tool_progress(f"step {n}\n")
+        finished.set()
+        return "done"
+
+    manager = ToolManager()
+    manager.register_tool(steps)
+    events = []
+    async with ScriptedModel([tool_call("steps", {}, id="call_s"), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model())
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=manager)) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ToolProgressEvent) and not first_seen.is_set():
+                        first_seen.set()
+                        await finished.wait()  # busy while the tool reports and ends
+    done = done_of(events)
+    assert done.reason == "stop"
+    progress = [e for e in events if isinstance(e, ToolProgressEvent)]
+    assert "".join(e.text for e in progress) == "".join(f"step {n}\n" for n in range(1, 6))
+    result = next(
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, MessageEvent) and e.message["role"] == "tool"
+    )
+    assert all(events.index(e) < result for e in progress)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_text_turn_runs_in_the_consumers_task_and_leaves_it_no_run_state(
+    stream: bool,
+) -> None:
+    consumer = anyio.get_current_task().id
+    async with ScriptedModel([reply("Hello there, how can I help?")]) as model:
+        watched = WatchedModel(model.chat_model(stream=stream))
+        agent = SAgent(model=watched)
+        events = []
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=_manager())) as run:
+                async for event in run:
+                    events.append(event)
+                    # between events the consumer runs outside the run's context
+                    assert current_agent_session() is None
+    assert done_of(events).reason == "stop"
+    assert watched.tasks
+    assert set(watched.tasks) == {consumer}
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -1,0 +1,329 @@
+"""The turns of one ``SAgent`` run: model calls streamed, tool calls settled, until the model
+answers without tool calls or ``max_turns`` model calls were made (see :mod:`sagents.agent._loop`).
+
+The turns are an async generator of events that holds no cancel scope, task group or context
+variable across a ``yield``: each step of the run (:meth:`Turns.steps`) enters them for its own
+awaits, so that the consumer's task can iterate the run (:mod:`sagents.agent._driver`). A batch
+of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, aclosing, contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry.trace import Span
+from pydantic import ValidationError
+
+from sagents.agent._calls import TRUNCATED, resume_calls, run_calls, too_many
+from sagents.agent._chat_model import (
+    Finish,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    Usage,
+    close_stream,
+    usage_sink,
+)
+from sagents.agent._compress import HistoryCompressor
+from sagents.agent._driver import relay
+from sagents.agent._events import (
+    AgentEvent,
+    MessageDeltaEvent,
+    MessageEvent,
+    ReasoningDeltaEvent,
+    UsageEvent,
+)
+from sagents.agent._messages import Message
+from sagents.agent._output import OutputType
+from sagents.agent._questions import EventQuestioner
+from sagents.agent._run import ActiveRun, EventApprover, normalise_assistant
+from sagents.agent._scripts import relevant_description, with_script_description
+from sagents.agent._session import AgentSession
+from sagents.agent._suggestion import allowed_tools, request_query
+from sagents.agent._tracing import end_model_span, model_span
+from sagents.core._spec import ToolSpec
+from sagents.core._tracing import attached, end_span
+from sagents.errors import ContextLengthError, ModelError
+
+if TYPE_CHECKING:
+    from sagents.agent._loop import SAgent
+
+__all__ = ["Turns"]
+
+_SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
+
+
+class Turns:
+    """The turns of an agent's runs: its settings read from the agent at each use.
+
+    Args:
+        agent: The agent.
+        output: The agent's ``output_type``, checked (None: free text).
+    """
+
+    def __init__(self, agent: SAgent, output: OutputType | None) -> None:
+        self._agent = agent
+        self.output = output
+
+    def steps(
+        self, run: ActiveRun, current: Span | None
+    ) -> Callable[[], AbstractContextManager[None]]:
+        """The run's :attr:`ActiveRun.step`: cancellable, with the run's approver, compressor,
+        questioner, usage sink (the usage of every other model call of the run, from
+        compression, tool and workflow selection, as ``usage`` events) and span."""
+        state = run.session
+        approver = EventApprover(run) if run.approver is not None else None
+        questions = EventQuestioner(run, state.questioner)
+        compressor = HistoryCompressor(
+            run,
+            model=self._agent.model,
+            budget=self._agent.max_history_tokens,
+            settings=self._agent.compression,
+            system=lambda session: self.system(session, run.system_extra),
+        )
+
+        async def report(purpose: str, usage: Usage) -> None:
+            _count_usage(run, usage)
+            await run.emit(_usage_event(run.turns, usage, purpose))
+
+        @contextmanager
+        def step() -> Iterator[None]:
+            with (
+                run.cancellable(),
+                attached(current),
+                state.running(approver=approver, compressor=compressor, questioner=questions),
+            ):
+                token = usage_sink.set(report)
+                try:
+                    yield
+                finally:
+                    usage_sink.reset(token)
+
+        return step
+
+    async def events(self, run: ActiveRun) -> AsyncGenerator[AgentEvent, None]:
+        """The run's model turns and tool calls as events; why they ended in
+        :attr:`ActiveRun.reason`.
+
+        Raises:
+            RunCancelled: the run was cancelled.
+            SagentsError: the model endpoint failed; the answer did not fit ``output_type``.
+        """
+        state = run.session
+        if run.resume is not None:
+            work = partial(resume_calls, self._agent, run, run.resume)
+            async with aclosing(relay(run, work)) as relayed:
+                async for event in relayed:
+                    yield event
+            if run.resume.cancelled:
+                run.reason = "cancelled"
+                return
+        elif self._agent.workflow_selection is not None:
+            with run.step():
+                run.system_extra = await self._agent.workflow_selection.select(run)
+        while True:
+            for event in run.take():
+                yield event
+            if run.turns >= self._agent.max_turns:
+                run.reason = "max_turns"
+                return
+            run.turns += 1
+            with run.step():
+                if state.run_compressor is not None:
+                    await state.run_compressor.compress_if_over_budget()
+                tools = await self._offered_tools(run)
+            compressed = False
+            while True:  # a request the model finds too long: compressed, sent once more
+                try:
+                    async with aclosing(self._stream_turn(run, tools)) as streamed:
+                        async for event in streamed:
+                            yield event
+                    break
+                except ContextLengthError:
+                    if compressed or self._agent.max_history_tokens is None:
+                        raise
+                    with run.step():
+                        compressor = state.run_compressor
+                        report = (
+                            None
+                            if compressor is None
+                            else await compressor.compress(reason="context_length")
+                        )
+                    if report is None or not report["compressed"]:
+                        raise
+                    compressed = True
+            turn = run.response
+            assert turn is not None  # set by _stream_turn
+            message = normalise_assistant(turn.message)
+            state.history.append(message)
+            await run.emit(MessageEvent(message=message.to_openai()))
+            if turn.usage is not None:
+                _count_usage(run, turn.usage)
+                await run.emit(_usage_event(run.turns, turn.usage, "turn"))
+            calls = message.tool_calls
+            if not calls:
+                if self.output is None:
+                    run.reason = "stop"
+                    return
+                with run.step():
+                    fits = await self._take_output(run, message)
+                if fits:
+                    run.reason = "stop"
+                    return
+                continue  # the answer did not fit output_type: asked again
+            if turn.finish_reason == "length":  # cut by the output limit: run none of it
+                refused = dict.fromkeys((c.id for c in calls), TRUNCATED)
+                offered: set[str] = set()
+            else:
+                cap = self._agent.max_tool_calls_per_answer
+                refused = dict.fromkeys(
+                    (c.id for c in calls[cap:]), too_many(self._agent, len(calls))
+                )
+                offered = {t["function"]["name"] for t in tools}
+            work = partial(run_calls, self._agent, run, calls, offered, refused=refused)
+            async with aclosing(relay(run, work)) as relayed:
+                async for event in relayed:
+                    yield event
+            if run.paused is not None:
+                run.reason = "interrupted"
+                return
+
+    async def _take_output(self, run: ActiveRun, answer: Message) -> bool:
+        """Validate a final answer into ``output_type`` (``run.output``): True when it fits;
+        False when it went back to the model with the errors.
+
+        Raises:
+            OutputValidationError: it did not fit and the retries are spent.
+        """
+        assert self.output is not None
+        try:
+            run.output = self.output.validate(answer.text)
+        except ValidationError as error:
+            if run.output_retries >= self._agent.output_retries:
+                raise self.output.failure(error, answer.text, retries=run.output_retries) from None
+            run.output_retries += 1
+            retry = self.output.retry_message(error)
+            run.session.history.append(retry)
+            await run.emit(MessageEvent(message=retry.to_openai()))
+            return False
+        return True
+
+    async def _stream_turn(
+        self, run: ActiveRun, tools: list[dict[str, Any]]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """One model call, its text and reasoning passed on as they stream; its answer in
+        :attr:`ActiveRun.response`. Each read of the stream is a step of its own (cancellable,
+        the model call's span current): nothing is held across a ``yield``."""
+        history = run.session.history
+        lead = sum(1 for m in history if m.role == "system")
+        if any(m.role != "system" for m in history[:lead]):
+            lead = 0  # system messages inside the history stay where they are
+        system = self.system(run.session, run.system_extra)
+        prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
+        call = ModelRequest(
+            system_prompt="\n\n".join(prompts),
+            messages=tuple(history[lead:]),
+            tools=tuple(_spec_of(t) for t in tools),
+            settings=self._agent.model_settings,
+            output=None if self.output is None else self.output.schema,
+        )
+        finish: Finish | None = None
+        with run.step():  # the agent's span current: the model call's is its child
+            current = model_span(self._agent.model)
+        stream = self._agent.model.stream(call)
+        try:
+            while True:
+                with run.cancellable(), attached(current):
+                    try:
+                        item = await anext(stream)
+                    except StopAsyncIteration:
+                        break
+                if isinstance(item, TextDelta | ReasoningDelta):
+                    if run.waiting():  # progress published meanwhile goes out first
+                        for event in run.take():
+                            yield event
+                    if isinstance(item, TextDelta):
+                        yield MessageDeltaEvent(delta=item.text)
+                    else:
+                        yield ReasoningDeltaEvent(delta=item.text)
+                elif isinstance(item, Finish):
+                    finish = item
+                    end_model_span(current, item.response)
+        finally:
+            await close_stream(stream)
+            end_span(current)
+        if finish is None:
+            raise ModelError(
+                f"the model {self._agent.model.model!r} ended its answer without a finish",
+                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
+            )
+        run.response = finish.response
+
+    def system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
+        parts = [self._agent.system_prompt] if self._agent.system_prompt else []
+        if state.skills is not None:
+            fragment = state.skills.system_prompt(max_tokens=_SKILLS_PROMPT_TOKENS)
+            if fragment:
+                parts.append(fragment)
+        if extra:  # this request's workflow or skill
+            parts.append(extra)
+        return [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
+
+    async def _offered_tools(self, run: ActiveRun) -> list[dict[str, Any]]:
+        """The session's tools for this turn: a read-only session is offered only read-only
+        tools; disabled tools never; then the loop's own (skills, run_script). With
+        suggestion on, only the picked, expanded and always-included ones of the session's
+        (:mod:`sagents.agent._suggestion`)."""
+        state = run.session
+        allowed = allowed_tools(
+            state.tool_manager, state.context.permission_mode, skip=run.extra_names
+        )
+        run.allowed_names = {a.name for a in allowed}
+        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+        if self._agent.suggestion is None:
+            return [dict(a.exported) for a in allowed] + own
+        picks = run.turns == 1 or self._agent.suggestion.when == "every_turn"
+        query = (
+            request_query(state.messages, every_turn=self._agent.suggestion.when == "every_turn")
+            if picks
+            else None
+        )
+        if query is not None and run.script_tool is not None:
+            run.script_description = await relevant_description(run.script_tool, query)
+        if run.script_description is not None:
+            own = [with_script_description(t, run.script_description) for t in own]
+        return await self._agent.suggestion.offered(state, allowed, own, query=query)
+
+
+def _count_usage(run: ActiveRun, usage: Usage) -> None:
+    """Add one model call's tokens to the run's usage."""
+    for key, value in (
+        ("prompt_tokens", usage.prompt_tokens),
+        ("completion_tokens", usage.completion_tokens),
+    ):
+        run.usage[key] = run.usage.get(key, 0) + value
+
+
+def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
+    """The offered tool (an OpenAI function export) as the seam's ``ToolSpec``: the name the
+    model calls and the exported schema."""
+    function = tool.get("function") or {}
+    return ToolSpec(
+        name=str(function.get("name") or ""),
+        description=str(function.get("description") or ""),
+        input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+    )
+
+
+def _usage_event(turn: int, usage: Usage, purpose: str) -> UsageEvent:
+    return UsageEvent(
+        turn=turn,
+        purpose=purpose,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+    )
