@@ -15,15 +15,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
-import mcp_types as mt
 from anyio.abc import TaskGroup
 
 from sagents.core._lifespan import Lifespan
 from sagents.core._result import ToolResult
 from sagents.errors import TaskNotFoundError, ToolCancelledError
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +311,8 @@ class BackgroundTasks(Lifespan):
 
 def task_tools() -> list[mt.Tool]:
     """The MCP tools ``script_status(id?)`` and ``script_cancel(id)``."""
+    import mcp_types as mt  # the MCP types only where MCP tools are built: not on an agent's run
+
     id_schema = {"type": "string", "description": "The task id a background call returned."}
     return [
         mt.Tool(
