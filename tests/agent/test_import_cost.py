@@ -7,10 +7,7 @@ everything) and lists the modules of packages a plain SAgent run with local tool
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
+from tests.fresh_imports import imported_modules
 
 NOT_USED = (
     "mcp",
@@ -27,29 +24,8 @@ HTTP_TRANSPORT = ("httpcore2", "trio")
 client does): not imported by ``import sagents.agent`` alone."""
 
 
-def _imported_not_used(snippet: str, *, also: tuple[str, ...] = ()) -> list[str]:
-    """Run ``snippet`` in a new interpreter; the modules of ``NOT_USED`` (and ``also``) it left
-    imported."""
-    program = textwrap.dedent(snippet) + textwrap.dedent(
-        f"""
-        import json, sys
-        not_used = {NOT_USED + also!r}
-        print(json.dumps(sorted(
-            m for m in sys.modules if any(m == p or m.startswith(p + ".") for p in not_used)
-        )))
-        """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert completed.returncode == 0, completed.stderr
-    found = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert isinstance(found, list)
-    return [str(name) for name in found]
-
-
 def test_importing_sagents_agent_does_not_import_mcp() -> None:
-    assert _imported_not_used("import sagents.agent\n", also=HTTP_TRANSPORT) == []
+    assert imported_modules("import sagents.agent\n", NOT_USED + HTTP_TRANSPORT) == []
 
 
 def test_a_tool_turn_with_a_local_tool_does_not_import_mcp() -> None:
@@ -78,4 +54,4 @@ def test_a_tool_turn_with_a_local_tool_does_not_import_mcp() -> None:
 
     anyio.run(main)
     """
-    assert _imported_not_used(snippet) == []
+    assert imported_modules(snippet, NOT_USED) == []

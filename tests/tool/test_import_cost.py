@@ -6,12 +6,9 @@ everything) and lists the heavy packages that the snippet imported.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import pytest
+
+from tests.fresh_imports import imported_modules
 
 # Top-level packages (and sagents subpackages) a local tool never needs.
 HEAVY = ("mcp", "mcp_types", "openai", "starlette", "uvicorn", "httpx", "httpx2")
@@ -25,26 +22,7 @@ def _imported_heavy(snippet: str, *, also: tuple[str, ...] = ()) -> list[str]:
         snippet: The program.
         also: More top-level packages that count as heavy.
     """
-    program = textwrap.dedent(snippet) + textwrap.dedent(
-        f"""
-        import json, sys
-        heavy = {HEAVY + also!r}
-        heavy_sagents = {HEAVY_SAGENTS!r}
-        found = sorted(
-            m for m in sys.modules
-            if m.split(".")[0] in heavy
-            or any(m == p or m.startswith(p + ".") for p in heavy_sagents)
-        )
-        print(json.dumps(found))
-        """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert completed.returncode == 0, completed.stderr
-    found = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert isinstance(found, list)
-    return [str(name) for name in found]
+    return imported_modules(snippet, HEAVY + also + HEAVY_SAGENTS)
 
 
 def test_importing_tool_base_does_not_import_mcp() -> None:
