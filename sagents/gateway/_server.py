@@ -199,16 +199,14 @@ class Gateway(Lifespan):
         self.approval_timeout_s = approval_timeout_s
         self.provider = provider
         self.redactor = redactor
-        self.rules = ServingRules(
+        # what requests are served under: a reload changes it through the properties below
+        self._rules = ServingRules(
             mode=mode,
             profile=profile,
             token_profiles=dict(token_profiles or {}),
             scope_profiles=tuple(scope_profiles),
             background_after_s=background_after_s,
         )
-        """The rules requests are served under (a reload changes them, through the
-        attributes ``mode``, ``profile``, ``token_profiles``, ``scope_profiles``,
-        ``configured_profiles`` and ``background_after_s``)."""
         self.progress = progress
         self.resources = resources
         self.approver = approver
@@ -253,22 +251,21 @@ class Gateway(Lifespan):
         self._lifetimes = SessionLifetimes(
             self._tasks, scripts=scripts, relay=self._relay, idle_timeout_s=session_idle_timeout_s
         )
-        self.sessions = GatewaySessions(
-            self.rules,
+        self._sessions = GatewaySessions(
+            self._rules,
             provider,
             scripts=scripts,
             ended=self._lifetimes.ended,
             session_key=session_key,
         )
-        """The client sessions (found or opened for each request)."""
         # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
         self._task_ext = TasksExtension(
             self._tasks,
-            lambda ctx: self.sessions.for_request(ctx).scope,
+            lambda ctx: self._sessions.for_request(ctx).scope,
             approval_timeout_s=approval_timeout_s,
         )
         self._listen = GatewayListen(
-            self._changes, self._relay, self.sessions.profile_of, tasks=self._task_ext
+            self._changes, self._relay, self._sessions.profile_of, tasks=self._task_ext
         )
         self._decider = CallDecider(
             approvals=approval_store,
@@ -291,7 +288,7 @@ class Gateway(Lifespan):
                 redact=redactor.redact_json if redactor is not None else None,
             )
         self._pipeline = CallPipeline(
-            rules=self.rules,
+            rules=self._rules,
             decider=self._decider,
             tasks=self._tasks,
             task_ext=self._task_ext,
@@ -304,7 +301,7 @@ class Gateway(Lifespan):
         from sagents.gateway._metrics import GatewayMetrics  # prometheus-client when served
 
         self.metrics = GatewayMetrics(
-            sessions_open=lambda: len(self.sessions),
+            sessions_open=lambda: len(self._sessions),
             approvals_pending=lambda: len(self.pending.pending()),
         )
         """This gateway's Prometheus metrics (docs/observability.md)."""
@@ -319,7 +316,7 @@ class Gateway(Lifespan):
         self, name: str, upstream: UpstreamForwarding | None, state_boundary: Any
     ) -> Server[Any]:
         """The SDK's low-level server over this gateway's handlers and extensions."""
-        profile_of = self.sessions.profile_of
+        profile_of = self._sessions.profile_of
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
@@ -339,7 +336,7 @@ class Gateway(Lifespan):
                 on_subscriptions_listen=self._listen,
                 **(forwarding_handlers(upstream, profile_of) if upstream else {}),
                 **(
-                    subscription_handlers(self._relay, self.sessions.subscriber_of)
+                    subscription_handlers(self._relay, self._sessions.subscriber_of)
                     if self._relay
                     else {}
                 ),
@@ -365,58 +362,58 @@ class Gateway(Lifespan):
     @property
     def mode(self) -> PermissionMode:
         """Default permission mode of sessions (a profile's mode wins)."""
-        return self.rules.mode
+        return self._rules.mode
 
     @mode.setter
     def mode(self, mode: PermissionMode) -> None:
-        self.rules.mode = mode
+        self._rules.mode = mode
 
     @property
     def profile(self) -> Profile | None:
         """Profile of sessions that carry no bearer token bound to another one."""
-        return self.rules.profile
+        return self._rules.profile
 
     @profile.setter
     def profile(self, profile: Profile | None) -> None:
-        self.rules.profile = profile
+        self._rules.profile = profile
 
     @property
     def token_profiles(self) -> dict[str, Profile]:
         """Over HTTP, the profile bound to each bearer token."""
-        return self.rules.token_profiles
+        return self._rules.token_profiles
 
     @token_profiles.setter
     def token_profiles(self, profiles: Mapping[str, Profile]) -> None:
-        self.rules.token_profiles = dict(profiles)
+        self._rules.token_profiles = dict(profiles)
 
     @property
     def scope_profiles(self) -> tuple[Profile, ...]:
         """Over HTTP with OAuth, the profiles with ``scopes``, in the config's order."""
-        return self.rules.scope_profiles
+        return self._rules.scope_profiles
 
     @scope_profiles.setter
     def scope_profiles(self, profiles: Sequence[Profile]) -> None:
-        self.rules.scope_profiles = tuple(profiles)
+        self._rules.scope_profiles = tuple(profiles)
 
     @property
     def configured_profiles(self) -> frozenset[str] | None:
         """The profile names the configuration holds now, once it was reloaded
         (:mod:`sagents.gateway._reload`): a session whose profile is not among them is
         refused. None: never reloaded, nothing to check."""
-        return self.rules.configured_profiles
+        return self._rules.configured_profiles
 
     @configured_profiles.setter
     def configured_profiles(self, names: frozenset[str] | None) -> None:
-        self.rules.configured_profiles = names
+        self._rules.configured_profiles = names
 
     @property
     def background_after_s(self) -> float | None:
         """Seconds after which a call becomes a background call; None never."""
-        return self.rules.background_after_s
+        return self._rules.background_after_s
 
     @background_after_s.setter
     def background_after_s(self, seconds: float | None) -> None:
-        self.rules.background_after_s = seconds
+        self._rules.background_after_s = seconds
 
     # Approvals ------------------------------------------------------------------------------
 
@@ -501,7 +498,7 @@ class Gateway(Lifespan):
         else:
             await self._changes.publish(ResourcesListChanged())
         sent = 0
-        for connection in self.sessions.connections():
+        for connection in self._sessions.connections():
             send = {
                 "tools": connection.send_tool_list_changed,
                 "prompts": connection.send_prompt_list_changed,
@@ -512,7 +509,7 @@ class Gateway(Lifespan):
                 sent += 1
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
                 logger.info("could not notify a client of changed %s: %s", kind, error)
-                self.sessions.forget_connection(connection)
+                self._sessions.forget_connection(connection)
         return sent
 
     async def run_stdio(self) -> None:
@@ -533,7 +530,7 @@ class Gateway(Lifespan):
     def session_owner(self, session_id: str) -> str:
         """The identity of the credential that opened a live session ("" without token or
         for an unknown session): who besides the operator may answer its approvals."""
-        return self.sessions.identity_of(session_id)
+        return self._sessions.identity_of(session_id)
 
     @property
     def tasks(self) -> GatewayTasks:
@@ -545,14 +542,14 @@ class Gateway(Lifespan):
 
         The skills layer narrows it to a loaded skill's ``allowed-tools``.
         """
-        return self.sessions.offer(session_id)
+        return self._sessions.offer(session_id)
 
     def adopt_offer(self, session_id: str, offer: SessionOffer) -> None:
         """Make ``offer`` the offer of ``session_id``, a session the gateway did not open
         itself (a thread of the console's Chat page), so that the tools that read a session's
         offer (the skill tools: its profile's skills) read this one. Kept weakly: the caller
         holds it for as long as the session runs."""
-        self.sessions.adopt_offer(session_id, offer)
+        self._sessions.adopt_offer(session_id, offer)
 
     def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
         """The skill names a session of ``profile`` is offered (None: every skill)."""
@@ -570,7 +567,7 @@ class Gateway(Lifespan):
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
     ) -> mt.EmptyResult:
         """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
-        session = self.sessions.for_request(ctx)
+        session = self._sessions.for_request(ctx)
         session.log_level = params.level
         session.logs_requested = True
         return mt.EmptyResult()
@@ -579,7 +576,7 @@ class Gateway(Lifespan):
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         await self._ready()
-        session = self.sessions.for_request(ctx)
+        session = self._sessions.for_request(ctx)
         await self._announce_restart(ctx, session)
         # sorted by name, run_script last: the same set lists the same way, whatever order
         # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
@@ -608,7 +605,7 @@ class Gateway(Lifespan):
 
         def server() -> str | None:
             try:
-                spec = self.sessions.for_request(ctx).offer.get(params.name)
+                spec = self._sessions.for_request(ctx).offer.get(params.name)
             except MCPError:  # its profile was removed during the call: the answer stands
                 return None
             return spec.source.server if spec is not None else None
@@ -618,7 +615,7 @@ class Gateway(Lifespan):
         current = server_span(params.arguments)
         started = time.perf_counter()
         await self._ready()
-        session = self.sessions.for_request(ctx)
+        session = self._sessions.for_request(ctx)
         with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
             await self._announce_restart(ctx, session)
             result = await self._pipeline.call(ctx, session, params, task)
@@ -666,7 +663,7 @@ class Gateway(Lifespan):
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
         await self._ready()  # upstream resources are listed like tools
-        session = self.sessions.for_request(ctx)
+        session = self._sessions.for_request(ctx)
         resources = [
             mt.Resource(
                 uri=TASK_URI_PREFIX + info.task_id,
@@ -695,7 +692,7 @@ class Gateway(Lifespan):
     async def _on_read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
-        session = self.sessions.for_request(ctx)
+        session = self._sessions.for_request(ctx)
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
