@@ -40,6 +40,7 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     PromptsListChanged,
@@ -313,7 +314,7 @@ class Gateway(Lifespan):
         """The ``mcp`` SDK's low-level server, with the gateway's handlers."""
 
     def _mcp_server(
-        self, name: str, upstream: UpstreamForwarding | None, state_boundary: Any
+        self, name: str, upstream: UpstreamForwarding | None, state_boundary: RequestStateBoundary
     ) -> Server[Any]:
         """The SDK's low-level server over this gateway's handlers and extensions."""
         profile_of = self._sessions.profile_of
