@@ -32,14 +32,13 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import mcp_types as mt
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
@@ -61,9 +60,9 @@ from sagents.tool._background import TaskInfo
 
 __all__ = [
     "POLL_INTERVAL_MS",
-    "TASK_REQUEST",
     "TASK_TTL_MS",
     "TaskAsker",
+    "TaskInputs",
     "TaskRequest",
     "TasksExtension",
 ]
@@ -93,17 +92,15 @@ _ELICIT_RESULT: TypeAdapter[mt.ElicitResult] = TypeAdapter(mt.ElicitResult)
 
 @dataclass(kw_only=True)
 class TaskRequest:
-    """One ``tools/call`` of a client that negotiated Tasks (bound to :data:`TASK_REQUEST`).
+    """One ``tools/call`` of a client that negotiated Tasks (:meth:`TasksExtension.request_for`),
+    carried with the call through the gateway's call pipeline.
 
-    The gateway fills ``created`` when it turns the call into a task.
+    The gateway fills ``created`` when it turns the call into a task: the client is answered
+    with it instead of the call's result.
     """
 
     ctx: ServerRequestContext[Any, Any]
     created: CreateTaskResult | None = None
-
-
-TASK_REQUEST: ContextVar[TaskRequest | None] = ContextVar("sagents_task_request", default=None)
-"""The Tasks-capable ``tools/call`` being served in this context, or None."""
 
 
 @dataclass(kw_only=True)
@@ -114,7 +111,7 @@ class _Pending:
 
 
 @dataclass(kw_only=True)
-class _TaskInput:
+class TaskInputs:
     """The input requests of one task: what ``tasks/get`` shows and ``tasks/update`` answers."""
 
     pending: dict[str, _Pending] = field(default_factory=dict)
@@ -130,14 +127,14 @@ class _TaskInput:
 class TaskAsker(ClientAsker):
     """Asks through the task (``input_required`` until ``tasks/update`` answers).
 
-    Bound to ``CLIENT_ASKER`` while a task's call runs, so that run_script's approval reaches
-    the client of the task.
+    The asker of a task's call, so that what the call asks (a tool's question) reaches the
+    client of the task.
     """
 
     def __init__(
         self,
         ctx: ServerRequestContext[Any, Any],
-        task_input: _TaskInput,
+        task_input: TaskInputs,
         *,
         timeout_s: float = APPROVAL_TIMEOUT_S,
     ) -> None:
@@ -197,7 +194,7 @@ class TasksExtension(Extension):
         self._tasks = tasks
         self._scope_of = scope_of
         self._approval_timeout_s = approval_timeout_s
-        self._inputs: dict[str, _TaskInput] = {}
+        self._inputs: dict[str, TaskInputs] = {}
         self._watchers: dict[str, dict[object, Callable[[dict[str, Any]], None]]] = {}
 
     def methods(self) -> Sequence[MethodBinding]:
@@ -216,31 +213,19 @@ class TasksExtension(Extension):
             TASKS_EXTENSION in request_extensions(ctx)
         )
 
-    async def intercept_tool_call(
-        self,
-        params: mt.CallToolRequestParams,
-        ctx: ServerRequestContext[Any, Any],
-        call_next: CallNext,
-    ) -> HandlerResult:
-        """Bind :data:`TASK_REQUEST` for a Tasks client; answer the task if one was made."""
-        if not self.negotiated(ctx):
-            return await call_next(ctx)
-        request = TaskRequest(ctx=ctx)
-        token = TASK_REQUEST.set(request)
-        try:
-            result = await call_next(ctx)
-        finally:
-            TASK_REQUEST.reset(token)
-        return request.created if request.created is not None else result
+    def request_for(self, ctx: ServerRequestContext[Any, Any]) -> TaskRequest | None:
+        """The :class:`TaskRequest` of a ``tools/call`` that may become a task (a client that
+        negotiated the extension), or None."""
+        return TaskRequest(ctx=ctx) if self.negotiated(ctx) else None
 
     # The gateway's side -------------------------------------------------------------------
 
-    def asker(self, ctx: ServerRequestContext[Any, Any]) -> tuple[TaskAsker, _TaskInput]:
+    def asker(self, ctx: ServerRequestContext[Any, Any]) -> tuple[TaskAsker, TaskInputs]:
         """A fresh asker for a call that may become a task (see :meth:`created`)."""
-        task_input = _TaskInput()
+        task_input = TaskInputs()
         return TaskAsker(ctx, task_input, timeout_s=self._approval_timeout_s), task_input
 
-    def created(self, request: TaskRequest, task_id: str, task_input: _TaskInput) -> None:
+    def created(self, request: TaskRequest, task_id: str, task_input: TaskInputs) -> None:
         """Record that the call ``task_id`` became a task; its ``CreateTaskResult`` is what
         the client receives (the task is in the registry and the store already)."""
         self._inputs[task_id] = task_input

@@ -129,20 +129,33 @@ class GatewayMetrics:
         tool: str,
         server: Callable[[], str | None],
     ) -> _Result:
-        """Await ``call`` (a ``tools/call`` handler's answer) and count it.
+        """Await ``call`` (a ``tools/call`` handler's answer) and count it (:meth:`count`)."""
+        started = time.perf_counter()
+        result = await call
+        self.count(result, tool=tool, server=server, seconds=time.perf_counter() - started)
+        return result
+
+    def count(
+        self,
+        result: object,
+        *,
+        tool: str,
+        server: Callable[[], str | None],
+        seconds: float,
+    ) -> None:
+        """Count the answer of one ``tools/call``.
 
         Args:
-            call: The handler's answer; a ``CallToolResult`` is counted, anything else (an
+            result: The handler's answer; a ``CallToolResult`` is counted, anything else (an
                 ``InputRequiredResult``: the call goes on in a later request) is not.
             tool: The name the client called (counted as ``(unknown)`` when the answer is
                 ``unknown_tool``).
             server: Its upstream server's name, read after the call (None: one of the
                 gateway's own tools, or not offered).
+            seconds: How long the answer took.
         """
-        started = time.perf_counter()
-        result = await call
         if isinstance(result, mt.CallToolResult):
-            self.call_seconds.labels(server() or "").observe(time.perf_counter() - started)
+            self.call_seconds.labels(server() or "").observe(seconds)
             outcome = outcome_of(result)
             name = UNKNOWN_TOOL if outcome == UnknownToolError.code else tool
             self.tool_calls.labels(name, outcome).inc()
@@ -150,7 +163,6 @@ class GatewayMetrics:
                 self.store_errors.labels(outcome).inc()
             if name == SCRIPT_TOOL:
                 self._count_script(result, outcome)
-        return result
 
     def _count_script(self, result: mt.CallToolResult, outcome: str) -> None:
         """A run_script answer: its run, and the calls its summary (``structuredContent``,

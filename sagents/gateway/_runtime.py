@@ -48,8 +48,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import mcp_types as mt
-from mcp.server.context import ServerRequestContext
 
 from sagents.audit._store import default_data_dir
 from sagents.config._loader import SagentsConfig, load_config
@@ -423,24 +421,6 @@ class ConfiguredGateway(Gateway):
             self._servers_started = await self._manager.wait_mcp_servers(self.first_list_wait_s)
         if self.upstream_skills is not None:  # and their skills' first listing, as briefly
             await self.upstream_skills.first_listings(self.first_list_wait_s)
-
-    async def _on_list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
-    ) -> mt.ListToolsResult:
-        await self._first_start()
-        return await super()._on_list_tools(ctx, params)
-
-    async def _on_call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
-        await self._first_start()
-        return await super()._on_call_tool(ctx, params)
-
-    async def _on_list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
-    ) -> mt.ListResourcesResult:
-        await self._first_start()  # upstream resources are listed like tools
-        return await super()._on_list_resources(ctx, params)
 
     async def _upstream_tools_changed(self, server: str, names: list[str]) -> None:
         if self.upstream_skills is not None:  # listed, relisted or restarted: so are its skills

@@ -1,98 +1,68 @@
 """The MCP server façade of ``sagents serve`` (docs/gateway.md), on the ``mcp`` SDK's
-low-level server.
+low-level server: the MCP handlers of one :class:`Gateway`.
 
 One :class:`Gateway` serves one shared :class:`~sagents.tool.ToolProvider` to any number of
-client sessions, each with its own state (tools allowed for the session, background tasks):
+client sessions (:mod:`sagents.gateway._sessions`), each with its own state (tools allowed for
+the session, background tasks):
 
 - ``tools/list``: the provider's tools that the session's mode and profile offer
   (:mod:`sagents.gateway._policy`), plus ``script_status`` / ``script_cancel`` when background
   calls are on;
-- ``tools/call``: policy, approval (MCP elicitation; on 2026-07-28 connections through
-  ``InputRequiredResult``; otherwise a refusal that says how to allow the call), then the
-  provider's ``run_tool``, with the call's progress forwarded as ``notifications/progress``
-  (values strictly increasing, nothing after the result) and cancellation from the client
-  cancelling the provider's call;
+- ``tools/call``: the call pipeline (:mod:`sagents.gateway._pipeline`): the session's offer, the
+  one decision (:mod:`sagents.gateway._decision`: MCP elicitation; on 2026-07-28 connections
+  through ``InputRequiredResult``; otherwise a refusal that says how to allow the call), then
+  the provider's call, with the call's progress forwarded as ``notifications/progress`` and
+  cancellation from the client cancelling the provider's call; a call of a client that
+  negotiated the MCP Tasks extension may be answered with a ``CreateTaskResult``;
 - ``resources/list`` / ``resources/read``: the session's background tasks
   (``sagents://tasks/<id>``), so that finished results can be listed and read.
 
-Session identity: a handshake-era connection (stdio; HTTP with ``Mcp-Session-Id``) is one session,
-bound to the credential it was opened with (a request of another token is refused). A 2026-07-28
-connection is one request and carries no client identity, so those requests share one session
-per (bearer token, profile): "allow for this session" is not offered to them (a grant must not
-leak to another client), and their background calls are scoped to the token. Without a token
-(HTTP on loopback) nothing tells clients apart: their background calls are never listed, each is
-reached only through its unguessable handle, which only its starter received. What each client
-is offered is that session's :class:`~sagents.gateway._offer.SessionOffer`; docs/gateway.md
-("Threat model") says what a session can see of another.
+What each client is offered is that session's :class:`~sagents.gateway._offer.SessionOffer`;
+docs/gateway.md ("Threat model") says what a session can see of another.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import math
-import os
+import time
 import uuid
 import warnings
-import weakref
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
-from types import TracebackType
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Literal, Self
 
 import anyio
 import mcp_types as mt
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.caching import CacheableMethod, CacheHint
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     PromptsListChanged,
     ResourcesListChanged,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents import __version__
 from sagents.audit._tasks import SqliteTaskStore
+from sagents.core._lifespan import Lifespan, body_errors_apart
 from sagents.core._permissions import PermissionMode
-from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
-from sagents.errors import (
-    ApprovalDeniedError,
-    NotAllowedError,
-    SagentsError,
-    StoreError,
-    UnknownToolError,
-    UpstreamSchemaError,
-)
-from sagents.gateway._approval import (
-    APPROVAL_TIMEOUT_S,
-    CLIENT_ASKER,
-    ClientAsker,
-    ElicitationApprover,
-    answer_from_elicitation,
-    approval_form,
-    denial_text,
-    refusal_text,
-)
-from sagents.gateway._convert import (
-    check_servable,
-    redact_call_tool_result,
-    spec_to_mcp_tool,
-    to_call_tool_result,
-    to_mcp_content,
-)
+from sagents.errors import SagentsError, UpstreamSchemaError
+from sagents.gateway._approval import APPROVAL_TIMEOUT_S
+from sagents.gateway._convert import redact_call_tool_result, spec_to_mcp_tool, to_mcp_content
+from sagents.gateway._decision import APPROVAL_INPUT_KEY, CallDecider
 from sagents.gateway._ext_directory import install_directory_read
 from sagents.gateway._ext_skills import SkillsExtension
-from sagents.gateway._ext_tasks import TASK_REQUEST, TasksExtension
+from sagents.gateway._ext_tasks import TasksExtension
 from sagents.gateway._extensions import install_extension
 from sagents.gateway._forwarding import (
     FORWARDED_CACHE_HINTS,
@@ -100,55 +70,31 @@ from sagents.gateway._forwarding import (
     forwarding_handlers,
     split_upstream_uri,
 )
-from sagents.gateway._http_security import Credential, request_credential
 from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S, SessionLifetimes
 from sagents.gateway._offer import ScriptHost, SessionOffer
-from sagents.gateway._pending import ApprovalRoute, PendingApproval, PendingApprovals
+from sagents.gateway._pending import ApprovalRoute, PendingApprovals
+from sagents.gateway._pipeline import CallPipeline
 from sagents.gateway._policy import Profile
-from sagents.gateway._principals import PRINCIPAL_KEY
-from sagents.gateway._progress import ProgressForwarder, progress_listened
-from sagents.gateway._questions import ElicitationQuestioner
 from sagents.gateway._request_state import ApprovalStates, request_state_boundary
-from sagents.gateway._restart import RESTART_REASON
 from sagents.gateway._seams import ProgressSource, ResourceSource
+from sagents.gateway._sessions import GatewaySession, GatewaySessions, ServingRules
 from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscription_handlers
-from sagents.gateway._task_input import ForwardedTaskInput
-from sagents.gateway._tasks import GatewayTasks, TaskScope
-from sagents.gateway._tool_search import SearchState, ToolSearch
+from sagents.gateway._tasks import GatewayTasks
+from sagents.gateway._tool_search import ToolSearch
 from sagents.gateway._tracing import end_call_span, server_span, trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
-from sagents.mcp._tasks_client import TASK_INPUT
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
-from sagents.store._embedded import MemoryApprovals, call_digest
+from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
-from sagents.tool._approval import (
-    ApprovalAnswer,
-    ApprovalRequest,
-    Approver,
-    Decision,
-    DecisionKind,
-    approval_needed,
-    settle_answer,
-)
-from sagents.tool._background import (
-    CANCEL_TOOL,
-    STATUS_TOOL,
-    TASK_URI_PREFIX,
-    TaskInfo,
-    handed_off_result,
-    task_tools,
-)
-from sagents.tool._call import ToolRequest
-from sagents.tool._context import SessionContext
+from sagents.tool._approval import Approver
+from sagents.tool._background import TASK_URI_PREFIX, task_tools
 from sagents.tool._provider import ToolProvider
 
 __all__ = ["APPROVAL_INPUT_KEY", "CACHE_HINTS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
-APPROVAL_INPUT_KEY = "sagents_approval"
-"""Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 connections)."""
 CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     method: CacheHint(ttl_ms=0, scope="private")
     for method in ("tools/list", "resources/list", "resources/read")
@@ -156,50 +102,10 @@ CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
 """``ttlMs``/``cacheScope`` of the list results (2026-07-28, "Caching"): private, since what a
 session is offered depends on its token and profile; immediately stale, since upstream lists
 and skill files change without notice on the 2026-07-28 protocol (no standing channel)."""
-_STATE_KEY = "sagents.gateway.session"
-_INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _RESOURCE_NOT_FOUND = -32002  # MCP spec 2025-11-25, "Resources", "Error Handling"
 
 
-@dataclass(kw_only=True)
-class _ClientSession:
-    """Per-client-session state, kept apart from every other session."""
-
-    session_id: str
-    profile: Profile | None
-    mode: PermissionMode
-    offer: SessionOffer
-    identity: str = ""
-    owner: str = ""
-    """Who the session's background calls belong to across restarts ("" when nothing
-    identifies the client: a tokenless HTTP client)."""
-    announced: bool = False
-    anonymous: bool = False
-    """A 2026-07-28 HTTP session without a token: many clients may share it, so its background
-    calls are never listed, only reached by the handle their starter received."""
-    log_level: mt.LoggingLevel = "debug"
-    logs_requested: bool = False
-    """The client sent ``logging/setLevel``: it reads log messages (handshake-era)."""
-    search: SearchState = field(default_factory=SearchState)
-    """With ``--tool-search``, the tools this session expanded."""
-    workspace_path: str | None = None
-    """The session's workspace path (not created) once a call named it."""
-    connectionless: bool = False
-    """A 2026-07-28 session (one per token and profile): no transport tells when it ends, so
-    its resources are released once it idles (:mod:`sagents.gateway._lifetime`)."""
-
-    @property
-    def scope(self) -> TaskScope:
-        """What the session's background calls are scoped to."""
-        return TaskScope(
-            session_id=self.session_id,
-            owner=self.owner,
-            anonymous=self.anonymous,
-            principal=self.identity,
-        )
-
-
-class Gateway:
+class Gateway(Lifespan):
     """The MCP server façade over one tool provider; an async context manager.
 
     Args:
@@ -228,7 +134,11 @@ class Gateway:
         task_store: Where handed-off calls are kept, so that ``script_status`` answers for
             them after a restart (:mod:`sagents.gateway._restart`); None keeps them in memory.
         store: An entered store whose tasks, approvals and shared secret the gateway uses
-            (replicas on PostgreSQL, docs/scale-out.md); see :meth:`use_store`.
+            (replicas on PostgreSQL, docs/scale-out.md). A shared store also supplies the key
+            that seals ``requestState`` and the one that derives the session of each
+            2026-07-28 client (its token and profile), so that any replica can answer an
+            approval another asked for, and the client's calls share one workspace whichever
+            replica serves them. Its tasks win over ``task_store``.
         upstream: Forwards the upstream servers' prompts, resources, templates and completion
             (:mod:`sagents.gateway._forwarding`); None serves none of them.
         approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
@@ -290,36 +200,105 @@ class Gateway:
         self.approval_timeout_s = approval_timeout_s
         self.provider = provider
         self.redactor = redactor
-        self.mode: PermissionMode = mode
-        self.profile = profile
-        self.token_profiles: dict[str, Profile] = dict(token_profiles or {})
-        self.scope_profiles = tuple(scope_profiles)
-        self.configured_profiles: frozenset[str] | None = None
-        """The profile names the configuration holds now, once it was reloaded
-        (:mod:`sagents.gateway._reload`): a session whose profile is not among them is
-        refused. None: never reloaded, nothing to check."""
+        # what requests are served under: a reload changes it through the properties below
+        self._rules = ServingRules(
+            mode=mode,
+            profile=profile,
+            token_profiles=dict(token_profiles or {}),
+            scope_profiles=tuple(scope_profiles),
+            background_after_s=background_after_s,
+        )
         self.progress = progress
         self.resources = resources
         self.approver = approver
-        self.background_after_s = background_after_s
         self.workspace = workspace
         self.scripts = scripts
         self.script_preflight = script_preflight
         self.upstream = upstream
         self.tool_search = tool_search
-        self._shared_sessions: dict[str, _ClientSession] = {}
-        self._sessions: weakref.WeakValueDictionary[str, _ClientSession] = (
-            weakref.WeakValueDictionary()
-        )
         self.approvals: ApprovalRoute = approvals
         self.pending = (
             pending if pending is not None else PendingApprovals(timeout_s=approval_timeout_s)
         )
         """Approvals waiting for the web console (docs/console.md)."""
-        self.elicited: dict[str, int] = {}
-        """Approvals asked of the MCP client alone (elicitation) that ended, by answer."""
-        self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
-        self._tasks = GatewayTasks(task_store)
+        self.task_store = task_store
+        self.session_idle_timeout_s = session_idle_timeout_s
+        self._name = name
+        self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
+        self.replica_id: str | None = None
+        """This process's name among replicas of a shared store; None when not replicated."""
+
+        boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
+        # The store first: its tasks, approvals and keys are what the parts below are built on.
+        approval_store: ApprovalStore
+        state_key = approval_key = session_key = None
+        if store is None:
+            approval_store = MemoryApprovals(ApprovalStates(ttl_s=approval_timeout_s))
+        else:
+            approval_store = store.approvals
+            approval_store.ttl_s = approval_timeout_s
+            if store.secret is not None:  # replicas share it; the embedded one outlives restarts
+                state_key = hashlib.sha256(b"request state" + store.secret).digest()
+                approval_key = hashlib.sha256(b"approval" + store.secret).digest()
+                if store.shared:
+                    self.replica_id = store.replica_id
+                    session_key = hashlib.sha256(b"session" + store.secret).digest()
+        self._tasks = GatewayTasks(store.tasks if store is not None else task_store)
+        # 2026-07-28 clients hear of changes on subscriptions/listen streams
+        self._changes = InMemorySubscriptionBus()
+        # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
+        self._relay = ResourceRelay(upstream) if upstream is not None else None
+        # the one owner of what sessions hold beyond their requests (sandboxes, records)
+        self._lifetimes = SessionLifetimes(
+            self._tasks, scripts=scripts, relay=self._relay, idle_timeout_s=session_idle_timeout_s
+        )
+        self._sessions = GatewaySessions(
+            self._rules,
+            provider,
+            scripts=scripts,
+            ended=self._lifetimes.ended,
+            session_key=session_key,
+        )
+        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
+        self._task_ext = TasksExtension(
+            self._tasks,
+            lambda ctx: self._sessions.for_request(ctx).scope,
+            approval_timeout_s=approval_timeout_s,
+        )
+        self._listen = GatewayListen(
+            self._changes, self._relay, self._sessions.profile_of, tasks=self._task_ext
+        )
+        self._decider = CallDecider(
+            approvals=approval_store,
+            approver=approver,
+            route=approvals,
+            pending=self.pending,
+            scripts=scripts,
+            script_preflight=script_preflight,
+            timeout_s=approval_timeout_s,
+            store=store,
+            approval_key=approval_key,
+            replica_id=self.replica_id,
+            boot=boot,
+        )
+        if store is not None:  # the console's cards outlive a restart (docs/console.md)
+            self.pending.use_store(
+                store.approvals,
+                asker=f"{store.replica_id}/{boot}",
+                gone=self._decider.asker_gone,
+                redact=redactor.redact_json if redactor is not None else None,
+            )
+        self._pipeline = CallPipeline(
+            rules=self._rules,
+            decider=self._decider,
+            tasks=self._tasks,
+            task_ext=self._task_ext,
+            changes=self._changes,
+            progress=progress,
+            workspace=workspace,
+            tool_search=tool_search,
+            redactor=redactor,
+        )
         from sagents.gateway._metrics import GatewayMetrics  # prometheus-client when served
 
         self.metrics = GatewayMetrics(
@@ -329,33 +308,21 @@ class Gateway:
         """This gateway's Prometheus metrics (docs/observability.md)."""
         self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
         self.metrics.approvals_answered = self._approvals_answered
-        self._approval_states = ApprovalStates(ttl_s=approval_timeout_s)
-        self._approvals: ApprovalStore = MemoryApprovals(self._approval_states)
-        self._session_key: bytes | None = None  # derives 2026-07-28 session ids (replicas)
-        self.replica_id: str | None = None
-        """This process's name among replicas of a shared store; None when not replicated."""
-        self._boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
-        self._approval_key: bytes | None = None  # binds 2026-07-28 approvals across processes
-        self._store: GatewayStore | None = None
-        self.task_store = task_store
-        self._lifecycle: Literal["new", "open", "closed"] = "new"  # entered once, then closed
-        self._stack = AsyncExitStack()  # what __aenter__ opened, closed by __aexit__
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        # 2026-07-28 clients hear of changes on subscriptions/listen streams
-        self._changes = InMemorySubscriptionBus()
-        # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
-        self._relay = ResourceRelay(upstream) if upstream is not None else None
-        self._listen = GatewayListen(self._changes, self._relay, self._profile_of)
-        # the one owner of what sessions hold beyond their requests (sandboxes, records)
-        self.session_idle_timeout_s = session_idle_timeout_s
-        self._lifetimes = SessionLifetimes(
-            self._tasks, scripts=scripts, relay=self._relay, idle_timeout_s=session_idle_timeout_s
+        self.server = self._mcp_server(
+            name, upstream, request_state_boundary(name, key=state_key, ttl_s=approval_timeout_s)
         )
+        """The ``mcp`` SDK's low-level server, with the gateway's handlers."""
+
+    def _mcp_server(
+        self, name: str, upstream: UpstreamForwarding | None, state_boundary: RequestStateBoundary
+    ) -> Server[Any]:
+        """The SDK's low-level server over this gateway's handlers and extensions."""
+        profile_of = self._sessions.profile_of
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from protocol 2026-07-28 (SEP-2577), but clients of
             # the handshake era (2025-06-18, 2025-11-25) still use it to filter log messages.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = _GatewayServer(
+            server = _GatewayServer(
                 name,
                 version=__version__,
                 instructions=(
@@ -363,52 +330,98 @@ class Gateway:
                     "skills, with permissions and live progress."
                 ),
                 on_list_tools=self._on_list_tools,
-                on_call_tool=self._counted_call_tool,
                 on_list_resources=self._on_list_resources,
                 on_read_resource=self._on_read_resource,
                 on_set_logging_level=self._on_set_logging_level,
                 cache_hints={**CACHE_HINTS, **(FORWARDED_CACHE_HINTS if upstream else {})},
                 on_subscriptions_listen=self._listen,
-                **(forwarding_handlers(upstream, self._profile_of) if upstream else {}),
-                **(subscription_handlers(self._relay, self._subscriber_of) if self._relay else {}),
+                **(forwarding_handlers(upstream, profile_of) if upstream else {}),
+                **(
+                    subscription_handlers(self._relay, self._sessions.subscriber_of)
+                    if self._relay
+                    else {}
+                ),
             )
-        self.server.notifications = NotificationOptions(
+        # registered by hand: its answer may also be a Tasks client's CreateTaskResult
+        server.add_request_handler("tools/call", mt.CallToolRequestParams, self._on_call_tool)
+        server.notifications = NotificationOptions(
             resources_changed=True, tools_changed=True, prompts_changed=bool(upstream)
         )
-        trace_only_when_used(self.server.middleware)  # the SDK's spans, when they can be used
-        self._state_boundary = request_state_boundary(name, ttl_s=approval_timeout_s)
-        self.server.middleware.append(self._state_boundary)
-        self._name = name
-        if resources is not None:  # the MCP Skills extension (docs/gateway.md)
+        trace_only_when_used(server.middleware)  # the SDK's spans, when they can be used
+        server.middleware.append(state_boundary)
+        if self.resources is not None:  # the MCP Skills extension (docs/gateway.md)
             skills = SkillsExtension(
-                resources, lambda ctx: self.offered_skills(self._session_for(ctx).profile)
+                self.resources, lambda ctx: self.offered_skills(profile_of(ctx))
             )
-            install_extension(self.server, skills)
-            install_directory_read(self.server, resources, self._profile_of, upstream)
-        # the MCP Tasks extension (docs/gateway.md): 2026-07-28 clients that declare it
-        self._task_ext = TasksExtension(
-            self._tasks,
-            lambda ctx: self._session_for(ctx).scope,
-            approval_timeout_s=approval_timeout_s,
-        )
-        install_extension(self.server, self._task_ext)
-        self._listen.tasks = self._task_ext  # notifications/tasks on listen streams
-        if store is not None:
-            self.use_store(store)
+            install_extension(server, skills)
+            install_directory_read(server, self.resources, profile_of, upstream)
+        install_extension(server, self._task_ext)
+        return server
 
-    def _client_asker(self, ctx: ServerRequestContext[Any, Any]) -> ClientAsker:
-        """Asks the client of ``ctx``, waiting at most ``approval_timeout_s``."""
-        return self._counting(ClientAsker(ctx, timeout_s=self.approval_timeout_s))
+    # The rules in force, which a reload changes ---------------------------------------------
 
-    def _counting(self, asker: ClientAsker) -> ClientAsker:
-        """``asker`` counting the approvals its client answers, when the client alone is asked
-        (with ``both``, the console's queue counts the answer that wins)."""
-        if self.approvals == "elicitation" and self.approver is None:
-            asker.on_answer = self._elicitation_answered
-        return asker
+    @property
+    def mode(self) -> PermissionMode:
+        """Default permission mode of sessions (a profile's mode wins)."""
+        return self._rules.mode
 
-    def _elicitation_answered(self, answer: ApprovalAnswer) -> None:
-        self.elicited[answer] = self.elicited.get(answer, 0) + 1
+    @mode.setter
+    def mode(self, mode: PermissionMode) -> None:
+        self._rules.mode = mode
+
+    @property
+    def profile(self) -> Profile | None:
+        """Profile of sessions that carry no bearer token bound to another one."""
+        return self._rules.profile
+
+    @profile.setter
+    def profile(self, profile: Profile | None) -> None:
+        self._rules.profile = profile
+
+    @property
+    def token_profiles(self) -> dict[str, Profile]:
+        """Over HTTP, the profile bound to each bearer token."""
+        return self._rules.token_profiles
+
+    @token_profiles.setter
+    def token_profiles(self, profiles: Mapping[str, Profile]) -> None:
+        self._rules.token_profiles = dict(profiles)
+
+    @property
+    def scope_profiles(self) -> tuple[Profile, ...]:
+        """Over HTTP with OAuth, the profiles with ``scopes``, in the config's order."""
+        return self._rules.scope_profiles
+
+    @scope_profiles.setter
+    def scope_profiles(self, profiles: Sequence[Profile]) -> None:
+        self._rules.scope_profiles = tuple(profiles)
+
+    @property
+    def configured_profiles(self) -> frozenset[str] | None:
+        """The profile names the configuration holds now, once it was reloaded
+        (:mod:`sagents.gateway._reload`): a session whose profile is not among them is
+        refused. None: never reloaded, nothing to check."""
+        return self._rules.configured_profiles
+
+    @configured_profiles.setter
+    def configured_profiles(self, names: frozenset[str] | None) -> None:
+        self._rules.configured_profiles = names
+
+    @property
+    def background_after_s(self) -> float | None:
+        """Seconds after which a call becomes a background call; None never."""
+        return self._rules.background_after_s
+
+    @background_after_s.setter
+    def background_after_s(self, seconds: float | None) -> None:
+        self._rules.background_after_s = seconds
+
+    # Approvals ------------------------------------------------------------------------------
+
+    @property
+    def elicited(self) -> dict[str, int]:
+        """Approvals asked of the MCP client alone (elicitation) that ended, by answer."""
+        return self._decider.elicited
 
     def _approvals_answered(self) -> dict[str, int]:
         """Approvals answered in the console and through elicitation, by answer."""
@@ -417,37 +430,7 @@ class Gateway:
             counts[answer] = counts.get(answer, 0) + count
         return counts
 
-    def use_store(self, store: GatewayStore) -> None:
-        """Keep background calls and approvals in ``store`` (before entering the gateway).
-
-        A shared store (replicas) also supplies the key that seals ``requestState`` and the
-        one that derives the session of each 2026-07-28 client (its token and profile), so
-        that any replica can answer an approval another asked for, and the client's calls
-        share one workspace whichever replica serves them (docs/scale-out.md).
-        """
-        self._store = store
-        self._tasks.store = store.tasks
-        self._approvals = store.approvals
-        self._approvals.ttl_s = self.approval_timeout_s
-        self.pending.use_store(
-            store.approvals,
-            asker=f"{store.replica_id}/{self._boot}",
-            gone=self._asker_gone,
-            redact=self.redactor.redact_json if self.redactor is not None else None,
-        )
-        if store.secret is not None:  # replicas share it; the embedded one outlives restarts
-            key = store.secret
-            boundary = request_state_boundary(
-                self._name,
-                key=hashlib.sha256(b"request state" + key).digest(),
-                ttl_s=self.approval_timeout_s,
-            )
-            index = self.server.middleware.index(self._state_boundary)
-            self.server.middleware[index] = self._state_boundary = boundary
-            self._approval_key = hashlib.sha256(b"approval" + key).digest()
-            if store.shared:
-                self.replica_id = store.replica_id
-                self._session_key = hashlib.sha256(b"session" + key).digest()
+    # Lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         if self._lifecycle != "new":
@@ -457,27 +440,22 @@ class Gateway:
                 "build a new one"
             )
         self._lifecycle = "open"
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(self._tasks)
-            await stack.enter_async_context(self._lifetimes)
-            await self.pending.refresh()  # the console's cards a restart left (docs/console.md)
-            if self._relay is not None:
-                await self._relay.__aenter__()
-                # told of no exception, as the relay expects: it only ends its subscriptions
-                stack.push_async_callback(self._relay.__aexit__, None, None, None)
-            stack.callback(self._listen.close)
-            self._stack = stack.pop_all()
-        return self
+        return await super().__aenter__()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, AsyncExitStack()
-        self._lifecycle = "closed"
-        return bool(await stack.__aexit__(exc_type, exc, tb))
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        try:
+            async with AsyncExitStack() as stack:
+                await stack.enter_async_context(self._tasks)
+                await stack.enter_async_context(self._lifetimes)
+                await self.pending.refresh()  # the console's cards a restart left (docs/console.md)
+                if self._relay is not None:
+                    # left as if nothing failed: the relay only ends its subscriptions
+                    await stack.enter_async_context(body_errors_apart(self._relay))
+                stack.callback(self._listen.close)
+                yield
+        finally:
+            self._lifecycle = "closed"
 
     def _check_not_closed(self, what: str) -> None:
         """Raise when the gateway's ``async with`` block has ended: ``what`` would use closed parts.
@@ -521,7 +499,7 @@ class Gateway:
         else:
             await self._changes.publish(ResourcesListChanged())
         sent = 0
-        for connection in list(self._connections):
+        for connection in self._sessions.connections():
             send = {
                 "tools": connection.send_tool_list_changed,
                 "prompts": connection.send_prompt_list_changed,
@@ -532,7 +510,7 @@ class Gateway:
                 sent += 1
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
                 logger.info("could not notify a client of changed %s: %s", kind, error)
-                self._connections.discard(connection)
+                self._sessions.forget_connection(connection)
         return sent
 
     async def run_stdio(self) -> None:
@@ -550,122 +528,10 @@ class Gateway:
 
     # Sessions -------------------------------------------------------------------------------
 
-    def _profile_for(self, credential: Credential) -> Profile | None:
-        if credential.subject is not None:  # an OAuth access token: its scopes choose
-            for profile in self.scope_profiles:
-                if profile.scopes is not None and profile.scopes <= credential.scopes:
-                    return profile
-            return self.profile
-        if credential.token is not None and credential.token in self.token_profiles:
-            return self.token_profiles[credential.token]
-        return self.profile
-
-    def _follow_profile(self, session: _ClientSession, profile: Profile | None) -> None:
-        """Hold an open session to the configuration as it is now: refused when its profile
-        was removed, else under its profile's current version (a reload may have changed
-        it)."""
-        if session.profile is None or self.configured_profiles is None:
-            return
-        if session.profile.name not in self.configured_profiles:
-            raise MCPError(
-                _INVALID_REQUEST,
-                f"profile {session.profile.name!r} was removed from the configuration: this "
-                "session can make no more requests",
-            )
-        changed = profile is not None and profile != session.profile
-        if changed and profile is not None and profile.name == session.profile.name:
-            session.profile = session.offer.profile = profile
-            mode = profile.mode if profile.mode is not None else self.mode
-            session.mode = session.offer.mode = mode
-
-    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> _ClientSession:
-        credential = request_credential(ctx.request)
-        profile = self._profile_for(credential)
-        configured = self.configured_profiles
-        if configured is not None and profile is not None and profile.name not in configured:
-            raise MCPError(  # the profile of --profile, removed by a reload
-                _INVALID_REQUEST,
-                f"profile {profile.name!r} was removed from the configuration: no request is "
-                "served under it",
-            )
-        mode = profile.mode if profile is not None and profile.mode is not None else self.mode
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            key = f"shared:{credential.identity}:{profile.name if profile else ''}"
-            session = self._shared_sessions.get(key)
-            if session is None:
-                session_id = None
-                if self._session_key is not None:  # the same session on every replica
-                    digest = hmac.new(self._session_key, key.encode(), hashlib.sha256)
-                    session_id = digest.hexdigest()[:32]
-                session = self._new_session(ctx, profile, mode, credential, session_id)
-                # Over HTTP without a token nothing tells clients apart (over stdio and in
-                # memory there is one client).
-                session.anonymous = ctx.request is not None and credential.token is None
-                session.connectionless = True
-                self._shared_sessions[key] = session
-            return session
-        # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
-        # has none); Connection.state is the documented per-connection scratch space.
-        self._connections.add(ctx.session._connection)
-        state: dict[str, Any] = ctx.session._connection.state
-        found = state.get(_STATE_KEY)
-        if isinstance(found, _ClientSession):
-            if found.identity != credential.identity:
-                # An Mcp-Session-Id is not a credential: a request of another token (or none)
-                # must not reach a session, its profile and grants, by knowing its id.
-                raise MCPError(_INVALID_REQUEST, "this session belongs to another credential")
-            self._follow_profile(found, profile)
-            return found
-        session = self._new_session(ctx, profile, mode, credential)
-        state[_STATE_KEY] = session
-        # The connection's teardown (DELETE, transport closed, the SDK's idle expiry) ends
-        # the session: what it holds is released (Connection.exit_stack, the SDK's hook).
-        ctx.session._connection.exit_stack.callback(self._lifetimes.ended, session.session_id)
-        return session
-
-    def _new_session(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        profile: Profile | None,
-        mode: PermissionMode,
-        credential: Credential,
-        session_id: str | None = None,
-    ) -> _ClientSession:
-        hidden = (STATUS_TOOL, CANCEL_TOOL) if self.background_after_s is not None else ()
-        offer = SessionOffer(
-            self.provider, mode=mode, profile=profile, scripts=self.scripts, hidden=hidden
-        )
-        profile_name = profile.name if profile is not None else ""
-        if credential.token is not None:
-            owner = f"token:{credential.identity}:{profile_name}"
-        elif ctx.request is None:
-            owner = f"local:{profile_name}"  # stdio (or in memory): the one client
-        else:
-            owner = ""
-        session = _ClientSession(
-            session_id=session_id or uuid.uuid4().hex,
-            profile=profile,
-            mode=mode,
-            identity=credential.identity,
-            offer=offer,
-            owner=owner,
-        )
-        self._offers[session.session_id] = offer
-        self._sessions[session.session_id] = session
-        return session
-
-    def _profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
-        return self._session_for(ctx).profile
-
-    def _subscriber_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, Profile | None]:
-        session = self._session_for(ctx)
-        return f"session:{session.session_id}", session.profile
-
     def session_owner(self, session_id: str) -> str:
         """The identity of the credential that opened a live session ("" without token or
         for an unknown session): who besides the operator may answer its approvals."""
-        session = self._sessions.get(session_id)
-        return session.identity if session is not None else ""
+        return self._sessions.identity_of(session_id)
 
     @property
     def tasks(self) -> GatewayTasks:
@@ -677,36 +543,47 @@ class Gateway:
 
         The skills layer narrows it to a loaded skill's ``allowed-tools``.
         """
-        return self._offers.get(session_id)
+        return self._sessions.offer(session_id)
 
     def adopt_offer(self, session_id: str, offer: SessionOffer) -> None:
         """Make ``offer`` the offer of ``session_id``, a session the gateway did not open
         itself (a thread of the console's Chat page), so that the tools that read a session's
         offer (the skill tools: its profile's skills) read this one. Kept weakly: the caller
         holds it for as long as the session runs."""
-        self._offers[session_id] = offer
+        self._sessions.adopt_offer(session_id, offer)
+
+    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
+        """The skill names a session of ``profile`` is offered (None: every skill)."""
+        return profile.skills if profile is not None else None
+
+    async def _ready(self) -> None:
+        """Wait, bounded, for what the upstream forwarding waits for before an answer
+        (``sagents serve``: servers still on their first start)."""
+        if self.upstream is not None and self.upstream.before is not None:
+            await self.upstream.before()
+
+    # MCP handlers ---------------------------------------------------------------------------
 
     async def _on_set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
     ) -> mt.EmptyResult:
         """``logging/setLevel``: log messages of this session below ``level`` are not sent."""
-        session = self._session_for(ctx)
+        session = self._sessions.for_request(ctx)
         session.log_level = params.level
         session.logs_requested = True
         return mt.EmptyResult()
 
-    # tools/list --------------------------------------------------------------------------------
-
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
-        session = self._session_for(ctx)
+        await self._ready()
+        session = self._sessions.for_request(ctx)
         await self._announce_restart(ctx, session)
         # sorted by name, run_script last: the same set lists the same way, whatever order
         # the upstreams became ready in (2026-07-28, "Tools": deterministic order)
         specs = sorted(session.offer.list_specs(), key=_list_order)
         if self.tool_search is not None:
-            specs = self.tool_search.listed(self._search_state(session), specs)
+            specs = self.tool_search.listed(session.search_state(), specs)
         tools: list[mt.Tool] = []
         for spec in specs:
             try:
@@ -719,16 +596,17 @@ class Gateway:
             return mt.ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
         return mt.ListToolsResult(tools=tools)
 
-    # tools/call --------------------------------------------------------------------------------
-
-    async def _counted_call_tool(
+    async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
-        """``tools/call``, counted where its answer is known (docs/observability.md)."""
+    ) -> HandlerResult:
+        """``tools/call``: the call pipeline, counted where its answer is known
+        (docs/observability.md); a Tasks client's call that became a task is answered with
+        its ``CreateTaskResult``."""
+        task = self._task_ext.request_for(ctx)
 
         def server() -> str | None:
             try:
-                spec = self._session_for(ctx).offer.get(params.name)
+                spec = self._sessions.for_request(ctx).offer.get(params.name)
             except MCPError:  # its profile was removed during the call: the answer stands
                 return None
             return spec.source.server if spec is not None else None
@@ -736,441 +614,25 @@ class Gateway:
         # the gateway's attributes go on the MCP SDK's server span ("tools/call NAME"), a
         # child of the client's traceparent when one came (docs/observability.md, "Traces")
         current = server_span(params.arguments)
-        result = await self.metrics.counting(
-            self._on_call_tool(ctx, params), tool=params.name, server=server
+        started = time.perf_counter()
+        await self._ready()
+        session = self._sessions.for_request(ctx)
+        with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
+            await self._announce_restart(ctx, session)
+            result = await self._pipeline.call(ctx, session, params, task)
+        if self.redactor and isinstance(result, mt.CallToolResult):
+            result = redact_call_tool_result(result, self.redactor)
+        self.metrics.count(
+            result, tool=params.name, server=server, seconds=time.perf_counter() - started
         )
         if current is not None and isinstance(result, mt.CallToolResult):
             end_call_span(current, server() or "", result)
+        if task is not None and task.created is not None:
+            return task.created
         return result
-
-    async def _on_call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
-        session = self._session_for(ctx)
-        with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
-            result = await self._call_tool(ctx, session, params)
-        if self.redactor and isinstance(result, mt.CallToolResult):
-            return redact_call_tool_result(result, self.redactor)
-        return result
-
-    async def _call_tool(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: _ClientSession,
-        params: mt.CallToolRequestParams,
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
-        await self._announce_restart(ctx, session)
-        arguments: dict[str, Any] = dict(params.arguments or {})
-        if self.background_after_s is not None and params.name in (STATUS_TOOL, CANCEL_TOOL):
-            return to_call_tool_result(
-                await self._tasks.tool(session.scope, params.name, arguments)
-            )
-        if self.tool_search is not None and self.tool_search.is_own(params.name):
-            return to_call_tool_result(
-                await self._search_call(ctx, session, params.name, arguments)
-            )
-        spec = session.offer.get(params.name)
-        if spec is None:
-            error = UnknownToolError(
-                f"no tool {params.name!r} is offered to this session",
-                hint="call tools/list for the tools this session may call",
-                details={"tool": params.name},
-            )
-            return to_call_tool_result(ToolResult.from_exception(error))
-        try:
-            check_servable(spec)  # a tool withheld from tools/list is not callable either
-        except UpstreamSchemaError as schema_error:
-            return to_call_tool_result(ToolResult.from_exception(schema_error))
-        if self.tool_search is not None:  # offered but not listed: expand it first
-            refusal = self.tool_search.refusal(self._search_state(session), spec.name)
-            if refusal is not None:
-                return to_call_tool_result(refusal)
-        try:
-            decision = await self._decide(ctx, params, session, spec, arguments)
-        except StoreError as error:  # grants and approval nonces live in the store: not run
-            logger.warning("call of %r refused, its approval needs the store: %s", spec.name, error)
-            return to_call_tool_result(ToolResult.from_exception(error))
-        if not isinstance(decision, Decision):
-            return decision  # a refusal, or an InputRequiredResult asking a 2026-07-28 client
-        return to_call_tool_result(await self._run(ctx, session, spec, arguments, decision))
-
-    async def _decide(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        params: mt.CallToolRequestParams,
-        session: _ClientSession,
-        spec: ToolSpec,
-        arguments: dict[str, Any],
-    ) -> Decision | mt.CallToolResult | mt.InputRequiredResult:
-        """The one policy step of a call (docs/architecture.md, "The decision"): the
-        :class:`Decision` that travels with it, asking the user first when the session's mode
-        says so; a refused or denied direct call is its result here. A run_script's decision,
-        denied ones too, goes to its run (whose summary and records say why nothing ran).
-
-        Raises:
-            StoreError: the session's grants or the approval's ``requestState`` could not be
-                read or written (the call is then refused, and a nonce is not spent).
-        """
-        # grants are kept in the store: replicas share them (docs/scale-out.md)
-        granted = (
-            frozenset()
-            if spec.permission == "read_only" and spec.name != RUN_SCRIPT_TOOL_NAME
-            else await self._approvals.granted(session.session_id)
-        )
-        script = spec.name == RUN_SCRIPT_TOOL_NAME and self.scripts is not None
-        try:
-            if script:
-                request, covered = session.offer.script_approval(
-                    arguments,
-                    granted=granted,
-                    session_id=session.session_id,
-                    preflight=self.script_preflight,
-                )
-            else:
-                covered = frozenset({spec.name})
-                request = approval_needed(
-                    spec, arguments, mode=session.mode, session_id=session.session_id,
-                    granted=granted,
-                )  # fmt: skip
-        except NotAllowedError as refused:  # not offered either: a tool the filter let through
-            return to_call_tool_result(ToolResult.from_exception(refused))
-        if request is None:  # nothing to ask: the mode, or a grant this or another replica kept
-            kind: DecisionKind = "approved_session" if covered & granted else "allowed"
-            return Decision(kind=kind, tools=covered)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.rememberable:
-            # one session per token: a grant must not leak to another client
-            request = replace(request, offered=("allow_once", "deny"))
-        try:
-            asked = await self._approval(ctx, params, request)
-        except NotAllowedError as unshowable:  # too long to be shown whole where it was asked
-            if script:
-                return Decision(kind="denied", tools=covered, reason=unshowable.message)
-            return to_call_tool_result(ToolResult.from_exception(unshowable))
-        if isinstance(asked, mt.InputRequiredResult):
-            return asked
-        if script:
-            reason = denial_text(request, asked=asked is not None)
-            return Decision.from_answer(asked or "deny", covered, reason=reason)
-        if asked is None:
-            return to_call_tool_result(_refused(request))
-        if asked == "deny":
-            return to_call_tool_result(_denied(request))
-        if asked == "allow_session":
-            await self._approvals.grant(session.session_id, spec.name)
-        return Decision.from_answer(asked, covered)
-
-    def _search_state(self, session: _ClientSession) -> SearchState:
-        """The session's tool search; refused for a session nothing identifies."""
-        if session.anonymous:
-            raise MCPError(
-                _INVALID_REQUEST,
-                "tool search keeps the expanded tools per client, and this request carries no "
-                "identity: send a bearer token (SAGENTS_GATEWAY_TOKEN), or use a session",
-            )
-        return session.search
-
-    async def _search_call(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: _ClientSession,
-        name: str,
-        arguments: dict[str, Any],
-    ) -> ToolResult:
-        """``search_tools`` / ``tool_expand_tools``; after an expansion the client is told that
-        its list changed (handshake-era connections; others see it on their next list)."""
-        assert self.tool_search is not None
-        state = self._search_state(session)
-        result, changed = await self.tool_search.call(
-            state, name, arguments, session.offer.list_specs()
-        )
-        if changed and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            try:
-                await ctx.session.send_tool_list_changed()
-            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                logger.info("could not tell the client its tools changed: %s", error)
-        return result
-
-    async def _approval(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        params: mt.CallToolRequestParams,
-        request: ApprovalRequest,
-    ) -> ApprovalAnswer | mt.InputRequiredResult | None:
-        """The answer; an ``InputRequiredResult`` to ask a 2026-07-28 client; None to refuse."""
-        if self.approver is not None:
-            return settle_answer(request, await self.approver.approve(request))
-        can_elicit = ctx.session.check_client_capability(
-            mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
-        )
-        if self.approvals != "elicitation":
-            return await self._console_approval(ctx, params, request, can_elicit=can_elicit)
-        if not can_elicit:
-            return None
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            response = (params.input_responses or {}).get(APPROVAL_INPUT_KEY)
-            tool, arguments = params.name, dict(params.arguments or {})  # bound to this call
-            owner = self._approval_owner(ctx)
-            if isinstance(response, mt.ElicitResult) and await self._approvals.redeem(
-                params.request_state, owner, tool, arguments
-            ):
-                if request.kind == "script" and await self._asked_before_restart(
-                    params.request_state
-                ):
-                    raise NotAllowedError(ABORTED_WAITING, details={"reason": RESTART_REASON})
-                answer = answer_from_elicitation(response, request)
-                self._elicitation_answered(answer)
-                return answer
-            issued = json.loads(await self._approvals.issue(owner, tool, arguments))
-            state = json.dumps({**issued, "replica": self.replica_id, "boot": self._boot})
-            message, schema = approval_form(request)
-            elicit = mt.ElicitRequest(
-                params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
-            )
-            return mt.InputRequiredResult(
-                input_requests={APPROVAL_INPUT_KEY: elicit}, request_state=state
-            )
-        try:
-            return await ElicitationApprover(self._client_asker(ctx)).approve(request)
-        except NoBackChannelError:
-            return None  # this connection cannot carry a server-to-client request
-
-    def _approval_owner(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        """What a 2026-07-28 approval is bound to: the client's session; with a store key
-        (one that outlives the process, or that replicas share) the token and profile that
-        session stands for, so that the answer may reach another process (a restarted one
-        draws new session ids)."""
-        session = self._session_for(ctx)
-        if self._approval_key is None:
-            return session.session_id
-        name = f"{session.identity}:{session.profile.name if session.profile else ''}"
-        return hmac.new(self._approval_key, name.encode(), hashlib.sha256).hexdigest()[:32]
-
-    async def _asked_before_restart(self, state: str | None) -> bool:
-        """Whether the (sealed, so genuine) ``requestState`` was issued by a gateway process
-        that is gone: an earlier process of this one (a restart), or a replica whose lease ran
-        out. run_script's rule is that such a run is aborted, never resumed
-        (docs/run_script.md); an approval a live replica asked may be answered here."""
-        try:
-            issued = json.loads(state or "")
-        except ValueError:
-            return False
-        if not isinstance(issued, dict) or issued.get("boot") == self._boot:
-            return False
-        replica = issued.get("replica")
-        if self._store is None or replica is None or replica == self.replica_id:
-            return True
-        return not await self._store.replica_alive(str(replica))
-
-    async def _asker_gone(self, asker: str) -> bool:
-        """Whether the gateway process ``asker`` (``<replica id>/<boot id>``) that held a
-        console approval is gone: an earlier process of this one, or a replica whose lease
-        ran out."""
-        replica, _, boot = asker.partition("/")
-        if boot == self._boot:
-            return False
-        if self._store is None or replica == self._store.replica_id:
-            return True
-        return not await self._store.replica_alive(replica)
-
-    async def _console_approval(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        params: mt.CallToolRequestParams,
-        request: ApprovalRequest,
-        *,
-        can_elicit: bool,
-    ) -> ApprovalAnswer:
-        """Ask the console (and, with ``both``, a client that can be asked mid-call).
-
-        A 2026-07-28 client's direct call is bound to the client (its token and profile) and
-        the call: sent again after a restart, it takes the answer the console gave to the
-        restored card (once), or waits on that card (docs/console.md, "Approvals").
-
-        Raises:
-            StoreError: the recorded answer could not be read (the call is refused).
-        """
-        binding = call = ""
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.kind != "script":
-            binding = self._approval_owner(ctx)
-            arguments = dict(params.arguments or {})
-            call = call_digest(params.name, arguments)
-            recorded = await self._approvals.take(binding, params.name, arguments)
-            if recorded is not None:
-                return settle_answer(request, recorded)
-        owner = request_credential(ctx.request).identity
-        client = None
-        if (
-            self.approvals == "both"
-            and can_elicit
-            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
-        ):
-
-            async def client() -> ApprovalAnswer | None:
-                try:
-                    return await ElicitationApprover(self._client_asker(ctx)).approve(request)
-                except (NoBackChannelError, NotAllowedError):  # NotAllowed: too long to show
-                    return None
-
-        return await self.pending.ask(
-            PendingApproval.for_request(request, owner=owner),
-            client=client,
-            binding=binding,
-            call=call,
-        )
-
-    async def _run(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        session: _ClientSession,
-        spec: ToolSpec,
-        arguments: dict[str, Any],
-        decision: Decision,
-    ) -> ToolResult:
-        """Run the call with its progress forwarded; hand it off after ``background_after_s``.
-
-        ``decision`` (:meth:`_decide`) travels with the call in its ``SessionContext``: the
-        session's ``ToolProxy`` and run_script's pre-run check hold the call to it and never
-        decide again.
-        """
-        name = spec.name
-        tool_call_id = f"call_{os.urandom(8).hex()}"
-        workspace = self.workspace
-        if isinstance(workspace, Workspaces):
-            # created on the first call that runs here (docs/gateway.md, "Sessions and
-            # workspaces"): an upstream MCP tool never uses the session's folder
-            if spec.source.kind != "mcp" or name == RUN_SCRIPT_TOOL_NAME:
-                workspace = str(workspace.for_session(session.session_id))
-            else:
-                if session.workspace_path is None:
-                    session.workspace_path = str(workspace.path_for(session.session_id))
-                workspace = session.workspace_path
-        task_request = TASK_REQUEST.get()  # a Tasks client: the call may become a task
-        asker, task_input = (
-            self._task_ext.asker(ctx)
-            if task_request is not None
-            else (self._client_asker(ctx), None)
-        )
-        self._counting(asker)
-        context = SessionContext(
-            session_id=session.session_id,
-            workspace=workspace,
-            permission_mode=session.mode,
-            trusted={PRINCIPAL_KEY: session.identity},  # whose quota it uses (quotas)
-            decision=decision,
-            questioner=ElicitationQuestioner(asker),  # the questionnaire tool asks the client
-        )
-        request = ToolRequest(
-            name=name, arguments=arguments, session_context=context, tool_call_id=tool_call_id
-        )
-
-        server = spec.source.server or name
-
-        async def call() -> ToolResult:
-            token = CLIENT_ASKER.set(asker)
-            # an upstream task's own questions go to this call's client
-            input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
-            try:
-                # A failed call is already its result (ToolManager.run_tool, the one boundary);
-                # a provider that raises broke its contract, and the SDK answers the request
-                # with a JSON-RPC internal error.
-                result = await session.offer.call(request)
-                # before a background call's store, and the console, keep it
-                return self.redactor.result(result) if self.redactor else result
-            finally:
-                TASK_INPUT.reset(input_token)
-                CLIENT_ASKER.reset(token)
-
-        async def run() -> ToolResult:
-            hand_off_after = self.background_after_s
-            if task_request is not None and name == RUN_SCRIPT_TOOL_NAME:
-                hand_off_after = 0.0  # a run_script of a Tasks client is a task
-            # a Tasks client's call becomes a task early when it asks for input
-            early = task_input.hand_off if task_input is not None else None
-            if (hand_off_after is None and early is None) or _asks_the_user(spec):
-                return await call()
-            task_id = await self._tasks.start(session.session_id, name, call)
-            done = await self._tasks.wait(
-                task_id,
-                hand_off_after=hand_off_after,
-                on_done=self._notifier(ctx),
-                hand_off_now=early,
-            )
-            if done is None:
-                refused = await self._tasks.handed_off(session.scope, task_id, name)
-                if refused is not None:  # not recorded, so stopped (docs/scale-out.md)
-                    return refused
-                if task_request is not None and task_input is not None:
-                    self._task_ext.created(task_request, task_id, task_input)
-            return done if done is not None else handed_off_result(name, task_id)
-
-        if self.progress is None or not _progress_wanted(ctx, session, spec):
-            # Nobody would see the call's progress: no subscription, so the provider's call
-            # is not listened to either (an upstream is then not asked for progress).
-            return await run()
-        forwarder = ProgressForwarder(ctx, log_level=session.log_level)
-        events: MemoryObjectReceiveStream[object] | None = None
-        stop = anyio.Event()
-        try:
-            async with anyio.create_task_group() as tg:
-                events = await tg.start(self._subscribe, session.session_id, tool_call_id, stop)
-                tg.start_soon(forwarder.forward, events)
-                try:
-                    result = await run()
-                finally:
-                    # Ending the subscription ends the forwarder once it has sent what was
-                    # emitted (cancelling it could lose an event it is in the middle of sending).
-                    stop.set()
-            if events is not None:
-                await forwarder.drain(events)  # before the result: nothing is sent after it
-        finally:
-            if events is not None:
-                events.close()
-        return result
-
-    async def _subscribe(
-        self,
-        session_id: str,
-        tool_call_id: str,
-        stop: anyio.Event,
-        *,
-        task_status: anyio.abc.TaskStatus[MemoryObjectReceiveStream[object]],
-    ) -> None:
-        assert self.progress is not None
-        async with self.progress.subscribe(session_id, tool_call_id) as events:
-            task_status.started(events.clone())
-            await stop.wait()
-
-    def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
-        connection = ctx.session._connection  # see _session_for: the standalone channel
-
-        async def on_done(info: TaskInfo) -> None:
-            await self._tasks.finished(info)
-            self._task_ext.finished(info)
-            await self._changes.publish(ResourcesListChanged())  # 2026-07-28 listeners
-            try:
-                await connection.send_resource_list_changed()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await connection.log(
-                        "info",
-                        {
-                            "event": "background.done",
-                            "task_id": info.task_id,
-                            "tool": info.tool,
-                            "status": info.status,
-                            "uri": TASK_URI_PREFIX + info.task_id,
-                        },
-                        logger="sagents.gateway",
-                    )
-            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
-                logger.info("could not notify the client of task %s: %s", info.task_id, error)
-
-        return on_done
-
-    # Background tasks: announcements and resources ------------------------------------------
 
     async def _announce_restart(
-        self, ctx: ServerRequestContext[Any, Any], session: _ClientSession
+        self, ctx: ServerRequestContext[Any, Any], session: GatewaySession
     ) -> None:
         """Tell a reconnecting owner, once, of its calls a restart ended (handshake sessions)."""
         if session.announced:
@@ -1198,14 +660,11 @@ class Gateway:
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
                 logger.info("could not tell the client of task %s: %s", stored.task_id, error)
 
-    def offered_skills(self, profile: Profile | None) -> frozenset[str] | None:
-        """The skill names a session of ``profile`` is offered (None: every skill)."""
-        return profile.skills if profile is not None else None
-
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        session = self._session_for(ctx)
+        await self._ready()  # upstream resources are listed like tools
+        session = self._sessions.for_request(ctx)
         resources = [
             mt.Resource(
                 uri=TASK_URI_PREFIX + info.task_id,
@@ -1234,7 +693,7 @@ class Gateway:
     async def _on_read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
-        session = self._session_for(ctx)
+        session = self._sessions.for_request(ctx)
         uri = str(params.uri)
         try:
             if uri.startswith(TASK_URI_PREFIX):
@@ -1259,54 +718,6 @@ class Gateway:
 
 def _list_order(spec: ToolSpec) -> tuple[bool, str]:
     return (spec.name == RUN_SCRIPT_TOOL_NAME, spec.name)
-
-
-def _denied(request: ApprovalRequest) -> ToolResult:
-    return ToolResult.from_exception(
-        ApprovalDeniedError(
-            f"the call of {request.tools[0]!r} was not approved",
-            hint=(
-                "the user did not approve it (declined, cancelled or no answer in time); "
-                "do not retry the same call without asking the user"
-            ),
-            details={"tool": request.tools[0]},
-        )
-    )
-
-
-def _progress_wanted(
-    ctx: ServerRequestContext[Any, Any], session: _ClientSession, spec: ToolSpec
-) -> bool:
-    """Whether the call's progress is subscribed to (docs/gateway.md, "Progress").
-
-    The gateway's own tools (``run_script``, built-ins, local tools) report in process, so
-    their progress is always followed. A forwarded upstream tool is followed only when the
-    client would see it (:func:`~sagents.gateway._progress.progress_listened`): otherwise the
-    upstream is not asked for progress at all, which keeps the forwarded call at its cost.
-    """
-    if spec.source.kind != "mcp":
-        return True
-    return progress_listened(ctx, logs_requested=session.logs_requested)
-
-
-def _asks_the_user(spec: ToolSpec) -> bool:
-    """The built-in ``questionnaire`` waits for the user through this very request (an
-    elicitation): it is never handed off to the background."""
-    return spec.source.kind == "builtin" and spec.name == "questionnaire"
-
-
-ABORTED_WAITING = (
-    f"aborted: {RESTART_REASON} while this run waited for its approval; nothing of it ran. "
-    "Call run_script again to ask again"
-)
-"""The refusal of a run_script whose approval was answered after a restart (runs are never
-resumed, docs/run_script.md)."""
-
-
-def _refused(request: ApprovalRequest) -> ToolResult:
-    return ToolResult.from_exception(
-        NotAllowedError(refusal_text(request), details={"tool": request.tools[0]})
-    )
 
 
 class _GatewayServer(Server[Any]):

@@ -23,10 +23,10 @@ from __future__ import annotations
 import logging
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Protocol, Self, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -44,6 +44,7 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
+from sagents.core._lifespan import Lifespan
 from sagents.errors import SagentsError
 from sagents.gateway._forwarding import (
     UpstreamForwarding,
@@ -106,9 +107,9 @@ class Subscriber:
     uris: set[str] = field(default_factory=set)
 
 
-class ResourceRelay:
+class ResourceRelay(Lifespan):
     """Forwarded resources' subscriptions, refcounted upstream; an async context manager (its
-    worker delivers the updates).
+    worker delivers the updates; leaving ends it).
 
     Args:
         forwarding: The upstream forwarding (its source subscribes upstream).
@@ -123,24 +124,14 @@ class ResourceRelay:
         self._release: set[tuple[str, str]] = set()
         self._wake = anyio.Event()
         self._listening: object = None
-        self._tg: anyio.abc.TaskGroup | None = None
         self._dropped_updates = 0
 
-    async def __aenter__(self) -> Self:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._worker)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(exc_type, exc, tb)
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._worker)
+            yield
+            tg.cancel_scope.cancel()  # the worker runs until the relay is left
 
     def subscriber(self, key: str) -> Subscriber | None:
         """The subscriber ``key``, while it holds a subscription."""

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from mcp import Client
 
-from sagents.gateway._server import ABORTED_WAITING
+from sagents.gateway._decision import ABORTED_WAITING
 from tests.gateway.replicas import client, replica
 from tests.gateway.test_replicas import ALLOW, _never_asked
 
