@@ -38,7 +38,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AbstractContextManager, AsyncExitStack
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -685,6 +685,14 @@ class Gateway:
         offer (the skill tools: its profile's skills) read this one. Kept weakly: the caller
         holds it for as long as the session runs."""
         self._offers[session_id] = offer
+
+    def session_call(self, session_id: str) -> AbstractContextManager[None]:
+        """Mark a call of ``session_id``, a session the gateway did not open itself (a Chat
+        page thread's script session), in flight while inside: nothing ends such a session,
+        so what it holds (its sandboxes and run_script host) is released once it has been
+        idle for ``sessionIdleTimeout``, as a connectionless client session's is
+        (:mod:`sagents.gateway._lifetime`); its next call starts them again."""
+        return self._lifetimes.in_use(session_id, connectionless=True)
 
     async def _on_set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
