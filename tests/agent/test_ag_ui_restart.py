@@ -317,3 +317,33 @@ async def test_a_resume_that_died_elsewhere_leaves_no_card_waiting(tmp_path: Pat
     assert ran == []
     assert shown["waiting"] == []
     assert fresh[-1].type.value == "RUN_FINISHED"
+
+
+async def test_a_denial_given_to_one_process_is_never_overturned_by_another_ones_stale_card(
+    tmp_path: Path,
+) -> None:
+    """Two processes on one data directory: an item denied through one is decided for the
+    other too (its cached copy of the thread is not the truth), so answering it again there is
+    refused and the denied call never runs."""
+    both = ScriptedReply(
+        tool_calls=(
+            ScriptedToolCall(name="delete_file", arguments={"path": "a.txt"}),
+            ScriptedToolCall(name="delete_file", arguments={"path": "b.txt"}),
+        )
+    )
+    ran: list[str] = []
+    async with (
+        ScriptedModel([both, reply("Done.")]) as model,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools(ran)) as one,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools(ran)) as two,
+        httpx.AsyncClient() as c,
+    ):
+        first = await post_run(c, one, run_input("r10", [ASK]))
+        a, b = (r["id"] for r in customs(first, APPROVAL_REQUEST))
+        denied = await post_run(c, two, answer("r10", {a: {"decision": "deny"}}, "r2"))
+        assert customs(denied, APPROVAL_RESULT)[0]["approved"] is False
+        overturn = await post_raw(c, one, answer("r10", {a: {"decision": "allow_once"}}, "r3"))
+        rest = await post_raw(c, one, answer("r10", {b: {"decision": "allow_once"}}, "r4"))
+    assert overturn.status_code == 422, overturn.text
+    assert rest.status_code == 200, rest.text
+    assert ran == ["b.txt"]  # a.txt was denied: it never runs
