@@ -269,11 +269,13 @@ class AgUiThreads:
         """Answer one ``POST`` of a ``RunAgentInput``: an SSE stream of AG-UI events, or an
         error (JSON ``{"error", "message"}``: 400/413/422 bad input, 404 another's thread, 409
         a run in the way, 503 the store is unavailable)."""
-        body = await request.body()
-        if len(body) > MAX_INPUT_BYTES:
-            return error_reply(
-                413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
-            )
+        body = bytearray()
+        async for chunk in request.stream():  # never more than the limit held: not .body()
+            body += chunk
+            if len(body) > MAX_INPUT_BYTES:
+                return error_reply(
+                    413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
+                )
         try:
             given = RunAgentInput.model_validate_json(body)
         except ValidationError as error:

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2 as httpx
 import pytest
 
 from sagents.agent import SAgent
 from sagents.agent.ag_ui import (
+    MAX_INPUT_BYTES,
     APPROVAL_REQUEST,
     APPROVAL_RESULT,
     QUESTIONNAIRE_REQUEST,
@@ -347,3 +349,24 @@ async def test_a_denial_given_to_one_process_is_never_overturned_by_another_ones
     assert overturn.status_code == 422, overturn.text
     assert rest.status_code == 200, rest.text
     assert ran == ["b.txt"]  # a.txt was denied: it never runs
+
+
+async def test_a_body_past_the_limit_is_refused_before_the_rest_of_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """A client announcing 1 GiB gets 413 once the limit is passed, without the route waiting
+    for (and holding in memory) the rest of it."""
+    async with (
+        ScriptedModel([reply("never")]) as model,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools([])) as url,
+    ):
+        host, port = url.removeprefix("http://").split("/")[0].split(":")
+        head = (
+            f"POST /ag-ui HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {1 << 30}\r\n\r\n"
+        )
+        with anyio.fail_after(60):
+            async with await anyio.connect_tcp(host, int(port)) as stream:
+                await stream.send(head.encode() + b"[" + b" " * (MAX_INPUT_BYTES + 1024))
+                answer = await stream.receive()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
