@@ -13,9 +13,9 @@ import pytest
 
 from sagents.agent import SAgent
 from sagents.agent.ag_ui import (
-    MAX_INPUT_BYTES,
     APPROVAL_REQUEST,
     APPROVAL_RESULT,
+    MAX_INPUT_BYTES,
     QUESTIONNAIRE_REQUEST,
     QUESTIONNAIRE_RESULT,
     THREADS_FILE,
