@@ -321,6 +321,8 @@ class Thread:
             running tool (run_script's).
         waiting: What the thread's paused run waits for (kept in the store), if it paused.
         ended: Items that ended without their answer (expired, cancelled), by id: why.
+        saved_waiting: ``waiting`` and ``ended`` as last read from or written to the store
+            (the document another process's decisions are checked against).
     """
 
     thread_id: str
@@ -330,6 +332,7 @@ class Thread:
     run: Run | None = None
     waiting: Waiting | None = None
     ended: dict[str, str] = field(default_factory=dict)
+    saved_waiting: dict[str, Any] | None = None
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     _changed: anyio.Event = field(default_factory=anyio.Event)
 

@@ -269,13 +269,13 @@ class EventApprover:
 
 
 def approval_message(request: ApprovalRequest) -> str:
-    classes = ", ".join(f"{name} ({request.permissions.get(name, '?')})" for name in request.tools)
-    if request.kind == "script":
-        head = f"run_script wants to call the write tools {classes}"
-        if request.description:
-            head += f": {request.description}"
-        return f"{head}\n{request.shown_text()}"
-    return f"Allow {classes} with arguments:\n{request.shown_text()}"
+    """The request's text, from the one rendering every channel shows
+    (:meth:`~sagents.tool.ApprovalRequest.view`): sagents' heading, the description as one
+    quoted line, then the script or arguments literal and whole (control characters, such as
+    a bidi override, shown as escapes: what is read is what runs)."""
+    view = request.view()
+    lines = [view.heading, *([view.description] if view.description else []), f"{view.body_label}:"]
+    return "\n".join([*lines, view.body])
 
 
 def running_loop() -> asyncio.AbstractEventLoop:

@@ -203,6 +203,7 @@ class AgUiThreads:
                     ids=list(stored.ids),
                 )
                 document = stored.waiting or {}
+                found.saved_waiting = stored.waiting
                 found.ended = {str(k): str(v) for k, v in (document.get("ended") or {}).items()}
                 if document.get("waiting"):
                     found.waiting = Waiting.from_json(document["waiting"])
@@ -268,11 +269,13 @@ class AgUiThreads:
         """Answer one ``POST`` of a ``RunAgentInput``: an SSE stream of AG-UI events, or an
         error (JSON ``{"error", "message"}``: 400/413/422 bad input, 404 another's thread, 409
         a run in the way, 503 the store is unavailable)."""
-        body = await request.body()
-        if len(body) > MAX_INPUT_BYTES:
-            return error_reply(
-                413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
-            )
+        body = bytearray()
+        async for chunk in request.stream():  # never more than the limit held: not .body()
+            body += chunk
+            if len(body) > MAX_INPUT_BYTES:
+                return error_reply(
+                    413, "too_large", f"a RunAgentInput of at most {MAX_INPUT_BYTES} bytes"
+                )
         try:
             given = RunAgentInput.model_validate_json(body)
         except ValidationError as error:
@@ -303,6 +306,8 @@ class AgUiThreads:
                     while not run.finished:
                         await run.changed().wait()
             try:
+                if not thread.active:  # another process on the data dir may have decided
+                    await self._reread_waiting(thread)
                 await self._expire(thread)  # lazily too: after a restart nothing else did
             except StoreUnavailableError as error:
                 return error_reply(503, "store_unavailable", str(error))
@@ -379,7 +384,9 @@ class AgUiThreads:
             return self._resume(thread, waiting, [], attached=True)
         if props.cancel:
             self._note_ended(thread, dict.fromkeys(waiting.cancel(), _CANCELLED))
-            return self._resume(thread, waiting, [], attached=True)
+            return await self._recorded(thread, waiting) or self._resume(
+                thread, waiting, [], attached=True
+            )
         if new_message is not None:
             return decisions_needed(waiting.ids)
         if not props.decisions:
@@ -395,17 +402,61 @@ class AgUiThreads:
             return error_reply(422, "invalid_decisions", str(error))
         waiting.decide(props.decisions)
         ids = list(props.decisions)
+        refused = await self._recorded(thread, waiting)
+        if refused is not None:
+            return refused
         if waiting.decided:
             return self._resume(thread, waiting, ids, attached=True)
-        try:
-            await self._save(thread)
-        except StoreUnavailableError as error:
-            return error_reply(503, "store_unavailable", str(error))
         run = Run(attached=True)  # the others still wait: a stream of the results, then that
         run.push(waiting.result_events(ids))
         run.paused = waiting.ids
         run.finish()
         return run
+
+    async def _reread_waiting(self, thread: Thread) -> None:
+        """Take what the thread's paused run waits for from the store, the truth when several
+        processes serve one data directory (a decision given through another one). A thread
+        the store has not kept yet stays as it is.
+
+        Raises:
+            StoreUnavailableError: the store cannot be read.
+        """
+        store = self._settings.store
+        stored = await store.load(thread.thread_id) if store is not None else None
+        if stored is None or stored.waiting == thread.saved_waiting:
+            return
+        document = stored.waiting or {}
+        thread.saved_waiting = stored.waiting
+        thread.ended = {str(k): str(v) for k, v in (document.get("ended") or {}).items()}
+        thread.waiting = Waiting.from_json(document["waiting"]) if document.get("waiting") else None
+        if thread.waiting is not None:  # the old copy's expiry ends with it
+            self._tg.start_soon(self._expire_later, thread, thread.waiting)
+
+    async def _recorded(self, thread: Thread, waiting: Waiting) -> Response | None:
+        """Store the decisions just put on ``waiting``, unless another process decided this
+        thread's items meanwhile (then nothing of this answer is kept: a 409, and the thread
+        is read from the store again); None once stored."""
+        store = self._settings.store
+        if store is None:
+            return None
+        document = {"waiting": waiting.to_json(), "ended": dict(thread.ended)}
+        try:
+            kept = await store.replace_waiting(thread.thread_id, thread.saved_waiting, document)
+        except StoreUnavailableError as error:
+            kept, refused = False, error_reply(503, "store_unavailable", str(error))
+        else:
+            refused = error_reply(
+                409,
+                "decided_elsewhere",
+                "this thread's waiting items were decided through another connection "
+                "meanwhile: reload the thread to see what still waits",
+            )
+        if kept:
+            thread.saved_waiting = document
+            return None
+        thread.waiting = None  # the answer is not kept: read the thread again next time
+        self._threads.pop(thread.thread_id, None)
+        return refused
 
     def _resume(self, thread: Thread, waiting: Waiting, ids: list[str], *, attached: bool) -> Run:
         """Continue the paused run with its decisions (in a task of the route)."""
@@ -655,6 +706,7 @@ class AgUiThreads:
                 "waiting": None if thread.waiting is None else thread.waiting.to_json(),
                 "ended": dict(thread.ended),
             }
+        thread.saved_waiting = None  # unknown until written
         await store.save(
             StoredThread(
                 thread_id=thread.thread_id,
@@ -664,6 +716,7 @@ class AgUiThreads:
                 waiting=waiting,
             )
         )
+        thread.saved_waiting = waiting
 
     async def _state(self, thread: Thread) -> dict[str, Any]:
         """The session state shown beside the chat: the task list, the loaded skills, the

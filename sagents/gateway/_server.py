@@ -31,7 +31,7 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Literal, Self
 
 import anyio
@@ -561,6 +561,14 @@ class Gateway(Lifespan):
         (``sagents serve``: servers still on their first start)."""
         if self.upstream is not None and self.upstream.before is not None:
             await self.upstream.before()
+
+    def session_call(self, session_id: str) -> AbstractContextManager[None]:
+        """Mark a call of ``session_id``, a session the gateway did not open itself (a Chat
+        page thread's script session), in flight while inside: nothing ends such a session,
+        so what it holds (its sandboxes and run_script host) is released once it has been
+        idle for ``sessionIdleTimeout``, as a connectionless client session's is
+        (:mod:`sagents.gateway._lifetime`); its next call starts them again."""
+        return self._lifetimes.in_use(session_id, connectionless=True)
 
     # MCP handlers ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,13 @@ class SqliteThreads:
         finally:
             connection.close()
 
-    def _clear_waiting(self, thread_id: str, state_id: str) -> bool:
+    def _change_waiting(
+        self,
+        thread_id: str,
+        change: Callable[[dict[str, Any] | None], tuple[bool, dict[str, Any] | None]],
+    ) -> bool:
+        """In one transaction: ``change`` sees the stored document (None: no row) and says
+        whether to write, and what (None: delete the row). Whether it wrote."""
         connection = self._connect()
         try:
             connection.execute("BEGIN IMMEDIATE")
@@ -144,16 +151,20 @@ class SqliteThreads:
                 row = connection.execute(
                     "SELECT document FROM thread_waiting WHERE thread_id = ?", (thread_id,)
                 ).fetchone()
-                document = json.loads(row[0]) if row is not None else {}
-                waiting = document.get("waiting") or {}
-                if waiting.get("state_id") != state_id:
+                write, document = change(None if row is None else json.loads(row[0]))
+                if not write:
                     connection.execute("ROLLBACK")
                     return False
-                document["waiting"] = None
-                connection.execute(
-                    "UPDATE thread_waiting SET document = ? WHERE thread_id = ?",
-                    (json.dumps(document, ensure_ascii=False), thread_id),
-                )
+                if document is None:
+                    connection.execute(
+                        "DELETE FROM thread_waiting WHERE thread_id = ?", (thread_id,)
+                    )
+                else:
+                    connection.execute(
+                        "INSERT INTO thread_waiting (thread_id, document) VALUES (?, ?) "
+                        "ON CONFLICT(thread_id) DO UPDATE SET document = excluded.document",
+                        (thread_id, json.dumps(document, ensure_ascii=False)),
+                    )
                 connection.execute("COMMIT")
                 return True
             except BaseException:
@@ -162,6 +173,38 @@ class SqliteThreads:
                 raise
         finally:
             connection.close()
+
+    def _clear_waiting(self, thread_id: str, state_id: str) -> bool:
+        def clear(document: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
+            document = dict(document or {})
+            if (document.get("waiting") or {}).get("state_id") != state_id:
+                return False, None
+            document["waiting"] = None
+            return True, document
+
+        return self._change_waiting(thread_id, clear)
+
+    def _replace_waiting(
+        self, thread_id: str, expected: dict[str, Any] | None, document: dict[str, Any] | None
+    ) -> bool:
+        return self._change_waiting(thread_id, lambda stored: (stored == expected, document))
+
+    async def replace_waiting(
+        self, thread_id: str, expected: dict[str, Any] | None, document: dict[str, Any] | None
+    ) -> bool:
+        """Write what the thread's paused run waits for as ``document`` (None: nothing), in
+        one transaction, only if the stored one is still ``expected`` (what the caller read):
+        a decision given through another process is never overwritten. Whether it was written.
+
+        Raises:
+            StoreUnavailableError: the file cannot be used.
+        """
+        try:
+            return await anyio.to_thread.run_sync(
+                self._replace_waiting, thread_id, expected, document
+            )
+        except (sqlite3.Error, OSError, ValueError) as error:
+            raise self._failed(error) from error
 
     async def clear_waiting(self, thread_id: str, state_id: str) -> bool:
         """Forget what the thread's paused run ``state_id`` waits for (it was resumed

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2 as httpx
 import pytest
 
@@ -14,6 +15,7 @@ from sagents.agent import SAgent
 from sagents.agent.ag_ui import (
     APPROVAL_REQUEST,
     APPROVAL_RESULT,
+    MAX_INPUT_BYTES,
     QUESTIONNAIRE_REQUEST,
     QUESTIONNAIRE_RESULT,
     THREADS_FILE,
@@ -317,3 +319,54 @@ async def test_a_resume_that_died_elsewhere_leaves_no_card_waiting(tmp_path: Pat
     assert ran == []
     assert shown["waiting"] == []
     assert fresh[-1].type.value == "RUN_FINISHED"
+
+
+async def test_a_denial_given_to_one_process_is_never_overturned_by_another_ones_stale_card(
+    tmp_path: Path,
+) -> None:
+    """Two processes on one data directory: an item denied through one is decided for the
+    other too (its cached copy of the thread is not the truth), so answering it again there is
+    refused and the denied call never runs."""
+    both = ScriptedReply(
+        tool_calls=(
+            ScriptedToolCall(name="delete_file", arguments={"path": "a.txt"}),
+            ScriptedToolCall(name="delete_file", arguments={"path": "b.txt"}),
+        )
+    )
+    ran: list[str] = []
+    async with (
+        ScriptedModel([both, reply("Done.")]) as model,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools(ran)) as one,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools(ran)) as two,
+        httpx.AsyncClient() as c,
+    ):
+        first = await post_run(c, one, run_input("r10", [ASK]))
+        a, b = (r["id"] for r in customs(first, APPROVAL_REQUEST))
+        denied = await post_run(c, two, answer("r10", {a: {"decision": "deny"}}, "r2"))
+        assert customs(denied, APPROVAL_RESULT)[0]["approved"] is False
+        overturn = await post_raw(c, one, answer("r10", {a: {"decision": "allow_once"}}, "r3"))
+        rest = await post_raw(c, one, answer("r10", {b: {"decision": "allow_once"}}, "r4"))
+    assert overturn.status_code == 422, overturn.text
+    assert rest.status_code == 200, rest.text
+    assert ran == ["b.txt"]  # a.txt was denied: it never runs
+
+
+async def test_a_body_past_the_limit_is_refused_before_the_rest_of_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """A client announcing 1 GiB gets 413 once the limit is passed, without the route waiting
+    for (and holding in memory) the rest of it."""
+    async with (
+        ScriptedModel([reply("never")]) as model,
+        serve_route(SAgent(model=model.chat_model()), tmp_path, counted_tools([])) as url,
+    ):
+        host, port = url.removeprefix("http://").split("/")[0].split(":")
+        head = (
+            f"POST /ag-ui HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {1 << 30}\r\n\r\n"
+        )
+        with anyio.fail_after(60):
+            async with await anyio.connect_tcp(host, int(port)) as stream:
+                await stream.send(head.encode() + b"[" + b" " * (MAX_INPUT_BYTES + 1024))
+                answer = await stream.receive()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]

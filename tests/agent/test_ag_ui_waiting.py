@@ -226,3 +226,21 @@ async def test_a_waiting_run_survives_a_restart_of_the_serving_process(tmp_path:
     assert len(results) == 1
     assert "deleted a.txt" in results[0].content
     assert second[-1].result == {"sagents": {"reason": "stop"}}
+
+
+def test_a_script_approval_card_shows_the_script_literally_and_the_description_on_one_line() -> (
+    None
+):
+    """The card's text is the one rendering every channel shows (``ApprovalRequest.view``):
+    a bidi override in the script is shown as an escape (what is read is what runs), and a
+    description with newlines cannot draw a script line of its own above the real one."""
+    from sagents.agent._run import approval_message
+    from sagents.tool._approval import ApprovalRequest
+
+    script = "print('safe')  # \u202e ;)(etadpu\nrun()"
+    fake = "tidy up\nprint('only this runs')"
+    text = approval_message(ApprovalRequest.for_script(("fs__write",), script, description=fake))
+    assert "\u202e" not in text
+    assert "\\u202e" in text
+    assert "print('only this runs')" not in text.splitlines()
+    assert text.endswith("run()")  # the whole script, last

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from sagents.core._permissions import PermissionMode
@@ -94,7 +95,9 @@ def chat_tools(
         gateway.adopt_offer(session_id, offer)
         if not known:
             return ToolProxy(gateway.manager, available_tools=[]), mode
-        chat = ChatOffer(offer, preflight=gateway.script_preflight)
+        chat = ChatOffer(
+            offer, preflight=gateway.script_preflight, session_call=gateway.session_call
+        )
         return ToolProxy(chat, [spec.name for spec in offer.list_specs()]), mode
 
     return tools_for
@@ -107,11 +110,20 @@ class ChatOffer(SpecProvider):
     Args:
         offer: The thread's session offer.
         preflight: Check a script before its approval is asked (the gateway's setting).
+        session_call: Marks a run of the script session in flight, so that the gateway
+            releases its sandboxes once it idles (``Gateway.session_call``); None: never.
     """
 
-    def __init__(self, offer: SessionOffer, *, preflight: bool) -> None:
+    def __init__(
+        self,
+        offer: SessionOffer,
+        *,
+        preflight: bool,
+        session_call: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> None:
         self.offer = offer
         self.preflight = preflight
+        self.session_call = session_call
 
     def list_specs(self) -> list[ToolSpec]:
         """The offered tools (``run_script`` last, when offered)."""
@@ -122,10 +134,11 @@ class ChatOffer(SpecProvider):
         if request.name == RUN_SCRIPT_TOOL_NAME and self.offer.scripts is not None:
             context = request.session_context or SessionContext()
             decision = await self._script_decision(request, context)
-            scripts = replace(
-                context, session_id=script_session_id(context.session_id), decision=decision
-            )
+            session_id = script_session_id(context.session_id)
+            scripts = replace(context, session_id=session_id, decision=decision)
             request = replace(request, session_context=scripts)
+            with self.session_call(session_id) if self.session_call else nullcontext():
+                return await self.offer.call(request)
         return await self.offer.call(request)
 
     async def _script_decision(self, request: ToolRequest, context: SessionContext) -> Decision:

@@ -47,6 +47,8 @@ class Served:
     base: str  # http://127.0.0.1:PORT
     secret: str
     model: ScriptedModel
+    gateway: Any = None  # the served ConfiguredGateway
+    portal: Any = None  # the portal its tasks run in
 
     def login_url(self) -> str:
         return f"{self.base}/console/?token={self.secret}"
@@ -88,7 +90,7 @@ def console_chat(
         port = portal.start_task(serve)[1]
         secret = OperatorSecret.load_or_create(default_data_dir()).value
         try:
-            yield Served(f"http://127.0.0.1:{port}", secret, model)
+            yield Served(f"http://127.0.0.1:{port}", secret, model, gateway, portal)
         finally:
             portal.call(scope[0].cancel)
 

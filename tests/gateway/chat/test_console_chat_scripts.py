@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import httpx2 as httpx
+import pytest
 
 from sagents.audit._store import AUDIT_FILE, SqliteAuditStore, default_data_dir
 from sagents.cli._console_chat import CHAT_SESSION_PREFIX
@@ -98,3 +99,42 @@ def test_a_denied_chat_script_never_runs_and_is_audited_as_rejected(tmp_path: Pa
     assert "did not approve the write tools fault__echo" in result["content"]
     (run,) = runs_of("denied-script")
     assert run.status == "rejected"
+
+
+def test_idle_chat_threads_give_back_their_script_sandboxes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat thread's script session is released once idle past the gateway's
+    ``sessionIdleTimeout`` (docs/gateway.md, "Sessions and workspaces"): after N threads ran a
+    script and went idle, the gateway holds no sandbox for any of them."""
+    threads = [f"idle-{n}" for n in range(3)]
+    script = [step for _ in threads for step in (tool_call("run_script", SCRIPT), reply("Ran."))]
+    with console_chat(tmp_path, script, mode="auto", sessionIdleTimeout=1) as served:
+        scripts = served.gateway.scripts
+        all_released = served.portal.call(anyio.Event)
+        release = scripts.release
+
+        async def released_then_count(session_id: str, **options: Any) -> None:
+            await release(session_id, **options)
+            if not scripts.sandboxes_alive:
+                all_released.set()
+
+        monkeypatch.setattr(scripts, "release", released_then_count)
+        route = f"{served.base}/console/ag-ui"
+        operator = {"Authorization": f"Bearer {served.secret}"}
+        for thread in threads:
+            sent = httpx.post(
+                route, json=run_input(thread, "run it"), headers=operator, timeout=120
+            )
+            assert sent.status_code == 200, sent.text
+            (result,) = [e for e in events_of(sent.text) if e["type"] == "TOOL_CALL_RESULT"]
+            assert "from-chat" in result["content"]  # its sandbox ran the script
+
+        async def released() -> None:
+            with anyio.fail_after(60):  # within the test's own timeout: a clear failure
+                await all_released.wait()
+
+        served.portal.call(released)
+        assert scripts.sandboxes_alive == 0
+        for thread in threads:
+            assert len(runs_of(thread)) == 1  # each thread's run went through the gateway
