@@ -267,14 +267,25 @@ async def watch_config(
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Reload whenever the file's content changes (polled every ``interval_s`` seconds);
-    runs until cancelled. Ready (``task_status``) once the file's first state is read."""
+    runs until cancelled. Ready (``task_status``) once the file's first state is read.
+
+    A change is loaded once the file is the same at two looks in a row: an editor writing in
+    place truncates the file and then fills it, and a look in between must not load the
+    half-written file (it would log a spurious "config not reloaded").
+    """
     seen = await anyio.to_thread.run_sync(_fingerprint, path)
     task_status.started()
+    settling: tuple[int, int, str] | None = None  # a new state, loaded if the next look agrees
     while True:
         await anyio.sleep(interval_s)
         now = await anyio.to_thread.run_sync(_fingerprint, path)
         if now is None or now == seen:
+            settling = None
             continue  # unreadable for now, or unchanged
+        if now != settling:
+            settling = now
+            continue
+        settling = None
         changed = seen is None or now[2] != seen[2]  # a touch alone is no change
         seen = now
         if changed:
