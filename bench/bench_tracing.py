@@ -1,15 +1,21 @@
 """The cost of OpenTelemetry tracing (docs/observability.md, "Traces") on the gateway's two
 busiest paths, as ratios against a baseline measured in the same run.
 
-Each measurement is a child process (a tracer provider is set once per process) that opens a
-gateway on the bundled fleet server (``open_gateway``, ``--mode auto``), connects the MCP SDK's
-client to it in memory and measures the gateway process's CPU time (``time.process_time``) of
+The headline figures are the CPU of a gateway process of its own: four ``sagents serve``
+(stdio, ``--mode auto``, the bundled fleet server as the only upstream) run side by side, each
+started by this file's ``--gateway MODE`` launcher, which sets the mode's tracing up in that
+process and then runs the ``sagents serve`` command itself. This process drives them with the
+MCP SDK's stdio client and reads each gateway's user + system CPU from ``/proc/<pid>/stat``
+(Linux; 10 ms ticks, so a few hundred calls per batch) before and after each measured batch:
 
 - **MCP run_tool**: ``CALLS`` ``tools/call`` of ``fleet__get_device_status``, four at a time;
 - **run_script call_many**: one ``run_script`` whose script makes ``SCRIPT_CALLS`` calls with
-  ``call_many``.
+  ``call_many`` (the script's sandbox is a process of its own, not counted).
 
-Modes, in rotated order in each of ``ROUNDS`` rounds:
+The client's own spans, the upstream's and the sandbox's CPU are not in the figures: only what
+the gateway process does per call. Modes, the four gateways measured in rotated order in each
+of ``ROUNDS`` rounds (each keeps running across the rounds, so a batch processor's exports land
+in the batches evenly):
 
 - ``baseline``: no tracer provider, and sagents' own tracing checks replaced by a constant
   ``False`` (what the code costs without them);
@@ -19,20 +25,23 @@ Modes, in rotated order in each of ``ROUNDS`` rounds:
   the request's path: the tests' set-up);
 - ``in-memory-batch``: the same exporter behind a ``BatchSpanProcessor``, what a deployment
   configures (docs/observability.md): spans are exported by the processor's thread, whose CPU
-  the process time counts too (each measurement ends with a ``force_flush``, inside it).
-
-The bench's MCP client runs in the gateway's process, so with a tracer provider its own
-``MCP send tools/call`` span (one of the three spans of a traced ``tools/call``) is counted
-too: the traced figures overstate the gateway's own share a little.
+  is the gateway process's too.
 
 Each figure is the median over the rounds; the ratio is against ``baseline``, with the range
 of the rounds' own ratios (each mode against the baseline of its round) as the noise to read it
-with. Goals: ``off`` ≤ 1.05, both in-memory modes ≤ 1.20. What ``off`` adds (one check per
-traced point) is a few microseconds, below the rounds' noise on a loaded machine, so it is also
-timed alone and given as a share of a baseline call. Not a test.
+with. Goals: ``off`` ≤ 1.05, both in-memory modes ≤ 1.20. At the end each traced gateway
+reports the spans it recorded, by name: spans per call, and what a span costs (the in-memory
+CPU over ``off``'s, per span). What ``off`` adds (one check per traced point) is a few
+microseconds, below the rounds' noise on a loaded machine, so it is also timed alone and given
+as a share of a baseline call. Not a test.
 
-Usage: ``.venv/bin/python bench/bench_tracing.py [ROUNDS]`` (the OpenTelemetry SDK is needed
-for the in-memory mode: ``pip install 'sagents[otel]'``, part of the test set-up).
+``--in-process`` measures the earlier way instead: each mode a child process that opens the
+gateway and the MCP SDK's client in memory in one process (``time.process_time``), which also
+counts the client's side of each call (and, with a tracer provider, the client's own span).
+
+Usage: ``.venv/bin/python bench/bench_tracing.py [ROUNDS] [--in-process]`` (the OpenTelemetry
+SDK is needed for the in-memory modes: ``pip install 'sagents[otel]'``, part of the test
+set-up).
 """
 
 from __future__ import annotations
@@ -44,12 +53,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve()
+ROOT = HERE.parents[1]
 MODES = ("baseline", "off", "in-memory", "in-memory-batch")
 ROUNDS = 3
 CALLS = 400
@@ -137,13 +149,15 @@ async def _child(mode: str) -> dict[str, Any]:
         await calls()  # warm-up: connections, the session's sandbox
         await script()
         tool_cpu, script_cpu = await calls(), await script()
-    spans = len(exporter.get_finished_spans()) if exporter is not None else 0
+    finished = exporter.get_finished_spans() if exporter is not None else ()
+    spans = Counter(span.name for span in finished)
     return {"mode": mode, "tool_cpu_s": tool_cpu, "script_cpu_s": script_cpu, "spans": spans}
 
 
 def _measure(mode: str) -> dict[str, Any]:
+    """One in-process measurement (``--in-process``): a child process of its own."""
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", mode],
+        [sys.executable, str(HERE), "--child", mode],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -153,17 +167,141 @@ def _measure(mode: str) -> dict[str, Any]:
     return found
 
 
-def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        print(json.dumps(anyio.run(_child, sys.argv[2])))
-        return
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
+def _in_process(rounds: int) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
     found: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
     for n in range(rounds):
-        order = MODES[n % len(MODES) :] + MODES[: n % len(MODES)]
-        for mode in order:
+        for mode in MODES[n % len(MODES) :] + MODES[: n % len(MODES)]:
             found[mode].append(_measure(mode))
-    print(f"tracing overhead, gateway CPU, median of {rounds} rounds (ratio to baseline):")
+    # each child counted the spans of its warm-up and its measured pair
+    spans = {
+        mode: {name: n // 2 for name, n in runs[-1]["spans"].items()}
+        for mode, runs in found.items()
+        if runs[-1]["spans"]
+    }
+    return found, spans
+
+
+def _launch_gateway(mode: str, report: Path, argv: list[str]) -> None:
+    """``--gateway MODE REPORT serve ...``: the mode's tracing set up in this process, then the
+    ``sagents`` command with ``argv``; at its end, the names of the spans recorded, counted,
+    written to ``report`` (JSON)."""
+    exporter, provider = _set_up(mode)
+    from sagents.cli.main import main as sagents
+
+    sys.argv = ["sagents", *argv]
+    try:
+        sagents()
+    finally:
+        if provider is not None and exporter is not None:
+            provider.force_flush()
+            names = Counter(span.name for span in exporter.get_finished_spans())
+            report.write_text(json.dumps(names), encoding="utf-8")
+
+
+def _gateway_pid(mode: str) -> int:
+    """The child process of this one launched as the gateway of ``mode``."""
+    me = os.getpid()
+    for child in Path(f"/proc/{me}/task/{me}/children").read_text().split():
+        argv = Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")
+        if "--gateway" in argv and argv[argv.index("--gateway") + 1] == mode:
+            return int(child)
+    raise RuntimeError(f"no gateway process of mode {mode!r} among this process's children")
+
+
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` (every thread of it) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _tools_calls(client: Any) -> None:
+    limiter = anyio.CapacityLimiter(CONCURRENCY)
+
+    async def one(i: int) -> None:
+        async with limiter:
+            result = await client.call_tool("fleet__get_device_status", {"sn": f"SN{i:04d}"})
+            assert not result.is_error, result
+
+    async with anyio.create_task_group() as tg:
+        for i in range(CALLS):
+            tg.start_soon(one, i)
+
+
+async def _script_run(client: Any) -> None:
+    ran = await client.call_tool(
+        "run_script", {"code": SCRIPT, "tools": [], "description": "bench"}
+    )
+    assert not ran.is_error, ran
+
+
+async def _separate(
+    rounds: int,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """The gateways in processes of their own, driven from this one (the headline figures)."""
+    from mcp import Client, StdioServerParameters
+
+    data = Path(tempfile.mkdtemp(prefix="sagents-bench-tracing-"))
+    config = data / "sagents.json"
+    fleet = {"command": sys.executable, "args": ["-m", "sagents.demo.fleet_server"]}
+    config.write_text(json.dumps({"mcpServers": {"fleet": fleet}}), encoding="utf-8")
+    found: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Any] = {}
+        pids: dict[str, int] = {}
+        for mode in MODES:
+            serve = ["serve", "--config", str(config), "--mode", "auto"]
+            launcher = [
+                str(HERE),
+                "--gateway",
+                mode,
+                str(data / f"{mode}.json"),
+            ]
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=[*launcher, *serve],
+                env={**os.environ, "SAGENTS_DATA_DIR": str(data / mode)},
+                cwd=ROOT,
+            )
+            clients[mode] = await stack.enter_async_context(Client(params))
+            pids[mode] = _gateway_pid(mode)
+        for mode in MODES:  # warm-up: upstream connections, the session's sandbox
+            await _tools_calls(clients[mode])
+            await _script_run(clients[mode])
+        for n in range(rounds):
+            for mode in MODES[n % len(MODES) :] + MODES[: n % len(MODES)]:
+                row: dict[str, Any] = {}
+                for key, batch in (("tool_cpu_s", _tools_calls), ("script_cpu_s", _script_run)):
+                    cpu = _process_cpu_s(pids[mode])
+                    await batch(clients[mode])
+                    row[key] = _process_cpu_s(pids[mode]) - cpu
+                found[mode].append(row)
+    spans: dict[str, dict[str, int]] = {}
+    for mode in MODES:  # written by each traced gateway as it ended
+        report = data / f"{mode}.json"
+        if report.exists():
+            counted: dict[str, int] = json.loads(report.read_text(encoding="utf-8"))
+            spans[mode] = {name: round(n / (rounds + 1)) for name, n in counted.items()}
+    return found, spans
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if len(args) >= 3 and args[0] == "--gateway":
+        _launch_gateway(args[1], Path(args[2]), args[3:])
+        return
+    if len(args) == 2 and args[0] == "--child":
+        print(json.dumps(anyio.run(_child, args[1])))
+        return
+    in_process = "--in-process" in args
+    args = [arg for arg in args if arg != "--in-process"]
+    rounds = int(args[0]) if args else ROUNDS
+    if in_process:
+        found, spans = _in_process(rounds)
+        where = "gateway and client in one process, CPU of that process"
+    else:
+        found, spans = anyio.run(_separate, rounds)
+        where = "gateway process CPU (/proc), its client in this process"
+    print(f"tracing overhead, {where}, median of {rounds} rounds (ratio to baseline):")
     for key, what, count in (
         ("tool_cpu_s", f"MCP run_tool ({CALLS} tools/call)", CALLS),
         ("script_cpu_s", f"run_script call_many ({SCRIPT_CALLS} calls)", SCRIPT_CALLS),
@@ -177,9 +315,21 @@ def main() -> None:
                 f"    {mode:15} {value * 1e6 / count:8.1f} µs/call  {value / base:5.2f} x"
                 f"  (rounds {min(paired):.2f}–{max(paired):.2f})"
             )
-    for mode in ("in-memory", "in-memory-batch"):
-        spans = statistics.median(r["spans"] for r in found[mode])
-        print(f"  spans exported per {mode} run: {spans:.0f}")
+    # Spans per batch pair (CALLS tools/call and one script of SCRIPT_CALLS calls), and what
+    # one costs: the mode's CPU over off's for the pair, per span.
+    off = sum(
+        statistics.median(r[key] for r in found["off"]) for key in ("tool_cpu_s", "script_cpu_s")
+    )
+    for mode, names in spans.items():
+        total = sum(names.values())
+        cpu = sum(
+            statistics.median(r[key] for r in found[mode]) for key in ("tool_cpu_s", "script_cpu_s")
+        )
+        print(
+            f"  {mode}: {total} spans per {CALLS} tools/call + one {SCRIPT_CALLS}-call script, "
+            f"{(cpu - off) / total * 1e6:.1f} µs of gateway CPU per span over off; by name: "
+            + ", ".join(f"{name} {n}" for name, n in sorted(names.items(), key=lambda kv: -kv[1]))
+        )
     # What "off" adds is one check per traced point: timed alone, against a baseline call of
     # this run (the end-to-end difference of a few microseconds is below the rounds' noise).
     off_s = _off_check_s()
