@@ -342,6 +342,52 @@ def main() -> None:
             f"  off, one tool span's check alone: {off_s * 1e6:.2f} µs = "
             f"{off_s / base * 100:.2f} % of a baseline {what}"
         )
+    # What a span costs the OpenTelemetry SDK alone, to set beside the spans per call above:
+    # the rest of a traced call's extra CPU is not in the SDK's own frames.
+    for mode, batch in (("in-memory", False), ("in-memory-batch", True)):
+        alone = _span_alone_s(batch)
+        print(f"  {mode}, one SDK span alone (this process): {alone * 1e6:.1f} µs")
+
+
+def _span_alone_s(batch: bool) -> float:
+    """CPU seconds of one span of the OpenTelemetry SDK alone (a server span with the MCP SDK's
+    attributes, started as current and ended) into an in-memory exporter, through a
+    ``BatchSpanProcessor`` (its thread's CPU counted too) or a ``SimpleSpanProcessor``; the
+    median of 5 batches. The provider is not set globally: this process stays untraced."""
+    import timeit
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor((BatchSpanProcessor if batch else SimpleSpanProcessor)(exporter))
+    tracer = provider.get_tracer("bench")
+    attributes = {
+        "mcp.method.name": "tools/call",
+        "mcp.protocol.version": "2025-11-25",
+        "jsonrpc.request.id": "7",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "fleet__get_device_status",
+    }
+
+    def one() -> None:
+        with tracer.start_as_current_span(
+            "tools/call fleet__get_device_status", kind=SpanKind.SERVER, attributes=attributes
+        ):
+            pass
+
+    def flushed() -> None:
+        for _ in range(2_000):
+            one()
+        provider.force_flush()
+        exporter.clear()
+
+    batches = timeit.repeat(flushed, number=1, repeat=5, timer=time.process_time)
+    provider.shutdown()
+    return statistics.median(batches) / 2_000
 
 
 def _off_check_s() -> float:
