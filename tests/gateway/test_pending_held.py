@@ -97,7 +97,7 @@ async def test_a_restored_card_is_answered_once_by_its_principal_or_the_operator
         second = await other.settle(item.approval_id, "deny", by=None)  # another process
         await restarted.refresh()
         after = restarted.pending()
-        taken = await store_of(tmp_path).take("", "fleet__configure", ARGUMENTS)
+        taken = await store_of(tmp_path).take("", call_digest("fleet__configure", ARGUMENTS))
     assert [i.approval_id for i in shown] == [item.approval_id]
     assert (shown[0].restored, shown[0].resumable, shown[0].rememberable) == (True, False, False)
     assert hidden == []
@@ -174,10 +174,10 @@ async def test_an_answer_recorded_after_a_restart_is_taken_once_by_its_client_an
         restarted = await restarted_after(tmp_path, item, binding="client-b")
         assert await restarted.settle(item.approval_id, "allow_once", by=None)
         store = store_of(tmp_path)
-        foreign = await store.take("client-c", "fleet__configure", ARGUMENTS)
-        other_call = await store.take("client-b", "fleet__configure", {"sn": "B"})
-        taken = await store.take("client-b", "fleet__configure", ARGUMENTS)
-        replayed = await store.take("client-b", "fleet__configure", ARGUMENTS)
+        foreign = await store.take("client-c", call_digest("fleet__configure", ARGUMENTS))
+        other_call = await store.take("client-b", call_digest("fleet__configure", {"sn": "B"}))
+        taken = await store.take("client-b", call_digest("fleet__configure", ARGUMENTS))
+        replayed = await store.take("client-b", call_digest("fleet__configure", ARGUMENTS))
     assert (foreign, other_call) == (None, None)
     assert (taken, replayed) == ("allow_once", None)
 
