@@ -194,3 +194,58 @@ async def test_an_answer_the_store_cannot_record_is_an_error_and_the_card_stays(
         shown = restarted.pending()
     assert "approvals.sqlite3" in str(raised.value)
     assert [i.approval_id for i in shown] == [item.approval_id]  # it may be answered again
+
+
+class SlowToSettle(SqliteApprovals):
+    """The embedded store, whose recording of an answer waits until ``go`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, ttl_s=600)
+        self.settling, self.go = anyio.Event(), anyio.Event()
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        self.settling.set()
+        await self.go.wait()
+        return await super().settle(approval_id, answer)
+
+
+async def test_a_2026_call_sent_again_while_its_answer_is_recorded_takes_that_answer(
+    tmp_path: Path,
+) -> None:
+    """The console answers a restored card; the client sends the call again while the store
+    records that answer: the call goes on with it, once (no second card, and nothing left in
+    the store for a later sending of the call to run on)."""
+    item = card()
+    call = call_digest("fleet__configure", ARGUMENTS)
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        await left_by_a_killed_process(tmp_path, item, binding="client-b")
+        store = SlowToSettle(tmp_path / "approvals.sqlite3")
+        restarted = PendingApprovals(timeout_s=600)
+        restarted.use_store(store, asker="local/new", gone=gone)
+        await restarted.refresh()
+        async with anyio.create_task_group() as tg:
+            answered, recorded = anyio.Event(), anyio.Event()
+
+            async def again() -> None:
+                answers.append(await restarted.ask(card(), binding="client-b", call=call))
+                answered.set()
+
+            async def console() -> None:
+                assert await restarted.settle(item.approval_id, "allow_once", by="alice")
+                recorded.set()
+
+            tg.start_soon(console)
+            await store.settling.wait()
+            tg.start_soon(again)
+            await restarted.changed()  # the call waits (on whichever card)
+            store.go.set()
+            await recorded.wait()
+            second_cards = [i.approval_id for i in restarted.pending()]
+            if not second_cards:  # failed before: it waited on a second card
+                await answered.wait()
+            tg.cancel_scope.cancel()
+        left = await store_of(tmp_path).take("client-b", call)
+    assert second_cards == []
+    assert answers == ["allow_once"]
+    assert left is None  # the answer was spent by this call, not kept for a later one
