@@ -250,6 +250,15 @@ class CallDecider:
         name = f"{session.identity}:{session.profile.name if session.profile else ''}"
         return hmac.new(self._approval_key, name.encode(), hashlib.sha256).hexdigest()[:32]
 
+    def _call_of(self, tool: str, arguments: dict[str, Any]) -> str:
+        """What a held console approval is bound to besides its client: the tool and its
+        arguments, digested with the approval key when there is one, so that the row in the
+        store cannot confirm a guess of an argument (a secret redacted from the card)."""
+        digest = call_digest(tool, arguments)
+        if self._approval_key is None:
+            return digest
+        return hmac.new(self._approval_key, digest.encode(), hashlib.sha256).hexdigest()
+
     async def _asked_before_restart(self, state: str | None) -> bool:
         """Whether the (sealed, so genuine) ``requestState`` was issued by a gateway process
         that is gone: an earlier process of this one (a restart), or a replica whose lease ran
@@ -298,9 +307,8 @@ class CallDecider:
         binding = call = ""
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and request.kind != "script":
             binding = self._approval_owner(session)
-            arguments = dict(params.arguments or {})
-            call = call_digest(params.name, arguments)
-            recorded = await self._approvals.take(binding, params.name, arguments)
+            call = self._call_of(params.name, dict(params.arguments or {}))
+            recorded = await self._approvals.take(binding, call)
             if recorded is not None:
                 return settle_answer(request, recorded)
         owner = request_credential(ctx.request).identity

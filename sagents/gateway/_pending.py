@@ -175,6 +175,9 @@ class _Waiting:
     binding: str = ""
     call: str = ""
     expires_at: float = math.inf
+    recording: bool = False
+    """A restored card whose answer the store is recording: not shown, not answerable, but a
+    client's call sent again still waits on it (and goes on with that answer)."""
 
 
 class PendingApprovals:
@@ -220,7 +223,7 @@ class PendingApprovals:
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""
         now = time.time()
-        items = [w.item for w in self._waiting.values() if w.expires_at > now]
+        items = [w.item for w in self._waiting.values() if w.expires_at > now and not w.recording]
         if owner is not None:
             items = [i for i in items if i.owner == owner]
         return sorted(items, key=lambda i: i.created)
@@ -287,7 +290,7 @@ class PendingApprovals:
         waiting = self._waiting.get(approval_id)
         if waiting is None or (by is not None and waiting.item.owner != by):
             return False
-        if waiting.done.is_set() or waiting.item.restored:
+        if waiting.done.is_set() or waiting.item.restored or waiting.recording:
             return False  # the client answered first (``both``); the call goes on with that
         if answer == "allow_session" and not waiting.item.rememberable:
             raise ValueError("'Allow for this session' is not offered for this request")
@@ -311,22 +314,32 @@ class PendingApprovals:
             StoreError: the store could not record the answer (the card is shown again).
         """
         waiting = self._waiting.get(approval_id)
-        if waiting is None or not waiting.item.restored:
+        if waiting is None or not waiting.item.restored or waiting.recording:
             return self.answer(approval_id, answer, by=by)
         if by is not None and waiting.item.owner != by:
             return False
         if answer == "allow_session":
             raise ValueError("'Allow for this session' is not offered for this request")
         assert self._store is not None
-        del self._waiting[approval_id]  # no client re-attaches to it while it is recorded
+        # Hidden while it is recorded, but kept: the client's call sent again meanwhile
+        # waits on it and goes on with this answer (a second card would leave the recorded
+        # answer for a later sending to run on), and a refresh does not show it again.
+        waiting.recording = True
         self._notify(waiting.item.session_id)
         try:
             recorded = await self._store.settle(approval_id, answer)
         except StoreError:
-            self._waiting.setdefault(approval_id, waiting)
+            waiting.recording = False
             self._notify(waiting.item.session_id)
             raise
-        if recorded:
+        waiting.recording = False
+        if recorded or waiting.item.restored:  # else a client waits on it: it stays asked
+            self._waiting.pop(approval_id, None)
+        if recorded and not waiting.item.restored:  # the call sent again goes on with it
+            waiting.answer = answer
+            waiting.done.set()  # counted by its ask, as an answer in this process is
+        self._notify(waiting.item.session_id)
+        if recorded and waiting.item.restored:
             self.answered[answer] = self.answered.get(answer, 0) + 1
             logger.info(
                 "approval %s of %s answered %s after a restart: %s",

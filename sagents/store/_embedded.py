@@ -182,9 +182,9 @@ class MemoryApprovals:
         """See ``ApprovalStore.settle``."""
         return self._held.settle(approval_id, answer, self.ttl_s)
 
-    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
-        return self._held.take(binding, call_digest(tool, arguments))
+        return self._held.take(binding, call)
 
 
 class SqliteTasks:

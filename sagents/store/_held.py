@@ -28,7 +28,9 @@ class HeldApproval:
             token and profile, keyed (never the token itself); "" when nothing can (a
             handshake-era connection, which died with its process, or a run_script run,
             which is never resumed).
-        call: A digest of the tool and its arguments (never the arguments).
+        call: A digest of the tool and its arguments, keyed like ``binding`` (never the
+            arguments, nor a bare hash of them, which would confirm a guess of a redacted
+            secret argument to whoever reads the row).
         card: The card as JSON text (what the console shows, with the secrets the gateway
             knows redacted: no more than the audit holds).
         asker: The gateway process that asked (``<replica id>/<boot id>``).

@@ -106,9 +106,9 @@ class PostgresApprovals:
         """See ``ApprovalStore.settle``."""
         return await self._held.settle(approval_id, answer, self.ttl_s)
 
-    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
-        return await self._held.take(binding, call_digest(tool, arguments))
+        return await self._held.take(binding, call)
 
 
 _PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"

@@ -148,9 +148,10 @@ class ApprovalStore(Protocol):
         unknown): each is answered once, whichever process answers first."""
         ...
 
-    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
-        """The recorded answer of the oldest answered held approval of ``binding`` and this
-        call, which is then spent; None when there is none (or ``binding`` is "")."""
+    async def take(self, binding: str, call: str) -> str | None:
+        """The recorded answer of the oldest answered held approval of ``binding`` and ``call``
+        (the :attr:`~sagents.store._held.HeldApproval.call` it was held with), which is then
+        spent; None when there is none (or ``binding`` is "")."""
         ...
 
 

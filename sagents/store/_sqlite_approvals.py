@@ -250,19 +250,17 @@ class SqliteApprovals:
 
         return await self._run(settle)
 
-    async def take(self, binding: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``: spent once, by whichever process takes it first."""
-        from sagents.store._embedded import call_digest
-
         if not binding:
             return None
-        digest, now = call_digest(tool, arguments), self._clock()
+        now = self._clock()
 
         def take(db: sqlite3.Connection) -> str | None:
             row = db.execute(
                 "SELECT approval_id, answer FROM held_approvals WHERE binding = ? AND call = ? "
                 "AND answer IS NOT NULL AND expires_at > ? ORDER BY asked_at LIMIT 1",
-                (binding, digest, now),
+                (binding, call, now),
             ).fetchone()
             if row is None:
                 return None

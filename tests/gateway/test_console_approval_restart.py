@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from sagents.store._embedded import call_digest
 from tests.gateway.console.test_console_http import csrf_of, login
 from tests.gateway.replicas import TOKEN, Replica, client, replica
 from tests.gateway.test_approval_restart import SCRIPT, _lease_ran_out
@@ -257,3 +259,21 @@ async def test_a_run_script_waiting_in_the_console_at_a_restart_never_runs(
     assert allowed.status_code == 303
     assert asked not in after.text
     assert not list((tmp_path / "shared-workspaces").glob("**/run.json"))  # nothing ran
+
+
+async def test_the_held_row_of_a_secret_argument_neither_shows_nor_confirms_it(
+    tmp_path: Path,
+) -> None:
+    """A secret the gateway knows (its token), sent in an argument the card shows: the row on
+    disk holds the card redacted, and its call digest does not let whoever reads the file test
+    a guess of the secret (the digest is keyed with the gateway's key, not a bare SHA-256)."""
+    arguments = {"text": f"log in with {TOKEN}"}
+    with anyio.fail_after(300):
+        await ask_then_kill(tmp_path, "", client, arguments=arguments)
+    path = tmp_path / "data-a" / "approvals.sqlite3"
+    with closing(sqlite3.connect(path)) as db:
+        ((card, call),) = db.execute("SELECT card, call FROM held_approvals").fetchall()
+    assert TOKEN not in card
+    assert "[redacted:" in card
+    guessed = {call_digest(tool, arguments) for tool in ("fault__echo", "echo")}
+    assert call not in guessed  # a guess of the secret cannot be checked against the row

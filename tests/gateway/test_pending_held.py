@@ -97,7 +97,7 @@ async def test_a_restored_card_is_answered_once_by_its_principal_or_the_operator
         second = await other.settle(item.approval_id, "deny", by=None)  # another process
         await restarted.refresh()
         after = restarted.pending()
-        taken = await store_of(tmp_path).take("", "fleet__configure", ARGUMENTS)
+        taken = await store_of(tmp_path).take("", call_digest("fleet__configure", ARGUMENTS))
     assert [i.approval_id for i in shown] == [item.approval_id]
     assert (shown[0].restored, shown[0].resumable, shown[0].rememberable) == (True, False, False)
     assert hidden == []
@@ -174,10 +174,10 @@ async def test_an_answer_recorded_after_a_restart_is_taken_once_by_its_client_an
         restarted = await restarted_after(tmp_path, item, binding="client-b")
         assert await restarted.settle(item.approval_id, "allow_once", by=None)
         store = store_of(tmp_path)
-        foreign = await store.take("client-c", "fleet__configure", ARGUMENTS)
-        other_call = await store.take("client-b", "fleet__configure", {"sn": "B"})
-        taken = await store.take("client-b", "fleet__configure", ARGUMENTS)
-        replayed = await store.take("client-b", "fleet__configure", ARGUMENTS)
+        foreign = await store.take("client-c", call_digest("fleet__configure", ARGUMENTS))
+        other_call = await store.take("client-b", call_digest("fleet__configure", {"sn": "B"}))
+        taken = await store.take("client-b", call_digest("fleet__configure", ARGUMENTS))
+        replayed = await store.take("client-b", call_digest("fleet__configure", ARGUMENTS))
     assert (foreign, other_call) == (None, None)
     assert (taken, replayed) == ("allow_once", None)
 
@@ -194,3 +194,58 @@ async def test_an_answer_the_store_cannot_record_is_an_error_and_the_card_stays(
         shown = restarted.pending()
     assert "approvals.sqlite3" in str(raised.value)
     assert [i.approval_id for i in shown] == [item.approval_id]  # it may be answered again
+
+
+class SlowToSettle(SqliteApprovals):
+    """The embedded store, whose recording of an answer waits until ``go`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, ttl_s=600)
+        self.settling, self.go = anyio.Event(), anyio.Event()
+
+    async def settle(self, approval_id: str, answer: str) -> bool:
+        self.settling.set()
+        await self.go.wait()
+        return await super().settle(approval_id, answer)
+
+
+async def test_a_2026_call_sent_again_while_its_answer_is_recorded_takes_that_answer(
+    tmp_path: Path,
+) -> None:
+    """The console answers a restored card; the client sends the call again while the store
+    records that answer: the call goes on with it, once (no second card, and nothing left in
+    the store for a later sending of the call to run on)."""
+    item = card()
+    call = call_digest("fleet__configure", ARGUMENTS)
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        await left_by_a_killed_process(tmp_path, item, binding="client-b")
+        store = SlowToSettle(tmp_path / "approvals.sqlite3")
+        restarted = PendingApprovals(timeout_s=600)
+        restarted.use_store(store, asker="local/new", gone=gone)
+        await restarted.refresh()
+        async with anyio.create_task_group() as tg:
+            answered, recorded = anyio.Event(), anyio.Event()
+
+            async def again() -> None:
+                answers.append(await restarted.ask(card(), binding="client-b", call=call))
+                answered.set()
+
+            async def console() -> None:
+                assert await restarted.settle(item.approval_id, "allow_once", by="alice")
+                recorded.set()
+
+            tg.start_soon(console)
+            await store.settling.wait()
+            tg.start_soon(again)
+            await restarted.changed()  # the call waits (on whichever card)
+            store.go.set()
+            await recorded.wait()
+            second_cards = [i.approval_id for i in restarted.pending()]
+            if not second_cards:  # failed before: it waited on a second card
+                await answered.wait()
+            tg.cancel_scope.cancel()
+        left = await store_of(tmp_path).take("client-b", call)
+    assert second_cards == []
+    assert answers == ["allow_once"]
+    assert left is None  # the answer was spent by this call, not kept for a later one

@@ -349,12 +349,12 @@ async def test_a_held_approval_is_answered_once_and_taken_once_by_its_binding_an
     first = await approvals.settle("h1", "allow_once")
     second = await approvals.settle("h1", "deny")
     unknown = await approvals.settle("nope", "deny")
-    other_call = await approvals.take("b1", "fleet__configure", {"sn": "B"})
-    other_binding = await approvals.take("b2", "fleet__configure", {"sn": "A"})
+    other_call = await approvals.take("b1", call_digest("fleet__configure", {"sn": "B"}))
+    other_binding = await approvals.take("b2", call_digest("fleet__configure", {"sn": "A"}))
     await approvals.settle("h2", "allow_once")
-    no_binding = await approvals.take("", "fleet__configure", {"sn": "A"})
-    taken = await approvals.take("b1", "fleet__configure", {"sn": "A"})
-    again = await approvals.take("b1", "fleet__configure", {"sn": "A"})
+    no_binding = await approvals.take("", call_digest("fleet__configure", {"sn": "A"}))
+    taken = await approvals.take("b1", call_digest("fleet__configure", {"sn": "A"}))
+    again = await approvals.take("b1", call_digest("fleet__configure", {"sn": "A"}))
     await approvals.release("h2")
     assert [h.approval_id for h in listed] == ["h1", "h2"]
     assert (listed[0].card, listed[0].binding, listed[0].asker) == (
