@@ -197,7 +197,7 @@ async def test_a_named_tool_choice_that_is_not_offered_ends_the_run_before_any_r
     _events, done, model, tools = await run(
         ["never"],
         model_settings=ModelSettings(tool_choice=choice),
-        context=SessionContext(permission_mode="read-only"),
+        context=SessionContext(permission_mode="read_only"),
     )
     assert done.reason == "error"
     assert done.error is not None
