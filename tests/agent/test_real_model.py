@@ -71,6 +71,7 @@ async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) 
             [{"role": "user", "content": "What is the weather in Paris?"}],
             tool_manager=manager,
             session_context=SessionContext(permission_mode="auto"),
+            within_s=CHAT_TIMEOUT_S,  # two calls of a CPU-only model, not a scripted one
         )
     finally:
         await model.aclose()

@@ -8,6 +8,7 @@ file names its sources), played back byte for byte by ``ScriptedModel`` on 127.0
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -39,7 +40,13 @@ from sagents.testing import (
     load_wire,
 )
 from sagents.tool import AllowAllApprover, SessionContext, ToolManager, tool
-from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+from tests.agent.helpers import (
+    assert_settled_once,
+    collect,
+    collect_cancelling_at_first_text,
+    done_of,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -258,6 +265,34 @@ async def test_real_llama_cpp_python_named_tool_round_trip(form: str) -> None:
     assert sent["content"] == ""
     assert model.requests[1]["messages"][-1]["tool_call_id"] == call_id
     assert done.messages[-1] == {"role": "assistant", "content": ""}  # what the model said
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+async def test_real_llama_cpp_python_tool_call_at_max_turns_runs_once_and_ends(form: str) -> None:
+    _events, done, model, tools = await run(
+        wire(f"llama_cpp_python_real_named_tool_{form}"),
+        model_options={"stream": form == "stream"},
+        model_settings=ModelSettings(tool_choice="get_weather"),
+        max_turns=1,
+    )
+    assert done.reason == "max_turns"
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    assert [m["role"] for m in done.messages] == ["user", "assistant", "tool"]
+    assert len(model.requests) == 1
+
+
+async def test_real_llama_cpp_python_stream_cancelled_mid_answer_leaves_no_partial_message() -> (
+    None
+):
+    (whole,) = wire("llama_cpp_python_real_text_stream")
+    # the recorded stream's first four events (a role chunk, three words), then nothing more
+    stalled = dataclasses.replace(whole, body=whole.body[:4], end="hang")
+    async with ScriptedModel([stalled]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        events = await collect_cancelling_at_first_text(agent, USER, tool_manager=Tools().manager())
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
 
 
 @pytest.mark.parametrize("form", ["stream", "whole"])
