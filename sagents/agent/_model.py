@@ -102,8 +102,15 @@ _NO_QUOTA_CODES = frozenset(
     {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "access_terminated"}
 )
 # A 5xx whose body says this is a validation failure of the request: sending it again fails
-# again (llama-cpp-python's server answers 500 with pydantic's message, docs/agent.md).
-_INVALID_REQUEST_MARKERS = ("validation error", "input should be", "invalid_request_error")
+# again. llama-cpp-python's server answers 500 with the exception's message (docs/agent.md,
+# "Servers' quirks"): pydantic's for a request it cannot read, and its chat handler's
+# "Tool with name '...' not found in tools" for a tool_choice naming no tool of the request.
+_INVALID_REQUEST_MARKERS = (
+    "validation error",
+    "input should be",
+    "invalid_request_error",
+    "not found in tools",
+)
 logger = logging.getLogger(__name__)
 
 _SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error

@@ -93,6 +93,8 @@ class ActiveRun:
     scopes: set[anyio.CancelScope] = field(default_factory=set)
     """The cancel scopes of what the run awaits now (:meth:`cancellable`)."""
     turns: int = 0
+    tool_choice_spent: bool = False
+    """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
     defer: bool = False
     """``approvals="defer"``: a call that needs a person pauses the run (:attr:`paused`)."""
     resume: RunState | None = None

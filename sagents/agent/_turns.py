@@ -9,6 +9,7 @@ of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from functools import partial
@@ -21,6 +22,7 @@ from sagents.agent._calls import TRUNCATED, resume_calls, run_calls, too_many
 from sagents.agent._chat_model import (
     Finish,
     ModelRequest,
+    ModelSettings,
     ReasoningDelta,
     TextDelta,
     Usage,
@@ -46,7 +48,7 @@ from sagents.agent._suggestion import allowed_tools, request_query
 from sagents.agent._tracing import end_model_span, model_span
 from sagents.core._spec import ToolSpec
 from sagents.core._tracing import attached, end_span
-from sagents.errors import ContextLengthError, ModelError
+from sagents.errors import ContextLengthError, ModelConfigError, ModelError
 
 if TYPE_CHECKING:
     from sagents.agent._loop import SAgent
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["Turns"]
 
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
+_CHOICES: Final = frozenset({"auto", "none", "required"})  # tool_choice values that name no tool
 
 
 class Turns:
@@ -164,6 +167,8 @@ class Turns:
                 _count_usage(run, turn.usage)
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.tool_calls
+            if any(c.name == self._agent.model_settings.tool_choice for c in calls):
+                run.tool_choice_spent = True
             if not calls:
                 if self.output is None:
                     run.reason = "stop"
@@ -227,7 +232,7 @@ class Turns:
             system_prompt="\n\n".join(prompts),
             messages=tuple(history[lead:]),
             tools=tuple(_spec_of(t) for t in tools),
-            settings=self._agent.model_settings,
+            settings=self._settings(run, tools),
             output=None if self.output is None else self.output.schema,
         )
         finish: Finish | None = None
@@ -262,6 +267,43 @@ class Turns:
             )
         run.response = finish.response
 
+    def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
+        """This call's settings. A ``tool_choice`` naming a tool must name one offered to this
+        call (else a clear error, before anything is sent: a server answers such a request
+        with an error, llama-cpp-python's with HTTP 500); once the model has called it, the
+        run's later calls leave ``tool_choice`` unset, so that the model can answer (as the
+        OpenAI Agents SDK's ``reset_tool_choice`` does) instead of calling it until
+        ``max_turns`` (docs/agent.md, "The model seam").
+
+        Raises:
+            ModelConfigError: the named tool is not offered to this call.
+        """
+        settings = self._agent.model_settings
+        choice = settings.tool_choice
+        if choice is None or choice in _CHOICES:
+            return settings
+        if run.tool_choice_spent:
+            return dataclasses.replace(settings, tool_choice=None)
+        offered = [str(t["function"]["name"]) for t in tools]
+        if choice in offered:
+            return settings
+        state = run.session
+        if state.tool_manager.has_tool(choice):
+            why = (
+                f"the session has it, but a {state.context.permission_mode} session is not "
+                "offered it (read-only sessions get only read-only tools; disabled tools none)"
+            )
+        else:
+            why = "the session has no tool of that name (was its MCP server started?)"
+        raise ModelConfigError(
+            f"tool_choice {choice!r} names no tool offered to the model: {why}; offered: "
+            f"{', '.join(offered) or 'no tools'}",
+            hint=(
+                "set tool_choice (sagents chat --tool-choice) to auto, or to the name of an "
+                "offered tool (sagents tools lists a configuration's tools)"
+            ),
+        )
+
     def system(self, state: AgentSession, extra: str = "") -> list[dict[str, Any]]:
         parts = [self._agent.system_prompt] if self._agent.system_prompt else []
         if state.skills is not None:
@@ -295,7 +337,11 @@ class Turns:
             run.script_description = await relevant_description(run.script_tool, query)
         if run.script_description is not None:
             own = [with_script_description(t, run.script_description) for t in own]
-        return await self._agent.suggestion.offered(state, allowed, own, query=query)
+        offered = await self._agent.suggestion.offered(state, allowed, own, query=query)
+        choice = self._agent.model_settings.tool_choice
+        names = {t["function"]["name"] for t in offered}
+        forced = [a for a in allowed if a.name == choice and a.name not in names]
+        return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names
 
 
 def _count_usage(run: ActiveRun, usage: Usage) -> None:

@@ -80,7 +80,10 @@ def chat(
         str | None,
         typer.Option(
             "--tool-choice",
-            help="auto, none, required, or a tool name (some servers ignore tools without it).",
+            help=(
+                "auto, none, required, or the name of an offered tool, asked for until it is "
+                "called (some servers ignore tools without it)."
+            ),
         ),
     ] = None,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",

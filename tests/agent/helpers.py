@@ -14,6 +14,7 @@ from sagents.agent import (
     DoneEvent,
     Finish,
     Message,
+    MessageDeltaEvent,
     ModelEvent,
     ModelRequest,
     SAgent,
@@ -23,14 +24,33 @@ RUN_TIMEOUT_S = 30.0
 
 
 async def collect(
+    agent: SAgent,
+    messages: Sequence[Message | Mapping[str, Any]],
+    *,
+    within_s: float = RUN_TIMEOUT_S,
+    **kwargs: Any,
+) -> list[AgentEvent]:
+    """Every event of one run, bounded in time (``within_s`` seconds)."""
+    events: list[AgentEvent] = []
+    with anyio.fail_after(within_s):
+        async with aclosing(agent.run_stream(messages, **kwargs)) as stream:
+            async for event in stream:
+                events.append(event)
+    return events
+
+
+async def collect_cancelling_at_first_text(
     agent: SAgent, messages: Sequence[Message | Mapping[str, Any]], **kwargs: Any
 ) -> list[AgentEvent]:
-    """Every event of one run, bounded in time."""
+    """Every event of one run that :meth:`SAgent.cancel` is called in at its first text delta,
+    bounded in time."""
     events: list[AgentEvent] = []
     with anyio.fail_after(RUN_TIMEOUT_S):
         async with aclosing(agent.run_stream(messages, **kwargs)) as stream:
             async for event in stream:
                 events.append(event)
+                if isinstance(event, MessageDeltaEvent):
+                    agent.cancel()
     return events
 
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import StdioServerParameters
 from pydantic import BaseModel
@@ -42,9 +40,9 @@ from sagents.testing import (
 )
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager
 from tests.agent.helpers import (
-    RUN_TIMEOUT_S,
     assert_settled_once,
     collect,
+    collect_cancelling_at_first_text,
     done_of,
     tool_messages,
 )
@@ -178,13 +176,7 @@ async def test_cancel_mid_answer_ends_cancelled_without_a_partial_message(api: s
     slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=4)
     async with ScriptedModel([slow], api=api) as server:  # type: ignore[arg-type]
         agent = SAgent(model=server.chat_model(), run_script=False)
-        events: list[AgentEvent] = []
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            async with aclosing(agent.run_stream(USER, tool_manager=Tools().manager())) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, MessageDeltaEvent):
-                        agent.cancel()
+        events = await collect_cancelling_at_first_text(agent, USER, tool_manager=Tools().manager())
     done = done_of(events)
     assert done.reason == "cancelled"
     assert list(done.messages) == USER

@@ -27,6 +27,7 @@ from tests.agent.helpers import (
     WatchedModel,
     assert_settled_once,
     collect,
+    collect_cancelling_at_first_text,
     done_of,
     tool_messages,
 )
@@ -162,13 +163,7 @@ async def test_agent_cancel_mid_stream_stops_the_model_stream_and_adds_no_partia
     slow = ScriptedReply(content="a long answer that never ends", hang_after_chunks=2)
     async with ScriptedModel([slow]) as model:
         agent = SAgent(model=model.chat_model())
-        events = []
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            async with aclosing(agent.run_stream(USER, tool_manager=ToolManager())) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, MessageDeltaEvent):
-                        agent.cancel()
+        events = await collect_cancelling_at_first_text(agent, USER, tool_manager=ToolManager())
     done = done_of(events)
     assert done.reason == "cancelled"
     assert list(done.messages) == USER

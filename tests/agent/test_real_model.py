@@ -6,7 +6,8 @@ endpoint (``scripts/real-model.sh``, run by ``scripts/test.sh --real-model``, bu
 llama-cpp-python's server with Gemma 3 270M and sets it). CI's default run does not set it.
 
 The server is llama-cpp-python's ``chatml-function-calling``: it ignores ``tools`` unless a
-``tool_choice`` is sent, so the first call names the tool; what is checked is that the real
+``tool_choice`` is sent, so the run's ``tool_choice`` names the tool (sent until the model has
+called it, then left unset, so the next answer is text); what is checked is that the real
 server accepts what sagents sends back after a tool call (the request that failed with HTTP 500
 before assistant messages with tool calls carried ``"content": ""``) and that the loop reads
 its real answers, streamed and whole.
@@ -14,31 +15,21 @@ its real answers, streamed and whole.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sagents.agent import (
-    ChatModel,
-    ModelEvent,
-    ModelRequest,
-    OpenAIChatModel,
-    SAgent,
-)
+from sagents.agent import ModelSettings, OpenAIChatModel, SAgent
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
 
 URL = os.environ.get("SAGENTS_REAL_MODEL_URL", "")
 MODEL = os.environ.get("SAGENTS_REAL_MODEL", "gemma3-270m")
-ROOT = Path(__file__).resolve().parents[2]
-FLEET = ROOT / "examples" / "fleet" / "mcp_servers.json"
 CHAT_TIMEOUT_S = 600.0  # a CPU-only model on a loaded machine: generous, never tight
 
 pytestmark = [
@@ -52,26 +43,6 @@ pytestmark = [
         ),
     ),
 ]
-
-
-class FirstCallNamesTheTool:
-    """A :class:`ChatModel` that names ``tool`` as the ``tool_choice`` of its first call and
-    sends ``none`` after, so the model answers in text once the result is back."""
-
-    def __init__(self, inner: ChatModel, tool: str) -> None:
-        self.inner = inner
-        self.model = inner.model
-        self.tool = tool
-        self.calls = 0
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        choice = self.tool if self.calls == 0 else "none"
-        self.calls += 1
-        settings = dataclasses.replace(request.settings, tool_choice=choice)
-        return self.inner.stream(dataclasses.replace(request, settings=settings))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -88,7 +59,8 @@ async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) 
     manager.register_tool(get_weather)
     model = OpenAIChatModel(MODEL, base_url=URL, stream=stream, timeout=CHAT_TIMEOUT_S)
     agent = SAgent(
-        model=FirstCallNamesTheTool(model, "get_weather"),
+        model=model,
+        model_settings=ModelSettings(tool_choice="get_weather"),  # forced once, then unset
         system_prompt="You answer questions about the weather with the get_weather tool.",
         run_script=False,
         max_turns=3,
@@ -99,6 +71,7 @@ async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) 
             [{"role": "user", "content": "What is the weather in Paris?"}],
             tool_manager=manager,
             session_context=SessionContext(permission_mode="auto"),
+            within_s=CHAT_TIMEOUT_S,  # two calls of a CPU-only model, not a scripted one
         )
     finally:
         await model.aclose()
@@ -113,11 +86,15 @@ async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) 
 
 
 def test_sagents_chat_prompt_makes_a_tool_round_trip_with_the_real_model(tmp_path: Path) -> None:
+    # examples/fleet's configuration, with a command that starts from any directory
+    config = tmp_path / "mcp_servers.json"
+    fleet = {"command": sys.executable, "args": ["-m", "sagents.demo.fleet_server"]}
+    config.write_text(json.dumps({"mcpServers": {"fleet": fleet}}), encoding="utf-8")
     command = [
         str(Path(sys.executable).with_name("sagents")),  # the installed command
         "chat",
         "--config",
-        str(FLEET),
+        str(config),
         "--prompt",
         "What is the status of device SN0001?",
         "--tool-choice",
@@ -147,8 +124,8 @@ def test_sagents_chat_prompt_makes_a_tool_round_trip_with_the_real_model(tmp_pat
     assert events, finished.stderr
     done = events[-1]
     assert done["type"] == "done", finished.stderr
-    # the tool is named in every call here, so the run ends at --max-turns after two calls
-    assert done["reason"] in ("stop", "max_turns"), done["error"]
+    # the tool is named until it is called, then not: the second answer is text
+    assert done["reason"] == "stop", done["error"]
     assert done["turns"] == 2  # the second request, with the call and its result, was answered
     results = [m for m in done["messages"] if m["role"] == "tool"]
     assert results

@@ -8,6 +8,7 @@ file names its sources), played back byte for byte by ``ScriptedModel`` on 127.0
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -22,6 +23,7 @@ from sagents.agent import (
     MessageDeltaEvent,
     ModelEvent,
     ModelRequest,
+    ModelSettings,
     ReasoningDeltaEvent,
     SAgent,
     UsageEvent,
@@ -38,7 +40,13 @@ from sagents.testing import (
     load_wire,
 )
 from sagents.tool import AllowAllApprover, SessionContext, ToolManager, tool
-from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
+from tests.agent.helpers import (
+    assert_settled_once,
+    collect,
+    collect_cancelling_at_first_text,
+    done_of,
+    tool_messages,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -174,6 +182,55 @@ async def test_a_validation_500_is_not_retried_and_does_not_say_try_again_later(
     assert len(model.requests) == 1
 
 
+async def test_a_500_for_a_tool_choice_the_server_cannot_match_is_not_retried() -> None:
+    # recorded from the real server: a tool_choice naming a function that is not in tools
+    refused = wire("llama_cpp_python_real_unknown_tool_choice_500")
+    _events, done, model, tools = await run(refused * 4, model_options={"max_retries": 3})
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_error"
+    assert "rejected the request (HTTP 500)" in done.error["message"]
+    assert "Tool with name 'fleet__get_device_status' not found in tools" in done.error["message"]
+    assert "try again later" not in (done.error.get("hint") or "")
+    assert len(model.requests) == 1
+    assert not tools.calls
+
+
+@pytest.mark.parametrize("choice", ["fleet__get_device_status", "save"])
+async def test_a_named_tool_choice_that_is_not_offered_ends_the_run_before_any_request(
+    choice: str,
+) -> None:
+    # "save" is a write tool: a read-only session is not offered it
+    _events, done, model, tools = await run(
+        ["never"],
+        model_settings=ModelSettings(tool_choice=choice),
+        context=SessionContext(permission_mode="read_only"),
+    )
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_not_configured"
+    assert f"tool_choice {choice!r}" in done.error["message"]
+    assert "get_weather" in done.error["message"]  # what is offered
+    assert "auto" in (done.error.get("hint") or "")
+    assert not model.requests
+    assert not tools.calls
+
+
+async def test_a_named_tool_choice_forces_one_call_then_the_model_may_answer() -> None:
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_paris1")
+    _events, done, model, tools = await run(
+        [ScriptedReply(tool_calls=(call,)), "Sunny."],
+        model_settings=ModelSettings(tool_choice="get_weather"),
+    )
+    assert done.reason == "stop"
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    assert model.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "get_weather"},
+    }
+    assert "tool_choice" not in model.requests[1]  # called once: the model may answer now
+
+
 async def test_llama_cpp_python_empty_streamed_body_is_an_error_naming_no_stream() -> None:
     _events, done, _model, tools = await run(wire("llama_cpp_python_auto_stream_empty"))
     assert done.reason == "error"
@@ -182,6 +239,85 @@ async def test_llama_cpp_python_empty_streamed_body_is_an_error_naming_no_stream
     hint = done.error.get("hint") or ""
     assert "stream=False" in hint
     assert "--no-stream" in hint
+    assert not tools.calls
+
+
+# -- recorded from the real llama-cpp-python server (scripts/record_llama_cpp_wire.py) ---------
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+async def test_real_llama_cpp_python_named_tool_round_trip(form: str) -> None:
+    script = [
+        *wire(f"llama_cpp_python_real_named_tool_{form}"),
+        *wire(f"llama_cpp_python_real_text_after_result_{form}"),
+    ]
+    _events, done, model, tools = await run(
+        script,
+        model_options={"stream": form == "stream"},
+        model_settings=ModelSettings(tool_choice="get_weather"),
+    )
+    assert done.reason == "stop", done.error
+    assert tools.calls == [("get_weather", {"city": "Paris"})]  # once, whole arguments
+    sent = sent_assistant(model, 1)
+    ((call_id, name, arguments),) = calls_of(sent)
+    assert call_id.startswith("call__0_get_weather_cmpl-")  # the server's id, kept
+    assert (name, json.loads(arguments)) == ("get_weather", {"city": "Paris"})
+    assert sent["content"] == ""
+    assert model.requests[1]["messages"][-1]["tool_call_id"] == call_id
+    assert done.messages[-1] == {"role": "assistant", "content": ""}  # what the model said
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+async def test_real_llama_cpp_python_tool_call_at_max_turns_runs_once_and_ends(form: str) -> None:
+    _events, done, model, tools = await run(
+        wire(f"llama_cpp_python_real_named_tool_{form}"),
+        model_options={"stream": form == "stream"},
+        model_settings=ModelSettings(tool_choice="get_weather"),
+        max_turns=1,
+    )
+    assert done.reason == "max_turns"
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    assert [m["role"] for m in done.messages] == ["user", "assistant", "tool"]
+    assert len(model.requests) == 1
+
+
+async def test_real_llama_cpp_python_stream_cancelled_mid_answer_leaves_no_partial_message() -> (
+    None
+):
+    (whole,) = wire("llama_cpp_python_real_text_stream")
+    # the recorded stream's first four events (a role chunk, three words), then nothing more
+    stalled = dataclasses.replace(whole, body=whole.body[:4], end="hang")
+    async with ScriptedModel([stalled]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        events = await collect_cancelling_at_first_text(agent, USER, tool_manager=Tools().manager())
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+async def test_real_llama_cpp_python_text_answer(form: str) -> None:
+    events, done, _model, tools = await run(
+        wire(f"llama_cpp_python_real_text_{form}"), model_options={"stream": form == "stream"}
+    )
+    assert done.reason == "stop", done.error
+    said = "Say hello to Paris in one short sentence."
+    assert "".join(e.delta for e in events if isinstance(e, MessageDeltaEvent)) == said
+    assert done.messages[-1] == {"role": "assistant", "content": said}
+    assert not tools.calls
+    if form == "whole":  # the streamed answer reports no usage
+        usage = [e for e in events if isinstance(e, UsageEvent)]
+        assert [(u.prompt_tokens > 0, u.completion_tokens > 0) for u in usage] == [(True, True)]
+
+
+async def test_real_llama_cpp_python_auto_stream_with_only_pings_is_an_error_naming_no_stream() -> (
+    None
+):
+    _events, done, _model, tools = await run(wire("llama_cpp_python_real_auto_stream") * 4)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "no choices" in done.error["message"]
+    assert "--no-stream" in (done.error.get("hint") or "")
     assert not tools.calls
 
 

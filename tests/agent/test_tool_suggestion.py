@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from mcp import StdioServerParameters
 
-from sagents.agent import LLMToolSelector, SAgent
+from sagents.agent import LLMToolSelector, ModelSettings, SAgent
 from sagents.core._spec import ToolSpec
 from sagents.skill import SkillManager, SkillProxy
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
@@ -132,6 +132,16 @@ async def test_an_allowed_but_unadvertised_tool_is_refused_with_the_expand_hint(
     assert "not_allowed" in refused["content"]
     assert 'tool_expand_tools({"tool_names": ["get_time"]})' in refused["content"]
     assert RAN == []  # narrowing is enforced at execution, not only in the schema list
+
+
+async def test_the_tool_tool_choice_names_is_offered_and_runs_though_not_suggested() -> None:
+    script = [tool_call("get_time", {"city": "Paris"}), reply("ok")]
+    async with ScriptedModel(script) as model:
+        agent = _agent(model, model_settings=ModelSettings(tool_choice="get_time"))
+        done = done_of(await collect(agent, ASK_WEATHER, tool_manager=_manager()))
+    assert done.reason == "stop", done.error
+    assert _names(model.requests[0]) == ["get_weather", "tool_expand_tools", "get_time"]
+    assert RAN == ["get_time"]
 
 
 async def test_tool_expand_tools_reports_expanded_invalid_and_already_selected_names() -> None:

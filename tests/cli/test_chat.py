@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from anyio.from_thread import start_blocking_portal
 from rich.console import Console
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from sagents.cli._chat_session import ChatRenderer, TerminalApprover, json_line
 from sagents.cli.main import app
@@ -107,6 +107,46 @@ def test_chat_tool_choice_and_a_provider_string_reach_the_request(env: None) -> 
     assert result.exit_code == 0, result.output
     assert requests[0]["tool_choice"] == "auto"
     assert requests[0]["model"] == "m"
+
+
+def _chat_naming_the_fleet_tool(
+    config: Path, script: list[ScriptedReply]
+) -> tuple[Result, list[dict[str, Any]]]:
+    """One ``--prompt`` turn with ``--tool-choice fleet__get_device_status``: the result and the
+    requests the model got."""
+    with _serve(script) as model:
+        result = CliRunner().invoke(
+            app,
+            ["chat", "--config", str(config), "--prompt", "status?", "--tool-choice",
+             "fleet__get_device_status", "--base-url", model.base_url, "--model", "m"],
+            catch_exceptions=False,
+        )  # fmt: skip
+        return result, list(model.requests)
+
+
+def test_chat_tool_choice_naming_a_tool_forces_its_call_once(env: None) -> None:
+    script = [tool_call("fleet__get_device_status", {"sn": "SN0001"}), reply("SN0001 is fine")]
+    result, requests = _chat_naming_the_fleet_tool(FLEET, script)
+    assert result.exit_code == 0, result.output
+    assert "SN0001 is fine" in result.stdout
+    named = {"type": "function", "function": {"name": "fleet__get_device_status"}}
+    assert requests[0]["tool_choice"] == named
+    assert "fleet__get_device_status" in [t["function"]["name"] for t in requests[0]["tools"]]
+    assert "tool_choice" not in requests[1]  # the call was made: the model may answer
+
+
+def test_chat_tool_choice_naming_a_tool_of_a_server_that_did_not_start_is_a_clear_error(
+    env: None, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp_servers.json"
+    missing = str(tmp_path / "no-such-python")
+    config.write_text(json.dumps({"mcpServers": {"fleet": {"command": missing}}}))
+    result, requests = _chat_naming_the_fleet_tool(config, [reply("never")])
+    assert result.exit_code == 1, result.output
+    assert "tool_choice 'fleet__get_device_status' names no tool offered" in result.stderr
+    assert "was its MCP server started?" in result.stderr
+    assert "--tool-choice" in result.stderr  # the hint
+    assert requests == []  # nothing was sent to the model
 
 
 @pytest.mark.parametrize(
