@@ -14,6 +14,9 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
 load). The server runs in this process, so its time is in both sides.
 
+``--api NAME`` (repeatable: ``chat``, ``responses``, ``anthropic``, ``gemini``): only those
+APIs (with or without ``--count``).
+
 ``--count``: instead of CPU time, the event-loop callbacks (``call_soon``) and loop iterations
 (selector waits) per turn, server included, on a loop that counts them: a deterministic figure
 of the task switching a turn costs, where CPU time varies with the machine's load.
@@ -238,9 +241,18 @@ _HEADER = (
 )
 
 
+def _apis() -> tuple[str, ...]:
+    """The APIs to measure: ``--api NAME`` (repeatable) chooses some, else all."""
+    chosen = tuple(sys.argv[i + 1] for i, arg in enumerate(sys.argv[:-1]) if arg == "--api")
+    unknown = [api for api in chosen if api not in APIS]
+    if unknown:
+        raise SystemExit(f"unknown --api {unknown[0]!r}: one of {', '.join(APIS)}")
+    return chosen or APIS
+
+
 async def main() -> None:
     print(_HEADER + "   (CPU ms per turn; ratios against the bare client)")
-    for api in APIS:
+    for api in _apis():
         for stream in (True, False):
             print(_row(api, stream, await _measure(api, stream), "7.2f"), flush=True)
 
@@ -283,7 +295,7 @@ async def _counted(turn: Callable[[], Awaitable[None]]) -> tuple[float, float]:
 
 async def count() -> None:
     print(_HEADER + "   (event-loop callbacks per turn; each second row: loop iterations)")
-    for api in APIS:
+    for api in _apis():
         for stream in (True, False):
             async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
                 turns, client = await _turns(api, stream, server)

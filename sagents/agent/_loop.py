@@ -648,7 +648,7 @@ class SAgent:
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
             else:
-                current = agent_span(self.model, state.session_id)
+                current = run.span = agent_span(self.model, state.session_id)
                 run.step = self._turns.steps(run, current)
                 self._runs.add(run)
                 try:

@@ -13,6 +13,7 @@ too early.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import math
 import random
@@ -194,9 +195,12 @@ class CallBudget:
         Raises:
             ModelTimeoutError: the deadline passed.
         """
-        with anyio.CancelScope(deadline=self.ends) as scope:
-            return await request
-        assert scope.cancelled_caught
+        try:  # asyncio's timeout, as in next()
+            async with asyncio.timeout_at(None if self.deadline is None else self.ends) as bound:
+                return await request
+        except TimeoutError:
+            if not bound.expired():
+                raise  # the request's own TimeoutError, not the deadline's
         self.past_deadline()
 
     async def next(self, pieces: AsyncIterator[T]) -> T:
@@ -207,12 +211,17 @@ class CallBudget:
             StopAsyncIteration: the answer ended.
             ModelTimeoutError: nothing came within ``timeout``, or the deadline passed.
         """
-        now = anyio.current_time()
-        # A bare CancelScope: move_on_after wraps one in a generator context manager, a cost
-        # paid on every chunk (bench/bench_agent_loop.py).
-        with anyio.CancelScope(deadline=min(now + self.timeout, self.ends)) as scope:
-            return await pieces.__anext__()
-        assert scope.cancelled_caught
+        now = anyio.current_time()  # the event loop's clock, as asyncio.timeout_at's
+        # One timeout per piece (one held across the adapter's yield would cancel the
+        # consumer's code). asyncio's, not an anyio CancelScope with a deadline: about half
+        # the Python calls and CPU per piece, paid on every chunk of a streamed answer
+        # (bench/bench_agent_loop.py, streamed turns). The model adapters run on asyncio.
+        try:
+            async with asyncio.timeout_at(min(now + self.timeout, self.ends)) as idle:
+                return await pieces.__anext__()
+        except TimeoutError:
+            if not idle.expired():
+                raise  # the read's own TimeoutError, not this wait's
         if self.ends - now <= self.timeout:
             self.past_deadline()
         raise ModelTimeoutError(

@@ -7,13 +7,15 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
+from opentelemetry.trace import Span
 
 from sagents.agent._chat_model import ModelResponse
 from sagents.agent._events import AgentEvent, DoneReason
@@ -57,6 +59,39 @@ _CALL_ID_CHARS: Final = 9
 class RunCancelled(Exception):
     """The run was cancelled (:meth:`ActiveRun.cancel`, ``SAgent.cancel``): it ends with
     ``done(reason="cancelled")``."""
+
+
+class _Cancellable:
+    """The block of :meth:`ActiveRun.cancellable`: a cancel scope the run's :meth:`cancel`
+    reaches. A class, not a generator context manager: the loop enters one for every read of
+    a streamed answer, and the generator's own calls were a measurable part of a streamed
+    text turn's CPU (bench/bench_agent_loop.py)."""
+
+    __slots__ = ("_run", "_scope")
+
+    def __init__(self, run: ActiveRun) -> None:
+        self._run = run
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> None:
+        if self._run.cancelled:
+            self._scope.cancel()
+        self._run.scopes.add(self._scope)
+        self._scope.__enter__()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        try:
+            swallowed = self._scope.__exit__(kind, error, traceback)
+        finally:
+            self._run.scopes.discard(self._scope)
+        if self._scope.cancelled_caught:
+            raise RunCancelled from None
+        return bool(swallowed)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -111,6 +146,8 @@ class ActiveRun:
     """A step of the run: cancellable by :meth:`cancel`, with the run's context (its
     approver, compressor, questioner, usage sink and span) entered for the block only, never
     across a ``yield`` (set by ``SAgent``)."""
+    span: Span | None = None
+    """The run's span, when spans are recorded (set by ``SAgent``)."""
     response: ModelResponse | None = None
     """The answer of the model call that ended last."""
     reason: DoneReason = "stop"
@@ -128,24 +165,13 @@ class ActiveRun:
         for scope in list(self.scopes):
             scope.cancel()
 
-    @contextmanager
-    def cancellable(self) -> Iterator[None]:
+    def cancellable(self) -> _Cancellable:
         """A block :meth:`cancel` cancels (also when it was called before).
 
         Raises:
             RunCancelled: the block was cancelled by :meth:`cancel`.
         """
-        scope = anyio.CancelScope()
-        if self.cancelled:
-            scope.cancel()
-        self.scopes.add(scope)
-        try:
-            with scope:
-                yield
-        finally:
-            self.scopes.discard(scope)
-        if scope.cancelled_caught:
-            raise RunCancelled
+        return _Cancellable(self)
 
     def take(self) -> list[AgentEvent]:
         """The events waiting for the iterating task, in the order they came, taken."""

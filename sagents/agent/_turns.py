@@ -236,7 +236,7 @@ class Turns:
             output=None if self.output is None else self.output.schema,
         )
         finish: Finish | None = None
-        with run.step():  # the agent's span current: the model call's is its child
+        with attached(run.span):  # the model call's span a child of the run's
             current = model_span(self._agent.model)
         stream = self._agent.model.stream(call)
         try:

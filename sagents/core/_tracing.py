@@ -93,13 +93,20 @@ def start_span(
     )
 
 
-@contextmanager
-def attached(current: Span | None) -> Iterator[None]:
+def attached(current: Span | None) -> AbstractContextManager[None]:
     """``current`` (from :func:`start_span`) the current span while the block runs; an exception
-    leaving the block is recorded on it as :func:`span` records one. Nothing when None."""
+    leaving the block is recorded on it as :func:`span` records one. Nothing when None (a
+    ``nullcontext``: entered for every read of a streamed answer, bench/bench_agent_loop.py)."""
     if current is None:
-        yield
-        return
+        return _NOTHING
+    return _attached(current)
+
+
+_NOTHING: AbstractContextManager[None] = nullcontext()
+
+
+@contextmanager
+def _attached(current: Span) -> Iterator[None]:
     with trace.use_span(
         current, end_on_exit=False, record_exception=False, set_status_on_exception=False
     ):
