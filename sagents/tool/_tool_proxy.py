@@ -86,12 +86,13 @@ class ToolProxy(CallsTools):
         enforce_mode: bool = True,
         middleware: Sequence[ToolMiddleware] = (),
     ) -> None:
-        # a Sequence check (an ABC, cached), not isinstance of the runtime-checkable
-        # ToolProvider protocol, which inspects the protocol's members on every call: a proxy
-        # is built for every run of a new session (bench/bench_agent_loop.py)
-        self._providers: tuple[ToolProvider, ...] = (
-            tuple(tool_managers) if isinstance(tool_managers, Sequence) else (tool_managers,)
-        )
+        # A list or tuple is taken as it is before isinstance of the runtime-checkable
+        # ToolProvider protocol, which inspects the protocol's members on every call: the
+        # agent loop builds a proxy of a list for every run of a new session
+        # (bench/bench_agent_loop.py, text turn).
+        if not isinstance(tool_managers, list | tuple) and isinstance(tool_managers, ToolProvider):
+            tool_managers = [tool_managers]
+        self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
         self.approver = approver
         self.enforce_mode = enforce_mode
         self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
