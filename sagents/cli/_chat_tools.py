@@ -17,7 +17,7 @@ from sagents.agent import ChatModel
 from sagents.cli._rich import stderr_console
 from sagents.config._loader import SagentsConfig
 from sagents.config.tools import build_tool_manager
-from sagents.tool.impl import MemoryStore, WebFetchSettings, register_builtin_tools
+from sagents.tool.impl import MemoryStore, register_builtin_tools
 from sagents.tool.impl._builtin import BUILTINS
 from sagents.tool.tool_manager import ToolManager
 
@@ -54,7 +54,7 @@ def register_chat_builtins(
             manager,
             None,
             names=names,
-            web_fetch=WebFetchSettings(**config.web_fetch) if config is not None else None,
+            web_fetch=config.web_fetch if config is not None else None,
             memory=MemoryStore(
                 anonymous_user=config.memory_anonymous_user if config is not None else None
             ),

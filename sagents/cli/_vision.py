@@ -35,12 +35,11 @@ def image_model_from_config(config: SagentsConfig) -> OpenAIChatModel | None:
     from sagents.agent import OpenAIChatModel  # the agent loop's client, only when needed
 
     section = config.image_understanding
-    key_variable = str(section.get("api_key_env") or "OPENAI_API_KEY")
     try:
         return OpenAIChatModel(
-            section.get("model"),
-            base_url=section.get("base_url"),
-            api_key=os.environ.get(key_variable) or None,
+            section.model,
+            base_url=section.base_url,
+            api_key=os.environ.get(section.api_key_env) or None,
         )
     except ModelConfigError as error:
         logger.warning("image_understanding has no vision model: %s (%s)", error, error.hint)

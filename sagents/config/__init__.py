@@ -16,9 +16,11 @@ from sagents.core._lazy import lazy_names
 if TYPE_CHECKING:
     from sagents.config._loader import (
         BackgroundCallsSettings,
+        ImageUnderstandingSettings,
         MCPServerConfig,
         QuotaSettings,
         SagentsConfig,
+        SandboxSettings,
         SkillsSettings,
         load_config,
         parse_config,
@@ -26,9 +28,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackgroundCallsSettings",
+    "ImageUnderstandingSettings",
     "MCPServerConfig",
     "QuotaSettings",
     "SagentsConfig",
+    "SandboxSettings",
     "SkillsSettings",
     "load_config",
     "parse_config",

@@ -154,7 +154,7 @@ class CommandHooks:
                         content = _CONTENT.validate_python(answer["content"])
                     except ValidationError as error:
                         raise _HookFailed(f"its content is not MCP content: {error}") from None
-                    result = result.with_content(content)
+                    result = dataclasses.replace(result, content=tuple(content))
             except _HookFailed as failure:
                 logger.warning("postToolUse hook %s failed: %s", _show(hook), failure)
                 if hook.on_error == "deny":

@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp import StdioServerParameters
 from pydantic import BaseModel, ValidationError
@@ -29,7 +29,9 @@ from sagents.config._models import (
     ConfigFileParams,
     HookParams,
     HooksParams,
+    ImageUnderstandingParams,
     ServerEntryParams,
+    WebFetchParams,
     documented_key,
 )
 from sagents.config._oauth import OAuthConfig, oauth_config
@@ -47,13 +49,17 @@ from sagents.mcp._params import (
 from sagents.mcp._sandboxed import check_config_file
 from sagents.mcp._settings import ServerSandbox, ServerSettings
 from sagents.sandbox import NetworkPolicy
+from sagents.tool.impl._image import ImageSettings
+from sagents.tool.impl._web_fetch import WebFetchSettings
 
 __all__ = [
     "AgentSettings",
     "BackgroundCallsSettings",
+    "ImageUnderstandingSettings",
     "MCPServerConfig",
     "QuotaSettings",
     "SagentsConfig",
+    "SandboxSettings",
     "SkillsSettings",
     "load_config",
     "parse_config",
@@ -64,6 +70,8 @@ __all__ = [
 _TOP_LEVEL_TYPO_CUTOFF = 0.8
 # sagents' top-level keys that another layer reads from the same file (the gateway's profiles).
 _TOP_LEVEL_READ_ELSEWHERE = ("profiles",)
+
+_T = TypeVar("_T")
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -144,6 +152,38 @@ class SkillsSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ImageUnderstandingSettings:
+    """``builtinTools.imageUnderstanding`` (docs/configuration.md): the vision model of the
+    ``image_understanding`` tool and its caps.
+
+    Attributes:
+        model: ``model``: the vision model's name; None: ``$SAGENTS_MODEL``.
+        base_url: ``baseUrl``: its OpenAI-compatible endpoint; None: ``$OPENAI_BASE_URL``.
+        api_key_env: ``apiKeyEnv``: the environment variable holding its key.
+        caps: ``maxBytes``, ``maxPixels`` and ``maxSide``, with the tool's defaults for
+            those the file leaves unset.
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    caps: ImageSettings = field(default_factory=ImageSettings)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxSettings:
+    """The top-level ``sandbox`` section (docs/configuration.md).
+
+    Attributes:
+        provider: ``sandbox.provider`` as the file names it (``"bwrap"``), or None. Kept for
+            the sandbox layer; the sessions of ``sagents serve`` run in bubblewrap whatever
+            it says (docs/sandbox.md).
+    """
+
+    provider: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SagentsConfig:
     """The loaded configuration.
 
@@ -152,17 +192,15 @@ class SagentsConfig:
         disabled: Names of servers switched off in the file.
         scripts: run_script limits (the ``scripts`` block).
         background_calls: Background-call settings.
-        sandbox: The ``sandbox`` section as given (the sandbox layer reads it).
+        sandbox: The ``sandbox`` section.
         skills: The skill directories and the servers whose skills join them.
         local_tools: Modules whose ``TOOLS`` are registered as local tools (dotted names).
         builtin_tools: Names of the built-in tools to offer (gateway).
-        web_fetch: ``builtinTools.webFetch`` as keyword arguments of
-            ``sagents.tool.impl.WebFetchSettings`` (only the keys the file sets).
+        web_fetch: ``builtinTools.webFetch`` as the tool's settings (its defaults for the
+            keys the file leaves unset).
         memory_anonymous_user: ``builtinTools.memory.anonymousUser``: the memory user of
             sessions without one (None: they are refused the memory tools).
-        image_understanding: ``builtinTools.imageUnderstanding`` (only the keys the file
-            sets, snake_case: ``model``, ``base_url``, ``api_key_env``, ``max_bytes``,
-            ``max_pixels``, ``max_side``).
+        image_understanding: ``builtinTools.imageUnderstanding``.
         store_url: ``store.url`` (``${VAR}`` expanded), or None for the embedded store.
         store_lease_s: ``store.leaseSec``: seconds of a replica's heartbeat lease, or None.
         quotas: The ``quotas`` block.
@@ -189,13 +227,15 @@ class SagentsConfig:
     disabled: tuple[str, ...] = ()
     scripts: ScriptLimits = field(default_factory=ScriptLimits)
     background_calls: BackgroundCallsSettings = field(default_factory=BackgroundCallsSettings)
-    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     local_tools: tuple[str, ...] = ()
     builtin_tools: tuple[str, ...] = ()
-    web_fetch: Mapping[str, Any] = field(default_factory=dict)
+    web_fetch: WebFetchSettings = field(default_factory=WebFetchSettings)
     memory_anonymous_user: str | None = None
-    image_understanding: Mapping[str, Any] = field(default_factory=dict)
+    image_understanding: ImageUnderstandingSettings = field(
+        default_factory=ImageUnderstandingSettings
+    )
     store_url: str | None = field(default=None, repr=False)
     store_lease_s: float | None = None
     quotas: QuotaSettings = field(default_factory=QuotaSettings)
@@ -274,6 +314,9 @@ def parse_config(
         if first["type"] == "extra_forbidden":
             message, hint = _unknown_key(first["loc"])
             raise ConfigError(message, file=file, key=key, hint=hint) from None
+        if first["type"] == "model_type":  # pydantic's message names our class, not the file's
+            message = f"must be a JSON object, not {_json_type(first['input'])}"
+            raise ConfigError(message, file=file, key=key) from None
         raise ConfigError(first["msg"], file=file, key=key) from None
     env = os.environ if environ is None else environ
     section = "mcpServers" if model.mcp_servers is not None else "servers"
@@ -303,7 +346,6 @@ def parse_config(
         )
         settings = _settings(entry, isolation)
         servers.append(MCPServerConfig(name=name, params=params, settings=settings))
-    sandbox = model.sandbox.model_dump(exclude_none=True)
     store_url = (
         _expand(model.store.url, key="store.url", file=file, env=_Recorded(env, expanded))
         if model.store.url
@@ -316,7 +358,7 @@ def parse_config(
         background_calls=BackgroundCallsSettings(
             auto_after_sec=model.background_calls.auto_after_sec
         ),
-        sandbox=sandbox,
+        sandbox=SandboxSettings(provider=model.sandbox.provider),
         skills=SkillsSettings(
             directories=tuple(_skill_dir(entry, source) for entry in model.skills.directories),
             servers=tuple(
@@ -327,13 +369,9 @@ def parse_config(
         ),
         local_tools=tuple(model.local_tools.modules),
         builtin_tools=tuple(model.builtin_tools.enabled),
-        web_fetch={
-            key: tuple(value) if isinstance(value, list) else value
-            for key, value in model.builtin_tools.web_fetch.model_dump(exclude_unset=True).items()
-            if value is not None
-        },
+        web_fetch=_web_fetch(model.builtin_tools.web_fetch),
         memory_anonymous_user=model.builtin_tools.memory.anonymous_user,
-        image_understanding=model.builtin_tools.image_understanding.model_dump(exclude_none=True),
+        image_understanding=_image_understanding(model.builtin_tools.image_understanding),
         store_url=store_url,
         store_lease_s=model.store.lease_seconds,
         quotas=QuotaSettings(
@@ -360,6 +398,56 @@ def parse_config(
         else None,
         source=source,
     )
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of ``value``'s type (``a string``, ``an array``...), for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else type(value).__name__
+
+
+def _web_fetch(params: WebFetchParams) -> WebFetchSettings:
+    """``builtinTools.webFetch`` as the tool's settings: a key the file leaves unset keeps the
+    tool's default (written once, in :class:`WebFetchSettings`)."""
+    default = WebFetchSettings()
+    return WebFetchSettings(
+        allow_networks=tuple(params.allow_networks),
+        allow_hosts=tuple(params.allow_hosts),
+        allow_domains=tuple(params.allow_domains),
+        deny_domains=tuple(params.deny_domains),
+        max_redirects=_given(params.max_redirects, default.max_redirects),
+        max_bytes=_given(params.max_bytes, default.max_bytes),
+        timeout_seconds=_given(params.timeout_seconds, default.timeout_seconds),
+        seen_urls_only=_given(params.seen_urls_only, default.seen_urls_only),
+    )
+
+
+def _image_understanding(params: ImageUnderstandingParams) -> ImageUnderstandingSettings:
+    """``builtinTools.imageUnderstanding`` as typed settings: a key the file leaves unset keeps
+    the default (:class:`ImageUnderstandingSettings`, the tool's :class:`ImageSettings`)."""
+    default = ImageUnderstandingSettings()
+    return ImageUnderstandingSettings(
+        model=params.model,
+        base_url=params.base_url,
+        api_key_env=_given(params.api_key_env, default.api_key_env),
+        caps=ImageSettings(
+            max_bytes=_given(params.max_bytes, default.caps.max_bytes),
+            max_pixels=_given(params.max_pixels, default.caps.max_pixels),
+            max_side=_given(params.max_side, default.caps.max_side),
+        ),
+    )
+
+
+def _given(value: _T | None, default: _T) -> _T:
+    """``value``, or ``default`` when the file left it unset (None)."""
+    return default if value is None else value
 
 
 def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:

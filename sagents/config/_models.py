@@ -39,7 +39,7 @@ __all__ = [
     "MemoryParams",
     "OAuthParams",
     "QuotasParams",
-    "SandboxParams",
+    "SandboxSectionParams",
     "ScriptsParams",
     "SecretsParams",
     "ServerEntryParams",
@@ -407,12 +407,12 @@ class CacheParams(_Strict):
     match: str = "*"
 
 
-class SandboxParams(BaseModel):
-    """``sandbox``: typed where known, other keys passed through for the sandbox layer."""
+class SandboxSectionParams(_Strict):
+    """The top-level ``sandbox`` section: the sandbox provider's name (docs/configuration.md).
+    Not a server's ``sandbox`` block (:class:`ServerSandboxParams`), nor the sandbox layer's own
+    :class:`sagents.sandbox.SandboxParams`."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    provider: str | None = None
+    provider: str | None = Field(default=None, min_length=1, strict=True)
 
 
 class ConfigFileParams(BaseModel):
@@ -426,7 +426,7 @@ class ConfigFileParams(BaseModel):
     background_calls: BackgroundCallsParams = Field(
         default_factory=BackgroundCallsParams, alias="backgroundCalls"
     )
-    sandbox: SandboxParams = Field(default_factory=SandboxParams)
+    sandbox: SandboxSectionParams = Field(default_factory=SandboxSectionParams)
     approvals: ApprovalsParams = Field(default_factory=ApprovalsParams)
     skills: SkillsParams = Field(default_factory=SkillsParams)
     local_tools: LocalToolsParams = Field(default_factory=LocalToolsParams, alias="localTools")

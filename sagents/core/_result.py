@@ -166,7 +166,7 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
     def with_content(self, content: Sequence[ContentBlock]) -> ToolResult:
-        """Deprecated (nothing uses it): ``dataclasses.replace(result, content=tuple(...))``
+        """Deprecated: ``dataclasses.replace(result, content=tuple(...))``
         does the same. A copy with other content blocks."""
         warnings.warn(
             "ToolResult.with_content is deprecated: use dataclasses.replace(result, content=...)",

@@ -93,11 +93,9 @@ from sagents.tool._context import SessionContext
 from sagents.tool._tool_proxy import ToolProxy
 from sagents.tool.impl import (
     BUILTIN_TOOL_NAMES,
-    ImageSettings,
     MemoryStore,
     TodoStore,
     VisionModel,
-    WebFetchSettings,
     register_builtin_tools,
 )
 from sagents.tool.impl._builtin import BUILTINS
@@ -481,16 +479,10 @@ def _register_builtins(
             manager,
             scripts.sandbox_for,
             names=names,
-            web_fetch=WebFetchSettings(**config.web_fetch),
+            web_fetch=config.web_fetch,
             **_memory_and_todo(config, store),
             image_model=image_model,
-            image=ImageSettings(
-                **{
-                    key: value
-                    for key, value in config.image_understanding.items()
-                    if key in ("max_bytes", "max_pixels", "max_side")
-                }
-            ),
+            image=config.image_understanding.caps,
         )
     except ToolNameConflictError as error:
         raise ConfigError(error.message, file=_file(config), key="builtinTools.enabled") from error

@@ -113,7 +113,7 @@ def test_sagents_keys_become_server_settings() -> None:
             },
             "scripts": {"maxCalls": 10},
             "backgroundCalls": {"autoAfterSec": 30},
-            "sandbox": {"provider": "bwrap", "extra": {"k": 1}},
+            "sandbox": {"provider": "bwrap"},
         }
     )
     (server,) = config.servers
@@ -125,7 +125,7 @@ def test_sagents_keys_become_server_settings() -> None:
     assert config.scripts.max_calls == 10
     assert config.scripts.max_concurrency == 4
     assert config.background_calls.auto_after_sec == 30
-    assert config.sandbox == {"provider": "bwrap", "extra": {"k": 1}}
+    assert config.sandbox.provider == "bwrap"
     assert list(config.as_supervisor_input()) == ["s"]
 
 

@@ -120,8 +120,8 @@ def test_urls_are_read_from_user_and_tool_text_without_surrounding_punctuation()
 
 def test_the_config_key_turns_the_option_on() -> None:
     config = parse_config({"builtinTools": {"webFetch": {"seenUrlsOnly": True}}})
-    assert WebFetchSettings(**config.web_fetch).seen_urls_only is True
-    assert WebFetchSettings(**parse_config({}).web_fetch).seen_urls_only is False
+    assert config.web_fetch.seen_urls_only is True
+    assert parse_config({}).web_fetch.seen_urls_only is False
 
 
 async def test_a_refusal_does_not_launder_the_url_it_refused(server: Server) -> None:
