@@ -12,7 +12,9 @@ SqliteThreads`): of a ``RunAgentInput`` only its new user message (the last mess
 message whose id the thread has not seen) is taken; the history is the server's, sent back as
 ``MESSAGES_SNAPSHOT`` at the start of each stream. The events are the official
 ``ag-ui-protocol`` package's types, written by its ``EventEncoder``; :mod:`sagents.agent.
-_ag_ui_events` says which agent event becomes which, and the ``CUSTOM`` names.
+_ag_ui_events` says which agent event becomes which, and the ``CUSTOM`` names. This module is
+the HTTP side (the request, its checks, the SSE stream); the threads and the agent runs they
+own are :mod:`sagents.agent._ag_ui_runs`'s.
 
 Approvals and questionnaires: the request is a ``CUSTOM`` event (``sagents.approval.request``
 / ``sagents.questionnaire.request``) whose value holds its ``id`` and the whole request; the
@@ -35,13 +37,8 @@ do).
 
 from __future__ import annotations
 
-import json
-import logging
-import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,14 +46,12 @@ import anyio
 import anyio.abc
 from ag_ui.core import (
     BaseEvent,
-    CustomEvent,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunStartedEvent,
-    StateDeltaEvent,
     StateSnapshotEvent,
     UserMessage,
 )
@@ -76,9 +71,7 @@ from sagents.agent._ag_ui_events import (
     QUESTIONNAIRE_RESULT,
     SCRIPT_PROGRESS,
     TOOL_PROGRESS,
-    EventTranslator,
     ag_ui_messages,
-    new_message_id,
     new_user_message,
 )
 from sagents.agent._ag_ui_replies import (
@@ -87,30 +80,22 @@ from sagents.agent._ag_ui_replies import (
     unauthorized,
     validation_text,
 )
+from sagents.agent._ag_ui_runs import MAX_THREADS_IN_MEMORY as MAX_THREADS_IN_MEMORY
+from sagents.agent._ag_ui_runs import RunSettings, ThreadRuns, ToolsFor
 from sagents.agent._ag_ui_threads import (
     APPROVAL_TTL_S,
     DecisionError,
     Run,
     SagentsProps,
     Thread,
-    ThreadApprover,
     parse_sagents_props,
 )
-from sagents.agent._ag_ui_waiting import MAX_ENDED, Waiting, decided_state, held_request
-from sagents.agent._events import (
-    DoneEvent,
-    MessageEvent,
-    QuestionnaireRequestEvent,
-    QuestionnaireResultEvent,
-)
+from sagents.agent._ag_ui_waiting import Waiting
 from sagents.agent._loop import SAgent
-from sagents.agent._state import RunState
 from sagents.core._permissions import PermissionMode
-from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
-from sagents.errors import RunStateError, SagentsError, StoreUnavailableError
+from sagents.errors import StoreUnavailableError
 from sagents.skill._proxy import SkillSource
-from sagents.store._threads import THREADS_FILE, SqliteThreads, StoredThread
-from sagents.tool._context import SessionContext
+from sagents.store._threads import THREADS_FILE, SqliteThreads
 from sagents.tool._provider import ToolProvider
 from sagents.tool.impl._todo import TodoStore
 
@@ -134,13 +119,8 @@ __all__ = [
     "open_ag_ui_threads",
 ]
 
-logger = logging.getLogger(__name__)
-
 AG_UI_PATH: Final = "/ag-ui"
 """Where :func:`ag_ui_app` serves the route."""
-MAX_THREADS_IN_MEMORY: Final = 1000
-"""Threads kept in memory without a run (the least recently used are reloaded from the store
-when they come back)."""
 _DETACH_WAIT_S: Final = 5.0  # seconds a request waits for a stream whose client went away
 _CANCEL_WAIT_S: Final = 30.0  # seconds a new message waits for a cancelled run to settle
 _CANCELLED: Final = "was cancelled with its run"
@@ -149,37 +129,15 @@ MAX_INPUT_BYTES: Final = 4 * 1024 * 1024
 
 Authorize = Callable[[Request], Awaitable[str | None]]
 """Who calls: an identity (threads are per identity; "" is one identity too) or None (401)."""
-ToolsFor = Callable[[str, str], tuple[ToolProvider, PermissionMode]]
-"""``(identity, session id)`` → the tools and permission mode of that identity's run in that
-session (read at the start of each run), for a host whose callers are offered different tools
-(the console: each profile its own)."""
-
-
-@dataclass(kw_only=True)
-class _Settings:
-    agent: SAgent
-    tool_manager: ToolProvider | None
-    skill_manager: SkillSource | None
-    permission_mode: PermissionMode
-    store: SqliteThreads | None
-    todo: TodoStore | None
-    approval_ttl_s: float
-    tools_for: ToolsFor | None = None
-    session_prefix: str = ""
-
-    def session_id(self, thread: Thread) -> str:
-        """The agent session (and ``SessionContext.session_id``) of a thread's runs."""
-        return self.session_prefix + thread.thread_id
 
 
 class AgUiThreads:
     """The threads of the AG-UI route and the runs they own (build with
-    :func:`open_ag_ui_threads`)."""
+    :func:`open_ag_ui_threads`): the HTTP side, over the threads and runs of
+    :class:`~sagents.agent._ag_ui_runs.ThreadRuns`."""
 
-    def __init__(self, settings: _Settings, task_group: anyio.abc.TaskGroup) -> None:
-        self._settings = settings
-        self._tg = task_group
-        self._threads: OrderedDict[str, Thread] = OrderedDict()
+    def __init__(self, settings: RunSettings, task_group: anyio.abc.TaskGroup) -> None:
+        self._runs = ThreadRuns(settings, task_group)
         self._encoder = EventEncoder()
 
     # -- threads --------------------------------------------------------------------------------
@@ -191,40 +149,7 @@ class AgUiThreads:
         Raises:
             StoreUnavailableError: the store cannot be read.
         """
-        found = self._threads.get(thread_id)
-        if found is None:
-            stored = await self._settings.store.load(thread_id) if self._settings.store else None
-            found = self._threads.get(thread_id)  # another request may have loaded it meanwhile
-            if found is None and stored is not None:
-                found = Thread(
-                    thread_id=thread_id,
-                    owner=stored.owner,
-                    messages=[dict(m) for m in stored.messages],
-                    ids=list(stored.ids),
-                )
-                document = stored.waiting or {}
-                found.saved_waiting = stored.waiting
-                found.ended = {str(k): str(v) for k, v in (document.get("ended") or {}).items()}
-                if document.get("waiting"):
-                    found.waiting = Waiting.from_json(document["waiting"])
-                    self._tg.start_soon(self._expire_later, found, found.waiting)
-            if found is None:
-                if not create:
-                    return None
-                found = Thread(thread_id=thread_id, owner=owner)
-            self._threads[thread_id] = found
-            self._evict()
-        self._threads.move_to_end(thread_id)
-        return found if found.owner == owner else None
-
-    def _evict(self) -> None:
-        idle = [
-            key
-            for key, thread in self._threads.items()
-            if not thread.active and (thread.waiting is None or self._settings.store is not None)
-        ]
-        for key in idle[: max(0, len(self._threads) - MAX_THREADS_IN_MEMORY)]:
-            del self._threads[key]
+        return await self._runs.thread(thread_id, owner, create=create)
 
     async def conversation(self, thread_id: str, owner: str) -> list[dict[str, Any]]:
         """The thread's messages as AG-UI messages (JSON objects); [] for an unknown thread.
@@ -259,7 +184,7 @@ class AgUiThreads:
                 m.model_dump(mode="json", by_alias=True)
                 for m in ag_ui_messages(thread.ids, thread.messages)
             ],
-            "state": await self._state(thread),
+            "state": await self._runs.state(thread),
             "waiting": waiting,
         }
 
@@ -307,8 +232,8 @@ class AgUiThreads:
                         await run.changed().wait()
             try:
                 if not thread.active:  # another process on the data dir may have decided
-                    await self._reread_waiting(thread)
-                await self._expire(thread)  # lazily too: after a restart nothing else did
+                    await self._runs.reread_waiting(thread)
+                await self._runs.expire(thread)  # lazily too: after a restart nothing else did
             except StoreUnavailableError as error:
                 return error_reply(503, "store_unavailable", str(error))
             run, snapshot = thread.run, False
@@ -350,26 +275,13 @@ class AgUiThreads:
                         "no_user_message",
                         "the input's last message must be a new user message",
                     )
-                run = self._start(thread, new_message)
+                run = self._runs.start(thread, new_message)
                 snapshot = True
         return StreamingResponse(
             self._stream(thread, run, given, snapshot=snapshot),
             media_type=self._encoder.get_content_type(),
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-
-    def _start(self, thread: Thread, message: UserMessage) -> Run:
-        content = message.content
-        text = (
-            content
-            if isinstance(content, str)
-            else json.dumps([part.model_dump(mode="json", by_alias=True) for part in content])
-        )
-        thread.messages.append({"role": "user", "content": text})
-        thread.ids.append(message.id)
-        run = thread.run = Run(attached=True)
-        self._tg.start_soon(self._drive, thread, run, None)
-        return run
 
     # -- a paused run ---------------------------------------------------------------------------
 
@@ -381,10 +293,10 @@ class AgUiThreads:
         waiting = thread.waiting
         assert waiting is not None
         if waiting.decided:  # decided, but its resume failed (the store): try again
-            return self._resume(thread, waiting, [], attached=True)
+            return self._runs.resume(thread, waiting, [], attached=True)
         if props.cancel:
-            self._note_ended(thread, dict.fromkeys(waiting.cancel(), _CANCELLED))
-            return await self._recorded(thread, waiting) or self._resume(
+            self._runs.note_ended(thread, dict.fromkeys(waiting.cancel(), _CANCELLED))
+            return await self._recorded(thread, waiting) or self._runs.resume(
                 thread, waiting, [], attached=True
             )
         if new_message is not None:
@@ -406,106 +318,31 @@ class AgUiThreads:
         if refused is not None:
             return refused
         if waiting.decided:
-            return self._resume(thread, waiting, ids, attached=True)
+            return self._runs.resume(thread, waiting, ids, attached=True)
         run = Run(attached=True)  # the others still wait: a stream of the results, then that
         run.push(waiting.result_events(ids))
         run.paused = waiting.ids
         run.finish()
         return run
 
-    async def _reread_waiting(self, thread: Thread) -> None:
-        """Take what the thread's paused run waits for from the store, the truth when several
-        processes serve one data directory (a decision given through another one). A thread
-        the store has not kept yet stays as it is.
-
-        Raises:
-            StoreUnavailableError: the store cannot be read.
-        """
-        store = self._settings.store
-        stored = await store.load(thread.thread_id) if store is not None else None
-        if stored is None or stored.waiting == thread.saved_waiting:
-            return
-        document = stored.waiting or {}
-        thread.saved_waiting = stored.waiting
-        thread.ended = {str(k): str(v) for k, v in (document.get("ended") or {}).items()}
-        thread.waiting = Waiting.from_json(document["waiting"]) if document.get("waiting") else None
-        if thread.waiting is not None:  # the old copy's expiry ends with it
-            self._tg.start_soon(self._expire_later, thread, thread.waiting)
-
     async def _recorded(self, thread: Thread, waiting: Waiting) -> Response | None:
-        """Store the decisions just put on ``waiting``, unless another process decided this
-        thread's items meanwhile (then nothing of this answer is kept: a 409, and the thread
-        is read from the store again); None once stored."""
-        store = self._settings.store
-        if store is None:
-            return None
-        document = {"waiting": waiting.to_json(), "ended": dict(thread.ended)}
+        """Store the decisions just put on ``waiting`` (:meth:`ThreadRuns.record`): None once
+        stored, else the reply (409 decided through another connection meanwhile, 503 the
+        store is unavailable)."""
         try:
-            kept = await store.replace_waiting(thread.thread_id, thread.saved_waiting, document)
+            kept = await self._runs.record(thread, waiting)
         except StoreUnavailableError as error:
-            kept, refused = False, error_reply(503, "store_unavailable", str(error))
-        else:
-            refused = error_reply(
-                409,
-                "decided_elsewhere",
-                "this thread's waiting items were decided through another connection "
-                "meanwhile: reload the thread to see what still waits",
-            )
+            return error_reply(503, "store_unavailable", str(error))
         if kept:
-            thread.saved_waiting = document
             return None
-        thread.waiting = None  # the answer is not kept: read the thread again next time
-        self._threads.pop(thread.thread_id, None)
-        return refused
+        return error_reply(
+            409,
+            "decided_elsewhere",
+            "this thread's waiting items were decided through another connection "
+            "meanwhile: reload the thread to see what still waits",
+        )
 
-    def _resume(self, thread: Thread, waiting: Waiting, ids: list[str], *, attached: bool) -> Run:
-        """Continue the paused run with its decisions (in a task of the route)."""
-        thread.waiting = None
-        run = thread.run = Run(attached=attached)
-        thread.notify()
-        run.push(waiting.result_events(ids))
-        self._tg.start_soon(self._drive, thread, run, waiting)
-        return run
-
-    async def _expire(self, thread: Thread) -> None:
-        """Decide the items of the thread's paused run whose time passed (an approval is
-        denied, a questionnaire times out); once none waits, the run goes on.
-
-        Raises:
-            StoreUnavailableError: the thread could not be saved.
-        """
-        waiting = thread.waiting
-        if waiting is None or thread.active:
-            return
-        ended = waiting.expire(time.time())
-        if not ended:
-            return
-        self._note_ended(thread, ended)
-        if waiting.decided:
-            self._resume(thread, waiting, list(ended), attached=False)
-        else:
-            await self._save(thread)
-
-    async def _expire_later(self, thread: Thread, waiting: Waiting) -> None:
-        """Expire the items of ``waiting`` when their time comes (while the thread waits)."""
-        while thread.waiting is waiting:
-            deadline = waiting.next_expiry()
-            if deadline is None:
-                return
-            await anyio.sleep(max(0.0, deadline - time.time()))
-            async with thread.lock:
-                if thread.waiting is not waiting:
-                    return
-                try:
-                    await self._expire(thread)
-                except StoreUnavailableError as error:  # said; the next request expires them
-                    logger.warning("cannot expire the items of %r: %s", thread.thread_id, error)
-                    return
-
-    def _note_ended(self, thread: Thread, ended: dict[str, str]) -> None:
-        thread.ended.update(ended)
-        for key in list(thread.ended)[: max(0, len(thread.ended) - MAX_ENDED)]:
-            del thread.ended[key]
+    # -- the stream -----------------------------------------------------------------------------
 
     async def _stream(
         self, thread: Thread, run: Run, given: RunAgentInput, *, snapshot: bool
@@ -518,7 +355,7 @@ class AgUiThreads:
                 yield encode(
                     MessagesSnapshotEvent(messages=ag_ui_messages(thread.ids, thread.messages))
                 )
-            yield encode(StateSnapshotEvent(snapshot=await self._state(thread)))
+            yield encode(StateSnapshotEvent(snapshot=await self._runs.state(thread)))
             while True:
                 changed = run.changed()
                 while run.outbox:
@@ -571,182 +408,6 @@ class AgUiThreads:
             )
         return RunFinishedEvent(thread_id=given.thread_id, run_id=given.run_id, result=result)
 
-    # -- the run --------------------------------------------------------------------------------
-
-    async def _drive(self, thread: Thread, run: Run, resume: Waiting | None) -> None:
-        """Run the agent for ``run``: a new run of the thread's history, or the paused run of
-        ``resume`` with its decisions."""
-        settings = self._settings
-        translator = EventTranslator()
-        given = list(thread.messages)
-        given_ids = list(thread.ids)
-        tools, mode = settings.tool_manager, settings.permission_mode
-        if settings.tools_for is not None:
-            tools, mode = settings.tools_for(thread.owner, settings.session_id(thread))
-        context = SessionContext(session_id=settings.session_id(thread), permission_mode=mode)
-        state = await self._state(thread)
-        calls: set[str] = set()  # the tool call ids of the run's answers
-        asked: dict[str, str] = {}  # a held call's approval message, by its call id
-        keep = True
-        try:
-            with run.scope:
-                paused = (
-                    None if resume is None else await decided_state(self._settings.agent, resume)
-                )
-                stream = settings.agent.run_stream(
-                    [] if paused is not None else given,
-                    tool_manager=tools,
-                    skill_manager=settings.skill_manager,
-                    session_context=context,
-                    approver=ThreadApprover(thread, ttl_s=settings.approval_ttl_s),
-                    approvals="defer",
-                    state=paused,
-                )
-                async with aclosing(stream) as events:
-                    async for event in events:
-                        if held_request(event, calls):  # a held call: the paused state says it
-                            if isinstance(event, ApprovalRequestEvent):
-                                asked[event.request_id] = event.message
-                            continue
-                        if isinstance(event, ApprovalRequestEvent):
-                            details = await run.announce(event.request_id, event.tool_call_id)
-                            translator.approval_details[event.request_id] = details
-                        elif isinstance(event, QuestionnaireRequestEvent):
-                            run.questionnaires[event.request_id] = event
-                        elif isinstance(event, ApprovalResultEvent):
-                            run.settled(event.request_id)
-                        elif isinstance(event, QuestionnaireResultEvent):
-                            run.settled(event.request_id, event.status)
-                        elif isinstance(event, DoneEvent):
-                            run.done = event
-                            if event.state is not None:
-                                self._pause(thread, run, event.state, asked)
-                        elif isinstance(event, MessageEvent):
-                            calls.update(
-                                str(c.get("id")) for c in event.message.get("tool_calls") or []
-                            )
-                        run.push(translator.translate(event))
-                        if isinstance(event, MessageEvent) and event.message.get("role") == "tool":
-                            state = await self._state_delta(thread, run, state)
-        except RunStateError as error:  # resumed elsewhere already, or refused: nothing ran
-            run.error = error.to_dict()
-            keep = error.details.get("reason") != "claimed"  # the other's save is the latest
-            if not keep:  # read the thread from the store again next time
-                thread.waiting = None
-                self._threads.pop(thread.thread_id, None)
-                if resume is not None:  # a resume that died keeps no card waiting forever
-                    await self._forget_waiting(thread, resume.state_id)
-        except SagentsError as error:  # the paused run cannot be loaded (its store failed)
-            run.error = error.to_dict()
-            thread.waiting = resume
-        except Exception:  # a bug below: the run ends with an error, the process goes on
-            logger.exception("the AG-UI run of thread %r failed", thread.thread_id)
-        finally:
-            with anyio.CancelScope(shield=True):
-                run.push(translator.close())
-                if keep:
-                    await self._keep(thread, given, given_ids, translator.message_ids, run)
-                run.finish()
-
-    async def _forget_waiting(self, thread: Thread, state_id: str) -> None:
-        store = self._settings.store
-        if store is None:
-            return
-        try:
-            await store.clear_waiting(thread.thread_id, state_id)
-        except StoreUnavailableError as error:  # said; the next answer gets the same error
-            logger.warning("cannot forget the resumed run of %r: %s", thread.thread_id, error)
-
-    def _pause(self, thread: Thread, run: Run, state: RunState, asked: dict[str, str]) -> None:
-        """The run paused: keep what it waits for with the thread, show the requests."""
-        waiting = Waiting.paused(
-            state, messages=asked, approval_ttl_s=self._settings.approval_ttl_s
-        )
-        thread.waiting = waiting
-        run.paused = waiting.ids
-        for item in waiting.items:
-            name = QUESTIONNAIRE_REQUEST if item.kind == "questionnaire" else APPROVAL_REQUEST
-            run.push([CustomEvent(name=name, value=item.request)])
-        self._tg.start_soon(self._expire_later, thread, waiting)
-
-    async def _keep(
-        self,
-        thread: Thread,
-        given: list[dict[str, Any]],
-        given_ids: list[str],
-        new_ids: list[str],
-        run: Run,
-    ) -> None:
-        """Take the run's settled history into the thread, and save it."""
-        session = self._settings.agent.session(self._settings.session_id(thread))
-        history = [dict(m) for m in session.messages] if session is not None else given
-        if history[: len(given)] == given:
-            ids = given_ids + new_ids
-        else:  # the history was compressed: new ids for what was rewritten
-            ids = [new_message_id() for _ in history]
-        ids = (ids + [new_message_id() for _ in history])[: len(history)]
-        thread.messages, thread.ids = history, ids
-        try:
-            await self._save(thread)
-        except StoreUnavailableError as error:
-            run.store_error = f"the conversation was not saved: {error}"
-
-    async def _save(self, thread: Thread) -> None:
-        """Save the thread: its conversation, and what its paused run waits for.
-
-        Raises:
-            StoreUnavailableError: the store cannot be written.
-        """
-        store = self._settings.store
-        if store is None:
-            return
-        waiting = None
-        if thread.waiting is not None or thread.ended:
-            waiting = {
-                "waiting": None if thread.waiting is None else thread.waiting.to_json(),
-                "ended": dict(thread.ended),
-            }
-        thread.saved_waiting = None  # unknown until written
-        await store.save(
-            StoredThread(
-                thread_id=thread.thread_id,
-                owner=thread.owner,
-                messages=tuple(thread.messages),
-                ids=tuple(thread.ids),
-                waiting=waiting,
-            )
-        )
-        thread.saved_waiting = waiting
-
-    async def _state(self, thread: Thread) -> dict[str, Any]:
-        """The session state shown beside the chat: the task list, the loaded skills, the
-        tools the model expanded."""
-        session = self._settings.agent.session(self._settings.session_id(thread))
-        skills = list(session.skills.active_skills) if session and session.skills else []
-        expanded = list(session.audit_status.suggested_tools) if session else []
-        todo: list[dict[str, Any]] = []
-        if self._settings.todo is not None:
-            try:
-                context = SessionContext(session_id=self._settings.session_id(thread))
-                items = await self._settings.todo.read(context)
-                todo = [item.to_json() for item in items]
-            except Exception:  # a broken todo store hides the list, never the chat
-                logger.warning("cannot read the todo list of %r", thread.thread_id, exc_info=True)
-        return {"todo": todo, "skills": skills, "expanded_tools": expanded}
-
-    async def _state_delta(
-        self, thread: Thread, run: Run, before: dict[str, Any]
-    ) -> dict[str, Any]:
-        after = await self._state(thread)
-        delta = [
-            {"op": "replace", "path": f"/{key}", "value": value}
-            for key, value in after.items()
-            if before.get(key) != value
-        ]
-        if delta:
-            run.push([StateDeltaEvent.model_validate({"delta": delta})])
-        return after
-
 
 @asynccontextmanager
 async def open_ag_ui_threads(
@@ -777,7 +438,7 @@ async def open_ag_ui_threads(
         session_prefix: Put before a ``threadId`` to make its session id (the todo list's and
             memory's key), so that a host's other sessions can never be named by a thread.
     """
-    settings = _Settings(
+    settings = RunSettings(
         agent=agent,
         tool_manager=tool_manager,
         skill_manager=skill_manager,
