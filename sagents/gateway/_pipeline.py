@@ -43,7 +43,7 @@ from sagents.gateway._principals import PRINCIPAL_KEY
 from sagents.gateway._progress import ProgressForwarder, progress_listened
 from sagents.gateway._questions import ElicitationQuestioner
 from sagents.gateway._seams import ProgressSource
-from sagents.gateway._sessions import GatewaySession, ServingRules
+from sagents.gateway._sessions import GatewaySession, ServingRules, request_connection
 from sagents.gateway._task_input import ForwardedTaskInput
 from sagents.gateway._tasks import GatewayTasks
 from sagents.gateway._tool_search import ToolSearch
@@ -304,7 +304,7 @@ class CallPipeline:
             await stop.wait()
 
     def _notifier(self, ctx: ServerRequestContext[Any, Any]) -> Any:
-        connection = ctx.session._connection  # see GatewaySessions: the standalone channel
+        connection = request_connection(ctx)  # its standalone channel, after the request
 
         async def on_done(info: TaskInfo) -> None:
             await self._tasks.finished(info)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as mt
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -39,7 +40,13 @@ from sagents.gateway._tool_search import SearchState
 from sagents.tool._background import CANCEL_TOOL, STATUS_TOOL
 from sagents.tool._provider import ToolProvider
 
-__all__ = ["INVALID_REQUEST", "GatewaySession", "GatewaySessions", "ServingRules"]
+__all__ = [
+    "INVALID_REQUEST",
+    "GatewaySession",
+    "GatewaySessions",
+    "ServingRules",
+    "request_connection",
+]
 
 INVALID_REQUEST = -32600  # JSON-RPC 2.0, "Error object"
 _STATE_KEY = "sagents.gateway.session"
@@ -146,18 +153,18 @@ class GatewaySessions:
         self._shared: dict[str, GatewaySession] = {}
         self._live: weakref.WeakValueDictionary[str, GatewaySession] = weakref.WeakValueDictionary()
         self._offers: weakref.WeakValueDictionary[str, SessionOffer] = weakref.WeakValueDictionary()
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def __len__(self) -> int:
         """How many sessions are open."""
         return len(self._live)
 
-    def connections(self) -> list[Any]:
+    def connections(self) -> list[Connection]:
         """The handshake-era connections seen so far that are still open (list changes are
         sent to them)."""
         return list(self._connections)
 
-    def forget_connection(self, connection: Any) -> None:
+    def forget_connection(self, connection: Connection) -> None:
         """Stop sending to ``connection`` (a send to it failed)."""
         self._connections.discard(connection)
 
@@ -194,10 +201,10 @@ class GatewaySessions:
                 session.connectionless = True
                 self._shared[key] = session
             return session
-        # The SDK gives handlers no public handle on the per-connection state (ServerRequestContext
-        # has none); Connection.state is the documented per-connection scratch space.
-        self._connections.add(ctx.session._connection)
-        state: dict[str, Any] = ctx.session._connection.state
+        # Connection.state is the SDK's per-connection scratch space.
+        connection = request_connection(ctx)
+        self._connections.add(connection)
+        state = connection.state
         found = state.get(_STATE_KEY)
         if isinstance(found, GatewaySession):
             if found.identity != credential.identity:
@@ -210,7 +217,7 @@ class GatewaySessions:
         state[_STATE_KEY] = session
         # The connection's teardown (DELETE, transport closed, the SDK's idle expiry) ends
         # the session: what it holds is released (Connection.exit_stack, the SDK's hook).
-        ctx.session._connection.exit_stack.callback(self._ended, session.session_id)
+        connection.exit_stack.callback(self._ended, session.session_id)
         return session
 
     def profile_of(self, ctx: ServerRequestContext[Any, Any]) -> Profile | None:
@@ -297,3 +304,21 @@ class GatewaySessions:
         self._offers[session.session_id] = offer
         self._live[session.session_id] = session
         return session
+
+
+def request_connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The MCP connection the request ``ctx`` came on: its per-connection ``state`` and
+    ``exit_stack`` (the SDK's teardown hook), and its standalone channel, which still carries a
+    notification after the request ended (a background call's completion, a list change, a
+    resource update).
+
+    This is the gateway's one reach into the SDK's private state, and there is no public way
+    around it in mcp 2.3: low-level handlers get a ``ServerRequestContext``, whose
+    ``ServerSession`` keeps the ``Connection`` private (``ServerSession._connection``); the
+    public property, ``mcp.server.context.Context.connection``, belongs to a context the SDK's
+    ``ServerRunner`` does not build yet (its docstring: "Not currently constructed by
+    ``ServerRunner``"). The per-request ``ServerSession`` cannot stand in: it is new for every
+    request, so it neither keys per-connection state nor lives as long as the connection.
+    Everything used of the ``Connection`` itself is public.
+    """
+    return ctx.session._connection  # private: see above (no public handle in the SDK)

@@ -32,6 +32,7 @@ import anyio
 import anyio.abc
 import mcp_types as mt
 from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY, SubscriptionBus
 from mcp.shared.exceptions import MCPError
@@ -53,6 +54,7 @@ from sagents.gateway._forwarding import (
     upstream_uri,
 )
 from sagents.gateway._policy import Profile
+from sagents.gateway._sessions import request_connection
 from sagents.mcp._ext_types import TaskStatusNotification, TaskStatusNotificationParams
 from sagents.mcp._resource_subscriptions import covers
 
@@ -274,7 +276,7 @@ class ResourceRelay(Lifespan):
 
 
 def session_subscriber(
-    key: str, profile: Profile | None, connection: Any, relay: ResourceRelay
+    key: str, profile: Profile | None, connection: Connection, relay: ResourceRelay
 ) -> Subscriber:
     """A handshake-era session's subscriber: updates go to its connection, held weakly, so
     that the session's end (its connection collected) ends its subscriptions."""
@@ -490,7 +492,7 @@ def subscription_handlers(relay: ResourceRelay, session_of: SessionOf) -> dict[s
         key, profile = session_of(ctx)
         subscriber = relay.subscriber(key)
         if subscriber is None:
-            subscriber = session_subscriber(key, profile, ctx.session._connection, relay)
+            subscriber = session_subscriber(key, profile, request_connection(ctx), relay)
         await relay.subscribe(subscriber, str(params.uri))
         return mt.EmptyResult()
 
