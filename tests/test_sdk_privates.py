@@ -16,7 +16,7 @@ ROOT = Path(sagents.__file__).parent
 LIBRARIES = {"asyncio", "anyio", "httpx", "httpx2", "httpcore", "httpcore2", "mcp", "mcp_types"}
 
 
-def _modules() -> Iterator[tuple[Path, ast.AST]]:
+def _modules() -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted(ROOT.rglob("*.py")):
         yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -29,11 +29,12 @@ def test_no_module_imports_a_private_module_of_another_package() -> None:
     found = []
     for path, tree in _modules():
         for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-            elif isinstance(node, ast.Import):
+            if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
             for name in names:
                 root, *rest = name.split(".")
                 if root not in ("sagents", "__future__") and any(map(_private, rest)):

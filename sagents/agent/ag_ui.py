@@ -133,8 +133,7 @@ Authorize = Callable[[Request], Awaitable[str | None]]
 
 class AgUiThreads:
     """The threads of the AG-UI route and the runs they own (build with
-    :func:`open_ag_ui_threads`): the HTTP side, over the threads and runs of
-    :class:`~sagents.agent._ag_ui_runs.ThreadRuns`."""
+    :func:`open_ag_ui_threads`); it answers the route's requests."""
 
     def __init__(self, settings: RunSettings, task_group: anyio.abc.TaskGroup) -> None:
         self._runs = ThreadRuns(settings, task_group)

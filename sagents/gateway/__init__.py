@@ -3,6 +3,9 @@
 Floor 5 of ``docs/architecture.md`` ("Layers"), beside ``sagents.agent``; see ``docs/gateway.md``.
 """
 
+import warnings
+from typing import TYPE_CHECKING, Any
+
 from sagents.gateway._approval import (
     ClientScriptApprover,
     ElicitationApprover,
@@ -20,10 +23,19 @@ from sagents.gateway._server import Gateway
 from sagents.gateway._settings import GatewaySettings, load_profiles
 from sagents.gateway._tool_search import ToolSearch
 from sagents.gateway._workspaces import Workspaces
-from sagents.tool._background import BackgroundRegistry, BackgroundTasks, TaskInfo, TaskStatus
+from sagents.tool._background import (
+    BackgroundRegistry,
+    BackgroundStatus,
+    BackgroundTasks,
+    TaskInfo,
+)
+
+if TYPE_CHECKING:
+    TaskStatus = BackgroundStatus  # deprecated: see __getattr__
 
 __all__ = [
     "BackgroundRegistry",
+    "BackgroundStatus",
     "BackgroundTasks",
     "ClientScriptApprover",
     "ConfiguredGateway",
@@ -51,3 +63,16 @@ __all__ = [
     "spec_to_mcp_tool",
     "to_call_tool_result",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``TaskStatus``, deprecated: the name of the sandbox's ``sagents.sandbox.TaskStatus`` too.
+    if name == "TaskStatus":
+        warnings.warn(
+            "sagents.gateway.TaskStatus is deprecated: use sagents.gateway.BackgroundStatus "
+            "(sagents.sandbox.TaskStatus is a sandbox process's state)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return BackgroundStatus
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,11 +46,11 @@ __all__ = [
     "SkillFile",
     "TaskIdParams",
     "TaskState",
-    "TaskStatus",
     "TaskStatusNotification",
     "TaskStatusNotificationParams",
     "UpdateTaskRequest",
     "UpdateTaskRequestParams",
+    "WireTaskStatus",
 ]
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
@@ -151,15 +151,17 @@ class ReadResourceDirectoryResult(mt.PaginatedResult):
 
 # Tasks -----------------------------------------------------------------------------------------
 
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
-"""A task's status; ``completed``, ``failed`` and ``cancelled`` are terminal."""
+WireTaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+"""A task's status as the Tasks extension spells it (its ``TaskStatus``); ``completed``,
+``failed`` and ``cancelled`` are terminal. Not the gateway's :data:`~sagents.gateway.
+BackgroundStatus` nor :class:`sagents.sandbox.TaskStatus`."""
 
 
 class TaskState(_WireModel):
     """The fields of a ``Task``."""
 
     task_id: str
-    status: TaskStatus
+    status: WireTaskStatus
     status_message: str | None = None
     created_at: str
     """ISO 8601."""

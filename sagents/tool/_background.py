@@ -35,16 +35,18 @@ __all__ = [
     "TASK_ID_BYTES",
     "TASK_URI_PREFIX",
     "BackgroundRegistry",
+    "BackgroundStatus",
     "BackgroundTasks",
     "TaskInfo",
-    "TaskStatus",
     "handed_off_result",
     "task_json",
     "task_tools",
 ]
 
-TaskStatus = Literal["running", "ok", "error", "cancelled", "failed"]
-"""``failed``: ended without a result, by a restart of the process that ran it."""
+BackgroundStatus = Literal["running", "ok", "error", "cancelled", "failed"]
+"""A background call's status (:attr:`TaskInfo.status`); ``failed``: ended without a result, by
+a restart of the process that ran it. Not :class:`sagents.sandbox.TaskStatus`, the state of a
+sandbox's background process."""
 
 STATUS_TOOL = "script_status"
 CANCEL_TOOL = "script_cancel"
@@ -75,7 +77,7 @@ class TaskInfo:
     task_id: str
     session_id: str
     tool: str
-    status: TaskStatus
+    status: BackgroundStatus
     started_at: float
     finished_at: float | None = None
     result: ToolResult | None = None
@@ -177,7 +179,7 @@ class BackgroundTasks(Lifespan):
 
     @staticmethod
     def _finish(task: _Task, result: ToolResult | None) -> None:
-        status: TaskStatus
+        status: BackgroundStatus
         if result is None:
             status = "cancelled"
             result = ToolResult.from_exception(

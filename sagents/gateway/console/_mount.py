@@ -20,13 +20,12 @@ from sagents.gateway.console._app import ConsoleData, build_console_app
 from sagents.gateway.console._live import LiveRuns
 from sagents.gateway.console._oauth_login import CALLBACK_PATH, ConsoleOAuthLogin
 from sagents.progress._hub import ProgressHub
+from sagents.tool.impl._todo import TODO_FILE
 
 if TYPE_CHECKING:
     from sagents.gateway.console._chat import ChatThreads
 
 __all__ = ["console_for_gateway", "data_dir_console"]
-
-TODO_FILE = "todo.sqlite3"
 
 
 def console_for_gateway(

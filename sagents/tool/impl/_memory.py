@@ -44,6 +44,7 @@ from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 
 __all__ = [
+    "MEMORY_FILE",
     "USER_SCOPE",
     "DeleteAudit",
     "Memory",
@@ -59,6 +60,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+MEMORY_FILE = "memory.sqlite3"
+"""The memories' database in the data directory."""
 
 _USER_SCOPE = USER_SCOPE
 
@@ -219,7 +223,7 @@ class MemoryStore:
         backend: Where memories live instead of ``path`` (PostgreSQL); None: the SQLite file.
     """
 
-    path: Path = field(default_factory=lambda: default_data_dir() / "memory.sqlite3")
+    path: Path = field(default_factory=lambda: default_data_dir() / MEMORY_FILE)
     limits: MemoryLimits = field(default_factory=MemoryLimits)
     audit: AuditStore | None = field(default_factory=SqliteAuditStore)
     anonymous_user: str | None = None

@@ -31,7 +31,19 @@ from sagents.store._builtin_state import STATUSES, Merge, Status, TodoBackend, T
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 
-__all__ = ["STATUSES", "Merge", "TodoBackend", "TodoItem", "TodoStore", "todo_tool", "validate"]
+__all__ = [
+    "STATUSES",
+    "TODO_FILE",
+    "Merge",
+    "TodoBackend",
+    "TodoItem",
+    "TodoStore",
+    "todo_tool",
+    "validate",
+]
+
+TODO_FILE = "todo.sqlite3"
+"""The todo lists' database in the data directory (beside the audit store)."""
 
 
 _SCHEMA = """
@@ -115,7 +127,7 @@ class TodoStore:
         max_items: Items one list holds at most. max_chars: characters of one item.
     """
 
-    path: Path = field(default_factory=lambda: default_data_dir() / "todo.sqlite3")
+    path: Path = field(default_factory=lambda: default_data_dir() / TODO_FILE)
     max_items: int = 200
     max_chars: int = 2000
     backend: TodoBackend | None = None
