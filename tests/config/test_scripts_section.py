@@ -3,6 +3,8 @@ cap, bad values, and the one runtime value it becomes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sagents.config import parse_config
@@ -55,3 +57,29 @@ def test_the_config_defaults_are_the_limits_defaults_and_both_refuse_zero_calls(
     assert ConfigScriptsParams().to_limits() == ScriptLimits()
     with pytest.raises(ValueError, match="max_calls"):
         ScriptLimits(max_calls=0)
+
+
+@pytest.mark.parametrize(
+    ("key", "field", "value"),
+    [
+        (key, field, value)
+        for key, field in [
+            ("maxCalls", "max_calls"),
+            ("maxConcurrency", "max_concurrency"),
+            ("timeoutSec", "timeout_s"),
+            ("maxOutputBytes", "max_output_bytes"),
+        ]
+        for value in (-1, 0, 1)
+    ],
+)
+def test_the_config_and_the_limits_refuse_the_same_values(key: str, field: str, value: int) -> None:
+    """The bounds are written twice (the config's name the key); they must agree."""
+    given: dict[str, Any] = {field: value}
+    try:
+        ScriptLimits(**given)
+    except ValueError:
+        with pytest.raises(ConfigError) as caught:
+            parse_config({"scripts": {key: value}})
+        assert caught.value.details["key"] == f"scripts.{key}"
+    else:
+        assert getattr(parse_config({"scripts": {key: value}}).scripts, field) == value
