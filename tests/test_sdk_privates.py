@@ -1,7 +1,7 @@
-"""No reach into the private parts of the libraries sagents stands on (STYLE.md, "never use
-private APIs of asyncio or the SDKs"): no import of a private module of another package, no
-private attribute of asyncio, anyio, httpx or the MCP SDK's modules, and the one reach the MCP
-SDK leaves no public way around (a request's ``Connection``) made in one place,
+"""No reach into the private parts of the libraries sagents stands on (their private APIs can
+change in any release): no import of a private module of another package, no private attribute
+of asyncio, anyio, httpx or the MCP SDK's modules, and the one reach the MCP SDK leaves no
+public way around (a request's ``Connection``) made in one place,
 :func:`sagents.gateway._sessions.request_connection`, which says why."""
 
 from __future__ import annotations
