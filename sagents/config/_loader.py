@@ -31,6 +31,7 @@ from sagents.config._models import (
     HooksParams,
     ImageUnderstandingParams,
     ServerEntryParams,
+    ServerSandboxParams,
     WebFetchParams,
     documented_key,
 )
@@ -462,6 +463,11 @@ def _unknown_key(loc: Sequence[int | str]) -> tuple[str, str | None]:
         return f"unknown key {name!r}", None
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     message = f"unknown key {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    if list(loc[:-1]) == ["sandbox"] and name in _known_keys(ServerSandboxParams, ()):
+        return message, (
+            "a server's own sandbox goes in its entry, mcpServers.<name>.sandbox (docs/mcp.md, "
+            '"Sandboxed servers"); the top-level sandbox section knows: ' + ", ".join(known)
+        )
     return message, "known keys here: " + ", ".join(known)
 
 

@@ -35,3 +35,10 @@ def test_bad_sandbox_sections_name_the_key(section: object, key: str, message: s
     assert caught.value.details["key"] == key
     assert caught.value.details["file"] == "servers.json"
     assert message in str(caught.value)
+
+
+def test_a_servers_sandbox_keys_at_the_top_level_point_to_the_servers_entry() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcpServers": {}, "sandbox": {"readable": ["/srv"]}})
+    assert caught.value.details["key"] == "sandbox.readable"
+    assert "mcpServers.<name>.sandbox" in str(caught.value.hint)
