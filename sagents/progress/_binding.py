@@ -88,14 +88,24 @@ class ToolCallBinding:
         coalesce: Coalesce text as the hub's settings say (needs :meth:`run_flusher` running
             beside the call); False sends each emit at once as its own event, and sends the
             ``closed`` event only when someone listens to the session.
+        session_context: The call's context as its binder knows it (the ToolManager: the
+            call's ``SessionContext``), or None. Progress never reads it: it is how code
+            running inside the call finds the call (``sagents.tool._context.running_context``).
     """
 
     def __init__(
-        self, hub: ProgressHub, session_id: str, tool_call_id: str, *, coalesce: bool = True
+        self,
+        hub: ProgressHub,
+        session_id: str,
+        tool_call_id: str,
+        *,
+        coalesce: bool = True,
+        session_context: object = None,
     ) -> None:
         self.hub = hub
         self.session_id = session_id
         self.tool_call_id = tool_call_id
+        self.session_context = session_context
         settings = hub.settings
         self._enabled = settings.enabled
         self._coalesce = coalesce
@@ -225,7 +235,7 @@ class ToolCallBinding:
 
 @asynccontextmanager
 async def bind_tool_call(
-    hub: ProgressHub, session_id: str, tool_call_id: str
+    hub: ProgressHub, session_id: str, tool_call_id: str, *, session_context: object = None
 ) -> AsyncIterator[ToolCallBinding]:
     """Bind :func:`emit_tool_progress` to a tool call for the duration of the block.
 
@@ -237,11 +247,12 @@ async def bind_tool_call(
         hub: The hub that routes the session's events.
         session_id: The session the call belongs to.
         tool_call_id: The assistant tool call's id.
+        session_context: The call's context (:attr:`ToolCallBinding.session_context`).
 
     Yields:
         The call's :class:`ToolCallBinding`.
     """
-    binding = ToolCallBinding(hub, session_id, tool_call_id)
+    binding = ToolCallBinding(hub, session_id, tool_call_id, session_context=session_context)
     hub.attach(binding)
     token = _current.set(binding)
     try:
@@ -293,7 +304,9 @@ class QuietToolCall:
         self.__exit__(exc_type, exc, tb)
 
 
-def bind_quiet_tool_call(hub: ProgressHub, session_id: str, tool_call_id: str) -> QuietToolCall:
+def bind_quiet_tool_call(
+    hub: ProgressHub, session_id: str, tool_call_id: str, *, session_context: object = None
+) -> QuietToolCall:
     """:func:`bind_tool_call` for a call that starts while nobody listens to the session.
 
     Binds :func:`emit_tool_progress` to the call through the context variable only: no helper
@@ -305,11 +318,16 @@ def bind_quiet_tool_call(hub: ProgressHub, session_id: str, tool_call_id: str) -
         hub: The hub that routes the session's events.
         session_id: The session the call belongs to.
         tool_call_id: The assistant tool call's id.
+        session_context: The call's context (:attr:`ToolCallBinding.session_context`).
 
     Returns:
         The context manager; entering it gives the call's :class:`ToolCallBinding`.
     """
-    return QuietToolCall(ToolCallBinding(hub, session_id, tool_call_id, coalesce=False))
+    return QuietToolCall(
+        ToolCallBinding(
+            hub, session_id, tool_call_id, coalesce=False, session_context=session_context
+        )
+    )
 
 
 class LazyToolCall:
@@ -331,6 +349,7 @@ class LazyToolCall:
         session_id: The session the call belongs to, or None for a call without a session
             (a fresh random id is drawn if it is ever needed; nobody can listen to it).
         tool_call_id: The call's id, or None to draw one if it is ever needed.
+        session_context: The call's context (:attr:`ToolCallBinding.session_context`).
     """
 
     __slots__ = (
@@ -341,13 +360,22 @@ class LazyToolCall:
         "_tool_call_id",
         "hub",
         "loop_thread",
+        "session_context",
     )
     _token: contextvars.Token[ToolCallBinding | LazyToolCall | None]
 
-    def __init__(self, hub: ProgressHub, session_id: str | None, tool_call_id: str | None) -> None:
+    def __init__(
+        self,
+        hub: ProgressHub,
+        session_id: str | None,
+        tool_call_id: str | None,
+        session_context: object = None,
+    ) -> None:
         self.hub = hub
         self._session_id = session_id
         self._tool_call_id = tool_call_id
+        self.session_context = session_context
+        """The call's context (:attr:`ToolCallBinding.session_context`)."""
         self.loop_thread = _get_ident()
         self._binding: ToolCallBinding | None = None
         self._closed = False
@@ -356,7 +384,13 @@ class LazyToolCall:
         """The call's :class:`ToolCallBinding`, built on the first request."""
         if self._binding is None:
             tool_call_id = self._tool_call_id or f"call_{os.urandom(16).hex()}"
-            self._binding = ToolCallBinding(self.hub, self.session_id, tool_call_id, coalesce=False)
+            self._binding = ToolCallBinding(
+                self.hub,
+                self.session_id,
+                tool_call_id,
+                coalesce=False,
+                session_context=self.session_context,
+            )
             self._binding._loop_thread = self.loop_thread
             if self._closed:
                 self._binding._closed = True

@@ -5,6 +5,11 @@ A caller passes a SessionContext with every ``run_tool`` call (docs/agent.md, "S
 as injected (a parameter annotated with ``SessionContext``, or
 ``Annotated[T, InjectedArg("key")]``); they never override an argument the model sent by matching
 its name, and injected parameters never appear in the model's schema.
+
+Code running inside a call that was not handed its context (a no-argument public reader such as
+``sagents.agent.current_agent_session()``) finds it with :func:`running_context`: the context
+the call's progress binding carries, the one context variable that says which call runs now
+(docs/architecture.md, "Per-call state").
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sagents.core._permissions import PermissionMode
+from sagents.progress._binding import raw_tool_call
 from sagents.tool._approval import Decision
 from sagents.tool.questions import Questioner
 
-__all__ = ["InjectedArg", "SessionContext"]
+__all__ = ["InjectedArg", "SessionContext", "running_context"]
 
 
 PRINCIPAL_KEY = "principal"
@@ -80,3 +86,12 @@ class InjectedArg:
     """
 
     key: str | None = None
+
+
+def running_context() -> SessionContext | None:
+    """The context of the tool call running in this context (the one its progress binding
+    carries: ``ToolManager.call`` and the gateway's call pipeline bind each call with its
+    context), or None outside a call or for a call bound without one."""
+    binding = raw_tool_call()
+    context = None if binding is None else binding.session_context
+    return context if isinstance(context, SessionContext) else None
