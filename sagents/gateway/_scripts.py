@@ -290,6 +290,7 @@ class GatewayScripts:
             str(description),
             tool_call_id=tool_call_id,
             decision=context.decision,  # the gateway decided before the call
+            questioner=context.questioner,  # what the script's tools ask goes to this client
         )
 
     async def _session(self, context: SessionContext) -> _Session:
@@ -298,8 +299,11 @@ class GatewayScripts:
             if found is None:
                 if self._tg is None:
                     raise RuntimeError("enter GatewayScripts (async with) before running scripts")
-                # the session's tool outlives this call: not this call's decision
-                found = await self._tg.start(self._host, replace(context, decision=None))
+                # the session's tool outlives this call: not this call's decision, nor its
+                # client's questioner (each run carries its own)
+                found = await self._tg.start(
+                    self._host, replace(context, decision=None, questioner=None)
+                )
                 self._sessions[context.session_id] = found
             return found
 

@@ -29,6 +29,7 @@ Use::
 from __future__ import annotations
 
 import codecs
+import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -69,6 +70,7 @@ from sagents.tool._background import BackgroundTasks, TaskInfo, handed_off_resul
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
 from sagents.tool._provider import ToolProvider
+from sagents.tool.questions import Questioner
 
 __all__ = [
     "NOT_FROM_SCRIPTS",
@@ -287,12 +289,15 @@ class RunScriptTool(Lifespan):
         *,
         tool_call_id: str | None = None,
         decision: Decision | None = None,
+        questioner: Questioner | None = None,
     ) -> ToolResult:
         """Run a script; hand it off to the background past ``background_after_s``.
 
         Args:
             decision: The caller's decision for the listed write tools (the gateway decided
                 before the call); None: the pre-run check asks this tool's approver once.
+            questioner: Who the script's tool calls ask: the calling call's
+                ``SessionContext.questioner``; None: the session's.
 
         Returns:
             The model-facing result (``is_error`` unless the status is ``ok``; ``structured``
@@ -308,6 +313,7 @@ class RunScriptTool(Lifespan):
             description=description,
             tool_call_id=tool_call_id,
             decision=decision,
+            questioner=questioner,
         )
         session_id = self._session.session_id
         task_id = await self._tasks.start(
@@ -400,7 +406,7 @@ class RunScriptTool(Lifespan):
                 on_progress=on_progress,
                 session_id=session_id,
                 on_output=on_output,
-                bind_decision=self._calls_under,
+                bind_decision=functools.partial(self._calls_under, questioner=request.questioner),
             )
             async with runner:
                 handle = await runner.start(request)
@@ -415,10 +421,15 @@ class RunScriptTool(Lifespan):
         """One call from a script, with no decision: the session's own policy step decides."""
         return await self._calls_under(None)(name, arguments)
 
-    def _calls_under(self, decision: Decision | None) -> CallTool:
+    def _calls_under(
+        self, decision: Decision | None, *, questioner: Questioner | None = None
+    ) -> CallTool:
         """The call seam of one run: the same path as a direct call, its context carrying the
-        run's decision, so that nothing further down decides again."""
-        context = replace(self._session, decision=decision)
+        run's decision, so that nothing further down decides again, and the questioner of the
+        call that ran it (None: the session's)."""
+        context = replace(
+            self._session, decision=decision, questioner=questioner or self._session.questioner
+        )
 
         async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
             if name in NOT_FROM_SCRIPTS:  # the policy refuses these first; never reach them
@@ -442,6 +453,7 @@ class _Handler:
             _names(arguments.get("tools")),
             str(arguments.get("description", "")),
             tool_call_id=call.tool_call_id,
+            questioner=call.session_context.questioner,
         )
 
 

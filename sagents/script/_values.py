@@ -10,6 +10,7 @@ import anyio
 
 from sagents.errors import SagentsError, ScriptError
 from sagents.tool._approval import Decision
+from sagents.tool.questions import Questioner
 
 __all__ = [
     "ScriptHandle",
@@ -41,6 +42,9 @@ class ScriptRequest:
         decision: The decision the caller already made for the run's write tools (the gateway
             asks before the call, docs/gateway.md, "Approvals"); None: the runner's pre-run
             check decides, asking its approver once if a listed write tool needs it.
+        questioner: Who the run's tool calls ask (the ``SessionContext.questioner`` of the call
+            that ran the script: its user, whoever the session's tool was opened for); None:
+            the session's.
     """
 
     code: str
@@ -48,6 +52,7 @@ class ScriptRequest:
     description: str = ""
     tool_call_id: str | None = None
     decision: Decision | None = None
+    questioner: Questioner | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)

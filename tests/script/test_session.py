@@ -6,7 +6,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from sagents.tool._background import BackgroundTasks
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall
 from sagents.tool._tool_proxy import ToolProxy
+from sagents.tool.questions import Questioner, Questionnaire, QuestionnaireAnswer
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_manager import ToolManager
 from tests.postgres_server import PostgresServer
@@ -140,8 +141,13 @@ class Setup:
         background_after_s: float | None = None,
         background: BackgroundTasks | None = None,
         audit: AuditStore | None = None,
+        questioner: Questioner | None = None,
     ) -> RunScriptTool:
-        session = SessionContext(session_id=SESSION, permission_mode=mode)  # type: ignore[arg-type]
+        session = SessionContext(
+            session_id=SESSION,
+            permission_mode=mode,  # type: ignore[arg-type]  # a valid literal
+            questioner=questioner,
+        )
         return RunScriptTool(
             tools=ToolProxy(self.manager),  # the run is decided once: its calls carry it
             session=session,
@@ -446,3 +452,39 @@ async def test_a_script_the_preflight_refuses_is_an_error_result_with_its_code(
     assert setup.approver.requests == []  # refused before the approval
     assert setup.fleet.calls == []
     assert [entry.status for entry in setup.audit.entries] == ["rejected"]
+
+
+@dataclass(frozen=True)
+class NamedQuestioner:
+    """A questioner that only says whose it is."""
+
+    name: str
+
+    async def ask(self, questionnaire: Questionnaire, *, time_limit: float) -> QuestionnaireAnswer:
+        return QuestionnaireAnswer(status="declined", message=self.name)
+
+
+async def test_a_scripts_calls_carry_the_questioner_of_the_call_that_ran_it(setup: Setup) -> None:
+    """What a script's tool asks goes to the user of the run_script call, not to whoever the
+    session's tool was opened for (in the gateway: an earlier call's client)."""
+    seen: list[object] = []
+
+    @tool(permission="read_only")
+    def which_user(context: SessionContext) -> str:
+        """Say whom this call would ask."""
+        seen.append(context.questioner)
+        return "ok"
+
+    setup.manager.register_tool(which_user)
+    code = "from agent_tools import call\ncall('which_user', {})\ncall('which_user', {})\n"
+    opened_for, caller = NamedQuestioner("earlier call"), NamedQuestioner("this call")
+    async with setup.tool(questioner=opened_for) as run_script:
+        setup.manager.register_tool(run_script.as_tool())
+        with anyio.fail_after(60):
+            result = await setup.manager.run_tool(
+                "run_script",
+                {"code": code, "tools": [], "description": "asks"},
+                replace(run_script.session, questioner=caller),
+            )
+    assert not result.is_error, result.text
+    assert seen == [caller, caller]
