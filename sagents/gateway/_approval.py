@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Final
 
 import anyio
@@ -30,11 +29,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sagents.errors import NotAllowedError
 from sagents.gateway._http_security import request_credential
+from sagents.gateway._questions import ElicitationQuestioner
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, settle_answer
+from sagents.tool._context import running_context
 
 __all__ = [
     "APPROVAL_TIMEOUT_S",
-    "CLIENT_ASKER",
     "ELICITATION_MAX_CHARS",
     "ClientAsker",
     "ClientScriptApprover",
@@ -125,8 +125,10 @@ def answer_from_elicitation(result: mt.ElicitResult, request: ApprovalRequest) -
 class ClientAsker:
     """Asks the user behind the MCP request being served, through form elicitation.
 
-    The gateway binds one to :data:`CLIENT_ASKER` while a call runs, so that an approver deeper
-    down (run_script's, for the one approval before a script) can ask the same client.
+    The gateway gives each call one, carried by the call's ``SessionContext`` (its questioner,
+    an :class:`~sagents.gateway._questions.ElicitationQuestioner`), so that an approver deeper
+    down (run_script's, for the one approval before a script) can ask the same client
+    (:func:`current_client_asker`).
     """
 
     def __init__(
@@ -190,10 +192,6 @@ class ClientAsker:
         return answer
 
 
-CLIENT_ASKER: ContextVar[ClientAsker | None] = ContextVar("sagents_client_asker", default=None)
-"""The :class:`ClientAsker` of the gateway call running in this context, or None."""
-
-
 class ElicitationApprover:
     """An :class:`Approver` that asks the MCP client (handshake-era connections).
 
@@ -221,7 +219,7 @@ class ClientScriptApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the request's answers for the script's write tools."""
-        asker = CLIENT_ASKER.get()
+        asker = current_client_asker()
         if asker is None or not asker.can_ask:
             return "deny"
         try:
@@ -233,7 +231,7 @@ class ClientScriptApprover:
 
     def denial_reason(self, request: ApprovalRequest) -> str:
         """Whether the client was asked (the user declined or did not answer) or could not be."""
-        asker = CLIENT_ASKER.get()
+        asker = current_client_asker()
         return denial_text(request, asked=asker is not None and asker.can_ask)
 
 
@@ -263,7 +261,7 @@ class GatewayCallApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """The client's answer."""
-        asker = CLIENT_ASKER.get()
+        asker = current_client_asker()
         if asker is not None and asker.can_ask:
             try:
                 return await ElicitationApprover(asker).approve(request)
@@ -273,8 +271,16 @@ class GatewayCallApprover:
 
 
 def current_client_asker() -> ClientAsker | None:
-    """The asker bound to the gateway call running in this context, or None."""
-    return CLIENT_ASKER.get()
+    """The asker of the gateway call running in this context, or None (outside a gateway call).
+
+    The asker travels with the call, as its ``SessionContext.questioner``; this reads it from
+    the context of the tool call running now (``ToolManager.call`` and the gateway bind each
+    call with its context). Code that has the call should read it there:
+    ``call.session_context.questioner``.
+    """
+    context = running_context()
+    questioner = None if context is None else context.questioner
+    return questioner.asker if isinstance(questioner, ElicitationQuestioner) else None
 
 
 def refusal_text(request: ApprovalRequest) -> str:

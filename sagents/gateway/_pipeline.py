@@ -35,7 +35,7 @@ from sagents.core._result import ToolResult
 from sagents.core._secrets import Redactor
 from sagents.core._spec import ToolSpec
 from sagents.errors import StoreError, UnknownToolError, UpstreamSchemaError
-from sagents.gateway._approval import CLIENT_ASKER, ClientAsker
+from sagents.gateway._approval import ClientAsker
 from sagents.gateway._convert import check_servable, to_call_tool_result
 from sagents.gateway._decision import CallDecider
 from sagents.gateway._ext_tasks import TaskInputs, TaskRequest, TasksExtension
@@ -49,6 +49,8 @@ from sagents.gateway._tasks import GatewayTasks
 from sagents.gateway._tool_search import ToolSearch
 from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._tasks_client import TASK_INPUT
+from sagents.progress import default_hub
+from sagents.progress._binding import LazyToolCall
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.tool._approval import Decision
 from sagents.tool._background import (
@@ -223,20 +225,24 @@ class CallPipeline:
         server = spec.source.server or name
 
         async def call() -> ToolResult:
-            # what asks the client mid-call (a tool's own questions, run_script's approver)
-            token = CLIENT_ASKER.set(asker)
+            # The call is bound with its context, so that what asks the client mid-call and
+            # has no call value (run_script's approver, current_client_asker()) finds this
+            # call's asker in it, whatever provider runs it (a ToolManager binds its own).
+            bound = LazyToolCall(
+                default_hub(), session.session_id, request.tool_call_id, request.session_context
+            )
             # an upstream task's own questions go to this call's client
             input_token = TASK_INPUT.set(ForwardedTaskInput(asker, server))
             try:
-                # A failed call is already its result (ToolManager.call, the one boundary); a
-                # provider that raises broke its contract, and the SDK answers the request
-                # with a JSON-RPC internal error.
-                result = await session.offer.call(request)
+                with bound:
+                    # A failed call is already its result (ToolManager.call, the one
+                    # boundary); a provider that raises broke its contract, and the SDK
+                    # answers the request with a JSON-RPC internal error.
+                    result = await session.offer.call(request)
                 # before a background call's store, and the console, keep it
                 return self._redactor.result(result) if self._redactor else result
             finally:
                 TASK_INPUT.reset(input_token)
-                CLIENT_ASKER.reset(token)
 
         hand_off_after = self._rules.background_after_s
         if task is not None and name == RUN_SCRIPT_TOOL_NAME:

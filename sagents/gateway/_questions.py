@@ -15,7 +15,7 @@ asked: the call is refused, saying why.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as mt
@@ -23,8 +23,10 @@ from mcp.shared.exceptions import NoBackChannelError
 
 from sagents.core._literal import printable, quoted_line
 from sagents.errors import NotAllowedError
-from sagents.gateway._approval import ClientAsker
 from sagents.tool.questions import Question, Questionnaire, QuestionnaireAnswer
+
+if TYPE_CHECKING:  # _approval finds the asker of the running call through this questioner
+    from sagents.gateway._approval import ClientAsker
 
 __all__ = ["QUESTION_FRAME", "ElicitationQuestioner", "questionnaire_form"]
 
@@ -86,6 +88,12 @@ class ElicitationQuestioner:
 
     def __init__(self, asker: ClientAsker) -> None:
         self._asker = asker
+
+    @property
+    def asker(self) -> ClientAsker:
+        """The call's asker: what approves the call's script and answers its upstream tasks'
+        questions asks the same client (:func:`~sagents.gateway._approval.current_client_asker`)."""
+        return self._asker
 
     async def ask(self, questionnaire: Questionnaire, *, time_limit: float) -> QuestionnaireAnswer:
         """Send the form; map ``accept``/``decline``/``cancel``; no answer in time is

@@ -155,7 +155,8 @@ def test_a_client_that_cannot_carry_the_request_was_not_asked() -> None:
     import anyio
     from mcp.shared.exceptions import NoBackChannelError
 
-    from sagents.gateway._approval import CLIENT_ASKER, ClientAsker
+    from sagents.gateway._approval import ClientAsker
+    from tests.gateway.fakes import in_a_call_asking
 
     class Unreachable(ClientAsker):
         def __init__(self) -> None:
@@ -171,11 +172,8 @@ def test_a_client_that_cannot_carry_the_request_was_not_asked() -> None:
     request = ApprovalRequest.for_script(("fleet__set",), "", description="")
 
     async def main() -> None:
-        token = CLIENT_ASKER.set(Unreachable())
-        try:
+        with in_a_call_asking(Unreachable()):
             await ClientScriptApprover().approve(request)
-        finally:
-            CLIENT_ASKER.reset(token)
 
     # nobody was asked: the approver refuses with that reason itself (the runner records it)
     with pytest.raises(NotAllowedError) as refused:

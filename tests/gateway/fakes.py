@@ -11,7 +11,10 @@ import anyio
 from sagents.core._permissions import PermissionClass, ToolAnnotations
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSource, ToolSpec
+from sagents.gateway._questions import ElicitationQuestioner
 from sagents.gateway._seams import MemoryProgressSource
+from sagents.progress import default_hub
+from sagents.progress._binding import LazyToolCall
 from sagents.tool import ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._spec_provider import SpecProvider
@@ -105,3 +108,12 @@ class FakeProvider(SpecProvider):
             await anyio.lowlevel.checkpoint()
             return ToolResult.from_structured({"ok": True})
         return ToolResult.from_structured({"tool": name, "arguments": arguments})
+
+
+def in_a_call_asking(asker: object) -> LazyToolCall:
+    """The binding of a gateway call whose client is asked through ``asker`` (a
+    :class:`~sagents.gateway._approval.ClientAsker`, or a fake of one): what the call pipeline
+    binds around each call, its context carrying the asker as its questioner. Use as ``with``."""
+    questioner = ElicitationQuestioner(asker)  # type: ignore[arg-type]  # a fake asker
+    context = SessionContext(session_id="s1", questioner=questioner)
+    return LazyToolCall(default_hub(), context.session_id, "call_1", context)

@@ -1,6 +1,7 @@
 """run_script's client approver says why it denied without a side channel.
 
-``ClientScriptApprover`` asks the client of the gateway call running in this context. When the
+``ClientScriptApprover`` asks the client of the gateway call running in this context (its asker
+travels in the call's context, as its questioner). When the
 connection cannot carry the question (no back channel), nobody was asked: the approver refuses
 with that reason itself (a ``NotAllowedError``, which ``ScriptRunner`` records as the reason),
 instead of answering ``deny`` and leaving a flag for a later ``denial_reason`` call to read
@@ -15,8 +16,9 @@ from mcp.shared.exceptions import NoBackChannelError
 
 from sagents.errors import NotAllowedError
 from sagents.gateway import ClientScriptApprover
-from sagents.gateway._approval import CLIENT_ASKER, answer_from_elicitation, approval_form
+from sagents.gateway._approval import answer_from_elicitation, approval_form
 from sagents.tool import ApprovalAnswer, ApprovalRequest
+from tests.gateway.fakes import in_a_call_asking
 
 pytestmark = pytest.mark.anyio
 
@@ -53,22 +55,18 @@ class _Asker:
 
 async def test_a_connection_without_a_back_channel_refuses_with_nobody_asked() -> None:
     asker = _Asker(back_channel=False)
-    token = CLIENT_ASKER.set(asker)  # type: ignore[arg-type]
-    try:
-        with pytest.raises(NotAllowedError, match="nobody was asked to approve the write tools"):
-            await ClientScriptApprover().approve(_REQUEST)
-    finally:
-        CLIENT_ASKER.reset(token)
+    with (
+        in_a_call_asking(asker),
+        pytest.raises(NotAllowedError, match="nobody was asked to approve the write tools"),
+    ):
+        await ClientScriptApprover().approve(_REQUEST)
     assert asker.asked == 1
 
 
 async def test_a_user_who_declines_is_said_to_have_not_approved() -> None:
     asker = _Asker(back_channel=True)
     approver = ClientScriptApprover()
-    token = CLIENT_ASKER.set(asker)  # type: ignore[arg-type]
-    try:
+    with in_a_call_asking(asker):
         assert await approver.approve(_REQUEST) == "deny"
         reason = approver.denial_reason(_REQUEST)
-    finally:
-        CLIENT_ASKER.reset(token)
     assert reason.startswith("the user did not approve the write tools fleet__configure")

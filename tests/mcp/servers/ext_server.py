@@ -24,7 +24,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.gateway import Gateway
-from sagents.gateway._approval import CLIENT_ASKER
+from sagents.gateway._approval import current_client_asker
 from sagents.gateway._sources import SkillResources
 from sagents.skill import SkillManager
 from sagents.tool import ToolRequest
@@ -56,7 +56,7 @@ class Provider(SpecProvider):
             await self.release.wait()
             return ToolResult.from_text("slow done")
         if name in ("ask", "ask_twice"):
-            asker = CLIENT_ASKER.get()
+            asker = current_client_asker()
             assert asker is not None
             schema: mt.ElicitRequestedSchema = {
                 "type": "object",
