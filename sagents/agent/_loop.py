@@ -68,7 +68,7 @@ from sagents.agent._scripts import (
     offers_run_script,
     open_run_script,
 )
-from sagents.agent._session import AgentSession, current_agent_session
+from sagents.agent._session import AgentSession, session_of
 from sagents.agent._state import Approvals, RunResult, RunState
 from sagents.agent._store_link import StoreLink
 from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
@@ -516,7 +516,7 @@ class SAgent:
         wanted = tuple(tools)
 
         async def handle(arguments: dict[str, Any], call: HandlerCall) -> ToolResult:
-            caller = current_agent_session()
+            caller = session_of(call.session_context)  # the run that calls this tool
             if caller is None:
                 return ToolResult.from_error(
                     "not_allowed",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from sagents.agent._messages import Message, as_messages, as_openai_messages
@@ -22,7 +21,7 @@ from sagents.skill._proxy import SkillSource
 from sagents.skill._sandbox_sync import SandboxFiles, SandboxSkillManager
 from sagents.skill._session import SkillSession
 from sagents.tool._approval import Approver
-from sagents.tool._context import SessionContext
+from sagents.tool._context import SessionContext, running_context
 from sagents.tool.questions import Questioner
 
 if TYPE_CHECKING:
@@ -34,8 +33,8 @@ __all__ = [
     "AgentSession",
     "AuditStatus",
     "SandboxRelay",
-    "bind_agent_session",
     "current_agent_session",
+    "session_of",
 ]
 
 AGENT_SESSION_KEY = "agent_session"
@@ -227,8 +226,9 @@ class AgentSession:
         """Lend the session to one run of the agent loop for the block.
 
         Inside it, :attr:`run_approver`, :attr:`run_compressor` and :attr:`run_questioner` are
-        the run's and the session is :func:`current_agent_session`; leaving gives them back,
-        so that nothing of a finished run stays reachable from the session.
+        the run's (and the run's tool calls, whose context carries the session, find it with
+        :func:`current_agent_session`); leaving gives them back, so that nothing of a finished
+        run stays reachable from the session.
 
         Args:
             approver: The approver that asks through the run (its approval events), or None.
@@ -239,8 +239,7 @@ class AgentSession:
         self.run_approver, self.run_compressor = approver, compressor
         self.run_questioner = questioner
         try:
-            with bind_agent_session(self):
-                yield
+            yield
         finally:
             self.run_approver = self.run_compressor = self.run_questioner = None
 
@@ -260,19 +259,19 @@ class AgentSession:
         )
 
 
-_CURRENT: ContextVar[AgentSession | None] = ContextVar("sagents_agent_session", default=None)
-
-
 def current_agent_session() -> AgentSession | None:
-    """The :class:`AgentSession` whose run is executing this code (a tool's call), or None."""
-    return _CURRENT.get()
+    """The :class:`AgentSession` whose run is executing this code (a tool's call), or None.
+
+    The session travels with each of its run's tool calls, in the call's context
+    (``SessionContext.trusted[AGENT_SESSION_KEY]``, :meth:`AgentSession.context_for_tools`);
+    this reads it from the context of the tool call running now. A tool that has its call
+    reads it there, or declares ``Annotated[AgentSession, InjectedArg("agent_session")]``.
+    """
+    context = running_context()
+    return None if context is None else session_of(context)
 
 
-@contextmanager
-def bind_agent_session(session: AgentSession) -> Iterator[None]:
-    """Make ``session`` the :func:`current_agent_session` inside the block."""
-    token = _CURRENT.set(session)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+def session_of(context: SessionContext) -> AgentSession | None:
+    """The :class:`AgentSession` a tool call's context carries (its run's), or None."""
+    session = context.trusted.get(AGENT_SESSION_KEY)
+    return session if isinstance(session, AgentSession) else None
