@@ -20,13 +20,14 @@ goes straight on.
 The SDK's server span of a ``tools/call`` is also the gateway's span of the call (it already
 carries the GenAI conventions' ``gen_ai.operation.name=execute_tool`` and ``gen_ai.tool.name``):
 the handler adds its own attributes to it (:func:`server_span`, :func:`end_call_span`) rather
-than opening a second span per call (docs/observability.md, "The spans").
+than opening a second span per call (docs/observability.md, "The spans"). The handler finds it
+as OpenTelemetry's current span (``opentelemetry.trace.get_current_span``), which the SDK's
+middleware made it for the request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as mt
@@ -48,16 +49,13 @@ _SDK_TRACING = "OpenTelemetryMiddleware"
 """The class name of the SDK's tracing middleware in ``Server.middleware``."""
 
 
-_SERVER_SPAN: ContextVar[Span | None] = ContextVar("sagents_gateway_server_span", default=None)
-"""The SDK's server span of the request being handled, set while its handler runs."""
-
-
 def server_span(arguments: Mapping[str, Any] | None = None) -> Span | None:
-    """The MCP SDK's server span of the request being handled (``tools/call {tool}``) when it is
-    recorded, else None (no tracer provider, or the SDK's tracing middleware taken out); with
-    content capture, ``arguments`` (the call's) go on it."""
-    current = _SERVER_SPAN.get()
-    if current is None or not current.is_recording():
+    """The MCP SDK's server span of the request being handled (``tools/call {tool}``: the
+    current span inside its handler) when it is recorded, else None (no tracer provider: the
+    SDK's span, if any, only carries the client's trace on); with content capture,
+    ``arguments`` (the call's) go on it."""
+    current = trace.get_current_span()
+    if not current.is_recording():
         return None
     if arguments is not None and capture_content():
         current.set_attribute("gen_ai.tool.call.arguments", content_text(arguments))
@@ -79,19 +77,6 @@ def end_call_span(current: Span, server: str, result: mt.CallToolResult) -> None
             for item in result.content
         ]
         current.set_attribute("gen_ai.tool.call.result", content_text(content))
-
-
-def _marking(call_next: CallNext) -> CallNext:
-    """``call_next`` run with the SDK's span (the current one) kept for :func:`server_span`."""
-
-    async def marked(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-        token = _SERVER_SPAN.set(trace.get_current_span())
-        try:
-            return await call_next(ctx)
-        finally:
-            _SERVER_SPAN.reset(token)
-
-    return marked
 
 
 def tracer_configured() -> bool:
@@ -126,9 +111,9 @@ class TracingWhenUsed:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if self._configured():  # a recorded span, which the handler adds its attributes to
-            return await self.inner(ctx, _marking(call_next))
-        if _carries_trace(ctx.meta):  # a span that only carries the client's trace on
+        # with a provider, a recorded span (the handler adds its attributes to it); without
+        # one, a span that only carries the client's trace on
+        if self._configured() or _carries_trace(ctx.meta):
             return await self.inner(ctx, call_next)
         return await call_next(ctx)
 

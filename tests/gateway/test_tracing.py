@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span
 
@@ -110,14 +112,29 @@ async def test_the_handler_finds_the_sdks_recorded_span_to_add_its_attributes_to
 async def test_without_a_tracer_provider_the_handler_finds_no_span_even_with_a_trace_context() -> (
     None
 ):
-    inner = SpanMiddleware()
-    seen: list[Span | None] = []
+    seen: list[tuple[Span | None, str]] = []
 
     async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-        seen.append(server_span())
+        carried = trace.get_current_span().get_span_context().trace_id
+        seen.append((server_span(), format(carried, "032x")))
         return {"ok": True}
 
-    guard = TracingWhenUsed(inner, configured=lambda: False)
-    await guard(_ctx({"traceparent": TRACEPARENT}), handler)  # the span only carries the trace
-    await guard(_ctx(None), handler)  # no span at all
-    assert seen == [None, None]
+    # the SDK's own tracing middleware (a server's default): with no provider configured
+    # its span is not recorded
+    (sdk_tracing,) = Server("traced").middleware
+    guard = TracingWhenUsed(sdk_tracing, configured=tracer_configured)
+    sent = {"traceparent": TRACEPARENT}
+    await guard(_request(sent), handler)  # the span only carries the client's trace on
+    await guard(_request(None), handler)  # no span at all
+    assert seen == [(None, TRACEPARENT.split("-")[1]), (None, "0" * 32)]
+
+
+def _request(meta: dict[str, Any] | None) -> Any:
+    """What the SDK's tracing middleware reads of a ``tools/call`` request."""
+    return SimpleNamespace(
+        meta=meta,
+        params={"name": "echo"},
+        method="tools/call",
+        protocol_version="2025-11-25",
+        request_id=1,
+    )
