@@ -89,8 +89,10 @@ class ToolCallBinding:
             beside the call); False sends each emit at once as its own event, and sends the
             ``closed`` event only when someone listens to the session.
         session_context: The call's context as its binder knows it (the ToolManager: the
-            call's ``SessionContext``), or None. Progress never reads it: it is how code
-            running inside the call finds the call (``sagents.tool._context.running_context``).
+            call's ``SessionContext``); None: that of the call this one runs inside, if any (a
+            call of no session made inside another runs as part of it). Progress never reads
+            it: it is how code running inside the call finds the call
+            (``sagents.tool._context.running_context``).
     """
 
     def __init__(
@@ -105,7 +107,7 @@ class ToolCallBinding:
         self.hub = hub
         self.session_id = session_id
         self.tool_call_id = tool_call_id
-        self.session_context = session_context
+        self.session_context = _or_outer(session_context)
         settings = hub.settings
         self._enabled = settings.enabled
         self._coalesce = coalesce
@@ -374,7 +376,7 @@ class LazyToolCall:
         self.hub = hub
         self._session_id = session_id
         self._tool_call_id = tool_call_id
-        self.session_context = session_context
+        self.session_context = _or_outer(session_context)
         """The call's context (:attr:`ToolCallBinding.session_context`)."""
         self.loop_thread = _get_ident()
         self._binding: ToolCallBinding | None = None
@@ -451,6 +453,14 @@ class LazyToolCall:
         tb: TracebackType | None,
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+def _or_outer(session_context: object) -> object:
+    """``session_context``, else that of the call running now (None outside any)."""
+    if session_context is not None:
+        return session_context
+    outer = _current.get()
+    return None if outer is None else outer.session_context
 
 
 def listened_tool_call() -> ToolCallBinding | None:

@@ -407,7 +407,7 @@ class ToolManager(CallsTools):
             session_id = None if context is None else context.session_id
             if self._call_contexts or (session_id is not None and hub.listening(session_id)):
                 call = handler_call(context, tool_call_id, registered, limit)
-                async with self._bound(hub, call, _binding_context(context)):
+                async with self._bound(hub, call, context):
                     begun: Awaitable[Any] = entry.start(
                         arguments, context, tool_call_id, registered, limit
                     )
@@ -419,9 +419,7 @@ class ToolManager(CallsTools):
                 # tool's whole call, measured by bench/bench_tool_dispatch.py.
                 lazy = None
                 if session_id is not None or tool_call_id or raw_tool_call() is not None:
-                    lazy = LazyToolCall(
-                        hub, session_id, tool_call_id or None, _binding_context(context)
-                    )
+                    lazy = LazyToolCall(hub, session_id, tool_call_id or None, context)
                 token = None if lazy is None else lazy.bind()
                 try:
                     function = entry.function
@@ -475,7 +473,7 @@ class ToolManager(CallsTools):
 
     @contextlib.asynccontextmanager
     async def _bound(
-        self, hub: ProgressHub, call: ToolCall, context: object
+        self, hub: ProgressHub, call: ToolCall, context: SessionContext | None
     ) -> AsyncIterator[None]:
         session_id, progress_id = call.session_context.session_id, call.tool_call_id or ""
         async with contextlib.AsyncExitStack() as around:
@@ -779,16 +777,6 @@ async def _validate_in_worker(
     with anyio.move_on_after(limit):
         return await anyio.to_thread.run_sync(check, abandon_on_cancel=True)
     raise timed_out(tool_name, limit)
-
-
-def _binding_context(context: SessionContext | None) -> object:
-    """The context a call's progress binding carries (``running_context``): the call's own,
-    else, for a call of no session made inside another call, the outer call's (it runs as
-    part of that call)."""
-    if context is not None:
-        return context
-    outer = raw_tool_call()
-    return None if outer is None else outer.session_context
 
 
 _default_manager: ToolManager | None = None  # the documented process default
