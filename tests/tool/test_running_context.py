@@ -70,8 +70,6 @@ async def test_a_call_of_no_session_made_inside_a_call_runs_as_part_of_it() -> N
         manager.register_tool(outer_with_its_own)
         with anyio.fail_after(30):
             nested = await manager.run_tool("outer", {}, SessionContext(session_id="s-3"))
-            own = await manager.run_tool(
-                "outer_with_its_own", {}, SessionContext(session_id="s-3")
-            )
+            own = await manager.run_tool("outer_with_its_own", {}, SessionContext(session_id="s-3"))
     assert nested.text == "s-3"
     assert own.text == "inner"
