@@ -6,9 +6,11 @@ in flight cancelled) → records complete → one audit entry → the model-faci
 the result, the records made durable (``fsync``): :meth:`ScriptRunner.run` returns after it, an
 entered runner waits for it.
 
-:meth:`ScriptRunner.run` waits for the result. Inside ``async with runner:``,
-:meth:`ScriptRunner.start` returns a :class:`ScriptHandle` at once, to be awaited or cancelled
-later (the background hand-off of §4 builds on it).
+:meth:`ScriptRunner.run` waits for the result; :meth:`ScriptRunner.run_handle` runs a handle
+made by its caller, who keeps it to cancel the run cleanly from another task (a session's
+``RunScriptTool``). Inside ``async with runner:``, :meth:`ScriptRunner.start` returns a
+:class:`ScriptHandle` at once, to be awaited or cancelled later. Either way a run opens one task
+group of its own while the script runs (the dispatcher's aside).
 """
 
 from __future__ import annotations
