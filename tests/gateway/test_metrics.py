@@ -308,9 +308,7 @@ async def test_approvals_answered_by_the_client_through_elicitation_are_counted(
 async def test_a_gateway_shows_the_gauges_of_the_parts_it_was_built_with() -> None:
     # Given at construction (docs/architecture.md, "Lifecycles"): nothing is set afterwards.
     statuses = [ServerStatus(name="fleet", state="ready", transport="stdio: fleet")]
-    gateway = Gateway(
-        FakeProvider(), sandboxes_alive=lambda: 3, upstream_statuses=lambda: statuses
-    )
+    gateway = Gateway(FakeProvider(), sandboxes_alive=lambda: 3, upstream_statuses=lambda: statuses)
     text = gateway.metrics.exposition().decode()
     assert sample(text, "sagents_sandboxes") == 3
     assert sample(text, "sagents_upstream_servers", state="ready") == 1
