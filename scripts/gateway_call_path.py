@@ -1,8 +1,10 @@
 """The shape of a gateway call, measured on a running gateway (docs/architecture.md).
 
-    python scripts/gateway_call_path.py
+    python scripts/gateway_call_path.py [--background-after SECONDS]
 
-Opens the gateway ``sagents serve`` runs (``open_gateway``, ``--mode auto``) with one upstream
+Opens the gateway ``sagents serve`` runs (``open_gateway``, ``--mode auto``; with
+``--background-after``, calls still running after that many seconds are handed off, as
+``backgroundCalls.autoAfterSec`` does) with one upstream
 stdio server (``tests/mcp/servers/fault_server.py``, its ``echo`` tool), talks to it with the
 ``mcp`` SDK's in-memory client, and prints:
 
@@ -19,6 +21,7 @@ Not a test: nothing is asserted. Run it on two checkouts (``PYTHONPATH=<checkout
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -54,7 +57,7 @@ def _frames_to_sdk_call() -> list[str]:
     return names[inner[-1] + 1 :] if inner else names
 
 
-async def main() -> None:
+async def main(background_after_s: float | None) -> None:
     captured: list[list[str]] = []
     original = ClientSession.call_tool
 
@@ -67,7 +70,12 @@ async def main() -> None:
         config = Path(data) / "mcp_servers.json"
         server = {"command": sys.executable, "args": [str(FAULT)], "permission": "read_only"}
         config.write_text(json.dumps({"mcpServers": {"echo": server}}))
-        settings = GatewaySettings(config=config, mode="auto", workspace=Path(data) / "ws")
+        settings = GatewaySettings(
+            config=config,
+            mode="auto",
+            workspace=Path(data) / "ws",
+            background_after_s=background_after_s,
+        )
         async with open_gateway(settings) as gateway, Client(gateway.server) as client:
             await client.call_tool("echo__echo", {"text": "x"})
             hops = captured[-1]
@@ -108,4 +116,6 @@ def _counting_task_groups(created: list[str]) -> Iterator[None]:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--background-after", type=float, default=None, metavar="SECONDS")
+    anyio.run(main, parser.parse_args().background_after)

@@ -60,21 +60,35 @@ def outcome_of(result: mt.CallToolResult) -> str:
 class GatewayMetrics:
     """The counters of one gateway and the gauges read from its state.
 
+    The gauges are read from the gateway's parts at each scrape; each is given here, by
+    whoever built the part, or left out when the gateway has no such part.
+
     Args:
         sessions_open: How many client sessions are open.
         approvals_pending: How many approvals wait for an answer.
+        approvals_answered: How many approvals ended with each answer; None: none counted.
+        background_tasks: The statuses of the background calls the gateway knows (running
+            and lately ended); None: none.
+        sandboxes: How many sessions' sandboxes are alive; None: no run_script host.
+        upstream: The upstream servers' statuses
+            (:meth:`sagents.mcp.MCPSupervisor.statuses`); None: no supervisor.
 
     Attributes:
         registry: This gateway's registry (scraped by :class:`MetricsApp`).
-        upstream: The upstream servers' statuses, once there is a supervisor
-            (:meth:`sagents.mcp.MCPSupervisor.statuses`).
     """
 
     def __init__(
-        self, *, sessions_open: Callable[[], int], approvals_pending: Callable[[], int]
+        self,
+        *,
+        sessions_open: Callable[[], int],
+        approvals_pending: Callable[[], int],
+        approvals_answered: Callable[[], Mapping[str, int]] | None = None,
+        background_tasks: Callable[[], Iterable[str]] | None = None,
+        sandboxes: Callable[[], int] | None = None,
+        upstream: Callable[[], Sequence[ServerStatus]] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.upstream: Callable[[], Sequence[ServerStatus]] | None = None
+        self.upstream = upstream
         self.tool_calls = Counter(
             "sagents_tool_calls",
             "tools/call requests answered, by tool and outcome (ok or the error code).",
@@ -113,13 +127,9 @@ class GatewayMetrics:
             ("outcome",),
             registry=self.registry,
         )
-        self.approvals_answered: Callable[[], Mapping[str, int]] | None = None
-        """How many approvals ended with each answer, once the gateway has a queue."""
-        self.sandboxes: Callable[[], int] | None = None
-        """How many sessions' sandboxes are alive, once there is a run_script host."""
-        self.background_tasks: Callable[[], Iterable[str]] | None = None
-        """The statuses of the background calls the gateway knows (running and lately
-        ended), once it has them."""
+        self.approvals_answered = approvals_answered
+        self.sandboxes = sandboxes
+        self.background_tasks = background_tasks
         self.registry.register(_StateCollector(self, sessions_open, approvals_pending))
 
     async def counting(

@@ -242,41 +242,30 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             logger.warning("run_script is not offered: %s", error)
             scripts = None
         _register_builtins(manager, config, scripts, store, plan.image_model)
-        requests = SupervisorSkillRequests(manager.mcp_supervisor)
-        upstream_skills = upstream_skill_source(config, requests, on_changed=_no_listener)
-        if upstream_skills is not None:
-            # entered after the manager, so its listings end before the servers close
-            await stack.enter_async_context(upstream_skills)
         gateway = ConfiguredGateway(
             plan,
             manager=manager,
             store=store,
             scripts=scripts,
             pending=pending,
-            upstream_skills=upstream_skills,
             upstream_logins=upstream_logins,
         )
-        if upstream_skills is not None:  # listed once the gateway hears of their changes
-            for server in config.skills.servers:
-                if requests.ready(server):  # the others: once they list tools
-                    upstream_skills.refresh_soon(server)
         yield await stack.enter_async_context(gateway)
-
-
-async def _no_listener(server: str) -> None:
-    """The upstream skills' change listener until the gateway registers its own."""
 
 
 class ConfiguredGateway(Gateway):
     """The gateway of a config file, built from parts already open.
 
     :func:`~sagents.gateway._factory.open_gateway` (or ``build_gateway``) opens the parts and
-    builds it; entering it starts only the gateway's own tasks. It serves ``manager`` through
-    a :class:`~sagents.tool._tool_proxy.ToolProxy` whose approver takes the answer the gateway
-    got from the client (:class:`~sagents.gateway._approval.GatewayCallApprover`), with the
-    manager's progress hub as the source of each call's progress, the store's tasks and
-    approvals, ``scripts`` for ``run_script``, and the upstream servers' prompts and
-    resources; it registers the skill tools of the plan's skills in ``manager``.
+    builds it; entering it starts the skills of the skill-serving upstream servers (their
+    source is built here, told of its changes by this gateway) and the gateway's own tasks.
+    It serves ``manager`` through a :class:`~sagents.tool._tool_proxy.ToolProxy` whose
+    approver takes the answer the gateway got from the client
+    (:class:`~sagents.gateway._approval.GatewayCallApprover`), with the manager's progress hub
+    as the source of each call's progress, the store's tasks and approvals, ``scripts`` for
+    ``run_script`` (its quotas charge the results the store keeps), and the upstream servers'
+    prompts and resources; it registers the skill tools of the plan's skills in ``manager``.
+    Every part is given complete at construction: nothing is wired afterwards.
 
     Args:
         plan: What the config asked for (:func:`plan_gateway`).
@@ -285,7 +274,7 @@ class ConfiguredGateway(Gateway):
         scripts: The open run_script host, or None (not offered).
         pending: The approvals waiting for the web console (the script host's approver
             shares it).
-        upstream_skills: The open skills of the skill-serving upstream servers, or None.
+        upstream_logins: The ``"auth": "oauth"`` servers' logins, or None.
 
     Raises:
         ConfigError: a skill tool's name is already taken.
@@ -299,7 +288,6 @@ class ConfiguredGateway(Gateway):
         store: GatewayStore,
         scripts: GatewayScripts | None,
         pending: PendingApprovals,
-        upstream_skills: MCPSkillSource | None = None,
         upstream_logins: UpstreamLogins | None = None,
     ) -> None:
         settings = plan.settings
@@ -307,7 +295,13 @@ class ConfiguredGateway(Gateway):
         """The ``"auth": "oauth"`` servers' logins (the console's Servers page), or None."""
         self.settings = settings
         self.config = plan.config
-        self.upstream_skills = upstream_skills
+        self._skill_requests = SupervisorSkillRequests(manager.mcp_supervisor)
+        upstream_skills = upstream_skill_source(
+            plan.config, self._skill_requests, on_changed=self._upstream_skills_changed
+        )
+        self.upstream_skills: MCPSkillSource | None = upstream_skills
+        """The skills of the skill-serving upstream servers, or None (entered with the
+        gateway, after the manager: their listings end before the servers close)."""
         self.skills: SkillSource | None = plan.skills
         if upstream_skills is not None:  # local roots first: they win a shared name
             self.skills = (
@@ -357,21 +351,31 @@ class ConfiguredGateway(Gateway):
             approval_timeout_s=plan.config.approval_timeout_s,
             name=settings.name,
             redactor=plan.redactor,
+            # stored results count against the sessions' quotas
+            result_charge=scripts.result_quota.charge if scripts is not None else None,
+            sandboxes_alive=(lambda: scripts.sandboxes_alive) if scripts is not None else None,
+            upstream_statuses=manager.mcp_supervisor.statuses
+            if manager.mcp_supervisor is not None
+            else None,
         )
-        if scripts is not None:  # stored results count against the sessions' quotas
-            self._tasks.charge = scripts.result_quota.charge
         if self.skills is not None:
             SkillTools(self._skill_session).register(manager)
         manager.on_mcp_tools_changed(self._upstream_tools_changed)
-        if scripts is not None:
-            live_scripts = scripts
-            self.metrics.sandboxes = lambda: live_scripts.sandboxes_alive
         if manager.mcp_supervisor is not None:
-            self.metrics.upstream = manager.mcp_supervisor.statuses
             manager.mcp_supervisor.on_catalog_changed(self._upstream_catalog_changed)
             manager.mcp_supervisor.on_catalog_announced(self._upstream_catalog_announced)
-        if upstream_skills is not None:
-            upstream_skills.on_changed = self._upstream_skills_changed
+
+    @asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            upstream_skills = self.upstream_skills
+            if upstream_skills is not None:
+                await stack.enter_async_context(upstream_skills)
+                for server in self.config.skills.servers:
+                    if self._skill_requests.ready(server):  # the others: once they list tools
+                        upstream_skills.refresh_soon(server)
+            await stack.enter_async_context(super()._lifespan())
+            yield
 
     @property
     def manager(self) -> ToolManager:

@@ -30,7 +30,7 @@ import math
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Literal, Self
 
@@ -79,10 +79,11 @@ from sagents.gateway._request_state import ApprovalStates, request_state_boundar
 from sagents.gateway._seams import ProgressSource, ResourceSource
 from sagents.gateway._sessions import GatewaySession, GatewaySessions, ServingRules
 from sagents.gateway._subscriptions import GatewayListen, ResourceRelay, subscription_handlers
-from sagents.gateway._tasks import GatewayTasks
+from sagents.gateway._tasks import GatewayTasks, ResultCharge
 from sagents.gateway._tool_search import ToolSearch
 from sagents.gateway._tracing import end_call_span, server_span, trace_only_when_used
 from sagents.gateway._workspaces import Workspaces
+from sagents.mcp._status import ServerStatus
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store._embedded import MemoryApprovals
 from sagents.store._open import GatewayStore
@@ -159,6 +160,12 @@ class Gateway(Lifespan):
         name: Server name announced to clients.
         redactor: Secrets redacted from every ``tools/call`` answer (docs/gateway.md,
             "Secrets"); None: nothing is.
+        result_charge: Charges each result the task store is to keep for a handed-off call
+            to its session's quotas (the script host's, ``quotas``); None charges nothing.
+        sandboxes_alive: How many sessions' sandboxes are alive (the script host's; the
+            ``sagents_sandboxes`` gauge); None: 0.
+        upstream_statuses: The upstream servers' statuses (the supervisor's; the
+            ``sagents_upstream_*`` gauges); None: none.
 
     Use::
 
@@ -191,6 +198,9 @@ class Gateway(Lifespan):
         approval_timeout_s: float = APPROVAL_TIMEOUT_S,
         name: str = "sagents",
         redactor: Redactor | None = None,
+        result_charge: ResultCharge | None = None,
+        sandboxes_alive: Callable[[], int] | None = None,
+        upstream_statuses: Callable[[], Sequence[ServerStatus]] | None = None,
     ) -> None:
         if not (math.isfinite(approval_timeout_s) and approval_timeout_s > 0):
             raise ValueError(
@@ -243,7 +253,9 @@ class Gateway(Lifespan):
                 if store.shared:
                     self.replica_id = store.replica_id
                     session_key = hashlib.sha256(b"session" + store.secret).digest()
-        self._tasks = GatewayTasks(store.tasks if store is not None else task_store)
+        self._tasks = GatewayTasks(
+            store.tasks if store is not None else task_store, charge=result_charge
+        )
         # 2026-07-28 clients hear of changes on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
         # forwarded resources' subscriptions (docs/gateway.md, "Resource subscriptions")
@@ -304,10 +316,12 @@ class Gateway(Lifespan):
         self.metrics = GatewayMetrics(
             sessions_open=lambda: len(self._sessions),
             approvals_pending=lambda: len(self.pending.pending()),
+            approvals_answered=self._approvals_answered,
+            background_tasks=lambda: [t.status for t in self._tasks.operator_view()],
+            sandboxes=sandboxes_alive,
+            upstream=upstream_statuses,
         )
         """This gateway's Prometheus metrics (docs/observability.md)."""
-        self.metrics.background_tasks = lambda: [t.status for t in self._tasks.operator_view()]
-        self.metrics.approvals_answered = self._approvals_answered
         self.server = self._mcp_server(
             name, upstream, request_state_boundary(name, key=state_key, ttl_s=approval_timeout_s)
         )

@@ -57,6 +57,7 @@ __all__ = [
     "STOP_REASON",
     "SUMMARY_CHARS",
     "GatewayTasks",
+    "ResultCharge",
     "TaskScope",
     "stored_task_json",
 ]
@@ -121,12 +122,18 @@ class GatewayTasks(Lifespan):
 
     Args:
         store: Where handed-off calls are kept across restarts; None keeps them in memory.
+        charge: Charges each result the store is to keep (docs/configuration.md, "quotas"):
+            one that does not fit is kept as a ``quota_exceeded`` error naming the setting
+            instead; None charges nothing.
     """
 
-    def __init__(self, store: TaskStore | SqliteTaskStore | None = None) -> None:
-        self.charge: ResultCharge | None = None
-        """Charges each result the store is to keep (docs/configuration.md, "quotas"): one
-        that does not fit is kept as a ``quota_exceeded`` error naming the setting instead."""
+    def __init__(
+        self,
+        store: TaskStore | SqliteTaskStore | None = None,
+        *,
+        charge: ResultCharge | None = None,
+    ) -> None:
+        self.charge = charge
         self._principal: dict[str, str] = {}  # handed-off ids -> their session's principal
         self.live = BackgroundTasks()
         self.store: TaskStore | None = (

@@ -34,6 +34,9 @@ class ScriptProgressThrottle(Lifespan):
             ``functools.partial(hub.publish, session_id)``; must not block.
         clock: Time source; the system clock when None.
         interval_s: Minimum seconds between two running snapshots (> 0).
+        task_group: Where the timer of the trailing snapshot runs while the throttle is
+            entered (an owner's that outlives it: a run opens no task group for its
+            progress); a task group of its own when None.
 
     Raises:
         ValueError: ``interval_s`` is not positive.
@@ -45,6 +48,7 @@ class ScriptProgressThrottle(Lifespan):
         *,
         clock: Clock | None = None,
         interval_s: float = 1.0,
+        task_group: anyio.abc.TaskGroup | None = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, not {interval_s!r}")
@@ -55,14 +59,23 @@ class ScriptProgressThrottle(Lifespan):
         self._pending: ScriptProgressEvent | None = None
         self._finished = False
         self._wake: anyio.Event | None = None
+        self._task_group = task_group
 
     @asynccontextmanager
     async def _lifespan(self) -> AsyncIterator[None]:
         self._wake = anyio.Event()
         try:
-            # The body's own error propagates unchanged (not grouped with the timer's).
-            async with run_beside(self._run_timer):
-                yield
+            if self._task_group is None:
+                # The body's own error propagates unchanged (not grouped with the timer's).
+                async with run_beside(self._run_timer):
+                    yield
+            else:
+                timer = anyio.CancelScope()
+                self._task_group.start_soon(self._run_timer_in, timer)
+                try:
+                    yield
+                finally:
+                    timer.cancel()
         finally:
             self._deliver_pending()  # last on leaving: the final value goes out
 
@@ -98,6 +111,10 @@ class ScriptProgressThrottle(Lifespan):
         if self._pending is not None:
             snapshot, self._pending = self._pending, None
             self._deliver(snapshot)
+
+    async def _run_timer_in(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._run_timer()
 
     async def _run_timer(self) -> None:
         while True:

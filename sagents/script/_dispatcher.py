@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,20 +192,22 @@ class ScriptDispatcher:
         send, receive = anyio.create_memory_object_stream[p.CallRequest](
             QUEUE_PER_WORKER * self._max_concurrency
         )
-        async with anyio.create_task_group() as flusher:
-            flusher.start_soon(self._flush_held, transport)
-            async with anyio.create_task_group() as tg:
-                async with receive:
-                    for _ in range(self._max_concurrency):
-                        tg.start_soon(self._worker, receive.clone(), transport)
-                async with send:
-                    await self._read_requests(transport, send)
+        workers = _Countdown(self._max_concurrency)
+        # One task group: the workers, the flusher of held replies, and this task reading.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._flush_held, transport)
+            async with receive:
+                for _ in range(self._max_concurrency):
+                    tg.start_soon(self._worker, receive.clone(), transport, workers)
+            async with send:
+                await self._read_requests(transport, send)
+            await workers.reached_zero()  # each takes what is queued, then its queue ends
             # A write under way (the flusher's, with replies queued behind it) ends first: the
             # flusher must not be cancelled in the middle of it. Then anything still held.
             while self._writing:
                 await self._taken.wait()
             await self._write(transport)
-            flusher.cancel_scope.cancel()
+            tg.cancel_scope.cancel()
 
     def _changed(self) -> None:
         if self._on_change is not None:
@@ -432,6 +435,15 @@ class ScriptDispatcher:
             await queue.send(request)
 
     async def _worker(
+        self,
+        queue: MemoryObjectReceiveStream[p.CallRequest],
+        transport: ScriptTransport,
+        workers: _Countdown,
+    ) -> None:
+        with workers.counting_down():
+            await self._take_calls(queue, transport)
+
+    async def _take_calls(
         self, queue: MemoryObjectReceiveStream[p.CallRequest], transport: ScriptTransport
     ) -> None:
         async with queue:
@@ -503,3 +515,26 @@ class ScriptDispatcher:
         self._changed()
         await self._reply(transport, line)
         return result
+
+
+class _Countdown:
+    """Counts tasks down to zero: each leaves :meth:`counting_down` once, and
+    :meth:`reached_zero` waits for the last."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._zero = anyio.Event()
+        if count <= 0:
+            self._zero.set()
+
+    @contextmanager
+    def counting_down(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self._left -= 1
+            if self._left == 0:
+                self._zero.set()
+
+    async def reached_zero(self) -> None:
+        await self._zero.wait()

@@ -6,9 +6,11 @@ in flight cancelled) → records complete → one audit entry → the model-faci
 the result, the records made durable (``fsync``): :meth:`ScriptRunner.run` returns after it, an
 entered runner waits for it.
 
-:meth:`ScriptRunner.run` waits for the result. Inside ``async with runner:``,
-:meth:`ScriptRunner.start` returns a :class:`ScriptHandle` at once, to be awaited or cancelled
-later (the background hand-off of §4 builds on it).
+:meth:`ScriptRunner.run` waits for the result; :meth:`ScriptRunner.run_handle` runs a handle
+made by its caller, who keeps it to cancel the run cleanly from another task (a session's
+``RunScriptTool``). Inside ``async with runner:``, :meth:`ScriptRunner.start` returns a
+:class:`ScriptHandle` at once, to be awaited or cancelled later. Either way a run opens one task
+group of its own while the script runs (the dispatcher's aside).
 """
 
 from __future__ import annotations
@@ -177,16 +179,24 @@ class ScriptRunner(Lifespan):
         if self._task_group is None:
             raise RuntimeError("ScriptRunner.start() needs 'async with ScriptRunner(...)'")
         handle = ScriptHandle(script_id=new_script_id(), request=request)
-        self._task_group.start_soon(self._run_handle, handle)
+        self._task_group.start_soon(self.run_handle, handle)
         return handle
 
     async def run(self, request: ScriptRequest) -> ScriptRunResult:
         """Run a script and wait for its result (never raises for the script's own failure)."""
         handle = ScriptHandle(script_id=new_script_id(), request=request)
-        await self._run_handle(handle)
+        await self.run_handle(handle)
         return await handle.wait()
 
-    async def _run_handle(self, handle: ScriptHandle) -> None:
+    async def run_handle(self, handle: ScriptHandle) -> None:
+        """Run ``handle``'s request in this task, to its end, and settle the handle (its
+        ``wait()`` gives the result). The run's one task group is opened here, for the
+        time the script runs; an entered runner is not needed.
+
+        ``handle.cancel()`` stops the run cleanly (status ``cancelled``, records closed, the
+        audit entry written); the caller's own cancellation would cut it short, so a caller
+        whose waiter may be cancelled runs it in a task of its own and cancels the handle.
+        """
         # one span per run, the parent of its calls' spans (docs/observability.md, "Traces")
         with span(RUN_SPAN, {"sagents.script.id": handle.script_id}) as current:
             result = await self._run_traced(handle)

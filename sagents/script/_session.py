@@ -60,7 +60,7 @@ from sagents.script._description import run_script_spec, should_offer_run_script
 from sagents.script._dispatcher import CallTool
 from sagents.script._launcher import Launcher
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
-from sagents.script._records import mark_interrupted_runs
+from sagents.script._records import mark_interrupted_runs, new_script_id
 from sagents.script._runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
@@ -142,7 +142,9 @@ class RunScriptTool(Lifespan):
         audit: Where each run's one ``gateway_call`` entry goes; none when None.
         launcher: Overrides the sandbox launcher (tests; ``PlainLauncher`` has no isolation).
         background: A registry shared with its owner (entered and closed by the owner);
-            a private one, entered with this tool, when None.
+            a private one, entered with this tool when a run can be handed off
+            (``settings.background_after_s``), when None. A run that cannot be handed off
+            runs for its caller, through no registry.
         mark_interrupted: On entering, mark runs left ``running`` in the workspace
             ``aborted``; False when the owner sweeps every workspace once at its own start
             (the gateway, :mod:`sagents.gateway._restart`), so that one session starting never
@@ -191,6 +193,8 @@ class RunScriptTool(Lifespan):
             launcher = self._own_launcher
         self._launcher: Launcher = launcher
         self._owns_tasks = background is None
+        # the hand-off only where it can happen: without a delay, a run is its caller's
+        self._hands_off = self._settings.background_after_s is not None
         self._tasks = background if background is not None else BackgroundTasks()
         self._tg: anyio.abc.TaskGroup | None = None
         self._live: dict[str, ScriptHandle] = {}
@@ -218,8 +222,9 @@ class RunScriptTool(Lifespan):
                 ),
             )
         # One stack owns the spare sandbox launcher (when it is ours), the runs' task group
-        # and the background calls (when they are ours); leaving closes them in reverse
-        # order: the background calls, the live runs, then the launcher (it kills the spare).
+        # and the background calls (when they are ours and a run can be handed off); leaving
+        # closes them in reverse order: the background calls, the live runs, then the
+        # launcher (it kills the spare).
         async with AsyncExitStack() as stack:
             if self._own_launcher is not None:
                 # left as if the body ended normally: it tears the sandboxes down either way
@@ -229,7 +234,7 @@ class RunScriptTool(Lifespan):
             self._tg = await stack.enter_async_context(run_beside())
             stack.callback(setattr, self, "_tg", None)
             stack.push_async_callback(self._stop_runs)
-            if self._owns_tasks:
+            if self._owns_tasks and self._hands_off:
                 await stack.enter_async_context(self._tasks)
             yield
 
@@ -315,6 +320,8 @@ class RunScriptTool(Lifespan):
             decision=decision,
             questioner=questioner,
         )
+        if not self._hands_off:  # never handed off: no background registry in the way
+            return await self._call(request)
         session_id = self._session.session_id
         task_id = await self._tasks.start(
             session_id, RUN_SCRIPT_TOOL_NAME, lambda: self._call(request)
@@ -332,7 +339,7 @@ class RunScriptTool(Lifespan):
 
     async def _call(self, request: ScriptRequest) -> ToolResult:
         if self._tg is None:
-            raise RuntimeError("RunScriptTool.run() needs 'async with RunScriptTool(...)'")
+            raise RuntimeError("RunScriptTool is not running; use 'async with RunScriptTool(...)'")
         if isinstance(self._audit, ReachableStore):
             try:  # a store known to be down: refused before anything runs (no audit row)
                 await self._audit.ensure_reachable()
@@ -362,7 +369,10 @@ class RunScriptTool(Lifespan):
         *,
         task_status: anyio.abc.TaskStatus[ScriptHandle] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Own one run (in the tool's task group, beyond any caller's cancellation)."""
+        """Own one run (in the tool's task group, beyond any caller's cancellation: the caller
+        cancels the handle, which stops the run cleanly). The run's one task group is its
+        runner's; the progress throttle's timer runs in the tool's."""
+        assert self._tg is not None  # started in it
         session_id = self._session.session_id
         clock = self._hub.clock
 
@@ -370,7 +380,10 @@ class RunScriptTool(Lifespan):
             self._hub.publish(session_id, event)
 
         async with ScriptProgressThrottle(
-            send, clock=clock, interval_s=self._settings.progress_interval_s
+            send,
+            clock=clock,
+            interval_s=self._settings.progress_interval_s,
+            task_group=self._tg,
         ) as throttle:
 
             def on_progress(update: ScriptProgressUpdate) -> None:
@@ -408,14 +421,13 @@ class RunScriptTool(Lifespan):
                 on_output=on_output,
                 bind_decision=functools.partial(self._calls_under, questioner=request.questioner),
             )
-            async with runner:
-                handle = await runner.start(request)
-                self._live[handle.script_id] = handle
-                try:
-                    task_status.started(handle)
-                    await handle.ended()
-                finally:
-                    self._live.pop(handle.script_id, None)
+            handle = ScriptHandle(script_id=new_script_id(), request=request)
+            self._live[handle.script_id] = handle
+            try:
+                task_status.started(handle)
+                await runner.run_handle(handle)
+            finally:
+                self._live.pop(handle.script_id, None)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """One call from a script, with no decision: the session's own policy step decides."""

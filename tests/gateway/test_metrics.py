@@ -25,6 +25,7 @@ from sagents.gateway._operator_secret import OPERATOR_SECRET_FILE
 from sagents.gateway._pending import PendingApproval
 from sagents.gateway._reload import ConfigReloader
 from sagents.gateway._settings import GatewaySettings
+from sagents.mcp._status import ServerStatus
 from tests.gateway.fakes import FakeProvider
 from tests.gateway.test_configured import write_config
 from tests.gateway.test_serve_cli import read_stderr_until
@@ -302,3 +303,15 @@ async def test_approvals_answered_by_the_client_through_elicitation_are_counted(
         expected = "allow_once" if era == "legacy" else "deny"
         assert sample(after, "sagents_approvals_answered_total", answer=expected) == 1
     assert len(provider.calls) == 1  # the allowed one ran
+
+
+async def test_a_gateway_shows_the_gauges_of_the_parts_it_was_built_with() -> None:
+    # Given at construction (docs/architecture.md, "Lifecycles"): nothing is set afterwards.
+    statuses = [ServerStatus(name="fleet", state="ready", transport="stdio: fleet")]
+    gateway = Gateway(FakeProvider(), sandboxes_alive=lambda: 3, upstream_statuses=lambda: statuses)
+    text = gateway.metrics.exposition().decode()
+    assert sample(text, "sagents_sandboxes") == 3
+    assert sample(text, "sagents_upstream_servers", state="ready") == 1
+    bare = Gateway(FakeProvider()).metrics.exposition().decode()
+    assert sample(bare, "sagents_sandboxes") == 0
+    assert sample(bare, "sagents_upstream_servers", state="ready") == 0

@@ -41,6 +41,26 @@ async def test_the_first_snapshot_goes_out_and_later_ones_wait_for_the_second() 
 
 
 @pytest.mark.anyio
+async def test_a_throttle_given_a_task_group_runs_its_timer_there_and_stops_it_on_leaving() -> None:
+    clock = ManualClock()
+    sent: list[ScriptProgressEvent] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as owner:  # ends only once the timer has ended
+            async with ScriptProgressThrottle(
+                sent.append, clock=clock, task_group=owner
+            ) as throttle:
+                throttle.update(snap(1))
+                throttle.update(snap(2))
+                await wait_all_tasks_blocked()
+                assert [s.calls for s in sent] == [1]
+                clock.advance(1.0)
+                while len(sent) < 2:  # the trailing snapshot, sent by the owner's task
+                    await wait_all_tasks_blocked()
+                throttle.update(snap(3))
+            assert [s.calls for s in sent] == [1, 2, 3]  # leaving delivered the waiting one
+
+
+@pytest.mark.anyio
 async def test_a_final_snapshot_goes_out_at_once_and_ends_the_throttle() -> None:
     clock = ManualClock()
     sent: list[ScriptProgressEvent] = []

@@ -488,3 +488,50 @@ async def test_a_scripts_calls_carry_the_questioner_of_the_call_that_ran_it(setu
             )
     assert not result.is_error, result.text
     assert seen == [caller, caller]
+
+
+async def test_cancelling_the_caller_of_a_run_that_is_never_handed_off_stops_it_cleanly(
+    setup: Setup,
+) -> None:
+    code = "from agent_tools import call\ncall('fleet__block', {})\nprint('never')\n"
+    async with setup.tool() as run_script:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run_script.run, code, [], "cancelled by its caller")
+                await setup.fleet.blocked.wait()
+                tg.cancel_scope.cancel()
+        assert run_script.background.list(SESSION) == []  # nothing was handed off
+    assert [entry.status for entry in setup.audit.entries] == ["cancelled"]
+    records = setup.workspace / setup.audit.entries[0].data["records_dir"]
+    assert json.loads((records / "run.json").read_text())["status"] == "cancelled"
+    assert "never" not in (records / "output.txt").read_text()
+
+
+async def test_a_run_that_cannot_be_handed_off_opens_task_groups_only_in_its_runner(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/architecture.md, "Lifecycles": one task group per run, owned by the runner (the
+    # script's calls are served by the dispatcher's); no background registry where no
+    # hand-off can happen, no group of its own for the progress throttle.
+    code = "from agent_tools import call\nprint(call('fleet__get', {'sn': 'A'})['sn'])\n"
+    created: list[str] = []
+    original = anyio.create_task_group
+
+    def counting() -> Any:
+        import sys
+
+        caller = sys._getframe(1)
+        created.append(f"{caller.f_globals.get('__name__')}:{caller.f_code.co_name}")
+        return original()
+
+    async with setup.tool() as run_script:
+        with anyio.fail_after(60):
+            first = await run_script.run(code, [], "opens the session's parts")
+            monkeypatch.setattr(anyio, "create_task_group", counting)
+            result = await run_script.run(code, [], "counted")
+            monkeypatch.setattr(anyio, "create_task_group", original)
+    assert not first.is_error, first.text
+    assert not result.is_error, result.text
+    # the spare sandbox started for the next run is the launcher's, not the run's
+    of_the_run = sorted(name for name in created if not name.startswith("sagents.sandbox."))
+    assert of_the_run == ["sagents.script._dispatcher:serve", "sagents.script._runner:_supervise"]
