@@ -1,8 +1,12 @@
 """Headless Chromium for the web pages' browser tests (the console's, the chat's): Debian's
-``chromium`` and ``chromium-driver`` through Selenium."""
+``chromium`` and ``chromium-driver`` through Selenium.
+
+With ``SAGENTS_CHROMEDRIVER_LOG=FILE`` chromedriver appends its verbose log to FILE: each WebDriver
+command and the DevTools events and messages behind it (what a page load waited for)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +29,13 @@ def chromium(width: int = 1200, height: int = 800) -> Iterator[Any]:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  f"--window-size={width},{height}"):  # fmt: skip
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER or ""), options=options)
+    log = os.environ.get("SAGENTS_CHROMEDRIVER_LOG")  # chromedriver's DevTools traffic, appended
+    service = Service(
+        CHROMEDRIVER or "",
+        service_args=["--verbose", "--append-log"] if log else None,
+        log_output=log,
+    )
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(WAIT_S)
     try:
         yield driver

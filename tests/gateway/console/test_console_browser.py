@@ -325,6 +325,23 @@ def test_a_direct_write_call_can_be_allowed_for_this_session(
     assert served.gateway.pending.pending() == []
 
 
+def test_a_page_opened_right_after_an_answer_was_sent_loads(
+    served: Served, browser: WebDriver
+) -> None:
+    """An answer is a form's submission (a navigation): a page opened once the gateway has
+    the answer, while the page the answer brings back may still be loading, must load too. A
+    ``beforeunload`` handler on the console's pages left that navigation waiting in Chromium,
+    never sent, until its page load timeout."""
+    for step in range(5):
+        result = call_tool(served, "fault__echo", {"text": f"left at once {step}"})
+        browser.get(f"{served.base}/approvals")
+        first_card(browser)
+        click_first_card(browser, "deny")
+        assert result.result(timeout=WAIT_S).is_error is True  # the gateway has the answer
+        browser.get(f"{served.base}/approvals")  # at once
+        wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "p.empty"))
+
+
 def test_the_approvals_page_shows_a_new_card_in_place_without_reloading(
     served: Served, browser: WebDriver
 ) -> None:

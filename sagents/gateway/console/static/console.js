@@ -198,16 +198,20 @@
         window.setTimeout(refresh, 300);
       }
     };
-    window.addEventListener("beforeunload", function () { source.close(); });
   }
 
   // Every page listens: the lists for their rows, a run's page for its run (nothing more once
   // it has ended), and all of them for the navigation's count of approvals waiting.
-  if (!document.querySelector("nav")) {
-    // not logged in (the login page): nothing to listen to
-  } else if (page === "run") {
-    connect("?run=" + encodeURIComponent(body.dataset.run));
-  } else {
-    connect("");
+  if (document.querySelector("nav")) {  // not on the login page: nothing to listen to there
+    const query = page === "run" ? "?run=" + encodeURIComponent(body.dataset.run) : "";
+    connect(query);
+    // The stream ends when the page is left and starts again when the browser brings the page
+    // back from its back/forward cache. Not on "beforeunload": with a handler for it, Chromium
+    // asks the page before every navigation away, and a navigation started while a form's
+    // answer was loading (an approval's Allow or Deny) then waited forever, never sent.
+    window.addEventListener("pagehide", function () { if (source) { source.close(); } });
+    window.addEventListener("pageshow", function (event) {
+      if (event.persisted) { connect(query); }
+    });
   }
 })();
