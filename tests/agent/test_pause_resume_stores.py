@@ -42,6 +42,19 @@ def _manager(runs: list[str]) -> ToolManager:
     return manager
 
 
+async def _paused(agent: SAgent, runs: list[str]) -> RunState:
+    """The state of a run of ``agent`` paused on its call of ``save``."""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        paused = await agent.run(
+            [{"role": "user", "content": "save x"}],
+            tool_manager=_manager(runs),
+            session_context=CTX,
+            approvals="defer",
+        )
+    assert paused.state is not None
+    return paused.state
+
+
 async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_store(
     store: GatewayStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -50,15 +63,7 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
     script = [tool_call("save", {"path": "x"}, id="c1"), reply("saved it")]
     async with ScriptedModel(script) as model:
         first = SAgent(model=model.chat_model(), run_script=False, store=store)
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            paused = await first.run(
-                [{"role": "user", "content": "save x"}],
-                tool_manager=_manager(runs),
-                session_context=CTX,
-                approvals="defer",
-            )
-        assert paused.state is not None
-        state_id = paused.state.state_id
+        state_id = (await _paused(first, runs)).state_id
         second = SAgent(model=model.chat_model(), run_script=False, store=store)
         loaded = await second.load_state(state_id)
         assert loaded is not None
@@ -103,20 +108,13 @@ async def test_a_named_tool_choice_called_before_the_pause_is_not_forced_after_t
         first = SAgent(
             model=model.chat_model(), run_script=False, store=store, model_settings=settings
         )
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            paused = await first.run(
-                [{"role": "user", "content": "save x"}],
-                tool_manager=_manager(runs),
-                session_context=CTX,
-                approvals="defer",
-            )
-        assert paused.state is not None
+        state = await _paused(first, runs)
+        assert state.tool_choice_spent
         second = SAgent(
             model=model.chat_model(), run_script=False, store=store, model_settings=settings
         )
-        state = paused.state
         if handed == "through_the_store":
-            loaded = await second.load_state(paused.state.state_id)
+            loaded = await second.load_state(state.state_id)
             assert loaded is not None
             state = loaded
         state.approve("c1")
