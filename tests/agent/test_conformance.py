@@ -14,13 +14,11 @@ one more entry in ``APIS``.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import StdioServerParameters
 from pydantic import BaseModel
 
 from sagents.agent import (
@@ -38,7 +36,7 @@ from sagents.testing import (
     http_error,
     reply,
 )
-from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager
+from sagents.tool import SessionContext, ToolManager
 from tests.agent.helpers import (
     assert_settled_once,
     collect,
@@ -46,7 +44,7 @@ from tests.agent.helpers import (
     done_of,
     tool_messages,
 )
-from tests.agent.test_servers import Tools
+from tests.agent.test_servers import Deny, Tools
 
 pytestmark = pytest.mark.anyio
 
@@ -136,15 +134,6 @@ async def test_parallel_calls_each_run_once_in_call_order(api: str, stream: bool
     assert [m["tool_call_id"] for m in tool_messages(done.messages)] == ["call_a", "call_b"]
     second = sent_text(server, 1)
     assert second.index("sunny in Paris") < second.index("sunny in Oslo")
-
-
-class Deny:
-    def __init__(self) -> None:
-        self.requests: list[ApprovalRequest] = []
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.requests.append(request)
-        return "deny"
 
 
 @pytest.mark.parametrize(("api", "stream"), CASES)
@@ -352,17 +341,6 @@ async def test_an_answer_that_never_fits_ends_the_run_with_output_invalid(api: s
     assert done.error["details"]["answer"] == '{"city": "Paris", "temperature": "warm"}'
     assert done.output is None
     assert len(server.requests) == 2
-
-
-@pytest.fixture
-async def fleet() -> AsyncIterator[ToolManager]:
-    """The demo fleet MCP server, a real stdio peer a script's tool calls reach."""
-    async with ToolManager() as manager:
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
-        )
-        await manager.register_mcp_server(name="fleet", params=params)
-        yield manager
 
 
 @pytest.mark.parametrize("api", APIS)
