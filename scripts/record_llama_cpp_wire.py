@@ -23,6 +23,8 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +247,10 @@ async def run_script_print(model: OpenAIChatModel) -> None:
     await run_script_turn(model, "Use run_script to run this Python code: print(6 * 7)")
 
 
+Run = Callable[[OpenAIChatModel], Awaitable[None]]
+
 # name: (what it shows, the run)
-RUNS: dict[str, tuple[str, Any]] = {
+RUNS: dict[str, tuple[str, Run]] = {
     "write_denied": (
         "SAgent run: tool_choice naming the write tool save, the approver denies the call; "
         "then the answer to the denial (tool_choice left unset)",
@@ -265,7 +269,7 @@ RUNS: dict[str, tuple[str, Any]] = {
 }
 
 
-async def record_run(base_url: str, model: str, run: Any, *, stream: bool) -> Taken:
+async def record_run(base_url: str, model: str, run: Run, *, stream: bool) -> Taken:
     """The requests and answers of one real run of the loop."""
     taken = Taken()
     async with httpx.AsyncClient(transport=taken, timeout=600) as http:
@@ -289,12 +293,15 @@ def main() -> None:
     for name in arguments.runs or ():
         what, run = RUNS[name]
         for form in ("stream", "whole"):
-            taken = anyio.run(
-                lambda run=run, form=form: record_run(
-                    arguments.base_url.rstrip("/"), arguments.model, run, stream=form == "stream"
-                )
+            recording = partial(
+                record_run,
+                arguments.base_url.rstrip("/"),
+                arguments.model,
+                run,
+                stream=form == "stream",
             )
-            fixture = {
+            taken = anyio.run(recording)
+            fixture: dict[str, Any] = {
                 "server": f"{arguments.server}; {what}, stream={str(form == 'stream').lower()}",
                 "sources": SOURCES,
                 "behaviour": f"recorded by scripts/record_llama_cpp_wire.py: {what}",
