@@ -4,7 +4,8 @@ Run once against the real-model tier's server (docs/agent.md, "The real-model ti
 the way scripts/real-model.sh starts it (``--chat_format chatml-function-calling``):
 
     python scripts/record_llama_cpp_wire.py http://127.0.0.1:PORT/v1 tests/agent/wire \\
-        --server "llama-cpp-python 0.3.36 ..."
+        --server "llama-cpp-python 0.3.36 ..."            # RECORDINGS (--only NAME...)
+    python scripts/record_llama_cpp_wire.py ... --runs write_denied run_script  # RUNS only
 
 Each request of ``RECORDINGS`` is sent with the standard library's HTTP client; each run of
 ``RUNS`` is a real ``SAgent`` run against the server, its requests and answers taken on the
