@@ -111,6 +111,7 @@ async def run_calls(
             granted=sorted(run.granted()),
             skills=state.skills.active_skills if state.skills is not None else (),
             system_extra=run.system_extra,
+            tool_choice_spent=run.tool_choice_spent,
         )
 
 

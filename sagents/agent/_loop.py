@@ -614,6 +614,7 @@ class SAgent:
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
+            run.tool_choice_spent = resume.tool_choice_spent
         return run
 
     def _opens_sandbox(self, state: AgentSession) -> bool:

@@ -333,6 +333,7 @@ class RunState:
         granted: Sequence[str] = (),
         skills: Sequence[str] = (),
         system_extra: str = "",
+        tool_choice_spent: bool = False,
         state_id: str | None = None,
         created_at: float | None = None,
         decisions: Mapping[str, Resolution] | None = None,
@@ -353,6 +354,9 @@ class RunState:
         self.granted = list(granted)
         self.skills = list(skills)
         self.system_extra = system_extra
+        self.tool_choice_spent = tool_choice_spent
+        """The model called the tool a named ``tool_choice`` names before the pause: the
+        resumed run leaves it unset (docs/agent.md, "The model seam")."""
         self.created_at = time.time() if created_at is None else created_at
         self.decisions: dict[str, Resolution] = dict(decisions or {})
 
@@ -467,6 +471,7 @@ class RunState:
             "granted": list(self.granted),
             "skills": list(self.skills),
             "system_extra": self.system_extra,
+            "tool_choice_spent": self.tool_choice_spent,
         }
 
     def to_json(self, *, key: bytes | None = None) -> str:
@@ -535,9 +540,18 @@ class RunState:
                 granted=[str(n) for n in document["granted"]],
                 skills=[str(n) for n in document["skills"]],
                 system_extra=str(document["system_extra"]),
+                # absent from a state saved by an earlier sagents: not spent
+                tool_choice_spent=_flag(document, "tool_choice_spent"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise _refused(f"the run state is malformed: {error!r}", "format") from None
+
+
+def _flag(document: Mapping[str, Any], key: str) -> bool:
+    value = document.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key!r} is true or false, not {value!r}")
+    return value
 
 
 def _sign(document: Mapping[str, Any], key: bytes) -> str:

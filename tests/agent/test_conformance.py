@@ -3,24 +3,23 @@
 ``ScriptedModel(api=...)`` writes the same scripted replies in each API's wire format (Chat
 Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each adapter reads them
 through its provider's official SDK client, and the agent loop runs the same cases on each: a
-text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer,
-``max_turns``, a rate limit with ``Retry-After``, a stream cut before and after part of it was
-passed on, an error answer that is not retried, a run_script turn (the script calls a real MCP
-server's tools; the result goes back), structured output (``output_type``: asked for
-the provider's native way, validated, an answer that does not fit sent back). A new adapter is
-one more entry in ``APIS``.
+text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer or while a
+whole answer is awaited, ``max_turns``, a rate limit with ``Retry-After``, a stream cut before
+and after part of it was passed on, an error answer that is not retried, a run_script turn (the
+script calls a real MCP server's tools; the result goes back), structured output
+(``output_type``: asked for the provider's native way, validated, an answer that does not fit
+sent back). A new adapter is one more entry in ``APIS``; ``test_server_loops.py`` runs the loop
+cases on each recorded server's tool-call answer.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import StdioServerParameters
 from pydantic import BaseModel
 
 from sagents.agent import (
@@ -38,7 +37,7 @@ from sagents.testing import (
     http_error,
     reply,
 )
-from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager
+from sagents.tool import SessionContext, ToolManager
 from tests.agent.helpers import (
     assert_settled_once,
     collect,
@@ -46,7 +45,7 @@ from tests.agent.helpers import (
     done_of,
     tool_messages,
 )
-from tests.agent.test_servers import Tools
+from tests.agent.test_servers import Deny, Tools
 
 pytestmark = pytest.mark.anyio
 
@@ -138,15 +137,6 @@ async def test_parallel_calls_each_run_once_in_call_order(api: str, stream: bool
     assert second.index("sunny in Paris") < second.index("sunny in Oslo")
 
 
-class Deny:
-    def __init__(self) -> None:
-        self.requests: list[ApprovalRequest] = []
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.requests.append(request)
-        return "deny"
-
-
 @pytest.mark.parametrize(("api", "stream"), CASES)
 async def test_a_denied_call_is_settled_and_the_rest_of_the_batch_runs(
     api: str, stream: bool
@@ -183,10 +173,27 @@ async def test_cancel_mid_answer_ends_cancelled_without_a_partial_message(api: s
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_max_turns_ends_the_run_with_every_call_settled(api: str) -> None:
+async def test_cancel_while_a_whole_answer_is_awaited_ends_cancelled(api: str) -> None:
+    agents: list[SAgent] = []
+
+    def cancel_on_arrival(body: dict[str, Any]) -> WireReply:
+        agents[0].cancel()  # the request reached the server: the run awaits its answer
+        return WireReply(headers={"content-type": "application/json"}, end="hang")
+
+    async with ScriptedModel(cancel_on_arrival, api=api) as server:  # type: ignore[arg-type]
+        agents.append(SAgent(model=server.chat_model(stream=False), run_script=False))
+        events = await collect(agents[0], USER, tool_manager=Tools().manager())
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(("api", "stream"), CASES)
+async def test_max_turns_ends_the_run_with_every_call_settled(api: str, stream: bool) -> None:
     call = ScriptedToolCall(name="get_weather", arguments={"city": "Rome"}, id="call_rome")
     _events, done, server, tools = await run(
-        api, [ScriptedReply(tool_calls=(call,))], agent_options={"max_turns": 1}
+        api, [ScriptedReply(tool_calls=(call,))], stream=stream, agent_options={"max_turns": 1}
     )
     assert done.reason == "max_turns"
     assert tools.calls == [("get_weather", {"city": "Rome"})]
@@ -354,20 +361,9 @@ async def test_an_answer_that_never_fits_ends_the_run_with_output_invalid(api: s
     assert len(server.requests) == 2
 
 
-@pytest.fixture
-async def fleet() -> AsyncIterator[ToolManager]:
-    """The demo fleet MCP server, a real stdio peer a script's tool calls reach."""
-    async with ToolManager() as manager:
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
-        )
-        await manager.register_mcp_server(name="fleet", params=params)
-        yield manager
-
-
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("api", "stream"), CASES)
 async def test_a_run_script_turn_calls_the_tools_and_sends_the_result_back(
-    api: str, fleet: ToolManager, tmp_path: Path
+    api: str, stream: bool, fleet: ToolManager, tmp_path: Path
 ) -> None:
     code = (
         "from agent_tools import call\n"
@@ -381,7 +377,7 @@ async def test_a_run_script_turn_calls_the_tools_and_sends_the_result_back(
         [ScriptedReply(tool_calls=(script_call,)), reply("Both are known.")],
         api=api,  # type: ignore[arg-type]
     ) as server:
-        agent = SAgent(model=server.chat_model())
+        agent = SAgent(model=server.chat_model(stream=stream))
         events = await collect(
             agent,
             USER,

@@ -16,6 +16,7 @@ import pytest
 
 from sagents.agent import (
     DoneEvent,
+    ModelSettings,
     QuestionnaireRequestEvent,
     ReasoningPart,
     RunResult,
@@ -340,6 +341,22 @@ async def test_an_old_or_newer_version_is_refused_with_a_clear_error(
         RunState.from_json(_resigned({**document, "version": 2}))
     assert refused.value.details["reason"] == "version"
     assert RunState.from_json(_resigned(document)).state_id == state.state_id
+
+
+async def test_a_state_saved_without_tool_choice_spent_still_loads_and_a_bad_one_is_refused(
+    store: SqliteAgentStore,
+) -> None:
+    async with ScriptedModel([_batch(("save", {"path": "x"}, "c1"))]) as model:
+        state = await _paused(model, store, model_settings=ModelSettings(tool_choice="save"))
+    document = state.to_document()
+    assert document["tool_choice_spent"] is True
+    assert RunState.from_json(state.to_json()).tool_choice_spent
+    older = {k: v for k, v in document.items() if k != "tool_choice_spent"}  # an earlier sagents
+    loaded = RunState.from_json(_resigned(older))
+    assert (loaded.state_id, loaded.tool_choice_spent) == (state.state_id, False)
+    with pytest.raises(RunStateError, match="tool_choice_spent") as refused:
+        RunState.from_json(_resigned({**document, "tool_choice_spent": "yes"}))
+    assert refused.value.details["reason"] == "format"
 
 
 async def test_a_state_of_another_session_or_agent_or_undecided_is_refused(

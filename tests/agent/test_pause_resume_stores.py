@@ -1,5 +1,6 @@
 """A paused run resumed by another agent through each store: the embedded SQLite store and
-PostgreSQL (a real server started by the test setup, tests/postgres_server.py)."""
+PostgreSQL (a real server started by the test setup, tests/postgres_server.py); and the same
+state handed over in memory (the ``RunState`` object itself)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.agent import RunState, SAgent
+from sagents.agent import ModelSettings, RunState, SAgent
 from sagents.errors import RunStateError
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.testing import ScriptedModel, reply, tool_call
@@ -41,6 +42,19 @@ def _manager(runs: list[str]) -> ToolManager:
     return manager
 
 
+async def _paused(agent: SAgent, runs: list[str]) -> RunState:
+    """The state of a run of ``agent`` paused on its call of ``save``."""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        paused = await agent.run(
+            [{"role": "user", "content": "save x"}],
+            tool_manager=_manager(runs),
+            session_context=CTX,
+            approvals="defer",
+        )
+    assert paused.state is not None
+    return paused.state
+
+
 async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_store(
     store: GatewayStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,15 +63,7 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
     script = [tool_call("save", {"path": "x"}, id="c1"), reply("saved it")]
     async with ScriptedModel(script) as model:
         first = SAgent(model=model.chat_model(), run_script=False, store=store)
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            paused = await first.run(
-                [{"role": "user", "content": "save x"}],
-                tool_manager=_manager(runs),
-                session_context=CTX,
-                approvals="defer",
-            )
-        assert paused.state is not None
-        state_id = paused.state.state_id
+        state_id = (await _paused(first, runs)).state_id
         second = SAgent(model=model.chat_model(), run_script=False, store=store)
         loaded = await second.load_state(state_id)
         assert loaded is not None
@@ -86,3 +92,36 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
     assert session is not None
     assert session.history[-1].text == "saved it"
     assert_settled_once(session.messages)
+
+
+@pytest.mark.parametrize("handed", ["in_memory", "through_the_store"])
+async def test_a_named_tool_choice_called_before_the_pause_is_not_forced_after_the_resume(
+    store: GatewayStore, monkeypatch: pytest.MonkeyPatch, handed: str
+) -> None:
+    # tool_choice names "save": the model called it, the call waited for a person; once
+    # resumed, the model may answer (the choice was spent before the pause)
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "s" * 40)
+    runs: list[str] = []
+    script = [tool_call("save", {"path": "x"}, id="c1"), reply("saved it")]
+    settings = ModelSettings(tool_choice="save")
+    async with ScriptedModel(script) as model:
+        first = SAgent(
+            model=model.chat_model(), run_script=False, store=store, model_settings=settings
+        )
+        state = await _paused(first, runs)
+        assert state.tool_choice_spent
+        second = SAgent(
+            model=model.chat_model(), run_script=False, store=store, model_settings=settings
+        )
+        if handed == "through_the_store":
+            loaded = await second.load_state(state.state_id)
+            assert loaded is not None
+            state = loaded
+        state.approve("c1")
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            done = await second.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+        requests = list(model.requests)
+    assert (done.reason, done.output) == ("stop", "saved it")
+    assert runs == ["x"]
+    assert requests[0]["tool_choice"] == {"type": "function", "function": {"name": "save"}}
+    assert "tool_choice" not in requests[1]

@@ -22,9 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from sagents.agent import ModelSettings, OpenAIChatModel, SAgent
+from sagents.agent import ModelSettings, OpenAIChatModel, RunState, SAgent
+from sagents.store import SqliteAgentStore
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
 
@@ -82,6 +84,57 @@ async def test_sagent_makes_a_tool_round_trip_with_the_real_model(stream: bool) 
     (result,) = tool_messages(done.messages)
     assert "sunny" in result["content"]
     assert done.turns == 2  # the server accepted the history with the call and its result
+    assert done.messages[-1]["role"] == "assistant"
+
+
+async def test_a_named_write_call_paused_and_approved_is_answered_by_the_real_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the named tool was called before the pause: the resumed request leaves tool_choice unset
+    # (the RunState keeps that), so this server answers with text instead of the call again
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "r" * 40)
+    saved: list[str] = []
+
+    @tool(permission="write")
+    async def save(path: str, text: str = "") -> str:
+        """Save a text in a file."""
+        saved.append(path)
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(save)
+    model = OpenAIChatModel(MODEL, base_url=URL, stream=False, timeout=CHAT_TIMEOUT_S)
+    store = SqliteAgentStore(path=tmp_path / "agents.sqlite3")
+    context = SessionContext(session_id="real-1", permission_mode="ask")
+
+    def agent() -> SAgent:
+        return SAgent(
+            model=model,
+            model_settings=ModelSettings(tool_choice="save"),
+            run_script=False,
+            max_turns=3,
+            store=store,
+        )
+
+    try:
+        with anyio.fail_after(CHAT_TIMEOUT_S):
+            paused = await agent().run(
+                [{"role": "user", "content": "Save the text 'hello' in the file notes.txt."}],
+                tool_manager=manager,
+                session_context=context,
+                approvals="defer",
+            )
+            assert paused.state is not None, paused.error
+            (item,) = paused.interruptions
+            state = RunState.from_json(paused.state.to_json())
+            state.approve(item.id)
+            done = await agent().run(state=state, tool_manager=manager, session_context=context)
+    finally:
+        await model.aclose()
+    assert done.reason == "stop", done.error
+    assert len(saved) == 1
+    assert done.turns == 2
+    assert_settled_once(done.messages)
     assert done.messages[-1]["role"] == "assistant"
 
 

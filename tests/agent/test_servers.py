@@ -29,7 +29,7 @@ from sagents.agent import (
     UsageEvent,
 )
 from sagents.agent._events import AgentEvent, DoneEvent
-from sagents.core.events import ApprovalRequestEvent
+from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent, ScriptProgressEvent
 from sagents.testing import (
     ReplyFunction,
     ScriptedModel,
@@ -39,7 +39,15 @@ from sagents.testing import (
     http_error,
     load_wire,
 )
-from sagents.tool import AllowAllApprover, SessionContext, ToolManager, tool
+from sagents.tool import (
+    AllowAllApprover,
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    SessionContext,
+    ToolManager,
+    tool,
+)
 from tests.agent.helpers import (
     assert_settled_once,
     collect,
@@ -91,6 +99,7 @@ async def run(
     messages: Sequence[Mapping[str, Any]] = USER,
     model_options: Mapping[str, Any] | None = None,
     context: SessionContext = AUTO,
+    approver: Approver | None = None,
     **agent_options: Any,
 ) -> tuple[list[AgentEvent], DoneEvent, ScriptedModel, Tools]:
     tools = Tools()
@@ -99,11 +108,31 @@ async def run(
             model=model.chat_model(**(model_options or {})), run_script=False, **agent_options
         )
         events = await collect(
-            agent, messages, tool_manager=tools.manager(), session_context=context
+            agent,
+            messages,
+            tool_manager=tools.manager(),
+            session_context=context,
+            approver=approver,
         )
     done = done_of(events)
     assert_settled_once(done.messages)
     return events, done, model, tools
+
+
+class Deny:
+    """An approver that denies every call, keeping what it was asked."""
+
+    def __init__(self) -> None:
+        self.requests: list[ApprovalRequest] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        return "deny"
+
+
+def named(tool_name: str) -> dict[str, Any]:
+    """A Chat Completions ``tool_choice`` naming ``tool_name``."""
+    return {"type": "function", "function": {"name": tool_name}}
 
 
 def calls_of(message: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -319,6 +348,81 @@ async def test_real_llama_cpp_python_auto_stream_with_only_pings_is_an_error_nam
     assert "no choices" in done.error["message"]
     assert "--no-stream" in (done.error.get("hint") or "")
     assert not tools.calls
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+async def test_real_llama_cpp_python_write_call_denied_never_runs_and_the_model_answers_after(
+    form: str,
+) -> None:
+    deny = Deny()
+    events, done, model, tools = await run(
+        wire(f"llama_cpp_python_real_write_denied_{form}"),
+        model_options={"stream": form == "stream"},
+        model_settings=ModelSettings(tool_choice="save"),
+        context=SessionContext(permission_mode="ask"),
+        approver=deny,
+    )
+    assert done.reason == "stop", done.error
+    assert not tools.calls
+    ((call_id, name, arguments),) = calls_of(done.messages[1])
+    assert call_id.startswith("call__0_save_cmpl-")  # the server's id, kept
+    assert (name, json.loads(arguments)) == (
+        "save",
+        {"path": "notes.txt", "text": "Hello, this is my file notes.txt"},
+    )
+    assert [(r.tools, r.tool_call_id) for r in deny.requests] == [(("save",), call_id)]
+    assert [e.approved for e in events if isinstance(e, ApprovalResultEvent)] == [False]
+    (denied,) = tool_messages(done.messages)
+    assert denied["tool_call_id"] == call_id
+    assert "the call of 'save' was denied by the user" in denied["content"]
+    assert model.requests[0]["tool_choice"] == named("save")
+    assert "tool_choice" not in model.requests[1]  # called (and denied): the model may answer
+    assert model.requests[1]["messages"][-1] == denied
+    assert sent_assistant(model, 1)["content"] == ""
+    assert done.messages[-1] == {"role": "assistant", "content": ""}  # what the model said
+
+
+@pytest.mark.parametrize("form", ["stream", "whole"])
+@pytest.mark.parametrize(
+    ("recording", "error"),
+    [
+        ("run_script", "tool 'device_name' is not available to scripts in this session"),
+        ("run_script_print", "are not valid JSON: Invalid control character"),
+    ],
+    ids=["undeclared-tool", "raw-newline-in-arguments"],
+)
+async def test_real_llama_cpp_python_run_script_call_that_cannot_run_goes_back_as_its_error(
+    fleet: ToolManager, tmp_path: Path, form: str, recording: str, error: str
+) -> None:
+    # what Gemma 3 270M really sent when tool_choice named run_script: a script that declares a
+    # tool the session does not have, and arguments that are not JSON (a raw newline)
+    async with ScriptedModel(wire(f"llama_cpp_python_real_{recording}_{form}")) as model:
+        agent = SAgent(
+            model=model.chat_model(stream=form == "stream"),
+            model_settings=ModelSettings(tool_choice="run_script"),
+        )
+        events = await collect(
+            agent,
+            USER,
+            tool_manager=fleet,
+            session_context=SessionContext(workspace=str(tmp_path / "ws"), permission_mode="auto"),
+        )
+    done = done_of(events)
+    assert_settled_once(done.messages)
+    assert done.reason == "stop", done.error
+    assert model.requests[0]["tool_choice"] == named("run_script")
+    offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
+    assert "run_script" in offered
+    assert "fleet__get_device_status" in offered
+    ((call_id, name, _arguments),) = calls_of(done.messages[1])
+    assert (call_id.startswith("call__0_run_script_cmpl-"), name) == (True, "run_script")
+    (result,) = tool_messages(done.messages)
+    assert result["tool_call_id"] == call_id
+    assert error in result["content"]
+    assert not any(isinstance(e, ScriptProgressEvent) and e.calls for e in events)  # none ran
+    assert "tool_choice" not in model.requests[1]
+    assert model.requests[1]["messages"][-1] == result
+    assert done.messages[-1] == {"role": "assistant", "content": ""}
 
 
 async def test_vllm_named_tool_call_ending_with_finish_stop_is_still_run() -> None:

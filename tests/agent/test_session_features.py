@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from mcp import StdioServerParameters
 
 from sagents.agent import AgentSession, SAgent, current_agent_session
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent
@@ -103,16 +100,6 @@ async def test_load_skill_then_a_tool_outside_its_allowed_tools_is_refused(tmp_p
     after = {t["function"]["name"] for t in model.requests[1]["tools"]}
     assert "delete" not in after
     assert "search" in after
-
-
-@pytest.fixture
-async def fleet() -> AsyncIterator[ToolManager]:
-    async with ToolManager() as manager:
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "sagents.demo.fleet_server"]
-        )
-        await manager.register_mcp_server(name="fleet", params=params)
-        yield manager
 
 
 async def test_a_run_script_turn_calls_a_real_mcp_server_and_projects_the_skills(
