@@ -63,6 +63,10 @@ import anyio
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
 MODES = ("baseline", "off", "in-memory", "in-memory-batch")
+SPLIT_MODES = ("in-memory-mcp-only", "in-memory-cleared")
+"""``--split``: two more gateways, to tell the MCP SDK's share from sagents' own and the garbage
+collector's share of keeping every span (the module's docstring)."""
+CLEARED_EVERY = 1_000
 ROUNDS = 3
 CALLS = 400
 SCRIPT_CALLS = 500
@@ -96,8 +100,51 @@ def _set_up(mode: str) -> tuple[Any, Any]:
     provider = TracerProvider()
     batch = mode == "in-memory-batch"
     provider.add_span_processor((BatchSpanProcessor if batch else SimpleSpanProcessor)(exporter))
+    if mode == "in-memory-mcp-only":
+        _sagents_spans_off()
+    if mode == "in-memory-cleared":
+        provider.add_span_processor(_clearing(exporter))
     trace.set_tracer_provider(provider)
     return exporter, provider
+
+
+def _sagents_spans_off() -> None:
+    """sagents' own tracing switched off in this process, the MCP SDK's left on: no
+    ``execute_tool`` span of a script's call, no ``sagents.run_script`` span, no attributes on
+    the SDK's server span (a bench's stubs of sagents' own functions; the SDK's spans are
+    recorded as in ``in-memory``)."""
+    import sagents.core._tracing as tracing
+    import sagents.gateway._server as server
+    import sagents.gateway._tracing as gateway_tracing
+    import sagents.script._dispatcher as dispatcher
+
+    for module in (tracing, dispatcher):
+        setattr(module, "tracing", lambda: False)  # noqa: B010 - a bench's stub
+    setattr(server, "server_span", lambda arguments=None: None)  # noqa: B010
+    setattr(gateway_tracing, "_marking", lambda call_next: call_next)  # noqa: B010
+
+
+def _clearing(exporter: Any) -> Any:
+    """A span processor, after the exporter's, that empties the in-memory exporter every
+    ``CLEARED_EVERY`` spans (its public ``clear``) in the request's path, as an exporter that
+    sends spans away frees them; it counts the spans' names (:data:`_CLEARED_NAMES`)."""
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+    class Clearing(SpanProcessor):
+        kept = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            _CLEARED_NAMES[span.name] += 1
+            self.kept += 1
+            if self.kept >= CLEARED_EVERY:
+                exporter.clear()
+                self.kept = 0
+
+    return Clearing()
+
+
+_CLEARED_NAMES: Counter[str] = Counter()
+"""The names of the spans ``in-memory-cleared`` recorded (its exporter keeps the last few)."""
 
 
 async def _child(mode: str) -> dict[str, Any]:
@@ -194,7 +241,9 @@ def _launch_gateway(mode: str, report: Path, argv: list[str]) -> None:
     finally:
         if provider is not None and exporter is not None:
             provider.force_flush()
-            names = Counter(span.name for span in exporter.get_finished_spans())
+            names = _CLEARED_NAMES or Counter(
+                span.name for span in exporter.get_finished_spans()
+            )
             report.write_text(json.dumps(names), encoding="utf-8")
 
 
@@ -235,7 +284,7 @@ async def _script_run(client: Any) -> None:
 
 
 async def _separate(
-    rounds: int,
+    rounds: int, modes: tuple[str, ...]
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
     """The gateways in processes of their own, driven from this one (the headline figures)."""
     from mcp import Client, StdioServerParameters
@@ -244,11 +293,11 @@ async def _separate(
     config = data / "sagents.json"
     fleet = {"command": sys.executable, "args": ["-m", "sagents.demo.fleet_server"]}
     config.write_text(json.dumps({"mcpServers": {"fleet": fleet}}), encoding="utf-8")
-    found: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+    found: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     async with AsyncExitStack() as stack:
         clients: dict[str, Any] = {}
         pids: dict[str, int] = {}
-        for mode in MODES:
+        for mode in modes:
             serve = ["serve", "--config", str(config), "--mode", "auto"]
             launcher = [
                 str(HERE),
@@ -264,11 +313,11 @@ async def _separate(
             )
             clients[mode] = await stack.enter_async_context(Client(params))
             pids[mode] = _gateway_pid(mode)
-        for mode in MODES:  # warm-up: upstream connections, the session's sandbox
+        for mode in modes:  # warm-up: upstream connections, the session's sandbox
             await _tools_calls(clients[mode])
             await _script_run(clients[mode])
         for n in range(rounds):
-            for mode in MODES[n % len(MODES) :] + MODES[: n % len(MODES)]:
+            for mode in modes[n % len(modes) :] + modes[: n % len(modes)]:
                 row: dict[str, Any] = {}
                 for key, batch in (("tool_cpu_s", _tools_calls), ("script_cpu_s", _script_run)):
                     cpu = _process_cpu_s(pids[mode])
@@ -276,7 +325,7 @@ async def _separate(
                     row[key] = _process_cpu_s(pids[mode]) - cpu
                 found[mode].append(row)
     spans: dict[str, dict[str, int]] = {}
-    for mode in MODES:  # written by each traced gateway as it ended
+    for mode in modes:  # written by each traced gateway as it ended
         report = data / f"{mode}.json"
         if report.exists():
             counted: dict[str, int] = json.loads(report.read_text(encoding="utf-8"))
@@ -293,13 +342,14 @@ def main() -> None:
         print(json.dumps(anyio.run(_child, args[1])))
         return
     in_process = "--in-process" in args
-    args = [arg for arg in args if arg != "--in-process"]
+    modes = MODES + SPLIT_MODES if "--split" in args else MODES
+    args = [arg for arg in args if arg not in ("--in-process", "--split")]
     rounds = int(args[0]) if args else ROUNDS
     if in_process:
         found, spans = _in_process(rounds)
         where = "gateway and client in one process, CPU of that process"
     else:
-        found, spans = anyio.run(_separate, rounds)
+        found, spans = anyio.run(_separate, rounds, modes)
         where = "gateway process CPU (/proc), its client in this process"
     print(f"tracing overhead, {where}, median of {rounds} rounds (ratio to baseline):")
     for key, what, count in (
@@ -308,12 +358,24 @@ def main() -> None:
     ):
         base = statistics.median(r[key] for r in found["baseline"])
         print(f"  {what}:")
-        for mode in MODES:
+        for mode in found:
             value = statistics.median(r[key] for r in found[mode])
             paired = [r[key] / b[key] for r, b in zip(found[mode], found["baseline"], strict=True)]
             print(
                 f"    {mode:15} {value * 1e6 / count:8.1f} µs/call  {value / base:5.2f} x"
                 f"  (rounds {min(paired):.2f}–{max(paired):.2f})"
+            )
+    if "in-memory-mcp-only" in found:  # the MCP SDK's spans alone, and sagents' on top of them
+        for key, what in (("tool_cpu_s", "tools/call"), ("script_cpu_s", "script call")):
+            base, mcp, full, cleared = (
+                statistics.median(r[key] for r in found[mode])
+                for mode in ("baseline", "in-memory-mcp-only", "in-memory", "in-memory-cleared")
+            )
+            print(
+                f"  {what}: the MCP SDK's spans alone {mcp / base:.2f} x the baseline; sagents' "
+                f"own on top {full / mcp:.2f} x ({(full - mcp) / (full - base) * 100:.0f} % of "
+                f"in-memory's extra); spans freed every {CLEARED_EVERY} "
+                f"{cleared / base:.2f} x (kept: {full / base:.2f} x)"
             )
     # Spans per batch pair (CALLS tools/call and one script of SCRIPT_CALLS calls), and what
     # one costs: the mode's CPU over off's for the pair, per span.
