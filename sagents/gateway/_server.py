@@ -625,14 +625,6 @@ class Gateway(Lifespan):
         (docs/observability.md); a Tasks client's call that became a task is answered with
         its ``CreateTaskResult``."""
         task = self._task_ext.request_for(ctx)
-
-        def server() -> str | None:
-            try:
-                spec = self._sessions.for_request(ctx).offer.get(params.name)
-            except MCPError:  # its profile was removed during the call: the answer stands
-                return None
-            return spec.source.server if spec is not None else None
-
         # the gateway's attributes go on the MCP SDK's server span ("tools/call NAME"), a
         # child of the client's traceparent when one came (docs/observability.md, "Traces")
         current = server_span(params.arguments)
@@ -642,16 +634,26 @@ class Gateway(Lifespan):
         with self._lifetimes.in_use(session.session_id, connectionless=session.connectionless):
             await self._announce_restart(ctx, session)
             result = await self._pipeline.call(ctx, session, params, task)
-        if self.redactor and isinstance(result, mt.CallToolResult):
-            result = redact_call_tool_result(result, self.redactor)
-        self.metrics.count(
-            result, tool=params.name, server=server, seconds=time.perf_counter() - started
-        )
-        if current is not None and isinstance(result, mt.CallToolResult):
-            end_call_span(current, server() or "", result)
+        if isinstance(result, mt.CallToolResult):  # answered now: counted, and its span marked
+            if self.redactor:
+                result = redact_call_tool_result(result, self.redactor)
+            seconds = time.perf_counter() - started
+            upstream = self._upstream_of(ctx, params.name)  # once, for the metrics and the span
+            self.metrics.count(result, tool=params.name, server=lambda: upstream, seconds=seconds)
+            if current is not None:
+                end_call_span(current, upstream, result)
         if task is not None and task.created is not None:
             return task.created
         return result
+
+    def _upstream_of(self, ctx: ServerRequestContext[Any, Any], name: str) -> str:
+        """The upstream server of the tool ``name`` a call was answered for, read after the
+        call; ``""`` for the gateway's own tools and a name not offered."""
+        try:
+            spec = self._sessions.for_request(ctx).offer.get(name)
+        except MCPError:  # its profile was removed during the call: the answer stands
+            return ""
+        return (spec.source.server if spec is not None else None) or ""
 
     async def _announce_restart(
         self, ctx: ServerRequestContext[Any, Any], session: GatewaySession

@@ -69,8 +69,7 @@ def end_call_span(current: Span, server: str, result: mt.CallToolResult) -> None
     (``tool_error`` for an ``isError`` result)."""
     from sagents.gateway._metrics import outcome_of  # prometheus-client: only when traced
 
-    current.set_attribute("sagents.server", server)
-    current.set_attribute("sagents.outcome", outcome_of(result))
+    current.set_attributes({"sagents.server": server, "sagents.outcome": outcome_of(result)})
     if capture_content():
         content = result.structured_content or [
             item.model_dump(mode="json", by_alias=True, exclude_none=True)
