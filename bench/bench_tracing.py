@@ -35,13 +35,25 @@ CPU over ``off``'s, per span). What ``off`` adds (one check per traced point) is
 microseconds, below the rounds' noise on a loaded machine, so it is also timed alone and given
 as a share of a baseline call. Not a test.
 
+``--split`` runs two more gateways, to tell whose work the in-memory figure is:
+
+- ``in-memory-mcp-only``: as ``in-memory``, with sagents' own tracing switched off in that
+  process (the checks a constant ``False``, no attributes on the MCP SDK's server span): only the
+  MCP SDK's spans, its server span of each ``tools/call`` and its client span of each upstream
+  request, which it opens whenever a tracer provider is set. Its ratio is the SDK's share;
+  ``in-memory`` over it is sagents' own;
+- ``in-memory-cleared``: as ``in-memory``, with the exporter emptied (its public ``clear``) every
+  ``CLEARED_EVERY`` spans by a span processor in the request's path: the spans freed as an
+  exporter that sends them away frees them, against ``in-memory``, which keeps every span of
+  the run (the garbage collector's full collections walk them all).
+
 ``--in-process`` measures the earlier way instead: each mode a child process that opens the
 gateway and the MCP SDK's client in memory in one process (``time.process_time``), which also
 counts the client's side of each call (and, with a tracer provider, the client's own span).
 
-Usage: ``.venv/bin/python bench/bench_tracing.py [ROUNDS] [--in-process]`` (the OpenTelemetry
-SDK is needed for the in-memory modes: ``pip install 'sagents[otel]'``, part of the test
-set-up).
+Usage: ``.venv/bin/python bench/bench_tracing.py [ROUNDS] [--split] [--in-process]`` (the
+OpenTelemetry SDK is needed for the in-memory modes: ``pip install 'sagents[otel]'``, part of
+the test set-up).
 """
 
 from __future__ import annotations
@@ -241,9 +253,7 @@ def _launch_gateway(mode: str, report: Path, argv: list[str]) -> None:
     finally:
         if provider is not None and exporter is not None:
             provider.force_flush()
-            names = _CLEARED_NAMES or Counter(
-                span.name for span in exporter.get_finished_spans()
-            )
+            names = _CLEARED_NAMES or Counter(span.name for span in exporter.get_finished_spans())
             report.write_text(json.dumps(names), encoding="utf-8")
 
 
@@ -362,7 +372,7 @@ def main() -> None:
             value = statistics.median(r[key] for r in found[mode])
             paired = [r[key] / b[key] for r, b in zip(found[mode], found["baseline"], strict=True)]
             print(
-                f"    {mode:15} {value * 1e6 / count:8.1f} µs/call  {value / base:5.2f} x"
+                f"    {mode:18} {value * 1e6 / count:8.1f} µs/call  {value / base:5.2f} x"
                 f"  (rounds {min(paired):.2f}–{max(paired):.2f})"
             )
     if "in-memory-mcp-only" in found:  # the MCP SDK's spans alone, and sagents' on top of them
