@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from sagents.core._tracing import CAPTURE_CONTENT_ENV, capture_content, tracing
+from sagents.script._dispatcher import MAX_TRACED_CALLS
+from tests.agent.trace_scenario import MANY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,6 +99,33 @@ def test_the_upstream_server_received_the_trace_context_of_its_call(
     line = next(line for line in traced["result"].splitlines() if line.startswith("trace "))
     _version, trace_id, parent_id, _flags = line.removeprefix("trace ").split("-")
     assert (trace_id, parent_id) == (upstream["trace_id"], upstream["span_id"])
+
+
+def test_calls_past_the_cap_of_a_run_record_no_span_and_go_on_in_the_trace_unsampled(
+    traced: dict[str, Any],
+) -> None:
+    spans = traced["capped_spans"]
+    script = one(spans, "sagents.run_script")
+    assert script["attributes"]["sagents.script.calls"] == MANY
+    assert script["attributes"]["sagents.script.traced_calls"] == MAX_TRACED_CALLS
+    calls = [span for span in spans if span["name"] == "execute_tool echo__meta"]
+    assert len(calls) == MAX_TRACED_CALLS
+    assert {call["parent_id"] for call in calls} == {script["span_id"]}
+    # the MCP SDK's client span of each upstream request: only under the traced calls
+    upstream = [span for span in spans if span["name"] == "MCP send tools/call meta"]
+    assert sorted(span["parent_id"] for span in upstream) == sorted(
+        call["span_id"] for call in calls
+    )
+    line = next(line for line in traced["capped_result"].splitlines() if line.startswith("seen "))
+    seen = [value.split("-") for value in line.removeprefix("seen ").split()]
+    assert len(seen) == MANY
+    # every request carried the run's trace; those past the cap with the sampled flag cleared
+    assert {trace_id for _version, trace_id, _parent, _flags in seen} == {script["trace_id"]}
+    sampled = [(parent, flags) for _version, _trace, parent, flags in seen if flags == "01"]
+    assert sorted(parent for parent, _flags in sampled) == sorted(
+        span["span_id"] for span in upstream
+    )
+    assert [flags for *_ids, flags in seen if flags != "01"] == ["00"] * (MANY - MAX_TRACED_CALLS)
 
 
 def test_without_a_tracer_provider_nothing_is_traced_and_content_is_captured_only_when_asked(

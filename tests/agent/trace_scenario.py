@@ -5,9 +5,10 @@ Run as ``python -m tests.agent.trace_scenario WORKSPACE`` (a process of its own:
 provider is set once per process, and the test process keeps none,
 ``tests/gateway/test_tracing.py``). Prints one JSON object: ``spans`` (each finished span's
 name, kind, ids, parent id, attributes and status) and ``result`` (the run_script call's tool
-message); then ``gateway_spans`` and ``gateway_result`` of a ``tools/call`` an MCP client sends a
-gateway on the same tools (its ``traceparent`` in ``_meta``, written by the SDK's client), and
-of one it sends for a tool the gateway does not offer.
+message); ``capped_spans`` and ``capped_result`` of a second turn whose script makes more calls
+than a run traces; then ``gateway_spans`` and ``gateway_result`` of a ``tools/call`` an MCP
+client sends a gateway on the same tools (its ``traceparent`` in ``_meta``, written by the SDK's
+client), and of one it sends for a tool the gateway does not offer.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ CODE = (
     "seen = call('echo__meta', {})\n"
     "print('trace', seen['trace']['traceparent'])\n"
     "print(call('echo__echo', {'text': 'hi'}))\n"
+)
+MANY = 102
+"""Calls of the second script: two past the cap of calls a run traces (``MAX_TRACED_CALLS``)."""
+CODE_MANY = (
+    "from agent_tools import call_many\n"
+    f"rows = call_many('echo__meta', [{{}}] * {MANY})\n"
+    "print('seen', ' '.join(row['trace']['traceparent'] for row in rows))\n"
 )
 
 
@@ -77,6 +85,23 @@ async def main(workspace: Path) -> None:
         (result,) = tool_messages(done.messages)
         agent_spans = [_span(span) for span in exporter.get_finished_spans()]
         exporter.clear()
+        # a script of more calls than a run traces: the later ones' spans are left out
+        many = {"code": CODE_MANY, "tools": [], "description": "many calls"}
+        script = [tool_call("run_script", many, id="call_many"), reply("done")]
+        async with ScriptedModel(script) as model:
+            agent = SAgent(model=model.chat_model())
+            context = SessionContext(session_id="capped", workspace=str(workspace))
+            capped = done_of(
+                await collect(
+                    agent,
+                    [{"role": "user", "content": "go"}],
+                    tool_manager=manager,
+                    session_context=context,
+                )
+            )
+        (capped_result,) = tool_messages(capped.messages)
+        capped_spans = [_span(span) for span in exporter.get_finished_spans()]
+        exporter.clear()
         # the gateway's tools/call, from a client that sends its trace context (the SDK's
         # client writes its span's traceparent into the request's _meta)
         async with (
@@ -95,6 +120,8 @@ async def main(workspace: Path) -> None:
                 "reason": done.reason,
                 "gateway_spans": gateway_spans,
                 "gateway_result": called.structured_content,
+                "capped_spans": capped_spans,
+                "capped_result": capped_result["content"],
             }
         )
     )
