@@ -24,7 +24,14 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+)
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
@@ -38,6 +45,7 @@ __all__ = [
     "start_span",
     "tool_span",
     "tracing",
+    "unsampled",
 ]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -115,6 +123,26 @@ def _attached(current: Span) -> Iterator[None]:
         except Exception as error:
             record_error(current, error)
             raise
+
+
+def unsampled() -> AbstractContextManager[object]:
+    """The block runs in the current trace marked not sampled: spans opened in it under a
+    parent-based sampler (the SDK's default, and ``parentbased_*`` of ``OTEL_TRACES_SAMPLER``)
+    are not recorded, such as the MCP SDK's client span of an upstream request, and the request
+    carries the trace on with its sampled flag cleared (W3C Trace Context), so that an upstream
+    that samples by its parent records nothing of it either. Nothing when the current trace is
+    not sampled (or there is none)."""
+    current = trace.get_current_span().get_span_context()
+    if not current.trace_flags.sampled:
+        return _NOTHING
+    muted = SpanContext(
+        current.trace_id,
+        current.span_id,
+        is_remote=False,
+        trace_flags=TraceFlags(current.trace_flags & ~TraceFlags.SAMPLED),  # the rest kept
+        trace_state=current.trace_state,
+    )
+    return trace.use_span(NonRecordingSpan(muted), end_on_exit=False)
 
 
 def end_span(current: Span | None) -> None:

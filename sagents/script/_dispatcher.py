@@ -27,7 +27,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from sagents.core._result import ToolResult
-from sagents.core._tracing import end_tool_span, tool_span, tracing
+from sagents.core._tracing import end_tool_span, tool_span, tracing, unsampled
 from sagents.script import _protocol as p
 from sagents.script._policy import ScriptPlan
 from sagents.script._records import CallRecord, summarize
@@ -50,7 +50,9 @@ __all__ = [
 
 MAX_TRACED_CALLS = 100
 """Calls of one run that get a span each (docs/observability.md, "Traces"): a script of
-thousands of calls gives its run span their counts, not thousands of spans."""
+thousands of calls gives its run span their counts, not thousands of spans; the later calls run
+in the trace marked not sampled, so the spans they open (the MCP SDK's upstream request) are
+left out too."""
 OTHER_TOOLS_KEY = "<other>"
 """The ``calls_per_tool`` key counting calls of names neither callable nor refused by the plan:
 a script cannot grow the counters (or run.json, the audit entry, ``--json``) with made-up names."""
@@ -471,6 +473,11 @@ class ScriptDispatcher:
             with tool_span(request.tool, arguments=request.args, attributes=attributes) as current:
                 result = await self._call_and_reply(transport, request)
                 end_tool_span(current, result.error.code if result.error else "ok", result.text)
+        elif self._traced >= MAX_TRACED_CALLS:  # past the cap (only ever reached when traced)
+            # nor the spans the call opens (the MCP SDK's upstream request): its trace goes on
+            # marked not sampled (docs/observability.md, "Scripts of many calls")
+            with unsampled():
+                await self._call_and_reply(transport, request)
         else:
             await self._call_and_reply(transport, request)
 

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from sagents.core._tracing import CAPTURE_CONTENT_ENV, capture_content, tracing
+from sagents.core._tracing import CAPTURE_CONTENT_ENV, capture_content, tracing, unsampled
 from sagents.script._dispatcher import MAX_TRACED_CALLS
 from tests.agent.trace_scenario import MANY
 
@@ -121,11 +123,22 @@ def test_calls_past_the_cap_of_a_run_record_no_span_and_go_on_in_the_trace_unsam
     assert len(seen) == MANY
     # every request carried the run's trace; those past the cap with the sampled flag cleared
     assert {trace_id for _version, trace_id, _parent, _flags in seen} == {script["trace_id"]}
-    sampled = [(parent, flags) for _version, _trace, parent, flags in seen if flags == "01"]
-    assert sorted(parent for parent, _flags in sampled) == sorted(
-        span["span_id"] for span in upstream
-    )
-    assert [flags for *_ids, flags in seen if flags != "01"] == ["00"] * (MANY - MAX_TRACED_CALLS)
+    sampled = [parent for _version, _trace, parent, flags in seen if int(flags, 16) & 0x01]
+    assert sorted(sampled) == sorted(span["span_id"] for span in upstream)
+    assert len(sampled) == MAX_TRACED_CALLS
+
+
+def test_unsampled_clears_only_the_sampled_flag_of_the_current_trace_and_needs_one() -> None:
+    with unsampled():  # no current trace: nothing to mark
+        assert not trace.get_current_span().get_span_context().is_valid
+    parent = SpanContext(0xAB, 0xCD, is_remote=True, trace_flags=TraceFlags(0x03))
+    with trace.use_span(NonRecordingSpan(parent)), unsampled():
+        inner = trace.get_current_span().get_span_context()
+        assert (inner.trace_id, inner.span_id, inner.is_remote) == (0xAB, 0xCD, False)
+        assert inner.trace_flags == 0x02  # the random flag kept
+        with unsampled():  # already not sampled: stays as it is
+            assert trace.get_current_span().get_span_context() == inner
+    assert trace.get_current_span().get_span_context() == SpanContext(0, 0, is_remote=False)
 
 
 def test_without_a_tracer_provider_nothing_is_traced_and_content_is_captured_only_when_asked(
