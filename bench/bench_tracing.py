@@ -400,7 +400,9 @@ def main() -> None:
         print(
             f"  {mode}: {total} spans per {CALLS} tools/call + one {SCRIPT_CALLS}-call script, "
             f"{(cpu - off) / total * 1e6:.1f} µs of gateway CPU per span over off; by name: "
-            + ", ".join(f"{name} {n}" for name, n in sorted(names.items(), key=lambda kv: -kv[1]))
+            + ", ".join(
+                f"{name} {n}" for name, n in sorted(names.items(), key=lambda kv: -kv[1]) if n
+            )
         )
     # What "off" adds is one check per traced point: timed alone, against a baseline call of
     # this run (the end-to-end difference of a few microseconds is below the rounds' noise).
