@@ -127,13 +127,11 @@ def _sagents_spans_off() -> None:
     recorded as in ``in-memory``)."""
     import sagents.core._tracing as tracing
     import sagents.gateway._server as server
-    import sagents.gateway._tracing as gateway_tracing
     import sagents.script._dispatcher as dispatcher
 
     for module in (tracing, dispatcher):
         setattr(module, "tracing", lambda: False)  # noqa: B010 - a bench's stub
     setattr(server, "server_span", lambda arguments=None: None)  # noqa: B010
-    setattr(gateway_tracing, "_marking", lambda call_next: call_next)  # noqa: B010
 
 
 def _clearing(exporter: Any) -> Any:
