@@ -31,10 +31,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Literal, overload
 
 import httpx2 as httpx
 import openai
@@ -187,9 +187,36 @@ class _Accumulator:
     calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
+    chosen: bool = False
+    """Whether any chunk carried a choice."""
+    passed_on: bool = False
+    """Whether a piece of the answer was passed on (the call is no longer retried)."""
     legacy: dict[str, str] = field(default_factory=lambda: {"name": "", "arguments": ""})
     _at: dict[int, dict[str, Any]] = field(default_factory=dict)  # the call of each index
     _last: int | None = None  # the index of the latest fragment
+
+    def take(self, chunk: Any) -> list[TurnEvent]:
+        """Add one streamed chunk; its text and reasoning pieces, to pass on."""
+        events: list[TurnEvent] = []
+        self.chosen = self.chosen or bool(chunk.choices)
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta is not None:
+                piece = _reasoning(delta)
+                if piece:
+                    self.reasoning.append(piece)
+                    events.append(ReasoningDelta(text=piece))
+                if delta.content:
+                    self.text.append(delta.content)
+                    events.append(TextDelta(text=delta.content))
+                for call_delta in delta.tool_calls or ():
+                    self.add_tool_call_delta(call_delta)
+                self.add_legacy_call(delta.function_call)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return events
 
     def add_tool_call_delta(self, delta: Any) -> None:
         """Add one tool-call fragment to its call.
@@ -350,48 +377,17 @@ class OpenAIChatModel:
         """Close the HTTP client."""
         await self.client.close()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """One model call on the model seam (:class:`~sagents.agent.ChatModel`): the request
         in the Chat Completions form, the answer as neutral events ending with a
-        :class:`~sagents.agent.Finish`. Tool-call events come once each call is complete."""
-        messages: list[dict[str, Any]] = []
-        if request.system_prompt:
-            messages.append({"role": "system", "content": request.system_prompt})
-        messages.extend(m.to_openai() for m in request.messages)
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": dict(spec.input_schema),
-                },
-            }
-            for spec in request.tools
-        ]
-        turn: ModelTurn | None = None
-        turns = self.stream_turn(messages, tools, request.settings, output=request.output)
-        async with aclosing(turns) as events:
-            async for event in events:
-                if isinstance(event, ModelTurn):
-                    turn = event
-                else:
-                    yield event
-        assert turn is not None  # stream_turn ends with a ModelTurn or raises
-        message = Message.from_openai(turn.message)
-        for index, call in enumerate(message.tool_calls):
-            yield ToolCallStart(index=index, id=call.id, name=call.name)
-            yield ToolCallArgumentsDelta(index=index, arguments=call.arguments)
-            yield ToolCallEnd(index=index, call=call)
-        if turn.usage is not None:
-            yield turn.usage
-        yield Finish(
-            response=ModelResponse(
-                message=message, finish_reason=finish_reason(turn.finish_reason), usage=turn.usage
-            )
-        )
+        :class:`~sagents.agent.Finish`. Tool-call events come once each call is complete.
 
-    async def stream_turn(
+        Raises:
+            ModelError: as :meth:`stream_turn` says.
+        """
+        return self._call(partial(self._seam_request, request), seam=True)
+
+    def stream_turn(
         self,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] = (),
@@ -421,6 +417,35 @@ class OpenAIChatModel:
                 reason, after part of it was passed on.
             ModelError: any other error answer.
         """
+        return self._call(partial(self._request, messages, tools, settings, output), seam=False)
+
+    def _seam_request(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions request of a seam's :class:`ModelRequest`."""
+        messages: list[dict[str, Any]] = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        messages.extend(m.to_openai() for m in request.messages)
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": dict(spec.input_schema),
+                },
+            }
+            for spec in request.tools
+        ]
+        return self._request(messages, tools, request.settings, request.output)
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        settings: ModelSettings | None,
+        output: OutputSchema | None,
+    ) -> dict[str, Any]:
+        """The arguments of ``chat.completions.create`` (but ``stream``)."""
         request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if tools:
             request["tools"] = list(tools)
@@ -432,6 +457,29 @@ class OpenAIChatModel:
             }
         if self.extra_body:
             request["extra_body"] = dict(self.extra_body)
+        return request
+
+    @overload
+    def _call(
+        self, build: Callable[[], dict[str, Any]], *, seam: Literal[True]
+    ) -> AsyncGenerator[ModelEvent, None]: ...
+
+    @overload
+    def _call(
+        self, build: Callable[[], dict[str, Any]], *, seam: Literal[False]
+    ) -> AsyncGenerator[TurnEvent, None]: ...
+
+    async def _call(
+        self, build: Callable[[], dict[str, Any]], *, seam: bool
+    ) -> AsyncGenerator[Any, None]:
+        """The call :meth:`stream` and :meth:`stream_turn` make (the request ``build`` gives,
+        built on the first ``anext``), with its retries: the answer's pieces, then the seam's
+        tool-call, usage and finish events (``seam``), or one :class:`ModelTurn`.
+
+        One generator from the SDK's chunks to the events, the chunks read in place (each
+        generator layer was paid on every streamed piece: bench/bench_agent_loop.py).
+        """
+        request = build()
         budget = CallBudget.of(self)
         while True:
             try:
@@ -441,8 +489,24 @@ class OpenAIChatModel:
                             **request, stream=True, stream_options={"include_usage": True}
                         )
                     )
-                    async for event in self._read_stream(stream, budget):
-                        yield event
+                    accumulator = _Accumulator()
+                    try:
+                        async with stream:
+                            chunks = stream.__aiter__()
+                            while True:
+                                try:
+                                    chunk = await budget.next(chunks)
+                                except StopAsyncIteration:
+                                    break
+                                for event in accumulator.take(chunk):
+                                    accumulator.passed_on = True
+                                    yield event
+                    except (httpx.HTTPError, openai.APIError, ValueError) as error:
+                        # ValueError: a server-sent event whose data is not JSON
+                        if isinstance(error, openai.APIStatusError):
+                            raise
+                        raise self._broken(error, accumulator) from error
+                    turn = self._streamed_turn(accumulator)
                 else:
                     completion = await budget.bounded(
                         self.client.chat.completions.create(**request)
@@ -451,15 +515,16 @@ class OpenAIChatModel:
                         raise self._not_a_completion(completion)
                     if not completion.choices:
                         raise self._no_choices("a chat completion")
-                    for event in _from_completion(completion):
-                        yield event
-                return
+                    pieces, turn = _from_completion(completion)
+                    for piece in pieces:
+                        yield piece
             except openai.APIStatusError as error:
                 if not openai_retryable(error) or not budget.can_retry:
                     raise openai_status_error(
                         error, endpoint=self.base_url, model=self.model, retries=budget.attempt
                     ) from error
                 await budget.retry(error, error.response.headers)
+                continue
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
                 if not budget.can_retry:
                     raise ModelUnavailableError(
@@ -468,42 +533,40 @@ class OpenAIChatModel:
                         details={"attempts": budget.attempt + 1},
                     ) from error
                 await budget.retry(error)
+                continue
             except _Cut as cut:
                 if not budget.can_retry:
                     raise cut.error from None
                 await budget.retry(cut)
+                continue
+            if not seam:
+                yield turn
+                return
+            for ending in _seam_ending(turn):
+                yield ending
+            return
 
-    async def _read_stream(self, stream: Any, budget: CallBudget) -> AsyncIterator[TurnEvent]:
-        accumulator = _Accumulator()
-        chosen = False  # whether any chunk carried a choice
-        passed_on = False  # whether a piece of the answer was yielded
-        try:
-            async with stream:
-                chunks = stream.__aiter__()
-                while True:
-                    try:
-                        chunk = await budget.next(chunks)
-                    except StopAsyncIteration:
-                        break
-                    chosen = chosen or bool(chunk.choices)
-                    if chunk.usage is not None:
-                        accumulator.usage = _usage(chunk.usage)
-                    for choice in chunk.choices:
-                        for event in self._take_choice(accumulator, choice):
-                            passed_on = True
-                            yield event
-        except (httpx.HTTPError, openai.APIError, ValueError) as error:
-            # ValueError: a server-sent event whose data is not JSON (json.JSONDecodeError)
-            if isinstance(error, openai.APIStatusError):
-                raise
-            broken = ModelStreamError(
-                f"the model's streamed answer from {self.base_url!r} broke off: {error!r}",
-                hint="retry the turn; if it keeps happening, try stream=False (--no-stream)",
-            )
-            if passed_on or isinstance(error, ValueError):
-                raise broken from error
-            raise _Cut(broken) from error
-        if not chosen:
+    def _broken(self, error: BaseException, accumulator: _Accumulator) -> Exception:
+        """The error of a stream that broke off: retryable (:class:`_Cut`) while nothing of
+        the answer was passed on and the stream could be read."""
+        broken = ModelStreamError(
+            f"the model's streamed answer from {self.base_url!r} broke off: {error!r}",
+            hint="retry the turn; if it keeps happening, try stream=False (--no-stream)",
+        )
+        if accumulator.passed_on or isinstance(error, ValueError):
+            return broken
+        return _Cut(broken)
+
+    def _streamed_turn(self, accumulator: _Accumulator) -> ModelTurn:
+        """The turn a stream that ended built.
+
+        Raises:
+            ModelError: no chunk had a choice.
+            ModelStreamError: the stream ended without a finish reason, after part of the
+                answer was passed on.
+            _Cut: the same, before anything was passed on (retryable).
+        """
+        if not accumulator.chosen:
             raise self._no_choices("a stream")
         if accumulator.finish_reason is None:
             cut = ModelStreamError(
@@ -512,28 +575,10 @@ class OpenAIChatModel:
                 hint="retry the turn; if it keeps happening, check the server or any proxy "
                 "between (a finished answer ends with a finish_reason and data: [DONE])",
             )
-            if passed_on:
+            if accumulator.passed_on:
                 raise cut
             raise _Cut(cut)
-        yield accumulator.turn()
-
-    def _take_choice(self, accumulator: _Accumulator, choice: Any) -> list[TurnEvent]:
-        events: list[TurnEvent] = []
-        delta = choice.delta
-        if delta is not None:
-            piece = _reasoning(delta)
-            if piece:
-                accumulator.reasoning.append(piece)
-                events.append(ReasoningDelta(text=piece))
-            if delta.content:
-                accumulator.text.append(delta.content)
-                events.append(TextDelta(text=delta.content))
-            for call_delta in delta.tool_calls or ():
-                accumulator.add_tool_call_delta(call_delta)
-            accumulator.add_legacy_call(delta.function_call)
-        if choice.finish_reason:
-            accumulator.finish_reason = choice.finish_reason
-        return events
+        return accumulator.turn()
 
     def _not_a_completion(self, answer: object) -> ModelError:
         shown = answer if isinstance(answer, str) else repr(answer)
@@ -661,7 +706,29 @@ def _error_text(error: openai.APIStatusError) -> str:
     return str(error.message)
 
 
-def _from_completion(completion: Any) -> list[TurnEvent]:
+def _seam_ending(turn: ModelTurn) -> list[ModelEvent]:
+    """The seam's events after the answer's pieces: each tool call (whole), the usage, the
+    :class:`Finish`."""
+    message = Message.from_openai(turn.message)
+    events: list[ModelEvent] = []
+    for index, call in enumerate(message.tool_calls):
+        events.append(ToolCallStart(index=index, id=call.id, name=call.name))
+        events.append(ToolCallArgumentsDelta(index=index, arguments=call.arguments))
+        events.append(ToolCallEnd(index=index, call=call))
+    if turn.usage is not None:
+        events.append(turn.usage)
+    events.append(
+        Finish(
+            response=ModelResponse(
+                message=message, finish_reason=finish_reason(turn.finish_reason), usage=turn.usage
+            )
+        )
+    )
+    return events
+
+
+def _from_completion(completion: Any) -> tuple[list[TurnEvent], ModelTurn]:
+    """A whole completion's pieces (reasoning, text) and its turn."""
     events: list[TurnEvent] = []
     choice = completion.choices[0] if completion.choices else None
     message: dict[str, Any] = {"role": "assistant", "content": None}
@@ -691,8 +758,7 @@ def _from_completion(completion: Any) -> list[TurnEvent]:
     usage = None
     if completion.usage is not None:
         usage = _usage(completion.usage)
-    events.append(ModelTurn(message=message, finish_reason=finish_reason, usage=usage))
-    return events
+    return events, ModelTurn(message=message, finish_reason=finish_reason, usage=usage)
 
 
 def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:
