@@ -9,7 +9,9 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
   ``messages``, ``google-genai``'s ``aio.models``), and reading the whole answer;
 - text turn: one ``SAgent.run_stream`` run whose model answers with text (one model call),
   and the same through ``SAgent.run``;
-- tool turn: one run with one local tool call (two model calls), against two bare calls.
+- tool turn: one run with one local tool call (two model calls), against the bare client's
+  same two requests (the task; then the task, the model's tool call and its result: the
+  history a user of the bare client sends back, in the API's own form).
 
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
 load). The server runs in this process, so its time is in both sides.
@@ -57,6 +59,74 @@ TEXT = "The answer is forty-two, as computed by the scripted model. " * 4
 APIS = ("chat", "responses", "anthropic", "gemini")
 # what a request carrying a tool result holds, in each wire format
 _RESULT_MARKERS = ('"role": "tool"', "function_call_output", "tool_result", "functionResponse")
+_ARGUMENTS = '{"key": "k"}'
+_RESULT = "value of k"
+# The bare client's requests, in each API's form: a text turn's, and a tool turn's second one
+# (the task, the model's call of lookup, its result); its first one is the task alone.
+_ASKED: dict[str, dict[str, Any]] = {
+    "chat": {
+        "text": [{"role": "user", "content": "hello"}],
+        "task": [{"role": "user", "content": "use the tool"}],
+        "answered": [
+            {"role": "user", "content": "use the tool"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "lookup", "arguments": _ARGUMENTS},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": _RESULT},
+        ],
+    },
+    "responses": {
+        "text": [{"role": "user", "content": "hello"}],
+        "task": [{"role": "user", "content": "use the tool"}],
+        "answered": [
+            {"role": "user", "content": "use the tool"},
+            {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": _ARGUMENTS},
+            {"type": "function_call_output", "call_id": "c1", "output": _RESULT},
+        ],
+    },
+    "anthropic": {
+        "text": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+        "task": [{"role": "user", "content": [{"type": "text", "text": "use the tool"}]}],
+        "answered": [
+            {"role": "user", "content": [{"type": "text", "text": "use the tool"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"key": "k"}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "c1", "content": _RESULT}],
+            },
+        ],
+    },
+    "gemini": {
+        "text": [{"role": "user", "parts": [{"text": "hello"}]}],
+        "task": [{"role": "user", "parts": [{"text": "use the tool"}]}],
+        "answered": [
+            {"role": "user", "parts": [{"text": "use the tool"}]},
+            {
+                "role": "model",
+                "parts": [{"function_call": {"name": "lookup", "args": {"key": "k"}}}],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"function_response": {"name": "lookup", "response": {"result": _RESULT}}}
+                ],
+            },
+        ],
+    },
+}
 
 
 @tool(permission="read_only")
@@ -90,15 +160,15 @@ async def _median_ms(turn: Callable[[], Awaitable[None]]) -> float:
 
 def _bare(
     api: str, base_url: str, stream: bool, manager: ToolManager
-) -> tuple[Callable[[], Awaitable[None]], Any]:
-    """The bare client's call for ``api`` (and the client, to close), offering the manager's
-    tools as the API's export gives them (what the adapter sends)."""
+) -> tuple[Callable[[Any], Awaitable[None]], Any]:
+    """The bare client's call for ``api`` of the messages it is given (and the client, to
+    close), offering the manager's tools as the API's export gives them (what the adapter
+    sends)."""
     root = base_url.removesuffix("/v1")
     if api == "chat":
         openai_client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
 
-        async def chat() -> None:
-            messages: Any = [{"role": "user", "content": "hello"}]
+        async def chat(messages: Any) -> None:
             tools: Any = manager.get_openai_tools()
             if not stream:
                 await openai_client.chat.completions.create(
@@ -119,9 +189,8 @@ def _bare(
     if api == "responses":
         responses_client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
 
-        async def responses() -> None:
+        async def responses(asked: Any) -> None:
             tools: Any = manager.get_responses_tools()
-            asked: Any = [{"role": "user", "content": "hello"}]
             if not stream:
                 await responses_client.responses.create(model="m", input=asked, tools=tools)
                 return
@@ -135,8 +204,7 @@ def _bare(
     if api == "anthropic":
         anthropic_client = AsyncAnthropic(base_url=root, api_key="bench", max_retries=0)
 
-        async def messages() -> None:
-            asked: Any = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+        async def messages(asked: Any) -> None:
             tools: Any = manager.get_anthropic_tools()
             if not stream:
                 await anthropic_client.messages.create(
@@ -152,9 +220,8 @@ def _bare(
         return messages, anthropic_client
     gemini_client = genai.Client(api_key="bench", http_options={"base_url": root})
 
-    async def gemini() -> None:
+    async def gemini(asked: Any) -> None:
         models = gemini_client.aio.models
-        asked: Any = [{"role": "user", "parts": [{"text": "hello"}]}]
         config: Any = {
             "tools": [{"function_declarations": manager.get_gemini_tools()}],
             "automatic_function_calling": {"disable": True},
@@ -177,11 +244,15 @@ async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, 
     agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
     manager = ToolManager()
     manager.register_tool(lookup)
-    bare, client = _bare(api, server.base_url, stream, manager)
+    call, client = _bare(api, server.base_url, stream, manager)
+    asked = _ASKED[api]
 
-    async def bare_two_calls() -> None:
-        await bare()
-        await bare()
+    async def bare() -> None:
+        await call(asked["text"])
+
+    async def bare_two_calls() -> None:  # the tool turn's two requests
+        await call(asked["task"])
+        await call(asked["answered"])
 
     def streamed(text: str) -> Callable[[], Awaitable[None]]:
         messages = [{"role": "user", "content": text}]
@@ -324,11 +395,15 @@ async def _sagents_side(base_url: str, stream: bool) -> dict[str, float]:
     agent = SAgent(model=model, run_script=False)
     manager = ToolManager()
     manager.register_tool(lookup)
-    bare, client = _bare("chat", base_url, stream, manager)
+    call, client = _bare("chat", base_url, stream, manager)
+    asked = _ASKED["chat"]
 
-    async def bare_two_calls() -> None:
-        await bare()
-        await bare()
+    async def bare() -> None:
+        await call(asked["text"])
+
+    async def bare_two_calls() -> None:  # the tool turn's two requests
+        await call(asked["task"])
+        await call(asked["answered"])
 
     def agent_turn(text: str) -> Callable[[], Awaitable[None]]:
         messages = [{"role": "user", "content": text}]
