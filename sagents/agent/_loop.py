@@ -671,8 +671,9 @@ class SAgent:
                     end_span(current)
             paused = run.paused if reason == "interrupted" else None
             run.paused = paused
-            with anyio.CancelScope(shield=True):
-                await self._save(run)
+            if paused is not None or self._link.given:  # something to keep in the store
+                with anyio.CancelScope(shield=True):
+                    await self._save(run)
             history = list(state.history)
             if paused is not None:  # the calls settled so far after the waiting answer
                 history += [tool_message(i, c) for i, c in paused.settled.items()]
