@@ -23,6 +23,9 @@ APIs (with or without ``--count``).
 (selector waits) per turn, server included, on a loop that counts them: a deterministic figure
 of the task switching a turn costs, where CPU time varies with the machine's load.
 
+``--calls``: instead of CPU time, the Python calls per turn (``cProfile``'s count, server
+included): deterministic, and where the loop's own work shows apart from the task switching.
+
 ``--peers``: the same turns on Chat Completions for SAgent, the bare ``openai`` client,
 pydantic-ai's ``Agent`` and the OpenAI Agents SDK's ``Runner`` (``bench/setup-peers.sh``
 installs them into ``bench/.venv-peers``; they run in a child process of that venv,
@@ -34,8 +37,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import cProfile
 import json
 import os
+import pstats
 import selectors
 import statistics
 import sys
@@ -376,6 +381,25 @@ async def count() -> None:
             print(_row("", stream, {k: w for k, (_c, w) in counted.items()}, "7.0f"), flush=True)
 
 
+async def calls() -> None:
+    print(_HEADER + "   (Python calls per turn, cProfile, server included)")
+    for api in _apis():
+        for stream in (True, False):
+            async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
+                turns, client = await _turns(api, stream, server)
+                counted = {}
+                for name, turn in turns.items():
+                    profile = cProfile.Profile()
+                    profile.enable()
+                    for _ in range(TURNS):
+                        await turn()
+                    profile.disable()
+                    stats: Any = pstats.Stats(profile)  # total_calls: not in typeshed
+                    counted[name] = stats.total_calls / TURNS
+                await _close(client)
+            print(_row(api, stream, counted, "7.0f"), flush=True)
+
+
 PEERS_PYTHON = os.path.join(os.path.dirname(__file__), ".venv-peers", "bin", "python")
 PEERS_SCRIPT = os.path.join(os.path.dirname(__file__), "peers", "agent_loop_peers.py")
 
@@ -470,6 +494,8 @@ if __name__ == "__main__":
         anyio.run(_serve)
     elif "--peers" in sys.argv:
         anyio.run(peers)
+    elif "--calls" in sys.argv:
+        anyio.run(calls)
     elif "--count" in sys.argv:
         anyio.run(
             count, backend_options={"loop_factory": lambda: _CountingLoop(_CountingSelector())}
