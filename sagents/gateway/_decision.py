@@ -275,17 +275,6 @@ class CallDecider:
             return True
         return not await self._store.replica_alive(str(replica))
 
-    async def asker_gone(self, asker: str) -> bool:
-        """Whether the gateway process ``asker`` (``<replica id>/<boot id>``) that held a
-        console approval is gone: an earlier process of this one, or a replica whose lease
-        ran out."""
-        replica, _, boot = asker.partition("/")
-        if boot == self.boot:
-            return False
-        if self._store is None or replica == self._store.replica_id:
-            return True
-        return not await self._store.replica_alive(replica)
-
     async def _ask_console(
         self,
         ctx: ServerRequestContext[Any, Any],

@@ -46,6 +46,7 @@ __all__ = [
     "MAX_PENDING_PER_PRINCIPAL",
     "ApprovalRoute",
     "ConsoleScriptApprover",
+    "HeldCards",
     "PendingApproval",
     "PendingApprovals",
 ]
@@ -180,11 +181,42 @@ class _Waiting:
     client's call sent again still waits on it (and goes on with that answer)."""
 
 
-class PendingApprovals:
-    """The requests waiting for a console answer: in memory, and held in the store once
-    :meth:`use_store` gave one, so that a restart shows their cards again (:meth:`refresh`)."""
+def _as_is(card: Any) -> Any:
+    return card
 
-    def __init__(self, *, timeout_s: float = APPROVAL_TIMEOUT_S) -> None:
+
+@dataclass(frozen=True, kw_only=True)
+class HeldCards:
+    """Where :class:`PendingApprovals` holds its cards beyond this process, so that a restart
+    shows them again (:meth:`PendingApprovals.refresh`).
+
+    Attributes:
+        store: Where the cards are held (the gateway's store).
+        asker: This process (``<replica id>/<boot id>``).
+        gone: Whether the process that held a card (its ``asker``) is gone.
+        redact: Applied to a card before it is written (the gateway's known secrets); None:
+            the card as it is.
+    """
+
+    store: ApprovalStore
+    asker: str
+    gone: Callable[[str], Awaitable[bool]]
+    redact: Callable[[Any], Any] | None = None
+
+
+class PendingApprovals:
+    """The requests waiting for a console answer: in memory, and held in the store when
+    built with ``held``, so that a restart shows their cards again (:meth:`refresh`).
+
+    Args:
+        timeout_s: How long a request waits for an answer (then it is denied).
+        held: Where the cards are held beyond this process (built by
+            :meth:`sagents.gateway._process.GatewayProcess.held_cards`); None: in memory only.
+    """
+
+    def __init__(
+        self, *, timeout_s: float = APPROVAL_TIMEOUT_S, held: HeldCards | None = None
+    ) -> None:
         self._waiting: dict[str, _Waiting] = {}
         self._timeout_s = timeout_s
         self._changed = anyio.Event()
@@ -193,32 +225,14 @@ class PendingApprovals:
         self.answered: dict[str, int] = {}
         """How many requests ended with each answer (``allow_once``, ``allow_session``,
         ``deny``; ``timeout`` when nobody answered in time): the gateway's metrics."""
-        self._store: ApprovalStore | None = None
-        self._asker = ""
-        self._gone: Callable[[str], Awaitable[bool]] | None = None
-        self._redact: Callable[[Any], Any] = lambda card: card
-
-    def use_store(
-        self,
-        store: ApprovalStore,
-        *,
-        asker: str,
-        gone: Callable[[str], Awaitable[bool]],
-        redact: Callable[[Any], Any] | None = None,
-    ) -> None:
-        """Hold what waits in ``store`` from now on.
-
-        Args:
-            store: Where the cards are held (the gateway's store).
-            asker: This process (``<replica id>/<boot id>``).
-            gone: Whether the process that held a card (its ``asker``) is gone.
-            redact: Applied to a card before it is written (the gateway's known secrets).
-        """
-        self._store = store
-        self._asker = asker
-        self._gone = gone
-        if redact is not None:
-            self._redact = redact
+        self._store: ApprovalStore | None = held.store if held is not None else None
+        self._asker = held.asker if held is not None else ""
+        self._gone: Callable[[str], Awaitable[bool]] | None = (
+            held.gone if held is not None else None
+        )
+        self._redact: Callable[[Any], Any] = (
+            held.redact if held is not None and held.redact is not None else _as_is
+        )
 
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""

@@ -64,6 +64,7 @@ from sagents.gateway._forwarding import UpstreamForwarding
 from sagents.gateway._lifetime import DEFAULT_SESSION_IDLE_TIMEOUT_S
 from sagents.gateway._pending import ConsoleScriptApprover, PendingApprovals
 from sagents.gateway._policy import Profile
+from sagents.gateway._process import GatewayProcess
 from sagents.gateway._scripts import WORKSPACES_DIR, GatewayScripts
 from sagents.gateway._secrets import gateway_redactor, redacted_logs
 from sagents.gateway._server import Gateway
@@ -224,7 +225,12 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
                 manager.register_tool(tool)
             except ToolNameConflictError as error:
                 raise ConfigError(error.message, file=_file(config), key=key) from error
-        pending = PendingApprovals(timeout_s=config.approval_timeout_s)
+        # this process and its console approvals, held in the store: built before the
+        # script host's approver and the gateway that share them
+        process = GatewayProcess(store)
+        pending = PendingApprovals(
+            timeout_s=config.approval_timeout_s, held=process.held_cards(plan.redactor)
+        )
         scripts: GatewayScripts | None = GatewayScripts(
             hub=manager.progress_hub,
             workspaces=plan.workspaces,
@@ -248,6 +254,7 @@ async def open_configured_gateway(plan: GatewayPlan) -> AsyncIterator[Configured
             store=store,
             scripts=scripts,
             pending=pending,
+            process=process,
             upstream_logins=upstream_logins,
         )
         yield await stack.enter_async_context(gateway)
@@ -273,7 +280,8 @@ class ConfiguredGateway(Gateway):
         store: The open store (tasks, approvals, audit).
         scripts: The open run_script host, or None (not offered).
         pending: The approvals waiting for the web console (the script host's approver
-            shares it).
+            shares it), held in ``store`` for ``process``.
+        process: This process over ``store`` (its boot id); None: a new one.
         upstream_logins: The ``"auth": "oauth"`` servers' logins, or None.
 
     Raises:
@@ -288,6 +296,7 @@ class ConfiguredGateway(Gateway):
         store: GatewayStore,
         scripts: GatewayScripts | None,
         pending: PendingApprovals,
+        process: GatewayProcess | None = None,
         upstream_logins: UpstreamLogins | None = None,
     ) -> None:
         settings = plan.settings
@@ -343,6 +352,7 @@ class ConfiguredGateway(Gateway):
             upstream=self.forwarding,
             approvals=settings.approvals,
             pending=pending,
+            process=process,
             tool_search=ToolSearch(plan.tool_ranker)
             if settings.tool_search and plan.tool_ranker is not None
             else None,

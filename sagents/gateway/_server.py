@@ -28,7 +28,6 @@ import json
 import logging
 import math
 import time
-import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
@@ -75,6 +74,7 @@ from sagents.gateway._offer import ScriptHost, SessionOffer
 from sagents.gateway._pending import ApprovalRoute, PendingApprovals
 from sagents.gateway._pipeline import CallPipeline
 from sagents.gateway._policy import Profile
+from sagents.gateway._process import GatewayProcess
 from sagents.gateway._request_state import ApprovalStates, request_state_boundary
 from sagents.gateway._seams import ProgressSource, ResourceSource
 from sagents.gateway._sessions import GatewaySession, GatewaySessions, ServingRules
@@ -145,7 +145,10 @@ class Gateway(Lifespan):
         approvals: Who is asked when no ``approver`` is given: ``elicitation`` (the client),
             ``console`` (the web console, :attr:`pending`) or ``both`` (first answer wins).
         pending: Where approvals wait for the console (shared with run_script's console
-            approver); a new one when None.
+            approver), built complete: with a store, over ``process.held_cards(...)`` so that
+            its cards outlive a restart; None: a new one, so built.
+        process: This process among the gateway's earlier processes and the store's replicas
+            (its boot id), over ``store``; None: a new one.
         tool_search: Tool-search mode (:mod:`sagents.gateway._tool_search`): list
             ``search_tools`` and ``tool_expand_tools``, then only the expanded tools; None
             lists every offered tool.
@@ -193,6 +196,7 @@ class Gateway(Lifespan):
         upstream: UpstreamForwarding | None = None,
         approvals: ApprovalRoute = "elicitation",
         pending: PendingApprovals | None = None,
+        process: GatewayProcess | None = None,
         tool_search: ToolSearch | None = None,
         session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
         approval_timeout_s: float = APPROVAL_TIMEOUT_S,
@@ -227,8 +231,13 @@ class Gateway(Lifespan):
         self.upstream = upstream
         self.tool_search = tool_search
         self.approvals: ApprovalRoute = approvals
+        # this process among the gateway's earlier processes and replicas: made before the
+        # parts that name it (the decider, the console's held cards)
+        process = process if process is not None else GatewayProcess(store)
         self.pending = (
-            pending if pending is not None else PendingApprovals(timeout_s=approval_timeout_s)
+            pending
+            if pending is not None
+            else PendingApprovals(timeout_s=approval_timeout_s, held=process.held_cards(redactor))
         )
         """Approvals waiting for the web console (docs/console.md)."""
         self.task_store = task_store
@@ -238,7 +247,6 @@ class Gateway(Lifespan):
         self.replica_id: str | None = None
         """This process's name among replicas of a shared store; None when not replicated."""
 
-        boot = uuid.uuid4().hex  # this process: tells an approval asked before a restart
         # The store first: its tasks, approvals and keys are what the parts below are built on.
         approval_store: ApprovalStore
         state_key = approval_key = session_key = None
@@ -291,15 +299,8 @@ class Gateway(Lifespan):
             store=store,
             approval_key=approval_key,
             replica_id=self.replica_id,
-            boot=boot,
+            boot=process.boot,
         )
-        if store is not None:  # the console's cards outlive a restart (docs/console.md)
-            self.pending.use_store(
-                store.approvals,
-                asker=f"{store.replica_id}/{boot}",
-                gone=self._decider.asker_gone,
-                redact=redactor.redact_json if redactor is not None else None,
-            )
         self._pipeline = CallPipeline(
             rules=self._rules,
             decider=self._decider,

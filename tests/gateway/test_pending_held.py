@@ -16,7 +16,7 @@ import pytest
 
 from sagents.core._secrets import Redactor
 from sagents.errors import StoreError
-from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.gateway._pending import HeldCards, PendingApproval, PendingApprovals
 from sagents.store._embedded import call_digest
 from sagents.store._held import HeldApproval
 from sagents.store._sqlite_approvals import SqliteApprovals
@@ -37,10 +37,9 @@ def store_of(tmp_path: Path) -> SqliteApprovals:
 
 
 def process(tmp_path: Path, asker: str, *, redactor: Redactor | None = None) -> PendingApprovals:
-    pending = PendingApprovals(timeout_s=600)
     redact = redactor.redact_json if redactor else None
-    pending.use_store(store_of(tmp_path), asker=asker, gone=gone, redact=redact)
-    return pending
+    held = HeldCards(store=store_of(tmp_path), asker=asker, gone=gone, redact=redact)
+    return PendingApprovals(timeout_s=600, held=held)
 
 
 def card(arguments: Mapping[str, object] = ARGUMENTS) -> PendingApproval:
@@ -221,8 +220,9 @@ async def test_a_2026_call_sent_again_while_its_answer_is_recorded_takes_that_an
     with anyio.fail_after(20):
         await left_by_a_killed_process(tmp_path, item, binding="client-b")
         store = SlowToSettle(tmp_path / "approvals.sqlite3")
-        restarted = PendingApprovals(timeout_s=600)
-        restarted.use_store(store, asker="local/new", gone=gone)
+        restarted = PendingApprovals(
+            timeout_s=600, held=HeldCards(store=store, asker="local/new", gone=gone)
+        )
         await restarted.refresh()
         async with anyio.create_task_group() as tg:
             answered, recorded = anyio.Event(), anyio.Event()
