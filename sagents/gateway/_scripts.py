@@ -72,6 +72,8 @@ logger = logging.getLogger(__name__)
 
 WORKSPACES_DIR = "workspaces"  # the default root under the data dir
 TASK_LOGS_DIR = "task-logs"  # <data dir>/task-logs/<session id>/: background tasks' logs
+RunStartWatcher = Callable[[str, str | None, str], None]
+"""Told ``(session id, tool call id, description)`` as a run_script call starts."""
 
 
 class GatewayScripts:
@@ -149,9 +151,7 @@ class GatewayScripts:
         self._lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stack = AsyncExitStack()
-        self.on_start: Callable[[str, str | None, str], None] | None = None
-        """Told ``(session id, tool call id, description)`` as each run_script call starts
-        (the web console shows the description of a live run); must not block."""
+        self._start_watchers: list[RunStartWatcher] = []
         self.aborted: list[str] = []
         """Records directories of runs a previous process left running, marked at start."""
 
@@ -231,6 +231,13 @@ class GatewayScripts:
         found.ended.set()
         await found.gone.wait()
 
+    def watch_starts(self, watcher: RunStartWatcher) -> None:
+        """Tell ``watcher`` of each run_script call that starts from now on, as
+        ``(session id, tool call id, description)`` (the web console shows the description of
+        a live run; it is built over the running gateway, so it subscribes, as it watches the
+        progress hub). A watcher must not block."""
+        self._start_watchers.append(watcher)
+
     @property
     def sandboxes_alive(self) -> int:
         """How many sessions hold a sandbox now (each its one; the spare started ahead of a
@@ -273,7 +280,6 @@ class GatewayScripts:
             tool_call_id: The call's id (progress events carry it).
         """
         session = await self._session(context)
-        session.tools.target = tools
         code = arguments.get("code")
         listed = arguments.get("tools") or []
         description = arguments.get("description") or ""
@@ -282,8 +288,8 @@ class GatewayScripts:
                 "invalid_arguments",
                 "run_script needs 'code' (a string) and 'tools' (a list of tool names)",
             )
-        if self.on_start is not None:
-            self.on_start(context.session_id, tool_call_id, str(description))
+        for watcher in list(self._start_watchers):
+            watcher(context.session_id, tool_call_id, str(description))
         return await session.tool.run(
             code,
             [str(name) for name in listed],
@@ -291,6 +297,7 @@ class GatewayScripts:
             tool_call_id=tool_call_id,
             decision=context.decision,  # the gateway decided before the call
             questioner=context.questioner,  # what the script's tools ask goes to this client
+            provider=_ScriptTools(tools, redactor=self._redactor),  # this call's offer
         )
 
     async def _session(self, context: SessionContext) -> _Session:
@@ -311,14 +318,13 @@ class GatewayScripts:
         self, context: SessionContext, *, task_status: anyio.abc.TaskStatus[_Session]
     ) -> None:
         workspace = self.workspaces.for_session(context.session_id)
-        tools = _SessionTools(redactor=self._redactor)
         ended, gone = anyio.Event(), anyio.Event()
         started = False
         try:
             async with (
                 create_sandbox("local", await self._sandbox_params(workspace, context)) as sandbox,
                 RunScriptTool(
-                    tools=tools,
+                    tools=_NO_TOOLS,  # each run is given its call's offer (see run)
                     session=context,
                     sandbox=sandbox,
                     runtime=self._runtime,
@@ -329,9 +335,7 @@ class GatewayScripts:
                     mark_interrupted=False,  # swept once at start, see __aenter__
                 ) as tool,
             ):
-                task_status.started(
-                    _Session(sandbox=sandbox, tool=tool, tools=tools, ended=ended, gone=gone)
-                )
+                task_status.started(_Session(sandbox=sandbox, tool=tool, ended=ended, gone=gone))
                 started = True
                 await ended.wait()
         except Exception:
@@ -374,12 +378,12 @@ class GatewayScripts:
         )
 
 
-@dataclass
-class _SessionTools(SpecProvider):
-    """What a session's scripts call: its offer for scripts, once a run_script call gave it
-    (a session whose sandbox a built-in tool opened first has none yet: nothing to call)."""
+@dataclass(frozen=True)
+class _ScriptTools(SpecProvider):
+    """What one run's script calls: the session's offer for scripts that the run_script call
+    gave (None: nothing), each result redacted."""
 
-    target: ToolProvider | None = None
+    target: ToolProvider | None
     redactor: Redactor | None = None
     """The secrets redacted from each result before the script, and its records, get it
     (docs/gateway.md, "Secrets")."""
@@ -394,11 +398,14 @@ class _SessionTools(SpecProvider):
         return self.redactor.result(result) if self.redactor else result
 
 
+_NO_TOOLS = _ScriptTools(None)
+"""A session's tool outside its runs: a run is given its call's offer."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Session:
     sandbox: Sandbox
     tool: RunScriptTool
-    tools: _SessionTools
     ended: anyio.Event
     """Set to end the session's task (its sandbox and tool close)."""
     gone: anyio.Event

@@ -295,6 +295,7 @@ class RunScriptTool(Lifespan):
         tool_call_id: str | None = None,
         decision: Decision | None = None,
         questioner: Questioner | None = None,
+        provider: ToolProvider | None = None,
     ) -> ToolResult:
         """Run a script; hand it off to the background past ``background_after_s``.
 
@@ -303,6 +304,8 @@ class RunScriptTool(Lifespan):
                 before the call); None: the pre-run check asks this tool's approver once.
             questioner: Who the script's tool calls ask: the calling call's
                 ``SessionContext.questioner``; None: the session's.
+            provider: What this run's script calls (a gateway session's offer for scripts,
+                given with each call); None: this tool's ``tools``.
 
         Returns:
             The model-facing result (``is_error`` unless the status is ``ok``; ``structured``
@@ -320,11 +323,12 @@ class RunScriptTool(Lifespan):
             decision=decision,
             questioner=questioner,
         )
+        offer = provider if provider is not None else self._tools
         if not self._hands_off:  # never handed off: no background registry in the way
-            return await self._call(request)
+            return await self._call(request, offer)
         session_id = self._session.session_id
         task_id = await self._tasks.start(
-            session_id, RUN_SCRIPT_TOOL_NAME, lambda: self._call(request)
+            session_id, RUN_SCRIPT_TOOL_NAME, lambda: self._call(request, offer)
         )
 
         async def on_done(info: TaskInfo) -> None:
@@ -337,7 +341,7 @@ class RunScriptTool(Lifespan):
             return handed_off_result(RUN_SCRIPT_TOOL_NAME, task_id)
         return result
 
-    async def _call(self, request: ScriptRequest) -> ToolResult:
+    async def _call(self, request: ScriptRequest, tools: ToolProvider) -> ToolResult:
         if self._tg is None:
             raise RuntimeError("RunScriptTool is not running; use 'async with RunScriptTool(...)'")
         if isinstance(self._audit, ReachableStore):
@@ -345,7 +349,7 @@ class RunScriptTool(Lifespan):
                 await self._audit.ensure_reachable()
             except StoreUnavailableError as error:
                 return ToolResult.from_exception(error)
-        handle: ScriptHandle = await self._tg.start(self._host, request)
+        handle: ScriptHandle = await self._tg.start(self._host, request, tools)
         try:
             result = await handle.wait()
         except anyio.get_cancelled_exc_class():
@@ -366,6 +370,7 @@ class RunScriptTool(Lifespan):
     async def _host(
         self,
         request: ScriptRequest,
+        tools: ToolProvider,
         *,
         task_status: anyio.abc.TaskStatus[ScriptHandle] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -406,8 +411,8 @@ class RunScriptTool(Lifespan):
                     self._hub.show_watchers(session_id, event)
 
             runner = ScriptRunner(
-                specs=self.callable_specs(),
-                call_tool=self._call_tool,
+                specs=script_callable_specs(tools.list_specs()),
+                call_tool=self._calls_under(None, tools=tools),
                 workspace=self._workspace,
                 runtime=self._runtime,
                 launcher=self._launcher,
@@ -419,7 +424,9 @@ class RunScriptTool(Lifespan):
                 on_progress=on_progress,
                 session_id=session_id,
                 on_output=on_output,
-                bind_decision=functools.partial(self._calls_under, questioner=request.questioner),
+                bind_decision=functools.partial(
+                    self._calls_under, questioner=request.questioner, tools=tools
+                ),
             )
             handle = ScriptHandle(script_id=new_script_id(), request=request)
             self._live[handle.script_id] = handle
@@ -429,16 +436,17 @@ class RunScriptTool(Lifespan):
             finally:
                 self._live.pop(handle.script_id, None)
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One call from a script, with no decision: the session's own policy step decides."""
-        return await self._calls_under(None)(name, arguments)
-
     def _calls_under(
-        self, decision: Decision | None, *, questioner: Questioner | None = None
+        self,
+        decision: Decision | None,
+        *,
+        tools: ToolProvider,
+        questioner: Questioner | None = None,
     ) -> CallTool:
-        """The call seam of one run: the same path as a direct call, its context carrying the
-        run's decision, so that nothing further down decides again, and the questioner of the
-        call that ran it (None: the session's)."""
+        """The call seam of one run over its ``tools``: the same path as a direct call, its
+        context carrying the run's decision (None: the session's own policy step decides), so
+        that nothing further down decides again, and the questioner of the call that ran it
+        (None: the session's)."""
         context = replace(
             self._session, decision=decision, questioner=questioner or self._session.questioner
         )
@@ -448,7 +456,7 @@ class RunScriptTool(Lifespan):
                 return ToolResult.from_exception(
                     NotAllowedError(f"{name!r} cannot be called from a script")
                 )
-            return await self._tools.run_tool(name, arguments, context)
+            return await tools.run_tool(name, arguments, context)
 
         return call_tool
 

@@ -535,3 +535,28 @@ async def test_a_run_that_cannot_be_handed_off_opens_task_groups_only_in_its_run
     # the spare sandbox started for the next run is the launcher's, not the run's
     of_the_run = sorted(name for name in created if not name.startswith("sagents.sandbox."))
     assert of_the_run == ["sagents.script._dispatcher:serve", "sagents.script._runner:_supervise"]
+
+
+async def test_a_run_given_its_own_tools_calls_those_not_the_sessions(setup: Setup) -> None:
+    """A run is given what its call may call (a gateway session's offer for that call): its
+    script sees and calls those tools, and the tool's own ``tools`` are not reached."""
+    async with ToolManager() as offered:
+
+        @tool(permission="read_only")
+        def offered_only(text: str) -> str:
+            """A tool only this run is given."""
+            return f"offered {text}"
+
+        offered.register_tool(offered_only)
+        offer = ToolProxy(offered)
+        only = "from agent_tools import call\nprint(call('offered_only', {'text': 'x'}))\n"
+        fleet = "from agent_tools import call\ncall('fleet__get', {'sn': 'A1'})\n"
+        async with setup.tool() as run_script:
+            with anyio.fail_after(60):
+                result = await run_script.run(only, [], "offered", provider=offer)
+                refused = await run_script.run(fleet, [], "not offered", provider=offer)
+    assert not result.is_error, result.text
+    assert "offered x" in result.text
+    assert refused.is_error
+    assert "no tool 'fleet__get' is available to this script" in refused.text
+    assert setup.fleet.calls == []

@@ -54,7 +54,7 @@ def console_for_gateway(
     if isinstance(hub, ProgressHub):
         hub.watch(live)
     if isinstance(gateway.scripts, GatewayScripts):
-        gateway.scripts.on_start = live.note_start
+        gateway.scripts.watch_starts(live.note_start)
     data_dir = default_data_dir()
     workspace = gateway.workspace
     if isinstance(workspace, Workspaces):
