@@ -57,7 +57,7 @@ from sagents.agent._chat_model import (
     Usage,
 )
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
-from sagents.agent._model import openai_retryable, openai_status_error
+from sagents.agent._openai_errors import openai_retryable, openai_status_error
 from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
