@@ -4,7 +4,7 @@ refusal for one that cannot."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ from mcp.client.session import ClientRequestContext
 from sagents.gateway import Gateway
 from sagents.gateway._questions import QUESTION_FRAME, questionnaire_form
 from sagents.gateway._seams import ProxyProvider
-from sagents.tool import ToolManager, ToolProxy
+from sagents.tool import ToolManager, ToolProxy, tool
 from sagents.tool.impl import QuestionnaireSettings, register_builtin_tools
 from sagents.tool.questions import Questionnaire
 from tests.gateway.test_server import error_code
@@ -37,7 +37,7 @@ QUESTIONS = {
 
 @asynccontextmanager
 async def gateway(
-    time_limit: float = 30.0, background_after_s: float | None = None
+    time_limit: float = 30.0, background_after_s: float | None = None, *extra: Callable[..., Any]
 ) -> AsyncIterator[Gateway]:
     manager = ToolManager()
     register_builtin_tools(
@@ -46,6 +46,8 @@ async def gateway(
         names=["questionnaire"],
         questionnaire=QuestionnaireSettings(timeout_seconds=time_limit),
     )
+    for added in extra:
+        manager.register_tool(added)
     provider = ProxyProvider(ToolProxy([manager], enforce_mode=False))
     async with Gateway(provider, background_after_s=background_after_s) as served:
         yield served
@@ -157,20 +159,43 @@ async def test_a_client_that_cannot_elicit_is_refused_clearly(era: str) -> None:
 
 
 async def test_a_questionnaire_is_never_handed_off_to_the_background() -> None:
-    async def slow_user(
-        context: ClientRequestContext, params: mt.ElicitRequestParams
-    ) -> mt.ElicitResult:
-        await anyio.sleep(0.5)  # the user takes longer than the hand-off delay
-        return mt.ElicitResult(
-            action="accept", content={"env": "prod", "checks": ["lint"], "replicas": 2}
-        )
+    answered = anyio.Event()
+    handed_off = anyio.Event()
 
-    with anyio.fail_after(30):
-        async with (
-            gateway(background_after_s=0.05) as served,
-            Client(served.server, mode="legacy", elicitation_callback=slow_user) as c,
-        ):
-            result = await c.call_tool("questionnaire", QUESTIONS)
+    @tool(
+        name="wait", description="Wait until the questionnaire is answered.", permission="read_only"
+    )
+    async def wait() -> str:
+        await answered.wait()
+        return "waited"
+
+    async def call_wait(other: Client) -> None:
+        result = await other.call_tool("wait", {})
+        assert "continues in the background" in _text(result)
+        handed_off.set()
+
+    async with anyio.create_task_group() as tg:
+
+        async def slow_user(
+            context: ClientRequestContext, params: mt.ElicitRequestParams
+        ) -> mt.ElicitResult:
+            # the user answers only once a call made after the questionnaire's own was handed
+            # off: the hand-off delay has passed for the questionnaire too
+            tg.start_soon(call_wait, other)
+            await handed_off.wait()
+            return mt.ElicitResult(
+                action="accept", content={"env": "prod", "checks": ["lint"], "replicas": 2}
+            )
+
+        with anyio.fail_after(30):
+            async with (
+                gateway(30.0, 0.05, wait) as served,
+                Client(served.server, mode="legacy", elicitation_callback=slow_user) as c,
+                Client(served.server, mode="legacy") as other,
+            ):
+                result = await c.call_tool("questionnaire", QUESTIONS)
+                answered.set()  # the handed-off call ends before the gateway closes
+    assert handed_off.is_set()
     assert result.is_error is False, _text(result)
     assert result.structured_content is not None
     assert result.structured_content["status"] == "answered"

@@ -12,7 +12,9 @@ Run as ``python fault_server.py MODE [MODE...]`` over stdio, or build in-process
   ``paged_empty``: page 3 answers with an empty-string cursor;
 - ``bad_schemas``: also list tools with unusable input schemas.
 
-Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang``, ``was_cancelled``,
+Tools: ``echo``, ``add`` (read-only), ``die`` (exits mid-call), ``hang`` (reports progress once
+when it has started, to a caller that sent a progress token, then waits until cancelled),
+``was_cancelled`` (whether a ``hang`` was cancelled, waiting for it up to 20 s),
 ``progress``, ``progress_token`` (whether the call carried a progress token), ``content``,
 ``structured_only``, ``error_empty``, ``jsonrpc_error``, ``big`` (5 MB), ``add_tool`` (adds
 ``extra`` and publishes a tools-changed event), ``pid``, ``die_once``
@@ -44,6 +46,7 @@ TEXT_ARG: dict[str, Any] = {
     "required": ["text"],
 }
 PAGE = 7
+WAS_CANCELLED_BOUND_S = 20.0  # generous: under load a cancellation takes its time to arrive
 
 
 def _tool(name: str, schema: dict[str, Any] | None = None, **kw: Any) -> types.Tool:
@@ -135,11 +138,14 @@ def build_server(modes: set[str], on_hang: Callable[[], None] | None = None) -> 
             if on_hang is not None:
                 on_hang()
             try:
+                # a caller that sent a progress token learns that the call has arrived
+                await ctx.session.report_progress(0, None, "hanging")
                 await anyio.sleep_forever()
             finally:
                 cancelled.set()
         if name == "was_cancelled":
-            with anyio.move_on_after(5):
+            # waits for the cancellation of a hang; the bound only ends a test gone wrong
+            with anyio.move_on_after(WAS_CANCELLED_BOUND_S):
                 await cancelled.wait()
             return types.CallToolResult(content=[types.TextContent(text=str(cancelled.is_set()))])
         if name == "progress":
