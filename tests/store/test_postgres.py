@@ -15,6 +15,7 @@ import pytest
 from sagents.audit._store import AuditEntry
 from sagents.errors import StoreSchemaError, StoreUnavailableError
 from sagents.store import parse_store_url
+from sagents.store._embedded import call_digest
 from sagents.store._migrations import SCHEMA_VERSION
 from sagents.store._postgres import LEASE_REASON, PostgresStore
 from tests.postgres_server import PostgresServer
@@ -270,4 +271,30 @@ async def test_pending_state_of_a_session_is_found_through_its_index(postgres_ur
         plan = " ".join(str(row[0]) for row in await cursor.fetchall())
     assert found == "st-2"
     assert "sagents_run_states_session" in plan, plan
+    assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]
+
+
+async def test_pending_approvals_a_database_at_version_7_holds_are_removed_by_migration_8(
+    postgres_url: str,
+) -> None:
+    """Before migration 8 a pending approval's row held a bare SHA-256 of tool and arguments
+    (whoever reads the table could test guesses of an argument); the rows written so are
+    removed (each approval is asked again) and the ones written now are keyed."""
+    async with replica(postgres_url, "a"):
+        pass
+    bare = call_digest("t", {"token": "s3cr3t"})
+    await _sql(
+        postgres_url,
+        "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
+        "VALUES ('n1', 's1', %s, now() + interval '10 minutes')",
+        bare,
+    )
+    await _sql(postgres_url, "UPDATE sagents_schema SET version = 7")
+    async with replica(postgres_url, "a") as store:
+        spent = await store.approvals.redeem('{"nonce": "n1"}', "s1", "t", {"token": "s3cr3t"})
+        await store.approvals.issue("s1", "t", {"token": "s3cr3t"})
+    calls = await _sql(postgres_url, "SELECT call FROM sagents_pending_approvals")
+    assert spent is False
+    assert len(calls) == 1
+    assert (bare,) not in calls
     assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]
