@@ -51,7 +51,7 @@ from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
 from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._location import StoreLocation
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
-from sagents.store._postgres_db import Database, insert_audit
+from sagents.store._postgres_db import STORE_SECRET, Database, insert_audit
 from sagents.store._postgres_records import (
     PostgresAgents,
     PostgresApprovals,
@@ -335,7 +335,7 @@ class PostgresStore:
         except PoolTimeout as error:
             raise self._unavailable(str(error)) from error
         try:
-            self.secret = await self._secret("request_state_key")
+            self.secret = await self._db.secret(STORE_SECRET)
             await self._beat()
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -417,19 +417,6 @@ class PostgresStore:
                 await connection.execute(
                     "UPDATE sagents_schema SET version = %s", (SCHEMA_VERSION,)
                 )
-
-    async def _secret(self, name: str) -> bytes:
-        """The shared secret ``name`` (32 random bytes, created by the first replica)."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_secrets (name, value) VALUES (%s, %s) "
-                "ON CONFLICT (name) DO NOTHING",
-                (name, secrets.token_bytes(32)),
-            )
-            cursor = await db.execute("SELECT value FROM sagents_secrets WHERE name = %s", (name,))
-            row = await cursor.fetchone()
-        assert row is not None
-        return bytes(row[0])
 
     async def _beat(self) -> None:
         async with self._db.connection() as db:
