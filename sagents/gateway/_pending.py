@@ -177,8 +177,22 @@ class _Waiting:
     call: str = ""
     expires_at: float = math.inf
     recording: bool = False
-    """A restored card whose answer the store is recording: not shown, not answerable, but a
-    client's call sent again still waits on it (and goes on with that answer)."""
+    """A card whose answer the store is recording: not shown, not answerable, but a client's
+    call sent again still waits on it (and goes on with that answer)."""
+    held: bool = False
+    """Its row is in the store (a restart would show it again until it is removed)."""
+
+    @classmethod
+    def restored_from(cls, held: HeldApproval) -> _Waiting:
+        """The card a gone process held, shown again.
+
+        Raises:
+            KeyError, TypeError, ValueError: not a card this release wrote.
+        """
+        card = PendingApproval.from_stored(json.loads(held.card), resumable=bool(held.binding))
+        return cls(
+            item=card, binding=held.binding, call=held.call, expires_at=held.expires_at, held=True
+        )
 
 
 def _as_is(card: Any) -> Any:
@@ -266,10 +280,7 @@ class PendingApprovals:
                     continue
                 if h.asker == self._asker or not await self._gone(h.asker):
                     continue
-                item = PendingApproval.from_stored(json.loads(h.card), resumable=bool(h.binding))
-                restored.append(
-                    _Waiting(item=item, binding=h.binding, call=h.call, expires_at=h.expires_at)
-                )
+                restored.append(_Waiting.restored_from(h))
         except StoreError as error:
             logger.warning("the console's held approvals are not readable now: %s", error)
             return
@@ -286,7 +297,9 @@ class PendingApprovals:
                 self._notify(waiting.item.session_id)
 
     def answer(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
-        """Answer one request whose call waits in this process; the call goes on at once.
+        """Answer one request whose call waits in this process; the call goes on at once, and
+        its card is removed from the store after (:meth:`settle` removes it first, so that an
+        answer is never shown again after a restart: what the console uses).
 
         Args:
             approval_id: The request.
@@ -306,8 +319,7 @@ class PendingApprovals:
             return False
         if waiting.done.is_set() or waiting.item.restored or waiting.recording:
             return False  # the client answered first (``both``); the call goes on with that
-        if answer == "allow_session" and not waiting.item.rememberable:
-            raise ValueError("'Allow for this session' is not offered for this request")
+        _check_offered(waiting.item, answer)
         waiting.answer = answer
         del self._waiting[approval_id]
         waiting.done.set()
@@ -315,23 +327,26 @@ class PendingApprovals:
         return True
 
     async def settle(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
-        """Answer one request, whether its call waits here (:meth:`answer`) or its card was
-        restored after a restart: then the answer is recorded once in the store (another
-        process or a second answer finds it answered), for the client to take when it sends
-        the call again (:attr:`PendingApproval.resumable`); otherwise nothing runs.
+        """Answer one request, whether its call waits here or its card was restored after a
+        restart: then the answer is recorded once in the store (another process or a second
+        answer finds it answered), for the client to take when it sends the call again
+        (:attr:`PendingApproval.resumable`); otherwise nothing runs. A call waiting here goes
+        on once its card is removed from the store, so that a restart never shows an answered
+        card again.
 
         Returns:
             False when no such request waits for ``by``.
 
         Raises:
             ValueError: ``allow_session`` for a request that does not offer it.
-            StoreError: the store could not record the answer (the card is shown again).
+            StoreError: the store could not record the answer, or remove the card of a call
+                waiting here (the card is shown again; a waiting call keeps waiting).
         """
         waiting = self._waiting.get(approval_id)
-        if waiting is None or not waiting.item.restored or waiting.recording:
-            return self.answer(approval_id, answer, by=by)
-        if by is not None and waiting.item.owner != by:
+        if waiting is None or waiting.recording or (by is not None and waiting.item.owner != by):
             return False
+        if not waiting.item.restored:
+            return await self._answer_held(waiting, answer, by=by)
         if answer == "allow_session":
             raise ValueError("'Allow for this session' is not offered for this request")
         assert self._store is not None
@@ -365,6 +380,28 @@ class PendingApprovals:
                 else "its client is gone, the call does not run",
             )
         return recorded
+
+    async def _answer_held(
+        self, waiting: _Waiting, answer: ApprovalAnswer, *, by: str | None
+    ) -> bool:
+        """:meth:`answer`, after removing the card from the store: the removal is what makes
+        the answer durable (a card left there would be shown again after a restart, answered
+        already and its call gone on)."""
+        approval_id = waiting.item.approval_id
+        if not waiting.held or waiting.done.is_set():
+            return self.answer(approval_id, answer, by=by)
+        _check_offered(waiting.item, answer)
+        assert self._store is not None  # held: written there
+        waiting.recording = True  # hidden while it is removed: a second answer finds none
+        self._notify(waiting.item.session_id)
+        try:
+            await self._store.release(approval_id)
+        except StoreError:
+            waiting.recording = False
+            self._notify(waiting.item.session_id)
+            raise
+        waiting.recording, waiting.held = False, False
+        return self.answer(approval_id, answer, by=by)
 
     def _restored(self, item: PendingApproval, binding: str, call: str) -> _Waiting | None:
         """A restored card of the same client and call that nobody answered: the call the
@@ -403,6 +440,8 @@ class PendingApprovals:
             logger.warning(
                 "approval %s waits in memory only (a restart ends it): %s", item.approval_id, error
             )
+        else:
+            waiting.held = True
 
     async def _release(self, approval_id: str) -> None:
         if self._store is None:
@@ -477,8 +516,14 @@ class PendingApprovals:
         finally:
             if self._waiting.pop(item.approval_id, None) is not None:
                 self._notify(item.session_id)
-            await self._release(item.approval_id)
+            if waiting.held:  # no answer in time, the client's, or a cancelled call
+                await self._release(item.approval_id)
         return answer
+
+
+def _check_offered(item: PendingApproval, answer: ApprovalAnswer) -> None:
+    if answer == "allow_session" and not item.rememberable:
+        raise ValueError("'Allow for this session' is not offered for this request")
 
 
 class ConsoleScriptApprover:
