@@ -247,6 +247,8 @@ class PendingApprovals:
         self._redact: Callable[[Any], Any] = (
             held.redact if held is not None and held.redact is not None else _as_is
         )
+        if self._store is not None:  # answers another replica's console gave
+            self._store.on_settled(self._settled_elsewhere)
 
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""
@@ -403,6 +405,32 @@ class PendingApprovals:
         waiting.recording, waiting.held = False, False
         return self.answer(approval_id, answer, by=by)
 
+    async def _settled_elsewhere(self, approval_id: str) -> None:
+        """Another gateway process recorded the answer of a held card: shown here, the card
+        leaves the console; a client's call waiting here on it (or on a card of the same client
+        and call) takes the answer and goes on."""
+        shown = self._waiting.get(approval_id)
+        if shown is not None and shown.item.restored and not shown.recording:
+            del self._waiting[approval_id]
+            self._notify(shown.item.session_id)
+        for waiting in list(self._waiting.values()):
+            if waiting.binding and not waiting.item.restored:
+                await self._take_recorded(waiting)
+
+    async def _take_recorded(self, waiting: _Waiting) -> None:
+        """Let the call waiting on ``waiting`` go on with the answer recorded in the store for
+        its client and call (:meth:`ApprovalStore.take`), if there is one."""
+        if self._store is None or waiting.done.is_set():
+            return
+        try:
+            recorded = await self._store.take(waiting.binding, waiting.call)
+        except StoreError as error:  # it waits on: a later answer, or its timeout
+            logger.warning("a recorded answer could not be taken now: %s", error)
+            return
+        if recorded is not None and not waiting.done.is_set():
+            waiting.answer = "allow_once" if recorded == "allow_once" else "deny"
+            waiting.done.set()
+
     def _restored(self, item: PendingApproval, binding: str, call: str) -> _Waiting | None:
         """A restored card of the same client and call that nobody answered: the call the
         client sends again waits on it."""
@@ -496,6 +524,8 @@ class PendingApprovals:
             self._notify(item.session_id)
         answer: ApprovalAnswer = "deny"
         try:
+            if binding:  # recorded elsewhere since the caller looked? (heard from now on)
+                await self._take_recorded(waiting)
             with anyio.move_on_after(max(0.0, waiting.expires_at - time.time())):
                 async with anyio.create_task_group() as tg:
 

@@ -31,7 +31,7 @@ from sagents.store._fair import FairMap
 from sagents.store._held import HeldApproval, MemoryHeld
 from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
-from sagents.store._protocols import CancelHandler
+from sagents.store._protocols import CancelHandler, SettledHandler
 
 __all__ = [
     "MAX_PENDING_APPROVALS",
@@ -204,6 +204,9 @@ class MemoryApprovals:
     async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
         return self._held.take(binding, call)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """Nothing to hear: one process records and takes its own answers."""
 
 
 class SqliteTasks:

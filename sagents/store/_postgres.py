@@ -15,6 +15,9 @@ One :class:`PostgresStore` per gateway process (a *replica*), all on one databas
 - cancellation across replicas: ``script_cancel`` on replica B of a task that replica A runs
   sends ``NOTIFY sagents_cancel`` with the task id; A ``LISTEN``\\s on a connection of its own
   and cancels the task (its end is written to the store as usual);
+- answers across replicas: an answer recorded for a held console approval sends ``NOTIFY
+  sagents_approval`` (:mod:`sagents.store._postgres_held`); the same listener hears it, and the
+  replica whose call waits on that card takes the answer;
 - secrets shared by the replicas (the ``requestState`` sealing key, the key that derives the
   session ids of 2026-07-28 clients), created by the first replica that needs them.
 
@@ -52,6 +55,7 @@ from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._location import StoreLocation
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from sagents.store._postgres_db import STORE_SECRET, Database, insert_audit
+from sagents.store._postgres_held import APPROVAL_CHANNEL
 from sagents.store._postgres_records import (
     PostgresAgents,
     PostgresApprovals,
@@ -478,8 +482,9 @@ class PostgresStore:
             self._tg.start_soon(self.tasks.cancel_requested, task_id)
 
     async def _listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Receive cancel requests on a connection of its own (reconnecting with backoff when
-        it drops: the database restarted)."""
+        """Receive cancel requests and recorded answers on a connection of its own
+        (reconnecting with backoff when it drops: the database restarted; what was sent
+        meanwhile is not heard, and a call waiting on an answer is denied at its timeout)."""
         started = False
         delay = LISTEN_BACKOFF_S[0]
         while True:
@@ -489,6 +494,7 @@ class PostgresStore:
                 )
                 async with connection:
                     await connection.execute(f"LISTEN {CANCEL_CHANNEL}")
+                    await connection.execute(f"LISTEN {APPROVAL_CHANNEL}")
                     if not started:
                         started = True
                         task_status.started()
@@ -497,8 +503,11 @@ class PostgresStore:
                     delay = LISTEN_BACKOFF_S[0]
                     async for notify in connection.notifies():
                         assert self._tg is not None  # this task runs in it
-                        # each cancel waits for its task to end: not in the listener's way
-                        self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
+                        # each waits (a cancel for its task to end): not in the listener's way
+                        if notify.channel == APPROVAL_CHANNEL:
+                            self._tg.start_soon(self.approvals.settled_elsewhere, notify.payload)
+                        else:
+                            self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
             except (psycopg.Error, OSError) as error:
                 if not started:
                     raise self._unavailable(str(error)) from error

@@ -26,6 +26,7 @@ from sagents.store._logins import SealedLogin
 from sagents.store._pins import ToolPin, definition_digest, pin_of
 from sagents.store._postgres_db import STORE_SECRET, Database
 from sagents.store._postgres_held import PostgresHeld
+from sagents.store._protocols import SettledHandler
 
 __all__ = ["PostgresAgents", "PostgresApprovals", "PostgresLogins", "PostgresPins"]
 
@@ -39,6 +40,7 @@ class PostgresApprovals:
         self.ttl_s = ttl_s
         self._held = PostgresHeld(database)
         self._key: bytes | None = None
+        self._on_settled: SettledHandler | None = None
 
     async def _call(self, tool: str, arguments: Mapping[str, Any]) -> str:
         """The pending approval's digest of the call, keyed with the replicas' approval key
@@ -119,6 +121,16 @@ class PostgresApprovals:
     async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
         return await self._held.take(binding, call)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """See ``ApprovalStore.on_settled``."""
+        self._on_settled = handler
+
+    async def settled_elsewhere(self, approval_id: str) -> None:
+        """An answer was recorded (heard by :meth:`PostgresStore._listen`, from any replica,
+        this one too)."""
+        if self._on_settled is not None:
+            await self._on_settled(approval_id)
 
 
 _PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"

@@ -33,6 +33,7 @@ import anyio
 from sagents.audit._store import connect_private, sqlite_store_error
 from sagents.errors import StoreError
 from sagents.store._held import HeldApproval
+from sagents.store._protocols import SettledHandler
 
 __all__ = ["APPROVALS_FILE", "GATEWAY_KEY_FILE", "SqliteApprovals", "gateway_key"]
 
@@ -291,6 +292,10 @@ class SqliteApprovals:
             return str(row[1])
 
         return await self._run(take)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """Nothing to hear: the embedded store serves one gateway process, which hears its
+        own answers directly."""
 
 
 def _held(row: tuple[Any, ...]) -> HeldApproval:

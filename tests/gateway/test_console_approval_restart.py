@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as mt
 import pytest
@@ -146,6 +147,24 @@ async def until_sent_again(http: httpx2.AsyncClient, base: str) -> str:
     raise AssertionError("the console's event stream ended")
 
 
+class SentAgain:
+    """The client's ``fault__echo`` call with :data:`ARGUMENTS`, sent again in ``tg``."""
+
+    def __init__(self, tg: anyio.abc.TaskGroup, mcp: Client) -> None:
+        self._answered = anyio.Event()
+        self._results: list[object] = []
+        tg.start_soon(self._send, mcp)
+
+    async def _send(self, mcp: Client) -> None:
+        self._results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
+        self._answered.set()
+
+    async def result(self) -> object:
+        """Its result, once answered (the caller bounds the wait)."""
+        await self._answered.wait()
+        return self._results[0]
+
+
 def text_of(result: object) -> list[str]:
     assert isinstance(result, mt.CallToolResult), result
     return [c.text for c in result.content if isinstance(c, mt.TextContent)]
@@ -238,20 +257,13 @@ async def test_a_2026_call_sent_again_after_a_restart_waits_on_its_card_and_runs
         async with restarted(tmp_path, "", asked) as restart:
             second, http, base = restart.gateway, restart.http, restart.base
             async with client(second.url) as mcp, anyio.create_task_group() as tg:
-                results: list[object] = []
-                answered = anyio.Event()
-
-                async def call_again() -> None:
-                    results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
-                    answered.set()
-
-                tg.start_soon(call_again)
+                sent = SentAgain(tg, mcp)
                 page = await until_sent_again(http, base)
                 allowed = await answer(http, base, asked, "allow_once")
-                await answered.wait()
+                result = await sent.result()
     assert asked in page  # the same card: the call sent again did not ask twice
     assert allowed.status_code == 303
-    assert text_of(results[0]) == ["after the restart"]
+    assert text_of(result) == ["after the restart"]
 
 
 async def test_a_2026_call_sent_again_to_another_replica_runs_once_answered_in_a_third_ones_console(
@@ -269,20 +281,13 @@ async def test_a_2026_call_sent_again_to_another_replica_runs_once_answered_in_a
             client(on_c.gateway.url) as mcp,
             anyio.create_task_group() as tg,
         ):
-            results: list[object] = []
-            answered = anyio.Event()
-
-            async def call_again() -> None:
-                results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
-                answered.set()
-
-            tg.start_soon(call_again)
+            sent = SentAgain(tg, mcp)
             await until_sent_again(on_c.http, on_c.base)
             allowed = await answer(on_b.http, on_b.base, asked, "allow_once")
-            await answered.wait()
+            result = await sent.result()
             shown_on_c = await on_c.http.get(f"{on_c.base}/console/approvals")
     assert allowed.status_code == 303
-    assert text_of(results[0]) == ["after the restart"]
+    assert text_of(result) == ["after the restart"]
     assert asked not in shown_on_c.text
 
 

@@ -271,8 +271,9 @@ async def test_an_answer_whose_card_cannot_be_removed_is_refused_and_never_shown
     it, the answer is refused (the card stays, the call still waits), so a card shown again
     after a restart is always one whose call did not go on; once removed, nothing comes back."""
     store = FailingRelease(tmp_path / "approvals.sqlite3")
-    asked = PendingApprovals(timeout_s=600)
-    asked.use_store(store, asker="local/killed", gone=gone)
+    asked = PendingApprovals(
+        timeout_s=600, held=HeldCards(store=store, asker="local/killed", gone=gone)
+    )
     answers: list[str] = []
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from sagents.gateway._pending import PendingApproval, PendingApprovals
+from sagents.gateway._pending import HeldCards, PendingApproval, PendingApprovals
 from sagents.store import parse_store_url
 from sagents.store._embedded import call_digest
 from sagents.store._held import HeldApproval
@@ -35,9 +35,8 @@ async def gone(asker: str) -> bool:
 async def replica(url: str, name: str) -> AsyncIterator[PendingApprovals]:
     """One gateway replica's console approvals, on its own connection to the shared store."""
     async with PostgresStore(parse_store_url(url), replica_id=name) as store:
-        pending = PendingApprovals(timeout_s=600)
-        pending.use_store(store.approvals, asker=f"{name}/boot", gone=gone)
-        yield pending
+        held = HeldCards(store=store.approvals, asker=f"{name}/boot", gone=gone)
+        yield PendingApprovals(timeout_s=600, held=held)
 
 
 def card() -> PendingApproval:
