@@ -308,7 +308,7 @@ async def test_pending_state_of_a_session_is_found_through_its_index(postgres_ur
     assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]
 
 
-async def test_pending_approvals_a_database_at_version_7_holds_are_removed_by_migration_8(
+async def test_migration_8_removes_the_bare_digests_of_pending_approvals_a_version_7_database_holds(
     postgres_url: str,
 ) -> None:
     """Before migration 8 a pending approval's row held a bare SHA-256 of tool and arguments
