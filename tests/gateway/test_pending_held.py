@@ -306,3 +306,36 @@ async def test_an_answer_whose_card_cannot_be_removed_is_refused_and_never_shown
     assert shown_meanwhile == [item.approval_id]  # its call never went on: truthfully shown
     assert answers == ["allow_once"]
     assert after_restart.pending() == []
+
+
+async def test_an_answer_recorded_by_another_process_unheard_is_found_at_the_next_refresh(
+    tmp_path: Path,
+) -> None:
+    """An answer another process recorded without this one hearing of it (the embedded store
+    tells nobody; a replica's listener may be reconnecting): the next refresh (a load of the
+    approvals page) drops the answered card from this console, and the call waiting here on
+    it takes the answer."""
+    item = card()
+    call = call_digest("fleet__configure", ARGUMENTS)
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        waits_here = await restarted_after(tmp_path, item, binding="client-b")
+        shows_it = process(tmp_path, "local/shows")
+        await shows_it.refresh()
+        shown = [i.approval_id for i in shows_it.pending()]
+        answered_elsewhere = process(tmp_path, "local/other")
+        await answered_elsewhere.refresh()
+        async with anyio.create_task_group() as tg:
+
+            async def again() -> None:
+                answers.append(await waits_here.ask(card(), binding="client-b", call=call))
+
+            tg.start_soon(again)
+            while waits_here.pending()[0].restored:  # the call sent again waits on the card
+                await waits_here.changed()
+            assert await answered_elsewhere.settle(item.approval_id, "allow_once", by="alice")
+            await waits_here.refresh()
+            await shows_it.refresh()
+    assert shown == [item.approval_id]
+    assert answers == ["allow_once"]
+    assert shows_it.pending() == []
