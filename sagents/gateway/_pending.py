@@ -270,8 +270,11 @@ class PendingApprovals:
 
     async def refresh(self) -> None:
         """Show again the cards a gone gateway process held (a restart, or a replica whose
-        lease ran out) and that nobody answered yet; a store out of reach is logged, and
-        what is in memory stays."""
+        lease ran out) and that nobody answered yet; drop the restored cards another process
+        answered or removed since, and let a call waiting here take an answer recorded for it
+        (both heard at once from a store that tells, :meth:`ApprovalStore.on_settled`; this
+        catches what was not heard). A store out of reach is logged, and what is in memory
+        stays."""
         if self._store is None or self._gone is None:
             return
         try:
@@ -289,10 +292,17 @@ class PendingApprovals:
         except (KeyError, TypeError, ValueError) as error:  # written by another release
             logger.warning("a held approval could not be read: %r", error)
             return
-        now = time.time()
-        for approval_id, gone_by in list(self._waiting.items()):
-            if gone_by.item.restored and gone_by.expires_at <= now:  # expired unanswered
+        now, unanswered = time.time(), {h.approval_id for h in held if h.answer is None}
+        for approval_id, shown in list(self._waiting.items()):
+            # expired, or answered (or taken) elsewhere; one recorded here now is left to that
+            gone_by = shown.expires_at <= now or approval_id not in unanswered
+            if shown.item.restored and not shown.recording and gone_by:
                 del self._waiting[approval_id]
+                self._notify(shown.item.session_id)
+        recorded = {(h.binding, h.call) for h in held if h.answer is not None and h.binding}
+        for waiting in list(self._waiting.values()):
+            if not waiting.item.restored and (waiting.binding, waiting.call) in recorded:
+                await self._take_recorded(waiting)
         for waiting in restored:
             if waiting.item.approval_id not in self._waiting:
                 self._waiting[waiting.item.approval_id] = waiting

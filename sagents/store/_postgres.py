@@ -484,7 +484,7 @@ class PostgresStore:
     async def _listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Receive cancel requests and recorded answers on a connection of its own
         (reconnecting with backoff when it drops: the database restarted; what was sent
-        meanwhile is not heard, and a call waiting on an answer is denied at its timeout)."""
+        meanwhile is not heard: the console's next refresh finds a recorded answer)."""
         started = False
         delay = LISTEN_BACKOFF_S[0]
         while True:
