@@ -40,7 +40,7 @@ from sagents.gateway._pending import ApprovalRoute, PendingApproval, PendingAppr
 from sagents.gateway._restart import RESTART_REASON
 from sagents.gateway._sessions import GatewaySession
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
-from sagents.store._embedded import call_digest
+from sagents.store._embedded import call_digest, keyed_call_digest
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore
 from sagents.tool._approval import (
@@ -254,10 +254,9 @@ class CallDecider:
         """What a held console approval is bound to besides its client: the tool and its
         arguments, digested with the approval key when there is one, so that the row in the
         store cannot confirm a guess of an argument (a secret redacted from the card)."""
-        digest = call_digest(tool, arguments)
         if self._approval_key is None:
-            return digest
-        return hmac.new(self._approval_key, digest.encode(), hashlib.sha256).hexdigest()
+            return call_digest(tool, arguments)
+        return keyed_call_digest(self._approval_key, tool, arguments)
 
     async def _asked_before_restart(self, state: str | None) -> bool:
         """Whether the (sealed, so genuine) ``requestState`` was issued by a gateway process

@@ -177,8 +177,22 @@ class _Waiting:
     call: str = ""
     expires_at: float = math.inf
     recording: bool = False
-    """A restored card whose answer the store is recording: not shown, not answerable, but a
-    client's call sent again still waits on it (and goes on with that answer)."""
+    """A card whose answer the store is recording: not shown, not answerable, but a client's
+    call sent again still waits on it (and goes on with that answer)."""
+    held: bool = False
+    """Its row is in the store (a restart would show it again until it is removed)."""
+
+    @classmethod
+    def restored_from(cls, held: HeldApproval) -> _Waiting:
+        """The card a gone process held, shown again.
+
+        Raises:
+            KeyError, TypeError, ValueError: not a card this release wrote.
+        """
+        card = PendingApproval.from_stored(json.loads(held.card), resumable=bool(held.binding))
+        return cls(
+            item=card, binding=held.binding, call=held.call, expires_at=held.expires_at, held=True
+        )
 
 
 def _as_is(card: Any) -> Any:
@@ -233,6 +247,8 @@ class PendingApprovals:
         self._redact: Callable[[Any], Any] = (
             held.redact if held is not None and held.redact is not None else _as_is
         )
+        if self._store is not None:  # answers another replica's console gave
+            self._store.on_settled(self._settled_elsewhere)
 
     def pending(self, *, owner: str | None = None) -> list[PendingApproval]:
         """What waits, oldest first; ``owner`` given: only what that principal may answer."""
@@ -254,8 +270,11 @@ class PendingApprovals:
 
     async def refresh(self) -> None:
         """Show again the cards a gone gateway process held (a restart, or a replica whose
-        lease ran out) and that nobody answered yet; a store out of reach is logged, and
-        what is in memory stays."""
+        lease ran out) and that nobody answered yet; drop the restored cards another process
+        answered or removed since, and let a call waiting here take an answer recorded for it
+        (both heard at once from a store that tells, :meth:`ApprovalStore.on_settled`; this
+        catches what was not heard). A store out of reach is logged, and what is in memory
+        stays."""
         if self._store is None or self._gone is None:
             return
         try:
@@ -266,27 +285,33 @@ class PendingApprovals:
                     continue
                 if h.asker == self._asker or not await self._gone(h.asker):
                     continue
-                item = PendingApproval.from_stored(json.loads(h.card), resumable=bool(h.binding))
-                restored.append(
-                    _Waiting(item=item, binding=h.binding, call=h.call, expires_at=h.expires_at)
-                )
+                restored.append(_Waiting.restored_from(h))
         except StoreError as error:
             logger.warning("the console's held approvals are not readable now: %s", error)
             return
         except (KeyError, TypeError, ValueError) as error:  # written by another release
             logger.warning("a held approval could not be read: %r", error)
             return
-        now = time.time()
-        for approval_id, gone_by in list(self._waiting.items()):
-            if gone_by.item.restored and gone_by.expires_at <= now:  # expired unanswered
+        now, unanswered = time.time(), {h.approval_id for h in held if h.answer is None}
+        for approval_id, shown in list(self._waiting.items()):
+            # expired, or answered (or taken) elsewhere; one recorded here now is left to that
+            gone_by = shown.expires_at <= now or approval_id not in unanswered
+            if shown.item.restored and not shown.recording and gone_by:
                 del self._waiting[approval_id]
+                self._notify(shown.item.session_id)
+        recorded = {(h.binding, h.call) for h in held if h.answer is not None and h.binding}
+        for waiting in list(self._waiting.values()):
+            if not waiting.item.restored and (waiting.binding, waiting.call) in recorded:
+                await self._take_recorded(waiting)
         for waiting in restored:
             if waiting.item.approval_id not in self._waiting:
                 self._waiting[waiting.item.approval_id] = waiting
                 self._notify(waiting.item.session_id)
 
     def answer(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
-        """Answer one request whose call waits in this process; the call goes on at once.
+        """Answer one request whose call waits in this process; the call goes on at once, and
+        its card is removed from the store after (:meth:`settle` removes it first, so that an
+        answer is never shown again after a restart: what the console uses).
 
         Args:
             approval_id: The request.
@@ -306,8 +331,7 @@ class PendingApprovals:
             return False
         if waiting.done.is_set() or waiting.item.restored or waiting.recording:
             return False  # the client answered first (``both``); the call goes on with that
-        if answer == "allow_session" and not waiting.item.rememberable:
-            raise ValueError("'Allow for this session' is not offered for this request")
+        _check_offered(waiting.item, answer)
         waiting.answer = answer
         del self._waiting[approval_id]
         waiting.done.set()
@@ -315,23 +339,26 @@ class PendingApprovals:
         return True
 
     async def settle(self, approval_id: str, answer: ApprovalAnswer, *, by: str | None) -> bool:
-        """Answer one request, whether its call waits here (:meth:`answer`) or its card was
-        restored after a restart: then the answer is recorded once in the store (another
-        process or a second answer finds it answered), for the client to take when it sends
-        the call again (:attr:`PendingApproval.resumable`); otherwise nothing runs.
+        """Answer one request, whether its call waits here or its card was restored after a
+        restart: then the answer is recorded once in the store (another process or a second
+        answer finds it answered), for the client to take when it sends the call again
+        (:attr:`PendingApproval.resumable`); otherwise nothing runs. A call waiting here goes
+        on once its card is removed from the store, so that a restart never shows an answered
+        card again.
 
         Returns:
             False when no such request waits for ``by``.
 
         Raises:
             ValueError: ``allow_session`` for a request that does not offer it.
-            StoreError: the store could not record the answer (the card is shown again).
+            StoreError: the store could not record the answer, or remove the card of a call
+                waiting here (the card is shown again; a waiting call keeps waiting).
         """
         waiting = self._waiting.get(approval_id)
-        if waiting is None or not waiting.item.restored or waiting.recording:
-            return self.answer(approval_id, answer, by=by)
-        if by is not None and waiting.item.owner != by:
+        if waiting is None or waiting.recording or (by is not None and waiting.item.owner != by):
             return False
+        if not waiting.item.restored:
+            return await self._answer_held(waiting, answer, by=by)
         if answer == "allow_session":
             raise ValueError("'Allow for this session' is not offered for this request")
         assert self._store is not None
@@ -365,6 +392,54 @@ class PendingApprovals:
                 else "its client is gone, the call does not run",
             )
         return recorded
+
+    async def _answer_held(
+        self, waiting: _Waiting, answer: ApprovalAnswer, *, by: str | None
+    ) -> bool:
+        """:meth:`answer`, after removing the card from the store: the removal is what makes
+        the answer durable (a card left there would be shown again after a restart, answered
+        already and its call gone on)."""
+        approval_id = waiting.item.approval_id
+        if not waiting.held or waiting.done.is_set():
+            return self.answer(approval_id, answer, by=by)
+        _check_offered(waiting.item, answer)
+        assert self._store is not None  # held: written there
+        waiting.recording = True  # hidden while it is removed: a second answer finds none
+        self._notify(waiting.item.session_id)
+        try:
+            await self._store.release(approval_id)
+        except StoreError:
+            waiting.recording = False
+            self._notify(waiting.item.session_id)
+            raise
+        waiting.recording, waiting.held = False, False
+        return self.answer(approval_id, answer, by=by)
+
+    async def _settled_elsewhere(self, approval_id: str) -> None:
+        """Another gateway process recorded the answer of a held card: shown here, the card
+        leaves the console; a client's call waiting here on it (or on a card of the same client
+        and call) takes the answer and goes on."""
+        shown = self._waiting.get(approval_id)
+        if shown is not None and shown.item.restored and not shown.recording:
+            del self._waiting[approval_id]
+            self._notify(shown.item.session_id)
+        for waiting in list(self._waiting.values()):
+            if waiting.binding and not waiting.item.restored:
+                await self._take_recorded(waiting)
+
+    async def _take_recorded(self, waiting: _Waiting) -> None:
+        """Let the call waiting on ``waiting`` go on with the answer recorded in the store for
+        its client and call (:meth:`ApprovalStore.take`), if there is one."""
+        if self._store is None or waiting.done.is_set():
+            return
+        try:
+            recorded = await self._store.take(waiting.binding, waiting.call)
+        except StoreError as error:  # it waits on: a later answer, or its timeout
+            logger.warning("a recorded answer could not be taken now: %s", error)
+            return
+        if recorded is not None and not waiting.done.is_set():
+            waiting.answer = "allow_once" if recorded == "allow_once" else "deny"
+            waiting.done.set()
 
     def _restored(self, item: PendingApproval, binding: str, call: str) -> _Waiting | None:
         """A restored card of the same client and call that nobody answered: the call the
@@ -403,6 +478,8 @@ class PendingApprovals:
             logger.warning(
                 "approval %s waits in memory only (a restart ends it): %s", item.approval_id, error
             )
+        else:
+            waiting.held = True
 
     async def _release(self, approval_id: str) -> None:
         if self._store is None:
@@ -457,6 +534,8 @@ class PendingApprovals:
             self._notify(item.session_id)
         answer: ApprovalAnswer = "deny"
         try:
+            if binding:  # recorded elsewhere since the caller looked? (heard from now on)
+                await self._take_recorded(waiting)
             with anyio.move_on_after(max(0.0, waiting.expires_at - time.time())):
                 async with anyio.create_task_group() as tg:
 
@@ -477,8 +556,14 @@ class PendingApprovals:
         finally:
             if self._waiting.pop(item.approval_id, None) is not None:
                 self._notify(item.session_id)
-            await self._release(item.approval_id)
+            if waiting.held:  # no answer in time, the client's, or a cancelled call
+                await self._release(item.approval_id)
         return answer
+
+
+def _check_offered(item: PendingApproval, answer: ApprovalAnswer) -> None:
+    if answer == "allow_session" and not item.rememberable:
+        raise ValueError("'Allow for this session' is not offered for this request")
 
 
 class ConsoleScriptApprover:

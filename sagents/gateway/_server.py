@@ -86,6 +86,7 @@ from sagents.gateway._workspaces import Workspaces
 from sagents.mcp._status import ServerStatus
 from sagents.script._policy import RUN_SCRIPT_TOOL_NAME
 from sagents.store._embedded import MemoryApprovals
+from sagents.store._embedded import approval_key as stored_approval_key
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
 from sagents.tool._approval import Approver
@@ -257,7 +258,7 @@ class Gateway(Lifespan):
             approval_store.ttl_s = approval_timeout_s
             if store.secret is not None:  # replicas share it; the embedded one outlives restarts
                 state_key = hashlib.sha256(b"request state" + store.secret).digest()
-                approval_key = hashlib.sha256(b"approval" + store.secret).digest()
+                approval_key = stored_approval_key(store.secret)
                 if store.shared:
                     self.replica_id = store.replica_id
                     session_key = hashlib.sha256(b"session" + store.secret).digest()

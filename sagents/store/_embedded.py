@@ -9,6 +9,7 @@ This is the default of ``sagents serve``. The SQLite stores themselves live in
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import secrets
@@ -30,7 +31,7 @@ from sagents.store._fair import FairMap
 from sagents.store._held import HeldApproval, MemoryHeld
 from sagents.store._logins import LOGINS_FILE, SqliteLogins
 from sagents.store._pins import PINS_FILE, SqlitePins
-from sagents.store._protocols import CancelHandler
+from sagents.store._protocols import CancelHandler, SettledHandler
 
 __all__ = [
     "MAX_PENDING_APPROVALS",
@@ -40,7 +41,9 @@ __all__ = [
     "EmbeddedStore",
     "MemoryApprovals",
     "SqliteTasks",
+    "approval_key",
     "call_digest",
+    "keyed_call_digest",
     "nonce_of",
 ]
 
@@ -59,9 +62,25 @@ TASKS_FILE = "background.sqlite3"
 
 
 def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
-    """What a pending approval is bound to: the tool and its arguments (SHA-256, hex)."""
+    """The tool and its arguments, SHA-256 (hex): the same call gives the same digest (the
+    arguments' order aside). Bare, it confirms a guess of an argument to whoever reads it:
+    what a store keeps is :func:`keyed_call_digest`."""
     payload = json.dumps([tool, dict(arguments)], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def approval_key(secret: bytes) -> bytes:
+    """The key binding approvals to their client and call, derived from a store's secret
+    (``gateway.key``, or the replicas' shared one)."""
+    return hashlib.sha256(b"approval" + secret).digest()
+
+
+def keyed_call_digest(key: bytes, tool: str, arguments: Mapping[str, Any]) -> str:
+    """What an approval kept in a store is bound to: :func:`call_digest` keyed with ``key``
+    (:func:`approval_key`; HMAC-SHA256, hex), so that a row read from the store cannot confirm
+    a guess of an argument (a secret redacted from the card)."""
+    digest = call_digest(tool, arguments)
+    return hmac.new(key, digest.encode(), hashlib.sha256).hexdigest()
 
 
 def nonce_of(state: str | None) -> str | None:
@@ -185,6 +204,9 @@ class MemoryApprovals:
     async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
         return self._held.take(binding, call)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """Nothing to hear: one process records and takes its own answers."""
 
 
 class SqliteTasks:

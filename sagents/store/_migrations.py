@@ -154,6 +154,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sagents_held_approvals_binding ON sagents_held_approvals (binding, call);
     """,
+    # 8: a pending approval's call digest is keyed with the replicas' approval key (HMAC), like
+    #    a held approval's: the bare SHA-256 digests older releases wrote would confirm a guess
+    #    of an argument to whoever reads the table. They are removed (each is asked again).
+    """
+    DELETE FROM sagents_pending_approvals;
+    """,
 )
 """Migration ``n`` (1-based) takes the schema from version ``n - 1`` to ``n``."""
 

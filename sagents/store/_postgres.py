@@ -15,6 +15,9 @@ One :class:`PostgresStore` per gateway process (a *replica*), all on one databas
 - cancellation across replicas: ``script_cancel`` on replica B of a task that replica A runs
   sends ``NOTIFY sagents_cancel`` with the task id; A ``LISTEN``\\s on a connection of its own
   and cancels the task (its end is written to the store as usual);
+- answers across replicas: an answer recorded for a held console approval sends ``NOTIFY
+  sagents_approval`` (:mod:`sagents.store._postgres_held`); the same listener hears it, and the
+  replica whose call waits on that card takes the answer;
 - secrets shared by the replicas (the ``requestState`` sealing key, the key that derives the
   session ids of 2026-07-28 clients), created by the first replica that needs them.
 
@@ -51,7 +54,8 @@ from sagents.errors import StoreError, StoreSchemaError, StoreUnavailableError
 from sagents.store._builtin_state import MemoryBackend, TodoBackend
 from sagents.store._location import StoreLocation
 from sagents.store._migrations import MIGRATIONS, SCHEMA_VERSION
-from sagents.store._postgres_db import Database, insert_audit
+from sagents.store._postgres_db import STORE_SECRET, Database, insert_audit
+from sagents.store._postgres_held import APPROVAL_CHANNEL
 from sagents.store._postgres_records import (
     PostgresAgents,
     PostgresApprovals,
@@ -335,7 +339,7 @@ class PostgresStore:
         except PoolTimeout as error:
             raise self._unavailable(str(error)) from error
         try:
-            self.secret = await self._secret("request_state_key")
+            self.secret = await self._db.secret(STORE_SECRET)
             await self._beat()
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -418,19 +422,6 @@ class PostgresStore:
                     "UPDATE sagents_schema SET version = %s", (SCHEMA_VERSION,)
                 )
 
-    async def _secret(self, name: str) -> bytes:
-        """The shared secret ``name`` (32 random bytes, created by the first replica)."""
-        async with self._db.connection() as db:
-            await db.execute(
-                "INSERT INTO sagents_secrets (name, value) VALUES (%s, %s) "
-                "ON CONFLICT (name) DO NOTHING",
-                (name, secrets.token_bytes(32)),
-            )
-            cursor = await db.execute("SELECT value FROM sagents_secrets WHERE name = %s", (name,))
-            row = await cursor.fetchone()
-        assert row is not None
-        return bytes(row[0])
-
     async def _beat(self) -> None:
         async with self._db.connection() as db:
             await db.execute(
@@ -491,8 +482,9 @@ class PostgresStore:
             self._tg.start_soon(self.tasks.cancel_requested, task_id)
 
     async def _listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Receive cancel requests on a connection of its own (reconnecting with backoff when
-        it drops: the database restarted)."""
+        """Receive cancel requests and recorded answers on a connection of its own
+        (reconnecting with backoff when it drops: the database restarted; what was sent
+        meanwhile is not heard: the console's next refresh finds a recorded answer)."""
         started = False
         delay = LISTEN_BACKOFF_S[0]
         while True:
@@ -502,6 +494,7 @@ class PostgresStore:
                 )
                 async with connection:
                     await connection.execute(f"LISTEN {CANCEL_CHANNEL}")
+                    await connection.execute(f"LISTEN {APPROVAL_CHANNEL}")
                     if not started:
                         started = True
                         task_status.started()
@@ -510,8 +503,11 @@ class PostgresStore:
                     delay = LISTEN_BACKOFF_S[0]
                     async for notify in connection.notifies():
                         assert self._tg is not None  # this task runs in it
-                        # each cancel waits for its task to end: not in the listener's way
-                        self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
+                        # each waits (a cancel for its task to end): not in the listener's way
+                        if notify.channel == APPROVAL_CHANNEL:
+                            self._tg.start_soon(self.approvals.settled_elsewhere, notify.payload)
+                        else:
+                            self._tg.start_soon(self.tasks.cancel_requested, notify.payload)
             except (psycopg.Error, OSError) as error:
                 if not started:
                     raise self._unavailable(str(error)) from error

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,11 +22,14 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sagents.audit._store import AuditEntry
 from sagents.errors import StoreError, StoreUnavailableError
 
-__all__ = ["PROBE_TIMEOUT_S", "Database", "insert_audit"]
+__all__ = ["PROBE_TIMEOUT_S", "STORE_SECRET", "Database", "insert_audit"]
 
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 2  # seconds a check of a store known to be down waits to connect
+STORE_SECRET = "request_state_key"
+"""The name of the replicas' shared secret in ``sagents_secrets`` (the keys sealing
+``requestState`` and binding approvals are derived from it)."""
 
 
 class Database:
@@ -98,6 +102,24 @@ class Database:
             raise self.down from error
         logger.warning("the store %s answers again", self.shown)
         self.down = None
+
+    async def secret(self, name: str) -> bytes:
+        """The secret ``name`` the replicas share (32 random bytes, made by the first replica
+        that needs it, in ``sagents_secrets``).
+
+        Raises:
+            StoreError: see :meth:`connection`.
+        """
+        async with self.connection() as db:
+            await db.execute(
+                "INSERT INTO sagents_secrets (name, value) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO NOTHING",
+                (name, secrets.token_bytes(32)),
+            )
+            cursor = await db.execute("SELECT value FROM sagents_secrets WHERE name = %s", (name,))
+            row = await cursor.fetchone()
+        assert row is not None
+        return bytes(row[0])
 
 
 async def insert_audit(db: psycopg.AsyncConnection[TupleRow], entry: AuditEntry) -> None:

@@ -1,6 +1,8 @@
 """Approvals held for the web console on the PostgreSQL store (``sagents_held_approvals``,
 migration 7; :mod:`sagents.store._held`): shared by the replicas, so that a card a gone replica
-left is shown by another, and its answer is recorded and taken once, whichever replica acts."""
+left is shown by another, and its answer is recorded and taken once, whichever replica acts.
+Recording an answer sends ``NOTIFY sagents_approval`` with the card's id, in the same
+statement: the replica whose call waits on that card hears it and takes the answer at once."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from typing import Any, Final
 from sagents.store._held import HeldApproval
 from sagents.store._postgres_db import Database
 
-__all__ = ["PostgresHeld"]
+__all__ = ["APPROVAL_CHANNEL", "PostgresHeld"]
+
+APPROVAL_CHANNEL: Final = "sagents_approval"
+"""The ``LISTEN``/``NOTIFY`` channel of answers recorded for held approvals (payload: the id)."""
 
 _COLUMNS: Final = "approval_id, binding, call, card, asker, asked_at, expires_at, answer"
 
@@ -63,12 +68,13 @@ class PostgresHeld:
     async def settle(self, approval_id: str, answer: str, ttl_s: float) -> bool:
         """See ``ApprovalStore.settle``: recorded once, by whichever replica answers first."""
         now = self._clock()
-        async with self._db.connection() as db:
+        async with self._db.connection() as db:  # one statement: told once it is recorded
             cursor = await db.execute(
-                "UPDATE sagents_held_approvals SET answer = %s, expires_at = %s "
-                "WHERE approval_id = %s AND answer IS NULL AND expires_at > %s "
-                "RETURNING approval_id",
-                (answer, now + ttl_s, approval_id, now),
+                "WITH settled AS (UPDATE sagents_held_approvals SET answer = %s, expires_at = %s "
+                "  WHERE approval_id = %s AND answer IS NULL AND expires_at > %s "
+                "  RETURNING approval_id) "
+                "SELECT pg_notify(%s, approval_id) FROM settled",
+                (answer, now + ttl_s, approval_id, now, APPROVAL_CHANNEL),
             )
             return await cursor.fetchone() is not None
 

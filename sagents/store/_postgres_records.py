@@ -17,14 +17,16 @@ from typing import Any
 from sagents.store._embedded import (
     MAX_PENDING_APPROVALS,
     REQUEST_STATE_TTL_S,
-    call_digest,
+    approval_key,
+    keyed_call_digest,
     nonce_of,
 )
 from sagents.store._held import HeldApproval
 from sagents.store._logins import SealedLogin
 from sagents.store._pins import ToolPin, definition_digest, pin_of
-from sagents.store._postgres_db import Database
+from sagents.store._postgres_db import STORE_SECRET, Database
 from sagents.store._postgres_held import PostgresHeld
+from sagents.store._protocols import SettledHandler
 
 __all__ = ["PostgresAgents", "PostgresApprovals", "PostgresLogins", "PostgresPins"]
 
@@ -37,17 +39,26 @@ class PostgresApprovals:
         self._db = database
         self.ttl_s = ttl_s
         self._held = PostgresHeld(database)
+        self._key: bytes | None = None
+        self._on_settled: SettledHandler | None = None
+
+    async def _call(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        """The pending approval's digest of the call, keyed with the replicas' approval key
+        (the table never holds a bare hash of the arguments, migration 8)."""
+        if self._key is None:
+            self._key = approval_key(await self._db.secret(STORE_SECRET))
+        return keyed_call_digest(self._key, tool, arguments)
 
     async def issue(self, session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
         """A new state for asking ``session_id`` to approve this call (at most
         ``MAX_PENDING_APPROVALS`` kept per session: the oldest is dropped)."""
-        nonce = secrets.token_urlsafe(18)
+        nonce, call = secrets.token_urlsafe(18), await self._call(tool, arguments)
         async with self._db.connection() as db, db.transaction():
             await db.execute("DELETE FROM sagents_pending_approvals WHERE expires_at <= now()")
             await db.execute(
                 "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
                 "VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
-                (nonce, session_id, call_digest(tool, arguments), self.ttl_s),
+                (nonce, session_id, call, self.ttl_s),
             )
             await db.execute(
                 "DELETE FROM sagents_pending_approvals WHERE nonce IN ("
@@ -65,11 +76,12 @@ class PostgresApprovals:
         nonce = nonce_of(state)
         if nonce is None:
             return False
+        call = await self._call(tool, arguments)
         async with self._db.connection() as db:
             cursor = await db.execute(
                 "DELETE FROM sagents_pending_approvals WHERE nonce = %s AND session_id = %s "
                 "AND call = %s AND expires_at > now() RETURNING nonce",
-                (nonce, session_id, call_digest(tool, arguments)),
+                (nonce, session_id, call),
             )
             return await cursor.fetchone() is not None
 
@@ -109,6 +121,16 @@ class PostgresApprovals:
     async def take(self, binding: str, call: str) -> str | None:
         """See ``ApprovalStore.take``."""
         return await self._held.take(binding, call)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """See ``ApprovalStore.on_settled``."""
+        self._on_settled = handler
+
+    async def settled_elsewhere(self, approval_id: str) -> None:
+        """An answer was recorded (heard by :meth:`PostgresStore._listen`, from any replica,
+        this one too)."""
+        if self._on_settled is not None:
+            await self._on_settled(approval_id)
 
 
 _PIN_COLUMNS = "server, tool, definition, digest, offered, offered_digest"

@@ -23,11 +23,14 @@ __all__ = [
     "CancelHandler",
     "LoginStore",
     "PinStore",
+    "SettledHandler",
     "TaskStore",
 ]
 
 CancelHandler = Callable[[str], Awaitable[None]]
 """Called with a task id when another replica asks for that task to be cancelled."""
+SettledHandler = Callable[[str], Awaitable[None]]
+"""Called with a held approval's id when another gateway process recorded its answer."""
 
 
 class AuditLog(Protocol):
@@ -152,6 +155,12 @@ class ApprovalStore(Protocol):
         """The recorded answer of the oldest answered held approval of ``binding`` and ``call``
         (the :attr:`~sagents.store._held.HeldApproval.call` it was held with), which is then
         spent; None when there is none (or ``binding`` is "")."""
+        ...
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """Set what runs when another gateway process (a replica) records the answer of a held
+        approval (:meth:`settle`), with its id, so that a call waiting on that card here takes
+        it at once. A store of one process never calls it (its answers are heard directly)."""
         ...
 
 

@@ -6,11 +6,13 @@ It also holds the approvals that wait for the web console (``held_approvals``,
 :mod:`sagents.store._held`), so that their cards are shown again after a restart.
 
 A nonce is minted for one session and one call and redeemed once, before it expires (wall
-clock: the expiry outlives the process); each session keeps at most
-:data:`~sagents.store._embedded.MAX_PENDING_APPROVALS_PER_SESSION` and all sessions together
-:data:`~sagents.store._embedded.MAX_PENDING_APPROVALS` (past either, the oldest of that session,
-or of the session that holds the most, is dropped: it is asked again). Session grants stay in
-memory, as before: "allow for this session" lasts as long as the process.
+clock: the expiry outlives the process); the row binds it to the call with a digest keyed with
+the approval key (from ``gateway.key``), never a bare hash of the arguments; each session
+keeps at most :data:`~sagents.store._embedded.MAX_PENDING_APPROVALS_PER_SESSION` and all
+sessions together :data:`~sagents.store._embedded.MAX_PENDING_APPROVALS` (past either, the
+oldest of that session, or of the session that holds the most, is dropped: it is asked again).
+Session grants stay in memory, as before: "allow for this session" lasts as long as the
+process.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import anyio
 from sagents.audit._store import connect_private, sqlite_store_error
 from sagents.errors import StoreError
 from sagents.store._held import HeldApproval
+from sagents.store._protocols import SettledHandler
 
 __all__ = ["APPROVALS_FILE", "GATEWAY_KEY_FILE", "SqliteApprovals", "gateway_key"]
 
@@ -49,6 +52,9 @@ _SCHEMA: Final = (
     "expires_at REAL NOT NULL, answer TEXT)",
 )
 _HELD_COLUMNS: Final = "approval_id, binding, call, card, asker, asked_at, expires_at, answer"
+# The file's version (``PRAGMA user_version``): 1 since the pending approvals' digests are keyed;
+# a file at 0 may hold the bare digests an older release wrote, removed when it is first used.
+_VERSION: Final = 1
 
 
 def gateway_key(directory: Path) -> bytes:
@@ -110,6 +116,19 @@ class SqliteApprovals:
         self.ttl_s = ttl_s
         self._clock = clock
         self._grants: dict[str, set[str]] = {}
+        self._key: bytes | None = None
+
+    def _call(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        """The pending approval's digest of the call, keyed (runs in a worker thread).
+
+        Raises:
+            StoreError: the key cannot be read or made (:func:`gateway_key`).
+        """
+        from sagents.store._embedded import approval_key, keyed_call_digest
+
+        if self._key is None:
+            self._key = approval_key(gateway_key(self.path.parent))
+        return keyed_call_digest(self._key, tool, arguments)
 
     def _use(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         try:
@@ -120,6 +139,10 @@ class SqliteApprovals:
                     db.execute(statement)
                 db.execute("BEGIN IMMEDIATE")
                 try:
+                    (version,) = db.execute("PRAGMA user_version").fetchone()
+                    if version < _VERSION:  # bare digests of an older release: asked again
+                        db.execute("DELETE FROM pending_approvals")
+                        db.execute(f"PRAGMA user_version = {_VERSION}")
                     result = work(db)
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -139,13 +162,13 @@ class SqliteApprovals:
         from sagents.store._embedded import (
             MAX_PENDING_APPROVALS,
             MAX_PENDING_APPROVALS_PER_SESSION,
-            call_digest,
         )
 
         nonce = secrets.token_urlsafe(18)
         now = self._clock()
 
         def issue(db: sqlite3.Connection) -> None:
+            call = self._call(tool, arguments)
             db.execute("DELETE FROM pending_approvals WHERE expires_at <= ?", (now,))
             db.execute(
                 "DELETE FROM pending_approvals WHERE nonce IN (SELECT nonce FROM "
@@ -163,7 +186,7 @@ class SqliteApprovals:
                 count -= 1
             db.execute(
                 "INSERT INTO pending_approvals VALUES (?, ?, ?, ?, ?)",
-                (nonce, session_id, call_digest(tool, arguments), now, now + self.ttl_s),
+                (nonce, session_id, call, now, now + self.ttl_s),
             )
 
         await self._run(issue)
@@ -173,14 +196,15 @@ class SqliteApprovals:
         self, state: str | None, session_id: str, tool: str, arguments: Mapping[str, Any]
     ) -> bool:
         """See ``ApprovalStore.redeem``: spent once, by whichever process redeems it first."""
-        from sagents.store._embedded import call_digest, nonce_of
+        from sagents.store._embedded import nonce_of
 
         nonce = nonce_of(state)
         if nonce is None:
             return False
-        digest, now = call_digest(tool, arguments), self._clock()
+        now = self._clock()
 
         def redeem(db: sqlite3.Connection) -> bool:
+            digest = self._call(tool, arguments)
             cursor = db.execute(
                 "DELETE FROM pending_approvals WHERE nonce = ? AND session_id = ? AND call = ? "
                 "AND expires_at > ?",
@@ -268,6 +292,10 @@ class SqliteApprovals:
             return str(row[1])
 
         return await self._run(take)
+
+    def on_settled(self, handler: SettledHandler | None) -> None:
+        """Nothing to hear: the embedded store serves one gateway process, which hears its
+        own answers directly."""
 
 
 def _held(row: tuple[Any, ...]) -> HeldApproval:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as mt
 import pytest
@@ -118,10 +119,13 @@ class Restarted:
 
 
 @asynccontextmanager
-async def restarted(tmp_path: Path, store: str, asked: str) -> AsyncIterator[Restarted]:
-    """Start the gateway again; its console must show the card ``asked`` again."""
+async def restarted(
+    tmp_path: Path, store: str, asked: str, name: str = "a"
+) -> AsyncIterator[Restarted]:
+    """Start the gateway again (on a shared store, another replica: ``name``); its console must
+    show the card ``asked`` again."""
     async with (
-        replica(tmp_path, "a", store, *CONSOLE) as second,
+        replica(tmp_path, name, store, *CONSOLE) as second,
         httpx2.AsyncClient(timeout=60) as http,
     ):
         base = base_of(second)
@@ -129,6 +133,36 @@ async def restarted(tmp_path: Path, store: str, asked: str) -> AsyncIterator[Res
         page = await http.get(f"{base}/console/approvals")
         assert asked in page.text, "the card is not shown again after the restart"
         yield Restarted(gateway=second, http=http, base=base, page=page.text)
+
+
+async def until_sent_again(http: httpx2.AsyncClient, base: str) -> str:
+    """The approvals page once the call sent again waits on the restored card (the card is
+    no longer marked as asked before the restart); the caller bounds the wait."""
+    async with http.stream("GET", f"{base}/console/events") as events:
+        async for line in events.aiter_lines():  # a frame at first and at each change
+            if line.startswith("data:"):
+                page = (await http.get(f"{base}/console/approvals")).text
+                if "before the gateway restarted" not in page:
+                    return page
+    raise AssertionError("the console's event stream ended")
+
+
+class SentAgain:
+    """The client's ``fault__echo`` call with :data:`ARGUMENTS`, sent again in ``tg``."""
+
+    def __init__(self, tg: anyio.abc.TaskGroup, mcp: Client) -> None:
+        self._answered = anyio.Event()
+        self._results: list[object] = []
+        tg.start_soon(self._send, mcp)
+
+    async def _send(self, mcp: Client) -> None:
+        self._results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
+        self._answered.set()
+
+    async def result(self) -> object:
+        """Its result, once answered (the caller bounds the wait)."""
+        await self._answered.wait()
+        return self._results[0]
 
 
 def text_of(result: object) -> list[str]:
@@ -223,25 +257,38 @@ async def test_a_2026_call_sent_again_after_a_restart_waits_on_its_card_and_runs
         async with restarted(tmp_path, "", asked) as restart:
             second, http, base = restart.gateway, restart.http, restart.base
             async with client(second.url) as mcp, anyio.create_task_group() as tg:
-                results: list[object] = []
-                answered = anyio.Event()
-
-                async def call_again() -> None:
-                    results.append(await mcp.session.call_tool("fault__echo", ARGUMENTS))
-                    answered.set()
-
-                tg.start_soon(call_again)
-                async with http.stream("GET", f"{base}/console/events") as events:
-                    async for line in events.aiter_lines():  # a frame at first and at each change
-                        if line.startswith("data:"):
-                            page = (await http.get(f"{base}/console/approvals")).text
-                            if "before the gateway restarted" not in page:
-                                break  # the call sent again waits on the card
+                sent = SentAgain(tg, mcp)
+                page = await until_sent_again(http, base)
                 allowed = await answer(http, base, asked, "allow_once")
-                await answered.wait()
+                result = await sent.result()
     assert asked in page  # the same card: the call sent again did not ask twice
     assert allowed.status_code == 303
-    assert text_of(results[0]) == ["after the restart"]
+    assert text_of(result) == ["after the restart"]
+
+
+async def test_a_2026_call_sent_again_to_another_replica_runs_once_answered_in_a_third_ones_console(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Replica A dies while a 2026-07-28 client's call waits for the console; the client sends
+    the call again to replica C, where it waits on the restored card; the answer given in
+    replica B's console is recorded in the store, which tells C: the call runs there, once."""
+    with anyio.fail_after(300):
+        asked = await ask_then_kill(tmp_path, postgres_url, client)
+        await _lease_ran_out(postgres_url)
+        async with (
+            restarted(tmp_path, postgres_url, asked, "b") as on_b,
+            restarted(tmp_path, postgres_url, asked, "c") as on_c,
+            client(on_c.gateway.url) as mcp,
+            anyio.create_task_group() as tg,
+        ):
+            sent = SentAgain(tg, mcp)
+            await until_sent_again(on_c.http, on_c.base)
+            allowed = await answer(on_b.http, on_b.base, asked, "allow_once")
+            result = await sent.result()
+            shown_on_c = await on_c.http.get(f"{on_c.base}/console/approvals")
+    assert allowed.status_code == 303
+    assert text_of(result) == ["after the restart"]
+    assert asked not in shown_on_c.text
 
 
 async def test_a_run_script_waiting_in_the_console_at_a_restart_never_runs(

@@ -249,3 +249,93 @@ async def test_a_2026_call_sent_again_while_its_answer_is_recorded_takes_that_an
     assert second_cards == []
     assert answers == ["allow_once"]
     assert left is None  # the answer was spent by this call, not kept for a later one
+
+
+class FailingRelease(SqliteApprovals):
+    """The embedded store, whose removal of a held card fails while ``broken`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, ttl_s=600)
+        self.broken = False
+
+    async def release(self, approval_id: str) -> None:
+        if self.broken:
+            raise StoreError("the store refused the removal (test)")
+        await super().release(approval_id)
+
+
+async def test_an_answer_whose_card_cannot_be_removed_is_refused_and_never_shown_again_answered(
+    tmp_path: Path,
+) -> None:
+    """The card's removal from the store is the answer's record: while the store cannot remove
+    it, the answer is refused (the card stays, the call still waits), so a card shown again
+    after a restart is always one whose call did not go on; once removed, nothing comes back."""
+    store = FailingRelease(tmp_path / "approvals.sqlite3")
+    asked = PendingApprovals(
+        timeout_s=600, held=HeldCards(store=store, asker="local/killed", gone=gone)
+    )
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                answers.append(await asked.ask(card()))
+
+            tg.start_soon(call)
+            await until_pending(asked)
+            item = asked.pending()[0]
+            store.broken = True
+            refused: StoreError | None = None
+            try:
+                await asked.settle(item.approval_id, "allow_once", by="alice")
+            except StoreError as error:
+                refused = error
+            still_waiting = [i.approval_id for i in asked.pending()]
+            answers_while_broken = list(answers)
+            restarted = process(tmp_path, "local/new")  # were it killed now
+            await restarted.refresh()
+            shown_meanwhile = [i.approval_id for i in restarted.pending()]
+            store.broken = False
+            recorded = await asked.settle(item.approval_id, "allow_once", by="alice")
+            store.broken = True  # the call goes on whatever the store does now
+        after_restart = process(tmp_path, "local/later")
+        await after_restart.refresh()
+    assert refused is not None
+    assert (answers_while_broken, still_waiting) == ([], [item.approval_id])
+    assert recorded
+    assert shown_meanwhile == [item.approval_id]  # its call never went on: truthfully shown
+    assert answers == ["allow_once"]
+    assert after_restart.pending() == []
+
+
+async def test_an_answer_recorded_by_another_process_unheard_is_found_at_the_next_refresh(
+    tmp_path: Path,
+) -> None:
+    """An answer another process recorded without this one hearing of it (the embedded store
+    tells nobody; a replica's listener may be reconnecting): the next refresh (a load of the
+    approvals page) drops the answered card from this console, and the call waiting here on
+    it takes the answer."""
+    item = card()
+    call = call_digest("fleet__configure", ARGUMENTS)
+    answers: list[str] = []
+    with anyio.fail_after(20):
+        waits_here = await restarted_after(tmp_path, item, binding="client-b")
+        shows_it = process(tmp_path, "local/shows")
+        await shows_it.refresh()
+        shown = [i.approval_id for i in shows_it.pending()]
+        answered_elsewhere = process(tmp_path, "local/other")
+        await answered_elsewhere.refresh()
+        async with anyio.create_task_group() as tg:
+
+            async def again() -> None:
+                answers.append(await waits_here.ask(card(), binding="client-b", call=call))
+
+            tg.start_soon(again)
+            while waits_here.pending()[0].restored:  # the call sent again waits on the card
+                await waits_here.changed()
+            assert await answered_elsewhere.settle(item.approval_id, "allow_once", by="alice")
+            await waits_here.refresh()
+            await shows_it.refresh()
+    assert shown == [item.approval_id]
+    assert answers == ["allow_once"]
+    assert shows_it.pending() == []

@@ -3,12 +3,16 @@ and PostgreSQL (a real server started by the test setup, tests/postgres_server.p
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import psycopg
 import pytest
 
 from sagents.audit._store import AuditEntry
@@ -133,6 +137,36 @@ async def test_a_pending_approval_is_redeemed_once_for_its_session_and_call(
     assert not await approvals.redeem(None, "s1", "fleet__configure", {"sn": "A"})
     assert await approvals.redeem(state, "s1", "fleet__configure", {"sn": "A"})
     assert not await approvals.redeem(state, "s1", "fleet__configure", {"sn": "A"})
+
+
+async def _pending_calls(
+    store: GatewayStore, request: pytest.FixtureRequest, tmp_path: Path
+) -> list[str]:
+    """The ``call`` column of the pending approvals, as whoever reads the store sees it."""
+    if store.shared:
+        url = request.getfixturevalue("postgres_url")
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+            cursor = await db.execute("SELECT call FROM sagents_pending_approvals")
+            return [str(row[0]) for row in await cursor.fetchall()]
+    with sqlite3.connect(tmp_path / "approvals.sqlite3") as db:
+        return [str(row[0]) for row in db.execute("SELECT call FROM pending_approvals")]
+
+
+async def test_a_pending_approvals_row_cannot_confirm_a_guess_of_its_arguments(
+    store: GatewayStore, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The row binds the nonce to its call with a digest keyed like a held approval's (an
+    HMAC with the gateway's approval key): a bare hash would let whoever reads the store test
+    guesses of an argument (a secret) offline."""
+    arguments = {"sn": "A", "token": "s3cr3t-0123456789"}
+    state = await store.approvals.issue("s1", "fleet__configure", arguments)
+    stored = await _pending_calls(store, request, tmp_path)
+    assert store.secret is not None
+    key = hashlib.sha256(b"approval" + store.secret).digest()
+    plain = call_digest("fleet__configure", arguments)
+    assert stored != [plain]
+    assert stored == [hmac.new(key, plain.encode(), hashlib.sha256).hexdigest()]
+    assert await store.approvals.redeem(state, "s1", "fleet__configure", arguments)
 
 
 async def test_session_grants_are_kept_per_session(store: GatewayStore) -> None:

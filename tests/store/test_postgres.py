@@ -5,8 +5,10 @@ slow gives way to the sweep that took its lease."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import anyio
 import psycopg
@@ -15,6 +17,8 @@ import pytest
 from sagents.audit._store import AuditEntry
 from sagents.errors import StoreSchemaError, StoreUnavailableError
 from sagents.store import parse_store_url
+from sagents.store._embedded import call_digest
+from sagents.store._held import HeldApproval
 from sagents.store._migrations import SCHEMA_VERSION
 from sagents.store._postgres import LEASE_REASON, PostgresStore
 from tests.postgres_server import PostgresServer
@@ -68,6 +72,37 @@ async def test_a_cancel_request_reaches_the_replica_that_runs_the_task(postgres_
             assert await b.tasks.request_cancel("task-1") is True
             await asked.wait()
     assert received == ["task-1"]
+
+
+async def test_an_answer_recorded_through_one_replica_is_heard_by_the_others_once(
+    postgres_url: str,
+) -> None:
+    """``settle`` on replica B tells every replica (``NOTIFY``) the card's id once it is
+    recorded; an answer that records nothing (a second one) tells nobody."""
+    heard: list[str] = []
+    told = anyio.Event()
+
+    async def on_settled(approval_id: str) -> None:
+        heard.append(approval_id)
+        told.set()
+
+    now = time.time()
+    held = HeldApproval(
+        approval_id="h1", binding="b1", call="c1", card="{}", asker="gone/boot",
+        asked_at=now, expires_at=now + 600,
+    )  # fmt: skip
+    async with replica(postgres_url, "a") as a, replica(postgres_url, "b") as b:
+        a.approvals.on_settled(on_settled)
+        await b.approvals.hold(held)
+        with anyio.fail_after(20):
+            assert await b.approvals.settle("h1", "allow_once")
+            await told.wait()
+            told = anyio.Event()
+            assert not await b.approvals.settle("h1", "deny")
+            await b.approvals.hold(replace(held, approval_id="h2"))
+            assert await b.approvals.settle("h2", "deny")  # told in order: h2 after h1
+            await told.wait()
+    assert heard == ["h1", "h2"]
 
 
 async def test_running_tasks_of_a_replica_whose_lease_ran_out_are_failed_by_another(
@@ -270,4 +305,30 @@ async def test_pending_state_of_a_session_is_found_through_its_index(postgres_ur
         plan = " ".join(str(row[0]) for row in await cursor.fetchall())
     assert found == "st-2"
     assert "sagents_run_states_session" in plan, plan
+    assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]
+
+
+async def test_migration_8_removes_the_bare_digests_of_pending_approvals_a_version_7_database_holds(
+    postgres_url: str,
+) -> None:
+    """Before migration 8 a pending approval's row held a bare SHA-256 of tool and arguments
+    (whoever reads the table could test guesses of an argument); the rows written so are
+    removed (each approval is asked again) and the ones written now are keyed."""
+    async with replica(postgres_url, "a"):
+        pass
+    bare = call_digest("t", {"token": "s3cr3t"})
+    await _sql(
+        postgres_url,
+        "INSERT INTO sagents_pending_approvals (nonce, session_id, call, expires_at) "
+        "VALUES ('n1', 's1', %s, now() + interval '10 minutes')",
+        bare,
+    )
+    await _sql(postgres_url, "UPDATE sagents_schema SET version = 7")
+    async with replica(postgres_url, "a") as store:
+        spent = await store.approvals.redeem('{"nonce": "n1"}', "s1", "t", {"token": "s3cr3t"})
+        await store.approvals.issue("s1", "t", {"token": "s3cr3t"})
+    calls = await _sql(postgres_url, "SELECT call FROM sagents_pending_approvals")
+    assert spent is False
+    assert len(calls) == 1
+    assert (bare,) not in calls
     assert await _sql(postgres_url, "SELECT version FROM sagents_schema") == [(SCHEMA_VERSION,)]

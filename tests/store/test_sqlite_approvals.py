@@ -4,12 +4,18 @@ what lets a 2026-07-28 approval outlive a restart of the gateway."""
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from sagents.errors import StoreError
-from sagents.store._embedded import MAX_PENDING_APPROVALS_PER_SESSION, EmbeddedStore
+from sagents.store._embedded import (
+    MAX_PENDING_APPROVALS_PER_SESSION,
+    EmbeddedStore,
+    call_digest,
+)
 from sagents.store._sqlite_approvals import (
     APPROVALS_FILE,
     GATEWAY_KEY_FILE,
@@ -87,3 +93,32 @@ async def test_the_embedded_store_refuses_to_start_on_a_key_others_can_read(
     os.chmod(tmp_path / GATEWAY_KEY_FILE, 0o600)
     async with EmbeddedStore(directory=tmp_path) as store:
         assert store.secret == gateway_key(tmp_path)
+
+
+async def test_pending_approvals_an_older_release_left_with_a_bare_digest_are_removed(
+    tmp_path: Path,
+) -> None:
+    """An ``approvals.sqlite3`` written before the pending approvals' digests were keyed holds
+    bare SHA-256 digests of tool and arguments: they are removed when the file is next used
+    (each such approval is asked again), so none stays to confirm a guess."""
+    path = tmp_path / APPROVALS_FILE
+    bare = call_digest("t", {"token": "s3cr3t"})
+    with sqlite3.connect(path) as db:  # the schema and a row as the older release wrote them
+        db.execute(
+            "CREATE TABLE pending_approvals (nonce TEXT PRIMARY KEY, session_id TEXT NOT "
+            "NULL, call TEXT NOT NULL, issued REAL NOT NULL, expires_at REAL NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO pending_approvals VALUES ('n1', 's1', ?, ?, ?)",
+            (bare, time.time(), time.time() + 600),
+        )
+    db.close()
+    approvals = SqliteApprovals(path, ttl_s=600)
+    state = await approvals.issue("s1", "t", {"token": "s3cr3t"})
+    with sqlite3.connect(path) as db:
+        calls = [row[0] for row in db.execute("SELECT call FROM pending_approvals")]
+    db.close()
+    assert not await approvals.redeem('{"nonce": "n1"}', "s1", "t", {"token": "s3cr3t"})
+    assert await approvals.redeem(state, "s1", "t", {"token": "s3cr3t"})
+    assert len(calls) == 1
+    assert bare not in calls
