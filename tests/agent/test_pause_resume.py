@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from sagents.agent import (
     DoneEvent,
@@ -357,6 +358,29 @@ async def test_a_state_saved_without_tool_choice_spent_still_loads_and_a_bad_one
     with pytest.raises(RunStateError, match="tool_choice_spent") as refused:
         RunState.from_json(_resigned({**document, "tool_choice_spent": "yes"}))
     assert refused.value.details["reason"] == "format"
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+async def test_a_state_saved_without_output_retries_still_loads_and_a_bad_one_is_refused(
+    store: SqliteAgentStore,
+) -> None:
+    # an answer that did not fit output_type went back once, then the model called save
+    async with ScriptedModel([reply("nowhere"), _batch(("save", {"path": "x"}, "c1"))]) as model:
+        state = await _paused(model, store, output_type=Point, output_retries=2)
+    document = state.to_document()
+    assert document["output_retries"] == 1
+    assert RunState.from_json(state.to_json()).output_retries == 1
+    older = {k: v for k, v in document.items() if k != "output_retries"}  # an earlier sagents
+    loaded = RunState.from_json(_resigned(older))
+    assert (loaded.state_id, loaded.output_retries) == (state.state_id, 0)
+    for bad in ("1", -1, True, 1.5, None):
+        with pytest.raises(RunStateError, match="output_retries") as refused:
+            RunState.from_json(_resigned({**document, "output_retries": bad}))
+        assert refused.value.details["reason"] == "format"
 
 
 async def test_a_state_of_another_session_or_agent_or_undecided_is_refused(

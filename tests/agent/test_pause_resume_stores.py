@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from sagents.agent import ModelSettings, RunState, SAgent
 from sagents.errors import RunStateError
@@ -125,3 +126,44 @@ async def test_a_named_tool_choice_called_before_the_pause_is_not_forced_after_t
     assert runs == ["x"]
     assert requests[0]["tool_choice"] == {"type": "function", "function": {"name": "save"}}
     assert "tool_choice" not in requests[1]
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@pytest.mark.parametrize("handed", ["in_memory", "through_the_store"])
+async def test_output_retries_spent_before_the_pause_stay_spent_after_the_resume(
+    store: GatewayStore, monkeypatch: pytest.MonkeyPatch, handed: str
+) -> None:
+    # output_retries=1: the first answer that did not fit went back before the pause; the
+    # resumed run's answer that does not fit either ends the run, with no further retry
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "s" * 40)
+    runs: list[str] = []
+    script = [
+        reply("somewhere"),
+        tool_call("save", {"path": "x"}, id="c1"),
+        reply("still somewhere"),
+        reply('{"x": 1, "y": 2}'),  # not asked for: the retries were spent
+    ]
+    options: dict[str, Any] = {"output_type": Point, "output_retries": 1}
+    async with ScriptedModel(script) as model:
+        first = SAgent(model=model.chat_model(), run_script=False, store=store, **options)
+        state = await _paused(first, runs)
+        assert state.output_retries == 1
+        second = SAgent(model=model.chat_model(), run_script=False, store=store, **options)
+        if handed == "through_the_store":
+            loaded = await second.load_state(state.state_id)
+            assert loaded is not None
+            state = loaded
+        state.approve("c1")
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            done = await second.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+        requests = list(model.requests)
+    assert runs == ["x"]
+    assert (done.reason, done.output) == ("error", None)
+    assert done.error is not None
+    assert done.error["code"] == "output_invalid"
+    assert done.error["details"]["answer"] == "still somewhere"
+    assert len(requests) == 3
