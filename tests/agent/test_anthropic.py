@@ -273,6 +273,20 @@ async def test_thinking_streams_as_reasoning_events_through_the_loop() -> None:
     assert reasoning == "The user wants the weather. I will call get_weather."
 
 
+def test_a_call_whose_arguments_hold_a_raw_newline_goes_back_with_them() -> None:
+    # a history from a server whose grammar let a raw newline into a JSON string
+    # (llama-cpp-python, docs/agent.md "Quirks handled"): the call ran with those arguments
+    model = AnthropicModel("claude-x", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(ToolCall(id="t1", name="note", arguments='{"text": "two\nlines"}'),),
+    )
+    result = Message(role="tool", parts=(ToolResultPart(tool_call_id="t1", content="ok"),))
+    body = model.request_body(ModelRequest(messages=(answer, result)))
+    (tool_use,) = body["messages"][0]["content"]
+    assert tool_use["input"] == {"text": "two\nlines"}
+
+
 def test_reasoning_without_an_anthropic_signature_is_not_sent_as_a_thinking_block() -> None:
     model = AnthropicModel("claude-x", api_key="k", base_url="http://127.0.0.1:9")
     answer = Message(

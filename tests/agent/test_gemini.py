@@ -186,6 +186,20 @@ async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -
     assert "MALFORMED_FUNCTION_CALL" in done.error["message"]
 
 
+def test_a_call_whose_arguments_hold_a_raw_newline_goes_back_with_them() -> None:
+    # a history from a server whose grammar let a raw newline into a JSON string
+    # (llama-cpp-python, docs/agent.md "Quirks handled"): the call ran with those arguments
+    model = GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(ToolCall(id="c1", name="note", arguments='{"text": "two\nlines"}'),),
+    )
+    result = Message(role="tool", parts=(ToolResultPart(tool_call_id="c1", content="ok"),))
+    contents, _config = model.request_parts(ModelRequest(messages=(USER_MESSAGE, answer, result)))
+    call = contents[1]["parts"][0]["function_call"]
+    assert call == {"name": "note", "args": {"text": "two\nlines"}, "id": "c1"}
+
+
 def test_names_and_parameters_gemini_refuses_are_declared_and_mapped_back() -> None:
     spec = ToolSpec(
         name="9lives",
