@@ -557,7 +557,7 @@ def _input(call: ToolCall) -> dict[str, Any]:
     """A call's arguments as the object ``tool_use`` needs: ``{}`` for arguments that are no
     JSON object (a call the output limit cut: its result says so)."""
     try:
-        value = json.loads(call.arguments or "{}")
+        value = json.loads(call.arguments or "{}", strict=False)  # as the call was read
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

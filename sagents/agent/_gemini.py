@@ -493,7 +493,7 @@ class _Declared:
     def declared(self, name: str, arguments: str) -> tuple[str, dict[str, Any]]:
         """A call of the history as Gemini declared it."""
         try:
-            args = json.loads(arguments or "{}")
+            args = json.loads(arguments or "{}", strict=False)  # as the call was read
         except ValueError:
             args = {}
         if not isinstance(args, dict):

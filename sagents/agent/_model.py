@@ -137,7 +137,7 @@ def _text_of(value: Any) -> str:
 
 def _is_whole_json(text: str) -> bool:
     try:
-        json.loads(text)
+        json.loads(text, strict=False)  # as the tool layer reads arguments (raw newlines)
     except RecursionError:
         return True  # complete enough to parse this deep: the tool layer refuses it clearly
     except ValueError:

@@ -33,7 +33,8 @@ Rules (docs/tools.md, "One call", step 3):
 
 - ``"5"`` -> ``5`` where the schema wants an integer (and not a string); ``"2.5"`` -> ``2.5``
   for a number; ``"true"``/``"false"`` (any case) -> bool for a boolean;
-- a JSON string -> object or array where the schema wants one (and not a string);
+- a JSON string -> object or array where the schema wants one (and not a string), read as
+  :func:`parse_arguments` reads the arguments (raw control characters inside strings kept);
 - ``null`` for a property that is optional (not in ``required``) is removed ("absent") when the
   call came through the strict export (``strict=True``), or when the property's schema does not
   accept ``null`` anyway; any other explicit ``null`` is kept;
@@ -131,7 +132,8 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
 
     Raises:
         InvalidArgumentsError: for text that is not JSON (``NaN`` and ``Infinity`` included,
-            which Python's parser would accept), JSON that is not an object, a
+            which Python's parser would accept; a raw control character inside a string, such
+            as a newline, is accepted and kept), JSON that is not an object, a
             document larger than :data:`MAX_ARGUMENTS_BYTES`, or one nested too deeply for
             Python's parser (about a thousand levels).
     """
@@ -146,7 +148,9 @@ def parse_arguments(tool_name: str, args: Mapping[str, Any] | str | None) -> dic
         if not args.strip():
             return {}
         try:
-            parsed = json.loads(args, parse_constant=_refuse_constant)
+            # strict=False: a raw control character inside a string (a newline, a tab) is
+            # kept as sent, the only leniency beyond RFC 8259 (docs/agent.md, "Quirks handled")
+            parsed = json.loads(args, strict=False, parse_constant=_refuse_constant)
         except RecursionError:
             raise _too_deep(tool_name) from None
         except (json.JSONDecodeError, _NotJsonConstantError) as error:
@@ -488,7 +492,7 @@ def _coerce_scalar(types: set[str], value: Any) -> Any:
         return value.strip().lower() == "true"
     if types & {"object", "array"} and value.lstrip()[:1] in ("{", "["):
         try:
-            parsed = json.loads(value)
+            parsed = json.loads(value, strict=False)  # as parse_arguments reads model text
         except json.JSONDecodeError:
             return value
         if ("object" in types and isinstance(parsed, dict)) or (

@@ -387,7 +387,7 @@ async def test_real_llama_cpp_python_write_call_denied_never_runs_and_the_model_
     ("recording", "error"),
     [
         ("run_script", "tool 'device_name' is not available to scripts in this session"),
-        ("run_script_print", "SyntaxError"),
+        ("run_script_print", "SyntaxError: invalid"),
     ],
     ids=["undeclared-tool", "raw-newline-in-arguments"],
 )
@@ -419,7 +419,8 @@ async def test_real_llama_cpp_python_run_script_call_that_cannot_run_goes_back_a
     assert (call_id.startswith("call__0_run_script_cmpl-"), name) == (True, "run_script")
     (result,) = tool_messages(done.messages)
     assert result["tool_call_id"] == call_id
-    assert error in result["content"]
+    assert error in result["content"], result["content"]
+    assert "invalid_arguments" not in result["content"]
     assert not any(isinstance(e, ScriptProgressEvent) and e.calls for e in events)  # none ran
     assert "tool_choice" not in model.requests[1]
     assert model.requests[1]["messages"][-1] == result
