@@ -112,6 +112,7 @@ async def run_calls(
             skills=state.skills.active_skills if state.skills is not None else (),
             system_extra=run.system_extra,
             tool_choice_spent=run.tool_choice_spent,
+            output_retries=run.output_retries,
         )
 
 

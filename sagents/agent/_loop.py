@@ -615,6 +615,7 @@ class SAgent:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
             run.tool_choice_spent = resume.tool_choice_spent
+            run.output_retries = resume.output_retries
         return run
 
     def _opens_sandbox(self, state: AgentSession) -> bool:

@@ -334,6 +334,7 @@ class RunState:
         skills: Sequence[str] = (),
         system_extra: str = "",
         tool_choice_spent: bool = False,
+        output_retries: int = 0,
         state_id: str | None = None,
         created_at: float | None = None,
         decisions: Mapping[str, Resolution] | None = None,
@@ -357,6 +358,9 @@ class RunState:
         self.tool_choice_spent = tool_choice_spent
         """The model called the tool a named ``tool_choice`` names before the pause: the
         resumed run leaves it unset (docs/agent.md, "The model seam")."""
+        self.output_retries = output_retries
+        """Answers sent back before the pause for not fitting ``output_type``: the resumed run
+        counts on from there (docs/agent.md, "Structured output")."""
         self.created_at = time.time() if created_at is None else created_at
         self.decisions: dict[str, Resolution] = dict(decisions or {})
 
@@ -472,6 +476,7 @@ class RunState:
             "skills": list(self.skills),
             "system_extra": self.system_extra,
             "tool_choice_spent": self.tool_choice_spent,
+            "output_retries": self.output_retries,
         }
 
     def to_json(self, *, key: bytes | None = None) -> str:
@@ -542,6 +547,7 @@ class RunState:
                 system_extra=str(document["system_extra"]),
                 # absent from a state saved by an earlier sagents: not spent
                 tool_choice_spent=_flag(document, "tool_choice_spent"),
+                output_retries=_count(document, "output_retries"),  # absent: none yet
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise _refused(f"the run state is malformed: {error!r}", "format") from None
@@ -551,6 +557,13 @@ def _flag(document: Mapping[str, Any], key: str) -> bool:
     value = document.get(key, False)
     if not isinstance(value, bool):
         raise ValueError(f"{key!r} is true or false, not {value!r}")
+    return value
+
+
+def _count(document: Mapping[str, Any], key: str) -> int:
+    value = document.get(key, 0)
+    if type(value) is not int or value < 0:  # bool is an int subclass: refused too
+        raise ValueError(f"{key!r} is a count (0 or more), not {value!r}")
     return value
 
 
