@@ -404,22 +404,25 @@ class _Answer:
     passed_on: bool = False
 
     def take(self, event: Any) -> list[ModelEvent]:
+        # Deltas first and each handler's list as it is: this runs once per streamed event
+        # (bench/bench_agent_loop.py, streamed turns).
         out: list[ModelEvent] = []
         kind = event.type
-        if kind == "message_start":
-            self._usage(event.message.usage)
+        if kind == "content_block_delta":
+            out = self._delta(event.index, event.delta)
         elif kind == "content_block_start":
-            out.extend(self._start(event.index, event.content_block))
-        elif kind == "content_block_delta":
-            out.extend(self._delta(event.index, event.delta))
+            out = self._start(event.index, event.content_block)
         elif kind == "content_block_stop":
-            out.extend(self._stop(event.index))
+            out = self._stop(event.index)
+        elif kind == "message_start":
+            self._usage(event.message.usage)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._usage(event.usage)
         elif kind == "message_stop":
             self.stopped = True
-        self.passed_on = self.passed_on or bool(out)
+        if out:
+            self.passed_on = True
         return out
 
     def take_whole(self, message: Any) -> list[ModelEvent]:

@@ -46,7 +46,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +129,7 @@ _MALFORMED = "MALFORMED_FUNCTION_CALL"  # a call the API could not parse: no ans
 _CONTEXT_LENGTH_MARKERS = ("input token count", "exceeds the maximum number of tokens")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+_EXPORTED_TOOLS = 256  # tool declarations kept per adapter (GeminiModel._declaration)
 logger = logging.getLogger(__name__)
 
 
@@ -198,6 +199,7 @@ class GeminiModel:
         self.streaming = stream
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
+        self._exported: dict[tuple[str, str, str], dict[str, Any]] = {}
         if client is None:
             api_key = (
                 api_key
@@ -227,7 +229,11 @@ class GeminiModel:
 
     def request_parts(self, request: ModelRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The ``contents`` and the ``config`` of the request for ``request``."""
-        declared = _Declared(request.tools)
+        return self._request_parts(request, _Declared(request.tools, self._declaration))
+
+    def _request_parts(
+        self, request: ModelRequest, declared: _Declared
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         contents = _contents(request.messages, declared)
         config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
         if request.system_prompt:
@@ -243,6 +249,30 @@ class GeminiModel:
         if self.extra_body:
             config["http_options"] = {"extra_body": dict(self.extra_body)}
         return contents, config
+
+    def _declaration(self, spec: ToolSpec, name: str) -> dict[str, Any]:
+        """``spec`` as :func:`to_gemini_function_declaration` declares it under ``name``, kept
+        per name, description and schema: the loop offers the same tools on every request,
+        and exporting a schema again (twice a call, once for the request and once for the
+        way back from the answer's names) was most of the adapter's own work in a text turn
+        (bench/bench_agent_loop.py). A spec with ``meta`` (examples) is exported every time.
+
+        Raises:
+            SchemaExportError: the schema cannot be declared to Gemini (never kept).
+        """
+        try:
+            key = (name, spec.description, json.dumps(spec.input_schema, sort_keys=True))
+        except (TypeError, ValueError, RecursionError):
+            key = None  # not JSON: exported (and refused clearly) below
+        if spec.meta or key is None:
+            return to_gemini_function_declaration(spec, name=name)
+        declaration = self._exported.get(key)
+        if declaration is None:
+            if len(self._exported) >= _EXPORTED_TOOLS:
+                self._exported.clear()
+            declaration = to_gemini_function_declaration(spec, name=name)
+            self._exported[key] = declaration
+        return dict(declaration)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One model call on the model seam: the answer as neutral events, ending with one
@@ -260,8 +290,8 @@ class GeminiModel:
             ModelError: any other error answer.
         """
         genai = _sdk()
-        declared = _Declared(request.tools)
-        raw_contents, raw_config = self.request_parts(request)
+        declared = _Declared(request.tools, self._declaration)
+        raw_contents, raw_config = self._request_parts(request, declared)
         contents = [genai.types.Content.model_validate(c) for c in raw_contents]
         config = genai.types.GenerateContentConfig.model_validate(raw_config)
         models = self.client.aio.models
@@ -468,14 +498,18 @@ def _retry_headers(error: Any) -> dict[str, str]:
 class _Declared:
     """The tools of one request as declared to Gemini, and the way back from their names."""
 
-    def __init__(self, tools: tuple[ToolSpec, ...]) -> None:
+    def __init__(
+        self,
+        tools: tuple[ToolSpec, ...],
+        declare: Callable[[ToolSpec, str], dict[str, Any]],
+    ) -> None:
         self.declarations: list[dict[str, Any]] = []
         self.specs: dict[str, ToolSpec] = {}  # declared name -> spec
         self.names: dict[str, str] = {}  # the name the loop knows -> declared name
         for spec in tools:
             declared = gemini_function_name(spec.name)
             try:
-                declaration = to_gemini_function_declaration(spec, name=declared)
+                declaration = declare(spec, declared)
             except SchemaExportError as error:
                 logger.warning("tool %r is not offered to Gemini: %s", spec.name, error)
                 continue

@@ -211,7 +211,10 @@ class CallBudget:
             StopAsyncIteration: the answer ended.
             ModelTimeoutError: nothing came within ``timeout``, or the deadline passed.
         """
-        now = anyio.current_time()  # the event loop's clock, as asyncio.timeout_at's
+        # The event loop's clock, as asyncio.timeout_at's (and anyio.current_time()'s on
+        # asyncio), read straight: anyio's looks its backend up first, on every streamed piece
+        # (bench/bench_agent_loop.py, streamed turns).
+        now = asyncio.get_running_loop().time()
         # One timeout per piece (one held across the adapter's yield would cancel the
         # consumer's code). asyncio's, not an anyio CancelScope with a deadline: about half
         # the Python calls and CPU per piece, paid on every chunk of a streamed answer
