@@ -214,7 +214,7 @@ async def _run_call(
     ``questionnaire`` asks when not the run's (a resumed call's given answer)."""
     state = run.session
     name, arguments = call.name, call.arguments
-    context = state.context_for_tools(questioner=questioner)
+    context = state.context_for_tools(questioner=questioner, granted=run.granted())
     if offered is not None and name not in offered:
         if name in run.allowed_names and agent.suggestion is not None:
             return not_offered_result(name)  # allowed, but not offered: expand it first

@@ -12,7 +12,7 @@ session across turns and runs: the history, the ``ToolProxy`` it runs with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -243,10 +243,13 @@ class AgentSession:
         finally:
             self.run_approver = self.run_compressor = self.run_questioner = None
 
-    def context_for_tools(self, *, questioner: Questioner | None = None) -> SessionContext:
+    def context_for_tools(
+        self, *, questioner: Questioner | None = None, granted: Collection[str] = ()
+    ) -> SessionContext:
         """The context passed to tools: the session's, with this state under
-        :data:`AGENT_SESSION_KEY` in ``trusted`` and the questioner its ``questionnaire``
-        calls ask (``questioner``, else the run's :attr:`run_questioner`)."""
+        :data:`AGENT_SESSION_KEY` in ``trusted``, the questioner its ``questionnaire``
+        calls ask (``questioner``, else the run's :attr:`run_questioner`) and the tools the
+        session allowed for the rest of the session (``granted``)."""
         trusted = {**self.context.trusted, AGENT_SESSION_KEY: self}
         return SessionContext(
             session_id=self.context.session_id,
@@ -256,6 +259,7 @@ class AgentSession:
             agent=self.context.agent,
             trusted=trusted,
             questioner=questioner if questioner is not None else self.run_questioner,
+            granted=frozenset(granted),
         )
 
 

@@ -55,6 +55,11 @@ class SessionContext:
             host's channel to the user (the agent loop's events, ``sagents serve``'s MCP
             elicitation, ``sagents chat``'s terminal form). None: nobody can be asked, and
             ``questionnaire`` refuses saying so (docs/builtin_tools.md).
+        granted: The tools this session's user allowed for the rest of the session ("Allow
+            for this session"), as the host that keeps its grants says (the agent loop): a
+            policy step in front of a call that lists tools, such as run_script's one approval,
+            does not ask about these again. The gateway keeps its sessions' grants in its store
+            and reads them there.
     """
 
     session_id: str = field(default_factory=lambda: os.urandom(16).hex())  # 32 hex digits
@@ -65,6 +70,7 @@ class SessionContext:
     trusted: Mapping[str, Any] = field(default_factory=dict)
     decision: Decision | None = None
     questioner: Questioner | None = field(default=None, compare=False, repr=False)
+    granted: frozenset[str] = frozenset()
 
     def lookup(self, key: str) -> Any:
         """Return the trusted value ``key``: one of the fields above, else ``trusted[key]``.

@@ -148,7 +148,7 @@ class ChatOffer(SpecProvider):
             arguments = {}
         asked, covered = self.offer.script_approval(
             arguments,
-            granted=frozenset(),  # the chat keeps no grant for scripts: each run is asked
+            granted=context.granted,  # the thread's session grants (its agent keeps them)
             session_id=context.session_id,
             preflight=self.preflight,
             tool_call_id=request.tool_call_id,

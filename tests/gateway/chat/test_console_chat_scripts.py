@@ -138,3 +138,34 @@ def test_idle_chat_threads_give_back_their_script_sandboxes(
         assert scripts.sandboxes_alive == 0
         for thread in threads:
             assert len(runs_of(thread)) == 1  # each thread's run went through the gateway
+
+
+def test_a_tool_allowed_for_the_threads_session_is_not_asked_about_again_in_its_script(
+    tmp_path: Path,
+) -> None:
+    """A write tool the user allowed "for this session" on a direct call is not asked about
+    again when the thread's next run_script lists it: the script's one approval covers only
+    the tools the session has not allowed (docs/console.md, "Chat")."""
+    thread = "granted-then-script"
+    script = [
+        tool_call("fault__echo", {"text": "direct"}),
+        tool_call("run_script", SCRIPT),
+        reply("Ran both."),
+    ]
+    with console_chat(tmp_path, script) as served:
+        route = f"{served.base}/console/ag-ui"
+        operator = {"Authorization": f"Bearer {served.secret}"}
+        first = httpx.post(route, json=run_input(thread, "run it"), headers=operator, timeout=120)
+        assert first.status_code == 200, first.text
+        (request,) = customs(first.text, "sagents.approval.request")
+        assert request["kind"] != "script"
+        assert "allow_session" in request["offered"]
+        decisions = {request["id"]: {"decision": "allow_session"}}
+        second = httpx.post(route, json=answer(thread, decisions), headers=operator, timeout=120)
+        assert second.status_code == 200, second.text
+    assert customs(second.text, "sagents.approval.request") == []  # the script was not asked
+    results = [e["content"] for e in events_of(second.text) if e["type"] == "TOOL_CALL_RESULT"]
+    assert any("direct" in content for content in results)
+    assert any("from-chat" in content for content in results)
+    (run,) = runs_of(thread)
+    assert run.status == "ok"
