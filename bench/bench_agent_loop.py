@@ -244,13 +244,18 @@ def _bare(
 Turns = dict[str, Callable[[], Awaitable[None]]]
 
 
-async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, Any]:
-    """The bare client's turns and SAgent's (``run_stream`` and ``run``), and the client."""
-    agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
-    manager = ToolManager()
-    manager.register_tool(lookup)
-    call, client = _bare(api, server.base_url, stream, manager)
-    asked = _ASKED[api]
+def _sides(
+    agent: SAgent,
+    manager: ToolManager,
+    call: Callable[[Any], Awaitable[None]],
+    asked: dict[str, Any],
+) -> tuple[
+    Callable[[], Awaitable[None]],
+    Callable[[], Awaitable[None]],
+    Callable[[str], Callable[[], Awaitable[None]]],
+]:
+    """The bare client's text turn, its tool turn's two requests (``asked``: the same requests
+    SAgent sends), and SAgent's streamed turn of a user text."""
 
     async def bare() -> None:
         await call(asked["text"])
@@ -268,6 +273,17 @@ async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, 
                     pass
 
         return run
+
+    return bare, bare_two_calls, streamed
+
+
+async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, Any]:
+    """The bare client's turns and SAgent's (``run_stream`` and ``run``), and the client."""
+    agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
+    manager = ToolManager()
+    manager.register_tool(lookup)
+    call, client = _bare(api, server.base_url, stream, manager)
+    bare, bare_two_calls, streamed = _sides(agent, manager, call, _ASKED[api])
 
     def whole(text: str) -> Callable[[], Awaitable[None]]:
         messages = [{"role": "user", "content": text}]
@@ -420,25 +436,7 @@ async def _sagents_side(base_url: str, stream: bool) -> dict[str, float]:
     manager = ToolManager()
     manager.register_tool(lookup)
     call, client = _bare("chat", base_url, stream, manager)
-    asked = _ASKED["chat"]
-
-    async def bare() -> None:
-        await call(asked["text"])
-
-    async def bare_two_calls() -> None:  # the tool turn's two requests
-        await call(asked["task"])
-        await call(asked["answered"])
-
-    def agent_turn(text: str) -> Callable[[], Awaitable[None]]:
-        messages = [{"role": "user", "content": text}]
-
-        async def run() -> None:
-            async with aclosing(agent.run_stream(messages, tool_manager=manager)) as events:
-                async for _event in events:
-                    pass
-
-        return run
-
+    bare, bare_two_calls, agent_turn = _sides(agent, manager, call, _ASKED["chat"])
     await bare()
     await agent_turn("use the tool")()
     results = {
