@@ -462,15 +462,15 @@ class SAgent:
         # The run executes in this generator's task (the consumer's), with a task of its own
         # only for what needs one (sagents.agent._driver).
         events = self._run_events(run, sandbox=sandbox)
-        ended = False
+        last: AgentEvent | None = None
         try:
             async with aclosing(in_task(events) if sandbox else events) as running:
                 async for event in running:
-                    ended = ended or isinstance(event, DoneEvent)
+                    last = event  # the done, once it came, is the last
                     yield event
         except Exception as failure:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
-            if ended:
+            if isinstance(last, DoneEvent):
                 return
             settled = settle_history(agent_session.history)
             yield DoneEvent(

@@ -63,9 +63,8 @@ class RunCancelled(Exception):
 
 class _Cancellable:
     """The block of :meth:`ActiveRun.cancellable`: a cancel scope the run's :meth:`cancel`
-    reaches. A class, not a generator context manager: the loop enters one for every read of
-    a streamed answer, and the generator's own calls were a measurable part of a streamed
-    text turn's CPU (bench/bench_agent_loop.py)."""
+    reaches. A class, not a generator context manager: the generator's own calls were a
+    measurable part of a turn's CPU (bench/bench_agent_loop.py)."""
 
     __slots__ = ("_run", "_scope")
 
@@ -92,6 +91,46 @@ class _Cancellable:
         if self._scope.cancelled_caught:
             raise RunCancelled from None
         return bool(swallowed)
+
+
+class _Read:
+    """The block of :meth:`ActiveRun.reading`: a read of a model's answer that the run's
+    :meth:`~ActiveRun.cancel` ends, also when called before it.
+
+    An ``asyncio.timeout(None)`` that :meth:`~ActiveRun.cancel` makes expire at once (its
+    public ``reschedule``), not an anyio cancel scope: the loop enters one for every piece of
+    a streamed answer, and a cancel scope's ~45 Python calls per piece were the largest part
+    of the loop's own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As any
+    asyncio timeout, it cancels the read once: a model that swallows that cancellation and
+    then answers, ends or fails still ends the run cancelled; one that swallows it and waits
+    again waits until its own timeout (a ``ChatModel`` must not swallow cancellation).
+    """
+
+    __slots__ = ("_run", "_timeout")
+
+    def __init__(self, run: ActiveRun) -> None:
+        self._run = run
+        self._timeout = asyncio.timeout_at(None)  # expires only when cancel() says so
+
+    async def __aenter__(self) -> None:
+        if self._run.cancelled:
+            raise RunCancelled
+        await self._timeout.__aenter__()
+        self._run.reads.add(self._timeout)
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._run.reads.discard(self._timeout)
+        try:
+            await self._timeout.__aexit__(kind, error, traceback)
+        except TimeoutError:  # the cancellation the run's cancel() asked for
+            raise RunCancelled from None
+        if self._timeout.expired() and (kind is None or issubclass(kind, Exception)):
+            raise RunCancelled from error  # the model swallowed it, then answered or failed
 
 
 @dataclass(kw_only=True, eq=False)
@@ -126,7 +165,9 @@ class ActiveRun:
     cancelled: bool = False
     """:meth:`cancel` was called: the run ends as cancelled at its next step."""
     scopes: set[anyio.CancelScope] = field(default_factory=set)
-    """The cancel scopes of what the run awaits now (:meth:`cancellable`)."""
+    """The cancel scopes of the steps the run awaits now (:meth:`cancellable`)."""
+    reads: set[asyncio.Timeout] = field(default_factory=set)
+    """The timeouts of the reads of a model's answer the run awaits now (:meth:`reading`)."""
     turns: int = 0
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
@@ -164,6 +205,9 @@ class ActiveRun:
         self.cancelled = True
         for scope in list(self.scopes):
             scope.cancel()
+        for read in list(self.reads):
+            if not read.expired():
+                read.reschedule(asyncio.get_running_loop().time())
 
     def cancellable(self) -> _Cancellable:
         """A block :meth:`cancel` cancels (also when it was called before).
@@ -172,6 +216,15 @@ class ActiveRun:
             RunCancelled: the block was cancelled by :meth:`cancel`.
         """
         return _Cancellable(self)
+
+    def reading(self) -> _Read:
+        """An ``async with`` block that reads a model's answer, which :meth:`cancel` ends
+        (also when it was called before).
+
+        Raises:
+            RunCancelled: the read was cancelled by :meth:`cancel`.
+        """
+        return _Read(self)
 
     def take(self) -> list[AgentEvent]:
         """The events waiting for the iterating task, in the order they came, taken."""
@@ -189,7 +242,9 @@ class ActiveRun:
 
     def waiting(self) -> bool:
         """Whether :meth:`take` would return events."""
-        return bool(self.outbox) or any(len(queue) for queue in self.queues)
+        # asked before every streamed piece: no generator (its calls showed in a streamed
+        # turn's, bench/bench_agent_loop.py --calls)
+        return bool(self.outbox) or any(map(len, self.queues))
 
     async def emit(self, event: AgentEvent) -> None:
         if self.send is None:  # emitted in the iterating task: goes out at its next yield

@@ -241,30 +241,30 @@ class Turns:
         stream = self._agent.model.stream(call)
         try:
             while True:
-                shown: TextDelta | ReasoningDelta | None = None
-                # One step reads up to the next piece to pass on: the events between (tool
-                # calls, usage, the finish) cost no cancel scope of their own (each was a
-                # measurable part of a turn's CPU, bench/bench_agent_loop.py).
-                with run.cancellable(), attached(current):
-                    while shown is None:
-                        try:
-                            item = await anext(stream)
-                        except StopAsyncIteration:
-                            break
-                        if isinstance(item, TextDelta | ReasoningDelta):
-                            shown = item
-                        elif isinstance(item, Finish):
-                            finish = item
-                            end_model_span(current, item.response)
+                shown: MessageDeltaEvent | ReasoningDeltaEvent | None = None
+                # One read up to the next piece to pass on: the events between (tool calls,
+                # usage, the finish) cost no read of their own (each was a measurable part of
+                # a turn's CPU, bench/bench_agent_loop.py).
+                async with run.reading():
+                    with attached(current):
+                        while shown is None:
+                            try:
+                                item = await anext(stream)
+                            except StopAsyncIteration:
+                                break
+                            if isinstance(item, TextDelta):
+                                shown = MessageDeltaEvent(delta=item.text)
+                            elif isinstance(item, ReasoningDelta):
+                                shown = ReasoningDeltaEvent(delta=item.text)
+                            elif isinstance(item, Finish):
+                                finish = item
+                                end_model_span(current, item.response)
                 if shown is None:  # the stream ended
                     break
                 if run.waiting():  # progress published meanwhile goes out first
                     for event in run.take():
                         yield event
-                if isinstance(shown, TextDelta):
-                    yield MessageDeltaEvent(delta=shown.text)
-                else:
-                    yield ReasoningDeltaEvent(delta=shown.text)
+                yield shown
         finally:
             await close_stream(stream)
             end_span(current)

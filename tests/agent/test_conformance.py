@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -39,6 +41,7 @@ from sagents.testing import (
 )
 from sagents.tool import SessionContext, ToolManager
 from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
     assert_settled_once,
     collect,
     collect_cancelling_at_first_text,
@@ -187,6 +190,40 @@ async def test_cancel_while_a_whole_answer_is_awaited_ends_cancelled(api: str) -
     assert done.reason == "cancelled"
     assert list(done.messages) == USER
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("chunks", [0, 4], ids=["before-the-first-piece", "mid-answer"])
+async def test_a_cancel_from_another_task_while_a_streamed_read_awaits_ends_cancelled(
+    api: str, chunks: int
+) -> None:
+    agents: list[SAgent] = []
+    ready = anyio.Event()  # the run awaits the next piece of an answer that hangs now
+
+    def hang_after(body: dict[str, Any]) -> ScriptedReply:
+        if not chunks:
+            ready.set()  # the request reached the server: no piece will come
+        return ScriptedReply(content="a long answer that never ends", hang_after_chunks=chunks)
+
+    async def cancel() -> None:
+        await ready.wait()
+        agents[0].cancel()  # runs while the run's task awaits in its read
+
+    events: list[AgentEvent] = []
+    async with ScriptedModel(hang_after, api=api) as server:  # type: ignore[arg-type]
+        agents.append(SAgent(model=server.chat_model(), run_script=False))
+        run = agents[0].run_stream(USER, tool_manager=Tools().manager())
+        async with anyio.create_task_group() as tg, aclosing(run):
+            tg.start_soon(cancel)
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                async for event in run:
+                    events.append(event)
+                    if isinstance(event, MessageDeltaEvent):
+                        ready.set()  # the hang comes after the pieces sent
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert list(done.messages) == USER
+    assert any(isinstance(e, MessageDeltaEvent) for e in events) == bool(chunks)
 
 
 @pytest.mark.parametrize(("api", "stream"), CASES)
