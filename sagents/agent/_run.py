@@ -97,10 +97,11 @@ class _Read:
     """The block of :meth:`ActiveRun.reading`: a read of a model's answer that the run's
     :meth:`~ActiveRun.cancel` ends, also when called before it.
 
-    An ``asyncio.timeout(None)`` that :meth:`~ActiveRun.cancel` makes expire at once (its
-    public ``reschedule``), not an anyio cancel scope: the loop enters one for every piece of
-    a streamed answer, and a cancel scope's ~45 Python calls per piece were the largest part
-    of the loop's own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As any
+    An asyncio timeout without a deadline (``asyncio.timeout_at(None)``) that
+    :meth:`~ActiveRun.cancel` makes expire at once (its public ``reschedule``), not an anyio
+    cancel scope: the loop enters one for every piece of a streamed answer, and a cancel
+    scope's ~45 Python calls per piece (this block's: ~15) were the largest part of the loop's
+    own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As any
     asyncio timeout, it cancels the read once: a model that swallows that cancellation and
     then answers, ends or fails still ends the run cancelled; one that swallows it and waits
     again waits until its own timeout (a ``ChatModel`` must not swallow cancellation).
@@ -116,7 +117,7 @@ class _Read:
         if self._run.cancelled:
             raise RunCancelled
         await self._timeout.__aenter__()
-        self._run.reads.add(self._timeout)
+        self._run.read = self._timeout
 
     async def __aexit__(
         self,
@@ -124,7 +125,7 @@ class _Read:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._run.reads.discard(self._timeout)
+        self._run.read = None
         try:
             await self._timeout.__aexit__(kind, error, traceback)
         except TimeoutError:  # the cancellation the run's cancel() asked for
@@ -166,8 +167,9 @@ class ActiveRun:
     """:meth:`cancel` was called: the run ends as cancelled at its next step."""
     scopes: set[anyio.CancelScope] = field(default_factory=set)
     """The cancel scopes of the steps the run awaits now (:meth:`cancellable`)."""
-    reads: set[asyncio.Timeout] = field(default_factory=set)
-    """The timeouts of the reads of a model's answer the run awaits now (:meth:`reading`)."""
+    read: asyncio.Timeout | None = None
+    """The timeout of the read of a model's answer the run awaits now, if any (:meth:`reading`:
+    one at a time)."""
     turns: int = 0
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
@@ -205,9 +207,8 @@ class ActiveRun:
         self.cancelled = True
         for scope in list(self.scopes):
             scope.cancel()
-        for read in list(self.reads):
-            if not read.expired():
-                read.reschedule(asyncio.get_running_loop().time())
+        if self.read is not None and not self.read.expired():
+            self.read.reschedule(asyncio.get_running_loop().time())
 
     def cancellable(self) -> _Cancellable:
         """A block :meth:`cancel` cancels (also when it was called before).
