@@ -466,7 +466,9 @@ class SAgent:
         try:
             async with aclosing(in_task(events) if sandbox else events) as running:
                 async for event in running:
-                    last = event  # the done, once it came, is the last
+                    # the done is the last event: no isinstance per streamed piece
+                    # (bench/bench_agent_loop.py --calls)
+                    last = event
                     yield event
         except Exception as failure:  # a bug in the loop: said, never raised
             logger.error("the agent loop failed", exc_info=failure)
