@@ -7,12 +7,14 @@ adapter's wire format: ``test_conformance.py``."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 
 import anyio
 import pytest
 
 from sagents.agent import (
     AgentEvent,
+    DoneEvent,
     Finish,
     Message,
     MessageDeltaEvent,
@@ -25,7 +27,12 @@ from sagents.agent import (
 )
 from sagents.errors import ModelError
 from sagents.tool import ToolManager
-from tests.agent.helpers import collect, collect_cancelling_at_first_text, done_of
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    collect,
+    collect_cancelling_at_first_text,
+    done_of,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -141,3 +148,46 @@ async def test_a_cancel_while_a_read_awaits_ends_cancelled_even_if_the_model_swa
     assert model.swallowed
     assert done.reason == "cancelled"
     assert list(done.messages) == USER
+
+
+class Hanging:
+    """A model whose read awaits an answer that never comes (and lets cancellation through)."""
+
+    model = "hanging"
+
+    def __init__(self) -> None:
+        self.awaiting = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(text="first ")
+        self.awaiting.set()
+        await anyio.sleep_forever()
+        yield answer("never")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("agent_first", [True, False], ids=["agent-first", "consumer-first"])
+async def test_the_consumers_own_cancellation_is_not_taken_for_the_runs(agent_first: bool) -> None:
+    model = Hanging()
+    agent = SAgent(model=model, run_script=False)
+    events: list[AgentEvent] = []
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        async with anyio.create_task_group() as tg:
+            with anyio.CancelScope() as consumer:
+
+                async def cancel_both() -> None:
+                    await model.awaiting.wait()  # the run's task awaits in the read now
+                    if agent_first:
+                        agent.cancel()
+                    consumer.cancel()
+                    if not agent_first:
+                        agent.cancel()
+
+                tg.start_soon(cancel_both)
+                async with aclosing(agent.run_stream(USER, tool_manager=ToolManager())) as run:
+                    async for event in run:
+                        events.append(event)
+    assert consumer.cancelled_caught  # the consumer's cancellation reached it
+    assert not any(isinstance(e, DoneEvent) for e in events)
