@@ -130,7 +130,8 @@ class _Read:
             await self._timeout.__aexit__(kind, error, traceback)
         except TimeoutError:  # the cancellation the run's cancel() asked for
             raise RunCancelled from None
-        if self._timeout.expired() and (kind is None or issubclass(kind, Exception)):
+        swallowed = self._run.cancelled and self._timeout.expired()  # no call unless cancelled
+        if swallowed and (kind is None or issubclass(kind, Exception)):
             raise RunCancelled from error  # the model swallowed it, then answered or failed
 
 
