@@ -220,8 +220,9 @@ class Turns:
         self, run: ActiveRun, tools: list[dict[str, Any]]
     ) -> AsyncGenerator[AgentEvent, None]:
         """One model call, its text and reasoning passed on as they stream; its answer in
-        :attr:`ActiveRun.response`. Each read of the stream is a step of its own (cancellable,
-        the model call's span current): nothing is held across a ``yield``."""
+        :attr:`ActiveRun.response`. Each read of the stream is a block of its own
+        (:meth:`ActiveRun.reading`: cancellable; the model call's span current): nothing is
+        held across a ``yield``."""
         history = run.session.history
         lead = sum(1 for m in history if m.role == "system")
         if any(m.role != "system" for m in history[:lead]):
