@@ -1,8 +1,9 @@
 """``SAgent.cancel`` at each point of a model call, with models that answer from memory: before
 the first read of the answer, between its pieces, while a read awaits (called from another
 task), and with a model that swallows the cancellation of its read. Each run ends with
-``done(reason="cancelled")`` and keeps no part of the cancelled answer. The same on every
-adapter's wire format: ``test_conformance.py``."""
+``done(reason="cancelled")`` and keeps no part of the cancelled answer; the consumer's own
+cancellation landing with it stays the consumer's. The same on every adapter's wire format:
+``test_conformance.py``."""
 
 from __future__ import annotations
 
