@@ -48,7 +48,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx2 as httpx
 
@@ -98,6 +98,7 @@ from sagents.tool.export_gemini import (
 
 if TYPE_CHECKING:
     from google.genai import Client
+    from google.genai.types import ContentDict, GenerateContentConfigDict
 
 __all__ = ["PROVIDER", "SKIP_SIGNATURE", "GeminiModel"]
 
@@ -200,6 +201,7 @@ class GeminiModel:
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
         self._exported: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._validated_config: dict[str, Any] | None = None  # the last config validated
         if client is None:
             api_key = (
                 api_key
@@ -292,8 +294,20 @@ class GeminiModel:
         genai = _sdk()
         declared = _Declared(request.tools, self._declaration)
         raw_contents, raw_config = self._request_parts(request, declared)
-        contents = [genai.types.Content.model_validate(c) for c in raw_contents]
-        config = genai.types.GenerateContentConfig.model_validate(raw_config)
+        # Contents and config are validated here, so that what the SDK refuses is a clear
+        # error before anything is sent (not a failed request, retried), and are sent as the
+        # dicts they are: the SDK deep-copies a validated config (about 500 Python calls a
+        # request) and inspects validated contents attribute by attribute, where it only
+        # validates dicts. The loop sends the same config on every call of a run: validated
+        # again only when it changed (a dict comparison, in C), as that is about 300 Python
+        # calls too (bench/bench_agent_loop.py).
+        for content in raw_contents:
+            genai.types.Content.model_validate(content)
+        if raw_config != self._validated_config:
+            genai.types.GenerateContentConfig.model_validate(raw_config)
+            self._validated_config = raw_config
+        contents = cast("list[ContentDict]", raw_contents)  # as validated
+        config = cast("GenerateContentConfigDict", raw_config)
         models = self.client.aio.models
         budget = CallBudget.of(self)
         while True:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from sagents.agent import (
@@ -184,6 +185,17 @@ async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -
     assert done.reason == "error"
     assert done.error is not None
     assert "MALFORMED_FUNCTION_CALL" in done.error["message"]
+
+
+async def test_a_config_the_sdk_refuses_is_an_error_before_anything_is_sent() -> None:
+    # validated by the adapter, not in the SDK's call where a ValueError is retried as a
+    # broken connection; and refused on every call, not only the first
+    async with ScriptedModel([], api="gemini") as server:
+        model = gemini_model(server, thinking={"include_thoughts": "not a boolean"})
+        for _ in range(2):
+            with pytest.raises(pydantic.ValidationError, match="include_thoughts"):
+                await call(model, ModelRequest(messages=(USER_MESSAGE,), tools=(WEATHER,)))
+        assert server.requests == []
 
 
 def test_a_call_whose_arguments_hold_a_raw_newline_goes_back_with_them() -> None:
