@@ -169,6 +169,7 @@ class CallBudget:
         self.ends = math.inf if deadline is None else anyio.current_time() + deadline
         self.attempt = 0
         """Retries made so far."""
+        self._idle = _IdleAlarm()
 
     @classmethod
     def of(cls, adapter: Limited) -> CallBudget:
@@ -211,20 +212,26 @@ class CallBudget:
             StopAsyncIteration: the answer ended.
             ModelTimeoutError: nothing came within ``timeout``, or the deadline passed.
         """
-        # The event loop's clock, as asyncio.timeout_at's (and anyio.current_time()'s on
-        # asyncio), read straight: anyio's looks its backend up first, on every streamed piece
-        # (bench/bench_agent_loop.py, streamed turns).
-        now = asyncio.get_running_loop().time()
-        # One timeout per piece (one held across the adapter's yield would cancel the
-        # consumer's code). asyncio's, not an anyio CancelScope with a deadline: about half
-        # the Python calls and CPU per piece, paid on every chunk of a streamed answer
+        # The event loop's clock, as asyncio's timers (and anyio.current_time()'s on asyncio),
+        # read straight: anyio's looks its backend up first, on every streamed piece
         # (bench/bench_agent_loop.py, streamed turns). The model adapters run on asyncio.
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        task = asyncio.current_task(loop)
+        assert task is not None  # an adapter's stream is read in a task
+        cancelling = task.cancelling()
+        self._idle.wait(loop, task, min(now + self.timeout, self.ends))
         try:
-            async with asyncio.timeout_at(min(now + self.timeout, self.ends)) as idle:
-                return await pieces.__anext__()
-        except TimeoutError:
-            if not idle.expired():
-                raise  # the read's own TimeoutError, not this wait's
+            piece = await pieces.__anext__()
+        except asyncio.CancelledError:
+            if not self._idle.end(task, cancelling, cancelled=True):
+                raise
+        except BaseException:
+            self._idle.end(task, cancelling, last=True)  # the answer ended, or broke
+            raise
+        else:
+            self._idle.end(task, cancelling)
+            return piece
         if self.ends - now <= self.timeout:
             self.past_deadline()
         raise ModelTimeoutError(
@@ -265,6 +272,71 @@ class CallBudget:
             hint=f"raise {self.adapter}(deadline=...) for long answers, or check the server",
             details={"limit": "deadline", "seconds": self.deadline},
         )
+
+
+class _IdleAlarm:
+    """The idle timeout of a streamed answer: one timer for all its waits for a next piece.
+
+    ``asyncio.timeout_at()`` around each wait makes, schedules and cancels a timer per piece,
+    about 20 Python calls on every chunk of a streamed answer (bench/bench_agent_loop.py,
+    streamed turns); a wait here only notes its end and its task. The timer rings at the end
+    of the wait it was set for. When that wait is over it does nothing (the next wait sets
+    it again); when a later wait is under way it is set again for that wait's end (the ends
+    only grow: ``min(now + timeout, deadline)``); when the wait it was set for is still
+    under way, that wait is overdue and the alarm cancels its task, telling its own
+    cancellation from one from outside as ``asyncio.timeout()`` does (Task.cancelling at the
+    start of the wait, Task.uncancel at its end). Between waits (the adapter's ``yield``:
+    the consumer's code runs) nothing can be cancelled: there is no wait to be overdue. The
+    answer's end stops the timer; an answer left mid-way leaves it to ring once, for nothing.
+    """
+
+    def __init__(self) -> None:
+        self._until: float | None = None  # the end of the wait under way, if one is
+        self._task: asyncio.Task[object] | None = None  # the task that waits
+        self._set_for = -math.inf  # the end of the wait the timer is set for
+        self._timer: asyncio.TimerHandle | None = None
+        self._rang = False  # the timer cancelled the wait under way
+
+    def wait(
+        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[object], until: float
+    ) -> None:
+        """A wait of ``task`` that ends at ``until`` (the loop's clock) starts."""
+        self._until = until
+        self._task = task
+        if self._timer is None:
+            self._set_for = until
+            self._timer = loop.call_at(until, self._ring, loop)
+
+    def end(
+        self,
+        task: asyncio.Task[object],
+        cancelling: int,
+        *,
+        cancelled: bool = False,
+        last: bool = False,
+    ) -> bool:
+        """The wait is over (``cancelled``: by a CancelledError; ``last``: no wait follows).
+        True when the alarm's cancellation ended it: the wait timed out."""
+        self._until = None
+        if last and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._rang:
+            return False
+        self._rang = False
+        # Only a CancelledError of the alarm's own is a timeout: one from outside wins.
+        return task.uncancel() <= cancelling and cancelled
+
+    def _ring(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        if self._until is None or self._task is None:
+            return  # no wait under way
+        if self._set_for < self._until:  # set for a wait that is over: ring at this one's end
+            self._set_for = self._until
+            self._timer = loop.call_at(self._until, self._ring, loop)
+            return
+        self._rang = True
+        self._task.cancel()
 
 
 def broken_answer(
