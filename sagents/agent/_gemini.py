@@ -90,6 +90,7 @@ from sagents.errors import (
 )
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool.export_gemini import (
+    GEMINI_PARAMETER_NAME_PATTERN,
     declare_gemini_arguments,
     gemini_function_name,
     restore_gemini_arguments,
@@ -200,7 +201,7 @@ class GeminiModel:
         self.streaming = stream
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
-        self._exported: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._exported: dict[tuple[str, str, str], tuple[dict[str, Any], bool]] = {}
         self._validated_config: dict[str, Any] | None = None  # the last config validated
         if client is None:
             api_key = (
@@ -252,12 +253,13 @@ class GeminiModel:
             config["http_options"] = {"extra_body": dict(self.extra_body)}
         return contents, config
 
-    def _declaration(self, spec: ToolSpec, name: str) -> dict[str, Any]:
-        """``spec`` as :func:`to_gemini_function_declaration` declares it under ``name``, kept
-        per name, description and schema: the loop offers the same tools on every request,
-        and exporting a schema again (twice a call, once for the request and once for the
-        way back from the answer's names) was most of the adapter's own work in a text turn
-        (bench/bench_agent_loop.py). A spec with ``meta`` (examples) is exported every time.
+    def _declaration(self, spec: ToolSpec, name: str) -> tuple[dict[str, Any], bool]:
+        """``spec`` as :func:`to_gemini_function_declaration` declares it under ``name``, and
+        whether a parameter is declared under another name; kept per name, description and
+        schema: the loop offers the same tools on every request, and exporting a schema again
+        (twice a call, once for the request and once for the way back from the answer's
+        names) was most of the adapter's own work in a text turn (bench/bench_agent_loop.py).
+        A spec with ``meta`` (examples) is exported every time.
 
         Raises:
             SchemaExportError: the schema cannot be declared to Gemini (never kept).
@@ -267,14 +269,15 @@ class GeminiModel:
         except (TypeError, ValueError, RecursionError):
             key = None  # not JSON: exported (and refused clearly) below
         if spec.meta or key is None:
-            return to_gemini_function_declaration(spec, name=name)
-        declaration = self._exported.get(key)
-        if declaration is None:
+            return to_gemini_function_declaration(spec, name=name), _renames(spec.input_schema)
+        exported = self._exported.get(key)
+        if exported is None:
             if len(self._exported) >= _EXPORTED_TOOLS:
                 self._exported.clear()
             declaration = to_gemini_function_declaration(spec, name=name)
-            self._exported[key] = declaration
-        return dict(declaration)
+            exported = self._exported[key] = (declaration, _renames(spec.input_schema))
+        declaration, renames = exported
+        return dict(declaration), renames
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One model call on the model seam: the answer as neutral events, ending with one
@@ -515,27 +518,32 @@ class _Declared:
     def __init__(
         self,
         tools: tuple[ToolSpec, ...],
-        declare: Callable[[ToolSpec, str], dict[str, Any]],
+        declare: Callable[[ToolSpec, str], tuple[dict[str, Any], bool]],
     ) -> None:
         self.declarations: list[dict[str, Any]] = []
         self.specs: dict[str, ToolSpec] = {}  # declared name -> spec
         self.names: dict[str, str] = {}  # the name the loop knows -> declared name
+        self.renaming: set[str] = set()  # declared names of tools with renamed parameters
         for spec in tools:
             declared = gemini_function_name(spec.name)
             try:
-                declaration = declare(spec, declared)
+                declaration, renames = declare(spec, declared)
             except SchemaExportError as error:
                 logger.warning("tool %r is not offered to Gemini: %s", spec.name, error)
                 continue
             self.declarations.append(declaration)
             self.specs[declared] = spec
             self.names[spec.name] = declared
+            if renames:
+                self.renaming.add(declared)
 
     def call_of(self, name: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The loop's name and arguments of a call Gemini made."""
         spec = self.specs.get(name)
         if spec is None:
             return name, dict(args)
+        if name not in self.renaming:
+            return spec.name, dict(args)
         return spec.name, restore_gemini_arguments(spec.input_schema, args)
 
     def declared(self, name: str, arguments: str) -> tuple[str, dict[str, Any]]:
@@ -548,9 +556,31 @@ class _Declared:
             args = {}
         declared = self.names.get(name, gemini_function_name(name))
         spec = self.specs.get(declared)
-        if spec is not None:
+        if spec is not None and declared in self.renaming:
             args = declare_gemini_arguments(spec.input_schema, args)
         return declared, args
+
+
+def _renames(schema: Any) -> bool:
+    """Whether a parameter of ``schema`` may be declared under another name: a property name,
+    anywhere in it, that Gemini refuses (``$defs`` included). Without one, a call's arguments
+    go both ways as they are, and deriving the declared schema again for each call (what
+    :func:`restore_gemini_arguments` does) was most of a tool turn's own work
+    (bench/bench_agent_loop.py)."""
+    nodes = [schema]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, Mapping):
+            properties = node.get("properties")
+            if isinstance(properties, Mapping) and not all(
+                isinstance(name, str) and GEMINI_PARAMETER_NAME_PATTERN.match(name)
+                for name in properties
+            ):
+                return True
+            nodes.extend(node.values())
+        elif isinstance(node, list):
+            nodes.extend(node)
+    return False
 
 
 def _signature_text(value: Any) -> str | None:

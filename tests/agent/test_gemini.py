@@ -242,6 +242,43 @@ def test_names_and_parameters_gemini_refuses_are_declared_and_mapped_back() -> N
     assert contents[2]["parts"][0]["function_response"]["name"] == "_9lives"
 
 
+def test_a_parameter_gemini_refuses_deep_in_a_schema_is_mapped_on_every_request() -> None:
+    # the adapter keeps which tools have renamed parameters: one under a $ref counts, and a
+    # tool without any sends its arguments as they are
+    nested = ToolSpec(
+        name="search",
+        description="Search.",
+        input_schema={
+            "type": "object",
+            "properties": {"filter": {"$ref": "#/$defs/Filter"}},
+            "$defs": {
+                "Filter": {"type": "object", "properties": {"max-results": {"type": "integer"}}}
+            },
+        },
+    )
+    model = GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9")
+    answer = Message(
+        role="assistant",
+        parts=(
+            ToolCall(id="c1", name="search", arguments='{"filter": {"max-results": 3}}'),
+            ToolCall(id="c2", name="get_weather", arguments='{"city": "Oslo"}'),
+        ),
+    )
+    results = Message(
+        role="tool",
+        parts=(
+            ToolResultPart(tool_call_id="c1", content="none"),
+            ToolResultPart(tool_call_id="c2", content="snow"),
+        ),
+    )
+    request = ModelRequest(messages=(USER_MESSAGE, answer, results), tools=(nested, WEATHER))
+    for _ in range(2):  # the second from what the adapter kept
+        contents, _config = model.request_parts(request)
+        calls = [part["function_call"] for part in contents[1]["parts"]]
+        assert calls[0]["args"] == {"filter": {"max_results": 3}}
+        assert calls[1]["args"] == {"city": "Oslo"}
+
+
 async def test_a_call_under_a_declared_name_comes_back_under_the_tool_s_own() -> None:
     chunk = {
         "candidates": [
