@@ -52,6 +52,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
+from sagents.agent._exported import Exported
 from sagents.agent._messages import (
     Message,
     Part,
@@ -70,7 +71,6 @@ from sagents.agent._retry import (
     CallLimits,
     broken_answer,
 )
-from sagents.core._spec import ToolSpec
 from sagents.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -105,7 +105,6 @@ _STOP_REASONS: dict[str, FinishReason] = {
     "refusal": "content_filter",
 }
 _AS_JSON = ("temperature",)
-_EXPORTED_TOOLS = 256  # tool exports kept per adapter (AnthropicModel._tool)
 _CONTEXT_LENGTH_MARKERS = ("prompt is too long", "context window", "context length")
 
 
@@ -179,7 +178,7 @@ class AnthropicModel:
         self.streaming = stream
         self.max_tokens = max_tokens
         self.thinking = dict(thinking) if thinking is not None else None
-        self._exported: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._exported = Exported(lambda spec, name: to_anthropic_tool(spec, name=name))
         self.extra_body = dict(extra_body or {})
         if client is None:
             api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
@@ -219,29 +218,12 @@ class AnthropicModel:
         if system:
             body["system"] = system
         if request.tools:
-            body["tools"] = [self._tool(spec) for spec in request.tools]
+            # each a copy of the export the adapter keeps
+            body["tools"] = [dict(self._exported(spec, spec.name)) for spec in request.tools]
         body.update(_settings_fields(request.settings, has_tools=bool(request.tools)))
         if self.thinking is not None:
             body["thinking"] = dict(self.thinking)
         return body
-
-    def _tool(self, spec: ToolSpec) -> dict[str, Any]:
-        """``spec`` as :func:`to_anthropic_tool` exports it, kept per name, description and
-        schema: the loop offers the same tools on every request, and exporting a schema again
-        was most of the adapter's own work in a text turn (bench/bench_agent_loop.py). A spec
-        with ``meta`` (examples) is exported every time."""
-        try:
-            key = (spec.name, spec.description, json.dumps(spec.input_schema, sort_keys=True))
-        except (TypeError, ValueError, RecursionError):
-            key = None  # not JSON: exported (and refused clearly) below
-        if spec.meta or key is None:
-            return to_anthropic_tool(spec, name=spec.name)
-        tool = self._exported.get(key)
-        if tool is None:
-            if len(self._exported) >= _EXPORTED_TOOLS:
-                self._exported.clear()
-            tool = self._exported[key] = to_anthropic_tool(spec, name=spec.name)
-        return dict(tool)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One model call on the model seam: the answer as neutral events, ending with one

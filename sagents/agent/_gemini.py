@@ -66,6 +66,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
+from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
@@ -131,7 +132,6 @@ _MALFORMED = "MALFORMED_FUNCTION_CALL"  # a call the API could not parse: no ans
 _CONTEXT_LENGTH_MARKERS = ("input token count", "exceeds the maximum number of tokens")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
-_EXPORTED_TOOLS = 256  # tool declarations kept per adapter (GeminiModel._declaration)
 logger = logging.getLogger(__name__)
 
 
@@ -201,7 +201,7 @@ class GeminiModel:
         self.streaming = stream
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
-        self._exported: dict[tuple[str, str, str], tuple[dict[str, Any], bool]] = {}
+        self._exported = Exported(_declaration)
         self._validated_config: dict[str, Any] | None = None  # the last config validated
         if client is None:
             api_key = (
@@ -232,7 +232,7 @@ class GeminiModel:
 
     def request_parts(self, request: ModelRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The ``contents`` and the ``config`` of the request for ``request``."""
-        return self._request_parts(request, _Declared(request.tools, self._declaration))
+        return self._request_parts(request, _Declared(request.tools, self._exported))
 
     def _request_parts(
         self, request: ModelRequest, declared: _Declared
@@ -253,32 +253,6 @@ class GeminiModel:
             config["http_options"] = {"extra_body": dict(self.extra_body)}
         return contents, config
 
-    def _declaration(self, spec: ToolSpec, name: str) -> tuple[dict[str, Any], bool]:
-        """``spec`` as :func:`to_gemini_function_declaration` declares it under ``name``, and
-        whether a parameter is declared under another name; kept per name, description and
-        schema: the loop offers the same tools on every request, and exporting a schema again
-        (twice a call, once for the request and once for the way back from the answer's
-        names) was most of the adapter's own work in a text turn (bench/bench_agent_loop.py).
-        A spec with ``meta`` (examples) is exported every time.
-
-        Raises:
-            SchemaExportError: the schema cannot be declared to Gemini (never kept).
-        """
-        try:
-            key = (name, spec.description, json.dumps(spec.input_schema, sort_keys=True))
-        except (TypeError, ValueError, RecursionError):
-            key = None  # not JSON: exported (and refused clearly) below
-        if spec.meta or key is None:
-            return to_gemini_function_declaration(spec, name=name), _renames(spec.input_schema)
-        exported = self._exported.get(key)
-        if exported is None:
-            if len(self._exported) >= _EXPORTED_TOOLS:
-                self._exported.clear()
-            declaration = to_gemini_function_declaration(spec, name=name)
-            exported = self._exported[key] = (declaration, _renames(spec.input_schema))
-        declaration, renames = exported
-        return dict(declaration), renames
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One model call on the model seam: the answer as neutral events, ending with one
         :class:`~sagents.agent.Finish`.
@@ -295,7 +269,7 @@ class GeminiModel:
             ModelError: any other error answer.
         """
         genai = _sdk()
-        declared = _Declared(request.tools, self._declaration)
+        declared = _Declared(request.tools, self._exported)
         raw_contents, raw_config = self._request_parts(request, declared)
         # Contents and config are validated here, so that what the SDK refuses is a clear
         # error before anything is sent (not a failed request, retried), and are sent as the
@@ -531,7 +505,7 @@ class _Declared:
             except SchemaExportError as error:
                 logger.warning("tool %r is not offered to Gemini: %s", spec.name, error)
                 continue
-            self.declarations.append(declaration)
+            self.declarations.append(dict(declaration))  # a copy of the one the adapter keeps
             self.specs[declared] = spec
             self.names[spec.name] = declared
             if renames:
@@ -559,6 +533,16 @@ class _Declared:
         if spec is not None and declared in self.renaming:
             args = declare_gemini_arguments(spec.input_schema, args)
         return declared, args
+
+
+def _declaration(spec: ToolSpec, name: str) -> tuple[dict[str, Any], bool]:
+    """``spec`` as :func:`to_gemini_function_declaration` declares it under ``name``, and
+    whether a parameter is declared under another name (the adapter keeps both).
+
+    Raises:
+        SchemaExportError: the schema cannot be declared to Gemini.
+    """
+    return to_gemini_function_declaration(spec, name=name), _renames(spec.input_schema)
 
 
 def _renames(schema: Any) -> bool:

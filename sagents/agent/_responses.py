@@ -56,6 +56,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
+from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._openai_errors import openai_retryable, openai_status_error
 from sagents.agent._output import openai_json_schema
@@ -150,6 +151,7 @@ class OpenAIResponsesModel:
         self.reasoning = dict(reasoning) if reasoning is not None else None
         self.store = store
         self.extra_body = dict(extra_body or {})
+        self._exported = Exported(lambda spec, name: to_responses_tool(spec, name=name))
         if client is None:
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -178,7 +180,8 @@ class OpenAIResponsesModel:
         if request.system_prompt:
             body["instructions"] = request.system_prompt
         if request.tools:
-            body["tools"] = [to_responses_tool(spec, name=spec.name) for spec in request.tools]
+            # each a copy of the export the adapter keeps
+            body["tools"] = [dict(self._exported(spec, spec.name)) for spec in request.tools]
         body.update(_settings_fields(request.settings, has_tools=bool(request.tools)))
         if request.output is not None:  # "Structured Outputs": text.format
             body["text"] = {"format": {"type": "json_schema", **openai_json_schema(request.output)}}

@@ -39,7 +39,6 @@ from sagents.errors import ModelConfigError
 from sagents.testing import ScriptedModel, WireReply, load_wire
 from sagents.tool import SessionContext
 from sagents.tool._examples import EXAMPLES_META_KEY
-from sagents.tool.export_anthropic import to_anthropic_tool
 from tests.agent.helpers import (
     assert_settled_once,
     collect,
@@ -410,20 +409,9 @@ async def test_the_loop_sends_a_thinking_block_back_with_its_signature_in_the_ne
     assert [p.signature for p in reasoning] == [sent["signature"]]
 
 
-def test_tools_are_exported_once_per_schema_and_again_when_it_changes() -> None:
+def test_a_tool_with_examples_is_exported_with_them() -> None:
     model = AnthropicModel("claude-x", api_key="k", base_url="http://127.0.0.1:9")
     schema = {"type": "object", "properties": {"key": {"type": "string"}}}
-    spec = ToolSpec(name="lookup", description="Look a key up.", input_schema=schema)
-    first = model.request_body(ModelRequest(tools=(spec,)))["tools"]
-    again = model.request_body(ModelRequest(tools=(spec,)))["tools"]
-    expected = [to_anthropic_tool(spec, name="lookup")]
-    assert again == first == expected
-    again[0]["description"] = "changed by a caller"  # each request gets its own tool dicts
-    assert model.request_body(ModelRequest(tools=(spec,)))["tools"] == expected
-    wider = {**schema, "required": ["key"]}
-    changed = ToolSpec(name="lookup", description="Look a key up.", input_schema=wider)
-    sent = model.request_body(ModelRequest(tools=(changed,)))["tools"]
-    assert sent[0]["input_schema"]["required"] == ["key"]
     examples = {EXAMPLES_META_KEY: [{"key": "a"}]}
     with_meta = ToolSpec(name="lookup", input_schema=schema, meta=examples)
     sent = model.request_body(ModelRequest(tools=(with_meta,)))["tools"]

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sagents.agent import (
+    AnthropicModel,
     ChatModel,
     CompressionSettings,
     Finish,
+    GeminiModel,
     Message,
     ModelEvent,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     OpenAIChatModel,
+    OpenAIResponsesModel,
     ReasoningPart,
     SAgent,
     TextDelta,
@@ -39,6 +42,9 @@ from sagents.agent._selectors import LLMToolSelector
 from sagents.errors import ModelConfigError
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, tool_call
 from sagents.tool import SessionContext, ToolManager, tool
+from sagents.tool.export_anthropic import to_anthropic_tool
+from sagents.tool.export_gemini import to_gemini_function_declaration
+from sagents.tool.export_responses import to_responses_tool
 from tests.agent.helpers import assert_settled_once, collect, done_of, tool_messages
 
 pytestmark = pytest.mark.anyio
@@ -337,3 +343,51 @@ async def test_the_calls_of_selection_and_compression_are_usage_events_too(
         ("compression", 200),
         ("turn", 90),
     ]
+
+
+def _sent_tools(model: ChatModel, spec: ToolSpec) -> list[dict[str, Any]]:
+    """The tools a request offering ``spec`` sends, in the adapter's API form."""
+    request = ModelRequest(tools=(spec,))
+    if isinstance(model, GeminiModel):
+        _contents, config = model.request_parts(request)
+        declarations: list[dict[str, Any]] = config["tools"][0]["function_declarations"]
+        return declarations
+    assert isinstance(model, AnthropicModel | OpenAIResponsesModel)
+    tools: list[dict[str, Any]] = model.request_body(request)["tools"]
+    return tools
+
+
+@pytest.mark.parametrize(
+    ("model", "export"),
+    [
+        (
+            lambda: AnthropicModel("claude-x", api_key="k", base_url="http://127.0.0.1:9"),
+            to_anthropic_tool,
+        ),
+        (
+            lambda: OpenAIResponsesModel("gpt-5", api_key="k", base_url="http://127.0.0.1:9/v1"),
+            to_responses_tool,
+        ),
+        (
+            lambda: GeminiModel("gemini-2.5-flash", api_key="k", base_url="http://127.0.0.1:9"),
+            to_gemini_function_declaration,
+        ),
+    ],
+    ids=["anthropic", "responses", "gemini"],
+)
+def test_tools_are_exported_once_per_schema_and_again_when_it_changes(
+    model: Callable[[], ChatModel], export: Callable[..., dict[str, Any]]
+) -> None:
+    # each adapter keeps its tools' exports: the loop offers the same tools on every request
+    adapter = model()
+    schema = {"type": "object", "properties": {"key": {"type": "string"}}}
+    spec = ToolSpec(name="lookup", description="Look a key up.", input_schema=schema)
+    exported = [export(spec, name="lookup")]
+    first = _sent_tools(adapter, spec)
+    again = _sent_tools(adapter, spec)
+    assert again == first == exported
+    again[0]["description"] = "changed by a caller"  # each request gets its own tool dicts
+    assert first == _sent_tools(adapter, spec) == exported
+    wider = {**schema, "required": ["key"]}
+    changed = ToolSpec(name="lookup", description="Look a key up.", input_schema=wider)
+    assert _sent_tools(adapter, changed) == [export(changed, name="lookup")] != exported
