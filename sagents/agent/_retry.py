@@ -220,17 +220,26 @@ class CallBudget:
         task = asyncio.current_task(loop)
         assert task is not None  # an adapter's stream is read in a task
         cancelling = task.cancelling()
-        self._idle.wait(loop, task, min(now + self.timeout, self.ends))
+        # This wait, for the idle timer; noted here, not in calls (``min()`` included): this
+        # runs on every streamed piece (bench/bench_agent_loop.py, streamed turns).
+        idle = self._idle
+        idle.task = task
+        until = now + self.timeout
+        idle.until = until if until < self.ends else self.ends
+        if idle.timer is None:
+            idle.set_timer(loop)
         try:
             piece = await pieces.__anext__()
         except asyncio.CancelledError:
-            if not self._idle.end(task, cancelling, cancelled=True):
+            if not idle.end(task, cancelling, cancelled=True):
                 raise
         except BaseException:
-            self._idle.end(task, cancelling, last=True)  # the answer ended, or broke
+            idle.end(task, cancelling, last=True)  # the answer ended, or broke
             raise
         else:
-            self._idle.end(task, cancelling)
+            idle.until = None
+            if idle.rang:  # the timer's cancellation, which the read swallowed
+                idle.end(task, cancelling)
             return piece
         if self.ends - now <= self.timeout:
             self.past_deadline()
@@ -291,21 +300,20 @@ class _IdleAlarm:
     """
 
     def __init__(self) -> None:
-        self._until: float | None = None  # the end of the wait under way, if one is
-        self._task: asyncio.Task[object] | None = None  # the task that waits
+        self.until: float | None = None
+        """The end of the wait under way (the loop's clock), None between waits."""
+        self.task: asyncio.Task[object] | None = None
+        """The task that waits."""
+        self.timer: asyncio.TimerHandle | None = None
+        self.rang = False
+        """The timer cancelled the wait under way."""
         self._set_for = -math.inf  # the end of the wait the timer is set for
-        self._timer: asyncio.TimerHandle | None = None
-        self._rang = False  # the timer cancelled the wait under way
 
-    def wait(
-        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[object], until: float
-    ) -> None:
-        """A wait of ``task`` that ends at ``until`` (the loop's clock) starts."""
-        self._until = until
-        self._task = task
-        if self._timer is None:
-            self._set_for = until
-            self._timer = loop.call_at(until, self._ring, loop)
+    def set_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Set the timer for the end of the wait under way."""
+        assert self.until is not None
+        self._set_for = self.until
+        self.timer = loop.call_at(self.until, self._ring, loop)
 
     def end(
         self,
@@ -316,27 +324,26 @@ class _IdleAlarm:
         last: bool = False,
     ) -> bool:
         """The wait is over (``cancelled``: by a CancelledError; ``last``: no wait follows).
-        True when the alarm's cancellation ended it: the wait timed out."""
-        self._until = None
-        if last and self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._rang:
+        True when the timer's cancellation ended it: the wait timed out."""
+        self.until = None
+        if last and self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if not self.rang:
             return False
-        self._rang = False
-        # Only a CancelledError of the alarm's own is a timeout: one from outside wins.
+        self.rang = False
+        # Only a CancelledError of the timer's own is a timeout: one from outside wins.
         return task.uncancel() <= cancelling and cancelled
 
     def _ring(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer = None
-        if self._until is None or self._task is None:
+        self.timer = None
+        if self.until is None or self.task is None:
             return  # no wait under way
-        if self._set_for < self._until:  # set for a wait that is over: ring at this one's end
-            self._set_for = self._until
-            self._timer = loop.call_at(self._until, self._ring, loop)
+        if self._set_for < self.until:  # set for a wait that is over: ring at this one's end
+            self.set_timer(loop)
             return
-        self._rang = True
-        self._task.cancel()
+        self.rang = True
+        self.task.cancel()
 
 
 def broken_answer(
