@@ -434,6 +434,16 @@ class _CommentFree(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         partial = b""  # the start of a line whose end has not come yet
         async for chunk in self._stream:
+            if (
+                not partial
+                and chunk.endswith(b"\n")
+                and not chunk.startswith(b":")
+                and b"\n:" not in chunk
+            ):
+                # Whole lines, none a comment: passed on as they came, without splitting
+                # them (this runs on every chunk: bench/bench_agent_loop.py, streamed turns).
+                yield chunk
+                continue
             lines = (partial + chunk).split(b"\n")
             partial = lines.pop()
             kept = [line for line in lines if not line.startswith(b":")]

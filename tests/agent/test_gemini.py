@@ -8,12 +8,18 @@ Each fixture ``tests/agent/wire/gemini_*.json`` is written from the API's docume
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sagents.agent import (
     GeminiModel,
@@ -28,6 +34,7 @@ from sagents.agent import (
     ToolResultPart,
     UsageEvent,
 )
+from sagents.agent._gemini import _CommentFree
 from sagents.core._spec import ToolSpec
 from sagents.testing import ScriptedModel, WireReply, load_wire
 from tests.agent.helpers import (
@@ -334,3 +341,32 @@ def test_one_answer_s_results_and_the_user_s_next_words_are_one_user_content() -
         "skip_thought_signature_validator"
     )
     assert "thought_signature" not in contents[1]["parts"][1]
+
+
+async def _comment_free(chunks: list[bytes]) -> bytes:
+    class Chunks(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+
+    return b"".join([piece async for piece in _CommentFree(Chunks())])
+
+
+_SSE_LINES = st.lists(
+    st.sampled_from([b'data: {"a": 1}', b": keep-alive", b"", b":", b"event: x", b"data: :"]),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=_SSE_LINES, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+def test_sse_comment_lines_are_dropped_however_the_stream_is_cut(
+    lines: list[bytes], cuts: list[int]
+) -> None:
+    # google-genai takes a comment line (": keep-alive") for JSON; the transport drops them,
+    # whether a chunk holds whole lines (passed on as they came) or cuts lines anywhere
+    body = b"".join(line + b"\n" for line in lines)
+    bounds = sorted({min(cut, len(body)) for cut in cuts} | {0, len(body)})
+    chunks = [body[a:b] for a, b in itertools.pairwise(bounds)]
+    expected = b"".join(line + b"\n" for line in lines if not line.startswith(b":"))
+    assert anyio.run(_comment_free, chunks) == expected
