@@ -36,7 +36,7 @@ from sagents.agent import (
 )
 from sagents.agent._gemini import _CommentFree
 from sagents.core._spec import ToolSpec
-from sagents.testing import ScriptedModel, WireReply, load_wire
+from sagents.testing import ScriptedModel, WireReply, load_wire, reply
 from tests.agent.helpers import (
     assert_settled_once,
     collect,
@@ -203,6 +203,19 @@ async def test_a_config_the_sdk_refuses_is_an_error_before_anything_is_sent() ->
             with pytest.raises(pydantic.ValidationError, match="include_thoughts"):
                 await call(model, ModelRequest(messages=(USER_MESSAGE,), tools=(WEATHER,)))
         assert server.requests == []
+
+
+async def test_contents_the_sdk_refuses_are_an_error_before_anything_is_sent() -> None:
+    # the adapter validates only what changed since its last call: a new message the SDK
+    # refuses (text that is not a string) is refused on every call, after a valid one
+    wrong = Message(role="user", parts=(TextPart(text=123),))  # type: ignore[arg-type]
+    async with ScriptedModel([reply("fine")], api="gemini") as server:
+        model = gemini_model(server)
+        await call(model, ModelRequest(messages=(USER_MESSAGE,)))
+        for _ in range(2):
+            with pytest.raises(pydantic.ValidationError, match="valid string"):
+                await call(model, ModelRequest(messages=(USER_MESSAGE, wrong)))
+        assert len(server.requests) == 1
 
 
 def test_a_call_whose_arguments_hold_a_raw_newline_goes_back_with_them() -> None:
