@@ -166,7 +166,10 @@ class CallBudget:
         self.max_retry_wait = max_retry_wait
         self.endpoint = endpoint
         self.adapter = adapter
-        self.ends = math.inf if deadline is None else anyio.current_time() + deadline
+        # The event loop's clock, which next() reads (anyio.current_time() looks its backend
+        # up first: bench/bench_agent_loop.py).
+        now = asyncio.get_running_loop().time()
+        self.ends = math.inf if deadline is None else now + deadline
         self.attempt = 0
         """Retries made so far."""
         self._idle = _IdleAlarm()
