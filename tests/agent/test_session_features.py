@@ -181,6 +181,67 @@ async def test_a_script_listing_a_write_tool_asks_once_offering_only_allow_once_
     assert "Error" not in result["content"].splitlines()[0]
 
 
+class SessionGrants(Approvals):
+    """Answers ``allow_session`` where it is offered (a direct call), else ``allow_once``."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        return "allow_session" if "allow_session" in request.offered else "allow_once"
+
+
+async def test_a_tool_allowed_for_the_session_is_not_asked_again_when_a_script_calls_it(
+    fleet: ToolManager, tmp_path: Path
+) -> None:
+    # the user allows set_device_config "for the session" on a direct call; a later script
+    # listing it runs without asking again; another session, which allowed nothing, is asked
+    code = (
+        "from agent_tools import call\n"
+        "print(call('fleet__set_device_config', {'sn': 'SN0001', 'key': 'k', 'value': 'v'}))\n"
+    )
+    direct = {"sn": "SN0002", "key": "k", "value": "v"}
+    script = {"code": code, "tools": ["fleet__set_device_config"], "description": "set"}
+    replies = [
+        tool_call("fleet__set_device_config", direct, id="c_direct"),
+        tool_call("run_script", script, id="c_script"),
+        reply("done"),
+        tool_call("run_script", script, id="c_other"),
+        reply("done"),
+    ]
+    async with ScriptedModel(replies) as model:
+        agent = SAgent(model=model.chat_model())
+        granting, other = SessionGrants("allow_once"), SessionGrants("allow_once")
+        first = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=fleet,
+                session_context=SessionContext(
+                    session_id="A", permission_mode="ask", workspace=str(tmp_path / "ws")
+                ),
+                approver=granting,
+            )
+        )
+        second = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=fleet,
+                session_context=SessionContext(
+                    session_id="B", permission_mode="ask", workspace=str(tmp_path / "ws")
+                ),
+                approver=other,
+            )
+        )
+    assert first.reason == "stop", first.error
+    assert [r.kind for r in granting.requests] == ["tool_call"]  # the script was not asked
+    results = tool_messages(first.messages)
+    assert "SN0001: k set to 'v'" in results[1]["content"]
+    assert second.reason == "stop", second.error
+    (asked,) = other.requests  # one session never approves for another
+    assert asked.kind == "script"
+    assert asked.session_id == "B"
+
+
 async def test_an_agent_as_a_tool_gets_only_the_named_subset_of_the_callers_tools() -> None:
     seen_tools: list[list[str]] = []
 
