@@ -270,7 +270,10 @@ class ScriptRunner(Lifespan):
         request, run = handle.request, _Run()
         try:
             plan = plan_script(
-                self._specs, request.tools, self._mode, session_allowed=self._session_allowed
+                self._specs,
+                request.tools,
+                self._mode,
+                session_allowed=self._session_allowed | request.granted,
             )
         except ScriptRejectedError as error:
             note = str(error).removeprefix("run_script rejected: ")

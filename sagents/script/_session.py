@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import codecs
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -296,6 +296,7 @@ class RunScriptTool(Lifespan):
         decision: Decision | None = None,
         questioner: Questioner | None = None,
         provider: ToolProvider | None = None,
+        granted: Collection[str] = (),
     ) -> ToolResult:
         """Run a script; hand it off to the background past ``background_after_s``.
 
@@ -306,6 +307,9 @@ class RunScriptTool(Lifespan):
                 ``SessionContext.questioner``; None: the session's.
             provider: What this run's script calls (a gateway session's offer for scripts,
                 given with each call); None: this tool's ``tools``.
+            granted: The tools the session's user allowed for the rest of the session (the
+                calling call's ``SessionContext.granted``): listed, they are not asked about
+                again.
 
         Returns:
             The model-facing result (``is_error`` unless the status is ``ok``; ``structured``
@@ -322,6 +326,7 @@ class RunScriptTool(Lifespan):
             tool_call_id=tool_call_id,
             decision=decision,
             questioner=questioner,
+            granted=frozenset(granted),
         )
         offer = provider if provider is not None else self._tools
         if not self._hands_off:  # never handed off: no background registry in the way
@@ -474,6 +479,7 @@ class _Handler:
             str(arguments.get("description", "")),
             tool_call_id=call.tool_call_id,
             questioner=call.session_context.questioner,
+            granted=call.session_context.granted,
         )
 
 

@@ -45,6 +45,9 @@ class ScriptRequest:
         questioner: Who the run's tool calls ask (the ``SessionContext.questioner`` of the call
             that ran the script: its user, whoever the session's tool was opened for); None:
             the session's.
+        granted: The tools the session's user allowed for the rest of the session
+            (``SessionContext.granted`` of the call that ran the script): a listed write tool
+            among them is not asked about again, as a direct call of it would not be.
     """
 
     code: str
@@ -53,6 +56,7 @@ class ScriptRequest:
     tool_call_id: str | None = None
     decision: Decision | None = None
     questioner: Questioner | None = field(default=None, compare=False, repr=False)
+    granted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
