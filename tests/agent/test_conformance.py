@@ -25,6 +25,8 @@ import pytest
 from pydantic import BaseModel
 
 from sagents.agent import (
+    CompressionSettings,
+    HistoryCompressEvent,
     MessageDeltaEvent,
     SAgent,
     UsageEvent,
@@ -285,6 +287,51 @@ async def test_a_stream_cut_after_text_was_passed_on_is_an_error_not_an_answer(a
     assert done.error["code"] == "model_stream_broken"
     assert list(done.messages) == USER
     assert len(server.requests) == 1
+
+
+# each API's words for a prompt past the model's window (OpenAI's code, Anthropic's "prompt is
+# too long", Gemini's "input token count ... exceeds the maximum number of tokens")
+TOO_LONG = http_error(
+    400,
+    "prompt is too long: the input token count (9000) exceeds the maximum number of tokens "
+    "allowed (8192)",
+    code="context_length_exceeded",
+)
+HISTORY = [
+    {"role": "user", "content": "the task: summarise the logs"},
+    {"role": "assistant", "content": "Reading them. " * 40},
+    {"role": "user", "content": "also count the errors"},
+    {"role": "assistant", "content": "Counted. " * 40},
+    {"role": "user", "content": "now write it up"},
+]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_refused_length_under_the_budget_is_compressed_and_sent_once_more(
+    api: str, tmp_path: Path
+) -> None:
+    # the budget is far above what the model takes (a token count that undercounts the
+    # model's own tokenizer, a budget set for a larger model): the server's refusal is what
+    # counts, so the history is compressed with the default settings and the request retried
+    async with ScriptedModel(
+        [TOO_LONG, reply("SUMMARY"), reply("the write-up")], api=api
+    ) as server:  # type: ignore[arg-type]
+        agent = SAgent(
+            model=server.chat_model(),
+            run_script=False,
+            max_history_tokens=100_000,
+            compression=CompressionSettings(records_dir=tmp_path),
+        )
+        events = await collect(agent, HISTORY, tool_manager=Tools().manager(), session_context=AUTO)
+    done = done_of(events)
+    assert done.reason == "stop", done.error
+    assert done.messages[-1]["content"] == "the write-up"
+    assert [e.reason for e in events if isinstance(e, HistoryCompressEvent)] == ["context_length"]
+    assert len(server.requests) == 3
+    users = [m["content"] for m in done.messages if m["role"] == "user"]
+    assert users[:2] == ["the task: summarise the logs", "also count the errors"]
+    assert users[-1] == "now write it up"
+    assert not any("Reading them." in str(m["content"]) for m in done.messages)
 
 
 def _first_pieces(api: str, count: int) -> tuple[str, ...]:
