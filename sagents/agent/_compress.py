@@ -287,6 +287,11 @@ class HistoryCompressor:
         counter = self._counter
         tokens_before = self.request_tokens()
         keep = self._settings.keep_tokens(self._budget)
+        if reason == "context_length":
+            # the model refused this request as too long, whatever the budget says (a budget
+            # for a larger model, a count below the model's own tokenizer's): keep at most
+            # half of what it refused, so that there is an older part to summarise
+            keep = min(keep, tokens_before // 2)
         start, cut = split_history(messages, keep_tokens=keep, counter=counter)
         report: dict[str, Any] = {
             "compressed": False,
