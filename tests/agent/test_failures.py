@@ -275,6 +275,35 @@ def test_a_model_without_an_endpoint_says_which_variables_to_set(
         OpenAIChatModel(base_url="http://127.0.0.1:9/v1")
 
 
+@pytest.mark.parametrize(
+    ("spec", "variable"),
+    [
+        ("openai:m", "OPENAI_BASE_URL"),
+        ("openai-responses:m", "OPENAI_BASE_URL"),
+        ("anthropic:m", "ANTHROPIC_BASE_URL"),
+        ("gemini:m", "GOOGLE_GEMINI_BASE_URL"),
+    ],
+)
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::1", "http://127.0.0.1:99999/v1", "notaurl", "ftp://127.0.0.1/v1", "http:///v1"],
+    ids=["bracket", "port", "no-scheme", "ftp", "no-host"],
+)
+def test_a_bad_base_url_in_the_environment_is_a_clear_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, spec: str, variable: str, url: str
+) -> None:
+    # a traceback at construction (httpx's InvalidURL), a run ending in internal_error (an
+    # out-of-range port) or "connection error" (no scheme) otherwise: a configuration error,
+    # refused before anything is sent
+    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(name, "key")
+    monkeypatch.setenv(variable, url)
+    with pytest.raises(ModelConfigError) as caught:
+        SAgent(model=spec)
+    assert variable in str(caught.value)
+    assert url in str(caught.value)
+
+
 async def test_leaving_the_loop_with_break_does_not_disturb_the_consumers_cancel_scopes() -> None:
     async with ScriptedModel([reply("a long answer " * 20), reply("second")]) as model:
         agent = SAgent(model=model.chat_model())
