@@ -313,9 +313,8 @@ async def test_a_refused_length_under_the_budget_is_compressed_and_sent_once_mor
     # the budget is far above what the model takes (a token count that undercounts the
     # model's own tokenizer, a budget set for a larger model): the server's refusal is what
     # counts, so the history is compressed with the default settings and the request retried
-    async with ScriptedModel(
-        [TOO_LONG, reply("SUMMARY"), reply("the write-up")], api=api
-    ) as server:  # type: ignore[arg-type]
+    script = [TOO_LONG, reply("SUMMARY"), reply("the write-up")]
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
         agent = SAgent(
             model=server.chat_model(),
             run_script=False,
