@@ -52,6 +52,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
+from sagents.agent._endpoint import configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import (
     Message,
@@ -189,7 +190,7 @@ class AnthropicModel:
                     "for an endpoint other than Anthropic's own",
                 )
             client = anthropic.AsyncAnthropic(
-                base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+                base_url=configured_base_url(base_url, "ANTHROPIC_BASE_URL"),
                 api_key=api_key,
                 timeout=timeout,
                 max_retries=0,

@@ -66,6 +66,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
+from sagents.agent._endpoint import configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._retry import (
@@ -221,6 +222,7 @@ class GeminiModel:
                 "timeout": int(timeout * 1000),
                 "async_client_args": {"transport": WithoutSseComments()},
             }
+            base_url = configured_base_url(base_url, "GOOGLE_GEMINI_BASE_URL")
             if base_url:
                 options["base_url"] = base_url
             client = genai.Client(api_key=api_key, http_options=options)
