@@ -270,6 +270,31 @@ def test_model_strings_name_the_provider(monkeypatch: pytest.MonkeyPatch) -> Non
     assert agent.model.model == "qwen2.5"
 
 
+@pytest.mark.parametrize(
+    ("spec", "meant"),
+    [
+        ("antropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("gemni:gemini-2.5-flash", "gemini:gemini-2.5-flash"),
+        ("openai-response:gpt-5-mini", "openai-responses:gpt-5-mini"),
+        ("open-ai:gpt-4.1", "openai:gpt-4.1"),
+        ("Anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+    ],
+)
+def test_a_misspelt_provider_is_a_clear_error_naming_the_one_meant(
+    monkeypatch: pytest.MonkeyPatch, spec: str, meant: str
+) -> None:
+    # otherwise it is a Chat Completions model of that whole name, and the error says to set
+    # OPENAI_BASE_URL (or the OpenAI endpoint answers 404) for a user who named another API
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    with pytest.raises(ModelConfigError) as caught:
+        SAgent(model=spec)
+    assert spec.partition(":")[0] in caught.value.message
+    assert meant in (caught.value.hint or "")
+    # Ollama's names keep working: a bare name whose part before the colon is no provider
+    for name in ("gemma:2b", "openchat:7b", "mistral:latest", "qwen2.5:7b-instruct"):
+        assert model_from_string(name).model == name
+
+
 def test_the_responses_and_gemini_strings_name_their_adapters(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
