@@ -28,6 +28,7 @@ without a ``finish_reason`` was cut and is never taken as an answer.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -668,6 +669,23 @@ def _without_prefix(model: str) -> str:
     return name if colon and provider == "openai" else model
 
 
+_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
+
+
+def _refuse_a_misspelt_provider(provider: str, name: str) -> None:
+    """A ``provider:`` that is nearly one of :data:`_PROVIDERS` (``antropic``, ``Gemini``) is
+    an error naming the one meant; anything further from them is a bare model name whose
+    colon is its own (Ollama's ``llama3.1:8b``)."""
+    meant = difflib.get_close_matches(provider.lower(), _PROVIDERS, n=1, cutoff=0.8)
+    if meant:
+        raise ModelConfigError(
+            f"no model provider is named {provider!r}",
+            hint=f"did you mean '{meant[0]}:{name}'? The providers are "
+            + ", ".join(f"'{p}:'" for p in _PROVIDERS)
+            + " (a bare name is a Chat Completions model)",
+        )
+
+
 def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
     """The model a ``"provider:model"`` string names (``SAGENTS_MODEL`` when None).
 
@@ -683,6 +701,8 @@ def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
     """
     spec = spec or os.environ.get("SAGENTS_MODEL") or ""
     provider, colon, name = spec.partition(":")
+    if colon and provider not in _PROVIDERS:
+        _refuse_a_misspelt_provider(provider, name)
     # Each adapter is imported only when named, so a run loads only its own SDK.
     if colon and provider == "anthropic":
         from sagents.agent._anthropic import AnthropicModel
