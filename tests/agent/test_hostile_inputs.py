@@ -204,6 +204,31 @@ async def test_a_garbled_input_history_is_sent_as_a_valid_one() -> None:
     assert sent[0] == {"role": "user", "content": "earlier"}
 
 
+@pytest.mark.parametrize(
+    ("bad", "where"),
+    [
+        ("hello", "messages[1]"),
+        ({"role": "robot", "content": "x"}, "messages[1]: a chat message's role"),
+        ({"role": "user", "content": 5}, "messages[1]: content"),
+        ({"role": "assistant", "content": "", "tool_calls": "x"}, "messages[1]: tool_calls"),
+        ({"role": "assistant", "content": "", "tool_calls": [5]}, "messages[1]: tool_calls"),
+        ({"role": "assistant", "tool_calls": [{"function": "f"}]}, "messages[1]: tool_calls"),
+    ],
+    ids=["string", "role", "content", "calls-string", "call-number", "function-string"],
+)
+async def test_a_message_that_is_no_chat_message_is_refused_naming_it(bad: Any, where: str) -> None:
+    # a history from a client (a web backend's request body): a clear ValueError naming the
+    # message and what is wrong, before any event and before anything is sent, never an
+    # AttributeError or TypeError from deep inside
+    history = [{"role": "user", "content": "go"}, bad]
+    async with ScriptedModel([reply("never")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with pytest.raises(ValueError, match=r"^messages\[1\]") as caught:
+            await collect(agent, history, tool_manager=_manager())
+    assert where in str(caught.value)
+    assert model.requests == []
+
+
 async def test_an_empty_answer_enters_the_history_with_string_content() -> None:
     async with ScriptedModel([reply(""), reply("second")]) as model:
         agent = SAgent(model=model.chat_model())
