@@ -403,7 +403,9 @@ class SAgent:
 
         Args:
             messages: The history so far, without the system prompt: :class:`Message` values
-                or OpenAI-format chat messages (dicts), or both.
+                or OpenAI-format chat messages (dicts), or both; an item that is neither is
+                refused with a ``ValueError`` naming it (``messages[3]: ...``), before any
+                event.
             tool_manager: The session's tools: a ``ToolProxy`` (used as it is, so a skill's
                 ``allowed-tools`` narrows it) or a ``ToolManager`` (wrapped in one).
             skill_manager: The session's skills (a ``SkillProxy``), if any: adds

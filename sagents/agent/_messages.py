@@ -184,14 +184,18 @@ class Message:
             if isinstance(content, str):
                 if content:
                     parts.append(TextPart(text=content))
-            elif content is not None:  # a multimodal list: kept whole, its texts as parts
+            elif isinstance(content, list):  # a multimodal list: kept whole, its texts as parts
                 extra["content"] = content
                 parts.extend(
                     TextPart(text=str(item["text"]))
                     for item in content
                     if isinstance(item, Mapping) and isinstance(item.get("text"), str)
                 )
-            for call in message.get("tool_calls") or ():
+            elif content is not None:
+                raise ValueError(
+                    f"content is a string, a list of content parts or null, not {content!r:.80}"
+                )
+            for call in _tool_calls(message.get("tool_calls")):
                 function = call.get("function") or {}
                 arguments = function.get("arguments")
                 if not isinstance(arguments, str):
@@ -206,9 +210,40 @@ class Message:
         return cls(role=role, parts=tuple(parts), extra=extra)
 
 
+def _tool_calls(calls: Any) -> list[Mapping[str, Any]]:
+    """An OpenAI message's ``tool_calls``, checked to be a list of calls whose ``function`` is
+    an object (or absent)."""
+    if not calls:
+        return []
+    if not isinstance(calls, list | tuple):
+        raise ValueError(f"tool_calls is a list of calls, not {calls!r:.80}")
+    for call in calls:
+        if not isinstance(call, Mapping) or not isinstance(call.get("function") or {}, Mapping):
+            raise ValueError(
+                'tool_calls holds calls {"id", "type": "function", "function": {"name", '
+                f'"arguments"}}, not {call!r:.80}'
+            )
+    return list(calls)
+
+
 def as_messages(items: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
-    """:class:`Message` values from Messages or OpenAI-form dicts (mixed as they come)."""
-    return [item if isinstance(item, Message) else Message.from_openai(item) for item in items]
+    """:class:`Message` values from Messages or OpenAI-form dicts (mixed as they come).
+
+    Raises:
+        ValueError: an item is neither; the message names it (``messages[3]: ...``).
+    """
+    messages: list[Message] = []
+    for number, item in enumerate(items):
+        if isinstance(item, Message):
+            messages.append(item)
+            continue
+        try:
+            if not isinstance(item, Mapping):
+                raise ValueError(f"a Message or a chat message dict, not {item!r:.80}")
+            messages.append(Message.from_openai(item))
+        except ValueError as error:
+            raise ValueError(f"messages[{number}]: {error}") from None
+    return messages
 
 
 def as_openai_messages(items: Sequence[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
