@@ -85,8 +85,29 @@ async def test_the_server_prints_its_url_and_plays_the_script(
         ({"replies": [3]}, "reply 1 is a string or an object"),
         ({"replies": ["ok", {"tool_calls": [{"arguments": {}}]}]}, "reply 2"),
         ({"replies": [{"wire": {"end": "explode"}}]}, "reply 1: end is close"),
+        # each of these was served as something else (an empty answer, a number as the text,
+        # a broken HTTP status) or said only a Python error's words
+        ({"replies": [{"error": {"status": 200}}]}, "reply 1: an error's status is 400-599"),
+        ({"replies": [{"error": {"status": 99}}]}, "reply 1: an error's status is 400-599"),
+        ({"replies": [{"content": 5}]}, "reply 1: content is a string"),
+        ({"replies": [{"delay": "nan"}]}, "reply 1: delay is a number of seconds"),
+        ({"replies": [{"delay": -1}]}, "reply 1: delay is a number of seconds"),
+        ({"replies": [{"tool_calls": [{"arguments": {}}]}]}, "reply 1: a tool call needs a name"),
+        ({"replies": [{"tool_calls": {"name": "x"}}]}, "reply 1: tool_calls is a list"),
     ],
-    ids=["not-a-list", "number", "call-without-name", "bad-wire"],
+    ids=[
+        "not-a-list",
+        "number",
+        "call-without-name",
+        "bad-wire",
+        "error-200",
+        "error-99",
+        "content-number",
+        "delay-nan",
+        "delay-negative",
+        "call-name-said",
+        "calls-object",
+    ],
 )
 def test_a_bad_script_is_a_clear_error(script: object, said: str) -> None:
     with pytest.raises(ValueError, match=re.escape(said)):
