@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -61,21 +62,32 @@ def _reply(number: int, item: Any) -> ScriptedReply | WireReply:
     try:
         if "wire" in item:
             return WireReply.from_json(item["wire"])
-        delay = float(item.get("delay", 0))
+        delay = _delay(item.get("delay", 0))
         if "error" in item:
             error = item["error"]
+            if not isinstance(error, Mapping):
+                raise ValueError(f"error is an object, not {error!r}")
             retry_after = error.get("retry_after")
             headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+            status = int(error.get("status", 500))
+            if not 400 <= status <= 599:
+                raise ValueError(f"an error's status is 400-599, not {status}")
             return ScriptedReply(
-                status=int(error.get("status", 500)),
+                status=status,
                 error_message=str(error.get("message", "scripted error")),
                 error_code=error.get("code"),
                 headers=headers,
                 delay=delay,
             )
-        calls = tuple(_call(call) for call in item.get("tool_calls") or ())
+        listed = item.get("tool_calls") or []
+        if not isinstance(listed, list):
+            raise ValueError(f"tool_calls is a list of calls, not {listed!r}")
+        calls = tuple(_call(call) for call in listed)
+        content = item.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"content is a string, not {content!r}")
         return ScriptedReply(
-            content=item.get("content"),
+            content=content,
             tool_calls=calls,
             prompt_tokens=int(item.get("prompt_tokens", 10)),
             completion_tokens=int(item.get("completion_tokens", 5)),
@@ -85,7 +97,18 @@ def _reply(number: int, item: Any) -> ScriptedReply | WireReply:
         raise ValueError(f"{where}: {error}") from None
 
 
-def _call(call: Mapping[str, Any]) -> ScriptedToolCall:
+def _delay(value: Any) -> float:
+    delay = float(value)
+    if not 0 <= delay < math.inf:  # NaN fails this too
+        raise ValueError(f"delay is a number of seconds, 0 or more, not {value!r}")
+    return delay
+
+
+def _call(call: Any) -> ScriptedToolCall:
+    if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+        raise ValueError(
+            f'a tool call needs a name: {{"name": "...", "arguments": ...}}, not {call!r}'
+        )
     arguments = call.get("arguments", {})
     if not isinstance(arguments, str | Mapping):
         raise ValueError(f"a tool call's arguments are an object or a string, not {arguments!r}")
