@@ -260,6 +260,22 @@ async def test_a_named_tool_choice_forces_one_call_then_the_model_may_answer() -
     assert "tool_choice" not in model.requests[1]  # called once: the model may answer now
 
 
+async def test_tool_choice_required_forces_one_answer_with_calls_then_the_model_may_answer() -> (
+    None
+):
+    # "required" sent in every call makes every answer a tool call: a model can never answer,
+    # and the run spends max_turns (the OpenAI Agents SDK's reset_tool_choice resets it too)
+    call = ScriptedToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_paris1")
+    _events, done, model, tools = await run(
+        [ScriptedReply(tool_calls=(call,)), "Sunny."],
+        model_settings=ModelSettings(tool_choice="required"),
+    )
+    assert done.reason == "stop"
+    assert tools.calls == [("get_weather", {"city": "Paris"})]
+    assert model.requests[0]["tool_choice"] == "required"
+    assert "tool_choice" not in model.requests[1]
+
+
 async def test_llama_cpp_python_empty_streamed_body_is_an_error_naming_no_stream() -> None:
     _events, done, _model, tools = await run(wire("llama_cpp_python_auto_stream_empty"))
     assert done.reason == "error"
