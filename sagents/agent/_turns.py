@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["Turns"]
 
 _SKILLS_PROMPT_TOKENS: Final = 2000  # budget of the skills fragment of the system prompt
-_CHOICES: Final = frozenset({"auto", "none", "required"})  # tool_choice values that name no tool
 
 
 class Turns:
@@ -167,7 +166,8 @@ class Turns:
                 _count_usage(run, turn.usage)
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.tool_calls
-            if any(c.name == self._agent.model_settings.tool_choice for c in calls):
+            choice = self._agent.model_settings.tool_choice
+            if calls and (choice == "required" or any(c.name == choice for c in calls)):
                 run.tool_choice_spent = True
             if not calls:
                 if self.output is None:
@@ -279,20 +279,22 @@ class Turns:
     def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
         """This call's settings. A ``tool_choice`` naming a tool must name one offered to this
         call (else a clear error, before anything is sent: a server answers such a request
-        with an error, llama-cpp-python's with HTTP 500); once the model has called it, the
-        run's later calls leave ``tool_choice`` unset, so that the model can answer (as the
-        OpenAI Agents SDK's ``reset_tool_choice`` does) instead of calling it until
-        ``max_turns`` (docs/agent.md, "The model seam").
+        with an error, llama-cpp-python's with HTTP 500); once the model has called it (any
+        tool, for ``required``), the run's later calls leave ``tool_choice`` unset, so that
+        the model can answer (as the OpenAI Agents SDK's ``reset_tool_choice`` does) instead
+        of calling it until ``max_turns`` (docs/agent.md, "The model seam").
 
         Raises:
             ModelConfigError: the named tool is not offered to this call.
         """
         settings = self._agent.model_settings
         choice = settings.tool_choice
-        if choice is None or choice in _CHOICES:
+        if choice is None or choice in ("auto", "none"):
             return settings
         if run.tool_choice_spent:
             return dataclasses.replace(settings, tool_choice=None)
+        if choice == "required":
+            return settings
         offered = [str(t["function"]["name"]) for t in tools]
         if choice in offered:
             return settings
