@@ -346,6 +346,22 @@ async def test_an_overloaded_error_event_in_the_stream_is_retried() -> None:
     assert len(server.requests) == 2
 
 
+async def test_an_overloaded_error_event_after_text_says_how_many_retries_were_made() -> None:
+    # nothing is retried once text was passed on: the error said "after 4 retries"
+    # (max_retries), as if the endpoint had failed five times
+    (whole,) = wire("text")
+    overloaded = (
+        'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+        '"message": "Overloaded"}}\n\n'
+    )
+    late = WireReply(body=(*whole.body[:-2], overloaded))
+    _events, done, server, _tools = await run([late, *wire("text")])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert len(server.requests) == 1
+    assert "after 0 retries" in done.error["message"]
+
+
 async def test_a_stream_cut_after_text_is_an_error_not_an_answer() -> None:
     (whole,) = wire("text")
     cut = WireReply(body=whole.body[:-2])  # no message_delta, no message_stop
