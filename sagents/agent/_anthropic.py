@@ -278,7 +278,7 @@ class AnthropicModel:
                         yield out
             except anthropic.APIStatusError as error:
                 if answer.passed_on or not self._retryable(error) or not budget.can_retry:
-                    raise self._status_error(error) from error
+                    raise self._status_error(error, budget.attempt) from error
                 await budget.retry(error, error.response.headers)
                 continue
             except (anthropic.APIConnectionError, anthropic.APIError, ValueError) as error:
@@ -303,7 +303,7 @@ class AnthropicModel:
             return False
         return error.status_code in _RETRYABLE_STATUS or kind in _RETRYABLE_TYPES
 
-    def _status_error(self, error: Any) -> ModelError:
+    def _status_error(self, error: Any, retries: int) -> ModelError:
         status = int(error.status_code)
         kind = _error_type(error)
         text = _error_message(error)
@@ -332,7 +332,7 @@ class AnthropicModel:
         if self._retryable(error):
             return ModelUnavailableError(
                 f"the Anthropic endpoint {self.base_url!r} kept failing (HTTP {status}, "
-                f"{kind}) after {self.limits.max_retries} retries: {text}",
+                f"{kind}) after {retries} retries: {text}",
                 hint="try again later",
                 details=details,
             )
