@@ -194,6 +194,61 @@ async def test_a_failed_summary_leaves_the_history_untouched_and_says_so(tmp_pat
     assert len(last) == 1 + 2 * 8
 
 
+async def test_records_that_cannot_be_written_leave_the_history_untouched_and_say_so(
+    tmp_path: Path,
+) -> None:
+    # a records folder that cannot be made (a file where it should be; a read-only or full
+    # disk fails the same way): the run ended with internal_error ("a bug in sagents")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder", encoding="utf-8")
+    script = Script(_steps(), reply(SUMMARY))
+    async with ScriptedModel(script) as model:
+        agent = SAgent(
+            model=model.chat_model(),
+            run_script=False,
+            max_history_tokens=BUDGET,
+            compression=CompressionSettings(records_dir=blocker / "records"),
+        )
+        events = await collect(
+            agent,
+            [{"role": "user", "content": "go"}],
+            tool_manager=_manager(tmp_path),
+            session_context=SessionContext(session_id="s3", permission_mode="auto"),
+        )
+    done = done_of(events)
+    assert done.reason == "stop", done.error
+    finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
+    assert finished
+    assert not any(e.ok for e in finished)
+    assert str(blocker / "records") in (finished[0].error or "")
+    last = script.main[-1]["messages"]
+    assert SUMMARY_PREFIX not in json.dumps(last)  # nothing dropped without its record
+    assert len(last) == 1 + 2 * 8
+
+
+async def test_a_records_dir_given_as_a_string_is_a_folder(tmp_path: Path) -> None:
+    script = Script(_steps(), reply(SUMMARY))
+    records = tmp_path / "records"
+    async with ScriptedModel(script) as model:
+        agent = SAgent(
+            model=model.chat_model(),
+            run_script=False,
+            max_history_tokens=BUDGET,
+            compression=CompressionSettings(records_dir=str(records)),  # type: ignore[arg-type]
+        )
+        events = await collect(
+            agent,
+            [{"role": "user", "content": "go"}],
+            tool_manager=_manager(tmp_path),
+            session_context=SessionContext(session_id="s4", permission_mode="auto"),
+        )
+    assert done_of(events).reason == "stop"
+    finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
+    assert finished
+    assert all(e.ok for e in finished)
+    assert list(records.iterdir())
+
+
 async def test_the_model_can_ask_for_compression_and_its_call_stays_paired(
     tmp_path: Path,
 ) -> None:
