@@ -323,21 +323,15 @@ class HistoryCompressor:
         try:
             summary = await self._summarise(dropped, focus)
         except SagentsError as failure:
-            logger.warning("history compression failed: %s", failure)
-            report["error"] = f"the model could not summarise: {failure.message}"
-            await self._run.emit(
-                HistoryCompressedEvent(
-                    ok=False,
-                    dropped=0,
-                    tokens_before=tokens_before,
-                    tokens_after=tokens_before,
-                    error=report["error"],
-                    ts=self._run.hubs[0].clock.time(),
-                )
-            )
-            return report
+            return await self._failed(report, f"the model could not summarise: {failure.message}")
         restored = await self._restored(dropped, messages[cut:])
-        record = await anyio.to_thread.run_sync(self._record, dropped, summary, reason)
+        try:  # nothing is dropped without its record
+            record = await anyio.to_thread.run_sync(self._record, dropped, summary, reason)
+        except OSError as failure:
+            folder = self._records_dir()
+            return await self._failed(
+                report, f"the dropped messages could not be written to {folder}: {failure}"
+            )
         content = "\n\n".join(
             [
                 f"{SUMMARY_PREFIX} {len(dropped)} earlier messages were summarised; the full "
@@ -415,9 +409,25 @@ class HistoryCompressor:
             parts.append("The full tool list was expanded in this session.")
         return parts
 
+    async def _failed(self, report: dict[str, Any], error: str) -> dict[str, Any]:
+        """Leave the history as it is and say why (``history.compressed`` with ``ok: false``)."""
+        logger.warning("history compression failed: %s", error)
+        report["error"] = error
+        await self._run.emit(
+            HistoryCompressedEvent(
+                ok=False,
+                dropped=0,
+                tokens_before=report["tokens_before"],
+                tokens_after=report["tokens_before"],
+                error=error,
+                ts=self._run.hubs[0].clock.time(),
+            )
+        )
+        return report
+
     def _records_dir(self) -> Path:
         if self._settings.records_dir is not None:
-            return self._settings.records_dir
+            return Path(self._settings.records_dir)  # a str too
         context = self._run.session.context
         if context.workspace and Path(context.workspace).is_dir():
             return Path(context.workspace) / ".agent" / "history"
