@@ -213,6 +213,17 @@ def test_chat_without_an_endpoint_says_which_variables_to_set(env: None) -> None
     assert "--base-url" in result.stderr
 
 
+@pytest.mark.parametrize("turns", ["0", "-1"])
+def test_chat_refuses_max_turns_below_one_as_a_usage_error(env: None, turns: str) -> None:
+    # it was a ValueError traceback from SAgent, exit 1
+    result = CliRunner().invoke(
+        app, ["chat", "--prompt", "hi", "--max-turns", turns, "--base-url", "http://x/v1"]
+    )
+    assert result.exit_code == 2
+    assert "--max-turns" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def test_chat_rejects_an_unknown_mode(env: None) -> None:
     result = CliRunner().invoke(app, ["chat", "--mode", "yolo", "--base-url", "http://x/v1"])
     assert result.exit_code == 2
