@@ -87,7 +87,9 @@ def chat(
         ),
     ] = None,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
-    max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per turn.")] = 20,
+    max_turns: Annotated[
+        int, typer.Option("--max-turns", min=1, help="Model calls per turn.")
+    ] = 20,
     max_history_tokens: Annotated[
         int | None,
         typer.Option(
