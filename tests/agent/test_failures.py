@@ -304,6 +304,31 @@ def test_a_bad_base_url_in_the_environment_is_a_clear_error_naming_the_variable(
     assert url in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("spec", "variable"),
+    [
+        ("openai:m", "OPENAI_API_KEY"),
+        ("openai-responses:m", "OPENAI_API_KEY"),
+        ("anthropic:m", "ANTHROPIC_API_KEY"),
+        ("gemini:m", "GEMINI_API_KEY"),
+    ],
+)
+@pytest.mark.parametrize(
+    "key", ["sk-abc\n", "sk-\u00e9t\u00e9", "sk-\x7f"], ids=["newline", "accent", "del"]
+)
+def test_an_api_key_no_http_header_can_carry_is_a_clear_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, spec: str, variable: str, key: str
+) -> None:
+    # a key pasted with its newline or a non-ASCII letter: "connection error" (the server is
+    # fine), internal_error "a bug in sagents", or retries otherwise, at the first call
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv(variable, key)
+    with pytest.raises(ModelConfigError) as caught:
+        SAgent(model=spec)
+    assert variable in str(caught.value)
+    assert key not in str(caught.value)  # a secret is not echoed
+
+
 async def test_leaving_the_loop_with_break_does_not_disturb_the_consumers_cancel_scopes() -> None:
     async with ScriptedModel([reply("a long answer " * 20), reply("second")]) as model:
         agent = SAgent(model=model.chat_model())
