@@ -33,7 +33,6 @@ retried, waiting what ``retry-after`` says; ``invalid_request_error`` and the ot
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,7 +51,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
-from sagents.agent._endpoint import configured_base_url
+from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import (
     Message,
@@ -182,7 +181,7 @@ class AnthropicModel:
         self._exported = Exported(lambda spec, name: to_anthropic_tool(spec, name=name))
         self.extra_body = dict(extra_body or {})
         if client is None:
-            api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+            api_key = configured_api_key(api_key, "ANTHROPIC_API_KEY")
             if api_key is None:
                 raise ModelConfigError(
                     "no Anthropic API key is configured",

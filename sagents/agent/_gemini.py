@@ -66,7 +66,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
-from sagents.agent._endpoint import configured_base_url
+from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._retry import (
@@ -206,12 +206,7 @@ class GeminiModel:
         self._validated_config: dict[str, Any] | None = None  # the last config validated
         self._validated_contents: list[dict[str, Any]] = []  # the last contents validated
         if client is None:
-            api_key = (
-                api_key
-                or os.environ.get("GEMINI_API_KEY")
-                or os.environ.get("GOOGLE_API_KEY")
-                or None
-            )
+            api_key = configured_api_key(api_key, "GEMINI_API_KEY", "GOOGLE_API_KEY")
             if api_key is None:
                 raise ModelConfigError(
                     "no Gemini API key is configured",

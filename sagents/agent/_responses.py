@@ -56,7 +56,7 @@ from sagents.agent._chat_model import (
     ToolCallStart,
     Usage,
 )
-from sagents.agent._endpoint import configured_base_url
+from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._openai_errors import openai_retryable, openai_status_error
@@ -155,7 +155,7 @@ class OpenAIResponsesModel:
         self._exported = Exported(lambda spec, name: to_responses_tool(spec, name=name))
         if client is None:
             base_url = configured_base_url(base_url, "OPENAI_BASE_URL")
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+            api_key = configured_api_key(api_key, "OPENAI_API_KEY")
             if base_url is None and api_key is None:
                 raise ModelConfigError(
                     "no model endpoint is configured",
