@@ -178,6 +178,20 @@ async def test_a_429_on_a_daily_quota_is_not_retried() -> None:
     assert len(server.requests) == 1
 
 
+async def test_a_history_with_no_message_for_contents_is_a_clear_error_sent_once() -> None:
+    # a run with only a system prompt: google-genai refuses it before sending ("contents are
+    # required."), which was retried with backoff as a broken stream, then "failed mid-answer"
+    async with ScriptedModel([reply("never")], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), system_prompt="Write a haiku.", run_script=False)
+        done = done_of(await collect(agent, [], tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_error"
+    assert "contents" in done.error["message"]
+    assert "mid-answer" not in done.error["message"]
+    assert "attempts" not in done.error["details"]
+
+
 async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -> None:
     async with ScriptedModel(wire("malformed_function_call"), api="gemini") as server:
         agent = SAgent(model=server.chat_model(), run_script=False)
