@@ -269,6 +269,12 @@ class GeminiModel:
         genai = _sdk()
         declared = _Declared(request.tools, self._exported)
         raw_contents, raw_config = self._request_parts(request, declared)
+        if not raw_contents:  # google-genai refuses it before sending ("contents are required.")
+            raise ModelError(
+                "the Gemini API needs at least one user or model message in the contents; "
+                "the history has none (a system prompt alone is its system_instruction)",
+                hint="start the run with a user message",
+            )
         # Contents and config are validated here, so that what the SDK refuses is a clear
         # error before anything is sent (not a failed request, retried), and are sent as the
         # dicts they are: the SDK deep-copies a validated config (about 500 Python calls a
