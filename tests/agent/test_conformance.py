@@ -4,7 +4,9 @@
 Completions, Responses, Anthropic Messages, Gemini), streamed and whole; each adapter reads them
 through its provider's official SDK client, and the agent loop runs the same cases on each: a
 text turn, a tool turn, parallel calls, an approval denied, cancellation mid-answer or while a
-whole answer is awaited, ``max_turns``, a rate limit with ``Retry-After``, a stream cut before
+whole answer is awaited, ``max_turns``, a rate limit with ``Retry-After`` (each of its forms),
+a 429 without quota, keep-alives against the idle timeout and the deadline, a context-length
+refusal compressed and retried, a stream cut before
 and after part of it was passed on, an error answer that is not retried, a run_script turn (the
 script calls a real MCP server's tools; the result goes back), structured output
 (``output_type``: asked for the provider's native way, validated, an answer that does not fit
@@ -260,6 +262,39 @@ async def test_a_retry_after_longer_than_allowed_ends_the_call_clearly(api: str)
 
 
 @pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "abc"},
+        {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},  # in the past: at once
+        {"retry-after-ms": "20"},
+    ],
+    ids=["garbage", "past-date", "ms"],
+)
+async def test_every_form_of_retry_after_is_read_and_the_retry_succeeds(
+    api: str, headers: dict[str, str]
+) -> None:
+    busy = ScriptedReply(status=503, error_message="busy", headers=headers)
+    _events, done, server, _tools = await run(api, [busy, reply("finally")])
+    assert done.reason == "stop", done.error
+    assert done.messages[-1]["content"] == "finally"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])  # the OpenAI API's code; Gemini's own
+async def test_a_429_for_an_account_without_quota_is_not_retried(api: str) -> None:
+    # daily quota is tests/agent/test_gemini.py's; Anthropic has no such 429
+    no_quota = ScriptedReply(
+        status=429, error_message="You exceeded your current quota", error_code="insufficient_quota"
+    )
+    _events, done, server, _tools = await run(api, [no_quota, reply("never")])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_quota_exhausted"
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_a_rejected_request_is_not_retried_nor_called_transient(api: str) -> None:
     _events, done, server, _tools = await run(api, [http_error(400, "bad field"), reply("never")])
     assert done.reason == "error"
@@ -357,6 +392,22 @@ async def test_keepalives_after_the_first_piece_do_not_hold_the_idle_timeout(api
     assert done.error is not None
     assert done.error["code"] == "model_timeout"
     assert done.error["details"]["limit"] == "timeout"
+    assert list(done.messages) == USER
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_keepalives_end_at_the_call_s_deadline_however_long_the_idle_timeout(
+    api: str,
+) -> None:
+    trickle = WireReply(body=_first_pieces(api, 4), end="keepalive")
+    async with ScriptedModel([trickle], api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model(timeout=600.0, deadline=1.0, max_retries=0)
+        agent = SAgent(model=model, run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_timeout"
+    assert done.error["details"]["limit"] == "deadline"
     assert list(done.messages) == USER
 
 
