@@ -42,6 +42,7 @@ from tests.agent.helpers import (
     collect,
     done_of,
     finish_of,
+    tool_messages,
 )
 from tests.agent.helpers import model_events as call
 from tests.agent.test_servers import AUTO, USER, Tools
@@ -190,6 +191,34 @@ async def test_a_history_with_no_message_for_contents_is_a_clear_error_sent_once
     assert "contents" in done.error["message"]
     assert "mid-answer" not in done.error["message"]
     assert "attempts" not in done.error["details"]
+
+
+async def test_max_tokens_with_a_call_runs_nothing_and_says_so() -> None:
+    # a call in the chunk that ends MAX_TOKENS may be cut: no call of that answer runs
+    chunk = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Pa"}}}],
+                },
+                "finishReason": "MAX_TOKENS",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5},
+    }
+    cut = WireReply(body=(f"data: {json.dumps(chunk)}\r\n\r\n",))
+    tools = Tools()
+    async with ScriptedModel([cut, reply("done")], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(
+            await collect(agent, USER, tool_manager=tools.manager(), session_context=AUTO)
+        )
+    assert done.reason == "stop"
+    assert tools.calls == []
+    (result,) = tool_messages(done.messages)
+    assert "output_truncated" in result["content"]
 
 
 async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -> None:
