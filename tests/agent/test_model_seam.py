@@ -295,6 +295,29 @@ def test_a_misspelt_provider_is_a_clear_error_naming_the_one_meant(
         assert model_from_string(name).model == name
 
 
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"temperature": "hot"}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"temperature": -1}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"max_tokens": 2.5}, "max_tokens"),
+        ({"parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+        ({"tool_choice": ""}, "tool_choice"),
+        ({"tool_choice": 123}, "tool_choice"),
+    ],
+)
+def test_model_settings_that_no_provider_takes_are_refused_naming_the_field(
+    settings: dict[str, Any], field: str
+) -> None:
+    # they were sent as they are: a 400 from the server at best, google-genai's pydantic error
+    # at worst (an internal_error, "a bug in sagents", for temperature="hot" on Gemini)
+    with pytest.raises(ValueError, match=field):
+        ModelSettings(**settings)
+    ModelSettings(temperature=0, max_tokens=1, parallel_tool_calls=False, tool_choice="auto")
+
+
 def test_the_responses_and_gemini_strings_name_their_adapters(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
