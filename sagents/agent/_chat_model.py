@@ -13,6 +13,7 @@ else. The adapters: ``OpenAIChatModel``, ``OpenAIResponsesModel``, ``AnthropicMo
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -56,6 +57,29 @@ class ModelSettings:
     max_tokens: int | None = None
     parallel_tool_calls: bool | None = None
     tool_choice: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse what no provider takes, naming the field (a ``ValueError``)."""
+        temperature = self.temperature
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or not 0 <= temperature < math.inf
+        ):
+            raise ValueError(f"temperature is a number of 0 or more, not {temperature!r}")
+        tokens = self.max_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+            raise ValueError(f"max_tokens is a whole number of 1 or more, not {tokens!r}")
+        if tokens is not None and tokens < 1:
+            raise ValueError(f"max_tokens is a whole number of 1 or more, not {tokens!r}")
+        parallel = self.parallel_tool_calls
+        if parallel is not None and not isinstance(parallel, bool):
+            raise ValueError(f"parallel_tool_calls is True or False, not {parallel!r}")
+        choice = self.tool_choice
+        if choice is not None and (not isinstance(choice, str) or not choice):
+            raise ValueError(
+                f"tool_choice is auto, none, required or a tool's name, not {choice!r}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

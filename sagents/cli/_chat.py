@@ -117,7 +117,7 @@ def chat(
     ] = False,
 ) -> None:
     """Chat with an agent that uses the configured tools and skills."""
-    from sagents.agent import model_from_string
+    from sagents.agent import ModelSettings, model_from_string
     from sagents.cli._chat_questions import TerminalQuestioner
     from sagents.cli._chat_session import TerminalApprover, run_chat
     from sagents.skill import SkillManager, SkillProxy
@@ -128,6 +128,10 @@ def chat(
         chosen: PermissionMode = parse_permission_mode(mode)
     except ValueError as error:
         raise _usage_error(str(error)) from None
+    try:
+        ModelSettings(tool_choice=tool_choice)
+    except ValueError as error:
+        raise _usage_error(f"--tool-choice: {error}") from None
     try:
         chat_model = model_from_string(model, base_url=base_url, stream=not no_stream)
     except ModelConfigError as error:

@@ -224,6 +224,14 @@ def test_chat_refuses_max_turns_below_one_as_a_usage_error(env: None, turns: str
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+def test_chat_refuses_an_empty_tool_choice_as_a_usage_error(env: None) -> None:
+    result = CliRunner().invoke(
+        app, ["chat", "--prompt", "hi", "--tool-choice", "", "--base-url", "http://x/v1"]
+    )
+    assert result.exit_code == 2
+    assert "--tool-choice" in result.stderr
+
+
 def test_chat_rejects_an_unknown_mode(env: None) -> None:
     result = CliRunner().invoke(app, ["chat", "--mode", "yolo", "--base-url", "http://x/v1"])
     assert result.exit_code == 2
