@@ -17,6 +17,7 @@ from sagents.agent import (
     UsageEvent,
     current_agent_session,
 )
+from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent, ToolProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import (
@@ -202,6 +203,26 @@ async def test_a_slow_consumer_gets_every_progress_event_in_order_before_the_res
         if isinstance(e, MessageEvent) and e.message["role"] == "tool"
     )
     assert all(events.index(e) < result for e in progress)
+
+
+async def test_an_answer_of_more_calls_than_the_event_buffer_gives_every_result_in_order() -> None:
+    count = EVENT_BUFFER + 44  # the batch waits for room, then goes on as the consumer takes
+    calls = tuple(
+        ScriptedToolCall(name="get_weather", arguments={"city": f"c{n}"}, id=f"c{n}")
+        for n in range(count)
+    )
+    async with ScriptedModel([ScriptedReply(tool_calls=calls), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), max_tool_calls_per_answer=count)
+        events = await collect(agent, USER, tool_manager=_manager())
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert_settled_once(done.messages)
+    shown = [
+        e.message["tool_call_id"]
+        for e in events
+        if isinstance(e, MessageEvent) and e.message["role"] == "tool"
+    ]
+    assert shown == [f"c{n}" for n in range(count)]
 
 
 @pytest.mark.parametrize("stream", [True, False])
