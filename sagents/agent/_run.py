@@ -260,15 +260,19 @@ class ActiveRun:
         if self.bell is not None:
             self.bell.set()
 
-    async def emit(self, event: AgentEvent) -> None:
-        """Queue ``event`` for the iterating task, after the progress published before it.
-        While a batch of tool calls runs, :attr:`bell` wakes that task, and the batch waits
-        while :data:`EVENT_BUFFER` events wait for a slow consumer."""
+    def put(self, event: AgentEvent) -> None:
+        """Queue ``event`` for the iterating task, after the progress published before it,
+        without waiting (while a batch of tool calls runs, :attr:`bell` wakes that task): for
+        events bounded in number by the batch's calls, such as their results."""
         self._take_progress()
         self.outbox.append(event)
-        if self.bell is None:  # emitted in the iterating task: goes out at its next yield
-            return
-        self.bell.set()
+        if self.bell is not None:
+            self.bell.set()
+
+    async def emit(self, event: AgentEvent) -> None:
+        """:meth:`put`, then, while a batch of tool calls runs, wait while
+        :data:`EVENT_BUFFER` events wait for a slow consumer."""
+        self.put(event)
         while len(self.outbox) >= EVENT_BUFFER and self.bell is not None:
             if self.room is None:
                 self.room = anyio.Event()
