@@ -184,6 +184,7 @@ async def _settle(
         finished = True
     finally:
         if not (finished and hold):
+            settled = []
             for call in calls:
                 content = results.get(call.id)
                 if content is None:  # cancelled before it finished
@@ -195,7 +196,9 @@ async def _settle(
                     )
                 message = tool_message(call.id, content)
                 state.history.append(message)
-                run.put(MessageEvent(message=message.to_openai()))  # never waits: cancelled too
+                settled.append(message)
+            for message in settled:  # one event a call: never waits, also when cancelled
+                run.put(MessageEvent(message=message.to_openai()))
 
 
 async def _run_call(

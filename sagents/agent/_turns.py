@@ -184,8 +184,10 @@ class Turns:
                 offered: set[str] = set()
             else:
                 cap = self._agent.max_tool_calls_per_answer
-                refused = dict.fromkeys(
-                    (c.id for c in calls[cap:]), too_many(self._agent, len(calls))
+                refused = (
+                    dict.fromkeys((c.id for c in calls[cap:]), too_many(self._agent, len(calls)))
+                    if len(calls) > cap
+                    else {}
                 )
                 offered = {t["function"]["name"] for t in tools}
             work = partial(run_calls, self._agent, run, calls, offered, refused=refused)
@@ -333,7 +335,11 @@ class Turns:
             state.tool_manager, state.context.permission_mode, skip=run.extra_names
         )
         run.allowed_names = {a.name for a in allowed}
-        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+        own = (
+            [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+            if run.extra_names  # none of the loop's own: no export to build each turn
+            else []
+        )
         if self._agent.suggestion is None:
             return [dict(a.exported) for a in allowed] + own
         picks = run.turns == 1 or self._agent.suggestion.when == "every_turn"

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from sagents.agent import (
     DoneEvent,
@@ -205,24 +206,47 @@ async def test_a_slow_consumer_gets_every_progress_event_in_order_before_the_res
     assert all(events.index(e) < result for e in progress)
 
 
-async def test_an_answer_of_more_calls_than_the_event_buffer_gives_every_result_in_order() -> None:
-    count = EVENT_BUFFER + 44  # the batch waits for room, then goes on as the consumer takes
+async def test_a_batch_waits_for_a_slow_consumer_past_the_event_buffer_and_loses_nothing() -> None:
+    count = EVENT_BUFFER  # two approval events a call: the buffer fills half-way through
     calls = tuple(
-        ScriptedToolCall(name="get_weather", arguments={"city": f"c{n}"}, id=f"c{n}")
+        ScriptedToolCall(name="save", arguments={"path": f"{n}.txt"}, id=f"c{n}")
         for n in range(count)
     )
+    approvals = Approvals("allow_once")
+    asked_while_busy = None
+    events = []
     async with ScriptedModel([ScriptedReply(tool_calls=calls), reply("ok")]) as model:
         agent = SAgent(model=model.chat_model(), max_tool_calls_per_answer=count)
-        events = await collect(agent, USER, tool_manager=_manager())
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER,
+                    tool_manager=_manager(),
+                    session_context=SessionContext(session_id="b1", permission_mode="ask"),
+                    approver=approvals,
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ApprovalRequestEvent) and asked_while_busy is None:
+                        await wait_all_tasks_blocked()  # busy: the batch runs on, then waits
+                        asked_while_busy = len(approvals.requests)
+    assert asked_while_busy is not None
+    assert asked_while_busy < count  # the batch waited for room instead of asking on
     done = done_of(events)
     assert done.reason == "stop"
     assert_settled_once(done.messages)
-    shown = [
-        e.message["tool_call_id"]
-        for e in events
-        if isinstance(e, MessageEvent) and e.message["role"] == "tool"
+    asked = [e.tool_call_id for e in events if isinstance(e, ApprovalRequestEvent)]
+    answered = [e for e in events if isinstance(e, ApprovalResultEvent)]
+    results = [
+        e.message for e in events if isinstance(e, MessageEvent) and e.message["role"] == "tool"
     ]
-    assert shown == [f"c{n}" for n in range(count)]
+    ids = [f"c{n}" for n in range(count)]
+    assert sorted(asked) == sorted(ids)
+    assert len(answered) == count
+    assert all(e.approved for e in answered)
+    assert [m["tool_call_id"] for m in results] == ids
+    assert all(m["content"].startswith("saved") for m in results)
 
 
 @pytest.mark.parametrize("stream", [True, False])
