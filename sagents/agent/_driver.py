@@ -59,17 +59,17 @@ async def relay(
         with run.step():  # the run's context (approver, questioner...), cancellable
             await work()
 
-    bell = run.bell = anyio.Event()
+    bell = run.bell = asyncio.Event()  # the driver's own: cleared and rung, a batch long
     task = running_loop().create_task(batch())
     task.add_done_callback(lambda _task: run.ring())
     try:
         while True:
+            bell.clear()  # rung by what comes from here on (also while the events go out)
             for event in run.take():
                 yield event
             if task.done():
                 break
             await bell.wait()
-            bell = run.bell = anyio.Event()  # rung at the next event (or the batch's end)
         for event in run.take():  # what the batch's end left (its results came before it)
             yield event
     finally:

@@ -162,7 +162,7 @@ class ActiveRun:
     queues: list[EventQueue] = field(default_factory=list)
     outbox: list[AgentEvent] = field(default_factory=list)
     """Events emitted, waiting for the iterating task to take them (:meth:`take`)."""
-    bell: anyio.Event | None = None
+    bell: asyncio.Event | None = None
     """Set while a batch of tool calls runs in a task of its own: rung when events wait, so
     that the iterating task takes them as they come (:func:`~sagents.agent._driver.relay`)."""
     room: anyio.Event | None = None
