@@ -134,10 +134,16 @@ class Turns:
                 run.reason = "max_turns"
                 return
             run.turns += 1
-            with run.step():
-                if state.run_compressor is not None:
-                    await state.run_compressor.compress_if_over_budget()
+            if self._agent.max_history_tokens is None and self._agent.suggestion is None:
+                # nothing here awaits (no budget to count the history against, no pick of
+                # tools): no step around it, a measurable part of a turn
+                # (bench/bench_agent_loop.py)
                 tools = await self._offered_tools(run)
+            else:
+                with run.step():
+                    if state.run_compressor is not None:
+                        await state.run_compressor.compress_if_over_budget()
+                    tools = await self._offered_tools(run)
             compressed = False
             while True:  # a request the model finds too long: compressed, sent once more
                 try:
