@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TRUNCATED", "resume_calls", "run_calls", "too_many"]
 
-_CANCEL_GRACE_S: Final = 10.0  # seconds cancelled tools get to end before the run ends anyway
 TRUNCATED: Final = ToolResult.from_error(
     "output_truncated",
     "this call was not run: your answer was cut by the output token limit "
@@ -164,18 +163,21 @@ async def _settle(
     cancelled before it finished gets a ``cancelled`` result). With ``hold``, a run
     about to pause, the results stay in ``results`` (the paused state's)."""
     state = run.session
-    limiter = anyio.CapacityLimiter(agent.max_parallel_tools)
-
-    async def one(call_id: str, job: Callable[[], Awaitable[ToolResult]]) -> None:
-        async with limiter:
-            result = await job()
-        results[call_id] = _content(agent, result)
-
     finished = False
     try:
-        if len(jobs) == 1:  # nothing runs beside it: no task group (bench/bench_agent_loop.py)
-            await one(*next(iter(jobs.items())))
+        if len(jobs) == 1:
+            # nothing runs beside it: no task group and no limiter, each of which cost a
+            # trip through the event loop (bench/bench_agent_loop.py)
+            ((call_id, job),) = jobs.items()
+            results[call_id] = _content(agent, await job())
         else:
+            limiter = anyio.CapacityLimiter(agent.max_parallel_tools)
+
+            async def one(call_id: str, job: Callable[[], Awaitable[ToolResult]]) -> None:
+                async with limiter:
+                    result = await job()
+                results[call_id] = _content(agent, result)
+
             async with anyio.create_task_group() as tg:
                 for call_id, job in jobs.items():
                     tg.start_soon(one, call_id, job)
@@ -195,9 +197,8 @@ async def _settle(
                 message = tool_message(call.id, content)
                 state.history.append(message)
                 settled.append(message)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE_S):
-                for message in settled:
-                    await run.emit(MessageEvent(message=message.to_openai()))
+            for message in settled:  # one event a call: never waits, also when cancelled
+                run.put(MessageEvent(message=message.to_openai()))
 
 
 async def _run_call(

@@ -19,18 +19,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, Final
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from sagents.agent._events import AgentEvent
-from sagents.agent._run import ActiveRun, running_loop
+from sagents.agent._run import EVENT_BUFFER, ActiveRun, running_loop
+from sagents.core.events import Event
+from sagents.progress._hub import ProgressHub
 from sagents.progress._queue import EventQueue
 
-__all__ = ["EVENT_BUFFER", "forwarding", "in_task", "relay"]
-
-EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before the run waits
+__all__ = ["in_task", "relay", "subscribed"]
 
 
 async def relay(
@@ -43,6 +43,11 @@ async def relay(
     questioner, session and span). The task is cancelled and awaited when the iterator is
     closed early (the batch settles its calls on the way out).
 
+    The batch's events wait in the run's outbox and its progress in the run's queues, as
+    outside a batch; the run's bell (:meth:`ActiveRun.ring`, rung by both) wakes this
+    generator to take them. No memory stream, and no forwarding task per progress queue: those
+    were most of a tool turn's own cost (bench/bench_agent_loop.py).
+
     Raises:
         RunCancelled: the run was cancelled meanwhile (the batch settled its calls first).
         Exception: what ``work`` raised (a bug).
@@ -50,24 +55,34 @@ async def relay(
     for event in run.take():
         yield event
 
-    async def batch(send: MemoryObjectSendStream[AgentEvent]) -> None:
-        failure: Exception | None = None
-        run.send = send
+    async def batch() -> None:
         with run.step():  # the run's context (approver, questioner...), cancellable
-            async with forwarding(run):
-                try:
-                    await work()
-                except Exception as error:  # noqa: BLE001 - raised below, not in a group
-                    failure = error
-        if failure is not None:
-            raise failure
+            await work()
 
+    bell = run.bell = asyncio.Event()  # the driver's own: cleared and rung, a batch long
+    task = running_loop().create_task(batch())
+    task.add_done_callback(lambda _task: run.ring())
     try:
-        async with aclosing(_from_task(batch)) as relayed:
-            async for event in relayed:
+        while True:
+            bell.clear()  # rung by what comes from here on (also while the events go out)
+            for event in run.take():
                 yield event
+            if task.done():
+                break
+            await bell.wait()
+        for event in run.take():  # what the batch's end left (its results came before it)
+            yield event
     finally:
-        run.send = None
+        run.bell = None  # an event emitted from now on waits for the run's next take
+        if not task.done():
+            if run.room is not None:  # the batch waits for room: the consumer has gone
+                run.room.set()
+                run.room = None
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+    if not task.cancelled() and (failure := task.exception()) is not None:
+        raise failure
 
 
 async def in_task(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[AgentEvent, None]:
@@ -133,22 +148,26 @@ async def _from_task(
 
 
 @asynccontextmanager
-async def forwarding(run: ActiveRun) -> AsyncIterator[None]:
-    """Forward the run's progress events as they come while the body (a batch of tool calls)
-    runs. Outside a batch none is needed: the run takes what waits before each of its events
-    (:meth:`ActiveRun.take`)."""
-    async with anyio.create_task_group() as tg:
-        for queue in run.queues:
-            tg.start_soon(_forward, run, queue)
-        try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
+async def subscribed(run: ActiveRun, hub: ProgressHub) -> AsyncIterator[None]:
+    """The run's progress queue on ``hub`` for the block (:meth:`ProgressHub.subscribe`, with a
+    queue that rings the run's bell as progress comes: :func:`relay`)."""
+    queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
+    hub.register_progress_queue(run.session.session_id, queue)
+    run.queues.append(queue)
+    try:
+        yield
+    finally:
+        hub.unregister_progress_queue(run.session.session_id, queue)
 
 
-async def _forward(run: ActiveRun, queue: EventQueue) -> None:
-    while True:
-        await queue.wait_ready()
-        if queue.closed and not len(queue):
-            return
-        await run.drain()
+class _RunQueue(EventQueue):
+    """A run's progress queue: each event offered rings the run's bell."""
+
+    def __init__(self, run: ActiveRun, *, max_buffered: int) -> None:
+        super().__init__(max_buffered=max_buffered)
+        self._run = run
+
+    def offer(self, event: Event) -> bool:
+        queued = super().offer(event)
+        self._run.ring()
+        return queued

@@ -39,7 +39,7 @@ from sagents.agent._chat_model import (
     ModelSettings,
 )
 from sagents.agent._compress import CompressionSettings
-from sagents.agent._driver import in_task
+from sagents.agent._driver import in_task, subscribed
 from sagents.agent._durable import (
     check_resume,
     restore_session,
@@ -648,8 +648,7 @@ class SAgent:
             try:
                 await stack.enter_async_context(run.extras)
                 for hub in run.hubs:
-                    queue = await stack.enter_async_context(hub.subscribe(state.session_id))
-                    run.queues.append(queue)
+                    await stack.enter_async_context(subscribed(run, hub))
                 await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()

@@ -136,27 +136,43 @@ class Message:
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI Chat Completions form (lossy only for reasoning signatures and ids,
         which that format has no place for)."""
-        message: dict[str, Any] = {"role": self.role}
-        content = self.extra.get("content")
-        message["content"] = content if content is not None else self.text
-        reasoning = self.reasoning
-        if reasoning:
-            message["reasoning_content"] = reasoning
-        calls = self.tool_calls
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
+        # One pass over the parts: every event and every request converts messages, several
+        # times a turn (bench/bench_agent_loop.py).
+        texts: list[str] = []
+        reasoning: list[str] = []
+        calls: list[dict[str, Any]] = []
+        result: ToolResultPart | None = None
         for part in self.parts:
-            if isinstance(part, ToolResultPart):
-                message["tool_call_id"] = part.tool_call_id
-                message["content"] = part.content
-        message.update({k: v for k, v in self.extra.items() if k != "content"})
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ToolCall):
+                calls.append(
+                    {
+                        "id": part.id,
+                        "type": "function",
+                        "function": {"name": part.name, "arguments": part.arguments},
+                    }
+                )
+            elif isinstance(part, ReasoningPart):
+                reasoning.append(part.text)
+            else:
+                result = part  # the last one's, as the format has one
+        extra = self.extra
+        content = extra.get("content")
+        message: dict[str, Any] = {
+            "role": self.role,
+            "content": content if content is not None else "".join(texts),
+        }
+        if reasoning and (joined := "".join(reasoning)):
+            message["reasoning_content"] = joined
+        if calls:
+            message["tool_calls"] = calls
+        if result is not None:
+            message["tool_call_id"] = result.tool_call_id
+            message["content"] = result.content
+        for key, value in extra.items():
+            if key != "content":
+                message[key] = value
         return message
 
     @classmethod

@@ -8,13 +8,12 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 from opentelemetry.trace import Span
 
 from sagents.agent._chat_model import ModelResponse
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from sagents.script._session import RunScriptTool
 
 __all__ = [
+    "EVENT_BUFFER",
     "ActiveRun",
     "EventApprover",
     "RunCancelled",
@@ -53,6 +53,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
+EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before a batch of calls waits
 _CALL_ID_CHARS: Final = 9
 
 
@@ -139,9 +140,9 @@ class _Read:
 class ActiveRun:
     """The state of one ``run_stream`` call.
 
-    Its events go to :attr:`send` while a batch of tool calls runs in a task of its own, and
-    otherwise wait in :attr:`outbox` for the task iterating the run to take them
-    (:meth:`take`; :mod:`sagents.agent._driver`).
+    Its events wait in :attr:`outbox` for the task iterating the run to take them
+    (:meth:`take`); while a batch of tool calls runs in a task of its own, :attr:`bell` tells
+    that task when they come (:mod:`sagents.agent._driver`).
     """
 
     session: AgentSession
@@ -159,11 +160,13 @@ class ActiveRun:
     """run_script's description as this request's pick ranked it (tool suggestion); None: as
     registered."""
     queues: list[EventQueue] = field(default_factory=list)
-    send: MemoryObjectSendStream[AgentEvent] | None = None
-    """Where events go while a batch of tool calls runs in a task of its own."""
     outbox: list[AgentEvent] = field(default_factory=list)
-    """Events emitted in the iterating task, waiting for its next ``yield``."""
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Events emitted, waiting for the iterating task to take them (:meth:`take`)."""
+    bell: asyncio.Event | None = None
+    """Set while a batch of tool calls runs in a task of its own: rung when events wait, so
+    that the iterating task takes them as they come (:func:`~sagents.agent._driver.relay`)."""
+    room: anyio.Event | None = None
+    """What a batch waits on while :data:`EVENT_BUFFER` events wait for a slow consumer."""
     cancelled: bool = False
     """:meth:`cancel` was called: the run ends as cancelled at its next step."""
     scopes: set[anyio.CancelScope] = field(default_factory=set)
@@ -232,6 +235,9 @@ class ActiveRun:
         """The events waiting for the iterating task, in the order they came, taken."""
         self._take_progress()
         taken, self.outbox = self.outbox, []
+        if self.room is not None:  # a batch waits for room: there is some now
+            self.room.set()
+            self.room = None
         return taken
 
     def _take_progress(self) -> None:
@@ -248,47 +254,29 @@ class ActiveRun:
         # turn's, bench/bench_agent_loop.py --calls)
         return bool(self.outbox) or any(map(len, self.queues))
 
+    def ring(self) -> None:
+        """Tell the iterating task, if a batch of tool calls runs meanwhile, that events wait
+        (the run's progress queues ring it as progress comes)."""
+        if self.bell is not None:
+            self.bell.set()
+
+    def put(self, event: AgentEvent) -> None:
+        """Queue ``event`` for the iterating task, after the progress published before it,
+        without waiting (while a batch of tool calls runs, :attr:`bell` wakes that task): for
+        events bounded in number by the batch's calls, such as their results."""
+        self._take_progress()
+        self.outbox.append(event)
+        if self.bell is not None:
+            self.bell.set()
+
     async def emit(self, event: AgentEvent) -> None:
-        if self.send is None:  # emitted in the iterating task: goes out at its next yield
-            self._take_progress()
-            self.outbox.append(event)
-            return
-        send = self.send
-        # Fast path (bench/bench_agent_loop.py: the lock and the send's checkpoint were two
-        # task switches per streamed event): with nobody draining or emitting, no progress
-        # event waiting and room in the buffer, handing the event over without a wait keeps
-        # the order the locked path keeps.
-        if not self.lock.locked() and not any(len(queue) for queue in self.queues):
-            try:
-                send.send_nowait(event)
-                return
-            except anyio.WouldBlock:
-                pass  # a slow consumer: wait for room below
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return  # the consumer has gone: the history is still settled
-        async with self.lock:
-            try:
-                await self._drain_unlocked(send)
-                await send.send(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the consumer has gone: the history is still settled
-
-    async def drain(self) -> None:
-        """Send the progress events waiting (a batch of tool calls runs: :attr:`send`)."""
-        async with self.lock:
-            if self.send is None:
-                return
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._drain_unlocked(self.send)
-
-    async def _drain_unlocked(self, send: MemoryObjectSendStream[AgentEvent]) -> None:
-        for queue in self.queues:
-            while True:
-                try:
-                    event = queue.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-                await send.send(event)
+        """:meth:`put`, then, while a batch of tool calls runs, wait while
+        :data:`EVENT_BUFFER` events wait for a slow consumer."""
+        self.put(event)
+        while len(self.outbox) >= EVENT_BUFFER and self.bell is not None:
+            if self.room is None:
+                self.room = anyio.Event()
+            await self.room.wait()
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an

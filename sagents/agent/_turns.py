@@ -133,10 +133,16 @@ class Turns:
                 run.reason = "max_turns"
                 return
             run.turns += 1
-            with run.step():
-                if state.run_compressor is not None:
-                    await state.run_compressor.compress_if_over_budget()
+            if self._agent.max_history_tokens is None and self._agent.suggestion is None:
+                # nothing here awaits (no budget to count the history against, no pick of
+                # tools): no step around it, a measurable part of a turn
+                # (bench/bench_agent_loop.py)
                 tools = await self._offered_tools(run)
+            else:
+                with run.step():
+                    if state.run_compressor is not None:
+                        await state.run_compressor.compress_if_over_budget()
+                    tools = await self._offered_tools(run)
             compressed = False
             while True:  # a request the model finds too long: compressed, sent once more
                 try:
@@ -184,8 +190,10 @@ class Turns:
                 offered: set[str] = set()
             else:
                 cap = self._agent.max_tool_calls_per_answer
-                refused = dict.fromkeys(
-                    (c.id for c in calls[cap:]), too_many(self._agent, len(calls))
+                refused = (
+                    dict.fromkeys((c.id for c in calls[cap:]), too_many(self._agent, len(calls)))
+                    if len(calls) > cap
+                    else {}
                 )
                 offered = {t["function"]["name"] for t in tools}
             work = partial(run_calls, self._agent, run, calls, offered, refused=refused)
@@ -335,7 +343,11 @@ class Turns:
             state.tool_manager, state.context.permission_mode, skip=run.extra_names
         )
         run.allowed_names = {a.name for a in allowed}
-        own = [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+        own = (
+            [t for t in run.extras.get_openai_tools() if t["function"]["name"] in run.extra_names]
+            if run.extra_names  # none of the loop's own: no export to build each turn
+            else []
+        )
         if self._agent.suggestion is None:
             return [dict(a.exported) for a in allowed] + own
         picks = run.turns == 1 or self._agent.suggestion.when == "every_turn"

@@ -34,6 +34,7 @@ bound call gets nothing bound (docs/progress.md).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import math
@@ -258,16 +259,64 @@ async def bind_tool_call(
     hub.attach(binding)
     token = _current.set(binding)
     try:
-        async with run_beside() as helpers:
-            if hub.settings.enabled and hub.settings.flush_interval_s:
-                # Started by the first text that has to wait for its window: a call that
-                # sends nothing, or only text that goes out at once, never starts a task.
+        if not (hub.settings.enabled and hub.settings.flush_interval_s):
+            yield binding  # no text ever waits for a window: no flusher
+        elif _on_asyncio():
+            # The flusher is started by the first text that has to wait for its window: a
+            # call that sends nothing, or only text that goes out at once, never starts a
+            # task, nor enters a task group (whose exit alone is a trip through the event
+            # loop, in every tool call an agent's run listens to: bench/bench_agent_loop.py).
+            flusher = _Flusher(binding)
+            binding._start_flusher = flusher.start
+            try:
+                yield binding
+            finally:
+                await flusher.stop()
+        else:  # trio: a task group beside the call (a task cannot be started without one)
+            async with run_beside() as helpers:
                 binding._start_flusher = functools.partial(helpers.start_soon, binding.run_flusher)
-            yield binding
+                yield binding
     finally:
         _current.reset(token)
         binding.close()
         hub.detach(binding)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class _Flusher:
+    """A binding's flusher on asyncio: a task of its own once started (:meth:`start`), which
+    :meth:`stop` cancels and awaits before the call's binding ends."""
+
+    __slots__ = ("_binding", "_task")
+
+    def __init__(self, binding: ToolCallBinding) -> None:
+        self._binding = binding
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._binding.run_flusher())
+
+    async def stop(self) -> None:
+        """Cancel the flusher and wait for its end.
+
+        Raises:
+            Exception: what the flusher raised (a bug: it waits and flushes, nothing else).
+        """
+        task = self._task
+        if task is None:
+            return
+        task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
+        if not task.cancelled() and (failure := task.exception()) is not None:
+            raise failure
 
 
 class QuietToolCall:

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from sagents.agent import (
     DoneEvent,
@@ -17,6 +18,7 @@ from sagents.agent import (
     UsageEvent,
     current_agent_session,
 )
+from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent, ToolProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import (
@@ -202,6 +204,49 @@ async def test_a_slow_consumer_gets_every_progress_event_in_order_before_the_res
         if isinstance(e, MessageEvent) and e.message["role"] == "tool"
     )
     assert all(events.index(e) < result for e in progress)
+
+
+async def test_a_batch_waits_for_a_slow_consumer_past_the_event_buffer_and_loses_nothing() -> None:
+    count = EVENT_BUFFER  # two approval events a call: the buffer fills half-way through
+    calls = tuple(
+        ScriptedToolCall(name="save", arguments={"path": f"{n}.txt"}, id=f"c{n}")
+        for n in range(count)
+    )
+    approvals = Approvals("allow_once")
+    asked_while_busy = None
+    events = []
+    async with ScriptedModel([ScriptedReply(tool_calls=calls), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), max_tool_calls_per_answer=count)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER,
+                    tool_manager=_manager(),
+                    session_context=SessionContext(session_id="b1", permission_mode="ask"),
+                    approver=approvals,
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ApprovalRequestEvent) and asked_while_busy is None:
+                        await wait_all_tasks_blocked()  # busy: the batch runs on, then waits
+                        asked_while_busy = len(approvals.requests)
+    assert asked_while_busy is not None
+    assert asked_while_busy < count  # the batch waited for room instead of asking on
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert_settled_once(done.messages)
+    asked = [e.tool_call_id for e in events if isinstance(e, ApprovalRequestEvent)]
+    answered = [e for e in events if isinstance(e, ApprovalResultEvent)]
+    results = [
+        e.message for e in events if isinstance(e, MessageEvent) and e.message["role"] == "tool"
+    ]
+    ids = [f"c{n}" for n in range(count)]
+    assert sorted(str(i) for i in asked) == sorted(ids)  # each call asked about once
+    assert len(answered) == count
+    assert all(e.approved for e in answered)
+    assert [m["tool_call_id"] for m in results] == ids
+    assert all(m["content"].startswith("saved") for m in results)
 
 
 @pytest.mark.parametrize("stream", [True, False])

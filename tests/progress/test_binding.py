@@ -74,6 +74,29 @@ async def test_text_within_the_window_is_coalesced_and_sent_when_it_ends() -> No
         assert texts([flushed]) == [("stdout", "bc")]
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+async def test_waiting_text_goes_out_when_its_window_ends_on_asyncio_and_trio(
+    anyio_backend: str,
+) -> None:
+    clock = ManualClock()
+    hub = make_hub(clock)
+    async with hub.subscribe("s") as events:
+        async with bind_tool_call(hub, "s", "call_1"):
+            await emit_tool_progress("a")
+            await emit_tool_progress("b")  # waits for the window: the flusher starts
+            clock.advance(0.05)
+            with anyio.fail_after(5):
+                first, flushed = await events.receive(), await events.receive()
+            await emit_tool_progress("c")  # in the window of the flush: c and d wait
+            await emit_tool_progress("d")  # still waiting when the call ends
+        delivered = waiting(events)
+    assert texts([first, flushed]) == [("stdout", "a"), ("stdout", "b")]
+    assert texts(delivered) == [("stdout", "cd")]
+    assert isinstance(delivered[-1], ToolProgressEvent)
+    assert delivered[-1].closed
+
+
 @pytest.mark.anyio
 async def test_with_the_system_clock_waiting_text_arrives_without_further_emits() -> None:
     hub = ProgressHub(settings=ProgressSettings(flush_interval_s=0.01))
