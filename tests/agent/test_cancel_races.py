@@ -1,0 +1,154 @@
+"""Races of a model call's timers (docs/agent.md, "The model seam"): the idle timer of a
+streamed answer (``CallBudget.next``) ringing in the same loop iteration as a piece, as a
+cancellation from outside, or as ``SAgent.cancel``. Each is made deterministic with a timer
+due at once (``math.ulp(0.0)`` seconds) and callbacks ordered in one loop iteration: no
+timed waits."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import pytest
+
+from sagents.agent import (
+    Finish,
+    Message,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    SAgent,
+    TextDelta,
+    TextPart,
+)
+from sagents.agent._retry import CallBudget
+from sagents.errors import ModelTimeoutError
+from sagents.tool import ToolManager
+from tests.agent.helpers import RUN_TIMEOUT_S, collect, done_of
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "go"}]
+DUE_AT_ONCE = math.ulp(0.0)  # an idle timeout whose timer rings in the next loop iteration
+
+
+def budget(timeout: float = DUE_AT_ONCE) -> CallBudget:
+    return CallBudget(
+        timeout=timeout,
+        deadline=None,
+        max_retries=0,
+        max_retry_wait=1.0,
+        endpoint="http://127.0.0.1:9",
+        adapter="OpenAIChatModel",
+    )
+
+
+def this_task() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    assert task is not None
+    return task
+
+
+async def later_work_is_not_cancelled() -> None:
+    """Some loop iterations of work after the answer: a stray cancellation would land here."""
+    loop = asyncio.get_running_loop()
+    done = anyio.Event()
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        for _ in range(5):
+            await anyio.sleep(0)
+        loop.call_later(0.01, done.set)  # the timer's next ring, if one were left, is due first
+        await done.wait()
+
+
+class ArrivesWithTheTimer:
+    """A piece that arrives in the same loop iteration as the idle timer rings: the callback
+    that delivers it is scheduled with the timer's own deadline (after it, for ``after``)."""
+
+    def __init__(self, *, after: bool, swallow: bool) -> None:
+        self.after = after
+        self.swallow = swallow
+
+    def __aiter__(self) -> ArrivesWithTheTimer:
+        return self
+
+    async def __anext__(self) -> str:
+        loop = asyncio.get_running_loop()
+        piece: asyncio.Future[str] = loop.create_future()
+
+        def deliver() -> None:
+            if not piece.done():
+                piece.set_result("piece")
+
+        if self.after:  # the timer (due already) rings first, then the piece comes
+            loop.call_at(loop.time(), deliver)
+        else:  # the piece comes first, then the timer rings, both before the task runs
+            loop.call_soon(deliver)
+        try:
+            return await piece
+        except asyncio.CancelledError:
+            if not self.swallow:
+                raise
+            return "swallowed"  # never do this: some streams do
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["piece-first", "timer-first"])
+@pytest.mark.parametrize("swallow", [False, True], ids=["raises", "swallows"])
+async def test_a_piece_arriving_as_the_idle_timer_rings_leaves_no_cancellation_behind(
+    after: bool, swallow: bool
+) -> None:
+    calls = budget()
+    try:
+        got: str | None = await calls.next(ArrivesWithTheTimer(after=after, swallow=swallow))
+    except ModelTimeoutError:
+        got = None  # the wait was overdue: a timeout, as asyncio.timeout() would say
+    assert got in (None, "piece", "swallowed")
+    assert this_task().cancelling() == 0
+    await later_work_is_not_cancelled()
+
+
+class TimesOutAsCancelled:
+    """A model that reads its answer through a CallBudget (as every adapter does) whose wait
+    times out in the loop iteration in which ``cancel`` is called (the timer first)."""
+
+    model = "times-out-as-cancelled"
+
+    def __init__(self, cancel: Callable[[], None]) -> None:
+        self.cancel = cancel
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[ModelEvent]:
+        calls = budget()
+        cancel = self.cancel
+
+        class Pieces:
+            def __aiter__(self) -> Pieces:
+                return self
+
+            async def __anext__(self) -> str:
+                loop = asyncio.get_running_loop()
+                loop.call_at(loop.time(), cancel)  # after the idle timer, same iteration
+                await loop.create_future()
+                raise AssertionError("never answered")
+
+        yield TextDelta(text=await calls.next(Pieces()))
+        yield Finish(
+            response=ModelResponse(message=Message(role="assistant", parts=(TextPart(text=""),)))
+        )
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_cancel_landing_with_the_idle_timeout_ends_the_run_cancelled() -> None:
+    agents: list[SAgent] = []
+    agent = SAgent(model=TimesOutAsCancelled(lambda: agents[0].cancel()), run_script=False)
+    agents.append(agent)
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        done = done_of(await collect(agent, USER, tool_manager=ToolManager()))
+    assert done.reason == "cancelled", done.error
+    assert list(done.messages) == USER
+    assert this_task().cancelling() == 0
