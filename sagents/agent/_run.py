@@ -105,7 +105,9 @@ class _Read:
     own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As any
     asyncio timeout, it cancels the read once: a model that swallows that cancellation and
     then answers, ends or fails still ends the run cancelled; one that swallows it and waits
-    again waits until its own timeout (a ``ChatModel`` must not swallow cancellation).
+    again waits until its own timeout (a ``ChatModel`` must not swallow cancellation). A
+    read that fails once :meth:`~ActiveRun.cancel` was called ends the run cancelled too, also
+    when its error (an idle timeout, a broken stream) came before the cancellation did.
     """
 
     __slots__ = ("_run", "_timeout")
@@ -131,9 +133,14 @@ class _Read:
             await self._timeout.__aexit__(kind, error, traceback)
         except TimeoutError:  # the cancellation the run's cancel() asked for
             raise RunCancelled from None
-        swallowed = self._run.cancelled and self._timeout.expired()  # no call unless cancelled
-        if swallowed and (kind is None or issubclass(kind, Exception)):
-            raise RunCancelled from error  # the model swallowed it, then answered or failed
+        if not self._run.cancelled:
+            return
+        if kind is not None and issubclass(kind, Exception):
+            # the read failed after cancel() asked for its end: the model swallowed the
+            # cancellation, or its error (an idle timeout, a broken stream) came first
+            raise RunCancelled from error
+        if kind is None and self._timeout.expired():
+            raise RunCancelled  # the model swallowed the cancellation, then answered
 
 
 @dataclass(kw_only=True, eq=False)
