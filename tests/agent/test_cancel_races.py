@@ -153,3 +153,32 @@ async def test_a_cancel_landing_with_the_idle_timeout_ends_the_run_cancelled() -
     assert done.reason == "cancelled", done.error
     assert list(done.messages) == USER
     assert this_task().cancelling() == 0
+
+
+class Stalls:
+    """A wait that never ends; ``on_wait`` runs as it starts (the idle timer is set then)."""
+
+    def __init__(self, on_wait: Callable[[asyncio.AbstractEventLoop], None]) -> None:
+        self.on_wait = on_wait
+
+    def __aiter__(self) -> Stalls:
+        return self
+
+    async def __anext__(self) -> str:
+        loop = asyncio.get_running_loop()
+        self.on_wait(loop)
+        await loop.create_future()
+        raise AssertionError("never answered")
+
+
+async def test_an_anyio_scope_cancelled_as_the_idle_timer_rings_catches_its_cancellation() -> None:
+    # anyio.move_on_after around the consumer, its deadline passing just before the idle timer
+    # rings, in the same loop iteration: the scope's cancellation wins and is the scope's to
+    # catch. (The other order, the timer first, ends with the timeout, as asyncio.timeout()
+    # does: anyio delivers no cancellation of its own to a task whose wait is cancelled.)
+    calls = budget()
+    with anyio.CancelScope() as scope:
+        await calls.next(Stalls(lambda loop: loop.call_soon(scope.cancel)))
+    assert scope.cancelled_caught
+    assert this_task().cancelling() == 0
+    await later_work_is_not_cancelled()
