@@ -158,7 +158,7 @@ async def test_a_cancel_landing_with_the_idle_timeout_ends_the_run_cancelled() -
 class Stalls:
     """A wait that never ends; ``on_wait`` runs as it starts (the idle timer is set then)."""
 
-    def __init__(self, on_wait: Callable[[asyncio.AbstractEventLoop], None]) -> None:
+    def __init__(self, on_wait: Callable[[asyncio.AbstractEventLoop], object]) -> None:
         self.on_wait = on_wait
 
     def __aiter__(self) -> Stalls:

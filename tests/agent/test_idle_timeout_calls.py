@@ -1,0 +1,74 @@
+"""The idle timeout of streamed answers through real SDK clients (docs/agent.md, "The model
+seam"): after a retry within one call, and with two answers of one adapter at once (each call
+its own timer). Bounded waits only: the stalls end at the idle timeout, which is what each
+test checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from sagents.agent import Finish, Message, ModelRequest, TextPart
+from sagents.errors import ModelTimeoutError
+from sagents.testing import ScriptedModel, ScriptedReply, http_error, reply
+from tests.agent.helpers import RUN_TIMEOUT_S, finish_of
+from tests.agent.helpers import model_events as call
+from tests.agent.test_gemini import USER_MESSAGE
+
+pytestmark = pytest.mark.anyio
+
+APIS = ("chat", "responses", "anthropic", "gemini")
+IDLE_S = 1.0
+REQUEST = ModelRequest(messages=(USER_MESSAGE,))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stall_after_a_retry_ends_at_the_idle_timeout(api: str) -> None:
+    script = [
+        http_error(503, "busy", retry_after=0),
+        reply("a long answer that stalls", hang_after_chunks=2),
+    ]
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model(timeout=IDLE_S, max_retries=1)
+        with anyio.fail_after(RUN_TIMEOUT_S), pytest.raises(ModelTimeoutError) as raised:
+            await call(model, REQUEST)
+    assert raised.value.details == {"limit": "timeout", "seconds": IDLE_S}
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_one_adapter_s_stalled_answer_times_out_while_its_other_answer_ends(
+    api: str,
+) -> None:
+    def script(body: dict[str, Any]) -> ScriptedReply:
+        stalls = "stall" in str(body)
+        return reply(
+            "stall then nothing" if stalls else "a whole answer",
+            hang_after_chunks=(2 if stalls else None),
+        )
+
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model(timeout=IDLE_S, max_retries=0)
+        stalled: list[BaseException] = []
+        answered: list[Finish] = []
+
+        async def stalling() -> None:
+            request = ModelRequest(
+                messages=(Message(role="user", parts=(TextPart(text="stall"),)),)
+            )
+            try:
+                await call(model, request)
+            except ModelTimeoutError as error:
+                stalled.append(error)
+
+        async def answering() -> None:
+            answered.append(finish_of(await call(model, REQUEST)))
+
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stalling)
+                tg.start_soon(answering)
+    assert len(stalled) == 1
+    assert answered[0].response.message.text == "a whole answer"
