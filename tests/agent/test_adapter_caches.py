@@ -1,7 +1,8 @@
-"""One ``GeminiModel`` shared by several sessions at once (docs/agent.md, "GeminiModel"): the
-adapter keeps its last call's validated contents and config and its tools' declarations, and
-each request still carries its own session's contents and tools, never another's; the
-declarations it keeps are not changed by sending them (real ``google-genai`` client against
+"""What a model adapter keeps between its calls (docs/agent.md, "The model seam"): one
+``GeminiModel`` shared by several sessions at once keeps its last call's validated contents
+and config and its tools' declarations, and each request still carries its own session's
+contents and tools, never another's; the tool exports every adapter keeps
+(``sagents/agent/_exported.py``) are not changed by sending them (real SDK clients against
 ``ScriptedModel``)."""
 
 from __future__ import annotations
@@ -16,12 +17,27 @@ from sagents.agent._gemini import _declaration
 from sagents.core._spec import ToolSpec
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager, tool
+from sagents.tool.export_anthropic import to_anthropic_tool
+from sagents.tool.export_responses import to_responses_tool
 from tests.agent.helpers import collect, done_of, model_events
 
 pytestmark = pytest.mark.anyio
 
 SESSIONS = ("alpha", "beta", "gamma")
 TURNS = 3  # tool turns of each run before its answer
+SEARCH = ToolSpec(
+    name="search",
+    description="Search.",
+    input_schema={
+        "type": "object",
+        "title": "Search",
+        "properties": {
+            "filter": {"$ref": "#/$defs/Filter"},
+            "kind": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        },
+        "$defs": {"Filter": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    },
+)
 
 
 def manager_of(session: str) -> ToolManager:
@@ -92,19 +108,7 @@ async def test_sessions_sharing_one_gemini_model_each_send_their_own_contents_an
 
 
 async def test_a_declaration_the_adapter_keeps_is_not_changed_by_sending_it() -> None:
-    spec = ToolSpec(
-        name="search",
-        description="Search.",
-        input_schema={
-            "type": "object",
-            "title": "Search",
-            "properties": {
-                "filter": {"$ref": "#/$defs/Filter"},
-                "kind": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-            },
-            "$defs": {"Filter": {"type": "object", "properties": {"q": {"type": "string"}}}},
-        },
-    )
+    spec = SEARCH
     async with ScriptedModel([reply("one"), reply("two")], api="gemini") as server:
         model = server.chat_model()
         assert isinstance(model, GeminiModel)
@@ -117,3 +121,17 @@ async def test_a_declaration_the_adapter_keeps_is_not_changed_by_sending_it() ->
         assert server.requests[0] == server.requests[1]
         assert model._exported(spec, "search") is kept
         assert kept == _declaration(spec, "search")
+
+
+@pytest.mark.parametrize("api", ["anthropic", "responses"])
+async def test_a_tool_export_the_adapter_keeps_is_not_changed_by_sending_it(api: str) -> None:
+    export = to_anthropic_tool if api == "anthropic" else to_responses_tool
+    async with ScriptedModel([reply("one"), reply("two")], api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model()
+        request = ModelRequest(
+            messages=(Message(role="user", parts=(TextPart(text="go"),)),), tools=(SEARCH,)
+        )
+        for _ in range(2):
+            await model_events(model, request)
+        assert server.requests[0] == server.requests[1]
+        assert model._exported(SEARCH, "search") == export(SEARCH, name="search")
