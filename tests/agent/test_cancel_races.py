@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -26,6 +27,7 @@ from sagents.agent import (
 )
 from sagents.agent._retry import CallBudget
 from sagents.errors import ModelTimeoutError
+from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager
 from tests.agent.helpers import RUN_TIMEOUT_S, collect, done_of
 
@@ -182,3 +184,75 @@ async def test_an_anyio_scope_cancelled_as_the_idle_timer_rings_catches_its_canc
     assert scope.cancelled_caught
     assert this_task().cancelling() == 0
     await later_work_is_not_cancelled()
+
+
+class HangingMidRead:
+    """A model whose read awaits an answer that never comes, after a first piece (lets the
+    cancellation through; ``closed`` once its stream was closed)."""
+
+    model = "hanging"
+
+    def __init__(self) -> None:
+        self.awaiting = anyio.Event()
+        self.closed = anyio.Event()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[ModelEvent]:
+        try:
+            yield TextDelta(text="first ")
+            self.awaiting.set()
+            await anyio.sleep_forever()
+        finally:
+            self.closed.set()
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("cancelled", ["outer", "inner", "one-agent"])
+async def test_cancelling_a_run_whose_agent_tool_reads_an_answer(cancelled: str) -> None:
+    # an agent used as a tool (SAgent.as_tool): its run reads its model's answer in the
+    # caller's tool call. Cancelling the caller ends both; cancelling the sub-agent ends its
+    # run as cancelled, which the caller gets as the tool's result and goes on; one agent
+    # that is its own tool is cancelled in both of its runs.
+    inner_model = HangingMidRead()
+    sub_run_asked = anyio.Event()
+    bodies = 0
+
+    def step(body: dict[str, Any]) -> ScriptedReply:
+        nonlocal bodies
+        bodies += 1
+        if bodies == 1:
+            return tool_call("helper", {"task": "wait"}, id="c1")
+        if cancelled == "one-agent" and bodies == 2:  # the sub-run's call: it stalls
+            sub_run_asked.set()
+            return reply("a long answer " * 8, hang_after_chunks=2)
+        return reply("went on")
+
+    async with ScriptedModel(step, api="anthropic") as server:
+        outer = SAgent(model=server.chat_model(), run_script=False)
+        helper = outer if cancelled == "one-agent" else SAgent(model=inner_model, run_script=False)
+        manager = ToolManager()
+        manager.register_tool(helper.as_tool("helper", "Helps."))
+        async with anyio.create_task_group() as tg:
+
+            async def cancel() -> None:
+                if cancelled == "one-agent":
+                    await sub_run_asked.wait()
+                else:
+                    await inner_model.awaiting.wait()
+                (helper if cancelled == "inner" else outer).cancel()
+
+            tg.start_soon(cancel)
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                done = done_of(await collect(outer, USER, tool_manager=manager))
+    if cancelled == "inner":
+        assert done.reason == "stop", done.error
+        assert done.messages[-1]["content"] == "went on"
+    else:
+        assert done.reason == "cancelled", done.error
+    if cancelled != "one-agent":
+        assert inner_model.closed.is_set()
+    assert this_task().cancelling() == 0
