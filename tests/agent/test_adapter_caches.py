@@ -135,3 +135,39 @@ async def test_a_tool_export_the_adapter_keeps_is_not_changed_by_sending_it(api:
             await model_events(model, request)
         assert server.requests[0] == server.requests[1]
         assert model._exported(SEARCH, "search") == export(SEARCH, name="search")
+
+
+def sent_properties(api: str, body: dict[str, Any]) -> list[str]:
+    """The parameter names of the one tool a request declares, where each API puts them."""
+    if api == "anthropic":
+        (sent,) = body["tools"]
+        return list(sent["input_schema"]["properties"])
+    if api == "responses":
+        (sent,) = body["tools"]
+        return list(sent["parameters"]["properties"])
+    (sent,) = body["tools"][0]["functionDeclarations"]
+    schema = sent.get("parameters") or sent["parametersJsonSchema"]
+    return list(schema["properties"])
+
+
+@pytest.mark.parametrize("api", ["anthropic", "responses", "gemini"])
+async def test_a_tool_whose_schema_changes_between_calls_is_sent_as_it_is_now(api: str) -> None:
+    # the same name and description, a new schema object, then that object changed in place
+    schema: dict[str, Any] = {"type": "object", "properties": {"q": {"type": "string"}}}
+    versions = [
+        ToolSpec(name="search", description="Search.", input_schema=schema),
+        ToolSpec(
+            name="search",
+            description="Search.",
+            input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+        ),
+    ]
+    async with ScriptedModel([reply("a"), reply("b"), reply("c")], api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model()
+        message = Message(role="user", parts=(TextPart(text="go"),))
+        for spec in versions:
+            await model_events(model, ModelRequest(messages=(message,), tools=(spec,)))
+        schema["properties"] = {"limit": {"type": "integer"}}  # the first spec's, in place
+        await model_events(model, ModelRequest(messages=(message,), tools=(versions[0],)))
+    sent = [sent_properties(api, body) for body in server.requests]
+    assert sent == [["q"], ["query"], ["limit"]]
