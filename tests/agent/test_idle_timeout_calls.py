@@ -5,14 +5,17 @@ test checks."""
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import aclosing
 from typing import Any
 
 import anyio
 import pytest
 
-from sagents.agent import Finish, Message, ModelRequest, TextPart
+from sagents.agent import Finish, Message, MessageDeltaEvent, ModelRequest, SAgent, TextPart
 from sagents.errors import ModelTimeoutError
 from sagents.testing import ScriptedModel, ScriptedReply, http_error, reply
+from sagents.tool import ToolManager
 from tests.agent.helpers import RUN_TIMEOUT_S, finish_of
 from tests.agent.helpers import model_events as call
 from tests.agent.test_gemini import USER_MESSAGE
@@ -22,6 +25,7 @@ pytestmark = pytest.mark.anyio
 APIS = ("chat", "responses", "anthropic", "gemini")
 IDLE_S = 1.0
 REQUEST = ModelRequest(messages=(USER_MESSAGE,))
+USER = [{"role": "user", "content": "go"}]
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -72,3 +76,23 @@ async def test_one_adapter_s_stalled_answer_times_out_while_its_other_answer_end
                 tg.start_soon(answering)
     assert len(stalled) == 1
     assert answered[0].response.message.text == "a whole answer"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_run_left_mid_answer_cancels_nothing_of_the_consumer_s_later_work(api: str) -> None:
+    # the consumer stops at the first piece of a long answer and closes the run; its task then
+    # works past the idle timeout the answer's timer was set for: nothing cancels it
+    long = reply("a long answer in many pieces " * 20)
+    async with ScriptedModel([long], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(timeout=IDLE_S / 4), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=ToolManager())) as run:
+                async for event in run:
+                    if isinstance(event, MessageDeltaEvent):
+                        break
+            later = anyio.Event()
+            asyncio.get_running_loop().call_later(IDLE_S, later.set)  # past the timer's ring
+            await later.wait()
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
