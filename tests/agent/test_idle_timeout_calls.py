@@ -96,3 +96,15 @@ async def test_a_run_left_mid_answer_cancels_nothing_of_the_consumer_s_later_wor
     task = asyncio.current_task()
     assert task is not None
     assert task.cancelling() == 0
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_retry_wait_that_would_pass_the_deadline_ends_the_call_at_once(api: str) -> None:
+    # the server asks for a wait the call accepts (max_retry_wait) but its deadline does not
+    script = [http_error(503, "busy", retry_after=30), reply("never")]
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
+        model = server.chat_model(deadline=5.0, max_retry_wait=60.0, max_retries=2)
+        with anyio.fail_after(RUN_TIMEOUT_S), pytest.raises(ModelTimeoutError) as raised:
+            await call(model, REQUEST)
+    assert raised.value.details == {"limit": "deadline", "seconds": 5.0}
+    assert len(server.requests) == 1
