@@ -12,7 +12,18 @@ from typing import Any
 import anyio
 import pytest
 
-from sagents.agent import Finish, Message, MessageDeltaEvent, ModelRequest, SAgent, TextPart
+from sagents.agent import (
+    AnthropicModel,
+    Finish,
+    GeminiModel,
+    Message,
+    MessageDeltaEvent,
+    ModelRequest,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    SAgent,
+    TextPart,
+)
 from sagents.errors import ModelTimeoutError
 from sagents.testing import ScriptedModel, ScriptedReply, http_error, reply
 from sagents.tool import ToolManager
@@ -108,3 +119,19 @@ async def test_a_retry_wait_that_would_pass_the_deadline_ends_the_call_at_once(a
             await call(model, REQUEST)
     assert raised.value.details == {"limit": "deadline", "seconds": 5.0}
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_adapter_called_on_trio_says_it_runs_on_asyncio(api: str) -> None:
+    # docs/architecture.md, "Event loops": the agent loop and its model adapters run on asyncio
+    async def on_trio() -> None:
+        model = {
+            "chat": OpenAIChatModel,
+            "responses": OpenAIResponsesModel,
+            "anthropic": AnthropicModel,
+            "gemini": GeminiModel,
+        }[api]("m", api_key="k", base_url="http://127.0.0.1:9")
+        await call(model, REQUEST)
+
+    with pytest.raises(RuntimeError, match="run on asyncio"):
+        anyio.run(on_trio, backend="trio")
