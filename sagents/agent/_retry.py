@@ -148,6 +148,9 @@ class CallBudget:
         endpoint: The endpoint, named in errors.
         adapter: The adapter's class name, named in the hints (``raise AnthropicModel(
             timeout=...)``).
+
+    Raises:
+        RuntimeError: not called on asyncio (the model adapters run on asyncio only).
     """
 
     def __init__(
@@ -168,7 +171,13 @@ class CallBudget:
         self.adapter = adapter
         # The event loop's clock, which next() reads (anyio.current_time() looks its backend
         # up first: bench/bench_agent_loop.py).
-        now = asyncio.get_running_loop().time()
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:  # another event loop (trio): a clear error, not asyncio's
+            raise RuntimeError(
+                f"{adapter} and the other model adapters run on asyncio, not on another event "
+                "loop (docs/architecture.md, 'Event loops'): run them with asyncio"
+            ) from None
         self.ends = math.inf if deadline is None else now + deadline
         self.attempt = 0
         """Retries made so far."""
