@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -16,8 +17,10 @@ import anyio.lowlevel
 import pytest
 
 from sagents.agent import (
+    DoneEvent,
     Finish,
     Message,
+    MessageDeltaEvent,
     ModelEvent,
     ModelRequest,
     ModelResponse,
@@ -255,4 +258,34 @@ async def test_cancelling_a_run_whose_agent_tool_reads_an_answer(cancelled: str)
         assert done.reason == "cancelled", done.error
     if cancelled != "one-agent":
         assert inner_model.closed.is_set()
+    assert this_task().cancelling() == 0
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+async def test_one_cancel_ends_every_run_of_the_agent_each_mid_read(api: str) -> None:
+    # three runs of one agent (one adapter) at once, each awaiting the rest of its answer
+    runs = 3
+    stalling = ScriptedReply(content="a long answer " * 10, hang_after_chunks=8)
+    async with ScriptedModel(lambda body: stalling, api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(timeout=60.0), run_script=False)
+        reading = [anyio.Event() for _ in range(runs)]
+        dones: list[DoneEvent] = []
+
+        async def run(index: int) -> None:
+            async with aclosing(agent.run_stream(USER, tool_manager=ToolManager())) as events:
+                async for event in events:
+                    if isinstance(event, MessageDeltaEvent):
+                        reading[index].set()
+                    elif isinstance(event, DoneEvent):
+                        dones.append(event)
+
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+                for index in range(runs):
+                    tg.start_soon(run, index)
+                for started in reading:
+                    await started.wait()
+                agent.cancel()
+    assert [done.reason for done in dones] == ["cancelled"] * runs
+    assert all(list(done.messages) == USER for done in dones)
     assert this_task().cancelling() == 0
