@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from sagents.agent import (
+    AgentEvent,
     AgentSession,
     CompressionSettings,
     HistoryCompressedEvent,
@@ -361,3 +362,49 @@ async def test_a_dropped_load_skill_call_with_arguments_nested_100000_deep_is_co
     assert finished
     assert all(e.ok for e in finished)
     assert_settled_once(done.messages)
+
+
+class SummaryStalls(Script):
+    """A script whose summary answer stalls mid-way; ``asked`` is set once it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            _steps(), ScriptedReply(content="a summary that stalls " * 10, hang_after_chunks=8)
+        )
+        self.asked = anyio.Event()
+
+    def __call__(self, body: dict[str, Any]) -> ScriptedReply:
+        answer = super().__call__(body)
+        if self.summaries:
+            self.asked.set()
+        return answer
+
+
+async def test_a_cancel_while_the_summary_is_read_ends_the_run_and_leaves_the_history(
+    tmp_path: Path,
+) -> None:
+    # SAgent.cancel() from another task while the summariser's answer stalls: the run ends
+    # cancelled, the history neither summarised nor left with an unanswered call
+    script = SummaryStalls()
+    async with ScriptedModel(script) as model:
+        agent = _compressing_agent(model, tmp_path / "records")
+        events: list[AgentEvent] = []
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_once_asked() -> None:
+                await script.asked.wait()
+                agent.cancel()
+
+            tg.start_soon(cancel_once_asked)
+            events = await collect(
+                agent,
+                [{"role": "user", "content": "go"}],
+                tool_manager=_manager(tmp_path),
+                session_context=SessionContext(session_id="s9", permission_mode="auto"),
+            )
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert not any(isinstance(e, HistoryCompressedEvent) and e.ok for e in events)
+    assert SUMMARY_PREFIX not in json.dumps(done.messages)
+    assert_settled_once(done.messages)
+    assert not (tmp_path / "records").exists()
