@@ -88,7 +88,8 @@ def chat(
     ] = None,
     system: Annotated[str, typer.Option("--system", help="The system prompt.")] = "",
     max_turns: Annotated[
-        int, typer.Option("--max-turns", min=1, help="Model calls per turn.")
+        int,
+        typer.Option("--max-turns", metavar="<turns>", min=1, help="Model calls per turn."),
     ] = 20,
     max_history_tokens: Annotated[
         int | None,

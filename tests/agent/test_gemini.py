@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pydantic
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sagents.agent import (
@@ -414,7 +414,6 @@ _SSE_LINES = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(lines=_SSE_LINES, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6))
 def test_sse_comment_lines_are_dropped_however_the_stream_is_cut(
     lines: list[bytes], cuts: list[int]
