@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.lowlevel
 from opentelemetry.trace import Span
 
 from sagents.agent._chat_model import ModelResponse
@@ -284,6 +285,11 @@ class ActiveRun:
             if self.room is None:
                 self.room = anyio.Event()
             await self.room.wait()
+            if self.bell is None:
+                # Woken because the consumer has gone: the batch is being cancelled. A
+                # checkpoint lets that cancellation reach this call before it goes on (asks
+                # the approver, runs its tool) for a consumer that will never see it.
+                await anyio.lowlevel.checkpoint()
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an
