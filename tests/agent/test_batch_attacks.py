@@ -387,3 +387,58 @@ async def test_a_consumer_leaving_while_the_batch_waits_for_room_runs_nothing_mo
                         break
     assert held < count  # the batch was held back when the consumer left
     assert late == []
+
+
+async def test_a_consumer_leaving_while_a_sub_agents_batch_waits_for_room_runs_nothing_more() -> (
+    None
+):
+    count = 3 * EVENT_BUFFER  # the sub-agent's calls ask through the caller's run: it fills
+    left = False
+    late: list[str] = []
+    asked = 0
+
+    @tool(permission="write")
+    async def save(tag: str, lines: int) -> str:
+        """Save (the side effect a consumer that left must not cause)."""
+        if left:
+            late.append(f"ran {tag}")
+        return f"saved {tag}"
+
+    class Immediate:
+        async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+            nonlocal asked
+            asked += 1
+            if left:
+                late.append(f"asked {request.tool_call_id}")
+            return "allow_once"
+
+    async with ScriptedModel([_batch(count, 0, "save"), reply("sub done")]) as sub_model:
+        helper = SAgent(
+            model=sub_model.chat_model(),
+            run_script=False,
+            max_tool_calls_per_answer=count,
+            max_parallel_tools=count,
+        )
+        manager = _manager(save)
+        manager.register_tool(helper.as_tool("helper", "Helps.", tools=["save"]))
+        call = ScriptedToolCall(name="helper", arguments={"task": "t"}, id="h1")
+        async with ScriptedModel([ScriptedReply(tool_calls=(call,)), reply("ok")]) as model:
+            agent = SAgent(model=model.chat_model(), run_script=False)
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                async with aclosing(
+                    agent.run_stream(
+                        USER,
+                        tool_manager=manager,
+                        session_context=SessionContext(session_id="ws", permission_mode="ask"),
+                        approver=Immediate(),
+                    )
+                ) as stream:
+                    async for event in stream:
+                        if isinstance(event, ApprovalRequestEvent):
+                            for _ in range(count * 10):
+                                await anyio.lowlevel.checkpoint()
+                            held = asked
+                            left = True
+                            break
+    assert held < count  # the sub-agent's batch was held back when the consumer left
+    assert late == []
