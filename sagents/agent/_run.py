@@ -14,7 +14,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-import anyio.lowlevel
 from opentelemetry.trace import Span
 
 from sagents.agent._chat_model import ModelResponse
@@ -279,17 +278,13 @@ class ActiveRun:
 
     async def emit(self, event: AgentEvent) -> None:
         """:meth:`put`, then, while a batch of tool calls runs, wait while
-        :data:`EVENT_BUFFER` events wait for a slow consumer."""
+        :data:`EVENT_BUFFER` events wait for a slow consumer (one that has gone never makes
+        room: the batch is cancelled meanwhile)."""
         self.put(event)
         while len(self.outbox) >= EVENT_BUFFER and self.bell is not None:
             if self.room is None:
                 self.room = anyio.Event()
             await self.room.wait()
-            if self.bell is None:
-                # Woken because the consumer has gone: the batch is being cancelled. A
-                # checkpoint lets that cancellation reach this call before it goes on (asks
-                # the approver, runs its tool) for a consumer that will never see it.
-                await anyio.lowlevel.checkpoint()
 
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the approver, with an ``approval.request`` / ``approval.result`` pair around; an

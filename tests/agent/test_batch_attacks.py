@@ -342,103 +342,76 @@ async def test_progress_of_a_scripts_calls_reaches_the_consumer(tmp_path: Path) 
     assert sorted(str(e.tool_call_id) for e in finals) == ["call_s1", "call_s2"]
 
 
-async def test_a_consumer_leaving_while_the_batch_waits_for_room_runs_nothing_more() -> None:
+class LateWatch:
+    """A write tool and an approver that record what happens once the consumer has left."""
+
+    def __init__(self) -> None:
+        self.left = False
+        self.asked = 0
+        self.late: list[str] = []
+        watch = self
+
+        @tool(permission="write")
+        async def save(tag: str, lines: int) -> str:
+            """Save (the side effect a consumer that left must not cause)."""
+            if watch.left:
+                watch.late.append(f"ran {tag}")
+            return f"saved {tag}"
+
+        self.save = save
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked += 1
+        if self.left:
+            self.late.append(f"asked {request.tool_call_id}")
+        return "allow_once"
+
+
+def wide(model: ScriptedModel, count: int) -> SAgent:
+    """An agent that runs ``count`` calls of one answer at once."""
+    return SAgent(
+        model=model.chat_model(),
+        run_script=False,
+        max_tool_calls_per_answer=count,
+        max_parallel_tools=count,
+    )
+
+
+@pytest.mark.parametrize("nested", [False, True])
+async def test_a_consumer_leaving_while_a_batch_waits_for_room_runs_nothing_more(
+    nested: bool,
+) -> None:
+    """The batch's calls (or, nested, a sub-agent's, asking through the caller's run) fill the
+    run's outbox and wait for room; the consumer leaves: nothing more is asked or run."""
     count = 3 * EVENT_BUFFER  # two approval events a call: the outbox fills, twice
-    left = False
-    late: list[str] = []
-    asked = 0
-
-    @tool(permission="write")
-    async def save(tag: str, lines: int) -> str:
-        """Save (the side effect a consumer that left must not cause)."""
-        if left:
-            late.append(f"ran {tag}")
-        return f"saved {tag}"
-
-    class Immediate:
-        async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-            nonlocal asked
-            asked += 1
-            if left:
-                late.append(f"asked {request.tool_call_id}")
-            return "allow_once"
-
-    async with ScriptedModel([_batch(count, 0, "save"), reply("ok")]) as model:
-        agent = SAgent(
-            model=model.chat_model(), max_tool_calls_per_answer=count, max_parallel_tools=count
-        )
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            async with aclosing(
-                agent.run_stream(
-                    USER,
-                    tool_manager=_manager(save),
-                    session_context=SessionContext(session_id="w", permission_mode="ask"),
-                    approver=Immediate(),
-                )
-            ) as stream:
-                async for event in stream:
-                    if isinstance(event, ApprovalRequestEvent):
-                        # busy while the batch runs on until the outbox is full and it waits
-                        # (wait_all_tasks_blocked never returns beside the model's server)
-                        for _ in range(count * 10):
-                            await anyio.lowlevel.checkpoint()
-                        held = asked
-                        left = True
-                        break
-    assert held < count  # the batch was held back when the consumer left
-    assert late == []
-
-
-async def test_a_consumer_leaving_while_a_sub_agents_batch_waits_for_room_runs_nothing_more() -> (
-    None
-):
-    count = 3 * EVENT_BUFFER  # the sub-agent's calls ask through the caller's run: it fills
-    left = False
-    late: list[str] = []
-    asked = 0
-
-    @tool(permission="write")
-    async def save(tag: str, lines: int) -> str:
-        """Save (the side effect a consumer that left must not cause)."""
-        if left:
-            late.append(f"ran {tag}")
-        return f"saved {tag}"
-
-    class Immediate:
-        async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-            nonlocal asked
-            asked += 1
-            if left:
-                late.append(f"asked {request.tool_call_id}")
-            return "allow_once"
-
-    async with ScriptedModel([_batch(count, 0, "save"), reply("sub done")]) as sub_model:
-        helper = SAgent(
-            model=sub_model.chat_model(),
-            run_script=False,
-            max_tool_calls_per_answer=count,
-            max_parallel_tools=count,
-        )
-        manager = _manager(save)
+    watch = LateWatch()
+    manager = _manager(watch.save)
+    sub = _batch(count, 0, "save")
+    async with ScriptedModel([sub, reply("sub done")]) as sub_model:
+        helper = wide(sub_model, count)
         manager.register_tool(helper.as_tool("helper", "Helps.", tools=["save"]))
         call = ScriptedToolCall(name="helper", arguments={"task": "t"}, id="h1")
-        async with ScriptedModel([ScriptedReply(tool_calls=(call,)), reply("ok")]) as model:
-            agent = SAgent(model=model.chat_model(), run_script=False)
+        first = ScriptedReply(tool_calls=(call,)) if nested else sub
+        async with ScriptedModel([first, reply("ok")]) as model:
+            agent = wide(model, count)
             with anyio.fail_after(RUN_TIMEOUT_S):
                 async with aclosing(
                     agent.run_stream(
                         USER,
                         tool_manager=manager,
-                        session_context=SessionContext(session_id="ws", permission_mode="ask"),
-                        approver=Immediate(),
+                        session_context=SessionContext(session_id="w", permission_mode="ask"),
+                        approver=watch,
                     )
                 ) as stream:
                     async for event in stream:
                         if isinstance(event, ApprovalRequestEvent):
+                            # busy while the batch runs on until the outbox is full and it
+                            # waits (wait_all_tasks_blocked never returns beside the model's
+                            # server)
                             for _ in range(count * 10):
                                 await anyio.lowlevel.checkpoint()
-                            held = asked
-                            left = True
+                            held = watch.asked
+                            watch.left = True
                             break
-    assert held < count  # the sub-agent's batch was held back when the consumer left
-    assert late == []
+    assert held < count  # the batch was held back when the consumer left
+    assert watch.late == []
