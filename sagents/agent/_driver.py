@@ -75,9 +75,9 @@ async def relay(
     finally:
         run.bell = None  # an event emitted from now on waits for the run's next take
         if not task.done():
-            if run.room is not None:  # the batch waits for room: the consumer has gone
-                run.room.set()
-                run.room = None
+            # A call waiting for room (ActiveRun.emit) is not woken: it waits on until the
+            # cancellation reaches it, also down a sub-agent's run, and never goes on (asks the
+            # approver, runs its tool) for a consumer that has gone.
             task.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([task])

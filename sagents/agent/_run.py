@@ -278,7 +278,8 @@ class ActiveRun:
 
     async def emit(self, event: AgentEvent) -> None:
         """:meth:`put`, then, while a batch of tool calls runs, wait while
-        :data:`EVENT_BUFFER` events wait for a slow consumer."""
+        :data:`EVENT_BUFFER` events wait for a slow consumer (one that has gone never makes
+        room: the batch is cancelled meanwhile)."""
         self.put(event)
         while len(self.outbox) >= EVENT_BUFFER and self.bell is not None:
             if self.room is None:
