@@ -78,11 +78,8 @@ async def relay(
             # A call waiting for room (ActiveRun.emit) is not woken: it waits on until the
             # cancellation reaches it, also down a sub-agent's run, and never goes on (asks the
             # approver, runs its tool) for a consumer that has gone.
-            task.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([task])
-    if not task.cancelled() and (failure := task.exception()) is not None:
-        raise failure
+            await _cancelled(task)
+    _raise_failure(task)
 
 
 async def in_task(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[AgentEvent, None]:
@@ -140,9 +137,19 @@ async def _from_task(
     finally:
         send.close()
         if not task.done():
-            task.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([task])
+            await _cancelled(task)
+    _raise_failure(task)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for its end, whatever cancels the caller meanwhile."""
+    task.cancel()
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait([task])
+
+
+def _raise_failure(task: asyncio.Task[None]) -> None:
+    """Raise what the ended ``task`` raised (a bug below), if anything but its cancellation."""
     if not task.cancelled() and (failure := task.exception()) is not None:
         raise failure
 

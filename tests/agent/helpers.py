@@ -19,6 +19,7 @@ from sagents.agent import (
     ModelRequest,
     SAgent,
 )
+from sagents.agent._retry import CallBudget
 
 RUN_TIMEOUT_S = 30.0
 
@@ -120,3 +121,16 @@ class WatchedModel:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def call_budget(timeout: float) -> CallBudget:
+    """A model call's budget with the idle ``timeout`` and nothing else bounded (no deadline, no
+    retry)."""
+    return CallBudget(
+        timeout=timeout,
+        deadline=None,
+        max_retries=0,
+        max_retry_wait=1.0,
+        endpoint="http://127.0.0.1:9",
+        adapter="OpenAIChatModel",
+    )

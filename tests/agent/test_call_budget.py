@@ -13,6 +13,7 @@ import pytest
 
 from sagents.agent._retry import CallBudget
 from sagents.errors import ModelTimeoutError
+from tests.agent.helpers import call_budget
 
 pytestmark = pytest.mark.anyio
 
@@ -21,14 +22,7 @@ SLOWER_S = 0.25  # a consumer's work between pieces, longer than the idle timeou
 
 
 def budget(timeout: float = IDLE_S) -> CallBudget:
-    return CallBudget(
-        timeout=timeout,
-        deadline=None,
-        max_retries=0,
-        max_retry_wait=1.0,
-        endpoint="http://127.0.0.1:9",
-        adapter="OpenAIChatModel",
-    )
+    return call_budget(timeout)
 
 
 async def ready(count: int) -> AsyncIterator[int]:

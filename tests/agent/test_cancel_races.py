@@ -32,7 +32,7 @@ from sagents.agent._retry import CallBudget
 from sagents.errors import ModelTimeoutError
 from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager
-from tests.agent.helpers import RUN_TIMEOUT_S, collect, done_of
+from tests.agent.helpers import RUN_TIMEOUT_S, call_budget, collect, done_of
 
 pytestmark = pytest.mark.anyio
 
@@ -41,14 +41,7 @@ DUE_AT_ONCE = math.ulp(0.0)  # an idle timeout whose timer rings in the next loo
 
 
 def budget(timeout: float = DUE_AT_ONCE) -> CallBudget:
-    return CallBudget(
-        timeout=timeout,
-        deadline=None,
-        max_retries=0,
-        max_retry_wait=1.0,
-        endpoint="http://127.0.0.1:9",
-        adapter="OpenAIChatModel",
-    )
+    return call_budget(timeout)
 
 
 def this_task() -> asyncio.Task[object]:
