@@ -7,11 +7,11 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 from opentelemetry.trace import Span
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
 EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before a batch of calls waits
@@ -94,55 +95,6 @@ class _Cancellable:
         return bool(swallowed)
 
 
-class _Read:
-    """The block of :meth:`ActiveRun.reading`: a read of a model's answer that the run's
-    :meth:`~ActiveRun.cancel` ends, also when called before it.
-
-    An asyncio timeout without a deadline (``asyncio.timeout_at(None)``) that
-    :meth:`~ActiveRun.cancel` makes expire at once (its public ``reschedule``), not an anyio
-    cancel scope: the loop enters one for every piece of a streamed answer, and a cancel
-    scope's ~45 Python calls per piece (this block's: ~15) were the largest part of the loop's
-    own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As any
-    asyncio timeout, it cancels the read once: a model that swallows that cancellation and
-    then answers, ends or fails still ends the run cancelled; one that swallows it and waits
-    again waits until its own timeout (a ``ChatModel`` must not swallow cancellation). A
-    read that fails once :meth:`~ActiveRun.cancel` was called ends the run cancelled too, also
-    when its error (an idle timeout, a broken stream) came before the cancellation did.
-    """
-
-    __slots__ = ("_run", "_timeout")
-
-    def __init__(self, run: ActiveRun) -> None:
-        self._run = run
-        self._timeout = asyncio.timeout_at(None)  # expires only when cancel() says so
-
-    async def __aenter__(self) -> None:
-        if self._run.cancelled:
-            raise RunCancelled
-        await self._timeout.__aenter__()
-        self._run.read = self._timeout
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._run.read = None
-        try:
-            await self._timeout.__aexit__(kind, error, traceback)
-        except TimeoutError:  # the cancellation the run's cancel() asked for
-            raise RunCancelled from None
-        if not self._run.cancelled:
-            return
-        if kind is not None and issubclass(kind, Exception):
-            # the read failed after cancel() asked for its end: the model swallowed the
-            # cancellation, or its error (an idle timeout, a broken stream) came first
-            raise RunCancelled from error
-        if kind is None and self._timeout.expired():
-            raise RunCancelled  # the model swallowed the cancellation, then answered
-
-
 @dataclass(kw_only=True, eq=False)
 class ActiveRun:
     """The state of one ``run_stream`` call.
@@ -179,8 +131,8 @@ class ActiveRun:
     scopes: set[anyio.CancelScope] = field(default_factory=set)
     """The cancel scopes of the steps the run awaits now (:meth:`cancellable`)."""
     read: asyncio.Timeout | None = None
-    """The timeout of the read of a model's answer the run awaits now, if any (:meth:`reading`:
-    one at a time)."""
+    """The timeout of the read of a model's answer the run awaits now, if any
+    (:meth:`read_answer`: one at a time)."""
     turns: int = 0
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
@@ -229,14 +181,40 @@ class ActiveRun:
         """
         return _Cancellable(self)
 
-    def reading(self) -> _Read:
-        """An ``async with`` block that reads a model's answer, which :meth:`cancel` ends
-        (also when it was called before).
+    async def read_answer(self, read: Callable[[], Awaitable[T]]) -> T:
+        """Await ``read`` (a read of a model's answer), which :meth:`cancel` ends, also when
+        it was called before.
+
+        The read runs in an asyncio timeout without a deadline that :meth:`cancel` makes
+        expire at once (its public ``reschedule``), not in an anyio cancel scope: the loop
+        reads once for every piece of a streamed answer, and a cancel scope's ~45 Python calls
+        per piece (this one's: ~15) were the largest part of the loop's own cost in a
+        streamed turn (bench/bench_agent_loop.py ``--calls``). As any asyncio timeout, it
+        cancels the read once: a model that swallows that cancellation and then answers, ends
+        or fails still ends the run cancelled; one that swallows it and waits again waits
+        until its own timeout (a ``ChatModel`` must not swallow cancellation). A read that
+        fails once :meth:`cancel` was called ends the run cancelled too, also when its error
+        (an idle timeout, a broken stream) came before the cancellation did.
 
         Raises:
             RunCancelled: the read was cancelled by :meth:`cancel`.
         """
-        return _Read(self)
+        if self.cancelled:
+            raise RunCancelled
+        try:
+            async with asyncio.timeout_at(None) as timeout:  # expires only when cancel() says
+                self.read = timeout
+                try:
+                    answer = await read()
+                finally:
+                    self.read = None
+        except Exception as error:
+            if self.cancelled:  # the timeout's TimeoutError, or the read failed meanwhile
+                raise RunCancelled from error
+            raise
+        if self.cancelled and timeout.expired():
+            raise RunCancelled  # the model swallowed the cancellation, then answered
+        return answer
 
     def take(self) -> list[AgentEvent]:
         """The events waiting for the iterating task, in the order they came, taken."""

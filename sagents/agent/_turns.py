@@ -229,7 +229,7 @@ class Turns:
     ) -> AsyncGenerator[AgentEvent, None]:
         """One model call, its text and reasoning passed on as they stream; its answer in
         :attr:`ActiveRun.response`. Each read of the stream is a block of its own
-        (:meth:`ActiveRun.reading`: cancellable; the model call's span current): nothing is
+        (:meth:`ActiveRun.read_answer`: cancellable; the model call's span current): nothing is
         held across a ``yield``."""
         history = run.session.history
         lead = sum(1 for m in history if m.role == "system")
@@ -248,26 +248,29 @@ class Turns:
         with attached(run.span):  # the model call's span a child of the run's
             current = model_span(self._agent.model)
         stream = self._agent.model.stream(call)
+
+        async def next_shown() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+            """The next piece to pass on, None at the stream's end. One read covers the
+            events between (tool calls, usage, the finish): a read of their own each was a
+            measurable part of a turn's CPU (bench/bench_agent_loop.py)."""
+            nonlocal finish
+            with attached(current):
+                while True:
+                    try:
+                        item = await anext(stream)
+                    except StopAsyncIteration:
+                        return None
+                    if isinstance(item, TextDelta):
+                        return MessageDeltaEvent(delta=item.text)
+                    if isinstance(item, ReasoningDelta):
+                        return ReasoningDeltaEvent(delta=item.text)
+                    if isinstance(item, Finish):
+                        finish = item
+                        end_model_span(current, item.response)
+
         try:
             while True:
-                shown: MessageDeltaEvent | ReasoningDeltaEvent | None = None
-                # One read up to the next piece to pass on: the events between (tool calls,
-                # usage, the finish) cost no read of their own (each was a measurable part of
-                # a turn's CPU, bench/bench_agent_loop.py).
-                async with run.reading():
-                    with attached(current):
-                        while shown is None:
-                            try:
-                                item = await anext(stream)
-                            except StopAsyncIteration:
-                                break
-                            if isinstance(item, TextDelta):
-                                shown = MessageDeltaEvent(delta=item.text)
-                            elif isinstance(item, ReasoningDelta):
-                                shown = ReasoningDeltaEvent(delta=item.text)
-                            elif isinstance(item, Finish):
-                                finish = item
-                                end_model_span(current, item.response)
+                shown = await run.read_answer(next_shown)
                 if shown is None:  # the stream ended
                     break
                 if run.waiting():  # progress published meanwhile goes out first
