@@ -14,7 +14,8 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
   history a user of the bare client sends back, in the API's own form).
 
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
-load). The server runs in this process, so its time is in both sides.
+load). The turns run interleaved, REPEATS rounds of each in turn, and each ratio is the median
+of the rounds' ratios, so that a change of the machine's load falls on both sides of it. The server runs in this process, so its time is in both sides.
 
 ``--api NAME`` (repeatable: ``chat``, ``responses``, ``anthropic``, ``gemini``): only those
 APIs (with or without ``--count``).
@@ -59,7 +60,7 @@ from sagents.testing import ScriptedModel, ScriptedReply, reply, tool_call
 from sagents.tool import ToolManager, tool
 
 TURNS = 20
-REPEATS = 5
+REPEATS = 7
 TEXT = "The answer is forty-two, as computed by the scripted model. " * 4
 APIS = ("chat", "responses", "anthropic", "gemini")
 # what a request carrying a tool result holds, in each wire format
@@ -148,19 +149,35 @@ def _script(body: dict[str, Any]) -> ScriptedReply:
     return reply(TEXT)
 
 
-async def _median_ms(turn: Callable[[], Awaitable[None]]) -> float:
-    """Median over REPEATS of the mean CPU time of one turn, in milliseconds.
+async def _mean_ms(turn: Callable[[], Awaitable[None]]) -> float:
+    """The mean CPU time of one turn over TURNS turns, in milliseconds.
 
     CPU time of this process (``time.process_time``: client, loop and server together), which
     a shared, loaded machine disturbs far less than wall time does.
     """
-    runs = []
+    start = time.process_time()
+    for _ in range(TURNS):
+        await turn()
+    return (time.process_time() - start) / TURNS * 1000
+
+
+async def _interleaved(turns: Turns) -> dict[str, list[float]]:
+    """REPEATS rounds of every turn's mean CPU ms, one turn after another in each round.
+
+    Interleaved, so that a change of the machine's load falls on every side alike; each
+    ratio is then the median of the rounds' ratios (``_paired``), not a ratio of medians taken
+    minutes apart.
+    """
+    rounds: dict[str, list[float]] = {name: [] for name in turns}
     for _ in range(REPEATS):
-        start = time.process_time()
-        for _ in range(TURNS):
-            await turn()
-        runs.append((time.process_time() - start) / TURNS * 1000)
-    return statistics.median(runs)
+        for name, turn in turns.items():
+            rounds[name].append(await _mean_ms(turn))
+    return rounds
+
+
+def _paired(rounds: dict[str, list[float]], side: str, base: str) -> float:
+    """The median over the rounds of ``side``'s CPU time ÷ ``base``'s in the same round."""
+    return statistics.median(s / b for s, b in zip(rounds[side], rounds[base], strict=True))
 
 
 def _bare(
@@ -310,20 +327,33 @@ async def _close(client: Any) -> None:
     await client.aclose() if hasattr(client, "aclose") else await client.close()
 
 
-async def _measure(api: str, stream: bool) -> dict[str, float]:
+async def _measure(api: str, stream: bool) -> dict[str, list[float]]:
     async with ScriptedModel(_script, api=api) as server:  # type: ignore[arg-type]
         turns, client = await _turns(api, stream, server)
-        results = {name: await _median_ms(turn) for name, turn in turns.items()}
+        rounds = await _interleaved(turns)
         await _close(client)
-    return results
+    return rounds
 
 
-def _row(api: str, stream: bool, figures: dict[str, float], fmt: str) -> str:
+_PAIRS = (("bare", ("text", "run text")), ("2 bare", ("tool", "run tool")))
+
+
+def _row(
+    api: str,
+    stream: bool,
+    figures: dict[str, float],
+    fmt: str,
+    ratio: Callable[[str, str], float] | None = None,
+) -> str:
+    """One table row: each baseline, then each side and its ratio to that baseline
+    (``ratio(side, base)`` when given, else the quotient of the two figures)."""
     mode = "stream" if stream else "whole"
     cells = []
-    for base, sides in (("bare", ("text", "run text")), ("2 bare", ("tool", "run tool"))):
+    for base, sides in _PAIRS:
         cells.append(f"{figures[base]:{fmt}}")
-        cells += [f"{figures[s]:{fmt}} {figures[s] / figures[base]:5.2f}x" for s in sides]
+        for side in sides:
+            quotient = ratio(side, base) if ratio else figures[side] / figures[base]
+            cells.append(f"{figures[side]:{fmt}} {quotient:5.2f}x")
     return f"{api:<10} {mode:<7} " + " ".join(cells)
 
 
@@ -346,7 +376,13 @@ async def main() -> None:
     print(_HEADER + "   (CPU ms per turn; ratios against the bare client)")
     for api in _apis():
         for stream in (True, False):
-            print(_row(api, stream, await _measure(api, stream), "7.2f"), flush=True)
+            rounds = await _measure(api, stream)
+            medians = {name: statistics.median(ms) for name, ms in rounds.items()}
+
+            def ratio(side: str, base: str, rounds: dict[str, list[float]] = rounds) -> float:
+                return _paired(rounds, side, base)
+
+            print(_row(api, stream, medians, "7.2f", ratio), flush=True)
 
 
 class _CountingSelector(selectors.DefaultSelector):
@@ -439,12 +475,17 @@ async def _sagents_side(base_url: str, stream: bool) -> dict[str, float]:
     bare, bare_two_calls, agent_turn = _sides(agent, manager, call, _ASKED["chat"])
     await bare()
     await agent_turn("use the tool")()
-    results = {
-        "bare text": await _median_ms(bare),
-        "text": await _median_ms(agent_turn("hello")),
-        "bare tool": await _median_ms(bare_two_calls),
-        "tool": await _median_ms(agent_turn("use the tool")),
-    }
+    rounds = await _interleaved(
+        {
+            "bare text": bare,
+            "text": agent_turn("hello"),
+            "bare tool": bare_two_calls,
+            "tool": agent_turn("use the tool"),
+        }
+    )
+    results = {name: statistics.median(ms) for name, ms in rounds.items()}
+    results["text ÷ bare"] = _paired(rounds, "text", "bare text")
+    results["tool ÷ bare"] = _paired(rounds, "tool", "bare tool")
     await client.close()
     await model.aclose()
     return results
@@ -483,7 +524,7 @@ async def peers() -> None:
             print(
                 f"{mode:<7} {turn:<5} {bare:7.2f} {mine:7.2f} "
                 + " ".join(f"{ms:21.2f}" for ms in peer_ms)
-                + f" {mine / min(peer_ms):14.2f}x {mine / bare:7.2f}x"
+                + f" {mine / min(peer_ms):14.2f}x {ours[mode][f'{turn} ÷ bare']:7.2f}x"
             )
 
 
