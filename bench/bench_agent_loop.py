@@ -15,7 +15,8 @@ server (``sagents.testing.ScriptedModel(api=...)``) on 127.0.0.1 in the same run
 
 Prints the median CPU milliseconds per turn and the ratios (not a test; numbers vary with
 load). The turns run interleaved, REPEATS rounds of each in turn, and each ratio is the median
-of the rounds' ratios, so that a change of the machine's load falls on both sides of it. The server runs in this process, so its time is in both sides.
+of the rounds' ratios, so that a change of the machine's load falls on both sides of it. The server
+runs in this process, so its time is in both sides.
 
 ``--api NAME`` (repeatable: ``chat``, ``responses``, ``anthropic``, ``gemini``): only those
 APIs (with or without ``--count``).
