@@ -259,7 +259,8 @@ class AnthropicModel:
                                 event = await budget.next(iterator)
                             except StopAsyncIteration:
                                 break
-                            for out in answer.take(event):
+                            out = answer.take(event)
+                            if out is not None:
                                 yield out
                     if not answer.stopped:
                         cut = ModelStreamError(
@@ -368,6 +369,7 @@ class _Block:
     call_id: str = ""
     name: str = ""
     call_index: int = -1
+    stopped: bool = False
 
 
 @dataclass(kw_only=True)
@@ -385,36 +387,54 @@ class _Answer:
     stopped: bool = False
     passed_on: bool = False
 
-    def take(self, event: Any) -> list[ModelEvent]:
-        # Deltas first and each handler's list as it is: this runs once per streamed event
-        # (bench/bench_agent_loop.py, streamed turns).
-        out: list[ModelEvent] = []
+    def take(self, event: Any) -> ModelEvent | None:
+        """The event to pass on for a streamed ``event``, if any (each gives at most one)."""
+        # Deltas first, a text delta with no call of its own, one event or None rather than a
+        # list, each attribute of the SDK's event read once (pydantic models: slow reads): this
+        # runs once per streamed event, most of them text deltas (bench/bench_agent_loop.py,
+        # streamed turns).
         kind = event.type
         if kind == "content_block_delta":
-            out = self._delta(event.index, event.delta)
+            index, delta = event.index, event.delta
+            block = self.blocks.get(index)
+            if block is None:
+                raise ValueError(f"a content_block_delta for block {index}, which never started")
+            if delta.type == "text_delta":
+                text = delta.text
+                block.text.append(text)
+                self.passed_on = True
+                return TextDelta(text=text)
+            out = self._delta(block, delta)
         elif kind == "content_block_start":
             out = self._start(event.index, event.content_block)
         elif kind == "content_block_stop":
             out = self._stop(event.index)
-        elif kind == "message_start":
-            self._usage(event.message.usage)
-        elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self._usage(event.usage)
-        elif kind == "message_stop":
-            self.stopped = True
-        if out:
+        else:
+            if kind == "message_start":
+                self._usage(event.message.usage)
+            elif kind == "message_delta":
+                self.stop_reason = event.delta.stop_reason or self.stop_reason
+                self._usage(event.usage)
+            elif kind == "message_stop":
+                self.stopped = True
+            return None
+        if out is not None:
             self.passed_on = True
         return out
 
     def take_whole(self, message: Any) -> list[ModelEvent]:
+        """The events to pass on for a whole ``message``."""
         out: list[ModelEvent] = []
         self._usage(message.usage)
         for index, block in enumerate(message.content):
-            out.extend(self._start(index, block))
+            started = self._start(index, block)
+            if started is not None:
+                out.append(started)
             if block.type == "tool_use":
                 self.blocks[index].text.append(json.dumps(block.input, ensure_ascii=False))
-            out.extend(self._stop(index))
+            stopped = self._stop(index)
+            if stopped is not None:
+                out.append(stopped)
         self.stop_reason = message.stop_reason
         self.stopped = True
         self.passed_on = bool(out)
@@ -435,47 +455,47 @@ class _Answer:
         if isinstance(usage.output_tokens, int):
             self.output_tokens = usage.output_tokens  # cumulative in message_delta
 
-    def _start(self, index: int, content: Any) -> list[ModelEvent]:
+    def _start(self, index: int, content: Any) -> ModelEvent | None:
         block = _Block(kind=content.type)
         self.blocks[index] = block
         if block.kind == "text" and content.text:
             block.text.append(content.text)
-            return [TextDelta(text=content.text)]
+            return TextDelta(text=content.text)
         if block.kind == "thinking":
             block.signature = content.signature or None
             if content.thinking:
                 block.text.append(content.thinking)
-                return [ReasoningDelta(text=content.thinking)]
+                return ReasoningDelta(text=content.thinking)
         if block.kind == _REDACTED:
             block.signature = content.data
         if block.kind == "tool_use":
             block.call_id, block.name = content.id, content.name
             block.call_index = self.calls
             self.calls += 1
-            return [ToolCallStart(index=block.call_index, id=block.call_id, name=block.name)]
-        return []
+            return ToolCallStart(index=block.call_index, id=block.call_id, name=block.name)
+        return None
 
-    def _delta(self, index: int, delta: Any) -> list[ModelEvent]:
-        block = self.blocks.get(index)
-        if block is None:
-            raise ValueError(f"a content_block_delta for block {index}, which never started")
-        if delta.type == "text_delta":
-            block.text.append(delta.text)
-            return [TextDelta(text=delta.text)]
-        if delta.type == "thinking_delta":
-            block.text.append(delta.thinking)
-            return [ReasoningDelta(text=delta.thinking)]
-        if delta.type == "signature_delta":
+    def _delta(self, block: _Block, delta: Any) -> ModelEvent | None:
+        """A delta other than text's (see :meth:`take`)."""
+        kind = delta.type
+        if kind == "thinking_delta":
+            text = delta.thinking
+            block.text.append(text)
+            return ReasoningDelta(text=text)
+        if kind == "signature_delta":
             block.signature = (block.signature or "") + delta.signature
-        if delta.type == "input_json_delta" and delta.partial_json:
-            block.text.append(delta.partial_json)
-            return [ToolCallArgumentsDelta(index=block.call_index, arguments=delta.partial_json)]
-        return []
+        elif kind == "input_json_delta":
+            arguments = delta.partial_json
+            if arguments:
+                block.text.append(arguments)
+                return ToolCallArgumentsDelta(index=block.call_index, arguments=arguments)
+        return None
 
-    def _stop(self, index: int) -> list[ModelEvent]:
+    def _stop(self, index: int) -> ModelEvent | None:
         block = self.blocks.get(index)
         if block is None:
-            return []
+            return None
+        block.stopped = True
         text = "".join(block.text)
         if block.kind == "text" and text:
             self.parts.append(TextPart(text=text))
@@ -490,17 +510,15 @@ class _Answer:
         elif block.kind == "tool_use":
             call = ToolCall(id=block.call_id, name=block.name, arguments=text or "{}")
             self.parts.append(call)
-            return [ToolCallEnd(index=block.call_index, call=call)]
-        return []
+            return ToolCallEnd(index=block.call_index, call=call)
+        return None
 
     def response(self) -> ModelResponse:
         # A tool_use block the output limit cut has no content_block_stop: keep it as a call,
         # so the loop answers it (as truncated) instead of losing it.
         for index in sorted(self.blocks):
             block = self.blocks[index]
-            if block.kind == "tool_use" and not any(
-                isinstance(p, ToolCall) and p.id == block.call_id for p in self.parts
-            ):
+            if block.kind == "tool_use" and not block.stopped:
                 self._stop(index)
         usage = None
         if self.reported:

@@ -15,6 +15,9 @@ from sagents.core._spec import ToolSpec
 __all__ = ["Exported"]
 
 _KEPT = 256  # exports kept per adapter; all are dropped when more come (tools change rarely)
+# json.dumps(..., sort_keys=True) builds an encoder on every call: about half of a key's cost,
+# made on every request for every tool offered (bench/bench_agent_loop.py). The same text.
+_schema_text = json.JSONEncoder(sort_keys=True).encode
 
 T = TypeVar("T")
 
@@ -34,7 +37,7 @@ class Exported(Generic[T]):
     def __call__(self, spec: ToolSpec, name: str) -> T:
         """``spec``'s export under ``name``."""
         try:
-            key = (name, spec.description, json.dumps(spec.input_schema, sort_keys=True))
+            key = (name, spec.description, _schema_text(spec.input_schema))
         except (TypeError, ValueError, RecursionError):
             return self._export(spec, name)
         if spec.meta:

@@ -272,6 +272,101 @@ async def test_thinking_streams_as_reasoning_events_through_the_loop() -> None:
     assert reasoning == "The user wants the weather. I will call get_weather."
 
 
+def _stream(*events: dict[str, Any]) -> WireReply:
+    """A streamed answer of these Messages API events, each a named SSE event."""
+    return WireReply.from_json({"events": list(events)})
+
+
+def _text_answer(text: str, *, start: int = 0) -> list[dict[str, Any]]:
+    message: dict[str, Any] = {
+        "id": "msg_01Hand",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-sonnet-4-5",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
+    return [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": start, "content_block": {"type": "text"}},
+        {
+            "type": "content_block_delta",
+            "index": start,
+            "delta": {"type": "text_delta", "text": text},
+        },
+        {"type": "content_block_stop", "index": start},
+    ]
+
+
+_END: list[dict[str, Any]] = [
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 3},
+    },
+    {"type": "message_stop"},
+]
+
+
+async def test_a_redacted_thinking_block_goes_back_as_it_came() -> None:
+    """A ``redacted_thinking`` block comes whole in its ``content_block_start`` ("Extended
+    thinking", "Thinking redaction") and goes back before the text, its data unchanged."""
+    start, *text = _text_answer("Done.", start=1)
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"}
+    answer = _stream(
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": redacted},
+        {"type": "content_block_stop", "index": 0},
+        *text,
+        *_END,
+    )
+    async with ScriptedModel([answer, *wire("text")]) as server:
+        model = anthropic_model(server)
+        try:
+            user = Message(role="user", parts=(TextPart(text="go"),))
+            first = await call(model, ModelRequest(messages=(user,)))
+            message = finish_of(first).response.message
+            again = Message(role="user", parts=(TextPart(text="and?"),))
+            await call(model, ModelRequest(messages=(user, message, again)))
+        finally:
+            await model.aclose()
+    assert message.parts == (
+        ReasoningPart(
+            text="", signature=redacted["data"], id="redacted_thinking", provider="anthropic"
+        ),
+        TextPart(text="Done."),
+    )
+    assert server.requests[1]["messages"][1] == {
+        "role": "assistant",
+        "content": [redacted, {"type": "text", "text": "Done."}],
+    }
+
+
+async def test_a_delta_of_a_block_that_never_started_is_no_answer() -> None:
+    """Before anything was passed on, such a stream is retried; after, the run ends with a
+    broken-stream error, keeping nothing of it."""
+    stray = {
+        "type": "content_block_delta",
+        "index": 3,
+        "delta": {"type": "text_delta", "text": "lost"},
+    }
+    first, *_rest = _text_answer("unused")
+    _seen, done, server, _tools = await run([_stream(first, stray, *_END), *wire("text")])
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "Hello! How can I help?"
+    assert len(server.requests) == 2
+    late = _stream(*_text_answer("Hel"), stray, *_END)
+    _seen, done, server, _tools = await run([late, *wire("text")])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_stream_broken"
+    assert "block 3, which never started" in done.error["message"]
+    assert [m["role"] for m in done.messages] == ["user"]
+    assert len(server.requests) == 1
+
+
 def test_a_call_whose_arguments_hold_a_raw_newline_goes_back_with_them() -> None:
     # a history from a server whose grammar let a raw newline into a JSON string
     # (llama-cpp-python, docs/agent.md "Quirks handled"): the call ran with those arguments
