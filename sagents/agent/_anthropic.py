@@ -70,6 +70,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    says_context_length,
 )
 from sagents.errors import (
     ContextLengthError,
@@ -105,7 +106,6 @@ _STOP_REASONS: dict[str, FinishReason] = {
     "refusal": "content_filter",
 }
 _AS_JSON = ("temperature",)
-_CONTEXT_LENGTH_MARKERS = ("prompt is too long", "context window", "context length")
 
 
 def _sdk() -> Any:
@@ -323,7 +323,7 @@ class AnthropicModel:
                 "(without /v1)",
                 details=details,
             )
-        if any(marker in text.lower() for marker in _CONTEXT_LENGTH_MARKERS):
+        if says_context_length(text):
             return ContextLengthError(
                 f"the conversation is too long for model {self.model!r}: {text}",
                 hint="start a new conversation, or shorten the history",

@@ -77,6 +77,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    says_context_length,
 )
 from sagents.core._spec import ToolSpec
 from sagents.errors import (
@@ -130,7 +131,6 @@ _FINISH: dict[str, FinishReason] = {
     "IMAGE_SAFETY": "content_filter",
 }
 _MALFORMED = "MALFORMED_FUNCTION_CALL"  # a call the API could not parse: no answer
-_CONTEXT_LENGTH_MARKERS = ("input token count", "exceeds the maximum number of tokens")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
 logger = logging.getLogger(__name__)
@@ -379,7 +379,7 @@ class GeminiModel:
                 hint="check the model name against the API's model list",
                 details=details,
             )
-        if any(marker in text.lower() for marker in _CONTEXT_LENGTH_MARKERS):
+        if says_context_length(text):
             return ContextLengthError(
                 f"the conversation is too long for model {self.model!r}: {text}",
                 hint="start a new conversation, or shorten the history",

@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 
+from sagents.agent._retry import says_context_length
 from sagents.errors import (
     ContextLengthError,
     ModelAuthError,
@@ -24,7 +25,6 @@ from sagents.errors import (
 __all__ = ["openai_retryable", "openai_status_error"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_CONTEXT_LENGTH_MARKERS = ("context_length_exceeded", "context length", "maximum context")
 # Error codes of a 429 that waiting does not cure (OpenAI API reference, "Error codes").
 _NO_QUOTA_CODES = frozenset(
     {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "access_terminated"}
@@ -43,10 +43,13 @@ _INVALID_REQUEST_MARKERS = (
 
 def openai_retryable(error: openai.APIStatusError) -> bool:
     """Whether an error answer of an OpenAI API is worth sending again: 408, 409, 429 and 5xx,
-    but not a 429 saying the quota is gone, nor a 5xx whose body is a validation error."""
+    but not a 429 saying the quota is gone, nor a 5xx whose body is a validation error or a
+    refusal of the request's length (llama.cpp's server answered it with HTTP 500)."""
     if error.status_code not in _RETRYABLE_STATUS:
         return False
     if error.status_code == 429 and _no_quota(error):
+        return False
+    if says_context_length(_described(error)):
         return False
     return not (error.status_code >= 500 and _is_invalid_request(error))
 
@@ -74,8 +77,7 @@ def openai_status_error(
             ),
             details=details,
         )
-    lowered = text.lower()
-    if any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS):
+    if says_context_length(_described(error)):
         return ContextLengthError(
             f"the conversation is too long for model {model!r}: {text}",
             hint="start a new conversation, or shorten the history",
@@ -120,11 +122,16 @@ def _no_quota(error: openai.APIStatusError) -> bool:
     return str(body.get("code") or body.get("type")) in _NO_QUOTA_CODES
 
 
-def _is_invalid_request(error: openai.APIStatusError) -> bool:
+def _described(error: openai.APIStatusError) -> str:
+    """The error's message, type and code in one text (the SDK's message when the body has
+    none of them)."""
     body = _error_body(error)
-    text = " ".join(str(body.get(key) or "") for key in ("message", "type", "code")).lower()
-    if not text.strip():
-        text = str(error.message).lower()
+    text = " ".join(str(body.get(key) or "") for key in ("message", "type", "code"))
+    return text if text.strip() else str(error.message)
+
+
+def _is_invalid_request(error: openai.APIStatusError) -> bool:
+    text = _described(error).lower()
     return any(marker in text for marker in _INVALID_REQUEST_MARKERS)
 
 

@@ -69,6 +69,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    says_context_length,
 )
 from sagents.errors import (
     ContextLengthError,
@@ -90,7 +91,6 @@ _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed
 _RETRYABLE_CODES = frozenset(
     {"server_error", "rate_limit_exceeded", "server_is_overloaded", "slow_down", "overloaded"}
 )
-_CONTEXT_CODES = frozenset({"context_length_exceeded"})
 
 
 class OpenAIResponsesModel:
@@ -390,7 +390,7 @@ def _failed(endpoint: str, code: Any, message: Any) -> tuple[bool, ModelError]:
     code = str(code or "")
     text = f"{message} [{code}]" if code else str(message)
     details = {"code": code} if code else {}
-    if code in _CONTEXT_CODES:
+    if says_context_length(text):  # the code (context_length_exceeded) or the words
         return False, ContextLengthError(
             f"the conversation is too long for the model: {text}",
             hint="start a new conversation, or shorten the history",

@@ -36,6 +36,7 @@ __all__ = [
     "Limited",
     "broken_answer",
     "retry_delay",
+    "says_context_length",
 ]
 
 DEFAULT_MODEL_TIMEOUT_S = 120.0
@@ -50,6 +51,23 @@ DEFAULT_MAX_RETRIES = 4
 
 DEFAULT_MAX_RETRY_WAIT_S = 60.0
 """The longest wait before a retry that the call accepts (a server's ``Retry-After`` included)."""
+
+# What servers say when a request is longer than the model's context, whichever API carries it
+# (a proxy such as LiteLLM passes one provider's words through another's API), lower-cased.
+# Each is a recorded refusal in tests/agent/wire/ (docs/agent.md, "Servers' quirks").
+_CONTEXT_LENGTH_MARKERS = (
+    "context_length_exceeded",  # OpenAI's code, and the servers that copy it
+    "context length",  # OpenAI, vLLM, DeepSeek, LM Studio: "maximum context length is N tokens"
+    "maximum context",  # Mistral: "... too large for model with 32768 maximum context length"
+    "context size",  # llama.cpp server: "exceeds the available context size"
+    "maximum model length",  # vLLM V1: "Prompt length of N is longer than the maximum model length"
+    "context window",  # Anthropic, and LiteLLM's ContextWindowExceededError
+    "contextwindowexceeded",
+    "context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"
+    "prompt is too long",  # Anthropic
+    "input token count",  # Gemini: "The input token count (N) exceeds the maximum number of tokens"
+    "exceeds the maximum number of tokens",
+)
 
 _RETRY_BASE_S = 0.5  # first backoff, doubled at each retry
 _BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
@@ -368,3 +386,10 @@ def broken_answer(
         hint=hint,
         details={"attempts": attempts},
     )
+
+
+def says_context_length(text: str) -> bool:
+    """Whether an error's text (its message, type and code) says the request is longer than
+    the model's context: never worth sending again as it is, and what compression cures."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in _CONTEXT_LENGTH_MARKERS)
