@@ -68,6 +68,7 @@ class OutputType:
                 f"output_type {output_type!r} has no JSON Schema: {error}; use a pydantic "
                 "model, a TypedDict or a dataclass"
             ) from error
+        schema = _root_inlined(schema)
         if schema.get("type") != "object":
             raise ValueError(
                 f"output_type {output_type!r} is not an object type (its schema's type is "
@@ -113,6 +114,21 @@ class OutputType:
                 "answer": text[:_SHOWN_ANSWER_CHARS],
             },
         )
+
+
+def _root_inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with a root ``$ref`` into its ``$defs`` (pydantic's schema of a recursive
+    model) replaced by the definition it names, the ``$defs`` kept for the recursion: the APIs
+    want an object at the root (OpenAI "Structured Outputs", "Supported schemas")."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not ref.startswith("#/$defs/") or not isinstance(defs, dict):
+        return schema
+    target = defs.get(ref.removeprefix("#/$defs/"))
+    if not isinstance(target, dict):
+        return schema
+    rest = {key: value for key, value in schema.items() if key not in ("$ref", "$defs")}
+    return {**target, **rest, "$defs": defs}
 
 
 def _errors(error: ValidationError) -> list[dict[str, Any]]:

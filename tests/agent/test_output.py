@@ -105,3 +105,33 @@ def test_anthropic_asks_in_the_prompt_for_a_schema_beyond_its_strict_subset() ->
     strict = anthropic_output_config(OutputType(Point).schema)
     assert strict is not None
     assert strict["format"]["schema"]["additionalProperties"] is False
+
+
+class Node(BaseModel):
+    """A tree: pydantic's schema of a recursive model is a root ``$ref`` into ``$defs``."""
+
+    name: str
+    children: list[Node]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+async def test_a_recursive_model_is_asked_for_as_an_object_and_validated(api: str) -> None:
+    answer = '{"name": "root", "children": [{"name": "leaf", "children": []}]}'
+    async with ScriptedModel([reply(answer)], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Node)
+        result = await agent.run(USER)
+    assert result.reason == "stop"
+    assert result.output == Node(name="root", children=[Node(name="leaf", children=[])])
+    body = server.requests[0]
+    if api == "chat":  # OpenAI: the root of a response format's schema is an object
+        schema = body["response_format"]["json_schema"]["schema"]
+    elif api == "responses":
+        schema = body["text"]["format"]["schema"]
+    elif api == "anthropic":  # a recursive type is beyond its strict subset: in the prompt
+        schema = json.loads(body["system"].split("no other text:\n", 1)[1])
+    else:
+        schema = body["generationConfig"]["responseJsonSchema"]
+    assert schema["type"] == "object"
+    assert "$ref" not in schema
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert set(schema["$defs"]["Node"]["properties"]) == {"name", "children"}
