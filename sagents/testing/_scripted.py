@@ -118,6 +118,9 @@ class ScriptedReply:
 WireEnd = Literal["close", "reset", "hang", "keepalive"]
 
 
+_WIRE_KEYS = frozenset({"status", "headers", "body", "events", "done", "end"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class WireReply:
     """A recorded HTTP answer, played back as it was: the status, the headers and the body's
@@ -150,6 +153,18 @@ class WireReply:
         Raises:
             ValueError: the form is not that (the message names the field).
         """
+        unknown = sorted(str(key) for key in data if key not in _WIRE_KEYS)
+        if unknown:
+            raise ValueError(
+                f"unknown key {unknown[0]!r} in a wire reply (its keys: "
+                f"{', '.join(sorted(_WIRE_KEYS))})"
+            )
+        for key in ("body", "events"):
+            if not isinstance(data.get(key) or [], list):
+                raise ValueError(f"{key} is a list, not {data[key]!r}")
+        status = data.get("status", 200)
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise ValueError(f"status is an HTTP status (100-599), not {status!r}")
         pieces: list[str] = []
         for piece in data.get("body") or ():
             if isinstance(piece, str):
@@ -173,7 +188,7 @@ class WireReply:
         if not isinstance(headers, dict):
             raise ValueError(f"headers is an object, not {headers!r}")
         return cls(
-            status=int(data.get("status", 200)),
+            status=status,
             headers={str(k): str(v) for k, v in headers.items()},
             body=tuple(pieces),
             end=end,

@@ -94,6 +94,24 @@ async def test_the_server_prints_its_url_and_plays_the_script(
         ({"replies": [{"delay": -1}]}, "reply 1: delay is a number of seconds"),
         ({"replies": [{"tool_calls": [{"arguments": {}}]}]}, "reply 1: a tool call needs a name"),
         ({"replies": [{"tool_calls": {"name": "x"}}]}, "reply 1: tool_calls is a list"),
+        # a misspelt or misplaced key was ignored: the reply served as an empty answer, a call
+        # without its arguments, an error without its message
+        ({"replies": [{"text": "hi"}]}, "reply 1: unknown key 'text'"),
+        ({"replies": ["ok", {"content": "x", "error": {}}]}, "reply 2: unknown key 'content'"),
+        ({"replies": [{"tool_calls": [{"name": "f", "args": {}}]}]}, "unknown key 'args'"),
+        ({"replies": [{"error": {"status": 429, "mesage": "x"}}]}, "unknown key 'mesage'"),
+        ({"replies": [{"wire": {"status": 200}, "delay": 1}]}, "reply 1: unknown key 'delay'"),
+        # served as something else, or failing only when the request came
+        ({"replies": [{"tool_calls": [{"name": "f", "id": 5}]}]}, "a tool call's id is a string"),
+        ({"replies": [{"prompt_tokens": -3}]}, "reply 1: prompt_tokens is a whole number"),
+        ({"replies": [{"completion_tokens": 1.5}]}, "completion_tokens is a whole number"),
+        ({"replies": [{"prompt_tokens": True}]}, "reply 1: prompt_tokens is a whole number"),
+        ({"replies": [{"error": {"status": "429"}}]}, "an error's status is 400-599"),
+        ({"replies": [{"error": {"code": 5}}]}, "an error's code is a string"),
+        ({"replies": [{"wire": {"body": 5}}]}, "reply 1: body is a list"),
+        ({"replies": [{"wire": {"events": {"type": "ping"}}}]}, "reply 1: events is a list"),
+        ({"replies": [{"wire": {"status": "ok"}}]}, "reply 1: status is an HTTP status"),
+        ({"replies": [{"wire": {"bodyy": []}}]}, "reply 1: unknown key 'bodyy'"),
     ],
     ids=[
         "not-a-list",
@@ -107,6 +125,21 @@ async def test_the_server_prints_its_url_and_plays_the_script(
         "delay-negative",
         "call-name-said",
         "calls-object",
+        "text-key",
+        "content-beside-error",
+        "call-args-key",
+        "error-message-key",
+        "delay-beside-wire",
+        "call-id-number",
+        "tokens-negative",
+        "tokens-fraction",
+        "tokens-bool",
+        "status-string",
+        "code-number",
+        "wire-body-number",
+        "wire-events-object",
+        "wire-status-string",
+        "wire-unknown-key",
     ],
 )
 def test_a_bad_script_is_a_clear_error(script: object, said: str) -> None:
@@ -127,3 +160,16 @@ def test_a_bad_script_file_or_an_unknown_api_exits_2(tmp_path: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert "invalid choice: 'bedrock'" in result.stderr
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_exits_2_naming_it(tmp_path: Path, port: str) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    command = [sys.executable, "-m", "sagents.testing.serve", "--port", port, str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "port" in result.stderr
+    assert "0-65535" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
