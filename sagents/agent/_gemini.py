@@ -69,6 +69,7 @@ from sagents.agent._chat_model import (
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
+from sagents.agent._output import prompted_output
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -205,6 +206,9 @@ class GeminiModel:
         self._exported = Exported(_declaration)
         self._validated_config: dict[str, Any] | None = None  # the last config validated
         self._validated_contents: list[dict[str, Any]] = []  # the last contents validated
+        # the model refused a JSON answer format beside function declarations (models before
+        # Gemini 3): the schema is asked for in the system instruction from then on
+        self._json_refused_beside_tools = False
         if client is None:
             api_key = configured_api_key(api_key, "GEMINI_API_KEY", "GOOGLE_API_KEY")
             if api_key is None:
@@ -242,9 +246,14 @@ class GeminiModel:
         if declared.declarations:
             config["tools"] = [{"function_declarations": declared.declarations}]
         config.update(_settings_fields(request.settings, declared))
-        if request.output is not None:  # "Structured output": a JSON answer of this schema
+        output = request.output
+        if output is not None and declared.declarations and self._json_refused_beside_tools:
+            config["system_instruction"] = "\n\n".join(
+                p for p in (request.system_prompt, prompted_output(output)) if p
+            )
+        elif output is not None:  # "Structured output": a JSON answer of this schema
             config["response_mime_type"] = "application/json"
-            config["response_json_schema"] = faithful_schema(request.output.schema)
+            config["response_json_schema"] = faithful_schema(output.schema)
         if self.thinking is not None:
             config["thinking_config"] = dict(self.thinking)
         if self.extra_body:
@@ -340,6 +349,12 @@ class GeminiModel:
                     await budget.retry(malformed)
                     continue
             except genai.errors.APIError as error:
+                if "response_mime_type" in raw_config and _json_beside_tools_refused(error):
+                    self._json_refused_beside_tools = True  # sent again, the schema prompted
+                    raw_config = self._request_parts(request, declared)[1]
+                    genai.types.GenerateContentConfig.model_validate(raw_config)
+                    config = cast("GenerateContentConfigDict", raw_config)
+                    continue
                 if answer.passed_on or not _retryable(error) or not budget.can_retry:
                     raise self._status_error(error, budget.attempt) from error
                 await budget.retry(error, _retry_headers(error))
@@ -782,6 +797,14 @@ def _contents(history: tuple[Message, ...], declared: _Declared) -> list[dict[st
         else:
             contents.append({"role": "user", "parts": parts})
     return contents
+
+
+def _json_beside_tools_refused(error: Any) -> bool:
+    """Whether the API refused a JSON answer format beside function declarations (HTTP 400
+    "Function calling with a response mime type: 'application/json' is unsupported", or "Tool
+    use with ...": Gemini models before Gemini 3)."""
+    text = str(error.message or "").lower()
+    return error.code == 400 and "response mime type" in text and "unsupported" in text
 
 
 def _settings_fields(settings: ModelSettings, declared: _Declared) -> dict[str, Any]:

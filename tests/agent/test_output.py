@@ -15,7 +15,8 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 from sagents.agent import ModelRequest, SAgent
 from sagents.agent._anthropic import AnthropicModel
 from sagents.agent._output import OutputType, anthropic_output_config, openai_json_schema
-from sagents.testing import ScriptedModel, reply
+from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, WireReply, reply
+from sagents.tool import SessionContext, ToolManager, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +136,72 @@ async def test_a_recursive_model_is_asked_for_as_an_object_and_validated(api: st
     assert "$ref" not in schema
     assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert set(schema["$defs"]["Node"]["properties"]) == {"name", "children"}
+
+
+class Forecast(BaseModel):
+    city: str
+    temperature: int
+
+
+# Gemini models before Gemini 3: HTTP 400 for a JSON answer format beside function declarations
+# (https://github.com/googleapis/python-genai/issues/867; "Tool use with ..." in other versions)
+JSON_BESIDE_TOOLS = WireReply(
+    status=400,
+    headers={"content-type": "application/json"},
+    body=(
+        json.dumps(
+            {
+                "error": {
+                    "code": 400,
+                    "message": "Function calling with a response mime type: 'application/json' "
+                    "is unsupported",
+                    "status": "INVALID_ARGUMENT",
+                }
+            }
+        ),
+    ),
+)
+
+
+async def test_gemini_refusing_a_json_answer_beside_tools_gets_the_schema_in_the_prompt() -> None:
+    answers = [
+        ScriptedReply(tool_calls=(ScriptedToolCall(name="get_weather", arguments={"city": "P"}),)),
+        reply('{"city": "Paris", "temperature": 21}'),
+    ]
+
+    def gemini_2_5(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        native = "responseMimeType" in (body.get("generationConfig") or {})
+        if native and body.get("tools"):
+            return JSON_BESIDE_TOOLS
+        return answers.pop(0)
+
+    @tool(permission="read_only")
+    async def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    async with ScriptedModel(gemini_2_5, api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Forecast)
+        result = await agent.run(
+            USER, tool_manager=manager, session_context=SessionContext(permission_mode="auto")
+        )
+    assert result.reason == "stop", result.error
+    assert result.output == Forecast(city="Paris", temperature=21)
+    assert len(server.requests) == 3  # refused once; the adapter remembers it for the run
+    for body in server.requests[1:]:
+        assert "responseMimeType" not in body.get("generationConfig", {})
+        instruction = json.dumps(body["systemInstruction"])
+        assert "only a JSON object that fits this JSON Schema" in instruction
+        assert "temperature" in instruction
+
+
+async def test_gemini_without_tools_keeps_the_native_json_answer_format() -> None:
+    async with ScriptedModel(
+        [reply('{"city": "Paris", "temperature": 21}')], api="gemini"
+    ) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Forecast)
+        result = await agent.run(USER)
+    assert result.output == Forecast(city="Paris", temperature=21)
+    assert server.requests[0]["generationConfig"]["responseMimeType"] == "application/json"
