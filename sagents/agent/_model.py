@@ -333,6 +333,9 @@ class OpenAIChatModel:
         self.model = _without_prefix(model or os.environ.get("SAGENTS_MODEL") or "")
         self.streaming = stream  # `stream` is the seam's method
         self.extra_body = dict(extra_body or {})
+        # what ModelSettings.max_tokens is sent as: OpenAI's reasoning models refuse
+        # `max_tokens` (a 400 naming `max_completion_tokens`), which most other servers ignore
+        self._max_tokens_field = "max_tokens"
         if not self.model:
             raise ModelConfigError(
                 "no model name is configured",
@@ -433,6 +436,8 @@ class OpenAIChatModel:
         if tools:
             request["tools"] = list(tools)
         request.update(_settings_fields(settings, has_tools=bool(tools)))
+        if "max_tokens" in request and self._max_tokens_field != "max_tokens":
+            request[self._max_tokens_field] = request.pop("max_tokens")
         if output is not None:
             request["response_format"] = {
                 "type": "json_schema",
@@ -502,6 +507,10 @@ class OpenAIChatModel:
                     for piece in pieces:
                         yield piece
             except openai.APIStatusError as error:
+                if "max_tokens" in request and _wants_max_completion_tokens(error):
+                    self._max_tokens_field = "max_completion_tokens"  # sent again, renamed
+                    request["max_completion_tokens"] = request.pop("max_tokens")
+                    continue
                 if not openai_retryable(error) or not budget.can_retry:
                     raise openai_status_error(
                         error, endpoint=self.base_url, model=self.model, retries=budget.attempt
@@ -644,6 +653,18 @@ def _from_completion(completion: Any) -> tuple[list[TurnEvent], ModelTurn]:
     if completion.usage is not None:
         usage = _usage(completion.usage)
     return events, ModelTurn(message=message, finish_reason=finish_reason, usage=usage)
+
+
+def _wants_max_completion_tokens(error: openai.APIStatusError) -> bool:
+    """Whether the server refused ``max_tokens`` asking for ``max_completion_tokens`` (OpenAI's
+    reasoning models: HTTP 400 ``unsupported_parameter``, ``param: max_tokens``)."""
+    body = error.body.get("error", error.body) if isinstance(error.body, dict) else None
+    return (
+        error.status_code == 400
+        and isinstance(body, dict)
+        and body.get("param") == "max_tokens"
+        and "max_completion_tokens" in str(body.get("message") or "")
+    )
 
 
 def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:

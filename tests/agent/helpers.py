@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -20,6 +21,7 @@ from sagents.agent import (
     SAgent,
 )
 from sagents.agent._retry import CallBudget
+from sagents.testing import WireReply
 
 RUN_TIMEOUT_S = 30.0
 
@@ -133,4 +135,11 @@ def call_budget(timeout: float) -> CallBudget:
         max_retry_wait=1.0,
         endpoint="http://127.0.0.1:9",
         adapter="OpenAIChatModel",
+    )
+
+
+def json_error(status: int, body: Mapping[str, Any]) -> WireReply:
+    """An error answer as a server sends it: ``status`` and ``body`` as JSON."""
+    return WireReply(
+        status=status, headers={"content-type": "application/json"}, body=(json.dumps(body),)
     )

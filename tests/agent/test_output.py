@@ -17,6 +17,7 @@ from sagents.agent._anthropic import AnthropicModel
 from sagents.agent._output import OutputType, anthropic_output_config, openai_json_schema
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, WireReply, reply
 from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import json_error
 
 pytestmark = pytest.mark.anyio
 
@@ -145,21 +146,16 @@ class Forecast(BaseModel):
 
 # Gemini models before Gemini 3: HTTP 400 for a JSON answer format beside function declarations
 # (https://github.com/googleapis/python-genai/issues/867; "Tool use with ..." in other versions)
-JSON_BESIDE_TOOLS = WireReply(
-    status=400,
-    headers={"content-type": "application/json"},
-    body=(
-        json.dumps(
-            {
-                "error": {
-                    "code": 400,
-                    "message": "Function calling with a response mime type: 'application/json' "
-                    "is unsupported",
-                    "status": "INVALID_ARGUMENT",
-                }
-            }
-        ),
-    ),
+JSON_BESIDE_TOOLS = json_error(
+    400,
+    {
+        "error": {
+            "code": 400,
+            "message": "Function calling with a response mime type: 'application/json' is "
+            "unsupported",
+            "status": "INVALID_ARGUMENT",
+        }
+    },
 )
 
 

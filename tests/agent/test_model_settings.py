@@ -1,0 +1,67 @@
+"""``SAgent(model_settings=...)`` on the wire, where a real server refuses what the settings
+first became (docs/agent.md, "The model seam")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sagents.agent import ModelSettings, SAgent
+from sagents.testing import ScriptedModel, ScriptedReply, WireReply, reply
+from tests.agent.helpers import json_error
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "go"}]
+
+# OpenAI's Chat Completions for its reasoning models (o-series, GPT-5.x): max_tokens is refused
+# (https://github.com/griptape-ai/ComfyUI-Griptape/issues/312,
+# https://github.com/microsoft/vscode-copilot-release/issues/8065)
+MAX_TOKENS_REFUSED = json_error(
+    400,
+    {
+        "error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    },
+)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_a_model_refusing_max_tokens_gets_max_completion_tokens(stream: bool) -> None:
+    def gpt_5(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return MAX_TOKENS_REFUSED if "max_tokens" in body else reply("Hello.")
+
+    async with ScriptedModel(gpt_5) as server:
+        agent = SAgent(
+            model=server.chat_model(stream=stream),
+            run_script=False,
+            model_settings=ModelSettings(max_tokens=50),
+        )
+        first = await agent.run(USER)
+        second = await agent.run(USER)
+    assert first.reason == "stop", first.error
+    assert second.reason == "stop", second.error
+    assert first.output == second.output == "Hello."
+    # refused once, then the same request with max_completion_tokens; the adapter keeps it
+    assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in server.requests] == [
+        (True, None),
+        (False, 50),
+        (False, 50),
+    ]
+
+
+async def test_a_server_taking_max_tokens_gets_max_tokens() -> None:
+    async with ScriptedModel([reply("Hello.")]) as server:
+        agent = SAgent(
+            model=server.chat_model(), run_script=False, model_settings=ModelSettings(max_tokens=7)
+        )
+        result = await agent.run(USER)
+    assert result.reason == "stop"
+    assert server.requests[0]["max_tokens"] == 7
+    assert "max_completion_tokens" not in server.requests[0]
