@@ -742,10 +742,13 @@ def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
 
 def _usage(usage: Any) -> Usage:
     """The usage the endpoint reported, with the cached and reasoning tokens when it says them
-    (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``)."""
+    (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``;
+    DeepSeek's cache hits are ``prompt_cache_hit_tokens``)."""
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     completion_details = getattr(usage, "completion_tokens_details", None)
     cached = getattr(prompt_details, "cached_tokens", None)
+    if cached is None:
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
     reasoning = getattr(completion_details, "reasoning_tokens", None)
     return Usage(
         prompt_tokens=usage.prompt_tokens or 0,

@@ -1,15 +1,17 @@
 """``SAgent(model_settings=...)`` on the wire, where a real server refuses what the settings
-first became (docs/agent.md, "The model seam")."""
+first became, and the usage a real server reports in its own fields (docs/agent.md, "The model
+seam")."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sagents.agent import ModelSettings, SAgent
-from sagents.testing import ScriptedModel, ScriptedReply, WireReply, reply
-from tests.agent.helpers import json_error
+from sagents.agent import ModelSettings, SAgent, UsageEvent
+from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
+from tests.agent.helpers import collect, json_error
 
 pytestmark = pytest.mark.anyio
 
@@ -65,3 +67,18 @@ async def test_a_server_taking_max_tokens_gets_max_tokens() -> None:
     assert result.reason == "stop"
     assert server.requests[0]["max_tokens"] == 7
     assert "max_completion_tokens" not in server.requests[0]
+
+
+async def test_deepseek_reports_its_cache_hits_as_cached_tokens() -> None:
+    streamed, whole = load_wire(Path(__file__).parent / "wire" / "deepseek_usage_cache_hit.json")
+    usage = []
+    for stream, answer in ((True, streamed), (False, whole)):
+        async with ScriptedModel([answer]) as server:
+            agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
+            events = await collect(agent, USER)
+        usage += [
+            (e.prompt_tokens, e.completion_tokens, e.cached_tokens, e.reasoning_tokens)
+            for e in events
+            if isinstance(e, UsageEvent)
+        ]
+    assert usage == [(1200, 40, 1024, 30)] * 2
