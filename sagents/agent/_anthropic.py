@@ -221,7 +221,7 @@ class AnthropicModel:
             # each a copy of the export the adapter keeps
             body["tools"] = [dict(self._exported(spec, spec.name)) for spec in request.tools]
         body.update(_settings_fields(request.settings, has_tools=bool(request.tools)))
-        if self.thinking is not None:
+        if self.thinking is not None and _thinking_allowed(body["messages"]):
             body["thinking"] = dict(self.thinking)
         return body
 
@@ -556,6 +556,20 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     return thinking + rest
 
 
+def _thinking_allowed(messages: list[dict[str, Any]]) -> bool:
+    """Whether a request may enable thinking: in the middle of a tool loop (the last message
+    holds tool results) the API wants the assistant turn before it to start with a thinking
+    block, and refuses the request otherwise, advising to disable thinking ("Extended
+    thinking", "Preserving thinking blocks"). Such a turn was made elsewhere (another
+    provider, OpenAI-form history): that request goes without thinking."""
+    last = messages[-1] if messages else None
+    if last is None or last["role"] != "user" or len(messages) < 2:
+        return True
+    if not any(block["type"] == "tool_result" for block in last["content"]):
+        return True
+    return messages[-2]["content"][0]["type"] in ("thinking", _REDACTED)
+
+
 def _input(call: ToolCall) -> dict[str, Any]:
     """A call's arguments as the object ``tool_use`` needs: ``{}`` for arguments that are no
     JSON object (a call the output limit cut: its result says so)."""
@@ -573,7 +587,9 @@ def _messages(history: tuple[Message, ...]) -> list[dict[str, Any]]:
     for message in history:
         if message.role == "assistant":
             blocks = _assistant_blocks(message)
-            if blocks:  # the API refuses an empty assistant message
+            # the API refuses an empty assistant message, and one whose last block is
+            # thinking (an answer cut inside its thinking): such a message says nothing
+            if blocks and blocks[-1]["type"] not in ("thinking", _REDACTED):
                 out.append({"role": "assistant", "content": blocks})
             continue
         results = [

@@ -1,0 +1,119 @@
+"""A history made on one provider sent to another (docs/agent.md, "The model seam"): each
+adapter sends reasoning back where its API wants it and never where its API refuses it. The
+servers here enforce the rules each API documents, with the error bodies real servers send."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from sagents.agent import Message, ReasoningPart, SAgent, TextPart, ToolCall, ToolResultPart
+from sagents.testing import ScriptedModel, ScriptedReply, WireReply, reply
+from tests.agent.helpers import collect, done_of, json_error
+
+pytestmark = pytest.mark.anyio
+
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+
+
+def anthropic_refusal(message: str) -> WireReply:
+    return json_error(
+        400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    )
+
+
+def anthropic_thinking_rules(body: dict[str, Any]) -> WireReply | None:
+    """Anthropic's refusals of a request's thinking blocks ("Extended thinking"; the bodies of
+    https://github.com/n8n-io/n8n/issues/22550 and
+    https://github.com/tailcallhq/forgecode/issues/2107), None for a request it takes."""
+    messages: Sequence[dict[str, Any]] = body["messages"]
+    for number, message in enumerate(messages):
+        blocks = message["content"]
+        if message["role"] == "assistant" and blocks and blocks[-1]["type"] == "thinking":
+            return anthropic_refusal(
+                f"messages.{number}: The final block in an assistant message cannot be `thinking`."
+            )
+    last = messages[-1]
+    in_tool_loop = last["role"] == "user" and any(
+        b["type"] == "tool_result" for b in last["content"]
+    )
+    if "thinking" in body and in_tool_loop:
+        number = len(messages) - 2
+        first = messages[number]["content"][0]["type"]
+        if first not in ("thinking", "redacted_thinking"):
+            return anthropic_refusal(
+                f"messages.{number}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{first}`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block (preceeding the lastmost set of `tool_use` "
+                "and `tool_result` blocks). We recommend you include thinking blocks from "
+                "previous turns. To avoid this requirement, disable `thinking`."
+            )
+    return None
+
+
+def tool_turn(reasoning: ReasoningPart, call_id: str) -> list[Message]:
+    """A history in the middle of a tool loop: the task, a turn with ``reasoning`` that called
+    a tool, and its result."""
+    return [
+        Message(role="user", parts=(TextPart(text="weather?"),)),
+        Message(
+            role="assistant",
+            parts=(
+                reasoning,
+                ToolCall(id=call_id, name="get_weather", arguments='{"city": "Paris"}'),
+            ),
+        ),
+        Message(role="tool", parts=(ToolResultPart(tool_call_id=call_id, content="sunny"),)),
+    ]
+
+
+def anthropic_server(answer: str) -> Any:
+    def answering(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return anthropic_thinking_rules(body) or reply(answer)
+
+    return answering
+
+
+async def test_a_tool_turn_made_elsewhere_goes_to_anthropic_with_thinking_on() -> None:
+    # a chat model called the tool (its reasoning has no Anthropic signature); the run goes on
+    # on Anthropic with thinking on: the API wants that turn to start with a thinking block
+    history = tool_turn(ReasoningPart(text="I should look it up."), "call_1")
+    async with ScriptedModel(anthropic_server("Sunny."), api="anthropic") as server:
+        agent = SAgent(model=server.chat_model(thinking=THINKING), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    assert done.messages[-1]["content"] == "Sunny."
+    assert "thinking" not in server.requests[0]  # this request only: the turn has no thinking
+
+
+async def test_anthropic_keeps_thinking_on_where_the_turn_has_its_thinking_block() -> None:
+    history = tool_turn(
+        ReasoningPart(text="Look it up.", signature="sig-1", provider="anthropic"), "toolu_1"
+    )
+    async with ScriptedModel(anthropic_server("Sunny."), api="anthropic") as server:
+        agent = SAgent(model=server.chat_model(thinking=THINKING), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    assert server.requests[0]["thinking"] == THINKING
+    assert server.requests[0]["messages"][1]["content"][0]["signature"] == "sig-1"
+
+
+async def test_an_anthropic_answer_of_thinking_alone_is_not_sent_back_as_such() -> None:
+    # an answer cut by max_tokens inside its thinking: no text, no call, only the block
+    history = [
+        Message(role="user", parts=(TextPart(text="think hard"),)),
+        Message(
+            role="assistant",
+            parts=(ReasoningPart(text="Hmm...", signature="sig-2", provider="anthropic"),),
+        ),
+        Message(role="user", parts=(TextPart(text="go on"),)),
+    ]
+    async with ScriptedModel(anthropic_server("Done."), api="anthropic") as server:
+        agent = SAgent(model=server.chat_model(thinking=THINKING), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    assert [m["role"] for m in server.requests[0]["messages"]] == ["user"]
+    texts = [b["text"] for b in server.requests[0]["messages"][0]["content"]]
+    assert texts == ["think hard", "go on"]
