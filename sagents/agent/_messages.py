@@ -31,6 +31,10 @@ __all__ = [
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
 _MODELLED = frozenset({"role", "content", "tool_calls", "tool_call_id", "reasoning_content"})
+REASONING_FIELD = "reasoning"
+"""The ``id`` of a :class:`ReasoningPart` that a Chat Completions server sent in its
+``reasoning`` field (Cerebras, Ollama, OpenRouter), not ``reasoning_content`` (DeepSeek, vLLM):
+it goes back in that field (Cerebras refuses ``reasoning_content`` in a request)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +144,7 @@ class Message:
         # times a turn (bench/bench_agent_loop.py).
         texts: list[str] = []
         reasoning: list[str] = []
+        reasoning_field = "reasoning_content"
         calls: list[dict[str, Any]] = []
         result: ToolResultPart | None = None
         for part in self.parts:
@@ -155,6 +160,8 @@ class Message:
                 )
             elif isinstance(part, ReasoningPart):
                 reasoning.append(part.text)
+                if part.id == REASONING_FIELD:
+                    reasoning_field = REASONING_FIELD
             else:
                 result = part  # the last one's, as the format has one
         extra = self.extra
@@ -164,7 +171,7 @@ class Message:
             "content": content if content is not None else "".join(texts),
         }
         if reasoning and (joined := "".join(reasoning)):
-            message["reasoning_content"] = joined
+            message[reasoning_field] = joined
         if calls:
             message["tool_calls"] = calls
         if result is not None:
@@ -197,6 +204,9 @@ class Message:
             reasoning = message.get("reasoning_content")
             if isinstance(reasoning, str) and reasoning:
                 parts.append(ReasoningPart(text=reasoning))
+            elif isinstance(other := extra.get(REASONING_FIELD), str) and other:
+                del extra[REASONING_FIELD]
+                parts.append(ReasoningPart(text=other, id=REASONING_FIELD))
             if isinstance(content, str):
                 if content:
                     parts.append(TextPart(text=content))

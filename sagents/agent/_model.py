@@ -21,8 +21,9 @@ not count as a piece), ``deadline`` the whole call, retries included.
 
 What real servers send is accepted as the docs/agent.md table "Servers' quirks" lists: tool-call
 fragments that repeat the name or the id, change the id, carry cumulative arguments or a JSON
-object, lack an ``index``; ``reasoning_content`` / ``reasoning`` deltas (kept in the message as
-``reasoning_content``, which DeepSeek requires back on tool-call turns). A stream that ends
+object, lack an ``index``; ``reasoning_content`` / ``reasoning`` deltas (kept in the message in
+the field they came in, and sent back in it: DeepSeek requires ``reasoning_content`` back on
+tool-call turns, Cerebras refuses it and sends ``reasoning``). A stream that ends
 without a ``finish_reason`` was cut and is never taken as an answer.
 """
 
@@ -109,7 +110,8 @@ class ModelTurn:
         message: The assistant message in OpenAI format (``role``, ``content``, and
             ``tool_calls`` when there are any, each ``{"id", "type": "function", "function":
             {"name", "arguments"}}`` with ``arguments`` the string the model sent; and
-            ``reasoning_content`` when the model reasoned aloud).
+            ``reasoning_content`` or ``reasoning``, the field the server used, when the model
+            reasoned aloud).
         finish_reason: The endpoint's ``finish_reason`` (``stop``, ``tool_calls``, ``length``).
         usage: The tokens of the call, when the endpoint reported them.
     """
@@ -147,18 +149,18 @@ def _is_whole_json(text: str) -> bool:
     return True
 
 
-def _reasoning(model: Any) -> str:
-    """The reasoning text a delta or message carries (``reasoning_content`` or ``reasoning``,
-    fields the SDK's type does not declare: pydantic keeps them in ``model_extra``, read once
-    per chunk, bench/bench_agent_loop.py), "" when none."""
+def _reasoning(model: Any) -> tuple[str, str]:
+    """The reasoning text a delta or message carries and its field (``reasoning_content`` or
+    ``reasoning``, fields the SDK's type does not declare: pydantic keeps them in
+    ``model_extra``, read once per chunk, bench/bench_agent_loop.py), "" when none."""
     extra = getattr(model, "model_extra", None)
     if not extra or not isinstance(extra, dict):
-        return ""
+        return "", ""
     for name in _REASONING_FIELDS:
         piece = extra.get(name)
         if isinstance(piece, str) and piece:
-            return piece
-    return ""
+            return piece, name
+    return "", ""
 
 
 @dataclass(kw_only=True)
@@ -167,6 +169,8 @@ class _Accumulator:
 
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str = "reasoning_content"
+    """The field the reasoning came in, and goes back in (docs/agent.md, "Servers' quirks")."""
     calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
@@ -187,8 +191,9 @@ class _Accumulator:
         for choice in chunk.choices:
             delta = choice.delta
             if delta is not None:
-                piece = _reasoning(delta)
+                piece, name = _reasoning(delta)
                 if piece:
+                    self.reasoning_field = name
                     self.reasoning.append(piece)
                     events.append(ReasoningDelta(text=piece))
                 if delta.content:
@@ -259,7 +264,7 @@ class _Accumulator:
         self._repair_from_legacy()
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
         if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
+            message[self.reasoning_field] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = list(self.calls)
         return ModelTurn(message=message, finish_reason=self.finish_reason, usage=self.usage)
@@ -630,9 +635,9 @@ def _from_completion(completion: Any) -> tuple[list[TurnEvent], ModelTurn]:
     if choice is not None:
         finish_reason = choice.finish_reason
         message["content"] = choice.message.content or None
-        reasoning = _reasoning(choice.message)
+        reasoning, name = _reasoning(choice.message)
         if reasoning:
-            message["reasoning_content"] = reasoning
+            message[name] = reasoning
             events.append(ReasoningDelta(text=reasoning))
         if choice.message.tool_calls:
             message["tool_calls"] = [

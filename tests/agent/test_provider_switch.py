@@ -5,17 +5,27 @@ servers here enforce the rules each API documents, with the error bodies real se
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sagents.agent import Message, ReasoningPart, SAgent, TextPart, ToolCall, ToolResultPart
-from sagents.testing import ScriptedModel, ScriptedReply, WireReply, reply
+from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
+from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import collect, done_of, json_error
 
 pytestmark = pytest.mark.anyio
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
+WIRE = Path(__file__).parent / "wire"
+USER = [{"role": "user", "content": "weather?"}]
+
+
+@tool(permission="read_only")
+async def get_weather(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
 
 
 def anthropic_refusal(message: str) -> WireReply:
@@ -117,3 +127,35 @@ async def test_an_anthropic_answer_of_thinking_alone_is_not_sent_back_as_such() 
     assert [m["role"] for m in server.requests[0]["messages"]] == ["user"]
     texts = [b["text"] for b in server.requests[0]["messages"][0]["content"]]
     assert texts == ["think hard", "go on"]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_reasoning_goes_back_in_the_field_the_server_sent_it_in(stream: bool) -> None:
+    streamed, whole, refusal = load_wire(WIRE / "cerebras_reasoning_field.json")
+    answers: list[ScriptedReply | WireReply] = [
+        streamed if stream else whole,
+        reply("Sunny in Paris."),
+    ]
+
+    def cerebras(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        if any("reasoning_content" in m for m in body["messages"]):
+            return refusal
+        return answers.pop(0)
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    async with ScriptedModel(cerebras) as server:
+        agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
+        done = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=manager,
+                session_context=SessionContext(permission_mode="auto"),
+            )
+        )
+    assert done.reason == "stop", done.error
+    sent = server.requests[1]["messages"][1]
+    assert sent["reasoning"] == "The user wants the weather. Call the tool."
+    assert "reasoning_content" not in sent
+    assert done.history[1].reasoning == "The user wants the weather. Call the tool."
