@@ -148,11 +148,15 @@ def _refused(message: str, reason: str, hint: str = "") -> RunStateError:
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
-    """A :class:`Message` as JSON, every part kept (reasoning signatures and ids too)."""
+    """A :class:`Message` as JSON, every part kept (reasoning signatures and ids, and the
+    output items' ids of text and calls, which the Responses API pairs with reasoning)."""
     parts: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
-            parts.append({"type": "text", "text": part.text})
+            text: dict[str, Any] = {"type": "text", "text": part.text}
+            if part.item_id is not None:  # the output item's id (Responses pairs by it)
+                text["item_id"] = part.item_id
+            parts.append(text)
         elif isinstance(part, ReasoningPart):
             parts.append(
                 {
@@ -164,9 +168,15 @@ def message_to_json(message: Message) -> dict[str, Any]:
                 }
             )
         elif isinstance(part, ToolCall):
-            parts.append(
-                {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.arguments}
-            )
+            call: dict[str, Any] = {
+                "type": "tool_call",
+                "id": part.id,
+                "name": part.name,
+                "arguments": part.arguments,
+            }
+            if part.item_id is not None:
+                call["item_id"] = part.item_id
+            parts.append(call)
         else:
             parts.append(
                 {"type": "tool_result", "tool_call_id": part.tool_call_id, "content": part.content}
@@ -184,7 +194,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     for part in data["parts"]:
         kind = part["type"]
         if kind == "text":
-            parts.append(TextPart(text=str(part["text"])))
+            parts.append(TextPart(text=str(part["text"]), item_id=_item_id(part)))
         elif kind == "reasoning":
             parts.append(
                 ReasoningPart(
@@ -197,7 +207,10 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         elif kind == "tool_call":
             parts.append(
                 ToolCall(
-                    id=str(part["id"]), name=str(part["name"]), arguments=str(part["arguments"])
+                    id=str(part["id"]),
+                    name=str(part["name"]),
+                    arguments=str(part["arguments"]),
+                    item_id=_item_id(part),
                 )
             )
         elif kind == "tool_result":
@@ -207,6 +220,12 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         else:
             raise ValueError(f"unknown part type {kind!r}")
     return Message(role=data["role"], parts=tuple(parts), extra=dict(data.get("extra") or {}))
+
+
+def _item_id(part: Mapping[str, Any]) -> str | None:
+    """A part's ``item_id`` (absent in a document of an earlier sagents: None)."""
+    value = part.get("item_id")
+    return None if value is None else str(value)
 
 
 # -- the paused run ----------------------------------------------------------------------------

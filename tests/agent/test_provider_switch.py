@@ -4,13 +4,25 @@ servers here enforce the rules each API documents, with the error bodies real se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sagents.agent import Message, ReasoningPart, SAgent, TextPart, ToolCall, ToolResultPart
+from sagents.agent import (
+    Message,
+    ReasoningPart,
+    RunState,
+    SAgent,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+)
+from sagents.agent._state import message_from_json, message_to_json
 from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import collect, done_of, json_error
@@ -159,3 +171,82 @@ async def test_reasoning_goes_back_in_the_field_the_server_sent_it_in(stream: bo
     assert sent["reasoning"] == "The user wants the weather. Call the tool."
     assert "reasoning_content" not in sent
     assert done.history[1].reasoning == "The user wants the weather. Call the tool."
+
+
+def responses_pairing_rule(body: dict[str, Any]) -> WireReply | None:
+    """The Responses API's refusal of a reasoning item sent without the item after it (by
+    id), or of that item (``fc_...``) without its reasoning item (docs/agent.md,
+    "OpenAIResponsesModel"), None for an input it takes."""
+    items = [i for i in body["input"] if isinstance(i, dict)]
+    for index, item in enumerate(items):
+        following = items[index + 1] if index + 1 < len(items) else {}
+        if item.get("type") == "reasoning" and not following.get("id"):
+            message = (
+                f"Item '{item['id']}' of type 'reasoning' was provided without its required "
+                "following item."
+            )
+            return json_error(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        previous = items[index - 1] if index else {}
+        if str(item.get("id", "")).startswith("fc_") and previous.get("type") != "reasoning":
+            message = (
+                f"Item '{item['id']}' of type 'function_call' was provided without its required "
+                "'reasoning' item"
+            )
+            return json_error(400, {"error": {"message": message, "type": "invalid_request_error"}})
+    return None
+
+
+async def test_a_responses_reasoning_turn_survives_the_run_state_as_a_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "k" * 40)
+    (called,) = load_wire(WIRE / "responses_reasoning_tool_call.json")[:1]
+    answers: list[ScriptedReply | WireReply] = [called, reply("Sunny in Paris.")]
+
+    def openai(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return responses_pairing_rule(body) or answers.pop(0)
+
+    @tool(permission="write")
+    async def get_weather(city: str) -> str:
+        """The weather of a city (asked about first)."""
+        return f"sunny in {city}"
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    context = SessionContext(session_id="s1", permission_mode="ask")
+    async with ScriptedModel(openai, api="responses") as server:
+        paused = await SAgent(model=server.chat_model(), run_script=False).run(
+            USER, tool_manager=manager, session_context=context, approvals="defer"
+        )
+        assert paused.state is not None
+        state = RunState.from_json(paused.state.to_json())
+        state.approve(paused.interruptions[0].id)
+        done = await SAgent(model=server.chat_model(), run_script=False).run(
+            state=state, tool_manager=manager, session_context=context
+        )
+    assert done.reason == "stop", done.error
+    assert done.history[1] == paused.history[1]  # every part, ids and signatures included
+    sent = [i.get("type") for i in server.requests[1]["input"] if isinstance(i, dict)]
+    assert sent[1:3] == ["reasoning", "function_call"]
+
+
+_TEXTS = st.text(max_size=12)
+_IDS = st.none() | st.text(min_size=1, max_size=8)
+_PARTS = st.one_of(
+    st.builds(TextPart, text=_TEXTS, item_id=_IDS),
+    st.builds(ReasoningPart, text=_TEXTS, signature=_IDS, id=_IDS, provider=_IDS),
+    st.builds(ToolCall, id=_TEXTS, name=_TEXTS, arguments=_TEXTS, item_id=_IDS),
+    st.builds(ToolResultPart, tool_call_id=_TEXTS, content=_TEXTS),
+)
+
+
+@given(
+    st.builds(
+        Message,
+        role=st.sampled_from(["system", "user", "assistant", "tool"]),
+        parts=st.lists(_PARTS, max_size=5).map(tuple),
+    )
+)
+def test_a_message_survives_its_json_form_with_every_field(message: Message) -> None:
+    # the form of RunState and of the stored sessions (docs/agent.md, "Pausing and resuming")
+    assert message_from_json(json.loads(json.dumps(message_to_json(message)))) == message
