@@ -48,6 +48,7 @@ _NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FENCE = re.compile(r"\A\s*```[a-zA-Z]*\s*\n(.*)\n\s*```\s*\Z", re.DOTALL)
 _SHOWN_ERRORS = 10  # pydantic errors of one answer told to the model
 _SHOWN_ANSWER_CHARS = 300  # characters of a failed answer in the run's error
+_CUT = "was cut by the output limit (max_tokens) before it was complete, so it does not fit"
 
 
 class OutputType:
@@ -91,22 +92,31 @@ class OutputType:
         fenced = _FENCE.match(text)
         return self.adapter.validate_json(fenced.group(1) if fenced else text)
 
-    def retry_message(self, error: ValidationError) -> Message:
-        """The user message that sends pydantic's errors back to the model."""
+    def retry_message(self, error: ValidationError, *, cut: bool = False) -> Message:
+        """The user message that sends pydantic's errors back to the model; ``cut``: the
+        output limit cut the answer (``finish_reason: length``), which the model is told, as
+        the same answer would be cut again."""
+        why = _CUT if cut else "does not fit the required output schema"
         text = (
-            "Your final answer does not fit the required output schema "
-            f"{self.schema.name!r}:\n{_errors_text(error)}\n"
-            "Answer again with only the JSON object, fitting the schema."
+            f"Your final answer {why} {self.schema.name!r}:\n{_errors_text(error)}\n"
+            + ("Answer again, shorter: " if cut else "Answer again ")
+            + "with only the JSON object, fitting the schema."
         )
         return Message(role="user", parts=(TextPart(text=text),))
 
-    def failure(self, error: ValidationError, text: str, *, retries: int) -> OutputValidationError:
-        """The run's error once the retries are spent."""
+    def failure(
+        self, error: ValidationError, text: str, *, retries: int, cut: bool = False
+    ) -> OutputValidationError:
+        """The run's error once the retries are spent (``cut``: the output limit cut the last
+        answer)."""
+        why = _CUT if cut else "did not fit output_type"
         return OutputValidationError(
-            f"the model's final answer did not fit output_type {self.schema.name!r} after "
-            f"{retries} retries: {_errors_text(error)}",
+            f"the model's final answer {why} {self.schema.name!r} after {retries} retries: "
+            f"{_errors_text(error)}",
             hint=(
-                "raise output_retries, simplify the type, or use a model with native "
+                "raise the answer's max_tokens (ModelSettings), or simplify the type"
+                if cut
+                else "raise output_retries, simplify the type, or use a model with native "
                 "structured output (docs/agent.md, 'Structured output')"
             ),
             details={

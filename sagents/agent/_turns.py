@@ -180,7 +180,7 @@ class Turns:
                     run.reason = "stop"
                     return
                 with run.step():
-                    fits = await self._take_output(run, message)
+                    fits = await self._take_output(run, message, turn.finish_reason == "length")
                 if fits:
                     run.reason = "stop"
                     return
@@ -204,9 +204,10 @@ class Turns:
                 run.reason = "interrupted"
                 return
 
-    async def _take_output(self, run: ActiveRun, answer: Message) -> bool:
+    async def _take_output(self, run: ActiveRun, answer: Message, cut: bool) -> bool:
         """Validate a final answer into ``output_type`` (``run.output``): True when it fits;
-        False when it went back to the model with the errors.
+        False when it went back to the model with the errors (and, ``cut``, that the output
+        limit cut it).
 
         Raises:
             OutputValidationError: it did not fit and the retries are spent.
@@ -216,9 +217,11 @@ class Turns:
             run.output = self.output.validate(answer.text)
         except ValidationError as error:
             if run.output_retries >= self._agent.output_retries:
-                raise self.output.failure(error, answer.text, retries=run.output_retries) from None
+                raise self.output.failure(
+                    error, answer.text, retries=run.output_retries, cut=cut
+                ) from None
             run.output_retries += 1
-            retry = self.output.retry_message(error)
+            retry = self.output.retry_message(error, cut=cut)
             run.session.history.append(retry)
             await run.emit(MessageEvent(message=retry.to_openai()))
             return False

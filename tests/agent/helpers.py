@@ -138,8 +138,9 @@ def call_budget(timeout: float) -> CallBudget:
     )
 
 
-def json_error(status: int, body: Mapping[str, Any]) -> WireReply:
-    """An error answer as a server sends it: ``status`` and ``body`` as JSON."""
+def json_answer(status: int, body: Mapping[str, Any]) -> WireReply:
+    """An answer as a server sends it (an error, a whole completion): ``status`` and ``body``
+    as JSON."""
     return WireReply(
         status=status, headers={"content-type": "application/json"}, body=(json.dumps(body),)
     )

@@ -11,7 +11,7 @@ import pytest
 
 from sagents.agent import ModelSettings, SAgent, UsageEvent
 from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
-from tests.agent.helpers import collect, json_error
+from tests.agent.helpers import collect, json_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ USER = [{"role": "user", "content": "go"}]
 # OpenAI's Chat Completions for its reasoning models (o-series, GPT-5.x): max_tokens is refused
 # (https://github.com/griptape-ai/ComfyUI-Griptape/issues/312,
 # https://github.com/microsoft/vscode-copilot-release/issues/8065)
-MAX_TOKENS_REFUSED = json_error(
+MAX_TOKENS_REFUSED = json_answer(
     400,
     {
         "error": {

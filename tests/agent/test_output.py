@@ -17,7 +17,7 @@ from sagents.agent._anthropic import AnthropicModel
 from sagents.agent._output import OutputType, anthropic_output_config, openai_json_schema
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, WireReply, reply
 from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import json_error
+from tests.agent.helpers import json_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -146,7 +146,7 @@ class Forecast(BaseModel):
 
 # Gemini models before Gemini 3: HTTP 400 for a JSON answer format beside function declarations
 # (https://github.com/googleapis/python-genai/issues/867; "Tool use with ..." in other versions)
-JSON_BESIDE_TOOLS = json_error(
+JSON_BESIDE_TOOLS = json_answer(
     400,
     {
         "error": {
@@ -201,3 +201,54 @@ async def test_gemini_without_tools_keeps_the_native_json_answer_format() -> Non
         result = await agent.run(USER)
     assert result.output == Forecast(city="Paris", temperature=21)
     assert server.requests[0]["generationConfig"]["responseMimeType"] == "application/json"
+
+
+def _cut_answer(text: str) -> WireReply:
+    """A whole Chat Completions answer that the output limit cut (``finish_reason: length``)."""
+    return json_answer(
+        200,
+        {
+            "id": "chatcmpl-cut",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 16, "total_tokens": 26},
+        },
+    )
+
+
+async def test_a_structured_answer_cut_by_the_output_limit_is_told_so() -> None:
+    script: list[ScriptedReply | WireReply] = [
+        _cut_answer('{"city": "Paris", "temperat'),
+        reply('{"city": "P", "temperature": 2}'),
+    ]
+    async with ScriptedModel(script) as server:
+        agent = SAgent(
+            model=server.chat_model(stream=False), run_script=False, output_type=Forecast
+        )
+        result = await agent.run(USER)
+    assert result.output == Forecast(city="P", temperature=2)
+    told = server.requests[1]["messages"][-1]["content"]
+    assert "output limit" in told  # not only "Invalid JSON": the same answer would be cut again
+    assert "shorter" in told
+
+
+async def test_a_structured_answer_cut_every_time_ends_saying_the_limit_cut_it() -> None:
+    cut = _cut_answer('{"city": "Paris", "temperat')
+    async with ScriptedModel([cut, cut]) as server:
+        agent = SAgent(
+            model=server.chat_model(stream=False), run_script=False, output_type=Forecast
+        )
+        result = await agent.run(USER)
+    assert result.reason == "error"
+    assert result.error is not None
+    assert result.error["code"] == "output_invalid"
+    assert "output limit" in result.error["message"]
+    assert "max_tokens" in str(result.error.get("hint"))

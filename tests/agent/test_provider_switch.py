@@ -25,7 +25,7 @@ from sagents.agent import (
 from sagents.agent._state import message_from_json, message_to_json
 from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
 from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import collect, done_of, json_error
+from tests.agent.helpers import collect, done_of, json_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +41,7 @@ async def get_weather(city: str) -> str:
 
 
 def anthropic_refusal(message: str) -> WireReply:
-    return json_error(
+    return json_answer(
         400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
     )
 
@@ -185,14 +185,18 @@ def responses_pairing_rule(body: dict[str, Any]) -> WireReply | None:
                 f"Item '{item['id']}' of type 'reasoning' was provided without its required "
                 "following item."
             )
-            return json_error(400, {"error": {"message": message, "type": "invalid_request_error"}})
+            return json_answer(
+                400, {"error": {"message": message, "type": "invalid_request_error"}}
+            )
         previous = items[index - 1] if index else {}
         if str(item.get("id", "")).startswith("fc_") and previous.get("type") != "reasoning":
             message = (
                 f"Item '{item['id']}' of type 'function_call' was provided without its required "
                 "'reasoning' item"
             )
-            return json_error(400, {"error": {"message": message, "type": "invalid_request_error"}})
+            return json_answer(
+                400, {"error": {"message": message, "type": "invalid_request_error"}}
+            )
     return None
 
 
