@@ -69,7 +69,7 @@ from sagents.agent._chat_model import (
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
-from sagents.agent._output import prompted_output
+from sagents.agent._output import gemini_response_schema, prompted_output
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -92,7 +92,6 @@ from sagents.errors import (
     ModelUnavailableError,
     SchemaExportError,
 )
-from sagents.tool._export_faithful import faithful_schema
 from sagents.tool.export_gemini import (
     GEMINI_PARAMETER_NAME_PATTERN,
     declare_gemini_arguments,
@@ -247,13 +246,15 @@ class GeminiModel:
             config["tools"] = [{"function_declarations": declared.declarations}]
         config.update(_settings_fields(request.settings, declared))
         output = request.output
-        if output is not None and declared.declarations and self._json_refused_beside_tools:
+        schema = None if output is None else gemini_response_schema(output)
+        refused = declared.declarations and self._json_refused_beside_tools
+        if output is not None and (schema is None or refused):
             config["system_instruction"] = "\n\n".join(
                 p for p in (request.system_prompt, prompted_output(output)) if p
             )
-        elif output is not None:  # "Structured output": a JSON answer of this schema
+        elif schema is not None:  # "Structured output": a JSON answer of this schema
             config["response_mime_type"] = "application/json"
-            config["response_json_schema"] = faithful_schema(output.schema)
+            config["response_json_schema"] = schema
         if self.thinking is not None:
             config["thinking_config"] = dict(self.thinking)
         if self.extra_body:

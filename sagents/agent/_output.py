@@ -12,7 +12,9 @@ native way, with the helpers below:
 * Anthropic Messages: ``output_config.format`` (Anthropic "Structured outputs") with the schema
   in Anthropic's strict subset; a schema that subset cannot express is asked for in the
   system prompt instead;
-* Gemini: ``response_mime_type: application/json`` with ``response_json_schema``.
+* Gemini: ``response_mime_type: application/json`` with ``response_json_schema``, every
+  ``$ref`` inlined (Gemini's rules for it); a recursive schema is asked for in the system
+  instruction.
 
 Whatever the provider did, the loop validates the answer's text with pydantic; an answer that
 does not fit goes back to the model with pydantic's errors, a bounded number of times.
@@ -32,11 +34,13 @@ from sagents.errors import OutputValidationError, SchemaExportError
 from sagents.tool._export_faithful import faithful_schema
 from sagents.tool._export_strict import strict_schema
 from sagents.tool.export_anthropic import anthropic_strict_schema
+from sagents.tool.export_inline import inline_schema
 
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
     "OutputType",
     "anthropic_output_config",
+    "gemini_response_schema",
     "openai_json_schema",
     "prompted_output",
 ]
@@ -184,6 +188,19 @@ def anthropic_output_config(output: OutputSchema) -> dict[str, Any] | None:
     except SchemaExportError:
         return None
     return {"format": {"type": "json_schema", "schema": schema}}
+
+
+def gemini_response_schema(output: OutputSchema) -> dict[str, Any] | None:
+    """Gemini's ``response_json_schema`` asking for ``output``: the faithful schema with every
+    ``$ref`` inlined, or None for a recursive one (then ask in the prompt:
+    :func:`prompted_output`). Gemini API reference, ``GenerationConfig.responseJsonSchema``: "If
+    $ref is set on a sub-schema, no other properties, except for those starting as a $, may be
+    set" (pydantic writes a described model field so), and "Cyclic references ... may only be
+    used within non-required properties"."""
+    try:
+        return inline_schema(faithful_schema(output.schema), target="Gemini structured output")
+    except SchemaExportError:
+        return None
 
 
 def prompted_output(output: OutputSchema) -> str:

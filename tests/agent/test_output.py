@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from sagents.agent import ModelRequest, SAgent
@@ -131,8 +131,10 @@ async def test_a_recursive_model_is_asked_for_as_an_object_and_validated(api: st
         schema = body["text"]["format"]["schema"]
     elif api == "anthropic":  # a recursive type is beyond its strict subset: in the prompt
         schema = json.loads(body["system"].split("no other text:\n", 1)[1])
-    else:
-        schema = body["generationConfig"]["responseJsonSchema"]
+    else:  # Gemini unrolls cycles only through optional properties: in the prompt too
+        assert "responseMimeType" not in body.get("generationConfig", {})
+        instruction = body["systemInstruction"]["parts"][0]["text"]
+        schema = json.loads(instruction.split("no other text:\n", 1)[1])
     assert schema["type"] == "object"
     assert "$ref" not in schema
     assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
@@ -252,3 +254,40 @@ async def test_a_structured_answer_cut_every_time_ends_saying_the_limit_cut_it()
     assert result.error["code"] == "output_invalid"
     assert "output limit" in result.error["message"]
     assert "max_tokens" in str(result.error.get("hint"))
+
+
+class Inner(BaseModel):
+    x: int
+
+
+class Outer(BaseModel):
+    inner: Inner = Field(description="the inner one")  # pydantic: a $ref with a sibling
+    maybe: Inner | None = None
+
+
+def _refs_with_siblings(node: Any) -> list[dict[str, Any]]:
+    """The nodes that set ``$ref`` beside a keyword not starting with ``$``."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if "$ref" in node and any(not key.startswith("$") for key in node):
+            found.append(node)
+        for value in node.values():
+            found += _refs_with_siblings(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _refs_with_siblings(value)
+    return found
+
+
+async def test_gemini_gets_a_response_json_schema_within_its_documented_rules() -> None:
+    # Gemini API reference, GenerationConfig.responseJsonSchema: "If $ref is set on a
+    # sub-schema, no other properties, except for those starting as a $, may be set."
+    answer = '{"inner": {"x": 1}, "maybe": null}'
+    async with ScriptedModel([reply(answer)], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False, output_type=Outer)
+        result = await agent.run(USER)
+    assert result.output == Outer(inner=Inner(x=1), maybe=None)
+    schema = server.requests[0]["generationConfig"]["responseJsonSchema"]
+    assert _refs_with_siblings(schema) == []
+    assert schema["properties"]["inner"]["description"] == "the inner one"
+    assert schema["properties"]["inner"]["properties"]["x"]["type"] == "integer"
