@@ -82,6 +82,31 @@ class ModelSettings:
             )
 
 
+def model_settings_of(value: ModelSettings | Mapping[str, Any] | None) -> ModelSettings:
+    """``SAgent(model_settings=...)`` as :class:`ModelSettings`: the value itself, or a
+    mapping of its fields (pydantic-ai's ``ModelSettings`` is such a dict).
+
+    Raises:
+        TypeError: neither, or a key that is no field (naming it).
+        ValueError: a value no provider takes (naming the field).
+    """
+    if value is None:
+        return ModelSettings()
+    if isinstance(value, ModelSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"model_settings is a ModelSettings or a mapping of its fields, not {value!r:.80}"
+        )
+    fields = ("temperature", "max_tokens", "parallel_tool_calls", "tool_choice")
+    unknown = sorted(str(key) for key in value if key not in fields)
+    if unknown:
+        raise TypeError(
+            f"unknown model_settings key {unknown[0]!r}; the keys are {', '.join(fields)}"
+        )
+    return ModelSettings(**value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class OutputSchema:
     """The shape the final answer must have (``SAgent(output_type=...)``): each adapter asks

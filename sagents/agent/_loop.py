@@ -37,6 +37,7 @@ import anyio.abc
 from sagents.agent._chat_model import (
     ChatModel,
     ModelSettings,
+    model_settings_of,
 )
 from sagents.agent._compress import CompressionSettings
 from sagents.agent._driver import in_task, subscribed
@@ -135,7 +136,8 @@ class SAgent:
             string (``openai:gpt-4.1-mini``; a bare name means ``openai:``), built with the
             provider's usual variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
         model_settings: Settings of every model call (temperature, max tokens, parallel tool
-            calls, tool choice), the same for every adapter.
+            calls, tool choice), the same for every adapter: a ``ModelSettings`` or a mapping
+            of its fields (a key that is none is a ``TypeError``).
         system_prompt: The agent's instructions (the session's skills fragment is added).
         max_turns: Model calls one run may make; reaching it ends the run with
             ``done(reason="max_turns")``, every call settled.
@@ -194,7 +196,7 @@ class SAgent:
         *,
         model: ChatModel | str,
         system_prompt: str = "",
-        model_settings: ModelSettings | None = None,
+        model_settings: ModelSettings | Mapping[str, Any] | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
         max_tool_calls_per_answer: int = DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
@@ -237,7 +239,7 @@ class SAgent:
         self._output = None if output_type is None else OutputType(output_type)
         self._turns = Turns(self, self._output)
         self.model: ChatModel = model_from_string(model) if isinstance(model, str) else model
-        self.model_settings = model_settings or ModelSettings()
+        self.model_settings = model_settings_of(model_settings)
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.max_parallel_tools = max_parallel_tools

@@ -4,6 +4,7 @@ seam")."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +83,37 @@ async def test_deepseek_reports_its_cache_hits_as_cached_tokens() -> None:
             if isinstance(e, UsageEvent)
         ]
     assert usage == [(1200, 40, 1024, 30)] * 2
+
+
+async def test_model_settings_as_a_mapping_are_the_same_settings() -> None:
+    # pydantic-ai's ModelSettings is a TypedDict: a dict is what its users write
+    async with ScriptedModel([reply("Hello.")]) as server:
+        agent = SAgent(
+            model=server.chat_model(),
+            run_script=False,
+            model_settings={"temperature": 0.2, "max_tokens": 9},
+        )
+        result = await agent.run(USER)
+    assert result.reason == "stop", result.error
+    assert agent.model_settings == ModelSettings(temperature=0.2, max_tokens=9)
+    assert (server.requests[0]["temperature"], server.requests[0]["max_tokens"]) == (0.2, 9)
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({"temprature": 0.2}, "unknown model_settings key 'temprature'"),
+        ({"temperature": -1}, "temperature is a number of 0 or more"),
+        ("0.2", "model_settings is a ModelSettings or a mapping of its fields"),
+    ],
+    ids=["misspelt-key", "bad-value", "string"],
+)
+def test_bad_model_settings_are_refused_when_the_agent_is_built(settings: Any, said: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=re.escape(said)):
+        SAgent(model=_model(), model_settings=settings)
+
+
+def _model() -> Any:
+    from sagents.agent import OpenAIChatModel
+
+    return OpenAIChatModel(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
