@@ -32,7 +32,9 @@ retried, waiting what ``retry-after`` says; ``invalid_request_error`` and the ot
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -95,6 +97,7 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 8192
 """``max_tokens`` of a request when :class:`ModelSettings` leaves it unset (the API needs one)."""
 
 _REDACTED = "redacted_thinking"  # the id of a ReasoningPart holding a redacted_thinking block
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # the API's pattern of a tool_use id
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _RETRYABLE_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 _STOP_REASONS: dict[str, FinishReason] = {
@@ -551,7 +554,12 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             rest.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
             rest.append(
-                {"type": "tool_use", "id": part.id, "name": part.name, "input": _input(part)}
+                {
+                    "type": "tool_use",
+                    "id": _tool_use_id(part.id),
+                    "name": part.name,
+                    "input": _input(part),
+                }
             )
     return thinking + rest
 
@@ -568,6 +576,16 @@ def _thinking_allowed(messages: list[dict[str, Any]]) -> bool:
     if not any(block["type"] == "tool_result" for block in last["content"]):
         return True
     return messages[-2]["content"][0]["type"] in ("thinking", _REDACTED)
+
+
+def _tool_use_id(call_id: str) -> str:
+    """A call's id in the API's pattern ``^[a-zA-Z0-9_-]+$``: as it is when it fits (every id
+    Anthropic made), else the same id for the call and its result, distinct from any other
+    (another server's ``functions.get_weather:0``, Kimi's form, is refused as it is)."""
+    if _TOOL_USE_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
 def _input(call: ToolCall) -> dict[str, Any]:
@@ -593,7 +611,11 @@ def _messages(history: tuple[Message, ...]) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": blocks})
             continue
         results = [
-            {"type": "tool_result", "tool_use_id": p.tool_call_id, "content": p.content}
+            {
+                "type": "tool_result",
+                "tool_use_id": _tool_use_id(p.tool_call_id),
+                "content": p.content,
+            }
             for p in message.parts
             if isinstance(p, ToolResultPart)
         ]

@@ -5,6 +5,7 @@ servers here enforce the rules each API documents, with the error bodies real se
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,45 @@ _PARTS = st.one_of(
 def test_a_message_survives_its_json_form_with_every_field(message: Message) -> None:
     # the form of RunState and of the stored sessions (docs/agent.md, "Pausing and resuming")
     assert message_from_json(json.loads(json.dumps(message_to_json(message)))) == message
+
+
+ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def anthropic_id_rule(body: dict[str, Any]) -> WireReply | None:
+    """Anthropic's refusal of a tool_use id outside ``^[a-zA-Z0-9_-]+$`` (the body of
+    https://github.com/maximhq/bifrost/issues/5097), None for a request it takes."""
+    for number, message in enumerate(body["messages"]):
+        for index, block in enumerate(message["content"]):
+            key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(block["type"])
+            if key is not None and not ANTHROPIC_ID.match(block[key]):
+                return anthropic_refusal(
+                    f"messages.{number}.content.{index}.{block['type']}.{key}: String should "
+                    "match pattern '^[a-zA-Z0-9_-]+$'"
+                )
+    return None
+
+
+async def test_tool_call_ids_of_another_server_go_to_anthropic_in_its_pattern() -> None:
+    # Kimi (Moonshot) names its calls "functions.<name>:<n>"; the run goes on on Anthropic
+    history = [
+        *tool_turn(ReasoningPart(text="Look it up."), "functions.get_weather:0")[:2],
+        Message(
+            role="tool",
+            parts=(ToolResultPart(tool_call_id="functions.get_weather:0", content="sunny"),),
+        ),
+        Message(role="user", parts=(TextPart(text="and tomorrow?"),)),
+    ]
+
+    def anthropic(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return anthropic_id_rule(body) or reply("Sunny too.")
+
+    async with ScriptedModel(anthropic, api="anthropic") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    sent = server.requests[0]["messages"]
+    call_id = sent[1]["content"][0]["id"]
+    assert sent[2]["content"][0]["tool_use_id"] == call_id
+    assert ANTHROPIC_ID.match(call_id)
+    assert done.history[1].tool_calls[0].id == "functions.get_weather:0"  # the history's own
