@@ -196,9 +196,11 @@ class _Accumulator:
                     self.reasoning_field = name
                     self.reasoning.append(piece)
                     events.append(ReasoningDelta(text=piece))
-                if delta.content:
-                    self.text.append(delta.content)
-                    events.append(TextDelta(text=delta.content))
+                # a refusal (OpenAI Structured Outputs) is what the model answered: its text
+                text = delta.content or delta.refusal
+                if text:
+                    self.text.append(text)
+                    events.append(TextDelta(text=text))
                 for call_delta in delta.tool_calls or ():
                     self.add_tool_call_delta(call_delta)
                 self.add_legacy_call(delta.function_call)
@@ -634,7 +636,7 @@ def _from_completion(completion: Any) -> tuple[list[TurnEvent], ModelTurn]:
     finish_reason = None
     if choice is not None:
         finish_reason = choice.finish_reason
-        message["content"] = choice.message.content or None
+        message["content"] = choice.message.content or choice.message.refusal or None
         reasoning, name = _reasoning(choice.message)
         if reasoning:
             message[name] = reasoning

@@ -87,6 +87,8 @@ PROVIDER = "openai-responses"
 
 _NO_KEY = "sagents-no-key"  # local servers need no key; the SDK needs a string
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# the answer's text; a refusal (Structured Outputs) is what the model answered
+_TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta"})
 # Codes of a failed response (or an `error` event) that another try may cure.
 _RETRYABLE_CODES = frozenset(
     {"server_error", "rate_limit_exceeded", "server_is_overloaded", "slow_down", "overloaded"}
@@ -283,7 +285,7 @@ class _Answer:
     def take(self, event: Any) -> list[ModelEvent]:
         out: list[ModelEvent] = []
         kind = event.type
-        if kind == "response.output_text.delta" and event.delta:
+        if kind in _TEXT_DELTAS and event.delta:
             out.append(TextDelta(text=event.delta))
         elif kind in (
             "response.reasoning_summary_text.delta",
@@ -410,8 +412,12 @@ def _failed(endpoint: str, code: Any, message: Any) -> tuple[bool, ModelError]:
 
 
 def _message_text(item: Any) -> str:
+    """A message item's text: its ``output_text`` parts, and a ``refusal`` part's words."""
     return "".join(
-        getattr(c, "text", "") or "" for c in item.content if c.type in ("output_text", "text")
+        (getattr(c, "text", "") if c.type in ("output_text", "text") else "")
+        or (getattr(c, "refusal", "") if c.type == "refusal" else "")
+        or ""
+        for c in item.content
     )
 
 

@@ -6,22 +6,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
-from sagents.agent import ModelRequest, SAgent
+from sagents.agent import MessageDeltaEvent, ModelRequest, SAgent
 from sagents.agent._anthropic import AnthropicModel
 from sagents.agent._output import OutputType, anthropic_output_config, openai_json_schema
-from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, WireReply, reply
+from sagents.testing import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+    load_wire,
+    reply,
+)
 from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import json_answer
+from tests.agent.helpers import collect, done_of, json_answer
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "go"}]
+WIRE = Path(__file__).parent / "wire"
 
 
 class Point(TypedDict):
@@ -291,3 +300,29 @@ async def test_gemini_gets_a_response_json_schema_within_its_documented_rules() 
     assert _refs_with_siblings(schema) == []
     assert schema["properties"]["inner"]["description"] == "the inner one"
     assert schema["properties"]["inner"]["properties"]["x"]["type"] == "integer"
+
+
+REFUSAL = "I'm sorry, I cannot assist with that request."
+
+
+@pytest.mark.parametrize("case", ["chat-stream", "chat-whole", "responses-stream"])
+async def test_a_refusal_is_the_answer_and_ends_the_run_saying_it(case: str) -> None:
+    # OpenAI Structured Outputs: a refusal comes as the message's `refusal`, not as content
+    streamed, whole, responses = load_wire(WIRE / "openai_structured_refusal.json")
+    answer = {"chat-stream": streamed, "chat-whole": whole, "responses-stream": responses}[case]
+    api = case.split("-")[0]
+    async with ScriptedModel([answer, answer], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(
+            model=server.chat_model(stream=case.endswith("stream")),
+            run_script=False,
+            output_type=Forecast,
+        )
+        events = await collect(agent, USER)
+    done = done_of(events)
+    shown = "".join(e.delta for e in events if isinstance(e, MessageDeltaEvent))
+    assert shown == REFUSAL * 2  # each refusal reached the consumer
+    assert done.messages[1]["content"] == REFUSAL
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "output_invalid"
+    assert done.error["details"]["answer"] == REFUSAL
