@@ -165,6 +165,8 @@ class Turns:
                     compressed = True
             turn = run.response
             assert turn is not None  # set by _stream_turn
+            if turn.finish_reason == "content_filter" and not turn.message.parts:
+                raise _withheld(self._agent.model.model)
             message = normalise_assistant(turn.message)
             state.history.append(message)
             await run.emit(MessageEvent(message=message.to_openai()))
@@ -371,6 +373,18 @@ class Turns:
         names = {t["function"]["name"] for t in offered}
         forced = [a for a in allowed if a.name == choice and a.name not in names]
         return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names
+
+
+def _withheld(model: str) -> ModelError:
+    """The error of an answer the provider's content filter withheld whole (Gemini's blocked
+    prompt or ``SAFETY`` finish, Azure OpenAI's ``content_filter`` with no content): not an
+    empty answer, and the same request would be withheld again."""
+    return ModelError(
+        f"the provider's content filter withheld the answer of model {model!r} (finish reason "
+        "content_filter, nothing else)",
+        hint="rephrase the request, or check the provider's safety settings",
+        details={"finish_reason": "content_filter"},
+    )
 
 
 def _count_usage(run: ActiveRun, usage: Usage) -> None:

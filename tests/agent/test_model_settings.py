@@ -117,3 +117,23 @@ def _model() -> Any:
     from sagents.agent import OpenAIChatModel
 
     return OpenAIChatModel(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+
+
+@pytest.mark.parametrize(
+    ("index", "api"),
+    [(0, "gemini"), (1, "gemini"), (2, "chat")],
+    ids=["gemini-blocked-prompt", "gemini-safety", "azure-content-filter"],
+)
+async def test_an_answer_the_content_filter_withheld_is_an_error_not_an_empty_answer(
+    index: int, api: str
+) -> None:
+    withheld = load_wire(Path(__file__).parent / "wire" / "content_filter_empty_answers.json")
+    async with ScriptedModel([withheld[index]], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(stream=False), run_script=False)
+        result = await agent.run(USER)
+    assert result.reason == "error"
+    assert result.error is not None
+    assert result.error["code"] == "model_error"
+    assert "content filter" in result.error["message"]
+    assert list(result.messages) == USER  # no empty answer in the history
+    assert len(server.requests) == 1  # the same request would be withheld again
