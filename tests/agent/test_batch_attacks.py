@@ -419,3 +419,51 @@ async def test_a_consumer_leaving_while_a_batch_waits_for_room_runs_nothing_more
                             break
     assert held < count  # the batch was held back when the consumer left
     assert watch.late == []
+
+
+class BlockingApprover:
+    """Answers nobody: every request waits until the run is cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked += 1
+        await anyio.sleep_forever()
+        return "deny"
+
+
+async def test_leaving_a_cancelled_batch_whose_approval_results_wait_for_room_is_quick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SAgent.cancel() while every call of a batch waits for its approver, the consumer not
+    taking events: each call's approval result goes out at once (one a call, like its tool
+    result), so the consumer that then leaves is not held back by results waiting for room in
+    the full outbox that nobody will make (before: each waited out a
+    grace of seconds, past the run's time bound here; shielded, so the bound shows only once
+    it ended)."""
+    monkeypatch.setattr("sagents.agent._run._RESULT_GRACE_S", RUN_TIMEOUT_S * 3, raising=False)
+    count = EVENT_BUFFER + 10  # one approval result a call: the outbox fills
+    approver = BlockingApprover()
+    watch = LateWatch()
+    async with ScriptedModel([_batch(count, 0, "save"), reply("ok")]) as model:
+        agent = wide(model, count)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER,
+                    tool_manager=_manager(watch.save),
+                    session_context=SessionContext(session_id="g", permission_mode="ask"),
+                    approver=approver,
+                )
+            ) as stream:
+                async for event in stream:
+                    if isinstance(event, ApprovalRequestEvent):
+                        for _ in range(count * 10):  # every call is asked
+                            await anyio.lowlevel.checkpoint()
+                        agent.cancel()
+                        for _ in range(count * 10):  # the cancellation reaches the asked calls
+                            await anyio.lowlevel.checkpoint()
+                        break
+    assert approver.asked == count
+    assert watch.late == []
