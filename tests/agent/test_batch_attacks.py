@@ -4,6 +4,7 @@ queues and its bell, sagents.agent._driver.relay)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from contextlib import aclosing
 from pathlib import Path
@@ -467,3 +468,30 @@ async def test_leaving_a_cancelled_batch_whose_approval_results_wait_for_room_is
                         break
     assert approver.asked == count
     assert watch.late == []
+
+
+async def test_leaving_once_sagent_cancel_ended_the_batch_leaves_nothing_unretrieved() -> None:
+    """The batch's task ended (cancelled by SAgent.cancel()) before the consumer left: what it
+    raised is taken, not left for asyncio to report as never retrieved."""
+    entered = anyio.Event()
+
+    @tool(permission="read_only")
+    async def hang(tag: str, lines: int) -> str:
+        """Report, then wait forever."""
+        await emit_tool_progress("waiting\n")
+        entered.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    async with ScriptedModel([_batch(1, 1, "hang"), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=_manager(hang))) as stream:
+                async for event in stream:
+                    if isinstance(event, ToolProgressEvent):
+                        await entered.wait()
+                        agent.cancel()
+                        for _ in range(100):  # the batch's task ends meanwhile
+                            await anyio.lowlevel.checkpoint()
+                        break
+        gc.collect()  # asyncio reports an exception never retrieved when its task goes
