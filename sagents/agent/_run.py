@@ -53,7 +53,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
 EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before a batch of calls waits
 _CALL_ID_CHARS: Final = 9
 
@@ -292,12 +291,14 @@ class ActiveRun:
                 answer = settle_answer(request, await self.approver.approve(request))
                 reason = answer
             except anyio.get_cancelled_exc_class():
-                # every request gets its one result, even when the run is cancelled meanwhile
-                result = ApprovalResultEvent(
-                    request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
+                # every request gets its one result, even when the run is cancelled meanwhile:
+                # at once, never waiting for room (one a call, as its tool result), so that a
+                # consumer that leaves meanwhile is not held back by it
+                self.put(
+                    ApprovalResultEvent(
+                        request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
+                    )
                 )
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_RESULT_GRACE_S):
-                    await self.emit(result)
                 raise
             except Exception as error:  # a broken approver denies this call, not the run
                 logger.warning("the approver failed on %s", request.tools, exc_info=True)

@@ -15,7 +15,7 @@ import anyio.lowlevel
 import pytest
 from mcp import StdioServerParameters
 
-from sagents.agent import MessageEvent, SAgent
+from sagents.agent import MessageEvent, QuestionnaireRequestEvent, SAgent
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent, ToolProgressEvent
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
@@ -27,6 +27,7 @@ from sagents.tool import (
     emit_tool_progress,
     tool,
 )
+from sagents.tool.impl import register_builtin_tools
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
 
 pytestmark = pytest.mark.anyio
@@ -434,39 +435,58 @@ class BlockingApprover:
         return "deny"
 
 
-async def test_leaving_a_cancelled_batch_whose_approval_results_wait_for_room_is_quick(
-    monkeypatch: pytest.MonkeyPatch,
+QUESTIONS = {"questions": [{"id": "city", "kind": "text", "prompt": "Where to?"}]}
+
+
+@pytest.mark.parametrize("asks", ["approval", "questionnaire"])
+async def test_leaving_a_cancelled_batch_whose_results_wait_for_room_is_quick(
+    asks: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SAgent.cancel() while every call of a batch waits for its approver, the consumer not
-    taking events: each call's approval result goes out at once (one a call, like its tool
-    result), so the consumer that then leaves is not held back by results waiting for room in
-    the full outbox that nobody will make (before: each waited out a
-    grace of seconds, past the run's time bound here; shielded, so the bound shows only once
-    it ended)."""
-    monkeypatch.setattr("sagents.agent._run._RESULT_GRACE_S", RUN_TIMEOUT_S * 3, raising=False)
-    count = EVENT_BUFFER + 10  # one approval result a call: the outbox fills
+    """SAgent.cancel() while every call of a batch waits for a person (its approver, or its
+    questionnaire's answer), the consumer not taking events: each call's approval or
+    questionnaire result goes out at once (one a call, like its tool result), so the consumer
+    that then leaves is not held back by results waiting for room in the full outbox that
+    nobody will make (before: each waited out a shielded grace of seconds, made longer than
+    the run's time bound here)."""
+    for module in ("_run", "_questions"):
+        monkeypatch.setattr(
+            f"sagents.agent.{module}._RESULT_GRACE_S", RUN_TIMEOUT_S * 3, raising=False
+        )
+    count = EVENT_BUFFER + 10  # one result a call: the outbox fills
     approver = BlockingApprover()
     watch = LateWatch()
-    async with ScriptedModel([_batch(count, 0, "save"), reply("ok")]) as model:
+    manager = _manager(watch.save)
+    register_builtin_tools(manager, None, names=["questionnaire"])
+    batch = ScriptedReply(
+        tool_calls=tuple(
+            ScriptedToolCall(name="questionnaire", arguments=QUESTIONS, id=f"c{n}")
+            for n in range(count)
+        )
+    )
+    asking = (ApprovalRequestEvent, QuestionnaireRequestEvent)
+    async with ScriptedModel(
+        [_batch(count, 0, "save") if asks == "approval" else batch, reply("ok")]
+    ) as model:
         agent = wide(model, count)
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with aclosing(
                 agent.run_stream(
                     USER,
-                    tool_manager=_manager(watch.save),
+                    tool_manager=manager,
                     session_context=SessionContext(session_id="g", permission_mode="ask"),
                     approver=approver,
                 )
             ) as stream:
                 async for event in stream:
-                    if isinstance(event, ApprovalRequestEvent):
+                    if isinstance(event, asking):
                         for _ in range(count * 10):  # every call is asked
                             await anyio.lowlevel.checkpoint()
                         agent.cancel()
                         for _ in range(count * 10):  # the cancellation reaches the asked calls
                             await anyio.lowlevel.checkpoint()
                         break
-    assert approver.asked == count
+            await anyio.lowlevel.checkpoint()  # the time bound shows here, past any shielded wait
+    assert approver.asked == (count if asks == "approval" else 0)
     assert watch.late == []
 
 
