@@ -18,6 +18,7 @@ from mcp import StdioServerParameters
 from sagents.agent import MessageEvent, QuestionnaireRequestEvent, SAgent
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent, ToolProgressEvent
+from sagents.progress._queue import DEFAULT_MAX_CRITICAL
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import (
     ApprovalAnswer,
@@ -515,3 +516,55 @@ async def test_leaving_once_sagent_cancel_ended_the_batch_leaves_nothing_unretri
                             await anyio.lowlevel.checkpoint()
                         break
         gc.collect()  # asyncio reports an exception never retrieved when its task goes
+
+
+async def test_a_consumer_too_far_behind_gets_every_result_then_consumer_lagged() -> None:
+    """A call whose inner calls (a script's, say) each close their progress while the consumer
+    takes nothing: past DEFAULT_MAX_CRITICAL ``closed`` events the run's queue lags. The
+    consumer still gets the call's result (the history and the events both settled), then the
+    run ends with ``consumer_lagged`` (docs/progress.md, "Overflow policy"), not with the
+    error raised inside the put of that result."""
+    inner = DEFAULT_MAX_CRITICAL + 10
+    fanned = anyio.Event()
+    manager = ToolManager()
+
+    @tool(permission="read_only")
+    async def speak() -> str:
+        """Say one line."""
+        await emit_tool_progress("line\n")
+        return "said"
+
+    @tool(permission="read_only")
+    async def fan(context: SessionContext) -> str:
+        """Make many inner calls in this call's session, each with its progress."""
+        for n in range(inner):
+            await manager.run_tool("speak", {}, context, tool_call_id=f"i{n}")
+            await anyio.lowlevel.checkpoint()
+        fanned.set()
+        return "fanned"
+
+    manager.register_tool(speak)
+    manager.register_tool(fan)
+    call = ScriptedReply(tool_calls=(ScriptedToolCall(name="fan", arguments={}, id="f1"),))
+    events: list[Any] = []
+    async with ScriptedModel([call, reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S * 4):
+            async with aclosing(
+                agent.run_stream(
+                    USER, tool_manager=manager, session_context=SessionContext(session_id="l")
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ToolProgressEvent):
+                        await fanned.wait()  # busy elsewhere while the call runs
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "consumer_lagged"
+    assert_settled_once(done.messages)
+    results = [e for e in events if isinstance(e, MessageEvent) and e.message["role"] == "tool"]
+    assert [e.message["content"] for e in results] == ["fanned"]
+    closed = [e for e in events if isinstance(e, ToolProgressEvent) and e.closed]
+    assert len(closed) >= DEFAULT_MAX_CRITICAL
