@@ -50,6 +50,9 @@ async def relay(
 
     Raises:
         RunCancelled: the run was cancelled meanwhile (the batch settled its calls first).
+        ConsumerLaggedError: a progress queue of the run lagged meanwhile (the consumer took
+            nothing for too long, :attr:`ActiveRun.lagged`): raised once the batch's results
+            went out.
         Exception: what ``work`` raised (a bug).
     """
     for event in run.take():
@@ -82,6 +85,8 @@ async def relay(
         failure = _failure(task)
     if failure is not None:
         raise failure
+    if run.lagged is not None:  # the batch settled, its events went out: the run ends here
+        raise run.lagged
 
 
 async def in_task(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[AgentEvent, None]:

@@ -22,7 +22,7 @@ from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart
 from sagents.agent._session import AgentSession
 from sagents.agent._state import RunState
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
-from sagents.errors import NotAllowedError
+from sagents.errors import ConsumerLaggedError, NotAllowedError
 from sagents.progress._hub import ProgressHub, default_hub
 from sagents.progress._queue import EventQueue
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
@@ -157,6 +157,11 @@ class ActiveRun:
     """The answer of the model call that ended last."""
     reason: DoneReason = "stop"
     """Why the turns ended."""
+    lagged: ConsumerLaggedError | None = None
+    """A progress queue of the run fell its ``max_critical`` never-dropped events behind (it
+    accepts nothing more; docs/progress.md, "Overflow policy"): raised once the batch that
+    filled it settled and its events went out (:func:`~sagents.agent._driver.relay`), never
+    inside a :meth:`put` or :meth:`take`."""
 
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""
@@ -230,6 +235,9 @@ class ActiveRun:
                 try:
                     self.outbox.append(queue.receive_nowait())
                 except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+                except ConsumerLaggedError as error:  # all it queued is taken: kept for later
+                    self.lagged = self.lagged or error
                     break
 
     def waiting(self) -> bool:
