@@ -50,6 +50,9 @@ async def relay(
 
     Raises:
         RunCancelled: the run was cancelled meanwhile (the batch settled its calls first).
+        ConsumerLaggedError: a progress queue of the run lagged meanwhile (the consumer took
+            nothing for too long, :attr:`ActiveRun.lagged`): raised once the batch's results
+            went out.
         Exception: what ``work`` raised (a bug).
     """
     for event in run.take():
@@ -79,7 +82,11 @@ async def relay(
             # cancellation reaches it, also down a sub-agent's run, and never goes on (asks the
             # approver, runs its tool) for a consumer that has gone.
             await _cancelled(task)
-    _raise_failure(task)
+        failure = _failure(task)
+    if failure is not None:
+        raise failure
+    if run.lagged is not None:  # the batch settled, its events went out: the run ends here
+        raise run.lagged
 
 
 async def in_task(events: AsyncGenerator[AgentEvent, None]) -> AsyncGenerator[AgentEvent, None]:
@@ -138,7 +145,9 @@ async def _from_task(
         send.close()
         if not task.done():
             await _cancelled(task)
-    _raise_failure(task)
+        failure = _failure(task)
+    if failure is not None:
+        raise failure
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:
@@ -148,10 +157,10 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
         await asyncio.wait([task])
 
 
-def _raise_failure(task: asyncio.Task[None]) -> None:
-    """Raise what the ended ``task`` raised (a bug below), if anything but its cancellation."""
-    if not task.cancelled() and (failure := task.exception()) is not None:
-        raise failure
+def _failure(task: asyncio.Task[None]) -> BaseException | None:
+    """What the ended ``task`` raised, if anything but its cancellation: taken also when the
+    consumer left (then not raised), so that asyncio never reports it as never retrieved."""
+    return None if task.cancelled() else task.exception()
 
 
 @asynccontextmanager

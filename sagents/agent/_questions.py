@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["EventQuestioner"]
 
 logger = logging.getLogger(__name__)
-
-_RESULT_GRACE_S: Final = 5.0  # seconds a cancelled questionnaire gets to send its result
 
 
 class EventQuestioner:
@@ -70,11 +68,10 @@ class EventQuestioner:
                     answer = await slot.wait()
                     tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
-            result = QuestionnaireResultEvent(
-                request_id=request_id, status="cancelled", ts=clock.time()
+            # its one result at once, never waiting for room (as an approval's: ActiveRun.ask)
+            run.put(
+                QuestionnaireResultEvent(request_id=request_id, status="cancelled", ts=clock.time())
             )
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_RESULT_GRACE_S):
-                await run.emit(result)
             raise
         await run.emit(
             QuestionnaireResultEvent(

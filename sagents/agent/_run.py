@@ -22,7 +22,7 @@ from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart
 from sagents.agent._session import AgentSession
 from sagents.agent._state import RunState
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
-from sagents.errors import NotAllowedError
+from sagents.errors import ConsumerLaggedError, NotAllowedError
 from sagents.progress._hub import ProgressHub, default_hub
 from sagents.progress._queue import EventQueue
 from sagents.tool._approval import ApprovalAnswer, ApprovalRequest, Approver, settle_answer
@@ -53,7 +53,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RESULT_GRACE_S: Final = 5.0  # seconds a cancelled approval gets to send its result
 EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before a batch of calls waits
 _CALL_ID_CHARS: Final = 9
 
@@ -158,6 +157,11 @@ class ActiveRun:
     """The answer of the model call that ended last."""
     reason: DoneReason = "stop"
     """Why the turns ended."""
+    lagged: ConsumerLaggedError | None = None
+    """A progress queue of the run fell its ``max_critical`` never-dropped events behind (it
+    accepts nothing more; docs/progress.md, "Overflow policy"): raised once the batch that
+    filled it settled and its events went out (:func:`~sagents.agent._driver.relay`), never
+    inside a :meth:`put` or :meth:`take`."""
 
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""
@@ -232,6 +236,9 @@ class ActiveRun:
                     self.outbox.append(queue.receive_nowait())
                 except (anyio.WouldBlock, anyio.EndOfStream):
                     break
+                except ConsumerLaggedError as error:  # all it queued is taken: kept for later
+                    self.lagged = self.lagged or error
+                    break
 
     def waiting(self) -> bool:
         """Whether :meth:`take` would return events."""
@@ -292,12 +299,14 @@ class ActiveRun:
                 answer = settle_answer(request, await self.approver.approve(request))
                 reason = answer
             except anyio.get_cancelled_exc_class():
-                # every request gets its one result, even when the run is cancelled meanwhile
-                result = ApprovalResultEvent(
-                    request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
+                # every request gets its one result, even when the run is cancelled meanwhile:
+                # at once, never waiting for room (one a call, as its tool result), so that a
+                # consumer that leaves meanwhile is not held back by it
+                self.put(
+                    ApprovalResultEvent(
+                        request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
+                    )
                 )
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_RESULT_GRACE_S):
-                    await self.emit(result)
                 raise
             except Exception as error:  # a broken approver denies this call, not the run
                 logger.warning("the approver failed on %s", request.tools, exc_info=True)

@@ -53,6 +53,7 @@ from sagents.progress._hub import ProgressHub
 from sagents.progress._scope import run_beside
 
 __all__ = [
+    "BoundToolCall",
     "LazyToolCall",
     "QuietToolCall",
     "ToolCallBinding",
@@ -63,6 +64,7 @@ __all__ = [
     "emit_tool_progress_closed",
     "emit_tool_progress_from_thread",
     "listened_tool_call",
+    "on_asyncio",
     "raw_tool_call",
 ]
 
@@ -134,6 +136,11 @@ class ToolCallBinding:
     def closed(self) -> bool:
         """True once the ``closed`` event was sent."""
         return self._closed
+
+    @property
+    def coalescing(self) -> bool:
+        """Whether text can wait for its window (then a flusher sends it when it ends)."""
+        return self._enabled and bool(self._interval)
 
     @property
     def pending_bytes(self) -> int:
@@ -255,34 +262,74 @@ async def bind_tool_call(
     Yields:
         The call's :class:`ToolCallBinding`.
     """
-    binding = ToolCallBinding(hub, session_id, tool_call_id, session_context=session_context)
-    hub.attach(binding)
-    token = _current.set(binding)
+    bound = BoundToolCall(hub, session_id, tool_call_id, session_context=session_context)
+    bound.bind()
+    binding = bound.binding
     try:
-        if not (hub.settings.enabled and hub.settings.flush_interval_s):
-            yield binding  # no text ever waits for a window: no flusher
-        elif _on_asyncio():
-            # The flusher is started by the first text that has to wait for its window: a
-            # call that sends nothing, or only text that goes out at once, never starts a
-            # task, nor enters a task group (whose exit alone is a trip through the event
-            # loop, in every tool call an agent's run listens to: bench/bench_agent_loop.py).
-            flusher = _Flusher(binding)
-            binding._start_flusher = flusher.start
-            try:
-                yield binding
-            finally:
-                await flusher.stop()
-        else:  # trio: a task group beside the call (a task cannot be started without one)
+        if binding._start_flusher is None and binding.coalescing:
+            # trio: a task group beside the call (a task cannot be started without one)
             async with run_beside() as helpers:
                 binding._start_flusher = functools.partial(helpers.start_soon, binding.run_flusher)
                 yield binding
+        else:
+            yield binding
     finally:
-        _current.reset(token)
-        binding.close()
-        hub.detach(binding)
+        await bound.unbind()
 
 
-def _on_asyncio() -> bool:
+class BoundToolCall:
+    """A call's coalescing binding, bound with :meth:`bind` and unbound with :meth:`unbind`:
+    :func:`bind_tool_call` without a context manager's own calls, for a caller that binds
+    every call it makes (``ToolManager.run_tool``, in each call of a tool an agent's run
+    listens to: bench/bench_agent_loop.py).
+
+    On asyncio, the flusher is started by the first text that has to wait for its window: a
+    call that sends nothing, or only text that goes out at once, never starts a task, nor
+    enters a task group (whose exit alone is a trip through the event loop). On another
+    event loop (trio) a coalescing binding needs a task group beside the call: :meth:`bind`
+    leaves ``binding._start_flusher`` unset, and :func:`bind_tool_call` enters one.
+
+    Args:
+        hub: The hub that routes the session's events.
+        session_id: The session the call belongs to.
+        tool_call_id: The call's id.
+        session_context: The call's context (:attr:`ToolCallBinding.session_context`).
+    """
+
+    __slots__ = ("_flusher", "_token", "binding")
+    _token: contextvars.Token[ToolCallBinding | LazyToolCall | None]
+
+    def __init__(
+        self, hub: ProgressHub, session_id: str, tool_call_id: str, session_context: object = None
+    ) -> None:
+        self.binding = ToolCallBinding(
+            hub, session_id, tool_call_id, session_context=session_context
+        )
+        self._flusher: _Flusher | None = None
+
+    def bind(self) -> None:
+        """Make the binding the running call's (until :meth:`unbind`)."""
+        binding = self.binding
+        binding.hub.attach(binding)
+        self._token = _current.set(binding)
+        if binding.coalescing and on_asyncio():
+            flusher = self._flusher = _Flusher(binding)
+            binding._start_flusher = flusher.start
+
+    async def unbind(self) -> None:
+        """Stop the flusher if it started, undo :meth:`bind`, flush and send the ``closed``
+        event (:meth:`ToolCallBinding.close`)."""
+        binding = self.binding
+        try:
+            if self._flusher is not None:
+                await self._flusher.stop()
+        finally:
+            _current.reset(self._token)
+            binding.close()
+            binding.hub.detach(binding)
+
+
+def on_asyncio() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -310,7 +357,7 @@ class _Flusher:
             Exception: what the flusher raised (a bug: it waits and flushes, nothing else).
         """
         task = self._task
-        if task is None:
+        if task is None:  # never started
             return
         task.cancel()
         with anyio.CancelScope(shield=True):

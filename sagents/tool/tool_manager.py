@@ -20,6 +20,7 @@ import difflib
 import functools
 import logging
 import math
+import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -39,7 +40,7 @@ from sagents.errors import (
     UnknownToolError,
 )
 from sagents.progress import ProgressHub, bind_tool_call, default_hub
-from sagents.progress._binding import LazyToolCall, raw_tool_call
+from sagents.progress._binding import BoundToolCall, LazyToolCall, on_asyncio, raw_tool_call
 from sagents.tool._arguments import ArgumentValidator, parse_arguments
 from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
@@ -405,7 +406,9 @@ class ToolManager(CallsTools):
             hub = self._progress_hub if self._progress_hub is not None else default_hub()
             context = session_context
             session_id = None if context is None else context.session_id
-            if self._call_contexts or (session_id is not None and hub.listening(session_id)):
+            listened = session_id is not None and hub.listening(session_id)
+            if self._call_contexts or (listened and not on_asyncio()):
+                # coalesced progress on trio needs a task group beside the call
                 call = handler_call(context, tool_call_id, registered, limit)
                 async with self._bound(hub, call, context):
                     begun: Awaitable[Any] = entry.start(
@@ -413,14 +416,21 @@ class ToolManager(CallsTools):
                     )
                     finished, result = await await_within(begun, limit)
             else:
-                # Progress bound lazily (docs/progress.md): a context variable, and nothing at
-                # all for a call nobody can listen to (no session, no id, no outer call), with
-                # the timer armed only once the tool waits (sagents.tool._deadline): a trivial
+                # Progress bound without a context manager's calls (docs/progress.md):
+                # coalesced for a session someone listens to (an agent's run, each call:
+                # bench/bench_agent_loop.py); else lazily, a context variable, and nothing at
+                # all for a call nobody can listen to (no session, no id, no outer call). The
+                # timer is armed only once the tool waits (sagents.tool._deadline): a trivial
                 # tool's whole call, measured by bench/bench_tool_dispatch.py.
-                lazy = None
-                if session_id is not None or tool_call_id or raw_tool_call() is not None:
+                bound = lazy = token = None
+                if listened:
+                    assert session_id is not None
+                    call_id = tool_call_id or f"call_{os.urandom(16).hex()}"
+                    bound = BoundToolCall(hub, session_id, call_id, session_context=context)
+                    bound.bind()
+                elif session_id is not None or tool_call_id or raw_tool_call() is not None:
                     lazy = LazyToolCall(hub, session_id, tool_call_id or None, context)
-                token = None if lazy is None else lazy.bind()
+                    token = lazy.bind()
                 try:
                     function = entry.function
                     if as_is and function is not None:
@@ -433,6 +443,8 @@ class ToolManager(CallsTools):
                 finally:
                     if lazy is not None and token is not None:
                         lazy.unbind(token)
+                    elif bound is not None:
+                        await bound.unbind()
             if not finished:
                 raise timed_out(registered, limit)
             outcome = to_tool_result(result, tool_name=registered, wrap_result=entry.wrapped)

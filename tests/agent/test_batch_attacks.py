@@ -4,6 +4,7 @@ queues and its bell, sagents.agent._driver.relay)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from contextlib import aclosing
 from pathlib import Path
@@ -14,9 +15,10 @@ import anyio.lowlevel
 import pytest
 from mcp import StdioServerParameters
 
-from sagents.agent import MessageEvent, SAgent
+from sagents.agent import MessageEvent, QuestionnaireRequestEvent, SAgent
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent, ToolProgressEvent
+from sagents.progress._queue import DEFAULT_MAX_CRITICAL
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
 from sagents.tool import (
     ApprovalAnswer,
@@ -26,6 +28,7 @@ from sagents.tool import (
     emit_tool_progress,
     tool,
 )
+from sagents.tool.impl import register_builtin_tools
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
 
 pytestmark = pytest.mark.anyio
@@ -419,3 +422,149 @@ async def test_a_consumer_leaving_while_a_batch_waits_for_room_runs_nothing_more
                             break
     assert held < count  # the batch was held back when the consumer left
     assert watch.late == []
+
+
+class BlockingApprover:
+    """Answers nobody: every request waits until the run is cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked += 1
+        await anyio.sleep_forever()
+        return "deny"
+
+
+QUESTIONS = {"questions": [{"id": "city", "kind": "text", "prompt": "Where to?"}]}
+
+
+@pytest.mark.parametrize("asks", ["approval", "questionnaire"])
+async def test_leaving_a_cancelled_batch_whose_results_wait_for_room_is_quick(
+    asks: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SAgent.cancel() while every call of a batch waits for a person (its approver, or its
+    questionnaire's answer), the consumer not taking events: each call's approval or
+    questionnaire result goes out at once (one a call, like its tool result), so the consumer
+    that then leaves is not held back by results waiting for room in the full outbox that
+    nobody will make (before: each waited out a shielded grace of seconds, made longer than
+    the run's time bound here)."""
+    for module in ("_run", "_questions"):
+        monkeypatch.setattr(
+            f"sagents.agent.{module}._RESULT_GRACE_S", RUN_TIMEOUT_S * 3, raising=False
+        )
+    count = EVENT_BUFFER + 10  # one result a call: the outbox fills
+    approver = BlockingApprover()
+    watch = LateWatch()
+    manager = _manager(watch.save)
+    register_builtin_tools(manager, None, names=["questionnaire"])
+    batch = ScriptedReply(
+        tool_calls=tuple(
+            ScriptedToolCall(name="questionnaire", arguments=QUESTIONS, id=f"c{n}")
+            for n in range(count)
+        )
+    )
+    asking = (ApprovalRequestEvent, QuestionnaireRequestEvent)
+    async with ScriptedModel(
+        [_batch(count, 0, "save") if asks == "approval" else batch, reply("ok")]
+    ) as model:
+        agent = wide(model, count)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER,
+                    tool_manager=manager,
+                    session_context=SessionContext(session_id="g", permission_mode="ask"),
+                    approver=approver,
+                )
+            ) as stream:
+                async for event in stream:
+                    if isinstance(event, asking):
+                        for _ in range(count * 10):  # every call is asked
+                            await anyio.lowlevel.checkpoint()
+                        agent.cancel()
+                        for _ in range(count * 10):  # the cancellation reaches the asked calls
+                            await anyio.lowlevel.checkpoint()
+                        break
+            await anyio.lowlevel.checkpoint()  # the time bound shows here, past any shielded wait
+    assert approver.asked == (count if asks == "approval" else 0)
+    assert watch.late == []
+
+
+async def test_leaving_once_sagent_cancel_ended_the_batch_leaves_nothing_unretrieved() -> None:
+    """The batch's task ended (cancelled by SAgent.cancel()) before the consumer left: what it
+    raised is taken, not left for asyncio to report as never retrieved."""
+    entered = anyio.Event()
+
+    @tool(permission="read_only")
+    async def hang(tag: str, lines: int) -> str:
+        """Report, then wait forever."""
+        await emit_tool_progress("waiting\n")
+        entered.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    async with ScriptedModel([_batch(1, 1, "hang"), reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=_manager(hang))) as stream:
+                async for event in stream:
+                    if isinstance(event, ToolProgressEvent):
+                        await entered.wait()
+                        agent.cancel()
+                        for _ in range(100):  # the batch's task ends meanwhile
+                            await anyio.lowlevel.checkpoint()
+                        break
+        gc.collect()  # asyncio reports an exception never retrieved when its task goes
+
+
+async def test_a_consumer_too_far_behind_gets_every_result_then_consumer_lagged() -> None:
+    """A call whose inner calls (a script's, say) each close their progress while the consumer
+    takes nothing: past DEFAULT_MAX_CRITICAL ``closed`` events the run's queue lags. The
+    consumer still gets the call's result (the history and the events both settled), then the
+    run ends with ``consumer_lagged`` (docs/progress.md, "Overflow policy"), not with the
+    error raised inside the put of that result."""
+    inner = DEFAULT_MAX_CRITICAL + 10
+    fanned = anyio.Event()
+    manager = ToolManager()
+
+    @tool(permission="read_only")
+    async def speak() -> str:
+        """Say one line."""
+        await emit_tool_progress("line\n")
+        return "said"
+
+    @tool(permission="read_only")
+    async def fan(context: SessionContext) -> str:
+        """Make many inner calls in this call's session, each with its progress."""
+        for n in range(inner):
+            await manager.run_tool("speak", {}, context, tool_call_id=f"i{n}")
+            await anyio.lowlevel.checkpoint()
+        fanned.set()
+        return "fanned"
+
+    manager.register_tool(speak)
+    manager.register_tool(fan)
+    call = ScriptedReply(tool_calls=(ScriptedToolCall(name="fan", arguments={}, id="f1"),))
+    events: list[Any] = []
+    async with ScriptedModel([call, reply("ok")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S * 4):
+            async with aclosing(
+                agent.run_stream(
+                    USER, tool_manager=manager, session_context=SessionContext(session_id="l")
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ToolProgressEvent):
+                        await fanned.wait()  # busy elsewhere while the call runs
+    done = done_of(events)
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "consumer_lagged"
+    assert_settled_once(done.messages)
+    results = [e for e in events if isinstance(e, MessageEvent) and e.message["role"] == "tool"]
+    assert [e.message["content"] for e in results] == ["fanned"]
+    closed = [e for e in events if isinstance(e, ToolProgressEvent) and e.closed]
+    assert len(closed) >= DEFAULT_MAX_CRITICAL

@@ -8,6 +8,8 @@ import time
 import anyio
 import pytest
 
+from sagents.core.events import ToolProgressEvent
+from sagents.progress import ProgressHub
 from sagents.tool import AllowAllApprover, SessionContext, ToolManager, ToolProxy
 from sagents.tool.tool_base import tool
 from sagents.tool.tool_progress import emit_tool_progress
@@ -83,3 +85,33 @@ async def test_the_proxy_applies_the_mode_and_asks_the_approver() -> None:
     assert saved.to_tool_message() == "saved n"
     assert refused.error is not None
     assert refused.error.code == "not_allowed"
+
+
+@tool(name="chatter", description="Report three lines at once.", permission="read_only")
+async def chatter() -> str:
+    for line in ("one\n", "two\n", "three\n"):
+        await emit_tool_progress(line)  # the second and third wait for the window's end
+    return "said"
+
+
+async def test_a_call_someone_listens_to_sends_its_progress_coalesced_then_closed() -> None:
+    """A listened call's progress binding (its flusher in a task group on trio, started by the
+    first waiting text on asyncio): every line reaches the consumer, then ``closed``."""
+    hub = ProgressHub()
+    manager = ToolManager(progress_hub=hub)
+    manager.register_tool(chatter)
+    async with manager, hub.subscribe("s") as events:
+        with anyio.fail_after(30):
+            result = await manager.run_tool(
+                "chatter", {}, SessionContext(session_id="s"), tool_call_id="c1"
+            )
+            seen = []
+            async for event in events:
+                assert isinstance(event, ToolProgressEvent)
+                seen.append(event)
+                if event.closed:
+                    break
+    assert result.to_tool_message() == "said"
+    assert "".join(e.text for e in seen) == "one\ntwo\nthree\n"
+    assert [e.closed for e in seen][-1] is True
+    assert {e.tool_call_id for e in seen} == {"c1"}
