@@ -45,7 +45,6 @@ import binascii
 import json
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -68,7 +67,16 @@ from sagents.agent._chat_model import (
 )
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
-from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
+from sagents.agent._messages import (
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    is_new_call_id,
+    new_call_id,
+)
 from sagents.agent._output import gemini_response_schema, prompted_output
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
@@ -118,7 +126,7 @@ THOUGHT = "thought"
 the signature of the part after it."""
 
 _DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
-_INVENTED = "gemini-call-"  # ids given to calls that came without one (never sent back)
+_EARLIER_INVENTED = "gemini-call-"  # the ids this adapter gave calls before new_call_id
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _FINISH: dict[str, FinishReason] = {
     "STOP": "stop",
@@ -669,7 +677,7 @@ class _Answer:
             name, args = self.declared.call_of(
                 part.function_call.name or "", part.function_call.args or {}
             )
-            call_id = part.function_call.id or f"{_INVENTED}{uuid.uuid4().hex[:12]}"
+            call_id = part.function_call.id or new_call_id()
             arguments = json.dumps(args, ensure_ascii=False)
             call = ToolCall(id=call_id, name=name, arguments=arguments)
             self.pieces.append(_Piece(kind="call", signature=signature, call=call))
@@ -724,6 +732,15 @@ class _Answer:
         )
 
 
+def _sendable_id(call_id: str) -> bool:
+    """Whether a call's id goes to Gemini: not one sagents made for a call that came without
+    one (endpoints refuse an id they did not give: 'Unknown name "id" at ...function_call');
+    the call and its response then go by name."""
+    return (
+        bool(call_id) and not is_new_call_id(call_id) and not call_id.startswith(_EARLIER_INVENTED)
+    )
+
+
 def _model_parts(message: Message, declared: _Declared) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     pending: str | None = None  # a signature that belongs to the next part
@@ -747,7 +764,7 @@ def _model_parts(message: Message, declared: _Declared) -> list[dict[str, Any]]:
         elif isinstance(part, ToolCall):
             name, args = declared.declared(part.name, part.arguments)
             call: dict[str, Any] = {"name": name, "args": args}
-            if not part.id.startswith(_INVENTED):
+            if _sendable_id(part.id):
                 call["id"] = part.id
             item = {"function_call": call}
             # The first call of a turn carries the turn's signature; a call whose signature
@@ -786,7 +803,7 @@ def _contents(history: tuple[Message, ...], declared: _Declared) -> list[dict[st
                     "name": names.get(part.tool_call_id, "unknown"),
                     "response": {"output": part.content},
                 }
-                if part.tool_call_id and not part.tool_call_id.startswith(_INVENTED):
+                if _sendable_id(part.tool_call_id):
                     response["id"] = part.tool_call_id
                 parts.append({"function_response": response})
             elif isinstance(part, TextPart) and part.text:

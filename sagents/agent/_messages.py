@@ -12,9 +12,11 @@ a multimodal ``content`` list) ride along in :attr:`Message.extra`, so the round
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
     "Message",
@@ -26,6 +28,8 @@ __all__ = [
     "ToolResultPart",
     "as_messages",
     "as_openai_messages",
+    "is_new_call_id",
+    "new_call_id",
 ]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -35,6 +39,22 @@ REASONING_FIELD = "reasoning"
 """The ``id`` of a :class:`ReasoningPart` that a Chat Completions server sent in its
 ``reasoning`` field (Cerebras, Ollama, OpenRouter), not ``reasoning_content`` (DeepSeek, vLLM):
 it goes back in that field (Cerebras refuses ``reasoning_content`` in a request)."""
+_CALL_ID_CHARS: Final = 9
+_NEW_CALL_ID = re.compile(f"[0-9a-f]{{{_CALL_ID_CHARS}}}")
+
+
+def new_call_id() -> str:
+    """An id for a tool call that came without one (or with one its answer already used):
+    9 characters of ``[0-9a-f]``, within the strictest rule a known server applies (Mistral's
+    API refuses any id but 9 characters of ``[a-zA-Z0-9]``), so that a history goes to any
+    server. The loop and every adapter make ids with it, and only with it."""
+    return uuid.uuid4().hex[:_CALL_ID_CHARS]
+
+
+def is_new_call_id(call_id: str) -> bool:
+    """Whether ``call_id`` has the form :func:`new_call_id` gives: sagents made it, no model
+    did (an adapter whose API refuses ids it did not give, Gemini's, leaves such ids out)."""
+    return _NEW_CALL_ID.fullmatch(call_id) is not None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ from opentelemetry.trace import Span
 
 from sagents.agent._chat_model import ModelResponse
 from sagents.agent._events import AgentEvent, DoneReason
-from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart
+from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart, new_call_id
 from sagents.agent._session import AgentSession
 from sagents.agent._state import RunState
 from sagents.core.events import ApprovalRequestEvent, ApprovalResultEvent
@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EVENT_BUFFER: Final = 256  # events waiting for a slow consumer before a batch of calls waits
-_CALL_ID_CHARS: Final = 9
 
 
 class RunCancelled(Exception):
@@ -375,12 +374,6 @@ def progress_hubs(provider: ToolProvider) -> list[ProgressHub]:
         elif isinstance(current, ToolManager):
             found.setdefault(id(current.progress_hub), current.progress_hub)
     return list(found.values())
-
-
-def new_call_id() -> str:
-    """A tool-call id for a call the model sent without one: 9 characters of ``[a-z0-9]``,
-    the strictest rule a known server applies (Mistral's API refuses any other id)."""
-    return uuid.uuid4().hex[:_CALL_ID_CHARS]
 
 
 def normalise_assistant(message: Message) -> Message:
