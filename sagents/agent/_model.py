@@ -361,7 +361,12 @@ class OpenAIChatModel:
                     ),
                 )
             client = AsyncOpenAI(
-                base_url=base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0
+                base_url=base_url,
+                api_key=api_key or _NO_KEY,
+                # an httpx Timeout, not a float, which the SDK turns into one on every
+                # request through a runtime Protocol check (bench/bench_agent_loop.py --calls)
+                timeout=httpx.Timeout(timeout),
+                max_retries=0,
             )
         self.client = client
         self.base_url = str(client.base_url)
