@@ -211,8 +211,6 @@ class GeminiModel:
         self.thinking = dict(thinking) if thinking is not None else None
         self.extra_body = dict(extra_body or {})
         self._exported = Exported(_declaration)
-        self._validated_config: dict[str, Any] | None = None  # the last config validated
-        self._validated_contents: list[dict[str, Any]] = []  # the last contents validated
         # the model refused a JSON answer format beside function declarations (models before
         # Gemini 3): the schema is asked for in the system instruction from then on
         self._json_refused_beside_tools = False
@@ -293,23 +291,10 @@ class GeminiModel:
                 "the history has none (a system prompt alone is its system_instruction)",
                 hint="start the run with a user message",
             )
-        # Contents and config are validated here, so that what the SDK refuses is a clear
-        # error before anything is sent (not a failed request, retried), and are sent as the
-        # dicts they are: the SDK deep-copies a validated config (about 500 Python calls a
-        # request) and inspects validated contents attribute by attribute, where it only
-        # validates dicts. Each call of a run sends the same config and the contents of the
-        # last call again, and more: only what changed is validated again (a dict
-        # comparison, in C), as validating is about 300 Python calls a config and 30 us a
-        # content (bench/bench_agent_loop.py).
-        validated = self._validated_contents
-        for index, content in enumerate(raw_contents):
-            if index >= len(validated) or content != validated[index]:
-                genai.types.Content.model_validate(content)
-        self._validated_contents = raw_contents
-        if raw_config != self._validated_config:
-            genai.types.GenerateContentConfig.model_validate(raw_config)
-            self._validated_config = raw_config
-        contents = cast("list[ContentDict]", raw_contents)  # as validated
+        # Sent as the dicts they are: the SDK deep-copies a validated config (about 500 Python
+        # calls a request) and inspects validated contents attribute by attribute, where it
+        # only validates dicts (bench/bench_agent_loop.py).
+        contents = cast("list[ContentDict]", raw_contents)  # the SDK validates them
         config = cast("GenerateContentConfigDict", raw_config)
         models = self.client.aio.models
         budget = CallBudget.of(self)
@@ -361,7 +346,6 @@ class GeminiModel:
                 if "response_mime_type" in raw_config and _json_beside_tools_refused(error):
                     self._json_refused_beside_tools = True  # sent again, the schema prompted
                     raw_config = self._request_parts(request, declared)[1]
-                    genai.types.GenerateContentConfig.model_validate(raw_config)
                     config = cast("GenerateContentConfigDict", raw_config)
                     continue
                 if answer.passed_on or not _retryable(error) or not budget.can_retry:
@@ -369,7 +353,10 @@ class GeminiModel:
                 await budget.retry(error, _retry_headers(error))
                 continue
             except (httpx.HTTPError, ValueError) as error:
-                # ValueError: a chunk that is not JSON
+                # ValueError: a chunk that is not JSON, or a request the SDK refused before
+                # sending it (a pydantic ValidationError), which sending again would not cure
+                if isinstance(error, ValueError) and not answer.passed_on:
+                    _refuse_what_the_sdk_refuses(genai, raw_contents, raw_config)
                 if answer.passed_on or not budget.can_retry:
                     raise broken_answer(
                         self.base_url,
@@ -429,6 +416,22 @@ class GeminiModel:
             hint="sending it again would fail the same way: the API does not accept this request",
             details=details,
         )
+
+
+def _refuse_what_the_sdk_refuses(
+    genai: Any, contents: list[dict[str, Any]], config: dict[str, Any]
+) -> None:
+    """Raise the SDK's own ``ValidationError`` for a request's contents or config, naming the
+    content or the field it refuses (the SDK's error on its whole parameters lists every
+    form a content may take). Checked only once the SDK raised: validating every request
+    before sending it was a tool turn's largest own cost (bench/bench_agent_loop.py).
+
+    Raises:
+        pydantic.ValidationError: a content or the config is not one the SDK accepts.
+    """
+    for content in contents:
+        genai.types.Content.model_validate(content)
+    genai.types.GenerateContentConfig.model_validate(config)
 
 
 class WithoutSseComments(httpx.AsyncBaseTransport):

@@ -1,9 +1,8 @@
 """What a model adapter keeps between its calls (docs/agent.md, "The model seam"): one
-``GeminiModel`` shared by several sessions at once keeps its last call's validated contents
-and config and its tools' declarations, and each request still carries its own session's
-contents and tools, never another's; the tool exports every adapter keeps
-(``sagents/agent/_exported.py``) are not changed by sending them (real SDK clients against
-``ScriptedModel``)."""
+``GeminiModel`` shared by several sessions at once keeps its tools' declarations, and each
+request still carries its own session's contents and tools, never another's; the tool
+exports every adapter keeps (``sagents/agent/_exported.py``) are not changed by sending them
+(real SDK clients against ``ScriptedModel``)."""
 
 from __future__ import annotations
 

@@ -260,8 +260,8 @@ async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -
 
 
 async def test_a_config_the_sdk_refuses_is_an_error_before_anything_is_sent() -> None:
-    # validated by the adapter, not in the SDK's call where a ValueError is retried as a
-    # broken connection; and refused on every call, not only the first
+    # the SDK's ValueError is not retried as a broken answer: the adapter names what the SDK
+    # refused; and it is refused on every call, not only the first
     async with ScriptedModel([], api="gemini") as server:
         model = gemini_model(server, thinking={"include_thoughts": "not a boolean"})
         for _ in range(2):
@@ -271,14 +271,14 @@ async def test_a_config_the_sdk_refuses_is_an_error_before_anything_is_sent() ->
 
 
 async def test_contents_the_sdk_refuses_are_an_error_before_anything_is_sent() -> None:
-    # the adapter validates only what changed since its last call: a new message the SDK
-    # refuses (text that is not a string) is refused on every call, after a valid one
+    # a message the SDK refuses (text that is not a string) is refused on every call, after
+    # a valid one, naming the content (not the SDK's list of every form a content may take)
     wrong = Message(role="user", parts=(TextPart(text=123),))  # type: ignore[arg-type]
     async with ScriptedModel([reply("fine")], api="gemini") as server:
         model = gemini_model(server)
         await call(model, ModelRequest(messages=(USER_MESSAGE,)))
         for _ in range(2):
-            with pytest.raises(pydantic.ValidationError, match="valid string"):
+            with pytest.raises(pydantic.ValidationError, match="1 validation error for Content\n"):
                 await call(model, ModelRequest(messages=(USER_MESSAGE, wrong)))
         assert len(server.requests) == 1
 
