@@ -39,6 +39,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import httpx2 as httpx
+
 from sagents.agent._chat_model import (
     Finish,
     FinishReason,
@@ -194,7 +196,9 @@ class AnthropicModel:
             client = anthropic.AsyncAnthropic(
                 base_url=configured_base_url(base_url, "ANTHROPIC_BASE_URL"),
                 api_key=api_key,
-                timeout=timeout,
+                # an httpx Timeout, not a float, which the SDK turns into one on every
+                # request through a runtime Protocol check (bench/bench_agent_loop.py --calls)
+                timeout=httpx.Timeout(timeout),
                 max_retries=0,
             )
         self.client = client
