@@ -105,7 +105,8 @@ class ActiveRun:
 
     session: AgentSession
     approver: Approver | None
-    hubs: list[ProgressHub]
+    found_hubs: list[ProgressHub] | None = None
+    """The progress hubs of the session's tools (:attr:`hubs`), once found."""
     own_tools: ToolManager | None = None
     """The registry of the loop's own tools of this run (:attr:`extras`), once made."""
     extra_names: set[str] = field(default_factory=set)
@@ -171,6 +172,15 @@ class ActiveRun:
     accepts nothing more; docs/progress.md, "Overflow policy"): raised once the batch that
     filled it settled and its events went out (:func:`~sagents.agent._driver.relay`), never
     inside a :meth:`put` or :meth:`take`."""
+
+    @property
+    def hubs(self) -> list[ProgressHub]:
+        """The progress hubs the session's tools publish on, the default hub first
+        (:func:`progress_hubs`), found on first use: a text turn uses none
+        (bench/bench_agent_loop.py --calls)."""
+        if self.found_hubs is None:
+            self.found_hubs = progress_hubs(self.session.tool_manager)
+        return self.found_hubs
 
     @property
     def extras(self) -> ToolManager:
