@@ -7,6 +7,9 @@ pipe would), while a consumer drains its queue. The baseline is the same run wit
 off (``flush_interval_s=0``, every emit becomes an event); the figure that matters is the
 ratio. A third run ("stalled", coalescing off) has a consumer that reads nothing until the tool
 ends: the tool must not slow down (the overflow policy merges or drops progress instead).
+A last figure is a consumer's registration (register and unregister a queue) on a hub where
+``--sessions`` other sessions have a consumer, against the same on a hub with none: a gateway's
+run registers its queues while hundreds of sessions listen.
 Not a test: nothing is asserted.
 """
 
@@ -18,7 +21,13 @@ import time
 import anyio
 import anyio.lowlevel
 
-from sagents.progress import ProgressHub, ProgressSettings, bind_tool_call, emit_tool_progress
+from sagents.progress import (
+    EventQueue,
+    ProgressHub,
+    ProgressSettings,
+    bind_tool_call,
+    emit_tool_progress,
+)
 
 LINE = "progress line 0123456789\n"  # 25 bytes
 
@@ -55,7 +64,20 @@ async def run_once(
     return elapsed, received[0], received[1], events.stats.dropped_events
 
 
-async def main(emits: int, rounds: int) -> None:
+def registration_us(listening: int, registrations: int = 2000) -> float:
+    """CPU µs of one register + unregister on a hub where ``listening`` sessions have a queue."""
+    hub = ProgressHub()
+    for number in range(listening):
+        hub.register_progress_queue(f"listening-{number}", EventQueue())
+    start = time.process_time()
+    for _ in range(registrations):
+        queue = EventQueue()
+        hub.register_progress_queue("bench", queue)
+        hub.unregister_progress_queue("bench", queue)
+    return (time.process_time() - start) / registrations * 1e6
+
+
+async def main(emits: int, rounds: int, sessions: int) -> None:
     results: dict[str, list[tuple[float, int, int, int]]] = {"off": [], "on": [], "stalled": []}
     for _ in range(rounds):
         results["off"].append(await run_once(0.0, emits))
@@ -72,11 +94,18 @@ async def main(emits: int, rounds: int) -> None:
     print(f"ratio off/on events delivered: {off[1] / on[1]:.1f}x fewer events with coalescing")
     stalled = best["stalled"]
     print(f"ratio stalled/live consumer emits per second (off): {off[0] / stalled[0]:.2f}x")
+    alone = min(registration_us(0) for _ in range(rounds))
+    crowded = min(registration_us(sessions) for _ in range(rounds))
+    print(
+        f"registration: {alone:.1f} µs alone, {crowded:.1f} µs with {sessions} sessions "
+        f"listening: ratio {crowded / alone:.2f}x"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--emits", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=500)
     args = parser.parse_args()
-    anyio.run(main, args.emits, args.rounds)
+    anyio.run(main, args.emits, args.rounds, args.sessions)

@@ -76,6 +76,23 @@ def test_registering_a_queue_twice_or_a_closed_queue_is_refused() -> None:
         hub.register_progress_queue("s1", dead)
 
 
+def test_a_session_unregistered_whole_takes_new_queues_and_others_stay_registered() -> None:
+    hub = ProgressHub(settings=ProgressSettings())
+    first, second, other = EventQueue(), EventQueue(), EventQueue()
+    hub.register_progress_queue("s1", first)
+    hub.register_progress_queue("s1", second)
+    hub.register_progress_queue("s2", other)
+    hub.unregister_progress_queue("s1")  # every queue of s1
+    assert first.closed
+    assert second.closed
+    assert hub.queues("s1") == ()
+    fresh = EventQueue()
+    hub.register_progress_queue("s1", fresh)
+    assert hub.queues("s1") == (fresh,)
+    with pytest.raises(ValueError, match="already registered for session 's2'"):
+        hub.register_progress_queue("s1", other)
+
+
 def test_disabled_progress_silences_tool_progress_only() -> None:
     hub = ProgressHub(environ={"SAGE_TOOL_PROGRESS_ENABLED": "false"})
     queue = EventQueue()
