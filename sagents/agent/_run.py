@@ -130,9 +130,14 @@ class ActiveRun:
     """:meth:`cancel` was called: the run ends as cancelled at its next step."""
     scopes: set[anyio.CancelScope] = field(default_factory=set)
     """The cancel scopes of the steps the run awaits now (:meth:`cancellable`)."""
-    read: asyncio.Timeout | None = None
-    """The timeout of the read of a model's answer the run awaits now, if any
-    (:meth:`read_answer`: one at a time)."""
+    reader: asyncio.Task[Any] | None = None
+    """The task awaiting a read of a model's answer now, if any (:meth:`read_answer`: one at
+    a time)."""
+    reads: int = 0
+    """Reads of the model's answers so far: which read a :meth:`cancel` meant."""
+    read_cancelled: bool = False
+    """:meth:`cancel` cancelled the read under way (its task's cancellation, to be told from
+    one from outside)."""
     turns: int = 0
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
@@ -170,8 +175,15 @@ class ActiveRun:
         self.cancelled = True
         for scope in list(self.scopes):
             scope.cancel()
-        if self.read is not None and not self.read.expired():
-            self.read.reschedule(asyncio.get_running_loop().time())
+        if self.reader is not None:  # in the next iteration, as an asyncio timeout would
+            asyncio.get_running_loop().call_soon(self._cancel_read, self.reads)
+
+    def _cancel_read(self, read: int) -> None:
+        """Cancel the task of read number ``read``, if that read is still under way (the
+        task then awaits inside it: the cancellation reaches the read, nothing past it)."""
+        if self.reader is not None and self.reads == read and not self.read_cancelled:
+            self.read_cancelled = True
+            self.reader.cancel()
 
     def cancellable(self) -> _Cancellable:
         """A block :meth:`cancel` cancels (also when it was called before).
@@ -185,34 +197,47 @@ class ActiveRun:
         """Await ``read`` (a read of a model's answer), which :meth:`cancel` ends, also when
         it was called before.
 
-        The read runs in an asyncio timeout without a deadline that :meth:`cancel` makes
-        expire at once (its public ``reschedule``), not in an anyio cancel scope: the loop
-        reads once for every piece of a streamed answer, and a cancel scope's ~45 Python calls
-        per piece (this one's: ~15) were the largest part of the loop's own cost in a
-        streamed turn (bench/bench_agent_loop.py ``--calls``). As any asyncio timeout, it
-        cancels the read once: a model that swallows that cancellation and then answers, ends
-        or fails still ends the run cancelled; one that swallows it and waits again waits
-        until its own timeout (a ``ChatModel`` must not swallow cancellation). A read that
-        fails once :meth:`cancel` was called ends the run cancelled too, also when its error
-        (an idle timeout, a broken stream) came before the cancellation did.
+        :meth:`cancel` cancels the read's task, in the next event loop iteration (as an
+        asyncio timeout that expires does), and the read tells that cancellation from one
+        from outside as ``asyncio.timeout()`` does (``Task.cancelling()`` before,
+        ``Task.uncancel()`` after). Neither an anyio cancel scope nor an asyncio timeout per
+        read: the loop reads once for every piece of a streamed answer, and their Python
+        calls (a cancel scope's ~45, a timeout's ~12 with its object) were the largest part of
+        the loop's own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As
+        an asyncio timeout, it cancels the read once: a model that swallows that cancellation
+        and then answers, ends or fails still ends the run cancelled; one that swallows it
+        and waits again waits until its own timeout (a ``ChatModel`` must not swallow
+        cancellation). A read that fails once :meth:`cancel` was called ends the run
+        cancelled too, also when its error (an idle timeout, a broken stream) came before the
+        cancellation did.
 
         Raises:
             RunCancelled: the read was cancelled by :meth:`cancel`.
         """
         if self.cancelled:
             raise RunCancelled
+        task = asyncio.current_task()
+        assert task is not None  # the run is iterated in a task
+        cancelling = task.cancelling()
+        self.reads += 1
+        self.reader = task
         try:
-            async with asyncio.timeout_at(None) as timeout:  # expires only when cancel() says
-                self.read = timeout
-                try:
-                    answer = await read()
-                finally:
-                    self.read = None
+            answer = await read()
+        except asyncio.CancelledError:
+            if self.read_cancelled and task.uncancel() <= cancelling:
+                raise RunCancelled from None  # ours alone, not one from outside
+            raise
         except Exception as error:
-            if self.cancelled:  # the timeout's TimeoutError, or the read failed meanwhile
+            if self.read_cancelled:
+                task.uncancel()
+            if self.cancelled:  # the read failed meanwhile
                 raise RunCancelled from error
             raise
-        if self.cancelled and timeout.expired():
+        finally:
+            self.reader = None
+            ours, self.read_cancelled = self.read_cancelled, False
+        if ours:
+            task.uncancel()
             raise RunCancelled  # the model swallowed the cancellation, then answered
         return answer
 
