@@ -17,8 +17,8 @@ more, and get it here:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -30,7 +30,7 @@ from sagents.core.events import Event
 from sagents.progress._hub import ProgressHub
 from sagents.progress._queue import EventQueue
 
-__all__ = ["in_task", "relay", "subscribed"]
+__all__ = ["in_task", "relay", "subscribe"]
 
 
 async def relay(
@@ -154,17 +154,14 @@ def _raise_failure(task: asyncio.Task[None]) -> None:
         raise failure
 
 
-@asynccontextmanager
-async def subscribed(run: ActiveRun, hub: ProgressHub) -> AsyncIterator[None]:
-    """The run's progress queue on ``hub`` for the block (:meth:`ProgressHub.subscribe`, with a
-    queue that rings the run's bell as progress comes: :func:`relay`)."""
+def subscribe(run: ActiveRun, hub: ProgressHub) -> EventQueue:
+    """The run's progress queue on ``hub``, registered (as :meth:`ProgressHub.subscribe`
+    registers one, with a queue that rings the run's bell as progress comes: :func:`relay`);
+    the caller unregisters it (``hub.unregister_progress_queue``) when the run ends."""
     queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
     hub.register_progress_queue(run.session.session_id, queue)
     run.queues.append(queue)
-    try:
-        yield
-    finally:
-        hub.unregister_progress_queue(run.session.session_id, queue)
+    return queue
 
 
 class _RunQueue(EventQueue):

@@ -39,7 +39,7 @@ from sagents.agent._chat_model import (
     ModelSettings,
 )
 from sagents.agent._compress import CompressionSettings
-from sagents.agent._driver import in_task, subscribed
+from sagents.agent._driver import in_task, subscribe
 from sagents.agent._durable import (
     check_resume,
     restore_session,
@@ -646,9 +646,9 @@ class SAgent:
         error: dict[str, Any] | None = None
         async with AsyncExitStack() as stack:
             try:
-                await stack.enter_async_context(run.extras)
-                for hub in run.hubs:
-                    await stack.enter_async_context(subscribed(run, hub))
+                for hub in run.hubs:  # the run's progress queue on each hub, for the run
+                    queue = subscribe(run, hub)
+                    stack.callback(hub.unregister_progress_queue, state.session_id, queue)
                 await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
@@ -696,7 +696,16 @@ class SAgent:
 
     async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         """Session set-up before the first turn: run_script (when ``sandbox``: see
-        :meth:`_opens_sandbox`), skills (``init_more``)."""
+        :meth:`_opens_sandbox`), skills (``init_more``); the loop's own tools (in
+        :attr:`ActiveRun.extras`, entered into ``stack`` only when it holds some: a run
+        without any enters none, bench/bench_agent_loop.py --calls)."""
+        try:
+            await self._own_tools(run, stack, sandbox=sandbox)
+        finally:
+            if run.extras.list_all_tools_name():
+                await stack.enter_async_context(run.extras)
+
+    async def _own_tools(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         state = run.session
         opened_sandbox = None
         if sandbox:

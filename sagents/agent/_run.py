@@ -252,6 +252,10 @@ class ActiveRun:
 
     def _take_progress(self) -> None:
         for queue in self.queues:
+            if not queue and not queue.lagged:
+                # nothing waits: no anyio.WouldBlock raised and caught for it, several times
+                # a turn (bench/bench_agent_loop.py --calls)
+                continue
             while True:
                 try:
                     self.outbox.append(queue.receive_nowait())
@@ -408,18 +412,23 @@ def normalise_assistant(message: Message) -> Message:
     (and their signatures) are kept as they came."""
     seen: set[str] = set()
     parts: list[Part] = []
+    changed = False  # a message already as sent back is kept, not copied (every assistant
+    # message of a run's input history comes here: bench/bench_agent_loop.py --calls)
     for part in message.parts:
         if isinstance(part, ToolCall):
             call_id = part.id
             if not call_id or call_id in seen:
                 call_id = new_call_id()
             seen.add(call_id)
-            part = replace(part, id=call_id, arguments=part.arguments or "{}")
+            if call_id != part.id or not part.arguments:
+                part = replace(part, id=call_id, arguments=part.arguments or "{}")
+                changed = True
         parts.append(part)
     extra = message.extra
     if "content" in extra and extra["content"] is None:  # endpoints refuse null content
         extra = {k: v for k, v in extra.items() if k != "content"}
-    return replace(message, parts=tuple(parts), extra=extra)
+        changed = True
+    return replace(message, parts=tuple(parts), extra=extra) if changed else message
 
 
 def final_text(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -75,7 +75,13 @@ class Turns:
     ) -> Callable[[], AbstractContextManager[None]]:
         """The run's :attr:`ActiveRun.step`: cancellable, with the run's approver, compressor,
         questioner, usage sink (the usage of every other model call of the run, from
-        compression, tool and workflow selection, as ``usage`` events) and span."""
+        compression, tool and workflow selection, as ``usage`` events) and span; made at the
+        run's first step (:class:`_FirstStep`)."""
+        return _FirstStep(partial(self._steps, run, current))
+
+    def _steps(
+        self, run: ActiveRun, current: Span | None
+    ) -> Callable[[], AbstractContextManager[None]]:
         state = run.session
         approver = EventApprover(run) if run.approver is not None else None
         questions = EventQuestioner(run, state.questioner)
@@ -245,8 +251,10 @@ class Turns:
             output=None if self.output is None else self.output.schema,
         )
         finish: Finish | None = None
-        with attached(run.span):  # the model call's span a child of the run's
-            current = model_span(self._agent.model)
+        current = None
+        if run.span is not None:  # a run without a span (no tracer provider) records none
+            with attached(run.span):  # the model call's span a child of the run's
+                current = model_span(self._agent.model)
         stream = self._agent.model.stream(call)
 
         async def next_shown() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
@@ -254,23 +262,28 @@ class Turns:
             events between (tool calls, usage, the finish): a read of their own each was a
             measurable part of a turn's CPU (bench/bench_agent_loop.py)."""
             nonlocal finish
-            with attached(current):
-                while True:
-                    try:
-                        item = await anext(stream)
-                    except StopAsyncIteration:
-                        return None
-                    if isinstance(item, TextDelta):
-                        return MessageDeltaEvent(delta=item.text)
-                    if isinstance(item, ReasoningDelta):
-                        return ReasoningDeltaEvent(delta=item.text)
-                    if isinstance(item, Finish):
-                        finish = item
-                        end_model_span(current, item.response)
+            while True:
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    return None
+                if isinstance(item, TextDelta):
+                    return MessageDeltaEvent(delta=item.text)
+                if isinstance(item, ReasoningDelta):
+                    return ReasoningDeltaEvent(delta=item.text)
+                if isinstance(item, Finish):
+                    finish = item
+                    end_model_span(current, item.response)
 
+        async def next_traced() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+            with attached(current):  # the model call's span current while it is read
+                return await next_shown()
+
+        # without a span, nothing entered per piece (bench/bench_agent_loop.py --calls)
+        read = next_shown if current is None else next_traced
         try:
             while True:
-                shown = await run.read_answer(next_shown)
+                shown = await run.read_answer(read)
                 if shown is None:  # the stream ended
                     break
                 if run.waiting():  # progress published meanwhile goes out first
@@ -368,6 +381,21 @@ class Turns:
         names = {t["function"]["name"] for t in offered}
         forced = [a for a in allowed if a.name == choice and a.name not in names]
         return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names
+
+
+class _FirstStep:
+    """A run's steps, made when the first one is taken: a text turn takes none, and making
+    the run's approver, questioner and compressor was a measurable part of a run's set-up
+    (bench/bench_agent_loop.py --calls)."""
+
+    def __init__(self, make: Callable[[], Callable[[], AbstractContextManager[None]]]) -> None:
+        self._make = make
+        self._step: Callable[[], AbstractContextManager[None]] | None = None
+
+    def __call__(self) -> AbstractContextManager[None]:
+        if self._step is None:
+            self._step = self._make()
+        return self._step()
 
 
 def _count_usage(run: ActiveRun, usage: Usage) -> None:
