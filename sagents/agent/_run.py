@@ -124,6 +124,9 @@ class ActiveRun:
     bell: asyncio.Event | None = None
     """Set while a batch of tool calls runs in a task of its own: rung when events wait, so
     that the iterating task takes them as they come (:func:`~sagents.agent._driver.relay`)."""
+    rung: bool = False
+    """Progress was offered to the run's queues since :meth:`take` last read them
+    (:meth:`ring`)."""
     room: anyio.Event | None = None
     """What a batch waits on while :data:`EVENT_BUFFER` events wait for a slow consumer."""
     cancelled: bool = False
@@ -251,11 +254,10 @@ class ActiveRun:
         return taken
 
     def _take_progress(self) -> None:
+        if not self.rung:  # nothing offered to the run's queues since they were last read
+            return
+        self.rung = False
         for queue in self.queues:
-            if not queue and not queue.lagged:
-                # nothing waits: no anyio.WouldBlock raised and caught for it, several times
-                # a turn (bench/bench_agent_loop.py --calls)
-                continue
             while True:
                 try:
                     self.outbox.append(queue.receive_nowait())
@@ -264,13 +266,15 @@ class ActiveRun:
 
     def waiting(self) -> bool:
         """Whether :meth:`take` would return events."""
-        # asked before every streamed piece: no generator (its calls showed in a streamed
-        # turn's, bench/bench_agent_loop.py --calls)
-        return bool(self.outbox) or any(map(len, self.queues))
+        # asked before every streamed piece: a flag, not a look at each queue (their calls
+        # showed in a streamed turn's, bench/bench_agent_loop.py --calls)
+        return self.rung or bool(self.outbox)
 
     def ring(self) -> None:
-        """Tell the iterating task, if a batch of tool calls runs meanwhile, that events wait
-        (the run's progress queues ring it as progress comes)."""
+        """Note that events may wait in the run's progress queues (each rings it as progress
+        is offered to it), and tell the iterating task, if a batch of tool calls runs
+        meanwhile."""
+        self.rung = True
         if self.bell is not None:
             self.bell.set()
 

@@ -10,7 +10,7 @@ of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -20,8 +20,10 @@ from pydantic import ValidationError
 
 from sagents.agent._calls import TRUNCATED, resume_calls, run_calls, too_many
 from sagents.agent._chat_model import (
+    ChatModel,
     Finish,
     ModelRequest,
+    ModelResponse,
     ModelSettings,
     ReasoningDelta,
     TextDelta,
@@ -152,9 +154,19 @@ class Turns:
             compressed = False
             while True:  # a request the model finds too long: compressed, sent once more
                 try:
-                    async with aclosing(self._stream_turn(run, tools)) as streamed:
-                        async for event in streamed:
-                            yield event
+                    # the answer read here, not by a generator of its own per model call: its
+                    # hand-over of every piece was a measurable part of a streamed turn
+                    # (bench/bench_agent_loop.py --calls); nothing is held across a yield
+                    call = _ModelCall(self._agent.model, self._request(run, tools), run.span)
+                    try:
+                        while (shown := await run.read_answer(call.read)) is not None:
+                            if run.waiting():  # progress published meanwhile goes out first
+                                for event in run.take():
+                                    yield event
+                            yield shown
+                    finally:
+                        await call.close()
+                    run.response = call.response()
                     break
                 except ContextLengthError:
                     if compressed or self._agent.max_history_tokens is None:
@@ -170,7 +182,7 @@ class Turns:
                         raise
                     compressed = True
             turn = run.response
-            assert turn is not None  # set by _stream_turn
+            assert turn is not None  # set above
             message = normalise_assistant(turn.message)
             state.history.append(message)
             await run.emit(MessageEvent(message=message.to_openai()))
@@ -230,75 +242,25 @@ class Turns:
             return False
         return True
 
-    async def _stream_turn(
-        self, run: ActiveRun, tools: list[dict[str, Any]]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """One model call, its text and reasoning passed on as they stream; its answer in
-        :attr:`ActiveRun.response`. Each read of the stream is a block of its own
-        (:meth:`ActiveRun.read_answer`: cancellable; the model call's span current): nothing is
-        held across a ``yield``."""
+    def _request(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelRequest:
+        """The request of the run's next model call, offering ``tools``.
+
+        Raises:
+            ModelConfigError: see :meth:`_settings`.
+        """
         history = run.session.history
         lead = sum(1 for m in history if m.role == "system")
         if any(m.role != "system" for m in history[:lead]):
             lead = 0  # system messages inside the history stay where they are
         system = self.system(run.session, run.system_extra)
         prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
-        call = ModelRequest(
+        return ModelRequest(
             system_prompt="\n\n".join(prompts),
             messages=tuple(history[lead:]),
             tools=tuple(_spec_of(t) for t in tools),
             settings=self._settings(run, tools),
             output=None if self.output is None else self.output.schema,
         )
-        finish: Finish | None = None
-        current = None
-        if run.span is not None:  # a run without a span (no tracer provider) records none
-            with attached(run.span):  # the model call's span a child of the run's
-                current = model_span(self._agent.model)
-        stream = self._agent.model.stream(call)
-
-        async def next_shown() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
-            """The next piece to pass on, None at the stream's end. One read covers the
-            events between (tool calls, usage, the finish): a read of their own each was a
-            measurable part of a turn's CPU (bench/bench_agent_loop.py)."""
-            nonlocal finish
-            while True:
-                try:
-                    item = await anext(stream)
-                except StopAsyncIteration:
-                    return None
-                if isinstance(item, TextDelta):
-                    return MessageDeltaEvent(delta=item.text)
-                if isinstance(item, ReasoningDelta):
-                    return ReasoningDeltaEvent(delta=item.text)
-                if isinstance(item, Finish):
-                    finish = item
-                    end_model_span(current, item.response)
-
-        async def next_traced() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
-            with attached(current):  # the model call's span current while it is read
-                return await next_shown()
-
-        # without a span, nothing entered per piece (bench/bench_agent_loop.py --calls)
-        read = next_shown if current is None else next_traced
-        try:
-            while True:
-                shown = await run.read_answer(read)
-                if shown is None:  # the stream ended
-                    break
-                if run.waiting():  # progress published meanwhile goes out first
-                    for event in run.take():
-                        yield event
-                yield shown
-        finally:
-            await close_stream(stream)
-            end_span(current)
-        if finish is None:
-            raise ModelError(
-                f"the model {self._agent.model.model!r} ended its answer without a finish",
-                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
-            )
-        run.response = finish.response
 
     def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
         """This call's settings. A ``tool_choice`` naming a tool must name one offered to this
@@ -381,6 +343,70 @@ class Turns:
         names = {t["function"]["name"] for t in offered}
         forced = [a for a in allowed if a.name == choice and a.name not in names]
         return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names
+
+
+class _ModelCall:
+    """One model call: its answer read piece by piece (:attr:`read`, awaited through
+    :meth:`ActiveRun.read_answer`: cancellable; the call's span current while it reads, when
+    there is one), then :meth:`close` d; its answer :meth:`response`.
+
+    Args:
+        model: The model.
+        request: What the call sends.
+        span: The run's span, parent of the call's (None: no span).
+    """
+
+    def __init__(self, model: ChatModel, request: ModelRequest, span: Span | None) -> None:
+        self._model = model
+        self._finish: Finish | None = None
+        self._span: Span | None = None
+        if span is not None:  # a run without a span (no tracer provider) records none
+            with attached(span):  # the model call's span a child of the run's
+                self._span = model_span(model)
+        self._stream = model.stream(request)
+        # without a span, nothing entered per piece (bench/bench_agent_loop.py --calls)
+        self.read: Callable[[], Awaitable[MessageDeltaEvent | ReasoningDeltaEvent | None]] = (
+            self._next_shown if self._span is None else self._next_traced
+        )
+
+    async def _next_shown(self) -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+        """The next piece to pass on, None at the stream's end. One read covers the events
+        between (tool calls, usage, the finish): a read of their own each was a measurable
+        part of a turn's CPU (bench/bench_agent_loop.py)."""
+        while True:
+            try:
+                item = await anext(self._stream)
+            except StopAsyncIteration:
+                return None
+            if isinstance(item, TextDelta):
+                return MessageDeltaEvent(delta=item.text)
+            if isinstance(item, ReasoningDelta):
+                return ReasoningDeltaEvent(delta=item.text)
+            if isinstance(item, Finish):
+                self._finish = item
+                end_model_span(self._span, item.response)
+
+    async def _next_traced(self) -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+        with attached(self._span):  # the model call's span current while it is read
+            return await self._next_shown()
+
+    async def close(self) -> None:
+        """Close the answer's stream (read to its end or not) and end the call's span."""
+        await close_stream(self._stream)
+        end_span(self._span)
+
+    def response(self) -> ModelResponse:
+        """The call's answer, once its stream ended.
+
+        Raises:
+            ModelError: the stream ended without a :class:`Finish`.
+        """
+        if self._finish is None:
+            raise ModelError(
+                f"the model {self._model.model!r} ended its answer without a finish",
+                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
+            )
+        return self._finish.response
 
 
 class _FirstStep:
