@@ -697,13 +697,13 @@ class SAgent:
     async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         """Session set-up before the first turn: run_script (when ``sandbox``: see
         :meth:`_opens_sandbox`), skills (``init_more``); the loop's own tools (in
-        :attr:`ActiveRun.extras`, entered into ``stack`` only when it holds some: a run
+        :attr:`ActiveRun.extras`, entered into ``stack`` only when it was made: a run
         without any enters none, bench/bench_agent_loop.py --calls)."""
         try:
             await self._own_tools(run, stack, sandbox=sandbox)
         finally:
-            if run.extras.list_all_tools_name():
-                await stack.enter_async_context(run.extras)
+            if run.own_tools is not None:
+                await stack.enter_async_context(run.own_tools)
 
     async def _own_tools(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         state = run.session

@@ -107,7 +107,8 @@ class ActiveRun:
     session: AgentSession
     approver: Approver | None
     hubs: list[ProgressHub]
-    extras: ToolManager = field(default_factory=ToolManager)
+    own_tools: ToolManager | None = None
+    """The registry of the loop's own tools of this run (:attr:`extras`), once made."""
     extra_names: set[str] = field(default_factory=set)
     allowed_names: set[str] = field(default_factory=set)
     """The session's allowed tools this turn, as the model names them (tool suggestion)."""
@@ -166,6 +167,15 @@ class ActiveRun:
     """The answer of the model call that ended last."""
     reason: DoneReason = "stop"
     """Why the turns ended."""
+
+    @property
+    def extras(self) -> ToolManager:
+        """The registry of the loop's own tools of this run (run_script, the skill tools,
+        the expansion tool), made on first use: a run without any makes none
+        (bench/bench_agent_loop.py --calls)."""
+        if self.own_tools is None:
+            self.own_tools = ToolManager()
+        return self.own_tools
 
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""

@@ -71,6 +71,8 @@ class Turns:
     def __init__(self, agent: SAgent, output: OutputType | None) -> None:
         self._agent = agent
         self.output = output
+        self._offer: list[dict[str, Any]] = []  # the tools of the last request, and their specs
+        self._offer_specs: tuple[ToolSpec, ...] = ()
 
     def steps(
         self, run: ActiveRun, current: Span | None
@@ -257,10 +259,19 @@ class Turns:
         return ModelRequest(
             system_prompt="\n\n".join(prompts),
             messages=tuple(history[lead:]),
-            tools=tuple(_spec_of(t) for t in tools),
+            tools=self._specs_of(tools),
             settings=self._settings(run, tools),
             output=None if self.output is None else self.output.schema,
         )
+
+    def _specs_of(self, tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+        """The offered tools as the seam's ``ToolSpec``s; the last request's kept while the
+        offer is the same (compared as the JSON values they are, in C: making a spec per tool
+        per request was a measurable part of a text turn, bench/bench_agent_loop.py --calls).
+        """
+        if tools != self._offer:
+            self._offer, self._offer_specs = tools, tuple(_spec_of(t) for t in tools)
+        return self._offer_specs
 
     def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
         """This call's settings. A ``tool_choice`` naming a tool must name one offered to this
