@@ -27,10 +27,9 @@ from anyio.streams.memory import MemoryObjectSendStream
 from sagents.agent._events import AgentEvent
 from sagents.agent._run import EVENT_BUFFER, ActiveRun, running_loop
 from sagents.core.events import Event
-from sagents.progress._hub import ProgressHub
 from sagents.progress._queue import EventQueue
 
-__all__ = ["in_task", "relay", "subscribe"]
+__all__ = ["in_task", "listen", "relay", "unlisten"]
 
 
 async def relay(
@@ -154,14 +153,25 @@ def _raise_failure(task: asyncio.Task[None]) -> None:
         raise failure
 
 
-def subscribe(run: ActiveRun, hub: ProgressHub) -> EventQueue:
-    """The run's progress queue on ``hub``, registered (as :meth:`ProgressHub.subscribe`
-    registers one, with a queue that rings the run's bell as progress comes: :func:`relay`);
-    the caller unregisters it (``hub.unregister_progress_queue``) when the run ends."""
-    queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
-    hub.register_progress_queue(run.session.session_id, queue)
-    run.queues.append(queue)
-    return queue
+def listen(run: ActiveRun) -> None:
+    """Register the run's progress queue on each of its hubs, once (as
+    :meth:`ProgressHub.subscribe` registers one, with a queue that rings the run's bell as
+    progress comes: :func:`relay`): before the run's first batch of tool calls, or before
+    its sandbox opens, which is what publishes progress for the session; a text turn
+    registers none (bench/bench_agent_loop.py --calls). :func:`unlisten` unregisters them."""
+    if run.queues:
+        return
+    for hub in run.hubs:
+        queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
+        hub.register_progress_queue(run.session.session_id, queue)
+        run.queues.append(queue)
+
+
+def unlisten(run: ActiveRun) -> None:
+    """Unregister the run's progress queues, if :func:`listen` registered them (the run
+    ended)."""
+    for hub, queue in zip(run.hubs, run.queues, strict=False):
+        hub.unregister_progress_queue(run.session.session_id, queue)
 
 
 class _RunQueue(EventQueue):

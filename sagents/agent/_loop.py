@@ -39,7 +39,7 @@ from sagents.agent._chat_model import (
     ModelSettings,
 )
 from sagents.agent._compress import CompressionSettings
-from sagents.agent._driver import in_task, subscribe
+from sagents.agent._driver import in_task, listen, unlisten
 from sagents.agent._durable import (
     check_resume,
     restore_session,
@@ -646,9 +646,9 @@ class SAgent:
         error: dict[str, Any] | None = None
         async with AsyncExitStack() as stack:
             try:
-                for hub in run.hubs:  # the run's progress queue on each hub, for the run
-                    queue = subscribe(run, hub)
-                    stack.callback(hub.unregister_progress_queue, state.session_id, queue)
+                stack.callback(unlisten, run)  # the run's progress queues, once registered
+                if sandbox:  # run_script's progress, from its start (else: the first batch)
+                    listen(run)
                 await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()

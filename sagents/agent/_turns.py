@@ -32,7 +32,7 @@ from sagents.agent._chat_model import (
     usage_sink,
 )
 from sagents.agent._compress import HistoryCompressor
-from sagents.agent._driver import relay
+from sagents.agent._driver import listen, relay
 from sagents.agent._events import (
     AgentEvent,
     MessageDeltaEvent,
@@ -127,6 +127,7 @@ class Turns:
         state = run.session
         if run.resume is not None:
             work = partial(resume_calls, self._agent, run, run.resume)
+            listen(run)  # the calls' progress
             async with aclosing(relay(run, work)) as relayed:
                 async for event in relayed:
                     yield event
@@ -217,6 +218,7 @@ class Turns:
                 )
                 offered = {t["function"]["name"] for t in tools}
             work = partial(run_calls, self._agent, run, calls, offered, refused=refused)
+            listen(run)  # the calls' progress
             async with aclosing(relay(run, work)) as relayed:
                 async for event in relayed:
                     yield event
