@@ -170,7 +170,9 @@ def listen(run: ActiveRun) -> None:
 def unlisten(run: ActiveRun) -> None:
     """Unregister the run's progress queues, if :func:`listen` registered them (the run
     ended)."""
-    for hub, queue in zip(run.hubs, run.queues, strict=False):
+    if not run.queues:
+        return  # none registered (and no hubs looked up for it)
+    for hub, queue in zip(run.hubs, run.queues, strict=False):  # those registered
         hub.unregister_progress_queue(run.session.session_id, queue)
 
 

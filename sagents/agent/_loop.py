@@ -60,7 +60,6 @@ from sagents.agent._run import (
     RunCancelled,
     as_proxy,
     final_text,
-    progress_hubs,
     settle_history,
     tool_message,
 )
@@ -613,8 +612,7 @@ class SAgent:
         self, state: AgentSession, *, defer: bool, resume: RunState | None
     ) -> ActiveRun:
         approver = state.approver or state.tool_manager.approver
-        hubs = progress_hubs(state.tool_manager)
-        run = ActiveRun(session=state, approver=approver, hubs=hubs, defer=defer)
+        run = ActiveRun(session=state, approver=approver, defer=defer)
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra

@@ -106,7 +106,8 @@ class ActiveRun:
 
     session: AgentSession
     approver: Approver | None
-    hubs: list[ProgressHub]
+    found_hubs: list[ProgressHub] | None = None
+    """The progress hubs of the session's tools (:attr:`hubs`), once found."""
     own_tools: ToolManager | None = None
     """The registry of the loop's own tools of this run (:attr:`extras`), once made."""
     extra_names: set[str] = field(default_factory=set)
@@ -167,6 +168,15 @@ class ActiveRun:
     """The answer of the model call that ended last."""
     reason: DoneReason = "stop"
     """Why the turns ended."""
+
+    @property
+    def hubs(self) -> list[ProgressHub]:
+        """The progress hubs the session's tools publish on, the default hub first
+        (:func:`progress_hubs`), found on first use: a text turn uses none
+        (bench/bench_agent_loop.py --calls)."""
+        if self.found_hubs is None:
+            self.found_hubs = progress_hubs(self.session.tool_manager)
+        return self.found_hubs
 
     @property
     def extras(self) -> ToolManager:
