@@ -17,8 +17,8 @@ more, and get it here:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -27,10 +27,9 @@ from anyio.streams.memory import MemoryObjectSendStream
 from sagents.agent._events import AgentEvent
 from sagents.agent._run import EVENT_BUFFER, ActiveRun, running_loop
 from sagents.core.events import Event
-from sagents.progress._hub import ProgressHub
 from sagents.progress._queue import EventQueue
 
-__all__ = ["in_task", "relay", "subscribed"]
+__all__ = ["in_task", "listen", "relay", "unlisten"]
 
 
 async def relay(
@@ -163,16 +162,26 @@ def _failure(task: asyncio.Task[None]) -> BaseException | None:
     return None if task.cancelled() else task.exception()
 
 
-@asynccontextmanager
-async def subscribed(run: ActiveRun, hub: ProgressHub) -> AsyncIterator[None]:
-    """The run's progress queue on ``hub`` for the block (:meth:`ProgressHub.subscribe`, with a
-    queue that rings the run's bell as progress comes: :func:`relay`)."""
-    queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
-    hub.register_progress_queue(run.session.session_id, queue)
-    run.queues.append(queue)
-    try:
-        yield
-    finally:
+def listen(run: ActiveRun) -> None:
+    """Register the run's progress queue on each of its hubs, once (as
+    :meth:`ProgressHub.subscribe` registers one, with a queue that rings the run's bell as
+    progress comes: :func:`relay`): before the run's first batch of tool calls, or before
+    its sandbox opens, which is what publishes progress for the session; a text turn
+    registers none (bench/bench_agent_loop.py --calls). :func:`unlisten` unregisters them."""
+    if run.queues:
+        return
+    for hub in run.hubs:
+        queue = _RunQueue(run, max_buffered=hub.settings.max_buffered)
+        hub.register_progress_queue(run.session.session_id, queue)
+        run.queues.append(queue)
+
+
+def unlisten(run: ActiveRun) -> None:
+    """Unregister the run's progress queues, if :func:`listen` registered them (the run
+    ended)."""
+    if not run.queues:
+        return  # none registered (and no hubs looked up for it)
+    for hub, queue in zip(run.hubs, run.queues, strict=False):  # those registered
         hub.unregister_progress_queue(run.session.session_id, queue)
 
 

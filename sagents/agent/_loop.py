@@ -40,7 +40,7 @@ from sagents.agent._chat_model import (
     model_settings_of,
 )
 from sagents.agent._compress import CompressionSettings
-from sagents.agent._driver import in_task, subscribed
+from sagents.agent._driver import in_task, listen, unlisten
 from sagents.agent._durable import (
     check_resume,
     restore_session,
@@ -61,7 +61,6 @@ from sagents.agent._run import (
     RunCancelled,
     as_proxy,
     final_text,
-    progress_hubs,
     settle_history,
     tool_message,
 )
@@ -615,8 +614,7 @@ class SAgent:
         self, state: AgentSession, *, defer: bool, resume: RunState | None
     ) -> ActiveRun:
         approver = state.approver or state.tool_manager.approver
-        hubs = progress_hubs(state.tool_manager)
-        run = ActiveRun(session=state, approver=approver, hubs=hubs, defer=defer)
+        run = ActiveRun(session=state, approver=approver, defer=defer)
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
@@ -648,9 +646,9 @@ class SAgent:
         error: dict[str, Any] | None = None
         async with AsyncExitStack() as stack:
             try:
-                await stack.enter_async_context(run.extras)
-                for hub in run.hubs:
-                    await stack.enter_async_context(subscribed(run, hub))
+                stack.callback(unlisten, run)  # the run's progress queues, once registered
+                if sandbox:  # run_script's progress, from its start (else: the first batch)
+                    listen(run)
                 await self._prepare(run, stack, sandbox=sandbox)
             except SagentsError as failure:  # a sandbox or skill projection failed
                 reason, error = "error", failure.to_dict()
@@ -698,7 +696,16 @@ class SAgent:
 
     async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         """Session set-up before the first turn: run_script (when ``sandbox``: see
-        :meth:`_opens_sandbox`), skills (``init_more``)."""
+        :meth:`_opens_sandbox`), skills (``init_more``); the loop's own tools (in
+        :attr:`ActiveRun.extras`, entered into ``stack`` only when it was made: a run
+        without any enters none, bench/bench_agent_loop.py --calls)."""
+        try:
+            await self._own_tools(run, stack, sandbox=sandbox)
+        finally:
+            if run.own_tools is not None:
+                await stack.enter_async_context(run.own_tools)
+
+    async def _own_tools(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         state = run.session
         opened_sandbox = None
         if sandbox:

@@ -105,8 +105,10 @@ class ActiveRun:
 
     session: AgentSession
     approver: Approver | None
-    hubs: list[ProgressHub]
-    extras: ToolManager = field(default_factory=ToolManager)
+    found_hubs: list[ProgressHub] | None = None
+    """The progress hubs of the session's tools (:attr:`hubs`), once found."""
+    own_tools: ToolManager | None = None
+    """The registry of the loop's own tools of this run (:attr:`extras`), once made."""
     extra_names: set[str] = field(default_factory=set)
     allowed_names: set[str] = field(default_factory=set)
     """The session's allowed tools this turn, as the model names them (tool suggestion)."""
@@ -123,15 +125,23 @@ class ActiveRun:
     bell: asyncio.Event | None = None
     """Set while a batch of tool calls runs in a task of its own: rung when events wait, so
     that the iterating task takes them as they come (:func:`~sagents.agent._driver.relay`)."""
+    rung: bool = False
+    """Progress was offered to the run's queues since :meth:`take` last read them
+    (:meth:`ring`)."""
     room: anyio.Event | None = None
     """What a batch waits on while :data:`EVENT_BUFFER` events wait for a slow consumer."""
     cancelled: bool = False
     """:meth:`cancel` was called: the run ends as cancelled at its next step."""
     scopes: set[anyio.CancelScope] = field(default_factory=set)
     """The cancel scopes of the steps the run awaits now (:meth:`cancellable`)."""
-    read: asyncio.Timeout | None = None
-    """The timeout of the read of a model's answer the run awaits now, if any
-    (:meth:`read_answer`: one at a time)."""
+    reader: asyncio.Task[Any] | None = None
+    """The task awaiting a read of a model's answer now, if any (:meth:`read_answer`: one at
+    a time)."""
+    reads: int = 0
+    """Reads of the model's answers so far: which read a :meth:`cancel` meant."""
+    read_cancelled: bool = False
+    """:meth:`cancel` cancelled the read under way (its task's cancellation, to be told from
+    one from outside)."""
     turns: int = 0
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
@@ -163,6 +173,24 @@ class ActiveRun:
     filled it settled and its events went out (:func:`~sagents.agent._driver.relay`), never
     inside a :meth:`put` or :meth:`take`."""
 
+    @property
+    def hubs(self) -> list[ProgressHub]:
+        """The progress hubs the session's tools publish on, the default hub first
+        (:func:`progress_hubs`), found on first use: a text turn uses none
+        (bench/bench_agent_loop.py --calls)."""
+        if self.found_hubs is None:
+            self.found_hubs = progress_hubs(self.session.tool_manager)
+        return self.found_hubs
+
+    @property
+    def extras(self) -> ToolManager:
+        """The registry of the loop's own tools of this run (run_script, the skill tools,
+        the expansion tool), made on first use: a run without any makes none
+        (bench/bench_agent_loop.py --calls)."""
+        if self.own_tools is None:
+            self.own_tools = ToolManager()
+        return self.own_tools
+
     def granted(self) -> set[str]:
         """The tools the session allowed for the rest of the session."""
         proxy = self.session.tool_manager
@@ -174,8 +202,15 @@ class ActiveRun:
         self.cancelled = True
         for scope in list(self.scopes):
             scope.cancel()
-        if self.read is not None and not self.read.expired():
-            self.read.reschedule(asyncio.get_running_loop().time())
+        if self.reader is not None:  # in the next iteration, as an asyncio timeout would
+            asyncio.get_running_loop().call_soon(self._cancel_read, self.reads)
+
+    def _cancel_read(self, read: int) -> None:
+        """Cancel the task of read number ``read``, if that read is still under way (the
+        task then awaits inside it: the cancellation reaches the read, nothing past it)."""
+        if self.reader is not None and self.reads == read and not self.read_cancelled:
+            self.read_cancelled = True
+            self.reader.cancel()
 
     def cancellable(self) -> _Cancellable:
         """A block :meth:`cancel` cancels (also when it was called before).
@@ -189,34 +224,47 @@ class ActiveRun:
         """Await ``read`` (a read of a model's answer), which :meth:`cancel` ends, also when
         it was called before.
 
-        The read runs in an asyncio timeout without a deadline that :meth:`cancel` makes
-        expire at once (its public ``reschedule``), not in an anyio cancel scope: the loop
-        reads once for every piece of a streamed answer, and a cancel scope's ~45 Python calls
-        per piece (this one's: ~15) were the largest part of the loop's own cost in a
-        streamed turn (bench/bench_agent_loop.py ``--calls``). As any asyncio timeout, it
-        cancels the read once: a model that swallows that cancellation and then answers, ends
-        or fails still ends the run cancelled; one that swallows it and waits again waits
-        until its own timeout (a ``ChatModel`` must not swallow cancellation). A read that
-        fails once :meth:`cancel` was called ends the run cancelled too, also when its error
-        (an idle timeout, a broken stream) came before the cancellation did.
+        :meth:`cancel` cancels the read's task, in the next event loop iteration (as an
+        asyncio timeout that expires does), and the read tells that cancellation from one
+        from outside as ``asyncio.timeout()`` does (``Task.cancelling()`` before,
+        ``Task.uncancel()`` after). Neither an anyio cancel scope nor an asyncio timeout per
+        read: the loop reads once for every piece of a streamed answer, and their Python
+        calls (a cancel scope's ~45, a timeout's ~12 with its object) were the largest part of
+        the loop's own cost in a streamed turn (bench/bench_agent_loop.py ``--calls``). As
+        an asyncio timeout, it cancels the read once: a model that swallows that cancellation
+        and then answers, ends or fails still ends the run cancelled; one that swallows it
+        and waits again waits until its own timeout (a ``ChatModel`` must not swallow
+        cancellation). A read that fails once :meth:`cancel` was called ends the run
+        cancelled too, also when its error (an idle timeout, a broken stream) came before the
+        cancellation did.
 
         Raises:
             RunCancelled: the read was cancelled by :meth:`cancel`.
         """
         if self.cancelled:
             raise RunCancelled
+        task = asyncio.current_task()
+        assert task is not None  # the run is iterated in a task
+        cancelling = task.cancelling()
+        self.reads += 1
+        self.reader = task
         try:
-            async with asyncio.timeout_at(None) as timeout:  # expires only when cancel() says
-                self.read = timeout
-                try:
-                    answer = await read()
-                finally:
-                    self.read = None
+            answer = await read()
+        except asyncio.CancelledError:
+            if self.read_cancelled and task.uncancel() <= cancelling:
+                raise RunCancelled from None  # ours alone, not one from outside
+            raise
         except Exception as error:
-            if self.cancelled:  # the timeout's TimeoutError, or the read failed meanwhile
+            if self.read_cancelled:
+                task.uncancel()
+            if self.cancelled:  # the read failed meanwhile
                 raise RunCancelled from error
             raise
-        if self.cancelled and timeout.expired():
+        finally:
+            self.reader = None
+            ours, self.read_cancelled = self.read_cancelled, False
+        if ours:
+            task.uncancel()
             raise RunCancelled  # the model swallowed the cancellation, then answered
         return answer
 
@@ -230,6 +278,9 @@ class ActiveRun:
         return taken
 
     def _take_progress(self) -> None:
+        if not self.rung:  # nothing offered to the run's queues since they were last read
+            return
+        self.rung = False
         for queue in self.queues:
             while True:
                 try:
@@ -242,13 +293,15 @@ class ActiveRun:
 
     def waiting(self) -> bool:
         """Whether :meth:`take` would return events."""
-        # asked before every streamed piece: no generator (its calls showed in a streamed
-        # turn's, bench/bench_agent_loop.py --calls)
-        return bool(self.outbox) or any(map(len, self.queues))
+        # asked before every streamed piece: a flag, not a look at each queue (their calls
+        # showed in a streamed turn's, bench/bench_agent_loop.py --calls)
+        return self.rung or bool(self.outbox)
 
     def ring(self) -> None:
-        """Tell the iterating task, if a batch of tool calls runs meanwhile, that events wait
-        (the run's progress queues ring it as progress comes)."""
+        """Note that events may wait in the run's progress queues (each rings it as progress
+        is offered to it), and tell the iterating task, if a batch of tool calls runs
+        meanwhile."""
+        self.rung = True
         if self.bell is not None:
             self.bell.set()
 
@@ -392,18 +445,23 @@ def normalise_assistant(message: Message) -> Message:
     (and their signatures) are kept as they came."""
     seen: set[str] = set()
     parts: list[Part] = []
+    changed = False  # a message already as sent back is kept, not copied (every assistant
+    # message of a run's input history comes here: bench/bench_agent_loop.py --calls)
     for part in message.parts:
         if isinstance(part, ToolCall):
             call_id = part.id
             if not call_id or call_id in seen:
                 call_id = new_call_id()
             seen.add(call_id)
-            part = replace(part, id=call_id, arguments=part.arguments or "{}")
+            if call_id != part.id or not part.arguments:
+                part = replace(part, id=call_id, arguments=part.arguments or "{}")
+                changed = True
         parts.append(part)
     extra = message.extra
     if "content" in extra and extra["content"] is None:  # endpoints refuse null content
         extra = {k: v for k, v in extra.items() if k != "content"}
-    return replace(message, parts=tuple(parts), extra=extra)
+        changed = True
+    return replace(message, parts=tuple(parts), extra=extra) if changed else message
 
 
 def final_text(messages: Sequence[Mapping[str, Any]]) -> str:

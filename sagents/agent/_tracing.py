@@ -9,7 +9,7 @@ from __future__ import annotations
 from opentelemetry.trace import Span, SpanKind
 
 from sagents.agent._chat_model import ChatModel, ModelResponse
-from sagents.core._tracing import start_span
+from sagents.core._tracing import start_span, tracing
 
 __all__ = ["agent_span", "end_model_span", "model_span", "provider_name"]
 
@@ -29,7 +29,10 @@ def provider_name(model: ChatModel) -> str | None:
 
 def agent_span(model: ChatModel, session_id: str) -> Span | None:
     """The span of one agent run (``invoke_agent``), started, not current
-    (:func:`~sagents.core._tracing.start_span`: the run is an async generator)."""
+    (:func:`~sagents.core._tracing.start_span`: the run is an async generator); None (and no
+    attributes made) when no tracer provider is configured."""
+    if not tracing():
+        return None
     attributes = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.conversation.id": session_id,

@@ -10,7 +10,7 @@ of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -20,8 +20,10 @@ from pydantic import ValidationError
 
 from sagents.agent._calls import TRUNCATED, resume_calls, run_calls, too_many
 from sagents.agent._chat_model import (
+    ChatModel,
     Finish,
     ModelRequest,
+    ModelResponse,
     ModelSettings,
     ReasoningDelta,
     TextDelta,
@@ -30,7 +32,7 @@ from sagents.agent._chat_model import (
     usage_sink,
 )
 from sagents.agent._compress import HistoryCompressor
-from sagents.agent._driver import relay
+from sagents.agent._driver import listen, relay
 from sagents.agent._events import (
     AgentEvent,
     MessageDeltaEvent,
@@ -69,13 +71,21 @@ class Turns:
     def __init__(self, agent: SAgent, output: OutputType | None) -> None:
         self._agent = agent
         self.output = output
+        self._offer: list[dict[str, Any]] = []  # the tools of the last request, and their specs
+        self._offer_specs: tuple[ToolSpec, ...] = ()
 
     def steps(
         self, run: ActiveRun, current: Span | None
     ) -> Callable[[], AbstractContextManager[None]]:
         """The run's :attr:`ActiveRun.step`: cancellable, with the run's approver, compressor,
         questioner, usage sink (the usage of every other model call of the run, from
-        compression, tool and workflow selection, as ``usage`` events) and span."""
+        compression, tool and workflow selection, as ``usage`` events) and span; made at the
+        run's first step (:class:`_FirstStep`)."""
+        return _FirstStep(partial(self._steps, run, current))
+
+    def _steps(
+        self, run: ActiveRun, current: Span | None
+    ) -> Callable[[], AbstractContextManager[None]]:
         state = run.session
         approver = EventApprover(run) if run.approver is not None else None
         questions = EventQuestioner(run, state.questioner)
@@ -117,6 +127,7 @@ class Turns:
         state = run.session
         if run.resume is not None:
             work = partial(resume_calls, self._agent, run, run.resume)
+            listen(run)  # the calls' progress
             async with aclosing(relay(run, work)) as relayed:
                 async for event in relayed:
                     yield event
@@ -146,9 +157,19 @@ class Turns:
             compressed = False
             while True:  # a request the model finds too long: compressed, sent once more
                 try:
-                    async with aclosing(self._stream_turn(run, tools)) as streamed:
-                        async for event in streamed:
-                            yield event
+                    # the answer read here, not by a generator of its own per model call: its
+                    # hand-over of every piece was a measurable part of a streamed turn
+                    # (bench/bench_agent_loop.py --calls); nothing is held across a yield
+                    call = _ModelCall(self._agent.model, self._request(run, tools), run.span)
+                    try:
+                        while (shown := await run.read_answer(call.read)) is not None:
+                            if run.waiting():  # progress published meanwhile goes out first
+                                for event in run.take():
+                                    yield event
+                            yield shown
+                    finally:
+                        await call.close()
+                    run.response = call.response()
                     break
                 except ContextLengthError:
                     if compressed or self._agent.max_history_tokens is None:
@@ -164,7 +185,7 @@ class Turns:
                         raise
                     compressed = True
             turn = run.response
-            assert turn is not None  # set by _stream_turn
+            assert turn is not None  # set above
             if turn.finish_reason == "content_filter" and not turn.message.parts:
                 raise _withheld(self._agent.model.model)
             message = normalise_assistant(turn.message)
@@ -199,6 +220,7 @@ class Turns:
                 )
                 offered = {t["function"]["name"] for t in tools}
             work = partial(run_calls, self._agent, run, calls, offered, refused=refused)
+            listen(run)  # the calls' progress
             async with aclosing(relay(run, work)) as relayed:
                 async for event in relayed:
                     yield event
@@ -229,68 +251,34 @@ class Turns:
             return False
         return True
 
-    async def _stream_turn(
-        self, run: ActiveRun, tools: list[dict[str, Any]]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """One model call, its text and reasoning passed on as they stream; its answer in
-        :attr:`ActiveRun.response`. Each read of the stream is a block of its own
-        (:meth:`ActiveRun.read_answer`: cancellable; the model call's span current): nothing is
-        held across a ``yield``."""
+    def _request(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelRequest:
+        """The request of the run's next model call, offering ``tools``.
+
+        Raises:
+            ModelConfigError: see :meth:`_settings`.
+        """
         history = run.session.history
         lead = sum(1 for m in history if m.role == "system")
         if any(m.role != "system" for m in history[:lead]):
             lead = 0  # system messages inside the history stay where they are
         system = self.system(run.session, run.system_extra)
         prompts = [str(m.get("content") or "") for m in system] + [m.text for m in history[:lead]]
-        call = ModelRequest(
+        return ModelRequest(
             system_prompt="\n\n".join(prompts),
             messages=tuple(history[lead:]),
-            tools=tuple(_spec_of(t) for t in tools),
+            tools=self._specs_of(tools),
             settings=self._settings(run, tools),
             output=None if self.output is None else self.output.schema,
         )
-        finish: Finish | None = None
-        with attached(run.span):  # the model call's span a child of the run's
-            current = model_span(self._agent.model)
-        stream = self._agent.model.stream(call)
 
-        async def next_shown() -> MessageDeltaEvent | ReasoningDeltaEvent | None:
-            """The next piece to pass on, None at the stream's end. One read covers the
-            events between (tool calls, usage, the finish): a read of their own each was a
-            measurable part of a turn's CPU (bench/bench_agent_loop.py)."""
-            nonlocal finish
-            with attached(current):
-                while True:
-                    try:
-                        item = await anext(stream)
-                    except StopAsyncIteration:
-                        return None
-                    if isinstance(item, TextDelta):
-                        return MessageDeltaEvent(delta=item.text)
-                    if isinstance(item, ReasoningDelta):
-                        return ReasoningDeltaEvent(delta=item.text)
-                    if isinstance(item, Finish):
-                        finish = item
-                        end_model_span(current, item.response)
-
-        try:
-            while True:
-                shown = await run.read_answer(next_shown)
-                if shown is None:  # the stream ended
-                    break
-                if run.waiting():  # progress published meanwhile goes out first
-                    for event in run.take():
-                        yield event
-                yield shown
-        finally:
-            await close_stream(stream)
-            end_span(current)
-        if finish is None:
-            raise ModelError(
-                f"the model {self._agent.model.model!r} ended its answer without a finish",
-                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
-            )
-        run.response = finish.response
+    def _specs_of(self, tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+        """The offered tools as the seam's ``ToolSpec``s; the last request's kept while the
+        offer is the same (compared as the JSON values they are, in C: making a spec per tool
+        per request was a measurable part of a text turn, bench/bench_agent_loop.py --calls).
+        """
+        if tools != self._offer:
+            self._offer, self._offer_specs = tools, tuple(_spec_of(t) for t in tools)
+        return self._offer_specs
 
     def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
         """This call's settings. A ``tool_choice`` naming a tool must name one offered to this
@@ -385,6 +373,85 @@ def _withheld(model: str) -> ModelError:
         hint="rephrase the request, or check the provider's safety settings",
         details={"finish_reason": "content_filter"},
     )
+
+
+class _ModelCall:
+    """One model call: its answer read piece by piece (:attr:`read`, awaited through
+    :meth:`ActiveRun.read_answer`: cancellable; the call's span current while it reads, when
+    there is one), then :meth:`close` d; its answer :meth:`response`.
+
+    Args:
+        model: The model.
+        request: What the call sends.
+        span: The run's span, parent of the call's (None: no span).
+    """
+
+    def __init__(self, model: ChatModel, request: ModelRequest, span: Span | None) -> None:
+        self._model = model
+        self._finish: Finish | None = None
+        self._span: Span | None = None
+        if span is not None:  # a run without a span (no tracer provider) records none
+            with attached(span):  # the model call's span a child of the run's
+                self._span = model_span(model)
+        self._stream = model.stream(request)
+        # without a span, nothing entered per piece (bench/bench_agent_loop.py --calls)
+        self.read: Callable[[], Awaitable[MessageDeltaEvent | ReasoningDeltaEvent | None]] = (
+            self._next_shown if self._span is None else self._next_traced
+        )
+
+    async def _next_shown(self) -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+        """The next piece to pass on, None at the stream's end. One read covers the events
+        between (tool calls, usage, the finish): a read of their own each was a measurable
+        part of a turn's CPU (bench/bench_agent_loop.py)."""
+        while True:
+            try:
+                item = await anext(self._stream)
+            except StopAsyncIteration:
+                return None
+            if isinstance(item, TextDelta):
+                return MessageDeltaEvent(delta=item.text)
+            if isinstance(item, ReasoningDelta):
+                return ReasoningDeltaEvent(delta=item.text)
+            if isinstance(item, Finish):
+                self._finish = item
+                end_model_span(self._span, item.response)
+
+    async def _next_traced(self) -> MessageDeltaEvent | ReasoningDeltaEvent | None:
+        with attached(self._span):  # the model call's span current while it is read
+            return await self._next_shown()
+
+    async def close(self) -> None:
+        """Close the answer's stream (read to its end or not) and end the call's span."""
+        await close_stream(self._stream)
+        end_span(self._span)
+
+    def response(self) -> ModelResponse:
+        """The call's answer, once its stream ended.
+
+        Raises:
+            ModelError: the stream ended without a :class:`Finish`.
+        """
+        if self._finish is None:
+            raise ModelError(
+                f"the model {self._model.model!r} ended its answer without a finish",
+                hint="a ChatModel's stream ends with one Finish event (docs/agent.md)",
+            )
+        return self._finish.response
+
+
+class _FirstStep:
+    """A run's steps, made when the first one is taken: a text turn takes none, and making
+    the run's approver, questioner and compressor was a measurable part of a run's set-up
+    (bench/bench_agent_loop.py --calls)."""
+
+    def __init__(self, make: Callable[[], Callable[[], AbstractContextManager[None]]]) -> None:
+        self._make = make
+        self._step: Callable[[], AbstractContextManager[None]] | None = None
+
+    def __call__(self) -> AbstractContextManager[None]:
+        if self._step is None:
+            self._step = self._make()
+        return self._step()
 
 
 def _count_usage(run: ActiveRun, usage: Usage) -> None:
