@@ -28,7 +28,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AsyncExitStack, aclosing, nullcontext
 from typing import Any
 
 import anyio
@@ -672,6 +672,7 @@ class SAgent:
                     reason, error = "error", _internal(failure)
                 finally:
                     self._runs.discard(run)
+                    run.step = nullcontext  # its steps refer to the run: no cycle left behind
                     end_span(current)
             paused = run.paused if reason == "interrupted" else None
             run.paused = paused

@@ -162,8 +162,9 @@ class Turns:
                     # hand-over of every piece was a measurable part of a streamed turn
                     # (bench/bench_agent_loop.py --calls); nothing is held across a yield
                     call = _ModelCall(self._agent.model, self._request(run, tools), run.span)
+                    read = call.reader()
                     try:
-                        while (shown := await run.read_answer(call.read)) is not None:
+                        while (shown := await run.read_answer(read)) is not None:
                             if run.waiting():  # progress published meanwhile goes out first
                                 for event in run.take():
                                     yield event
@@ -379,7 +380,7 @@ def _withheld(model: str) -> ModelError:
 
 
 class _ModelCall:
-    """One model call: its answer read piece by piece (:attr:`read`, awaited through
+    """One model call: its answer read piece by piece (:meth:`reader`, awaited through
     :meth:`ActiveRun.read_answer`: cancellable; the call's span current while it reads, when
     there is one), then :meth:`close` d; its answer :meth:`response`.
 
@@ -397,10 +398,13 @@ class _ModelCall:
             with attached(span):  # the model call's span a child of the run's
                 self._span = model_span(model)
         self._stream = model.stream(request)
-        # without a span, nothing entered per piece (bench/bench_agent_loop.py --calls)
-        self.read: Callable[[], Awaitable[MessageDeltaEvent | ReasoningDeltaEvent | None]] = (
-            self._next_shown if self._span is None else self._next_traced
-        )
+
+    def reader(self) -> Callable[[], Awaitable[MessageDeltaEvent | ReasoningDeltaEvent | None]]:
+        """What reads the next piece to pass on (None at the stream's end): with the call's
+        span current, when there is one (without, nothing entered per piece:
+        bench/bench_agent_loop.py --calls). Not kept on the call: a bound method of its own
+        would make the call a reference cycle, left for the garbage collector."""
+        return self._next_shown if self._span is None else self._next_traced
 
     async def _next_shown(self) -> MessageDeltaEvent | ReasoningDeltaEvent | None:
         """The next piece to pass on, None at the stream's end. One read covers the events
