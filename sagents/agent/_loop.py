@@ -61,6 +61,7 @@ from sagents.agent._run import (
     RunCancelled,
     as_proxy,
     final_text,
+    running_loop,
     settle_history,
     tool_message,
 )
@@ -432,10 +433,12 @@ class SAgent:
         The run executes in the task iterating this iterator (a batch of tool calls, and a run
         that opens run_script's sandbox, in a task the iterator owns). A consumer that stops
         iterating early should close the iterator (``contextlib.aclosing``) to stop the run at
-        once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio.
+        once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio: on
+        another event loop, raises ``RuntimeError`` before any event.
         """
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
+        running_loop()  # on another event loop, say so here rather than fail mid-run as a bug
         if state is not None and messages:
             raise ValueError("pass either messages or a paused run's state, not both")
         context = session_context or SessionContext()
