@@ -183,6 +183,7 @@ def unlisten(run: ActiveRun) -> None:
         return  # none registered (and no hubs looked up for it)
     for hub, queue in zip(run.hubs, run.queues, strict=False):  # those registered
         hub.unregister_progress_queue(run.session.session_id, queue)
+    run.queues.clear()  # each refers to the run: no cycle left for the garbage collector
 
 
 class _RunQueue(EventQueue):
