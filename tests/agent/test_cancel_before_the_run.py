@@ -43,7 +43,7 @@ async def test_a_cancel_while_the_run_is_set_up_ends_it_cancelled_without_a_mode
 ) -> None:
     store = SlowToLoad(SqliteAgentStore(path=tmp_path / "agents.sqlite3"))
     async with ScriptedModel([reply("never asked")]) as model:
-        agent = SAgent(model=model.chat_model(), run_script=False, store=store)  # type: ignore[arg-type]
+        agent = SAgent(model=model.chat_model(), run_script=False, store=store)
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with anyio.create_task_group() as tg:
 
