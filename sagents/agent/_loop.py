@@ -61,6 +61,7 @@ from sagents.agent._run import (
     RunCancelled,
     as_proxy,
     final_text,
+    running_loop,
     settle_history,
     tool_message,
 )
@@ -271,6 +272,7 @@ class SAgent:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
         self._runs: set[ActiveRun] = set()  # the runs in progress (cancel)
+        self._cancels = 0  # cancel() calls so far: a run set up meanwhile starts cancelled
         self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
@@ -383,7 +385,9 @@ class SAgent:
         )
 
     def cancel(self) -> None:
-        """Cancel every run of this agent in progress: each ends with ``done(cancelled)``."""
+        """Cancel every run of this agent in progress: each ends with ``done(cancelled)``
+        (a run still being set up, too: it asks the model nothing)."""
+        self._cancels += 1
         for run in list(self._runs):
             run.cancel()
 
@@ -432,12 +436,15 @@ class SAgent:
         The run executes in the task iterating this iterator (a batch of tool calls, and a run
         that opens run_script's sandbox, in a task the iterator owns). A consumer that stops
         iterating early should close the iterator (``contextlib.aclosing``) to stop the run at
-        once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio.
+        once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio: on
+        another event loop, raises ``RuntimeError`` before any event.
         """
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
+        running_loop()  # on another event loop, say so here rather than fail mid-run as a bug
         if state is not None and messages:
             raise ValueError("pass either messages or a paused run's state, not both")
+        cancels = self._cancels  # a cancel() from here on cancels this run (_run_events)
         context = session_context or SessionContext()
         paused = state
         if self._link.given and session is None:  # the store's is the latest (other workers)
@@ -464,7 +471,7 @@ class SAgent:
         sandbox = self._opens_sandbox(agent_session)
         # The run executes in this generator's task (the consumer's), with a task of its own
         # only for what needs one (sagents.agent._driver).
-        events = self._run_events(run, sandbox=sandbox)
+        events = self._run_events(run, sandbox=sandbox, cancels=cancels)
         last: AgentEvent | None = None
         try:
             async with aclosing(in_task(events) if sandbox else events) as running:
@@ -632,7 +639,7 @@ class SAgent:
         )
 
     async def _run_events(
-        self, run: ActiveRun, *, sandbox: bool
+        self, run: ActiveRun, *, sandbox: bool, cancels: int
     ) -> AsyncGenerator[AgentEvent, None]:
         """The run as events; always ends with one ``done`` (unless the consumer is gone).
 
@@ -640,11 +647,17 @@ class SAgent:
         step, :attr:`ActiveRun.step`, enters them for its own awaits), so that the consumer's
         task can run it; only run_script's sandbox (``sandbox``) holds a task group for the
         whole run, and such a run is iterated in a task of its own (:func:`in_task`).
+        It is one of the agent's runs (:meth:`cancel`) from its set-up on; ``cancels``:
+        :meth:`cancel`'s calls when ``run_stream`` was called (one since cancels it).
         """
         state = run.session
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
+        self._runs.add(run)
+        if self._cancels != cancels:  # cancelled before it was one of the agent's runs
+            run.cancel()
         async with AsyncExitStack() as stack:
+            stack.callback(self._runs.discard, run)  # also when the set-up failed
             try:
                 stack.callback(unlisten, run)  # the run's progress queues, once registered
                 if sandbox:  # run_script's progress, from its start (else: the first batch)
@@ -655,7 +668,6 @@ class SAgent:
             else:
                 current = run.span = agent_span(self.model, state.session_id)
                 run.step = self._turns.steps(run, current)
-                self._runs.add(run)
                 try:
                     async with aclosing(self._turns.events(run)) as turns:
                         async for event in turns:

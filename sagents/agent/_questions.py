@@ -50,7 +50,7 @@ class EventQuestioner:
         clock = run.hubs[0].clock
         request_id = f"questionnaire_{uuid.uuid4().hex[:12]}"
         slot = QuestionnaireSlot(questionnaire)
-        await run.emit(
+        run.put(
             QuestionnaireRequestEvent(
                 request_id=request_id,
                 questionnaire=questionnaire,
@@ -61,6 +61,7 @@ class EventQuestioner:
         )
         answer = QuestionnaireAnswer(status="timed_out")
         try:
+            await run.wait_for_room()  # the request is out: a cancellation from here settles it
             with anyio.move_on_after(time_limit):
                 async with anyio.create_task_group() as tg:
                     if self._application is not None:

@@ -318,6 +318,11 @@ class ActiveRun:
         :data:`EVENT_BUFFER` events wait for a slow consumer (one that has gone never makes
         room: the batch is cancelled meanwhile)."""
         self.put(event)
+        await self.wait_for_room()
+
+    async def wait_for_room(self) -> None:
+        """While a batch of tool calls runs, wait while :data:`EVENT_BUFFER` events wait for
+        a slow consumer."""
         while len(self.outbox) >= EVENT_BUFFER and self.bell is not None:
             if self.room is None:
                 self.room = anyio.Event()
@@ -333,7 +338,7 @@ class ActiveRun:
         """:meth:`ask`, and why the approver could not answer (None when it answered)."""
         request_id = f"approval_{uuid.uuid4().hex[:12]}"
         clock = self.hubs[0].clock
-        await self.emit(
+        self.put(
             ApprovalRequestEvent(
                 request_id=request_id,
                 tool_call_id=request.tool_call_id,
@@ -344,25 +349,27 @@ class ActiveRun:
         )
         answer: ApprovalAnswer = "deny"
         failure = None
-        if self.approver is None:
-            reason = "nobody could be asked (no approver was given)"
-        else:
-            try:
-                answer = settle_answer(request, await self.approver.approve(request))
-                reason = answer
-            except anyio.get_cancelled_exc_class():
-                # every request gets its one result, even when the run is cancelled meanwhile:
-                # at once, never waiting for room (one a call, as its tool result), so that a
-                # consumer that leaves meanwhile is not held back by it
-                self.put(
-                    ApprovalResultEvent(
-                        request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
-                    )
+        try:
+            await self.wait_for_room()  # the request is out: a cancellation from here settles it
+            if self.approver is None:
+                reason = "nobody could be asked (no approver was given)"
+            else:
+                try:
+                    answer = settle_answer(request, await self.approver.approve(request))
+                    reason = answer
+                except Exception as error:  # a broken approver denies this call, not the run
+                    logger.warning("the approver failed on %s", request.tools, exc_info=True)
+                    reason = failure = f"the approver failed: {error!r}"
+        except anyio.get_cancelled_exc_class():
+            # every request gets its one result, even when the run is cancelled meanwhile (also
+            # while the request waited for room): at once, never waiting for room (one a call,
+            # as its tool result), so that a consumer that leaves meanwhile is not held back
+            self.put(
+                ApprovalResultEvent(
+                    request_id=request_id, approved=False, reason="cancelled", ts=clock.time()
                 )
-                raise
-            except Exception as error:  # a broken approver denies this call, not the run
-                logger.warning("the approver failed on %s", request.tools, exc_info=True)
-                reason = failure = f"the approver failed: {error!r}"
+            )
+            raise
         await self.emit(
             ApprovalResultEvent(
                 request_id=request_id, approved=answer != "deny", reason=reason, ts=clock.time()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
+from copy import deepcopy
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -278,7 +279,9 @@ class Turns:
         per request was a measurable part of a text turn, bench/bench_agent_loop.py --calls).
         """
         if tools != self._offer:
-            self._offer, self._offer_specs = tools, tuple(_spec_of(t) for t in tools)
+            # a copy of the offer, not the offer: a provider may change an export it handed
+            # out, in place (a shallow copy would share that change, and compare equal)
+            self._offer, self._offer_specs = deepcopy(tools), tuple(_spec_of(t) for t in tools)
         return self._offer_specs
 
     def _settings(self, run: ActiveRun, tools: list[dict[str, Any]]) -> ModelSettings:
