@@ -7,8 +7,8 @@ from contextlib import aclosing
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
-from anyio import wait_all_tasks_blocked
 
 from sagents.agent import (
     DoneEvent,
@@ -229,10 +229,15 @@ async def test_a_batch_waits_for_a_slow_consumer_past_the_event_buffer_and_loses
                 async for event in stream:
                     events.append(event)
                     if isinstance(event, ApprovalRequestEvent) and asked_while_busy is None:
-                        await wait_all_tasks_blocked()  # busy: the batch runs on, then waits
+                        # busy: the batch runs on until the outbox is full, then waits; each
+                        # checkpoint lets every ready task step once (anyio's
+                        # wait_all_tasks_blocked polls every 0.1 s and, under load, keeps
+                        # finding the model server's 0.1 s tick woken with it: never returns)
+                        for _ in range(count * 10):
+                            await anyio.lowlevel.checkpoint()
                         asked_while_busy = len(approvals.requests)
     assert asked_while_busy is not None
-    assert asked_while_busy < count  # the batch waited for room instead of asking on
+    assert 1 < asked_while_busy < count  # the batch ran on, then waited for room
     done = done_of(events)
     assert done.reason == "stop"
     assert_settled_once(done.messages)
