@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx2 as httpx
 import pytest
 from ag_ui.core import CustomEvent
@@ -21,7 +23,8 @@ from sagents.agent.ag_ui import (
 )
 from sagents.core.events import ScriptProgressEvent, ToolProgressEvent
 from sagents.testing import ScriptedModel, load_wire, reply, tool_call
-from sagents.tool.impl import TodoStore, register_builtin_tools
+from sagents.tool import SessionContext
+from sagents.tool.impl import TodoItem, TodoStore, register_builtin_tools
 from tests.agent.ag_ui_helpers import (
     TOKEN,
     customs,
@@ -287,6 +290,50 @@ async def test_the_todo_list_is_state_and_changes_as_deltas(tmp_path: Path) -> N
     assert change["op"] == "replace"
     assert change["path"] == "/todo"
     assert change["value"][0]["content"] == "write <docs>"
+
+
+class LateReads(TodoStore):
+    """A todo store whose reads after the first wait for the first write: a read made while
+    the run goes on sees the list as the run's tool left it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path=path)
+        self.reads = 0
+        self.written = anyio.Event()
+
+    async def read(self, context: SessionContext) -> list[TodoItem]:
+        self.reads += 1
+        if self.reads > 1:
+            await self.written.wait()
+        return await super().read(context)
+
+    async def write(self, context: SessionContext, items: Any, **options: Any) -> list[TodoItem]:
+        try:
+            return await super().write(context, items, **options)
+        finally:
+            self.written.set()
+
+
+async def test_the_state_snapshot_is_what_the_runs_deltas_start_from(tmp_path: Path) -> None:
+    """The stream's STATE_SNAPSHOT is the state the run's STATE_DELTAs apply to, however late
+    the stream starts against the run (a snapshot read when the stream started held the
+    change its delta then repeated)."""
+    manager = route_tools()
+    todo = LateReads(tmp_path / "todo.sqlite3")
+    register_builtin_tools(manager, None, names=["todo_write"], todo=todo)
+    items = [{"id": "1", "content": "write", "status": "in_progress"}]
+    script = [tool_call("todo_write", {"items": items}), reply("Noted.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model())
+        async with (
+            serve_route(agent, tmp_path, manager, todo=todo, permission_mode="auto") as url,
+            httpx.AsyncClient() as c,
+        ):
+            events = await post_run(c, url, run_input("ts", [user("u1", "plan")]))
+    (snapshot,) = [e for e in events if e.type.value == "STATE_SNAPSHOT"]
+    assert snapshot.snapshot["todo"] == []
+    (delta,) = [e for e in events if e.type.value == "STATE_DELTA"]
+    assert [op.model_dump()["path"] for op in delta.delta] == ["/todo"]
 
 
 def test_script_progress_and_tool_progress_are_custom_events_with_the_seeds_payload() -> None:
