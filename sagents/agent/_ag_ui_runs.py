@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
-from ag_ui.core import CustomEvent, StateDeltaEvent, UserMessage
+from ag_ui.core import CustomEvent, StateDeltaEvent, StateSnapshotEvent, UserMessage
 
 from sagents.agent._ag_ui_events import (
     APPROVAL_REQUEST,
@@ -258,6 +258,9 @@ class ThreadRuns:
             tools, mode = settings.tools_for(thread.owner, settings.session_id(thread))
         context = SessionContext(session_id=settings.session_id(thread), permission_mode=mode)
         state = await self.state(thread)
+        # the snapshot is the state the run's deltas apply to: its first event, in order with
+        # them (a snapshot the stream read itself could already hold what a delta repeats)
+        run.push([StateSnapshotEvent(snapshot=state)])
         calls: set[str] = set()  # the tool call ids of the run's answers
         asked: dict[str, str] = {}  # a held call's approval message, by its call id
         keep = True

@@ -235,7 +235,7 @@ class AgUiThreads:
                 await self._runs.expire(thread)  # lazily too: after a restart nothing else did
             except StoreUnavailableError as error:
                 return error_reply(503, "store_unavailable", str(error))
-            run, snapshot = thread.run, False
+            run, snapshot, joined = thread.run, False, False
             for item_id in props.decisions:
                 ended = thread.ended_text(item_id)
                 if ended is not None and item_id not in thread.waiting_ids:
@@ -259,7 +259,7 @@ class AgUiThreads:
                     except DecisionError as error:
                         return error_reply(422, "invalid_decisions", str(error))
                     run.decide(props.decisions)
-                run.attached = True
+                run.attached = joined = True
             else:
                 if props.decisions:
                     ended = thread.ended_text(next(iter(props.decisions)))
@@ -277,7 +277,7 @@ class AgUiThreads:
                 run = self._runs.start(thread, new_message)
                 snapshot = True
         return StreamingResponse(
-            self._stream(thread, run, given, snapshot=snapshot),
+            self._stream(thread, run, given, snapshot=snapshot, joined=joined),
             media_type=self._encoder.get_content_type(),
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -319,6 +319,7 @@ class AgUiThreads:
         if waiting.decided:
             return self._runs.resume(thread, waiting, ids, attached=True)
         run = Run(attached=True)  # the others still wait: a stream of the results, then that
+        run.push([StateSnapshotEvent(snapshot=await self._runs.state(thread))])
         run.push(waiting.result_events(ids))
         run.paused = waiting.ids
         run.finish()
@@ -344,7 +345,7 @@ class AgUiThreads:
     # -- the stream -----------------------------------------------------------------------------
 
     async def _stream(
-        self, thread: Thread, run: Run, given: RunAgentInput, *, snapshot: bool
+        self, thread: Thread, run: Run, given: RunAgentInput, *, snapshot: bool, joined: bool
     ) -> AsyncIterator[str]:
         encode = self._encoder.encode
         completed = False
@@ -354,7 +355,8 @@ class AgUiThreads:
                 yield encode(
                     MessagesSnapshotEvent(messages=ag_ui_messages(thread.ids, thread.messages))
                 )
-            yield encode(StateSnapshotEvent(snapshot=await self._runs.state(thread)))
+            if joined:  # a run under way: the state now, deltas from here on
+                yield encode(StateSnapshotEvent(snapshot=await self._runs.state(thread)))
             while True:
                 changed = run.changed()
                 while run.outbox:
