@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from sagents.agent import RunState
+from sagents.agent import RunState, SAgent
 from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply
 from tests.agent.helpers import assert_settled_once, tool_messages
@@ -106,3 +107,52 @@ async def test_a_questionnaire_pauses_and_its_answer_reaches_the_model_on_each_a
     (answered,) = tool_messages(done.messages)
     assert "city (Where?): B" in answered["content"]
     assert "city (Where?): B" in json.dumps(requests[1])
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("api", APIS)
+async def test_structured_output_with_a_deferred_write_call_resumes_into_the_type(
+    api: str, stream: bool, store: SqliteAgentStore
+) -> None:
+    tools = Tools()
+    script = [
+        reply("nowhere"),  # not a Point: goes back once
+        _batch(("lookup", {"key": "a"}, "c1"), ("save", {"path": "x"}, "c2")),
+        reply('{"x": 1, "y": 2}'),
+    ]
+    options: dict[str, Any] = {"output_type": Point, "output_retries": 2}
+    async with ScriptedModel(script, api=api) as model:  # type: ignore[arg-type]
+
+        def agent() -> SAgent:
+            return SAgent(
+                model=model.chat_model(stream=stream), run_script=False, store=store, **options
+            )
+
+        paused = await _run(
+            agent(), USER, tool_manager=tools.manager(), session_context=CTX, approvals="defer"
+        )
+        assert paused.state is not None
+        (item,) = paused.interruptions
+        assert item.tool_name == "save"
+        state = RunState.from_json(paused.state.to_json())
+        assert state.output_retries == 1
+        state.approve(item.id)
+        later = Tools()
+        done = await _run(agent(), state=state, tool_manager=later.manager(), session_context=CTX)
+        requests = list(model.requests)
+    assert done.reason == "stop", done
+    assert done.output == Point(x=1, y=2)
+    assert tools.runs == [("lookup", {"key": "a"})]
+    assert later.runs == [("save", {"path": "x"})]
+    assert_settled_once(done.messages)
+    assert sorted(m["content"] for m in tool_messages(done.messages)) == ["saved x", "value of a"]
+    assert len(requests) == 3
+    sent = json.dumps(requests[2])
+    assert "saved x" in sent
+    assert "value of a" in sent
+    assert "nowhere" in sent  # the retried answer stays in the history sent back
