@@ -4,19 +4,36 @@ seam")."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from sagents.agent import ModelSettings, SAgent, UsageEvent
-from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
+from sagents.testing import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+    load_wire,
+    reply,
+)
+from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import collect, json_answer
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "go"}]
+
+
+@tool(permission="read_only")
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
 
 # OpenAI's Chat Completions for its reasoning models (o-series, GPT-5.x): max_tokens is refused
 # (https://github.com/griptape-ai/ComfyUI-Griptape/issues/312,
@@ -137,3 +154,41 @@ async def test_an_answer_the_content_filter_withheld_is_an_error_not_an_empty_an
     assert "content filter" in result.error["message"]
     assert list(result.messages) == USER  # no empty answer in the history
     assert len(server.requests) == 1  # the same request would be withheld again
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+async def test_a_mapping_forcing_a_tool_with_output_type_calls_once_then_answers_the_type(
+    api: str,
+) -> None:
+    settings = {"temperature": 0.2, "max_tokens": 64, "tool_choice": "required"}
+    script = [
+        ScriptedReply(tool_calls=(ScriptedToolCall(name="lookup", arguments={"key": "a"}),)),
+        reply('{"x": 1, "y": 2}'),
+    ]
+    manager = ToolManager()
+    manager.register_tool(lookup)
+    async with ScriptedModel(script, api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(
+            model=server.chat_model(), run_script=False, model_settings=settings, output_type=Point
+        )
+        result = await agent.run(
+            USER, tool_manager=manager, session_context=SessionContext(permission_mode="auto")
+        )
+        first, second = server.requests
+    assert result.reason == "stop", result.error
+    assert result.output == Point(x=1, y=2)
+    assert "0.2" in json.dumps(first)
+    forced = {"chat": "tool_choice", "responses": "tool_choice", "anthropic": "tool_choice"}
+    if api in forced:  # the forced choice was spent by the call: the model may answer
+        assert forced[api] in first
+        assert forced[api] not in second
+    else:
+        assert first["toolConfig"]["functionCallingConfig"]["mode"] == "ANY"
+        assert "toolConfig" not in second or (
+            second["toolConfig"]["functionCallingConfig"]["mode"] != "ANY"
+        )
