@@ -1,5 +1,7 @@
 """SAgent.cancel() combined with the loop's other features (docs/agent.md, "Cancellation"):
-a structured-output retry, a batch whose write call is deferred, the resume of a paused run."""
+a structured-output retry, a batch whose write call is deferred, the resume of a paused run, a
+thinking turn going on on another provider; and reasoning sent back in its own field after a
+pause ("Pausing and resuming")."""
 
 from __future__ import annotations
 
@@ -15,13 +17,13 @@ from pydantic import BaseModel
 from sagents.agent import ChatModel, Message, ModelEvent, ModelRequest, RunState, SAgent, TextPart
 from sagents.errors import RunStateError
 from sagents.store import SqliteAgentStore
-from sagents.testing import ScriptedModel, reply
+from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
 from tests.agent.test_anthropic import anthropic_model
 from tests.agent.test_anthropic import wire as anthropic_wire
 from tests.agent.test_pause_resume import CTX, USER, Tools, _batch, _run
-from tests.agent.test_provider_switch import THINKING, anthropic_server, get_weather
+from tests.agent.test_provider_switch import THINKING, WIRE, anthropic_server, get_weather
 
 AUTO = SessionContext(permission_mode="auto")
 
@@ -216,3 +218,46 @@ async def test_a_thinking_tool_turn_cancelled_after_its_call_goes_on_on_any_prov
     assert "sunny in Paris" in text
     if then == "anthropic":
         assert sent["messages"][1]["content"][0]["type"] == "thinking"
+
+
+@tool(name="get_weather", permission="write")
+def get_weather_written(city: str) -> str:
+    """The weather of a city (a write: held for a person under approvals="defer")."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_reasoning_of_a_paused_turn_goes_back_in_its_field_after_the_resume(
+    stream: bool, tmp_path: Any
+) -> None:
+    """A server that sends reasoning as ``reasoning`` and refuses ``reasoning_content``: the
+    turn paused on a deferred call, through the RunState's JSON, goes back in ``reasoning``."""
+    streamed, whole, refusal = load_wire(WIRE / "cerebras_reasoning_field.json")
+    answers: list[ScriptedReply | WireReply] = [streamed if stream else whole, reply("Sunny.")]
+
+    def cerebras(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        if any("reasoning_content" in m for m in body["messages"]):
+            return refusal
+        return answers.pop(0)
+
+    store = SqliteAgentStore(path=tmp_path / "agents.sqlite3")
+    manager = ToolManager()
+    manager.register_tool(get_weather_written)
+    async with ScriptedModel(cerebras) as server:
+
+        def agent() -> SAgent:
+            return SAgent(model=server.chat_model(stream=stream), run_script=False, store=store)
+
+        paused = await _run(
+            agent(), USER, tool_manager=manager, session_context=CTX, approvals="defer"
+        )
+        assert paused.state is not None, paused.error
+        state = RunState.from_json(paused.state.to_json())
+        (item,) = paused.interruptions
+        state.approve(item.id)
+        done = await _run(agent(), state=state, tool_manager=manager, session_context=CTX)
+        sent = server.requests[1]["messages"]
+    assert done.reason == "stop", done.error
+    (turn,) = [m for m in sent if m.get("tool_calls")]
+    assert turn["reasoning"] == "The user wants the weather. Call the tool."
+    assert "reasoning_content" not in turn
