@@ -244,3 +244,19 @@ def test_a_script_approval_card_shows_the_script_literally_and_the_description_o
     assert "\\u202e" in text
     assert "print('only this runs')" not in text.splitlines()
     assert text.endswith("run()")  # the whole script, last
+
+
+async def test_the_asking_stream_and_the_answering_stream_each_start_with_one_state_snapshot(
+    tmp_path: Path,
+) -> None:
+    script = [tool_call("delete_file", {"path": "a.txt"}), reply("Deleted.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model())
+        async with serve_route(agent, tmp_path, route_tools()) as url, httpx.AsyncClient() as c:
+            first = await post_run(c, url, run_input("w9", [ASK]))
+            item = str(customs(first, APPROVAL_REQUEST)[0]["id"])
+            second = await post_run(c, url, answer("w9", {item: {"decision": "allow_once"}}, "r2"))
+    for events, then in ((first, "TOOL_CALL_START"), (second, "TOOL_CALL_RESULT")):
+        kinds = [e.type.value for e in events]
+        assert kinds.count("STATE_SNAPSHOT") == 1
+        assert kinds.index("STATE_SNAPSHOT") < kinds.index(then)
