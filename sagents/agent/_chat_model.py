@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from sagents.agent._messages import Message, ToolCall
@@ -105,6 +105,17 @@ def model_settings_of(value: ModelSettings | Mapping[str, Any] | None) -> ModelS
             f"unknown model_settings key {unknown[0]!r}; the keys are {', '.join(fields)}"
         )
     return ModelSettings(**value)
+
+
+def override_settings(base: ModelSettings, override: ModelSettings) -> ModelSettings:
+    """``base`` with each field ``override`` sets (not None) replaced: a run's model settings
+    over its agent's."""
+    changed = {
+        name: getattr(override, name)
+        for name in ("temperature", "max_tokens", "parallel_tool_calls", "tool_choice")
+        if getattr(override, name) is not None
+    }
+    return replace(base, **changed) if changed else base
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,6 +38,7 @@ from sagents.agent._chat_model import (
     ChatModel,
     ModelSettings,
     model_settings_of,
+    override_settings,
 )
 from sagents.agent._compress import CompressionSettings
 from sagents.agent._driver import in_task, listen, unlisten
@@ -343,6 +344,7 @@ class SAgent:
         questioner: Questioner | None = None,
         approvals: Approvals = "wait",
         state: RunState | None = None,
+        model_settings: ModelSettings | Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Run the loop to its end (see :meth:`run_stream`, whose arguments these are).
 
@@ -363,6 +365,7 @@ class SAgent:
                 questioner=questioner,
                 approvals=approvals,
                 state=state,
+                model_settings=model_settings,
             )
         ) as events:
             async for event in events:
@@ -403,6 +406,7 @@ class SAgent:
         questioner: Questioner | None = None,
         approvals: Approvals = "wait",
         state: RunState | None = None,
+        model_settings: ModelSettings | Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run the loop and yield its events; the last one is always a :class:`DoneEvent`.
 
@@ -432,6 +436,12 @@ class SAgent:
                 the run goes on deferring. Refused (:class:`~sagents.errors.RunStateError`,
                 raised before any event) for another session or agent, with an item left
                 undecided, or when it was resumed already.
+            model_settings: This run's model settings (a ``ModelSettings`` or a mapping of
+                its fields): each field set here replaces the agent's (``SAgent(model_settings
+                =...)``) for every model call of this run; the fields left None keep the
+                agent's. A key that is no field is a ``TypeError``, a value no provider takes
+                a ``ValueError``, raised before any event. A resumed run (``state``) takes
+                what its resume passes, not what the paused run had.
 
         The run executes in the task iterating this iterator (a batch of tool calls, and a run
         that opens run_script's sandbox, in a task the iterator owns). A consumer that stops
@@ -442,6 +452,9 @@ class SAgent:
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
         running_loop()  # on another event loop, say so here rather than fail mid-run as a bug
+        settings = self.model_settings
+        if model_settings is not None:
+            settings = override_settings(settings, model_settings_of(model_settings))
         if state is not None and messages:
             raise ValueError("pass either messages or a paused run's state, not both")
         cancels = self._cancels  # a cancel() from here on cancels this run (_run_events)
@@ -468,6 +481,7 @@ class SAgent:
         run = self._active_run(
             agent_session, defer=approvals == "defer" or paused is not None, resume=paused
         )
+        run.model_settings = settings
         sandbox = self._opens_sandbox(agent_session)
         # The run executes in this generator's task (the consumer's), with a task of its own
         # only for what needs one (sagents.agent._driver).

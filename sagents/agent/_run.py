@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 from opentelemetry.trace import Span
 
-from sagents.agent._chat_model import ModelResponse
+from sagents.agent._chat_model import ModelResponse, ModelSettings
 from sagents.agent._events import AgentEvent, DoneReason
 from sagents.agent._messages import Message, Part, ToolCall, ToolResultPart, new_call_id
 from sagents.agent._session import AgentSession
@@ -142,6 +142,8 @@ class ActiveRun:
     """:meth:`cancel` cancelled the read under way (its task's cancellation, to be told from
     one from outside)."""
     turns: int = 0
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    """The settings of this run's model calls: the agent's, with the run's own over them."""
     tool_choice_spent: bool = False
     """The model called the tool that ``tool_choice`` names: later calls leave it unset."""
     defer: bool = False

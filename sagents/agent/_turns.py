@@ -197,7 +197,7 @@ class Turns:
                 _count_usage(run, turn.usage)
                 await run.emit(_usage_event(run.turns, turn.usage, "turn"))
             calls = message.tool_calls
-            choice = self._agent.model_settings.tool_choice
+            choice = run.model_settings.tool_choice
             if calls and (choice == "required" or any(c.name == choice for c in calls)):
                 run.tool_choice_spent = True
             if not calls:
@@ -295,7 +295,7 @@ class Turns:
         Raises:
             ModelConfigError: the named tool is not offered to this call.
         """
-        settings = self._agent.model_settings
+        settings = run.model_settings
         choice = settings.tool_choice
         if choice is None or choice in ("auto", "none"):
             return settings
@@ -361,7 +361,7 @@ class Turns:
         if run.script_description is not None:
             own = [with_script_description(t, run.script_description) for t in own]
         offered = await self._agent.suggestion.offered(state, allowed, own, query=query)
-        choice = self._agent.model_settings.tool_choice
+        choice = run.model_settings.tool_choice
         names = {t["function"]["name"] for t in offered}
         forced = [a for a in allowed if a.name == choice and a.name not in names]
         return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names

@@ -192,3 +192,46 @@ async def test_a_mapping_forcing_a_tool_with_output_type_calls_once_then_answers
         assert "toolConfig" not in second or (
             second["toolConfig"]["functionCallingConfig"]["mode"] != "ANY"
         )
+
+
+def _sent_settings(api: str, body: dict[str, Any]) -> tuple[Any, Any]:
+    """The temperature and the output limit a request carries, in its API's own fields."""
+    if api == "gemini":
+        config = body.get("generationConfig", {})
+        return config.get("temperature"), config.get("maxOutputTokens")
+    limit = {"chat": "max_tokens", "responses": "max_output_tokens", "anthropic": "max_tokens"}
+    return body.get("temperature"), body.get(limit[api])
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+async def test_a_run_s_model_settings_replace_the_agent_s_for_that_run_only(api: str) -> None:
+    async with ScriptedModel([reply("one"), reply("two"), reply("three")], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(
+            model=server.chat_model(stream=False),
+            model_settings=ModelSettings(temperature=0.5, max_tokens=300),
+            run_script=False,
+        )
+        first = await agent.run(USER, model_settings={"temperature": 0.0})
+        second = await agent.run(USER, model_settings=ModelSettings(max_tokens=42))
+        third = await agent.run(USER)
+    assert (first.output, second.output, third.output) == ("one", "two", "three")
+    sent = [_sent_settings(api, body) for body in server.requests]
+    assert sent == [(0.0, 300), (0.5, 42), (0.5, 300)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "said"),
+    [
+        ({"temprature": 0.1}, TypeError, "unknown model_settings key 'temprature'"),
+        ({"max_tokens": 0}, ValueError, "max_tokens"),
+        ("hot", TypeError, "model_settings is a ModelSettings or a mapping"),
+    ],
+)
+async def test_bad_model_settings_of_a_run_are_refused_before_any_event(
+    settings: Any, error: type[Exception], said: str
+) -> None:
+    async with ScriptedModel([reply("never")]) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        with pytest.raises(error, match=said):
+            await agent.run(USER, model_settings=settings)
+    assert server.requests == []
