@@ -97,12 +97,22 @@ def _steps() -> list[ScriptedReply]:
     ]
 
 
-def _compressing_agent(model: ScriptedModel, records: Path) -> SAgent:
+def _compressing_agent(model: ScriptedModel, records: Path, **chat_model: Any) -> SAgent:
     return SAgent(
-        model=model.chat_model(),
+        model=model.chat_model(**chat_model),
         run_script=False,
         max_history_tokens=BUDGET,
         compression=CompressionSettings(records_dir=records),
+    )
+
+
+async def _go(agent: SAgent, tmp_path: Path, session_id: str) -> list[Any]:
+    """The events of one run of the task "go" with the document's tools, in auto mode."""
+    return await collect(
+        agent,
+        [{"role": "user", "content": "go"}],
+        tool_manager=_manager(tmp_path),
+        session_context=SessionContext(session_id=session_id, permission_mode="auto"),
     )
 
 
@@ -170,18 +180,8 @@ async def test_over_the_budget_older_turns_become_one_summary_and_what_matters_s
 async def test_a_failed_summary_leaves_the_history_untouched_and_says_so(tmp_path: Path) -> None:
     script = Script(_steps(), http_error(400, "summaries are broken today"))
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(max_retries=0),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=tmp_path / "records"),
-        )
-        events = await collect(
-            agent,
-            [{"role": "user", "content": "go"}],
-            tool_manager=_manager(tmp_path),
-            session_context=SessionContext(session_id="s2", permission_mode="auto"),
-        )
+        agent = _compressing_agent(model, tmp_path / "records", max_retries=0)
+        events = await _go(agent, tmp_path, "s2")
     assert done_of(events).reason == "stop"
     finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
     assert finished
@@ -204,18 +204,8 @@ async def test_records_that_cannot_be_written_leave_the_history_untouched_and_sa
     blocker.write_text("a file, not a folder", encoding="utf-8")
     script = Script(_steps(), reply(SUMMARY))
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=blocker / "records"),
-        )
-        events = await collect(
-            agent,
-            [{"role": "user", "content": "go"}],
-            tool_manager=_manager(tmp_path),
-            session_context=SessionContext(session_id="s3", permission_mode="auto"),
-        )
+        agent = _compressing_agent(model, blocker / "records")
+        events = await _go(agent, tmp_path, "s3")
     done = done_of(events)
     assert done.reason == "stop", done.error
     finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
@@ -231,18 +221,8 @@ async def test_a_records_dir_given_as_a_string_is_a_folder(tmp_path: Path) -> No
     script = Script(_steps(), reply(SUMMARY))
     records = tmp_path / "records"
     async with ScriptedModel(script) as model:
-        agent = SAgent(
-            model=model.chat_model(),
-            run_script=False,
-            max_history_tokens=BUDGET,
-            compression=CompressionSettings(records_dir=str(records)),  # type: ignore[arg-type]
-        )
-        events = await collect(
-            agent,
-            [{"role": "user", "content": "go"}],
-            tool_manager=_manager(tmp_path),
-            session_context=SessionContext(session_id="s4", permission_mode="auto"),
-        )
+        agent = _compressing_agent(model, str(records))  # type: ignore[arg-type]
+        events = await _go(agent, tmp_path, "s4")
     assert done_of(events).reason == "stop"
     finished = [e for e in events if isinstance(e, HistoryCompressedEvent)]
     assert finished
@@ -267,12 +247,7 @@ async def test_the_model_can_ask_for_compression_and_its_call_stays_paired(
                 keep_recent_tokens=50, records_dir=tmp_path / "records"
             ),
         )
-        events = await collect(
-            agent,
-            [{"role": "user", "content": "go"}],
-            tool_manager=_manager(tmp_path),
-            session_context=SessionContext(session_id="s3", permission_mode="auto"),
-        )
+        events = await _go(agent, tmp_path, "s3")
     done = done_of(events)
     announced = [e for e in events if isinstance(e, HistoryCompressEvent)]
     assert [e.reason for e in announced] == ["requested"]
