@@ -21,6 +21,9 @@ runs in this process, so its time is in both sides.
 ``--api NAME`` (repeatable: ``chat``, ``responses``, ``anthropic``, ``gemini``): only those
 APIs (with or without ``--count``).
 
+``--async-tool``: the tool turn's tool is an ``async def`` (with or without the other options),
+so that the figures show the tool turn without the worker thread a sync tool runs in.
+
 ``--count``: instead of CPU time, the event-loop callbacks (``call_soon``) and loop iterations
 (selector waits) per turn, server included, on a loop that counts them: a deterministic figure
 of the task switching a turn costs, where CPU time varies with the machine's load.
@@ -140,6 +143,19 @@ _ASKED: dict[str, dict[str, Any]] = {
 def lookup(key: str) -> str:
     """Look a key up."""
     return f"value of {key}"
+
+
+@tool(name="lookup", permission="read_only")
+async def async_lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def _tool() -> Any:
+    """The tool the tool turn calls: ``lookup``, a plain function (run in a worker thread, as
+    every sync tool is), or with ``--async-tool`` the same as an ``async def`` (run on the
+    event loop: the tool turn without the worker thread's hand-overs)."""
+    return async_lookup if "--async-tool" in sys.argv else lookup
 
 
 def _script(body: dict[str, Any]) -> ScriptedReply:
@@ -299,7 +315,7 @@ async def _turns(api: str, stream: bool, server: ScriptedModel) -> tuple[Turns, 
     """The bare client's turns and SAgent's (``run_stream`` and ``run``), and the client."""
     agent = SAgent(model=server.chat_model(stream=stream), run_script=False)
     manager = ToolManager()
-    manager.register_tool(lookup)
+    manager.register_tool(_tool())
     call, client = _bare(api, server.base_url, stream, manager)
     bare, bare_two_calls, streamed = _sides(agent, manager, call, _ASKED[api])
 
@@ -471,7 +487,7 @@ async def _sagents_side(base_url: str, stream: bool) -> dict[str, float]:
     model = OpenAIChatModel("m", base_url=base_url, api_key="bench", stream=stream)
     agent = SAgent(model=model, run_script=False)
     manager = ToolManager()
-    manager.register_tool(lookup)
+    manager.register_tool(_tool())
     call, client = _bare("chat", base_url, stream, manager)
     bare, bare_two_calls, agent_turn = _sides(agent, manager, call, _ASKED["chat"])
     await bare()
