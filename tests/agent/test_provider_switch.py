@@ -23,6 +23,7 @@ from sagents.agent import (
     ToolCall,
     ToolResultPart,
 )
+from sagents.agent._call_ids import within_nine_char_rule
 from sagents.agent._state import message_from_json, message_to_json
 from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
 from sagents.tool import SessionContext, ToolManager, tool
@@ -297,3 +298,177 @@ async def test_tool_call_ids_of_another_server_go_to_anthropic_in_its_pattern() 
     assert sent[2]["content"][0]["tool_use_id"] == call_id
     assert ANTHROPIC_ID.match(call_id)
     assert done.history[1].tool_calls[0].id == "functions.get_weather:0"  # the history's own
+
+
+# -- a history made elsewhere, sent to a Chat Completions server ------------------------------
+
+ELSEWHERE = [
+    pytest.param("anthropic_thinking_tool_use", "anthropic", id="anthropic"),
+    pytest.param("gemini_thought_signature_parallel_calls", "gemini", id="gemini"),
+    pytest.param("responses_reasoning_tool_call", "responses", id="responses"),
+]
+NEXT = {"role": "user", "content": "and tomorrow?"}
+
+
+async def history_made_on(name: str, api: str) -> list[Message]:
+    """The history of a run on ``api`` whose model answered with the recorded tool-call answer
+    of ``name`` (its reasoning, its call ids), through that API's SDK."""
+    (called,) = load_wire(WIRE / f"{name}.json")[:1]
+    async with ScriptedModel([called, "Sunny."], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(
+            await collect(
+                agent,
+                USER,
+                tool_manager=weather_and_save(),
+                session_context=SessionContext(permission_mode="auto"),
+            )
+        )
+    assert done.reason == "stop", done.error
+    assert any(m.reasoning or m.tool_calls for m in done.history)
+    return done.history
+
+
+def weather_and_save() -> ToolManager:
+    @tool(permission="read_only")
+    async def save(path: str, text: str = "") -> str:
+        """Save a file."""
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    manager.register_tool(save)
+    return manager
+
+
+@pytest.mark.parametrize(("name", "api"), ELSEWHERE)
+async def test_reasoning_made_elsewhere_is_not_sent_to_a_chat_server(name: str, api: str) -> None:
+    # Cerebras refuses `reasoning_content` in a request; no Chat server made this reasoning, so
+    # it goes in neither field (docs/agent.md, "OpenAIChatModel")
+    history = await history_made_on(name, api)
+    assert any(p.provider for m in history for p in m.parts if isinstance(p, ReasoningPart))
+    refusal = load_wire(WIRE / "cerebras_reasoning_field.json")[2]
+
+    def cerebras(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        if any("reasoning_content" in m for m in body["messages"]):
+            return refusal
+        return reply("Rain tomorrow.")
+
+    async with ScriptedModel(cerebras) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, [*history, NEXT]))
+    assert done.reason == "stop", done.error
+    assert len(server.requests) == 1
+    sent = [m for m in server.requests[0]["messages"] if m["role"] == "assistant"]
+    assert sent and not any("reasoning" in m or "reasoning_content" in m for m in sent)
+    assert done.history[: len(history)] == history  # the history keeps every part
+
+
+NINE_ALNUM = re.compile(r"[a-zA-Z0-9]{9}")
+
+
+def mistral_id_rule(body: dict[str, Any]) -> WireReply | None:
+    """Mistral's refusal of a request holding a call id that is not 9 characters
+    ``[a-zA-Z0-9]`` (the recorded body), None for a request it takes. It also checks that
+    each result answers a call of the assistant message before it."""
+    refusal = load_wire(WIRE / "mistral_whole_call_nine_char_id.json")[1]
+    called: set[str] = set()
+    for message in body["messages"]:
+        ids = [c["id"] for c in message.get("tool_calls") or []]
+        if message["role"] == "assistant":
+            called = set(ids)
+        if message["role"] == "tool":
+            ids = [message["tool_call_id"]]
+            assert ids[0] in called, f"a result of no call: {ids[0]!r}"
+        if not all(NINE_ALNUM.fullmatch(i) for i in ids):
+            return refusal
+    return None
+
+
+def sent_ids(request: dict[str, Any]) -> list[str]:
+    """Every call id of a Chat request, calls and results, in order."""
+    ids: list[str] = []
+    for message in request["messages"]:
+        ids.extend(c["id"] for c in message.get("tool_calls") or [])
+        if message["role"] == "tool":
+            ids.append(message["tool_call_id"])
+    return ids
+
+
+@pytest.mark.parametrize(("name", "api"), ELSEWHERE)
+async def test_call_ids_made_elsewhere_go_to_mistral_in_its_rule(name: str, api: str) -> None:
+    history = await history_made_on(name, api)
+    answers: list[ScriptedReply | WireReply] = [
+        load_wire(WIRE / "mistral_whole_call_nine_char_id.json")[0],
+        reply("Rain tomorrow."),
+    ]
+
+    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return mistral_id_rule(body) or answers.pop(0)
+
+    async with ScriptedModel(mistral) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(
+            await collect(
+                agent,
+                [*history, NEXT],
+                tool_manager=weather_and_save(),
+                session_context=SessionContext(permission_mode="auto"),
+            )
+        )
+    assert done.reason == "stop", done.error
+    assert done.history[: len(history)] == history  # the history's ids are its own
+    assert done.history[len(history) + 1].tool_calls[0].id == "D681PevKs"
+    taken = [r for r in server.requests if not mistral_id_rule(r)]
+    assert len(taken) == 2  # the tool turn and the answer after it
+    assert len(server.requests) <= 3  # refused once at most: then the adapter knows the rule
+    for request in taken:
+        assert all(NINE_ALNUM.fullmatch(i) for i in sent_ids(request))
+    assert "D681PevKs" in sent_ids(taken[1])  # an id within the rule is sent as it is
+
+
+async def test_empty_and_repeated_call_ids_go_to_mistral_each_as_one_id() -> None:
+    # an id of no characters (a history given as dicts) and an id a server repeats in every
+    # answer ("call_0"): each is one id on the wire, the same for its calls and results
+    def turn(call_id: str, city: str) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function", "function": {"name": "get_weather"}}
+        call["function"]["arguments"] = json.dumps({"city": city})
+        return [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": f"sunny in {city}"},
+        ]
+
+    history = [*USER, *turn("", "Paris"), *turn("call_0", "Oslo"), *turn("call_0", "Rome"), NEXT]
+
+    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return mistral_id_rule(body) or reply("Rain tomorrow.")
+
+    async with ScriptedModel(mistral) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    empty, empty_again, first, first_again, second, second_again = sent_ids(server.requests[-1])
+    assert empty == empty_again and first == first_again == second == second_again
+    assert empty != first and NINE_ALNUM.fullmatch(empty) and NINE_ALNUM.fullmatch(first)
+    assert [c.id for m in done.history for c in m.tool_calls] == ["", "call_0", "call_0"]
+
+
+async def test_an_id_mapped_for_mistral_never_takes_an_id_the_request_already_has() -> None:
+    foreign = "toolu_01A09q90qw90lq917835lq9"
+    (its_nine,) = within_nine_char_rule([{"role": "tool", "tool_call_id": foreign}])
+    history = [
+        Message(role="user", parts=(TextPart(text="weather?"),)),
+        *tool_turn(ReasoningPart(text=""), foreign)[1:],
+        *tool_turn(ReasoningPart(text=""), its_nine["tool_call_id"])[1:],
+    ]
+
+    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return mistral_id_rule(body) or reply("Sunny.")
+
+    async with ScriptedModel(mistral) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    mapped, mapped_result, kept, kept_result = sent_ids(server.requests[-1])
+    assert kept == kept_result == its_nine["tool_call_id"]  # within the rule: sent as it is
+    assert mapped == mapped_result != kept and NINE_ALNUM.fullmatch(mapped)

@@ -495,7 +495,7 @@ async def test_lmstudio_arguments_in_one_fragment() -> None:
 
 
 async def test_mistral_ids_are_kept_and_ids_sagents_invents_are_nine_alphanumerics() -> None:
-    _events, done, model, _tools = await run([*wire("mistral_whole_call_nine_char_id"), "ok"])
+    _events, done, model, _tools = await run([wire("mistral_whole_call_nine_char_id")[0], "ok"])
     assert calls_of(done.messages[1]) == [("D681PevKs", "get_weather", '{"city": "Berlin"}')]
     assert calls_of(sent_assistant(model, 1))[0][0] == "D681PevKs"
     # a server that sends calls without ids: the ids the loop gives them pass Mistral's rule
