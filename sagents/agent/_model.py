@@ -29,6 +29,7 @@ without a ``finish_reason`` was cut and is never taken as an answer.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import logging
@@ -43,6 +44,7 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
+from sagents.agent._call_ids import refuses_call_ids, within_nine_char_rule
 from sagents.agent._chat_model import (
     ChatModel,
     Finish,
@@ -60,7 +62,7 @@ from sagents.agent._chat_model import (
     finish_reason,
 )
 from sagents.agent._endpoint import configured_api_key, configured_base_url
-from sagents.agent._messages import Message
+from sagents.agent._messages import Message, ReasoningPart
 from sagents.agent._openai_errors import openai_retryable, openai_status_error
 from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
@@ -343,6 +345,9 @@ class OpenAIChatModel:
         # what ModelSettings.max_tokens is sent as: OpenAI's reasoning models refuse
         # `max_tokens` (a 400 naming `max_completion_tokens`), which most other servers ignore
         self._max_tokens_field = "max_tokens"
+        # whether requests carry tool-call ids in Mistral's rule (9 characters [a-zA-Z0-9]):
+        # from the server's first refusal of an id on (docs/agent.md, "Servers' quirks")
+        self._nine_char_ids = False
         if not self.model:
             raise ModelConfigError(
                 "no model name is configured",
@@ -422,7 +427,7 @@ class OpenAIChatModel:
         messages: list[dict[str, Any]] = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
-        messages.extend(m.to_openai() for m in request.messages)
+        messages.extend(_chat_form(m) for m in request.messages)
         tools = [
             {
                 "type": "function",
@@ -444,7 +449,8 @@ class OpenAIChatModel:
         output: OutputSchema | None,
     ) -> dict[str, Any]:
         """The arguments of ``chat.completions.create`` (but ``stream``)."""
-        request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        sent = within_nine_char_rule(messages) if self._nine_char_ids else list(messages)
+        request: dict[str, Any] = {"model": self.model, "messages": sent}
         if tools:
             request["tools"] = list(tools)
         request.update(_settings_fields(settings, has_tools=bool(tools)))
@@ -522,6 +528,10 @@ class OpenAIChatModel:
                 if "max_tokens" in request and _wants_max_completion_tokens(error):
                     self._max_tokens_field = "max_completion_tokens"  # sent again, renamed
                     request["max_completion_tokens"] = request.pop("max_tokens")
+                    continue
+                if not self._nine_char_ids and refuses_call_ids(f"{error.message} {error.body}"):
+                    self._nine_char_ids = True  # sent again with the ids in the rule
+                    request["messages"] = within_nine_char_rule(request["messages"])
                     continue
                 if not openai_retryable(error) or not budget.can_retry:
                     raise openai_status_error(
@@ -610,6 +620,25 @@ class OpenAIChatModel:
             f"no text and no tool call came back for model {self.model!r}",
             hint=hint,
         )
+
+
+def _chat_form(message: Message) -> dict[str, Any]:
+    """A message as a Chat Completions request carries it: reasoning another provider made (a
+    part that names its provider: an Anthropic thinking block, a Gemini thought, a Responses
+    summary) is left out. It is text no Chat server produced and has no field of its own:
+    Cerebras refuses ``reasoning_content`` in a request (as vLLM did before it read the
+    field), and a server that reads it would take it for its own model's reasoning. A Chat
+    server's own reasoning (no provider: what this adapter read, or a dict's
+    ``reasoning_content``, as histories stored before parts named their provider hold it)
+    goes back in the field it came in (docs/agent.md, "OpenAIChatModel")."""
+    if message.role == "assistant" and any(map(_made_elsewhere, message.parts)):
+        parts = tuple(p for p in message.parts if not _made_elsewhere(p))
+        message = dataclasses.replace(message, parts=parts)
+    return message.to_openai()
+
+
+def _made_elsewhere(part: object) -> bool:
+    return isinstance(part, ReasoningPart) and bool(part.provider)
 
 
 def _seam_ending(turn: ModelTurn) -> list[ModelEvent]:
