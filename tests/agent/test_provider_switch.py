@@ -503,3 +503,54 @@ async def test_an_id_mapped_for_mistral_never_takes_an_id_the_request_already_ha
     assert kept == kept_result == its_nine["tool_call_id"]  # within the rule: sent as it is
     assert mapped == mapped_result != kept
     assert NINE_ALNUM.fullmatch(mapped)
+
+
+def deepseek_reasoning_rule(refusal: WireReply) -> Any:
+    """DeepSeek's thinking mode: ``refusal`` for a request holding an assistant message with
+    tool calls but no ``reasoning_content`` field; None for a request it takes."""
+
+    def rule(body: dict[str, Any]) -> WireReply | None:
+        for message in body["messages"]:
+            if message.get("tool_calls") and not isinstance(message.get("reasoning_content"), str):
+                return refusal
+        return None
+
+    return rule
+
+
+@pytest.mark.parametrize("wording", [0, 1], ids=["deepseek-reasoner", "deepseek-v4"])
+async def test_a_tool_turn_made_elsewhere_goes_to_deepseek_thinking_with_a_reasoning_field(
+    wording: int,
+) -> None:
+    # a conversation started on Anthropic goes on on DeepSeek: the turn that called the tool
+    # has no reasoning DeepSeek made (its thinking block is not sent to a Chat server), and
+    # DeepSeek's thinking mode refuses a tool-call turn without the field
+    history = await history_made_on("anthropic_thinking_tool_use", "anthropic")
+    refuses = deepseek_reasoning_rule(
+        load_wire(WIRE / "deepseek_missing_reasoning_content.json")[wording]
+    )
+    answers: list[ScriptedReply | WireReply] = [
+        load_wire(WIRE / "deepseek_reasoning_tool_call.json")[0],
+        reply("Rain tomorrow."),
+    ]
+
+    def deepseek(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return refuses(body) or answers.pop(0)
+
+    async with ScriptedModel(deepseek) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(
+            await collect(
+                agent,
+                [*history, NEXT],
+                tool_manager=weather_and_save(),
+                session_context=SessionContext(permission_mode="auto"),
+            )
+        )
+    assert done.reason == "stop", done.error
+    taken = [r for r in server.requests if not refuses(r)]
+    assert len(taken) == 2
+    assert len(server.requests) == 3  # refused once: then the adapter sends the field
+    made_elsewhere, its_own = [m for m in taken[1]["messages"] if m.get("tool_calls")]
+    assert made_elsewhere["reasoning_content"] == ""  # not Anthropic's thinking
+    assert its_own["reasoning_content"] == "The user wants the weather; call get_weather."
