@@ -82,7 +82,8 @@ class ReasoningPart:
             exactly: some providers refuse the next request without it.
         id: The provider's id of it (OpenAI Responses' reasoning items).
         provider: Which provider made it (a part is sent back only to the provider it came
-            from, when that provider wants it).
+            from, when that provider wants it); None for a Chat Completions server's (what
+            ``OpenAIChatModel`` read, or the ``reasoning_content`` of an OpenAI-form dict).
     """
 
     text: str

@@ -23,8 +23,11 @@ What real servers send is accepted as the docs/agent.md table "Servers' quirks" 
 fragments that repeat the name or the id, change the id, carry cumulative arguments or a JSON
 object, lack an ``index``; ``reasoning_content`` / ``reasoning`` deltas (kept in the message in
 the field they came in, and sent back in it: DeepSeek requires ``reasoning_content`` back on
-tool-call turns, Cerebras refuses it and sends ``reasoning``). A stream that ends
-without a ``finish_reason`` was cut and is never taken as an answer.
+tool-call turns, Cerebras refuses it and sends ``reasoning``; reasoning another provider made is
+not sent). A stream that ends without a ``finish_reason`` was cut and is never taken as an
+answer. A history made on another provider goes as these servers take it: ``reasoning_content:
+""`` on tool-call turns for a server that refuses them without it (DeepSeek's thinking mode),
+tool-call ids in Mistral's 9-character rule for a server that refuses others.
 """
 
 from __future__ import annotations
@@ -348,6 +351,9 @@ class OpenAIChatModel:
         # whether requests carry tool-call ids in Mistral's rule (9 characters [a-zA-Z0-9]):
         # from the server's first refusal of an id on (docs/agent.md, "Servers' quirks")
         self._nine_char_ids = False
+        # whether each assistant message with tool calls carries `reasoning_content` ("" for a
+        # turn no Chat server reasoned in): from DeepSeek's first refusal of one without it on
+        self._reasoning_field_required = False
         if not self.model:
             raise ModelConfigError(
                 "no model name is configured",
@@ -450,6 +456,8 @@ class OpenAIChatModel:
     ) -> dict[str, Any]:
         """The arguments of ``chat.completions.create`` (but ``stream``)."""
         sent = within_nine_char_rule(messages) if self._nine_char_ids else list(messages)
+        if self._reasoning_field_required:
+            sent = _with_reasoning_content(sent)
         request: dict[str, Any] = {"model": self.model, "messages": sent}
         if tools:
             request["tools"] = list(tools)
@@ -532,6 +540,10 @@ class OpenAIChatModel:
                 if not self._nine_char_ids and refuses_call_ids(f"{error.message} {error.body}"):
                     self._nine_char_ids = True  # sent again with the ids in the rule
                     request["messages"] = within_nine_char_rule(request["messages"])
+                    continue
+                if not self._reasoning_field_required and _wants_reasoning_content(error):
+                    self._reasoning_field_required = True  # sent again with the field
+                    request["messages"] = _with_reasoning_content(request["messages"])
                     continue
                 if not openai_retryable(error) or not budget.can_retry:
                     raise openai_status_error(
@@ -706,6 +718,32 @@ def _wants_max_completion_tokens(error: openai.APIStatusError) -> bool:
         and body.get("param") == "max_tokens"
         and "max_completion_tokens" in str(body.get("message") or "")
     )
+
+
+def _wants_reasoning_content(error: openai.APIStatusError) -> bool:
+    """Whether the server refused an assistant message with tool calls for lacking
+    ``reasoning_content`` (DeepSeek's thinking mode: "Missing `reasoning_content` field in the
+    assistant message at message index 2", "The `reasoning_content` in the thinking mode must
+    be passed back to the API"; LiteLLM's "must include reasoning_content")."""
+    text = f"{error.message} {error.body}"
+    return (
+        error.status_code == 400
+        and "reasoning_content" in text
+        and any(words in text for words in ("Missing", "must be passed back", "must include"))
+    )
+
+
+def _with_reasoning_content(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with ``reasoning_content: ""`` on each assistant message with tool calls
+    that has none: a turn this server's model did not reason in (another provider's, whose
+    reasoning is not sent, or a model's that did not reason). DeepSeek takes it; its own
+    turns keep the reasoning they came with."""
+    return [
+        {**m, "reasoning_content": ""}
+        if m.get("role") == "assistant" and m.get("tool_calls") and "reasoning_content" not in m
+        else dict(m)
+        for m in messages
+    ]
 
 
 def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:
