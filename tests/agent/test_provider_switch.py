@@ -554,3 +554,50 @@ async def test_a_tool_turn_made_elsewhere_goes_to_deepseek_thinking_with_a_reaso
     made_elsewhere, its_own = [m for m in taken[1]["messages"] if m.get("tool_calls")]
     assert made_elsewhere["reasoning_content"] == ""  # not Anthropic's thinking
     assert its_own["reasoning_content"] == "The user wants the weather; call get_weather."
+
+
+FIELD_REFUSED = [
+    pytest.param(
+        "deepseek_reasoning_tool_call",
+        ("reasoning_field_extra_forbidden", 0),
+        "reasoning_content",
+        id="deepseek-to-mistral",
+    ),
+    pytest.param(
+        "deepseek_reasoning_tool_call",
+        ("cerebras_reasoning_field", 2),
+        "reasoning_content",
+        id="deepseek-to-cerebras",
+    ),
+    pytest.param(
+        "cerebras_reasoning_field",
+        ("reasoning_field_extra_forbidden", 1),
+        "reasoning",
+        id="cerebras-to-kimi",
+    ),
+]
+
+
+@pytest.mark.parametrize(("made_on", "refusal", "field"), FIELD_REFUSED)
+async def test_a_reasoning_field_a_chat_server_refuses_is_left_out_from_then_on(
+    made_on: str, refusal: tuple[str, int], field: str
+) -> None:
+    # a history made on one Chat server goes on on another whose schema has no such field
+    history = await history_made_on(made_on, "chat")
+    refused = load_wire(WIRE / f"{refusal[0]}.json")[refusal[1]]
+
+    def server(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        if any(field in m for m in body["messages"]):
+            return refused
+        return reply("Rain tomorrow.")
+
+    async with ScriptedModel(server) as scripted:
+        agent = SAgent(model=scripted.chat_model(), run_script=False)
+        done = done_of(await collect(agent, [*history, NEXT]))
+        later = [*done.history, Message(role="user", parts=(TextPart(text="and after?"),))]
+        again = done_of(await collect(agent, later))
+    assert done.reason == "stop", done.error
+    assert again.reason == "stop", again.error
+    assert len(scripted.requests) == 3  # refused once: the adapter then leaves the field out
+    assert not any(field in m for m in scripted.requests[-1]["messages"])
+    assert done.history[: len(history)] == history  # the history keeps the reasoning
