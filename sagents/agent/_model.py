@@ -37,7 +37,8 @@ import difflib
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+import re
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, overload
@@ -354,6 +355,8 @@ class OpenAIChatModel:
         # whether each assistant message with tool calls carries `reasoning_content` ("" for a
         # turn no Chat server reasoned in): from DeepSeek's first refusal of one without it on
         self._reasoning_field_required = False
+        # the reasoning fields the server refused in a request, left out from then on
+        self._refused_fields: frozenset[str] = frozenset()
         if not self.model:
             raise ModelConfigError(
                 "no model name is configured",
@@ -458,6 +461,8 @@ class OpenAIChatModel:
         sent = within_nine_char_rule(messages) if self._nine_char_ids else list(messages)
         if self._reasoning_field_required:
             sent = _with_reasoning_content(sent)
+        if self._refused_fields:
+            sent = _without_fields(sent, self._refused_fields)
         request: dict[str, Any] = {"model": self.model, "messages": sent}
         if tools:
             request["tools"] = list(tools)
@@ -544,6 +549,11 @@ class OpenAIChatModel:
                 if not self._reasoning_field_required and _wants_reasoning_content(error):
                     self._reasoning_field_required = True  # sent again with the field
                     request["messages"] = _with_reasoning_content(request["messages"])
+                    continue
+                refused = _refused_reasoning_field(error)
+                if refused and refused not in self._refused_fields:
+                    self._refused_fields |= {refused}  # sent again without it
+                    request["messages"] = _without_fields(request["messages"], {refused})
                     continue
                 if not openai_retryable(error) or not budget.can_retry:
                     raise openai_status_error(
@@ -744,6 +754,32 @@ def _with_reasoning_content(messages: Sequence[Mapping[str, Any]]) -> list[dict[
         else dict(m)
         for m in messages
     ]
+
+
+def _refused_reasoning_field(error: openai.APIStatusError) -> str | None:
+    """The reasoning field (:data:`_REASONING_FIELDS`) the server refused in a request's
+    messages, None when it refused none: Cerebras' "property '...reasoning_content' is
+    unsupported", Mistral's HTTP 422 ``extra_forbidden`` "Extra inputs are not permitted" at
+    ``messages.N.assistant.reasoning_content``, a gateway's "Extra inputs are not permitted,
+    field: 'messages[8].reasoning'"."""
+    text = f"{error.message} {error.body}"
+    if (
+        error.status_code not in (400, 422)
+        or "messages" not in text  # a field of a message, not of the request
+        or not any(words in text for words in ("unsupported", "not permitted", "extra_forbidden"))
+    ):
+        return None
+    for name in _REASONING_FIELDS:  # `\b`: "reasoning" is not the start of "reasoning_content"
+        if re.search(rf"\b{name}\b", text):
+            return name
+    return None
+
+
+def _without_fields(
+    messages: Sequence[Mapping[str, Any]], fields: Collection[str]
+) -> list[dict[str, Any]]:
+    """The messages without ``fields`` (a reasoning field the server refuses)."""
+    return [{k: v for k, v in m.items() if k not in fields} for m in messages]
 
 
 def _settings_fields(settings: ModelSettings | None, *, has_tools: bool) -> dict[str, Any]:
