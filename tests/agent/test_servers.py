@@ -844,3 +844,50 @@ def test_every_fixture_names_its_server_and_sources_and_loads() -> None:
 def test_a_malformed_wire_reply_is_a_clear_error(form: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"piece|end|headers"):
         WireReply.from_json(form)
+
+
+async def test_a_tool_call_id_a_server_refuses_by_its_form_goes_in_mistral_s_rule() -> None:
+    # Azure OpenAI: at most 40 characters; a gateway's ids for Vertex's id-less calls are 44
+    refusal = wire("tool_call_id_form_refused")[0]
+    long_id = "portkey-6aa6db90-1b84-4155-9f32-f658c97d6b1b"
+    call = {"id": long_id, "type": "function", "function": {"name": "get_weather"}}
+    call["function"]["arguments"] = '{"city": "Lima"}'
+    history = [
+        *USER,
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": long_id, "content": "sunny in Lima"},
+        {"role": "user", "content": "and tomorrow?"},
+    ]
+
+    def azure(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        ids = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or []]
+        return refusal if any(len(i) > 40 for i in ids) else ScriptedReply(content="Rain.")
+
+    _events, done, model, _tools = await run(azure, messages=history)
+    assert done.reason == "stop", done.error
+    assert len(model.requests) == 2
+    (sent,) = [c["id"] for m in model.requests[1]["messages"] for c in m.get("tool_calls") or []]
+    assert NINE_ALNUM.fullmatch(sent)
+    assert model.requests[1]["messages"][2]["tool_call_id"] == sent
+    assert done.messages[1]["tool_calls"][0]["id"] == long_id
+
+
+async def test_a_server_refusing_its_own_call_ids_gets_them_in_the_rule_it_checks() -> None:
+    # omlx serving Devstral gives its calls `call_<8 hex>` ids, which mistral_common refuses
+    # when the turn comes back (HTTP 500): the first tool loop would end there
+    refusal = wire("tool_call_id_form_refused")[1]
+    own = ScriptedToolCall(name="get_weather", arguments='{"city": "Nice"}', id="call_49c89af0")
+    answers: list[ScriptedReply | WireReply] = [
+        ScriptedReply(tool_calls=(own,)),
+        ScriptedReply(content="Sunny in Nice."),
+    ]
+
+    def omlx(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        ids = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or []]
+        return refusal if not all(NINE_ALNUM.fullmatch(i) for i in ids) else answers.pop(0)
+
+    _events, done, model, tools = await run(omlx)
+    assert done.reason == "stop", done.error
+    assert tools.calls == [("get_weather", {"city": "Nice"})]
+    assert len(model.requests) == 3  # refused once, not retried as a transient 500
+    assert done.messages[1]["tool_calls"][0]["id"] == "call_49c89af0"  # the model's own id
