@@ -1,9 +1,10 @@
 """Tool-call ids as a server that limits their form takes them (docs/agent.md, "Servers'
 quirks").
 
-Mistral's API (and any server that checks ids with ``mistral_common``, such as vLLM serving a
-Mistral model) refuses a request holding a tool-call id that is not exactly 9 characters of
-``[a-zA-Z0-9]``: "Tool call id was toolu_01... but must be a-z, A-Z, 0-9, with a length of 9."
+Mistral's API (and any server that checks ids with ``mistral_common``, such as omlx serving a
+Mistral model, even for the ids it gave its own calls) refuses a request holding a tool-call id
+that is not exactly 9 characters of ``[a-zA-Z0-9]``: "Tool call id was toolu_01... but must be
+a-z, A-Z, 0-9, with a length of 9." OpenAI's API refuses one longer than 40 characters.
 A history made on another provider holds such ids (Anthropic's ``toolu_...``, OpenAI's
 ``call_...``, Kimi's ``functions.get_weather:0``, an empty one given as a dict). The history
 keeps its ids; only the request sent to such a server carries them in that form.
@@ -22,11 +23,16 @@ __all__ = ["NINE_CHAR_ID", "refuses_call_ids", "within_nine_char_rule"]
 NINE_CHAR_ID: Final = re.compile(r"[a-zA-Z0-9]{9}")
 _ALPHABET: Final = string.digits + string.ascii_letters
 _REFUSAL: Final = ("Tool call id was", "with a length of 9")
+_ID_FIELD: Final = re.compile(r"tool_calls\[\d+\]\.id|tool_call_id")
 
 
 def refuses_call_ids(message: str) -> bool:
-    """Whether an error's text is the refusal of an id outside the 9-character rule."""
-    return all(words in message for words in _REFUSAL)
+    """Whether an error's text is a server's refusal of a tool-call id by its form: Mistral's
+    9-character rule, or OpenAI's 40 characters at most ("Invalid
+    'messages[2].tool_calls[0].id': string too long"), which the rule satisfies too."""
+    if all(words in message for words in _REFUSAL):
+        return True
+    return "string too long" in message and _ID_FIELD.search(message) is not None
 
 
 def _nine_chars(call_id: str, attempt: int) -> str:

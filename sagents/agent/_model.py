@@ -27,7 +27,8 @@ tool-call turns, Cerebras refuses it and sends ``reasoning``; reasoning another 
 not sent). A stream that ends without a ``finish_reason`` was cut and is never taken as an
 answer. A history made on another provider goes as these servers take it: ``reasoning_content:
 ""`` on tool-call turns for a server that refuses them without it (DeepSeek's thinking mode),
-tool-call ids in Mistral's 9-character rule for a server that refuses others.
+tool-call ids in Mistral's 9-character rule for a server that refuses an id by its form, the
+reasoning fields a server refuses left out.
 """
 
 from __future__ import annotations
@@ -350,7 +351,7 @@ class OpenAIChatModel:
         # `max_tokens` (a 400 naming `max_completion_tokens`), which most other servers ignore
         self._max_tokens_field = "max_tokens"
         # whether requests carry tool-call ids in Mistral's rule (9 characters [a-zA-Z0-9]):
-        # from the server's first refusal of an id on (docs/agent.md, "Servers' quirks")
+        # from the server's first refusal of an id's form on (docs/agent.md, "Servers' quirks")
         self._nine_char_ids = False
         # whether each assistant message with tool calls carries `reasoning_content` ("" for a
         # turn no Chat server reasoned in): from DeepSeek's first refusal of one without it on
