@@ -601,3 +601,48 @@ async def test_a_reasoning_field_a_chat_server_refuses_is_left_out_from_then_on(
     assert len(scripted.requests) == 3  # refused once: the adapter then leaves the field out
     assert not any(field in m for m in scripted.requests[-1]["messages"])
     assert done.history[: len(history)] == history  # the history keeps the reasoning
+
+
+async def test_results_of_calls_given_without_an_id_or_with_one_id_twice_are_kept() -> None:
+    # a history given as dicts: a call without an id, and two calls of one answer sharing an
+    # id (servers that repeat one). The loop gives such calls ids of their own before any
+    # request; their results, which name them as the history did, stay theirs, in order
+    def call(call_id: str, city: str) -> dict[str, Any]:
+        arguments = json.dumps({"city": city})
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments},
+        }
+
+    def result(call_id: str, city: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call_id, "content": f"sunny in {city}"}
+
+    history = [
+        *USER,
+        {"role": "assistant", "content": "", "tool_calls": [call("", "Paris")]},
+        result("", "Paris"),
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call("c1", "Oslo"), call("c1", "Rome")],
+        },
+        result("c1", "Oslo"),
+        result("c1", "Rome"),
+        NEXT,
+    ]
+
+    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return mistral_id_rule(body) or reply("Rain tomorrow.")
+
+    async with ScriptedModel(mistral) as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, history))
+    assert done.reason == "stop", done.error
+    sent = server.requests[-1]["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    calls = [c for m in sent for c in m.get("tool_calls") or []]
+    cities = [json.loads(c["function"]["arguments"])["city"] for c in calls]
+    assert cities == ["Paris", "Oslo", "Rome"]
+    assert [results[c["id"]] for c in calls] == ["sunny in Paris", "sunny in Oslo", "sunny in Rome"]
+    assert len({c["id"] for c in calls}) == 3
