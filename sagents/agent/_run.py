@@ -492,20 +492,29 @@ def settle_history(messages: Sequence[Message]) -> list[Message]:
         if message.role == "tool":
             logger.warning("dropped a tool message that answers no call: %.200r", message)
             continue
+        named = [c.id for c in message.tool_calls]  # the ids its results name the calls by
         if message.role == "assistant":  # ids, arguments, content: as sent back
             message = normalise_assistant(message)
         settled.append(message)
         ids = [c.id for c in message.tool_calls]
         if message.role != "assistant" or not ids:
             continue
+        # each result goes to the first call its id named that has none yet: a call that came
+        # without an id, or with one an earlier call of the answer has, got an id of its own
+        waiting: dict[str, list[str]] = {}
+        for name, call_id in zip(named, ids, strict=True):
+            waiting.setdefault(name, []).append(call_id)
         answers: dict[str, Message] = {}
         while index < len(messages) and messages[index].role == "tool":
             answer = messages[index]
             index += 1
-            call_id = answered_call(answer)
-            if call_id not in ids or call_id in answers:
+            open_calls = waiting.get(answered_call(answer))
+            if not open_calls:
                 logger.warning("dropped a tool message that answers no open call: %.200r", answer)
                 continue
+            call_id = open_calls.pop(0)
+            if call_id != answered_call(answer):
+                answer = answering(answer, call_id)
             answers[call_id] = answer
         for call_id in ids:
             settled.append(
@@ -517,6 +526,15 @@ def settle_history(messages: Sequence[Message]) -> list[Message]:
                 )
             )
     return settled
+
+
+def answering(message: Message, call_id: str) -> Message:
+    """The ``tool`` message as the answer to the call ``call_id`` (the rest of it unchanged)."""
+    parts = tuple(
+        replace(p, tool_call_id=call_id) if isinstance(p, ToolResultPart) else p
+        for p in message.parts
+    )
+    return replace(message, parts=parts)
 
 
 def answered_call(message: Message) -> str:

@@ -618,7 +618,7 @@ async def test_results_of_calls_given_without_an_id_or_with_one_id_twice_are_kep
     def result(call_id: str, city: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call_id, "content": f"sunny in {city}"}
 
-    history = [
+    history: list[dict[str, Any]] = [
         *USER,
         {"role": "assistant", "content": "", "tool_calls": [call("", "Paris")]},
         result("", "Paris"),

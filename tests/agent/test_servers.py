@@ -850,9 +850,9 @@ async def test_a_tool_call_id_a_server_refuses_by_its_form_goes_in_mistral_s_rul
     # Azure OpenAI: at most 40 characters; a gateway's ids for Vertex's id-less calls are 44
     refusal = wire("tool_call_id_form_refused")[0]
     long_id = "portkey-6aa6db90-1b84-4155-9f32-f658c97d6b1b"
-    call = {"id": long_id, "type": "function", "function": {"name": "get_weather"}}
-    call["function"]["arguments"] = '{"city": "Lima"}'
-    history = [
+    function = {"name": "get_weather", "arguments": '{"city": "Lima"}'}
+    call = {"id": long_id, "type": "function", "function": function}
+    history: list[dict[str, Any]] = [
         *USER,
         {"role": "assistant", "content": "", "tool_calls": [call]},
         {"role": "tool", "tool_call_id": long_id, "content": "sunny in Lima"},
