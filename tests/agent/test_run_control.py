@@ -1,0 +1,120 @@
+"""Run control at its edges (docs/agent.md, "Cancellation" and "Pausing and resuming"): a run
+that paused keeps its state whatever moment a cancel comes, ``SAgent.cancel()`` works from any
+thread, and one session has one run at a time."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from sagents.agent import AgentEvent, SAgent
+from sagents.agent._run import EVENT_BUFFER
+from sagents.core.events import ApprovalRequestEvent
+from sagents.store import SqliteAgentStore
+from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "go"}]
+HELD = 2 * EVENT_BUFFER + 20  # held calls: their requests fill the run's outbox twice
+
+
+@pytest.fixture(autouse=True)
+def _state_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAGENTS_STATE_KEY", "k" * 40)
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> SqliteAgentStore:
+    return SqliteAgentStore(path=tmp_path / "agents.sqlite3")
+
+
+def _writes(ran: list[str]) -> ToolManager:
+    @tool(permission="write")
+    def save(path: str) -> str:
+        """Save a file."""
+        ran.append(path)
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(save)
+    return manager
+
+
+def _held_answer(count: int) -> ScriptedReply:
+    return ScriptedReply(
+        tool_calls=tuple(
+            ScriptedToolCall(name="save", arguments={"path": f"f{n}"}, id=f"c{n}")
+            for n in range(count)
+        )
+    )
+
+
+@pytest.mark.parametrize("how", ["sagent_cancel", "consumer_leaves"])
+async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_its_state(
+    how: str, store: SqliteAgentStore
+) -> None:
+    """More held calls than the run's outbox holds: their ``approval.request`` events fill it
+    and the run waits for the consumer to take them. A cancel then (``SAgent.cancel()``, or the
+    consumer leaving) must not lose what the run answered: the run ends interrupted with its
+    state, every held call pending in it, and the store keeps it."""
+    ran: list[str] = []
+    events: list[AgentEvent] = []
+    asked = False
+    async with ScriptedModel([_held_answer(HELD), reply("done")]) as model:
+        agent = SAgent(
+            model=model.chat_model(),
+            run_script=False,
+            store=store,
+            max_tool_calls_per_answer=HELD,
+        )
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER,
+                    tool_manager=_writes(ran),
+                    session_context=SessionContext(session_id="s", permission_mode="ask"),
+                    approvals="defer",
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ApprovalRequestEvent) and not asked:
+                        asked = True
+                        # the first request: the batch goes on to fill the outbox again and
+                        # waits for room (it cannot get past that while the consumer is here)
+                        for _ in range(20):
+                            await anyio.lowlevel.checkpoint()
+                        if how == "consumer_leaves":
+                            break
+                        agent.cancel()
+        state_id = await store.pending_state("s")
+        assert state_id is not None  # the store keeps it, also when nobody got the done event
+        stored = await agent.load_state(state_id)
+        assert stored is not None
+        assert sorted(i.id for i in stored.pending) == sorted(f"c{n}" for n in range(HELD))
+        assert ran == []  # nothing held ran
+        requests = [e for e in events if isinstance(e, ApprovalRequestEvent)]
+        assert {r.request_id for r in requests} <= {i.id for i in stored.pending}
+        if how == "sagent_cancel":
+            done = done_of(events)
+            assert done.reason == "interrupted"
+            assert done.state is not None and done.state.state_id == state_id
+            assert len(requests) == HELD  # every held call was asked about, once
+        for item in stored.pending:  # the answers the state was kept for
+            stored.approve(item.id)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            resumed = await agent.run(
+                state=stored,
+                tool_manager=_writes(ran),
+                session_context=SessionContext(session_id="s", permission_mode="ask"),
+            )
+    assert resumed.reason == "stop"
+    assert sorted(ran) == sorted(f"f{n}" for n in range(HELD))  # each approved call ran once
+    assert_settled_once(resumed.messages)
