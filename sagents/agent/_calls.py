@@ -94,25 +94,31 @@ async def run_calls(
         else:
             jobs[call.id] = partial(_run_call, agent, run, call, offered, check.decision)
     await _settle(agent, run, calls, results, jobs, hold=bool(held))
+    if not held:
+        return
+    # The run pauses here. Its state is made before its requests go out, and they go out
+    # without waiting for room (bounded in number by the answer's calls, as its results are):
+    # nothing awaits between them, so a cancel either comes before the pause (the run ends
+    # cancelled, every call settled, nobody asked) or after it (the run keeps its state).
+    run.paused = RunState(
+        agent=agent.name,
+        session_id=state.session_id,
+        history=state.history,
+        pending=held,
+        settled=results,
+        turns=run.turns,
+        usage=run.usage,
+        audit_status=state.audit_status.snapshot(),
+        offered_tools=state.offered_tools,
+        granted=sorted(run.granted()),
+        skills=state.skills.active_skills if state.skills is not None else (),
+        system_extra=run.system_extra,
+        tool_choice_spent=run.tool_choice_spent,
+        output_retries=run.output_retries,
+    )
+    now = run.hubs[0].clock.time()
     for item in held:
-        await run.emit(request_event(item, state.session_id, run.hubs[0].clock.time()))
-    if held:
-        run.paused = RunState(
-            agent=agent.name,
-            session_id=state.session_id,
-            history=state.history,
-            pending=held,
-            settled=results,
-            turns=run.turns,
-            usage=run.usage,
-            audit_status=state.audit_status.snapshot(),
-            offered_tools=state.offered_tools,
-            granted=sorted(run.granted()),
-            skills=state.skills.active_skills if state.skills is not None else (),
-            system_extra=run.system_extra,
-            tool_choice_spent=run.tool_choice_spent,
-            output_retries=run.output_retries,
-        )
+        run.put(request_event(item, state.session_id, now))
 
 
 async def resume_calls(agent: SAgent, run: ActiveRun, paused: RunState) -> None:

@@ -156,7 +156,8 @@ class DoneEvent:
             :meth:`to_dict`, which carries ``messages``.
         state: With ``reason="interrupted"`` (``approvals="defer"``), the paused run: decide
             its items and resume it (docs/agent.md, "Pausing and resuming"). ``messages``
-            then ends with the answer that waits and the results of its calls that ran.
+            then ends with the answer that waits and the results of its calls that ran. A
+            run that paused keeps it also when an error ended it after the pause.
         output: With ``SAgent(output_type=...)`` and ``reason="stop"``, the final answer
             validated into that type; else None. In :meth:`to_dict` as JSON (pydantic's
             ``to_jsonable_python``) when set.

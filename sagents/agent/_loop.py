@@ -696,12 +696,18 @@ class SAgent:
                     logger.exception("the agent loop failed")
                     record_error(current, failure)
                     reason, error = "error", _internal(failure)
+                except BaseException:  # the consumer left (closed the iterator, was cancelled)
+                    if run.paused is not None:  # after the pause: its state is kept all the same
+                        with anyio.CancelScope(shield=True):
+                            await self._save(run)
+                    raise
                 finally:
                     self._runs.discard(run)
                     run.step = nullcontext  # its steps refer to the run: no cycle left behind
                     end_span(current)
-            paused = run.paused if reason == "interrupted" else None
-            run.paused = paused
+            paused = run.paused  # a run that paused ends with its state, whatever came after
+            if paused is not None and reason == "cancelled":  # a cancel past the pause
+                reason = "interrupted"
             if paused is not None or self._link.given:  # something to keep in the store
                 with anyio.CancelScope(shield=True):
                     await self._save(run)

@@ -105,7 +105,8 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
         if how == "sagent_cancel":
             done = done_of(events)
             assert done.reason == "interrupted"
-            assert done.state is not None and done.state.state_id == state_id
+            assert done.state is not None
+            assert done.state.state_id == state_id
             assert len(requests) == HELD  # every held call was asked about, once
         for item in stored.pending:  # the answers the state was kept for
             stored.approve(item.id)
