@@ -4,6 +4,8 @@ thread, and one session has one run at a time."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -11,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sagents.agent import AgentEvent, SAgent
+from sagents.agent import AgentEvent, ModelEvent, ModelRequest, SAgent, TextDelta
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent
 from sagents.store import SqliteAgentStore
@@ -119,3 +121,83 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
     assert resumed.reason == "stop"
     assert sorted(ran) == sorted(f"f{n}" for n in range(HELD))  # each approved call ran once
     assert_settled_once(resumed.messages)
+
+
+class _HangingModel:
+    """A model whose read awaits an answer that never comes (and lets cancellation through)."""
+
+    model = "hanging"
+
+    def __init__(self) -> None:
+        self.awaiting = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(text="first ")
+        self.awaiting.set()
+        await anyio.sleep_forever()
+        yield TextDelta(text="never")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _cancel_in_a_thread(agent: SAgent) -> BaseException | None:
+    """Call ``agent.cancel()`` from a plain thread (no event loop in it): what it raised."""
+    raised: list[BaseException] = []
+
+    def cancel() -> None:
+        try:
+            agent.cancel()
+        except BaseException as error:  # noqa: BLE001 - reported to the test
+            raised.append(error)
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    thread.join()
+    return raised[0] if raised else None
+
+
+@pytest.mark.parametrize("where", ["model_read", "tool_call"])
+async def test_sagent_cancel_from_a_plain_thread_cancels_the_run(where: str) -> None:
+    """``SAgent.cancel()`` from a thread that runs no event loop (a UI thread, a signal
+    handler's, a sync web handler's) does not raise there, and the run ends cancelled: while
+    the model's answer is read, and while a tool runs."""
+    entered = anyio.Event()
+
+    @tool(permission="read_only")
+    async def wait() -> str:
+        """Wait for ever."""
+        entered.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    manager = ToolManager()
+    manager.register_tool(wait)
+    hanging = _HangingModel()
+    async with ScriptedModel(
+        [ScriptedReply(tool_calls=(ScriptedToolCall(name="wait", arguments={}, id="w1"),))]
+    ) as scripted:
+        if where == "model_read":
+            agent = SAgent(model=hanging, run_script=False)
+            reached = hanging.awaiting
+        else:
+            agent = SAgent(model=scripted.chat_model(), run_script=False)
+            reached = entered
+        raised: list[BaseException | None] = []
+        events: list[AgentEvent] = []
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+
+                async def cancel_when_reached() -> None:
+                    await reached.wait()
+                    # a real thread, joined from a worker thread (the loop runs on meanwhile)
+                    raised.append(await anyio.to_thread.run_sync(_cancel_in_a_thread, agent))
+
+                tg.start_soon(cancel_when_reached)
+                async with aclosing(agent.run_stream(USER, tool_manager=manager)) as stream:
+                    async for event in stream:
+                        events.append(event)
+    assert raised == [None]
+    done = done_of(events)
+    assert done.reason == "cancelled"
+    assert_settled_once(done.messages)
