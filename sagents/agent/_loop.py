@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing, nullcontext
@@ -274,6 +275,7 @@ class SAgent:
         self._sessions: OrderedDict[str, AgentSession] = OrderedDict()  # least recent first
         self._runs: set[ActiveRun] = set()  # the runs in progress (cancel)
         self._cancels = 0  # cancel() calls so far: a run set up meanwhile starts cancelled
+        self._runs_lock = threading.Lock()  # both, for cancel() from any thread
         self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
@@ -389,9 +391,15 @@ class SAgent:
 
     def cancel(self) -> None:
         """Cancel every run of this agent in progress: each ends with ``done(cancelled)``
-        (a run still being set up, too: it asks the model nothing)."""
-        self._cancels += 1
-        for run in list(self._runs):
+        (a run still being set up, too: it asks the model nothing).
+
+        Safe from any thread (a UI thread, a thread that waits for signals, a sync web
+        framework's handler): a run is cancelled in its event loop's thread, at once when
+        called there, else soon after this returns (docs/agent.md, "Cancellation")."""
+        with self._runs_lock:
+            self._cancels += 1
+            runs = list(self._runs)
+        for run in runs:
             run.cancel()
 
     async def run_stream(
@@ -635,7 +643,7 @@ class SAgent:
         self, state: AgentSession, *, defer: bool, resume: RunState | None
     ) -> ActiveRun:
         approver = state.approver or state.tool_manager.approver
-        run = ActiveRun(session=state, approver=approver, defer=defer)
+        run = ActiveRun(session=state, approver=approver, loop=running_loop(), defer=defer)
         if resume is not None:
             run.resume, run.turns, run.usage = resume, resume.turns, dict(resume.usage)
             run.system_extra = resume.system_extra
@@ -667,11 +675,13 @@ class SAgent:
         state = run.session
         reason: DoneReason = "stop"
         error: dict[str, Any] | None = None
-        self._runs.add(run)
-        if self._cancels != cancels:  # cancelled before it was one of the agent's runs
+        with self._runs_lock:
+            self._runs.add(run)
+            cancelled = self._cancels != cancels  # before it was one of the agent's runs
+        if cancelled:
             run.cancel()
         async with AsyncExitStack() as stack:
-            stack.callback(self._runs.discard, run)  # also when the set-up failed
+            stack.callback(self._forget_run, run)  # also when the set-up failed
             try:
                 stack.callback(unlisten, run)  # the run's progress queues, once registered
                 if sandbox:  # run_script's progress, from its start (else: the first batch)
@@ -702,7 +712,7 @@ class SAgent:
                             await self._save(run)
                     raise
                 finally:
-                    self._runs.discard(run)
+                    self._forget_run(run)
                     run.step = nullcontext  # its steps refer to the run: no cycle left behind
                     end_span(current)
             paused = run.paused  # a run that paused ends with its state, whatever came after
@@ -726,6 +736,11 @@ class SAgent:
                 state=paused,
                 output=run.output if reason == "stop" else None,
             )
+
+    def _forget_run(self, run: ActiveRun) -> None:
+        """The run is no longer one :meth:`cancel` cancels."""
+        with self._runs_lock:
+            self._runs.discard(run)
 
     async def _prepare(self, run: ActiveRun, stack: AsyncExitStack, *, sandbox: bool) -> None:
         """Session set-up before the first turn: run_script (when ``sandbox``: see

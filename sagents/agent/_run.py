@@ -8,7 +8,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -104,6 +104,8 @@ class ActiveRun:
 
     session: AgentSession
     approver: Approver | None
+    loop: asyncio.AbstractEventLoop
+    """The event loop the run executes on (:meth:`cancel` from another thread goes there)."""
     found_hubs: list[ProgressHub] | None = None
     """The progress hubs of the session's tools (:attr:`hubs`), once found."""
     own_tools: ToolManager | None = None
@@ -199,12 +201,21 @@ class ActiveRun:
 
     def cancel(self) -> None:
         """End the run as cancelled: what it awaits now is cancelled, and it takes no further
-        step."""
+        step. Safe from any thread: from another thread than the run's event loop's, the
+        cancel is handed to that loop (``call_soon_threadsafe``) and done there, soon."""
+        if _running_loop() is self.loop:
+            self._cancel_here()
+            return
+        with suppress(RuntimeError):  # the loop is closed: the run ended with it
+            self.loop.call_soon_threadsafe(self._cancel_here)
+
+    def _cancel_here(self) -> None:
+        """:meth:`cancel`, in the run's event loop's thread."""
         self.cancelled = True
         for scope in list(self.scopes):
             scope.cancel()
         if self.reader is not None:  # in the next iteration, as an asyncio timeout would
-            asyncio.get_running_loop().call_soon(self._cancel_read, self.reads)
+            self.loop.call_soon(self._cancel_read, self.reads)
 
     def _cancel_read(self, read: int) -> None:
         """Cancel the task of read number ``read``, if that read is still under way (the
@@ -405,6 +416,14 @@ def approval_message(request: ApprovalRequest) -> str:
     view = request.view()
     lines = [view.heading, *([view.description] if view.description else []), f"{view.body_label}:"]
     return "\n".join([*lines, view.body])
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def running_loop() -> asyncio.AbstractEventLoop:
