@@ -54,6 +54,7 @@ protocol, an MCP error, the CLI's ``--json`` output) and be rebuilt on the other
     │   ├── StoreUnavailableError       store_unavailable
     │   └── StoreSchemaError            store_schema_mismatch (found, expected)
     ├── RunStateError                   run_state_refused    (reason)
+    ├── RunInProgressError              run_in_progress      (session_id)
     ├── ScriptError                     script_error
     │   ├── ScriptRejectedError         rejected
     │   │   └── PreflightError          preflight_failed     (findings)
@@ -106,6 +107,7 @@ __all__ = [
     "ProgressError",
     "QuotaExceededError",
     "ResultSerializationError",
+    "RunInProgressError",
     "RunStateError",
     "SagentsError",
     "SandboxError",
@@ -541,6 +543,13 @@ class StoreSchemaError(StoreError):
     ``details`` holds ``found`` and ``expected``."""
 
     code = "store_schema_mismatch"
+
+
+class RunInProgressError(SagentsError):
+    """A run was started on an agent session that has a run in progress: one session runs
+    one run at a time (its history is one conversation). ``details["session_id"]`` names it."""
+
+    code = "run_in_progress"
 
 
 class RunStateError(SagentsError):

@@ -16,9 +16,10 @@ import pytest
 from sagents.agent import AgentEvent, ModelEvent, ModelRequest, SAgent, TextDelta
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent
+from sagents.errors import RunInProgressError
 from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
-from sagents.tool import SessionContext, ToolManager, tool
+from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager, tool
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of
 
 pytestmark = pytest.mark.anyio
@@ -201,3 +202,80 @@ async def test_sagent_cancel_from_a_plain_thread_cancels_the_run(where: str) -> 
     done = done_of(events)
     assert done.reason == "cancelled"
     assert_settled_once(done.messages)
+
+
+class _Approver:
+    """Records the calls it is asked about; answers each once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.waiting = anyio.Event()
+        self.release = anyio.Event()
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked.append(request.tool_call_id or "")
+        self.waiting.set()
+        await self.release.wait()
+        return "allow_once"
+
+
+def _save_call(call_id: str) -> ScriptedReply:
+    return ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="save", arguments={"path": call_id}, id=call_id),)
+    )
+
+
+async def _first_event(agent: SAgent, **options: Any) -> AgentEvent:
+    """The first event of a run of ``agent`` (the run closed then)."""
+    async with aclosing(agent.run_stream(USER, **options)) as stream:
+        async for event in stream:
+            return event
+    raise AssertionError("the run sent no event")
+
+
+async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> None:
+    """Two runs of one session, each with its own approver: while the first waits for its
+    approver, the second is refused before any event (the session's history is one
+    conversation, which two runs would write at once), and never reaches its approver; the
+    first run's approval is answered by its own approver. Once the first ended, the session
+    runs the next, whose approval goes to its own approver."""
+    ran: list[str] = []
+    first, second = _Approver(), _Approver()
+    context = SessionContext(session_id="shared", permission_mode="ask")
+    async with ScriptedModel(
+        [_save_call("a1"), reply("a done"), _save_call("b1"), reply("b done")]
+    ) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        manager = _writes(ran)
+        events: list[AgentEvent] = []
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(
+                agent.run_stream(
+                    USER, tool_manager=manager, session_context=context, approver=first
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ApprovalRequestEvent):
+                        await first.waiting.wait()  # the first run waits for its approver
+                        with pytest.raises(RunInProgressError) as refused:
+                            await _first_event(
+                                agent,
+                                tool_manager=manager,
+                                session_context=context,
+                                approver=second,
+                            )
+                        first.release.set()
+            assert refused.value.details["session_id"] == "shared"
+            assert done_of(events).reason == "stop"
+            assert first.asked == ["a1"]
+            assert second.asked == []
+            assert ran == ["a1"]
+            second.release.set()
+            later = await agent.run(
+                USER, tool_manager=manager, session_context=context, approver=second
+            )
+    assert later.reason == "stop"
+    assert second.asked == ["b1"]
+    assert first.asked == ["a1"]
+    assert ran == ["a1", "b1"]
