@@ -90,6 +90,7 @@ from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
 from sagents.core._tracing import end_span, record_error
 from sagents.errors import (
+    RunInProgressError,
     RunStateError,
     SagentsError,
     SkillError,
@@ -276,6 +277,7 @@ class SAgent:
         self._runs: set[ActiveRun] = set()  # the runs in progress (cancel)
         self._cancels = 0  # cancel() calls so far: a run set up meanwhile starts cancelled
         self._runs_lock = threading.Lock()  # both, for cancel() from any thread
+        self._claims: dict[AgentSession, object] = {}  # the sessions a run holds (_claim)
         self._link = StoreLink(store)
 
     # -- public API -----------------------------------------------------------------------------
@@ -355,6 +357,7 @@ class SAgent:
 
         Raises:
             RunStateError: ``state`` was refused (see :meth:`run_stream`).
+            RunInProgressError: the session has a run in progress (see :meth:`run_stream`).
         """
         done: DoneEvent | None = None
         async with aclosing(
@@ -456,6 +459,12 @@ class SAgent:
         iterating early should close the iterator (``contextlib.aclosing``) to stop the run at
         once; otherwise it stops when the iterator is garbage-collected. Runs on asyncio: on
         another event loop, raises ``RuntimeError`` before any event.
+
+        One session runs one run at a time (its history is one conversation, and each run's
+        approvals and questions go to that run's approver and questioner): a run started on
+        a session whose run has not ended yet (its ``done`` event not sent, its iterator not
+        closed) raises :class:`~sagents.errors.RunInProgressError` before any event. A run
+        with ``session`` given (an agent used as a tool) holds that state only.
         """
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
@@ -471,49 +480,56 @@ class SAgent:
         if self._link.given and session is None:  # the store's is the latest (other workers)
             await self._load_stored(context, tool_manager, skill_manager, approver)
         agent_session = session or self._session_for(context, tool_manager, skill_manager, approver)
-        agent_session.approver = approver if approver is not None else agent_session.approver
-        agent_session.questioner = (
-            questioner if questioner is not None else agent_session.questioner
-        )
-        if paused is not None:
-            check_resume(paused, agent=self.name, context=context, proxy=agent_session.tool_manager)
-            if not await self.store.claim_state(paused.state_id):
-                raise RunStateError(
-                    "this paused run was resumed already",
-                    hint="each paused run continues once; load the session for what followed",
-                    details={"reason": "claimed"},
-                )
-            resume_into(agent_session, paused)
-        else:
-            agent_session.history = settle_history(as_messages(messages))
-        run = self._active_run(
-            agent_session, defer=approvals == "defer" or paused is not None, resume=paused
-        )
-        run.model_settings = settings
-        sandbox = self._opens_sandbox(agent_session)
-        # The run executes in this generator's task (the consumer's), with a task of its own
-        # only for what needs one (sagents.agent._driver).
-        events = self._run_events(run, sandbox=sandbox, cancels=cancels)
-        last: AgentEvent | None = None
+        ticket = self._claim(agent_session)  # one run at a time: else RunInProgressError
         try:
-            async with aclosing(in_task(events) if sandbox else events) as running:
-                async for event in running:
-                    # the done is the last event: no isinstance per streamed piece
-                    # (bench/bench_agent_loop.py --calls)
-                    last = event
-                    yield event
-        except Exception as failure:  # a bug in the loop: said, never raised
-            logger.error("the agent loop failed", exc_info=failure)
-            if isinstance(last, DoneEvent):
-                return
-            settled = settle_history(agent_session.history)
-            yield DoneEvent(
-                reason="error",
-                messages=tuple(as_openai_messages(settled)),
-                audit_status=agent_session.audit_status.snapshot(),
-                error=_internal(failure),
-                history=tuple(settled),
+            agent_session.approver = approver if approver is not None else agent_session.approver
+            agent_session.questioner = (
+                questioner if questioner is not None else agent_session.questioner
             )
+            if paused is not None:
+                check_resume(
+                    paused, agent=self.name, context=context, proxy=agent_session.tool_manager
+                )
+                if not await self.store.claim_state(paused.state_id):
+                    raise RunStateError(
+                        "this paused run was resumed already",
+                        hint="each paused run continues once; load the session for what followed",
+                        details={"reason": "claimed"},
+                    )
+                resume_into(agent_session, paused)
+            else:
+                agent_session.history = settle_history(as_messages(messages))
+            run = self._active_run(
+                agent_session, defer=approvals == "defer" or paused is not None, resume=paused
+            )
+            run.model_settings = settings
+            sandbox = self._opens_sandbox(agent_session)
+            # The run executes in this generator's task (the consumer's), with a task of its own
+            # only for what needs one (sagents.agent._driver).
+            events = self._run_events(run, sandbox=sandbox, cancels=cancels, ticket=ticket)
+            last: AgentEvent | None = None
+            try:
+                async with aclosing(in_task(events) if sandbox else events) as running:
+                    async for event in running:
+                        # the done is the last event: no isinstance per streamed piece
+                        # (bench/bench_agent_loop.py --calls)
+                        last = event
+                        yield event
+            except Exception as failure:  # a bug in the loop: said, never raised
+                logger.error("the agent loop failed", exc_info=failure)
+                if isinstance(last, DoneEvent):
+                    return
+                settled = settle_history(agent_session.history)
+                self._release(agent_session, ticket)  # ended: a next run may start
+                yield DoneEvent(
+                    reason="error",
+                    messages=tuple(as_openai_messages(settled)),
+                    audit_status=agent_session.audit_status.snapshot(),
+                    error=_internal(failure),
+                    history=tuple(settled),
+                )
+        finally:
+            self._release(agent_session, ticket)
 
     def as_tool(
         self,
@@ -661,7 +677,7 @@ class SAgent:
         )
 
     async def _run_events(
-        self, run: ActiveRun, *, sandbox: bool, cancels: int
+        self, run: ActiveRun, *, sandbox: bool, cancels: int, ticket: object
     ) -> AsyncGenerator[AgentEvent, None]:
         """The run as events; always ends with one ``done`` (unless the consumer is gone).
 
@@ -670,7 +686,9 @@ class SAgent:
         task can run it; only run_script's sandbox (``sandbox``) holds a task group for the
         whole run, and such a run is iterated in a task of its own (:func:`in_task`).
         It is one of the agent's runs (:meth:`cancel`) from its set-up on; ``cancels``:
-        :meth:`cancel`'s calls when ``run_stream`` was called (one since cancels it).
+        :meth:`cancel`'s calls when ``run_stream`` was called (one since cancels it);
+        ``ticket``: its claim on the session (:meth:`_claim`), given back before the ``done``
+        event goes out, so that a consumer that stops at it may start the session's next run.
         """
         state = run.session
         reason: DoneReason = "stop"
@@ -726,6 +744,7 @@ class SAgent:
                 history += [tool_message(i, c) for i, c in paused.settled.items()]
             for event in run.take():
                 yield event
+            self._release(state, ticket)  # ended: a next run may start
             yield DoneEvent(
                 reason=reason,
                 messages=tuple(as_openai_messages(history)),
@@ -736,6 +755,30 @@ class SAgent:
                 state=paused,
                 output=run.output if reason == "stop" else None,
             )
+
+    def _claim(self, session: AgentSession) -> object:
+        """Claim ``session`` for a run: a ticket for :meth:`_release`.
+
+        Raises:
+            RunInProgressError: a run of the session is in progress (one at a time: the
+                session's history is one conversation, which two runs would write at once).
+        """
+        if session in self._claims:
+            raise RunInProgressError(
+                f"session {session.session_id!r} has a run in progress: a session runs one "
+                "run at a time",
+                hint="wait for its done event (or end it: SAgent.cancel(), or close its "
+                "iterator) before starting the next; runs at the same time need a session "
+                "each (SessionContext(session_id=...))",
+                details={"session_id": session.session_id},
+            )
+        ticket = self._claims[session] = object()
+        return ticket
+
+    def _release(self, session: AgentSession, ticket: object) -> None:
+        """Give back the claim ``ticket`` on ``session``, if it still holds it."""
+        if self._claims.get(session) is ticket:
+            del self._claims[session]
 
     def _forget_run(self, run: ActiveRun) -> None:
         """The run is no longer one :meth:`cancel` cancels."""
