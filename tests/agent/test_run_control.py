@@ -13,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sagents.agent import AgentEvent, ModelEvent, ModelRequest, SAgent, TextDelta
+from sagents.agent import AgentEvent, DoneEvent, ModelEvent, ModelRequest, SAgent, TextDelta
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent
 from sagents.errors import RunInProgressError
@@ -279,3 +279,20 @@ async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> 
     assert second.asked == ["b1"]
     assert first.asked == ["a1"]
     assert ran == ["a1", "b1"]
+
+
+async def test_a_consumer_that_stops_at_the_done_event_may_start_the_sessions_next_run() -> None:
+    """The run gives its session back before its ``done`` event goes out: a consumer that
+    leaves the loop there, without closing the iterator, starts the next run at once."""
+    context = SessionContext(session_id="next")
+    async with ScriptedModel([reply("one"), reply("two")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            stream = agent.run_stream(USER, session_context=context)
+            async for event in stream:
+                if isinstance(event, DoneEvent):
+                    break  # suspended at its done event, not closed
+            result = await agent.run(USER, session_context=context)
+            await stream.aclose()
+    assert result.reason == "stop"
+    assert result.output == "two"
