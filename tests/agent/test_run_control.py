@@ -5,7 +5,7 @@ thread, and one session has one run at a time."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -13,19 +13,34 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sagents.agent import AgentEvent, DoneEvent, ModelEvent, ModelRequest, SAgent, TextDelta
+from sagents.agent import (
+    AgentEvent,
+    DoneEvent,
+    ModelEvent,
+    ModelRequest,
+    QuestionnaireRequestEvent,
+    QuestionnaireResultEvent,
+    SAgent,
+    TextDelta,
+)
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent
 from sagents.errors import RunInProgressError
 from sagents.store import SqliteAgentStore
-from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply
+from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager, tool
+from sagents.tool.impl import register_builtin_tools
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "go"}]
 HELD = 2 * EVENT_BUFFER + 20  # held calls: their requests fill the run's outbox twice
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    return ("asyncio", {"debug": True})  # a loop's call from another thread raises there
 
 
 @pytest.fixture(autouse=True)
@@ -142,17 +157,17 @@ class _HangingModel:
         pass
 
 
-def _cancel_in_a_thread(agent: SAgent) -> BaseException | None:
-    """Call ``agent.cancel()`` from a plain thread (no event loop in it): what it raised."""
+def _in_a_thread(call: Callable[[], object]) -> BaseException | None:
+    """Call ``call`` in a plain thread (no event loop in it): what it raised."""
     raised: list[BaseException] = []
 
-    def cancel() -> None:
+    def target() -> None:
         try:
-            agent.cancel()
+            call()
         except BaseException as error:  # noqa: BLE001 - reported to the test
             raised.append(error)
 
-    thread = threading.Thread(target=cancel)
+    thread = threading.Thread(target=target)
     thread.start()
     thread.join()
     return raised[0] if raised else None
@@ -192,7 +207,7 @@ async def test_sagent_cancel_from_a_plain_thread_cancels_the_run(where: str) -> 
                 async def cancel_when_reached() -> None:
                     await reached.wait()
                     # a real thread, joined from a worker thread (the loop runs on meanwhile)
-                    raised.append(await anyio.to_thread.run_sync(_cancel_in_a_thread, agent))
+                    raised.append(await anyio.to_thread.run_sync(_in_a_thread, agent.cancel))
 
                 tg.start_soon(cancel_when_reached)
                 async with aclosing(agent.run_stream(USER, tool_manager=manager)) as stream:
@@ -296,3 +311,43 @@ async def test_a_consumer_that_stops_at_the_done_event_may_start_the_sessions_ne
             await stream.aclose()
     assert result.reason == "stop"
     assert result.output == "two"
+
+
+QUESTIONS = {"questions": [{"id": "city", "kind": "text", "prompt": "Where to?"}]}
+
+
+@pytest.mark.parametrize(
+    ("how", "status"), [("answer", "answered"), ("decline", "declined"), ("cancel", "cancelled")]
+)
+async def test_a_questionnaire_settled_from_a_plain_thread_reaches_the_run(
+    how: str, status: str
+) -> None:
+    """``QuestionnaireRequestEvent.answer`` / ``decline`` / ``cancel`` from a thread that runs
+    no event loop (a UI thread) settle the questionnaire the run waits for, as from the run's
+    own thread: nothing raised there, the result as given."""
+    manager = ToolManager()
+    register_builtin_tools(manager, None, names=["questionnaire"])
+    script = [tool_call("questionnaire", QUESTIONS, id="q1"), reply("thanks")]
+    events: list[AgentEvent] = []
+    outcome: list[object] = []
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with aclosing(agent.run_stream(USER, tool_manager=manager)) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, QuestionnaireRequestEvent):
+
+                        def settle(request: QuestionnaireRequestEvent = event) -> None:
+                            if how == "answer":
+                                outcome.append(request.answer({"city": "Rome"}))
+                            else:
+                                outcome.append(getattr(request, how)())
+
+                        raised = await anyio.to_thread.run_sync(_in_a_thread, settle)
+                        assert raised is None
+    assert outcome == [True]
+    [result] = [e for e in events if isinstance(e, QuestionnaireResultEvent)]
+    assert result.status == status
+    assert result.answers == ({"city": "Rome"} if how == "answer" else {})
+    assert done_of(events).reason == "stop"
