@@ -271,8 +271,9 @@ class HistoryCompressedEvent:
 @dataclass(frozen=True, kw_only=True)
 class QuestionnaireRequestEvent:
     """The model's ``questionnaire`` waits for the user: the application answers it with
-    :meth:`answer`, :meth:`decline` or :meth:`cancel` (or through the ``questioner`` given to
-    ``run_stream``); with no answer within ``time_limit`` seconds it ends ``timed_out``.
+    :meth:`answer`, :meth:`decline` or :meth:`cancel`, from any thread (or through the
+    ``questioner`` given to ``run_stream``); with no answer within ``time_limit`` seconds it
+    ends ``timed_out``.
 
     Attributes:
         request_id: Pairs it with its :class:`QuestionnaireResultEvent`.

@@ -17,14 +17,17 @@ agent loop (an event the application answers), ``sagents serve`` (MCP elicitatio
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
@@ -223,12 +226,15 @@ def check_answers(questionnaire: Questionnaire, answers: Mapping[str, Any]) -> d
 
 class QuestionnaireSlot:
     """Where one questionnaire's answer arrives: set once (later answers are ignored), awaited
-    by the asker. Use it from the event loop's thread."""
+    by the asker. Made in the asker's event loop; :meth:`put` works from any thread (a UI
+    thread answering a form)."""
 
     def __init__(self, questionnaire: Questionnaire) -> None:
         self.questionnaire = questionnaire
         self._answer: QuestionnaireAnswer | None = None
+        self._lock = threading.Lock()  # put() from any thread: exactly one answer wins
         self._set = anyio.Event()
+        self._loop = anyio.lowlevel.current_token()  # where the asker waits
 
     @property
     def answered(self) -> bool:
@@ -237,14 +243,23 @@ class QuestionnaireSlot:
 
     def put(self, answer: QuestionnaireAnswer) -> bool:
         """Deliver ``answer``; False when one was already delivered. An ``answered`` answer
-        is checked first (:func:`check_answers`; ValueError names the problem)."""
-        if self._answer is not None:
-            return False
-        if answer.status == "answered":
-            checked = check_answers(self.questionnaire, answer.answers)
-            answer = QuestionnaireAnswer(status="answered", answers=checked, message=answer.message)
-        self._answer = answer
-        self._set.set()
+        is checked first (:func:`check_answers`; ValueError names the problem). From another
+        thread than the asker's event loop's, it returns once that loop has woken the asker
+        (or at once, when that loop has ended)."""
+        with self._lock:
+            if self._answer is not None:
+                return False
+            if answer.status == "answered":
+                checked = check_answers(self.questionnaire, answer.answers)
+                answer = QuestionnaireAnswer(
+                    status="answered", answers=checked, message=answer.message
+                )
+            self._answer = answer
+        if _in_loop(self._loop):
+            self._set.set()
+        else:
+            with suppress(RuntimeError):  # RunFinishedError, a closed loop: nobody waits
+                anyio.from_thread.run_sync(self._set.set, token=self._loop)
         return True
 
     async def wait(self) -> QuestionnaireAnswer:
@@ -252,6 +267,14 @@ class QuestionnaireSlot:
         await self._set.wait()
         assert self._answer is not None
         return self._answer
+
+
+def _in_loop(token: anyio.lowlevel.EventLoopToken) -> bool:
+    """Whether this thread runs the event loop of ``token``."""
+    try:
+        return anyio.lowlevel.current_token() == token
+    except anyio.NoEventLoopError:
+        return False
 
 
 _CURRENT: ContextVar[Questioner | None] = ContextVar("sagents_questioner", default=None)
