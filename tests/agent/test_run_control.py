@@ -74,14 +74,15 @@ def _held_answer(count: int) -> ScriptedReply:
     )
 
 
-@pytest.mark.parametrize("how", ["sagent_cancel", "consumer_leaves"])
+@pytest.mark.parametrize("how", ["sagent_cancel", "consumer_leaves", "consumer_cancelled"])
 async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_its_state(
     how: str, store: SqliteAgentStore
 ) -> None:
     """More held calls than the run's outbox holds: their ``approval.request`` events fill it
     and the run waits for the consumer to take them. A cancel then (``SAgent.cancel()``, or the
-    consumer leaving) must not lose what the run answered: the run ends interrupted with its
-    state, every held call pending in it, and the store keeps it."""
+    consumer leaving, or its own cancel scope cancelled) must not lose what the run answered:
+    the run ends interrupted with its state, every held call pending in it, and the store
+    keeps it."""
     ran: list[str] = []
     events: list[AgentEvent] = []
     asked = False
@@ -92,7 +93,7 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
             store=store,
             max_tool_calls_per_answer=HELD,
         )
-        with anyio.fail_after(RUN_TIMEOUT_S):
+        with anyio.fail_after(RUN_TIMEOUT_S), anyio.CancelScope() as consumer:
             async with aclosing(
                 agent.run_stream(
                     USER,
@@ -111,7 +112,10 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
                             await anyio.lowlevel.checkpoint()
                         if how == "consumer_leaves":
                             break
-                        agent.cancel()
+                        if how == "consumer_cancelled":
+                            consumer.cancel()
+                        else:
+                            agent.cancel()
         state_id = await store.pending_state("s")
         assert state_id is not None  # the store keeps it, also when nobody got the done event
         stored = await agent.load_state(state_id)
