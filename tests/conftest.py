@@ -8,6 +8,13 @@ Tests of the modules and node ids in :data:`SLOW` are marked ``slow``: they star
 sandboxes, the installed ``sagents`` command, Node clients or many server processes.
 ``scripts/test.sh --fast`` (``pytest -m "not slow"``) leaves them out.
 
+Under pytest-xdist's ``--dist loadscope`` each module goes to one worker, handed out in the
+order of the collection: the modules of :data:`COSTLY` first (heaviest first), then those with
+slow-tier tests, then the rest, most tests first. pytest-xdist's own reordering (most tests
+first, ``--loadscope-reorder``) is turned off: it put the few-test modules that start real
+gateways and peers last, where one of them kept a single worker busy long after the others
+had finished.
+
 Property tests (hypothesis) take their example count from a settings profile, not from each test:
 ``ci`` (the default, what ``scripts/test.sh`` and CI run), ``dev`` (a quick local pass) and
 ``thorough`` (ten times ``ci``: run it after changing a tested area). Choose one with
@@ -89,6 +96,35 @@ SLOW = frozenset(
 )
 """Modules (``path``) and tests (``path::name``) of the slow tier."""
 
+COSTLY = (
+    "tests/gateway/test_console_approval_restart.py",
+    "tests/gateway/test_approval_restart.py",
+    "tests/gateway/test_sessions_apart.py",
+    "tests/gateway/test_oauth_upstream.py",
+    "tests/gateway/test_peer_clients.py",
+    "tests/gateway/test_session_lifetime.py",
+    "tests/gateway/test_conformance_2026.py",
+    "tests/test_readme.py",
+    "tests/cli/test_demo_cli.py",
+    "tests/cli/test_chat_resume.py",
+    "tests/gateway/test_reload.py",
+    "tests/agent/test_durable_web_example.py",
+    "tests/gateway/test_serve_cli.py",
+    "tests/gateway/test_restart.py",
+    "tests/gateway/test_metrics.py",
+    "tests/gateway/test_replicas.py",
+    "tests/tool/impl/test_memory_todo.py",
+    "tests/gateway/test_replicas_audit.py",
+    "tests/cli/test_chat_terminal.py",
+    "tests/mcp/test_stdio_faults.py",
+    "tests/gateway/test_git_history_serve.py",
+    "tests/agent/test_traces.py",
+    "tests/progress/test_flusher_attacks.py",
+)
+"""The modules that took longest in a measured full run (``pytest -n 4 --dist loadscope
+--durations=0``, summed per module), heaviest first: handed to the workers first, so that none
+of them is left to run alone at the end. A stale entry costs time, never coverage."""
+
 
 # No deadline in any profile: a loaded machine (the suite runs in parallel on shared cores) makes
 # an example's time say nothing about the code.
@@ -98,12 +134,38 @@ settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("SAGENTS_HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the module order :func:`pytest_collection_modifyitems` gives (pytest-xdist's
+    ``--no-loadscope-reorder``; the option exists only where pytest-xdist is loaded)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def _module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SLOW` ``slow``."""
+    """Mark the tests of :data:`SLOW` ``slow``; order the modules costliest first (each
+    module's tests keep their order)."""
+    tests: dict[str, int] = {}
+    slow: set[str] = set()
     for item in items:
+        module = _module_of(item)
+        tests[module] = tests.get(module, 0) + 1
         base = item.nodeid.split("[", 1)[0]
-        if base.split("::", 1)[0] in SLOW or base in SLOW:
+        if module in SLOW or base in SLOW:
             item.add_marker(pytest.mark.slow)
+            slow.add(module)
+    costly = {module: rank for rank, module in enumerate(COSTLY)}
+
+    def cost_order(item: pytest.Item) -> tuple[int, int]:
+        module = _module_of(item)
+        if module in costly:
+            return (0, costly[module])
+        return (1 if module in slow else 2, -tests[module])
+
+    items.sort(key=cost_order)  # stable: modules of one rank keep the collection's order
 
 
 @pytest.fixture

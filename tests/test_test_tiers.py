@@ -1,14 +1,16 @@
 """The slow tier's list names modules and tests that exist (a rename must not silently move a
-slow test into the fast tier), and the fast tier leaves them out."""
+slow test into the fast tier), and the fast tier leaves them out; the costliest modules are
+collected first (pytest-xdist hands them out first)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
-from tests.conftest import SLOW
+from tests.conftest import COSTLY, SLOW
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +30,22 @@ def test_every_slow_entry_names_an_existing_module_or_test() -> None:
             assert name in functions, f"{entry}: no such test in {path}"
 
 
+def test_every_costly_module_exists_once() -> None:
+    assert len(set(COSTLY)) == len(COSTLY)
+    missing = [path for path in COSTLY if not (ROOT / path).is_file()]
+    assert not missing, f"no such test module: {missing}"
+
+
+def test_the_costly_modules_are_collected_first(request: pytest.FixtureRequest) -> None:
+    """pytest-xdist hands the modules out in the collection's order (its own reordering off):
+    the collection starts with the modules of COSTLY, heaviest first."""
+    if hasattr(request.config.option, "loadscopereorder"):  # pytest-xdist is loaded
+        assert request.config.option.loadscopereorder is False
+    modules = list(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in request.session.items))
+    present = [module for module in COSTLY if module in modules]
+    assert modules[: len(present)] == present
+
+
 def test_the_test_script_has_a_fast_tier_and_runs_in_parallel() -> None:
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert '"not slow"' in script
@@ -40,7 +58,10 @@ def _stated_example_counts() -> dict[str, int]:
     for path in sorted((ROOT / "tests").rglob("*.py")):
         if path.name == "conftest.py":  # where the profiles are
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        text = path.read_text(encoding="utf-8")
+        if "max_examples" not in text:  # no such keyword: the module need not be parsed
+            continue
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.keyword) and node.arg == "max_examples":
                 place = f"{path.relative_to(ROOT)}:{node.value.lineno}"
                 assert isinstance(node.value, ast.Constant), f"{place}: not a number"
