@@ -20,11 +20,17 @@ Property tests (hypothesis) take their example count from a settings profile, no
 ``thorough`` (ten times ``ci``: run it after changing a tested area). Choose one with
 ``pytest --hypothesis-profile=NAME`` or ``SAGENTS_HYPOTHESIS_PROFILE=NAME``. A test whose every
 example starts an event loop or walks a large value states its own, lower count.
+
+The test session writes its bytecode caches even where ``PYTHONDONTWRITEBYTECODE`` is set:
+pytest keeps each test module's rewritten asserts there, and rewriting all of them again cost
+each pytest-xdist worker about 9 CPU seconds of its collection, every run (the processes the
+tests start keep the environment's setting).
 """
 
 import os
 import resource
 import subprocess
+import sys
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -33,6 +39,8 @@ import pytest
 from hypothesis import settings
 
 from tests.postgres_server import SKIP_REASON, PostgresServer, find_bin_dir, postgres_server
+
+sys.dont_write_bytecode = False  # before the test modules are imported: see above
 
 SLOW = frozenset(
     {

@@ -5,6 +5,7 @@ collected first (pytest-xdist hands them out first)."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,10 @@ def test_property_tests_take_their_example_count_from_the_profile() -> None:
     above = {place: count for place, count in stated.items() if count >= ci}
     assert not above, f"more examples than the ci profile's {ci}: use the profile ({above})"
     assert stated, "the lower counts of the costly property tests are found"
+
+
+def test_the_session_keeps_the_rewritten_test_modules() -> None:
+    """pytest caches each test module's rewritten asserts as bytecode; the session writes them
+    even where PYTHONDONTWRITEBYTECODE is set (tests/conftest.py), or every worker rewrites all
+    of them again on every run."""
+    assert sys.dont_write_bytecode is False
