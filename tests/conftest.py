@@ -106,32 +106,40 @@ SLOW = frozenset(
 
 COSTLY = (
     "tests/gateway/test_console_approval_restart.py",
-    "tests/gateway/test_approval_restart.py",
-    "tests/gateway/test_sessions_apart.py",
+    "tests/agent/test_conformance.py",
     "tests/gateway/test_oauth_upstream.py",
-    "tests/gateway/test_peer_clients.py",
-    "tests/gateway/test_session_lifetime.py",
-    "tests/gateway/test_conformance_2026.py",
+    "tests/cli/test_run_script_cli.py",
+    "tests/gateway/test_approval_restart.py",
     "tests/test_readme.py",
-    "tests/cli/test_demo_cli.py",
-    "tests/cli/test_chat_resume.py",
-    "tests/gateway/test_reload.py",
-    "tests/agent/test_durable_web_example.py",
-    "tests/gateway/test_serve_cli.py",
-    "tests/gateway/test_restart.py",
-    "tests/gateway/test_metrics.py",
-    "tests/gateway/test_replicas.py",
+    "tests/gateway/test_conformance_2026.py",
+    "tests/gateway/test_sessions_apart.py",
     "tests/tool/impl/test_memory_todo.py",
-    "tests/gateway/test_replicas_audit.py",
-    "tests/cli/test_chat_terminal.py",
+    "tests/gateway/test_session_lifetime.py",
+    "tests/gateway/test_peer_clients.py",
+    "tests/cli/test_help_layout.py",
+    "tests/mcp/test_sandboxed.py",
+    "tests/gateway/test_upstream_skills.py",
+    "tests/gateway/test_reload.py",
+    "tests/agent/test_servers.py",
+    "tests/gateway/test_definition_pins.py",
+    "tests/gateway/test_stdio_transport.py",
+    "tests/gateway/test_replicas.py",
+    "tests/mcp_servers/test_builtin_servers.py",
+    "tests/cli/test_chat_resume.py",
+    "tests/gateway/test_gateway_builtins.py",
+    "tests/cli/test_demo_cli.py",
+    "tests/mcp/test_shutdown.py",
+    "tests/agent/test_server_loops.py",
+    "tests/agent/test_run_garbage.py",
+    "tests/gateway/test_restart.py",
     "tests/mcp/test_stdio_faults.py",
-    "tests/gateway/test_git_history_serve.py",
-    "tests/agent/test_traces.py",
-    "tests/progress/test_flusher_attacks.py",
+    "tests/gateway/test_metrics.py",
+    "tests/gateway/test_serve_cli.py",
 )
-"""The modules that took longest in a measured full run (``pytest -n 4 --dist loadscope
---durations=0``, summed per module), heaviest first: handed to the workers first, so that none
-of them is left to run alone at the end. A stale entry costs time, never coverage."""
+"""The 30 modules that took longest in a measured full run (``pytest -n 4 --dist loadscope
+--durations=0``, set-up, call and tear-down summed per module), heaviest first: handed to the
+workers first, so that none of them is left to run alone at the end. A stale entry costs time,
+never coverage."""
 
 
 # No deadline in any profile: a loaded machine (the suite runs in parallel on shared cores) makes
