@@ -113,9 +113,6 @@ class ActiveRun:
     extra_names: set[str] = field(default_factory=set)
     allowed_names: set[str] = field(default_factory=set)
     """The session's allowed tools this turn, as the model names them (tool suggestion)."""
-    offer: tuple[tuple[object, ...], list[dict[str, Any]]] | None = None
-    """The tools offered to the run's last model call, and what they depend on: offered
-    again while that stays the same (without tool suggestion)."""
     system_extra: str = ""
     """This request's part of the system prompt (the chosen workflow or skill)."""
     script_tool: RunScriptTool | None = None

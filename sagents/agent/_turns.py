@@ -10,6 +10,7 @@ of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from copy import deepcopy
@@ -343,8 +344,10 @@ class Turns:
         kept = None
         if self._agent.suggestion is None:
             kept = _offer_key(run)
-            if kept is not None and run.offer is not None and run.offer[0] == kept:
-                return run.offer[1]
+            offer = state.offer
+            if kept is not None and offer is not None and offer[0] == kept:
+                run.allowed_names = offer[2]
+                return offer[1]
         allowed = allowed_tools(
             state.tool_manager, state.context.permission_mode, skip=run.extra_names
         )
@@ -357,7 +360,7 @@ class Turns:
         if self._agent.suggestion is None:
             tools = [dict(a.exported) for a in allowed] + own
             if kept is not None:
-                run.offer = (kept, tools)
+                state.offer = (kept, tools, run.allowed_names)
             return tools
         picks = run.turns == 1 or self._agent.suggestion.when == "every_turn"
         query = (
@@ -378,17 +381,20 @@ class Turns:
 
 def _offer_key(run: ActiveRun) -> tuple[object, ...] | None:
     """What a run's offer of tools depends on (without tool suggestion): the session's
-    tools and whitelist (their revision), its permission mode and the loop's own tools; None
-    when a provider keeps no revision (the offer is then made anew for each model call).
+    tools and whitelist (their revision), its permission mode and the loop's own tools of
+    this run; None when a provider keeps no revision (the offer is then made anew for each
+    model call).
 
-    The offer kept while this stays equal: exporting and sorting out the session's tools for
-    every model call was a measurable part of a tool turn, and grows with the tools a session
-    has (bench/bench_agent_loop.py --calls)."""
+    The session's offer is kept while this stays equal (``AgentSession.offer``): exporting
+    and sorting out the session's tools for every model call was a measurable part of a tool
+    turn, and grows with the tools a session has (bench/bench_agent_loop.py --calls)."""
     proxy = run.session.tool_manager
     revision = proxy.revision if type(proxy) is ToolProxy else None  # a subclass: not known
     if revision is None:
         return None
-    own = None if run.own_tools is None else run.own_tools.revision
+    own = None
+    if run.own_tools is not None:  # this run's registry (not kept alive by the session)
+        own = (weakref.ref(run.own_tools), run.own_tools.revision)
     mode = run.session.context.permission_mode
     return (proxy, revision, own, mode, frozenset(run.extra_names))
 

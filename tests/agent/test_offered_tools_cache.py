@@ -11,7 +11,7 @@ import pytest
 
 from sagents.agent import SAgent
 from sagents.testing import ScriptedModel, reply, tool_call
-from sagents.tool import ToolManager, ToolProxy, tool
+from sagents.tool import SessionContext, ToolManager, ToolProxy, tool
 from tests.agent.helpers import RUN_TIMEOUT_S, collect, done_of
 
 pytestmark = pytest.mark.anyio
@@ -165,6 +165,44 @@ async def test_a_provider_that_keeps_no_revision_is_asked_for_every_model_call()
     assert [_names(body) for body in requests] == [["extra"], ["extra"]]
     assert exports == [2]
     assert ToolProxy([manager]).revision is None
+
+
+@tool(permission="write")
+async def write() -> str:
+    """A tool a read-only session is not offered."""
+    return "written"
+
+
+async def test_a_session_offer_is_kept_across_its_runs_while_its_tools_stay_the_same() -> None:
+    manager = ToolManager()
+    manager.register_tool(extra)
+    manager.register_tool(write)
+    exports = _count_exports(manager)
+    auto = SessionContext(session_id="kept", permission_mode="auto")
+    read_only = SessionContext(session_id="kept", permission_mode="read_only")
+    script = [reply("one"), reply("two"), reply("three"), reply("four")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False)
+        for context in (auto, auto):
+            done = done_of(
+                await collect(agent, USER, tool_manager=manager, session_context=context)
+            )
+            assert done.reason == "stop", done.error
+        assert exports == [1]  # the second run offered what the first one did
+        manager.unregister_tool("extra")  # between runs: the next one offers what is left
+        done = done_of(await collect(agent, USER, tool_manager=manager, session_context=auto))
+        assert done.reason == "stop", done.error
+        # the same session in read-only mode: offered only read-only tools (none left)
+        done = done_of(await collect(agent, USER, tool_manager=manager, session_context=read_only))
+        assert done.reason == "stop", done.error
+        bodies = list(model.requests)
+    assert [_names(body) for body in bodies] == [
+        ["extra", "write"],
+        ["extra", "write"],
+        ["write"],
+        [],
+    ]
+    assert exports == [3]
 
 
 def test_a_registry_revision_changes_with_each_registration_and_removal() -> None:
