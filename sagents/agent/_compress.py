@@ -243,7 +243,13 @@ class HistoryCompressor:
         self._budget = budget
         self._settings = settings
         self._system = system
-        self._lock = anyio.Lock()
+
+    @functools.cached_property
+    def _lock(self) -> anyio.Lock:
+        # Made on first use: most runs never compress, and an anyio lock made for each run
+        # that takes a step (every run with a tool call) was a measurable part of its
+        # set-up (bench/bench_agent_loop.py --calls).
+        return anyio.Lock()
 
     @functools.cached_property
     def _counter(self) -> TokenCounter:

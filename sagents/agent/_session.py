@@ -148,6 +148,10 @@ class AgentSession:
         self.granted: set[str] = set()
         """Tools allowed for the rest of the session by a resumed run's decision or a stored
         session (besides the ``ToolProxy``'s own grants)."""
+        self.offer: tuple[tuple[object, ...], list[dict[str, Any]], set[str]] | None = None
+        """The tools offered to the session's last model call (without tool suggestion), the
+        session's allowed tools, and what both depend on: offered again while that stays the
+        same, in later runs of the session too."""
         self.restored_skills: list[str] = []
         """Skills a stored session or paused run had loaded, loaded again by the next run."""
         self.skill_sandbox: SandboxSkillManager | None = None

@@ -10,6 +10,7 @@ of tool calls runs in a task of its own (:func:`~sagents.agent._driver.relay`).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from copy import deepcopy
@@ -52,6 +53,7 @@ from sagents.agent._tracing import end_model_span, model_span
 from sagents.core._spec import ToolSpec
 from sagents.core._tracing import attached, end_span
 from sagents.errors import ContextLengthError, ModelConfigError, ModelError
+from sagents.tool._tool_proxy import ToolProxy
 
 if TYPE_CHECKING:
     from sagents.agent._loop import SAgent
@@ -339,6 +341,13 @@ class Turns:
         suggestion on, only the picked, expanded and always-included ones of the session's
         (:mod:`sagents.agent._suggestion`)."""
         state = run.session
+        kept = None
+        if self._agent.suggestion is None:
+            kept = _offer_key(run)
+            offer = state.offer
+            if kept is not None and offer is not None and offer[0] == kept:
+                run.allowed_names = offer[2]
+                return offer[1]
         allowed = allowed_tools(
             state.tool_manager, state.context.permission_mode, skip=run.extra_names
         )
@@ -349,7 +358,10 @@ class Turns:
             else []
         )
         if self._agent.suggestion is None:
-            return [dict(a.exported) for a in allowed] + own
+            tools = [dict(a.exported) for a in allowed] + own
+            if kept is not None:
+                state.offer = (kept, tools, run.allowed_names)
+            return tools
         picks = run.turns == 1 or self._agent.suggestion.when == "every_turn"
         query = (
             request_query(state.messages, every_turn=self._agent.suggestion.when == "every_turn")
@@ -365,6 +377,26 @@ class Turns:
         names = {t["function"]["name"] for t in offered}
         forced = [a for a in allowed if a.name == choice and a.name not in names]
         return offered + [dict(a.exported) for a in forced]  # the tool tool_choice names
+
+
+def _offer_key(run: ActiveRun) -> tuple[object, ...] | None:
+    """What a run's offer of tools depends on (without tool suggestion): the session's
+    tools and whitelist (their revision), its permission mode and the loop's own tools of
+    this run; None when a provider keeps no revision (the offer is then made anew for each
+    model call).
+
+    The session's offer is kept while this stays equal (``AgentSession.offer``): exporting
+    and sorting out the session's tools for every model call was a measurable part of a tool
+    turn, and grows with the tools a session has (bench/bench_agent_loop.py --calls)."""
+    proxy = run.session.tool_manager
+    revision = proxy.revision if type(proxy) is ToolProxy else None  # a subclass: not known
+    if revision is None:
+        return None
+    own = None
+    if run.own_tools is not None:  # this run's registry (not kept alive by the session)
+        own = (weakref.ref(run.own_tools), run.own_tools.revision)
+    mode = run.session.context.permission_mode
+    return (proxy, revision, own, mode, frozenset(run.extra_names))
 
 
 def _withheld(model: str) -> ModelError:
@@ -474,10 +506,12 @@ def _spec_of(tool: Mapping[str, Any]) -> ToolSpec:
     """The offered tool (an OpenAI function export) as the seam's ``ToolSpec``: the name the
     model calls and the exported schema."""
     function = tool.get("function") or {}
+    # a copy of the schema, not the offer's: the offer is kept for the run's later calls
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
     return ToolSpec(
         name=str(function.get("name") or ""),
         description=str(function.get("description") or ""),
-        input_schema=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+        input_schema=deepcopy(dict(parameters)),
     )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sagents.core._result import ToolResult
 from sagents.core._spec import ToolSpec
@@ -50,6 +50,7 @@ from sagents.tool._call import CallsTools, ToolRequest
 from sagents.tool._context import SessionContext
 from sagents.tool._middleware import ToolMiddleware, after_call, before_call
 from sagents.tool._provider import ToolProvider
+from sagents.tool.tool_manager import ToolManager
 
 if TYPE_CHECKING:
     from sagents.tool._api_export import ModelApi
@@ -100,6 +101,7 @@ class ToolProxy(CallsTools):
         self._allowed: set[str] | None = None
         if available_tools is not None:
             self._allowed = self._known(available_tools, "available_tools")
+        self._changes = 0  # changes of the whitelist so far (revision)
 
     @property
     def tool_managers(self) -> tuple[ToolProvider, ...]:
@@ -123,6 +125,7 @@ class ToolProxy(CallsTools):
             return []
         added = sorted(self._known(names, "allow()") - self._allowed)
         self._allowed.update(added)
+        self._changes += 1
         return added
 
     def restrict(self, names: Iterable[str]) -> list[str]:
@@ -133,7 +136,26 @@ class ToolProxy(CallsTools):
         """
         wanted = self._known(names, "restrict()")
         self._allowed = {n for n in wanted if self._is_allowed(n)}
+        self._changes += 1
         return sorted(self._allowed)
+
+    @property
+    def revision(self) -> tuple[object, ...] | None:
+        """A value that changes whenever what this proxy offers may have changed (a
+        provider's tools, the whitelist): while it stays equal, so do its specs and exports
+        (what a caller may keep, as the agent loop keeps a run's offer of tools between its
+        model calls). None when a provider keeps no revision (a ``ToolProvider`` of your own,
+        or a subclass, which may export otherwise): then nothing tells, and nothing may be
+        kept."""
+        parts: list[object] = [self._changes]
+        for provider in self._providers:
+            if type(provider) not in (ToolManager, ToolProxy):
+                return None
+            revision = cast("ToolManager | ToolProxy", provider).revision
+            if revision is None:
+                return None
+            parts.append(revision)
+        return tuple(parts)
 
     # -- the ToolProvider interface -----------------------------------------------------------
 

@@ -121,6 +121,7 @@ class ToolManager(CallsTools):
         self._call_contexts: list[CallContextFactory] = []
         self._closed = False
         self._owner_task: int | None = None  # the task that entered the first context
+        self._revision = 0  # registrations and removals so far (revision)
 
     # -- registration -------------------------------------------------------------------------
 
@@ -155,6 +156,7 @@ class ToolManager(CallsTools):
             )
         self._exports.claim(name)
         self._entries[name] = entry
+        self._revision += 1
         return entry.spec
 
     def unregister_tool(self, name: str) -> ToolSpec:
@@ -167,6 +169,7 @@ class ToolManager(CallsTools):
         if entry is None:
             raise self._unknown(name)
         self._exports.release(name)
+        self._revision += 1
         return entry.spec
 
     def collect_discovered(self) -> list[str]:
@@ -214,6 +217,13 @@ class ToolManager(CallsTools):
         return added
 
     # -- lookup and export --------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever a tool is registered or removed: while it stays the
+        same, so do this registry's specs and exports (what a caller may keep, as the agent
+        loop keeps a run's offer of tools between its model calls)."""
+        return self._revision
 
     def has_tool(self, name: str) -> bool:
         """True when ``name`` is a registered or an exported name here."""
