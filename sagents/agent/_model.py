@@ -68,7 +68,11 @@ from sagents.agent._chat_model import (
 )
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._messages import Message, ReasoningPart
-from sagents.agent._openai_errors import openai_retryable, openai_status_error
+from sagents.agent._openai_errors import (
+    openai_error_in_stream,
+    openai_retryable,
+    openai_status_error,
+)
 from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
@@ -192,10 +196,13 @@ class _Accumulator:
     def take(self, chunk: Any) -> list[TurnEvent]:
         """Add one streamed chunk; its text and reasoning pieces, to pass on."""
         events: list[TurnEvent] = []
-        self.chosen = self.chosen or bool(chunk.choices)
+        # `choices` null or absent: some servers' usage-only or malformed chunks (docs/agent.md,
+        # "Servers' quirks"), which the SDK passes on as they came
+        choices = chunk.choices or ()
+        self.chosen = self.chosen or bool(choices)
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
-        for choice in chunk.choices:
+        for choice in choices:
             delta = choice.delta
             if delta is not None:
                 piece, name = _reasoning(delta)
@@ -585,7 +592,13 @@ class OpenAIChatModel:
 
     def _broken(self, error: BaseException, accumulator: _Accumulator) -> Exception:
         """The error of a stream that broke off: retryable (:class:`_Cut`) while nothing of
-        the answer was passed on and the stream could be read."""
+        the answer was passed on and the stream could be read. An error the server sent in
+        the stream that sending the request again cannot cure (a refused request, a prompt
+        past the context window, no credit left) is its own error, never retried."""
+        if isinstance(error, openai.APIError):
+            refused = openai_error_in_stream(error, endpoint=self.base_url, model=self.model)
+            if refused is not None:
+                return refused
         broken = ModelStreamError(
             f"the model's streamed answer from {self.base_url!r} broke off: {error!r}",
             hint="retry the turn; if it keeps happening, try stream=False (--no-stream)",

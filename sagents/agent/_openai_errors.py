@@ -8,6 +8,8 @@ with their own bodies (docs/agent.md, "Servers' quirks").
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -22,7 +24,7 @@ from sagents.errors import (
     ModelUnavailableError,
 )
 
-__all__ = ["openai_retryable", "openai_status_error"]
+__all__ = ["openai_error_in_stream", "openai_retryable", "openai_status_error"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 # Error codes of a 429 that waiting does not cure (OpenAI API reference, "Error codes").
@@ -41,17 +43,26 @@ _INVALID_REQUEST_MARKERS = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Failure:
+    """An error answer of an OpenAI API, however it came: its HTTP status, or in a 200 stream
+    the status its ``code`` gives (None when it gives none), and its ``error`` object."""
+
+    status: int | None
+    body: Mapping[str, Any]
+    fallback: str
+    """The SDK's message, for a body that says nothing."""
+
+    @classmethod
+    def of(cls, error: openai.APIStatusError) -> _Failure:
+        return cls(status=error.status_code, body=_error_object(error.body), fallback=error.message)
+
+
 def openai_retryable(error: openai.APIStatusError) -> bool:
     """Whether an error answer of an OpenAI API is worth sending again: 408, 409, 429 and 5xx,
     but not a 429 saying the quota is gone, nor a 5xx whose body is a validation error or a
     refusal of the request's length (llama.cpp's server answered it with HTTP 500)."""
-    if error.status_code not in _RETRYABLE_STATUS:
-        return False
-    if error.status_code == 429 and _no_quota(error):
-        return False
-    if says_context_length(_described(error)):
-        return False
-    return not (error.status_code >= 500 and _is_invalid_request(error))
+    return _retryable(_Failure.of(error))
 
 
 def openai_status_error(
@@ -59,46 +70,96 @@ def openai_status_error(
 ) -> ModelError:
     """The :class:`~sagents.errors.ModelError` of an OpenAI API's error answer (Chat
     Completions and Responses share them: OpenAI API reference, "Error codes")."""
-    status = error.status_code
-    text = _error_text(error)
+    return _model_error(_Failure.of(error), endpoint=endpoint, model=model, retries=retries)
+
+
+def openai_error_in_stream(
+    error: openai.APIError, *, endpoint: str, model: str
+) -> ModelError | None:
+    """The error of an ``{"error": {...}}`` event a server sent inside a 200 stream (the SDK
+    raises it as a bare :class:`openai.APIError` whose body is that object) when sending the
+    request again cannot cure it, read as the status its ``code`` names would be (OpenRouter
+    sends the number, LiteLLM's proxy the number as a string; docs/agent.md, "Servers'
+    quirks"): a refused request, a prompt past the context window, no quota or credit left.
+    None for anything else (a server error, a rate limit, a code that names no status), which
+    is a broken stream: retried while nothing of the answer was passed on."""
+    if type(error) is not openai.APIError or not isinstance(error.body, Mapping):
+        return None  # a connection error, a timeout, or an error that carries no object
+    failure = _Failure(status=_status_of(error.body), body=error.body, fallback=error.message)
+    transient = failure.status is None or failure.status in _RETRYABLE_STATUS
+    if transient and _retryable(failure, status=failure.status or 500):
+        return None
+    return _model_error(failure, endpoint=endpoint, model=model, retries=0)
+
+
+def _status_of(body: Mapping[str, Any]) -> int | None:
+    """The HTTP status an in-stream error's ``code`` names (``502``, ``"429"``), else None."""
+    code = body.get("code")
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+        return code
+    return None
+
+
+def _retryable(failure: _Failure, *, status: int | None = None) -> bool:
+    status = failure.status if status is None else status
+    if status not in _RETRYABLE_STATUS:
+        return False
+    if status == 429 and _no_quota(failure):
+        return False
+    if says_context_length(_described(failure)):
+        return False
+    return not (status >= 500 and _is_invalid_request(failure))
+
+
+def _model_error(failure: _Failure, *, endpoint: str, model: str, retries: int) -> ModelError:
+    status = failure.status
+    text = _error_text(failure)
     details: dict[str, Any] = {"status": status}
+    said = f"HTTP {status}" if status is not None else "an error in its stream"
     if status in (401, 403):
         return ModelAuthError(
-            f"the model endpoint {endpoint!r} refused the API key (HTTP {status}): {text}",
+            f"the model endpoint {endpoint!r} refused the API key ({said}): {text}",
             hint="set OPENAI_API_KEY (or pass api_key=...) to a key this endpoint accepts",
             details=details,
         )
     if status == 404:
         return ModelNotFoundError(
-            f"model {model!r} or the endpoint {endpoint!r} was not found (HTTP 404): {text}",
+            f"model {model!r} or the endpoint {endpoint!r} was not found ({said}): {text}",
             hint=(
                 "check SAGENTS_MODEL (--model) against the server's model list, and that "
                 "OPENAI_BASE_URL (--base-url) ends where the API starts (usually /v1)"
             ),
             details=details,
         )
-    if says_context_length(_described(error)):
+    if says_context_length(_described(failure)):
         return ContextLengthError(
             f"the conversation is too long for model {model!r}: {text}",
             hint="start a new conversation, or shorten the history",
             details=details,
         )
-    if status == 429 and _no_quota(error):
+    if status == 402:  # OpenRouter's and DeepSeek's "insufficient credits / balance"
         return ModelQuotaError(
-            f"the model endpoint {endpoint!r} says the account has no quota left "
-            f"(HTTP 429): {text}",
+            f"the model endpoint {endpoint!r} says the account has no credit left ({said}): {text}",
+            hint="add credit to (or check the billing of) the account behind OPENAI_API_KEY",
+            details=details,
+        )
+    if _no_quota(failure):
+        return ModelQuotaError(
+            f"the model endpoint {endpoint!r} says the account has no quota left ({said}): {text}",
             hint="check the plan and billing of the account behind OPENAI_API_KEY",
             details=details,
         )
-    if status in _RETRYABLE_STATUS and not _is_invalid_request(error):
+    if status in _RETRYABLE_STATUS and not _is_invalid_request(failure):
         return ModelUnavailableError(
-            f"the model endpoint {endpoint!r} kept failing (HTTP {status}) after "
+            f"the model endpoint {endpoint!r} kept failing ({said}) after "
             f"{retries} retries: {text}",
             hint="try again later",
             details=details,
         )
     return ModelError(
-        f"the model endpoint {endpoint!r} rejected the request (HTTP {status}): {text}",
+        f"the model endpoint {endpoint!r} rejected the request ({said}): {text}",
         hint=(
             "sending it again would fail the same way: the server does not accept this "
             'request (see docs/agent.md, "Servers\' quirks"; check its logs and version)'
@@ -107,40 +168,38 @@ def openai_status_error(
     )
 
 
-def _error_body(error: openai.APIStatusError) -> dict[str, Any]:
+def _error_object(body: object) -> Mapping[str, Any]:
     """The ``error`` object of an error answer (the body itself when it has none)."""
-    body = error.body
-    if isinstance(body, dict):
+    if isinstance(body, Mapping):
         inner = body.get("error", body)
-        if isinstance(inner, dict):
+        if isinstance(inner, Mapping):
             return inner
     return {}
 
 
-def _no_quota(error: openai.APIStatusError) -> bool:
-    body = _error_body(error)
+def _no_quota(failure: _Failure) -> bool:
+    body = failure.body
     return str(body.get("code") or body.get("type")) in _NO_QUOTA_CODES
 
 
-def _described(error: openai.APIStatusError) -> str:
+def _described(failure: _Failure) -> str:
     """The error's message, type and code in one text (the SDK's message when the body has
     none of them)."""
-    body = _error_body(error)
+    body = failure.body
     text = " ".join(str(body.get(key) or "") for key in ("message", "type", "code"))
-    return text if text.strip() else str(error.message)
+    return text if text.strip() else failure.fallback
 
 
-def _is_invalid_request(error: openai.APIStatusError) -> bool:
-    text = _described(error).lower()
+def _is_invalid_request(failure: _Failure) -> bool:
+    text = _described(failure).lower()
     return any(marker in text for marker in _INVALID_REQUEST_MARKERS)
 
 
-def _error_text(error: openai.APIStatusError) -> str:
-    body = error.body
-    inner = _error_body(error)
-    if inner:
-        parts = [str(inner.get("message") or "")]
-        if inner.get("code"):
-            parts.append(f"[{inner['code']}]")
-        return " ".join(p for p in parts if p) or json.dumps(body)
-    return str(error.message)
+def _error_text(failure: _Failure) -> str:
+    body = failure.body
+    if body:
+        parts = [str(body.get("message") or "")]
+        if body.get("code"):
+            parts.append(f"[{body['code']}]")
+        return " ".join(p for p in parts if p) or json.dumps(dict(body), default=str)
+    return failure.fallback
