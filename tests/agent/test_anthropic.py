@@ -527,3 +527,18 @@ def test_a_tool_with_examples_is_exported_with_them() -> None:
     with_meta = ToolSpec(name="lookup", input_schema=schema, meta=examples)
     sent = model.request_body(ModelRequest(tools=(with_meta,)))["tools"]
     assert sent[0]["input_examples"] == [{"key": "a"}]
+
+
+async def test_a_tool_use_whose_input_comes_whole_in_its_block_start_keeps_it() -> None:
+    """https://github.com/Yeachan-Heo/gajae-code/pull/1895: Anthropic-compatible streams that
+    give a call's whole input in ``content_block_start`` and send no ``input_json_delta``; the
+    call ran with ``{}``. The deltas, when they come (Anthropic's own ``input: {}`` start), are
+    the arguments."""
+    _events, done, server, tools = await run(wire("compatible_input_in_block_start"))
+    assert done.reason == "stop"
+    assert sorted(tools.calls, key=lambda c: c[1]["city"]) == [
+        ("get_weather", {"city": "London"}),
+        ("get_weather", {"city": "Paris"}),
+    ]
+    sent = server.requests[1]["messages"][1]["content"]
+    assert [b["input"] for b in sent] == [{"city": "Paris"}, {"city": "London"}]
