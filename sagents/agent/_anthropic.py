@@ -376,6 +376,9 @@ class _Block:
     call_id: str = ""
     name: str = ""
     call_index: int = -1
+    start_input: str = ""
+    """A tool_use's input as its ``content_block_start`` gave it, when not empty: some
+    Anthropic-compatible servers send it whole there and no ``input_json_delta``."""
     stopped: bool = False
 
 
@@ -477,6 +480,9 @@ class _Answer:
             block.signature = content.data
         if block.kind == "tool_use":
             block.call_id, block.name = content.id, content.name
+            start_input = getattr(content, "input", None)
+            if start_input:  # Anthropic's own is {}: the input comes as input_json_delta
+                block.start_input = json.dumps(start_input, ensure_ascii=False)
             block.call_index = self.calls
             self.calls += 1
             return ToolCallStart(index=block.call_index, id=block.call_id, name=block.name)
@@ -515,7 +521,9 @@ class _Answer:
                 ReasoningPart(text="", signature=block.signature, id=_REDACTED, provider=PROVIDER)
             )
         elif block.kind == "tool_use":
-            call = ToolCall(id=block.call_id, name=block.name, arguments=text or "{}")
+            # the deltas are the input when any came; else what the block's start gave
+            arguments = text or block.start_input or "{}"
+            call = ToolCall(id=block.call_id, name=block.name, arguments=arguments)
             self.parts.append(call)
             return ToolCallEnd(index=block.call_index, call=call)
         return None
