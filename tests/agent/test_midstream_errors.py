@@ -158,3 +158,32 @@ async def test_chunks_whose_choices_are_null_or_absent_are_skipped() -> None:
     assert [e.delta for e in events if isinstance(e, MessageDeltaEvent)] == ["Sunny", " today."]
     usage = [e for e in events if isinstance(e, UsageEvent)]
     assert [(u.prompt_tokens, u.completion_tokens) for u in usage] == [(12, 3)]
+
+
+async def test_a_stream_the_engine_aborted_after_text_is_never_the_answer() -> None:
+    """https://github.com/vllm-project/vllm/issues/57082: vLLM ends a request its engine
+    aborted with ``finish_reason: "abort"`` and ``data: [DONE]``, as if it had finished; the
+    text before it is cut, so it is ``model_stream_broken``, not the final answer."""
+    events, done, model = await run([wire("vllm_engine_abort")[0], "never"])
+    assert [e.delta for e in events if isinstance(e, MessageDeltaEvent)] == [
+        "One, two, three,",
+        " four",
+    ]
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_stream_broken"
+    assert "abort" in done.error["message"]
+    assert list(done.messages) == USER
+    assert len(model.requests) == 1
+
+
+async def test_a_whole_answer_the_engine_aborted_is_asked_again() -> None:
+    """The same abort in a whole answer: nothing of it was passed on, so it is asked again."""
+    async with ScriptedModel([wire("vllm_engine_abort")[1], "all of it"]) as model:
+        agent = SAgent(model=model.chat_model(stream=False), run_script=False)
+        events = await collect(agent, USER)
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "all of it"
+    assert [e.delta for e in events if isinstance(e, MessageDeltaEvent)] == ["all of it"]
+    assert len(model.requests) == 2
