@@ -111,6 +111,10 @@ logger = logging.getLogger(__name__)
 _SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error
 _NO_KEY = "sagents-no-key"  # local servers (vLLM, Ollama) need no key; the SDK needs a string
 _REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, vLLM; OpenRouter, Ollama
+# Finish reasons of an answer the server stopped before it was complete: vLLM and SGLang end a
+# request their engine aborted with "abort" (and data: [DONE], as if it had finished),
+# OpenRouter one whose provider failed with "error" (docs/agent.md, "Servers' quirks").
+_ABORTED = frozenset({"abort", "error"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -543,6 +547,8 @@ class OpenAIChatModel:
                     if not completion.choices:
                         raise self._no_choices("a chat completion")
                     pieces, turn = _from_completion(completion)
+                    if turn.finish_reason in _ABORTED:
+                        raise _Cut(self._aborted(turn.finish_reason))
                     for piece in pieces:
                         yield piece
             except openai.APIStatusError as error:
@@ -628,7 +634,23 @@ class OpenAIChatModel:
             if accumulator.passed_on:
                 raise cut
             raise _Cut(cut)
+        if accumulator.finish_reason in _ABORTED:
+            aborted = self._aborted(accumulator.finish_reason)
+            if accumulator.passed_on:
+                raise aborted
+            raise _Cut(aborted)
         return accumulator.turn()
+
+    def _aborted(self, reason: str) -> ModelStreamError:
+        """The error of an answer the server ended with ``finish_reason`` ``abort`` or
+        ``error``: it stopped the answer before it was complete."""
+        return ModelStreamError(
+            f"the model's answer from {self.base_url!r} ended with finish_reason {reason!r}: "
+            "the server stopped it before it was complete, so it is not taken as an answer",
+            hint="retry the turn; if it keeps happening, check the server's logs (an engine "
+            "shut down, scaled down or paused aborts the requests it was answering)",
+            details={"finish_reason": reason},
+        )
 
     def _not_a_completion(self, answer: object) -> ModelError:
         shown = answer if isinstance(answer, str) else repr(answer)
