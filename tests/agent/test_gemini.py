@@ -259,6 +259,29 @@ async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -
     assert "MALFORMED_FUNCTION_CALL" in done.error["message"]
 
 
+async def test_an_answer_with_no_content_at_all_is_not_an_answer_and_is_tried_again() -> None:
+    """https://github.com/google-gemini/deprecated-generative-ai-python/issues/744: Gemini 2.5
+    and 3 sometimes answer a candidate whose content is only its role, finishReason STOP; the
+    run ended ``stop`` with an empty answer. It is asked again, as MALFORMED_FUNCTION_CALL is,
+    then a clear error."""
+    async with ScriptedModel(wire("empty_answer_stop"), api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "Here are the blocks."
+    assert len(server.requests) == 2
+    (empty, _answer) = wire("empty_answer_stop")
+    async with ScriptedModel([empty, empty], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(max_retries=1), run_script=False)
+        done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_error"
+    assert "nothing" in done.error["message"]
+    assert list(done.messages) == USER
+    assert len(server.requests) == 2
+
+
 async def test_a_config_the_sdk_refuses_is_an_error_before_anything_is_sent() -> None:
     # the SDK's ValueError is not retried as a broken answer: the adapter names what the SDK
     # refused; and it is refused on every call, not only the first
