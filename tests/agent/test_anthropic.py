@@ -542,3 +542,23 @@ async def test_a_tool_use_whose_input_comes_whole_in_its_block_start_keeps_it() 
     ]
     sent = server.requests[1]["messages"][1]["content"]
     assert [b["input"] for b in sent] == [{"city": "Paris"}, {"city": "London"}]
+
+
+async def test_a_message_stop_without_a_stop_reason_is_no_answer() -> None:
+    """https://github.com/katanemo/plano/pull/898: a gateway sent a bare ``message_stop`` for
+    an upstream stream that errored, and https://github.com/anthropics/anthropic-sdk-typescript/pull/920:
+    a stop_reason still null at the end means the stream was interrupted. Without
+    ``message_delta``'s stop_reason the answer is not complete: asked again when nothing was
+    passed on (the run ended ``stop`` with an empty answer), else ``model_stream_broken`` (the
+    cut text was the answer)."""
+    bare, cut, answer = wire("message_stop_without_stop_reason")
+    _events, done, server, _tools = await run([bare, answer])
+    assert done.reason == "stop"
+    assert done.messages[-1]["content"] == "All done."
+    assert len(server.requests) == 2
+    _events, done, server, _tools = await run([cut, answer])
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == "model_stream_broken"
+    assert list(done.messages) == USER
+    assert len(server.requests) == 1
