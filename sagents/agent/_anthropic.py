@@ -23,7 +23,8 @@ of ``message_start`` and ``message_delta``, and ``stop_reason``: ``end_turn`` an
 ``stop_sequence`` are ``stop``, ``tool_use`` is ``tool_calls``, ``max_tokens`` and
 ``model_context_window_exceeded`` are ``length`` (the agent loop runs no call of such an
 answer), ``refusal`` is ``content_filter``, anything else ``other``. A stream that ends without
-``message_stop`` was cut and is never taken as an answer.
+``message_stop``, or without a ``message_delta``'s stop reason before it, was cut and is never
+taken as an answer.
 
 Errors, as :class:`~sagents.agent.OpenAIChatModel` maps them: 408, 409, 429, 5xx and 529
 ``overloaded_error`` (also as a streamed ``error`` event before anything was passed on) are
@@ -243,7 +244,8 @@ class AnthropicModel:
             ModelUnavailableError: retryable failures outlasted the retries, or the server asked
                 for a longer wait than ``max_retry_wait``.
             ModelTimeoutError: nothing came for ``timeout`` seconds, or ``deadline`` passed.
-            ModelStreamError: the streamed answer broke off or ended without ``message_stop``.
+            ModelStreamError: the streamed answer broke off or ended without ``message_stop`` or
+                a stop reason.
             ModelError: any other error answer (``invalid_request_error``: never retried).
         """
         anthropic = _sdk()
@@ -269,10 +271,13 @@ class AnthropicModel:
                             out = answer.take(event)
                             if out is not None:
                                 yield out
-                    if not answer.stopped:
+                    # complete only with message_delta's stop_reason and message_stop: a
+                    # gateway may close an errored upstream's stream with a bare message_stop
+                    if not answer.stopped or answer.stop_reason is None:
+                        missing = "message_stop" if not answer.stopped else "a stop_reason"
                         cut = ModelStreamError(
                             f"the streamed answer from {self.base_url!r} ended without "
-                            "message_stop: it was cut off, so it is not taken as an answer",
+                            f"{missing}: it was cut off, so it is not taken as an answer",
                             hint="retry the turn; if it keeps happening, check any proxy between",
                         )
                         if answer.passed_on or not budget.can_retry:
