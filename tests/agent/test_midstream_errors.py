@@ -187,3 +187,29 @@ async def test_a_whole_answer_the_engine_aborted_is_asked_again() -> None:
     assert done.messages[-1]["content"] == "all of it"
     assert [e.delta for e in events if isinstance(e, MessageDeltaEvent)] == ["all of it"]
     assert len(model.requests) == 2
+
+
+@pytest.mark.parametrize("form", [0, 1], ids=["in-the-stream", "http-400"])
+async def test_groqs_tool_use_failed_is_asked_again(form: int) -> None:
+    """https://github.com/anomalyco/opencode/issues/1018 and
+    https://github.com/groq/groq-typescript/issues/28: Groq answers ``tool_use_failed`` (type
+    ``invalid_request_error``, status 400) when the model wrote a tool call it could not parse,
+    intermittently: the same request usually succeeds, so it is asked again, not refused as a
+    request that would fail the same way."""
+    failed = wire("groq_tool_use_failed")[form]
+    _events, done, model = await run([failed, "answered"])
+    assert done.reason == "stop", done.error
+    assert done.messages[-1]["content"] == "answered"
+    assert len(model.requests) == 2
+
+
+async def test_groqs_tool_use_failed_every_time_is_a_clear_error() -> None:
+    failed = wire("groq_tool_use_failed")[1]
+    async with ScriptedModel([failed, failed]) as model:
+        agent = SAgent(model=model.chat_model(max_retries=1), run_script=False)
+        done = done_of(await collect(agent, USER))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert "Failed to call a function" in done.error["message"]
+    assert "try again later" not in done.error["hint"]
+    assert len(model.requests) == 2
