@@ -35,6 +35,10 @@ _NO_QUOTA_CODES = frozenset(
 # again. llama-cpp-python's server answers 500 with the exception's message (docs/agent.md,
 # "Servers' quirks"): pydantic's for a request it cannot read, and its chat handler's
 # "Tool with name '...' not found in tools" for a tool_choice naming no tool of the request.
+# Codes of a request the model, not the request, failed: it wrote a tool call the server could
+# not parse (Groq's tool_use_failed, type invalid_request_error, status 400), which the same
+# request usually gets right when asked again (docs/agent.md, "Servers' quirks").
+_MODEL_FAILED_CODES = frozenset({"tool_use_failed"})
 _INVALID_REQUEST_MARKERS = (
     "validation error",
     "input should be",
@@ -87,22 +91,29 @@ def openai_error_in_stream(
         return None  # a connection error, a timeout, or an error that carries no object
     failure = _Failure(status=_status_of(error.body), body=error.body, fallback=error.message)
     transient = failure.status is None or failure.status in _RETRYABLE_STATUS
-    if transient and _retryable(failure, status=failure.status or 500):
+    if _model_failed(failure) or (transient and _retryable(failure, status=failure.status or 500)):
         return None
     return _model_error(failure, endpoint=endpoint, model=model, retries=0)
 
 
 def _status_of(body: Mapping[str, Any]) -> int | None:
-    """The HTTP status an in-stream error's ``code`` names (``502``, ``"429"``), else None."""
-    code = body.get("code")
-    if isinstance(code, str) and code.isdigit():
-        code = int(code)
-    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
-        return code
+    """The HTTP status an in-stream error's ``code`` names (``502``, ``"429"``; Groq's
+    ``status_code``), else None."""
+    for code in (body.get("code"), body.get("status_code")):
+        if isinstance(code, str) and code.isdigit():
+            code = int(code)
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            return code
     return None
 
 
+def _model_failed(failure: _Failure) -> bool:
+    return str(failure.body.get("code") or "") in _MODEL_FAILED_CODES
+
+
 def _retryable(failure: _Failure, *, status: int | None = None) -> bool:
+    if _model_failed(failure):
+        return True
     status = failure.status if status is None else status
     if status not in _RETRYABLE_STATUS:
         return False
@@ -149,6 +160,14 @@ def _model_error(failure: _Failure, *, endpoint: str, model: str, retries: int) 
         return ModelQuotaError(
             f"the model endpoint {endpoint!r} says the account has no quota left ({said}): {text}",
             hint="check the plan and billing of the account behind OPENAI_API_KEY",
+            details=details,
+        )
+    if _model_failed(failure):
+        return ModelError(
+            f"model {model!r} kept failing to write a tool call the endpoint {endpoint!r} "
+            f"could parse ({said}) after {retries} retries: {text}",
+            hint="retry the turn; if it keeps happening, simplify the tools' schemas, offer "
+            "fewer tools, or use a model better at tool calling",
             details=details,
         )
     if status in _RETRYABLE_STATUS and not _is_invalid_request(failure):
