@@ -27,7 +27,14 @@ from sagents.agent import (
 )
 from sagents.agent._call_ids import within_nine_char_rule
 from sagents.agent._state import message_from_json, message_to_json
-from sagents.testing import ScriptedModel, ScriptedReply, WireReply, load_wire, reply
+from sagents.testing import (
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedToolCall,
+    WireReply,
+    load_wire,
+    reply,
+)
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import collect, done_of, json_answer
 
@@ -646,3 +653,93 @@ async def test_results_of_calls_given_without_an_id_or_with_one_id_twice_are_kep
     assert cities == ["Paris", "Oslo", "Rome"]
     assert [results[c["id"]] for c in calls] == ["sunny in Paris", "sunny in Oslo", "sunny in Rome"]
     assert len({c["id"] for c in calls}) == 3
+
+
+def anthropic_unique_ids_rule(body: dict[str, Any]) -> WireReply | None:
+    """Anthropic's refusal of a ``tool_use`` id used twice in one conversation (the body of
+    https://github.com/trycua/cua/issues/524), None for a request it takes."""
+    seen: set[str] = set()
+    for number, message in enumerate(body["messages"]):
+        for index, block in enumerate(message["content"]):
+            if block["type"] == "tool_use":
+                if block["id"] in seen:
+                    return anthropic_refusal(
+                        f"messages.{number}.content.{index}: `tool_use` ids must be unique"
+                    )
+                seen.add(block["id"])
+    return None
+
+
+def call_0(city: str) -> ScriptedReply:
+    return ScriptedReply(
+        tool_calls=(ScriptedToolCall(name="get_weather", arguments={"city": city}, id="call_0"),)
+    )
+
+
+async def test_a_call_id_a_server_reuses_across_turns_is_made_unique_for_anthropic() -> None:
+    """https://github.com/NVIDIA-NeMo/Switchyard/issues/502: a Chat Completions backend (grok
+    over OpenAI Chat) named every call ``call_0``, turn after turn; Anthropic refuses such a
+    history ("`tool_use` ids must be unique"), so the conversation could not go on there. A
+    call whose id an earlier call of the history has gets a fresh one (its result with it);
+    ids that are unique are kept."""
+    manager = ToolManager()
+    manager.register_tool(get_weather)
+    auto = SessionContext(permission_mode="auto")
+    async with ScriptedModel([call_0("Paris"), call_0("Oslo"), reply("Both sunny.")]) as chat:
+        agent = SAgent(model=chat.chat_model(), run_script=False)
+        first = done_of(await collect(agent, USER, tool_manager=manager, session_context=auto))
+    assert first.reason == "stop", first.error
+    ids = [call.id for message in first.history for call in message.tool_calls]
+    assert ids[0] == "call_0"
+    assert len(set(ids)) == 2
+    answered = [m.get("tool_call_id") for m in first.messages if m["role"] == "tool"]
+    assert answered == ids
+
+    def anthropic(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return anthropic_unique_ids_rule(body) or reply("Still sunny.")
+
+    # the same history given as OpenAI dicts (as stored by an earlier version, or by another
+    # client) goes to Anthropic with unique ids too, each result with its call
+    as_dicts = [
+        {"role": "user", "content": "weather?"},
+        *[
+            message
+            for city in ("Paris", "Oslo")
+            for message in (
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "call_0",
+                            "type": "function",
+                            "function": {
+                                "name": "get_weather",
+                                "arguments": json.dumps({"city": city}),
+                            },
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_0", "content": f"sunny in {city}"},
+            )
+        ],
+    ]
+    for history in (
+        [*first.history, Message(role="user", parts=(TextPart(text="and now?"),))],
+        as_dicts,
+    ):
+        async with ScriptedModel(anthropic, api="anthropic") as server:
+            agent = SAgent(model=server.chat_model(), run_script=False)
+            done = done_of(
+                await collect(agent, history, tool_manager=manager, session_context=auto)
+            )
+        assert done.reason == "stop", done.error
+        sent = server.requests[0]["messages"]
+        uses = [b["id"] for m in sent for b in m["content"] if b["type"] == "tool_use"]
+        results = [
+            b["tool_use_id"] for m in sent for b in m["content"] if b["type"] == "tool_result"
+        ]
+        assert len(set(uses)) == 2
+        assert results == uses
+        contents = [b["content"] for m in sent for b in m["content"] if b["type"] == "tool_result"]
+        assert contents == ["sunny in Paris", "sunny in Oslo"]
