@@ -213,3 +213,24 @@ async def test_groqs_tool_use_failed_every_time_is_a_clear_error() -> None:
     assert "Failed to call a function" in done.error["message"]
     assert "try again later" not in done.error["hint"]
     assert len(model.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [(0, "context_length_exceeded"), (1, "model_error")],
+    ids=["context-window", "refused"],
+)
+async def test_the_responses_adapter_reads_an_error_in_the_stream_as_its_status(
+    reply: int, code: str
+) -> None:
+    """The same LiteLLM errors (https://github.com/BerriAI/litellm/issues/9035) on the
+    Responses API, where the proxy sent them as the same ``data: {"error": ...}`` event:
+    not retried as a broken stream."""
+    failed = wire("litellm_midstream_errors")[reply]
+    async with ScriptedModel([failed, failed, failed, "never"], api="responses") as model:
+        agent = SAgent(model=model.chat_model(max_retry_wait=5), run_script=False)
+        done = done_of(await collect(agent, USER))
+    assert done.reason == "error"
+    assert done.error is not None
+    assert done.error["code"] == code
+    assert len(model.requests) == 1
