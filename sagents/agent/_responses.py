@@ -60,7 +60,11 @@ from sagents.agent._chat_model import (
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
-from sagents.agent._openai_errors import openai_retryable, openai_status_error
+from sagents.agent._openai_errors import (
+    openai_error_in_stream,
+    openai_retryable,
+    openai_status_error,
+)
 from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
@@ -253,6 +257,12 @@ class OpenAIResponsesModel:
                 await budget.retry(error, error.response.headers)
                 continue
             except (openai.APIConnectionError, openai.APIError, ValueError) as error:
+                if isinstance(error, openai.APIError):  # an error the server sent in the stream
+                    refused = openai_error_in_stream(
+                        error, endpoint=self.base_url, model=self.model
+                    )
+                    if refused is not None:
+                        raise refused from error
                 if answer.passed_on or not budget.can_retry:
                     raise broken_answer(
                         self.base_url,
