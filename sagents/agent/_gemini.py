@@ -29,8 +29,9 @@ start, arguments and end at once), ``usage_metadata`` and ``finish_reason``: ``S
 ``stop`` (``tool_calls`` with calls), ``MAX_TOKENS`` ``length``, the safety reasons
 ``content_filter``, anything else ``other``. A stream that ends without a finish reason was
 cut and is never taken as an answer; nor is ``MALFORMED_FUNCTION_CALL`` (a call the API could
-not parse, with no content at all), nor a ``STOP`` with no part at all (Gemini 2.5 and 3
-sometimes answer so): each is retried when nothing was passed on, then a clear error.
+not parse, with no content at all): both are retried when nothing was passed on, then a clear
+error. A ``STOP`` with no part at all (Gemini 2.5 and 3 sometimes answer so, and answer when
+asked again) is asked for once more; a second one is the (empty) answer.
 
 Errors (Gemini API "Troubleshooting", https://ai.google.dev/gemini-api/docs/troubleshooting):
 429 ``RESOURCE_EXHAUSTED`` is retried, waiting the ``RetryInfo.retryDelay`` its body gives,
@@ -298,6 +299,7 @@ class GeminiModel:
         config = cast("GenerateContentConfigDict", raw_config)
         models = self.client.aio.models
         budget = CallBudget.of(self)
+        asked_again = False  # an answer with no part at all is asked for once more
         while True:
             answer = _Answer(declared=declared)
             try:
@@ -330,12 +332,28 @@ class GeminiModel:
                         raise cut
                     await budget.retry(cut)
                     continue
-                empty = self._no_answer(answer)
-                if empty is not None:
+                if answer.finish == _MALFORMED:
+                    malformed = ModelError(
+                        f"model {self.model!r} wrote a function call the Gemini API could not "
+                        "parse (finish reason MALFORMED_FUNCTION_CALL), and nothing else",
+                        hint="retry the turn; if it keeps happening, simplify the tools' "
+                        "schemas or lower the temperature",
+                        details={"finish_reason": _MALFORMED},
+                    )
                     if answer.passed_on or not budget.can_retry:
-                        raise empty
-                    await budget.retry(empty)
+                        raise malformed
+                    await budget.retry(malformed)
                     continue
+                if answer.finish == "STOP" and not answer.pieces and not asked_again:
+                    # Gemini 2.5 and 3 sometimes answer a STOP with no part at all, and answer
+                    # when asked again; asked once more, an empty answer is the answer (a model
+                    # told to stay quiet answers so)
+                    asked_again = True
+                    if budget.can_retry:
+                        await budget.retry(
+                            ModelError(f"model {self.model!r} answered nothing (finish STOP)")
+                        )
+                        continue
             except genai.errors.APIError as error:
                 if "response_mime_type" in raw_config and _json_beside_tools_refused(error):
                     self._json_refused_beside_tools = True  # sent again, the schema prompted
@@ -365,28 +383,6 @@ class GeminiModel:
                 yield response.usage
             yield Finish(response=response)
             return
-
-    def _no_answer(self, answer: _Answer) -> ModelError | None:
-        """The error of an answer that is none (asked again while nothing of it was passed
-        on): MALFORMED_FUNCTION_CALL, the model's call the API could not parse; or a finish STOP
-        with no part at all, which Gemini 2.5 and 3 sometimes answer and answer properly when
-        asked again (docs/agent.md, GeminiModel's table)."""
-        if answer.finish == _MALFORMED:
-            return ModelError(
-                f"model {self.model!r} wrote a function call the Gemini API could not "
-                "parse (finish reason MALFORMED_FUNCTION_CALL), and nothing else",
-                hint="retry the turn; if it keeps happening, simplify the tools' "
-                "schemas or lower the temperature",
-                details={"finish_reason": _MALFORMED},
-            )
-        if answer.finish == "STOP" and not answer.pieces:
-            return ModelError(
-                f"model {self.model!r} answered nothing: no text and no function call "
-                "(finish reason STOP with no content)",
-                hint="retry the turn; if it keeps happening, rephrase the last message",
-                details={"finish_reason": "STOP"},
-            )
-        return None
 
     def _status_error(self, error: Any, retries: int) -> ModelError:
         status = int(error.code or 0)

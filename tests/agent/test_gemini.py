@@ -259,11 +259,12 @@ async def test_a_malformed_function_call_is_not_an_answer_and_is_tried_again() -
     assert "MALFORMED_FUNCTION_CALL" in done.error["message"]
 
 
-async def test_an_answer_with_no_content_at_all_is_not_an_answer_and_is_tried_again() -> None:
+async def test_an_answer_with_no_content_at_all_is_asked_for_once_more() -> None:
     """https://github.com/google-gemini/deprecated-generative-ai-python/issues/744: Gemini 2.5
-    and 3 sometimes answer a candidate whose content is only its role, finishReason STOP; the
-    run ended ``stop`` with an empty answer. It is asked again, as MALFORMED_FUNCTION_CALL is,
-    then a clear error."""
+    and 3 sometimes answer a candidate whose content is only its role, finishReason STOP, and
+    answer when asked again; the run ended ``stop`` with an empty answer. It is asked for once
+    more; a second empty answer is the answer (a model told to stay quiet answers so:
+    https://github.com/rezaho/MARSYS/pull/48), not an error."""
     async with ScriptedModel(wire("empty_answer_stop"), api="gemini") as server:
         agent = SAgent(model=server.chat_model(), run_script=False)
         done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
@@ -271,14 +272,11 @@ async def test_an_answer_with_no_content_at_all_is_not_an_answer_and_is_tried_ag
     assert done.messages[-1]["content"] == "Here are the blocks."
     assert len(server.requests) == 2
     (empty, _answer) = wire("empty_answer_stop")
-    async with ScriptedModel([empty, empty], api="gemini") as server:
-        agent = SAgent(model=server.chat_model(max_retries=1), run_script=False)
+    async with ScriptedModel([empty, empty, reply("never")], api="gemini") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
         done = done_of(await collect(agent, USER, tool_manager=Tools().manager()))
-    assert done.reason == "error"
-    assert done.error is not None
-    assert done.error["code"] == "model_error"
-    assert "nothing" in done.error["message"]
-    assert list(done.messages) == USER
+    assert done.reason == "stop", done.error
+    assert done.messages[-1] == {"role": "assistant", "content": ""}
     assert len(server.requests) == 2
 
 
