@@ -24,6 +24,7 @@ from sagents.agent import (
     DoneEvent,
     HistoryCompressEvent,
     MessageDeltaEvent,
+    ReasoningDeltaEvent,
     SAgent,
     UsageEvent,
 )
@@ -234,3 +235,28 @@ async def test_the_responses_adapter_reads_an_error_in_the_stream_as_its_status(
     assert done.error is not None
     assert done.error["code"] == code
     assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_mistral_content_as_a_list_of_thinking_and_text_chunks(stream: bool) -> None:
+    """https://github.com/BerriAI/litellm/issues/16272: Mistral's magistral models send
+    ``content`` as a list of chunks, ``thinking`` ones then ``text`` ones, streamed and whole.
+    The text is the answer, the thinking passes as reasoning, and the message goes back with a
+    string content and no ``reasoning_content`` (Mistral refuses it: 422 extra_forbidden,
+    https://github.com/BerriAI/litellm/issues/30835)."""
+    recorded = wire("mistral_magistral_content_chunks")[0 if stream else 1]
+    async with ScriptedModel([recorded, "fine"]) as model:
+        agent = SAgent(model=model.chat_model(stream=stream), run_script=False)
+        events = await collect(agent, [{"role": "user", "content": "hello"}])
+        done = done_of(events)
+        assert done.reason == "stop", done.error
+        assert done.messages[-1] == {"role": "assistant", "content": "Hello! How can I help?"}
+        await collect(agent, [*done.messages, {"role": "user", "content": "thanks"}])
+    thought = "".join(e.delta for e in events if isinstance(e, ReasoningDeltaEvent))
+    assert thought == "Okay, the user says hello, it's a greeting"
+    answer = "".join(e.delta for e in events if isinstance(e, MessageDeltaEvent))
+    assert answer == "Hello! How can I help?"
+    assert model.requests[1]["messages"][1] == {
+        "role": "assistant",
+        "content": "Hello! How can I help?",
+    }
