@@ -154,6 +154,27 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _chunked_content(content: Any) -> tuple[str, str]:
+    """The text and the thinking of a ``content`` sent as a list of chunks: Mistral's
+    magistral models send ``{"type": "thinking", "thinking": [{"type": "text", "text"}]}``
+    chunks, then ``{"type": "text", "text"}`` ones. The thinking is passed on as reasoning but
+    not kept for sending back: Mistral refuses an assistant message holding
+    ``reasoning_content`` (docs/agent.md, "Servers' quirks")."""
+    text: list[str] = []
+    thinking: list[str] = []
+    for chunk in content if isinstance(content, list) else ():
+        if not isinstance(chunk, Mapping):
+            continue
+        if chunk.get("type") == "text":
+            text.append(_text_of(chunk.get("text")))
+        elif chunk.get("type") == "thinking":
+            inner = chunk.get("thinking")
+            for piece in inner if isinstance(inner, list) else [{"text": inner}]:
+                if isinstance(piece, Mapping):
+                    thinking.append(_text_of(piece.get("text")))
+    return "".join(text), "".join(thinking)
+
+
 def _is_whole_json(text: str) -> bool:
     try:
         json.loads(text, strict=False)  # as the tool layer reads arguments (raw newlines)
@@ -214,8 +235,13 @@ class _Accumulator:
                     self.reasoning_field = name
                     self.reasoning.append(piece)
                     events.append(ReasoningDelta(text=piece))
+                content = delta.content
+                if content is not None and not isinstance(content, str):
+                    content, thinking = _chunked_content(content)
+                    if thinking:
+                        events.append(ReasoningDelta(text=thinking))
                 # a refusal (OpenAI Structured Outputs) is what the model answered: its text
-                text = delta.content or delta.refusal
+                text = content or delta.refusal
                 if text:
                     self.text.append(text)
                     events.append(TextDelta(text=text))
@@ -728,7 +754,12 @@ def _from_completion(completion: Any) -> tuple[list[TurnEvent], ModelTurn]:
     finish_reason = None
     if choice is not None:
         finish_reason = choice.finish_reason
-        message["content"] = choice.message.content or choice.message.refusal or None
+        content = choice.message.content
+        if content is not None and not isinstance(content, str):
+            content, thinking = _chunked_content(content)
+            if thinking:
+                events.append(ReasoningDelta(text=thinking))
+        message["content"] = content or choice.message.refusal or None
         reasoning, name = _reasoning(choice.message)
         if reasoning:
             message[name] = reasoning
