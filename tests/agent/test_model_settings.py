@@ -235,3 +235,28 @@ async def test_bad_model_settings_of_a_run_are_refused_before_any_event(
         with pytest.raises(error, match=said):
             await agent.run(USER, model_settings=settings)
     assert server.requests == []
+
+
+@pytest.mark.parametrize(("index", "api"), [(0, "chat"), (1, "gemini")], ids=["azure", "gemini"])
+async def test_an_answer_the_content_filter_cut_is_an_error_not_the_final_answer(
+    index: int, api: str
+) -> None:
+    """https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/content-filter: the
+    filter stops a streamed answer part way (``finish_reason: content_filter``; Gemini's
+    ``RECITATION``): what came is not the whole answer, so it is not the run's final answer
+    (it was, with ``stop``). The run ends with the same error as an answer withheld whole, the
+    text that came in its details."""
+    cut = load_wire(Path(__file__).parent / "wire" / "content_filter_cuts_an_answer.json")
+    async with ScriptedModel([cut[index], "never"], api=api) as server:  # type: ignore[arg-type]
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        result = await agent.run(USER)
+    assert result.reason == "error"
+    assert result.error is not None
+    assert result.error["code"] == "model_error"
+    assert "content filter" in result.error["message"]
+    assert result.error["details"]["answer"] in (
+        "Step one: take the",
+        "Here are the lyrics:\nIs this the real life",
+    )
+    assert list(result.messages) == USER
+    assert len(server.requests) == 1
