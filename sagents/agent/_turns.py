@@ -190,8 +190,8 @@ class Turns:
                     compressed = True
             turn = run.response
             assert turn is not None  # set above
-            if turn.finish_reason == "content_filter" and not turn.message.parts:
-                raise _withheld(self._agent.model.model)
+            if turn.finish_reason == "content_filter" and not turn.message.tool_calls:
+                raise _withheld(self._agent.model.model, turn.message.text)
             message = normalise_assistant(turn.message)
             state.history.append(message)
             await run.emit(MessageEvent(message=message.to_openai()))
@@ -399,15 +399,21 @@ def _offer_key(run: ActiveRun) -> tuple[object, ...] | None:
     return (proxy, revision, own, mode, frozenset(run.extra_names))
 
 
-def _withheld(model: str) -> ModelError:
-    """The error of an answer the provider's content filter withheld whole (Gemini's blocked
-    prompt or ``SAFETY`` finish, Azure OpenAI's ``content_filter`` with no content): not an
-    empty answer, and the same request would be withheld again."""
+def _withheld(model: str, text: str) -> ModelError:
+    """The error of an answer the provider's content filter withheld (Gemini's blocked prompt
+    or ``SAFETY`` finish, Azure OpenAI's ``content_filter`` with no content) or stopped part way
+    (``text``, what came before it: not the whole answer, so not the run's final answer): the
+    same request would be filtered again."""
+    details: dict[str, Any] = {"finish_reason": "content_filter"}
+    if not text:
+        what = "withheld the answer"
+    else:
+        what = f"stopped the answer after {len(text)} characters"
+        details["answer"] = text
     return ModelError(
-        f"the provider's content filter withheld the answer of model {model!r} (finish reason "
-        "content_filter, nothing else)",
+        f"the provider's content filter {what} of model {model!r} (finish reason content_filter)",
         hint="rephrase the request, or check the provider's safety settings",
-        details={"finish_reason": "content_filter"},
+        details=details,
     )
 
 
