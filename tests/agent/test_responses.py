@@ -234,3 +234,18 @@ async def test_a_stream_that_ends_without_its_last_event_is_not_an_answer() -> N
     assert done.error["code"] == "model_stream_broken"
     assert "response.completed" in done.error["message"]
     assert len(server.requests) == 1  # part of it was passed on: not sent again
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["items-empty", "items-last-token"])
+async def test_the_streamed_text_is_the_answer_when_the_finished_items_lack_it(index: int) -> None:
+    """https://github.com/agentgateway/agentgateway/pull/2281 and
+    https://github.com/vllm-project/vllm/pull/30223: the text streamed in
+    ``response.output_text.delta`` while the finished item and ``response.completed`` carry
+    none of it (or only the last token): the history kept an empty (or wrong) answer although
+    the consumer saw the whole text."""
+    recorded = wire("text_only_in_deltas")[index]
+    async with ScriptedModel([recorded], api="responses") as server:
+        agent = SAgent(model=server.chat_model(), run_script=False)
+        done = done_of(await collect(agent, USER))
+    assert done.reason == "stop", done.error
+    assert done.messages[-1]["content"] == "2 + 2 is 4."
