@@ -296,6 +296,7 @@ class _Answer:
     final: Any = None  # the response of the last event
     end: str | None = None  # the last event's type
     error: Any = None  # an `error` event's payload
+    streamed: dict[str, list[str]] = field(default_factory=dict)  # text deltas by item id
     passed_on: bool = False
 
     def take(self, event: Any) -> list[ModelEvent]:
@@ -303,6 +304,7 @@ class _Answer:
         kind = event.type
         if kind in _TEXT_DELTAS and event.delta:
             out.append(TextDelta(text=event.delta))
+            self.streamed.setdefault(getattr(event, "item_id", None) or "", []).append(event.delta)
         elif kind in (
             "response.reasoning_summary_text.delta",
             "response.reasoning_text.delta",
@@ -389,8 +391,18 @@ class _Answer:
         if not output:  # some servers leave the final response's output empty
             output = [self.items[i] for i in sorted(self.items)]
         parts: list[Part] = []
+        streamed = {key: "".join(pieces) for key, pieces in self.streamed.items()}
         for item in output:
-            parts.extend(_parts_of(item))
+            if item.type == "message":
+                # the longer of the item's text and the streamed one: some servers finish
+                # the item without the text, or with only its last token (docs/agent.md)
+                text = _message_text(item)
+                text = max(text, streamed.pop(item.id, ""), key=len)
+                parts.extend([TextPart(text=text, item_id=item.id)] if text else [])
+            else:
+                parts.extend(_parts_of(item))
+        # text streamed for an item the answer does not hold at all
+        parts.extend(TextPart(text=text) for text in streamed.values() if text)
         calls = any(isinstance(p, ToolCall) for p in parts)
         reason: FinishReason = "tool_calls" if calls else "stop"
         if self.end == "response.incomplete":
