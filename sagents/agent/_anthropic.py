@@ -554,7 +554,8 @@ class _Answer:
         )
 
 
-def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+def _assistant_blocks(message: Message, ids: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The blocks of an assistant message, each call's ``tool_use`` id as ``ids`` maps it."""
     thinking: list[dict[str, Any]] = []
     rest: list[dict[str, Any]] = []
     for part in message.parts:
@@ -573,7 +574,7 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
             rest.append(
                 {
                     "type": "tool_use",
-                    "id": _tool_use_id(part.id),
+                    "id": ids[part.id],
                     "name": part.name,
                     "input": _input(part),
                 }
@@ -605,6 +606,18 @@ def _tool_use_id(call_id: str) -> str:
     return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', call_id)[:40]}_{digest}"
 
 
+def _unused(sent: str, used: set[str]) -> str:
+    """``sent``, or, when an earlier call of the conversation went with it (a server that names
+    every call ``call_0``: the API refuses "`tool_use` ids must be unique"), the same id with a
+    number, within the pattern; marked used."""
+    candidate, number = sent, 1
+    while candidate in used:
+        number += 1
+        candidate = f"{sent}_{number}"
+    used.add(candidate)
+    return candidate
+
+
 def _input(call: ToolCall) -> dict[str, Any]:
     """A call's arguments as the object ``tool_use`` needs: ``{}`` for arguments that are no
     JSON object (a call the output limit cut: its result says so)."""
@@ -619,9 +632,14 @@ def _messages(history: tuple[Message, ...]) -> list[dict[str, Any]]:
     """The Messages API ``messages``: consecutive user-side blocks merged into one user
     message, tool results first."""
     out: list[dict[str, Any]] = []
+    used: set[str] = set()  # the tool_use ids sent so far: the API refuses one used twice
+    ids: dict[str, str] = {}  # the last assistant message's call ids, as sent
     for message in history:
         if message.role == "assistant":
-            blocks = _assistant_blocks(message)
+            ids = {}
+            for call in message.tool_calls:
+                ids[call.id] = _unused(_tool_use_id(call.id), used)
+            blocks = _assistant_blocks(message, ids)
             # the API refuses an empty assistant message, and one whose last block is
             # thinking (an answer cut inside its thinking): such a message says nothing
             if blocks and blocks[-1]["type"] not in ("thinking", _REDACTED):
@@ -630,7 +648,7 @@ def _messages(history: tuple[Message, ...]) -> list[dict[str, Any]]:
         results = [
             {
                 "type": "tool_result",
-                "tool_use_id": _tool_use_id(p.tool_call_id),
+                "tool_use_id": ids.get(p.tool_call_id) or _tool_use_id(p.tool_call_id),
                 "content": p.content,
             }
             for p in message.parts
