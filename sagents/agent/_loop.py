@@ -727,6 +727,11 @@ class SAgent:
                     reason = run.reason
                 except RunCancelled:
                     reason = "cancelled"
+                except GeneratorExit:
+                    # the consumer closed the run at an event: also at an answer whose calls
+                    # have not started, which are settled here as never answered
+                    state.history = settle_history(state.history)
+                    raise
                 except SagentsError as failure:  # the model endpoint failed
                     record_error(current, failure)
                     reason, error = "error", failure.to_dict()
