@@ -74,6 +74,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    not_an_answer,
     says_context_length,
 )
 from sagents.errors import (
@@ -281,6 +282,14 @@ class AnthropicModel:
                         continue
                 else:
                     whole = await budget.bounded(self.client.messages.create(**body))
+                    if not isinstance(getattr(whole, "content", None), list):  # as it came
+                        raise not_an_answer(
+                            self.base_url,
+                            whole,
+                            "a Messages API message",
+                            hint="check that ANTHROPIC_BASE_URL points at the API's root "
+                            "(without /v1), not at a web page or a proxy's login",
+                        )
                     for out in answer.take_whole(whole):
                         yield out
             except anthropic.APIStatusError as error:

@@ -60,7 +60,11 @@ from sagents.agent._chat_model import (
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
-from sagents.agent._openai_errors import openai_retryable, openai_status_error
+from sagents.agent._openai_errors import (
+    NOT_AN_OPENAI_API,
+    openai_retryable,
+    openai_status_error,
+)
 from sagents.agent._output import openai_json_schema
 from sagents.agent._retry import (
     DEFAULT_MAX_RETRIES,
@@ -70,6 +74,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    not_an_answer,
     says_context_length,
 )
 from sagents.errors import (
@@ -236,6 +241,10 @@ class OpenAIResponsesModel:
                                 yield out
                 else:
                     whole = await budget.bounded(self.client.responses.create(**body))
+                    if not isinstance(getattr(whole, "output", None), list):  # as it came
+                        raise not_an_answer(
+                            self.base_url, whole, "a Responses API response", hint=NOT_AN_OPENAI_API
+                        )
                     for out in answer.take_whole(whole):
                         yield out
                 failure = answer.failure(self.base_url)
