@@ -18,6 +18,8 @@ BODIES = {
     "a web page": ("text/html", "<html><body>Sign in to the proxy</body></html>"),
     "JSON of another shape": ("application/json", '{"hello": "world"}'),
     "a JSON list": ("application/json", "[1, 2]"),
+    # the containers of each API's answer, empty, without its end (status, stop_reason)
+    "an empty shell": ("application/json", '{"choices": [], "output": [], "content": []}'),
 }
 VARIABLES = {
     "chat": "OPENAI_BASE_URL",
@@ -44,6 +46,6 @@ async def test_a_whole_answer_that_is_not_the_apis_answer_is_a_clear_model_error
     assert endpoint in result.error["message"]
     if body == "a web page":
         assert "Sign in to the proxy" in result.error["message"]
-    if body != "JSON of another shape":  # which Chat Completions takes for one without choices
+    if body not in ("JSON of another shape", "an empty shell"):  # one without choices, for chat
         assert VARIABLES[api] in result.error["hint"]
     assert [m["role"] for m in result.messages] == ["user"]  # nothing of it kept
