@@ -282,11 +282,14 @@ class AnthropicModel:
                         continue
                 else:
                     whole = await budget.bounded(self.client.messages.create(**body))
-                    if not isinstance(getattr(whole, "content", None), list):  # as it came
+                    if (  # handed back as it came: a page, other JSON, no stop_reason
+                        not isinstance(getattr(whole, "content", None), list)
+                        or getattr(whole, "stop_reason", None) is None
+                    ):
                         raise not_an_answer(
                             self.base_url,
                             whole,
-                            "a Messages API message",
+                            "a finished Messages API message",
                             hint="check that ANTHROPIC_BASE_URL points at the API's root "
                             "(without /v1), not at a web page or a proxy's login",
                         )
