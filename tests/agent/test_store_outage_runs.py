@@ -1,4 +1,5 @@
-"""An agent on a real PostgreSQL store (tests/postgres_server.py) while the database is down:
+"""An agent on a real PostgreSQL store (tests/postgres_server.py) while the database is down,
+and on the embedded SQLite store on a full disk:
 a run that needs the store (to load its session, or to claim the paused run it resumes) ends
 with ``done(reason="error")`` and ``store_unavailable``, never a raise out of ``run_stream``,
 and sends nothing to the model; the paused run stays resumable, and once the database is back
@@ -15,10 +16,12 @@ import pytest
 
 from sagents.agent import RunState, SAgent
 from sagents.store import GatewayStore, open_store, parse_store_url
+from sagents.store._agents import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
 from tests.postgres_server import PostgresServer
+from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -116,3 +119,38 @@ async def test_a_resume_while_the_store_is_down_ends_clearly_and_the_state_resum
         assert runs == ["x"]  # it runs once, now
         assert resumed.output == "saved"
         assert_settled_once(resumed.messages)
+
+
+async def test_a_resume_on_a_full_disk_ends_clearly_and_runs_once_when_there_is_room(
+    small_disk: Path,
+) -> None:
+    runs: list[str] = []
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    async with ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            paused = await agent.run(
+                [{"role": "user", "content": "save x"}],
+                tool_manager=_manager(runs),
+                session_context=CTX,
+                approvals="defer",
+            )
+        assert paused.state is not None
+        filler = fill_disk(small_disk)
+        paused.state.approve(paused.interruptions[0].id)
+        events = await collect(
+            agent, [], tool_manager=_manager(runs), session_context=CTX, state=paused.state
+        )
+        done = done_of(events)
+        assert done.reason == "error"
+        assert done.error is not None
+        assert done.error["code"].startswith("store_")
+        assert str(small_disk) in done.error["message"]
+        assert runs == []
+        filler.unlink()
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            resumed = await agent.run(
+                state=paused.state, tool_manager=_manager(runs), session_context=CTX
+            )
+        assert runs == ["x"]
+        assert resumed.output == "saved"
