@@ -727,11 +727,6 @@ class SAgent:
                     reason = run.reason
                 except RunCancelled:
                     reason = "cancelled"
-                except GeneratorExit:
-                    # the consumer closed the run at an event: also at an answer whose calls
-                    # have not started, which are settled here as never answered
-                    state.history = settle_history(state.history)
-                    raise
                 except SagentsError as failure:  # the model endpoint failed
                     record_error(current, failure)
                     reason, error = "error", failure.to_dict()
@@ -743,6 +738,8 @@ class SAgent:
                     if run.paused is not None:  # after the pause: its state is kept all the same
                         with anyio.CancelScope(shield=True):
                             await self._save(run)
+                    else:  # also at an answer whose calls have not started: never answered
+                        state.history = settle_history(state.history)
                     raise
                 finally:
                     self._forget_run(run)
