@@ -46,6 +46,7 @@ SLOW = frozenset(
     {
         "tests/agent/test_traces.py",
         "tests/agent/test_durable_web_example.py",
+        "tests/agent/test_store_outage_runs.py",
         "tests/gateway/test_approval_restart.py",
         "tests/gateway/test_restart.py::test_a_background_run_killed_with_the_gateway_is_reported_after_restart",
         "tests/mcp/test_shutdown.py::test_sagents_serve_closes_its_upstreams_in_order_on_a_signal",

@@ -75,6 +75,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    not_an_answer,
     says_context_length,
 )
 from sagents.errors import (
@@ -286,6 +287,17 @@ class AnthropicModel:
                         continue
                 else:
                     whole = await budget.bounded(self.client.messages.create(**body))
+                    if (  # handed back as it came: a page, other JSON, no stop_reason
+                        not isinstance(getattr(whole, "content", None), list)
+                        or getattr(whole, "stop_reason", None) is None
+                    ):
+                        raise not_an_answer(
+                            self.base_url,
+                            whole,
+                            "a finished Messages API message",
+                            hint="check that ANTHROPIC_BASE_URL points at the API's root "
+                            "(without /v1), not at a web page or a proxy's login",
+                        )
                     for out in answer.take_whole(whole):
                         yield out
             except anthropic.APIStatusError as error:

@@ -71,7 +71,7 @@ from sagents.agent._scripts import (
     offers_run_script,
     open_run_script,
 )
-from sagents.agent._session import AgentSession, session_of
+from sagents.agent._session import AgentSession, AuditStatus, session_of
 from sagents.agent._state import Approvals, RunResult, RunState
 from sagents.agent._store_link import StoreLink
 from sagents.agent._suggest import DEFAULT_WORKFLOW_THRESHOLD, Workflow
@@ -94,6 +94,7 @@ from sagents.errors import (
     RunStateError,
     SagentsError,
     SkillError,
+    StoreError,
 )
 from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
@@ -477,8 +478,12 @@ class SAgent:
         cancels = self._cancels  # a cancel() from here on cancels this run (_run_events)
         context = session_context or SessionContext()
         paused = state
-        if self._link.given and session is None:  # the store's is the latest (other workers)
-            await self._load_stored(context, tool_manager, skill_manager, approver)
+        try:
+            if self._link.given and session is None:  # the store's is the latest (other workers)
+                await self._load_stored(context, tool_manager, skill_manager, approver)
+        except StoreError as failure:  # out of reach: a state of the run, never a raise
+            yield _store_failed(failure, messages, paused)
+            return
         agent_session = session or self._session_for(context, tool_manager, skill_manager, approver)
         ticket = self._claim(agent_session)  # one run at a time: else RunInProgressError
         try:
@@ -490,7 +495,12 @@ class SAgent:
                 check_resume(
                     paused, agent=self.name, context=context, proxy=agent_session.tool_manager
                 )
-                if not await self.store.claim_state(paused.state_id):
+                try:
+                    claimed = await self.store.claim_state(paused.state_id)
+                except StoreError as failure:  # nothing claimed: the resume may be tried again
+                    yield _store_failed(failure, messages, paused)
+                    return
+                if not claimed:
                     raise RunStateError(
                         "this paused run was resumed already",
                         hint="each paused run continues once; load the session for what followed",
@@ -728,6 +738,8 @@ class SAgent:
                     if run.paused is not None:  # after the pause: its state is kept all the same
                         with anyio.CancelScope(shield=True):
                             await self._save(run)
+                    else:  # also at an answer whose calls have not started: never answered
+                        state.history = settle_history(state.history)
                     raise
                 finally:
                     self._forget_run(run)
@@ -837,6 +849,24 @@ class SAgent:
 
             run.extras.register_tool((EXPAND_TOOL_SPEC, expand))
             run.extra_names.add(EXPAND_TOOL_NAME)
+
+
+def _store_failed(
+    failure: StoreError,
+    messages: Sequence[Message | Mapping[str, Any]],
+    paused: RunState | None,
+) -> DoneEvent:
+    """The end of a run that could not start: its session or paused run is in a store that
+    failed (nothing was sent to the model, nothing claimed; the same run may be tried again)."""
+    history = settle_history(paused.history if paused is not None else as_messages(messages))
+    audit = AuditStatus(paused.audit_status if paused is not None else {})
+    return DoneEvent(
+        reason="error",
+        messages=tuple(as_openai_messages(history)),
+        audit_status=audit.snapshot(),
+        error=failure.to_dict(),
+        history=tuple(history),
+    )
 
 
 def _internal(failure: BaseException) -> dict[str, Any]:

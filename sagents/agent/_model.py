@@ -69,6 +69,7 @@ from sagents.agent._chat_model import (
 from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._messages import Message, ReasoningPart
 from sagents.agent._openai_errors import (
+    NOT_AN_OPENAI_API,
     openai_error_in_stream,
     openai_retryable,
     openai_status_error,
@@ -81,6 +82,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
     CallLimits,
+    not_an_answer,
     retry_delay,
 )
 from sagents.errors import (
@@ -108,7 +110,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error
 _NO_KEY = "sagents-no-key"  # local servers (vLLM, Ollama) need no key; the SDK needs a string
 _REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, vLLM; OpenRouter, Ollama
 # Finish reasons of an answer the server stopped before it was complete: vLLM and SGLang end a
@@ -679,15 +680,7 @@ class OpenAIChatModel:
         )
 
     def _not_a_completion(self, answer: object) -> ModelError:
-        shown = answer if isinstance(answer, str) else repr(answer)
-        return ModelError(
-            f"the model endpoint {self.base_url!r} answered something that is not a chat "
-            f"completion: {shown[:_SHOWN_ANSWER_CHARS]!r}",
-            hint=(
-                "check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible API, "
-                "usually ending in /v1, and not at a web page or a proxy's login"
-            ),
-        )
+        return not_an_answer(self.base_url, answer, "a chat completion", hint=NOT_AN_OPENAI_API)
 
     def _no_choices(self, what: str) -> ModelError:
         hint = (

@@ -24,7 +24,13 @@ from sagents.errors import (
     ModelUnavailableError,
 )
 
-__all__ = ["openai_error_in_stream", "openai_retryable", "openai_status_error"]
+__all__ = ["NOT_AN_OPENAI_API", "openai_error_in_stream", "openai_retryable", "openai_status_error"]
+
+NOT_AN_OPENAI_API = (
+    "check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible API, "
+    "usually ending in /v1, and not at a web page or a proxy's login"
+)
+"""The hint of an answer that is not the API's (:func:`sagents.agent._retry.not_an_answer`)."""
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 # Error codes of a 429 that waiting does not cure (OpenAI API reference, "Error codes").

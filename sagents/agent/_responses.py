@@ -61,6 +61,7 @@ from sagents.agent._endpoint import configured_api_key, configured_base_url
 from sagents.agent._exported import Exported
 from sagents.agent._messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from sagents.agent._openai_errors import (
+    NOT_AN_OPENAI_API,
     openai_error_in_stream,
     openai_retryable,
     openai_status_error,
@@ -74,6 +75,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    not_an_answer,
     says_context_length,
 )
 from sagents.errors import (
@@ -92,6 +94,13 @@ PROVIDER = "openai-responses"
 
 _NO_KEY = "sagents-no-key"  # local servers need no key; the SDK needs a string
 _ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# a whole response's status, when it has ended (``queued`` and ``in_progress`` have not), and
+# the stream event that ends one in that state
+_WHOLE_ENDS = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "failed": "response.failed",
+}
 # the answer's text; a refusal (Structured Outputs) is what the model answered
 _TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta"})
 # Codes of a failed response (or an `error` event) that another try may cure.
@@ -240,6 +249,16 @@ class OpenAIResponsesModel:
                                 yield out
                 else:
                     whole = await budget.bounded(self.client.responses.create(**body))
+                    if (  # handed back as it came: a page, other JSON, no status of an end
+                        not isinstance(getattr(whole, "output", None), list)
+                        or getattr(whole, "status", None) not in _WHOLE_ENDS
+                    ):
+                        raise not_an_answer(
+                            self.base_url,
+                            whole,
+                            "a finished Responses API response",
+                            hint=NOT_AN_OPENAI_API,
+                        )
                     for out in answer.take_whole(whole):
                         yield out
                 failure = answer.failure(self.base_url)
@@ -350,10 +369,7 @@ class _Answer:
                 out.append(ToolCallArgumentsDelta(index=call.index, arguments=item.arguments))
                 out.extend(self._call_done(index, item))
             self.items[index] = item
-        status = response.status
-        self.end = {"failed": "response.failed", "incomplete": "response.incomplete"}.get(
-            status or "", "response.completed"
-        )
+        self.end = _WHOLE_ENDS[response.status]
         self.final = response
         self.passed_on = bool(out)
         return out

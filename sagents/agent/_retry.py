@@ -24,7 +24,7 @@ from typing import NoReturn, Protocol, TypeVar
 
 import anyio
 
-from sagents.errors import ModelStreamError, ModelTimeoutError, ModelUnavailableError
+from sagents.errors import ModelError, ModelStreamError, ModelTimeoutError, ModelUnavailableError
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -35,6 +35,7 @@ __all__ = [
     "CallLimits",
     "Limited",
     "broken_answer",
+    "not_an_answer",
     "retry_delay",
     "says_context_length",
 ]
@@ -69,6 +70,7 @@ _CONTEXT_LENGTH_MARKERS = (
     "exceeds the maximum number of tokens",
 )
 
+SHOWN_ANSWER_CHARS = 300  # characters of a garbled answer shown in its error
 _RETRY_BASE_S = 0.5  # first backoff, doubled at each retry
 _BACKOFF_MAX_S = 30.0  # no backoff of our own is longer
 
@@ -385,6 +387,17 @@ def broken_answer(
         f"the model endpoint {endpoint!r} failed mid-answer: {error!r}",
         hint=hint,
         details={"attempts": attempts},
+    )
+
+
+def not_an_answer(endpoint: str, answer: object, what: str, *, hint: str) -> ModelError:
+    """The error of a whole answer that is not the API's (a web page such as a proxy's login,
+    JSON of another shape), which an SDK hands back as it came; every adapter raises this one."""
+    shown = answer if isinstance(answer, str) else repr(answer)
+    return ModelError(
+        f"the model endpoint {endpoint!r} answered something that is not {what}: "
+        f"{shown[:SHOWN_ANSWER_CHARS]!r}",
+        hint=hint,
     )
 
 

@@ -9,7 +9,7 @@ from contextlib import aclosing
 import anyio
 import pytest
 
-from sagents.agent import MessageDeltaEvent, OpenAIChatModel, SAgent
+from sagents.agent import MessageDeltaEvent, MessageEvent, OpenAIChatModel, SAgent
 from sagents.agent._model import retry_delay
 from sagents.core.events import ToolProgressEvent
 from sagents.errors import ModelConfigError
@@ -157,6 +157,40 @@ async def test_closing_the_iterator_mid_tool_cancels_the_tool_and_settles_before
             results = tool_messages(state.messages)
             assert [m["tool_call_id"] for m in results] == ["c_reports", "c_block"]
             assert all("cancelled" in m["content"] for m in results)
+
+
+@pytest.mark.parametrize("approvals", ["wait", "defer"])
+async def test_closing_the_iterator_at_the_answer_with_calls_settles_them_before_it_returns(
+    approvals: str,
+) -> None:
+    """Closed at the assistant message, before its batch of calls started: nothing ran, and the
+    session's history answers each call all the same."""
+    blocker = Blocker()
+    calls = (
+        ScriptedToolCall(name="block", id="c_one"),
+        ScriptedToolCall(name="block", id="c_two"),
+    )
+    async with ScriptedModel([ScriptedReply(tool_calls=calls)]) as model:
+        agent = SAgent(model=model.chat_model())
+        context = SessionContext(session_id="closed-at-the-answer")
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            stream = agent.run_stream(
+                USER,
+                tool_manager=blocker.manager(),
+                session_context=context,
+                approvals=approvals,  # type: ignore[arg-type]
+            )
+            async with aclosing(stream):
+                async for event in stream:
+                    if isinstance(event, MessageEvent) and event.message.get("tool_calls"):
+                        break
+        assert not blocker.started.is_set()  # the batch never started
+        state = agent.session("closed-at-the-answer")
+        assert state is not None
+        assert_settled_once(state.messages)
+        results = tool_messages(state.messages)
+        assert [m["tool_call_id"] for m in results] == ["c_one", "c_two"]
+        assert all("cancelled" in m["content"] for m in results)
 
 
 async def test_agent_cancel_mid_stream_stops_the_model_stream_and_adds_no_partial_message() -> None:

@@ -1,0 +1,156 @@
+"""An agent on a real PostgreSQL store (tests/postgres_server.py) while the database is down,
+and on the embedded SQLite store on a full disk:
+a run that needs the store (to load its session, or to claim the paused run it resumes) ends
+with ``done(reason="error")`` and ``store_unavailable``, never a raise out of ``run_stream``,
+and sends nothing to the model; the paused run stays resumable, and once the database is back
+the same runs go through (docs/agent.md, "Pausing and resuming")."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sagents.agent import RunState, SAgent
+from sagents.store import GatewayStore, open_store, parse_store_url
+from sagents.store._agents import SqliteAgentStore
+from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
+from tests.postgres_server import PostgresServer
+from tests.small_disk import fill_disk
+
+pytestmark = pytest.mark.anyio
+
+CTX = SessionContext(session_id="conv-1")
+# the pool's wait for a connection (sagents/store/_postgres.py: CONNECT_TIMEOUT_S) comes first
+OUTAGE_RUN_S = RUN_TIMEOUT_S + 30.0
+
+
+def _manager(runs: list[str]) -> ToolManager:
+    @tool(permission="write")
+    def save(path: str) -> str:
+        """Save a file."""
+        runs.append(path)
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(save)
+    return manager
+
+
+@asynccontextmanager
+async def _store(server: PostgresServer, tmp_path: Path) -> AsyncIterator[GatewayStore]:
+    async with open_store(parse_store_url(server.new_database()), data_dir=tmp_path) as opened:
+        yield opened
+
+
+async def test_a_run_whose_session_cannot_be_loaded_ends_with_store_unavailable_not_a_raise(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    runs: list[str] = []
+    async with (
+        _store(own_postgres, tmp_path) as store,
+        ScriptedModel(["first", "again"]) as model,
+    ):
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        ask = [{"role": "user", "content": "hi"}]
+        first = done_of(await collect(agent, ask, tool_manager=_manager(runs), session_context=CTX))
+        assert first.reason == "stop"
+        own_postgres.stop()
+        events = await collect(
+            agent, ask, within_s=OUTAGE_RUN_S, tool_manager=_manager(runs), session_context=CTX
+        )
+        done = done_of(events)
+        assert done.reason == "error"
+        assert done.error is not None
+        assert done.error["code"] == "store_unavailable"
+        assert "cannot reach the store" in done.error["message"]
+        assert len(model.requests) == 1  # nothing sent to the model without its session
+        assert [m["content"] for m in done.messages] == ["hi"]
+        own_postgres.start()
+        again = done_of(await collect(agent, ask, tool_manager=_manager(runs), session_context=CTX))
+        assert again.reason == "stop"
+        assert again.messages[-1]["content"] == "again"
+
+
+async def test_a_resume_while_the_store_is_down_ends_clearly_and_the_state_resumes_later(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    runs: list[str] = []
+    async with (
+        _store(own_postgres, tmp_path) as store,
+        ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model,
+    ):
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            paused = await agent.run(
+                [{"role": "user", "content": "save x"}],
+                tool_manager=_manager(runs),
+                session_context=CTX,
+                approvals="defer",
+            )
+        assert paused.state is not None
+        state_json = paused.state.to_json()
+        own_postgres.stop()
+        state = RunState.from_json(state_json)
+        state.approve(paused.interruptions[0].id)
+        events = await collect(
+            agent,
+            [],
+            within_s=OUTAGE_RUN_S,
+            tool_manager=_manager(runs),
+            session_context=CTX,
+            state=state,
+        )
+        done = done_of(events)
+        assert done.reason == "error"
+        assert done.error is not None
+        assert done.error["code"] == "store_unavailable"
+        assert runs == []  # the approved call did not run, and was not claimed
+        own_postgres.start()
+        state = RunState.from_json(state_json)
+        state.approve(paused.interruptions[0].id)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            resumed = await agent.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+        assert runs == ["x"]  # it runs once, now
+        assert resumed.output == "saved"
+        assert_settled_once(resumed.messages)
+
+
+async def test_a_resume_on_a_full_disk_ends_clearly_and_runs_once_when_there_is_room(
+    small_disk: Path,
+) -> None:
+    runs: list[str] = []
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    async with ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            paused = await agent.run(
+                [{"role": "user", "content": "save x"}],
+                tool_manager=_manager(runs),
+                session_context=CTX,
+                approvals="defer",
+            )
+        assert paused.state is not None
+        filler = fill_disk(small_disk)
+        paused.state.approve(paused.interruptions[0].id)
+        events = await collect(
+            agent, [], tool_manager=_manager(runs), session_context=CTX, state=paused.state
+        )
+        done = done_of(events)
+        assert done.reason == "error"
+        assert done.error is not None
+        assert done.error["code"].startswith("store_")
+        assert str(small_disk) in done.error["message"]
+        assert runs == []
+        filler.unlink()
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            resumed = await agent.run(
+                state=paused.state, tool_manager=_manager(runs), session_context=CTX
+            )
+        assert runs == ["x"]
+        assert resumed.output == "saved"
