@@ -312,6 +312,8 @@ class AnthropicModel:
                         error,
                         hint="check ANTHROPIC_BASE_URL and that the server runs; retry the turn",
                         attempts=budget.attempt + 1,
+                        unreachable=not answer.passed_on
+                        and isinstance(error, anthropic.APIConnectionError),
                     ) from error
                 await budget.retry(error)
                 continue

@@ -375,6 +375,8 @@ class GeminiModel:
                         error,
                         hint="check the endpoint and that the server runs; retry the turn",
                         attempts=budget.attempt + 1,
+                        unreachable=not answer.passed_on
+                        and isinstance(error, httpx.TransportError),
                     ) from error
                 await budget.retry(error)
                 continue

@@ -82,6 +82,7 @@ from sagents.agent._retry import (
     DEFAULT_MODEL_TIMEOUT_S,
     CallBudget,
     CallLimits,
+    broken_answer,
     not_an_answer,
     retry_delay,
 )
@@ -89,7 +90,6 @@ from sagents.errors import (
     ModelConfigError,
     ModelError,
     ModelStreamError,
-    ModelUnavailableError,
 )
 
 __all__ = [
@@ -604,10 +604,12 @@ class OpenAIChatModel:
                 continue
             except (openai.APIConnectionError, openai.APITimeoutError) as error:
                 if not budget.can_retry:
-                    raise ModelUnavailableError(
-                        f"the model endpoint {self.base_url!r} cannot be reached: {error}",
+                    raise broken_answer(
+                        self.base_url,
+                        error,
                         hint="check OPENAI_BASE_URL (or --base-url) and that the server runs",
-                        details={"attempts": budget.attempt + 1},
+                        attempts=budget.attempt + 1,
+                        unreachable=True,  # before the answer: the stream's own are _Cut
                     ) from error
                 await budget.retry(error)
                 continue

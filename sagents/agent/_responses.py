@@ -288,6 +288,8 @@ class OpenAIResponsesModel:
                         error,
                         hint="check OPENAI_BASE_URL and that the server runs; retry the turn",
                         attempts=budget.attempt + 1,
+                        unreachable=not answer.passed_on
+                        and isinstance(error, openai.APIConnectionError),
                     ) from error
                 await budget.retry(error)
                 continue

@@ -379,10 +379,22 @@ class _IdleAlarm:
 
 
 def broken_answer(
-    endpoint: str, error: BaseException, *, hint: str, attempts: int
-) -> ModelStreamError:
+    endpoint: str, error: BaseException, *, hint: str, attempts: int, unreachable: bool
+) -> ModelUnavailableError | ModelStreamError:
     """The error of a model call whose connection or stream failed when it may not be retried
-    (part of the answer was passed on, or no retry is left); every adapter raises this one."""
+    (part of the answer was passed on, or no retry is left); every adapter raises this one.
+
+    ``unreachable``: the failure is the connection's (refused, closed, timed out) and nothing
+    of the answer was passed on: ``model_unavailable``, as for any retryable failure that
+    outlasted the retries (docs/agent.md, "The model seam"). Otherwise the answer broke off:
+    ``model_stream_broken``.
+    """
+    if unreachable:
+        return ModelUnavailableError(
+            f"the model endpoint {endpoint!r} cannot be reached: {error}",
+            hint=hint,
+            details={"attempts": attempts},
+        )
     return ModelStreamError(
         f"the model endpoint {endpoint!r} failed mid-answer: {error!r}",
         hint=hint,

@@ -8,8 +8,9 @@ loopback socket."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -33,7 +34,7 @@ USER = [{"role": "user", "content": "go"}]
 
 def adapter(api: str, root: str, *, stream: bool) -> ChatModel:
     """The adapter of ``api`` pointed at ``root`` (``http://127.0.0.1:PORT``), one retry."""
-    options = {"model": "m", "api_key": "k", "stream": stream, "max_retries": 1}
+    options: dict[str, Any] = {"model": "m", "api_key": "k", "stream": stream, "max_retries": 1}
     if api == "responses":
         return OpenAIResponsesModel(base_url=f"{root}/v1", **options)
     if api == "anthropic":
@@ -69,7 +70,7 @@ def refused_root() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-async def run_once(model: ChatModel) -> dict[str, object]:
+async def run_once(model: ChatModel) -> Mapping[str, Any]:
     try:
         events = await collect(SAgent(model=model, run_script=False), USER)
     finally:
