@@ -25,6 +25,7 @@ VARIABLES = {
     "chat": "OPENAI_BASE_URL",
     "responses": "OPENAI_BASE_URL",
     "anthropic": "ANTHROPIC_BASE_URL",
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
 }
 
 
