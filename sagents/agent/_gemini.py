@@ -87,6 +87,7 @@ from sagents.agent._retry import (
     CallBudget,
     CallLimits,
     broken_answer,
+    not_an_answer,
     says_context_length,
 )
 from sagents.core._spec import ToolSpec
@@ -320,6 +321,8 @@ class GeminiModel:
                     whole = await budget.bounded(
                         models.generate_content(model=self.model, contents=contents, config=config)
                     )
+                    if not whole.candidates and whole.prompt_feedback is None:
+                        raise self._not_an_answer(_shown(whole))
                     for out in answer.take(whole):
                         yield out
                 if answer.finish is None:
@@ -367,6 +370,8 @@ class GeminiModel:
             except (httpx.HTTPError, ValueError) as error:
                 # ValueError: a chunk that is not JSON, or a request the SDK refused before
                 # sending it (a pydantic ValidationError), which sending again would not cure
+                if not self.streaming and isinstance(error, json.JSONDecodeError):
+                    raise self._not_an_answer(error.doc) from error  # a web page, say
                 if isinstance(error, ValueError) and not answer.passed_on:
                     _refuse_what_the_sdk_refuses(genai, raw_contents, raw_config)
                 if answer.passed_on or not budget.can_retry:
@@ -385,6 +390,17 @@ class GeminiModel:
                 yield response.usage
             yield Finish(response=response)
             return
+
+    def _not_an_answer(self, shown: object) -> ModelError:
+        """The error of a whole answer that is not a Gemini response (a web page such as a
+        proxy's login, JSON of another shape: no candidates, no prompt feedback)."""
+        return not_an_answer(
+            self.base_url,
+            shown,
+            "a Gemini generateContent response",
+            hint="check that GOOGLE_GEMINI_BASE_URL points at the API's root (without "
+            "/v1beta), not at a web page or a proxy's login",
+        )
 
     def _status_error(self, error: Any, retries: int) -> ModelError:
         status = int(error.code or 0)
@@ -856,3 +872,19 @@ def _settings_fields(settings: ModelSettings, declared: _Declared) -> dict[str, 
             config["allowed_function_names"] = [declared.names.get(choice, choice)]
         fields["tool_config"] = {"function_calling_config": config}
     return fields
+
+
+def _shown(whole: Any) -> object:
+    """What came of a whole answer that is not a Gemini response: its body when the SDK kept
+    it, else its content type and what the SDK read of it (it drops the fields it does not
+    know)."""
+    http = whole.sdk_http_response
+    if http is not None and http.body:
+        return http.body
+    headers = {name.lower(): value for name, value in ((http and http.headers) or {}).items()}
+    read = whole.model_dump(exclude={"sdk_http_response"}, exclude_none=True)
+    return (
+        f"an answer of type {headers.get('content-type', 'unknown')} without candidates or "
+        "promptFeedback "
+        f"(the SDK read {read})"
+    )
