@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sagents.agent import (
+    DoneEvent,
     Finish,
     Message,
     ModelRequest,
@@ -374,6 +375,23 @@ async def test_reasoning_made_elsewhere_is_not_sent_to_a_chat_server(name: str, 
     assert done.history[: len(history)] == history  # the history keeps every part
 
 
+async def on_chat_server(
+    refuses: Any, history: Sequence[Any], *answers: ScriptedReply | WireReply, **run: Any
+) -> tuple[DoneEvent, list[dict[str, Any]]]:
+    """The run of ``history`` on a Chat Completions server that answers ``refuses(body)``
+    when that is not None (its refusal), else its next answer of ``answers`` (the last one
+    repeated), and the requests the server got."""
+    left = list(answers)
+
+    def server(body: dict[str, Any]) -> ScriptedReply | WireReply:
+        return refuses(body) or (left.pop(0) if len(left) > 1 else left[0])
+
+    async with ScriptedModel(server) as scripted:
+        agent = SAgent(model=scripted.chat_model(), run_script=False)
+        done = done_of(await collect(agent, list(history), **run))
+    return done, scripted.requests
+
+
 NINE_ALNUM = re.compile(r"[a-zA-Z0-9]{9}")
 
 
@@ -408,30 +426,20 @@ def sent_ids(request: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(("name", "api"), ELSEWHERE)
 async def test_call_ids_made_elsewhere_go_to_mistral_in_its_rule(name: str, api: str) -> None:
     history = await history_made_on(name, api)
-    answers: list[ScriptedReply | WireReply] = [
+    done, requests = await on_chat_server(
+        mistral_id_rule,
+        [*history, NEXT],
         load_wire(WIRE / "mistral_whole_call_nine_char_id.json")[0],
         reply("Rain tomorrow."),
-    ]
-
-    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
-        return mistral_id_rule(body) or answers.pop(0)
-
-    async with ScriptedModel(mistral) as server:
-        agent = SAgent(model=server.chat_model(), run_script=False)
-        done = done_of(
-            await collect(
-                agent,
-                [*history, NEXT],
-                tool_manager=weather_and_save(),
-                session_context=SessionContext(permission_mode="auto"),
-            )
-        )
+        tool_manager=weather_and_save(),
+        session_context=SessionContext(permission_mode="auto"),
+    )
     assert done.reason == "stop", done.error
     assert done.history[: len(history)] == history  # the history's ids are its own
     assert done.history[len(history) + 1].tool_calls[0].id == "D681PevKs"
-    taken = [r for r in server.requests if not mistral_id_rule(r)]
+    taken = [r for r in requests if not mistral_id_rule(r)]
     assert len(taken) == 2  # the tool turn and the answer after it
-    assert len(server.requests) <= 3  # refused once at most: then the adapter knows the rule
+    assert len(requests) <= 3  # refused once at most: then the adapter knows the rule
     for request in taken:
         assert all(NINE_ALNUM.fullmatch(i) for i in sent_ids(request))
     assert "D681PevKs" in sent_ids(taken[1])  # an id within the rule is sent as it is
@@ -449,14 +457,9 @@ async def test_a_call_id_a_server_repeats_goes_to_mistral_as_one_id() -> None:
     history = [*tool_turn(ReasoningPart(text=""), "call_0")[:1], *called("call_0", "Oslo")]
     history += [*called("call_0", "Rome"), Message.from_openai(NEXT)]
 
-    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
-        return mistral_id_rule(body) or reply("Rain tomorrow.")
-
-    async with ScriptedModel(mistral) as server:
-        agent = SAgent(model=server.chat_model(), run_script=False)
-        done = done_of(await collect(agent, history))
+    done, requests = await on_chat_server(mistral_id_rule, history, reply("Rain tomorrow."))
     assert done.reason == "stop", done.error
-    first, first_result, second, second_result = sent_ids(server.requests[-1])
+    first, first_result, second, second_result = sent_ids(requests[-1])
     assert first == first_result == second == second_result
     assert NINE_ALNUM.fullmatch(first)
     assert [c.id for m in done.history for c in m.tool_calls] == ["call_0", "call_0"]
@@ -499,14 +502,9 @@ async def test_an_id_mapped_for_mistral_never_takes_an_id_the_request_already_ha
         *tool_turn(ReasoningPart(text=""), its_nine["tool_call_id"])[1:],
     ]
 
-    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
-        return mistral_id_rule(body) or reply("Sunny.")
-
-    async with ScriptedModel(mistral) as server:
-        agent = SAgent(model=server.chat_model(), run_script=False)
-        done = done_of(await collect(agent, history))
+    done, requests = await on_chat_server(mistral_id_rule, history, reply("Sunny."))
     assert done.reason == "stop", done.error
-    mapped, mapped_result, kept, kept_result = sent_ids(server.requests[-1])
+    mapped, mapped_result, kept, kept_result = sent_ids(requests[-1])
     assert kept == kept_result == its_nine["tool_call_id"]  # within the rule: sent as it is
     assert mapped == mapped_result != kept
     assert NINE_ALNUM.fullmatch(mapped)
@@ -536,28 +534,18 @@ async def test_a_tool_turn_made_elsewhere_goes_to_deepseek_thinking_with_a_reaso
     refuses = deepseek_reasoning_rule(
         load_wire(WIRE / "deepseek_missing_reasoning_content.json")[wording]
     )
-    answers: list[ScriptedReply | WireReply] = [
+    done, requests = await on_chat_server(
+        refuses,
+        [*history, NEXT],
         load_wire(WIRE / "deepseek_reasoning_tool_call.json")[0],
         reply("Rain tomorrow."),
-    ]
-
-    def deepseek(body: dict[str, Any]) -> ScriptedReply | WireReply:
-        return refuses(body) or answers.pop(0)
-
-    async with ScriptedModel(deepseek) as server:
-        agent = SAgent(model=server.chat_model(), run_script=False)
-        done = done_of(
-            await collect(
-                agent,
-                [*history, NEXT],
-                tool_manager=weather_and_save(),
-                session_context=SessionContext(permission_mode="auto"),
-            )
-        )
+        tool_manager=weather_and_save(),
+        session_context=SessionContext(permission_mode="auto"),
+    )
     assert done.reason == "stop", done.error
-    taken = [r for r in server.requests if not refuses(r)]
+    taken = [r for r in requests if not refuses(r)]
     assert len(taken) == 2
-    assert len(server.requests) == 3  # refused once: then the adapter sends the field
+    assert len(requests) == 3  # refused once: then the adapter sends the field
     made_elsewhere, its_own = [m for m in taken[1]["messages"] if m.get("tool_calls")]
     assert made_elsewhere["reasoning_content"] == ""  # not Anthropic's thinking
     assert its_own["reasoning_content"] == "The user wants the weather; call get_weather."
@@ -639,14 +627,9 @@ async def test_results_of_calls_given_without_an_id_or_with_one_id_twice_are_kep
         NEXT,
     ]
 
-    def mistral(body: dict[str, Any]) -> ScriptedReply | WireReply:
-        return mistral_id_rule(body) or reply("Rain tomorrow.")
-
-    async with ScriptedModel(mistral) as server:
-        agent = SAgent(model=server.chat_model(), run_script=False)
-        done = done_of(await collect(agent, history))
+    done, requests = await on_chat_server(mistral_id_rule, history, reply("Rain tomorrow."))
     assert done.reason == "stop", done.error
-    sent = server.requests[-1]["messages"]
+    sent = requests[-1]["messages"]
     results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
     calls = [c for m in sent for c in m.get("tool_calls") or []]
     cities = [json.loads(c["function"]["arguments"])["city"] for c in calls]
