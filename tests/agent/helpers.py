@@ -18,10 +18,12 @@ from sagents.agent import (
     MessageDeltaEvent,
     ModelEvent,
     ModelRequest,
+    RunResult,
     SAgent,
 )
 from sagents.agent._retry import CallBudget
 from sagents.testing import WireReply
+from sagents.tool import SessionContext, ToolManager, tool
 
 RUN_TIMEOUT_S = 30.0
 
@@ -144,3 +146,31 @@ def json_answer(status: int, body: Mapping[str, Any]) -> WireReply:
     return WireReply(
         status=status, headers={"content-type": "application/json"}, body=(json.dumps(body),)
     )
+
+
+def saving_tools(runs: list[str]) -> ToolManager:
+    """A manager of one write tool, ``save``, which appends each path it saves to ``runs``."""
+
+    @tool(permission="write")
+    def save(path: str) -> str:
+        """Save a file."""
+        runs.append(path)
+        return f"saved {path}"
+
+    manager = ToolManager()
+    manager.register_tool(save)
+    return manager
+
+
+async def paused_on_save(agent: SAgent, runs: list[str], context: SessionContext) -> RunResult:
+    """A run of ``agent`` asked to save x with its approvals deferred: paused on its call of
+    ``save`` (its model's first answer), with its state."""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        paused = await agent.run(
+            [{"role": "user", "content": "save x"}],
+            tool_manager=saving_tools(runs),
+            session_context=context,
+            approvals="defer",
+        )
+    assert paused.state is not None
+    return paused

@@ -16,8 +16,8 @@ from sagents.agent import ModelSettings, RunState, SAgent
 from sagents.errors import RunStateError
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.testing import ScriptedModel, reply, tool_call
-from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once
+from sagents.tool import SessionContext
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, paused_on_save, saving_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -31,29 +31,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         yield opened
 
 
-def _manager(runs: list[str]) -> ToolManager:
-    @tool(permission="write")
-    def save(path: str) -> str:
-        """Save a file."""
-        runs.append(path)
-        return f"saved {path}"
-
-    manager = ToolManager()
-    manager.register_tool(save)
-    return manager
-
-
 async def _paused(agent: SAgent, runs: list[str]) -> RunState:
     """The state of a run of ``agent`` paused on its call of ``save``."""
-    with anyio.fail_after(RUN_TIMEOUT_S):
-        paused = await agent.run(
-            [{"role": "user", "content": "save x"}],
-            tool_manager=_manager(runs),
-            session_context=CTX,
-            approvals="defer",
-        )
-    assert paused.state is not None
-    return paused.state
+    state = (await paused_on_save(agent, runs, CTX)).state
+    assert state is not None
+    return state
 
 
 async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_store(
@@ -76,7 +58,7 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
                 outcomes.append(
                     (
                         await second.run(
-                            state=state, tool_manager=_manager(runs), session_context=CTX
+                            state=state, tool_manager=saving_tools(runs), session_context=CTX
                         )
                     ).reason
                 )
@@ -120,7 +102,9 @@ async def test_a_named_tool_choice_called_before_the_pause_is_not_forced_after_t
             state = loaded
         state.approve("c1")
         with anyio.fail_after(RUN_TIMEOUT_S):
-            done = await second.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+            done = await second.run(
+                state=state, tool_manager=saving_tools(runs), session_context=CTX
+            )
         requests = list(model.requests)
     assert (done.reason, done.output) == ("stop", "saved it")
     assert runs == ["x"]
@@ -159,7 +143,9 @@ async def test_output_retries_spent_before_the_pause_stay_spent_after_the_resume
             state = loaded
         state.approve("c1")
         with anyio.fail_after(RUN_TIMEOUT_S):
-            done = await second.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+            done = await second.run(
+                state=state, tool_manager=saving_tools(runs), session_context=CTX
+            )
         requests = list(model.requests)
     assert runs == ["x"]
     assert (done.reason, done.output) == ("error", None)

@@ -18,8 +18,15 @@ from sagents.agent import RunState, SAgent
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.store._agents import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
-from sagents.tool import SessionContext, ToolManager, tool
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
+from sagents.tool import SessionContext
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    assert_settled_once,
+    collect,
+    done_of,
+    paused_on_save,
+    saving_tools,
+)
 from tests.postgres_server import PostgresServer
 from tests.small_disk import fill_disk
 
@@ -28,18 +35,6 @@ pytestmark = pytest.mark.anyio
 CTX = SessionContext(session_id="conv-1")
 # the pool's wait for a connection (sagents/store/_postgres.py: CONNECT_TIMEOUT_S) comes first
 OUTAGE_RUN_S = RUN_TIMEOUT_S + 30.0
-
-
-def _manager(runs: list[str]) -> ToolManager:
-    @tool(permission="write")
-    def save(path: str) -> str:
-        """Save a file."""
-        runs.append(path)
-        return f"saved {path}"
-
-    manager = ToolManager()
-    manager.register_tool(save)
-    return manager
 
 
 @asynccontextmanager
@@ -58,11 +53,13 @@ async def test_a_run_whose_session_cannot_be_loaded_ends_with_store_unavailable_
     ):
         agent = SAgent(model=model.chat_model(), store=store, run_script=False)
         ask = [{"role": "user", "content": "hi"}]
-        first = done_of(await collect(agent, ask, tool_manager=_manager(runs), session_context=CTX))
+        first = done_of(
+            await collect(agent, ask, tool_manager=saving_tools(runs), session_context=CTX)
+        )
         assert first.reason == "stop"
         own_postgres.stop()
         events = await collect(
-            agent, ask, within_s=OUTAGE_RUN_S, tool_manager=_manager(runs), session_context=CTX
+            agent, ask, within_s=OUTAGE_RUN_S, tool_manager=saving_tools(runs), session_context=CTX
         )
         done = done_of(events)
         assert done.reason == "error"
@@ -72,7 +69,9 @@ async def test_a_run_whose_session_cannot_be_loaded_ends_with_store_unavailable_
         assert len(model.requests) == 1  # nothing sent to the model without its session
         assert [m["content"] for m in done.messages] == ["hi"]
         own_postgres.start()
-        again = done_of(await collect(agent, ask, tool_manager=_manager(runs), session_context=CTX))
+        again = done_of(
+            await collect(agent, ask, tool_manager=saving_tools(runs), session_context=CTX)
+        )
         assert again.reason == "stop"
         assert again.messages[-1]["content"] == "again"
 
@@ -86,13 +85,7 @@ async def test_a_resume_while_the_store_is_down_ends_clearly_and_the_state_resum
         ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model,
     ):
         agent = SAgent(model=model.chat_model(), store=store, run_script=False)
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            paused = await agent.run(
-                [{"role": "user", "content": "save x"}],
-                tool_manager=_manager(runs),
-                session_context=CTX,
-                approvals="defer",
-            )
+        paused = await paused_on_save(agent, runs, CTX)
         assert paused.state is not None
         state_json = paused.state.to_json()
         own_postgres.stop()
@@ -102,7 +95,7 @@ async def test_a_resume_while_the_store_is_down_ends_clearly_and_the_state_resum
             agent,
             [],
             within_s=OUTAGE_RUN_S,
-            tool_manager=_manager(runs),
+            tool_manager=saving_tools(runs),
             session_context=CTX,
             state=state,
         )
@@ -115,7 +108,9 @@ async def test_a_resume_while_the_store_is_down_ends_clearly_and_the_state_resum
         state = RunState.from_json(state_json)
         state.approve(paused.interruptions[0].id)
         with anyio.fail_after(RUN_TIMEOUT_S):
-            resumed = await agent.run(state=state, tool_manager=_manager(runs), session_context=CTX)
+            resumed = await agent.run(
+                state=state, tool_manager=saving_tools(runs), session_context=CTX
+            )
         assert runs == ["x"]  # it runs once, now
         assert resumed.output == "saved"
         assert_settled_once(resumed.messages)
@@ -128,18 +123,12 @@ async def test_a_resume_on_a_full_disk_ends_clearly_and_runs_once_when_there_is_
     store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
     async with ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model:
         agent = SAgent(model=model.chat_model(), store=store, run_script=False)
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            paused = await agent.run(
-                [{"role": "user", "content": "save x"}],
-                tool_manager=_manager(runs),
-                session_context=CTX,
-                approvals="defer",
-            )
+        paused = await paused_on_save(agent, runs, CTX)
         assert paused.state is not None
         filler = fill_disk(small_disk)
         paused.state.approve(paused.interruptions[0].id)
         events = await collect(
-            agent, [], tool_manager=_manager(runs), session_context=CTX, state=paused.state
+            agent, [], tool_manager=saving_tools(runs), session_context=CTX, state=paused.state
         )
         done = done_of(events)
         assert done.reason == "error"
@@ -150,7 +139,7 @@ async def test_a_resume_on_a_full_disk_ends_clearly_and_runs_once_when_there_is_
         filler.unlink()
         with anyio.fail_after(RUN_TIMEOUT_S):
             resumed = await agent.run(
-                state=paused.state, tool_manager=_manager(runs), session_context=CTX
+                state=paused.state, tool_manager=saving_tools(runs), session_context=CTX
             )
         assert runs == ["x"]
         assert resumed.output == "saved"
