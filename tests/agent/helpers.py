@@ -20,6 +20,7 @@ from sagents.agent import (
     ModelRequest,
     RunResult,
     SAgent,
+    TextDelta,
 )
 from sagents.agent._retry import CallBudget
 from sagents.testing import WireReply
@@ -174,3 +175,22 @@ async def paused_on_save(agent: SAgent, runs: list[str], context: SessionContext
         )
     assert paused.state is not None
     return paused
+
+
+class HangingModel:
+    """A model whose read awaits an answer that never comes (and lets cancellation through):
+    ``awaiting`` is set once its first piece is out."""
+
+    model = "hanging"
+
+    def __init__(self) -> None:
+        self.awaiting = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(text="first ")
+        self.awaiting.set()
+        await anyio.sleep_forever()
+        yield TextDelta(text="never")
+
+    async def aclose(self) -> None:
+        pass

@@ -30,6 +30,7 @@ from sagents.errors import ModelError
 from sagents.tool import ToolManager
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
+    HangingModel,
     collect,
     collect_cancelling_at_first_text,
     done_of,
@@ -151,27 +152,9 @@ async def test_a_cancel_while_a_read_awaits_ends_cancelled_even_if_the_model_swa
     assert list(done.messages) == USER
 
 
-class Hanging:
-    """A model whose read awaits an answer that never comes (and lets cancellation through)."""
-
-    model = "hanging"
-
-    def __init__(self) -> None:
-        self.awaiting = anyio.Event()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        yield TextDelta(text="first ")
-        self.awaiting.set()
-        await anyio.sleep_forever()
-        yield answer("never")
-
-    async def aclose(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("agent_first", [True, False], ids=["agent-first", "consumer-first"])
 async def test_the_consumers_own_cancellation_is_not_taken_for_the_runs(agent_first: bool) -> None:
-    model = Hanging()
+    model = HangingModel()
     agent = SAgent(model=model, run_script=False)
     events: list[AgentEvent] = []
     with anyio.fail_after(RUN_TIMEOUT_S):

@@ -5,7 +5,7 @@ thread, and one session has one run at a time."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -16,12 +16,9 @@ import pytest
 from sagents.agent import (
     AgentEvent,
     DoneEvent,
-    ModelEvent,
-    ModelRequest,
     QuestionnaireRequestEvent,
     QuestionnaireResultEvent,
     SAgent,
-    TextDelta,
 )
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent
@@ -30,7 +27,7 @@ from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager, tool
 from sagents.tool.impl import register_builtin_tools
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of
+from tests.agent.helpers import RUN_TIMEOUT_S, HangingModel, assert_settled_once, done_of
 
 pytestmark = pytest.mark.anyio
 
@@ -143,24 +140,6 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
     assert_settled_once(resumed.messages)
 
 
-class _HangingModel:
-    """A model whose read awaits an answer that never comes (and lets cancellation through)."""
-
-    model = "hanging"
-
-    def __init__(self) -> None:
-        self.awaiting = anyio.Event()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        yield TextDelta(text="first ")
-        self.awaiting.set()
-        await anyio.sleep_forever()
-        yield TextDelta(text="never")
-
-    async def aclose(self) -> None:
-        pass
-
-
 def _in_a_thread(call: Callable[[], object]) -> BaseException | None:
     """Call ``call`` in a plain thread (no event loop in it): what it raised."""
     raised: list[BaseException] = []
@@ -193,7 +172,7 @@ async def test_sagent_cancel_from_a_plain_thread_cancels_the_run(where: str) -> 
 
     manager = ToolManager()
     manager.register_tool(wait)
-    hanging = _HangingModel()
+    hanging = HangingModel()
     async with ScriptedModel(
         [ScriptedReply(tool_calls=(ScriptedToolCall(name="wait", arguments={}, id="w1"),))]
     ) as scripted:
