@@ -16,7 +16,6 @@ from mcp.client.session import ClientRequestContext
 
 from sagents.gateway import Gateway
 from sagents.gateway._questions import QUESTION_FRAME, questionnaire_form
-from sagents.gateway._seams import ProxyProvider
 from sagents.tool import ToolManager, ToolProxy, tool
 from sagents.tool.impl import QuestionnaireSettings, register_builtin_tools
 from sagents.tool.questions import Questionnaire
@@ -48,8 +47,8 @@ async def gateway(
     )
     for added in extra:
         manager.register_tool(added)
-    provider = ProxyProvider(ToolProxy([manager], enforce_mode=False))
-    async with Gateway(provider, background_after_s=background_after_s) as served:
+    proxy = ToolProxy([manager], enforce_mode=False)
+    async with Gateway(proxy, background_after_s=background_after_s) as served:
         yield served
 
 
