@@ -24,7 +24,7 @@ from sagents.agent import (
 )
 from sagents.agent._retry import CallBudget
 from sagents.testing import WireReply
-from sagents.tool import SessionContext, ToolManager, tool
+from sagents.tool import SessionContext, ToolManager, emit_tool_progress, tool
 
 RUN_TIMEOUT_S = 30.0
 
@@ -194,3 +194,10 @@ class HangingModel:
 
     async def aclose(self) -> None:
         pass
+
+
+@tool(permission="read_only")
+async def speak() -> str:
+    """Say one line."""
+    await emit_tool_progress("line\n")
+    return "said"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
-from contextlib import aclosing
+from collections.abc import AsyncGenerator
+from contextlib import AbstractAsyncContextManager, aclosing
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import anyio.lowlevel
 import pytest
 from mcp import StdioServerParameters
 
-from sagents.agent import MessageEvent, QuestionnaireRequestEvent, SAgent
+from sagents.agent import AgentEvent, MessageEvent, QuestionnaireRequestEvent, SAgent
 from sagents.agent._run import EVENT_BUFFER
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent, ToolProgressEvent
 from sagents.progress._queue import DEFAULT_MAX_CRITICAL
@@ -29,12 +30,27 @@ from sagents.tool import (
     tool,
 )
 from sagents.tool.impl import register_builtin_tools
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of, speak
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "hello"}]
 ECHO = Path(__file__).resolve().parents[1] / "gateway" / "fixtures" / "stdio_echo.py"
+
+
+def _asking(
+    agent: SAgent, manager: ToolManager, session_id: str, approver: Any
+) -> AbstractAsyncContextManager[AsyncGenerator[AgentEvent, None]]:
+    """The streamed run of USER on ``agent`` in session ``session_id``, in ``ask`` mode, its
+    approvals going to ``approver``."""
+    return aclosing(
+        agent.run_stream(
+            USER,
+            tool_manager=manager,
+            session_context=SessionContext(session_id=session_id, permission_mode="ask"),
+            approver=approver,
+        )
+    )
 
 
 @tool(permission="read_only")
@@ -402,14 +418,7 @@ async def test_a_consumer_leaving_while_a_batch_waits_for_room_runs_nothing_more
         async with ScriptedModel([first, reply("ok")]) as model:
             agent = wide(model, count)
             with anyio.fail_after(RUN_TIMEOUT_S):
-                async with aclosing(
-                    agent.run_stream(
-                        USER,
-                        tool_manager=manager,
-                        session_context=SessionContext(session_id="w", permission_mode="ask"),
-                        approver=watch,
-                    )
-                ) as stream:
+                async with _asking(agent, manager, "w", watch) as stream:
                     async for event in stream:
                         if isinstance(event, ApprovalRequestEvent):
                             # busy while the batch runs on until the outbox is full and it
@@ -470,14 +479,7 @@ async def test_leaving_a_cancelled_batch_whose_results_wait_for_room_is_quick(
     ) as model:
         agent = wide(model, count)
         with anyio.fail_after(RUN_TIMEOUT_S):
-            async with aclosing(
-                agent.run_stream(
-                    USER,
-                    tool_manager=manager,
-                    session_context=SessionContext(session_id="g", permission_mode="ask"),
-                    approver=approver,
-                )
-            ) as stream:
+            async with _asking(agent, manager, "g", approver) as stream:
                 async for event in stream:
                     if isinstance(event, asking):
                         for _ in range(count * 10):  # every call is asked
@@ -527,12 +529,6 @@ async def test_a_consumer_too_far_behind_gets_every_result_then_consumer_lagged(
     inner = DEFAULT_MAX_CRITICAL + 10
     fanned = anyio.Event()
     manager = ToolManager()
-
-    @tool(permission="read_only")
-    async def speak() -> str:
-        """Say one line."""
-        await emit_tool_progress("line\n")
-        return "said"
 
     @tool(permission="read_only")
     async def fan(context: SessionContext) -> str:

@@ -24,7 +24,7 @@ from sagents.tool import (
     tool,
 )
 from sagents.tool.questions import Question, Questionnaire
-from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, done_of, speak
 
 pytestmark = pytest.mark.anyio
 
@@ -47,12 +47,6 @@ async def test_a_request_that_waited_for_room_when_the_run_was_cancelled_gets_it
     # cancelled meanwhile: the consumer gets the request, so it must get its one result.
     seen, filled = anyio.Event(), anyio.Event()
     manager = ToolManager()
-
-    @tool(permission="read_only")
-    async def speak() -> str:
-        """Say one line."""
-        await emit_tool_progress("line\n")
-        return "said"
 
     @tool(permission="read_only")
     async def fill(context: SessionContext) -> str:
