@@ -133,12 +133,22 @@ async def test_an_invalid_glob_class_is_a_clear_error(env: Env) -> None:
 COSTLY_REGEX = "(?:a?){1000}a{1000}b"
 
 
+ANSWER_S = 30.0  # how long a held match waits for the event loop; a loaded machine answers in ms
+
+
 class _Watched:
-    """Compiles patterns whose searches say when one started and whether one is running."""
+    """Compiles patterns whose first match waits until the event loop answers it.
+
+    A match that runs in a worker thread is answered at once; one that runs on the event loop's
+    own thread holds the loop, so nothing answers it and it records that after ``ANSWER_S``.
+    Holding the match (not sampling whether one is running) keeps the check exact on a loaded
+    machine, where a short match may end before the loop gets to look."""
 
     def __init__(self) -> None:
         self.started = threading.Event()
-        self.running = False
+        self.answered = threading.Event()
+        self.answered_during_match = False
+        self._first = threading.Lock()
 
     def compile(self, pattern: str, *, ignore_case: bool = False) -> _Watched:
         self._regex = compile_regex(pattern, ignore_case=ignore_case)
@@ -148,21 +158,18 @@ class _Watched:
         self._regex = glob_regex(pattern)
         return self
 
+    def _hold_the_first(self) -> None:
+        if self._first.acquire(blocking=False):
+            self.started.set()
+            self.answered_during_match = self.answered.wait(ANSWER_S)
+
     def search(self, text: str) -> object | None:
-        self.started.set()
-        self.running = True
-        try:
-            return self._regex.search(text)
-        finally:
-            self.running = False
+        self._hold_the_first()
+        return self._regex.search(text)
 
     def fullmatch(self, text: str) -> object | None:
-        self.started.set()
-        self.running = True
-        try:
-            return self._regex.fullmatch(text)
-        finally:
-            self.running = False
+        self._hold_the_first()
+        return self._regex.fullmatch(text)
 
 
 async def test_a_costly_glob_runs_off_the_event_loop(
@@ -191,21 +198,21 @@ async def _call_while_watched(
     env: Env, watched: _Watched, name: str, **arguments: Any
 ) -> ToolResult:
     """Run a call; assert another task ran while one of ``watched``'s matches was running."""
-    seen: dict[str, bool] = {}
     results: dict[str, ToolResult] = {}
 
     async def evil() -> None:
         results["evil"] = await env.call(name, session="attacker", **arguments)
 
     async def other() -> None:
-        started = await anyio.to_thread.run_sync(watched.started.wait, BOUND_S)
-        seen["ran during a match"] = started and watched.running
+        if await anyio.to_thread.run_sync(watched.started.wait, BOUND_S):
+            watched.answered.set()
 
     with anyio.fail_after(BOUND_S * 4):
         async with anyio.create_task_group() as tg:
             tg.start_soon(evil)
             tg.start_soon(other)
-    assert seen["ran during a match"]
+    assert watched.started.is_set(), "no match ran"
+    assert watched.answered_during_match, "the event loop did not run while a match was running"
     return results["evil"]
 
 
