@@ -139,6 +139,21 @@ class _Watchdog:
         """The group ended: the watchdog must not signal that number again."""
         self._send(f"- {pgid}\n")
 
+    def close(self, ended: set[int]) -> None:
+        """At a normal exit, once the groups ``ended`` were killed: tell the watchdog they are
+        gone, hang up (it exits at EOF with nothing left to end) and reap it, so that no child
+        outlives this process and Python warns of no subprocess still running."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None or process.stdin is None:
+            return
+        with contextlib.suppress(OSError):  # it died already: nothing to tell
+            process.stdin.write("".join(f"- {pgid}\n" for pgid in ended).encode())
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # the EOF ends it all the same
+            process.wait(timeout=TERM_GRACE)
+
 
 _WATCHDOG = _Watchdog()
 
@@ -150,9 +165,11 @@ def watchdog_pid() -> int | None:
 
 @atexit.register
 def _kill_live_groups() -> None:  # pragma: no cover - runs at interpreter exit
-    for pgid in list(_LIVE_GROUPS):
+    ended = set(_LIVE_GROUPS)
+    for pgid in ended:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    _WATCHDOG.close(ended)
 
 
 class RunningProcess(Protocol):

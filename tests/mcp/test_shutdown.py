@@ -76,6 +76,30 @@ async def test_a_sigkilled_process_takes_its_stdio_servers_and_grandchildren_alo
     assert holder.returncode == -signal.SIGKILL
 
 
+EXITING = """
+import os
+from sagents.mcp._stdio import _LIVE_GROUPS, watchdog_pid, _WATCHDOG
+
+child = os.posix_spawnp("sleep", ["sleep", "600"], os.environ, setsid=True)
+_LIVE_GROUPS.add(child)  # as a stdio server still running when the process exits
+_WATCHDOG.watch(child)
+print(child, watchdog_pid(), flush=True)
+"""
+
+
+async def test_a_process_that_exits_normally_reaps_its_watchdog_and_its_servers() -> None:
+    """At a normal exit the servers still running are killed and the watchdog is hung up on
+    and reaped: nothing is left running and Python reports no subprocess still running."""
+    command = [sys.executable, "-W", "default", "-c", EXITING]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with anyio.fail_after(60):
+        done = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
+        server, watchdog = (int(pid) for pid in done.stdout.split())
+        await wait_gone(server, watchdog)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"ResourceWarning" not in done.stderr, done.stderr.decode()
+
+
 def _request(method: str, ident: int | None, params: dict[str, Any] | None = None) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
     if ident is not None:
