@@ -295,7 +295,7 @@ class ThreadRuns:
                             run.settled(event.request_id, event.status)
                         elif isinstance(event, DoneEvent):
                             run.done = event
-                            if event.state is not None:
+                            if event.state is not None and _stored(event):
                                 self._pause(thread, run, event.state, asked)
                         elif isinstance(event, MessageEvent):
                             calls.update(
@@ -422,3 +422,10 @@ class ThreadRuns:
         if delta:
             run.push([StateDeltaEvent.model_validate({"delta": delta})])
         return after
+
+
+def _stored(done: DoneEvent) -> bool:
+    """Whether the paused run of ``done`` is in the agent's store, where an answer resumes it
+    from: an error beside ``interrupted`` is the store's failure to keep it (docs/agent.md,
+    "Pausing and resuming"), and then no card is shown that could not be answered."""
+    return done.reason != "interrupted" or done.error is None

@@ -148,7 +148,10 @@ class DoneEvent:
         audit_status: The session state's ``audit_status`` (``suggested_tools``,
             ``tools_expanded``, ...).
         error: The error (``{"code", "message", "hint", "details"}``) when ``reason`` is
-            ``error``.
+            ``error``. With another reason, the store's error (``store_unavailable`` when it
+            is out of reach) when it did not keep what the run left (its session, its paused
+            state): the run's result stands, and its session is saved again before its next
+            run (docs/agent.md, "Pausing and resuming").
         turns: The model calls made.
         history: The same history as :class:`~sagents.agent.Message` values, the form a
             :class:`~sagents.agent.ChatModel` takes (``messages`` is its OpenAI rendering,

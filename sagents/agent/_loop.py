@@ -192,7 +192,8 @@ class SAgent:
             ``output_invalid``. Each retry is a model turn (``max_turns`` counts it).
         max_sessions: Sessions kept in memory (:meth:`session`); past it the least recently
             used is forgotten (a run without a ``session_context`` gets a new session each
-            time). With a ``store`` given, a forgotten session is loaded from it again.
+            time). With a ``store`` given, a forgotten session is loaded from it again, and
+            at most as many sessions the store did not keep are held for their next save.
     """
 
     def __init__(
@@ -279,7 +280,7 @@ class SAgent:
         self._cancels = 0  # cancel() calls so far: a run set up meanwhile starts cancelled
         self._runs_lock = threading.Lock()  # both, for cancel() from any thread
         self._claims: dict[AgentSession, object] = {}  # the sessions a run holds (_claim)
-        self._link = StoreLink(store)
+        self._link = StoreLink(store, max_unsaved=max_sessions)
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -288,7 +289,8 @@ class SAgent:
         return self._sessions.get(session_id)
 
     def forget(self, session_id: str) -> None:
-        """Drop a session's state."""
+        """Drop a session's state (one the store did not keep is still saved before the
+        session's next run: docs/agent.md, "Pausing and resuming")."""
         self._sessions.pop(session_id, None)
 
     async def __aenter__(self) -> SAgent:
@@ -322,7 +324,8 @@ class SAgent:
 
     async def load_session(self, session_id: str) -> AgentSession | None:
         """The session ``session_id``: with a store given, as the store holds it (another
-        worker may have served its last request); else this agent's in memory; else None.
+        worker may have served its last request) once this agent's copy that the store did
+        not keep is saved; else this agent's in memory; else None.
 
         Raises:
             RunStateError: a stored session of an unknown version or shape.
@@ -331,6 +334,7 @@ class SAgent:
         found = self._sessions.get(session_id)
         if not self._link.given:
             return found
+        await self._link.save_unsaved(session_id)  # this process's copy, if the latest
         document = await self.store.load_session(session_id)
         if document is None:
             return found
@@ -644,26 +648,36 @@ class SAgent:
         approver: Approver | None,
     ) -> None:
         """Make the store's session ``context.session_id`` this agent's (a run of it may have
-        been served by another worker)."""
+        been served by another worker), once a copy of this process the store did not keep
+        is stored."""
+        await self._link.save_unsaved(context.session_id)
         document = await self.store.load_session(context.session_id)
         if document is not None:
             session = self._session_for(context, tool_manager, skills, approver)
             session.granted.update(restore_session(session, json.loads(document)))
 
-    async def _save(self, run: ActiveRun) -> None:
+    async def _save(self, run: ActiveRun) -> SagentsError | None:
         """Keep what the run leaves in the store: its paused state, and (with a store given)
-        the session. A store that fails is logged: the state is still in the done event."""
+        the session. Returns the store's failure, if any: the state is still in the done
+        event, and a session not kept is saved again before its next run (``StoreLink``)."""
         session = run.session
-        try:
-            if run.paused is not None:
+        failure: SagentsError | None = None
+        if run.paused is not None:
+            try:
                 await self.store.save_state(
                     run.paused.state_id, session.session_id, run.paused.to_json()
                 )
-            if self._link.given:
-                document = session_document(session, run.granted())
-                await self.store.save_session(session.session_id, json.dumps(document))
-        except SagentsError as failure:  # StoreError, RunStateError (the key)
+            except SagentsError as error:  # StoreError, RunStateError (the key)
+                failure = error
+        if self._link.given:
+            document = json.dumps(session_document(session, run.granted()))
+            try:
+                await self._link.save_session(session.session_id, document)
+            except SagentsError as error:  # StoreError, RunStateError (a URL store not open)
+                failure = failure or error
+        if failure is not None:
             logger.warning("the run's state was not stored: %s", failure)
+        return failure
 
     def _active_run(
         self, state: AgentSession, *, defer: bool, resume: RunState | None
@@ -750,7 +764,9 @@ class SAgent:
                 reason = "interrupted"
             if paused is not None or self._link.given:  # something to keep in the store
                 with anyio.CancelScope(shield=True):
-                    await self._save(run)
+                    unsaved = await self._save(run)
+                if unsaved is not None and error is None:  # answered: the caller is told too
+                    error = unsaved.to_dict()
             history = list(state.history)
             if paused is not None:  # the calls settled so far after the waiting answer
                 history += [tool_message(i, c) for i, c in paused.settled.items()]

@@ -604,7 +604,9 @@ class RunResult:
         messages: The history as OpenAI Chat Completions dicts.
         history: The history as :class:`~sagents.agent.Message` values.
         state: The paused run (``interrupted`` only).
-        error: The error of an ``error`` run (``SagentsError.to_dict``), else None.
+        error: The error of an ``error`` run (``SagentsError.to_dict``); with another
+            reason, the store's error when it did not keep the run's session or paused state
+            (see ``DoneEvent.error``); else None.
         audit_status: The session's ``audit_status``.
         turns: Model calls the run made (counting those before a pause).
     """

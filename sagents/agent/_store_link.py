@@ -4,11 +4,14 @@
 ``None`` is the embedded SQLite store of the data directory (paused runs only); an opened
 store (``sagents.store.open_store``) or its ``agents``, or any
 :class:`~sagents.store.AgentStore`, is used as it is; a ``postgresql://`` URL is opened by
-``async with`` the agent. With a store given, sessions are kept there too.
+``async with`` the agent. With a store given, sessions are kept there too; a session the store
+did not keep stays this process's latest copy, saved again before the store's is read.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import OrderedDict
 from contextlib import AsyncExitStack
 from typing import cast
 
@@ -21,16 +24,26 @@ from sagents.store._protocols import AgentStore
 
 __all__ = ["StoreLink"]
 
+logger = logging.getLogger(__name__)
+
 
 class StoreLink:
     """An agent's store, as ``SAgent(store=...)`` named it.
+
+    Args:
+        store: As ``SAgent(store=...)``.
+        max_unsaved: Sessions the store did not keep that are held for their next save; past
+            it the oldest is dropped, with an error in the log.
 
     Attributes:
         given: Whether a store was given (then sessions are kept in it too).
     """
 
-    def __init__(self, store: AgentStore | str | object | None) -> None:
+    def __init__(self, store: AgentStore | str | object | None, *, max_unsaved: int) -> None:
         self.given = store is not None
+        self.max_unsaved = max_unsaved
+        # session id -> the document the store did not keep (least recent first)
+        self._unsaved: OrderedDict[str, str] = OrderedDict()
         self._url = store if isinstance(store, str) else None
         self._store: AgentStore | None = None
         if store is not None and not isinstance(store, str):
@@ -69,3 +82,38 @@ class StoreLink:
                 )
             self._store = SqliteAgentStore()
         return self._store
+
+    async def save_session(self, session_id: str, document: str) -> None:
+        """Save a session's document; if the store fails, it is held until
+        :meth:`save_unsaved` stores it.
+
+        Raises:
+            StoreError: the store failed (the document is held).
+            RunStateError: a URL store that is not open (the document is held).
+        """
+        self._unsaved[session_id] = document
+        self._unsaved.move_to_end(session_id)
+        while len(self._unsaved) > self.max_unsaved:
+            dropped, _ = self._unsaved.popitem(last=False)
+            logger.error(
+                "the session %r was never stored and is dropped: more than %d sessions wait "
+                "for the store",
+                dropped,
+                self.max_unsaved,
+            )
+        await self.save_unsaved(session_id)
+
+    async def save_unsaved(self, session_id: str) -> None:
+        """Store the session's held document, if the store failed to keep its last save: this
+        process's copy is then the latest, which a load must not replace.
+
+        Raises:
+            StoreError: the store still fails (the document stays held).
+            RunStateError: a URL store that is not open (the document stays held).
+        """
+        document = self._unsaved.get(session_id)
+        if document is None:
+            return
+        await self.store.save_session(session_id, document)
+        if self._unsaved.get(session_id) is document:  # not replaced by a newer one meanwhile
+            del self._unsaved[session_id]

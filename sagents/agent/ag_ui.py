@@ -390,8 +390,8 @@ class AgUiThreads:
         if run.paused:
             waiting = {"sagents": {"waiting": list(run.paused)}}
             return RunFinishedEvent(thread_id=given.thread_id, run_id=given.run_id, result=waiting)
-        if done is not None and done.reason == "error":
-            error = done.error or {}
+        if done is not None and (done.reason == "error" or done.error is not None):
+            error = done.error or {}  # beside another reason: what the store did not keep
             return RunErrorEvent(
                 message=str(error.get("message") or "the run failed"),
                 code=str(error.get("code") or "error"),

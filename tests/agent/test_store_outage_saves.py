@@ -1,0 +1,156 @@
+"""An agent whose store (the embedded SQLite store on a full disk) cannot keep what a run
+leaves: the run's ``done`` says so (``store_unavailable``), the session stays this process's
+latest copy, it is saved again before the session's next run (which ends clearly while the
+store still fails), and the store's older copy never replaces it (docs/agent.md, "Pausing and
+resuming")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from sagents.agent import SAgent, current_agent_session
+from sagents.agent.ag_ui import APPROVAL_REQUEST
+from sagents.store._agents import SqliteAgentStore
+from sagents.testing import ScriptedModel, reply, tool_call
+from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.ag_ui_helpers import customs, post_run, route_tools, run_input, serve_route
+from tests.agent.helpers import RUN_TIMEOUT_S, assert_settled_once, collect, done_of
+from tests.small_disk import fill_disk
+
+pytestmark = pytest.mark.anyio
+
+CTX = SessionContext(session_id="conv-1")
+
+
+@tool(permission="read_only")
+def note(text: str) -> str:
+    """Note a line in the session's audit status."""
+    session = current_agent_session()
+    assert session is not None
+    session.audit_status.setdefault("notes", []).append(text)
+    return "noted"
+
+
+def noting_tools() -> ToolManager:
+    manager = ToolManager()
+    manager.register_tool(note)
+    return manager
+
+
+def said(*texts: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text} for text in texts]
+
+
+async def test_a_run_whose_session_was_not_stored_says_so_and_its_turns_are_saved_later(
+    small_disk: Path,
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    script = [reply("first"), tool_call("note", {"text": "kept"}), reply("noted"), reply("fourth")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        first = done_of(
+            await collect(agent, said("hi"), tool_manager=noting_tools(), session_context=CTX)
+        )
+        assert first.reason == "stop"
+        assert first.error is None
+        filler = fill_disk(small_disk)
+        second = done_of(
+            await collect(
+                agent, said("hi", "note it"), tool_manager=noting_tools(), session_context=CTX
+            )
+        )
+        assert second.reason == "stop"  # answered: the user saw it
+        assert second.messages[-1]["content"] == "noted"
+        assert second.error is not None  # and is told that it was not kept
+        assert second.error["code"] == "store_unavailable"
+        assert str(small_disk) in second.error["message"]
+        third = done_of(
+            await collect(
+                agent, said("hi", "again"), tool_manager=noting_tools(), session_context=CTX
+            )
+        )
+        assert third.reason == "error"  # still full: the unsaved session is not loaded over
+        assert third.error is not None
+        assert third.error["code"] == "store_unavailable"
+        assert len(model.requests) == 3  # nothing sent to the model
+        filler.unlink()
+        fourth = done_of(
+            await collect(
+                agent, said("hi", "again"), tool_manager=noting_tools(), session_context=CTX
+            )
+        )
+        assert fourth.reason == "stop"
+        assert fourth.error is None
+        assert fourth.audit_status["notes"] == ["kept"]  # the second run's, not the stored copy's
+        stored = await store.load_session(CTX.session_id)
+        assert stored is not None
+        assert json.loads(stored)["audit_status"]["notes"] == ["kept"]
+
+
+async def test_loading_an_unsaved_session_keeps_its_turns_and_saves_them(
+    small_disk: Path,
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    async with ScriptedModel(["first", "second"]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            await agent.run(said("hi"), session_context=CTX)
+            filler = fill_disk(small_disk)
+            second = await agent.run(
+                [*said("hi"), reply_of("first"), *said("more")], session_context=CTX
+            )
+        assert second.output == "second"
+        assert second.error is not None
+        assert second.error["code"] == "store_unavailable"
+        filler.unlink()
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            session = await agent.load_session(CTX.session_id)
+        assert session is agent.session(CTX.session_id)
+        assert session is not None
+        assert session.messages[-1]["content"] == "second"  # not the store's older copy
+        other = SAgent(model=model.chat_model(), store=store)  # another worker reads the store
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            stored = await other.load_session(CTX.session_id)
+        assert stored is not None
+        assert stored.messages[-1]["content"] == "second"
+
+
+def reply_of(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+async def test_an_ag_ui_run_whose_pause_was_not_stored_ends_with_an_error_not_cards(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    await store.load_session("made")  # the file exists: reads go on while the disk is full
+    script = [tool_call("delete_file", {"path": "a.txt"}), reply("Kept it."), reply("Done.")]
+    async with ScriptedModel(script) as model:
+        agent = SAgent(model=model.chat_model(), store=store)
+        async with (
+            serve_route(agent, tmp_path, route_tools()) as url,
+            httpx.AsyncClient() as c,
+        ):
+            filler = fill_disk(small_disk)
+            paused = await post_run(c, url, run_input("t1", [user("u1", "delete a.txt")]))
+            filler.unlink()
+            after = await post_run(c, url, run_input("t1", [user("u2", "go on")], run_id="r2"))
+        history = agent.session("t1").messages  # type: ignore[union-attr]
+    assert customs(paused, APPROVAL_REQUEST) == []  # no card that could not be answered
+    assert paused[-1].type.value == "RUN_ERROR"
+    assert paused[-1].code == "store_unavailable"
+    assert after[-1].type.value == "RUN_FINISHED"
+    assert after[-1].result == {"sagents": {"reason": "stop"}}
+    assert_settled_once(history)  # the held call is settled, never run
+    [result] = [m["content"] for m in history if m["role"] == "tool"]
+    assert result.startswith("Error [cancelled]: this call was never answered")
+    assert [m["content"] for m in history if m["role"] == "user"] == ["delete a.txt", "go on"]
+
+
+def user(message_id: str, text: str) -> dict[str, str]:
+    return {"id": message_id, "role": "user", "content": text}
