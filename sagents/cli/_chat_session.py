@@ -258,10 +258,10 @@ class ChatRenderer:
                 for line in event.text.splitlines():
                     self.err.print(literal(f"  │ {line}"), style=style, overflow="fold")
         elif isinstance(event, DoneEvent):
-            if event.reason == "error" and event.error is not None:
+            if event.error is not None:  # also after an answer: the store did not keep it
                 hint = f" ({event.error['hint']})" if event.error.get("hint") else ""
                 self.err.print(literal(f"error: {event.error['message']}{hint}"), style="red")
-            elif event.reason not in ("stop", "interrupted"):  # interrupted: the chat asks
+            if event.reason not in ("stop", "interrupted", "error"):  # interrupted: it asks
                 self.err.print(Text(f"(turn ended: {event.reason})", style="yellow"))
 
     def _script_status(self, event: ScriptProgressEvent) -> None:

@@ -319,6 +319,20 @@ def test_model_text_tool_calls_and_results_are_printed_literally() -> None:
     assert "t\\x1b[31m" in err_buffer.getvalue()
 
 
+def test_a_turn_the_store_did_not_keep_shows_the_stores_error_after_the_answer() -> None:
+    from sagents.agent import DoneEvent
+    from sagents.errors import StoreUnavailableError
+
+    out, _ = _terminal()
+    err, err_buffer = _terminal()
+    renderer = ChatRenderer(out=out, err=err)
+    failure = StoreUnavailableError("cannot use the store agents.sqlite3: database or disk is full")
+    renderer.show(DoneEvent(reason="stop", error=failure.to_dict()))
+    shown = err_buffer.getvalue()
+    assert "error: cannot use the store agents.sqlite3: database or disk is full" in shown
+    assert "turn ended" not in shown
+
+
 def _strict_loads(line: str) -> Any:
     def refuse(constant: str) -> None:
         raise AssertionError(f"{constant} is not JSON (RFC 8259)")
