@@ -325,7 +325,8 @@ class SAgent:
     async def load_session(self, session_id: str) -> AgentSession | None:
         """The session ``session_id``: with a store given, as the store holds it (another
         worker may have served its last request) once this agent's copy that the store did
-        not keep is saved; else this agent's in memory; else None.
+        not keep is saved, unless a run of it is in progress here (then that run's); else
+        this agent's in memory; else None.
 
         Raises:
             RunStateError: a stored session of an unknown version or shape.
@@ -336,7 +337,7 @@ class SAgent:
             return found
         await self._link.save_unsaved(session_id)  # this process's copy, if the latest
         document = await self.store.load_session(session_id)
-        if document is None:
+        if document is None or found in self._claims:  # a run's, in progress: the latest
             return found
         session = found or AgentSession(SessionContext(session_id=session_id), as_proxy(None))
         session.granted.update(restore_session(session, json.loads(document)))
@@ -654,7 +655,8 @@ class SAgent:
         document = await self.store.load_session(context.session_id)
         if document is not None:
             session = self._session_for(context, tool_manager, skills, approver)
-            session.granted.update(restore_session(session, json.loads(document)))
+            if session not in self._claims:  # else a run holds it, and _claim refuses this one
+                session.granted.update(restore_session(session, json.loads(document)))
 
     async def _save(self, run: ActiveRun) -> SagentsError | None:
         """Keep what the run leaves in the store: its paused state, and (with a store given)

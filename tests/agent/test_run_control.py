@@ -279,6 +279,45 @@ async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> 
     assert ran == ["a1", "b1"]
 
 
+async def test_a_run_refused_for_a_run_in_progress_leaves_its_stored_session_unloaded(
+    store: SqliteAgentStore,
+) -> None:
+    """With a store, neither the refused run nor the host's ``load_session`` loads the store's
+    (older) copy of the session into the run in progress: its history stays its own, every
+    call settled once."""
+    first = _Approver()
+    context = SessionContext(session_id="stored", permission_mode="ask")
+    async with ScriptedModel([reply("zero"), _save_call("a1"), reply("a done")]) as model:
+        agent = SAgent(model=model.chat_model(), run_script=False, store=store)
+        manager = _writes([])
+        events: list[AgentEvent] = []
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            await agent.run(
+                [{"role": "user", "content": "hello"}],
+                tool_manager=manager,
+                session_context=context,
+            )  # the store holds the session now
+            async with aclosing(
+                agent.run_stream(
+                    USER, tool_manager=manager, session_context=context, approver=first
+                )
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if isinstance(event, ApprovalRequestEvent):
+                        await first.waiting.wait()
+                        with pytest.raises(RunInProgressError):
+                            await _first_event(agent, tool_manager=manager, session_context=context)
+                        loaded = await agent.load_session("stored")  # nor does the host's load
+                        assert loaded is not None
+                        assert loaded.messages[0]["content"] == "go"
+                        first.release.set()
+    done = done_of(events)
+    assert done.reason == "stop"
+    assert [m.get("content") for m in done.messages] == ["go", "", "saved a1", "a done"]
+    assert_settled_once(done.messages)
+
+
 async def test_a_consumer_that_stops_at_the_done_event_may_start_the_sessions_next_run() -> None:
     """The run gives its session back before its ``done`` event goes out: a consumer that
     leaves the loop there, without closing the iterator, starts the next run at once."""
