@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack
 from typing import cast
 
 from sagents.audit._store import default_data_dir
-from sagents.errors import RunStateError
+from sagents.errors import RunStateError, SagentsError
 from sagents.store._agents import SqliteAgentStore
 from sagents.store._location import parse_store_url
 from sagents.store._open import open_store
@@ -91,17 +91,20 @@ class StoreLink:
             StoreError: the store failed (the document is held).
             RunStateError: a URL store that is not open (the document is held).
         """
-        self._unsaved[session_id] = document
-        self._unsaved.move_to_end(session_id)
-        while len(self._unsaved) > self.max_unsaved:
-            dropped, _ = self._unsaved.popitem(last=False)
-            logger.error(
-                "the session %r was never stored and is dropped: more than %d sessions wait "
-                "for the store",
-                dropped,
-                self.max_unsaved,
-            )
-        await self.save_unsaved(session_id)
+        self._unsaved.pop(session_id, None)  # an older copy held: this one replaces it
+        try:
+            await self.store.save_session(session_id, document)
+        except SagentsError:  # StoreError, RunStateError: held, and the caller is told
+            self._unsaved[session_id] = document
+            while len(self._unsaved) > self.max_unsaved:
+                dropped, _ = self._unsaved.popitem(last=False)
+                logger.error(
+                    "the session %r was never stored and is dropped: more than %d sessions "
+                    "wait for the store",
+                    dropped,
+                    self.max_unsaved,
+                )
+            raise
 
     async def save_unsaved(self, session_id: str) -> None:
         """Store the session's held document, if the store failed to keep its last save: this

@@ -124,6 +124,33 @@ def reply_of(text: str) -> dict[str, str]:
     return {"role": "assistant", "content": text}
 
 
+async def test_past_max_sessions_unsaved_sessions_the_oldest_is_dropped_with_an_error(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    await store.load_session("made")  # the file exists: reads go on while the disk is full
+    async with ScriptedModel([reply("one"), reply("two"), reply("three")]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False, max_sessions=1)
+        filler = fill_disk(small_disk)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            one = await agent.run(said("hi"), session_context=SessionContext(session_id="a"))
+            two = await agent.run(said("hi"), session_context=SessionContext(session_id="b"))
+        assert one.error is not None
+        assert two.error is not None
+        filler.unlink()
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            three = await agent.run(said("hi"), session_context=SessionContext(session_id="c"))
+            assert three.error is None
+            assert await store.load_session("a") is None  # dropped: never stored
+            assert await store.load_session("b") is None  # held, until b's next run
+            assert await agent.load_session("b") is not None  # which saves it first
+    dropped = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.getMessage() for r in dropped] == [
+        "the session 'a' was never stored and is dropped: more than 1 sessions wait for the store"
+    ]
+    assert await store.load_session("b") is not None
+
+
 async def test_an_ag_ui_run_whose_pause_was_not_stored_ends_with_an_error_not_cards(
     small_disk: Path, tmp_path: Path
 ) -> None:
