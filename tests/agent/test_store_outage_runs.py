@@ -3,7 +3,9 @@ and on the embedded SQLite store on a full disk:
 a run that needs the store (to load its session, or to claim the paused run it resumes) ends
 with ``done(reason="error")`` and ``store_unavailable``, never a raise out of ``run_stream``,
 and sends nothing to the model; the paused run stays resumable, and once the database is back
-the same runs go through (docs/agent.md, "Pausing and resuming")."""
+the same runs go through; a run whose end the database missed says so, and its session is
+saved before the next run, never replaced by the older stored copy (docs/agent.md, "Pausing
+and resuming")."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sagents.agent import RunState, SAgent
+from sagents.agent import RunState, SAgent, current_agent_session
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.store._agents import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
-from sagents.tool import SessionContext
+from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
     assert_settled_once,
@@ -143,3 +145,46 @@ async def test_a_resume_on_a_full_disk_ends_clearly_and_runs_once_when_there_is_
             )
         assert runs == ["x"]
         assert resumed.output == "saved"
+
+
+async def test_a_run_that_ends_while_the_database_is_down_is_saved_once_it_is_back(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    @tool(permission="read_only")
+    def crash(reason: str) -> str:
+        """Note the reason in the session, then the database goes down."""
+        session = current_agent_session()
+        assert session is not None
+        session.audit_status["crashed"] = reason
+        own_postgres.stop()
+        return "down"
+
+    manager = ToolManager()
+    manager.register_tool(crash)
+    ask = [{"role": "user", "content": "hi"}]
+    script = [reply("first"), tool_call("crash", {"reason": "test"}), reply("answered"), reply("3")]
+    async with (
+        _store(own_postgres, tmp_path) as store,
+        ScriptedModel(script) as model,
+    ):
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        first = done_of(await collect(agent, ask, tool_manager=manager, session_context=CTX))
+        assert first.error is None
+        second = done_of(
+            await collect(
+                agent, ask, within_s=OUTAGE_RUN_S, tool_manager=manager, session_context=CTX
+            )
+        )
+        assert second.reason == "stop"
+        assert second.messages[-1]["content"] == "answered"
+        assert second.error is not None
+        assert second.error["code"] == "store_unavailable"
+        own_postgres.start()
+        third = done_of(await collect(agent, ask, tool_manager=manager, session_context=CTX))
+        assert third.reason == "stop"
+        assert third.audit_status["crashed"] == "test"  # not the stored copy's, from before
+        other = SAgent(model=model.chat_model(), store=store)  # another worker
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            stored = await other.load_session(CTX.session_id)
+        assert stored is not None
+        assert stored.audit_status["crashed"] == "test"
