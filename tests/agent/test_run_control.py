@@ -5,7 +5,7 @@ thread, and one session has one run at a time."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -223,6 +223,28 @@ def _save_call(call_id: str) -> ScriptedReply:
     )
 
 
+async def _run_asking(
+    agent: SAgent,
+    manager: ToolManager,
+    context: SessionContext,
+    approver: _Approver,
+    while_asking: Callable[[], Awaitable[None]],
+) -> list[AgentEvent]:
+    """The events of a run of ``agent`` whose approval ``approver`` answers once
+    ``while_asking`` returned (awaited while the run waits for the approver)."""
+    events: list[AgentEvent] = []
+    async with aclosing(
+        agent.run_stream(USER, tool_manager=manager, session_context=context, approver=approver)
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ApprovalRequestEvent):
+                await approver.waiting.wait()  # the run waits for its approver
+                await while_asking()
+                approver.release.set()
+    return events
+
+
 async def _first_event(agent: SAgent, **options: Any) -> AgentEvent:
     """The first event of a run of ``agent`` (the run closed then)."""
     async with aclosing(agent.run_stream(USER, **options)) as stream:
@@ -245,26 +267,18 @@ async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> 
     ) as model:
         agent = SAgent(model=model.chat_model(), run_script=False)
         manager = _writes(ran)
-        events: list[AgentEvent] = []
-        with anyio.fail_after(RUN_TIMEOUT_S):
-            async with aclosing(
-                agent.run_stream(
-                    USER, tool_manager=manager, session_context=context, approver=first
+        refused: list[RunInProgressError] = []
+
+        async def second_run() -> None:
+            with pytest.raises(RunInProgressError) as raised:
+                await _first_event(
+                    agent, tool_manager=manager, session_context=context, approver=second
                 )
-            ) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, ApprovalRequestEvent):
-                        await first.waiting.wait()  # the first run waits for its approver
-                        with pytest.raises(RunInProgressError) as refused:
-                            await _first_event(
-                                agent,
-                                tool_manager=manager,
-                                session_context=context,
-                                approver=second,
-                            )
-                        first.release.set()
-            assert refused.value.details["session_id"] == "shared"
+            refused.append(raised.value)
+
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            events = await _run_asking(agent, manager, context, first, second_run)
+            assert refused[0].details["session_id"] == "shared"
             assert done_of(events).reason == "stop"
             assert first.asked == ["a1"]
             assert second.asked == []
@@ -290,28 +304,18 @@ async def test_a_run_refused_for_a_run_in_progress_leaves_its_stored_session_unl
     async with ScriptedModel([reply("zero"), _save_call("a1"), reply("a done")]) as model:
         agent = SAgent(model=model.chat_model(), run_script=False, store=store)
         manager = _writes([])
-        events: list[AgentEvent] = []
+
+        async def second_run_and_load() -> None:
+            with pytest.raises(RunInProgressError):
+                await _first_event(agent, tool_manager=manager, session_context=context)
+            loaded = await agent.load_session("stored")  # nor does the host's load
+            assert loaded is not None
+            assert loaded.messages[0]["content"] == "go"
+
         with anyio.fail_after(RUN_TIMEOUT_S):
-            await agent.run(
-                [{"role": "user", "content": "hello"}],
-                tool_manager=manager,
-                session_context=context,
-            )  # the store holds the session now
-            async with aclosing(
-                agent.run_stream(
-                    USER, tool_manager=manager, session_context=context, approver=first
-                )
-            ) as stream:
-                async for event in stream:
-                    events.append(event)
-                    if isinstance(event, ApprovalRequestEvent):
-                        await first.waiting.wait()
-                        with pytest.raises(RunInProgressError):
-                            await _first_event(agent, tool_manager=manager, session_context=context)
-                        loaded = await agent.load_session("stored")  # nor does the host's load
-                        assert loaded is not None
-                        assert loaded.messages[0]["content"] == "go"
-                        first.release.set()
+            hello = [{"role": "user", "content": "hello"}]
+            await agent.run(hello, tool_manager=manager, session_context=context)  # stored
+            events = await _run_asking(agent, manager, context, first, second_run_and_load)
     done = done_of(events)
     assert done.reason == "stop"
     assert [m.get("content") for m in done.messages] == ["go", "", "saved a1", "a done"]
