@@ -19,6 +19,10 @@ Here: the agent's API, its sessions and store, and one run's set-up and end. Bes
 turns (``_turns``), the settling of one answer's calls (``_calls``), where a run executes
 (``_driver``: in the consumer's task, a batch of tool calls in a task of its own), the run's
 state (``_run``), pausing and resuming (``_durable``, ``_state``, ``_store_link``).
+
+It runs past 800 lines on purpose: a quarter is docstrings, most of them the public API's
+(``SAgent``'s arguments, ``run``/``run_stream``), which docs/api.md is made from; the rest keeps
+a run's order (claim the session, load it, run, save, give it back) readable in one place.
 """
 
 from __future__ import annotations
