@@ -29,6 +29,10 @@ answer. A history made on another provider goes as these servers take it: ``reas
 ""`` on tool-call turns for a server that refuses them without it (DeepSeek's thinking mode),
 tool-call ids in Mistral's 9-character rule for a server that refuses an id by its form, the
 reasoning fields a server refuses left out.
+
+It runs past 800 lines on purpose: one adapter holds both directions of one wire format (what
+it sends, what it reads, its errors) and each server quirk above costs a few lines; split, one
+answer would have to be followed across files.
 """
 
 from __future__ import annotations
