@@ -521,7 +521,7 @@ class SAgent:
             run = self._active_run(
                 agent_session, defer=approvals == "defer" or paused is not None, resume=paused
             )
-            run.model_settings = settings
+            run.model_settings, run.own_session = settings, session is None
             sandbox = self._opens_sandbox(agent_session)
             # The run executes in this generator's task (the consumer's), with a task of its own
             # only for what needs one (sagents.agent._driver).
@@ -675,7 +675,7 @@ class SAgent:
                 )
             except SagentsError as error:  # StoreError, RunStateError (the key)
                 failure = error
-        if self._link.given:
+        if self._link.given and run.own_session:
             document = json.dumps(session_document(session, run.granted()))
             try:
                 await self._link.save_session(session.session_id, document)
@@ -768,7 +768,7 @@ class SAgent:
             paused = run.paused  # a run that paused ends with its state, whatever came after
             if paused is not None and reason == "cancelled":  # a cancel past the pause
                 reason = "interrupted"
-            if paused is not None or self._link.given:  # something to keep in the store
+            if paused is not None or (self._link.given and run.own_session):  # to keep
                 with anyio.CancelScope(shield=True):
                     unsaved = await self._save(run)
                 if unsaved is not None and error is None:  # answered: the caller is told too

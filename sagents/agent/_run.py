@@ -144,6 +144,9 @@ class ActiveRun:
     """:meth:`cancel` cancelled the read under way (its task's cancellation, to be told from
     one from outside)."""
     turns: int = 0
+    own_session: bool = True
+    """The session is the agent's own, not one ``run_stream(session=...)`` handed in (an agent
+    tool's fresh one for each call): only the agent's own are kept in its store."""
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     """The settings of this run's model calls: the agent's, with the run's own over them."""
     tool_choice_spent: bool = False

@@ -11,6 +11,7 @@ import pytest
 from sagents.agent import AgentSession, SAgent, current_agent_session
 from sagents.core.events import ApprovalRequestEvent, ScriptProgressEvent
 from sagents.skill import SkillManager, SkillProxy
+from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import (
     ApprovalAnswer,
@@ -283,6 +284,25 @@ async def test_an_agent_as_a_tool_sees_the_allowed_subset() -> None:
             done = done_of(await collect(agent, USER, tool_manager=manager))
     assert [t["function"]["name"] for t in sub_model.requests[0]["tools"]] == ["search"]
     assert tool_messages(done.messages)[0]["content"] == "dogs: found dogs"
+
+
+async def test_an_agent_as_a_tool_keeps_no_session_in_its_store(tmp_path: Path) -> None:
+    """Each call of an agent tool runs a fresh session under the caller's session id: kept in
+    the sub-agent's store, it would stand for the caller's session there (and, in a store the
+    two agents share, replace the caller's until the caller's run ends)."""
+    store = SqliteAgentStore(path=tmp_path / "agents.sqlite3")
+    async with ScriptedModel([reply("found")]) as sub_model:
+        helper = SAgent(model=sub_model.chat_model(), store=store, run_script=False)
+        manager = _manager()
+        manager.register_tool(helper.as_tool("researcher", "Researches.", tools=["search"]))
+        async with ScriptedModel([tool_call("researcher", {"task": "t"}), reply("ok")]) as model:
+            agent = SAgent(model=model.chat_model(), run_script=False)
+            context = SessionContext(session_id="caller")
+            done = done_of(
+                await collect(agent, USER, tool_manager=manager, session_context=context)
+            )
+    assert tool_messages(done.messages)[0]["content"] == "found"
+    assert await store.load_session("caller") is None
 
 
 async def test_tools_reach_the_session_state_and_its_audit_status() -> None:
