@@ -126,6 +126,20 @@ async def test_a_failing_stub_call_shows_the_script_line_not_the_stub_frames(
     assert "agent_tools.ToolError: fleet__fail: [tool_error] device X is offline" in result.output
 
 
+async def test_help_on_a_stub_shows_its_description_as_the_description_tells_the_model(
+    make_runner: RunnerFactory,
+) -> None:
+    """run_script's description says ``help(fleet.get_device_status)`` describes a tool; the
+    script runs without ``site`` (``-S``), which is where ``help`` usually comes from."""
+    result = await _run(
+        make_runner,
+        "from agent_tools.stubs import fleet\nhelp(fleet.get)\nhelp(fleet)\n",
+    )
+    assert result.status == "ok", result.output
+    assert "Help on function get in module agent_tools.stubs.fleet" in result.output
+    assert "Help on module agent_tools.stubs.fleet" in result.output
+
+
 def _spec(name: str, schema: dict[str, Any], output: dict[str, Any] | None = None) -> ToolSpec:
     return ToolSpec(
         name=f"my-server__{name}",

@@ -18,6 +18,7 @@ standard library, an installed package or the helper.
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 
@@ -63,6 +64,15 @@ def _run_main(script: str) -> None:
     main.__file__ = script
     sys.modules["__main__"] = main
     exec(code, main.__dict__)  # running the user's script is the purpose; exec adds builtins
+
+
+def _help(*args: object, **kwargs: object) -> None:
+    """``help()`` as ``site`` would have added it (``-S``: it did not run), which run_script's
+    description tells the model to call on a stubs module or function; pydoc is imported only
+    when it is called."""
+    import pydoc
+
+    pydoc.help(*args, **kwargs)
 
 
 def _site_packages() -> list[str]:
@@ -186,6 +196,7 @@ def _main() -> None:
     sys.argv = [script, *sys.argv[2:]]
     sys.path.extend(_site_packages())
     sys.path.append(os.getcwd())
+    builtins.help = _help  # type: ignore[assignment]  # typeshed types it as site's _Helper
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
     try:
         _run_main(script)
