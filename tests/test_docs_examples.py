@@ -234,16 +234,11 @@ def test_the_self_contained_python_examples_run(tmp_path: Path) -> None:
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "SAGENTS_DATA_DIR": str(tmp_path / "data"),
     }
+    blocks = json.dumps([[block.where, block.text] for block in RUNNABLE])
     done = subprocess.run(
-        [sys.executable, "-c", RUNNER],
-        input=json.dumps([[block.where, block.text] for block in RUNNABLE]),
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+        [sys.executable, "-c", RUNNER], input=blocks, cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     outcomes = json.loads(done.stdout.strip().splitlines()[-1])
     assert [where for where, _ in outcomes] == [block.where for block in RUNNABLE]
