@@ -7,7 +7,9 @@ What is checked, block by block (a fenced block, indented ones inside lists incl
   name it imports from ``sagents`` exists, and so does every name it imports from the script
   helper ``agent_tools`` (``sagents/script/_guest/agent_tools.py``); every keyword argument of a
   call of a ``sagents`` class or function imported in the same document is one of its
-  parameters.
+  parameters, and so is every keyword argument of a method called on an instance the document
+  made of such a class (``agent = SAgent(...)``, then ``agent.run(..., approvals="defer")``),
+  which must exist.
 - The *self-contained* Python blocks run: those that use no name they do not define or import
   (the rule is checked by ``symtable``; a block with such a name is a fragment of a larger
   program, its names explained in the prose around it). They run in one subprocess from the
@@ -147,20 +149,57 @@ def test_a_python_example_compiles_and_imports_what_exists(block: Block) -> None
     _imported(block)
 
 
-def _keyword_errors(block: Block, names: dict[str, Any]) -> list[str]:
+def _instances(block: Block, names: dict[str, Any]) -> dict[str, type]:
+    """The block's names bound to an instance of an imported sagents class:
+    ``tm = ToolManager()``, ``async with ToolManager() as tm``."""
+    found: dict[str, type] = {}
+    for node in ast.walk(_tree(block)):
+        targets: list[ast.expr | None]
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            value = node.value
+            targets = [*node.targets] if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, ast.withitem):
+            value, targets = node.context_expr, [node.optional_vars]
+        else:
+            continue
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            continue
+        cls = names.get(value.func.id)
+        if inspect.isclass(cls):
+            found.update({target.id: cls for target in targets if isinstance(target, ast.Name)})
+    return found
+
+
+def _call_errors(block: Block, names: dict[str, Any], instances: dict[str, type]) -> list[str]:
+    """A call of an imported sagents callable, or of a method of an instance of an imported
+    class, with a name or keyword argument that does not exist."""
     errors = []
     for node in ast.walk(_tree(block)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        if not isinstance(node, ast.Call):
             continue
-        target = names.get(node.func.id)
-        if target is None or not callable(target):
+        if isinstance(node.func, ast.Name) and node.func.id in names:
+            label, target = f"{node.func.id}()", names[node.func.id]
+        elif (
+            isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in instances
+        ):
+            cls = instances[node.func.value.id]
+            label = f"{cls.__name__}.{node.func.attr}()"
+            target = getattr(cls, node.func.attr, None)
+            if target is None:
+                errors.append(f"{block.where}: {cls.__name__} has no {node.func.attr!r}")
+                continue
+        else:
+            continue
+        if not callable(target):
             continue
         parameters = inspect.signature(target).parameters.values()
         if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
             continue
         accepted = {parameter.name for parameter in parameters}
         errors += [
-            f"{block.where}: {node.func.id}() takes no {keyword.arg!r}"
+            f"{block.where}: {label} takes no {keyword.arg!r}"
             for keyword in node.keywords
             if keyword.arg is not None and keyword.arg not in accepted
         ]
@@ -168,12 +207,16 @@ def _keyword_errors(block: Block, names: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
-def test_python_examples_call_sagents_with_its_keyword_arguments(path: Path) -> None:
+def test_python_examples_call_sagents_as_it_is_defined(path: Path) -> None:
+    """A later block of a document uses what an earlier one imported and made (``agent``)."""
     blocks = [block for block in PYTHON if block.path == path]
     names: dict[str, Any] = {}
-    for block in blocks:  # a later block uses what an earlier one of the document imported
+    instances: dict[str, type] = {}
+    for block in blocks:
         names.update(_imported(block))
-    assert [error for block in blocks for error in _keyword_errors(block, names)] == []
+        instances.update(_instances(block, names))
+    errors = [error for block in blocks for error in _call_errors(block, names, instances)]
+    assert errors == []
 
 
 def _free_names(block: Block) -> set[str]:
