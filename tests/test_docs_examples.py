@@ -12,11 +12,14 @@ What is checked, block by block (a fenced block, indented ones inside lists incl
   which must exist.
 - The *self-contained* Python blocks run: those that use no name they do not define or import
   (the rule is checked by ``symtable``; a block with such a name is a fragment of a larger
-  program, its names explained in the prose around it). They run in one subprocess from the
-  repository root, each in a fresh namespace, and must not raise. A self-contained block that
-  cannot run here is marked on the line before its fence with ``<!-- not run: REASON -->``:
-  the few that need what the test machine lacks (the network, an optional exporter) or that
-  would write outside a temporary directory. A mark on a block that would not run anyway fails.
+  program, its names explained in the prose around it), other than the scripts for run_script
+  (they import ``agent_tools``, which exists only in a script's sandbox). They run in one
+  subprocess from the repository root, each in a fresh namespace, and must not raise. A
+  self-contained block that cannot run here is marked on the line before its fence with
+  ``<!-- not run: REASON -->``: the few that need what the test machine lacks (the network, an
+  optional exporter), that would write outside a temporary directory, or that start an MCP
+  server (seconds, which the README's test pays already). A mark on a block that would not run
+  anyway fails, and there are at most four.
 - ```` ```json ````: it is JSON, or a JSON fragment of keys (``"hooks": {...}``), or it elides
   with ``...``. One whose top-level keys include a key of sagents' configuration loads through
   the real loader (``parse_config``, and the gateway's ``load_profiles``) with no warning, each
