@@ -140,6 +140,18 @@ async def test_sys_exit_3_is_an_error_with_exit_code_3(make_runner: RunnerFactor
     assert result.output.startswith("run_script error: exit code 3, 0 calls")
 
 
+async def test_exit_and_quit_end_a_script_as_they_end_python_script_py(
+    make_runner: RunnerFactory,
+) -> None:
+    """The script runs without ``site`` (``-S``), which is where ``exit`` and ``quit`` come
+    from; a model's script calls them as it would in ``python script.py``."""
+    result = await _run(make_runner, "print('bye')\nexit(3)\nprint('not reached')\n")
+    assert (result.status, result.exit_code) == ("error", 3)
+    assert result.output.splitlines()[1:] == ["bye"]
+    result = await _run(make_runner, "print('done')\nquit()\n")
+    assert result.status == "ok", result.output
+
+
 async def test_an_uncaught_exception_shows_the_end_of_the_traceback(
     make_runner: RunnerFactory,
 ) -> None:

@@ -33,6 +33,7 @@ from _frozen_importlib_external import SourceFileLoader
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType, TracebackType
+    from typing import NoReturn
 
 __all__: list[str] = []
 
@@ -73,6 +74,12 @@ def _help(*args: object, **kwargs: object) -> None:
     import pydoc
 
     pydoc.help(*args, **kwargs)
+
+
+def _exit(code: object = None) -> NoReturn:
+    """``exit()`` and ``quit()`` as ``site`` would have added them: a script ends with them as
+    it would under ``python script.py``."""
+    raise SystemExit(code)
 
 
 def _site_packages() -> list[str]:
@@ -196,7 +203,9 @@ def _main() -> None:
     sys.argv = [script, *sys.argv[2:]]
     sys.path.extend(_site_packages())
     sys.path.append(os.getcwd())
-    builtins.help = _help  # type: ignore[assignment]  # typeshed types it as site's _Helper
+    # typeshed types these as site's _Helper and Quitter
+    builtins.help = _help  # type: ignore[assignment]
+    builtins.exit = builtins.quit = _exit  # type: ignore[assignment]
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper
     try:
         _run_main(script)
