@@ -13,7 +13,8 @@ What is checked, block by block (a fenced block, indented ones inside lists incl
 - The *self-contained* Python blocks run: those that use no name they do not define or import
   (the rule is checked by ``symtable``; a block with such a name is a fragment of a larger
   program, its names explained in the prose around it), other than the scripts for run_script
-  (they import ``agent_tools``, which exists only in a script's sandbox). They run in one
+  (they import ``agent_tools``, which exists only in a script's sandbox;
+  tests/script/test_preflight.py checks their tool calls against the fleet's). They run in one
   subprocess from the repository root, each in a fresh namespace, and must not raise. A
   self-contained block that cannot run here is marked on the line before its fence with
   ``<!-- not run: REASON -->``: the few that need what the test machine lacks (the network, an
