@@ -26,6 +26,8 @@ What is checked, block by block (a fenced block, indented ones inside lists incl
   the real loader (``parse_config``, and the gateway's ``load_profiles``) with no warning, each
   ``${VAR}`` it names set; lines of event objects (``{"type": ...}``) load through
   ``event_from_dict``.
+- docs/skills.md's ``SKILL.md`` (```` ```markdown ````) and ``skill.yaml`` (```` ```yaml ````)
+  load through the skill parser as the text around them says.
 - ``sagents ...`` command lines, in blocks and in inline code: the subcommand exists and so
   does every ``--option`` the line gives it.
 - Dotted names in inline code of the prose (``sagents.tool.openai_export.to_openai_tool``)
@@ -66,6 +68,7 @@ from sagents.config import parse_config
 from sagents.config._models import ConfigFileParams
 from sagents.core.events import event_from_dict
 from sagents.gateway import load_profiles
+from sagents.skill import parse_skill_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -445,6 +448,25 @@ def test_a_json_example_is_json_and_a_config_loads(
         parse_config(value, file=block.where, environ=environ)
         load_profiles(file)
     assert [record.getMessage() for record in caplog.records] == []
+
+
+def test_the_skill_examples_load_as_the_text_says(tmp_path: Path) -> None:
+    """docs/skills.md's ``SKILL.md`` of the specification's form loads with no problem; its
+    ``skill.yaml`` of the seed form loads, reported only as non-portable."""
+    (markdown,) = [block for block in BLOCKS if block.lang == "markdown"]
+    (seed,) = [block for block in BLOCKS if block.lang == "yaml" and block.path.name == "skills.md"]
+    spec_dir, seed_dir = tmp_path / "pdf-tools", tmp_path / "my_skill"
+    spec_dir.mkdir()
+    seed_dir.mkdir()
+    (spec_dir / "SKILL.md").write_text(markdown.text, encoding="utf-8")
+    (seed_dir / "skill.yaml").write_text(seed.text, encoding="utf-8")
+    (seed_dir / "SKILL.md").write_text("# Skill: My Skill\n\nSummarise.\n", encoding="utf-8")
+    spec, legacy = parse_skill_dir(spec_dir), parse_skill_dir(seed_dir)
+    assert spec.skill is not None
+    assert spec.problems == ()
+    assert legacy.skill is not None
+    assert legacy.skill.name == "my_skill"
+    assert {problem.severity for problem in legacy.problems} == {"non_portable"}
 
 
 COMMAND = re.compile(r"(?:^|\| |-- |instrument |\$ )\s*(?:\.venv/bin/)?sagents ([a-z][\w/-]*)(.*)")
