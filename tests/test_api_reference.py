@@ -123,7 +123,10 @@ def test_every_public_module_has_a_section_in_the_reference(name: str) -> None:
     assert f"## `{name}`" in page
 
 
-DOTTED = re.compile(r"`(sagents(?:\.\w+)+)`")
+SPAN = re.compile(r"`([^`\n]+)`")
+DOTTED = re.compile(
+    r"(?<![\w./-])(sagents(?:\.\w+)+)"
+)  # in a code span, alone or within an expression
 NOT_NAMES = {"sagents.json", "sagents.pem", "sagents.X"}  # file names and a placeholder
 # Telemetry names (span and attribute names, docs/observability.md) are strings the code writes,
 # not Python names: a cited one must be spelled, quoted, in the package's source.
@@ -155,7 +158,13 @@ def test_every_dotted_name_the_docs_cite_exists() -> None:
     wrong = [
         f"{path.relative_to(ROOT).as_posix()}: {dotted}"
         for path in DOCS
-        for dotted in sorted(set(DOTTED.findall(path.read_text(encoding="utf-8"))))
+        for dotted in sorted(
+            {
+                dotted
+                for span in SPAN.findall(path.read_text(encoding="utf-8"))
+                for dotted in DOTTED.findall(span)
+            }
+        )
         if dotted not in NOT_NAMES | WRITTEN and not _resolves(dotted)
     ]
     assert not wrong, "\n".join(wrong)
