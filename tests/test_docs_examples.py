@@ -36,7 +36,7 @@ What is checked, block by block (a fenced block, indented ones inside lists incl
   ``ToolCall(id, name, arguments, item_id)``) of a public sagents name: each keyword, and each
   listed field of a keyword-only type, is one of its parameters.
 
-Cost: about 3 s for the module on the 2-core machine, most of it importing the CLI, config
+Cost: about 4 s for the module on the 2-core machine, most of it importing the CLI, config
 and gateway modules; the one subprocess that runs the self-contained blocks takes under a
 second (``pytest tests/test_docs_examples.py --durations=5``).
 """
