@@ -50,6 +50,7 @@ __all__ = [
     "DenyAllApprover",
     "ExplainsDenial",
     "approval_needed",
+    "check_approver",
     "denial_reason",
     "settle_answer",
 ]
@@ -297,6 +298,37 @@ class Approver(Protocol):
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Return ``allow_once``, ``allow_session`` or ``deny``; never raise for a refusal."""
         ...
+
+
+def check_approver(approver: object, where: str) -> None:
+    """Refuse, where it is given, an ``approver=`` that is no :class:`Approver`.
+
+    Anything with a callable ``approve`` is one (the protocol is structural: no base class, no
+    registration), so is None (no approver); anything else, typically a plain function, would
+    only fail at the first call that needs an approval, as a denial that hides the mistake.
+
+    Args:
+        approver: What the caller passed as ``approver=``.
+        where: The entry point, for the message (``"ToolProxy"``, ``"SAgent.run_stream"``).
+
+    Raises:
+        TypeError: ``approver`` has no ``approve`` method; the message names it, says what an
+            approver is (docs/tools.md, "Permission modes and approvals") and, for a callable,
+            how to wrap it.
+    """
+    if approver is None or callable(getattr(approver, "approve", None)):
+        return
+    message = (
+        f"{where}(approver=...) takes an Approver, an object with an approve(request) method "
+        "that answers 'allow_once', 'allow_session' or 'deny' (docs/tools.md, \"Permission "
+        f'modes and approvals"), not {approver!r}'
+    )
+    if callable(approver):
+        message += (
+            "; to use a function, wrap it in a class whose "
+            "'async def approve(self, request)' returns what the function answers"
+        )
+    raise TypeError(message)
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sagents.core._result import ToolResult
-from sagents.tool._approval import Approver, Decision
+from sagents.tool._approval import Approver, Decision, check_approver
 from sagents.tool._context import SessionContext
 
 __all__ = ["CallsTools", "ToolRequest"]
@@ -56,7 +56,8 @@ class ToolRequest:
         approver: Who the policy step (a ``ToolProxy`` in front of the registry) asks when the
             session's mode wants an approval and the call is not decided yet; None: that
             step's own approver. The caller that runs the conversation supplies it (the agent
-            loop: its run's approval events).
+            loop: its run's approval events). One that is no :class:`~sagents.tool.Approver`
+            (no ``approve`` method) raises ``TypeError`` at once.
 
     Frozen: a step that refines the call passes a copy on (:func:`dataclasses.replace`,
     :meth:`decided`), so the caller's value never changes under it.
@@ -93,6 +94,8 @@ class ToolRequest:
         set_id(self, tool_call_id)
         set_timeout(self, timeout)
         set_strict(self, strict)
+        if approver is not None:
+            check_approver(approver, "ToolRequest")
         set_approver(self, approver)
 
     @property

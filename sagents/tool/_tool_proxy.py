@@ -43,6 +43,7 @@ from sagents.tool._approval import (
     Decision,
     DecisionKind,
     approval_needed,
+    check_approver,
     settle_answer,
 )
 from sagents.tool._arguments import parse_arguments
@@ -76,6 +77,10 @@ class ToolProxy(CallsTools):
         middleware: :class:`~sagents.tool.ToolMiddleware` applied to each call, in order,
             before the session's mode (a middleware's ``ask`` makes the call ask the approver
             even where the mode would not; docs/tools.md, "Middleware").
+
+    Raises:
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (it has no ``approve``
+            method: a plain function, say).
     """
 
     def __init__(
@@ -94,6 +99,7 @@ class ToolProxy(CallsTools):
         if not isinstance(tool_managers, list | tuple) and isinstance(tool_managers, ToolProvider):
             tool_managers = [tool_managers]
         self._providers: tuple[ToolProvider, ...] = tuple(tool_managers)
+        check_approver(approver, "ToolProxy")
         self.approver = approver
         self.enforce_mode = enforce_mode
         self._middleware: tuple[ToolMiddleware, ...] = tuple(middleware)
@@ -324,6 +330,9 @@ class ToolProxy(CallsTools):
         Args:
             approver: Asked instead of the proxy's own approver for this call (the request's
                 ``approver``).
+
+        Raises:
+            TypeError: ``approver`` is no :class:`~sagents.tool.Approver`, before the call.
         """
         request = ToolRequest(
             name=name,
