@@ -104,7 +104,7 @@ from sagents.script._session import RunScriptSettings
 from sagents.skill._proxy import SkillSource
 from sagents.skill._skill_tool import SkillTools
 from sagents.store._protocols import AgentStore
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, check_approver
 from sagents.tool._context import SessionContext
 from sagents.tool._expansion import EXPAND_TOOL_NAME, EXPAND_TOOL_SPEC
 from sagents.tool._handler import ToolCall as HandlerCall
@@ -368,7 +368,10 @@ class SAgent:
         Raises:
             RunStateError: ``state`` was refused (see :meth:`run_stream`).
             RunInProgressError: the session has a run in progress (see :meth:`run_stream`).
+            TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (see
+                :meth:`run_stream`).
         """
+        check_approver(approver, "SAgent.run")
         done: DoneEvent | None = None
         async with aclosing(
             self.run_stream(
@@ -443,6 +446,8 @@ class SAgent:
             session_context: Who calls, and the permission mode; ``ask`` in a new session
                 when None.
             approver: Answers the approvals the mode asks for; without one they are refused.
+                One that is no :class:`~sagents.tool.Approver` (no ``approve`` method: a plain
+                function, say) is refused with a ``TypeError``, raised before any event.
             session: The state to use (agents as tools pass a fresh one); the agent's state of
                 ``session_context.session_id`` when None.
             questioner: Answers the ``questionnaire`` tool's questions (besides the
@@ -478,6 +483,7 @@ class SAgent:
         """
         if approvals not in ("wait", "defer"):
             raise ValueError(f"approvals is 'wait' or 'defer', not {approvals!r}")
+        check_approver(approver, "SAgent.run_stream")
         running_loop()  # on another event loop, say so here rather than fail mid-run as a bug
         settings = self.model_settings
         if model_settings is not None:

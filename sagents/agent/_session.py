@@ -20,7 +20,7 @@ from sagents.agent._messages import Message, as_messages, as_openai_messages
 from sagents.skill._proxy import SkillSource
 from sagents.skill._sandbox_sync import SandboxFiles, SandboxSkillManager
 from sagents.skill._session import SkillSession
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, check_approver
 from sagents.tool._context import SessionContext, running_context
 from sagents.tool.questions import Questioner
 
@@ -112,6 +112,9 @@ class AgentSession:
         tool_manager: The ``ToolProxy`` the session's calls go through.
         skill_source: The session's skills (a ``SkillProxy`` or ``SkillManager``), if any.
         approver: The approver of the session's calls, if any.
+
+    Raises:
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (no ``approve`` method).
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class AgentSession:
         self.skill_source = skill_source
         self.skills: SkillSession | None = None
         """The skill tools' state (active skills), built by :meth:`init_more`."""
+        check_approver(approver, "AgentSession")
         self.approver = approver
         self.run_approver: Approver | None = None
         """While a run is in progress, the approver that asks through it (so that its
