@@ -68,6 +68,7 @@ from sagents.tool._approval import (
     Approver,
     Decision,
     DenyAllApprover,
+    check_approver,
     denial_reason,
     settle_answer,
 )
@@ -126,6 +127,9 @@ class ScriptRunner(Lifespan):
             :class:`~sagents.tool.Decision`, so that the decision travels with each of the
             script's calls (``RunScriptTool`` puts it in the calls' ``SessionContext``) and
             nothing further down decides again; None: ``call_tool`` as it is.
+
+    Raises:
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (no ``approve`` method).
     """
 
     def __init__(
@@ -155,6 +159,7 @@ class ScriptRunner(Lifespan):
         self._limits = limits or ScriptLimits()
         self._launcher: Launcher = launcher or _default_launcher(workspace, self._limits)
         self._mode: PermissionMode = mode
+        check_approver(approver, "ScriptRunner")
         self._approver: Approver = approver or DenyAllApprover()
         self._session_allowed = frozenset(session_allowed)
         self._audit = audit

@@ -65,7 +65,7 @@ from sagents.script._runner import CLEANUP_TIMEOUT_S, ScriptRunner
 from sagents.script._runtime import ScriptRuntime
 from sagents.script._sandbox_launcher import SandboxLauncher
 from sagents.script._values import ScriptHandle, ScriptProgressUpdate, ScriptRequest
-from sagents.tool._approval import Approver, Decision
+from sagents.tool._approval import Approver, Decision, check_approver
 from sagents.tool._background import BackgroundTasks, TaskInfo, handed_off_result
 from sagents.tool._context import SessionContext
 from sagents.tool._handler import ToolCall, ToolHandler
@@ -152,6 +152,7 @@ class RunScriptTool(Lifespan):
 
     Raises:
         SandboxError: the sandbox has no host workspace or cannot run scripts.
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (no ``approve`` method).
     """
 
     def __init__(
@@ -179,6 +180,7 @@ class RunScriptTool(Lifespan):
         self._settings = settings or RunScriptSettings()
         self._workspace = Path(sandbox.host_workspace)
         self._runtime = runtime
+        check_approver(approver, "RunScriptTool")
         self._approver = approver
         self._hub = hub or default_hub()
         self._audit = audit
