@@ -18,7 +18,7 @@ from sagents.gateway._empty import EmptyProvider
 from sagents.gateway._runtime import ConfiguredGateway, open_configured_gateway, plan_gateway
 from sagents.gateway._settings import GatewaySettings
 from sagents.gateway._tool_search import ToolRanker
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, check_approver
 from sagents.tool.impl import VisionModel
 
 __all__ = ["EmptyProvider", "build_gateway", "open_gateway"]
@@ -90,7 +90,10 @@ def open_gateway(
             ``settings.tool_search`` without a ``tool_ranker``; or, while opening, a local or
             built-in tool whose name is already taken (what was opened is closed again).
         RuntimeError: the same ``open_gateway(...)`` entered a second time.
+        TypeError: at the call, ``approver`` is no :class:`~sagents.tool.Approver` (no
+            ``approve`` method).
     """
+    check_approver(approver, "open_gateway")
 
     def opener() -> AbstractAsyncContextManager[ConfiguredGateway]:
         plan = plan_gateway(
@@ -121,7 +124,9 @@ def build_gateway(
 
     Raises:
         ConfigError: as :func:`open_gateway`, for what can be checked before opening anything.
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (no ``approve`` method).
     """
+    check_approver(approver, "build_gateway")
     plan = plan_gateway(
         settings,
         approver=approver,

@@ -89,7 +89,7 @@ from sagents.store._embedded import MemoryApprovals
 from sagents.store._embedded import approval_key as stored_approval_key
 from sagents.store._open import GatewayStore
 from sagents.store._protocols import ApprovalStore, TaskStore
-from sagents.tool._approval import Approver
+from sagents.tool._approval import Approver, check_approver
 from sagents.tool._background import TASK_URI_PREFIX, task_tools
 from sagents.tool._provider import ToolProvider
 
@@ -171,6 +171,10 @@ class Gateway(Lifespan):
         upstream_statuses: The upstream servers' statuses (the supervisor's; the
             ``sagents_upstream_*`` gauges); None: none.
 
+    Raises:
+        ValueError: ``approval_timeout_s`` is not a positive number of seconds.
+        TypeError: ``approver`` is no :class:`~sagents.tool.Approver` (no ``approve`` method).
+
     Use::
 
         async with Gateway(provider) as gateway:
@@ -212,6 +216,7 @@ class Gateway(Lifespan):
                 f"approval_timeout_s must be a positive number of seconds, not "
                 f"{approval_timeout_s!r}"
             )
+        check_approver(approver, "Gateway")
         self.approval_timeout_s = approval_timeout_s
         self.provider = provider
         self.redactor = redactor
