@@ -5,6 +5,7 @@ approvals"). Anything with an ``approve(request)`` method is an approver: no sub
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -87,3 +88,23 @@ async def test_a_duck_typed_approver_is_accepted_and_asked() -> None:
     assert duck.asked == [("save",)]
     assert other.asked == [("save",)]
     assert ran == ["save", "save"]
+
+
+class SyncDuckApprover:
+    """``approve`` a plain method that returns a coroutine: the call site awaits what it
+    returns, so this is an approver too, and the check must not ask for ``async def``."""
+
+    def __init__(self) -> None:
+        self.inner = DuckApprover()
+
+    def approve(self, request: ApprovalRequest) -> Coroutine[Any, Any, ApprovalAnswer]:
+        return self.inner.approve(request)
+
+
+async def test_an_approver_whose_approve_is_sync_but_returns_a_coroutine_is_accepted() -> None:
+    ran: list[str] = []
+    sync = SyncDuckApprover()
+    proxy = ToolProxy(_manager(ran), approver=sync)
+    context = SessionContext(session_id="s1", permission_mode="ask")
+    assert (await proxy.run_tool("save", {}, context)).text == "saved"
+    assert sync.inner.asked == [("save",)]
