@@ -3,6 +3,7 @@
 import contextlib
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -69,8 +70,11 @@ async def test_the_registry_reports_a_liveness_restart_in_mcp_server_status(
 
 
 async def test_a_live_server_that_was_slow_keeps_its_connection(tmp_path: Path) -> None:
+    # A live server answers its ping at once; the generous bound keeps a loaded machine's
+    # stall from being taken for a frozen server (as it could be within 0.5 s).
+    patient = replace(WATCHED, ping_timeout=30.0)
     async with MCPSupervisor(log_dir=tmp_path) as sup:
-        await sup.add_server("f", build_server(set()), WATCHED)
+        await sup.add_server("f", build_server(set()), patient)
         with anyio.fail_after(30):
             slow = await sup.call_tool("f", "hang", timeout=0.2)
             after = await sup.call_tool("f", "echo", {"text": "still here"})

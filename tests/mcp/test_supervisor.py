@@ -15,6 +15,8 @@ from tests.mcp.servers.fault_server import build_server
 
 pytestmark = pytest.mark.anyio
 
+BOUND_S = 30.0  # generous: only a test gone wrong waits this long
+
 
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
@@ -190,23 +192,29 @@ class _HangCounter:
 
 
 async def test_concurrency_per_server_is_bounded(log_dir: Path) -> None:
+    """Two hangs hold both slots until the test ends them; a third call waits for a slot, its
+    timeout counting the wait, and times out without reaching the server. (Holding the two,
+    not timing them out too, keeps a loaded machine from freeing a slot before the count.)"""
     settings = ServerSettings(max_concurrency=2)
     hangs = _HangCounter(2)
     async with MCPSupervisor(log_dir=log_dir) as sup:
         await sup.add_server("fault", build_server(set(), on_hang=hangs), settings)
-        results: list[Any] = []
+        answered: list[Any] = []
 
         async def hang() -> None:
-            results.append(await sup.call_tool("fault", "hang", timeout=0.5))
+            answered.append(await sup.call_tool("fault", "hang", timeout=BOUND_S * 2))
 
         async with anyio.create_task_group() as tg:
-            for _ in range(3):
+            for _ in range(2):
                 tg.start_soon(hang)
-            with anyio.fail_after(5):
+            with anyio.fail_after(BOUND_S):
                 await hangs.reached.wait()
-            await anyio.wait_all_tasks_blocked()
-            assert hangs.count == 2
-    assert [r.error.code for r in results] == ["timeout"] * 3
+                waited = await sup.call_tool("fault", "hang", timeout=0.5)
+            assert hangs.count == 2  # the third never reached the server
+            tg.cancel_scope.cancel()
+    assert waited.error is not None
+    assert waited.error.code == "timeout"
+    assert answered == []  # the two held their slots until cancelled
 
 
 async def test_register_call_and_close_from_three_tasks(log_dir: Path) -> None:

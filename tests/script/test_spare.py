@@ -149,7 +149,9 @@ async def test_an_unused_spare_ends_after_its_idle_time(
     runtime: ScriptRuntime, workspace: Path
 ) -> None:
     sandbox = LocalSandbox(SandboxParams(workspace=str(workspace)))
-    async with SandboxLauncher(sandbox, spare_idle_s=1.0) as launcher:
+    # The idle time counts from the spare's start: one not ready within it ends unseen, and
+    # the wait for it below runs to its bound. 5 s leaves a loaded machine room to start it.
+    async with SandboxLauncher(sandbox, spare_idle_s=5.0) as launcher:
         await _run(_runner(runtime, workspace, launcher), "pass\n")
         spare = await _spare(launcher)
         with anyio.fail_after(60):
