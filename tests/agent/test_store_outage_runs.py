@@ -14,13 +14,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import httpx2 as httpx
 import pytest
 
 from sagents.agent import RunState, SAgent, current_agent_session
+from sagents.agent.ag_ui import APPROVAL_REQUEST
 from sagents.store import GatewayStore, open_store, parse_store_url
 from sagents.store._agents import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import SessionContext, ToolManager, tool
+from tests.agent.ag_ui_helpers import customs, post_run, run_input, serve_route
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
     assert_settled_once,
@@ -188,3 +191,31 @@ async def test_a_run_that_ends_while_the_database_is_down_is_saved_once_it_is_ba
             stored = await other.load_session(CTX.session_id)
         assert stored is not None
         assert stored.audit_status["crashed"] == "test"
+
+
+async def test_an_ag_ui_answer_whose_claim_fails_on_a_full_disk_keeps_its_card_for_a_retry(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    runs: list[str] = []
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    ask = {"id": "u1", "role": "user", "content": "save x"}
+    async with ScriptedModel([tool_call("save", {"path": "x"}), reply("saved")]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        async with (
+            serve_route(agent, tmp_path, saving_tools(runs)) as url,
+            httpx.AsyncClient() as c,
+        ):
+            paused = await post_run(c, url, run_input("t1", [ask]))
+            [request] = customs(paused, APPROVAL_REQUEST)
+            decisions = {"sagents": {"decisions": {request["id"]: {"decision": "allow_once"}}}}
+            filler = fill_disk(small_disk)  # the paused run is read, its claim cannot be written
+            failed = await post_run(
+                c, url, run_input("t1", [ask], run_id="r2", forwarded=decisions)
+            )
+            filler.unlink()
+            again = await post_run(c, url, run_input("t1", [ask], run_id="r3", forwarded=decisions))
+    assert failed[-1].type.value == "RUN_ERROR"
+    assert failed[-1].code == "store_unavailable"
+    assert again[-1].type.value == "RUN_FINISHED"  # the same answer, once the disk has room
+    assert again[-1].result == {"sagents": {"reason": "stop"}}
+    assert runs == ["x"]  # the approved call ran once, on the retry
