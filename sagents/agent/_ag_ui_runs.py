@@ -297,6 +297,8 @@ class ThreadRuns:
                             run.done = event
                             if event.state is not None and _stored(event):
                                 self._pause(thread, run, event.state, asked)
+                            elif resume is not None and _unclaimed(event):
+                                thread.waiting = resume  # the same answer may be tried again
                         elif isinstance(event, MessageEvent):
                             calls.update(
                                 str(c.get("id")) for c in event.message.get("tool_calls") or []
@@ -429,3 +431,11 @@ def _stored(done: DoneEvent) -> bool:
     from: an error beside ``interrupted`` is the store's failure to keep it (docs/agent.md,
     "Pausing and resuming"), and then no card is shown that could not be answered."""
     return done.reason != "interrupted" or done.error is None
+
+
+def _unclaimed(done: DoneEvent) -> bool:
+    """Whether the resume of ``done`` ended before it claimed its paused run: its store failed
+    (the session to load, the claim to write), nothing ran, and the paused run stays
+    resumable (docs/agent.md, "Pausing and resuming")."""
+    code = str((done.error or {}).get("code") or "")
+    return done.reason == "error" and code.startswith("store_")
