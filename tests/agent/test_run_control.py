@@ -293,6 +293,33 @@ async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> 
     assert ran == ["a1", "b1"]
 
 
+@pytest.mark.parametrize("tools", ["the same", "other"])
+async def test_a_refused_run_changes_nothing_of_the_session_of_the_run_in_progress(
+    tools: str,
+) -> None:
+    """The session is its id: a second run is refused before any event, also when given
+    another tool manager, and the run in progress keeps the session's state, its permission
+    mode too (the refused run asked for ``auto``)."""
+    model = HangingModel()
+    agent = SAgent(model=model, run_script=False)
+    manager = ToolManager()
+    asking = SessionContext(session_id="shared", permission_mode="ask")
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        first = agent.run_stream(USER, tool_manager=manager, session_context=asking)
+        async with aclosing(first):
+            await anext(first)  # its first piece: the model's read now waits
+            held = agent.session("shared")
+            with pytest.raises(RunInProgressError):
+                await _first_event(
+                    agent,
+                    tool_manager=manager if tools == "the same" else ToolManager(),
+                    session_context=SessionContext(session_id="shared", permission_mode="auto"),
+                )
+            assert agent.session("shared") is held
+            assert held is not None
+            assert held.context.permission_mode == "ask"
+
+
 async def test_a_run_refused_for_a_run_in_progress_leaves_its_stored_session_unloaded(
     store: SqliteAgentStore,
 ) -> None:
