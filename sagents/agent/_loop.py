@@ -636,6 +636,8 @@ class SAgent:
         found = self._sessions.get(context.session_id)
         if found is not None:
             self._sessions.move_to_end(context.session_id)
+        if found is not None and found in self._claims:
+            return found  # a run holds it: _claim refuses the new run, which changes nothing
         if found is not None and (
             tool_manager is None
             or tool_manager is found.tool_manager

@@ -48,16 +48,17 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
         first = SAgent(model=model.chat_model(), run_script=False, store=store)
         state_id = (await _paused(first, runs)).state_id
         second = SAgent(model=model.chat_model(), run_script=False, store=store)
+        third = SAgent(model=model.chat_model(), run_script=False, store=store)  # two workers
         loaded = await second.load_state(state_id)
         assert loaded is not None
         loaded.approve("c1")
         outcomes: list[Any] = []
 
-        async def resume(state: RunState) -> None:
+        async def resume(agent: SAgent, state: RunState) -> None:
             try:
                 outcomes.append(
                     (
-                        await second.run(
+                        await agent.run(
                             state=state, tool_manager=saving_tools(runs), session_context=CTX
                         )
                     ).reason
@@ -67,8 +68,8 @@ async def test_a_run_paused_by_one_agent_is_resumed_once_by_another_through_the_
 
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(resume, loaded)
-                tg.start_soon(resume, RunState.from_json(loaded.to_json()))
+                tg.start_soon(resume, second, loaded)
+                tg.start_soon(resume, third, RunState.from_json(loaded.to_json()))
         session = await SAgent(model=model.chat_model(), store=store).load_session("conv-1")
     assert sorted(outcomes) == ["RunStateError", "stop"]
     assert runs == ["x"]
