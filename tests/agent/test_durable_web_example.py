@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from sagents.testing import ScriptedModel, reply, tool_call
+from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -194,5 +195,42 @@ async def test_a_run_paused_by_a_worker_that_was_sigkilled_is_resumed_by_another
                         "decisions": {"call_1": {"approve": "once"}},
                     },
                 )
+    assert done.json() == {"status": "done", "reason": "stop", "output": "Noted."}
+    assert _notes(tmp_path) == ["milk is out"]
+
+
+async def test_a_pause_the_store_could_not_keep_is_an_error_and_the_chat_goes_on_once_it_can(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    script = [
+        reply("Hello."),
+        tool_call("write_note", {"text": "milk is out"}, id="call_1"),
+        tool_call("write_note", {"text": "milk is out"}, id="call_2"),
+        reply("Noted."),
+    ]
+    async with ScriptedModel(script) as model:
+        env = {**_env(tmp_path, model, None), "SAGENTS_DATA_DIR": str(small_disk)}
+        note = {"session_id": "s1", "message": "milk is out"}
+        async with (
+            _workers(env) as [(url, _)],
+            httpx2.AsyncClient(timeout=REQUEST_TIMEOUT_S) as client,
+        ):
+            hello = await _post(client, f"{url}/chat", {"session_id": "s1", "message": "hi"})
+            filler = fill_disk(small_disk)
+            unkept = await _post(client, f"{url}/chat", note)  # its pause cannot be stored
+            still = await _post(client, f"{url}/chat", note)  # its session cannot be saved
+            filler.unlink()
+            paused = await _post(client, f"{url}/chat", note)
+            resume = {
+                "session_id": "s1",
+                "state_id": paused.json().get("state_id"),
+                "decisions": {"call_2": {"approve": "once"}},
+            }
+            done = await _post(client, f"{url}/resume", resume)
+    assert hello.json()["output"] == "Hello."
+    for failed in (unkept, still):  # never an interrupted run nobody can resume, nor a 500
+        assert failed.status_code == 503, failed.text
+        assert failed.json()["error"]["code"] == "store_unavailable"
+    assert paused.json()["status"] == "interrupted"
     assert done.json() == {"status": "done", "reason": "stop", "output": "Noted."}
     assert _notes(tmp_path) == ["milk is out"]
