@@ -18,7 +18,9 @@ PostgreSQL with ``SAGENTS_STORE=postgresql://...``), with the same signing key::
 
 The state never leaves the server: the client gets its id and what it waits for. A decision is
 ``{"approve": "once" | "session"}``, ``{"deny": "reason"}`` or ``{"answers": {...}}`` (a
-questionnaire).
+questionnaire). A store that fails (the database down, the disk full) answers 503 with its
+``store_unavailable`` error, also for a pause it could not keep (never a ``state_id`` nobody
+can resume): send the message again once the store answers.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
 
 
 def _answer(result: RunResult) -> JSONResponse:
+    if result.state is not None and result.error is not None:  # a pause the store did not keep
+        return _failed(result.error)  # (nobody could resume it): the message is sent again
     if result.state is not None:
         return JSONResponse(
             {
@@ -97,8 +101,14 @@ def _answer(result: RunResult) -> JSONResponse:
             }
         )
     if result.reason == "error":
-        return JSONResponse({"status": "error", "error": result.error}, status_code=502)
+        return _failed(result.error or {})
     return JSONResponse({"status": "done", "reason": result.reason, "output": result.output})
+
+
+def _failed(error: Mapping[str, Any]) -> JSONResponse:
+    """503 when the store failed (try again once it answers), else 502 (the model)."""
+    status = 503 if str(error.get("code", "")).startswith("store_") else 502
+    return JSONResponse({"status": "error", "error": dict(error)}, status_code=status)
 
 
 def _refused(error: SagentsError, status: int = 409) -> JSONResponse:
@@ -120,7 +130,10 @@ async def chat(request: Request) -> JSONResponse:
         return JSONResponse({"status": "bad_request", "error": str(error)}, status_code=400)
     agent = AGENT["agent"]
     context = SessionContext(session_id=body["session_id"])
-    session = await agent.load_session(context.session_id)
+    try:
+        session = await agent.load_session(context.session_id)
+    except SagentsError as error:  # StoreError: the store failed; RunStateError: unreadable
+        return _failed(error.to_dict())
     history = session.messages if session is not None else []
     message = {"role": "user", "content": str(body.get("message", ""))}
     result = await agent.run(
