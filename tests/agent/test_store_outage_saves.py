@@ -181,3 +181,25 @@ async def test_an_ag_ui_run_whose_pause_was_not_stored_ends_with_an_error_not_ca
 
 def user(message_id: str, text: str) -> dict[str, str]:
     return {"id": message_id, "role": "user", "content": text}
+
+
+async def test_an_ag_ui_message_whose_run_could_not_load_its_session_stays_in_the_thread(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    async with ScriptedModel([reply("first"), reply("second"), reply("fourth")]) as model:
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        async with (
+            serve_route(agent, tmp_path, route_tools()) as url,
+            httpx.AsyncClient() as c,
+        ):
+            await post_run(c, url, run_input("t1", [user("u1", "one")]))
+            filler = fill_disk(small_disk)
+            unkept = await post_run(c, url, run_input("t1", [user("u2", "two")], run_id="r2"))
+            unloaded = await post_run(c, url, run_input("t1", [user("u3", "three")], run_id="r3"))
+            filler.unlink()
+            await post_run(c, url, run_input("t1", [user("u4", "four")], run_id="r4"))
+    assert unkept[-1].code == "store_unavailable"  # answered, not kept
+    assert unloaded[-1].code == "store_unavailable"  # its session could not be loaded
+    sent = model.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["one", "two", "three", "four"]
