@@ -37,6 +37,7 @@ from sagents.agent._events import (
     MessageEvent,
     QuestionnaireRequestEvent,
     QuestionnaireResultEvent,
+    not_started,
 )
 from sagents.agent._loop import SAgent
 from sagents.agent._state import RunState
@@ -297,7 +298,7 @@ class ThreadRuns:
                             run.done = event
                             if event.state is not None and _stored(event):
                                 self._pause(thread, run, event.state, asked)
-                            elif resume is not None and _not_started(event):
+                            elif resume is not None and not_started(event):
                                 thread.waiting = resume  # the same answer may be tried again
                         elif isinstance(event, MessageEvent):
                             calls.update(
@@ -357,7 +358,7 @@ class ThreadRuns:
     ) -> None:
         """Take the run's settled history into the thread, and save it."""
         session = self._settings.agent.session(self._settings.session_id(thread))
-        if _not_started(run.done):  # the agent's session is older than what the thread holds
+        if not_started(run.done):  # the agent's session is older than what the thread holds
             session = None
         history = [dict(m) for m in session.messages] if session is not None else given
         if history[: len(given)] == given:
@@ -433,13 +434,3 @@ def _stored(done: DoneEvent) -> bool:
     from: an error beside ``interrupted`` is the store's failure to keep it (docs/agent.md,
     "Pausing and resuming"), and then no card is shown that could not be answered."""
     return done.reason != "interrupted" or done.error is None
-
-
-def _not_started(done: DoneEvent | None) -> bool:
-    """Whether the run of ``done`` ended before it started: its store failed (the session to
-    load, the paused run to claim), nothing ran, a paused run stays resumable, and the agent's
-    session is not the run's (docs/agent.md, "Pausing and resuming")."""
-    if done is None:
-        return False
-    code = str((done.error or {}).get("code") or "")
-    return done.reason == "error" and code.startswith("store_")

@@ -42,6 +42,7 @@ __all__ = [
     "ReasoningDeltaEvent",
     "UsageEvent",
     "WorkflowSelectedEvent",
+    "not_started",
 ]
 
 DoneReason: TypeAlias = Literal["stop", "max_turns", "cancelled", "error", "interrupted"]
@@ -361,3 +362,11 @@ AgentEvent: TypeAlias = (
     | QuestionnaireResultEvent
 )
 """Any event of ``run_stream``."""
+
+
+def not_started(done: DoneEvent | None) -> bool:
+    """Whether the run of ``done`` ended before it started because its store failed (the
+    session to load, the paused run to claim): nothing ran, nothing was claimed, so a resumed
+    run stays resumable with its decisions (docs/agent.md, "Pausing and resuming")."""
+    code = str((done.error or {}).get("code") or "") if done is not None else ""
+    return done is not None and done.reason == "error" and code.startswith("store_")

@@ -28,7 +28,7 @@ from rich.text import Text
 
 from sagents.agent import DoneEvent, MessageDeltaEvent, MessageEvent, RunState, SAgent
 from sagents.agent._durable import approval_request
-from sagents.agent._events import AgentEvent
+from sagents.agent._events import AgentEvent, not_started
 from sagents.agent._messages import as_openai_messages
 from sagents.agent._state import Interruption, Resolution
 from sagents.cli._chat_tools import open_chat_tools
@@ -329,10 +329,20 @@ class _Chat:
     history: list[dict[str, Any]] = field(default_factory=list)
     running: bool = False
     cancelling: bool = False
+    left: RunState | None = None  # a paused run, decided, whose resume the store refused
     _asking: anyio.CancelScope | None = None
 
     async def turn(self, text: str) -> DoneEvent | None:
-        """Run one turn for the user's ``text`` (asking what its paused runs wait for)."""
+        """Run one turn for the user's ``text`` (asking what its paused runs wait for); a
+        paused run whose resume the store refused is continued first, with its answers (a
+        later turn would leave it waiting in the store, for ``--resume`` to take over)."""
+        if self.left is not None:
+            done = await self._run_to_end(self.left)
+            if self.left is not None:  # the store still refuses it: the text is not sent
+                self.renderer.err.print(
+                    Text("(not sent: the turn that waits for the store goes first)")
+                )
+                return done
         self.history.append({"role": "user", "content": text})
         return await self._run_to_end(None)
 
@@ -378,6 +388,7 @@ class _Chat:
             while state is not None:  # the run paused: ask, then continue it
                 await self._decide(state)
                 done = await self._stream([], state)
+                self.left = state if not_started(done) else None  # nothing claimed: kept
                 state = done.state if done is not None else None
         finally:
             self.running = False
