@@ -10,7 +10,7 @@ and resuming")."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -26,6 +26,7 @@ from sagents.tool import SessionContext, ToolManager, tool
 from tests.agent.ag_ui_helpers import customs, post_run, run_input, serve_route
 from tests.agent.helpers import (
     RUN_TIMEOUT_S,
+    HangingModel,
     assert_settled_once,
     collect,
     done_of,
@@ -219,3 +220,21 @@ async def test_an_ag_ui_answer_whose_claim_fails_on_a_full_disk_keeps_its_card_f
     assert again[-1].type.value == "RUN_FINISHED"  # the same answer, once the disk has room
     assert again[-1].result == {"sagents": {"reason": "stop"}}
     assert runs == ["x"]  # the approved call ran once, on the retry
+
+
+async def test_load_session_of_a_session_running_here_answers_while_the_database_is_down(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    model = HangingModel()
+    async with _store(own_postgres, tmp_path) as store:
+        agent = SAgent(model=model, store=store, run_script=False)
+        with anyio.fail_after(OUTAGE_RUN_S):
+            running = agent.run_stream([{"role": "user", "content": "hi"}], session_context=CTX)
+            async with aclosing(running):
+                await anext(running)  # its first piece: the run holds its session now
+                own_postgres.stop()
+                loaded = await agent.load_session(CTX.session_id)  # the run's: no store read
+                own_postgres.start()
+    assert loaded is not None
+    assert loaded is agent.session(CTX.session_id)
+    assert loaded.messages[0]["content"] == "hi"
