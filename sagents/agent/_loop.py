@@ -334,14 +334,15 @@ class SAgent:
 
         Raises:
             RunStateError: a stored session of an unknown version or shape.
-            StoreError: the store failed.
+            StoreError: the store failed (never for a session whose run is in progress here:
+                the store is not read for it).
         """
         found = self._sessions.get(session_id)
-        if not self._link.given:
+        if not self._link.given or found in self._claims:  # a run's, in progress: the latest
             return found
         await self._link.save_unsaved(session_id)  # this process's copy, if the latest
         document = await self.store.load_session(session_id)
-        if document is None or found in self._claims:  # a run's, in progress: the latest
+        if document is None:
             return found
         session = found or AgentSession(SessionContext(session_id=session_id), as_proxy(None))
         session.granted.update(restore_session(session, json.loads(document)))
