@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from sagents.testing import ScriptedModel, reply, tool_call
+from tests.postgres_server import PostgresServer
 from tests.small_disk import fill_disk
 
 pytestmark = pytest.mark.anyio
@@ -232,5 +233,32 @@ async def test_a_pause_the_store_could_not_keep_is_an_error_and_the_chat_goes_on
         assert failed.status_code == 503, failed.text
         assert failed.json()["error"]["code"] == "store_unavailable"
     assert paused.json()["status"] == "interrupted"
+    assert done.json() == {"status": "done", "reason": "stop", "output": "Noted."}
+    assert _notes(tmp_path) == ["milk is out"]
+
+
+async def test_a_resume_while_the_database_is_down_is_503_and_runs_once_it_is_back(
+    tmp_path: Path, own_postgres: PostgresServer
+) -> None:
+    async with ScriptedModel(SCRIPT) as model:
+        env = _env(tmp_path, model, own_postgres.new_database())
+        async with (
+            _workers(env) as [(url, _)],
+            httpx2.AsyncClient(timeout=REQUEST_TIMEOUT_S) as client,
+        ):
+            paused = (
+                await _post(client, f"{url}/chat", {"session_id": "s1", "message": "m"})
+            ).json()
+            resume = {
+                "session_id": "s1",
+                "state_id": paused["state_id"],
+                "decisions": {"call_1": {"approve": "once"}},
+            }
+            own_postgres.stop()
+            down = await _post(client, f"{url}/resume", resume)  # the paused run cannot be read
+            own_postgres.start()
+            done = await _post(client, f"{url}/resume", resume)
+    assert down.status_code == 503, down.text
+    assert down.json()["error"]["code"] == "store_unavailable"
     assert done.json() == {"status": "done", "reason": "stop", "output": "Noted."}
     assert _notes(tmp_path) == ["milk is out"]
