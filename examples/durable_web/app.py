@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from sagents.agent import RunResult, RunState, SAgent
-from sagents.errors import SagentsError
+from sagents.errors import SagentsError, StoreError
 from sagents.store import open_store, parse_store_url
 from sagents.tool import SessionContext, ToolManager, tool
 
@@ -174,6 +174,8 @@ async def resume(request: Request) -> JSONResponse:
             tool_manager=TOOLS,
             session_context=SessionContext(session_id=body["session_id"]),
         )
+    except StoreError as error:  # the paused run cannot be read now: try again later
+        return _failed(error.to_dict())
     except SagentsError as error:  # RunStateError: edited, another session, resumed already
         return _refused(error)
     return _answer(result)
