@@ -238,3 +238,38 @@ async def test_load_session_of_a_session_running_here_answers_while_the_database
     assert loaded is not None
     assert loaded is agent.session(CTX.session_id)
     assert loaded.messages[0]["content"] == "hi"
+
+
+async def test_closing_while_the_database_is_down_logs_the_unsaved_session_and_returns(
+    own_postgres: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool(permission="read_only")
+    def crash(reason: str) -> str:
+        """The database goes down before the run ends."""
+        own_postgres.stop()
+        return "down"
+
+    manager = ToolManager()
+    manager.register_tool(crash)
+    ask = [{"role": "user", "content": "hi"}]
+    try:
+        async with (
+            _store(own_postgres, tmp_path) as store,
+            ScriptedModel([tool_call("crash", {"reason": "test"}), reply("answered")]) as model,
+        ):
+            agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+            done = done_of(
+                await collect(
+                    agent, ask, within_s=OUTAGE_RUN_S, tool_manager=manager, session_context=CTX
+                )
+            )
+            assert done.error is not None
+            assert done.error["code"] == "store_unavailable"
+            caplog.clear()
+            with anyio.fail_after(OUTAGE_RUN_S):  # the pool's wait, once: no hang
+                await agent.__aexit__(None, None, None)
+            lost = [r for r in caplog.records if r.levelname == "ERROR"]
+            assert [r.args[0] for r in lost] == [CTX.session_id]  # type: ignore[index]
+            assert "cannot reach the store" in lost[0].getMessage()
+    finally:
+        own_postgres.start()

@@ -203,3 +203,49 @@ async def test_an_ag_ui_message_whose_run_could_not_load_its_session_stays_in_th
     assert unloaded[-1].code == "store_unavailable"  # its session could not be loaded
     sent = model.requests[-1]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"] == ["one", "two", "three", "four"]
+
+
+async def test_closing_the_agent_saves_the_sessions_the_store_did_not_keep(
+    small_disk: Path,
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    await store.load_session("made")  # the file exists: reads go on while the disk is full
+    async with ScriptedModel([reply("one"), reply("two")]) as model:
+        filler = fill_disk(small_disk)
+        async with SAgent(model=model.chat_model(), store=store, run_script=False) as agent:
+            with anyio.fail_after(RUN_TIMEOUT_S):
+                one = await agent.run(said("hi"), session_context=SessionContext(session_id="a"))
+                two = await agent.run(said("hi"), session_context=SessionContext(session_id="b"))
+            assert one.error is not None
+            assert two.error is not None
+            assert agent.unsaved_sessions == ("a", "b")
+            filler.unlink()  # nobody comes back to a or b: closing saves them
+        assert agent.unsaved_sessions == ()
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        stored_a = await store.load_session("a")
+        stored_b = await store.load_session("b")
+    assert stored_a is not None
+    assert stored_b is not None
+    assert json.loads(stored_b)["messages"][-1]["content"] == "two"
+
+
+async def test_closing_logs_each_session_the_store_still_refuses_and_does_not_raise(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    await store.load_session("made")  # the file exists: reads go on while the disk is full
+    async with ScriptedModel([reply("one"), reply("two")]) as model:
+        fill_disk(small_disk)
+        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            one = await agent.run(said("hi"), session_context=SessionContext(session_id="a"))
+            await agent.run(said("hi"), session_context=SessionContext(session_id="b"))
+        assert one.error is not None
+        caplog.clear()
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            await agent.__aexit__(None, None, None)  # the disk still full: no raise
+    lost = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.args[0] for r in lost] == ["a", "b"]  # type: ignore[index]
+    for record in lost:
+        assert one.error["message"] in record.getMessage()  # the store's error, as the run had it
+    assert agent.unsaved_sessions == ("a", "b")  # still held: nothing was dropped silently

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.from_thread import start_blocking_portal
 from rich.console import Console
+from typer.testing import CliRunner
 
 from sagents.agent import SAgent
-from sagents.cli._chat_session import ChatRenderer, _Chat
+from sagents.cli._chat_session import EXIT_TURN_FAILED, ChatRenderer, _Chat
+from sagents.cli.main import app
 from sagents.store._agents import SqliteAgentStore
 from sagents.testing import ScriptedModel, reply, tool_call
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolProxy
@@ -73,3 +76,27 @@ async def test_a_turn_whose_resume_the_store_refused_continues_before_the_next_t
     users = [m["content"] for m in thanked.messages if m["role"] == "user"]
     assert users == ["save x", "thanks"]  # the message said while it waited was not sent
     assert pending is None  # nothing left waiting for --resume
+
+
+def test_a_prompt_whose_session_the_store_did_not_keep_exits_1_and_says_so(
+    small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SAGENTS_MODEL", "SAGENTS_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SAGENTS_DATA_DIR", str(small_disk))
+    store = SqliteAgentStore(path=small_disk / "agents.sqlite3")
+    anyio.run(lambda: store.load_session("made"))  # the file exists: reads go on when full
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(ScriptedModel([reply("answered")])) as model,
+    ):
+        fill_disk(small_disk)
+        result = CliRunner().invoke(
+            app,
+            ["chat", "--prompt", "hi", "--base-url", model.base_url, "--model", "m"],
+            catch_exceptions=False,
+        )
+    assert "answered" in result.stdout  # the answer was shown
+    assert result.exit_code == EXIT_TURN_FAILED, result.output
+    assert "was not saved" in result.stderr
+    assert "chat-" in result.stderr  # naming the session
