@@ -303,8 +303,18 @@ class SAgent:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        """Close the store opened by ``async with``."""
-        await self._link.close()
+        """Save the sessions the store did not keep (each one it still refuses is logged at
+        ERROR, never raised), then close the store opened by ``async with``."""
+        try:
+            await self._link.save_all_unsaved()
+        finally:
+            await self._link.close()
+
+    @property
+    def unsaved_sessions(self) -> tuple[str, ...]:
+        """The ids of the sessions whose last save the store refused, held in this process
+        until they are saved (docs/agent.md, "Pausing and resuming")."""
+        return self._link.unsaved
 
     @property
     def store(self) -> AgentStore:

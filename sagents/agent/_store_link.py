@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack
 from typing import cast
 
 from sagents.audit._store import default_data_dir
-from sagents.errors import RunStateError, SagentsError
+from sagents.errors import RunStateError, SagentsError, StoreUnavailableError
 from sagents.store._agents import SqliteAgentStore
 from sagents.store._location import parse_store_url
 from sagents.store._open import open_store
@@ -120,3 +120,30 @@ class StoreLink:
         await self.store.save_session(session_id, document)
         if self._unsaved.get(session_id) is document:  # not replaced by a newer one meanwhile
             del self._unsaved[session_id]
+
+    @property
+    def unsaved(self) -> tuple[str, ...]:
+        """The ids of the sessions held for their next save (least recent first)."""
+        return tuple(self._unsaved)
+
+    async def save_all_unsaved(self) -> None:
+        """Try once to store every held session (the agent closes): each one the store still
+        refuses is logged at ERROR with the store's error, and stays held. Once the store is
+        unreachable the others are not tried (each would wait the store's own timeout again):
+        they are logged with that error."""
+        down: StoreUnavailableError | None = None
+        for session_id in list(self._unsaved):
+            error: SagentsError | None = down
+            if error is None:
+                try:
+                    await self.save_unsaved(session_id)
+                except SagentsError as failed:  # StoreError, RunStateError: logged, never raised
+                    error = failed
+                    if isinstance(failed, StoreUnavailableError):
+                        down = failed
+            if error is not None:
+                logger.error(
+                    "the session %r was never stored and is lost when this process ends: %s",
+                    session_id,
+                    error.message,
+                )
