@@ -15,9 +15,9 @@ import re
 import select
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
@@ -513,10 +513,12 @@ async def open_chat(
 ) -> AsyncIterator[_Chat]:
     """The chat's session with its tools open: the configured built-in tools that need no
     sandbox are offered, and ``questionnaire`` with a ``questioner`` (unless a configured tool
-    already has the name). Leaving closes the tools and the model client."""
-    async with open_chat_tools(
-        agent.model, loaded, questionnaire=questioner is not None
-    ) as manager:
+    already has the name). Leaving closes the tools and the model client, then the agent (which
+    saves again a session its store did not keep)."""
+    async with (
+        agent,
+        open_chat_tools(agent.model, loaded, questionnaire=questioner is not None) as manager,
+    ):
         yield _Chat(
             agent=agent,
             tools=ToolProxy([manager]),
@@ -532,7 +534,7 @@ async def open_chat(
 EXIT_OK = 0
 """The last turn ended normally (``stop`` or ``max_turns``), or there was none."""
 EXIT_TURN_FAILED = 1
-"""The last turn ended in an error, or was cancelled."""
+"""The last turn ended in an error, or was cancelled; or the store did not keep the chat."""
 EXIT_INTERRUPTED = 130
 """A second Ctrl-C quit while a turn was being cancelled (128 + SIGINT, as shells say)."""
 
@@ -564,23 +566,47 @@ def run_chat(
     The event loop runs in a thread of its own (an anyio blocking portal) and this thread reads
     the prompt, so that Ctrl-C (delivered to this thread) interrupts the prompt at once: at the
     prompt it clears the line, and a second one in a row quits; during a turn it cancels the
-    turn, and a second one quits. Nothing of it ends in a traceback."""
+    turn, and a second one quits. Nothing of it ends in a traceback.
+
+    A chat whose session the store still did not keep when the agent closed says so, and
+    its exit code is :data:`EXIT_TURN_FAILED` (unless it was already another failure)."""
+
+    def opening(waits: _MainThreadWaits) -> AbstractAsyncContextManager[_Chat]:
+        return open_chat(
+            agent,
+            loaded,
+            skills,
+            context,
+            _reading(approver, waits),
+            as_json,
+            _reading(questioner, waits),
+        )
+
+    code = _chat_code(opening, prompt, interactive, resume)
+    if context.session_id in agent.unsaved_sessions:
+        stderr_console().print(
+            literal(
+                f"error: the chat {context.session_id} was not saved: the store failed "
+                "(its error is above)"
+            ),
+            style="red",
+        )
+        return EXIT_TURN_FAILED if code == EXIT_OK else code
+    return code
+
+
+def _chat_code(
+    opening: Callable[[_MainThreadWaits], AbstractAsyncContextManager[_Chat]],
+    prompt: str | None,
+    interactive: bool,
+    resume: bool,
+) -> int:
     err = stderr_console()
     try:
         with (
             _MainThreadWaits() as waits,
             start_blocking_portal(backend="asyncio") as portal,
-            portal.wrap_async_context_manager(
-                open_chat(
-                    agent,
-                    loaded,
-                    skills,
-                    context,
-                    _reading(approver, waits),
-                    as_json,
-                    _reading(questioner, waits),
-                )
-            ) as session,
+            portal.wrap_async_context_manager(opening(waits)) as session,
         ):
             waits.immediate = False
             try:
