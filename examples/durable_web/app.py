@@ -77,15 +77,16 @@ AGENT: dict[str, SAgent] = {}
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
     location = parse_store_url(os.environ.get("SAGENTS_STORE"))
-    async with open_store(
-        location, data_dir=Path(os.environ.get("SAGENTS_DATA_DIR", "data"))
-    ) as store:
-        AGENT["agent"] = SAgent(
+    async with (
+        open_store(location, data_dir=Path(os.environ.get("SAGENTS_DATA_DIR", "data"))) as store,
+        SAgent(  # leaving it saves a session the store did not keep, or logs it as lost
             model=os.environ.get("SAGENTS_MODEL", "openai:gpt-4.1-mini"),
             system_prompt="You keep the user's notes.",
             run_script=False,
             store=store,
-        )
+        ) as agent,
+    ):
+        AGENT["agent"] = agent
         yield
 
 
