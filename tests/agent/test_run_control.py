@@ -27,7 +27,13 @@ from sagents.store import SqliteAgentStore
 from sagents.testing import ScriptedModel, ScriptedReply, ScriptedToolCall, reply, tool_call
 from sagents.tool import ApprovalAnswer, ApprovalRequest, SessionContext, ToolManager, tool
 from sagents.tool.impl import register_builtin_tools
-from tests.agent.helpers import RUN_TIMEOUT_S, HangingModel, assert_settled_once, done_of
+from tests.agent.helpers import (
+    RUN_TIMEOUT_S,
+    HangingModel,
+    assert_settled_once,
+    done_of,
+    saving_tools,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -48,18 +54,6 @@ def _state_key(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def store(tmp_path: Any) -> SqliteAgentStore:
     return SqliteAgentStore(path=tmp_path / "agents.sqlite3")
-
-
-def _writes(ran: list[str]) -> ToolManager:
-    @tool(permission="write")
-    def save(path: str) -> str:
-        """Save a file."""
-        ran.append(path)
-        return f"saved {path}"
-
-    manager = ToolManager()
-    manager.register_tool(save)
-    return manager
 
 
 def _held_answer(count: int) -> ScriptedReply:
@@ -94,7 +88,7 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
             async with aclosing(
                 agent.run_stream(
                     USER,
-                    tool_manager=_writes(ran),
+                    tool_manager=saving_tools(ran),
                     session_context=SessionContext(session_id="s", permission_mode="ask"),
                     approvals="defer",
                 )
@@ -132,7 +126,7 @@ async def test_a_deferring_run_cancelled_while_its_requests_wait_for_room_keeps_
         with anyio.fail_after(RUN_TIMEOUT_S):
             resumed = await agent.run(
                 state=stored,
-                tool_manager=_writes(ran),
+                tool_manager=saving_tools(ran),
                 session_context=SessionContext(session_id="s", permission_mode="ask"),
             )
     assert resumed.reason == "stop"
@@ -266,7 +260,7 @@ async def test_a_second_run_on_a_session_with_a_run_in_progress_is_refused() -> 
         [_save_call("a1"), reply("a done"), _save_call("b1"), reply("b done")]
     ) as model:
         agent = SAgent(model=model.chat_model(), run_script=False)
-        manager = _writes(ran)
+        manager = saving_tools(ran)
         refused: list[RunInProgressError] = []
 
         async def second_run() -> None:
@@ -330,7 +324,7 @@ async def test_a_run_refused_for_a_run_in_progress_leaves_its_stored_session_unl
     context = SessionContext(session_id="stored", permission_mode="ask")
     async with ScriptedModel([reply("zero"), _save_call("a1"), reply("a done")]) as model:
         agent = SAgent(model=model.chat_model(), run_script=False, store=store)
-        manager = _writes([])
+        manager = saving_tools([])
 
         async def second_run_and_load() -> None:
             with pytest.raises(RunInProgressError):

@@ -10,7 +10,7 @@ and resuming")."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -257,7 +257,10 @@ async def test_closing_while_the_database_is_down_logs_the_unsaved_session_and_r
             _store(own_postgres, tmp_path) as store,
             ScriptedModel([tool_call("crash", {"reason": "test"}), reply("answered")]) as model,
         ):
-            agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+            closing = AsyncExitStack()
+            agent = await closing.enter_async_context(
+                SAgent(model=model.chat_model(), store=store, run_script=False)
+            )
             done = done_of(
                 await collect(
                     agent, ask, within_s=OUTAGE_RUN_S, tool_manager=manager, session_context=CTX
@@ -267,7 +270,7 @@ async def test_closing_while_the_database_is_down_logs_the_unsaved_session_and_r
             assert done.error["code"] == "store_unavailable"
             caplog.clear()
             with anyio.fail_after(OUTAGE_RUN_S):  # the pool's wait, once: no hang
-                await agent.__aexit__(None, None, None)
+                await closing.aclose()  # leaves `async with agent`
             lost = [r for r in caplog.records if r.levelname == "ERROR"]
             assert [r.args[0] for r in lost] == [CTX.session_id]  # type: ignore[index]
             assert "cannot reach the store" in lost[0].getMessage()

@@ -7,6 +7,7 @@ resuming")."""
 from __future__ import annotations
 
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -236,14 +237,17 @@ async def test_closing_logs_each_session_the_store_still_refuses_and_does_not_ra
     await store.load_session("made")  # the file exists: reads go on while the disk is full
     async with ScriptedModel([reply("one"), reply("two")]) as model:
         fill_disk(small_disk)
-        agent = SAgent(model=model.chat_model(), store=store, run_script=False)
+        closing = AsyncExitStack()
+        agent = await closing.enter_async_context(
+            SAgent(model=model.chat_model(), store=store, run_script=False)
+        )
         with anyio.fail_after(RUN_TIMEOUT_S):
             one = await agent.run(said("hi"), session_context=SessionContext(session_id="a"))
             await agent.run(said("hi"), session_context=SessionContext(session_id="b"))
         assert one.error is not None
         caplog.clear()
         with anyio.fail_after(RUN_TIMEOUT_S):
-            await agent.__aexit__(None, None, None)  # the disk still full: no raise
+            await closing.aclose()  # leaves `async with agent`, the disk still full: no raise
     lost = [r for r in caplog.records if r.levelname == "ERROR"]
     assert [r.args[0] for r in lost] == ["a", "b"]  # type: ignore[index]
     for record in lost:
